@@ -1,0 +1,84 @@
+//! Server functions for investigations and the kind-independent step operations.
+//! Each one is a thin call through [`crate::backend::Notebook`]; kind-specific
+//! functions live with their kind in `steps/`.
+
+use crate::error::ApiError;
+use crate::model::{Investigation, InvestigationSummary, Step};
+use leptos::prelude::*;
+
+#[cfg(feature = "ssr")]
+use crate::backend::notebook;
+
+#[server]
+pub async fn list_investigations() -> Result<Vec<InvestigationSummary>, ApiError> {
+    notebook()?.list_investigations().await
+}
+
+#[server]
+pub async fn get_investigation(id: String) -> Result<Investigation, ApiError> {
+    let result = notebook()?.investigation(&id).await;
+    if let Err(e) = &result {
+        crate::backend::set_status(e);
+    }
+    result
+}
+
+#[server]
+pub async fn create_investigation(
+    title: String,
+    question: String,
+) -> Result<Investigation, ApiError> {
+    let new = crate::model::NewInvestigation {
+        title,
+        question: Some(question),
+    };
+    let investigation = notebook()?.create_investigation(new).await?;
+    leptos_axum::redirect(&investigation.url);
+    Ok(investigation)
+}
+
+#[server]
+pub async fn rename_investigation(
+    id: String,
+    title: String,
+    question: String,
+) -> Result<Investigation, ApiError> {
+    let patch = crate::model::InvestigationPatch {
+        title: Some(title),
+        question: Some(question),
+        status: None,
+    };
+    notebook()?.update_investigation(&id, patch).await
+}
+
+#[server]
+pub async fn set_investigation_status(
+    id: String,
+    status: String,
+) -> Result<Investigation, ApiError> {
+    let status = crate::model::InvestigationStatus::parse(&status).ok_or_else(|| {
+        ApiError::invalid(format!("unknown status {status:?}: use open or closed"))
+    })?;
+    let patch = crate::model::InvestigationPatch {
+        status: Some(status),
+        ..Default::default()
+    };
+    notebook()?.update_investigation(&id, patch).await
+}
+
+#[server]
+pub async fn delete_investigation(id: String) -> Result<(), ApiError> {
+    notebook()?.delete_investigation(&id).await?;
+    leptos_axum::redirect("/");
+    Ok(())
+}
+
+#[server]
+pub async fn move_step(step_id: i64, position: u32) -> Result<Step, ApiError> {
+    notebook()?.move_step(step_id, position).await
+}
+
+#[server]
+pub async fn delete_step(step_id: i64) -> Result<(), ApiError> {
+    notebook()?.delete_step(step_id).await
+}

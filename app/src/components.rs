@@ -1,0 +1,65 @@
+//! Small building blocks shared by the pages.
+
+use crate::error::ApiError;
+use crate::model::InvestigationStatus;
+use leptos::prelude::*;
+use leptos::server_fn::ServerFn;
+
+/// The message of the last failed run of `action`, if any, in words a person can act on.
+#[component]
+pub fn ActionError<S>(action: ServerAction<S>) -> impl IntoView
+where
+    S: ServerFn<Error = ApiError> + Clone + Send + Sync + 'static,
+    S::Output: Clone + Send + Sync + 'static,
+{
+    move || {
+        action.value().with(|value| match value {
+            Some(Err(e)) => Some(view! { <p class="error" role="alert">{e.message.clone()}</p> }),
+            _ => None,
+        })
+    }
+}
+
+#[component]
+pub fn StatusBadge(status: InvestigationStatus) -> impl IntoView {
+    view! { <span class=format!("badge badge-{}", status.as_str())>{status.as_str()}</span> }
+}
+
+/// A destructive action behind a second click. Works without JavaScript: it is a
+/// `<details>` whose body holds the real form (`children`).
+#[component]
+pub fn Confirm(
+    /// The text of the first button, e.g. "Delete…".
+    label: &'static str,
+    /// What will happen, said plainly.
+    #[prop(into)]
+    prompt: String,
+    children: Children,
+) -> impl IntoView {
+    view! {
+        <details class="confirm">
+            <summary class="button danger-quiet">{label}</summary>
+            <div class="confirm-body">
+                <p>{prompt}</p>
+                {children()}
+            </div>
+        </details>
+    }
+}
+
+/// Shown where a page could not load its data.
+#[component]
+pub fn ErrorPanel(error: ApiError) -> impl IntoView {
+    let title = match error.code {
+        crate::error::ErrorCode::NotFound => "Not found",
+        crate::error::ErrorCode::Network => "Server unreachable",
+        _ => "Could not load this page",
+    };
+    view! {
+        <section class="panel error-panel">
+            <h1>{title}</h1>
+            <p>{error.message}</p>
+            <p><a href="/">"Back to investigations"</a></p>
+        </section>
+    }
+}

@@ -1,0 +1,95 @@
+//! The one error type that crosses the wire, from the JSON API and from server functions.
+//!
+//! Internal causes are logged on the server and never sent: users see `message`, which is
+//! written for them. The HTTP status is derived from `code` by the server.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// The request could not be understood (malformed JSON, wrong types, bad path).
+    BadRequest,
+    /// Well-formed but invalid: empty title, field too long, unknown step kind …
+    Invalid,
+    NotFound,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+    MethodNotAllowed,
+    /// The browser could not reach the server.
+    Network,
+    /// Something broke on our side; the details are in the server log.
+    Internal,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub struct ApiError {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl fmt::Display for ApiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl ErrorCode {
+    /// The HTTP status that carries this error; one mapping for the API and the pages.
+    pub fn http_status(self) -> u16 {
+        match self {
+            Self::BadRequest => 400,
+            Self::NotFound => 404,
+            Self::MethodNotAllowed => 405,
+            Self::PayloadTooLarge => 413,
+            Self::UnsupportedMediaType => 415,
+            Self::Invalid => 422,
+            Self::Internal => 500,
+            Self::Network => 502,
+        }
+    }
+}
+
+impl ApiError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+        }
+    }
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::BadRequest, message)
+    }
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Invalid, message)
+    }
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::NotFound, message)
+    }
+    /// The cause is for the log; the user gets a generic sentence.
+    pub fn internal() -> Self {
+        Self::new(
+            ErrorCode::Internal,
+            "Something went wrong on the server; the details are in its log.",
+        )
+    }
+}
+
+impl leptos::server_fn::error::FromServerFnError for ApiError {
+    type Encoder = leptos::server_fn::codec::JsonEncoding;
+
+    fn from_server_fn_error(value: leptos::server_fn::error::ServerFnErrorErr) -> Self {
+        use leptos::server_fn::error::ServerFnErrorErr as E;
+        match value {
+            E::Request(e) => Self::new(
+                ErrorCode::Network,
+                format!("Could not reach the Sleuth server: {e}"),
+            ),
+            E::Args(e) | E::MissingArg(e) | E::Deserialization(e) => {
+                Self::bad_request(format!("The request was not understood: {e}"))
+            }
+            _ => Self::internal(),
+        }
+    }
+}

@@ -1,0 +1,80 @@
+//! Sleuth's user interface and the domain types shared by the server and the browser.
+//!
+//! Compiled twice: with `ssr` into the server (which renders every page to HTML and
+//! answers server functions), and with `hydrate` to wasm32, which makes the served
+//! HTML interactive. Nothing server-only may be reached from `hydrate`.
+
+pub mod api;
+#[cfg(feature = "ssr")]
+pub mod backend;
+pub mod components;
+pub mod error;
+pub mod model;
+pub mod pages;
+pub mod steps;
+
+use leptos::prelude::*;
+use leptos_meta::{MetaTags, provide_meta_context};
+use leptos_router::{
+    SsrMode,
+    components::{A, Route, Router, Routes},
+    path,
+};
+
+/// The HTML document around the app; rendered on the server only.
+pub fn shell(options: LeptosOptions) -> impl IntoView {
+    view! {
+        <!DOCTYPE html>
+        <html lang="en">
+            <head>
+                <meta charset="utf-8"/>
+                <meta name="viewport" content="width=device-width, initial-scale=1"/>
+                <meta name="color-scheme" content="light dark"/>
+                <link rel="stylesheet" href="/pkg/sleuth.css"/>
+                <link rel="icon" href="/favicon.svg" type="image/svg+xml"/>
+                <HydrationScripts options/>
+                <MetaTags/>
+            </head>
+            <body>
+                <App/>
+            </body>
+        </html>
+    }
+}
+
+#[component]
+pub fn App() -> impl IntoView {
+    provide_meta_context();
+    view! {
+        <Router>
+            <header class="topbar">
+                <A href="/" attr:class="brand">"Sleuth"</A>
+                <span class="tagline">"LLM-serving performance notebook"</span>
+            </header>
+            <main>
+                // Async: pages are sent whole, so they read well without JavaScript
+                // and a missing investigation is a real 404.
+                <Routes fallback=pages::NotFound>
+                    <Route path=path!("/") view=pages::home::HomePage ssr=SsrMode::Async/>
+                    <Route
+                        path=path!("/i/:id")
+                        view=pages::investigation::InvestigationPage
+                        ssr=SsrMode::Async
+                    />
+                </Routes>
+            </main>
+        </Router>
+    }
+}
+
+/// Entry point of the wasm bundle: attaches to the server-rendered page.
+#[cfg(feature = "hydrate")]
+#[wasm_bindgen::prelude::wasm_bindgen]
+pub fn hydrate() {
+    console_error_panic_hook::set_once();
+    leptos::mount::hydrate_body(App);
+    // A signal for tests and scripts that the page is now interactive.
+    if let Some(body) = document().body() {
+        let _ = body.set_attribute("data-hydrated", "");
+    }
+}

@@ -1,0 +1,101 @@
+//! `/`: every investigation, newest first, and the form that starts one.
+
+use crate::api::{CreateInvestigation, list_investigations};
+use crate::components::{ActionError, StatusBadge};
+use crate::model::{InvestigationSummary, limits, short_time};
+use leptos::form::ActionForm;
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+#[component]
+pub fn HomePage() -> impl IntoView {
+    let investigations = Resource::new(|| (), |_| list_investigations());
+    view! {
+        <Title text="Investigations · Sleuth"/>
+        <div class="page-head">
+            <h1>"Investigations"</h1>
+        </div>
+        <NewInvestigation/>
+        <Transition fallback=|| view! { <p class="muted">"Loading investigations…"</p> }>
+            <ErrorBoundary fallback=super::error_fallback>
+                {move || Suspend::new(async move {
+                    investigations.await.map(|list| view! { <InvestigationTable list/> })
+                })}
+            </ErrorBoundary>
+        </Transition>
+    }
+}
+
+#[component]
+fn NewInvestigation() -> impl IntoView {
+    let create = ServerAction::<CreateInvestigation>::new();
+    view! {
+        <details class="panel new-investigation" open=true>
+            <summary>"New investigation"</summary>
+            <ActionForm action=create attr:class="stacked">
+                <label for="new-title">"Title"</label>
+                <input
+                    id="new-title"
+                    name="title"
+                    required
+                    maxlength=limits::TITLE_CHARS
+                    placeholder="vLLM TP=8 decode stuck at 57.5 tok/s"
+                />
+                <label for="new-question">"Question " <span class="muted">"(optional)"</span></label>
+                <textarea
+                    id="new-question"
+                    name="question"
+                    rows="2"
+                    maxlength=limits::QUESTION_CHARS
+                    placeholder="What are you trying to find out?"
+                ></textarea>
+                <ActionError action=create/>
+                <div class="form-actions">
+                    <button type="submit" class="primary">"Create investigation"</button>
+                </div>
+            </ActionForm>
+        </details>
+    }
+}
+
+#[component]
+fn InvestigationTable(list: Vec<InvestigationSummary>) -> impl IntoView {
+    if list.is_empty() {
+        return view! {
+            <p class="empty">
+                "No investigations yet. Start one above with the question you are trying to answer."
+            </p>
+        }
+        .into_any();
+    }
+    let rows = list
+        .into_iter()
+        .map(|inv| {
+            view! {
+                <tr>
+                    <td class="title-cell">
+                        <a href=inv.url.clone()>{inv.title.clone()}</a>
+                        <div class="muted question">{inv.question.clone()}</div>
+                    </td>
+                    <td><StatusBadge status=inv.status/></td>
+                    <td class="num">{inv.step_count}</td>
+                    <td class="time">{short_time(&inv.updated_at)}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <table class="list investigations">
+            <thead>
+                <tr>
+                    <th>"Title"</th>
+                    <th>"Status"</th>
+                    <th class="num">"Steps"</th>
+                    <th>"Updated"</th>
+                </tr>
+            </thead>
+            <tbody>{rows}</tbody>
+        </table>
+    }
+    .into_any()
+}

@@ -1,0 +1,193 @@
+//! `/i/{id}`: one investigation and its timeline of steps.
+
+use crate::api::{
+    DeleteInvestigation, DeleteStep, MoveStep, RenameInvestigation, SetInvestigationStatus,
+    get_investigation,
+};
+use crate::components::{ActionError, Confirm, StatusBadge};
+use crate::model::{Investigation, InvestigationStatus, Step, limits, short_time};
+use crate::steps::{StepContent, note::AddNote};
+use leptos::form::ActionForm;
+use leptos::prelude::*;
+use leptos::server_fn::ServerFn;
+use leptos_meta::Title;
+use leptos_router::hooks::use_params_map;
+
+/// Bumped after every successful change, so the page refetches the investigation.
+#[derive(Clone, Copy)]
+struct TimelineVersion(RwSignal<u64>);
+
+/// A server action whose success refreshes the investigation page. Failures leave
+/// the page as it is, so whatever the user typed stays in its form.
+pub fn timeline_action<S>() -> ServerAction<S>
+where
+    S: ServerFn + Clone + Send + Sync + 'static,
+    S::Output: Send + Sync + 'static,
+    S::Error: Send + Sync + 'static,
+{
+    let action = ServerAction::<S>::new();
+    if let Some(version) = use_context::<TimelineVersion>() {
+        Effect::new(move |_| {
+            if action.value().with(|v| matches!(v, Some(Ok(_)))) {
+                version.0.update(|v| *v += 1);
+            }
+        });
+    }
+    action
+}
+
+#[component]
+pub fn InvestigationPage() -> impl IntoView {
+    let params = use_params_map();
+    let id = move || params.read().get("id").unwrap_or_default();
+    let version = TimelineVersion(RwSignal::new(0));
+    provide_context(version);
+    let investigation = Resource::new(
+        move || (id(), version.0.get()),
+        |(id, _)| get_investigation(id),
+    );
+    view! {
+        <Transition fallback=|| view! { <p class="muted">"Loading investigation…"</p> }>
+            <ErrorBoundary fallback=super::error_fallback>
+                {move || Suspend::new(async move {
+                    investigation.await.map(|inv| view! { <InvestigationView inv/> })
+                })}
+            </ErrorBoundary>
+        </Transition>
+    }
+}
+
+#[component]
+fn InvestigationView(inv: Investigation) -> impl IntoView {
+    let count = inv.steps.len() as u32;
+    let id = inv.id.clone();
+    let steps = inv
+        .steps
+        .iter()
+        .cloned()
+        .map(|step| view! { <StepItem step last=count/> })
+        .collect_view();
+    view! {
+        <Title text=format!("{} · Sleuth", inv.title)/>
+        <nav class="crumbs"><a href="/">"Investigations"</a> " / " <span>{inv.id.clone()}</span></nav>
+        <Header inv=inv.clone()/>
+        <section class="timeline" aria-label="Steps">
+            {if inv.steps.is_empty() {
+                Some(view! {
+                    <p class="empty">"No steps yet. Write down what you know so far as a first note."</p>
+                })
+            } else {
+                None
+            }}
+            <ol class="steps">{steps}</ol>
+        </section>
+        <AddNote investigation=id/>
+    }
+}
+
+#[component]
+fn Header(inv: Investigation) -> impl IntoView {
+    let rename = timeline_action::<RenameInvestigation>();
+    let set_status = timeline_action::<SetInvestigationStatus>();
+    let delete = ServerAction::<DeleteInvestigation>::new();
+    let (next_status, toggle_label) = match inv.status {
+        InvestigationStatus::Open => ("closed", "Close"),
+        InvestigationStatus::Closed => ("open", "Reopen"),
+    };
+    // One copy per form: each form's view is its own closure.
+    let (rename_id, status_id, delete_id) = (inv.id.clone(), inv.id.clone(), inv.id.clone());
+    let question = (!inv.question.is_empty())
+        .then(|| view! { <p class="question">{inv.question.clone()}</p> });
+    view! {
+        <header class="investigation-head">
+            <div class="title-row">
+                <h1>{inv.title.clone()}</h1>
+                <StatusBadge status=inv.status/>
+            </div>
+            {question}
+            <p class="muted meta">
+                "Started " {short_time(&inv.created_at)} " · updated " {short_time(&inv.updated_at)}
+            </p>
+            <div class="toolbar">
+                <details class="inline-form">
+                    <summary class="button">"Rename…"</summary>
+                    <ActionForm action=rename attr:class="stacked">
+                        <input type="hidden" name="id" value=rename_id/>
+                        <label>"Title"
+                            <input name="title" required maxlength=limits::TITLE_CHARS value=inv.title.clone()/>
+                        </label>
+                        <label>"Question"
+                            <textarea name="question" rows="2" maxlength=limits::QUESTION_CHARS>
+                                {inv.question.clone()}
+                            </textarea>
+                        </label>
+                        <ActionError action=rename/>
+                        <div class="form-actions"><button type="submit" class="primary">"Save"</button></div>
+                    </ActionForm>
+                </details>
+                <ActionForm action=set_status attr:class="inline">
+                    <input type="hidden" name="id" value=status_id/>
+                    <input type="hidden" name="status" value=next_status/>
+                    <button type="submit">{toggle_label}</button>
+                </ActionForm>
+                <Confirm label="Delete…" prompt="Delete this investigation and all its steps? This cannot be undone.">
+                    <ActionForm action=delete attr:class="inline">
+                        <input type="hidden" name="id" value=delete_id/>
+                        <button type="submit" class="danger">"Delete investigation"</button>
+                    </ActionForm>
+                </Confirm>
+            </div>
+            <ActionError action=set_status/>
+            <ActionError action=delete/>
+        </header>
+    }
+}
+
+#[component]
+fn StepItem(step: Step, last: u32) -> impl IntoView {
+    let editing = RwSignal::new(false);
+    let move_step = timeline_action::<MoveStep>();
+    let delete = timeline_action::<DeleteStep>();
+    let position = step.position;
+    let anchor = step.anchor();
+    view! {
+        <li class="step" id=anchor.clone() data-kind=step.body.kind()>
+            <div class="step-head">
+                <a class="step-link" href=format!("#{anchor}") title="Link to this step">
+                    "#" {position}
+                </a>
+                <span class="kind">{step.body.kind()}</span>
+                <span class="muted time">{short_time(&step.created_at)}</span>
+                <span class="spacer"></span>
+                <button
+                    type="button"
+                    class="quiet edit"
+                    on:click=move |_| editing.update(|e| *e = !*e)
+                >
+                    "Edit"
+                </button>
+                <ActionForm action=move_step attr:class="inline">
+                    <input type="hidden" name="step_id" value=step.id/>
+                    <input type="hidden" name="position" value=position.saturating_sub(1).max(1)/>
+                    <button type="submit" class="quiet" title="Move up" disabled={position <= 1}>"↑"</button>
+                </ActionForm>
+                <ActionForm action=move_step attr:class="inline">
+                    <input type="hidden" name="step_id" value=step.id/>
+                    <input type="hidden" name="position" value=position + 1/>
+                    <button type="submit" class="quiet" title="Move down" disabled={position >= last}>"↓"</button>
+                </ActionForm>
+                <Confirm label="Delete…" prompt="Delete this step?">
+                    <ActionForm action=delete attr:class="inline">
+                        <input type="hidden" name="step_id" value=step.id/>
+                        <button type="submit" class="danger">"Delete step"</button>
+                    </ActionForm>
+                </Confirm>
+            </div>
+            <div class="step-body">
+                <StepContent step=step.clone() editing/>
+            </div>
+            <ActionError action=move_step/>
+            <ActionError action=delete/>
+        </li>
+    }
+}

@@ -1,0 +1,31 @@
+//! Step kinds. A kind is one module here (its body type and its view) plus one
+//! module in the server's `steps/` (validation and rendering), and one variant below.
+//! Notes come first; command, snippet, grep and calculator steps follow.
+
+pub mod note;
+
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+/// What a step holds, tagged by `kind` on the wire and in the store.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum StepBody {
+    Note(note::NoteBody),
+}
+
+impl StepBody {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Note(_) => "note",
+        }
+    }
+}
+
+/// The body of a step in the timeline.
+#[component]
+pub fn StepContent(step: crate::model::Step, editing: RwSignal<bool>) -> impl IntoView {
+    match step.body.clone() {
+        StepBody::Note(_) => view! { <note::NoteContent step editing/> }.into_any(),
+    }
+}

@@ -1,0 +1,107 @@
+//! Note steps: Markdown written by a person. The server renders and sanitizes it
+//! (pulldown-cmark + ammonia), so neither crate ships to the browser.
+
+use crate::error::ApiError;
+use crate::model::Step;
+use leptos::form::ActionForm;
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+/// Largest note the server accepts, in bytes of Markdown.
+pub const MAX_BYTES: usize = 100_000;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoteBody {
+    /// Markdown (CommonMark + GFM tables, task lists, strikethrough).
+    pub body: String,
+}
+
+#[server]
+pub async fn add_note(investigation: String, body: String) -> Result<Step, ApiError> {
+    crate::backend::notebook()?
+        .add_step(&investigation, super::StepBody::Note(NoteBody { body }))
+        .await
+}
+
+#[server]
+pub async fn edit_note(step_id: i64, body: String) -> Result<Step, ApiError> {
+    crate::backend::notebook()?
+        .update_step(step_id, super::StepBody::Note(NoteBody { body }))
+        .await
+}
+
+/// The rendered note, or its editor while `editing`.
+#[component]
+pub fn NoteContent(step: Step, editing: RwSignal<bool>) -> impl IntoView {
+    let super::StepBody::Note(NoteBody { body }) = step.body.clone();
+    let html = step.html.clone().unwrap_or_default();
+    let edit = crate::pages::investigation::timeline_action::<EditNote>();
+    Effect::new(move |_| {
+        if let Some(Ok(_)) = edit.value().get() {
+            editing.set(false);
+        }
+    });
+    view! {
+        <Show
+            when=move || editing.get()
+            fallback=move || view! { <div class="markdown" inner_html=html.clone()></div> }
+        >
+            <NoteEditor step_id=step.id body=body.clone() editing edit/>
+        </Show>
+    }
+}
+
+#[component]
+fn NoteEditor(
+    step_id: i64,
+    body: String,
+    editing: RwSignal<bool>,
+    edit: ServerAction<EditNote>,
+) -> impl IntoView {
+    view! {
+        <ActionForm action=edit attr:class="note-editor">
+            <input type="hidden" name="step_id" value=step_id/>
+            <textarea name="body" rows="8" maxlength=MAX_BYTES aria-label="Note (Markdown)">
+                {body}
+            </textarea>
+            <crate::components::ActionError action=edit/>
+            <div class="form-actions">
+                <button type="submit" class="primary">"Save"</button>
+                <button type="button" on:click=move |_| editing.set(false)>"Cancel"</button>
+            </div>
+        </ActionForm>
+    }
+}
+
+/// The "add a note" form at the end of the timeline.
+#[component]
+pub fn AddNote(investigation: String) -> impl IntoView {
+    let add = crate::pages::investigation::timeline_action::<AddNote>();
+    // Clear the textarea once the note is saved; keep it on error so nothing is lost.
+    let text = RwSignal::new(String::new());
+    Effect::new(move |_| {
+        if let Some(Ok(_)) = add.value().get() {
+            text.set(String::new());
+        }
+    });
+    view! {
+        <ActionForm action=add attr:class="add-step" attr:id="add-note">
+            <input type="hidden" name="investigation" value=investigation/>
+            <label for="new-note-body">"Add a note"</label>
+            <textarea
+                id="new-note-body"
+                name="body"
+                rows="5"
+                maxlength=MAX_BYTES
+                placeholder="Markdown: what you saw, what you think, what to try next. Tables and - [ ] task lists work."
+                prop:value=move || text.get()
+                on:input=move |ev| text.set(event_target_value(&ev))
+            ></textarea>
+            <crate::components::ActionError action=add/>
+            <div class="form-actions">
+                <button type="submit" class="primary">"Add note"</button>
+            </div>
+        </ActionForm>
+    }
+}

@@ -1,0 +1,87 @@
+// Shared pieces of the browser tests: a real `sleuth` server on a free port with
+// a temp data dir, and Debian's Chromium driven by playwright-core.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+export const SCREENSHOTS = join(root, 'end2end', 'screenshots');
+mkdirSync(SCREENSHOTS, { recursive: true });
+
+export function tempDataDir() {
+  return mkdtempSync(join(tmpdir(), 'sleuth-e2e-'));
+}
+
+/** Starts `sleuth serve` on 127.0.0.1:0 and resolves once it printed its URL. */
+export function startServer(dataDir) {
+  const bin = process.env.SLEUTH_BIN ?? join(root, 'target', 'debug', 'sleuth');
+  const site = process.env.SLEUTH_SITE ?? join(root, 'target', 'site');
+  const child = spawn(bin, ['serve', '--addr', '127.0.0.1:0', '--data', dataDir, '--site', site], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? 'warn' },
+  });
+  let log = '';
+  child.stderr.on('data', (d) => { log += d; });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`sleuth did not start in 30 s:\n${log}`)), 30_000);
+    child.on('exit', (code) => reject(new Error(`sleuth exited with ${code}:\n${log}`)));
+    let out = '';
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = out.match(/running at (http:\/\/127\.0\.0\.1:\d+)\//);
+      if (m) {
+        clearTimeout(timer);
+        resolve({
+          url: m[1],
+          log: () => log,
+          stop: () => new Promise((done) => {
+            child.removeAllListeners('exit');
+            child.on('exit', done);
+            child.kill('SIGTERM');
+          }),
+        });
+      }
+    });
+  });
+}
+
+export async function launchBrowser() {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    headless: true,
+    args: [
+      '--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic',
+    ],
+  });
+}
+
+/** A page that records uncaught errors, console errors and dialogs (alert = XSS). */
+export async function newPage(browser, options = {}) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, ...options });
+  const page = await context.newPage();
+  page.problems = [];
+  page.on('pageerror', (e) => page.problems.push(`pageerror: ${e.message}`));
+  // Failed loads are reported by URL below; the console's copy of them says less.
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) page.problems.push(`console: ${m.text()}`);
+  });
+  page.on('response', (r) => {
+    // The XSS payload's <img src="x"> is meant to fail; anything else failing is a problem.
+    if (r.status() >= 400 && !r.url().endsWith('/x')) page.problems.push(`http ${r.status()}: ${r.url()}`);
+  });
+  page.on('dialog', async (d) => { page.problems.push(`dialog: ${d.message()}`); await d.dismiss(); });
+  return page;
+}
+
+/** Resolves once the wasm bundle has taken over the server-rendered page. */
+export async function hydrated(page) {
+  await page.waitForSelector('body[data-hydrated]', { timeout: 30_000 });
+}
+
+export async function screenshot(page, name) {
+  await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
+}

@@ -1,0 +1,35 @@
+//! The `sleuth` command line.
+
+use clap::{Args, Parser, Subcommand};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "sleuth",
+    version,
+    about = "A notebook for investigating LLM-serving performance on GPU hosts"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the web UI and the JSON API.
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on. Port 0 picks a free port (printed at start).
+    #[arg(long, env = "SLEUTH_ADDR", default_value = "127.0.0.1:3000")]
+    pub addr: SocketAddr,
+    /// Directory for the SQLite database and everything else Sleuth keeps.
+    #[arg(long, env = "SLEUTH_DATA", default_value = "data")]
+    pub data: PathBuf,
+    /// The built site (JS/wasm bundle, CSS, static files), as `./dev build` makes it.
+    #[arg(long, env = "SLEUTH_SITE", default_value = "target/site")]
+    pub site: PathBuf,
+}

@@ -1,0 +1,23 @@
+//! JSON API v1 handlers, one module per resource. Each is a thin translation
+//! between HTTP and [`app::backend::Notebook`].
+
+pub mod health;
+pub mod investigations;
+pub mod steps;
+
+use crate::error::AppError;
+use app::error::{ApiError, ErrorCode};
+
+/// Unknown paths under `/api/v1`.
+pub async fn not_found() -> AppError {
+    AppError(ApiError::not_found(
+        "There is no such API route; see docs/api.md.",
+    ))
+}
+
+pub async fn method_not_allowed() -> AppError {
+    AppError(ApiError::new(
+        ErrorCode::MethodNotAllowed,
+        "This route does not take that method; see docs/api.md.",
+    ))
+}

@@ -1,0 +1,72 @@
+use crate::error::AppError;
+use crate::extract::{ApiJson, ApiPath};
+use crate::state::AppState;
+use app::error::ApiError;
+use app::model::Step;
+use app::steps::StepBody;
+use axum::Json;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use serde_json::{Map, Value};
+
+pub async fn create(
+    State(state): State<AppState>,
+    ApiPath(investigation): ApiPath<String>,
+    ApiJson(body): ApiJson<StepBody>,
+) -> Result<impl IntoResponse, AppError> {
+    let step = state.notebook.add_step(&investigation, body).await?;
+    let location = [(header::LOCATION, step.url.clone())];
+    Ok((StatusCode::CREATED, location, Json(step)))
+}
+
+pub async fn show(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+) -> Result<Json<Step>, AppError> {
+    Ok(Json(state.notebook.step(id).await?))
+}
+
+/// A JSON merge patch of the step's fields (e.g. `{"body":"…"}` for a note), plus
+/// an optional `"position"` (1-based) to move it in the timeline.
+pub async fn update(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+    ApiJson(mut patch): ApiJson<Map<String, Value>>,
+) -> Result<Json<Step>, AppError> {
+    let position = match patch.remove("position") {
+        None => None,
+        Some(v) => Some(
+            v.as_u64()
+                .and_then(|p| u32::try_from(p).ok())
+                .filter(|p| *p >= 1)
+                .ok_or_else(|| ApiError::invalid("`position` must be a whole number from 1."))?,
+        ),
+    };
+    let mut step = state.notebook.step(id).await?;
+    if !patch.is_empty() {
+        let mut fields = serde_json::to_value(&step.body).map_err(|_| ApiError::internal())?;
+        if let Some(fields) = fields.as_object_mut() {
+            fields.extend(patch);
+        }
+        let body: StepBody = serde_json::from_value(fields).map_err(|e| {
+            ApiError::invalid(format!(
+                "The patch does not fit a {} step: {e}",
+                step.body.kind()
+            ))
+        })?;
+        step = state.notebook.update_step(id, body).await?;
+    }
+    if let Some(position) = position {
+        step = state.notebook.move_step(id, position).await?;
+    }
+    Ok(Json(step))
+}
+
+pub async fn delete(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+) -> Result<StatusCode, AppError> {
+    state.notebook.delete_step(id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

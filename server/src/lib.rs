@@ -1,0 +1,19 @@
+//! The `sleuth` server: HTTP routes (pages, server functions, JSON API), the
+//! store, and the notebook logic between them. `main.rs` only parses the command
+//! line; everything testable is here.
+
+pub mod cli;
+pub mod db;
+pub mod error;
+mod extract;
+pub mod handlers;
+mod ids;
+mod markdown;
+pub mod notebook;
+pub mod router;
+pub mod serve;
+pub mod state;
+mod steps;
+
+pub use router::app;
+pub use state::AppState;

@@ -1,0 +1,25 @@
+use clap::Parser;
+use server::cli::{Cli, Command};
+use std::process::ExitCode;
+use tracing_subscriber::EnvFilter;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+
+    let result = match Cli::parse().command {
+        Command::Serve(args) => server::serve::run(args).await,
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("sleuth: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}

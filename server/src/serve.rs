@@ -1,0 +1,81 @@
+//! `sleuth serve`: open the store, bind, serve until Ctrl-C or SIGTERM.
+
+use crate::cli::ServeArgs;
+use crate::notebook::Service;
+use crate::state::AppState;
+use crate::{db::Store, router};
+use leptos::config::{Env, LeptosOptions};
+use std::path::Path;
+use std::sync::Arc;
+
+/// The bundle name the build produces: `pkg/sleuth.js`, `pkg/sleuth_bg.wasm`, `pkg/sleuth.css`.
+pub const OUTPUT_NAME: &str = "sleuth";
+
+/// Everything a running Sleuth needs, from a data dir and a built site.
+pub async fn state(data: &Path, site: &Path) -> Result<AppState, crate::db::OpenError> {
+    let store = Store::open(data).await?;
+    let leptos = LeptosOptions::builder()
+        .output_name(OUTPUT_NAME)
+        .site_root(site.to_string_lossy().as_ref())
+        .site_pkg_dir("pkg")
+        .env(Env::PROD)
+        .build();
+    Ok(AppState {
+        notebook: Arc::new(Service::new(store)),
+        leptos,
+    })
+}
+
+pub async fn run(args: ServeArgs) -> Result<(), String> {
+    let bundle = args.site.join("pkg").join(format!("{OUTPUT_NAME}.js"));
+    if !bundle.exists() {
+        tracing::warn!(
+            "{} is missing: pages will render but not become interactive. Build the site with `./dev build`.",
+            bundle.display()
+        );
+    }
+    let state = state(&args.data, &args.site)
+        .await
+        .map_err(|e| e.to_string())?;
+    let listener = tokio::net::TcpListener::bind(args.addr)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    // Tests and scripts read this line to find the port when --addr ends in :0.
+    println!(
+        "Sleuth is running at http://{local}/ (data in {})",
+        args.data.display()
+    );
+    axum::serve(listener, router::app(state))
+        .with_graceful_shutdown(shutdown_signal())
+        .await
+        .map_err(|e| format!("server error: {e}"))
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::error!("cannot listen for Ctrl-C: {e}");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut sigterm) => {
+                sigterm.recv().await;
+            }
+            Err(e) => {
+                tracing::error!("cannot listen for SIGTERM: {e}");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutting down");
+}

@@ -1,0 +1,17 @@
+use app::backend::Notebook;
+use axum::extract::FromRef;
+use leptos::config::LeptosOptions;
+use std::sync::Arc;
+
+/// What every request can reach.
+#[derive(Clone)]
+pub struct AppState {
+    pub notebook: Arc<dyn Notebook>,
+    pub leptos: LeptosOptions,
+}
+
+impl FromRef<AppState> for LeptosOptions {
+    fn from_ref(state: &AppState) -> Self {
+        state.leptos.clone()
+    }
+}

@@ -1,0 +1,57 @@
+//! The server side of step kinds: checking what users send, storing it, and
+//! rendering it. One module per kind, mirroring `app::steps`.
+
+mod note;
+
+use app::error::ApiError;
+use app::steps::StepBody;
+
+/// Checks and normalizes a body a user sent.
+pub fn validate(body: StepBody) -> Result<StepBody, ApiError> {
+    match body {
+        StepBody::Note(note) => note::validate(note).map(StepBody::Note),
+    }
+}
+
+/// The sanitized HTML shown for the step, for kinds that have one.
+pub fn render(body: &StepBody) -> Option<String> {
+    match body {
+        StepBody::Note(note) => Some(note::render(note)),
+    }
+}
+
+/// `(kind, fields as a JSON object)`, the stored form of a body.
+pub fn to_stored(body: &StepBody) -> Result<(&'static str, String), serde_json::Error> {
+    let mut value = serde_json::to_value(body)?;
+    if let Some(fields) = value.as_object_mut() {
+        fields.remove("kind");
+    }
+    Ok((body.kind(), serde_json::to_string(&value)?))
+}
+
+/// The inverse of [`to_stored`].
+pub fn from_stored(kind: &str, fields: &str) -> Result<StepBody, serde_json::Error> {
+    let mut value: serde_json::Value = serde_json::from_str(fields)?;
+    if let Some(fields) = value.as_object_mut() {
+        fields.insert("kind".into(), kind.into());
+    }
+    serde_json::from_value(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use app::steps::note::NoteBody;
+
+    #[test]
+    fn stored_form_round_trips() {
+        let body = StepBody::Note(NoteBody {
+            body: "**hi**".into(),
+        });
+        let (kind, fields) = to_stored(&body).unwrap();
+        assert_eq!(kind, "note");
+        assert_eq!(fields, r#"{"body":"**hi**"}"#);
+        assert_eq!(from_stored(kind, &fields).unwrap(), body);
+        assert!(from_stored("teleport", &fields).is_err());
+    }
+}

@@ -1,0 +1,171 @@
+use axum::Router;
+use axum::body::Body;
+use axum::http::{HeaderMap, Method, Request, StatusCode, header};
+use http_body_util::BodyExt;
+use serde_json::Value;
+use tempfile::TempDir;
+use tower::ServiceExt;
+
+pub struct TestApp {
+    pub router: Router,
+    pub data: TempDir,
+}
+
+pub struct Response {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
+    }
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+    /// Asserts the documented error shape and returns its code.
+    pub fn error_code(&self) -> String {
+        let json = self.json();
+        let message = json["error"]["message"].as_str().unwrap_or_default();
+        assert!(!message.is_empty(), "error without a message: {json}");
+        json["error"]["code"]
+            .as_str()
+            .expect("error.code")
+            .to_string()
+    }
+}
+
+pub async fn spawn_app() -> TestApp {
+    let data = tempfile::tempdir().expect("temp dir");
+    let router = router_for(&data).await;
+    TestApp { router, data }
+}
+
+async fn router_for(data: &TempDir) -> Router {
+    // No site is needed: these tests read server-rendered HTML and JSON only.
+    let site = data.path().join("site");
+    let state = server::serve::state(&data.path().join("db"), &site)
+        .await
+        .expect("state");
+    server::app(state)
+}
+
+impl TestApp {
+    /// A new server process on the same data dir, as after a restart.
+    pub async fn restart(self) -> TestApp {
+        drop(self.router);
+        let router = router_for(&self.data).await;
+        TestApp {
+            router,
+            data: self.data,
+        }
+    }
+
+    pub async fn send(
+        &self,
+        method: Method,
+        uri: &str,
+        content_type: Option<&str>,
+        body: Vec<u8>,
+    ) -> Response {
+        let mut request = Request::builder().method(method).uri(uri);
+        if let Some(ct) = content_type {
+            request = request.header(header::CONTENT_TYPE, ct);
+        }
+        let response = self
+            .router
+            .clone()
+            .oneshot(request.body(Body::from(body)).expect("request"))
+            .await
+            .expect("infallible");
+        let status = response.status();
+        let headers = response.headers().clone();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .expect("body")
+            .to_bytes()
+            .to_vec();
+        Response {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    pub async fn get(&self, uri: &str) -> Response {
+        self.send(Method::GET, uri, None, Vec::new()).await
+    }
+
+    pub async fn delete(&self, uri: &str) -> Response {
+        self.send(Method::DELETE, uri, None, Vec::new()).await
+    }
+
+    pub async fn post_json(&self, uri: &str, json: Value) -> Response {
+        self.send(
+            Method::POST,
+            uri,
+            Some("application/json"),
+            json.to_string().into_bytes(),
+        )
+        .await
+    }
+
+    pub async fn patch_json(&self, uri: &str, json: Value) -> Response {
+        self.send(
+            Method::PATCH,
+            uri,
+            Some("application/json"),
+            json.to_string().into_bytes(),
+        )
+        .await
+    }
+
+    /// Creates an investigation and returns its id.
+    pub async fn investigation(&self, title: &str) -> String {
+        let response = self
+            .post_json(
+                "/api/v1/investigations",
+                serde_json::json!({ "title": title }),
+            )
+            .await;
+        assert_eq!(response.status, StatusCode::CREATED, "{}", response.text());
+        response.json()["id"].as_str().expect("id").to_string()
+    }
+
+    /// Adds a note and returns the step JSON.
+    pub async fn note(&self, investigation: &str, markdown: &str) -> Value {
+        let response = self
+            .post_json(
+                &format!("/api/v1/investigations/{investigation}/steps"),
+                serde_json::json!({ "kind": "note", "body": markdown }),
+            )
+            .await;
+        assert_eq!(response.status, StatusCode::CREATED, "{}", response.text());
+        response.json()
+    }
+
+    pub async fn step_ids(&self, investigation: &str) -> Vec<i64> {
+        let json = self
+            .get(&format!("/api/v1/investigations/{investigation}"))
+            .await
+            .json();
+        json["steps"]
+            .as_array()
+            .expect("steps")
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                assert_eq!(
+                    s["position"],
+                    i as u64 + 1,
+                    "positions are 1..n in order: {json}"
+                );
+                s["id"].as_i64().expect("id")
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,7 @@
+//! Integration tests: the real router over a real SQLite store in a temp dir.
+//! One test binary (faster to link); one module per resource.
+
+mod helpers;
+mod investigations;
+mod pages;
+mod steps;

@@ -1,0 +1,185 @@
+use crate::helpers::spawn_app;
+use axum::http::StatusCode;
+use serde_json::json;
+
+#[tokio::test]
+async fn notes_are_rendered_and_sanitized() {
+    let app = spawn_app().await;
+    let id = app.investigation("xss").await;
+    let markdown = "| GPU | tok/s |\n|---|---|\n| H200 | 57.5 |\n\n<script>alert('x')</script>\n\n<img src=x onerror=alert(1)>\n\n- [x] sweep NCCL_PROTO";
+    let step = app.note(&id, markdown).await;
+    assert_eq!(step["kind"], "note");
+    assert_eq!(step["body"], markdown, "the Markdown is kept as written");
+    assert_eq!(step["position"], 1);
+    assert_eq!(step["url"], format!("/i/{id}#step-{}", step["id"]));
+    let html = step["html"].as_str().unwrap();
+    assert!(html.contains("<td>57.5</td>"), "{html}");
+    assert!(
+        !html.contains("<script") && !html.contains("onerror"),
+        "{html}"
+    );
+
+    let fetched = app
+        .get(&format!("/api/v1/steps/{}", step["id"]))
+        .await
+        .json();
+    assert_eq!(fetched, step);
+}
+
+#[tokio::test]
+async fn bad_steps_are_refused_with_reasons() {
+    let app = spawn_app().await;
+    let id = app.investigation("bad steps").await;
+    let uri = format!("/api/v1/investigations/{id}/steps");
+
+    let unknown_kind = app
+        .post_json(&uri, json!({ "kind": "teleport", "body": "x" }))
+        .await;
+    assert_eq!(unknown_kind.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        unknown_kind.text().contains("teleport"),
+        "{}",
+        unknown_kind.text()
+    );
+
+    let no_kind = app.post_json(&uri, json!({ "body": "x" })).await;
+    assert_eq!(no_kind.status, StatusCode::UNPROCESSABLE_ENTITY);
+
+    let empty = app
+        .post_json(&uri, json!({ "kind": "note", "body": "  \n " }))
+        .await;
+    assert_eq!(empty.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(empty.error_code(), "invalid");
+
+    let huge = app
+        .post_json(&uri, json!({ "kind": "note", "body": "x".repeat(100_001) }))
+        .await;
+    assert_eq!(huge.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(huge.text().contains("100001 bytes"), "{}", huge.text());
+
+    let extra = app
+        .post_json(
+            &uri,
+            json!({ "kind": "note", "body": "x", "colour": "red" }),
+        )
+        .await;
+    assert_eq!(extra.status, StatusCode::UNPROCESSABLE_ENTITY);
+
+    let nowhere = app
+        .post_json(
+            "/api/v1/investigations/zzzzzzzzzz/steps",
+            json!({ "kind": "note", "body": "x" }),
+        )
+        .await;
+    assert_eq!(nowhere.status, StatusCode::NOT_FOUND);
+    assert_eq!(nowhere.error_code(), "not_found");
+
+    assert_eq!(
+        app.step_ids(&id).await,
+        Vec::<i64>::new(),
+        "nothing was added"
+    );
+
+    for uri in [
+        "/api/v1/steps/999999",
+        "/api/v1/steps/not-a-number",
+        "/api/v1/steps/99999999999999999999999",
+    ] {
+        let response = app.get(uri).await;
+        assert_eq!(response.status, StatusCode::NOT_FOUND, "{uri}");
+        assert_eq!(response.error_code(), "not_found");
+    }
+}
+
+#[tokio::test]
+async fn edit_move_and_delete_keep_positions_contiguous() {
+    let app = spawn_app().await;
+    let id = app.investigation("ordering").await;
+    let mut ids = Vec::new();
+    for text in ["a", "b", "c", "d"] {
+        ids.push(app.note(&id, text).await["id"].as_i64().unwrap());
+    }
+    let (a, b, c, d) = (ids[0], ids[1], ids[2], ids[3]);
+
+    let edited = app
+        .patch_json(&format!("/api/v1/steps/{b}"), json!({ "body": "**b2**" }))
+        .await;
+    assert_eq!(edited.status, StatusCode::OK);
+    assert_eq!(edited.json()["body"], "**b2**");
+    assert!(
+        edited.json()["html"]
+            .as_str()
+            .unwrap()
+            .contains("<strong>b2</strong>")
+    );
+
+    // d to the top, then a to the bottom, then c one down.
+    let moved = app
+        .patch_json(&format!("/api/v1/steps/{d}"), json!({ "position": 1 }))
+        .await;
+    assert_eq!(moved.json()["position"], 1);
+    assert_eq!(app.step_ids(&id).await, vec![d, a, b, c]);
+    app.patch_json(&format!("/api/v1/steps/{a}"), json!({ "position": 99 }))
+        .await;
+    assert_eq!(
+        app.step_ids(&id).await,
+        vec![d, b, c, a],
+        "positions past the end clamp"
+    );
+    app.patch_json(&format!("/api/v1/steps/{c}"), json!({ "position": 3 }))
+        .await;
+    assert_eq!(
+        app.step_ids(&id).await,
+        vec![d, b, c, a],
+        "moving to the same place is a no-op"
+    );
+
+    let bad_position = app
+        .patch_json(&format!("/api/v1/steps/{c}"), json!({ "position": 0 }))
+        .await;
+    assert_eq!(bad_position.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let kind_change = app
+        .patch_json(&format!("/api/v1/steps/{c}"), json!({ "kind": "command" }))
+        .await;
+    assert_eq!(kind_change.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let empty = app
+        .patch_json(&format!("/api/v1/steps/{c}"), json!({ "body": "" }))
+        .await;
+    assert_eq!(empty.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        app.get(&format!("/api/v1/steps/{c}")).await.json()["body"],
+        "c",
+        "refused edits change nothing"
+    );
+
+    assert_eq!(
+        app.delete(&format!("/api/v1/steps/{b}")).await.status,
+        StatusCode::NO_CONTENT
+    );
+    assert_eq!(app.step_ids(&id).await, vec![d, c, a]);
+    assert_eq!(
+        app.delete(&format!("/api/v1/steps/{b}")).await.status,
+        StatusCode::NOT_FOUND
+    );
+
+    // A deleted step's id is never reused.
+    let e = app.note(&id, "e").await["id"].as_i64().unwrap();
+    assert!(e > d, "new id {e} after {d}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_adds_get_distinct_positions() {
+    let app = std::sync::Arc::new(spawn_app().await);
+    let id = app.investigation("race").await;
+    let tasks: Vec<_> = (0..16)
+        .map(|i| {
+            let app = app.clone();
+            let id = id.clone();
+            tokio::spawn(async move { app.note(&id, &format!("note {i}")).await })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    assert_eq!(app.step_ids(&id).await.len(), 16);
+}
