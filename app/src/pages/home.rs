@@ -33,22 +33,26 @@ fn NewInvestigation() -> impl IntoView {
         <details class="panel new-investigation" open=true>
             <summary>"New investigation"</summary>
             <ActionForm action=create attr:class="stacked">
-                <label for="new-title">"Title"</label>
-                <input
-                    id="new-title"
-                    name="title"
-                    required
-                    maxlength=limits::TITLE_CHARS
-                    placeholder="vLLM TP=8 decode stuck at 57.5 tok/s"
-                />
-                <label for="new-question">"Question " <span class="muted">"(optional)"</span></label>
-                <textarea
-                    id="new-question"
-                    name="question"
-                    rows="2"
-                    maxlength=limits::QUESTION_CHARS
-                    placeholder="What are you trying to find out?"
-                ></textarea>
+                <label>
+                    "Title"
+                    <input
+                        id="new-title"
+                        name="title"
+                        required
+                        maxlength=limits::TITLE_CHARS
+                        placeholder="vLLM TP=8 decode stuck at 57.5 tok/s"
+                    />
+                </label>
+                <label>
+                    <span>"Question " <span class="muted">"(optional)"</span></span>
+                    <textarea
+                        id="new-question"
+                        name="question"
+                        rows="2"
+                        maxlength=limits::QUESTION_CHARS
+                        placeholder="What are you trying to find out?"
+                    ></textarea>
+                </label>
                 <ActionError action=create/>
                 <div class="form-actions">
                     <button type="submit" class="primary">"Create investigation"</button>
