@@ -79,7 +79,11 @@ export async function newPage(browser, options = {}) {
 
 /** Resolves once the wasm bundle has taken over the server-rendered page. */
 export async function hydrated(page) {
-  await page.waitForSelector('body[data-hydrated]', { timeout: 30_000 });
+  try {
+    await page.waitForSelector('body[data-hydrated]', { state: 'attached', timeout: 30_000 });
+  } catch (e) {
+    throw new Error(`the page did not hydrate; its problems: ${JSON.stringify(page.problems)}\n${e.message}`);
+  }
 }
 
 export async function screenshot(page, name) {

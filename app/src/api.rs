@@ -24,45 +24,24 @@ pub async fn get_investigation(id: String) -> Result<Investigation, ApiError> {
 }
 
 #[server]
-pub async fn create_investigation(
-    title: String,
-    question: String,
-) -> Result<Investigation, ApiError> {
-    let new = crate::model::NewInvestigation {
-        title,
-        question: Some(question),
-    };
+pub async fn create_investigation(title: String, question: String) -> Result<Investigation, ApiError> {
+    let new = crate::model::NewInvestigation { title, question: Some(question) };
     let investigation = notebook()?.create_investigation(new).await?;
     leptos_axum::redirect(&investigation.url);
     Ok(investigation)
 }
 
 #[server]
-pub async fn rename_investigation(
-    id: String,
-    title: String,
-    question: String,
-) -> Result<Investigation, ApiError> {
-    let patch = crate::model::InvestigationPatch {
-        title: Some(title),
-        question: Some(question),
-        status: None,
-    };
+pub async fn rename_investigation(id: String, title: String, question: String) -> Result<Investigation, ApiError> {
+    let patch = crate::model::InvestigationPatch { title: Some(title), question: Some(question), status: None };
     notebook()?.update_investigation(&id, patch).await
 }
 
 #[server]
-pub async fn set_investigation_status(
-    id: String,
-    status: String,
-) -> Result<Investigation, ApiError> {
-    let status = crate::model::InvestigationStatus::parse(&status).ok_or_else(|| {
-        ApiError::invalid(format!("unknown status {status:?}: use open or closed"))
-    })?;
-    let patch = crate::model::InvestigationPatch {
-        status: Some(status),
-        ..Default::default()
-    };
+pub async fn set_investigation_status(id: String, status: String) -> Result<Investigation, ApiError> {
+    let status = crate::model::InvestigationStatus::parse(&status)
+        .ok_or_else(|| ApiError::invalid(format!("unknown status {status:?}: use open or closed")))?;
+    let patch = crate::model::InvestigationPatch { status: Some(status), ..Default::default() };
     notebook()?.update_investigation(&id, patch).await
 }
 

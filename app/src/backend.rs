@@ -3,9 +3,7 @@
 //! store, SSH or anything else server-only.
 
 use crate::error::ApiError;
-use crate::model::{
-    Investigation, InvestigationPatch, InvestigationSummary, NewInvestigation, Step,
-};
+use crate::model::{Investigation, InvestigationPatch, InvestigationSummary, NewInvestigation, Step};
 use crate::steps::StepBody;
 use std::sync::Arc;
 
@@ -14,11 +12,7 @@ pub trait Notebook: Send + Sync + 'static {
     async fn list_investigations(&self) -> Result<Vec<InvestigationSummary>, ApiError>;
     async fn create_investigation(&self, new: NewInvestigation) -> Result<Investigation, ApiError>;
     async fn investigation(&self, id: &str) -> Result<Investigation, ApiError>;
-    async fn update_investigation(
-        &self,
-        id: &str,
-        patch: InvestigationPatch,
-    ) -> Result<Investigation, ApiError>;
+    async fn update_investigation(&self, id: &str, patch: InvestigationPatch) -> Result<Investigation, ApiError>;
     async fn delete_investigation(&self, id: &str) -> Result<(), ApiError>;
 
     async fn add_step(&self, investigation: &str, body: StepBody) -> Result<Step, ApiError>;
@@ -41,8 +35,8 @@ pub fn notebook() -> Result<Arc<dyn Notebook>, ApiError> {
 /// Gives the page or server-function response the HTTP status that fits `error`,
 /// so a missing investigation is a real 404 even when rendered as a page.
 pub fn set_status(error: &ApiError) {
-    let status = http::StatusCode::from_u16(error.code.http_status())
-        .unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
+    let status =
+        http::StatusCode::from_u16(error.code.http_status()).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
     if let Some(response) = leptos::prelude::use_context::<leptos_axum::ResponseOptions>() {
         response.set_status(status);
     }

@@ -53,10 +53,7 @@ impl ErrorCode {
 
 impl ApiError {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Self {
-            code,
-            message: message.into(),
-        }
+        Self { code, message: message.into() }
     }
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(ErrorCode::BadRequest, message)
@@ -69,10 +66,7 @@ impl ApiError {
     }
     /// The cause is for the log; the user gets a generic sentence.
     pub fn internal() -> Self {
-        Self::new(
-            ErrorCode::Internal,
-            "Something went wrong on the server; the details are in its log.",
-        )
+        Self::new(ErrorCode::Internal, "Something went wrong on the server; the details are in its log.")
     }
 }
 
@@ -82,10 +76,7 @@ impl leptos::server_fn::error::FromServerFnError for ApiError {
     fn from_server_fn_error(value: leptos::server_fn::error::ServerFnErrorErr) -> Self {
         use leptos::server_fn::error::ServerFnErrorErr as E;
         match value {
-            E::Request(e) => Self::new(
-                ErrorCode::Network,
-                format!("Could not reach the Sleuth server: {e}"),
-            ),
+            E::Request(e) => Self::new(ErrorCode::Network, format!("Could not reach the Sleuth server: {e}")),
             E::Args(e) | E::MissingArg(e) | E::Deserialization(e) => {
                 Self::bad_request(format!("The request was not understood: {e}"))
             }

@@ -132,10 +132,7 @@ mod tests {
 
     #[test]
     fn short_time_formats_and_tolerates_garbage() {
-        assert_eq!(
-            short_time("2026-11-30T07:21:33.123Z"),
-            "2026-11-30 07:21 UTC"
-        );
+        assert_eq!(short_time("2026-11-30T07:21:33.123Z"), "2026-11-30 07:21 UTC");
         assert_eq!(short_time("yesterday"), "yesterday");
     }
 
@@ -145,9 +142,7 @@ mod tests {
             id: 7,
             investigation_id: "abc".into(),
             position: 1,
-            body: StepBody::Note(crate::steps::note::NoteBody {
-                body: "# hi".into(),
-            }),
+            body: StepBody::Note(crate::steps::note::NoteBody { body: "# hi".into() }),
             html: None,
             url: step_url("abc", 7),
             created_at: "t".into(),

@@ -5,11 +5,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
-#[command(
-    name = "sleuth",
-    version,
-    about = "A notebook for investigating LLM-serving performance on GPU hosts"
-)]
+#[command(name = "sleuth", version, about = "A notebook for investigating LLM-serving performance on GPU hosts")]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

@@ -19,8 +19,7 @@ impl From<ApiError> for AppError {
 
 impl IntoResponse for AppError {
     fn into_response(self) -> Response {
-        let status = StatusCode::from_u16(self.0.code.http_status())
-            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let status = StatusCode::from_u16(self.0.code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         (status, Json(serde_json::json!({ "error": self.0 }))).into_response()
     }
 }
@@ -43,10 +42,9 @@ impl From<JsonRejection> for AppError {
             JsonRejection::MissingJsonContentType(_) => {
                 "Send the body as JSON with `Content-Type: application/json`.".to_string()
             }
-            JsonRejection::BytesRejection(_) if status == StatusCode::PAYLOAD_TOO_LARGE => format!(
-                "The request body is larger than {} bytes.",
-                app::model::limits::REQUEST_BYTES
-            ),
+            JsonRejection::BytesRejection(_) if status == StatusCode::PAYLOAD_TOO_LARGE => {
+                format!("The request body is larger than {} bytes.", app::model::limits::REQUEST_BYTES)
+            }
             _ => rejection.body_text(),
         };
         Self(ApiError::new(code_for(status), message))

@@ -9,9 +9,7 @@ const LEN: usize = 10;
 /// A fresh random id, lowercase and free of look-alikes (0/o, 1/l).
 pub fn new_investigation_id() -> String {
     let mut rng = rand::rng();
-    (0..LEN)
-        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
-        .collect()
+    (0..LEN).map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char).collect()
 }
 
 /// Whether `id` could be an investigation id; anything else is a 404 without a query.

@@ -20,10 +20,8 @@ static SANITIZER: LazyLock<ammonia::Builder<'static>> = LazyLock::new(|| {
 });
 
 pub fn to_safe_html(markdown: &str) -> String {
-    let options = Options::ENABLE_TABLES
-        | Options::ENABLE_TASKLISTS
-        | Options::ENABLE_STRIKETHROUGH
-        | Options::ENABLE_FOOTNOTES;
+    let options =
+        Options::ENABLE_TABLES | Options::ENABLE_TASKLISTS | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_FOOTNOTES;
     let mut unsafe_html = String::with_capacity(markdown.len() * 3 / 2);
     html::push_html(&mut unsafe_html, Parser::new_ext(markdown, options));
     SANITIZER.clean(&unsafe_html).to_string()
@@ -50,16 +48,9 @@ mod tests {
              <a href=\"#\" onclick=\"alert(4)\">y</a> <iframe src=\"https://example.com\"></iframe>\
              <input type=\"text\" onfocus=\"alert(5)\" autofocus>",
         );
-        for needle in [
-            "<script",
-            "onerror",
-            "javascript:",
-            "onclick",
-            "<iframe",
-            "onfocus",
-            "autofocus",
-            "type=\"text\"",
-        ] {
+        for needle in
+            ["<script", "onerror", "javascript:", "onclick", "<iframe", "onfocus", "autofocus", "type=\"text\""]
+        {
             assert!(!html.contains(needle), "{needle} survived in {html}");
         }
         assert!(html.contains("<img src=\"x\">"), "{html}");

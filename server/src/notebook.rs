@@ -7,8 +7,8 @@ use crate::{ids, steps};
 use app::backend::Notebook;
 use app::error::ApiError;
 use app::model::{
-    Investigation, InvestigationPatch, InvestigationStatus, InvestigationSummary, NewInvestigation,
-    Step, investigation_url, limits, step_url,
+    Investigation, InvestigationPatch, InvestigationStatus, InvestigationSummary, NewInvestigation, Step,
+    investigation_url, limits, step_url,
 };
 use app::steps::StepBody;
 
@@ -69,9 +69,8 @@ fn check_question(question: &str) -> Result<String, ApiError> {
 
 /// Unix milliseconds → RFC 3339 with milliseconds, UTC.
 fn timestamp(ms: i64) -> String {
-    let format = time::macros::format_description!(
-        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
-    );
+    let format =
+        time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z");
     time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
         .ok()
         .and_then(|t| t.format(&format).ok())
@@ -114,11 +113,7 @@ fn step(row: StepRow) -> Result<Step, ApiError> {
 #[async_trait::async_trait]
 impl Notebook for Service {
     async fn list_investigations(&self) -> Result<Vec<InvestigationSummary>, ApiError> {
-        let rows = self
-            .store
-            .list_investigations()
-            .await
-            .map_err(store_error)?;
+        let rows = self.store.list_investigations().await.map_err(store_error)?;
         Ok(rows.into_iter().map(summary).collect())
     }
 
@@ -128,12 +123,7 @@ impl Notebook for Service {
         // 50 random bits: a collision is all but impossible, but never fatal.
         for _ in 0..4 {
             let id = ids::new_investigation_id();
-            if self
-                .store
-                .insert_investigation(&id, &title, &question)
-                .await
-                .map_err(store_error)?
-            {
+            if self.store.insert_investigation(&id, &title, &question).await.map_err(store_error)? {
                 tracing::info!(investigation = %id, "created investigation");
                 return self.investigation(&id).await;
             }
@@ -145,20 +135,10 @@ impl Notebook for Service {
         if !ids::is_investigation_id(id) {
             return Err(investigation_not_found(id));
         }
-        let row = self
-            .store
-            .investigation(id)
-            .await
-            .map_err(store_error)?
-            .ok_or_else(|| investigation_not_found(id))?;
-        let steps = self
-            .store
-            .steps(id)
-            .await
-            .map_err(store_error)?
-            .into_iter()
-            .map(step)
-            .collect::<Result<Vec<_>, _>>()?;
+        let row =
+            self.store.investigation(id).await.map_err(store_error)?.ok_or_else(|| investigation_not_found(id))?;
+        let steps =
+            self.store.steps(id).await.map_err(store_error)?.into_iter().map(step).collect::<Result<Vec<_>, _>>()?;
         let summary = summary(row);
         Ok(Investigation {
             id: summary.id,
@@ -172,11 +152,7 @@ impl Notebook for Service {
         })
     }
 
-    async fn update_investigation(
-        &self,
-        id: &str,
-        patch: InvestigationPatch,
-    ) -> Result<Investigation, ApiError> {
+    async fn update_investigation(&self, id: &str, patch: InvestigationPatch) -> Result<Investigation, ApiError> {
         let title = patch.title.as_deref().map(check_title).transpose()?;
         let question = patch.question.as_deref().map(check_question).transpose()?;
         let found = ids::is_investigation_id(id)
@@ -197,12 +173,7 @@ impl Notebook for Service {
     }
 
     async fn delete_investigation(&self, id: &str) -> Result<(), ApiError> {
-        let found = ids::is_investigation_id(id)
-            && self
-                .store
-                .delete_investigation(id)
-                .await
-                .map_err(store_error)?;
+        let found = ids::is_investigation_id(id) && self.store.delete_investigation(id).await.map_err(store_error)?;
         if !found {
             return Err(investigation_not_found(id));
         }
@@ -226,12 +197,7 @@ impl Notebook for Service {
     }
 
     async fn step(&self, id: i64) -> Result<Step, ApiError> {
-        let row = self
-            .store
-            .step(id)
-            .await
-            .map_err(store_error)?
-            .ok_or_else(|| step_not_found(id))?;
+        let row = self.store.step(id).await.map_err(store_error)?.ok_or_else(|| step_not_found(id))?;
         step(row)
     }
 
@@ -246,12 +212,8 @@ impl Notebook for Service {
         }
         let body = steps::validate(body)?;
         let (_, fields) = steps::to_stored(&body).map_err(|e| internal("to_stored", e))?;
-        let row = self
-            .store
-            .update_step_body(id, &fields)
-            .await
-            .map_err(store_error)?
-            .ok_or_else(|| step_not_found(id))?;
+        let row =
+            self.store.update_step_body(id, &fields).await.map_err(store_error)?.ok_or_else(|| step_not_found(id))?;
         step(row)
     }
 

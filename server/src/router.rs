@@ -4,32 +4,25 @@ use crate::handlers::{self, health, investigations, steps};
 use crate::state::AppState;
 use app::{App, model::limits, shell};
 use axum::Router;
+use axum::body::Body;
 use axum::extract::DefaultBodyLimit;
+use axum::http::Request;
 use axum::routing::get;
 use leptos::prelude::provide_context;
 use leptos_axum::{LeptosRoutes, generate_route_list};
+use std::convert::Infallible;
+use tower_http::services::ServeDir;
 use tower_http::trace::TraceLayer;
 
 pub fn app(state: AppState) -> Router {
     let api = Router::new()
-        .route(
-            "/investigations",
-            get(investigations::list).post(investigations::create),
-        )
+        .route("/investigations", get(investigations::list).post(investigations::create))
         .route(
             "/investigations/{id}",
-            get(investigations::show)
-                .patch(investigations::update)
-                .delete(investigations::delete),
+            get(investigations::show).patch(investigations::update).delete(investigations::delete),
         )
-        .route(
-            "/investigations/{id}/steps",
-            axum::routing::post(steps::create),
-        )
-        .route(
-            "/steps/{step_id}",
-            get(steps::show).patch(steps::update).delete(steps::delete),
-        )
+        .route("/investigations/{id}/steps", axum::routing::post(steps::create))
+        .route("/steps/{step_id}", get(steps::show).patch(steps::update).delete(steps::delete))
         .fallback(handlers::not_found)
         .method_not_allowed_fallback(handlers::method_not_allowed);
 
@@ -38,13 +31,26 @@ pub fn app(state: AppState) -> Router {
     let context = move || provide_context(notebook.clone());
     let leptos = state.leptos.clone();
 
+    // The built site (bundle, CSS, public/), and the app's 404 page for anything else.
+    // Not `leptos_axum::file_and_error_handler`: it turns every non-200 file response
+    // into the 404 page, so a browser revalidating its cached bundle (304) got a 404
+    // and the page never hydrated.
+    let not_found = {
+        let leptos = leptos.clone();
+        let render = leptos_axum::render_app_to_stream_with_context(context.clone(), move || shell(leptos.clone()));
+        tower::service_fn(move |request: Request<Body>| {
+            let render = render.clone();
+            async move { Ok::<_, Infallible>(render(request).await) }
+        })
+    };
+    let static_files =
+        ServeDir::new(&*state.leptos.site_root).precompressed_gzip().precompressed_br().fallback(not_found);
+
     Router::new()
         .route("/healthz", get(health::check))
         .nest("/api/v1", api)
-        .leptos_routes_with_context(&state, generate_route_list(App), context, move || {
-            shell(leptos.clone())
-        })
-        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
+        .leptos_routes_with_context(&state, generate_route_list(App), context, move || shell(leptos.clone()))
+        .fallback_service(static_files)
         .layer(DefaultBodyLimit::max(limits::REQUEST_BYTES))
         .layer(TraceLayer::new_for_http())
         .with_state(state)

@@ -20,10 +20,7 @@ pub async fn state(data: &Path, site: &Path) -> Result<AppState, crate::db::Open
         .site_pkg_dir("pkg")
         .env(Env::PROD)
         .build();
-    Ok(AppState {
-        notebook: Arc::new(Service::new(store)),
-        leptos,
-    })
+    Ok(AppState { notebook: Arc::new(Service::new(store)), leptos })
 }
 
 pub async fn run(args: ServeArgs) -> Result<(), String> {
@@ -34,18 +31,12 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
             bundle.display()
         );
     }
-    let state = state(&args.data, &args.site)
-        .await
-        .map_err(|e| e.to_string())?;
-    let listener = tokio::net::TcpListener::bind(args.addr)
-        .await
-        .map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
+    let state = state(&args.data, &args.site).await.map_err(|e| e.to_string())?;
+    let listener =
+        tokio::net::TcpListener::bind(args.addr).await.map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     // Tests and scripts read this line to find the port when --addr ends in :0.
-    println!(
-        "Sleuth is running at http://{local}/ (data in {})",
-        args.data.display()
-    );
+    println!("Sleuth is running at http://{local}/ (data in {})", args.data.display());
     axum::serve(listener, router::app(state))
         .with_graceful_shutdown(shutdown_signal())
         .await

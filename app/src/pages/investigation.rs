@@ -1,8 +1,7 @@
 //! `/i/{id}`: one investigation and its timeline of steps.
 
 use crate::api::{
-    DeleteInvestigation, DeleteStep, MoveStep, RenameInvestigation, SetInvestigationStatus,
-    get_investigation,
+    DeleteInvestigation, DeleteStep, MoveStep, RenameInvestigation, SetInvestigationStatus, get_investigation,
 };
 use crate::components::{ActionError, Confirm, StatusBadge};
 use crate::model::{Investigation, InvestigationStatus, Step, limits, short_time};
@@ -42,10 +41,7 @@ pub fn InvestigationPage() -> impl IntoView {
     let id = move || params.read().get("id").unwrap_or_default();
     let version = TimelineVersion(RwSignal::new(0));
     provide_context(version);
-    let investigation = Resource::new(
-        move || (id(), version.0.get()),
-        |(id, _)| get_investigation(id),
-    );
+    let investigation = Resource::new(move || (id(), version.0.get()), |(id, _)| get_investigation(id));
     view! {
         <Transition fallback=|| view! { <p class="muted">"Loading investigation…"</p> }>
             <ErrorBoundary fallback=super::error_fallback>
@@ -61,12 +57,7 @@ pub fn InvestigationPage() -> impl IntoView {
 fn InvestigationView(inv: Investigation) -> impl IntoView {
     let count = inv.steps.len() as u32;
     let id = inv.id.clone();
-    let steps = inv
-        .steps
-        .iter()
-        .cloned()
-        .map(|step| view! { <StepItem step last=count/> })
-        .collect_view();
+    let steps = inv.steps.iter().cloned().map(|step| view! { <StepItem step last=count/> }).collect_view();
     view! {
         <Title text=format!("{} · Sleuth", inv.title)/>
         <nav class="crumbs"><a href="/">"Investigations"</a> " / " <span>{inv.id.clone()}</span></nav>
@@ -96,8 +87,7 @@ fn Header(inv: Investigation) -> impl IntoView {
     };
     // One copy per form: each form's view is its own closure.
     let (rename_id, status_id, delete_id) = (inv.id.clone(), inv.id.clone(), inv.id.clone());
-    let question = (!inv.question.is_empty())
-        .then(|| view! { <p class="question">{inv.question.clone()}</p> });
+    let question = (!inv.question.is_empty()).then(|| view! { <p class="question">{inv.question.clone()}</p> });
     view! {
         <header class="investigation-head">
             <div class="title-row">

@@ -13,10 +13,8 @@ pub fn error_fallback(errors: ArcRwSignal<Errors>) -> impl IntoView {
             .read()
             .iter()
             .map(|(_, e)| {
-                let error = e
-                    .downcast_ref::<ApiError>()
-                    .cloned()
-                    .unwrap_or_else(|| ApiError::bad_request(e.to_string()));
+                let error =
+                    e.downcast_ref::<ApiError>().cloned().unwrap_or_else(|| ApiError::bad_request(e.to_string()));
                 view! { <ErrorPanel error/> }
             })
             .collect_view()

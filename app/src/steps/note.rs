@@ -19,16 +19,12 @@ pub struct NoteBody {
 
 #[server]
 pub async fn add_note(investigation: String, body: String) -> Result<Step, ApiError> {
-    crate::backend::notebook()?
-        .add_step(&investigation, super::StepBody::Note(NoteBody { body }))
-        .await
+    crate::backend::notebook()?.add_step(&investigation, super::StepBody::Note(NoteBody { body })).await
 }
 
 #[server]
 pub async fn edit_note(step_id: i64, body: String) -> Result<Step, ApiError> {
-    crate::backend::notebook()?
-        .update_step(step_id, super::StepBody::Note(NoteBody { body }))
-        .await
+    crate::backend::notebook()?.update_step(step_id, super::StepBody::Note(NoteBody { body })).await
 }
 
 /// The rendered note, or its editor while `editing`.
@@ -53,12 +49,7 @@ pub fn NoteContent(step: Step, editing: RwSignal<bool>) -> impl IntoView {
 }
 
 #[component]
-fn NoteEditor(
-    step_id: i64,
-    body: String,
-    editing: RwSignal<bool>,
-    edit: ServerAction<EditNote>,
-) -> impl IntoView {
+fn NoteEditor(step_id: i64, body: String, editing: RwSignal<bool>, edit: ServerAction<EditNote>) -> impl IntoView {
     view! {
         <ActionForm action=edit attr:class="note-editor">
             <input type="hidden" name="step_id" value=step_id/>

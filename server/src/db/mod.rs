@@ -19,9 +19,7 @@ mod rows;
 
 pub use rows::{InvestigationRow, StepRow};
 
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
-};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 use std::path::Path;
 use std::time::Duration;
 
@@ -41,10 +39,8 @@ pub fn now_ms() -> i64 {
 impl Store {
     /// Opens (creating if needed) the database in `data_dir` and migrates it.
     pub async fn open(data_dir: &Path) -> Result<Self, OpenError> {
-        std::fs::create_dir_all(data_dir).map_err(|source| OpenError::DataDir {
-            path: data_dir.display().to_string(),
-            source,
-        })?;
+        std::fs::create_dir_all(data_dir)
+            .map_err(|source| OpenError::DataDir { path: data_dir.display().to_string(), source })?;
         let options = SqliteConnectOptions::new()
             .filename(data_dir.join("sleuth.db"))
             .create_if_missing(true)
@@ -52,15 +48,9 @@ impl Store {
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(5));
-        let pool = SqlitePoolOptions::new()
-            .max_connections(8)
-            .connect_with(options)
-            .await
-            .map_err(OpenError::Connect)?;
-        sqlx::migrate!("./migrations")
-            .run(&pool)
-            .await
-            .map_err(OpenError::Migrate)?;
+        let pool =
+            SqlitePoolOptions::new().max_connections(8).connect_with(options).await.map_err(OpenError::Connect)?;
+        sqlx::migrate!("./migrations").run(&pool).await.map_err(OpenError::Migrate)?;
         Ok(Self { pool })
     }
 
@@ -93,12 +83,7 @@ impl Store {
     }
 
     /// Inserts a new investigation; `false` if `id` is taken.
-    pub async fn insert_investigation(
-        &self,
-        id: &str,
-        title: &str,
-        question: &str,
-    ) -> StoreResult<bool> {
+    pub async fn insert_investigation(&self, id: &str, title: &str, question: &str) -> StoreResult<bool> {
         let now = now_ms();
         let done = sqlx::query(
             "INSERT INTO investigations (id, title, question, status, created_at, updated_at)
@@ -142,10 +127,7 @@ impl Store {
 
     /// Deletes the investigation and (by cascade) its steps.
     pub async fn delete_investigation(&self, id: &str) -> StoreResult<bool> {
-        let done = sqlx::query("DELETE FROM investigations WHERE id = ?")
-            .bind(id)
-            .execute(&self.pool)
-            .await?;
+        let done = sqlx::query("DELETE FROM investigations WHERE id = ?").bind(id).execute(&self.pool).await?;
         Ok(done.rows_affected() == 1)
     }
 
@@ -172,12 +154,7 @@ impl Store {
     }
 
     /// Appends a step to the end of the timeline; `None` if there is no such investigation.
-    pub async fn insert_step(
-        &self,
-        investigation: &str,
-        kind: &str,
-        body: &str,
-    ) -> StoreResult<Option<StepRow>> {
+    pub async fn insert_step(&self, investigation: &str, kind: &str, body: &str) -> StoreResult<Option<StepRow>> {
         let now = now_ms();
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
         let touched = touch_investigation(&mut tx, investigation, now).await?;
@@ -234,18 +211,13 @@ impl Store {
         else {
             return Ok(None);
         };
-        let (count,): (i64,) =
-            sqlx::query_as("SELECT COUNT(*) FROM steps WHERE investigation_id = ?")
-                .bind(&investigation)
-                .fetch_one(&mut *tx)
-                .await?;
+        let (count,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM steps WHERE investigation_id = ?")
+            .bind(&investigation)
+            .fetch_one(&mut *tx)
+            .await?;
         let to = position.clamp(1, count.max(1));
         if to != from {
-            let (lo, hi, shift) = if to < from {
-                (to, from - 1, 1)
-            } else {
-                (from + 1, to, -1)
-            };
+            let (lo, hi, shift) = if to < from { (to, from - 1, 1) } else { (from + 1, to, -1) };
             sqlx::query(
                 "UPDATE steps SET position = position + ?
                  WHERE investigation_id = ? AND position BETWEEN ? AND ?",
@@ -286,13 +258,11 @@ impl Store {
         else {
             return Ok(false);
         };
-        sqlx::query(
-            "UPDATE steps SET position = position - 1 WHERE investigation_id = ? AND position > ?",
-        )
-        .bind(&investigation)
-        .bind(position)
-        .execute(&mut *tx)
-        .await?;
+        sqlx::query("UPDATE steps SET position = position - 1 WHERE investigation_id = ? AND position > ?")
+            .bind(&investigation)
+            .bind(position)
+            .execute(&mut *tx)
+            .await?;
         touch_investigation(&mut tx, &investigation, now_ms()).await?;
         tx.commit().await?;
         Ok(true)
@@ -315,10 +285,7 @@ async fn touch_investigation(
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
     #[error("cannot create the data directory {path}: {source}")]
-    DataDir {
-        path: String,
-        source: std::io::Error,
-    },
+    DataDir { path: String, source: std::io::Error },
     #[error("cannot open the database: {0}")]
     Connect(sqlx::Error),
     #[error("cannot migrate the database: {0}")]

@@ -7,9 +7,7 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 
-pub async fn list(
-    State(state): State<AppState>,
-) -> Result<Json<Vec<InvestigationSummary>>, AppError> {
+pub async fn list(State(state): State<AppState>) -> Result<Json<Vec<InvestigationSummary>>, AppError> {
     Ok(Json(state.notebook.list_investigations().await?))
 }
 
@@ -37,10 +35,7 @@ pub async fn update(
     Ok(Json(state.notebook.update_investigation(&id, patch).await?))
 }
 
-pub async fn delete(
-    State(state): State<AppState>,
-    ApiPath(id): ApiPath<String>,
-) -> Result<StatusCode, AppError> {
+pub async fn delete(State(state): State<AppState>, ApiPath(id): ApiPath<String>) -> Result<StatusCode, AppError> {
     state.notebook.delete_investigation(&id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -10,14 +10,9 @@ use app::error::{ApiError, ErrorCode};
 
 /// Unknown paths under `/api/v1`.
 pub async fn not_found() -> AppError {
-    AppError(ApiError::not_found(
-        "There is no such API route; see docs/api.md.",
-    ))
+    AppError(ApiError::not_found("There is no such API route; see docs/api.md."))
 }
 
 pub async fn method_not_allowed() -> AppError {
-    AppError(ApiError::new(
-        ErrorCode::MethodNotAllowed,
-        "This route does not take that method; see docs/api.md.",
-    ))
+    AppError(ApiError::new(ErrorCode::MethodNotAllowed, "This route does not take that method; see docs/api.md."))
 }

@@ -20,10 +20,7 @@ pub async fn create(
     Ok((StatusCode::CREATED, location, Json(step)))
 }
 
-pub async fn show(
-    State(state): State<AppState>,
-    ApiPath(id): ApiPath<i64>,
-) -> Result<Json<Step>, AppError> {
+pub async fn show(State(state): State<AppState>, ApiPath(id): ApiPath<i64>) -> Result<Json<Step>, AppError> {
     Ok(Json(state.notebook.step(id).await?))
 }
 
@@ -49,12 +46,8 @@ pub async fn update(
         if let Some(fields) = fields.as_object_mut() {
             fields.extend(patch);
         }
-        let body: StepBody = serde_json::from_value(fields).map_err(|e| {
-            ApiError::invalid(format!(
-                "The patch does not fit a {} step: {e}",
-                step.body.kind()
-            ))
-        })?;
+        let body: StepBody = serde_json::from_value(fields)
+            .map_err(|e| ApiError::invalid(format!("The patch does not fit a {} step: {e}", step.body.kind())))?;
         step = state.notebook.update_step(id, body).await?;
     }
     if let Some(position) = position {
@@ -63,10 +56,7 @@ pub async fn update(
     Ok(Json(step))
 }
 
-pub async fn delete(
-    State(state): State<AppState>,
-    ApiPath(id): ApiPath<i64>,
-) -> Result<StatusCode, AppError> {
+pub async fn delete(State(state): State<AppState>, ApiPath(id): ApiPath<i64>) -> Result<StatusCode, AppError> {
     state.notebook.delete_step(id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -45,9 +45,7 @@ mod tests {
 
     #[test]
     fn stored_form_round_trips() {
-        let body = StepBody::Note(NoteBody {
-            body: "**hi**".into(),
-        });
+        let body = StepBody::Note(NoteBody { body: "**hi**".into() });
         let (kind, fields) = to_stored(&body).unwrap();
         assert_eq!(kind, "note");
         assert_eq!(fields, r#"{"body":"**hi**"}"#);

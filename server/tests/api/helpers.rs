@@ -30,10 +30,7 @@ impl Response {
         let json = self.json();
         let message = json["error"]["message"].as_str().unwrap_or_default();
         assert!(!message.is_empty(), "error without a message: {json}");
-        json["error"]["code"]
-            .as_str()
-            .expect("error.code")
-            .to_string()
+        json["error"]["code"].as_str().expect("error.code").to_string()
     }
 }
 
@@ -46,9 +43,7 @@ pub async fn spawn_app() -> TestApp {
 async fn router_for(data: &TempDir) -> Router {
     // No site is needed: these tests read server-rendered HTML and JSON only.
     let site = data.path().join("site");
-    let state = server::serve::state(&data.path().join("db"), &site)
-        .await
-        .expect("state");
+    let state = server::serve::state(&data.path().join("db"), &site).await.expect("state");
     server::app(state)
 }
 
@@ -57,43 +52,20 @@ impl TestApp {
     pub async fn restart(self) -> TestApp {
         drop(self.router);
         let router = router_for(&self.data).await;
-        TestApp {
-            router,
-            data: self.data,
-        }
+        TestApp { router, data: self.data }
     }
 
-    pub async fn send(
-        &self,
-        method: Method,
-        uri: &str,
-        content_type: Option<&str>,
-        body: Vec<u8>,
-    ) -> Response {
+    pub async fn send(&self, method: Method, uri: &str, content_type: Option<&str>, body: Vec<u8>) -> Response {
         let mut request = Request::builder().method(method).uri(uri);
         if let Some(ct) = content_type {
             request = request.header(header::CONTENT_TYPE, ct);
         }
-        let response = self
-            .router
-            .clone()
-            .oneshot(request.body(Body::from(body)).expect("request"))
-            .await
-            .expect("infallible");
+        let response =
+            self.router.clone().oneshot(request.body(Body::from(body)).expect("request")).await.expect("infallible");
         let status = response.status();
         let headers = response.headers().clone();
-        let body = response
-            .into_body()
-            .collect()
-            .await
-            .expect("body")
-            .to_bytes()
-            .to_vec();
-        Response {
-            status,
-            headers,
-            body,
-        }
+        let body = response.into_body().collect().await.expect("body").to_bytes().to_vec();
+        Response { status, headers, body }
     }
 
     pub async fn get(&self, uri: &str) -> Response {
@@ -105,33 +77,16 @@ impl TestApp {
     }
 
     pub async fn post_json(&self, uri: &str, json: Value) -> Response {
-        self.send(
-            Method::POST,
-            uri,
-            Some("application/json"),
-            json.to_string().into_bytes(),
-        )
-        .await
+        self.send(Method::POST, uri, Some("application/json"), json.to_string().into_bytes()).await
     }
 
     pub async fn patch_json(&self, uri: &str, json: Value) -> Response {
-        self.send(
-            Method::PATCH,
-            uri,
-            Some("application/json"),
-            json.to_string().into_bytes(),
-        )
-        .await
+        self.send(Method::PATCH, uri, Some("application/json"), json.to_string().into_bytes()).await
     }
 
     /// Creates an investigation and returns its id.
     pub async fn investigation(&self, title: &str) -> String {
-        let response = self
-            .post_json(
-                "/api/v1/investigations",
-                serde_json::json!({ "title": title }),
-            )
-            .await;
+        let response = self.post_json("/api/v1/investigations", serde_json::json!({ "title": title })).await;
         assert_eq!(response.status, StatusCode::CREATED, "{}", response.text());
         response.json()["id"].as_str().expect("id").to_string()
     }
@@ -149,21 +104,14 @@ impl TestApp {
     }
 
     pub async fn step_ids(&self, investigation: &str) -> Vec<i64> {
-        let json = self
-            .get(&format!("/api/v1/investigations/{investigation}"))
-            .await
-            .json();
+        let json = self.get(&format!("/api/v1/investigations/{investigation}")).await.json();
         json["steps"]
             .as_array()
             .expect("steps")
             .iter()
             .enumerate()
             .map(|(i, s)| {
-                assert_eq!(
-                    s["position"],
-                    i as u64 + 1,
-                    "positions are 1..n in order: {json}"
-                );
+                assert_eq!(s["position"], i as u64 + 1, "positions are 1..n in order: {json}");
                 s["id"].as_i64().expect("id")
             })
             .collect()

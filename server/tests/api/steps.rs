@@ -14,15 +14,9 @@ async fn notes_are_rendered_and_sanitized() {
     assert_eq!(step["url"], format!("/i/{id}#step-{}", step["id"]));
     let html = step["html"].as_str().unwrap();
     assert!(html.contains("<td>57.5</td>"), "{html}");
-    assert!(
-        !html.contains("<script") && !html.contains("onerror"),
-        "{html}"
-    );
+    assert!(!html.contains("<script") && !html.contains("onerror"), "{html}");
 
-    let fetched = app
-        .get(&format!("/api/v1/steps/{}", step["id"]))
-        .await
-        .json();
+    let fetched = app.get(&format!("/api/v1/steps/{}", step["id"])).await.json();
     assert_eq!(fetched, step);
 }
 
@@ -32,59 +26,32 @@ async fn bad_steps_are_refused_with_reasons() {
     let id = app.investigation("bad steps").await;
     let uri = format!("/api/v1/investigations/{id}/steps");
 
-    let unknown_kind = app
-        .post_json(&uri, json!({ "kind": "teleport", "body": "x" }))
-        .await;
+    let unknown_kind = app.post_json(&uri, json!({ "kind": "teleport", "body": "x" })).await;
     assert_eq!(unknown_kind.status, StatusCode::UNPROCESSABLE_ENTITY);
-    assert!(
-        unknown_kind.text().contains("teleport"),
-        "{}",
-        unknown_kind.text()
-    );
+    assert!(unknown_kind.text().contains("teleport"), "{}", unknown_kind.text());
 
     let no_kind = app.post_json(&uri, json!({ "body": "x" })).await;
     assert_eq!(no_kind.status, StatusCode::UNPROCESSABLE_ENTITY);
 
-    let empty = app
-        .post_json(&uri, json!({ "kind": "note", "body": "  \n " }))
-        .await;
+    let empty = app.post_json(&uri, json!({ "kind": "note", "body": "  \n " })).await;
     assert_eq!(empty.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(empty.error_code(), "invalid");
 
-    let huge = app
-        .post_json(&uri, json!({ "kind": "note", "body": "x".repeat(100_001) }))
-        .await;
+    let huge = app.post_json(&uri, json!({ "kind": "note", "body": "x".repeat(100_001) })).await;
     assert_eq!(huge.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert!(huge.text().contains("100001 bytes"), "{}", huge.text());
 
-    let extra = app
-        .post_json(
-            &uri,
-            json!({ "kind": "note", "body": "x", "colour": "red" }),
-        )
-        .await;
+    let extra = app.post_json(&uri, json!({ "kind": "note", "body": "x", "colour": "red" })).await;
     assert_eq!(extra.status, StatusCode::UNPROCESSABLE_ENTITY);
 
-    let nowhere = app
-        .post_json(
-            "/api/v1/investigations/zzzzzzzzzz/steps",
-            json!({ "kind": "note", "body": "x" }),
-        )
-        .await;
+    let nowhere =
+        app.post_json("/api/v1/investigations/zzzzzzzzzz/steps", json!({ "kind": "note", "body": "x" })).await;
     assert_eq!(nowhere.status, StatusCode::NOT_FOUND);
     assert_eq!(nowhere.error_code(), "not_found");
 
-    assert_eq!(
-        app.step_ids(&id).await,
-        Vec::<i64>::new(),
-        "nothing was added"
-    );
+    assert_eq!(app.step_ids(&id).await, Vec::<i64>::new(), "nothing was added");
 
-    for uri in [
-        "/api/v1/steps/999999",
-        "/api/v1/steps/not-a-number",
-        "/api/v1/steps/99999999999999999999999",
-    ] {
+    for uri in ["/api/v1/steps/999999", "/api/v1/steps/not-a-number", "/api/v1/steps/99999999999999999999999"] {
         let response = app.get(uri).await;
         assert_eq!(response.status, StatusCode::NOT_FOUND, "{uri}");
         assert_eq!(response.error_code(), "not_found");
@@ -101,66 +68,31 @@ async fn edit_move_and_delete_keep_positions_contiguous() {
     }
     let (a, b, c, d) = (ids[0], ids[1], ids[2], ids[3]);
 
-    let edited = app
-        .patch_json(&format!("/api/v1/steps/{b}"), json!({ "body": "**b2**" }))
-        .await;
+    let edited = app.patch_json(&format!("/api/v1/steps/{b}"), json!({ "body": "**b2**" })).await;
     assert_eq!(edited.status, StatusCode::OK);
     assert_eq!(edited.json()["body"], "**b2**");
-    assert!(
-        edited.json()["html"]
-            .as_str()
-            .unwrap()
-            .contains("<strong>b2</strong>")
-    );
+    assert!(edited.json()["html"].as_str().unwrap().contains("<strong>b2</strong>"));
 
     // d to the top, then a to the bottom, then c one down.
-    let moved = app
-        .patch_json(&format!("/api/v1/steps/{d}"), json!({ "position": 1 }))
-        .await;
+    let moved = app.patch_json(&format!("/api/v1/steps/{d}"), json!({ "position": 1 })).await;
     assert_eq!(moved.json()["position"], 1);
     assert_eq!(app.step_ids(&id).await, vec![d, a, b, c]);
-    app.patch_json(&format!("/api/v1/steps/{a}"), json!({ "position": 99 }))
-        .await;
-    assert_eq!(
-        app.step_ids(&id).await,
-        vec![d, b, c, a],
-        "positions past the end clamp"
-    );
-    app.patch_json(&format!("/api/v1/steps/{c}"), json!({ "position": 3 }))
-        .await;
-    assert_eq!(
-        app.step_ids(&id).await,
-        vec![d, b, c, a],
-        "moving to the same place is a no-op"
-    );
+    app.patch_json(&format!("/api/v1/steps/{a}"), json!({ "position": 99 })).await;
+    assert_eq!(app.step_ids(&id).await, vec![d, b, c, a], "positions past the end clamp");
+    app.patch_json(&format!("/api/v1/steps/{c}"), json!({ "position": 3 })).await;
+    assert_eq!(app.step_ids(&id).await, vec![d, b, c, a], "moving to the same place is a no-op");
 
-    let bad_position = app
-        .patch_json(&format!("/api/v1/steps/{c}"), json!({ "position": 0 }))
-        .await;
+    let bad_position = app.patch_json(&format!("/api/v1/steps/{c}"), json!({ "position": 0 })).await;
     assert_eq!(bad_position.status, StatusCode::UNPROCESSABLE_ENTITY);
-    let kind_change = app
-        .patch_json(&format!("/api/v1/steps/{c}"), json!({ "kind": "command" }))
-        .await;
+    let kind_change = app.patch_json(&format!("/api/v1/steps/{c}"), json!({ "kind": "command" })).await;
     assert_eq!(kind_change.status, StatusCode::UNPROCESSABLE_ENTITY);
-    let empty = app
-        .patch_json(&format!("/api/v1/steps/{c}"), json!({ "body": "" }))
-        .await;
+    let empty = app.patch_json(&format!("/api/v1/steps/{c}"), json!({ "body": "" })).await;
     assert_eq!(empty.status, StatusCode::UNPROCESSABLE_ENTITY);
-    assert_eq!(
-        app.get(&format!("/api/v1/steps/{c}")).await.json()["body"],
-        "c",
-        "refused edits change nothing"
-    );
+    assert_eq!(app.get(&format!("/api/v1/steps/{c}")).await.json()["body"], "c", "refused edits change nothing");
 
-    assert_eq!(
-        app.delete(&format!("/api/v1/steps/{b}")).await.status,
-        StatusCode::NO_CONTENT
-    );
+    assert_eq!(app.delete(&format!("/api/v1/steps/{b}")).await.status, StatusCode::NO_CONTENT);
     assert_eq!(app.step_ids(&id).await, vec![d, c, a]);
-    assert_eq!(
-        app.delete(&format!("/api/v1/steps/{b}")).await.status,
-        StatusCode::NOT_FOUND
-    );
+    assert_eq!(app.delete(&format!("/api/v1/steps/{b}")).await.status, StatusCode::NOT_FOUND);
 
     // A deleted step's id is never reused.
     let e = app.note(&id, "e").await["id"].as_i64().unwrap();
