@@ -3,6 +3,7 @@
 //! functions live with their kind in `steps/`.
 
 use crate::error::ApiError;
+use crate::hosts::Host;
 use crate::model::{Investigation, InvestigationSummary, Step};
 use leptos::prelude::*;
 
@@ -60,4 +61,9 @@ pub async fn move_step(step_id: i64, position: u32) -> Result<Step, ApiError> {
 #[server]
 pub async fn delete_step(step_id: i64) -> Result<(), ApiError> {
     notebook()?.delete_step(step_id).await
+}
+
+#[server]
+pub async fn list_hosts() -> Result<Vec<Host>, ApiError> {
+    notebook()?.hosts().await
 }

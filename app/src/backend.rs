@@ -3,6 +3,8 @@
 //! store, SSH or anything else server-only.
 
 use crate::error::ApiError;
+use crate::hosts::{ConnectionReport, Host, NewHost};
+use crate::runs::{Run, RunRequest};
 use crate::model::{Investigation, InvestigationPatch, InvestigationSummary, NewInvestigation, Step};
 use crate::steps::StepBody;
 use std::sync::Arc;
@@ -22,6 +24,23 @@ pub trait Notebook: Send + Sync + 'static {
     /// Moves the step to `position` (1-based, clamped to the timeline).
     async fn move_step(&self, id: i64, position: u32) -> Result<Step, ApiError>;
     async fn delete_step(&self, id: i64) -> Result<(), ApiError>;
+
+    async fn hosts(&self) -> Result<Vec<Host>, ApiError>;
+    async fn host(&self, name: &str) -> Result<Host, ApiError>;
+    async fn add_host(&self, host: NewHost) -> Result<Host, ApiError>;
+    /// Replaces the host called `name` (which may be renamed by `host.name`).
+    async fn update_host(&self, name: &str, host: NewHost) -> Result<Host, ApiError>;
+    async fn remove_host(&self, name: &str) -> Result<(), ApiError>;
+    /// Trusts the key the host offered, if `fingerprint` is its SHA256 fingerprint.
+    async fn trust_host(&self, name: &str, fingerprint: &str) -> Result<Host, ApiError>;
+    /// Keeps the passphrase of the host's key file in memory (never stored).
+    async fn set_passphrase(&self, name: &str, passphrase: String) -> Result<(), ApiError>;
+    async fn test_host(&self, name: &str) -> Result<ConnectionReport, ApiError>;
+
+    /// Queues runs of a command step (warm-ups first); they start right away.
+    async fn start_runs(&self, step_id: i64, request: RunRequest) -> Result<Vec<Run>, ApiError>;
+    async fn run(&self, id: i64) -> Result<Run, ApiError>;
+    async fn cancel_run(&self, id: i64) -> Result<Run, ApiError>;
 }
 
 /// The notebook the server provided for this request.

@@ -14,11 +14,21 @@ pub enum ErrorCode {
     /// Well-formed but invalid: empty title, field too long, unknown step kind …
     Invalid,
     NotFound,
+    /// The thing exists already, or is in use.
+    Conflict,
     PayloadTooLarge,
     UnsupportedMediaType,
     MethodNotAllowed,
     /// The browser could not reach the server.
     Network,
+    /// The host offered a key nobody has confirmed yet.
+    HostKeyUnknown,
+    /// The host offered a different key than the trusted one; nothing ran.
+    HostKeyChanged,
+    /// The host's key file needs its passphrase.
+    NeedsPassphrase,
+    /// Could not connect or log in to the host.
+    HostUnreachable,
     /// Something broke on our side; the details are in the server log.
     Internal,
 }
@@ -41,12 +51,14 @@ impl ErrorCode {
         match self {
             Self::BadRequest => 400,
             Self::NotFound => 404,
+            Self::Conflict => 409,
             Self::MethodNotAllowed => 405,
             Self::PayloadTooLarge => 413,
             Self::UnsupportedMediaType => 415,
             Self::Invalid => 422,
+            Self::HostKeyUnknown | Self::HostKeyChanged | Self::NeedsPassphrase => 409,
             Self::Internal => 500,
-            Self::Network => 502,
+            Self::Network | Self::HostUnreachable => 502,
         }
     }
 }

@@ -9,8 +9,12 @@ pub mod api;
 pub mod backend;
 pub mod components;
 pub mod error;
+pub mod hosts;
+#[cfg(feature = "hydrate")]
+mod live;
 pub mod model;
 pub mod pages;
+pub mod runs;
 pub mod steps;
 
 use leptos::prelude::*;

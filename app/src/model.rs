@@ -95,6 +95,9 @@ pub struct Step {
     pub html: Option<String>,
     /// Stable link to the step: `/i/{id}#step-{step_id}`.
     pub url: String,
+    /// Runs of a command step, oldest first; empty for other kinds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<crate::runs::Run>,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -145,6 +148,7 @@ mod tests {
             body: StepBody::Note(crate::steps::note::NoteBody { body: "# hi".into() }),
             html: None,
             url: step_url("abc", 7),
+            runs: vec![],
             created_at: "t".into(),
             updated_at: "t".into(),
         };

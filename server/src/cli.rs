@@ -28,4 +28,8 @@ pub struct ServeArgs {
     /// The built site (JS/wasm bundle, CSS, static files), as `./dev build` makes it.
     #[arg(long, env = "SLEUTH_SITE", default_value = "target/site")]
     pub site: PathBuf,
+    /// Trust a host's key the first time Sleuth connects to it, without asking.
+    /// Changed keys are still refused.
+    #[arg(long, env = "SLEUTH_TRUST_ON_FIRST_USE")]
+    pub trust_on_first_use: bool,
 }

@@ -7,12 +7,15 @@ pub mod db;
 pub mod error;
 mod extract;
 pub mod handlers;
+pub mod hosts;
 mod ids;
 mod markdown;
 pub mod notebook;
 pub mod router;
+pub mod runs;
 pub mod serve;
 pub mod state;
+pub mod ssh;
 mod steps;
 
 pub use router::app;

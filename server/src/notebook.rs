@@ -3,7 +3,12 @@
 //! (through [`app::backend::Notebook`]), so each rule is written once.
 
 use crate::db::{InvestigationRow, StepRow, Store};
+use crate::runs::Runner;
+use crate::ssh::Pool;
 use crate::{ids, steps};
+use app::hosts::{ConnectionReport, Host, NewHost};
+use app::runs::{Run, RunRequest};
+use std::sync::Arc;
 use app::backend::Notebook;
 use app::error::ApiError;
 use app::model::{
@@ -13,22 +18,24 @@ use app::model::{
 use app::steps::StepBody;
 
 pub struct Service {
-    store: Store,
+    pub(crate) store: Store,
+    pub(crate) pool: Arc<Pool>,
+    pub(crate) runner: Arc<Runner>,
 }
 
 impl Service {
-    pub fn new(store: Store) -> Self {
-        Self { store }
+    pub fn new(store: Store, pool: Arc<Pool>, runner: Arc<Runner>) -> Self {
+        Self { store, pool, runner }
     }
 }
 
 /// Logs the cause and gives the user the generic message.
-fn internal(context: &str, cause: impl std::fmt::Display) -> ApiError {
+pub(crate) fn internal(context: &str, cause: impl std::fmt::Display) -> ApiError {
     tracing::error!("{context}: {cause}");
     ApiError::internal()
 }
 
-fn store_error(cause: sqlx::Error) -> ApiError {
+pub(crate) fn store_error(cause: sqlx::Error) -> ApiError {
     internal("store", cause)
 }
 
@@ -68,7 +75,7 @@ fn check_question(question: &str) -> Result<String, ApiError> {
 }
 
 /// Unix milliseconds → RFC 3339 with milliseconds, UTC.
-fn timestamp(ms: i64) -> String {
+pub(crate) fn timestamp(ms: i64) -> String {
     let format =
         time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z");
     time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
@@ -100,6 +107,7 @@ fn step(row: StepRow) -> Result<Step, ApiError> {
         .map_err(|e| internal(&format!("step {} has an unreadable body", row.id), e))?;
     Ok(Step {
         url: step_url(&row.investigation_id, row.id),
+        runs: Vec::new(),
         html: steps::render(&body),
         body,
         id: row.id,
@@ -137,8 +145,10 @@ impl Notebook for Service {
         }
         let row =
             self.store.investigation(id).await.map_err(store_error)?.ok_or_else(|| investigation_not_found(id))?;
-        let steps =
+        let mut steps =
             self.store.steps(id).await.map_err(store_error)?.into_iter().map(step).collect::<Result<Vec<_>, _>>()?;
+        let runs = self.store.runs_of_investigation(id).await.map_err(store_error)?;
+        self.attach_runs(&mut steps, runs).await;
         let summary = summary(row);
         Ok(Investigation {
             id: summary.id,
@@ -173,6 +183,12 @@ impl Notebook for Service {
     }
 
     async fn delete_investigation(&self, id: &str) -> Result<(), ApiError> {
+        let runs = if ids::is_investigation_id(id) {
+            self.store.runs_of_investigation(id).await.map_err(store_error)?
+        } else {
+            Vec::new()
+        };
+        self.forget_runs(id, runs.iter().map(|r| r.id)).await;
         let found = ids::is_investigation_id(id) && self.store.delete_investigation(id).await.map_err(store_error)?;
         if !found {
             return Err(investigation_not_found(id));
@@ -186,6 +202,7 @@ impl Notebook for Service {
             return Err(investigation_not_found(investigation));
         }
         let body = steps::validate(body)?;
+        self.check_references(&body).await?;
         let (kind, fields) = steps::to_stored(&body).map_err(|e| internal("to_stored", e))?;
         let row = self
             .store
@@ -198,7 +215,10 @@ impl Notebook for Service {
 
     async fn step(&self, id: i64) -> Result<Step, ApiError> {
         let row = self.store.step(id).await.map_err(store_error)?.ok_or_else(|| step_not_found(id))?;
-        step(row)
+        let mut steps = vec![step(row)?];
+        let runs = self.store.runs_of_step(id).await.map_err(store_error)?;
+        self.attach_runs(&mut steps, runs).await;
+        Ok(steps.remove(0))
     }
 
     async fn update_step(&self, id: i64, body: StepBody) -> Result<Step, ApiError> {
@@ -211,6 +231,7 @@ impl Notebook for Service {
             )));
         }
         let body = steps::validate(body)?;
+        self.check_references(&body).await?;
         let (_, fields) = steps::to_stored(&body).map_err(|e| internal("to_stored", e))?;
         let row =
             self.store.update_step_body(id, &fields).await.map_err(store_error)?.ok_or_else(|| step_not_found(id))?;
@@ -228,10 +249,48 @@ impl Notebook for Service {
     }
 
     async fn delete_step(&self, id: i64) -> Result<(), ApiError> {
+        let runs = self.store.runs_of_step(id).await.map_err(store_error)?;
+        if let Some(row) = self.store.step(id).await.map_err(store_error)? {
+            self.forget_runs(&row.investigation_id, runs.iter().map(|r| r.id)).await;
+        }
         if !self.store.delete_step(id).await.map_err(store_error)? {
             return Err(step_not_found(id));
         }
         Ok(())
+    }
+
+    async fn hosts(&self) -> Result<Vec<Host>, ApiError> {
+        self.hosts_impl().await
+    }
+    async fn host(&self, name: &str) -> Result<Host, ApiError> {
+        self.host_impl(name).await
+    }
+    async fn add_host(&self, host: NewHost) -> Result<Host, ApiError> {
+        self.add_host_impl(host).await
+    }
+    async fn update_host(&self, name: &str, host: NewHost) -> Result<Host, ApiError> {
+        self.update_host_impl(name, host).await
+    }
+    async fn remove_host(&self, name: &str) -> Result<(), ApiError> {
+        self.remove_host_impl(name).await
+    }
+    async fn trust_host(&self, name: &str, fingerprint: &str) -> Result<Host, ApiError> {
+        self.trust_host_impl(name, fingerprint).await
+    }
+    async fn set_passphrase(&self, name: &str, passphrase: String) -> Result<(), ApiError> {
+        self.set_passphrase_impl(name, passphrase).await
+    }
+    async fn test_host(&self, name: &str) -> Result<ConnectionReport, ApiError> {
+        self.test_host_impl(name).await
+    }
+    async fn start_runs(&self, step_id: i64, request: RunRequest) -> Result<Vec<Run>, ApiError> {
+        self.start_runs_impl(step_id, request).await
+    }
+    async fn run(&self, id: i64) -> Result<Run, ApiError> {
+        self.run_impl(id).await
+    }
+    async fn cancel_run(&self, id: i64) -> Result<Run, ApiError> {
+        self.cancel_run_impl(id).await
     }
 }
 

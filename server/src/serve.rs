@@ -3,6 +3,8 @@
 use crate::cli::ServeArgs;
 use crate::notebook::Service;
 use crate::state::AppState;
+use crate::runs::{Live, Runner};
+use crate::ssh::{KnownHosts, Pool};
 use crate::{db::Store, router};
 use leptos::config::{Env, LeptosOptions};
 use std::path::Path;
@@ -12,15 +14,22 @@ use std::sync::Arc;
 pub const OUTPUT_NAME: &str = "sleuth";
 
 /// Everything a running Sleuth needs, from a data dir and a built site.
-pub async fn state(data: &Path, site: &Path) -> Result<AppState, crate::db::OpenError> {
+pub async fn state(data: &Path, site: &Path, trust_on_first_use: bool) -> Result<AppState, crate::db::OpenError> {
     let store = Store::open(data).await?;
+    match store.interrupt_unfinished_runs().await {
+        Ok(ids) if !ids.is_empty() => tracing::warn!(?ids, "runs left open by the last server are now `interrupted`"),
+        Ok(_) => {}
+        Err(e) => tracing::error!("cannot mark unfinished runs: {e}"),
+    }
+    let pool = Arc::new(Pool::new(KnownHosts::new(data.join("known_hosts")), trust_on_first_use));
+    let runner = Arc::new(Runner::new(store.clone(), pool.clone(), Arc::new(Live::default()), data.join("runs")));
     let leptos = LeptosOptions::builder()
         .output_name(OUTPUT_NAME)
         .site_root(site.to_string_lossy().as_ref())
         .site_pkg_dir("pkg")
         .env(Env::PROD)
         .build();
-    Ok(AppState { notebook: Arc::new(Service::new(store)), leptos })
+    Ok(AppState { notebook: Arc::new(Service::new(store, pool, runner.clone())), runner, leptos })
 }
 
 pub async fn run(args: ServeArgs) -> Result<(), String> {
@@ -31,7 +40,7 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
             bundle.display()
         );
     }
-    let state = state(&args.data, &args.site).await.map_err(|e| e.to_string())?;
+    let state = state(&args.data, &args.site, args.trust_on_first_use).await.map_err(|e| e.to_string())?;
     let listener =
         tokio::net::TcpListener::bind(args.addr).await.map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;

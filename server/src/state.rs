@@ -7,6 +7,8 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub struct AppState {
     pub notebook: Arc<dyn Notebook>,
+    /// Run output and live progress, for the streaming and download routes.
+    pub runner: Arc<crate::runs::Runner>,
     pub leptos: LeptosOptions,
 }
 

@@ -5,7 +5,7 @@ use crate::api::{
 };
 use crate::components::{ActionError, Confirm, StatusBadge};
 use crate::model::{Investigation, InvestigationStatus, Step, limits, short_time};
-use crate::steps::{StepContent, note::AddNote};
+use crate::steps::{StepContent, command::AddCommand, note::AddNote};
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
@@ -15,6 +15,17 @@ use leptos_router::hooks::use_params_map;
 /// Bumped after every successful change, so the page refetches the investigation.
 #[derive(Clone, Copy)]
 struct TimelineVersion(RwSignal<u64>);
+
+/// Refreshes the investigation page from anywhere (callbacks outside the
+/// reactive tree included); captures the page's version signal now.
+pub fn refresher() -> impl Fn() + Clone + 'static {
+    let version = use_context::<TimelineVersion>();
+    move || {
+        if let Some(v) = version {
+            v.0.update(|n| *n += 1);
+        }
+    }
+}
 
 /// A server action whose success refreshes the investigation page. Failures leave
 /// the page as it is, so whatever the user typed stays in its form.
@@ -72,7 +83,8 @@ fn InvestigationView(inv: Investigation) -> impl IntoView {
             }}
             <ol class="steps">{steps}</ol>
         </section>
-        <AddNote investigation=id/>
+        <AddNote investigation=id.clone()/>
+        <AddCommand investigation=id/>
     }
 }
 

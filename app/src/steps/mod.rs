@@ -2,6 +2,7 @@
 //! module in the server's `steps/` (validation and rendering), and one variant below.
 //! Notes come first; command, snippet, grep and calculator steps follow.
 
+pub mod command;
 pub mod note;
 
 use leptos::prelude::*;
@@ -12,12 +13,14 @@ use serde::{Deserialize, Serialize};
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum StepBody {
     Note(note::NoteBody),
+    Command(command::CommandBody),
 }
 
 impl StepBody {
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Note(_) => "note",
+            Self::Command(_) => "command",
         }
     }
 }
@@ -27,5 +30,6 @@ impl StepBody {
 pub fn StepContent(step: crate::model::Step, editing: RwSignal<bool>) -> impl IntoView {
     match step.body.clone() {
         StepBody::Note(_) => view! { <note::NoteContent step editing/> }.into_any(),
+        StepBody::Command(_) => view! { <command::CommandContent step editing/> }.into_any(),
     }
 }

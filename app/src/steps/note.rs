@@ -30,7 +30,10 @@ pub async fn edit_note(step_id: i64, body: String) -> Result<Step, ApiError> {
 /// The rendered note, or its editor while `editing`.
 #[component]
 pub fn NoteContent(step: Step, editing: RwSignal<bool>) -> impl IntoView {
-    let super::StepBody::Note(NoteBody { body }) = step.body.clone();
+    let body = match &step.body {
+        super::StepBody::Note(note) => note.body.clone(),
+        _ => String::new(),
+    };
     let html = step.html.clone().unwrap_or_default();
     let edit = crate::pages::investigation::timeline_action::<EditNote>();
     Effect::new(move |_| {

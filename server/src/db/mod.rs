@@ -15,9 +15,11 @@
 //!   text or 64-bit integers, and nothing relies on SQLite-only behaviour except
 //!   `STRICT` tables and `json_valid` checks in the migrations.
 
+mod hosts;
 mod rows;
+mod runs;
 
-pub use rows::{InvestigationRow, StepRow};
+pub use rows::{HostRow, InvestigationRow, NewRun, RunEnd, RunRow, StepRow};
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 use std::path::Path;

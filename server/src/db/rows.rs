@@ -22,3 +22,63 @@ pub struct StepRow {
     pub created_at: i64,
     pub updated_at: i64,
 }
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct HostRow {
+    pub name: String,
+    pub hostname: String,
+    pub port: i64,
+    pub user: String,
+    pub identity_file: Option<String>,
+    pub proxy_jump: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct RunRow {
+    pub id: i64,
+    pub step_id: i64,
+    pub host: String,
+    pub command: String,
+    /// JSON array of [name, value].
+    pub env: String,
+    pub cwd: Option<String>,
+    pub timeout_s: Option<i64>,
+    pub status: String,
+    pub exit_code: Option<i64>,
+    pub exit_signal: Option<String>,
+    pub error: Option<String>,
+    pub batch_index: i64,
+    pub batch_size: i64,
+    pub warmup: i64,
+    pub stdout_bytes: i64,
+    pub stderr_bytes: i64,
+    pub lines: i64,
+    pub queued_at: i64,
+    pub started_at: Option<i64>,
+    pub finished_at: Option<i64>,
+}
+
+/// What a new run records; the rest starts at zero.
+#[derive(Debug, Clone)]
+pub struct NewRun {
+    pub step_id: i64,
+    pub host: String,
+    pub command: String,
+    pub env: String,
+    pub cwd: Option<String>,
+    pub timeout_s: Option<i64>,
+    pub batch_index: i64,
+    pub batch_size: i64,
+    pub warmup: bool,
+}
+
+/// Where a run ended.
+#[derive(Debug, Clone)]
+pub struct RunEnd<'a> {
+    pub status: &'a str,
+    pub exit_code: Option<i64>,
+    pub exit_signal: Option<&'a str>,
+    pub error: Option<&'a str>,
+}

@@ -1,6 +1,7 @@
 //! The server side of step kinds: checking what users send, storing it, and
 //! rendering it. One module per kind, mirroring `app::steps`.
 
+mod command;
 mod note;
 
 use app::error::ApiError;
@@ -10,6 +11,7 @@ use app::steps::StepBody;
 pub fn validate(body: StepBody) -> Result<StepBody, ApiError> {
     match body {
         StepBody::Note(note) => note::validate(note).map(StepBody::Note),
+        StepBody::Command(command) => command::validate(command).map(StepBody::Command),
     }
 }
 
@@ -17,6 +19,7 @@ pub fn validate(body: StepBody) -> Result<StepBody, ApiError> {
 pub fn render(body: &StepBody) -> Option<String> {
     match body {
         StepBody::Note(note) => Some(note::render(note)),
+        StepBody::Command(command) => Some(command::render(command)),
     }
 }
 

@@ -43,7 +43,7 @@ pub async fn spawn_app() -> TestApp {
 async fn router_for(data: &TempDir) -> Router {
     // No site is needed: these tests read server-rendered HTML and JSON only.
     let site = data.path().join("site");
-    let state = server::serve::state(&data.path().join("db"), &site).await.expect("state");
+    let state = server::serve::state(&data.path().join("db"), &site, false).await.expect("state");
     server::app(state)
 }
 

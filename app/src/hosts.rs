@@ -1,0 +1,57 @@
+//! GPU hosts as the UI and the API see them. Key material never appears here:
+//! only the path of a key file on the Sleuth server, and fingerprints.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Host {
+    /// The alias used everywhere in Sleuth, e.g. `h200-box`.
+    pub name: String,
+    pub hostname: String,
+    pub port: u16,
+    pub user: String,
+    /// A private key file on the Sleuth server; `None` means the ssh-agent.
+    pub identity_file: Option<String>,
+    /// Another host to connect through.
+    pub proxy_jump: Option<String>,
+    /// SHA256 fingerprints Sleuth trusts for this host.
+    pub trusted_keys: Vec<String>,
+    /// A key the host offered that waits for confirmation.
+    pub pending_key: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewHost {
+    pub name: String,
+    pub hostname: String,
+    #[serde(default)]
+    pub port: Option<u16>,
+    pub user: String,
+    #[serde(default)]
+    pub identity_file: Option<String>,
+    #[serde(default)]
+    pub proxy_jump: Option<String>,
+}
+
+/// What "Test connection" found.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConnectionReport {
+    /// Round trip of a `true` on the pooled connection.
+    pub latency_ms: f64,
+    pub uname: String,
+    /// First line of `nvidia-smi -L`, if the host has nvidia-smi.
+    pub nvidia_smi: Option<String>,
+}
+
+/// Limits for host fields.
+pub const NAME_CHARS: usize = 64;
+
+/// Host aliases are short, and safe in URLs and logs.
+pub fn is_host_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= NAME_CHARS
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}

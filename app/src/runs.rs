@@ -1,0 +1,174 @@
+//! Runs of command steps.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Queued,
+    Running,
+    Succeeded,
+    Failed,
+    Cancelled,
+    TimedOut,
+    /// The connection dropped; what arrived before is kept.
+    Lost,
+    /// The server stopped while the run was going.
+    Interrupted,
+}
+
+impl RunStatus {
+    pub const ALL: [RunStatus; 8] = [
+        Self::Queued,
+        Self::Running,
+        Self::Succeeded,
+        Self::Failed,
+        Self::Cancelled,
+        Self::TimedOut,
+        Self::Lost,
+        Self::Interrupted,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::Running => "running",
+            Self::Succeeded => "succeeded",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+            Self::TimedOut => "timed_out",
+            Self::Lost => "lost",
+            Self::Interrupted => "interrupted",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|status| status.as_str() == s)
+    }
+
+    pub fn is_finished(self) -> bool {
+        !matches!(self, Self::Queued | Self::Running)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    pub id: i64,
+    pub step_id: i64,
+    pub host: String,
+    /// The command exactly as sent (before env and cwd were added).
+    pub command: String,
+    /// NAME=value pairs, in order.
+    pub env: Vec<(String, String)>,
+    pub cwd: Option<String>,
+    pub timeout_s: Option<u64>,
+    pub status: RunStatus,
+    pub exit_code: Option<i32>,
+    pub exit_signal: Option<String>,
+    /// Why the run did not finish normally, in words.
+    pub error: Option<String>,
+    /// 1-based place in a "repeat N" batch, and the batch's size.
+    pub batch_index: u32,
+    pub batch_size: u32,
+    pub warmup: bool,
+    pub stdout_bytes: u64,
+    pub stderr_bytes: u64,
+    pub lines: u64,
+    pub queued_at: String,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    pub duration_ms: Option<u64>,
+    /// On pages, for the newest run of a step: the end of its output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tail: Option<OutputTail>,
+}
+
+/// Part of a run's output rendered as HTML (ANSI colors kept, everything escaped).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OutputTail {
+    pub html: String,
+    /// Byte offsets of the rendered part in the raw output.
+    pub start: u64,
+    pub end: u64,
+}
+
+impl Run {
+    /// The run's configuration as people talk about it: `NCCL_PROTO=LL`.
+    pub fn config_label(&self) -> String {
+        config_label(&self.env)
+    }
+
+    pub fn output_bytes(&self) -> u64 {
+        self.stdout_bytes + self.stderr_bytes
+    }
+}
+
+pub fn config_label(env: &[(String, String)]) -> String {
+    if env.is_empty() {
+        return "(default env)".to_string();
+    }
+    env.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+}
+
+/// `POST /api/v1/steps/{id}/runs`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunRequest {
+    /// Measured runs to queue (default 1, at most 100).
+    #[serde(default)]
+    pub repeat: Option<u32>,
+    /// Warm-up runs before them (default 0, at most 20).
+    #[serde(default)]
+    pub warmup: Option<u32>,
+}
+
+pub const MAX_REPEAT: u32 = 100;
+pub const MAX_WARMUP: u32 = 20;
+
+/// Human-readable byte counts: 1.5 MB.
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
+    let mut value = n as f64;
+    let mut unit = 0;
+    while value >= 1000.0 && unit < UNITS.len() - 1 {
+        value /= 1000.0;
+        unit += 1;
+    }
+    if unit == 0 { format!("{n} B") } else { format!("{value:.1} {}", UNITS[unit]) }
+}
+
+/// 83 ms, 4.2 s, 3 min 05 s.
+pub fn human_duration(ms: u64) -> String {
+    match ms {
+        0..1_000 => format!("{ms} ms"),
+        1_000..60_000 => format!("{:.1} s", ms as f64 / 1000.0),
+        _ => format!("{} min {:02} s", ms / 60_000, (ms % 60_000) / 1000),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_round_trip() {
+        for status in RunStatus::ALL {
+            assert_eq!(RunStatus::parse(status.as_str()), Some(status));
+            let json = serde_json::to_string(&status).unwrap();
+            assert_eq!(json, format!("\"{}\"", status.as_str()));
+        }
+        assert!(RunStatus::Lost.is_finished());
+        assert!(!RunStatus::Queued.is_finished());
+    }
+
+    #[test]
+    fn labels_and_units() {
+        assert_eq!(config_label(&[("NCCL_PROTO".into(), "LL".into())]), "NCCL_PROTO=LL");
+        assert_eq!(config_label(&[]), "(default env)");
+        assert_eq!(human_bytes(999), "999 B");
+        assert_eq!(human_bytes(1_500_000), "1.5 MB");
+        assert_eq!(human_duration(83), "83 ms");
+        assert_eq!(human_duration(4_200), "4.2 s");
+        assert_eq!(human_duration(185_000), "3 min 05 s");
+    }
+}

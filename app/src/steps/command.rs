@@ -1,0 +1,357 @@
+//! Command steps: a command run on a GPU host over SSH, with its runs.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub const MAX_COMMAND_BYTES: usize = 64 * 1024;
+pub const MAX_ENV_VARS: usize = 64;
+pub const MAX_TIMEOUT_S: u64 = 7 * 24 * 3600;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommandBody {
+    /// Host name (alias).
+    pub host: String,
+    pub command: String,
+    /// Environment for the command; shown as the run's config label.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// Seconds before the run is stopped and recorded as `timed_out`; none by default.
+    #[serde(default)]
+    pub timeout_s: Option<u64>,
+}
+
+use crate::components::ActionError;
+use crate::error::ApiError;
+use crate::model::{Step, short_time};
+use crate::runs::{Run, RunStatus, human_bytes, human_duration};
+use leptos::form::ActionForm;
+use leptos::prelude::*;
+
+/// `NAME=value` lines (blank lines and `#` comments skipped) → env. The value
+/// is everything after the first `=`, kept as typed.
+pub fn parse_env(text: &str) -> Result<BTreeMap<String, String>, String> {
+    let mut env = BTreeMap::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim_end_matches('\r');
+        if line.trim().is_empty() || line.trim_start().starts_with('#') {
+            continue;
+        }
+        let Some((name, value)) = line.split_once('=') else {
+            return Err(format!("Line {} of the environment is not NAME=value: {line:?}", n + 1));
+        };
+        env.insert(name.trim().to_string(), value.to_string());
+    }
+    Ok(env)
+}
+
+/// The env as the form shows it.
+pub fn env_text(env: &BTreeMap<String, String>) -> String {
+    env.iter().map(|(k, v)| format!("{k}={v}\n")).collect()
+}
+
+fn body_from_form(host: String, command: String, env: String, cwd: String, timeout_s: String) -> Result<CommandBody, ApiError> {
+    let env = parse_env(&env).map_err(ApiError::invalid)?;
+    let timeout_s = match timeout_s.trim() {
+        "" => None,
+        t => Some(t.parse::<u64>().map_err(|_| ApiError::invalid(format!("The timeout {t:?} is not a whole number of seconds.")))?),
+    };
+    Ok(CommandBody { host, command, env, cwd: Some(cwd).filter(|c| !c.trim().is_empty()), timeout_s })
+}
+
+#[server]
+pub async fn add_command(
+    investigation: String,
+    host: String,
+    command: String,
+    env: String,
+    cwd: String,
+    timeout_s: String,
+) -> Result<Step, ApiError> {
+    let body = body_from_form(host, command, env, cwd, timeout_s)?;
+    crate::backend::notebook()?.add_step(&investigation, super::StepBody::Command(body)).await
+}
+
+#[server]
+pub async fn edit_command(
+    step_id: i64,
+    host: String,
+    command: String,
+    env: String,
+    cwd: String,
+    timeout_s: String,
+) -> Result<Step, ApiError> {
+    let body = body_from_form(host, command, env, cwd, timeout_s)?;
+    crate::backend::notebook()?.update_step(step_id, super::StepBody::Command(body)).await
+}
+
+#[server]
+pub async fn start_runs(step_id: i64, repeat: String, warmup: String) -> Result<Vec<Run>, ApiError> {
+    let number = |what: &str, text: &str| -> Result<Option<u32>, ApiError> {
+        match text.trim() {
+            "" => Ok(None),
+            t => t.parse().map(Some).map_err(|_| ApiError::invalid(format!("{what} must be a whole number."))),
+        }
+    };
+    let request = crate::runs::RunRequest { repeat: number("Repeat", &repeat)?, warmup: number("Warm-up", &warmup)? };
+    crate::backend::notebook()?.start_runs(step_id, request).await
+}
+
+#[server]
+pub async fn cancel_run(run_id: i64) -> Result<Run, ApiError> {
+    crate::backend::notebook()?.cancel_run(run_id).await
+}
+
+#[component]
+pub fn CommandContent(step: Step, editing: RwSignal<bool>) -> impl IntoView {
+    let super::StepBody::Command(body) = step.body.clone() else {
+        return ().into_any();
+    };
+    let edit = crate::pages::investigation::timeline_action::<EditCommand>();
+    Effect::new(move |_| {
+        if let Some(Ok(_)) = edit.value().get() {
+            editing.set(false);
+        }
+    });
+    let html = step.html.clone().unwrap_or_default();
+    let label = crate::runs::config_label(&body.env.clone().into_iter().collect::<Vec<_>>());
+    let newest = step.runs.last().cloned();
+    let history = step.runs.clone();
+    let step_id = step.id;
+    let view_body = body.clone();
+    view! {
+        <Show
+            when=move || editing.get()
+            fallback=move || {
+                let body = view_body.clone();
+                view! {
+                    <div class="command-meta">
+                        <span class="host" title="Host">{body.host.clone()}</span>
+                        <span class="env" title="Environment">{label.clone()}</span>
+                        {body.cwd.clone().map(|c| view! { <span class="cwd" title="Working directory">"cd " {c}</span> })}
+                        {body.timeout_s.map(|t| view! { <span class="timeout">"timeout " {t} " s"</span> })}
+                    </div>
+                    <pre class="command-line" inner_html=html.clone()></pre>
+                }
+            }
+        >
+            <CommandEditor step_id body=body.clone() editing edit/>
+        </Show>
+        <RunControls step_id newest=newest.clone()/>
+        {newest.map(|run| view! { <RunOutput run/> })}
+        <RunHistory runs=history/>
+    }
+    .into_any()
+}
+
+#[component]
+fn CommandEditor(step_id: i64, body: CommandBody, editing: RwSignal<bool>, edit: ServerAction<EditCommand>) -> impl IntoView {
+    view! {
+        <ActionForm action=edit attr:class="command-form stacked">
+            <input type="hidden" name="step_id" value=step_id/>
+            <CommandFields body=Some(body)/>
+            <ActionError action=edit/>
+            <div class="form-actions">
+                <button type="submit" class="primary">"Save"</button>
+                <button type="button" on:click=move |_| editing.set(false)>"Cancel"</button>
+            </div>
+        </ActionForm>
+    }
+}
+
+/// The fields of a command step; the caller's form wraps them.
+#[component]
+fn CommandFields(body: Option<CommandBody>) -> impl IntoView {
+    let hosts = Resource::new(|| (), |_| crate::api::list_hosts());
+    let body = body.unwrap_or(CommandBody {
+        host: String::new(),
+        command: String::new(),
+        env: BTreeMap::new(),
+        cwd: None,
+        timeout_s: None,
+    });
+    let chosen = body.host.clone();
+    view! {
+        <label>
+            "Host"
+            <Suspense fallback=|| view! { <select name="host" disabled=true><option>"Loading hosts…"</option></select> }>
+                {move || {
+                    let chosen = chosen.clone();
+                    Suspend::new(async move {
+                        let hosts = hosts.await.unwrap_or_default();
+                        let empty = hosts.is_empty();
+                        view! {
+                            <select name="host" required>
+                                {hosts.into_iter().map(|h| {
+                                    let selected = h.name == chosen;
+                                    view! { <option value=h.name.clone() selected=selected>{h.name.clone()} " (" {h.user.clone()} "@" {h.hostname.clone()} ")"</option> }
+                                }).collect_view()}
+                            </select>
+                            {empty.then(|| view! { <span class="muted">"No hosts yet: " <a href="/hosts">"add one"</a>"."</span> })}
+                        }
+                    })
+                }}
+            </Suspense>
+        </label>
+        <label>
+            "Command"
+            <textarea name="command" rows="3" required placeholder="vllm bench latency --model … --tensor-parallel-size 8">{body.command.clone()}</textarea>
+        </label>
+        <label>
+            "Environment " <span class="muted">"(NAME=value, one per line)"</span>
+            <textarea name="env" rows="2" placeholder="NCCL_PROTO=LL">{env_text(&body.env)}</textarea>
+        </label>
+        <div class="row">
+            <label>"Working directory" <input name="cwd" value=body.cwd.clone().unwrap_or_default() placeholder="~"/></label>
+            <label>"Timeout (s)" <input name="timeout_s" inputmode="numeric" value=body.timeout_s.map(|t| t.to_string()).unwrap_or_default() placeholder="none"/></label>
+        </div>
+    }
+}
+
+/// "Add a command" at the end of the timeline.
+#[component]
+pub fn AddCommand(investigation: String) -> impl IntoView {
+    let add = crate::pages::investigation::timeline_action::<AddCommand>();
+    view! {
+        <details class="add-step" id="add-command">
+            <summary>"Add a command"</summary>
+            <ActionForm action=add attr:class="command-form stacked">
+                <input type="hidden" name="investigation" value=investigation/>
+                <CommandFields body=None/>
+                <ActionError action=add/>
+                <div class="form-actions"><button type="submit" class="primary">"Add command"</button></div>
+            </ActionForm>
+        </details>
+    }
+}
+
+#[component]
+fn RunControls(step_id: i64, newest: Option<Run>) -> impl IntoView {
+    let start = crate::pages::investigation::timeline_action::<StartRuns>();
+    let cancel = crate::pages::investigation::timeline_action::<CancelRun>();
+    let active = newest.filter(|r| !r.status.is_finished());
+    view! {
+        <div class="run-controls">
+            <ActionForm action=start attr:class="inline run-form">
+                <input type="hidden" name="step_id" value=step_id/>
+                <button type="submit" class="primary run-button">"Run"</button>
+                <label class="small">"repeat" <input name="repeat" class="num-input" inputmode="numeric" value="1"/></label>
+                <label class="small">"+ warm-up" <input name="warmup" class="num-input" inputmode="numeric" value="0"/></label>
+            </ActionForm>
+            {active.map(|run| view! {
+                <ActionForm action=cancel attr:class="inline">
+                    <input type="hidden" name="run_id" value=run.id/>
+                    <button type="submit" class="danger cancel-button">"Cancel run " {run.id}</button>
+                </ActionForm>
+            })}
+        </div>
+        <ActionError action=start/>
+        <ActionError action=cancel/>
+    }
+}
+
+fn run_position(run: &Run) -> String {
+    match (run.warmup, run.batch_size) {
+        (true, n) => format!("warm-up {}/{n}", run.batch_index),
+        (false, 1) => String::new(),
+        (false, n) => format!("run {}/{n}", run.batch_index),
+    }
+}
+
+#[component]
+pub fn RunStatusBadge(status: RunStatus) -> impl IntoView {
+    view! { <span class=format!("badge run-{}", status.as_str())>{status.as_str().replace('_', " ")}</span> }
+}
+
+/// The newest run: its status line and the end of its output, live while it runs.
+#[component]
+fn RunOutput(run: Run) -> impl IntoView {
+    let tail = run.tail.clone();
+    let (html, start, end) = tail.map(|t| (t.html, t.start, t.end)).unwrap_or_default();
+    let live_html = RwSignal::new(String::new());
+    let live_bytes = RwSignal::new(end);
+    #[cfg(feature = "hydrate")]
+    if !run.status.is_finished() {
+        crate::live::follow_output(run.id, end, live_html, live_bytes, crate::pages::investigation::refresher());
+    }
+    let summary = run_summary(&run);
+    let position = run_position(&run);
+    view! {
+        <div class="run" data-run=run.id data-status=run.status.as_str()>
+            <div class="run-head">
+                <RunStatusBadge status=run.status/>
+                <span class="run-id">"run " {run.id}</span>
+                {(!position.is_empty()).then(|| view! { <span class="muted">{position}</span> })}
+                <span class="muted">{summary}</span>
+                <span class="spacer"></span>
+                <span class="muted bytes">{move || human_bytes(live_bytes.get())}</span>
+                <a href=format!("/api/v1/runs/{}/output?download=1", run.id) class="quiet">"raw"</a>
+            </div>
+            {run.error.clone().map(|e| view! { <p class="run-error">{e}</p> })}
+            {(start > 0).then(|| view! {
+                <p class="muted earlier">
+                    {human_bytes(start)} " earlier — "
+                    <a href=format!("/api/v1/runs/{}/output", run.id)>"full output"</a>
+                </p>
+            })}
+            <pre class="output"><code inner_html=html></code><code class="live" inner_html=move || live_html.get()></code></pre>
+        </div>
+    }
+}
+
+fn run_summary(run: &Run) -> String {
+    let mut parts = Vec::new();
+    if let Some(code) = run.exit_code {
+        parts.push(format!("exit {code}"));
+    }
+    if let Some(sig) = &run.exit_signal {
+        parts.push(format!("signal {sig}"));
+    }
+    if let Some(ms) = run.duration_ms {
+        parts.push(human_duration(ms));
+    }
+    if let Some(started) = &run.started_at {
+        parts.push(format!("started {}", short_time(started)));
+    }
+    parts.push(format!("{} lines", run.lines));
+    parts.join(" · ")
+}
+
+#[component]
+fn RunHistory(runs: Vec<Run>) -> impl IntoView {
+    if runs.len() < 2 {
+        return ().into_any();
+    }
+    let count = runs.len();
+    let rows = runs
+        .into_iter()
+        .rev()
+        .map(|run| {
+            let label = run.config_label();
+            view! {
+                <tr>
+                    <td class="num"><a href=format!("/api/v1/runs/{}/output", run.id)>{run.id}</a></td>
+                    <td><RunStatusBadge status=run.status/></td>
+                    <td class="env">{label}</td>
+                    <td>{run_position(&run)}</td>
+                    <td class="num">{run.exit_code.map(|c| c.to_string()).unwrap_or_default()}</td>
+                    <td class="num">{run.duration_ms.map(human_duration).unwrap_or_default()}</td>
+                    <td class="num">{human_bytes(run.output_bytes())}</td>
+                    <td class="time">{short_time(&run.queued_at)}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <details class="run-history">
+            <summary>{count} " runs"</summary>
+            <table class="list">
+                <thead><tr><th class="num">"Run"</th><th>"Status"</th><th>"Env"</th><th></th><th class="num">"Exit"</th><th class="num">"Time"</th><th class="num">"Output"</th><th>"Queued"</th></tr></thead>
+                <tbody>{rows}</tbody>
+            </table>
+        </details>
+    }
+    .into_any()
+}

@@ -1,0 +1,58 @@
+//! Host rows.
+
+use super::{HostRow, Store, StoreResult, now_ms};
+
+const COLUMNS: &str = "name, hostname, port, user, identity_file, proxy_jump, created_at, updated_at";
+
+impl Store {
+    pub async fn hosts(&self) -> StoreResult<Vec<HostRow>> {
+        sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM hosts ORDER BY name")))
+            .fetch_all(&self.pool)
+            .await
+    }
+
+    pub async fn host(&self, name: &str) -> StoreResult<Option<HostRow>> {
+        sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM hosts WHERE name = ?")))
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await
+    }
+
+    /// Inserts or replaces the host called `row.name`; `true` if it was new.
+    pub async fn upsert_host(&self, row: &HostRow) -> StoreResult<bool> {
+        let now = now_ms();
+        let existed = self.host(&row.name).await?.is_some();
+        sqlx::query(
+            "INSERT INTO hosts (name, hostname, port, user, identity_file, proxy_jump, created_at, updated_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+             ON CONFLICT (name) DO UPDATE SET hostname = excluded.hostname, port = excluded.port,
+                 user = excluded.user, identity_file = excluded.identity_file,
+                 proxy_jump = excluded.proxy_jump, updated_at = excluded.updated_at",
+        )
+        .bind(&row.name)
+        .bind(&row.hostname)
+        .bind(row.port)
+        .bind(&row.user)
+        .bind(&row.identity_file)
+        .bind(&row.proxy_jump)
+        .bind(now)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(!existed)
+    }
+
+    /// `false` if there is no such host. Fails (foreign key) while another host jumps through it.
+    pub async fn delete_host(&self, name: &str) -> StoreResult<bool> {
+        let done = sqlx::query("DELETE FROM hosts WHERE name = ?").bind(name).execute(&self.pool).await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    pub async fn hosts_jumping_through(&self, name: &str) -> StoreResult<Vec<String>> {
+        let rows: Vec<(String,)> = sqlx::query_as("SELECT name FROM hosts WHERE proxy_jump = ? ORDER BY name")
+            .bind(name)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.into_iter().map(|(n,)| n).collect())
+    }
+}

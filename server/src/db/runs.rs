@@ -1,0 +1,114 @@
+//! Run rows. Output bytes live in files (see `crate::runs::output`); the row
+//! holds the counters, refreshed while the run goes and final at its end.
+
+use super::{NewRun, RunEnd, RunRow, Store, StoreResult, now_ms};
+
+const COLUMNS: &str = "id, step_id, host, command, env, cwd, timeout_s, status, exit_code, exit_signal, error,
+    batch_index, batch_size, warmup, stdout_bytes, stderr_bytes, lines, queued_at, started_at, finished_at";
+
+impl Store {
+    pub async fn insert_run(&self, run: &NewRun) -> StoreResult<RunRow> {
+        sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "INSERT INTO runs (step_id, host, command, env, cwd, timeout_s, status, batch_index, batch_size, warmup, queued_at)
+             VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?) RETURNING {COLUMNS}"
+        )))
+        .bind(run.step_id)
+        .bind(&run.host)
+        .bind(&run.command)
+        .bind(&run.env)
+        .bind(&run.cwd)
+        .bind(run.timeout_s)
+        .bind(run.batch_index)
+        .bind(run.batch_size)
+        .bind(run.warmup)
+        .bind(now_ms())
+        .fetch_one(&self.pool)
+        .await
+    }
+
+    pub async fn run(&self, id: i64) -> StoreResult<Option<RunRow>> {
+        sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM runs WHERE id = ?")))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+    }
+
+    /// Runs of the given steps, oldest first.
+    pub async fn runs_of_investigation(&self, investigation: &str) -> StoreResult<Vec<RunRow>> {
+        sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT {COLUMNS} FROM runs WHERE step_id IN (SELECT id FROM steps WHERE investigation_id = ?) ORDER BY id"
+        )))
+        .bind(investigation)
+        .fetch_all(&self.pool)
+        .await
+    }
+
+    pub async fn runs_of_step(&self, step_id: i64) -> StoreResult<Vec<RunRow>> {
+        sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM runs WHERE step_id = ? ORDER BY id")))
+            .bind(step_id)
+            .fetch_all(&self.pool)
+            .await
+    }
+
+    /// The investigation a run belongs to.
+    pub async fn run_investigation(&self, id: i64) -> StoreResult<Option<String>> {
+        let row: Option<(String,)> = sqlx::query_as(
+            "SELECT s.investigation_id FROM runs r JOIN steps s ON s.id = r.step_id WHERE r.id = ?",
+        )
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.map(|(id,)| id))
+    }
+
+    /// queued → running; `false` if the run is no longer queued (cancelled meanwhile).
+    pub async fn start_run(&self, id: i64) -> StoreResult<bool> {
+        let done = sqlx::query("UPDATE runs SET status = 'running', started_at = ? WHERE id = ? AND status = 'queued'")
+            .bind(now_ms())
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    pub async fn update_run_counts(&self, id: i64, stdout: u64, stderr: u64, lines: u64) -> StoreResult<()> {
+        sqlx::query("UPDATE runs SET stdout_bytes = ?, stderr_bytes = ?, lines = ? WHERE id = ?")
+            .bind(stdout as i64)
+            .bind(stderr as i64)
+            .bind(lines as i64)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Records how a run ended, unless it already has.
+    pub async fn finish_run(&self, id: i64, end: &RunEnd<'_>) -> StoreResult<bool> {
+        let done = sqlx::query(
+            "UPDATE runs SET status = ?, exit_code = ?, exit_signal = ?, error = ?, finished_at = ?
+             WHERE id = ? AND status IN ('queued', 'running')",
+        )
+        .bind(end.status)
+        .bind(end.exit_code)
+        .bind(end.exit_signal)
+        .bind(end.error)
+        .bind(now_ms())
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// At start: runs a crashed or stopped server left open. Returns their ids.
+    pub async fn interrupt_unfinished_runs(&self) -> StoreResult<Vec<i64>> {
+        let rows: Vec<(i64,)> = sqlx::query_as(
+            "UPDATE runs SET status = 'interrupted', finished_at = ?,
+                 error = 'The Sleuth server stopped while this run was ' || status || '.'
+             WHERE status IN ('queued', 'running') RETURNING id",
+        )
+        .bind(now_ms())
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.into_iter().map(|(id,)| id).collect())
+    }
+}

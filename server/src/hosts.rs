@@ -1,0 +1,218 @@
+//! Hosts: checking what users enter, resolving a host (and its jump hosts) to an
+//! SSH target, trusting keys and testing connections.
+
+use crate::db::HostRow;
+use crate::notebook::{Service, internal, store_error, timestamp};
+use crate::ssh::{self, Target};
+use app::error::{ApiError, ErrorCode};
+use app::hosts::{ConnectionReport, Host, NewHost, is_host_name};
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// A chain of jumps longer than this is surely a mistake (or a loop).
+const MAX_JUMPS: usize = 4;
+
+fn host_not_found(name: &str) -> ApiError {
+    ApiError::not_found(format!("There is no host {name:?}; add it on the Hosts page."))
+}
+
+fn check(new: NewHost) -> Result<HostRow, ApiError> {
+    let name = new.name.trim().to_string();
+    if !is_host_name(&name) {
+        return Err(ApiError::invalid(format!(
+            "{name:?} cannot be a host name: use 1 to {} letters, digits, '-', '_' or '.'.",
+            app::hosts::NAME_CHARS
+        )));
+    }
+    let hostname = new.hostname.trim().to_string();
+    if hostname.is_empty() || hostname.len() > 255 || hostname.chars().any(|c| c.is_whitespace() || c.is_control())
+    {
+        return Err(ApiError::invalid("The hostname must be a DNS name or an IP address."));
+    }
+    let user = new.user.trim().to_string();
+    if user.is_empty() || user.len() > 64 || user.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(ApiError::invalid("The user must be a login name without spaces."));
+    }
+    let port = new.port.unwrap_or(22);
+    if port == 0 {
+        return Err(ApiError::invalid("The port must be from 1 to 65535."));
+    }
+    let identity_file = new.identity_file.map(|p| p.trim().to_string()).filter(|p| !p.is_empty());
+    if let Some(path) = &identity_file
+        && !path.starts_with('/')
+        && !path.starts_with("~/")
+    {
+        return Err(ApiError::invalid("The identity file must be an absolute path on the Sleuth server (or start with ~/)."));
+    }
+    let proxy_jump = new.proxy_jump.map(|p| p.trim().to_string()).filter(|p| !p.is_empty());
+    if proxy_jump.as_deref() == Some(name.as_str()) {
+        return Err(ApiError::invalid("A host cannot jump through itself."));
+    }
+    Ok(HostRow {
+        name,
+        hostname,
+        port: i64::from(port),
+        user,
+        identity_file,
+        proxy_jump,
+        created_at: 0,
+        updated_at: 0,
+    })
+}
+
+fn expand_home(path: &str) -> PathBuf {
+    match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => PathBuf::from(path),
+    }
+}
+
+impl Service {
+    fn host_view(&self, row: HostRow) -> Host {
+        let port = u16::try_from(row.port).unwrap_or(22);
+        let trusted_keys = russh::keys::known_hosts::known_host_keys_path(
+            &row.hostname,
+            port,
+            self.pool.known_hosts().path(),
+        )
+        .map(|keys| keys.iter().map(|(_, key)| ssh::fingerprint(key)).collect())
+        .unwrap_or_default();
+        Host {
+            pending_key: self.pool.pending_fingerprint(&row.hostname, port),
+            trusted_keys,
+            port,
+            created_at: timestamp(row.created_at),
+            updated_at: timestamp(row.updated_at),
+            name: row.name,
+            hostname: row.hostname,
+            user: row.user,
+            identity_file: row.identity_file,
+            proxy_jump: row.proxy_jump,
+        }
+    }
+
+    async fn host_row(&self, name: &str) -> Result<HostRow, ApiError> {
+        if !is_host_name(name) {
+            return Err(host_not_found(name));
+        }
+        self.store.host(name).await.map_err(store_error)?.ok_or_else(|| host_not_found(name))
+    }
+
+    /// The SSH target for a host, with its jump hosts resolved.
+    pub async fn target(&self, name: &str) -> Result<Target, ApiError> {
+        let mut chain = vec![self.host_row(name).await?];
+        while let Some(jump) = chain.last().and_then(|h| h.proxy_jump.clone()) {
+            if chain.len() > MAX_JUMPS || chain.iter().any(|h| h.name == jump) {
+                return Err(ApiError::invalid(format!("The ProxyJump chain of {name} loops or is too long.")));
+            }
+            chain.push(self.host_row(&jump).await?);
+        }
+        let mut target: Option<Target> = None;
+        for row in chain.into_iter().rev() {
+            target = Some(Target {
+                port: u16::try_from(row.port).unwrap_or(22),
+                identity_file: row.identity_file.as_deref().map(expand_home),
+                jump: target.map(Box::new),
+                name: row.name,
+                hostname: row.hostname,
+                user: row.user,
+            });
+        }
+        target.ok_or_else(|| host_not_found(name))
+    }
+
+    pub(crate) async fn hosts_impl(&self) -> Result<Vec<Host>, ApiError> {
+        let rows = self.store.hosts().await.map_err(store_error)?;
+        Ok(rows.into_iter().map(|row| self.host_view(row)).collect())
+    }
+
+    pub(crate) async fn host_impl(&self, name: &str) -> Result<Host, ApiError> {
+        Ok(self.host_view(self.host_row(name).await?))
+    }
+
+    pub(crate) async fn add_host_impl(&self, new: NewHost) -> Result<Host, ApiError> {
+        let row = check(new)?;
+        if self.store.host(&row.name).await.map_err(store_error)?.is_some() {
+            return Err(ApiError::new(ErrorCode::Conflict, format!("There is already a host {:?}.", row.name)));
+        }
+        self.save(&row).await?;
+        self.host_impl(&row.name).await
+    }
+
+    pub(crate) async fn update_host_impl(&self, name: &str, new: NewHost) -> Result<Host, ApiError> {
+        self.host_row(name).await?;
+        let row = check(new)?;
+        if row.name != name {
+            return Err(ApiError::invalid("A host cannot be renamed; add it under the new name."));
+        }
+        self.save(&row).await?;
+        self.pool.forget(name).await;
+        self.host_impl(name).await
+    }
+
+    async fn save(&self, row: &HostRow) -> Result<(), ApiError> {
+        if let Some(jump) = &row.proxy_jump {
+            self.host_row(jump).await.map_err(|_| ApiError::invalid(format!("The jump host {jump:?} does not exist.")))?;
+        }
+        self.store.upsert_host(row).await.map_err(store_error)?;
+        tracing::info!(host = %row.name, "saved host");
+        Ok(())
+    }
+
+    pub(crate) async fn remove_host_impl(&self, name: &str) -> Result<(), ApiError> {
+        self.host_row(name).await?;
+        let dependents = self.store.hosts_jumping_through(name).await.map_err(store_error)?;
+        if !dependents.is_empty() {
+            return Err(ApiError::new(
+                ErrorCode::Conflict,
+                format!("{name} is the jump host of {}; change those first.", dependents.join(", ")),
+            ));
+        }
+        self.pool.forget(name).await;
+        self.store.delete_host(name).await.map_err(store_error)?;
+        Ok(())
+    }
+
+    pub(crate) async fn trust_host_impl(&self, name: &str, fingerprint: &str) -> Result<Host, ApiError> {
+        let row = self.host_row(name).await?;
+        let port = u16::try_from(row.port).unwrap_or(22);
+        if self.pool.pending_fingerprint(&row.hostname, port).is_none() {
+            // Ask the host for its key first; the expected outcome is "unknown key".
+            let target = self.target(name).await?;
+            match self.pool.connection(&target).await {
+                Ok(_) => return self.host_impl(name).await, // already trusted
+                Err(ssh::SshError::UnknownHostKey { .. } | ssh::SshError::HostKeyChanged { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        self.pool.trust(&row.hostname, port, fingerprint).map_err(ApiError::invalid)?;
+        tracing::info!(host = %name, %fingerprint, "host key trusted");
+        self.host_impl(name).await
+    }
+
+    pub(crate) async fn set_passphrase_impl(&self, name: &str, passphrase: String) -> Result<(), ApiError> {
+        self.host_row(name).await?;
+        self.pool.set_passphrase(name, passphrase);
+        self.pool.forget(name).await;
+        Ok(())
+    }
+
+    pub(crate) async fn test_host_impl(&self, name: &str) -> Result<ConnectionReport, ApiError> {
+        let target = self.target(name).await?;
+        // Connect first so the latency is a round trip on the pooled connection.
+        self.pool.connection(&target).await?;
+        let started = Instant::now();
+        let ping = ssh::exec::capture(&self.pool, &target, "true", 0).await?;
+        let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+        if ping.exit_code != Some(0) {
+            return Err(internal("test connection", "`true` did not exit 0"));
+        }
+        let probe = "uname -a; if command -v nvidia-smi >/dev/null 2>&1; then nvidia-smi -L 2>&1 | head -n 1; fi";
+        let out = ssh::exec::capture(&self.pool, &target, probe, 64 * 1024).await?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut lines = text.lines();
+        let uname = lines.next().unwrap_or_default().to_string();
+        let nvidia_smi = lines.next().map(str::to_string).filter(|l| !l.is_empty());
+        Ok(ConnectionReport { latency_ms, uname, nvidia_smi })
+    }
+}

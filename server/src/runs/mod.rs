@@ -1,0 +1,200 @@
+//! Command runs: queueing, executing over the SSH pool, recording output, and
+//! telling watchers. See `runner` for the life of a run.
+
+pub mod live;
+pub mod output;
+pub mod runner;
+
+pub use live::{Live, Progress, RunEvent};
+pub use runner::Runner;
+
+use crate::db::RunRow;
+use crate::notebook::timestamp;
+use app::runs::{Run, RunStatus};
+
+
+pub fn run_from_row(row: RunRow) -> Run {
+    let env: Vec<(String, String)> = serde_json::from_str(&row.env).unwrap_or_default();
+    let duration_ms = match (row.started_at, row.finished_at) {
+        (Some(start), Some(end)) => u64::try_from(end - start).ok(),
+        _ => None,
+    };
+    Run {
+        id: row.id,
+        step_id: row.step_id,
+        host: row.host,
+        command: row.command,
+        env,
+        cwd: row.cwd,
+        timeout_s: row.timeout_s.and_then(|t| u64::try_from(t).ok()),
+        // The schema's CHECK admits nothing else.
+        status: RunStatus::parse(&row.status).unwrap_or(RunStatus::Interrupted),
+        exit_code: row.exit_code.and_then(|c| i32::try_from(c).ok()),
+        exit_signal: row.exit_signal,
+        error: row.error,
+        batch_index: u32::try_from(row.batch_index).unwrap_or(1),
+        batch_size: u32::try_from(row.batch_size).unwrap_or(1),
+        warmup: row.warmup != 0,
+        stdout_bytes: u64::try_from(row.stdout_bytes).unwrap_or(0),
+        stderr_bytes: u64::try_from(row.stderr_bytes).unwrap_or(0),
+        lines: u64::try_from(row.lines).unwrap_or(0),
+        queued_at: timestamp(row.queued_at),
+        started_at: row.started_at.map(timestamp),
+        finished_at: row.finished_at.map(timestamp),
+        duration_ms,
+        tail: None,
+    }
+}
+
+// ---- the notebook's run operations --------------------------------------------
+
+use crate::db::NewRun;
+use crate::notebook::{Service, internal, store_error};
+use app::error::{ApiError, ErrorCode};
+use app::model::Step;
+use app::runs::{MAX_REPEAT, MAX_WARMUP, OutputTail, RunRequest};
+use app::steps::StepBody;
+use std::collections::HashMap;
+
+/// How much of the newest run's output a page shows before "load earlier output".
+pub const TAIL_BYTES: u64 = 64 * 1024;
+
+fn run_not_found(id: i64) -> ApiError {
+    ApiError::not_found(format!("There is no run {id}."))
+}
+
+/// Output bytes → HTML: ANSI colors become spans, everything else is escaped.
+pub fn ansi_html(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    ansi_to_html::convert(&text).unwrap_or_else(|_| ammonia::clean_text(&text))
+}
+
+/// The end of a run's output, starting at a line boundary.
+pub async fn tail(dir: &std::path::Path, run: i64, bytes: u64) -> std::io::Result<OutputTail> {
+    let (_, len) = output::read_range(dir, run, 0, 0).await?;
+    let mut start = len.saturating_sub(bytes);
+    let (mut data, _) = output::read_range(dir, run, start, len - start).await?;
+    if start > 0
+        && let Some(nl) = data.iter().position(|&b| b == b'\n')
+    {
+        data.drain(..=nl);
+        start += nl as u64 + 1;
+    }
+    Ok(OutputTail { html: ansi_html(&data), start, end: len })
+}
+
+impl Service {
+    /// Fills in the runs of command steps, and the output tail of each step's newest run.
+    pub(crate) async fn attach_runs(&self, steps: &mut [Step], rows: Vec<crate::db::RunRow>) {
+        let mut by_step: HashMap<i64, Vec<app::runs::Run>> = HashMap::new();
+        for row in rows {
+            by_step.entry(row.step_id).or_default().push(run_from_row(row));
+        }
+        for step in steps.iter_mut() {
+            if let Some(mut runs) = by_step.remove(&step.id) {
+                if let Some(newest) = runs.last_mut() {
+                    match tail(self.runner.output_dir(), newest.id, TAIL_BYTES).await {
+                        Ok(t) => newest.tail = Some(t),
+                        Err(e) => tracing::error!(run = newest.id, "cannot read output: {e}"),
+                    }
+                }
+                step.runs = runs;
+            }
+        }
+    }
+
+    /// Checks that what a step body names exists (a command's host).
+    pub(crate) async fn check_references(&self, body: &StepBody) -> Result<(), ApiError> {
+        match body {
+            StepBody::Command(command) => {
+                if self.store.host(&command.host).await.map_err(store_error)?.is_none() {
+                    return Err(ApiError::invalid(format!(
+                        "There is no host {:?}; add it on the Hosts page first.",
+                        command.host
+                    )));
+                }
+                Ok(())
+            }
+            StepBody::Note(_) => Ok(()),
+        }
+    }
+
+    /// Cancels and deletes the output of runs whose step is going away.
+    pub(crate) async fn forget_runs(&self, investigation: &str, runs: impl Iterator<Item = i64>) {
+        for id in runs {
+            let _ = self.runner.cancel(investigation, id).await;
+            output::remove(self.runner.output_dir(), id).await;
+        }
+    }
+
+    pub(crate) async fn start_runs_impl(&self, step_id: i64, request: RunRequest) -> Result<Vec<Run>, ApiError> {
+        let repeat = request.repeat.unwrap_or(1);
+        let warmup = request.warmup.unwrap_or(0);
+        if !(1..=MAX_REPEAT).contains(&repeat) {
+            return Err(ApiError::invalid(format!("repeat must be from 1 to {MAX_REPEAT}.")));
+        }
+        if warmup > MAX_WARMUP {
+            return Err(ApiError::invalid(format!("warmup must be from 0 to {MAX_WARMUP}.")));
+        }
+        let row = self
+            .store
+            .step(step_id)
+            .await
+            .map_err(store_error)?
+            .ok_or_else(|| ApiError::not_found(format!("There is no step {step_id}.")))?;
+        let body = crate::steps::from_stored(&row.kind, &row.body).map_err(|e| internal("step body", e))?;
+        let StepBody::Command(command) = body else {
+            return Err(ApiError::invalid(format!("Step {step_id} is a {} step; only command steps run.", row.kind)));
+        };
+        let target = self.target(&command.host).await?;
+        let env: Vec<(String, String)> = command.env.into_iter().collect();
+        let env_json = serde_json::to_string(&env).map_err(|e| internal("env", e))?;
+        let total = warmup + repeat;
+        let new_runs = (1..=total)
+            .map(|i| NewRun {
+                step_id,
+                host: command.host.clone(),
+                command: command.command.clone(),
+                env: env_json.clone(),
+                cwd: command.cwd.clone(),
+                timeout_s: command.timeout_s.and_then(|t| i64::try_from(t).ok()),
+                // Warm-ups are numbered apart from the measured runs: "warm-up 1/2", "run 3/10".
+                batch_index: i64::from(if i <= warmup { i } else { i - warmup }),
+                batch_size: i64::from(if i <= warmup { warmup } else { repeat }),
+                warmup: i <= warmup,
+            })
+            .collect();
+        let runs = self.runner.insert_batch(new_runs).await.map_err(store_error)?;
+        tracing::info!(step = step_id, host = %command.host, runs = runs.len(), "queued runs");
+        for run in &runs {
+            self.runner.live().publish(RunEvent { investigation_id: row.investigation_id.clone(), run: run.clone() });
+        }
+        self.runner.spawn_batch(row.investigation_id, runs.clone(), target);
+        Ok(runs)
+    }
+
+    pub(crate) async fn run_impl(&self, id: i64) -> Result<Run, ApiError> {
+        let row = self.store.run(id).await.map_err(store_error)?.ok_or_else(|| run_not_found(id))?;
+        Ok(run_from_row(row))
+    }
+
+    pub(crate) async fn cancel_run_impl(&self, id: i64) -> Result<Run, ApiError> {
+        let run = self.run_impl(id).await?;
+        if run.status.is_finished() {
+            return Err(ApiError::new(ErrorCode::Conflict, format!("Run {id} has already finished ({}).", run.status.as_str())));
+        }
+        let investigation =
+            self.store.run_investigation(id).await.map_err(store_error)?.ok_or_else(|| run_not_found(id))?;
+        self.runner.cancel(&investigation, id).await.map_err(store_error)?;
+        // A running run finishes once the host has reacted; wait briefly so the
+        // answer usually shows the end state.
+        for _ in 0..50 {
+            let run = self.run_impl(id).await?;
+            if run.status.is_finished() {
+                return Ok(run);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        self.run_impl(id).await
+    }
+}

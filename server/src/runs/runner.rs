@@ -1,0 +1,319 @@
+//! The life of a run:
+//!
+//! `queued` → `running` (a channel on the host's pooled connection is open and the
+//! command was sent) → one of `succeeded` (exit 0), `failed` (other exit code or a
+//! signal), `cancelled` (someone pressed Cancel: SIGINT, then SIGKILL and close
+//! after a grace period), `timed_out` (the step's timeout, same treatment), `lost`
+//! (the connection dropped before the command reported an exit; output so far is
+//! kept), or, found at server start, `interrupted`.
+//!
+//! A batch ("repeat N (+W warm-up)") runs its runs one after another, so they do
+//! not disturb each other's measurements; separate batches run concurrently, and
+//! the pool queues channels beyond the host's session limit.
+
+use super::live::{Live, RunEvent};
+use super::output::{OutputWriter, Stream};
+use super::run_from_row;
+use crate::db::{NewRun, RunEnd, Store, now_ms};
+use crate::ssh::{Pool, Target, quote};
+use app::runs::Run;
+use russh::{ChannelMsg, Sig};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// Between SIGINT and SIGKILL + close, for cancel and timeout.
+pub const GRACE: Duration = Duration::from_secs(3);
+/// How often counters are written to the store while a run goes.
+const COUNT_INTERVAL: Duration = Duration::from_millis(500);
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Stop {
+    Cancel,
+    Timeout,
+}
+
+pub struct Runner {
+    store: Store,
+    pool: Arc<Pool>,
+    live: Arc<Live>,
+    output_dir: PathBuf,
+    /// Cancel switches of runs that are queued or running here.
+    cancels: Mutex<HashMap<i64, watch::Sender<bool>>>,
+}
+
+impl Runner {
+    pub fn new(store: Store, pool: Arc<Pool>, live: Arc<Live>, output_dir: PathBuf) -> Self {
+        Self { store, pool, live, output_dir, cancels: Mutex::new(HashMap::new()) }
+    }
+
+    pub fn output_dir(&self) -> &std::path::Path {
+        &self.output_dir
+    }
+
+    pub fn live(&self) -> &Arc<Live> {
+        &self.live
+    }
+
+    /// Queues `runs` (already inserted as `queued`) and executes them in order.
+    pub fn spawn_batch(self: &Arc<Self>, investigation: String, runs: Vec<Run>, target: Target) {
+        for run in &runs {
+            let (tx, _) = watch::channel(false);
+            self.cancels.lock().unwrap_or_else(|e| e.into_inner()).insert(run.id, tx);
+        }
+        let runner = self.clone();
+        tokio::spawn(async move {
+            for run in runs {
+                runner.execute(&investigation, run.id, &target).await;
+                runner.cancels.lock().unwrap_or_else(|e| e.into_inner()).remove(&run.id);
+            }
+        });
+    }
+
+    /// Cancels a queued or running run. `false` if it had already finished.
+    pub async fn cancel(&self, investigation: &str, run_id: i64) -> Result<bool, sqlx::Error> {
+        let switch = self.cancels.lock().unwrap_or_else(|e| e.into_inner()).get(&run_id).cloned();
+        // A queued run is finished right here; a running one by its task.
+        let was_queued = self
+            .store
+            .finish_run(
+                run_id,
+                &RunEnd { status: "cancelled", exit_code: None, exit_signal: None, error: Some("Cancelled before it started.") },
+            )
+            .await?;
+        let _ = self.store.run(run_id).await.map(|row| {
+            if was_queued && let Some(row) = row {
+                self.live.publish(RunEvent { investigation_id: investigation.to_string(), run: run_from_row(row) });
+            }
+        });
+        match switch {
+            Some(tx) => {
+                let _ = tx.send(true);
+                Ok(true)
+            }
+            None => Ok(was_queued),
+        }
+    }
+
+    pub async fn insert_batch(&self, new_runs: Vec<NewRun>) -> Result<Vec<Run>, sqlx::Error> {
+        let mut runs = Vec::with_capacity(new_runs.len());
+        for new in &new_runs {
+            runs.push(run_from_row(self.store.insert_run(new).await?));
+        }
+        Ok(runs)
+    }
+
+    async fn publish(&self, investigation: &str, run_id: i64) {
+        if let Ok(Some(row)) = self.store.run(run_id).await {
+            self.live.publish(RunEvent { investigation_id: investigation.to_string(), run: run_from_row(row) });
+        }
+    }
+
+    async fn execute(&self, investigation: &str, run_id: i64, target: &Target) {
+        let Some(mut cancelled) = self.cancels.lock().unwrap_or_else(|e| e.into_inner()).get(&run_id).map(|tx| tx.subscribe())
+        else {
+            return;
+        };
+        let already_cancelled = *cancelled.borrow();
+        if already_cancelled {
+            return;
+        }
+        let row = match self.store.run(run_id).await {
+            Ok(Some(row)) => row,
+            _ => return,
+        };
+        match self.store.start_run(run_id).await {
+            Ok(true) => {}
+            _ => return, // cancelled while queued
+        }
+        let progress = self.live.start(run_id);
+        self.publish(investigation, run_id).await;
+
+        let run = run_from_row(row);
+        let end = self.drive(&run, target, &mut cancelled, &progress).await;
+        let end_ref = RunEnd {
+            status: end.status,
+            exit_code: end.exit_code,
+            exit_signal: end.exit_signal.as_deref(),
+            error: end.error.as_deref(),
+        };
+        if let Err(e) = self.store.finish_run(run_id, &end_ref).await {
+            tracing::error!(run = run_id, "cannot record the end of the run: {e}");
+        }
+        self.live.finish(run_id);
+        tracing::info!(run = run_id, host = %target.name, status = end.status, "run finished");
+        self.publish(investigation, run_id).await;
+    }
+
+    /// Runs the command and records its output; returns how it ended.
+    async fn drive(
+        &self,
+        run: &Run,
+        target: &Target,
+        cancelled: &mut watch::Receiver<bool>,
+        progress: &watch::Sender<super::Progress>,
+    ) -> OwnedEnd {
+        let timeout = run.timeout_s.map(Duration::from_secs);
+        let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+        let sleep_until_deadline = async {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(d).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(sleep_until_deadline);
+
+        // Connecting counts against the timeout and can be cancelled.
+        let session = tokio::select! {
+            session = self.pool.session(target) => session,
+            _ = cancel_requested(cancelled) => return OwnedEnd::stopped(Stop::Cancel, "Cancelled while connecting."),
+            () = &mut sleep_until_deadline => return OwnedEnd::stopped(Stop::Timeout, "Timed out while connecting."),
+        };
+        let session = match session {
+            Ok(s) => s,
+            Err(e) => return OwnedEnd::error("failed", e.to_string()),
+        };
+        let mut channel = session.channel;
+        let env: Vec<(&str, &str)> = run.env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let script = quote::remote_script(&run.command, env, run.cwd.as_deref());
+        if let Err(e) = channel.exec(true, script.into_bytes()).await {
+            return OwnedEnd::error("lost", format!("Could not start the command: {e}"));
+        }
+
+        let mut writer = match OutputWriter::create(&self.output_dir, run.id).await {
+            Ok(w) => w,
+            Err(e) => {
+                let _ = channel.close().await;
+                return OwnedEnd::error("failed", format!("Cannot store output: {e}"));
+            }
+        };
+        let mut exit_code: Option<i64> = None;
+        let mut exit_signal: Option<String> = None;
+        let mut stop: Option<Stop> = None;
+        let mut kill_at: Option<tokio::time::Instant> = None;
+        let mut counts = tokio::time::interval(COUNT_INTERVAL);
+        let mut write_error: Option<String> = None;
+
+        loop {
+            let kill = async {
+                match kill_at {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                msg = channel.wait() => {
+                    let Some(msg) = msg else { break };
+                    match msg {
+                        ChannelMsg::Data { data } => {
+                            if let Err(e) = writer.append(Stream::Stdout, &data, now_ms()).await {
+                                write_error.get_or_insert(e.to_string());
+                            }
+                        }
+                        ChannelMsg::ExtendedData { data, ext: 1 } => {
+                            if let Err(e) = writer.append(Stream::Stderr, &data, now_ms()).await {
+                                write_error.get_or_insert(e.to_string());
+                            }
+                        }
+                        ChannelMsg::ExitStatus { exit_status } => exit_code = Some(i64::from(exit_status)),
+                        ChannelMsg::ExitSignal { signal_name, .. } => exit_signal = Some(signal_name_of(&signal_name)),
+                        ChannelMsg::Close => break,
+                        _ => {}
+                    }
+                    // Readers only see what is flushed; flush when no more data is waiting.
+                    if let Err(e) = writer.flush().await {
+                        write_error.get_or_insert(e.to_string());
+                    }
+                    progress.send_modify(|p| p.len = writer.len);
+                }
+                _ = cancel_requested(cancelled), if stop.is_none() => {
+                    stop = Some(Stop::Cancel);
+                    let _ = channel.signal(Sig::INT).await;
+                    kill_at = Some(tokio::time::Instant::now() + GRACE);
+                }
+                () = &mut sleep_until_deadline, if stop.is_none() => {
+                    stop = Some(Stop::Timeout);
+                    let _ = channel.signal(Sig::INT).await;
+                    kill_at = Some(tokio::time::Instant::now() + GRACE);
+                }
+                () = kill => {
+                    let _ = channel.signal(Sig::KILL).await;
+                    let _ = channel.close().await;
+                    break;
+                }
+                _ = counts.tick() => {
+                    let _ = self.store.update_run_counts(run.id, writer.stdout, writer.stderr, writer.lines).await;
+                }
+            }
+        }
+        let _ = writer.flush().await;
+        progress.send_modify(|p| p.len = writer.len);
+        if let Err(e) = self.store.update_run_counts(run.id, writer.stdout, writer.stderr, writer.lines).await {
+            tracing::error!(run = run.id, "cannot record output counts: {e}");
+        }
+
+        let connection_lost = session.connection.is_closed();
+        let mut end = match (stop, exit_code, &exit_signal) {
+            (Some(Stop::Cancel), ..) => OwnedEnd::stopped(Stop::Cancel, "Cancelled."),
+            (Some(Stop::Timeout), ..) => OwnedEnd::stopped(
+                Stop::Timeout,
+                &format!("Stopped after the step's timeout of {} s.", run.timeout_s.unwrap_or_default()),
+            ),
+            (None, Some(0), _) => OwnedEnd::new("succeeded"),
+            (None, Some(_), _) | (None, None, Some(_)) => OwnedEnd::new("failed"),
+            (None, None, None) => OwnedEnd::error(
+                "lost",
+                if connection_lost {
+                    format!("The connection to {} was lost; the output received until then is kept.", target.name)
+                } else {
+                    "The host closed the channel without reporting an exit status.".to_string()
+                },
+            ),
+        };
+        end.exit_code = exit_code;
+        end.exit_signal = exit_signal;
+        if let Some(e) = write_error {
+            end.error = Some(format!("Some output could not be stored: {e}"));
+        }
+        end
+    }
+}
+
+/// Resolves once Cancel was pressed (or never, if the switch is gone).
+async fn cancel_requested(switch: &mut watch::Receiver<bool>) {
+    if switch.wait_for(|c| *c).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+fn signal_name_of(sig: &Sig) -> String {
+    match sig {
+        Sig::Custom(name) => name.clone(),
+        other => format!("{other:?}"),
+    }
+}
+
+struct OwnedEnd {
+    status: &'static str,
+    exit_code: Option<i64>,
+    exit_signal: Option<String>,
+    error: Option<String>,
+}
+
+impl OwnedEnd {
+    fn new(status: &'static str) -> Self {
+        Self { status, exit_code: None, exit_signal: None, error: None }
+    }
+    fn error(status: &'static str, error: String) -> Self {
+        Self { error: Some(error), ..Self::new(status) }
+    }
+    fn stopped(stop: Stop, why: &str) -> Self {
+        let status = match stop {
+            Stop::Cancel => "cancelled",
+            Stop::Timeout => "timed_out",
+        };
+        Self::error(status, why.to_string())
+    }
+}

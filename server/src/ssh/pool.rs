@@ -1,0 +1,326 @@
+//! One SSH connection per host, shared by every run and fetch on that host
+//! (channels are multiplexed), opened on demand and reopened after a drop.
+//!
+//! - Keepalives every 15 s, and no inactivity timeout: a benchmark that prints
+//!   nothing for minutes keeps its connection. Four unanswered keepalives (a
+//!   minute) mean the host is gone.
+//! - OpenSSH allows 10 sessions per connection (MaxSessions); a semaphore per
+//!   connection queues channels beyond that instead of failing them.
+//! - ProxyJump: the target's SSH stream runs inside a direct-tcpip channel of the
+//!   jump host's pooled connection.
+
+use super::known_hosts::{KeyCheck, KnownHosts, fingerprint};
+use super::{SshError, auth};
+use russh::client::{self, Handle, Msg};
+use russh::keys::{PublicKey, PublicKeyOrCertificate};
+use russh::Channel;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// Sessions per connection; OpenSSH's default MaxSessions.
+pub const MAX_CHANNELS: usize = 10;
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Where and how to log in, resolved from a stored host.
+#[derive(Clone, Debug)]
+pub struct Target {
+    pub name: String,
+    pub hostname: String,
+    pub port: u16,
+    pub user: String,
+    /// `None`: use the ssh-agent.
+    pub identity_file: Option<PathBuf>,
+    pub jump: Option<Box<Target>>,
+}
+
+impl Target {
+    fn label(&self) -> String {
+        if self.port == 22 { self.hostname.clone() } else { format!("{}:{}", self.hostname, self.port) }
+    }
+}
+
+enum KeyOutcome {
+    Unknown(PublicKey),
+    Changed { old: String, new: PublicKey },
+}
+
+pub struct ClientHandler {
+    hostname: String,
+    port: u16,
+    known_hosts: Arc<KnownHosts>,
+    trust_on_first_use: bool,
+    outcome: Arc<Mutex<Option<KeyOutcome>>>,
+}
+
+impl ClientHandler {
+    fn record(&self, outcome: KeyOutcome) {
+        if let Ok(mut slot) = self.outcome.lock() {
+            *slot = Some(outcome);
+        }
+    }
+}
+
+impl client::Handler for ClientHandler {
+    type Error = russh::Error;
+
+    async fn check_server_key(&mut self, offered: &PublicKeyOrCertificate) -> Result<bool, Self::Error> {
+        // Host certificates would need a CA to trust; refusing is the safe answer.
+        let PublicKeyOrCertificate::PublicKey { key, .. } = offered else {
+            return Ok(false);
+        };
+        match self.known_hosts.check(&self.hostname, self.port, key) {
+            Ok(KeyCheck::Trusted) => Ok(true),
+            Ok(KeyCheck::Unknown) if self.trust_on_first_use => {
+                tracing::warn!(host = %self.hostname, fingerprint = %fingerprint(key), "trusting a new host key (--trust-on-first-use)");
+                Ok(self.known_hosts.trust(&self.hostname, self.port, key).is_ok())
+            }
+            Ok(KeyCheck::Unknown) => {
+                self.record(KeyOutcome::Unknown(key.clone()));
+                Ok(false)
+            }
+            Ok(KeyCheck::Changed { old }) => {
+                tracing::warn!(host = %self.hostname, %old, new = %fingerprint(key), "host key changed; refusing");
+                self.record(KeyOutcome::Changed { old, new: key.clone() });
+                Ok(false)
+            }
+            Err(e) => {
+                tracing::error!("known_hosts: {e}");
+                Ok(false)
+            }
+        }
+    }
+}
+
+pub struct Connection {
+    handle: Handle<ClientHandler>,
+    channels: Arc<Semaphore>,
+    host: String,
+    /// Keeps the jump host's connection (which carries this one) alive.
+    _jump: Option<Arc<Connection>>,
+}
+
+/// An open session channel and its place among the connection's channels.
+pub struct SessionChannel {
+    pub channel: Channel<Msg>,
+    pub connection: Arc<Connection>,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Connection {
+    pub fn is_closed(&self) -> bool {
+        self.handle.is_closed()
+    }
+
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    async fn open_session(self: &Arc<Self>) -> Result<SessionChannel, SshError> {
+        let permit = self.channels.clone().acquire_owned().await.map_err(|_| self.lost("pool closed"))?;
+        let channel = self.handle.channel_open_session().await.map_err(|e| self.lost(&e.to_string()))?;
+        Ok(SessionChannel { channel, connection: self.clone(), _permit: permit })
+    }
+
+    fn lost(&self, reason: &str) -> SshError {
+        SshError::Lost { host: self.host.clone(), reason: reason.to_string() }
+    }
+}
+
+pub struct Pool {
+    known_hosts: Arc<KnownHosts>,
+    trust_on_first_use: bool,
+    /// One slot per host name; the slot's lock serializes connecting.
+    slots: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<Arc<Connection>>>>>>,
+    /// Keys that hosts offered and nobody has confirmed yet, by "hostname:port".
+    pending: Mutex<HashMap<String, PublicKey>>,
+    /// Passphrases for protected keys, by host name; memory only.
+    passphrases: Mutex<HashMap<String, String>>,
+}
+
+impl Pool {
+    pub fn new(known_hosts: KnownHosts, trust_on_first_use: bool) -> Self {
+        Self {
+            known_hosts: Arc::new(known_hosts),
+            trust_on_first_use,
+            slots: Mutex::new(HashMap::new()),
+            pending: Mutex::new(HashMap::new()),
+            passphrases: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// A new session channel on the host's pooled connection, connecting (again)
+    /// if needed. Waits while the connection already has MAX_CHANNELS open.
+    pub async fn session(&self, target: &Target) -> Result<SessionChannel, SshError> {
+        let connection = self.connection(target).await?;
+        match connection.open_session().await {
+            Ok(session) => Ok(session),
+            // The connection died between uses: one fresh attempt.
+            Err(_) if connection.is_closed() => {
+                self.drop_connection(&target.name, &connection).await;
+                self.connection(target).await?.open_session().await
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The host's pooled connection, opened if there is none or it was lost.
+    pub async fn connection(&self, target: &Target) -> Result<Arc<Connection>, SshError> {
+        let slot = self.slot(&target.name);
+        let mut slot = slot.lock().await;
+        if let Some(connection) = slot.as_ref()
+            && !connection.is_closed()
+        {
+            return Ok(connection.clone());
+        }
+        let connection = Arc::new(Box::pin(self.connect(target)).await?);
+        *slot = Some(connection.clone());
+        Ok(connection)
+    }
+
+    /// Closes and forgets the host's connection (after an edit or removal).
+    pub async fn forget(&self, name: &str) {
+        let slot = self.slot(name);
+        let mut slot = slot.lock().await;
+        if let Some(connection) = slot.take() {
+            let _ = connection.handle.disconnect(russh::Disconnect::ByApplication, "", "en").await;
+        }
+    }
+
+    async fn drop_connection(&self, name: &str, dead: &Arc<Connection>) {
+        let slot = self.slot(name);
+        let mut slot = slot.lock().await;
+        if slot.as_ref().is_some_and(|c| Arc::ptr_eq(c, dead)) {
+            *slot = None;
+        }
+    }
+
+    fn slot(&self, name: &str) -> Arc<tokio::sync::Mutex<Option<Arc<Connection>>>> {
+        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        slots.entry(name.to_string()).or_default().clone()
+    }
+
+    pub fn set_passphrase(&self, host: &str, passphrase: String) {
+        self.passphrases.lock().unwrap_or_else(|e| e.into_inner()).insert(host.to_string(), passphrase);
+    }
+
+    /// The fingerprint a host offered that is waiting for confirmation.
+    pub fn pending_fingerprint(&self, hostname: &str, port: u16) -> Option<String> {
+        let pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        pending.get(&format!("{hostname}:{port}")).map(fingerprint)
+    }
+
+    /// Trusts the key the host offered, if its fingerprint is `confirmed`.
+    pub fn trust(&self, hostname: &str, port: u16, confirmed: &str) -> Result<(), String> {
+        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        let id = format!("{hostname}:{port}");
+        let Some(key) = pending.get(&id) else {
+            return Err("This host has not offered a key to confirm; test the connection first.".into());
+        };
+        let offered = fingerprint(key);
+        if offered != confirmed.trim() {
+            return Err(format!("The fingerprint does not match: the host offered {offered}."));
+        }
+        self.known_hosts.trust(hostname, port, key)?;
+        pending.remove(&id);
+        Ok(())
+    }
+
+    pub fn known_hosts(&self) -> &KnownHosts {
+        &self.known_hosts
+    }
+
+    async fn connect(&self, target: &Target) -> Result<Connection, SshError> {
+        let outcome = Arc::new(Mutex::new(None));
+        let handler = ClientHandler {
+            hostname: target.hostname.clone(),
+            port: target.port,
+            known_hosts: self.known_hosts.clone(),
+            trust_on_first_use: self.trust_on_first_use,
+            outcome: outcome.clone(),
+        };
+        let config = Arc::new(client::Config {
+            keepalive_interval: Some(Duration::from_secs(15)),
+            keepalive_max: 4,
+            inactivity_timeout: None,
+            nodelay: true,
+            ..Default::default()
+        });
+        let cannot = |reason: String| SshError::Connect { host: target.label(), reason };
+
+        let (jump, connecting) = match &target.jump {
+            Some(jump) => {
+                let via = self.connection(jump).await?;
+                let channel = via
+                    .handle
+                    .channel_open_direct_tcpip(target.hostname.clone(), u32::from(target.port), "127.0.0.1", 0)
+                    .await
+                    .map_err(|e| cannot(format!("via {}: {e}", jump.name)))?;
+                let stream = channel.into_stream();
+                (Some(via), tokio::time::timeout(CONNECT_TIMEOUT, client::connect_stream(config, stream, handler)).await)
+            }
+            None => (
+                None,
+                tokio::time::timeout(
+                    CONNECT_TIMEOUT,
+                    client::connect(config, (target.hostname.as_str(), target.port), handler),
+                )
+                .await,
+            ),
+        };
+        let mut handle = match connecting {
+            Err(_) => return Err(cannot(format!("no answer within {} s", CONNECT_TIMEOUT.as_secs()))),
+            Ok(Ok(handle)) => handle,
+            Ok(Err(e)) => return Err(self.key_error(target, &outcome).unwrap_or_else(|| cannot(e.to_string()))),
+        };
+
+        let passphrase = self.passphrases.lock().unwrap_or_else(|e| e.into_inner()).get(&target.name).cloned();
+        auth::authenticate(
+            &mut handle,
+            &target.label(),
+            &target.user,
+            target.identity_file.as_deref(),
+            passphrase.as_deref(),
+        )
+        .await?;
+        tracing::info!(host = %target.name, "connected");
+        Ok(Connection {
+            handle,
+            channels: Arc::new(Semaphore::new(MAX_CHANNELS)),
+            host: target.name.clone(),
+            _jump: jump,
+        })
+    }
+
+    /// Turns a refused host key into its error, remembering an unknown key so a
+    /// person can confirm it.
+    fn key_error(&self, target: &Target, outcome: &Mutex<Option<KeyOutcome>>) -> Option<SshError> {
+        let outcome = outcome.lock().ok()?.take()?;
+        let host = target.label();
+        Some(match outcome {
+            KeyOutcome::Unknown(key) => {
+                let error = SshError::UnknownHostKey {
+                    host,
+                    fingerprint: fingerprint(&key),
+                    algorithm: key.algorithm().to_string(),
+                };
+                self.pending
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(format!("{}:{}", target.hostname, target.port), key);
+                error
+            }
+            KeyOutcome::Changed { old, new } => {
+                // A changed key can be confirmed too, after a person read both fingerprints.
+                let error = SshError::HostKeyChanged { host, old, new: fingerprint(&new) };
+                self.pending
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(format!("{}:{}", target.hostname, target.port), new);
+                error
+            }
+        })
+    }
+}
