@@ -4,8 +4,8 @@
 
 use crate::error::ApiError;
 use crate::hosts::{ConnectionReport, Host, NewHost};
-use crate::runs::{Run, RunRequest};
 use crate::model::{Investigation, InvestigationPatch, InvestigationSummary, NewInvestigation, Step};
+use crate::runs::{Run, RunRequest};
 use crate::steps::StepBody;
 use std::sync::Arc;
 

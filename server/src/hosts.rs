@@ -25,8 +25,7 @@ fn check(new: NewHost) -> Result<HostRow, ApiError> {
         )));
     }
     let hostname = new.hostname.trim().to_string();
-    if hostname.is_empty() || hostname.len() > 255 || hostname.chars().any(|c| c.is_whitespace() || c.is_control())
-    {
+    if hostname.is_empty() || hostname.len() > 255 || hostname.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Err(ApiError::invalid("The hostname must be a DNS name or an IP address."));
     }
     let user = new.user.trim().to_string();
@@ -42,22 +41,15 @@ fn check(new: NewHost) -> Result<HostRow, ApiError> {
         && !path.starts_with('/')
         && !path.starts_with("~/")
     {
-        return Err(ApiError::invalid("The identity file must be an absolute path on the Sleuth server (or start with ~/)."));
+        return Err(ApiError::invalid(
+            "The identity file must be an absolute path on the Sleuth server (or start with ~/).",
+        ));
     }
     let proxy_jump = new.proxy_jump.map(|p| p.trim().to_string()).filter(|p| !p.is_empty());
     if proxy_jump.as_deref() == Some(name.as_str()) {
         return Err(ApiError::invalid("A host cannot jump through itself."));
     }
-    Ok(HostRow {
-        name,
-        hostname,
-        port: i64::from(port),
-        user,
-        identity_file,
-        proxy_jump,
-        created_at: 0,
-        updated_at: 0,
-    })
+    Ok(HostRow { name, hostname, port: i64::from(port), user, identity_file, proxy_jump, created_at: 0, updated_at: 0 })
 }
 
 fn expand_home(path: &str) -> PathBuf {
@@ -70,13 +62,10 @@ fn expand_home(path: &str) -> PathBuf {
 impl Service {
     fn host_view(&self, row: HostRow) -> Host {
         let port = u16::try_from(row.port).unwrap_or(22);
-        let trusted_keys = russh::keys::known_hosts::known_host_keys_path(
-            &row.hostname,
-            port,
-            self.pool.known_hosts().path(),
-        )
-        .map(|keys| keys.iter().map(|(_, key)| ssh::fingerprint(key)).collect())
-        .unwrap_or_default();
+        let trusted_keys =
+            russh::keys::known_hosts::known_host_keys_path(&row.hostname, port, self.pool.known_hosts().path())
+                .map(|keys| keys.iter().map(|(_, key)| ssh::fingerprint(key)).collect())
+                .unwrap_or_default();
         Host {
             pending_key: self.pool.pending_fingerprint(&row.hostname, port),
             trusted_keys,
@@ -152,7 +141,9 @@ impl Service {
 
     async fn save(&self, row: &HostRow) -> Result<(), ApiError> {
         if let Some(jump) = &row.proxy_jump {
-            self.host_row(jump).await.map_err(|_| ApiError::invalid(format!("The jump host {jump:?} does not exist.")))?;
+            self.host_row(jump)
+                .await
+                .map_err(|_| ApiError::invalid(format!("The jump host {jump:?} does not exist.")))?;
         }
         self.store.upsert_host(row).await.map_err(store_error)?;
         tracing::info!(host = %row.name, "saved host");

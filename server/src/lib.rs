@@ -14,8 +14,8 @@ pub mod notebook;
 pub mod router;
 pub mod runs;
 pub mod serve;
-pub mod state;
 pub mod ssh;
+pub mod state;
 mod steps;
 
 pub use router::app;

@@ -6,16 +6,16 @@ use crate::db::{InvestigationRow, StepRow, Store};
 use crate::runs::Runner;
 use crate::ssh::Pool;
 use crate::{ids, steps};
-use app::hosts::{ConnectionReport, Host, NewHost};
-use app::runs::{Run, RunRequest};
-use std::sync::Arc;
 use app::backend::Notebook;
 use app::error::ApiError;
+use app::hosts::{ConnectionReport, Host, NewHost};
 use app::model::{
     Investigation, InvestigationPatch, InvestigationStatus, InvestigationSummary, NewInvestigation, Step,
     investigation_url, limits, step_url,
 };
+use app::runs::{Run, RunRequest};
 use app::steps::StepBody;
+use std::sync::Arc;
 
 pub struct Service {
     pub(crate) store: Store,

@@ -1,13 +1,13 @@
 //! Every route Sleuth serves, one per line.
 
-use crate::handlers::{self, health, investigations, steps};
+use crate::handlers::{self, health, hosts, investigations, runs, steps};
 use crate::state::AppState;
 use app::{App, model::limits, shell};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::DefaultBodyLimit;
 use axum::http::Request;
-use axum::routing::get;
+use axum::routing::{get, post};
 use leptos::prelude::provide_context;
 use leptos_axum::{LeptosRoutes, generate_route_list};
 use std::convert::Infallible;
@@ -21,8 +21,19 @@ pub fn app(state: AppState) -> Router {
             "/investigations/{id}",
             get(investigations::show).patch(investigations::update).delete(investigations::delete),
         )
-        .route("/investigations/{id}/steps", axum::routing::post(steps::create))
+        .route("/investigations/{id}/steps", post(steps::create))
+        .route("/investigations/{id}/events", get(runs::investigation_events))
         .route("/steps/{step_id}", get(steps::show).patch(steps::update).delete(steps::delete))
+        .route("/steps/{step_id}/runs", get(runs::of_step).post(runs::start))
+        .route("/runs/{run_id}", get(runs::show))
+        .route("/runs/{run_id}/cancel", post(runs::cancel))
+        .route("/runs/{run_id}/output", get(runs::output))
+        .route("/runs/{run_id}/stream", get(runs::stream))
+        .route("/hosts", get(hosts::list).post(hosts::create))
+        .route("/hosts/{name}", get(hosts::show).put(hosts::update).delete(hosts::delete))
+        .route("/hosts/{name}/trust", post(hosts::trust))
+        .route("/hosts/{name}/passphrase", post(hosts::passphrase))
+        .route("/hosts/{name}/test", post(hosts::test))
         .fallback(handlers::not_found)
         .method_not_allowed_fallback(handlers::method_not_allowed);
 

@@ -2,9 +2,9 @@
 
 use crate::cli::ServeArgs;
 use crate::notebook::Service;
-use crate::state::AppState;
 use crate::runs::{Live, Runner};
 use crate::ssh::{KnownHosts, Pool};
+use crate::state::AppState;
 use crate::{db::Store, router};
 use leptos::config::{Env, LeptosOptions};
 use std::path::Path;

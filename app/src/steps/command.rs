@@ -52,11 +52,20 @@ pub fn env_text(env: &BTreeMap<String, String>) -> String {
     env.iter().map(|(k, v)| format!("{k}={v}\n")).collect()
 }
 
-fn body_from_form(host: String, command: String, env: String, cwd: String, timeout_s: String) -> Result<CommandBody, ApiError> {
+fn body_from_form(
+    host: String,
+    command: String,
+    env: String,
+    cwd: String,
+    timeout_s: String,
+) -> Result<CommandBody, ApiError> {
     let env = parse_env(&env).map_err(ApiError::invalid)?;
     let timeout_s = match timeout_s.trim() {
         "" => None,
-        t => Some(t.parse::<u64>().map_err(|_| ApiError::invalid(format!("The timeout {t:?} is not a whole number of seconds.")))?),
+        t => Some(
+            t.parse::<u64>()
+                .map_err(|_| ApiError::invalid(format!("The timeout {t:?} is not a whole number of seconds.")))?,
+        ),
     };
     Ok(CommandBody { host, command, env, cwd: Some(cwd).filter(|c| !c.trim().is_empty()), timeout_s })
 }
@@ -147,7 +156,12 @@ pub fn CommandContent(step: Step, editing: RwSignal<bool>) -> impl IntoView {
 }
 
 #[component]
-fn CommandEditor(step_id: i64, body: CommandBody, editing: RwSignal<bool>, edit: ServerAction<EditCommand>) -> impl IntoView {
+fn CommandEditor(
+    step_id: i64,
+    body: CommandBody,
+    editing: RwSignal<bool>,
+    edit: ServerAction<EditCommand>,
+) -> impl IntoView {
     view! {
         <ActionForm action=edit attr:class="command-form stacked">
             <input type="hidden" name="step_id" value=step_id/>

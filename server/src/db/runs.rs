@@ -52,12 +52,11 @@ impl Store {
 
     /// The investigation a run belongs to.
     pub async fn run_investigation(&self, id: i64) -> StoreResult<Option<String>> {
-        let row: Option<(String,)> = sqlx::query_as(
-            "SELECT s.investigation_id FROM runs r JOIN steps s ON s.id = r.step_id WHERE r.id = ?",
-        )
-        .bind(id)
-        .fetch_optional(&self.pool)
-        .await?;
+        let row: Option<(String,)> =
+            sqlx::query_as("SELECT s.investigation_id FROM runs r JOIN steps s ON s.id = r.step_id WHERE r.id = ?")
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await?;
         Ok(row.map(|(id,)| id))
     }
 

@@ -2,7 +2,9 @@
 //! between HTTP and [`app::backend::Notebook`].
 
 pub mod health;
+pub mod hosts;
 pub mod investigations;
+pub mod runs;
 pub mod steps;
 
 use crate::error::AppError;

@@ -12,7 +12,6 @@ use crate::db::RunRow;
 use crate::notebook::timestamp;
 use app::runs::{Run, RunStatus};
 
-
 pub fn run_from_row(row: RunRow) -> Run {
     let env: Vec<(String, String)> = serde_json::from_str(&row.env).unwrap_or_default();
     let duration_ms = match (row.started_at, row.finished_at) {
@@ -181,7 +180,10 @@ impl Service {
     pub(crate) async fn cancel_run_impl(&self, id: i64) -> Result<Run, ApiError> {
         let run = self.run_impl(id).await?;
         if run.status.is_finished() {
-            return Err(ApiError::new(ErrorCode::Conflict, format!("Run {id} has already finished ({}).", run.status.as_str())));
+            return Err(ApiError::new(
+                ErrorCode::Conflict,
+                format!("Run {id} has already finished ({}).", run.status.as_str()),
+            ));
         }
         let investigation =
             self.store.run_investigation(id).await.map_err(store_error)?.ok_or_else(|| run_not_found(id))?;

@@ -80,7 +80,12 @@ impl Runner {
             .store
             .finish_run(
                 run_id,
-                &RunEnd { status: "cancelled", exit_code: None, exit_signal: None, error: Some("Cancelled before it started.") },
+                &RunEnd {
+                    status: "cancelled",
+                    exit_code: None,
+                    exit_signal: None,
+                    error: Some("Cancelled before it started."),
+                },
             )
             .await?;
         let _ = self.store.run(run_id).await.map(|row| {
@@ -112,7 +117,8 @@ impl Runner {
     }
 
     async fn execute(&self, investigation: &str, run_id: i64, target: &Target) {
-        let Some(mut cancelled) = self.cancels.lock().unwrap_or_else(|e| e.into_inner()).get(&run_id).map(|tx| tx.subscribe())
+        let Some(mut cancelled) =
+            self.cancels.lock().unwrap_or_else(|e| e.into_inner()).get(&run_id).map(|tx| tx.subscribe())
         else {
             return;
         };

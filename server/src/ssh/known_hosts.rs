@@ -18,7 +18,9 @@ pub enum KeyCheck {
     Trusted,
     Unknown,
     /// The file holds another key of the same algorithm for this host.
-    Changed { old: String },
+    Changed {
+        old: String,
+    },
 }
 
 pub struct KnownHosts {
@@ -94,7 +96,8 @@ mod tests {
     use super::*;
 
     fn key(seed: u8) -> PublicKey {
-        let private = russh::keys::PrivateKey::from(russh::keys::ssh_key::private::Ed25519Keypair::from_seed(&[seed; 32]));
+        let private =
+            russh::keys::PrivateKey::from(russh::keys::ssh_key::private::Ed25519Keypair::from_seed(&[seed; 32]));
         private.public_key().clone()
     }
 

@@ -11,9 +11,9 @@
 
 use super::known_hosts::{KeyCheck, KnownHosts, fingerprint};
 use super::{SshError, auth};
+use russh::Channel;
 use russh::client::{self, Handle, Msg};
 use russh::keys::{PublicKey, PublicKeyOrCertificate};
-use russh::Channel;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -23,6 +23,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 /// Sessions per connection; OpenSSH's default MaxSessions.
 pub const MAX_CHANNELS: usize = 10;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long a channel waits for the server to accept another session.
+const CHANNEL_QUEUE_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Where and how to log in, resolved from a stored host.
 #[derive(Clone, Debug)]
@@ -120,8 +122,20 @@ impl Connection {
 
     async fn open_session(self: &Arc<Self>) -> Result<SessionChannel, SshError> {
         let permit = self.channels.clone().acquire_owned().await.map_err(|_| self.lost("pool closed"))?;
-        let channel = self.handle.channel_open_session().await.map_err(|e| self.lost(&e.to_string()))?;
-        Ok(SessionChannel { channel, connection: self.clone(), _permit: permit })
+        // The server may still count sessions we have closed (or have a lower
+        // MaxSessions than we assume): a refused channel waits and tries again.
+        let mut delay = Duration::from_millis(20);
+        let deadline = tokio::time::Instant::now() + CHANNEL_QUEUE_TIMEOUT;
+        loop {
+            match self.handle.channel_open_session().await {
+                Ok(channel) => return Ok(SessionChannel { channel, connection: self.clone(), _permit: permit }),
+                Err(russh::Error::ChannelOpenFailure(_)) if tokio::time::Instant::now() < deadline => {
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_secs(1));
+                }
+                Err(e) => return Err(self.lost(&e.to_string())),
+            }
+        }
     }
 
     fn lost(&self, reason: &str) -> SshError {
@@ -259,7 +273,10 @@ impl Pool {
                     .await
                     .map_err(|e| cannot(format!("via {}: {e}", jump.name)))?;
                 let stream = channel.into_stream();
-                (Some(via), tokio::time::timeout(CONNECT_TIMEOUT, client::connect_stream(config, stream, handler)).await)
+                (
+                    Some(via),
+                    tokio::time::timeout(CONNECT_TIMEOUT, client::connect_stream(config, stream, handler)).await,
+                )
             }
             None => (
                 None,

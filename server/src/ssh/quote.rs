@@ -56,11 +56,7 @@ mod tests {
 
     /// What `sh` makes of a quoted word: the test runs a real shell.
     fn through_sh(value: &str) -> String {
-        let out = Command::new("sh")
-            .arg("-c")
-            .arg(format!("printf %s {}", quote(value)))
-            .output()
-            .expect("sh runs");
+        let out = Command::new("sh").arg("-c").arg(format!("printf %s {}", quote(value))).output().expect("sh runs");
         String::from_utf8(out.stdout).expect("utf8")
     }
 

@@ -80,6 +80,10 @@ impl TestApp {
         self.send(Method::POST, uri, Some("application/json"), json.to_string().into_bytes()).await
     }
 
+    pub async fn put_json(&self, uri: &str, json: Value) -> Response {
+        self.send(Method::PUT, uri, Some("application/json"), json.to_string().into_bytes()).await
+    }
+
     pub async fn patch_json(&self, uri: &str, json: Value) -> Response {
         self.send(Method::PATCH, uri, Some("application/json"), json.to_string().into_bytes()).await
     }

@@ -4,4 +4,6 @@
 mod helpers;
 mod investigations;
 mod pages;
+mod runs;
+mod sshd;
 mod steps;

@@ -1,0 +1,75 @@
+use crate::error::AppError;
+use crate::extract::{ApiJson, ApiPath};
+use crate::state::AppState;
+use app::hosts::{ConnectionReport, Host, NewHost};
+use axum::Json;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use serde::Deserialize;
+
+pub async fn list(State(state): State<AppState>) -> Result<Json<Vec<Host>>, AppError> {
+    Ok(Json(state.notebook.hosts().await?))
+}
+
+pub async fn create(
+    State(state): State<AppState>,
+    ApiJson(new): ApiJson<NewHost>,
+) -> Result<impl IntoResponse, AppError> {
+    let host = state.notebook.add_host(new).await?;
+    let location = [(header::LOCATION, format!("/api/v1/hosts/{}", host.name))];
+    Ok((StatusCode::CREATED, location, Json(host)))
+}
+
+pub async fn show(State(state): State<AppState>, ApiPath(name): ApiPath<String>) -> Result<Json<Host>, AppError> {
+    Ok(Json(state.notebook.host(&name).await?))
+}
+
+pub async fn update(
+    State(state): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    ApiJson(new): ApiJson<NewHost>,
+) -> Result<Json<Host>, AppError> {
+    Ok(Json(state.notebook.update_host(&name, new).await?))
+}
+
+pub async fn delete(State(state): State<AppState>, ApiPath(name): ApiPath<String>) -> Result<StatusCode, AppError> {
+    state.notebook.remove_host(&name).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Trust {
+    fingerprint: String,
+}
+
+pub async fn trust(
+    State(state): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    ApiJson(trust): ApiJson<Trust>,
+) -> Result<Json<Host>, AppError> {
+    Ok(Json(state.notebook.trust_host(&name, &trust.fingerprint).await?))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Passphrase {
+    passphrase: String,
+}
+
+pub async fn passphrase(
+    State(state): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    ApiJson(body): ApiJson<Passphrase>,
+) -> Result<StatusCode, AppError> {
+    state.notebook.set_passphrase(&name, body.passphrase).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+pub async fn test(
+    State(state): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+) -> Result<Json<ConnectionReport>, AppError> {
+    Ok(Json(state.notebook.test_host(&name).await?))
+}

@@ -1,0 +1,203 @@
+use crate::error::AppError;
+use crate::extract::ApiPath;
+use crate::runs::{Progress, ansi_html, output};
+use crate::state::AppState;
+use app::error::ApiError;
+use app::runs::{Run, RunRequest};
+use axum::Json;
+use axum::body::Body;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures::Stream;
+use serde::Deserialize;
+use std::convert::Infallible;
+use std::time::Duration;
+
+pub async fn start(
+    State(state): State<AppState>,
+    ApiPath(step_id): ApiPath<i64>,
+    body: axum::body::Bytes,
+) -> Result<impl IntoResponse, AppError> {
+    // The body is optional: no body means one run, no warm-up.
+    let request: RunRequest = if body.iter().all(u8::is_ascii_whitespace) {
+        RunRequest::default()
+    } else {
+        serde_json::from_slice(&body).map_err(|e| ApiError::invalid(format!("The run request is not valid: {e}")))?
+    };
+    let runs = state.notebook.start_runs(step_id, request).await?;
+    Ok((StatusCode::CREATED, Json(runs)))
+}
+
+pub async fn show(State(state): State<AppState>, ApiPath(id): ApiPath<i64>) -> Result<Json<Run>, AppError> {
+    Ok(Json(state.notebook.run(id).await?))
+}
+
+pub async fn cancel(State(state): State<AppState>, ApiPath(id): ApiPath<i64>) -> Result<Json<Run>, AppError> {
+    Ok(Json(state.notebook.cancel_run(id).await?))
+}
+
+#[derive(Deserialize)]
+pub struct OutputQuery {
+    #[serde(default)]
+    offset: u64,
+    limit: Option<u64>,
+    /// Any value: answer as a file download.
+    download: Option<String>,
+}
+
+/// The raw bytes of a run's output (both streams, as they arrived), from
+/// `offset`, at most `limit` bytes. `X-Output-Length` tells the total so far.
+pub async fn output(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+    Query(query): Query<OutputQuery>,
+) -> Result<Response, AppError> {
+    state.notebook.run(id).await?;
+    let dir = state.runner.output_dir().to_path_buf();
+    let whole = query.limit.is_none() && query.offset == 0;
+    let (_, len) = output::read_range(&dir, id, 0, 0).await.map_err(io_error)?;
+    let mut headers = HeaderMap::new();
+    headers.insert(header::CONTENT_TYPE, "text/plain; charset=utf-8".parse().map_err(|_| ApiError::internal())?);
+    headers.insert("x-output-length", len.into());
+    if query.download.is_some() {
+        let value = format!("attachment; filename=\"sleuth-run-{id}.log\"");
+        headers.insert(header::CONTENT_DISPOSITION, value.parse().map_err(|_| ApiError::internal())?);
+    }
+    if whole {
+        // Stream the file: output can be gigabytes.
+        let file = match tokio::fs::File::open(output::out_path(&dir, id)).await {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((headers, Body::empty()).into_response()),
+            Err(e) => return Err(io_error(e)),
+        };
+        let body = Body::from_stream(tokio_util_stream(file));
+        return Ok((headers, body).into_response());
+    }
+    let limit = query.limit.unwrap_or(1024 * 1024).min(16 * 1024 * 1024);
+    let (bytes, _) = output::read_range(&dir, id, query.offset, limit).await.map_err(io_error)?;
+    Ok((headers, bytes).into_response())
+}
+
+fn tokio_util_stream(file: tokio::fs::File) -> impl Stream<Item = std::io::Result<bytes::Bytes>> {
+    futures::stream::unfold(file, |mut file| async move {
+        use tokio::io::AsyncReadExt;
+        let mut buf = vec![0u8; 256 * 1024];
+        match file.read(&mut buf).await {
+            Ok(0) => None,
+            Ok(n) => {
+                buf.truncate(n);
+                Some((Ok(bytes::Bytes::from(buf)), file))
+            }
+            Err(e) => Some((Err(e), file)),
+        }
+    })
+}
+
+fn io_error(e: std::io::Error) -> AppError {
+    tracing::error!("run output: {e}");
+    AppError(ApiError::internal())
+}
+
+#[derive(Deserialize)]
+pub struct StreamQuery {
+    #[serde(default)]
+    offset: u64,
+}
+
+/// Server-Sent Events with the run's output from `offset` as HTML (ANSI colors
+/// kept, escaped): `event: output` per batch of complete lines, its id the byte
+/// offset after it, then `event: end` once the run is over and all was sent.
+/// A client that reconnects sends `Last-Event-ID` and resumes there.
+pub async fn stream(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+    Query(query): Query<StreamQuery>,
+    headers: HeaderMap,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, AppError> {
+    state.notebook.run(id).await?;
+    let resume = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+    let start = resume.unwrap_or(query.offset);
+    let dir = state.runner.output_dir().to_path_buf();
+    let watch = state.runner.live().watch(id);
+    let stream = futures::stream::unfold((start, watch, false), move |(mut offset, mut watch, done)| {
+        let dir = dir.clone();
+        async move {
+            if done {
+                return None;
+            }
+            loop {
+                let progress = watch.as_ref().map(|w| *w.borrow()).unwrap_or(Progress { len: 0, finished: true });
+                let (bytes, len) = match output::read_range(&dir, id, offset, 256 * 1024).await {
+                    Ok(read) => read,
+                    Err(e) => {
+                        tracing::error!(run = id, "stream: {e}");
+                        return Some((Ok(Event::default().event("end").data("error")), (offset, watch, true)));
+                    }
+                };
+                let finished = progress.finished || watch.is_none();
+                // Send whole lines while the run goes; everything once it is over.
+                let cut = if finished && offset + bytes.len() as u64 >= len {
+                    bytes.len()
+                } else {
+                    bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1)
+                };
+                if cut > 0 {
+                    offset += cut as u64;
+                    let event = Event::default().event("output").id(offset.to_string()).data(ansi_html(&bytes[..cut]));
+                    return Some((Ok(event), (offset, watch, false)));
+                }
+                if finished {
+                    let event = Event::default().event("end").id(offset.to_string()).data("end");
+                    return Some((Ok(event), (offset, watch, true)));
+                }
+                if let Some(w) = watch.as_mut()
+                    && w.changed().await.is_err()
+                {
+                    // The run ended and its watch is gone: read the rest, then end.
+                    watch = None;
+                }
+            }
+        }
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+}
+
+/// Server-Sent Events for an investigation: `event: run` with the run as JSON
+/// whenever one of its runs is queued, starts or ends.
+pub async fn investigation_events(
+    State(state): State<AppState>,
+    ApiPath(investigation): ApiPath<String>,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, AppError> {
+    state.notebook.investigation(&investigation).await?;
+    let receiver = state.runner.live().subscribe();
+    let stream = futures::stream::unfold(receiver, move |mut receiver| {
+        let investigation = investigation.clone();
+        async move {
+            loop {
+                match receiver.recv().await {
+                    Ok(event) if event.investigation_id == investigation => {
+                        let data = serde_json::to_string(&event.run).unwrap_or_default();
+                        return Some((Ok(Event::default().event("run").data(data)), receiver));
+                    }
+                    Ok(_) => continue,
+                    // Missed events: tell the client to reload everything.
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                        return Some((Ok(Event::default().event("run").data("{}")), receiver));
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+                }
+            }
+        }
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+}
+
+/// Runs of a step, oldest first.
+pub async fn of_step(
+    State(state): State<AppState>,
+    ApiPath(step_id): ApiPath<i64>,
+) -> Result<Json<Vec<Run>>, AppError> {
+    Ok(Json(state.notebook.step(step_id).await?.runs))
+}

@@ -1,0 +1,329 @@
+//! Command steps against a real OpenSSH server on loopback.
+
+use crate::helpers::{TestApp, spawn_app};
+use crate::sshd::{Sshd, fingerprint_of, whoami};
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+/// An app with one host "gpu" pointing at `sshd`, its key trusted.
+async fn app_with_host(sshd: &Sshd) -> TestApp {
+    let app = spawn_app().await;
+    add_host(&app, "gpu", sshd, &sshd.client_key.display().to_string()).await;
+    let test = app.post_json("/api/v1/hosts/gpu/test", json!({})).await;
+    assert_eq!(test.status, StatusCode::CONFLICT, "{}", test.text());
+    let trusted = app.post_json("/api/v1/hosts/gpu/trust", json!({ "fingerprint": sshd.host_key_fingerprint() })).await;
+    assert_eq!(trusted.status, StatusCode::OK, "{}", trusted.text());
+    app
+}
+
+async fn add_host(app: &TestApp, name: &str, sshd: &Sshd, key: &str) {
+    let response = app
+        .post_json(
+            "/api/v1/hosts",
+            json!({ "name": name, "hostname": "127.0.0.1", "port": sshd.port, "user": whoami(), "identity_file": key }),
+        )
+        .await;
+    assert_eq!(response.status, StatusCode::CREATED, "{}", response.text());
+}
+
+/// A command step in a new investigation; returns its id.
+async fn command_step(app: &TestApp, body: Value) -> i64 {
+    let id = app.investigation("runs").await;
+    let mut step = json!({ "kind": "command", "host": "gpu" });
+    if let (Some(step), Some(body)) = (step.as_object_mut(), body.as_object()) {
+        step.extend(body.clone());
+    }
+    let response = app.post_json(&format!("/api/v1/investigations/{id}/steps"), step).await;
+    assert_eq!(response.status, StatusCode::CREATED, "{}", response.text());
+    response.json()["id"].as_i64().unwrap()
+}
+
+async fn start(app: &TestApp, step: i64, request: Value) -> Vec<i64> {
+    let response = app.post_json(&format!("/api/v1/steps/{step}/runs"), request).await;
+    assert_eq!(response.status, StatusCode::CREATED, "{}", response.text());
+    response.json().as_array().unwrap().iter().map(|r| r["id"].as_i64().unwrap()).collect()
+}
+
+async fn wait_for(app: &TestApp, run: i64, done: impl Fn(&Value) -> bool, within: Duration) -> Value {
+    let deadline = Instant::now() + within;
+    loop {
+        let json = app.get(&format!("/api/v1/runs/{run}")).await.json();
+        if done(&json) {
+            return json;
+        }
+        assert!(Instant::now() < deadline, "run {run} did not get there in {within:?}: {json}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn finished(app: &TestApp, run: i64) -> Value {
+    wait_for(app, run, |r| !matches!(r["status"].as_str(), Some("queued" | "running")), Duration::from_secs(60)).await
+}
+
+async fn output(app: &TestApp, run: i64) -> Vec<u8> {
+    app.get(&format!("/api/v1/runs/{run}/output")).await.body
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_host_key_must_be_confirmed_before_anything_runs() {
+    let sshd = Sshd::start();
+    let app = spawn_app().await;
+    add_host(&app, "gpu", &sshd, &sshd.client_key.display().to_string()).await;
+    let marker = sshd.dir.path().join("ran");
+    let step = command_step(&app, json!({ "command": format!("touch {}", marker.display()) })).await;
+
+    let run = start(&app, step, json!({})).await[0];
+    let run = finished(&app, run).await;
+    assert_eq!(run["status"], "failed");
+    let expected = sshd.host_key_fingerprint();
+    assert!(run["error"].as_str().unwrap().contains(&expected), "{run}");
+    assert!(!marker.exists(), "nothing ran on an unknown host");
+
+    let host = app.get("/api/v1/hosts/gpu").await.json();
+    assert_eq!(host["pending_key"], expected.as_str(), "the fingerprint is offered as ssh-keygen -lf prints it");
+    assert_eq!(host["trusted_keys"], json!([]));
+
+    let wrong = app.post_json("/api/v1/hosts/gpu/trust", json!({ "fingerprint": "SHA256:AAAA" })).await;
+    assert_eq!(wrong.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", wrong.text());
+    let trusted = app.post_json("/api/v1/hosts/gpu/trust", json!({ "fingerprint": expected })).await;
+    assert_eq!(trusted.status, StatusCode::OK, "{}", trusted.text());
+    assert_eq!(trusted.json()["trusted_keys"], json!([expected]));
+
+    let report = app.post_json("/api/v1/hosts/gpu/test", json!({})).await;
+    assert_eq!(report.status, StatusCode::OK, "{}", report.text());
+    assert!(report.json()["uname"].as_str().unwrap().starts_with("Linux"), "{}", report.text());
+    assert!(report.json()["latency_ms"].as_f64().unwrap() > 0.0);
+
+    let run = start(&app, step, json!({})).await[0];
+    assert_eq!(finished(&app, run).await["status"], "succeeded");
+    assert!(marker.exists());
+
+    // Sleuth's known_hosts is OpenSSH's format: ssh-keygen reads it.
+    let known = app.data.path().join("db").join("known_hosts");
+    assert_eq!(fingerprint_of(&known), expected);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exit_codes_streams_and_hostile_env_values() {
+    let sshd = Sshd::start();
+    let app = app_with_host(&sshd).await;
+
+    let ok = command_step(&app, json!({ "command": "echo out; echo err >&2" })).await;
+    let run = finished(&app, start(&app, ok, json!({})).await[0]).await;
+    assert_eq!((run["status"].as_str(), run["exit_code"].as_i64()), (Some("succeeded"), Some(0)), "{run}");
+    assert_eq!(
+        (run["stdout_bytes"].as_u64(), run["stderr_bytes"].as_u64(), run["lines"].as_u64()),
+        (Some(4), Some(4), Some(2))
+    );
+
+    let three = command_step(&app, json!({ "command": "printf partial; exit 3" })).await;
+    let run = finished(&app, start(&app, three, json!({})).await[0]).await;
+    assert_eq!((run["status"].as_str(), run["exit_code"].as_i64()), (Some("failed"), Some(3)), "{run}");
+    assert_eq!(output(&app, run["id"].as_i64().unwrap()).await, b"partial");
+
+    let hostile = [
+        ("SPACES", "a b  c"),
+        ("QUOTES", "it's \"quoted\" 'twice'"),
+        ("SUBST", "$(touch /tmp/sleuth-env-pwned) `id` ${HOME}"),
+        ("NEWLINE", "line1\nline2"),
+        ("SEMI", "x; touch /tmp/sleuth-env-pwned2"),
+    ];
+    let env: serde_json::Map<String, Value> = hostile.iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
+    let printer = hostile.iter().map(|(k, _)| format!("printf '%s\\0' \"${k}\"")).collect::<Vec<_>>().join("; ");
+    let step = command_step(&app, json!({ "command": printer, "env": env, "cwd": "/tmp" })).await;
+    let run = finished(&app, start(&app, step, json!({})).await[0]).await;
+    assert_eq!(run["status"], "succeeded", "{run}");
+    let bytes = output(&app, run["id"].as_i64().unwrap()).await;
+    let values: Vec<&[u8]> = bytes.split(|b| *b == 0).filter(|v| !v.is_empty()).collect();
+    let expected: Vec<&[u8]> = hostile.iter().map(|(_, v)| v.as_bytes()).collect();
+    assert_eq!(values, expected);
+    assert!(!std::path::Path::new("/tmp/sleuth-env-pwned").exists());
+    assert!(!std::path::Path::new("/tmp/sleuth-env-pwned2").exists());
+    assert_eq!(run["env"][0], json!(["NEWLINE", "line1\nline2"]));
+
+    let bad = app
+        .post_json(
+            &format!("/api/v1/investigations/{}/steps", app.investigation("bad").await),
+            json!({ "kind": "command", "host": "gpu", "command": "true", "env": { "A-B": "x" } }),
+        )
+        .await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changed_host_key_is_refused_and_nothing_runs() {
+    let mut sshd = Sshd::start();
+    let app = app_with_host(&sshd).await;
+    let old = sshd.host_key_fingerprint();
+    sshd.restart_with_new_host_key();
+    let new = sshd.host_key_fingerprint();
+    let marker = sshd.dir.path().join("ran");
+    let step = command_step(&app, json!({ "command": format!("touch {}", marker.display()) })).await;
+
+    let run = finished(&app, start(&app, step, json!({})).await[0]).await;
+    assert_eq!(run["status"], "failed");
+    let error = run["error"].as_str().unwrap();
+    assert!(error.contains("CHANGED") && error.contains(&old) && error.contains(&new), "{error}");
+    assert!(!marker.exists());
+
+    let test = app.post_json("/api/v1/hosts/gpu/test", json!({})).await;
+    assert_eq!(test.status, StatusCode::CONFLICT);
+    assert_eq!(test.error_code(), "host_key_changed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_the_host_does_not_accept_is_a_clear_error() {
+    let sshd = Sshd::start();
+    let app = app_with_host(&sshd).await;
+    let stranger = sshd.dir.path().join("stranger");
+    std::process::Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+        .arg(&stranger)
+        .status()
+        .unwrap();
+    add_host(&app, "other", &sshd, &stranger.display().to_string()).await;
+    let test = app.post_json("/api/v1/hosts/other/test", json!({})).await;
+    assert_eq!(test.status, StatusCode::BAD_GATEWAY, "{}", test.text());
+    assert!(test.text().contains("refused the login"), "{}", test.text());
+    assert!(!test.text().contains("BEGIN OPENSSH PRIVATE KEY"));
+
+    let missing = app
+        .put_json(
+            "/api/v1/hosts/other",
+            json!({ "name": "other", "hostname": "127.0.0.1", "port": sshd.port, "user": whoami(), "identity_file": "/nonexistent/key" }),
+        )
+        .await;
+    assert_eq!(missing.status, StatusCode::OK);
+    let test = app.post_json("/api/v1/hosts/other/test", json!({})).await;
+    assert_eq!(test.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", test.text());
+    assert!(test.text().contains("/nonexistent/key"), "{}", test.text());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_and_timeout_stop_the_command() {
+    let sshd = Sshd::start();
+    let app = app_with_host(&sshd).await;
+
+    let step = command_step(&app, json!({ "command": "echo started; sleep 30; echo after" })).await;
+    let run = start(&app, step, json!({})).await[0];
+    wait_for(&app, run, |r| r["stdout_bytes"].as_u64() == Some(8), Duration::from_secs(20)).await;
+    let cancelled = app.post_json(&format!("/api/v1/runs/{run}/cancel"), json!({})).await;
+    assert_eq!(cancelled.status, StatusCode::OK, "{}", cancelled.text());
+    let run = finished(&app, run).await;
+    assert_eq!(run["status"], "cancelled", "{run}");
+    assert!(run["duration_ms"].as_u64().unwrap() < 10_000, "{run}");
+    assert_eq!(output(&app, run["id"].as_i64().unwrap()).await, b"started\n");
+    let again = app.post_json(&format!("/api/v1/runs/{}/cancel", run["id"]), json!({})).await;
+    assert_eq!(again.status, StatusCode::CONFLICT);
+
+    let slow = command_step(&app, json!({ "command": "sleep 30", "timeout_s": 1 })).await;
+    let run = finished(&app, start(&app, slow, json!({})).await[0]).await;
+    assert_eq!(run["status"], "timed_out", "{run}");
+    assert!(run["duration_ms"].as_u64().unwrap() < 10_000, "{run}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_connection_is_lost_with_partial_output_and_the_next_run_reconnects() {
+    let mut sshd = Sshd::start();
+    let app = app_with_host(&sshd).await;
+    let step = command_step(&app, json!({ "command": "echo before; sleep 60; echo after" })).await;
+    let run = start(&app, step, json!({})).await[0];
+    wait_for(&app, run, |r| r["stdout_bytes"].as_u64() == Some(7), Duration::from_secs(20)).await;
+    sshd.kill();
+    let lost = finished(&app, run).await;
+    assert_eq!(lost["status"], "lost", "{lost}");
+    assert_eq!(output(&app, run).await, b"before\n");
+
+    sshd.restart();
+    let quick = command_step(&app, json!({ "command": "echo back" })).await;
+    let run = finished(&app, start(&app, quick, json!({})).await[0]).await;
+    assert_eq!(run["status"], "succeeded", "{run}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_concurrent_runs_share_one_connection() {
+    let sshd = Sshd::start();
+    let app = app_with_host(&sshd).await;
+    let step = command_step(&app, json!({ "command": "sleep 0.3; echo $((6*7))" })).await;
+    let mut runs = Vec::new();
+    for _ in 0..20 {
+        runs.extend(start(&app, step, json!({})).await);
+    }
+    for run in runs {
+        let run = finished(&app, run).await;
+        assert_eq!(run["status"], "succeeded", "{run}");
+        assert_eq!(output(&app, run["id"].as_i64().unwrap()).await, b"42\n");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repeat_with_warmup_runs_in_order_and_keeps_history() {
+    let sshd = Sshd::start();
+    let app = app_with_host(&sshd).await;
+    let step = command_step(&app, json!({ "command": "date +%s%N" })).await;
+    let runs = start(&app, step, json!({ "repeat": 3, "warmup": 1 })).await;
+    assert_eq!(runs.len(), 4);
+    let mut ends = Vec::new();
+    for run in &runs {
+        let run = finished(&app, *run).await;
+        assert_eq!(run["status"], "succeeded");
+        ends.push((
+            run["warmup"].as_bool().unwrap(),
+            run["batch_index"].as_u64().unwrap(),
+            run["batch_size"].as_u64().unwrap(),
+        ));
+    }
+    assert_eq!(ends, vec![(true, 1, 1), (false, 1, 3), (false, 2, 3), (false, 3, 3)]);
+    let stamps: Vec<u128> = {
+        let mut v = Vec::new();
+        for run in &runs {
+            v.push(String::from_utf8(output(&app, *run).await).unwrap().trim().parse().unwrap());
+        }
+        v
+    };
+    assert!(stamps.windows(2).all(|w| w[0] < w[1]), "one after another: {stamps:?}");
+    let history = app.get(&format!("/api/v1/steps/{step}/runs")).await.json();
+    assert_eq!(history.as_array().unwrap().len(), 4);
+
+    let too_many = app.post_json(&format!("/api/v1/steps/{step}/runs"), json!({ "repeat": 1000 })).await;
+    assert_eq!(too_many.status, StatusCode::UNPROCESSABLE_ENTITY);
+}
+
+fn rss_kb() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_megabytes_of_output_with_bounded_memory() {
+    let sshd = Sshd::start();
+    let app = app_with_host(&sshd).await;
+    let step = command_step(&app, json!({ "command": "head -c 100000000 /dev/zero | tr '\\0' 'x'" })).await;
+    let before = rss_kb();
+    let run = finished(&app, start(&app, step, json!({})).await[0]).await;
+    let growth_mb = rss_kb().saturating_sub(before) / 1024;
+    assert_eq!(run["status"], "succeeded", "{run}");
+    assert_eq!(run["stdout_bytes"], 100_000_000);
+    assert!(growth_mb < 64, "memory grew by {growth_mb} MB");
+    let part = app.get(&format!("/api/v1/runs/{}/output?offset=99999990&limit=100", run["id"])).await;
+    assert_eq!(part.body, b"xxxxxxxxxx");
+    assert_eq!(part.headers["x-output-length"], "100000000");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_left_running_by_a_crash_become_interrupted() {
+    let sshd = Sshd::start();
+    let app = app_with_host(&sshd).await;
+    let step = command_step(&app, json!({ "command": "echo x; sleep 30" })).await;
+    let run = start(&app, step, json!({})).await[0];
+    wait_for(&app, run, |r| r["status"] == "running", Duration::from_secs(20)).await;
+    let app = app.restart().await;
+    let run = app.get(&format!("/api/v1/runs/{run}")).await.json();
+    assert_eq!(run["status"], "interrupted", "{run}");
+}
