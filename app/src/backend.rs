@@ -54,6 +54,19 @@ pub fn notebook() -> Result<Arc<dyn Notebook>, ApiError> {
 /// Gives the page or server-function response the HTTP status that fits `error`,
 /// so a missing investigation is a real 404 even when rendered as a page.
 pub fn set_status(error: &ApiError) {
+    // A form posted without JavaScript is answered with a redirect back to its
+    // page (which then shows the error); a status here would replace that redirect.
+    let plain_form_post = leptos::prelude::use_context::<http::request::Parts>().is_some_and(|parts| {
+        parts.method == http::Method::POST
+            && parts
+                .headers
+                .get(http::header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.contains("text/html"))
+    });
+    if plain_form_post {
+        return;
+    }
     let status =
         http::StatusCode::from_u16(error.code.http_status()).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
     if let Some(response) = leptos::prelude::use_context::<leptos_axum::ResponseOptions>() {

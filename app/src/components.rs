@@ -63,3 +63,22 @@ pub fn ErrorPanel(error: ApiError) -> impl IntoView {
         </section>
     }
 }
+
+/// A form reference that empties the form once `action` succeeded; on failure
+/// the form keeps what the user typed.
+pub fn reset_on_success<S>(action: ServerAction<S>) -> NodeRef<leptos::html::Form>
+where
+    S: ServerFn + Clone + Send + Sync + 'static,
+    S::Output: Send + Sync + 'static,
+    S::Error: Send + Sync + 'static,
+{
+    let form = NodeRef::<leptos::html::Form>::new();
+    Effect::new(move |_| {
+        if action.value().with(|v| matches!(v, Some(Ok(_))))
+            && let Some(form) = form.get()
+        {
+            form.reset();
+        }
+    });
+    form
+}

@@ -54,12 +54,17 @@ pub fn App() -> impl IntoView {
             <header class="topbar">
                 <A href="/" attr:class="brand">"Sleuth"</A>
                 <span class="tagline">"LLM-serving performance notebook"</span>
+                <nav class="topnav">
+                    <A href="/">"Investigations"</A>
+                    <A href="/hosts">"Hosts"</A>
+                </nav>
             </header>
             <main>
                 // Async: pages are sent whole, so they read well without JavaScript
                 // and a missing investigation is a real 404.
                 <Routes fallback=pages::NotFound>
                     <Route path=path!("/") view=pages::home::HomePage ssr=SsrMode::Async/>
+                    <Route path=path!("/hosts") view=pages::hosts::HostsPage ssr=SsrMode::Async/>
                     <Route
                         path=path!("/i/:id")
                         view=pages::investigation::InvestigationPage

@@ -53,6 +53,9 @@ pub fn InvestigationPage() -> impl IntoView {
     let version = TimelineVersion(RwSignal::new(0));
     provide_context(version);
     let investigation = Resource::new(move || (id(), version.0.get()), |(id, _)| get_investigation(id));
+    // Runs started here or in another browser refresh the page as they change.
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |_| crate::live::follow_investigation(id(), refresher()));
     view! {
         <Transition fallback=|| view! { <p class="muted">"Loading investigation…"</p> }>
             <ErrorBoundary fallback=super::error_fallback>

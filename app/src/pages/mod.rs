@@ -1,4 +1,5 @@
 pub mod home;
+pub mod hosts;
 pub mod investigation;
 
 use crate::components::ErrorPanel;

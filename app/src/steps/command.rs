@@ -52,6 +52,7 @@ pub fn env_text(env: &BTreeMap<String, String>) -> String {
     env.iter().map(|(k, v)| format!("{k}={v}\n")).collect()
 }
 
+#[cfg(feature = "ssr")]
 fn body_from_form(
     host: String,
     command: String,
@@ -80,7 +81,10 @@ pub async fn add_command(
     timeout_s: String,
 ) -> Result<Step, ApiError> {
     let body = body_from_form(host, command, env, cwd, timeout_s)?;
-    crate::backend::notebook()?.add_step(&investigation, super::StepBody::Command(body)).await
+    crate::backend::notebook()?
+        .add_step(&investigation, super::StepBody::Command(body))
+        .await
+        .inspect_err(crate::backend::set_status)
 }
 
 #[server]
@@ -93,7 +97,10 @@ pub async fn edit_command(
     timeout_s: String,
 ) -> Result<Step, ApiError> {
     let body = body_from_form(host, command, env, cwd, timeout_s)?;
-    crate::backend::notebook()?.update_step(step_id, super::StepBody::Command(body)).await
+    crate::backend::notebook()?
+        .update_step(step_id, super::StepBody::Command(body))
+        .await
+        .inspect_err(crate::backend::set_status)
 }
 
 #[server]
@@ -105,12 +112,12 @@ pub async fn start_runs(step_id: i64, repeat: String, warmup: String) -> Result<
         }
     };
     let request = crate::runs::RunRequest { repeat: number("Repeat", &repeat)?, warmup: number("Warm-up", &warmup)? };
-    crate::backend::notebook()?.start_runs(step_id, request).await
+    crate::backend::notebook()?.start_runs(step_id, request).await.inspect_err(crate::backend::set_status)
 }
 
 #[server]
 pub async fn cancel_run(run_id: i64) -> Result<Run, ApiError> {
-    crate::backend::notebook()?.cancel_run(run_id).await
+    crate::backend::notebook()?.cancel_run(run_id).await.inspect_err(crate::backend::set_status)
 }
 
 #[component]
@@ -214,7 +221,7 @@ fn CommandFields(body: Option<CommandBody>) -> impl IntoView {
             <textarea name="command" rows="3" required placeholder="vllm bench latency --model … --tensor-parallel-size 8">{body.command.clone()}</textarea>
         </label>
         <label>
-            "Environment " <span class="muted">"(NAME=value, one per line)"</span>
+            <span>"Environment " <span class="muted">"(NAME=value, one per line)"</span></span>
             <textarea name="env" rows="2" placeholder="NCCL_PROTO=LL">{env_text(&body.env)}</textarea>
         </label>
         <div class="row">
@@ -228,10 +235,11 @@ fn CommandFields(body: Option<CommandBody>) -> impl IntoView {
 #[component]
 pub fn AddCommand(investigation: String) -> impl IntoView {
     let add = crate::pages::investigation::timeline_action::<AddCommand>();
+    let form = crate::components::reset_on_success(add);
     view! {
         <details class="add-step" id="add-command">
             <summary>"Add a command"</summary>
-            <ActionForm action=add attr:class="command-form stacked">
+            <ActionForm action=add node_ref=form attr:class="command-form stacked">
                 <input type="hidden" name="investigation" value=investigation/>
                 <CommandFields body=None/>
                 <ActionError action=add/>

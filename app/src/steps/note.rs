@@ -19,12 +19,18 @@ pub struct NoteBody {
 
 #[server]
 pub async fn add_note(investigation: String, body: String) -> Result<Step, ApiError> {
-    crate::backend::notebook()?.add_step(&investigation, super::StepBody::Note(NoteBody { body })).await
+    crate::backend::notebook()?
+        .add_step(&investigation, super::StepBody::Note(NoteBody { body }))
+        .await
+        .inspect_err(crate::backend::set_status)
 }
 
 #[server]
 pub async fn edit_note(step_id: i64, body: String) -> Result<Step, ApiError> {
-    crate::backend::notebook()?.update_step(step_id, super::StepBody::Note(NoteBody { body })).await
+    crate::backend::notebook()?
+        .update_step(step_id, super::StepBody::Note(NoteBody { body }))
+        .await
+        .inspect_err(crate::backend::set_status)
 }
 
 /// The rendered note, or its editor while `editing`.

@@ -98,6 +98,19 @@ impl Store {
         Ok(done.rows_affected() == 1)
     }
 
+    /// Cancels a run that has not started; `false` if it had.
+    pub async fn cancel_queued_run(&self, id: i64) -> StoreResult<bool> {
+        let done = sqlx::query(
+            "UPDATE runs SET status = 'cancelled', error = 'Cancelled before it started.', finished_at = ?
+             WHERE id = ? AND status = 'queued'",
+        )
+        .bind(now_ms())
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
     /// At start: runs a crashed or stopped server left open. Returns their ids.
     pub async fn interrupt_unfinished_runs(&self) -> StoreResult<Vec<i64>> {
         let rows: Vec<(i64,)> = sqlx::query_as(

@@ -76,23 +76,10 @@ impl Runner {
     pub async fn cancel(&self, investigation: &str, run_id: i64) -> Result<bool, sqlx::Error> {
         let switch = self.cancels.lock().unwrap_or_else(|e| e.into_inner()).get(&run_id).cloned();
         // A queued run is finished right here; a running one by its task.
-        let was_queued = self
-            .store
-            .finish_run(
-                run_id,
-                &RunEnd {
-                    status: "cancelled",
-                    exit_code: None,
-                    exit_signal: None,
-                    error: Some("Cancelled before it started."),
-                },
-            )
-            .await?;
-        let _ = self.store.run(run_id).await.map(|row| {
-            if was_queued && let Some(row) = row {
-                self.live.publish(RunEvent { investigation_id: investigation.to_string(), run: run_from_row(row) });
-            }
-        });
+        let was_queued = self.store.cancel_queued_run(run_id).await?;
+        if was_queued {
+            self.publish(investigation, run_id).await;
+        }
         match switch {
             Some(tx) => {
                 let _ = tx.send(true);

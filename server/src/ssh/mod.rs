@@ -8,6 +8,7 @@
 //! key is refused with both fingerprints.
 
 mod auth;
+pub mod config;
 pub mod exec;
 pub mod known_hosts;
 mod pool;

@@ -1,0 +1,222 @@
+//! `/hosts`: the GPU hosts Sleuth can reach, their host keys, and connection tests.
+
+use crate::api::list_hosts;
+use crate::components::{ActionError, Confirm};
+use crate::error::ApiError;
+use crate::hosts::{ConnectionReport, Host};
+use leptos::form::ActionForm;
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+#[cfg(feature = "ssr")]
+fn optional(text: String) -> Option<String> {
+    Some(text.trim().to_string()).filter(|t| !t.is_empty())
+}
+
+#[server]
+pub async fn add_host(
+    name: String,
+    hostname: String,
+    port: String,
+    user: String,
+    identity_file: String,
+    proxy_jump: String,
+) -> Result<Host, ApiError> {
+    let port = match port.trim() {
+        "" => None,
+        p => Some(
+            p.parse::<u16>()
+                .map_err(|_| ApiError::invalid(format!("The port {p:?} is not a number from 1 to 65535.")))?,
+        ),
+    };
+    let new = crate::hosts::NewHost {
+        name,
+        hostname,
+        port,
+        user,
+        identity_file: optional(identity_file),
+        proxy_jump: optional(proxy_jump),
+    };
+    crate::backend::notebook()?.add_host(new).await.inspect_err(crate::backend::set_status)
+}
+
+#[server]
+pub async fn remove_host(name: String) -> Result<(), ApiError> {
+    crate::backend::notebook()?.remove_host(&name).await.inspect_err(crate::backend::set_status)
+}
+
+#[server]
+pub async fn trust_host(name: String, fingerprint: String) -> Result<Host, ApiError> {
+    crate::backend::notebook()?.trust_host(&name, &fingerprint).await.inspect_err(crate::backend::set_status)
+}
+
+#[server]
+pub async fn test_host(name: String) -> Result<ConnectionReport, ApiError> {
+    crate::backend::notebook()?.test_host(&name).await.inspect_err(crate::backend::set_status)
+}
+
+#[server]
+pub async fn set_passphrase(name: String, passphrase: String) -> Result<(), ApiError> {
+    crate::backend::notebook()?.set_passphrase(&name, passphrase).await.inspect_err(crate::backend::set_status)
+}
+
+#[component]
+pub fn HostsPage() -> impl IntoView {
+    let add = ServerAction::<AddHost>::new();
+    let add_form = crate::components::reset_on_success(add);
+    let remove = ServerAction::<RemoveHost>::new();
+    let trust = ServerAction::<TrustHost>::new();
+    let passphrase = ServerAction::<SetPassphrase>::new();
+    let hosts = Resource::new(
+        move || (add.version().get(), remove.version().get(), trust.version().get(), passphrase.version().get()),
+        |_| list_hosts(),
+    );
+    view! {
+        <Title text="Hosts · Sleuth"/>
+        <div class="page-head"><h1>"Hosts"</h1></div>
+        <p class="muted">
+            "Sleuth connects over SSH from this server, with a key file here or the ssh-agent at SSH_AUTH_SOCK. "
+            "It keeps its own known_hosts: the first connection to a host shows the host key's fingerprint, "
+            "and nothing runs until you confirm it."
+        </p>
+        <Transition fallback=|| view! { <p class="muted">"Loading hosts…"</p> }>
+            <ErrorBoundary fallback=super::error_fallback>
+                {move || Suspend::new(async move {
+                    hosts.await.map(|hosts| {
+                        if hosts.is_empty() {
+                            view! { <p class="empty">"No hosts yet. Add the GPU box you are investigating below."</p> }.into_any()
+                        } else {
+                            hosts.into_iter().map(|host| view! { <HostCard host remove trust passphrase/> }).collect_view().into_any()
+                        }
+                    })
+                })}
+            </ErrorBoundary>
+        </Transition>
+        <details class="panel" open=true>
+            <summary>"Add a host"</summary>
+            <ActionForm action=add node_ref=add_form attr:class="stacked host-form">
+                <div class="row">
+                    <label>"Name" <input name="name" required placeholder="h200-box" pattern="[A-Za-z0-9._\\-]+"/></label>
+                    <label>"Hostname" <input name="hostname" required placeholder="10.0.0.12 or gpu1.example.com"/></label>
+                    <label class="narrow">"Port" <input name="port" inputmode="numeric" placeholder="22"/></label>
+                    <label>"User" <input name="user" required placeholder="ubuntu"/></label>
+                </div>
+                <div class="row">
+                    <label><span>"Key file on this server " <span class="muted">"(empty: ssh-agent)"</span></span>
+                        <input name="identity_file" placeholder="~/.ssh/id_ed25519"/></label>
+                    <label><span>"ProxyJump host " <span class="muted">"(optional)"</span></span>
+                        <input name="proxy_jump" placeholder="bastion"/></label>
+                </div>
+                <ActionError action=add/>
+                <div class="form-actions"><button type="submit" class="primary">"Add host"</button></div>
+            </ActionForm>
+        </details>
+    }
+}
+
+#[component]
+fn HostCard(
+    host: Host,
+    remove: ServerAction<RemoveHost>,
+    trust: ServerAction<TrustHost>,
+    passphrase: ServerAction<SetPassphrase>,
+) -> impl IntoView {
+    let test = ServerAction::<TestHost>::new();
+    let name = host.name.clone();
+    let address = format!(
+        "{}@{}{}",
+        host.user,
+        host.hostname,
+        if host.port == 22 { String::new() } else { format!(":{}", host.port) }
+    );
+    let auth = host.identity_file.clone().map(|f| format!("key {f}")).unwrap_or_else(|| "ssh-agent".to_string());
+    let (trust_name, remove_name, test_name, pass_name) = (name.clone(), name.clone(), name.clone(), name.clone());
+    let trusted = host.trusted_keys.clone();
+    let pending = host.pending_key.clone();
+    // A test that says a key is waiting to be confirmed offers the Trust button.
+    let pending_now = move || {
+        test.value().with(|v| match v {
+            Some(Err(e))
+                if matches!(
+                    e.code,
+                    crate::error::ErrorCode::HostKeyUnknown | crate::error::ErrorCode::HostKeyChanged
+                ) =>
+            {
+                e.message
+                    .split_whitespace()
+                    .find(|w| w.starts_with("SHA256:"))
+                    .map(|w| w.trim_end_matches(['.', ',', ')']).to_string())
+            }
+            _ => None,
+        })
+    };
+    let needs_passphrase =
+        move || test.value().with(|v| matches!(v, Some(Err(e)) if e.code == crate::error::ErrorCode::NeedsPassphrase));
+    view! {
+        <section class="panel host" id=format!("host-{name}") data-host=name.clone()>
+            <div class="host-head">
+                <h2>{name.clone()}</h2>
+                <code>{address}</code>
+                <span class="muted">{auth}</span>
+                {host.proxy_jump.clone().map(|j| view! { <span class="muted">"via " {j}</span> })}
+                <span class="spacer"></span>
+                <ActionForm action=test attr:class="inline">
+                    <input type="hidden" name="name" value=test_name/>
+                    <button type="submit" class="test-button">"Test connection"</button>
+                </ActionForm>
+                <Confirm label="Remove…" prompt="Remove this host? Steps that use it keep their history.">
+                    <ActionForm action=remove attr:class="inline">
+                        <input type="hidden" name="name" value=remove_name/>
+                        <button type="submit" class="danger">"Remove host"</button>
+                    </ActionForm>
+                </Confirm>
+            </div>
+            <p class="keys">
+                {if trusted.is_empty() {
+                    view! { <span class="muted">"No trusted host key yet."</span> }.into_any()
+                } else {
+                    view! { <span>"Trusted key: " {trusted.into_iter().map(|k| view! { <code class="fingerprint">{k}</code> " " }).collect_view()}</span> }.into_any()
+                }}
+            </p>
+            {move || {
+                let offered = pending_now().or_else(|| pending.clone());
+                offered.map(|fingerprint| {
+                    let trust_name = trust_name.clone();
+                    view! {
+                        <div class="trust">
+                            <p>"The host offered the key " <code class="fingerprint pending">{fingerprint.clone()}</code>
+                               ". Compare it with " <code>"ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub"</code> " on the host, then:"</p>
+                            <ActionForm action=trust attr:class="inline">
+                                <input type="hidden" name="name" value=trust_name/>
+                                <input type="hidden" name="fingerprint" value=fingerprint/>
+                                <button type="submit" class="primary trust-button">"Trust this key"</button>
+                            </ActionForm>
+                        </div>
+                    }
+                })
+            }}
+            {move || needs_passphrase().then(|| {
+                let pass_name = pass_name.clone();
+                view! {
+                    <ActionForm action=passphrase attr:class="inline passphrase">
+                        <input type="hidden" name="name" value=pass_name/>
+                        <input type="password" name="passphrase" placeholder="Key passphrase (kept in memory only)" autocomplete="off"/>
+                        <button type="submit">"Unlock key"</button>
+                    </ActionForm>
+                }
+            })}
+            {move || test.value().with(|v| match v {
+                Some(Ok(report)) => Some(view! {
+                    <dl class="report">
+                        <dt>"Latency"</dt><dd>{format!("{:.1} ms", report.latency_ms)}</dd>
+                        <dt>"uname -a"</dt><dd><code>{report.uname.clone()}</code></dd>
+                        <dt>"nvidia-smi"</dt><dd>{report.nvidia_smi.clone().unwrap_or_else(|| "not found".into())}</dd>
+                    </dl>
+                }.into_any()),
+                Some(Err(e)) => Some(view! { <p class="error" role="alert">{e.message.clone()}</p> }.into_any()),
+                None => None,
+            })}
+            <ActionError action=trust/>
+        </section>
+    }
+}

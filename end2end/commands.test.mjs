@@ -1,0 +1,94 @@
+// A GPU host over SSH in the browser: add it, confirm its host key by
+// fingerprint, test it, then run a command and watch its output stream live in
+// two browsers at once.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer, launchBrowser, newPage, hydrated, screenshot, tempDataDir } from './harness.mjs';
+import { startSshd } from './sshd.mjs';
+
+let server;
+let browser;
+let sshd;
+
+before(async () => {
+  sshd = await startSshd();
+  server = await startServer(tempDataDir());
+  browser = await launchBrowser();
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+  sshd?.stop();
+});
+
+test('add a host, confirm its key by fingerprint, test the connection', async () => {
+  const page = await newPage(browser);
+  await page.goto(server.url + '/hosts');
+  await hydrated(page);
+  await page.fill('input[name=name]', 'gpu');
+  await page.fill('input[name=hostname]', '127.0.0.1');
+  await page.fill('input[name=port]', String(sshd.port));
+  await page.fill('input[name=user]', sshd.user);
+  await page.fill('input[name=identity_file]', sshd.key);
+  await page.click('button:has-text("Add host")');
+  const card = page.locator('[data-host=gpu]');
+  await card.waitFor();
+
+  await card.locator('button:has-text("Test connection")').click();
+  const offered = card.locator('code.fingerprint.pending');
+  await offered.waitFor();
+  assert.equal(await offered.textContent(), sshd.fingerprint, 'the same fingerprint ssh-keygen -lf prints');
+  await screenshot(page, 'hosts-confirm-key');
+  await card.locator('button:has-text("Trust this key")').click();
+  await page.waitForSelector(`[data-host=gpu] .keys code.fingerprint:has-text("${sshd.fingerprint}")`);
+
+  await page.locator('[data-host=gpu] button:has-text("Test connection")').click();
+  await page.waitForSelector('[data-host=gpu] dl.report');
+  assert.match(await page.locator('[data-host=gpu] dl.report').textContent(), /Linux/);
+  // The first test is refused with 409 until the key is trusted: expected.
+  assert.deepEqual(page.problems.filter((p) => !/^http 409: .*\/api\/test_host/.test(p)), []);
+  await screenshot(page, 'hosts');
+});
+
+test('run a command step and watch its output live in two browsers', async () => {
+  const created = await fetch(server.url + '/api/v1/investigations', {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ title: 'NCCL_PROTO sweep' }),
+  }).then((r) => r.json());
+  const url = server.url + created.url;
+
+  const page = await newPage(browser);
+  await page.goto(url);
+  await hydrated(page);
+  await page.click('#add-command summary');
+  await page.waitForSelector('#add-command select[name=host] option[value=gpu]', { state: 'attached' });
+  await page.fill('#add-command textarea[name=command]', 'for i in 1 2 3 4 5 6; do echo "tick $i $NCCL_PROTO"; sleep 0.5; done; printf "\\033[31mred\\033[0m <b>not bold</b>\\n"');
+  await page.fill('#add-command textarea[name=env]', 'NCCL_PROTO=LL');
+  await page.click('#add-command button:has-text("Add command")');
+  await page.waitForSelector('.step[data-kind=command] .command-meta .env:has-text("NCCL_PROTO=LL")');
+
+  // A second browser watching the same investigation.
+  const watcher = await newPage(browser);
+  await watcher.goto(url);
+  await hydrated(watcher);
+
+  await page.click('.step[data-kind=command] button.run-button');
+  for (const p of [page, watcher]) {
+    // The first line shows while the run is still going: output streams.
+    await p.waitForSelector('.run[data-status=running] pre.output:has-text("tick 1 LL")', { timeout: 15_000 });
+    assert.doesNotMatch(await p.locator('.run pre.output').textContent(), /tick 6/);
+  }
+  await screenshot(page, 'command-running');
+  for (const p of [page, watcher]) {
+    await p.waitForSelector('.run[data-status=succeeded]', { timeout: 20_000 });
+    const text = await p.locator('.run pre.output').textContent();
+    for (let i = 1; i <= 6; i++) assert.equal(text.split(`tick ${i} LL`).length, 2, `tick ${i} once: ${text}`);
+    // ANSI colors are rendered, HTML in the output stays text.
+    assert.equal(await p.locator('.run pre.output span:has-text("red")').count(), 1);
+    assert.equal(await p.locator('.run pre.output b').count(), 0);
+    assert.match(text, /<b>not bold<\/b>/);
+  }
+  await screenshot(page, 'command-finished');
+  assert.deepEqual(page.problems, []);
+  assert.deepEqual(watcher.problems, []);
+});
