@@ -3,7 +3,7 @@
 //! store, SSH or anything else server-only.
 
 use crate::error::ApiError;
-use crate::hosts::{ConnectionReport, Host, NewHost};
+use crate::hosts::{ConnectionReport, Host, HostImport, ImportReport, NewHost};
 use crate::model::{Investigation, InvestigationPatch, InvestigationSummary, NewInvestigation, Step};
 use crate::runs::{Run, RunRequest};
 use crate::steps::StepBody;
@@ -36,6 +36,8 @@ pub trait Notebook: Send + Sync + 'static {
     /// Keeps the passphrase of the host's key file in memory (never stored).
     async fn set_passphrase(&self, name: &str, passphrase: String) -> Result<(), ApiError>;
     async fn test_host(&self, name: &str) -> Result<ConnectionReport, ApiError>;
+    /// Adds the hosts an ssh_config defines (existing names are left alone).
+    async fn import_hosts(&self, source: HostImport) -> Result<ImportReport, ApiError>;
 
     /// Queues runs of a command step (warm-ups first); they start right away.
     async fn start_runs(&self, step_id: i64, request: RunRequest) -> Result<Vec<Run>, ApiError>;

@@ -46,6 +46,23 @@ pub struct ConnectionReport {
     pub nvidia_smi: Option<String>,
 }
 
+/// `POST /api/v1/hosts/import`: an ssh_config file on the Sleuth server, or its text.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostImport {
+    #[serde(default)]
+    pub path: Option<String>,
+    #[serde(default)]
+    pub text: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ImportReport {
+    pub imported: Vec<Host>,
+    /// What was left out, and why.
+    pub skipped: Vec<String>,
+}
+
 /// Limits for host fields.
 pub const NAME_CHARS: usize = 64;
 

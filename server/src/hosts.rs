@@ -5,7 +5,7 @@ use crate::db::HostRow;
 use crate::notebook::{Service, internal, store_error, timestamp};
 use crate::ssh::{self, Target};
 use app::error::{ApiError, ErrorCode};
-use app::hosts::{ConnectionReport, Host, NewHost, is_host_name};
+use app::hosts::{ConnectionReport, Host, HostImport, ImportReport, NewHost, is_host_name};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -205,5 +205,94 @@ impl Service {
         let uname = lines.next().unwrap_or_default().to_string();
         let nvidia_smi = lines.next().map(str::to_string).filter(|l| !l.is_empty());
         Ok(ConnectionReport { latency_ms, uname, nvidia_smi })
+    }
+}
+
+/// A host name from a hostname (for ProxyJump targets that are not aliases).
+fn name_for(hostname: &str) -> String {
+    let name: String = hostname
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '-' })
+        .take(app::hosts::NAME_CHARS)
+        .collect();
+    if name.is_empty() { "jump".to_string() } else { name }
+}
+
+impl Service {
+    pub(crate) async fn import_hosts_impl(&self, source: HostImport) -> Result<ImportReport, ApiError> {
+        let text = match (source.text, source.path) {
+            (Some(text), None) => text,
+            (None, Some(path)) => {
+                let path = expand_home(path.trim());
+                tokio::fs::read_to_string(&path)
+                    .await
+                    .map_err(|e| ApiError::invalid(format!("Cannot read {}: {e}", path.display())))?
+            }
+            _ => return Err(ApiError::invalid("Give either `path` (a file on the Sleuth server) or `text`.")),
+        };
+        let parsed = ssh::config::parse(&text);
+        let default_user = std::env::var("USER").unwrap_or_else(|_| "root".to_string());
+        let aliases: Vec<String> = parsed.hosts.iter().map(|h| h.alias.clone()).collect();
+        let mut skipped = parsed.skipped;
+        let mut new_hosts: Vec<NewHost> = Vec::new();
+        for host in parsed.hosts {
+            let proxy_jump = match host.proxy_jump {
+                Some(jump) if aliases.contains(&jump) => Some(jump),
+                Some(jump) => {
+                    // `[user@]host[:port]`: a host of its own.
+                    let (user, hostname, port) = ssh::config::parse_jump(&jump);
+                    let name = name_for(&hostname);
+                    if !new_hosts.iter().any(|h| h.name == name) {
+                        new_hosts.push(NewHost {
+                            name: name.clone(),
+                            hostname,
+                            port,
+                            user: user.unwrap_or_else(|| default_user.clone()),
+                            identity_file: None,
+                            proxy_jump: None,
+                        });
+                    }
+                    Some(name)
+                }
+                None => None,
+            };
+            new_hosts.push(NewHost {
+                name: host.alias,
+                hostname: host.hostname,
+                port: host.port,
+                user: host.user.unwrap_or_else(|| default_user.clone()),
+                identity_file: host.identity_file,
+                proxy_jump,
+            });
+        }
+        // Jump hosts before the hosts that use them.
+        let mut imported = Vec::new();
+        let mut pending = new_hosts;
+        while !pending.is_empty() {
+            let before = pending.len();
+            let mut waiting = Vec::new();
+            for host in pending {
+                let ready = match &host.proxy_jump {
+                    None => true,
+                    Some(jump) => self.store.host(jump).await.map_err(store_error)?.is_some(),
+                };
+                if !ready {
+                    waiting.push(host);
+                    continue;
+                }
+                let name = host.name.clone();
+                match self.add_host_impl(host).await {
+                    Ok(host) => imported.push(host),
+                    Err(e) => skipped.push(format!("{name}: {}", e.message)),
+                }
+            }
+            if waiting.len() == before {
+                skipped.extend(waiting.iter().map(|h| format!("{}: its ProxyJump could not be imported", h.name)));
+                break;
+            }
+            pending = waiting;
+        }
+        tracing::info!(imported = imported.len(), skipped = skipped.len(), "imported hosts from ssh_config");
+        Ok(ImportReport { imported, skipped })
     }
 }

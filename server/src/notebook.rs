@@ -8,7 +8,7 @@ use crate::ssh::Pool;
 use crate::{ids, steps};
 use app::backend::Notebook;
 use app::error::ApiError;
-use app::hosts::{ConnectionReport, Host, NewHost};
+use app::hosts::{ConnectionReport, Host, HostImport, ImportReport, NewHost};
 use app::model::{
     Investigation, InvestigationPatch, InvestigationStatus, InvestigationSummary, NewInvestigation, Step,
     investigation_url, limits, step_url,
@@ -282,6 +282,9 @@ impl Notebook for Service {
     }
     async fn test_host(&self, name: &str) -> Result<ConnectionReport, ApiError> {
         self.test_host_impl(name).await
+    }
+    async fn import_hosts(&self, source: HostImport) -> Result<ImportReport, ApiError> {
+        self.import_hosts_impl(source).await
     }
     async fn start_runs(&self, step_id: i64, request: RunRequest) -> Result<Vec<Run>, ApiError> {
         self.start_runs_impl(step_id, request).await

@@ -30,6 +30,7 @@ pub fn app(state: AppState) -> Router {
         .route("/runs/{run_id}/output", get(runs::output))
         .route("/runs/{run_id}/stream", get(runs::stream))
         .route("/hosts", get(hosts::list).post(hosts::create))
+        .route("/hosts/import", post(hosts::import))
         .route("/hosts/{name}", get(hosts::show).put(hosts::update).delete(hosts::delete))
         .route("/hosts/{name}/trust", post(hosts::trust))
         .route("/hosts/{name}/passphrase", post(hosts::passphrase))

@@ -1,7 +1,7 @@
 use crate::error::AppError;
 use crate::extract::{ApiJson, ApiPath};
 use crate::state::AppState;
-use app::hosts::{ConnectionReport, Host, NewHost};
+use app::hosts::{ConnectionReport, Host, HostImport, ImportReport, NewHost};
 use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
@@ -72,4 +72,11 @@ pub async fn test(
     ApiPath(name): ApiPath<String>,
 ) -> Result<Json<ConnectionReport>, AppError> {
     Ok(Json(state.notebook.test_host(&name).await?))
+}
+
+pub async fn import(
+    State(state): State<AppState>,
+    ApiJson(source): ApiJson<HostImport>,
+) -> Result<Json<ImportReport>, AppError> {
+    Ok(Json(state.notebook.import_hosts(source).await?))
 }

@@ -327,3 +327,128 @@ async fn runs_left_running_by_a_crash_become_interrupted() {
     let run = app.get(&format!("/api/v1/runs/{run}")).await.json();
     assert_eq!(run["status"], "interrupted", "{run}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn import_from_ssh_config_and_run_through_a_proxy_jump() {
+    let sshd = Sshd::start();
+    let app = spawn_app().await;
+    let config = format!(
+        "Host gpu-*\n  User {user}\n  IdentityFile {key}\n\nHost gpu-bastion\n  HostName 127.0.0.1\n  Port {port}\n\n\
+         Host gpu-behind\n  HostName 127.0.0.1\n  Port {port}\n  ProxyJump gpu-bastion\n\nHost *\n  User nobody-else\n",
+        user = whoami(),
+        key = sshd.client_key.display(),
+        port = sshd.port
+    );
+    let path = sshd.dir.path().join("ssh_config");
+    std::fs::write(&path, config).unwrap();
+    let report = app.post_json("/api/v1/hosts/import", json!({ "path": path })).await;
+    assert_eq!(report.status, StatusCode::OK, "{}", report.text());
+    let report = report.json();
+    let names: Vec<&str> = report["imported"].as_array().unwrap().iter().map(|h| h["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["gpu-bastion", "gpu-behind"]);
+    assert_eq!(report["imported"][1]["proxy_jump"], "gpu-bastion");
+    assert_eq!(report["imported"][1]["user"], whoami(), "the first matching User wins");
+
+    // Importing again changes nothing and says why.
+    let again = app.post_json("/api/v1/hosts/import", json!({ "path": path })).await.json();
+    assert_eq!(again["imported"], json!([]));
+    assert_eq!(again["skipped"].as_array().unwrap().len(), 2, "{again}");
+
+    let fingerprint = sshd.host_key_fingerprint();
+    assert_eq!(app.post_json("/api/v1/hosts/gpu-bastion/test", json!({})).await.status, StatusCode::CONFLICT);
+    let trusted = app.post_json("/api/v1/hosts/gpu-bastion/trust", json!({ "fingerprint": fingerprint })).await;
+    assert_eq!(trusted.status, StatusCode::OK, "{}", trusted.text());
+
+    // gpu-behind is reached through a direct-tcpip channel of gpu-bastion's connection.
+    let id = app.investigation("jump").await;
+    let step = app
+        .post_json(
+            &format!("/api/v1/investigations/{id}/steps"),
+            json!({ "kind": "command", "host": "gpu-behind", "command": "echo via-jump" }),
+        )
+        .await
+        .json()["id"]
+        .as_i64()
+        .unwrap();
+    let run = finished(&app, start(&app, step, json!({})).await[0]).await;
+    assert_eq!(run["status"], "succeeded", "{run}");
+    assert_eq!(output(&app, run["id"].as_i64().unwrap()).await, b"via-jump\n");
+
+    let in_use = app.delete("/api/v1/hosts/gpu-bastion").await;
+    assert_eq!(in_use.status, StatusCode::CONFLICT, "{}", in_use.text());
+    let bad = app.post_json("/api/v1/hosts/import", json!({ "path": "/nonexistent/config" })).await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn passphrase_protected_keys_ask_for_the_passphrase() {
+    let sshd = Sshd::start();
+    let app = app_with_host(&sshd).await;
+    let locked = sshd.dir.path().join("locked");
+    let status = std::process::Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "open sesame", "-f"])
+        .arg(&locked)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let public = std::fs::read_to_string(sshd.dir.path().join("locked.pub")).unwrap();
+    let mut authorized = std::fs::read_to_string(sshd.dir.path().join("authorized_keys")).unwrap();
+    authorized.push_str(&public);
+    std::fs::write(sshd.dir.path().join("authorized_keys"), authorized).unwrap();
+    add_host(&app, "locked", &sshd, &locked.display().to_string()).await;
+
+    let test = app.post_json("/api/v1/hosts/locked/test", json!({})).await;
+    assert_eq!(test.status, StatusCode::CONFLICT, "{}", test.text());
+    assert_eq!(test.error_code(), "needs_passphrase");
+
+    let set = app.post_json("/api/v1/hosts/locked/passphrase", json!({ "passphrase": "wrong" })).await;
+    assert_eq!(set.status, StatusCode::NO_CONTENT);
+    let test = app.post_json("/api/v1/hosts/locked/test", json!({})).await;
+    assert_eq!(test.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", test.text());
+    assert!(!test.text().contains("wrong\""), "the passphrase is never echoed: {}", test.text());
+
+    app.post_json("/api/v1/hosts/locked/passphrase", json!({ "passphrase": "open sesame" })).await;
+    let test = app.post_json("/api/v1/hosts/locked/test", json!({})).await;
+    assert_eq!(test.status, StatusCode::OK, "{}", test.text());
+    let host = app.get("/api/v1/hosts/locked").await.text();
+    assert!(!host.contains("open sesame"), "{host}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ssh_agent_logs_in_when_no_key_file_is_set() {
+    let sshd = Sshd::start();
+    let socket = sshd.dir.path().join("agent.sock");
+    let agent = std::process::Command::new("ssh-agent").arg("-a").arg(&socket).output().expect("ssh-agent");
+    assert!(agent.status.success());
+    let added = std::process::Command::new("ssh-add")
+        .arg(&sshd.client_key)
+        .env("SSH_AUTH_SOCK", &socket)
+        .output()
+        .expect("ssh-add");
+    assert!(added.status.success(), "{}", String::from_utf8_lossy(&added.stderr));
+    // SAFETY: no other test reads or writes SSH_AUTH_SOCK; only the agent login reads it.
+    unsafe { std::env::set_var("SSH_AUTH_SOCK", &socket) };
+
+    let app = spawn_app().await;
+    let response = app
+        .post_json(
+            "/api/v1/hosts",
+            json!({ "name": "agent", "hostname": "127.0.0.1", "port": sshd.port, "user": whoami() }),
+        )
+        .await;
+    assert_eq!(response.status, StatusCode::CREATED);
+    assert_eq!(response.json()["identity_file"], Value::Null);
+    app.post_json("/api/v1/hosts/agent/test", json!({})).await;
+    app.post_json("/api/v1/hosts/agent/trust", json!({ "fingerprint": sshd.host_key_fingerprint() })).await;
+    let test = app.post_json("/api/v1/hosts/agent/test", json!({})).await;
+    assert_eq!(test.status, StatusCode::OK, "{}", test.text());
+
+    let pid = String::from_utf8_lossy(&agent.stdout)
+        .split("SSH_AGENT_PID=")
+        .nth(1)
+        .and_then(|s| s.split(';').next())
+        .map(str::to_string);
+    if let Some(pid) = pid {
+        let _ = std::process::Command::new("kill").arg(pid).status();
+    }
+}
