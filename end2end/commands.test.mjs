@@ -92,3 +92,38 @@ test('run a command step and watch its output live in two browsers', async () =>
   assert.deepEqual(page.problems, []);
   assert.deepEqual(watcher.problems, []);
 });
+
+test('long output shows its tail and loads earlier parts on demand', async () => {
+  const created = await fetch(server.url + '/api/v1/investigations', {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ title: 'long output' }),
+  }).then((r) => r.json());
+  const step = await fetch(`${server.url}/api/v1/investigations/${created.id}/steps`, {
+    method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ kind: 'command', host: 'gpu', command: 'seq 1 40000' }),
+  }).then((r) => r.json());
+  const [run] = await fetch(`${server.url}/api/v1/steps/${step.id}/runs`, { method: 'POST' }).then((r) => r.json());
+  for (let i = 0; i < 100; i++) {
+    const r = await fetch(`${server.url}/api/v1/runs/${run.id}`).then((r) => r.json());
+    if (r.status === 'succeeded') break;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  const page = await newPage(browser);
+  await page.goto(server.url + created.url);
+  await hydrated(page);
+  const output = page.locator('.run pre.output');
+  let text = await output.textContent();
+  assert.match(text, /\n40000\n$/);
+  assert.doesNotMatch(text, /^1\n2\n/, 'only the tail is on the page');
+  // Each load prepends the previous 64 KB; 229 KB of output takes a few.
+  for (let i = 0; i < 5 && !/^1\n2\n3\n/.test(text); i++) {
+    await page.click('.run button.load-earlier');
+    await page.waitForFunction((before) => document.querySelector('.run pre.output').textContent.length > before, text.length);
+    text = await output.textContent();
+  }
+  assert.match(text, /^1\n2\n3\n/);
+  const numbers = text.trim().split('\n').map(Number);
+  assert.equal(numbers.length, 40000);
+  assert.ok(numbers.every((n, i) => n === i + 1), 'no gaps, no duplicates');
+  assert.equal(await page.locator('.run button.load-earlier').count(), 0);
+  assert.deepEqual(page.problems, []);
+});

@@ -5,7 +5,7 @@
 use crate::error::ApiError;
 use crate::hosts::{ConnectionReport, Host, HostImport, ImportReport, NewHost};
 use crate::model::{Investigation, InvestigationPatch, InvestigationSummary, NewInvestigation, Step};
-use crate::runs::{Run, RunRequest};
+use crate::runs::{OutputTail, Run, RunRequest};
 use crate::steps::StepBody;
 use std::sync::Arc;
 
@@ -43,6 +43,8 @@ pub trait Notebook: Send + Sync + 'static {
     async fn start_runs(&self, step_id: i64, request: RunRequest) -> Result<Vec<Run>, ApiError>;
     async fn run(&self, id: i64) -> Result<Run, ApiError>;
     async fn cancel_run(&self, id: i64) -> Result<Run, ApiError>;
+    /// Up to `bytes` of a run's output ending at `before`, as HTML, from a line start.
+    async fn output_before(&self, id: i64, before: u64, bytes: u64) -> Result<OutputTail, ApiError>;
 }
 
 /// The notebook the server provided for this request.

@@ -13,7 +13,7 @@ use app::model::{
     Investigation, InvestigationPatch, InvestigationStatus, InvestigationSummary, NewInvestigation, Step,
     investigation_url, limits, step_url,
 };
-use app::runs::{Run, RunRequest};
+use app::runs::{OutputTail, Run, RunRequest};
 use app::steps::StepBody;
 use std::sync::Arc;
 
@@ -294,6 +294,9 @@ impl Notebook for Service {
     }
     async fn cancel_run(&self, id: i64) -> Result<Run, ApiError> {
         self.cancel_run_impl(id).await
+    }
+    async fn output_before(&self, id: i64, before: u64, bytes: u64) -> Result<OutputTail, ApiError> {
+        self.output_before_impl(id, before, bytes).await
     }
 }
 

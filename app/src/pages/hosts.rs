@@ -41,6 +41,36 @@ pub async fn add_host(
 }
 
 #[server]
+pub async fn update_host(
+    name: String,
+    hostname: String,
+    port: String,
+    user: String,
+    identity_file: String,
+    proxy_jump: String,
+) -> Result<Host, ApiError> {
+    let port = match port.trim() {
+        "" => None,
+        p => Some(p.parse::<u16>().map_err(|_| ApiError::invalid(format!("The port {p:?} is not a number from 1 to 65535.")))?),
+    };
+    let new = crate::hosts::NewHost {
+        name: name.clone(),
+        hostname,
+        port,
+        user,
+        identity_file: optional(identity_file),
+        proxy_jump: optional(proxy_jump),
+    };
+    crate::backend::notebook()?.update_host(&name, new).await.inspect_err(crate::backend::set_status)
+}
+
+#[server]
+pub async fn import_hosts(path: String, text: String) -> Result<crate::hosts::ImportReport, ApiError> {
+    let source = crate::hosts::HostImport { path: optional(path).filter(|_| text.trim().is_empty()), text: optional(text) };
+    crate::backend::notebook()?.import_hosts(source).await.inspect_err(crate::backend::set_status)
+}
+
+#[server]
 pub async fn remove_host(name: String) -> Result<(), ApiError> {
     crate::backend::notebook()?.remove_host(&name).await.inspect_err(crate::backend::set_status)
 }
@@ -67,8 +97,19 @@ pub fn HostsPage() -> impl IntoView {
     let remove = ServerAction::<RemoveHost>::new();
     let trust = ServerAction::<TrustHost>::new();
     let passphrase = ServerAction::<SetPassphrase>::new();
+    let update = ServerAction::<UpdateHost>::new();
+    let import = ServerAction::<ImportHosts>::new();
     let hosts = Resource::new(
-        move || (add.version().get(), remove.version().get(), trust.version().get(), passphrase.version().get()),
+        move || {
+            (
+                add.version().get(),
+                remove.version().get(),
+                trust.version().get(),
+                passphrase.version().get(),
+                update.version().get(),
+                import.version().get(),
+            )
+        },
         |_| list_hosts(),
     );
     view! {
@@ -86,7 +127,7 @@ pub fn HostsPage() -> impl IntoView {
                         if hosts.is_empty() {
                             view! { <p class="empty">"No hosts yet. Add the GPU box you are investigating below."</p> }.into_any()
                         } else {
-                            hosts.into_iter().map(|host| view! { <HostCard host remove trust passphrase/> }).collect_view().into_any()
+                            hosts.into_iter().map(|host| view! { <HostCard host remove trust passphrase update/> }).collect_view().into_any()
                         }
                     })
                 })}
@@ -111,6 +152,27 @@ pub fn HostsPage() -> impl IntoView {
                 <div class="form-actions"><button type="submit" class="primary">"Add host"</button></div>
             </ActionForm>
         </details>
+        <details class="panel" id="import-hosts">
+            <summary>"Import from ssh_config"</summary>
+            <ActionForm action=import attr:class="stacked">
+                <label><span>"A file on this server"</span><input name="path" value="~/.ssh/config"/></label>
+                <label><span>"or its text " <span class="muted">"(wins when filled)"</span></span>
+                    <textarea name="text" rows="4" placeholder="Host h200-box\n  HostName 10.0.0.12\n  User ubuntu"></textarea></label>
+                <ActionError action=import/>
+                {move || import.value().with(|v| match v {
+                    Some(Ok(report)) => Some(view! {
+                        <p class="import-report">
+                            "Imported: " {if report.imported.is_empty() { "nothing".to_string() } else {
+                                report.imported.iter().map(|h| h.name.clone()).collect::<Vec<_>>().join(", ")
+                            }}
+                        </p>
+                        <ul class="muted">{report.skipped.iter().map(|s| view! { <li>{s.clone()}</li> }).collect_view()}</ul>
+                    }),
+                    _ => None,
+                })}
+                <div class="form-actions"><button type="submit">"Import hosts"</button></div>
+            </ActionForm>
+        </details>
     }
 }
 
@@ -120,8 +182,10 @@ fn HostCard(
     remove: ServerAction<RemoveHost>,
     trust: ServerAction<TrustHost>,
     passphrase: ServerAction<SetPassphrase>,
+    update: ServerAction<UpdateHost>,
 ) -> impl IntoView {
     let test = ServerAction::<TestHost>::new();
+    let edit = host.clone();
     let name = host.name.clone();
     let address = format!(
         "{}@{}{}",
@@ -164,6 +228,20 @@ fn HostCard(
                     <input type="hidden" name="name" value=test_name/>
                     <button type="submit" class="test-button">"Test connection"</button>
                 </ActionForm>
+                <details class="inline-form">
+                    <summary class="button">"Edit…"</summary>
+                    <ActionForm action=update attr:class="stacked">
+                        <input type="hidden" name="name" value=edit.name.clone()/>
+                        <label>"Hostname" <input name="hostname" required value=edit.hostname.clone()/></label>
+                        <label>"Port" <input name="port" inputmode="numeric" value=edit.port.to_string()/></label>
+                        <label>"User" <input name="user" required value=edit.user.clone()/></label>
+                        <label><span>"Key file " <span class="muted">"(empty: ssh-agent)"</span></span>
+                            <input name="identity_file" value=edit.identity_file.clone().unwrap_or_default()/></label>
+                        <label>"ProxyJump host" <input name="proxy_jump" value=edit.proxy_jump.clone().unwrap_or_default()/></label>
+                        <ActionError action=update/>
+                        <div class="form-actions"><button type="submit" class="primary">"Save"</button></div>
+                    </ActionForm>
+                </details>
                 <Confirm label="Remove…" prompt="Remove this host? Steps that use it keep their history.">
                     <ActionForm action=remove attr:class="inline">
                         <input type="hidden" name="name" value=remove_name/>

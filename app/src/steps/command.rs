@@ -116,6 +116,12 @@ pub async fn start_runs(step_id: i64, repeat: String, warmup: String) -> Result<
 }
 
 #[server]
+pub async fn earlier_output(run_id: i64, before: u64) -> Result<crate::runs::OutputTail, ApiError> {
+    crate::backend::notebook()?.output_before(run_id, before, 64 * 1024).await
+        .inspect_err(crate::backend::set_status)
+}
+
+#[server]
 pub async fn cancel_run(run_id: i64) -> Result<Run, ApiError> {
     crate::backend::notebook()?.cancel_run(run_id).await.inspect_err(crate::backend::set_status)
 }
@@ -300,6 +306,22 @@ fn RunOutput(run: Run) -> impl IntoView {
     }
     let summary = run_summary(&run);
     let position = run_position(&run);
+    let run_id = run.id;
+    // Older output is fetched on demand: a button, or scrolling to the top.
+    let first = RwSignal::new(start);
+    let earlier_html = RwSignal::new(String::new());
+    let load = Action::new(move |before: &u64| earlier_output(run_id, *before));
+    Effect::new(move |_| {
+        if let Some(Ok(part)) = load.value().get() {
+            earlier_html.update(|h| h.insert_str(0, &part.html));
+            first.set(part.start);
+        }
+    });
+    let load_more = move || {
+        if first.get_untracked() > 0 && !load.pending().get_untracked() {
+            load.dispatch(first.get_untracked());
+        }
+    };
     view! {
         <div class="run" data-run=run.id data-status=run.status.as_str()>
             <div class="run-head">
@@ -312,13 +334,27 @@ fn RunOutput(run: Run) -> impl IntoView {
                 <a href=format!("/api/v1/runs/{}/output?download=1", run.id) class="quiet">"raw"</a>
             </div>
             {run.error.clone().map(|e| view! { <p class="run-error">{e}</p> })}
-            {(start > 0).then(|| view! {
+            <Show when=move || { first.get() > 0 }>
                 <p class="muted earlier">
-                    {human_bytes(start)} " earlier — "
-                    <a href=format!("/api/v1/runs/{}/output", run.id)>"full output"</a>
+                    {move || human_bytes(first.get())} " earlier — "
+                    <button type="button" class="quiet load-earlier" on:click=move |_| load_more()>"load earlier output"</button>
+                    " · "
+                    <a href=format!("/api/v1/runs/{run_id}/output")>"full output"</a>
                 </p>
-            })}
-            <pre class="output"><code inner_html=html></code><code class="live" inner_html=move || live_html.get()></code></pre>
+            </Show>
+            <pre
+                class="output"
+                on:scroll=move |ev| {
+                    let top = event_target::<leptos::web_sys::Element>(&ev).scroll_top();
+                    if top <= 0 {
+                        load_more();
+                    }
+                }
+            >
+                <code class="earlier-output" inner_html=move || earlier_html.get()></code>
+                <code inner_html=html></code>
+                <code class="live" inner_html=move || live_html.get()></code>
+            </pre>
         </div>
     }
 }

@@ -71,6 +71,13 @@ pub fn ansi_html(bytes: &[u8]) -> String {
 /// The end of a run's output, starting at a line boundary.
 pub async fn tail(dir: &std::path::Path, run: i64, bytes: u64) -> std::io::Result<OutputTail> {
     let (_, len) = output::read_range(dir, run, 0, 0).await?;
+    window(dir, run, len, bytes).await
+}
+
+/// Up to `bytes` of output ending at `end`, starting at a line boundary (or 0).
+pub async fn window(dir: &std::path::Path, run: i64, end: u64, bytes: u64) -> std::io::Result<OutputTail> {
+    let (_, len) = output::read_range(dir, run, 0, 0).await?;
+    let len = end.min(len);
     let mut start = len.saturating_sub(bytes);
     let (mut data, _) = output::read_range(dir, run, start, len - start).await?;
     if start > 0
@@ -170,6 +177,13 @@ impl Service {
         }
         self.runner.spawn_batch(row.investigation_id, runs.clone(), target);
         Ok(runs)
+    }
+
+    pub(crate) async fn output_before_impl(&self, id: i64, before: u64, bytes: u64) -> Result<OutputTail, ApiError> {
+        self.run_impl(id).await?;
+        window(self.runner.output_dir(), id, before, bytes.clamp(1, 1024 * 1024))
+            .await
+            .map_err(|e| internal("output window", e))
     }
 
     pub(crate) async fn run_impl(&self, id: i64) -> Result<Run, ApiError> {

@@ -452,3 +452,34 @@ async fn the_ssh_agent_logs_in_when_no_key_file_is_set() {
         let _ = std::process::Command::new("kill").arg(pid).status();
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_output_stream_resumes_at_an_offset_without_gaps_or_duplicates() {
+    let sshd = Sshd::start();
+    let app = app_with_host(&sshd).await;
+    let step = command_step(&app, json!({ "command": "seq 1 2000" })).await;
+    let run = finished(&app, start(&app, step, json!({})).await[0]).await;
+    let id = run["id"].as_i64().unwrap();
+    let all = output(&app, id).await;
+    assert_eq!(all.len(), 8893);
+
+    // A client that saw up to the end of line 1000 reconnects with Last-Event-ID.
+    let offset = all.iter().enumerate().filter(|(_, b)| **b == b'\n').nth(999).map(|(i, _)| i + 1).unwrap();
+    let request = axum::http::Request::get(format!("/api/v1/runs/{id}/stream?offset=0"))
+        .header("last-event-id", offset.to_string())
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let response = tower::ServiceExt::oneshot(app.router.clone(), request).await.unwrap();
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let body = http_body_util::BodyExt::collect(response.into_body()).await.unwrap().to_bytes();
+    let text = String::from_utf8_lossy(&body);
+    let data: String = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: ").or_else(|| (l == "data:").then_some("")))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let numbers: Vec<u32> = data.split_whitespace().filter_map(|n| n.parse().ok()).collect();
+    assert_eq!(numbers, (1001..=2000).collect::<Vec<_>>());
+    assert!(text.contains("event: end"), "{text}");
+    assert!(text.contains(&format!("id: {}", all.len())), "the last id is the end offset");
+}
