@@ -37,9 +37,15 @@ export function startServer(dataDir) {
         resolve({
           url: m[1],
           log: () => log,
-          stop: () => new Promise((done) => {
+          // Resolves when the server has exited; a server that does not exit within
+          // 10 s of SIGTERM (e.g. held by open event streams) fails the test.
+          stop: () => new Promise((done, fail) => {
             child.removeAllListeners('exit');
-            child.on('exit', done);
+            const timer = setTimeout(() => {
+              child.kill('SIGKILL');
+              fail(new Error(`sleuth did not exit within 10 s of SIGTERM:\n${log}`));
+            }, 10_000);
+            child.on('exit', () => { clearTimeout(timer); done(); });
             child.kill('SIGTERM');
           }),
         });

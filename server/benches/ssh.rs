@@ -85,7 +85,8 @@ async fn main() {
         c
     };
     let control_opt = format!("ControlPath={}", control.display());
-    let mut master = ssh(&["-o", "ControlMaster=yes", "-o", &control_opt, "-N"]).arg(&destination).spawn().expect("master");
+    let mut master =
+        ssh(&["-o", "ControlMaster=yes", "-o", &control_opt, "-N"]).arg(&destination).spawn().expect("master");
     while !control.exists() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -110,15 +111,18 @@ async fn main() {
         .create_investigation(app::model::NewInvestigation { title: "bench".into(), question: None })
         .await
         .expect("investigation");
-    let command_step = |command: &str| StepBody::Command(CommandBody {
-        host: "bench".into(),
-        command: command.into(),
-        env: Default::default(),
-        cwd: None,
-        timeout_s: None,
-    });
+    let command_step = |command: &str| {
+        StepBody::Command(CommandBody {
+            host: "bench".into(),
+            command: command.into(),
+            env: Default::default(),
+            cwd: None,
+            timeout_s: None,
+        })
+    };
     let true_step = notebook.add_step(&investigation.id, command_step("true")).await.expect("step").id;
-    let gigabyte = notebook.add_step(&investigation.id, command_step("head -c 1000000000 /dev/zero")).await.expect("step").id;
+    let gigabyte =
+        notebook.add_step(&investigation.id, command_step("head -c 1000000000 /dev/zero")).await.expect("step").id;
 
     // (a) latency of `true`
     const N: usize = 20;
@@ -138,8 +142,16 @@ async fn main() {
     let (s, c, f) = (median(sleuth), median(controlmaster), median(fresh));
     println!("(a) `true`, median of {N}:");
     println!("    Sleuth pooled run        {:8.1} ms", ms(s));
-    println!("    ssh via ControlMaster    {:8.1} ms   Sleuth / ControlMaster = {:.2}x (target <= 1.0)", ms(c), ms(s) / ms(c));
-    println!("    fresh ssh                {:8.1} ms   fresh / Sleuth = {:.2}x faster (target >= 2.5)", ms(f), ms(f) / ms(s));
+    println!(
+        "    ssh via ControlMaster    {:8.1} ms   Sleuth / ControlMaster = {:.2}x (target <= 1.0)",
+        ms(c),
+        ms(s) / ms(c)
+    );
+    println!(
+        "    fresh ssh                {:8.1} ms   fresh / Sleuth = {:.2}x faster (target >= 2.5)",
+        ms(f),
+        ms(f) / ms(s)
+    );
 
     // (b) 1 GB of output
     let _ = std::fs::write("/proc/self/clear_refs", "5"); // resets the peak RSS counter

@@ -46,8 +46,13 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     // Tests and scripts read this line to find the port when --addr ends in :0.
     println!("Sleuth is running at http://{local}/ (data in {})", args.data.display());
+    let live = state.runner.live().clone();
     axum::serve(listener, router::app(state))
-        .with_graceful_shutdown(shutdown_signal())
+        .with_graceful_shutdown(async move {
+            shutdown_signal().await;
+            // Open event streams would hold the shutdown forever.
+            live.close();
+        })
         .await
         .map_err(|e| format!("server error: {e}"))
 }

@@ -51,7 +51,10 @@ pub async fn update_host(
 ) -> Result<Host, ApiError> {
     let port = match port.trim() {
         "" => None,
-        p => Some(p.parse::<u16>().map_err(|_| ApiError::invalid(format!("The port {p:?} is not a number from 1 to 65535.")))?),
+        p => Some(
+            p.parse::<u16>()
+                .map_err(|_| ApiError::invalid(format!("The port {p:?} is not a number from 1 to 65535.")))?,
+        ),
     };
     let new = crate::hosts::NewHost {
         name: name.clone(),
@@ -66,7 +69,8 @@ pub async fn update_host(
 
 #[server]
 pub async fn import_hosts(path: String, text: String) -> Result<crate::hosts::ImportReport, ApiError> {
-    let source = crate::hosts::HostImport { path: optional(path).filter(|_| text.trim().is_empty()), text: optional(text) };
+    let source =
+        crate::hosts::HostImport { path: optional(path).filter(|_| text.trim().is_empty()), text: optional(text) };
     crate::backend::notebook()?.import_hosts(source).await.inspect_err(crate::backend::set_status)
 }
 

@@ -117,8 +117,7 @@ pub async fn start_runs(step_id: i64, repeat: String, warmup: String) -> Result<
 
 #[server]
 pub async fn earlier_output(run_id: i64, before: u64) -> Result<crate::runs::OutputTail, ApiError> {
-    crate::backend::notebook()?.output_before(run_id, before, 64 * 1024).await
-        .inspect_err(crate::backend::set_status)
+    crate::backend::notebook()?.output_before(run_id, before, 64 * 1024).await.inspect_err(crate::backend::set_status)
 }
 
 #[server]

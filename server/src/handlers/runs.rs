@@ -10,7 +10,7 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use futures::Stream;
+use futures::{Stream, StreamExt};
 use serde::Deserialize;
 use std::convert::Infallible;
 use std::time::Duration;
@@ -161,6 +161,7 @@ pub async fn stream(
             }
         }
     });
+    let stream = stream.take_until(state.runner.live().closed());
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
 }
 
@@ -191,6 +192,7 @@ pub async fn investigation_events(
             }
         }
     });
+    let stream = stream.take_until(state.runner.live().closed());
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
 }
 

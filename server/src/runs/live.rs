@@ -26,15 +26,30 @@ pub struct Progress {
 pub struct Live {
     events: broadcast::Sender<RunEvent>,
     runs: Mutex<HashMap<i64, watch::Sender<Progress>>>,
+    /// Set when the server shuts down: event streams end so it can.
+    closing: watch::Sender<bool>,
 }
 
 impl Default for Live {
     fn default() -> Self {
-        Self { events: broadcast::channel(1024).0, runs: Mutex::new(HashMap::new()) }
+        Self { events: broadcast::channel(1024).0, runs: Mutex::new(HashMap::new()), closing: watch::channel(false).0 }
     }
 }
 
 impl Live {
+    /// Ends every event stream (server shutdown).
+    pub fn close(&self) {
+        self.closing.send_replace(true);
+    }
+
+    /// Resolves when the server is shutting down.
+    pub fn closed(&self) -> impl std::future::Future<Output = ()> + Send + use<> {
+        let mut closing = self.closing.subscribe();
+        async move {
+            let _ = closing.wait_for(|c| *c).await;
+        }
+    }
+
     pub fn publish(&self, event: RunEvent) {
         // No subscribers is fine: nobody is watching.
         let _ = self.events.send(event);
