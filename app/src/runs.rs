@@ -78,6 +78,8 @@ pub struct Run {
     pub started_at: Option<String>,
     pub finished_at: Option<String>,
     pub duration_ms: Option<u64>,
+    /// Who started the run; `None` while Sleuth runs without accounts.
+    pub who: Option<String>,
     /// On pages, for the newest run of a step: the end of its output.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tail: Option<OutputTail>,

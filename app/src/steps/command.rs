@@ -412,3 +412,18 @@ fn RunHistory(runs: Vec<Run>) -> impl IntoView {
     }
     .into_any()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_lines_parse_and_round_trip() {
+        let env = parse_env("NCCL_PROTO=LL\n\n# a comment\nNCCL_DEBUG=INFO\r\nX=a=b c \n").unwrap();
+        assert_eq!(env["NCCL_PROTO"], "LL");
+        assert_eq!(env["NCCL_DEBUG"], "INFO");
+        assert_eq!(env["X"], "a=b c ", "the value is everything after the first =, as typed");
+        assert_eq!(parse_env(&env_text(&env)).unwrap(), env);
+        assert!(parse_env("JUSTANAME").unwrap_err().contains("Line 1"));
+    }
+}

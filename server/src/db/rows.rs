@@ -58,6 +58,7 @@ pub struct RunRow {
     pub queued_at: i64,
     pub started_at: Option<i64>,
     pub finished_at: Option<i64>,
+    pub who: Option<String>,
 }
 
 /// What a new run records; the rest starts at zero.
@@ -72,6 +73,7 @@ pub struct NewRun {
     pub batch_index: i64,
     pub batch_size: i64,
     pub warmup: bool,
+    pub who: Option<String>,
 }
 
 /// Where a run ended.

@@ -4,13 +4,13 @@
 use super::{NewRun, RunEnd, RunRow, Store, StoreResult, now_ms};
 
 const COLUMNS: &str = "id, step_id, host, command, env, cwd, timeout_s, status, exit_code, exit_signal, error,
-    batch_index, batch_size, warmup, stdout_bytes, stderr_bytes, lines, queued_at, started_at, finished_at";
+    batch_index, batch_size, warmup, stdout_bytes, stderr_bytes, lines, queued_at, started_at, finished_at, who";
 
 impl Store {
     pub async fn insert_run(&self, run: &NewRun) -> StoreResult<RunRow> {
         sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "INSERT INTO runs (step_id, host, command, env, cwd, timeout_s, status, batch_index, batch_size, warmup, queued_at)
-             VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?) RETURNING {COLUMNS}"
+            "INSERT INTO runs (step_id, host, command, env, cwd, timeout_s, status, batch_index, batch_size, warmup, queued_at, who)
+             VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?) RETURNING {COLUMNS}"
         )))
         .bind(run.step_id)
         .bind(&run.host)
@@ -22,6 +22,7 @@ impl Store {
         .bind(run.batch_size)
         .bind(run.warmup)
         .bind(now_ms())
+        .bind(&run.who)
         .fetch_one(&self.pool)
         .await
     }

@@ -41,6 +41,7 @@ pub fn run_from_row(row: RunRow) -> Run {
         started_at: row.started_at.map(timestamp),
         finished_at: row.finished_at.map(timestamp),
         duration_ms,
+        who: row.who,
         tail: None,
     }
 }
@@ -168,6 +169,8 @@ impl Service {
                 batch_index: i64::from(if i <= warmup { i } else { i - warmup }),
                 batch_size: i64::from(if i <= warmup { warmup } else { repeat }),
                 warmup: i <= warmup,
+                // Accounts come later; until then runs are anonymous.
+                who: None,
             })
             .collect();
         let runs = self.runner.insert_batch(new_runs).await.map_err(store_error)?;
