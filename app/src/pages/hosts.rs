@@ -13,6 +13,33 @@ fn optional(text: String) -> Option<String> {
     Some(text.trim().to_string()).filter(|t| !t.is_empty())
 }
 
+/// The host form's fields, as the notebook takes them.
+#[cfg(feature = "ssr")]
+fn host_from_form(
+    name: String,
+    hostname: String,
+    port: String,
+    user: String,
+    identity_file: String,
+    proxy_jump: String,
+) -> Result<crate::hosts::NewHost, ApiError> {
+    let port = match port.trim() {
+        "" => None,
+        p => Some(
+            p.parse::<u16>()
+                .map_err(|_| ApiError::invalid(format!("The port {p:?} is not a number from 1 to 65535.")))?,
+        ),
+    };
+    Ok(crate::hosts::NewHost {
+        name,
+        hostname,
+        port,
+        user,
+        identity_file: optional(identity_file),
+        proxy_jump: optional(proxy_jump),
+    })
+}
+
 #[server]
 pub async fn add_host(
     name: String,
@@ -22,21 +49,7 @@ pub async fn add_host(
     identity_file: String,
     proxy_jump: String,
 ) -> Result<Host, ApiError> {
-    let port = match port.trim() {
-        "" => None,
-        p => Some(
-            p.parse::<u16>()
-                .map_err(|_| ApiError::invalid(format!("The port {p:?} is not a number from 1 to 65535.")))?,
-        ),
-    };
-    let new = crate::hosts::NewHost {
-        name,
-        hostname,
-        port,
-        user,
-        identity_file: optional(identity_file),
-        proxy_jump: optional(proxy_jump),
-    };
+    let new = host_from_form(name, hostname, port, user, identity_file, proxy_jump)?;
     crate::backend::notebook()?.add_host(new).await.inspect_err(crate::backend::set_status)
 }
 
@@ -49,21 +62,7 @@ pub async fn update_host(
     identity_file: String,
     proxy_jump: String,
 ) -> Result<Host, ApiError> {
-    let port = match port.trim() {
-        "" => None,
-        p => Some(
-            p.parse::<u16>()
-                .map_err(|_| ApiError::invalid(format!("The port {p:?} is not a number from 1 to 65535.")))?,
-        ),
-    };
-    let new = crate::hosts::NewHost {
-        name: name.clone(),
-        hostname,
-        port,
-        user,
-        identity_file: optional(identity_file),
-        proxy_jump: optional(proxy_jump),
-    };
+    let new = host_from_form(name.clone(), hostname, port, user, identity_file, proxy_jump)?;
     crate::backend::notebook()?.update_host(&name, new).await.inspect_err(crate::backend::set_status)
 }
 
