@@ -3,16 +3,33 @@
 //! last event id (a byte offset), so a dropped connection resumes where it was.
 
 use leptos::prelude::*;
+use send_wrapper::SendWrapper;
 use wasm_bindgen::JsCast;
 use wasm_bindgen::closure::Closure;
 use web_sys::{EventSource, MessageEvent};
 
+type Listener = Closure<dyn FnMut(MessageEvent)>;
+
+/// Opens `url` and calls each listener for its event name. The source and the
+/// listeners live until the component that opened them is cleaned up.
+fn listen(url: &str, listeners: Vec<(&'static str, Listener)>) -> Option<EventSource> {
+    let source = EventSource::new(url).ok()?;
+    for (event, listener) in &listeners {
+        let _ = source.add_event_listener_with_callback(event, listener.as_ref().unchecked_ref());
+    }
+    let held = SendWrapper::new((source.clone(), listeners));
+    on_cleanup(move || {
+        let (source, listeners) = held.take();
+        source.close();
+        drop(listeners);
+    });
+    Some(source)
+}
+
 /// Appends the run's output after `offset` to `html` as it arrives; calls
 /// `on_end` when the run ends.
 pub fn follow_output(run: i64, offset: u64, html: RwSignal<String>, bytes: RwSignal<u64>, on_end: impl Fn() + 'static) {
-    let url = format!("/api/v1/runs/{run}/stream?offset={offset}");
-    let Ok(source) = EventSource::new(&url) else { return };
-    let on_output = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
+    let on_output = Listener::new(move |ev: MessageEvent| {
         if let Some(text) = ev.data().as_string() {
             html.update(|h| h.push_str(&text));
         }
@@ -20,26 +37,21 @@ pub fn follow_output(run: i64, offset: u64, html: RwSignal<String>, bytes: RwSig
             bytes.set(offset);
         }
     });
+    let source = std::rc::Rc::new(std::cell::RefCell::new(None::<EventSource>));
     let closer = source.clone();
-    let on_end = Closure::<dyn FnMut(MessageEvent)>::new(move |_ev: MessageEvent| {
-        closer.close();
+    let on_ended = Listener::new(move |_ev: MessageEvent| {
+        if let Some(source) = closer.borrow().as_ref() {
+            source.close();
+        }
         on_end();
     });
-    let _ = source.add_event_listener_with_callback("output", on_output.as_ref().unchecked_ref());
-    let _ = source.add_event_listener_with_callback("end", on_end.as_ref().unchecked_ref());
-    on_output.forget();
-    on_end.forget();
-    let cleanup = send_wrapper::SendWrapper::new(source);
-    on_cleanup(move || cleanup.close());
+    let url = format!("/api/v1/runs/{run}/stream?offset={offset}");
+    *source.borrow_mut() = listen(&url, vec![("output", on_output), ("end", on_ended)]);
 }
 
 /// Refreshes the investigation page whenever one of its runs changes, here or
 /// in anyone else's browser.
 pub fn follow_investigation(id: String, on_change: impl Fn() + 'static) {
-    let Ok(source) = EventSource::new(&format!("/api/v1/investigations/{id}/events")) else { return };
-    let on_run = Closure::<dyn FnMut(MessageEvent)>::new(move |_ev: MessageEvent| on_change());
-    let _ = source.add_event_listener_with_callback("run", on_run.as_ref().unchecked_ref());
-    on_run.forget();
-    let cleanup = send_wrapper::SendWrapper::new(source);
-    on_cleanup(move || cleanup.close());
+    let on_run = Listener::new(move |_ev: MessageEvent| on_change());
+    listen(&format!("/api/v1/investigations/{id}/events"), vec![("run", on_run)]);
 }
