@@ -179,7 +179,7 @@ impl Runner {
             return OwnedEnd::error("lost", format!("Could not start the command: {e}"));
         }
 
-        let mut writer = match OutputWriter::create(&self.output_dir, run.id).await {
+        let mut writer = match OutputWriter::create(&self.output_dir, run.id) {
             Ok(w) => w,
             Err(e) => {
                 let _ = channel.close().await;
@@ -190,8 +190,10 @@ impl Runner {
         let mut exit_signal: Option<String> = None;
         let mut stop: Option<Stop> = None;
         let mut kill_at: Option<tokio::time::Instant> = None;
-        let mut counts = tokio::time::interval(COUNT_INTERVAL);
-        let mut flushes = tokio::time::interval(FLUSH_INTERVAL);
+        // First ticks one period from now: a short command needs no interim writes.
+        let now = tokio::time::Instant::now();
+        let mut counts = tokio::time::interval_at(now + COUNT_INTERVAL, COUNT_INTERVAL);
+        let mut flushes = tokio::time::interval_at(now + FLUSH_INTERVAL, FLUSH_INTERVAL);
         let mut unflushed = false;
         let mut write_error: Option<String> = None;
 
@@ -207,12 +209,12 @@ impl Runner {
                     let Some(msg) = msg else { break };
                     match msg {
                         ChannelMsg::Data { data } => {
-                            if let Err(e) = writer.append(Stream::Stdout, &data, now_ms()).await {
+                            if let Err(e) = writer.append(Stream::Stdout, &data, now_ms()) {
                                 write_error.get_or_insert(e.to_string());
                             }
                         }
                         ChannelMsg::ExtendedData { data, ext: 1 } => {
-                            if let Err(e) = writer.append(Stream::Stderr, &data, now_ms()).await {
+                            if let Err(e) = writer.append(Stream::Stderr, &data, now_ms()) {
                                 write_error.get_or_insert(e.to_string());
                             }
                         }
@@ -225,7 +227,7 @@ impl Runner {
                 }
                 _ = flushes.tick(), if unflushed => {
                     // Readers only see what is flushed.
-                    if let Err(e) = writer.flush().await {
+                    if let Err(e) = writer.flush() {
                         write_error.get_or_insert(e.to_string());
                     }
                     progress.send_modify(|p| p.len = writer.len);
@@ -251,7 +253,7 @@ impl Runner {
                 }
             }
         }
-        let _ = writer.flush().await;
+        let _ = writer.flush();
         progress.send_modify(|p| p.len = writer.len);
         if let Err(e) = self.store.update_run_counts(run.id, writer.stdout, writer.stderr, writer.lines).await {
             tracing::error!(run = run.id, "cannot record output counts: {e}");
