@@ -43,6 +43,8 @@ pub trait Notebook: Send + Sync + 'static {
     async fn start_runs(&self, step_id: i64, request: RunRequest) -> Result<Vec<Run>, ApiError>;
     async fn run(&self, id: i64) -> Result<Run, ApiError>;
     async fn cancel_run(&self, id: i64) -> Result<Run, ApiError>;
+    /// Fetches a snippet step's file again (optionally another range) as a new snapshot.
+    async fn refresh_snippet(&self, step_id: i64, start: Option<u64>, end: Option<u64>) -> Result<Step, ApiError>;
     /// Up to `bytes` of a run's output ending at `before`, as HTML, from a line start.
     async fn output_before(&self, id: i64, before: u64, bytes: u64) -> Result<OutputTail, ApiError>;
 }

@@ -98,6 +98,9 @@ pub struct Step {
     /// Runs of a command step, oldest first; empty for other kinds.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runs: Vec<crate::runs::Run>,
+    /// Snapshots of a snippet step, oldest first; empty for other kinds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub snapshots: Vec<crate::steps::snippet::Snapshot>,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -149,6 +152,7 @@ mod tests {
             html: None,
             url: step_url("abc", 7),
             runs: vec![],
+            snapshots: vec![],
             created_at: "t".into(),
             updated_at: "t".into(),
         };

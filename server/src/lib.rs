@@ -14,6 +14,7 @@ pub mod notebook;
 pub mod router;
 pub mod runs;
 pub mod serve;
+pub mod snippets;
 pub mod ssh;
 pub mod state;
 mod steps;

@@ -108,6 +108,7 @@ fn step(row: StepRow) -> Result<Step, ApiError> {
     Ok(Step {
         url: step_url(&row.investigation_id, row.id),
         runs: Vec::new(),
+        snapshots: Vec::new(),
         html: steps::render(&body),
         body,
         id: row.id,
@@ -149,6 +150,8 @@ impl Notebook for Service {
             self.store.steps(id).await.map_err(store_error)?.into_iter().map(step).collect::<Result<Vec<_>, _>>()?;
         let runs = self.store.runs_of_investigation(id).await.map_err(store_error)?;
         self.attach_runs(&mut steps, runs).await;
+        let snapshots = self.store.snapshots_of_investigation(id).await.map_err(store_error)?;
+        self.attach_snapshots(&mut steps, snapshots).await;
         let summary = summary(row);
         Ok(Investigation {
             id: summary.id,
@@ -203,6 +206,11 @@ impl Notebook for Service {
         }
         let body = steps::validate(body)?;
         self.check_references(&body).await?;
+        // A snippet is fetched first: a bad path is a 4xx and no step is made.
+        let snapshot = match &body {
+            StepBody::Snippet(snippet) => Some(self.fetch_snapshot(snippet).await?),
+            _ => None,
+        };
         let (kind, fields) = steps::to_stored(&body).map_err(|e| internal("to_stored", e))?;
         let row = self
             .store
@@ -210,7 +218,10 @@ impl Notebook for Service {
             .await
             .map_err(store_error)?
             .ok_or_else(|| investigation_not_found(investigation))?;
-        step(row)
+        if let Some(snapshot) = snapshot {
+            self.store_snapshot(row.id, snapshot).await?;
+        }
+        self.step(row.id).await
     }
 
     async fn step(&self, id: i64) -> Result<Step, ApiError> {
@@ -218,6 +229,8 @@ impl Notebook for Service {
         let mut steps = vec![step(row)?];
         let runs = self.store.runs_of_step(id).await.map_err(store_error)?;
         self.attach_runs(&mut steps, runs).await;
+        let snapshots = self.store.snapshots_of_step(id).await.map_err(store_error)?;
+        self.attach_snapshots(&mut steps, snapshots).await;
         Ok(steps.remove(0))
     }
 
@@ -232,10 +245,17 @@ impl Notebook for Service {
         }
         let body = steps::validate(body)?;
         self.check_references(&body).await?;
+        let snapshot = match &body {
+            StepBody::Snippet(snippet) => Some(self.fetch_snapshot(snippet).await?),
+            _ => None,
+        };
         let (_, fields) = steps::to_stored(&body).map_err(|e| internal("to_stored", e))?;
         let row =
             self.store.update_step_body(id, &fields).await.map_err(store_error)?.ok_or_else(|| step_not_found(id))?;
-        step(row)
+        if let Some(snapshot) = snapshot {
+            self.store_snapshot(row.id, snapshot).await?;
+        }
+        self.step(row.id).await
     }
 
     async fn move_step(&self, id: i64, position: u32) -> Result<Step, ApiError> {
@@ -294,6 +314,9 @@ impl Notebook for Service {
     }
     async fn cancel_run(&self, id: i64) -> Result<Run, ApiError> {
         self.cancel_run_impl(id).await
+    }
+    async fn refresh_snippet(&self, step_id: i64, start: Option<u64>, end: Option<u64>) -> Result<Step, ApiError> {
+        self.refresh_snippet_impl(step_id, start, end).await
     }
     async fn output_before(&self, id: i64, before: u64, bytes: u64) -> Result<OutputTail, ApiError> {
         self.output_before_impl(id, before, bytes).await

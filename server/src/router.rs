@@ -25,6 +25,7 @@ pub fn app(state: AppState) -> Router {
         .route("/investigations/{id}/events", get(runs::investigation_events))
         .route("/steps/{step_id}", get(steps::show).patch(steps::update).delete(steps::delete))
         .route("/steps/{step_id}/runs", get(runs::of_step).post(runs::start))
+        .route("/steps/{step_id}/refresh", post(steps::refresh))
         .route("/runs/{run_id}", get(runs::show))
         .route("/runs/{run_id}/cancel", post(runs::cancel))
         .route("/runs/{run_id}/output", get(runs::output))

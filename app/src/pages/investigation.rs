@@ -5,7 +5,7 @@ use crate::api::{
 };
 use crate::components::{ActionError, Confirm, StatusBadge};
 use crate::model::{Investigation, InvestigationStatus, Step, limits, short_time};
-use crate::steps::{StepContent, command::AddCommand, note::AddNote};
+use crate::steps::{StepContent, command::AddCommand, note::AddNote, snippet::AddSnippet};
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
@@ -87,7 +87,8 @@ fn InvestigationView(inv: Investigation) -> impl IntoView {
             <ol class="steps">{steps}</ol>
         </section>
         <AddNote investigation=id.clone()/>
-        <AddCommand investigation=id/>
+        <AddCommand investigation=id.clone()/>
+        <AddSnippet investigation=id/>
     }
 }
 

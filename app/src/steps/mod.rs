@@ -4,6 +4,7 @@
 
 pub mod command;
 pub mod note;
+pub mod snippet;
 
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -14,6 +15,7 @@ use serde::{Deserialize, Serialize};
 pub enum StepBody {
     Note(note::NoteBody),
     Command(command::CommandBody),
+    Snippet(snippet::SnippetBody),
 }
 
 impl StepBody {
@@ -21,6 +23,7 @@ impl StepBody {
         match self {
             Self::Note(_) => "note",
             Self::Command(_) => "command",
+            Self::Snippet(_) => "snippet",
         }
     }
 }
@@ -31,5 +34,6 @@ pub fn StepContent(step: crate::model::Step, editing: RwSignal<bool>) -> impl In
     match step.body.clone() {
         StepBody::Note(_) => view! { <note::NoteContent step editing/> }.into_any(),
         StepBody::Command(_) => view! { <command::CommandContent step editing/> }.into_any(),
+        StepBody::Snippet(_) => view! { <snippet::SnippetContent step/> }.into_any(),
     }
 }

@@ -18,8 +18,10 @@
 mod hosts;
 mod rows;
 mod runs;
+mod snapshots;
 
 pub use rows::{HostRow, InvestigationRow, NewRun, RunEnd, RunRow, StepRow};
+pub use snapshots::SnapshotRow;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 use std::path::Path;

@@ -116,11 +116,22 @@ pub async fn stream(
     Query(query): Query<StreamQuery>,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, AppError> {
-    state.notebook.run(id).await?;
+    let run = state.notebook.run(id).await?;
+    // A queued run has no output yet: wait for it to start (or end) rather than
+    // telling the browser it is over.
+    let mut watch = state.runner.live().watch(id);
+    if watch.is_none() && !run.status.is_finished() {
+        for _ in 0..600 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            watch = state.runner.live().watch(id);
+            if watch.is_some() || state.notebook.run(id).await?.status.is_finished() {
+                break;
+            }
+        }
+    }
     let resume = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
     let start = resume.unwrap_or(query.offset);
     let dir = state.runner.output_dir().to_path_buf();
-    let watch = state.runner.live().watch(id);
     let stream = futures::stream::unfold((start, watch, false), move |(mut offset, mut watch, done)| {
         let dir = dir.clone();
         async move {
@@ -166,7 +177,8 @@ pub async fn stream(
 }
 
 /// Server-Sent Events for an investigation: `event: run` with the run as JSON
-/// whenever one of its runs is queued, starts or ends.
+/// whenever one of its runs is queued, starts or ends (and `{"sync":true}` once
+/// on connecting, so a client refreshes what it may have missed).
 pub async fn investigation_events(
     State(state): State<AppState>,
     ApiPath(investigation): ApiPath<String>,
@@ -192,7 +204,10 @@ pub async fn investigation_events(
             }
         }
     });
-    let stream = stream.take_until(state.runner.live().closed());
+    // First a sync event: runs that changed between the page load and this
+    // subscription would otherwise be missed until their next change.
+    let sync = futures::stream::once(async { Ok(Event::default().event("run").data("{\"sync\":true}")) });
+    let stream = sync.chain(stream).take_until(state.runner.live().closed());
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
 }
 

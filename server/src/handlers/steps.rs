@@ -60,3 +60,27 @@ pub async fn delete(State(state): State<AppState>, ApiPath(id): ApiPath<i64>) ->
     state.notebook.delete_step(id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
+
+#[derive(serde::Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Refresh {
+    #[serde(default)]
+    start: Option<u64>,
+    #[serde(default)]
+    end: Option<u64>,
+}
+
+/// Fetches a snippet step's file again as a new snapshot (optionally another range).
+pub async fn refresh(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+    body: axum::body::Bytes,
+) -> Result<Json<Step>, AppError> {
+    let refresh: Refresh = if body.iter().all(u8::is_ascii_whitespace) {
+        Refresh::default()
+    } else {
+        serde_json::from_slice(&body)
+            .map_err(|e| ApiError::invalid(format!("The refresh request is not valid: {e}")))?
+    };
+    Ok(Json(state.notebook.refresh_snippet(id, refresh.start, refresh.end).await?))
+}

@@ -122,6 +122,15 @@ impl Service {
                 }
                 Ok(())
             }
+            StepBody::Snippet(snippet) => {
+                if self.store.host(&snippet.host).await.map_err(store_error)?.is_none() {
+                    return Err(ApiError::invalid(format!(
+                        "There is no host {:?}; add it on the Hosts page first.",
+                        snippet.host
+                    )));
+                }
+                Ok(())
+            }
             StepBody::Note(_) => Ok(()),
         }
     }

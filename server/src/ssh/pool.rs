@@ -99,6 +99,9 @@ impl client::Handler for ClientHandler {
 pub struct Connection {
     handle: Handle<ClientHandler>,
     channels: Arc<Semaphore>,
+    /// One long-lived SFTP session per connection, opened on first use: a file
+    /// fetch then costs a round trip, not a new session.
+    sftp: tokio::sync::OnceCell<Arc<russh_sftp::client::SftpSession>>,
     host: String,
     /// Keeps the jump host's connection (which carries this one) alive.
     _jump: Option<Arc<Connection>>,
@@ -138,6 +141,23 @@ impl Connection {
         }
     }
 
+    async fn sftp(self: &Arc<Self>) -> Result<Arc<russh_sftp::client::SftpSession>, SshError> {
+        self.sftp
+            .get_or_try_init(|| async {
+                let session = self.open_session().await?;
+                // The SFTP channel lives as long as the connection: keep its place.
+                let SessionChannel { channel, _permit: permit, .. } = session;
+                permit.forget();
+                channel.request_subsystem(true, "sftp").await.map_err(|e| self.lost(&e.to_string()))?;
+                let sftp = russh_sftp::client::SftpSession::new(channel.into_stream())
+                    .await
+                    .map_err(|e| self.lost(&format!("the host's SFTP subsystem did not start: {e}")))?;
+                Ok(Arc::new(sftp))
+            })
+            .await
+            .cloned()
+    }
+
     fn lost(&self, reason: &str) -> SshError {
         SshError::Lost { host: self.host.clone(), reason: reason.to_string() }
     }
@@ -175,6 +195,19 @@ impl Pool {
             Err(_) if connection.is_closed() => {
                 self.drop_connection(&target.name, &connection).await;
                 self.connection(target).await?.open_session().await
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The host's long-lived SFTP session, reconnecting once if the connection died.
+    pub async fn sftp(&self, target: &Target) -> Result<Arc<russh_sftp::client::SftpSession>, SshError> {
+        let connection = self.connection(target).await?;
+        match connection.sftp().await {
+            Ok(sftp) => Ok(sftp),
+            Err(_) if connection.is_closed() => {
+                self.drop_connection(&target.name, &connection).await;
+                self.connection(target).await?.sftp().await
             }
             Err(e) => Err(e),
         }
@@ -318,6 +351,7 @@ impl Pool {
         Ok(Connection {
             handle,
             channels: Arc::new(Semaphore::new(MAX_CHANNELS)),
+            sftp: tokio::sync::OnceCell::new(),
             host: target.name.clone(),
             _jump: jump,
         })

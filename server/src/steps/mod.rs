@@ -3,6 +3,7 @@
 
 mod command;
 mod note;
+mod snippet;
 
 use app::error::ApiError;
 use app::steps::StepBody;
@@ -12,6 +13,7 @@ pub fn validate(body: StepBody) -> Result<StepBody, ApiError> {
     match body {
         StepBody::Note(note) => note::validate(note).map(StepBody::Note),
         StepBody::Command(command) => command::validate(command).map(StepBody::Command),
+        StepBody::Snippet(snippet) => snippet::validate(snippet).map(StepBody::Snippet),
     }
 }
 
@@ -20,6 +22,8 @@ pub fn render(body: &StepBody) -> Option<String> {
     match body {
         StepBody::Note(note) => Some(note::render(note)),
         StepBody::Command(command) => Some(command::render(command)),
+        // Rendered from its snapshots (see `snippets`).
+        StepBody::Snippet(_) => None,
     }
 }
 

@@ -5,5 +5,6 @@ mod helpers;
 mod investigations;
 mod pages;
 mod runs;
+mod snippets;
 mod sshd;
 mod steps;

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
 /// An app with one host "gpu" pointing at `sshd`, its key trusted.
-async fn app_with_host(sshd: &Sshd) -> TestApp {
+pub async fn app_with_host(sshd: &Sshd) -> TestApp {
     let app = spawn_app().await;
     add_host(&app, "gpu", sshd, &sshd.client_key.display().to_string()).await;
     let test = app.post_json("/api/v1/hosts/gpu/test", json!({})).await;

@@ -1,0 +1,218 @@
+//! Snippet steps: a line range of a source file on a GPU host, kept as
+//! snapshots of what was read.
+
+use serde::{Deserialize, Serialize};
+
+/// Most lines one snippet may show.
+pub const MAX_LINES: u64 = 5_000;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SnippetBody {
+    pub host: String,
+    /// An absolute path on the host…
+    #[serde(default)]
+    pub path: Option<String>,
+    /// …or a Python module, resolved to its file by `python` on the host.
+    #[serde(default)]
+    pub module: Option<String>,
+    #[serde(default)]
+    pub python: Option<String>,
+    /// 1-based, inclusive; both absent means the whole file (up to 1 MB).
+    #[serde(default)]
+    pub start: Option<u64>,
+    #[serde(default)]
+    pub end: Option<u64>,
+}
+
+/// One fetch of the file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Snapshot {
+    pub id: i64,
+    pub path: String,
+    pub start: u64,
+    pub end: u64,
+    pub lines: Vec<String>,
+    /// The same lines highlighted (escaped HTML), for pages.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub html_lines: Vec<String>,
+    pub total_lines: Option<u64>,
+    pub size: u64,
+    /// RFC 3339.
+    pub mtime: Option<String>,
+    pub sha256: Option<String>,
+    pub notes: Vec<String>,
+    pub fetched_at: String,
+}
+
+/// The anchor of a line of a step: `step-12-L130`.
+pub fn line_anchor(step_id: i64, line: u64) -> String {
+    format!("step-{step_id}-L{line}")
+}
+
+use crate::error::ApiError;
+use crate::model::{Step, short_time};
+use crate::runs::human_bytes;
+use leptos::form::ActionForm;
+use leptos::prelude::*;
+
+#[server]
+pub async fn refresh_snippet(step_id: i64, start: String, end: String) -> Result<Step, ApiError> {
+    let number = |s: &str| s.trim().parse::<u64>().ok();
+    crate::backend::notebook()?
+        .refresh_snippet(step_id, number(&start), number(&end))
+        .await
+        .inspect_err(crate::backend::set_status)
+}
+
+#[server]
+pub async fn add_snippet(
+    investigation: String,
+    host: String,
+    path: String,
+    start: String,
+    end: String,
+) -> Result<Step, ApiError> {
+    let number = |what: &str, s: &str| -> Result<Option<u64>, ApiError> {
+        match s.trim() {
+            "" => Ok(None),
+            t => t.parse().map(Some).map_err(|_| ApiError::invalid(format!("The {what} line {t:?} is not a number."))),
+        }
+    };
+    let path = path.trim().to_string();
+    // "module:python" is not a path: a module name has no slash.
+    let (path, module, python) = if path.starts_with('/') {
+        (Some(path), None, None)
+    } else {
+        let (module, python) = path
+            .split_once(' ')
+            .map(|(m, p)| (m.to_string(), p.trim().to_string()))
+            .unwrap_or((path, "python3".into()));
+        (None, Some(module), Some(python))
+    };
+    let body = SnippetBody { host, path, module, python, start: number("start", &start)?, end: number("end", &end)? };
+    crate::backend::notebook()?
+        .add_step(&investigation, super::StepBody::Snippet(body))
+        .await
+        .inspect_err(crate::backend::set_status)
+}
+
+#[component]
+pub fn SnippetContent(step: Step) -> impl IntoView {
+    let super::StepBody::Snippet(body) = step.body.clone() else {
+        return ().into_any();
+    };
+    let Some(snapshot) = step.snapshots.last().cloned() else {
+        return view! { <p class="muted">"Not fetched yet."</p> }.into_any();
+    };
+    let changed =
+        step.snapshots.iter().rev().nth(1).filter(|previous| previous.sha256 != snapshot.sha256).map(|previous| {
+            format!(
+                "The file changed since the previous fetch ({}): sha256 {} → {}.",
+                short_time(&previous.fetched_at),
+                previous.sha256.as_deref().map(|s| &s[..12.min(s.len())]).unwrap_or("?"),
+                snapshot.sha256.as_deref().map(|s| &s[..12.min(s.len())]).unwrap_or("?"),
+            )
+        });
+    let refresh = crate::pages::investigation::timeline_action::<RefreshSnippet>();
+    let step_id = step.id;
+    let total = snapshot.total_lines.map(|t| format!(" of {t}")).unwrap_or_default();
+    let facts = format!(
+        "lines {}–{}{total} · {} · {}fetched {}",
+        snapshot.start,
+        snapshot.end,
+        human_bytes(snapshot.size),
+        snapshot.mtime.as_deref().map(|m| format!("modified {} · ", short_time(m))).unwrap_or_default(),
+        short_time(&snapshot.fetched_at),
+    );
+    let rows = snapshot
+        .html_lines
+        .iter()
+        .enumerate()
+        .map(|(i, html)| {
+            let n = snapshot.start + i as u64;
+            let anchor = line_anchor(step_id, n);
+            view! {
+                <tr id=anchor.clone() data-line=n>
+                    <td class="ln"><a href=format!("#{anchor}")>{n}</a></td>
+                    <td class="code"><code inner_html=html.clone()></code></td>
+                </tr>
+            }
+        })
+        .collect_view();
+    let (start, end) = (snapshot.start, snapshot.end);
+    let expand = move |by: u64| (start.saturating_sub(by).max(1).to_string(), (end + by).to_string());
+    let (up_start, up_end) = expand(20);
+    view! {
+        <div class="snippet-meta">
+            <span class="host">{body.host.clone()}</span>
+            <code class="path">{snapshot.path.clone()}</code>
+            {body.module.clone().map(|m| view! { <span class="muted">"(" {m} ")"</span> })}
+        </div>
+        <p class="muted snippet-facts">
+            {facts}
+            {snapshot.sha256.clone().map(|s| view! { " · sha256 " <code title=s.clone()>{s[..12.min(s.len())].to_string()}</code> })}
+        </p>
+        {changed.map(|c| view! { <p class="notice">{c}</p> })}
+        {snapshot.notes.iter().map(|n| view! { <p class="notice">{n.clone()}</p> }).collect_view()}
+        <div class="code-view">
+            <table class="code-lines"><tbody>{rows}</tbody></table>
+        </div>
+        <div class="snippet-controls">
+            <ActionForm action=refresh attr:class="inline">
+                <input type="hidden" name="step_id" value=step_id/>
+                <input type="hidden" name="start" value=up_start/>
+                <input type="hidden" name="end" value=up_end/>
+                <button type="submit" class="quiet">"± 20 lines"</button>
+            </ActionForm>
+            <ActionForm action=refresh attr:class="inline">
+                <input type="hidden" name="step_id" value=step_id/>
+                <input type="hidden" name="start" value=start.to_string()/>
+                <input type="hidden" name="end" value=end.to_string()/>
+                <button type="submit" class="quiet">"Refresh"</button>
+            </ActionForm>
+            <span class="muted">{step.snapshots.len()} " snapshot(s)"</span>
+        </div>
+        <crate::components::ActionError action=refresh/>
+    }
+    .into_any()
+}
+
+/// "Add a snippet" at the end of the timeline.
+#[component]
+pub fn AddSnippet(investigation: String) -> impl IntoView {
+    let add = crate::pages::investigation::timeline_action::<AddSnippet>();
+    let form = crate::components::reset_on_success(add);
+    let hosts = Resource::new(|| (), |_| crate::api::list_hosts());
+    view! {
+        <details class="add-step" id="add-snippet">
+            <summary>"Add a source snippet"</summary>
+            <ActionForm action=add node_ref=form attr:class="stacked">
+                <input type="hidden" name="investigation" value=investigation/>
+                <div class="row">
+                    <label>
+                        "Host"
+                        <Suspense fallback=|| view! { <select name="host" disabled=true></select> }>
+                            {move || Suspend::new(async move {
+                                let hosts = hosts.await.unwrap_or_default();
+                                view! {
+                                    <select name="host" required>
+                                        {hosts.into_iter().map(|h| view! { <option value=h.name.clone()>{h.name.clone()}</option> }).collect_view()}
+                                    </select>
+                                }
+                            })}
+                        </Suspense>
+                    </label>
+                    <label class="wide">
+                        <span>"File " <span class="muted">"(absolute path, or a module and its python)"</span></span>
+                        <input name="path" required placeholder="/usr/lib/python3/dist-packages/vllm/…/custom_all_reduce.py  or  vllm.distributed.device_communicators.custom_all_reduce /root/ml-env/bin/python"/>
+                    </label>
+                    <label class="narrow">"From line" <input name="start" inputmode="numeric" placeholder="130"/></label>
+                    <label class="narrow">"To line" <input name="end" inputmode="numeric" placeholder="180"/></label>
+                </div>
+                <crate::components::ActionError action=add/>
+                <div class="form-actions"><button type="submit" class="primary">"Fetch snippet"</button></div>
+            </ActionForm>
+        </details>
+    }
+}

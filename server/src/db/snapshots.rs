@@ -1,0 +1,64 @@
+//! Snapshot rows of snippet steps.
+
+use super::{Store, StoreResult, now_ms};
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct SnapshotRow {
+    pub id: i64,
+    pub step_id: i64,
+    pub path: String,
+    pub start_line: i64,
+    pub end_line: i64,
+    /// JSON array of strings.
+    pub lines: String,
+    pub total_lines: Option<i64>,
+    pub size: i64,
+    pub mtime: Option<i64>,
+    pub sha256: Option<String>,
+    /// JSON array of strings.
+    pub notes: String,
+    pub fetched_at: i64,
+}
+
+const COLUMNS: &str =
+    "id, step_id, path, start_line, end_line, lines, total_lines, size, mtime, sha256, notes, fetched_at";
+
+impl Store {
+    #[allow(clippy::too_many_arguments)]
+    pub async fn insert_snapshot(&self, row: &SnapshotRow) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO snapshots (step_id, path, start_line, end_line, lines, total_lines, size, mtime, sha256, notes, fetched_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(row.step_id)
+        .bind(&row.path)
+        .bind(row.start_line)
+        .bind(row.end_line)
+        .bind(&row.lines)
+        .bind(row.total_lines)
+        .bind(row.size)
+        .bind(row.mtime)
+        .bind(&row.sha256)
+        .bind(&row.notes)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    pub async fn snapshots_of_investigation(&self, investigation: &str) -> StoreResult<Vec<SnapshotRow>> {
+        sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT {COLUMNS} FROM snapshots WHERE step_id IN (SELECT id FROM steps WHERE investigation_id = ?) ORDER BY id"
+        )))
+        .bind(investigation)
+        .fetch_all(&self.pool)
+        .await
+    }
+
+    pub async fn snapshots_of_step(&self, step_id: i64) -> StoreResult<Vec<SnapshotRow>> {
+        sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM snapshots WHERE step_id = ? ORDER BY id")))
+            .bind(step_id)
+            .fetch_all(&self.pool)
+            .await
+    }
+}

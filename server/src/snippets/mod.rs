@@ -1,0 +1,110 @@
+//! Source snippets fetched from hosts: reading a line range over SFTP, keeping a
+//! snapshot of what was read, and highlighting it.
+
+pub mod fetch;
+pub mod highlight;
+
+use crate::db::SnapshotRow;
+use crate::notebook::{Service, internal, store_error, timestamp};
+use app::error::ApiError;
+use app::model::Step;
+use app::steps::StepBody;
+use app::steps::snippet::{Snapshot, SnippetBody};
+use std::collections::HashMap;
+
+fn snapshot_view(row: SnapshotRow) -> Snapshot {
+    let lines: Vec<String> = serde_json::from_str(&row.lines).unwrap_or_default();
+    let first = if row.start_line == 1 { lines.first().map(String::as_str) } else { None };
+    let html_lines = highlight::highlight(&row.path, first, &lines);
+    Snapshot {
+        id: row.id,
+        start: u64::try_from(row.start_line).unwrap_or(1),
+        end: u64::try_from(row.end_line).unwrap_or(1),
+        html_lines,
+        lines,
+        total_lines: row.total_lines.and_then(|t| u64::try_from(t).ok()),
+        size: u64::try_from(row.size).unwrap_or(0),
+        mtime: row.mtime.map(|s| timestamp(s * 1000)),
+        sha256: row.sha256,
+        notes: serde_json::from_str(&row.notes).unwrap_or_default(),
+        fetched_at: timestamp(row.fetched_at),
+        path: row.path,
+    }
+}
+
+impl Service {
+    /// Reads what a snippet names from its host (step_id left 0 for the caller).
+    pub(crate) async fn fetch_snapshot(&self, body: &SnippetBody) -> Result<SnapshotRow, ApiError> {
+        let target = self.target(&body.host).await?;
+        let path = match (&body.path, &body.module) {
+            (Some(path), _) => path.clone(),
+            (None, Some(module)) => {
+                let python = body.python.as_deref().unwrap_or("python3");
+                fetch::resolve_module(&self.pool, &target, python, module).await?
+            }
+            (None, None) => return Err(ApiError::invalid("Give either `path` or `module`.")),
+        };
+        let range = body.start.zip(body.end);
+        let fetched =
+            tokio::time::timeout(std::time::Duration::from_secs(60), fetch::fetch(&self.pool, &target, &path, range))
+                .await
+                .map_err(|_| {
+                    ApiError::new(app::error::ErrorCode::HostUnreachable, format!("Reading {path:?} took over 60 s."))
+                })??;
+        tracing::info!(host = %body.host, path = %fetched.path, start = fetched.start, end = fetched.end, "fetched snippet");
+        Ok(SnapshotRow {
+            id: 0,
+            step_id: 0,
+            path: fetched.path,
+            start_line: i64::try_from(fetched.start).unwrap_or(1),
+            end_line: i64::try_from(fetched.end).unwrap_or(1),
+            lines: serde_json::to_string(&fetched.lines).map_err(|e| internal("snapshot lines", e))?,
+            total_lines: fetched.total_lines.and_then(|t| i64::try_from(t).ok()),
+            size: i64::try_from(fetched.size).unwrap_or(i64::MAX),
+            mtime: fetched.mtime.and_then(|m| i64::try_from(m).ok()),
+            sha256: fetched.sha256,
+            notes: serde_json::to_string(&fetched.notes).map_err(|e| internal("snapshot notes", e))?,
+            fetched_at: 0,
+        })
+    }
+
+    pub(crate) async fn attach_snapshots(&self, steps: &mut [Step], rows: Vec<SnapshotRow>) {
+        let mut by_step: HashMap<i64, Vec<Snapshot>> = HashMap::new();
+        for row in rows {
+            by_step.entry(row.step_id).or_default().push(snapshot_view(row));
+        }
+        for step in steps.iter_mut() {
+            if let Some(mut snapshots) = by_step.remove(&step.id) {
+                // Pages highlight the newest only; older ones keep their text.
+                let newest = snapshots.len().saturating_sub(1);
+                for snapshot in &mut snapshots[..newest] {
+                    snapshot.html_lines.clear();
+                }
+                step.snapshots = snapshots;
+            }
+        }
+    }
+
+    pub(crate) async fn store_snapshot(&self, step_id: i64, mut row: SnapshotRow) -> Result<(), ApiError> {
+        row.step_id = step_id;
+        self.store.insert_snapshot(&row).await.map_err(store_error)
+    }
+
+    pub(crate) async fn refresh_snippet_impl(
+        &self,
+        step_id: i64,
+        start: Option<u64>,
+        end: Option<u64>,
+    ) -> Result<Step, ApiError> {
+        let step = app::backend::Notebook::step(self, step_id).await?;
+        let StepBody::Snippet(mut body) = step.body else {
+            return Err(ApiError::invalid(format!("Step {step_id} is not a snippet.")));
+        };
+        if start.is_some() || end.is_some() {
+            body.start = start.or(body.start);
+            body.end = end.or(body.end);
+        }
+        let body = crate::steps::validate(StepBody::Snippet(body))?;
+        app::backend::Notebook::update_step(self, step_id, body).await
+    }
+}

@@ -1,0 +1,150 @@
+//! Snippet steps against a real sshd: SFTP range reads, snapshots, bad input.
+
+use crate::helpers::TestApp;
+use crate::sshd::Sshd;
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+use std::path::Path;
+use std::process::Command;
+
+async fn snippet(app: &TestApp, body: Value) -> crate::helpers::Response {
+    let id = app.investigation("source").await;
+    let mut step = json!({ "kind": "snippet", "host": "gpu" });
+    if let (Some(step), Some(body)) = (step.as_object_mut(), body.as_object()) {
+        step.extend(body.clone());
+    }
+    app.post_json(&format!("/api/v1/investigations/{id}/steps"), step).await
+}
+
+fn sed(path: &Path, start: u64, end: u64) -> Vec<u8> {
+    Command::new("sed").arg("-n").arg(format!("{start},{end}p")).arg(path).output().unwrap().stdout
+}
+
+fn joined(step: &Value) -> Vec<u8> {
+    let snapshot = step["snapshots"].as_array().unwrap().last().unwrap();
+    let mut text =
+        snapshot["lines"].as_array().unwrap().iter().map(|l| l.as_str().unwrap()).collect::<Vec<_>>().join("\n");
+    text.push('\n');
+    text.into_bytes()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_python_module_resolves_and_its_lines_match_sed() {
+    let sshd = Sshd::start();
+    let app = crate::runs::app_with_host(&sshd).await;
+    let response =
+        snippet(&app, json!({ "module": "json.decoder", "python": "python3", "start": 130, "end": 180 })).await;
+    assert_eq!(response.status, StatusCode::CREATED, "{}", response.text());
+    let step = response.json();
+    let snapshot = &step["snapshots"][0];
+    let path = snapshot["path"].as_str().unwrap();
+    assert!(path.ends_with("json/decoder.py"), "{path}");
+    assert_eq!(joined(&step), sed(Path::new(path), 130, 180), "byte for byte as sed -n 130,180p prints");
+    let sha = Command::new("sha256sum").arg(path).output().unwrap().stdout;
+    assert_eq!(snapshot["sha256"].as_str().unwrap(), String::from_utf8_lossy(&sha[..64]));
+    let lines = Command::new("wc").arg("-l").arg(path).output().unwrap().stdout;
+    let wc: u64 = String::from_utf8_lossy(&lines).split_whitespace().next().unwrap().parse().unwrap();
+    assert_eq!(snapshot["total_lines"].as_u64().unwrap(), wc);
+    assert_eq!((snapshot["start"].as_u64(), snapshot["end"].as_u64()), (Some(130), Some(180)));
+
+    // The page shows it highlighted, with line anchors.
+    let page = app.get(&format!("/i/{}", step["investigation_id"].as_str().unwrap())).await.text();
+    assert!(page.contains(&format!("id=\"step-{}-L130\"", step["id"])), "line anchors");
+    assert!(page.contains("<span style="), "highlighted");
+
+    let bad = snippet(&app, json!({ "module": "no_such_module_xyz", "start": 1, "end": 2 })).await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", bad.text());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_paths_never_execute_anything() {
+    let sshd = Sshd::start();
+    let app = crate::runs::app_with_host(&sshd).await;
+    // Commands on the host run in $HOME: that is where a leaked `touch` would land.
+    let marker = Path::new(&std::env::var("HOME").unwrap_or_else(|_| "/root".into())).join("sleuth-pwned-snippet");
+    let name = "a b'c\";$(touch sleuth-pwned-snippet) `touch sleuth-pwned-snippet`\nnext.py";
+    let path = sshd.dir.path().join(name);
+    std::fs::write(&path, "x = 1\ny = 2\n").unwrap();
+    let response = snippet(&app, json!({ "path": path.to_str().unwrap() })).await;
+    assert_eq!(response.status, StatusCode::CREATED, "{}", response.text());
+    assert_eq!(joined(&response.json()), b"x = 1\ny = 2\n");
+    assert!(response.json()["snapshots"][0]["sha256"].is_string(), "{}", response.text());
+    assert!(!marker.exists(), "nothing ran");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_gets_a_reason_and_never_a_5xx() {
+    let sshd = Sshd::start();
+    let app = crate::runs::app_with_host(&sshd).await;
+    let dir = sshd.dir.path();
+    std::fs::write(dir.join("short.txt"), "one\ntwo\nthree\n").unwrap();
+    std::fs::write(dir.join("bin.dat"), [0u8, 1, 2, 3, 0, 255]).unwrap();
+    std::fs::write(dir.join("latin1.txt"), b"caf\xe9\n").unwrap();
+    std::fs::write(dir.join("long.txt"), format!("{}\n", "x".repeat(10_000))).unwrap();
+    let p = |name: &str| dir.join(name).display().to_string();
+
+    let cases: Vec<(Value, StatusCode, &str)> = vec![
+        (json!({ "path": p("missing.txt"), "start": 1, "end": 2 }), StatusCode::NOT_FOUND, "There is no file"),
+        (
+            json!({ "path": dir.display().to_string(), "start": 1, "end": 2 }),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "is a directory",
+        ),
+        (json!({ "path": p("bin.dat") }), StatusCode::UNPROCESSABLE_ENTITY, "binary"),
+        (
+            json!({ "path": p("short.txt"), "start": 5, "end": 2 }),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "starts after it ends",
+        ),
+        (json!({ "path": p("short.txt"), "start": 10, "end": 20 }), StatusCode::UNPROCESSABLE_ENTITY, "past its end"),
+        (json!({ "path": "relative/path.py" }), StatusCode::UNPROCESSABLE_ENTITY, "absolute path"),
+        (json!({ "path": p("short.txt"), "start": 1 }), StatusCode::UNPROCESSABLE_ENTITY, "both"),
+    ];
+    for (body, status, reason) in cases {
+        let response = snippet(&app, body.clone()).await;
+        assert_eq!(response.status, status, "{body}: {}", response.text());
+        assert!(response.text().contains(reason), "{body}: {}", response.text());
+    }
+
+    let clamped = snippet(&app, json!({ "path": p("short.txt"), "start": 2, "end": 50 })).await.json();
+    assert_eq!(joined(&clamped), b"two\nthree\n");
+    assert!(clamped["snapshots"][0]["notes"][0].as_str().unwrap().contains("showing 2–3"), "{clamped}");
+
+    let latin1 = snippet(&app, json!({ "path": p("latin1.txt") })).await.json();
+    assert_eq!(latin1["snapshots"][0]["lines"][0], "caf\u{fffd}");
+    assert!(latin1["snapshots"][0]["notes"][0].as_str().unwrap().contains("not UTF-8"));
+
+    let long = snippet(&app, json!({ "path": p("long.txt") })).await.json();
+    assert_eq!(long["snapshots"][0]["lines"][0].as_str().unwrap().chars().count(), 4_001);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_range_of_a_100_mb_file_and_refresh_after_a_change() {
+    let sshd = Sshd::start();
+    let app = crate::runs::app_with_host(&sshd).await;
+    let big = sshd.dir.path().join("big.log");
+    let line = format!("{}\n", "y".repeat(99));
+    std::fs::write(&big, line.repeat(1_000_000)).unwrap();
+    let started = std::time::Instant::now();
+    let response = snippet(&app, json!({ "path": big.display().to_string(), "start": 5, "end": 7 })).await;
+    assert_eq!(response.status, StatusCode::CREATED, "{}", response.text());
+    let step = response.json();
+    assert_eq!(step["snapshots"][0]["total_lines"], 1_000_000);
+    assert_eq!(step["snapshots"][0]["size"], 100_000_000);
+    assert!(started.elapsed().as_secs() < 20, "only the range crosses the wire");
+    let whole = snippet(&app, json!({ "path": big.display().to_string() })).await;
+    assert_eq!(whole.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", whole.text());
+
+    let small = sshd.dir.path().join("mod.py");
+    std::fs::write(&small, "a = 1\nb = 2\n").unwrap();
+    let step = snippet(&app, json!({ "path": small.display().to_string(), "start": 1, "end": 2 })).await.json();
+    std::fs::write(&small, "a = 10\nb = 2\n").unwrap();
+    let refreshed = app.post_json(&format!("/api/v1/steps/{}/refresh", step["id"]), json!({})).await;
+    assert_eq!(refreshed.status, StatusCode::OK, "{}", refreshed.text());
+    let refreshed = refreshed.json();
+    let snapshots = refreshed["snapshots"].as_array().unwrap();
+    assert_eq!(snapshots.len(), 2, "both snapshots are kept");
+    assert_ne!(snapshots[0]["sha256"], snapshots[1]["sha256"]);
+    assert_eq!(snapshots[0]["lines"][0], "a = 1");
+    assert_eq!(snapshots[1]["lines"][0], "a = 10");
+}
