@@ -127,3 +127,45 @@ test('long output shows its tail and loads earlier parts on demand', async () =>
   assert.equal(await page.locator('.run button.load-earlier').count(), 0);
   assert.deepEqual(page.problems, []);
 });
+
+test('grep on the host, open a hit as a highlighted snippet, follow a line link', async () => {
+  const { writeFileSync, mkdirSync } = await import('node:fs');
+  const src = `${sshd.dir}/vllm`;
+  mkdirSync(src, { recursive: true });
+  const lines = Array.from({ length: 200 }, (_, i) => `x_${i + 1} = ${i + 1}  # line ${i + 1}`);
+  lines[136] = '        logger.info("Custom allreduce is disabled because it\'s not supported on more than two PCIe-only GPUs")';
+  writeFileSync(`${src}/custom_all_reduce.py`, lines.join('\n') + '\n');
+
+  const created = await fetch(server.url + '/api/v1/investigations', {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ title: 'custom allreduce' }),
+  }).then((r) => r.json());
+  const page = await newPage(browser);
+  await page.goto(server.url + created.url);
+  await hydrated(page);
+  await page.click('#add-grep summary');
+  await page.waitForSelector('#add-grep select[name=host] option[value=gpu]', { state: 'attached' });
+  await page.fill('#add-grep input[name=pattern]', 'Custom allreduce is disabled');
+  await page.fill('#add-grep input[name=path]', src);
+  await page.click('#add-grep button:has-text("Search")');
+  const hit = page.locator('.step[data-kind=grep] table.hits tr').first();
+  await hit.waitFor();
+  assert.match(await hit.textContent(), /custom_all_reduce\.py.*137/s);
+  assert.equal(await hit.locator('mark').textContent(), 'Custom allreduce is disabled');
+
+  await hit.locator('button.open-hit').click();
+  await page.waitForSelector('.step[data-kind=snippet] table.code-lines');
+  const snippetStep = page.locator('.step[data-kind=snippet]');
+  const stepId = (await snippetStep.getAttribute('id')).replace('step-', '');
+  const line = page.locator(`#step-${stepId}-L137`);
+  assert.match(await line.textContent(), /Custom allreduce is disabled/);
+  assert.equal(await page.locator(`#step-${stepId}-L122`).count(), 1, 'centered: 15 lines of context');
+  await screenshot(page, 'grep-and-snippet');
+
+  // A line link opened in a fresh page (no JS needed) scrolls to and marks the line.
+  const fresh = await newPage(browser, { javaScriptEnabled: false });
+  await fresh.goto(`${server.url}${created.url}#step-${stepId}-L137`);
+  assert.equal(await fresh.evaluate(() => document.querySelector(':target')?.id), `step-${stepId}-L137`);
+  const bg = await fresh.locator(`#step-${stepId}-L137 td.code`).evaluate((el) => getComputedStyle(el).backgroundColor);
+  assert.equal(bg, 'rgb(255, 248, 197)');
+  assert.deepEqual(page.problems, []);
+});

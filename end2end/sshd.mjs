@@ -41,7 +41,8 @@ export async function startSshd() {
   writeFileSync(join(dir, 'sshd_config'), [
     `Port ${port}`, 'ListenAddress 127.0.0.1', `HostKey ${dir}/hostkey`, `PidFile ${dir}/sshd.pid`,
     `AuthorizedKeysFile ${dir}/authorized_keys`, 'StrictModes no', 'UsePAM no', 'PasswordAuthentication no',
-    'KbdInteractiveAuthentication no', 'PermitRootLogin prohibit-password', 'LogLevel ERROR', '',
+    'KbdInteractiveAuthentication no', 'PermitRootLogin prohibit-password', 'LogLevel ERROR',
+    'Subsystem sftp internal-sftp', '',
   ].join('\n'));
   const child = spawn('/usr/sbin/sshd', ['-D', '-e', '-f', join(dir, 'sshd_config')], { stdio: 'ignore' });
   await waitForPort(port);

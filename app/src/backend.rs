@@ -59,18 +59,23 @@ pub fn notebook() -> Result<Arc<dyn Notebook>, ApiError> {
 
 /// Gives the page or server-function response the HTTP status that fits `error`,
 /// so a missing investigation is a real 404 even when rendered as a page.
-pub fn set_status(error: &ApiError) {
-    // A form posted without JavaScript is answered with a redirect back to its
-    // page (which then shows the error); a status here would replace that redirect.
-    let plain_form_post = leptos::prelude::use_context::<http::request::Parts>().is_some_and(|parts| {
+/// Whether this server-function call is a form posted without JavaScript (the
+/// answer is then a redirect, not data).
+pub fn is_plain_form_post() -> bool {
+    leptos::prelude::use_context::<http::request::Parts>().is_some_and(|parts| {
         parts.method == http::Method::POST
             && parts
                 .headers
                 .get(http::header::ACCEPT)
                 .and_then(|v| v.to_str().ok())
                 .is_some_and(|v| v.contains("text/html"))
-    });
-    if plain_form_post {
+    })
+}
+
+pub fn set_status(error: &ApiError) {
+    // A form posted without JavaScript is answered with a redirect back to its
+    // page (which then shows the error); a status here would replace that redirect.
+    if is_plain_form_post() {
         return;
     }
     let status =

@@ -51,7 +51,9 @@ pub fn follow_output(run: i64, offset: u64, html: RwSignal<String>, bytes: RwSig
 
 /// Refreshes the investigation page whenever one of its runs changes, here or
 /// in anyone else's browser.
-pub fn follow_investigation(id: String, on_change: impl Fn() + 'static) {
+/// `known` is the runs fingerprint of what the page shows: the server sends a
+/// sync event at once if its runs differ (something changed before this subscription).
+pub fn follow_investigation(id: String, known: u64, on_change: impl Fn() + 'static) {
     let on_run = Listener::new(move |_ev: MessageEvent| on_change());
-    listen(&format!("/api/v1/investigations/{id}/events"), vec![("run", on_run)]);
+    listen(&format!("/api/v1/investigations/{id}/events?known={known}"), vec![("run", on_run)]);
 }

@@ -101,6 +101,9 @@ pub struct Step {
     /// Snapshots of a snippet step, oldest first; empty for other kinds.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub snapshots: Vec<crate::steps::snippet::Snapshot>,
+    /// The newest result of a grep step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<crate::steps::grep::SearchResult>,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -153,6 +156,7 @@ mod tests {
             url: step_url("abc", 7),
             runs: vec![],
             snapshots: vec![],
+            search: None,
             created_at: "t".into(),
             updated_at: "t".into(),
         };

@@ -127,6 +127,19 @@ pub struct RunRequest {
 pub const MAX_REPEAT: u32 = 100;
 pub const MAX_WARMUP: u32 = 20;
 
+/// A digest of which runs exist and their states, so a page can tell whether
+/// what it shows is current (FNV-1a over ids and statuses, in the given order).
+pub fn runs_fingerprint<'a>(runs: impl IntoIterator<Item = &'a Run>) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for run in runs {
+        for byte in run.id.to_le_bytes().iter().chain(run.status.as_str().as_bytes()) {
+            hash ^= u64::from(*byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    hash
+}
+
 /// Human-readable byte counts: 1.5 MB.
 pub fn human_bytes(n: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];

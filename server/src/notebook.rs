@@ -109,6 +109,7 @@ fn step(row: StepRow) -> Result<Step, ApiError> {
         url: step_url(&row.investigation_id, row.id),
         runs: Vec::new(),
         snapshots: Vec::new(),
+        search: None,
         html: steps::render(&body),
         body,
         id: row.id,
@@ -152,6 +153,8 @@ impl Notebook for Service {
         self.attach_runs(&mut steps, runs).await;
         let snapshots = self.store.snapshots_of_investigation(id).await.map_err(store_error)?;
         self.attach_snapshots(&mut steps, snapshots).await;
+        let searches = self.store.searches_of_investigation(id).await.map_err(store_error)?;
+        self.attach_searches(&mut steps, searches);
         let summary = summary(row);
         Ok(Investigation {
             id: summary.id,
@@ -206,11 +209,8 @@ impl Notebook for Service {
         }
         let body = steps::validate(body)?;
         self.check_references(&body).await?;
-        // A snippet is fetched first: a bad path is a 4xx and no step is made.
-        let snapshot = match &body {
-            StepBody::Snippet(snippet) => Some(self.fetch_snapshot(snippet).await?),
-            _ => None,
-        };
+        // A snippet or grep reads the host first: a bad path is a 4xx and no step is made.
+        let fetched = self.fetch_for(&body).await?;
         let (kind, fields) = steps::to_stored(&body).map_err(|e| internal("to_stored", e))?;
         let row = self
             .store
@@ -218,8 +218,8 @@ impl Notebook for Service {
             .await
             .map_err(store_error)?
             .ok_or_else(|| investigation_not_found(investigation))?;
-        if let Some(snapshot) = snapshot {
-            self.store_snapshot(row.id, snapshot).await?;
+        if let Some(fetched) = fetched {
+            self.store_fetched(row.id, fetched).await?;
         }
         self.step(row.id).await
     }
@@ -231,6 +231,8 @@ impl Notebook for Service {
         self.attach_runs(&mut steps, runs).await;
         let snapshots = self.store.snapshots_of_step(id).await.map_err(store_error)?;
         self.attach_snapshots(&mut steps, snapshots).await;
+        let searches = self.store.search_of_step(id).await.map_err(store_error)?;
+        self.attach_searches(&mut steps, searches.into_iter().collect());
         Ok(steps.remove(0))
     }
 
@@ -245,15 +247,12 @@ impl Notebook for Service {
         }
         let body = steps::validate(body)?;
         self.check_references(&body).await?;
-        let snapshot = match &body {
-            StepBody::Snippet(snippet) => Some(self.fetch_snapshot(snippet).await?),
-            _ => None,
-        };
+        let fetched = self.fetch_for(&body).await?;
         let (_, fields) = steps::to_stored(&body).map_err(|e| internal("to_stored", e))?;
         let row =
             self.store.update_step_body(id, &fields).await.map_err(store_error)?.ok_or_else(|| step_not_found(id))?;
-        if let Some(snapshot) = snapshot {
-            self.store_snapshot(row.id, snapshot).await?;
+        if let Some(fetched) = fetched {
+            self.store_fetched(row.id, fetched).await?;
         }
         self.step(row.id).await
     }

@@ -5,7 +5,7 @@ use crate::api::{
 };
 use crate::components::{ActionError, Confirm, StatusBadge};
 use crate::model::{Investigation, InvestigationStatus, Step, limits, short_time};
-use crate::steps::{StepContent, command::AddCommand, note::AddNote, snippet::AddSnippet};
+use crate::steps::{StepContent, command::AddCommand, grep::AddGrep, note::AddNote, snippet::AddSnippet};
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
@@ -55,7 +55,12 @@ pub fn InvestigationPage() -> impl IntoView {
     let investigation = Resource::new(move || (id(), version.0.get()), |(id, _)| get_investigation(id));
     // Runs started here or in another browser refresh the page as they change.
     #[cfg(feature = "hydrate")]
-    Effect::new(move |_| crate::live::follow_investigation(id(), refresher()));
+    Effect::new(move |_| {
+        let known = investigation.get_untracked().and_then(Result::ok).map_or(0, |inv| {
+            crate::runs::runs_fingerprint(inv.steps.iter().flat_map(|s| s.runs.iter()).collect::<Vec<_>>().into_iter())
+        });
+        crate::live::follow_investigation(id(), known, refresher())
+    });
     view! {
         <Transition fallback=|| view! { <p class="muted">"Loading investigation…"</p> }>
             <ErrorBoundary fallback=super::error_fallback>
@@ -88,7 +93,8 @@ fn InvestigationView(inv: Investigation) -> impl IntoView {
         </section>
         <AddNote investigation=id.clone()/>
         <AddCommand investigation=id.clone()/>
-        <AddSnippet investigation=id/>
+        <AddSnippet investigation=id.clone()/>
+        <AddGrep investigation=id/>
     }
 }
 

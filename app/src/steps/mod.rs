@@ -3,6 +3,7 @@
 //! Notes come first; command, snippet, grep and calculator steps follow.
 
 pub mod command;
+pub mod grep;
 pub mod note;
 pub mod snippet;
 
@@ -16,6 +17,7 @@ pub enum StepBody {
     Note(note::NoteBody),
     Command(command::CommandBody),
     Snippet(snippet::SnippetBody),
+    Grep(grep::GrepBody),
 }
 
 impl StepBody {
@@ -24,6 +26,7 @@ impl StepBody {
             Self::Note(_) => "note",
             Self::Command(_) => "command",
             Self::Snippet(_) => "snippet",
+            Self::Grep(_) => "grep",
         }
     }
 }
@@ -35,5 +38,6 @@ pub fn StepContent(step: crate::model::Step, editing: RwSignal<bool>) -> impl In
         StepBody::Note(_) => view! { <note::NoteContent step editing/> }.into_any(),
         StepBody::Command(_) => view! { <command::CommandContent step editing/> }.into_any(),
         StepBody::Snippet(_) => view! { <snippet::SnippetContent step/> }.into_any(),
+        StepBody::Grep(_) => view! { <grep::GrepContent step/> }.into_any(),
     }
 }

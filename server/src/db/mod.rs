@@ -18,9 +18,11 @@
 mod hosts;
 mod rows;
 mod runs;
+mod searches;
 mod snapshots;
 
 pub use rows::{HostRow, InvestigationRow, NewRun, RunEnd, RunRow, StepRow};
+pub use searches::SearchRow;
 pub use snapshots::SnapshotRow;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};

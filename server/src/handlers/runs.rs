@@ -177,13 +177,22 @@ pub async fn stream(
 }
 
 /// Server-Sent Events for an investigation: `event: run` with the run as JSON
-/// whenever one of its runs is queued, starts or ends (and `{"sync":true}` once
-/// on connecting, so a client refreshes what it may have missed).
+/// whenever one of its runs is queued, starts or ends (and `{"sync":true}` on
+/// connecting if `?known=` is not the current runs fingerprint).
+#[derive(Deserialize)]
+pub struct EventsQuery {
+    /// The runs fingerprint the client shows (see `app::runs::runs_fingerprint`).
+    known: Option<u64>,
+}
+
 pub async fn investigation_events(
     State(state): State<AppState>,
     ApiPath(investigation): ApiPath<String>,
+    Query(query): Query<EventsQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, AppError> {
-    state.notebook.investigation(&investigation).await?;
+    let current = state.notebook.investigation(&investigation).await?;
+    let fingerprint = app::runs::runs_fingerprint(current.steps.iter().flat_map(|s| s.runs.iter()));
+    let in_sync = query.known == Some(fingerprint);
     let receiver = state.runner.live().subscribe();
     let stream = futures::stream::unfold(receiver, move |mut receiver| {
         let investigation = investigation.clone();
@@ -204,9 +213,9 @@ pub async fn investigation_events(
             }
         }
     });
-    // First a sync event: runs that changed between the page load and this
-    // subscription would otherwise be missed until their next change.
-    let sync = futures::stream::once(async { Ok(Event::default().event("run").data("{\"sync\":true}")) });
+    // First a sync event if the client's view is behind: runs that changed
+    // between its page load and this subscription would otherwise be missed.
+    let sync = futures::stream::iter((!in_sync).then(|| Ok(Event::default().event("run").data("{\"sync\":true}"))));
     let stream = sync.chain(stream).take_until(state.runner.live().closed());
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
 }

@@ -110,29 +110,18 @@ impl Service {
         }
     }
 
-    /// Checks that what a step body names exists (a command's host).
+    /// Checks that what a step body names exists (the host of a command, snippet or grep).
     pub(crate) async fn check_references(&self, body: &StepBody) -> Result<(), ApiError> {
-        match body {
-            StepBody::Command(command) => {
-                if self.store.host(&command.host).await.map_err(store_error)?.is_none() {
-                    return Err(ApiError::invalid(format!(
-                        "There is no host {:?}; add it on the Hosts page first.",
-                        command.host
-                    )));
-                }
-                Ok(())
-            }
-            StepBody::Snippet(snippet) => {
-                if self.store.host(&snippet.host).await.map_err(store_error)?.is_none() {
-                    return Err(ApiError::invalid(format!(
-                        "There is no host {:?}; add it on the Hosts page first.",
-                        snippet.host
-                    )));
-                }
-                Ok(())
-            }
-            StepBody::Note(_) => Ok(()),
+        let host = match body {
+            StepBody::Command(command) => &command.host,
+            StepBody::Snippet(snippet) => &snippet.host,
+            StepBody::Grep(grep) => &grep.host,
+            StepBody::Note(_) => return Ok(()),
+        };
+        if self.store.host(host).await.map_err(store_error)?.is_none() {
+            return Err(ApiError::invalid(format!("There is no host {host:?}; add it on the Hosts page first.")));
         }
+        Ok(())
     }
 
     /// Cancels and deletes the output of runs whose step is going away.

@@ -3,6 +3,7 @@
 
 pub mod fetch;
 pub mod highlight;
+pub mod search;
 
 use crate::db::SnapshotRow;
 use crate::notebook::{Service, internal, store_error, timestamp};
@@ -106,5 +107,59 @@ impl Service {
         }
         let body = crate::steps::validate(StepBody::Snippet(body))?;
         app::backend::Notebook::update_step(self, step_id, body).await
+    }
+}
+
+/// What a step fetched from its host before it is stored.
+pub(crate) enum Fetched {
+    Snapshot(SnapshotRow),
+    Search(search::Found),
+}
+
+impl Service {
+    /// Reads from the host what a snippet or grep body asks for.
+    pub(crate) async fn fetch_for(&self, body: &StepBody) -> Result<Option<Fetched>, ApiError> {
+        Ok(match body {
+            StepBody::Snippet(snippet) => Some(Fetched::Snapshot(self.fetch_snapshot(snippet).await?)),
+            StepBody::Grep(grep) => {
+                let target = self.target(&grep.host).await?;
+                let found =
+                    tokio::time::timeout(std::time::Duration::from_secs(120), search::grep(&self.pool, &target, grep))
+                        .await
+                        .map_err(|_| {
+                            ApiError::new(app::error::ErrorCode::HostUnreachable, "The search took over 120 s.")
+                        })??;
+                Some(Fetched::Search(found))
+            }
+            _ => None,
+        })
+    }
+
+    pub(crate) async fn store_fetched(&self, step_id: i64, fetched: Fetched) -> Result<(), ApiError> {
+        match fetched {
+            Fetched::Snapshot(row) => self.store_snapshot(step_id, row).await,
+            Fetched::Search(found) => {
+                let hits = serde_json::to_string(&found.hits).map_err(|e| internal("hits", e))?;
+                let total = i64::try_from(found.total).unwrap_or(i64::MAX);
+                self.store.insert_search(step_id, &hits, total, found.error.as_deref()).await.map_err(store_error)
+            }
+        }
+    }
+
+    pub(crate) fn attach_searches(&self, steps: &mut [Step], rows: Vec<crate::db::SearchRow>) {
+        for row in rows {
+            let Some(step) = steps.iter_mut().find(|s| s.id == row.step_id) else { continue };
+            let StepBody::Grep(body) = &step.body else { continue };
+            let mut hits: Vec<app::steps::grep::Hit> = serde_json::from_str(&row.hits).unwrap_or_default();
+            for hit in &mut hits {
+                hit.html = search::mark(&hit.text, &body.pattern, body.regex);
+            }
+            step.search = Some(app::steps::grep::SearchResult {
+                hits,
+                total: u64::try_from(row.total).unwrap_or(0),
+                error: row.error,
+                searched_at: timestamp(row.searched_at),
+            });
+        }
     }
 }

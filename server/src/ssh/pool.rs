@@ -23,6 +23,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 /// Sessions per connection; OpenSSH's default MaxSessions.
 pub const MAX_CHANNELS: usize = 10;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long the SFTP handshake may take before the host is taken to have none.
+const SFTP_START_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a channel waits for the server to accept another session.
 const CHANNEL_QUEUE_TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -149,9 +151,14 @@ impl Connection {
                 let SessionChannel { channel, _permit: permit, .. } = session;
                 permit.forget();
                 channel.request_subsystem(true, "sftp").await.map_err(|e| self.lost(&e.to_string()))?;
-                let sftp = russh_sftp::client::SftpSession::new(channel.into_stream())
-                    .await
-                    .map_err(|e| self.lost(&format!("the host's SFTP subsystem did not start: {e}")))?;
+                // A host without an SFTP subsystem never answers the handshake.
+                let sftp = tokio::time::timeout(
+                    SFTP_START_TIMEOUT,
+                    russh_sftp::client::SftpSession::new(channel.into_stream()),
+                )
+                .await
+                .map_err(|_| self.lost("the host did not start an SFTP session (is its `Subsystem sftp` enabled?)"))?
+                .map_err(|e| self.lost(&format!("the host's SFTP subsystem did not start: {e}")))?;
                 Ok(Arc::new(sftp))
             })
             .await

@@ -2,6 +2,7 @@
 //! rendering it. One module per kind, mirroring `app::steps`.
 
 mod command;
+mod grep;
 mod note;
 mod snippet;
 
@@ -14,6 +15,7 @@ pub fn validate(body: StepBody) -> Result<StepBody, ApiError> {
         StepBody::Note(note) => note::validate(note).map(StepBody::Note),
         StepBody::Command(command) => command::validate(command).map(StepBody::Command),
         StepBody::Snippet(snippet) => snippet::validate(snippet).map(StepBody::Snippet),
+        StepBody::Grep(grep) => grep::validate(grep).map(StepBody::Grep),
     }
 }
 
@@ -23,7 +25,7 @@ pub fn render(body: &StepBody) -> Option<String> {
         StepBody::Note(note) => Some(note::render(note)),
         StepBody::Command(command) => Some(command::render(command)),
         // Rendered from its snapshots (see `snippets`).
-        StepBody::Snippet(_) => None,
+        StepBody::Snippet(_) | StepBody::Grep(_) => None,
     }
 }
 

@@ -10,6 +10,7 @@ use std::process::Command;
 async fn snippet(app: &TestApp, body: Value) -> crate::helpers::Response {
     let id = app.investigation("source").await;
     let mut step = json!({ "kind": "snippet", "host": "gpu" });
+    // Bodies that name their own kind (grep) keep it.
     if let (Some(step), Some(body)) = (step.as_object_mut(), body.as_object()) {
         step.extend(body.clone());
     }
@@ -147,4 +148,54 @@ async fn a_range_of_a_100_mb_file_and_refresh_after_a_change() {
     assert_ne!(snapshots[0]["sha256"], snapshots[1]["sha256"]);
     assert_eq!(snapshots[0]["lines"][0], "a = 1");
     assert_eq!(snapshots[1]["lines"][0], "a = 10");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grep_finds_caps_and_never_executes_the_pattern() {
+    let sshd = Sshd::start();
+    let app = crate::runs::app_with_host(&sshd).await;
+    let src = sshd.dir.path().join("src");
+    std::fs::create_dir_all(src.join("sub")).unwrap();
+    let mut py: Vec<String> = (1..=200).map(|i| format!("line {i}")).collect();
+    py[136] = "    logger.warning(\"Custom allreduce is disabled because <reasons>\")".into();
+    std::fs::write(src.join("sub").join("custom_all_reduce.py"), py.join("\n") + "\n").unwrap();
+    std::fs::write(src.join("notes.txt"), "Custom allreduce is disabled here too\n").unwrap();
+    std::fs::write(src.join("many.py"), "hit\n".repeat(300)).unwrap();
+    let dir = src.display().to_string();
+
+    let response = snippet(
+        &app,
+        json!({ "kind": "grep", "pattern": "Custom allreduce is disabled", "path": dir, "glob": "*.py" }),
+    )
+    .await;
+    assert_eq!(response.status, StatusCode::CREATED, "{}", response.text());
+    let step = response.json();
+    let search = &step["search"];
+    assert_eq!(search["total"], 1, "{search}");
+    let hit = &search["hits"][0];
+    assert!(hit["file"].as_str().unwrap().ends_with("sub/custom_all_reduce.py"));
+    assert_eq!(hit["line"], 137);
+    assert!(hit["html"].as_str().unwrap().contains("<mark>Custom&#32;allreduce&#32;is&#32;disabled</mark>"), "{hit}");
+    assert!(hit["html"].as_str().unwrap().contains("&lt;reasons&gt;"));
+
+    let capped = snippet(&app, json!({ "kind": "grep", "pattern": "hit", "path": dir, "max_hits": 50 })).await.json();
+    assert_eq!(capped["search"]["total"], 300);
+    assert_eq!(capped["search"]["hits"].as_array().unwrap().len(), 50);
+
+    let regex =
+        snippet(&app, json!({ "kind": "grep", "pattern": "^line 1[0-9]$", "path": dir, "regex": true })).await.json();
+    assert_eq!(regex["search"]["total"], 10, "{regex}");
+
+    let marker = Path::new(&std::env::var("HOME").unwrap_or_else(|_| "/root".into())).join("sleuth-pwned-grep");
+    let hostile = snippet(
+        &app,
+        json!({ "kind": "grep", "pattern": "'\"; touch sleuth-pwned-grep; $(touch sleuth-pwned-grep)", "path": dir }),
+    )
+    .await;
+    assert_eq!(hostile.status, StatusCode::CREATED, "{}", hostile.text());
+    assert_eq!(hostile.json()["search"]["total"], 0);
+    assert!(!marker.exists());
+
+    let missing = snippet(&app, json!({ "kind": "grep", "pattern": "x", "path": "/no/such/dir" })).await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND, "{}", missing.text());
 }

@@ -1,0 +1,185 @@
+//! Grep steps: a pattern searched in a file or directory on a host; each hit
+//! opens as a snippet step centered on its line.
+
+use crate::error::ApiError;
+use crate::model::{Step, short_time};
+use leptos::form::ActionForm;
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+/// Hits kept by default, and at most.
+pub const DEFAULT_MAX_HITS: u32 = 200;
+pub const MAX_HITS: u32 = 2_000;
+/// Lines shown around a hit when it is opened as a snippet.
+pub const CONTEXT_LINES: u64 = 15;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GrepBody {
+    pub host: String,
+    pub pattern: String,
+    /// A file or a directory (searched recursively).
+    pub path: String,
+    /// A regular expression (POSIX extended) instead of a fixed string.
+    #[serde(default)]
+    pub regex: bool,
+    /// Only files whose name matches, e.g. `*.py`.
+    #[serde(default)]
+    pub glob: Option<String>,
+    #[serde(default)]
+    pub max_hits: Option<u32>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Hit {
+    pub file: String,
+    pub line: u64,
+    pub text: String,
+    /// `text` escaped, with the matches in `<mark>`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub html: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SearchResult {
+    pub hits: Vec<Hit>,
+    /// All matching lines, including those beyond the cap.
+    pub total: u64,
+    pub error: Option<String>,
+    pub searched_at: String,
+}
+
+#[server]
+pub async fn add_grep(
+    investigation: String,
+    host: String,
+    pattern: String,
+    path: String,
+    regex: Option<String>,
+    glob: String,
+) -> Result<Step, ApiError> {
+    let body = GrepBody {
+        host,
+        pattern,
+        path,
+        regex: regex.is_some(),
+        glob: Some(glob.trim().to_string()).filter(|g| !g.is_empty()),
+        max_hits: None,
+    };
+    crate::backend::notebook()?
+        .add_step(&investigation, super::StepBody::Grep(body))
+        .await
+        .inspect_err(crate::backend::set_status)
+}
+
+#[server]
+pub async fn open_hit(investigation: String, host: String, file: String, line: u64) -> Result<Step, ApiError> {
+    let body = super::snippet::SnippetBody {
+        host,
+        path: Some(file),
+        module: None,
+        python: None,
+        start: Some(line.saturating_sub(CONTEXT_LINES).max(1)),
+        end: Some(line + CONTEXT_LINES),
+    };
+    let step = crate::backend::notebook()?
+        .add_step(&investigation, super::StepBody::Snippet(body))
+        .await
+        .inspect_err(crate::backend::set_status)?;
+    // Without JavaScript, go straight to the line; with it, the page refreshes in place.
+    if crate::backend::is_plain_form_post() {
+        leptos_axum::redirect(&format!("/i/{investigation}#{}", super::snippet::line_anchor(step.id, line)));
+    }
+    Ok(step)
+}
+
+#[component]
+pub fn GrepContent(step: Step) -> impl IntoView {
+    let super::StepBody::Grep(body) = step.body.clone() else {
+        return ().into_any();
+    };
+    let Some(result) = step.search.clone() else {
+        return view! { <p class="muted">"Not searched yet."</p> }.into_any();
+    };
+    let open = crate::pages::investigation::timeline_action::<OpenHit>();
+
+    let more = result.total.saturating_sub(result.hits.len() as u64);
+    let investigation = step.investigation_id.clone();
+    let rows = result
+        .hits
+        .clone()
+        .into_iter()
+        .map(|hit| {
+            let (investigation, host) = (investigation.clone(), body.host.clone());
+            view! {
+                <tr>
+                    <td class="hit-file"><code>{hit.file.clone()}</code></td>
+                    <td class="num">{hit.line}</td>
+                    <td class="hit-text"><code inner_html=hit.html></code></td>
+                    <td>
+                        <ActionForm action=open attr:class="inline">
+                            <input type="hidden" name="investigation" value=investigation/>
+                            <input type="hidden" name="host" value=host/>
+                            <input type="hidden" name="file" value=hit.file/>
+                            <input type="hidden" name="line" value=hit.line/>
+                            <button type="submit" class="quiet open-hit">"open"</button>
+                        </ActionForm>
+                    </td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <div class="snippet-meta">
+            <span class="host">{body.host.clone()}</span>
+            <code>{format!("grep -rn{} {:?}", if body.regex { "E" } else { "F" }, body.pattern)}</code>
+            <code class="path">{body.path.clone()}</code>
+            {body.glob.clone().map(|g| view! { <code>"--include=" {g}</code> })}
+        </div>
+        <p class="muted snippet-facts">{result.total} " matching lines · searched " {short_time(&result.searched_at)}</p>
+        {result.error.clone().map(|e| view! { <p class="notice">{e}</p> })}
+        <table class="list hits"><tbody>{rows}</tbody></table>
+        {(more > 0).then(|| view! { <p class="notice">{more} " more not shown; narrow the path or the pattern."</p> })}
+        <crate::components::ActionError action=open/>
+    }
+    .into_any()
+}
+
+/// "Add a grep" at the end of the timeline.
+#[component]
+pub fn AddGrep(investigation: String) -> impl IntoView {
+    let add = crate::pages::investigation::timeline_action::<AddGrep>();
+    let form = crate::components::reset_on_success(add);
+    let hosts = Resource::new(|| (), |_| crate::api::list_hosts());
+    view! {
+        <details class="add-step" id="add-grep">
+            <summary>"Add a grep"</summary>
+            <ActionForm action=add node_ref=form attr:class="stacked">
+                <input type="hidden" name="investigation" value=investigation/>
+                <div class="row">
+                    <label>
+                        "Host"
+                        <Suspense fallback=|| view! { <select name="host" disabled=true></select> }>
+                            {move || Suspend::new(async move {
+                                let hosts = hosts.await.unwrap_or_default();
+                                view! {
+                                    <select name="host" required>
+                                        {hosts.into_iter().map(|h| view! { <option value=h.name.clone()>{h.name.clone()}</option> }).collect_view()}
+                                    </select>
+                                }
+                            })}
+                        </Suspense>
+                    </label>
+                    <label class="wide">"Pattern" <input name="pattern" required placeholder="Custom allreduce is disabled"/></label>
+                    <label class="small"><input type="checkbox" name="regex" value="on"/>" regex"</label>
+                </div>
+                <div class="row">
+                    <label class="wide">"In file or directory" <input name="path" required placeholder="/root/ml-env/lib/python3.12/site-packages/vllm"/></label>
+                    <label>"Only files " <input name="glob" placeholder="*.py"/></label>
+                </div>
+                <crate::components::ActionError action=add/>
+                <div class="form-actions"><button type="submit" class="primary">"Search"</button></div>
+            </ActionForm>
+        </details>
+    }
+}
