@@ -48,6 +48,9 @@ test('every curl example in docs/api.md works', () => {
   assert.match(out, /event: output\nid: \d+\ndata: step 1 proto=LL/);
   assert.match(out, /event: end/);
   assert.match(out, /"status":"cancelled"/);
+  assert.match(out, /"kind":"snippet".*"path":"[^"]*json\/decoder\.py","start":130,"end":140/);
+  assert.match(out, /"start":120,"end":150/);
+  assert.match(out, /<mark>JSONDecodeError<\/mark>/);
   assert.equal((out.match(/^204$/gm) ?? []).length, 2, out);
   assert.doesNotMatch(out, /"code":"internal"/);
 });
