@@ -162,6 +162,7 @@ fn StepItem(step: Step, last: u32) -> impl IntoView {
     let delete = timeline_action::<DeleteStep>();
     let position = step.position;
     let anchor = step.anchor();
+    let editable = matches!(step.body, crate::steps::StepBody::Note(_) | crate::steps::StepBody::Command(_));
     view! {
         <li class="step" id=anchor.clone() data-kind=step.body.kind()>
             <div class="step-head">
@@ -171,13 +172,12 @@ fn StepItem(step: Step, last: u32) -> impl IntoView {
                 <span class="kind">{step.body.kind()}</span>
                 <span class="muted time">{short_time(&step.created_at)}</span>
                 <span class="spacer"></span>
-                <button
-                    type="button"
-                    class="quiet edit"
-                    on:click=move |_| editing.update(|e| *e = !*e)
-                >
-                    "Edit"
-                </button>
+                // Snippets and greps change by refreshing, not by editing.
+                {editable.then(|| view! {
+                    <button type="button" class="quiet edit" on:click=move |_| editing.update(|e| *e = !*e)>
+                        "Edit"
+                    </button>
+                })}
                 <ActionForm action=move_step attr:class="inline">
                     <input type="hidden" name="step_id" value=step.id/>
                     <input type="hidden" name="position" value=position.saturating_sub(1).max(1)/>
