@@ -82,3 +82,37 @@ where
     });
     form
 }
+
+/// A `<select name="host">` of the known hosts, `chosen` preselected, with a
+/// pointer to the Hosts page when there are none.
+#[component]
+pub fn HostSelect(#[prop(optional, into)] chosen: String) -> impl IntoView {
+    let hosts = Resource::new(|| (), |_| crate::api::list_hosts());
+    view! {
+        <Suspense fallback=|| view! { <select name="host" disabled=true><option>"Loading hosts…"</option></select> }>
+            {move || {
+                let chosen = chosen.clone();
+                Suspend::new(async move {
+                    let hosts = hosts.await.unwrap_or_default();
+                    let empty = hosts.is_empty();
+                    view! {
+                        <select name="host" required>
+                            {hosts
+                                .into_iter()
+                                .map(|h| {
+                                    let selected = h.name == chosen;
+                                    view! {
+                                        <option value=h.name.clone() selected=selected>
+                                            {h.name.clone()} " (" {h.user.clone()} "@" {h.hostname.clone()} ")"
+                                        </option>
+                                    }
+                                })
+                                .collect_view()}
+                        </select>
+                        {empty.then(|| view! { <span class="muted">"No hosts yet: " <a href="/hosts">"add one"</a> "."</span> })}
+                    }
+                })
+            }}
+        </Suspense>
+    }
+}

@@ -190,7 +190,6 @@ fn CommandEditor(
 /// The fields of a command step; the caller's form wraps them.
 #[component]
 fn CommandFields(body: Option<CommandBody>) -> impl IntoView {
-    let hosts = Resource::new(|| (), |_| crate::api::list_hosts());
     let body = body.unwrap_or(CommandBody {
         host: String::new(),
         command: String::new(),
@@ -200,27 +199,7 @@ fn CommandFields(body: Option<CommandBody>) -> impl IntoView {
     });
     let chosen = body.host.clone();
     view! {
-        <label>
-            "Host"
-            <Suspense fallback=|| view! { <select name="host" disabled=true><option>"Loading hosts…"</option></select> }>
-                {move || {
-                    let chosen = chosen.clone();
-                    Suspend::new(async move {
-                        let hosts = hosts.await.unwrap_or_default();
-                        let empty = hosts.is_empty();
-                        view! {
-                            <select name="host" required>
-                                {hosts.into_iter().map(|h| {
-                                    let selected = h.name == chosen;
-                                    view! { <option value=h.name.clone() selected=selected>{h.name.clone()} " (" {h.user.clone()} "@" {h.hostname.clone()} ")"</option> }
-                                }).collect_view()}
-                            </select>
-                            {empty.then(|| view! { <span class="muted">"No hosts yet: " <a href="/hosts">"add one"</a>"."</span> })}
-                        }
-                    })
-                }}
-            </Suspense>
-        </label>
+        <label>"Host" <crate::components::HostSelect chosen=chosen/></label>
         <label>
             "Command"
             <textarea name="command" rows="3" required placeholder="vllm bench latency --model … --tensor-parallel-size 8">{body.command.clone()}</textarea>

@@ -150,26 +150,13 @@ pub fn GrepContent(step: Step) -> impl IntoView {
 pub fn AddGrep(investigation: String) -> impl IntoView {
     let add = crate::pages::investigation::timeline_action::<AddGrep>();
     let form = crate::components::reset_on_success(add);
-    let hosts = Resource::new(|| (), |_| crate::api::list_hosts());
     view! {
         <details class="add-step" id="add-grep">
             <summary>"Add a grep"</summary>
             <ActionForm action=add node_ref=form attr:class="stacked">
                 <input type="hidden" name="investigation" value=investigation/>
                 <div class="row">
-                    <label>
-                        "Host"
-                        <Suspense fallback=|| view! { <select name="host" disabled=true></select> }>
-                            {move || Suspend::new(async move {
-                                let hosts = hosts.await.unwrap_or_default();
-                                view! {
-                                    <select name="host" required>
-                                        {hosts.into_iter().map(|h| view! { <option value=h.name.clone()>{h.name.clone()}</option> }).collect_view()}
-                                    </select>
-                                }
-                            })}
-                        </Suspense>
-                    </label>
+                    <label>"Host" <crate::components::HostSelect/></label>
                     <label class="wide">"Pattern" <input name="pattern" required placeholder="Custom allreduce is disabled"/></label>
                     <label class="small"><input type="checkbox" name="regex" value="on"/>" regex"</label>
                 </div>

@@ -183,26 +183,13 @@ pub fn SnippetContent(step: Step) -> impl IntoView {
 pub fn AddSnippet(investigation: String) -> impl IntoView {
     let add = crate::pages::investigation::timeline_action::<AddSnippet>();
     let form = crate::components::reset_on_success(add);
-    let hosts = Resource::new(|| (), |_| crate::api::list_hosts());
     view! {
         <details class="add-step" id="add-snippet">
             <summary>"Add a source snippet"</summary>
             <ActionForm action=add node_ref=form attr:class="stacked">
                 <input type="hidden" name="investigation" value=investigation/>
                 <div class="row">
-                    <label>
-                        "Host"
-                        <Suspense fallback=|| view! { <select name="host" disabled=true></select> }>
-                            {move || Suspend::new(async move {
-                                let hosts = hosts.await.unwrap_or_default();
-                                view! {
-                                    <select name="host" required>
-                                        {hosts.into_iter().map(|h| view! { <option value=h.name.clone()>{h.name.clone()}</option> }).collect_view()}
-                                    </select>
-                                }
-                            })}
-                        </Suspense>
-                    </label>
+                    <label>"Host" <crate::components::HostSelect/></label>
                     <label class="wide">
                         <span>"File " <span class="muted">"(absolute path, or a module and its python)"</span></span>
                         <input name="path" required placeholder="/usr/lib/python3/dist-packages/vllm/…/custom_all_reduce.py  or  vllm.distributed.device_communicators.custom_all_reduce /root/ml-env/bin/python"/>
