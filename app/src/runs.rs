@@ -128,8 +128,11 @@ pub const MAX_REPEAT: u32 = 100;
 pub const MAX_WARMUP: u32 = 20;
 
 /// A digest of which runs exist and their states, so a page can tell whether
-/// what it shows is current (FNV-1a over ids and statuses, in the given order).
+/// what it shows is current (FNV-1a over ids and statuses, by run id, so the
+/// order runs are listed in does not matter).
 pub fn runs_fingerprint<'a>(runs: impl IntoIterator<Item = &'a Run>) -> u64 {
+    let mut runs: Vec<&Run> = runs.into_iter().collect();
+    runs.sort_by_key(|run| run.id);
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for run in runs {
         for byte in run.id.to_le_bytes().iter().chain(run.status.as_str().as_bytes()) {

@@ -8,7 +8,7 @@ pub mod error;
 mod extract;
 pub mod handlers;
 pub mod hosts;
-mod ids;
+pub(crate) mod ids;
 mod markdown;
 pub mod notebook;
 pub mod router;

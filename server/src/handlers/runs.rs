@@ -190,8 +190,14 @@ pub async fn investigation_events(
     ApiPath(investigation): ApiPath<String>,
     Query(query): Query<EventsQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, AppError> {
-    let current = state.notebook.investigation(&investigation).await?;
-    let fingerprint = app::runs::runs_fingerprint(current.steps.iter().flat_map(|s| s.runs.iter()));
+    // Only the run rows: rendering the whole investigation (output tails,
+    // highlighted snippets) on every subscription would be wasted work.
+    let fingerprint = if crate::ids::is_investigation_id(&investigation) {
+        state.runner.fingerprint(&investigation).await.map_err(crate::notebook::store_error)?
+    } else {
+        None
+    }
+    .ok_or_else(|| ApiError::not_found(format!("There is no investigation {investigation:?}.")))?;
     let in_sync = query.known == Some(fingerprint);
     let receiver = state.runner.live().subscribe();
     let stream = futures::stream::unfold(receiver, move |mut receiver| {

@@ -57,6 +57,17 @@ impl Runner {
         &self.output_dir
     }
 
+    /// The runs fingerprint of an investigation (see `app::runs::runs_fingerprint`),
+    /// from the run rows alone; `None` if there is no such investigation.
+    pub async fn fingerprint(&self, investigation: &str) -> Result<Option<u64>, sqlx::Error> {
+        if self.store.investigation(investigation).await?.is_none() {
+            return Ok(None);
+        }
+        let runs: Vec<Run> =
+            self.store.runs_of_investigation(investigation).await?.into_iter().map(run_from_row).collect();
+        Ok(Some(app::runs::runs_fingerprint(&runs)))
+    }
+
     pub fn live(&self) -> &Arc<Live> {
         &self.live
     }
