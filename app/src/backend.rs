@@ -7,6 +7,7 @@ use crate::hosts::{ConnectionReport, Host, HostImport, ImportReport, NewHost};
 use crate::model::{Investigation, InvestigationPatch, InvestigationSummary, NewInvestigation, Step};
 use crate::runs::{OutputTail, Run, RunRequest};
 use crate::steps::StepBody;
+use crate::steps::snippet::{Annotation, AnnotationPatch, NewAnnotation};
 use std::sync::Arc;
 
 #[async_trait::async_trait]
@@ -45,6 +46,11 @@ pub trait Notebook: Send + Sync + 'static {
     async fn cancel_run(&self, id: i64) -> Result<Run, ApiError>;
     /// Fetches a snippet step's file again (optionally another range) as a new snapshot.
     async fn refresh_snippet(&self, step_id: i64, start: Option<u64>, end: Option<u64>) -> Result<Step, ApiError>;
+    /// Writes an annotation beside lines the snippet step shows.
+    async fn add_annotation(&self, step_id: i64, new: NewAnnotation) -> Result<Annotation, ApiError>;
+    async fn annotation(&self, id: i64) -> Result<Annotation, ApiError>;
+    async fn update_annotation(&self, id: i64, patch: AnnotationPatch) -> Result<Annotation, ApiError>;
+    async fn delete_annotation(&self, id: i64) -> Result<(), ApiError>;
     /// Up to `bytes` of a run's output ending at `before`, as HTML, from a line start.
     async fn output_before(&self, id: i64, before: u64, bytes: u64) -> Result<OutputTail, ApiError>;
 }

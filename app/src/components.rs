@@ -116,3 +116,16 @@ pub fn HostSelect(#[prop(optional, into)] chosen: String) -> impl IntoView {
         </Suspense>
     }
 }
+
+/// Text to put inside a `<textarea>`. leptos 0.8 (tachys 0.2.19) writes textarea
+/// children unescaped when rendering on the server, so a saved `</textarea><script>`
+/// would break out of the element (leptos-rs/leptos#4730, reverted in #4819; the
+/// fix #4821 is not released for 0.8). The server render gets the text escaped, which
+/// the browser decodes back; the browser builds text nodes itself and needs nothing.
+pub fn textarea_text(text: &str) -> String {
+    if cfg!(feature = "ssr") {
+        text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    } else {
+        text.to_string()
+    }
+}

@@ -57,3 +57,33 @@ pub fn follow_investigation(id: String, known: u64, on_change: impl Fn() + 'stat
     let on_run = Listener::new(move |_ev: MessageEvent| on_change());
     listen(&format!("/api/v1/investigations/{id}/events?known={known}"), vec![("run", on_run)]);
 }
+
+/// Keeps `focus` equal to what the URL fragment points at (on load and on every
+/// `hashchange`), and scrolls a line range into view: the browser scrolls only to
+/// ids that exist, and `#step-12-L130-L180` names no element.
+pub fn follow_fragment(focus: RwSignal<Option<crate::steps::snippet::Focus>>) {
+    use crate::steps::snippet::{Focus, line_anchor};
+    let apply = move || {
+        let hash = window().location().hash().unwrap_or_default();
+        let parsed = Focus::parse(&hash);
+        focus.set(parsed);
+        if let Some(Focus::Lines { step_id, start, .. }) = parsed
+            && document().get_element_by_id(hash.trim_start_matches('#')).is_none()
+            && let Some(line) = document().get_element_by_id(&line_anchor(step_id, start))
+        {
+            let options = web_sys::ScrollIntoViewOptions::new();
+            options.set_block(web_sys::ScrollLogicalPosition::Center);
+            line.scroll_into_view_with_scroll_into_view_options(&options);
+        }
+    };
+    apply();
+    let handle = window_event_listener(leptos::ev::hashchange, move |_| apply());
+    on_cleanup(move || handle.remove());
+}
+
+/// Puts `#anchor` in the address bar without scrolling or a history entry.
+pub fn replace_fragment(anchor: &str) {
+    if let Ok(history) = window().history() {
+        let _ = history.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&format!("#{anchor}")));
+    }
+}

@@ -101,6 +101,9 @@ pub struct Step {
     /// Snapshots of a snippet step, oldest first; empty for other kinds.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub snapshots: Vec<crate::steps::snippet::Snapshot>,
+    /// Annotations of a snippet step, by first line.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub annotations: Vec<crate::steps::snippet::Annotation>,
     /// The newest result of a grep step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search: Option<crate::steps::grep::SearchResult>,
@@ -156,6 +159,7 @@ mod tests {
             url: step_url("abc", 7),
             runs: vec![],
             snapshots: vec![],
+            annotations: vec![],
             search: None,
             created_at: "t".into(),
             updated_at: "t".into(),

@@ -15,6 +15,7 @@ use app::model::{
 };
 use app::runs::{OutputTail, Run, RunRequest};
 use app::steps::StepBody;
+use app::steps::snippet::{Annotation, AnnotationPatch, NewAnnotation};
 use std::sync::Arc;
 
 pub struct Service {
@@ -109,6 +110,7 @@ fn step(row: StepRow) -> Result<Step, ApiError> {
         url: step_url(&row.investigation_id, row.id),
         runs: Vec::new(),
         snapshots: Vec::new(),
+        annotations: Vec::new(),
         search: None,
         html: steps::render(&body),
         body,
@@ -153,6 +155,8 @@ impl Notebook for Service {
         self.attach_runs(&mut steps, runs).await;
         let snapshots = self.store.snapshots_of_investigation(id).await.map_err(store_error)?;
         self.attach_snapshots(&mut steps, snapshots).await;
+        let annotations = self.store.annotations_of_investigation(id).await.map_err(store_error)?;
+        self.attach_annotations(&mut steps, annotations);
         let searches = self.store.searches_of_investigation(id).await.map_err(store_error)?;
         self.attach_searches(&mut steps, searches);
         let summary = summary(row);
@@ -231,6 +235,8 @@ impl Notebook for Service {
         self.attach_runs(&mut steps, runs).await;
         let snapshots = self.store.snapshots_of_step(id).await.map_err(store_error)?;
         self.attach_snapshots(&mut steps, snapshots).await;
+        let annotations = self.store.annotations_of_step(id).await.map_err(store_error)?;
+        self.attach_annotations(&mut steps, annotations);
         let searches = self.store.search_of_step(id).await.map_err(store_error)?;
         self.attach_searches(&mut steps, searches.into_iter().collect());
         Ok(steps.remove(0))
@@ -316,6 +322,18 @@ impl Notebook for Service {
     }
     async fn refresh_snippet(&self, step_id: i64, start: Option<u64>, end: Option<u64>) -> Result<Step, ApiError> {
         self.refresh_snippet_impl(step_id, start, end).await
+    }
+    async fn add_annotation(&self, step_id: i64, new: NewAnnotation) -> Result<Annotation, ApiError> {
+        self.add_annotation_impl(step_id, new).await
+    }
+    async fn annotation(&self, id: i64) -> Result<Annotation, ApiError> {
+        self.annotation_impl(id).await
+    }
+    async fn update_annotation(&self, id: i64, patch: AnnotationPatch) -> Result<Annotation, ApiError> {
+        self.update_annotation_impl(id, patch).await
+    }
+    async fn delete_annotation(&self, id: i64) -> Result<(), ApiError> {
+        self.delete_annotation_impl(id).await
     }
     async fn output_before(&self, id: i64, before: u64, bytes: u64) -> Result<OutputTail, ApiError> {
         self.output_before_impl(id, before, bytes).await

@@ -1,6 +1,6 @@
 //! Every route Sleuth serves, one per line.
 
-use crate::handlers::{self, health, hosts, investigations, runs, steps};
+use crate::handlers::{self, annotations, health, hosts, investigations, runs, steps};
 use crate::state::AppState;
 use app::{App, model::limits, shell};
 use axum::Router;
@@ -26,6 +26,8 @@ pub fn app(state: AppState) -> Router {
         .route("/steps/{step_id}", get(steps::show).patch(steps::update).delete(steps::delete))
         .route("/steps/{step_id}/runs", get(runs::of_step).post(runs::start))
         .route("/steps/{step_id}/refresh", post(steps::refresh))
+        .route("/steps/{step_id}/annotations", post(annotations::create))
+        .route("/annotations/{id}", get(annotations::show).patch(annotations::update).delete(annotations::delete))
         .route("/runs/{run_id}", get(runs::show))
         .route("/runs/{run_id}/cancel", post(runs::cancel))
         .route("/runs/{run_id}/output", get(runs::output))

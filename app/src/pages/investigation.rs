@@ -52,6 +52,7 @@ pub fn InvestigationPage() -> impl IntoView {
     let id = move || params.read().get("id").unwrap_or_default();
     let version = TimelineVersion(RwSignal::new(0));
     provide_context(version);
+    crate::steps::annotation::LineFocus::provide();
     let investigation = Resource::new(move || (id(), version.0.get()), |(id, _)| get_investigation(id));
     // Runs started here or in another browser refresh the page as they change.
     #[cfg(feature = "hydrate")]
@@ -130,7 +131,7 @@ fn Header(inv: Investigation) -> impl IntoView {
                         </label>
                         <label>"Question"
                             <textarea name="question" rows="2" maxlength=limits::QUESTION_CHARS>
-                                {inv.question.clone()}
+                                {crate::components::textarea_text(&inv.question)}
                             </textarea>
                         </label>
                         <ActionError action=rename/>

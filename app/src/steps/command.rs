@@ -202,11 +202,11 @@ fn CommandFields(body: Option<CommandBody>) -> impl IntoView {
         <label>"Host" <crate::components::HostSelect chosen=chosen/></label>
         <label>
             "Command"
-            <textarea name="command" rows="3" required placeholder="vllm bench latency --model … --tensor-parallel-size 8">{body.command.clone()}</textarea>
+            <textarea name="command" rows="3" required placeholder="vllm bench latency --model … --tensor-parallel-size 8">{crate::components::textarea_text(&body.command)}</textarea>
         </label>
         <label>
             <span>"Environment " <span class="muted">"(NAME=value, one per line)"</span></span>
-            <textarea name="env" rows="2" placeholder="NCCL_PROTO=LL">{env_text(&body.env)}</textarea>
+            <textarea name="env" rows="2" placeholder="NCCL_PROTO=LL">{crate::components::textarea_text(&env_text(&body.env))}</textarea>
         </label>
         <div class="row">
             <label>"Working directory" <input name="cwd" value=body.cwd.clone().unwrap_or_default() placeholder="~"/></label>

@@ -2,6 +2,7 @@
 //! module in the server's `steps/` (validation and rendering), and one variant below.
 //! Notes come first; command, snippet, grep and calculator steps follow.
 
+pub mod annotation;
 pub mod command;
 pub mod grep;
 pub mod note;

@@ -63,7 +63,7 @@ fn NoteEditor(step_id: i64, body: String, editing: RwSignal<bool>, edit: ServerA
         <ActionForm action=edit attr:class="note-editor">
             <input type="hidden" name="step_id" value=step_id/>
             <textarea name="body" rows="8" maxlength=MAX_BYTES aria-label="Note (Markdown)">
-                {body}
+                {crate::components::textarea_text(&body)}
             </textarea>
             <crate::components::ActionError action=edit/>
             <div class="form-actions">

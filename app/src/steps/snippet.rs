@@ -45,9 +45,100 @@ pub struct Snapshot {
     pub fetched_at: String,
 }
 
+/// Markdown written beside lines of a snippet step.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Annotation {
+    pub id: i64,
+    pub step_id: i64,
+    /// 1-based, inclusive line numbers of the file.
+    pub start: u64,
+    pub end: u64,
+    /// Markdown as written.
+    pub body: String,
+    /// The same, rendered and sanitized on the server.
+    pub html: String,
+    /// Who wrote it, as they signed it (accounts come with team use).
+    pub author: Option<String>,
+    /// Stable link: `/i/{id}#annotation-{annotation_id}`.
+    pub url: String,
+    /// The snapshot the author was looking at.
+    pub snapshot_id: Option<i64>,
+    /// The file changed (sha256) since that snapshot; the lines may have moved.
+    pub outdated: bool,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewAnnotation {
+    pub start: u64,
+    pub end: u64,
+    pub body: String,
+    #[serde(default)]
+    pub author: Option<String>,
+}
+
+/// A partial update of an annotation: absent fields stay.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AnnotationPatch {
+    #[serde(default)]
+    pub start: Option<u64>,
+    #[serde(default)]
+    pub end: Option<u64>,
+    #[serde(default)]
+    pub body: Option<String>,
+}
+
+/// Longest annotation body, in characters.
+pub const ANNOTATION_CHARS: usize = 20_000;
+
 /// The anchor of a line of a step: `step-12-L130`.
 pub fn line_anchor(step_id: i64, line: u64) -> String {
     format!("step-{step_id}-L{line}")
+}
+
+/// The anchor of a line range, GitHub style: `step-12-L130-L180` (one line: `step-12-L130`).
+pub fn range_anchor(step_id: i64, start: u64, end: u64) -> String {
+    if start == end { line_anchor(step_id, start) } else { format!("step-{step_id}-L{start}-L{end}") }
+}
+
+pub fn annotation_anchor(annotation_id: i64) -> String {
+    format!("annotation-{annotation_id}")
+}
+
+/// What a URL fragment points at inside snippets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Focus {
+    /// Lines `start..=end` of a step.
+    Lines { step_id: i64, start: u64, end: u64 },
+    Annotation(i64),
+}
+
+impl Focus {
+    /// Reads `step-12-L130`, `step-12-L130-L180` (either order) and `annotation-7`,
+    /// with or without the leading `#`.
+    pub fn parse(fragment: &str) -> Option<Self> {
+        let fragment = fragment.strip_prefix('#').unwrap_or(fragment);
+        if let Some(id) = fragment.strip_prefix("annotation-") {
+            return id.parse().ok().map(Self::Annotation);
+        }
+        let rest = fragment.strip_prefix("step-")?;
+        let (step, lines) = rest.split_once("-L")?;
+        let step_id = step.parse().ok()?;
+        let (a, b): (u64, u64) = match lines.split_once("-L") {
+            Some((a, b)) => (a.parse().ok()?, b.parse().ok()?),
+            None => {
+                let a: u64 = lines.parse().ok()?;
+                (a, a)
+            }
+        };
+        if a == 0 || b == 0 {
+            return None;
+        }
+        Some(Self::Lines { step_id, start: a.min(b), end: a.max(b) })
+    }
 }
 
 use crate::error::ApiError;
@@ -125,6 +216,18 @@ pub fn SnippetContent(step: Step) -> impl IntoView {
         snapshot.mtime.as_deref().map(|m| format!("modified {} · ", short_time(m))).unwrap_or_default(),
         short_time(&snapshot.fetched_at),
     );
+    let ranges: std::sync::Arc<Vec<(i64, u64, u64)>> =
+        std::sync::Arc::new(step.annotations.iter().map(|a| (a.id, a.start, a.end)).collect());
+    let focus = super::annotation::LineFocus::get();
+    let mut seen_ranges = std::collections::HashSet::new();
+    let mut annotations_after: std::collections::HashMap<u64, Vec<(super::snippet::Annotation, bool)>> =
+        Default::default();
+    for a in &step.annotations {
+        let first_of_range = seen_ranges.insert((a.start, a.end));
+        // Annotations of lines no longer shown go after the last line, not away.
+        let at = a.end.clamp(snapshot.start, snapshot.end);
+        annotations_after.entry(at).or_default().push((a.clone(), first_of_range));
+    }
     let rows = snapshot
         .html_lines
         .iter()
@@ -132,11 +235,32 @@ pub fn SnippetContent(step: Step) -> impl IntoView {
         .map(|(i, html)| {
             let n = snapshot.start + i as u64;
             let anchor = line_anchor(step_id, n);
+            let ranges = ranges.clone();
+            let selected = move || {
+                focus.and_then(|f| f.lines_of(step_id, &ranges)).is_some_and(|(a, b)| (a..=b).contains(&n))
+            };
+            let click = move |ev: leptos::ev::MouseEvent| {
+                if let Some(focus) = focus {
+                    ev.prevent_default();
+                    focus.click(step_id, n, ev.shift_key());
+                }
+            };
+            let notes = annotations_after.remove(&n).unwrap_or_default();
             view! {
-                <tr id=anchor.clone() data-line=n>
-                    <td class="ln"><a href=format!("#{anchor}")>{n}</a></td>
+                <tr id=anchor.clone() data-line=n class:selected=selected>
+                    <td class="ln"><a href=format!("#{anchor}") on:click=click>{n}</a></td>
                     <td class="code"><code inner_html=html.clone()></code></td>
                 </tr>
+                {notes
+                    .into_iter()
+                    .map(|(annotation, first_of_range)| view! {
+                        <tr class="annotation-row">
+                            <td colspan="2">
+                                <super::annotation::AnnotationView annotation first_of_range/>
+                            </td>
+                        </tr>
+                    })
+                    .collect_view()}
             }
         })
         .collect_view();
@@ -174,6 +298,7 @@ pub fn SnippetContent(step: Step) -> impl IntoView {
             <span class="muted">{step.snapshots.len()} " snapshot(s)"</span>
         </div>
         <crate::components::ActionError action=refresh/>
+        <super::annotation::AnnotateForm step_id shown=(start, end) ranges/>
     }
     .into_any()
 }
@@ -201,5 +326,23 @@ pub fn AddSnippet(investigation: String) -> impl IntoView {
                 <div class="form-actions"><button type="submit" class="primary">"Fetch snippet"</button></div>
             </ActionForm>
         </details>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fragments_name_lines_ranges_and_annotations() {
+        assert_eq!(Focus::parse("#step-12-L130"), Some(Focus::Lines { step_id: 12, start: 130, end: 130 }));
+        assert_eq!(Focus::parse("step-12-L130-L180"), Some(Focus::Lines { step_id: 12, start: 130, end: 180 }));
+        assert_eq!(Focus::parse("#step-12-L180-L130"), Some(Focus::Lines { step_id: 12, start: 130, end: 180 }));
+        assert_eq!(Focus::parse("#annotation-7"), Some(Focus::Annotation(7)));
+        for bad in ["#step-12", "#step-x-L1", "#step-12-L0", "#step-12-L5-Lx", "#annotation-", "", "#L130"] {
+            assert_eq!(Focus::parse(bad), None, "{bad}");
+        }
+        assert_eq!(range_anchor(12, 130, 180), "step-12-L130-L180");
+        assert_eq!(range_anchor(12, 137, 137), "step-12-L137");
     }
 }

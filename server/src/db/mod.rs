@@ -15,12 +15,14 @@
 //!   text or 64-bit integers, and nothing relies on SQLite-only behaviour except
 //!   `STRICT` tables and `json_valid` checks in the migrations.
 
+mod annotations;
 mod hosts;
 mod rows;
 mod runs;
 mod searches;
 mod snapshots;
 
+pub use annotations::AnnotationRow;
 pub use rows::{HostRow, InvestigationRow, NewRun, RunEnd, RunRow, StepRow};
 pub use searches::SearchRow;
 pub use snapshots::SnapshotRow;

@@ -1,6 +1,7 @@
 //! JSON API v1 handlers, one module per resource. Each is a thin translation
 //! between HTTP and [`app::backend::Notebook`].
 
+pub mod annotations;
 pub mod health;
 pub mod hosts;
 pub mod investigations;

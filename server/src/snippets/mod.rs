@@ -1,6 +1,7 @@
 //! Source snippets fetched from hosts: reading a line range over SFTP, keeping a
 //! snapshot of what was read, and highlighting it.
 
+pub mod annotations;
 pub mod fetch;
 pub mod highlight;
 pub mod search;

@@ -199,3 +199,82 @@ async fn grep_finds_caps_and_never_executes_the_pattern() {
     let missing = snippet(&app, json!({ "kind": "grep", "pattern": "x", "path": "/no/such/dir" })).await;
     assert_eq!(missing.status, StatusCode::NOT_FOUND, "{}", missing.text());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn annotations_sit_beside_shown_lines_and_follow_the_file() {
+    let sshd = Sshd::start();
+    let app = crate::runs::app_with_host(&sshd).await;
+    let path = sshd.dir.path().join("custom_all_reduce.py");
+    let source: String = (1..=200).map(|n| format!("line_{n} = {n}\n")).collect();
+    std::fs::write(&path, &source).unwrap();
+    let step = snippet(&app, json!({ "path": path.to_str().unwrap(), "start": 130, "end": 180 })).await.json();
+    let step_id = step["id"].as_i64().unwrap();
+    let investigation = step["investigation_id"].as_str().unwrap().to_string();
+    let annotations = format!("/api/v1/steps/{step_id}/annotations");
+
+    // `</textarea>` too: the edit form's textarea holds the Markdown as written.
+    let body = "The **PCIe** check. </textarea><script>alert(1)</script><img src=x onerror=alert(2)>";
+    let created = app.post_json(&annotations, json!({ "start": 137, "end": 140, "body": body, "author": "Ada" })).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text());
+    let annotation = created.json();
+    let id = annotation["id"].as_i64().unwrap();
+    assert_eq!((annotation["start"].as_u64(), annotation["end"].as_u64()), (Some(137), Some(140)));
+    assert_eq!(annotation["author"], "Ada");
+    assert_eq!(annotation["body"], body, "the Markdown is kept as written");
+    let html = annotation["html"].as_str().unwrap();
+    assert!(html.contains("<strong>PCIe</strong>"), "{html}");
+    assert!(!html.contains("<script") && !html.contains("onerror"), "{html}");
+    assert_eq!(annotation["url"], format!("/i/{investigation}#annotation-{id}"));
+    assert_eq!(annotation["outdated"], false);
+
+    // The step carries its annotations; the page shows them with their anchors.
+    let shown = app.get(&format!("/api/v1/steps/{step_id}")).await.json();
+    assert_eq!(shown["annotations"][0]["id"], id);
+    assert_eq!(shown["snapshots"][0]["sha256"].as_str().map(str::len), Some(64));
+    let page = app.get(&format!("/i/{investigation}")).await.text();
+    assert!(page.contains(&format!("id=\"annotation-{id}\"")), "annotation anchor");
+    assert!(page.contains(&format!("id=\"step-{step_id}-L137-L140\"")), "range anchor for links without JS");
+    assert!(!page.contains("<script>alert(1)") && !page.contains("<img src=x"), "inert");
+    assert!(page.contains("&lt;/textarea&gt;&lt;script&gt;"), "the edit form holds the text, escaped");
+
+    // Bad input: a reason, nothing stored.
+    for (bad, needle) in [
+        (json!({ "start": 150, "end": 140, "body": "x" }), "after"),
+        (json!({ "start": 120, "end": 140, "body": "x" }), "130–180"),
+        (json!({ "start": 170, "end": 190, "body": "x" }), "Expand"),
+        (json!({ "start": 140, "end": 141, "body": "  " }), "empty"),
+        (json!({ "start": 140, "end": 141, "body": "x", "author": "a\nb" }), "one line"),
+    ] {
+        let response = app.post_json(&annotations, bad.clone()).await;
+        assert_eq!(response.status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}: {}", response.text());
+        assert!(response.json()["error"]["message"].as_str().unwrap().contains(needle), "{}", response.text());
+    }
+    let note = app.note(&investigation, "not code").await;
+    let on_note = app.post_json(&format!("/api/v1/steps/{}/annotations", note["id"]), json!({ "start": 1, "end": 1, "body": "x" })).await;
+    assert_eq!(on_note.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", on_note.text());
+    let missing = app.post_json("/api/v1/steps/999999/annotations", json!({ "start": 1, "end": 1, "body": "x" })).await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+    assert_eq!(app.get("/api/v1/annotations/999999").await.status, StatusCode::NOT_FOUND);
+    assert_eq!(app.get(&format!("/api/v1/steps/{step_id}")).await.json()["annotations"].as_array().unwrap().len(), 1);
+
+    // Edit.
+    let edited = app.patch_json(&format!("/api/v1/annotations/{id}"), json!({ "body": "Only *two* GPUs pass.", "end": 138 })).await;
+    assert_eq!(edited.status, StatusCode::OK, "{}", edited.text());
+    let edited = edited.json();
+    assert_eq!((edited["start"].as_u64(), edited["end"].as_u64()), (Some(137), Some(138)));
+    assert!(edited["html"].as_str().unwrap().contains("<em>two</em>"));
+    assert_eq!(edited["author"], "Ada", "the author stays");
+
+    // The file changes on the host: after a refresh the annotation says it may have moved.
+    std::fs::write(&path, format!("# a new first line\n{source}")).unwrap();
+    let refreshed = app.post_json(&format!("/api/v1/steps/{step_id}/refresh"), json!({})).await;
+    assert_eq!(refreshed.status, StatusCode::OK, "{}", refreshed.text());
+    assert_eq!(refreshed.json()["annotations"][0]["outdated"], true, "{}", refreshed.text());
+    let page = app.get(&format!("/i/{investigation}")).await.text();
+    assert!(page.contains("earlier version of the file"), "the page says so");
+
+    // Delete.
+    assert_eq!(app.delete(&format!("/api/v1/annotations/{id}")).await.status, StatusCode::NO_CONTENT);
+    assert_eq!(app.get(&format!("/api/v1/annotations/{id}")).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(app.delete(&format!("/api/v1/annotations/{id}")).await.status, StatusCode::NOT_FOUND);
+}

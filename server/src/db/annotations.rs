@@ -1,0 +1,88 @@
+//! Annotations of snippet steps.
+
+use super::{Store, StoreResult, now_ms};
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct AnnotationRow {
+    pub id: i64,
+    pub step_id: i64,
+    pub snapshot_id: Option<i64>,
+    pub start_line: i64,
+    pub end_line: i64,
+    pub body: String,
+    pub author: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+    /// The investigation of the step (joined), for links.
+    pub investigation_id: String,
+}
+
+const SELECT: &str = "SELECT a.id, a.step_id, a.snapshot_id, a.start_line, a.end_line, a.body, a.author,
+                             a.created_at, a.updated_at, s.investigation_id
+                      FROM annotations a JOIN steps s ON s.id = a.step_id";
+
+impl Store {
+    pub async fn insert_annotation(
+        &self,
+        step_id: i64,
+        snapshot_id: Option<i64>,
+        (start, end): (i64, i64),
+        body: &str,
+        author: Option<&str>,
+    ) -> StoreResult<i64> {
+        let now = now_ms();
+        let done = sqlx::query(
+            "INSERT INTO annotations (step_id, snapshot_id, start_line, end_line, body, author, created_at, updated_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(step_id)
+        .bind(snapshot_id)
+        .bind(start)
+        .bind(end)
+        .bind(body)
+        .bind(author)
+        .bind(now)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.last_insert_rowid())
+    }
+
+    pub async fn annotation(&self, id: i64) -> StoreResult<Option<AnnotationRow>> {
+        sqlx::query_as(sqlx::AssertSqlSafe(format!("{SELECT} WHERE a.id = ?"))).bind(id).fetch_optional(&self.pool).await
+    }
+
+    /// Returns whether the annotation exists.
+    pub async fn update_annotation(&self, id: i64, (start, end): (i64, i64), body: &str) -> StoreResult<bool> {
+        let done = sqlx::query("UPDATE annotations SET start_line = ?, end_line = ?, body = ?, updated_at = ? WHERE id = ?")
+            .bind(start)
+            .bind(end)
+            .bind(body)
+            .bind(now_ms())
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    pub async fn delete_annotation(&self, id: i64) -> StoreResult<bool> {
+        let done = sqlx::query("DELETE FROM annotations WHERE id = ?").bind(id).execute(&self.pool).await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    pub async fn annotations_of_investigation(&self, investigation: &str) -> StoreResult<Vec<AnnotationRow>> {
+        sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "{SELECT} WHERE s.investigation_id = ? ORDER BY a.step_id, a.start_line, a.id"
+        )))
+        .bind(investigation)
+        .fetch_all(&self.pool)
+        .await
+    }
+
+    pub async fn annotations_of_step(&self, step_id: i64) -> StoreResult<Vec<AnnotationRow>> {
+        sqlx::query_as(sqlx::AssertSqlSafe(format!("{SELECT} WHERE a.step_id = ? ORDER BY a.start_line, a.id")))
+            .bind(step_id)
+            .fetch_all(&self.pool)
+            .await
+    }
+}

@@ -1,0 +1,35 @@
+use crate::error::AppError;
+use crate::extract::{ApiJson, ApiPath};
+use crate::state::AppState;
+use app::steps::snippet::{Annotation, AnnotationPatch, NewAnnotation};
+use axum::Json;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+
+pub async fn create(
+    State(state): State<AppState>,
+    ApiPath(step_id): ApiPath<i64>,
+    ApiJson(new): ApiJson<NewAnnotation>,
+) -> Result<impl IntoResponse, AppError> {
+    let annotation = state.notebook.add_annotation(step_id, new).await?;
+    let location = [(header::LOCATION, format!("/api/v1/annotations/{}", annotation.id))];
+    Ok((StatusCode::CREATED, location, Json(annotation)))
+}
+
+pub async fn show(State(state): State<AppState>, ApiPath(id): ApiPath<i64>) -> Result<Json<Annotation>, AppError> {
+    Ok(Json(state.notebook.annotation(id).await?))
+}
+
+pub async fn update(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+    ApiJson(patch): ApiJson<AnnotationPatch>,
+) -> Result<Json<Annotation>, AppError> {
+    Ok(Json(state.notebook.update_annotation(id, patch).await?))
+}
+
+pub async fn delete(State(state): State<AppState>, ApiPath(id): ApiPath<i64>) -> Result<StatusCode, AppError> {
+    state.notebook.delete_annotation(id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
