@@ -169,3 +169,77 @@ test('grep on the host, open a hit as a highlighted snippet, follow a line link'
   assert.equal(bg, 'rgb(255, 248, 197)');
   assert.deepEqual(page.problems, []);
 });
+
+test('select snippet lines, annotate them, open the permalinks in fresh pages', async () => {
+  const { writeFileSync, mkdirSync } = await import('node:fs');
+  const src = `${sshd.dir}/annotate`;
+  mkdirSync(src, { recursive: true });
+  const lines = Array.from({ length: 200 }, (_, i) => `x_${i + 1} = ${i + 1}  # line ${i + 1}`);
+  writeFileSync(`${src}/custom_all_reduce.py`, lines.join('\n') + '\n');
+  const post = (path, body) => fetch(server.url + path, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
+  }).then((r) => r.json());
+  const created = await post('/api/v1/investigations', { title: 'annotate' });
+  const step = await post(`/api/v1/investigations/${created.id}/steps`,
+    { kind: 'snippet', host: 'gpu', path: `${src}/custom_all_reduce.py`, start: 120, end: 180 });
+  const url = server.url + created.url;
+  const s = step.id;
+
+  const page = await newPage(browser);
+  await page.goto(url);
+  await hydrated(page);
+  await page.click(`#step-${s}-L130 td.ln a`);
+  await page.click(`#step-${s}-L135 td.ln a`, { modifiers: ['Shift'] });
+  assert.ok(page.url().endsWith(`#step-${s}-L130-L135`), page.url());
+  assert.equal(await page.locator(`#step-${s} tr.selected`).count(), 6);
+  const form = page.locator(`#annotate-${s}`);
+  assert.equal((await form.locator('summary').textContent()).trim(), 'Annotate lines 130–135');
+  await form.locator('summary').click();
+  assert.equal(await form.locator('input[name=start]').inputValue(), '130');
+  assert.equal(await form.locator('input[name=end]').inputValue(), '135');
+  await form.locator('input[name=author]').fill('Ada');
+  await form.locator('textarea[name=body]').fill(
+    '**Only two** PCIe GPUs pass this check. <img src=x onerror="window.pwned=1"> </textarea><script>window.pwned=2</script>');
+  await form.locator('button:has-text("Save annotation")').click();
+  const annotation = page.locator(`#step-${s} .annotation`);
+  await annotation.waitFor();
+  assert.equal(await annotation.locator('strong').textContent(), 'Only two');
+  assert.match(await annotation.locator('.annotation-head').textContent(), /Lines 130–135\s*Ada/);
+  await screenshot(page, 'snippet-annotation');
+  const href = await annotation.locator('a.annotation-link').getAttribute('href');
+  assert.match(href, /^#annotation-\d+$/);
+
+  // The annotation's permalink in a fresh page: scrolled to, its lines marked.
+  const fresh = await newPage(browser);
+  await fresh.goto(url + href);
+  await hydrated(fresh);
+  await fresh.waitForFunction((s) => document.querySelectorAll(`#step-${s} tr.selected`).length === 6, s);
+  assert.equal(await fresh.evaluate(() => document.querySelector(':target')?.id), href.slice(1));
+  assert.ok(await fresh.locator(href).isVisible());
+  assert.equal(await fresh.evaluate(() => window.pwned), undefined, 'the Markdown stayed inert');
+
+  // A range permalink with no annotation: marked and scrolled into view.
+  const range = await newPage(browser);
+  await range.goto(`${url}#step-${s}-L160-L170`);
+  await hydrated(range);
+  await range.waitForFunction((s) => document.querySelectorAll(`#step-${s} tr.selected`).length === 11, s);
+  const box = await range.locator(`#step-${s}-L160`).boundingBox();
+  const height = await range.evaluate(() => window.innerHeight);
+  assert.ok(box.y >= 0 && box.y < height, `line 160 on screen (y=${box.y}, viewport ${height})`);
+  await screenshot(range, 'snippet-range-permalink');
+
+  // Without JavaScript the annotated range still lands on its annotation.
+  const plain = await newPage(browser, { javaScriptEnabled: false });
+  await plain.goto(`${url}#step-${s}-L130-L135`);
+  assert.equal(await plain.evaluate(() => document.querySelector(':target')?.id), `step-${s}-L130-L135`);
+
+  // Edit, then delete.
+  await annotation.locator('summary:has-text("Edit")').click();
+  await annotation.locator('textarea[name=body]').fill('Only *two* GPUs.');
+  await annotation.locator('button:has-text("Save")').click();
+  await page.waitForSelector(`#step-${s} .annotation em:has-text("two")`);
+  await page.locator(`#step-${s} .annotation summary:has-text("Delete")`).click();
+  await page.locator(`#step-${s} .annotation button:has-text("Delete annotation")`).click();
+  await page.waitForSelector(`#step-${s} .annotation`, { state: 'detached' });
+  for (const p of [page, fresh, range]) assert.deepEqual(p.problems, []);
+});

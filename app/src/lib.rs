@@ -35,6 +35,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
                 <meta name="color-scheme" content="light dark"/>
                 <link rel="stylesheet" href="/pkg/sleuth.css"/>
+                <link rel="stylesheet" href="/highlight.css"/>
                 <link rel="icon" href="/favicon.svg" type="image/svg+xml"/>
                 <HydrationScripts options/>
                 <MetaTags/>

@@ -1,6 +1,6 @@
 //! Every route Sleuth serves, one per line.
 
-use crate::handlers::{self, annotations, health, hosts, investigations, runs, steps};
+use crate::handlers::{self, annotations, health, highlight, hosts, investigations, runs, steps};
 use crate::state::AppState;
 use app::{App, model::limits, shell};
 use axum::Router;
@@ -63,6 +63,7 @@ pub fn app(state: AppState) -> Router {
 
     Router::new()
         .route("/healthz", get(health::check))
+        .route("/highlight.css", get(highlight::stylesheet_css))
         .nest("/api/v1", api)
         .leptos_routes_with_context(&state, generate_route_list(App), context, move || shell(leptos.clone()))
         .fallback_service(static_files)

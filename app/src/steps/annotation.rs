@@ -149,6 +149,7 @@ pub fn AnnotationView(annotation: Annotation, first_of_range: bool) -> impl Into
             <crate::components::ActionError action=delete/>
         </div>
     }
+    .into_any()
 }
 
 /// "Annotate lines…" under a snippet: filled from the selected lines when there
@@ -197,4 +198,5 @@ pub fn AnnotateForm(step_id: i64, shown: (u64, u64), ranges: std::sync::Arc<Vec<
             </ActionForm>
         </details>
     }
+    .into_any()
 }

@@ -112,7 +112,11 @@ pub fn annotation_anchor(annotation_id: i64) -> String {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Focus {
     /// Lines `start..=end` of a step.
-    Lines { step_id: i64, start: u64, end: u64 },
+    Lines {
+        step_id: i64,
+        start: u64,
+        end: u64,
+    },
     Annotation(i64),
 }
 
@@ -236,9 +240,8 @@ pub fn SnippetContent(step: Step) -> impl IntoView {
             let n = snapshot.start + i as u64;
             let anchor = line_anchor(step_id, n);
             let ranges = ranges.clone();
-            let selected = move || {
-                focus.and_then(|f| f.lines_of(step_id, &ranges)).is_some_and(|(a, b)| (a..=b).contains(&n))
-            };
+            let selected =
+                move || focus.and_then(|f| f.lines_of(step_id, &ranges)).is_some_and(|(a, b)| (a..=b).contains(&n));
             let click = move |ev: leptos::ev::MouseEvent| {
                 if let Some(focus) = focus {
                     ev.prevent_default();
@@ -262,6 +265,7 @@ pub fn SnippetContent(step: Step) -> impl IntoView {
                     })
                     .collect_view()}
             }
+            .into_any()
         })
         .collect_view();
     let (start, end) = (snapshot.start, snapshot.end);
@@ -279,7 +283,7 @@ pub fn SnippetContent(step: Step) -> impl IntoView {
         </p>
         {changed.map(|c| view! { <p class="notice">{c}</p> })}
         {snapshot.notes.iter().map(|n| view! { <p class="notice">{n.clone()}</p> }).collect_view()}
-        <div class="code-view">
+        <div class="code-view hl-code">
             <table class="code-lines"><tbody>{rows}</tbody></table>
         </div>
         <div class="snippet-controls">

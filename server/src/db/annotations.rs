@@ -49,19 +49,23 @@ impl Store {
     }
 
     pub async fn annotation(&self, id: i64) -> StoreResult<Option<AnnotationRow>> {
-        sqlx::query_as(sqlx::AssertSqlSafe(format!("{SELECT} WHERE a.id = ?"))).bind(id).fetch_optional(&self.pool).await
+        sqlx::query_as(sqlx::AssertSqlSafe(format!("{SELECT} WHERE a.id = ?")))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
     }
 
     /// Returns whether the annotation exists.
     pub async fn update_annotation(&self, id: i64, (start, end): (i64, i64), body: &str) -> StoreResult<bool> {
-        let done = sqlx::query("UPDATE annotations SET start_line = ?, end_line = ?, body = ?, updated_at = ? WHERE id = ?")
-            .bind(start)
-            .bind(end)
-            .bind(body)
-            .bind(now_ms())
-            .bind(id)
-            .execute(&self.pool)
-            .await?;
+        let done =
+            sqlx::query("UPDATE annotations SET start_line = ?, end_line = ?, body = ?, updated_at = ? WHERE id = ?")
+                .bind(start)
+                .bind(end)
+                .bind(body)
+                .bind(now_ms())
+                .bind(id)
+                .execute(&self.pool)
+                .await?;
         Ok(done.rows_affected() == 1)
     }
 

@@ -3,6 +3,7 @@
 
 pub mod annotations;
 pub mod health;
+pub mod highlight;
 pub mod hosts;
 pub mod investigations;
 pub mod runs;

@@ -26,7 +26,9 @@ fn check_body(body: &str) -> Result<String, ApiError> {
     }
     let chars = body.chars().count();
     if chars > ANNOTATION_CHARS {
-        return Err(ApiError::invalid(format!("The annotation is {chars} characters; the limit is {ANNOTATION_CHARS}.")));
+        return Err(ApiError::invalid(format!(
+            "The annotation is {chars} characters; the limit is {ANNOTATION_CHARS}."
+        )));
     }
     Ok(body.to_string())
 }

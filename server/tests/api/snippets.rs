@@ -51,7 +51,7 @@ async fn a_python_module_resolves_and_its_lines_match_sed() {
     // The page shows it highlighted, with line anchors.
     let page = app.get(&format!("/i/{}", step["investigation_id"].as_str().unwrap())).await.text();
     assert!(page.contains(&format!("id=\"step-{}-L130\"", step["id"])), "line anchors");
-    assert!(page.contains("<span style="), "highlighted");
+    assert!(page.contains("<span class=\"hl-"), "highlighted");
 
     let bad = snippet(&app, json!({ "module": "no_such_module_xyz", "start": 1, "end": 2 })).await;
     assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", bad.text());
@@ -250,7 +250,9 @@ async fn annotations_sit_beside_shown_lines_and_follow_the_file() {
         assert!(response.json()["error"]["message"].as_str().unwrap().contains(needle), "{}", response.text());
     }
     let note = app.note(&investigation, "not code").await;
-    let on_note = app.post_json(&format!("/api/v1/steps/{}/annotations", note["id"]), json!({ "start": 1, "end": 1, "body": "x" })).await;
+    let on_note = app
+        .post_json(&format!("/api/v1/steps/{}/annotations", note["id"]), json!({ "start": 1, "end": 1, "body": "x" }))
+        .await;
     assert_eq!(on_note.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", on_note.text());
     let missing = app.post_json("/api/v1/steps/999999/annotations", json!({ "start": 1, "end": 1, "body": "x" })).await;
     assert_eq!(missing.status, StatusCode::NOT_FOUND);
@@ -258,7 +260,9 @@ async fn annotations_sit_beside_shown_lines_and_follow_the_file() {
     assert_eq!(app.get(&format!("/api/v1/steps/{step_id}")).await.json()["annotations"].as_array().unwrap().len(), 1);
 
     // Edit.
-    let edited = app.patch_json(&format!("/api/v1/annotations/{id}"), json!({ "body": "Only *two* GPUs pass.", "end": 138 })).await;
+    let edited = app
+        .patch_json(&format!("/api/v1/annotations/{id}"), json!({ "body": "Only *two* GPUs pass.", "end": 138 }))
+        .await;
     assert_eq!(edited.status, StatusCode::OK, "{}", edited.text());
     let edited = edited.json();
     assert_eq!((edited["start"].as_u64(), edited["end"].as_u64()), (Some(137), Some(138)));
