@@ -7,7 +7,7 @@ use crate::hosts::{ConnectionReport, Host, HostImport, ImportReport, NewHost};
 use crate::model::{Investigation, InvestigationPatch, InvestigationSummary, NewInvestigation, Step};
 use crate::runs::{OutputTail, Run, RunRequest};
 use crate::steps::StepBody;
-use crate::steps::snippet::{Annotation, AnnotationPatch, NewAnnotation};
+use crate::steps::snippet::{Annotation, AnnotationPatch, NewAnnotation, SourceCandidates};
 use std::sync::Arc;
 
 #[async_trait::async_trait]
@@ -51,6 +51,8 @@ pub trait Notebook: Send + Sync + 'static {
     async fn annotation(&self, id: i64) -> Result<Annotation, ApiError>;
     async fn update_annotation(&self, id: i64, patch: AnnotationPatch) -> Result<Annotation, ApiError>;
     async fn delete_annotation(&self, id: i64) -> Result<(), ApiError>;
+    /// The files on the run's host that a reference in its output (`x.py:137`) may name.
+    async fn source_candidates(&self, run_id: i64, file: &str, line: u64) -> Result<SourceCandidates, ApiError>;
     /// Up to `bytes` of a run's output ending at `before`, as HTML, from a line start.
     async fn output_before(&self, id: i64, before: u64, bytes: u64) -> Result<OutputTail, ApiError>;
 }

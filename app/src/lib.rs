@@ -67,6 +67,11 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/") view=pages::home::HomePage ssr=SsrMode::Async/>
                     <Route path=path!("/hosts") view=pages::hosts::HostsPage ssr=SsrMode::Async/>
                     <Route
+                        path=path!("/runs/:id/source")
+                        view=pages::source::SourcePage
+                        ssr=SsrMode::Async
+                    />
+                    <Route
                         path=path!("/i/:id")
                         view=pages::investigation::InvestigationPage
                         ssr=SsrMode::Async

@@ -87,3 +87,16 @@ pub fn replace_fragment(anchor: &str) {
         let _ = history.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&format!("#{anchor}")));
     }
 }
+
+/// Goes to `url`; on this same page (only the fragment differs) reloads it, so the
+/// new content is there and the browser scrolls to the fragment.
+pub fn go_to(url: &str) {
+    let location = window().location();
+    let (path, fragment) = url.split_once('#').unwrap_or((url, ""));
+    if location.pathname().ok().as_deref() == Some(path) {
+        replace_fragment(fragment);
+        let _ = location.reload();
+    } else {
+        let _ = location.assign(url);
+    }
+}

@@ -6,6 +6,9 @@ pub mod cli;
 pub mod db;
 pub mod error;
 mod extract;
+/// Test support: where the shared real-output fixtures are.
+#[doc(hidden)]
+pub mod fixtures;
 pub mod handlers;
 pub mod hosts;
 pub(crate) mod ids;

@@ -15,7 +15,7 @@ use app::model::{
 };
 use app::runs::{OutputTail, Run, RunRequest};
 use app::steps::StepBody;
-use app::steps::snippet::{Annotation, AnnotationPatch, NewAnnotation};
+use app::steps::snippet::{Annotation, AnnotationPatch, NewAnnotation, SourceCandidates};
 use std::sync::Arc;
 
 pub struct Service {
@@ -334,6 +334,9 @@ impl Notebook for Service {
     }
     async fn delete_annotation(&self, id: i64) -> Result<(), ApiError> {
         self.delete_annotation_impl(id).await
+    }
+    async fn source_candidates(&self, run_id: i64, file: &str, line: u64) -> Result<SourceCandidates, ApiError> {
+        self.source_candidates_impl(run_id, file, line).await
     }
     async fn output_before(&self, id: i64, before: u64, bytes: u64) -> Result<OutputTail, ApiError> {
         self.output_before_impl(id, before, bytes).await

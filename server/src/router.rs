@@ -32,6 +32,7 @@ pub fn app(state: AppState) -> Router {
         .route("/runs/{run_id}/cancel", post(runs::cancel))
         .route("/runs/{run_id}/output", get(runs::output))
         .route("/runs/{run_id}/stream", get(runs::stream))
+        .route("/runs/{run_id}/source", get(runs::source))
         .route("/hosts", get(hosts::list).post(hosts::create))
         .route("/hosts/import", post(hosts::import))
         .route("/hosts/{name}", get(hosts::show).put(hosts::update).delete(hosts::delete))

@@ -1,6 +1,7 @@
 pub mod home;
 pub mod hosts;
 pub mod investigation;
+pub mod source;
 
 use crate::components::ErrorPanel;
 use crate::error::ApiError;

@@ -300,6 +300,43 @@ fn RunOutput(run: Run) -> impl IntoView {
             load.dispatch(first.get_untracked());
         }
     };
+    // A source reference in the output (`[custom_all_reduce.py:137]`) opens as a
+    // snippet step in one click when its file is unambiguous; otherwise its link's
+    // page offers the choice. Modified clicks keep the browser's meaning (new tab).
+    let open = Action::new(move |(file, line): &(String, u64)| {
+        crate::pages::source::open_reference(run_id, file.clone(), *line, String::new())
+    });
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |_| {
+        if let Some(Ok(url)) = open.value().get() {
+            crate::live::go_to(&url);
+        }
+    });
+    let on_output_click = move |ev: leptos::ev::MouseEvent| {
+        #[cfg(feature = "hydrate")]
+        {
+            use wasm_bindgen::JsCast;
+            if ev.button() != 0 || ev.ctrl_key() || ev.meta_key() || ev.shift_key() || ev.alt_key() {
+                return;
+            }
+            let Some(link) = ev
+                .target()
+                .and_then(|t| t.dyn_into::<leptos::web_sys::Element>().ok())
+                .and_then(|e| e.closest("a.src-ref").ok().flatten())
+            else {
+                return;
+            };
+            let (Some(file), Some(line)) =
+                (link.get_attribute("data-file"), link.get_attribute("data-line").and_then(|l| l.parse().ok()))
+            else {
+                return;
+            };
+            ev.prevent_default();
+            open.dispatch((file, line));
+        }
+        #[cfg(not(feature = "hydrate"))]
+        let _ = (ev, open);
+    };
     view! {
         <div class="run" data-run=run.id data-status=run.status.as_str()>
             <div class="run-head">
@@ -312,6 +349,8 @@ fn RunOutput(run: Run) -> impl IntoView {
                 <a href=format!("/api/v1/runs/{}/output?download=1", run.id) class="quiet">"raw"</a>
             </div>
             {run.error.clone().map(|e| view! { <p class="run-error">{e}</p> })}
+            {move || open.pending().get().then(|| view! { <p class="muted opening">"Finding the file on the host…"</p> })}
+            {move || open.value().get().and_then(Result::err).map(|e| view! { <p class="error" role="alert">{e.message}</p> })}
             <Show when=move || { first.get() > 0 }>
                 <p class="muted earlier">
                     {move || human_bytes(first.get())} " earlier — "
@@ -322,6 +361,7 @@ fn RunOutput(run: Run) -> impl IntoView {
             </Show>
             <pre
                 class="output"
+                on:click=on_output_click
                 on:scroll=move |ev| {
                     let top = event_target::<leptos::web_sys::Element>(&ev).scroll_top();
                     if top <= 0 {

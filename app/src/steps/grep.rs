@@ -10,8 +10,6 @@ use serde::{Deserialize, Serialize};
 /// Hits kept by default, and at most.
 pub const DEFAULT_MAX_HITS: u32 = 200;
 pub const MAX_HITS: u32 = 2_000;
-/// Lines shown around a hit when it is opened as a snippet.
-pub const CONTEXT_LINES: u64 = 15;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -74,14 +72,7 @@ pub async fn add_grep(
 
 #[server]
 pub async fn open_hit(investigation: String, host: String, file: String, line: u64) -> Result<Step, ApiError> {
-    let body = super::snippet::SnippetBody {
-        host,
-        path: Some(file),
-        module: None,
-        python: None,
-        start: Some(line.saturating_sub(CONTEXT_LINES).max(1)),
-        end: Some(line + CONTEXT_LINES),
-    };
+    let body = super::snippet::SnippetBody::around(host, file, line);
     let step = crate::backend::notebook()?
         .add_step(&investigation, super::StepBody::Snippet(body))
         .await

@@ -25,6 +25,53 @@ pub struct SnippetBody {
     pub end: Option<u64>,
 }
 
+impl SnippetBody {
+    /// A snippet of `path` centred on `line`, with [`CONTEXT_LINES`] either side.
+    pub fn around(host: String, path: String, line: u64) -> Self {
+        Self {
+            host,
+            path: Some(path),
+            module: None,
+            python: None,
+            start: Some(line.saturating_sub(CONTEXT_LINES).max(1)),
+            end: Some(line + CONTEXT_LINES),
+        }
+    }
+}
+
+/// Lines shown either side of a line opened from a grep hit or a log reference.
+pub const CONTEXT_LINES: u64 = 15;
+
+/// Where a source reference in a run's output (`custom_all_reduce.py:137`) may
+/// point on the run's host.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SourceCandidates {
+    pub run_id: i64,
+    pub step_id: i64,
+    pub investigation_id: String,
+    pub host: String,
+    /// The reference as written in the output.
+    pub file: String,
+    pub line: u64,
+    /// Existing files on the host it may name, most likely first.
+    pub candidates: Vec<String>,
+    /// The directories that were searched for a bare or relative name.
+    pub searched: Vec<String>,
+}
+
+/// The page that finds a run's source reference on its host and opens it:
+/// `/runs/12/source?file=custom_all_reduce.py&line=137`.
+pub fn source_url(run_id: i64, file: &str, line: u64) -> String {
+    let mut encoded = String::with_capacity(file.len());
+    for b in file.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => encoded.push(b as char),
+            _ => encoded.push_str(&format!("%{b:02X}")),
+        }
+    }
+    format!("/runs/{run_id}/source?file={encoded}&line={line}")
+}
+
 /// One fetch of the file.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Snapshot {

@@ -1,9 +1,10 @@
 use crate::error::AppError;
-use crate::extract::ApiPath;
-use crate::runs::{Progress, ansi_html, output};
+use crate::extract::{ApiPath, ApiQuery};
+use crate::runs::{Progress, output, output_html};
 use crate::state::AppState;
 use app::error::ApiError;
 use app::runs::{Run, RunRequest};
+use app::steps::snippet::SourceCandidates;
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{Query, State};
@@ -156,7 +157,8 @@ pub async fn stream(
                 };
                 if cut > 0 {
                     offset += cut as u64;
-                    let event = Event::default().event("output").id(offset.to_string()).data(ansi_html(&bytes[..cut]));
+                    let event =
+                        Event::default().event("output").id(offset.to_string()).data(output_html(id, &bytes[..cut]));
                     return Some((Ok(event), (offset, watch, false)));
                 }
                 if finished {
@@ -232,4 +234,19 @@ pub async fn of_step(
     ApiPath(step_id): ApiPath<i64>,
 ) -> Result<Json<Vec<Run>>, AppError> {
     Ok(Json(state.notebook.step(step_id).await?.runs))
+}
+
+#[derive(Deserialize)]
+pub struct SourceQuery {
+    file: String,
+    line: u64,
+}
+
+/// The files on the run's host that a reference in its output may name.
+pub async fn source(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+    ApiQuery(query): ApiQuery<SourceQuery>,
+) -> Result<Json<SourceCandidates>, AppError> {
+    Ok(Json(state.notebook.source_candidates(id, &query.file, query.line).await?))
 }

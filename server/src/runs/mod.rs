@@ -69,6 +69,12 @@ pub fn ansi_html(bytes: &[u8]) -> String {
     ansi_to_html::convert(&text).unwrap_or_else(|_| ammonia::clean_text(&text))
 }
 
+/// A run's output as HTML: colours, and links from source references
+/// (`[custom_all_reduce.py:137]`) to the run's source page.
+pub fn output_html(run: i64, bytes: &[u8]) -> String {
+    crate::snippets::refs::linkify(&ansi_html(bytes), run)
+}
+
 /// The end of a run's output, starting at a line boundary.
 pub async fn tail(dir: &std::path::Path, run: i64, bytes: u64) -> std::io::Result<OutputTail> {
     let (_, len) = output::read_range(dir, run, 0, 0).await?;
@@ -87,7 +93,7 @@ pub async fn window(dir: &std::path::Path, run: i64, end: u64, bytes: u64) -> st
         data.drain(..=nl);
         start += nl as u64 + 1;
     }
-    Ok(OutputTail { html: ansi_html(&data), start, end: len })
+    Ok(OutputTail { html: output_html(run, &data), start, end: len })
 }
 
 impl Service {

@@ -4,6 +4,8 @@
 pub mod annotations;
 pub mod fetch;
 pub mod highlight;
+pub mod refs;
+pub mod resolve;
 pub mod search;
 
 use crate::db::SnapshotRow;

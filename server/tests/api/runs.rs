@@ -28,7 +28,7 @@ async fn add_host(app: &TestApp, name: &str, sshd: &Sshd, key: &str) {
 }
 
 /// A command step in a new investigation; returns its id.
-async fn command_step(app: &TestApp, body: Value) -> i64 {
+pub async fn command_step(app: &TestApp, body: Value) -> i64 {
     let id = app.investigation("runs").await;
     let mut step = json!({ "kind": "command", "host": "gpu" });
     if let (Some(step), Some(body)) = (step.as_object_mut(), body.as_object()) {
@@ -39,7 +39,7 @@ async fn command_step(app: &TestApp, body: Value) -> i64 {
     response.json()["id"].as_i64().unwrap()
 }
 
-async fn start(app: &TestApp, step: i64, request: Value) -> Vec<i64> {
+pub async fn start(app: &TestApp, step: i64, request: Value) -> Vec<i64> {
     let response = app.post_json(&format!("/api/v1/steps/{step}/runs"), request).await;
     assert_eq!(response.status, StatusCode::CREATED, "{}", response.text());
     response.json().as_array().unwrap().iter().map(|r| r["id"].as_i64().unwrap()).collect()
@@ -57,7 +57,7 @@ async fn wait_for(app: &TestApp, run: i64, done: impl Fn(&Value) -> bool, within
     }
 }
 
-async fn finished(app: &TestApp, run: i64) -> Value {
+pub async fn finished(app: &TestApp, run: i64) -> Value {
     wait_for(app, run, |r| !matches!(r["status"].as_str(), Some("queued" | "running")), Duration::from_secs(60)).await
 }
 

@@ -282,3 +282,104 @@ async fn annotations_sit_beside_shown_lines_and_follow_the_file() {
     assert_eq!(app.get(&format!("/api/v1/annotations/{id}")).await.status, StatusCode::NOT_FOUND);
     assert_eq!(app.delete(&format!("/api/v1/annotations/{id}")).await.status, StatusCode::NOT_FOUND);
 }
+
+/// A venv with a `vllm` package whose custom_all_reduce.py has the PCIe check at line 137.
+fn fake_vllm_env(root: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let venv = root.join("ml-env");
+    let made = Command::new("python3").args(["-m", "venv", "--without-pip"]).arg(&venv).status().unwrap();
+    assert!(made.success(), "python3 -m venv");
+    let out = Command::new(venv.join("bin/python"))
+        .args(["-c", "import site; print(site.getsitepackages()[0])"])
+        .output()
+        .unwrap();
+    let site = std::path::PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
+    let dir = site.join("vllm/distributed/device_communicators");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut lines: Vec<String> = (1..=200).map(|n| format!("x_{n} = {n}")).collect();
+    lines[136] = "            logger.warning(\"Custom allreduce is disabled because it's not supported on more than two PCIe-only GPUs.\")".into();
+    let file = dir.join("custom_all_reduce.py");
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    (venv, file)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn log_references_link_to_the_files_the_run_used() {
+    let sshd = Sshd::start();
+    let app = crate::runs::app_with_host(&sshd).await;
+    let (venv, file) = fake_vllm_env(sshd.dir.path());
+    let log = server::fixtures::dir().join("bench-outputs/vllm_startup_custom_allreduce_issue15340.txt");
+    let traceback = format!("  File \"{}\", line 137, in __init__\n", file.display());
+    // The run is the command a person would type: the venv's python printing the real vLLM log.
+    let command = format!(
+        "{}/bin/python -c 'import sys; sys.stdout.write(open(sys.argv[1]).read() + sys.argv[2])' {} '{traceback}'",
+        venv.display(),
+        log.display()
+    );
+    let step = crate::runs::command_step(&app, json!({ "command": command })).await;
+    let run = crate::runs::start(&app, step, json!({})).await[0];
+    assert_eq!(crate::runs::finished(&app, run).await["status"], "succeeded");
+
+    // Every reference in the output is a link to the run's source page.
+    let html =
+        app.get(&format!("/api/v1/steps/{step}")).await.json()["runs"][0]["tail"]["html"].as_str().unwrap().to_string();
+    let link = format!("href=\"/runs/{run}/source?file=custom_all_reduce.py&amp;line=137\"");
+    assert_eq!(html.matches(&link).count(), 3, "{html}");
+    assert!(html.contains(&format!("href=\"/runs/{run}/source?file=shm_broadcast.py&amp;line=258\"")), "{html}");
+    assert!(html.contains(&format!("data-file=\"{}\" data-line=\"137\"", file.display())), "the traceback line");
+
+    // The bare name resolves through the interpreter the command used.
+    let source = |file: &str, line: u64| {
+        let query: String = file
+            .bytes()
+            .map(|b| {
+                if b.is_ascii_alphanumeric() || b"/._-".contains(&b) {
+                    (b as char).to_string()
+                } else {
+                    format!("%{b:02X}")
+                }
+            })
+            .collect();
+        format!("/api/v1/runs/{run}/source?file={query}&line={line}")
+    };
+    let found = app.get(&source("custom_all_reduce.py", 137)).await;
+    assert_eq!(found.status, StatusCode::OK, "{}", found.text());
+    let found = found.json();
+    assert_eq!(found["candidates"], json!([file.display().to_string()]), "{found}");
+    assert_eq!(found["host"], "gpu");
+    assert!(
+        found["searched"].as_array().unwrap().iter().any(|d| d.as_str().unwrap().ends_with("site-packages")),
+        "{found}"
+    );
+    let relative = app.get(&source("device_communicators/custom_all_reduce.py", 137)).await.json();
+    assert_eq!(relative["candidates"], json!([file.display().to_string()]), "{relative}");
+    let absolute = app.get(&source(&file.display().to_string(), 137)).await.json();
+    assert_eq!(absolute["candidates"], json!([file.display().to_string()]), "{absolute}");
+    let nowhere = app.get(&source("shm_broadcast.py", 258)).await.json();
+    assert_eq!(nowhere["candidates"], json!([]), "{nowhere}");
+
+    // A second copy on the run's PYTHONPATH makes the name ambiguous: both are offered.
+    let other = sshd.dir.path().join("checkout");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::copy(&file, other.join("custom_all_reduce.py")).unwrap();
+    let step2 = crate::runs::command_step(
+        &app,
+        json!({ "command": command, "env": { "PYTHONPATH": other.display().to_string() } }),
+    )
+    .await;
+    let run2 = crate::runs::start(&app, step2, json!({})).await[0];
+    crate::runs::finished(&app, run2).await;
+    let both = app.get(&format!("/api/v1/runs/{run2}/source?file=custom_all_reduce.py&line=137")).await.json();
+    let mut candidates: Vec<String> = serde_json::from_value(both["candidates"].clone()).unwrap();
+    candidates.sort();
+    let mut expected = vec![file.display().to_string(), other.join("custom_all_reduce.py").display().to_string()];
+    expected.sort();
+    assert_eq!(candidates, expected, "{both}");
+
+    // The page for a choice lists them; bad references get a reason.
+    let page = app.get(&format!("/runs/{run2}/source?file=custom_all_reduce.py&line=137")).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.text().contains("2 files match"), "{}", page.text());
+    assert_eq!(app.get(&source("x.py", 0)).await.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(app.get(&format!("/api/v1/runs/{run}/source?line=3")).await.status, StatusCode::BAD_REQUEST);
+    assert_eq!(app.get("/api/v1/runs/999999/source?file=x.py&line=3").await.status, StatusCode::NOT_FOUND);
+}
