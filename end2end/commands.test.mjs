@@ -243,3 +243,66 @@ test('select snippet lines, annotate them, open the permalinks in fresh pages', 
   await page.waitForSelector(`#step-${s} .annotation`, { state: 'detached' });
   for (const p of [page, fresh, range]) assert.deepEqual(p.problems, []);
 });
+
+test('a log line opens its source: one click when unambiguous, a choice when not', async () => {
+  const { writeFileSync, mkdirSync, copyFileSync } = await import('node:fs');
+  const { execFileSync } = await import('node:child_process');
+  const venv = `${sshd.dir}/ml-env`;
+  execFileSync('python3', ['-m', 'venv', '--without-pip', venv]);
+  const site = execFileSync(`${venv}/bin/python`, ['-c', 'import site; print(site.getsitepackages()[0])']).toString().trim();
+  const pkg = `${site}/vllm/distributed/device_communicators`;
+  mkdirSync(pkg, { recursive: true });
+  const lines = Array.from({ length: 200 }, (_, i) => `x_${i + 1} = ${i + 1}`);
+  lines[136] = '            logger.warning("Custom allreduce is disabled because it\'s not supported on more than two PCIe-only GPUs.")';
+  writeFileSync(`${pkg}/custom_all_reduce.py`, lines.join('\n') + '\n');
+  const fixtures = process.env.SLEUTH_FIXTURES ?? '/work/shared/fixtures';
+  const log = `${fixtures}/bench-outputs/vllm_startup_custom_allreduce_issue15340.txt`;
+  const command = `${venv}/bin/python -c 'import sys; sys.stdout.write(open(sys.argv[1]).read())' ${log}`;
+
+  const post = (path, body) => fetch(server.url + path, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
+  }).then((r) => r.json());
+  const created = await post('/api/v1/investigations', { title: 'startup log' });
+  const step = await post(`/api/v1/investigations/${created.id}/steps`, { kind: 'command', host: 'gpu', command });
+  const [run] = await post(`/api/v1/steps/${step.id}/runs`, {});
+
+  const page = await newPage(browser);
+  await page.goto(server.url + created.url);
+  await hydrated(page);
+  const link = page.locator(`[data-run="${run.id}"] a.src-ref[data-line="137"]`).first();
+  await link.waitFor();
+  assert.equal(await link.textContent(), 'custom_all_reduce.py:137');
+  await link.click();
+  await page.waitForSelector('.step[data-kind=snippet] table.code-lines');
+  const snippetId = (await page.locator('.step[data-kind=snippet]').getAttribute('id')).replace('step-', '');
+  assert.ok(page.url().endsWith(`#step-${snippetId}-L137`), page.url());
+  const line = page.locator(`#step-${snippetId}-L137`);
+  assert.match(await line.textContent(), /Custom allreduce is disabled/);
+  const box = await line.boundingBox();
+  assert.ok(box.y >= 0 && box.y < (await page.evaluate(() => window.innerHeight)), 'scrolled to the line');
+  await screenshot(page, 'log-line-to-source');
+
+  // A second copy on the run's PYTHONPATH: the link asks which file.
+  const other = `${sshd.dir}/checkout`;
+  mkdirSync(other, { recursive: true });
+  copyFileSync(`${pkg}/custom_all_reduce.py`, `${other}/custom_all_reduce.py`);
+  const step2 = await post(`/api/v1/investigations/${created.id}/steps`,
+    { kind: 'command', host: 'gpu', command, env: { PYTHONPATH: other } });
+  const [run2] = await post(`/api/v1/steps/${step2.id}/runs`, {});
+  await page.goto(server.url + created.url);
+  await hydrated(page);
+  const link2 = page.locator(`[data-run="${run2.id}"] a.src-ref[data-line="137"]`).first();
+  await link2.waitFor();
+  await link2.click();
+  await page.waitForURL(/\/runs\/\d+\/source\?/);
+  await hydrated(page);
+  const choices = page.locator('li.candidate');
+  assert.equal(await choices.count(), 2);
+  await screenshot(page, 'source-choice');
+  const chosen = choices.filter({ hasText: other });
+  await chosen.locator('button').click();
+  await page.waitForURL(new RegExp(`${created.url}#step-\\d+-L137$`));
+  const opened = page.url().match(/#step-(\d+)-L137$/)[1];
+  await page.waitForSelector(`#step-${opened} .snippet-meta code.path:has-text("${other}/custom_all_reduce.py")`);
+  assert.deepEqual(page.problems, []);
+});

@@ -59,8 +59,9 @@ pub fn follow_investigation(id: String, known: u64, on_change: impl Fn() + 'stat
 }
 
 /// Keeps `focus` equal to what the URL fragment points at (on load and on every
-/// `hashchange`), and scrolls a line range into view: the browser scrolls only to
-/// ids that exist, and `#step-12-L130-L180` names no element.
+/// `hashchange`), and scrolls its first line to the middle of the window: the
+/// browser scrolls only to ids that exist (`#step-12-L130-L180` names none), puts
+/// them at the very top, and after a reload restores the old position instead.
 pub fn follow_fragment(focus: RwSignal<Option<crate::steps::snippet::Focus>>) {
     use crate::steps::snippet::{Focus, line_anchor};
     let apply = move || {
@@ -68,7 +69,6 @@ pub fn follow_fragment(focus: RwSignal<Option<crate::steps::snippet::Focus>>) {
         let parsed = Focus::parse(&hash);
         focus.set(parsed);
         if let Some(Focus::Lines { step_id, start, .. }) = parsed
-            && document().get_element_by_id(hash.trim_start_matches('#')).is_none()
             && let Some(line) = document().get_element_by_id(&line_anchor(step_id, start))
         {
             let options = web_sys::ScrollIntoViewOptions::new();
@@ -95,6 +95,10 @@ pub fn go_to(url: &str) {
     let (path, fragment) = url.split_once('#').unwrap_or((url, ""));
     if location.pathname().ok().as_deref() == Some(path) {
         replace_fragment(fragment);
+        // Otherwise the reload restores the scroll position and ignores the fragment.
+        if let Ok(history) = window().history() {
+            let _ = history.set_scroll_restoration(web_sys::ScrollRestoration::Manual);
+        }
         let _ = location.reload();
     } else {
         let _ = location.assign(url);

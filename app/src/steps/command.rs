@@ -303,15 +303,10 @@ fn RunOutput(run: Run) -> impl IntoView {
     // A source reference in the output (`[custom_all_reduce.py:137]`) opens as a
     // snippet step in one click when its file is unambiguous; otherwise its link's
     // page offers the choice. Modified clicks keep the browser's meaning (new tab).
-    let open = Action::new(move |(file, line): &(String, u64)| {
-        crate::pages::source::open_reference(run_id, file.clone(), *line, String::new())
-    });
-    #[cfg(feature = "hydrate")]
-    Effect::new(move |_| {
-        if let Some(Ok(url)) = open.value().get() {
-            crate::live::go_to(&url);
-        }
-    });
+    // The call outlives this component: a run finishing meanwhile re-renders the
+    // timeline, and the answer must still take the reader to the file.
+    let opening = RwSignal::new(false);
+    let open_error = RwSignal::new(None::<String>);
     let on_output_click = move |ev: leptos::ev::MouseEvent| {
         #[cfg(feature = "hydrate")]
         {
@@ -332,10 +327,20 @@ fn RunOutput(run: Run) -> impl IntoView {
                 return;
             };
             ev.prevent_default();
-            open.dispatch((file, line));
+            opening.set(true);
+            open_error.set(None);
+            leptos::task::spawn_local(async move {
+                match crate::pages::source::open_reference(run_id, file, line, String::new()).await {
+                    Ok(url) => crate::live::go_to(&url),
+                    Err(e) => {
+                        opening.try_set(false);
+                        open_error.try_set(Some(e.message));
+                    }
+                }
+            });
         }
         #[cfg(not(feature = "hydrate"))]
-        let _ = (ev, open);
+        let _ = (ev, opening, open_error);
     };
     view! {
         <div class="run" data-run=run.id data-status=run.status.as_str()>
@@ -349,8 +354,8 @@ fn RunOutput(run: Run) -> impl IntoView {
                 <a href=format!("/api/v1/runs/{}/output?download=1", run.id) class="quiet">"raw"</a>
             </div>
             {run.error.clone().map(|e| view! { <p class="run-error">{e}</p> })}
-            {move || open.pending().get().then(|| view! { <p class="muted opening">"Finding the file on the host…"</p> })}
-            {move || open.value().get().and_then(Result::err).map(|e| view! { <p class="error" role="alert">{e.message}</p> })}
+            {move || opening.get().then(|| view! { <p class="muted opening">"Finding the file on the host…"</p> })}
+            {move || open_error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
             <Show when=move || { first.get() > 0 }>
                 <p class="muted earlier">
                     {move || human_bytes(first.get())} " earlier — "
