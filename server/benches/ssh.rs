@@ -9,24 +9,13 @@
 //!
 //! Prints medians and ratios. Needs Debian's openssh-server and openssh-client.
 
-#[path = "../tests/api/sshd.rs"]
-#[allow(dead_code)]
-mod sshd;
+mod peer;
 
 use app::runs::RunRequest;
 use app::steps::{StepBody, command::CommandBody};
+use peer::{Peer, median, ms, timed};
 use server::AppState;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
 
 fn status_kb(field: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")
@@ -53,64 +42,10 @@ async fn sleuth_run(state: &AppState, step: i64) -> Duration {
     }
 }
 
-fn timed(command: &mut Command) -> Duration {
-    let started = Instant::now();
-    let status = command.stdout(Stdio::null()).stderr(Stdio::inherit()).status().expect("ssh runs");
-    assert!(status.success(), "{command:?}");
-    started.elapsed()
-}
-
 #[tokio::main]
 async fn main() {
-    let sshd = sshd::Sshd::start();
-    let dir = tempfile::tempdir().expect("temp dir");
-    let user = sshd::whoami();
-    let destination = format!("{user}@127.0.0.1");
-
-    // OpenSSH with Sleuth's strictness: the host key is pinned, nothing else accepted.
-    let host_key = std::fs::read_to_string(sshd.dir.path().join("hostkey.pub")).expect("host key");
-    let known_hosts = dir.path().join("known_hosts");
-    std::fs::write(&known_hosts, format!("[127.0.0.1]:{} {host_key}", sshd.port)).expect("known_hosts");
-    let control = dir.path().join("cm");
-    let ssh = |extra: &[&str]| {
-        let mut c = Command::new("ssh");
-        c.args(["-q", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes"])
-            .arg("-o")
-            .arg(format!("UserKnownHostsFile={}", known_hosts.display()))
-            .arg("-i")
-            .arg(&sshd.client_key)
-            .arg("-p")
-            .arg(sshd.port.to_string())
-            .args(extra);
-        c
-    };
-    let control_opt = format!("ControlPath={}", control.display());
-    let mut master =
-        ssh(&["-o", "ControlMaster=yes", "-o", &control_opt, "-N"]).arg(&destination).spawn().expect("master");
-    while !control.exists() {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-
-    // Sleuth, with the same host trusted.
-    let state = server::serve::state(&dir.path().join("data"), &dir.path().join("site"), false).await.expect("state");
-    let notebook = state.notebook.clone();
-    notebook
-        .add_host(app::hosts::NewHost {
-            name: "bench".into(),
-            hostname: "127.0.0.1".into(),
-            port: Some(sshd.port),
-            user: user.clone(),
-            identity_file: Some(sshd.client_key.display().to_string()),
-            proxy_jump: None,
-        })
-        .await
-        .expect("host");
-    let _ = notebook.test_host("bench").await;
-    notebook.trust_host("bench", &sshd.host_key_fingerprint()).await.expect("trust");
-    let investigation = notebook
-        .create_investigation(app::model::NewInvestigation { title: "bench".into(), question: None })
-        .await
-        .expect("investigation");
+    let peer = Peer::start().await;
+    let (state, notebook, investigation) = (&peer.state, peer.state.notebook.clone(), &peer.investigation);
     let command_step = |command: &str| {
         StepBody::Command(CommandBody {
             host: "bench".into(),
@@ -120,24 +55,24 @@ async fn main() {
             timeout_s: None,
         })
     };
-    let true_step = notebook.add_step(&investigation.id, command_step("true")).await.expect("step").id;
+    let true_step = notebook.add_step(investigation, command_step("true")).await.expect("step").id;
     let gigabyte =
-        notebook.add_step(&investigation.id, command_step("head -c 1000000000 /dev/zero")).await.expect("step").id;
+        notebook.add_step(investigation, command_step("head -c 1000000000 /dev/zero")).await.expect("step").id;
 
     // (a) latency of `true`
     const N: usize = 20;
-    sleuth_run(&state, true_step).await; // connects the pool
+    sleuth_run(state, true_step).await; // connects the pool
     let mut sleuth = Vec::new();
     for _ in 0..N {
-        sleuth.push(sleuth_run(&state, true_step).await);
+        sleuth.push(sleuth_run(state, true_step).await);
     }
     let mut controlmaster = Vec::new();
     for _ in 0..N {
-        controlmaster.push(timed(ssh(&["-o", &control_opt]).arg(&destination).arg("true")));
+        controlmaster.push(timed(&mut peer.via_master("true")));
     }
     let mut fresh = Vec::new();
     for _ in 0..N / 2 {
-        fresh.push(timed(ssh(&["-o", "ControlPath=none"]).arg(&destination).arg("true")));
+        fresh.push(timed(&mut peer.fresh("true")));
     }
     let (s, c, f) = (median(sleuth), median(controlmaster), median(fresh));
     println!("(a) `true`, median of {N}:");
@@ -156,9 +91,9 @@ async fn main() {
     // (b) 1 GB of output
     let _ = std::fs::write("/proc/self/clear_refs", "5"); // resets the peak RSS counter
     let rss_before = status_kb("VmRSS:");
-    let sleuth_gb = sleuth_run(&state, gigabyte).await;
+    let sleuth_gb = sleuth_run(state, gigabyte).await;
     let peak_growth = status_kb("VmHWM:").saturating_sub(rss_before);
-    let ssh_gb = timed(ssh(&["-o", &control_opt]).arg(&destination).arg("head -c 1000000000 /dev/zero"));
+    let ssh_gb = timed(&mut peer.via_master("head -c 1000000000 /dev/zero"));
     let rate = |d: Duration| 1000.0 / d.as_secs_f64();
     println!("(b) 1 GB of output:");
     println!("    Sleuth run (to disk)     {:8.2} s  {:6.0} MB/s", sleuth_gb.as_secs_f64(), rate(sleuth_gb));
@@ -169,6 +104,4 @@ async fn main() {
         rate(sleuth_gb) / rate(ssh_gb)
     );
     println!("    peak RSS growth during the Sleuth run: {} MB (target <= 64)", peak_growth / 1024);
-
-    let _ = master.kill();
 }

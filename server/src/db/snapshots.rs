@@ -18,17 +18,18 @@ pub struct SnapshotRow {
     /// JSON array of strings.
     pub notes: String,
     pub fetched_at: i64,
+    /// JSON array of highlighted lines, when computed at fetch.
+    pub html_lines: Option<String>,
 }
 
 const COLUMNS: &str =
-    "id, step_id, path, start_line, end_line, lines, total_lines, size, mtime, sha256, notes, fetched_at";
+    "id, step_id, path, start_line, end_line, lines, total_lines, size, mtime, sha256, notes, fetched_at, html_lines";
 
 impl Store {
-    #[allow(clippy::too_many_arguments)]
     pub async fn insert_snapshot(&self, row: &SnapshotRow) -> StoreResult<()> {
         sqlx::query(
-            "INSERT INTO snapshots (step_id, path, start_line, end_line, lines, total_lines, size, mtime, sha256, notes, fetched_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO snapshots (step_id, path, start_line, end_line, lines, total_lines, size, mtime, sha256, notes, fetched_at, html_lines)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(row.step_id)
         .bind(&row.path)
@@ -41,6 +42,7 @@ impl Store {
         .bind(&row.sha256)
         .bind(&row.notes)
         .bind(now_ms())
+        .bind(&row.html_lines)
         .execute(&self.pool)
         .await?;
         Ok(())

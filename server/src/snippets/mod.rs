@@ -16,10 +16,19 @@ use app::steps::StepBody;
 use app::steps::snippet::{Snapshot, SnippetBody};
 use std::collections::HashMap;
 
+fn highlight_row(path: &str, start_line: i64, lines: &[String]) -> Vec<String> {
+    // A shebang or modeline names the language only on line 1.
+    let first = if start_line == 1 { lines.first().map(String::as_str) } else { None };
+    highlight::highlight(path, first, lines)
+}
+
 fn snapshot_view(row: SnapshotRow) -> Snapshot {
     let lines: Vec<String> = serde_json::from_str(&row.lines).unwrap_or_default();
-    let first = if row.start_line == 1 { lines.first().map(String::as_str) } else { None };
-    let html_lines = highlight::highlight(&row.path, first, &lines);
+    let stored: Option<Vec<String>> = row.html_lines.as_deref().and_then(|h| serde_json::from_str(h).ok());
+    let html_lines = match stored {
+        Some(html) if html.len() == lines.len() => html,
+        _ => highlight_row(&row.path, row.start_line, &lines),
+    };
     Snapshot {
         id: row.id,
         start: u64::try_from(row.start_line).unwrap_or(1),
@@ -56,6 +65,14 @@ impl Service {
                     ApiError::new(app::error::ErrorCode::HostUnreachable, format!("Reading {path:?} took over 60 s."))
                 })??;
         tracing::info!(host = %body.host, path = %fetched.path, start = fetched.start, end = fetched.end, "fetched snippet");
+        let start = i64::try_from(fetched.start).unwrap_or(1);
+        let lines = fetched.lines.clone();
+        let path = fetched.path.clone();
+        // Highlighting thousands of lines takes a while: off the async threads.
+        let html = tokio::task::spawn_blocking(move || highlight_row(&path, start, &lines))
+            .await
+            .map_err(|e| internal("highlight", e))?;
+        let html_lines = serde_json::to_string(&html).map_err(|e| internal("snapshot html", e))?;
         Ok(SnapshotRow {
             id: 0,
             step_id: 0,
@@ -69,6 +86,7 @@ impl Service {
             sha256: fetched.sha256,
             notes: serde_json::to_string(&fetched.notes).map_err(|e| internal("snapshot notes", e))?,
             fetched_at: 0,
+            html_lines: Some(html_lines),
         })
     }
 

@@ -1,0 +1,132 @@
+//! What every benchmark here measures against: one loopback Debian sshd, the
+//! OpenSSH client on it (through a ControlMaster, and fresh), and a Sleuth with a
+//! host "bench" pointing at the same sshd, its key pinned on both sides.
+
+#[path = "../../tests/api/sshd.rs"]
+#[allow(dead_code)]
+mod sshd;
+
+use server::AppState;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct Peer {
+    pub sshd: sshd::Sshd,
+    /// Holds the data dir and the OpenSSH files until the benchmark ends.
+    _dir: tempfile::TempDir,
+    pub state: AppState,
+    pub investigation: String,
+    destination: String,
+    known_hosts: PathBuf,
+    control: PathBuf,
+    master: Child,
+}
+
+impl Peer {
+    pub async fn start() -> Peer {
+        let sshd = sshd::Sshd::start();
+        let dir = tempfile::tempdir().expect("temp dir");
+        let user = sshd::whoami();
+        // OpenSSH with Sleuth's strictness: the host key is pinned, nothing else accepted.
+        let host_key = std::fs::read_to_string(sshd.dir.path().join("hostkey.pub")).expect("host key");
+        let known_hosts = dir.path().join("known_hosts");
+        std::fs::write(&known_hosts, format!("[127.0.0.1]:{} {host_key}", sshd.port)).expect("known_hosts");
+        let control = dir.path().join("cm");
+        let state =
+            server::serve::state(&dir.path().join("data"), &dir.path().join("site"), false).await.expect("state");
+        let notebook = state.notebook.clone();
+        notebook
+            .add_host(app::hosts::NewHost {
+                name: "bench".into(),
+                hostname: "127.0.0.1".into(),
+                port: Some(sshd.port),
+                user: user.clone(),
+                identity_file: Some(sshd.client_key.display().to_string()),
+                proxy_jump: None,
+            })
+            .await
+            .expect("host");
+        let _ = notebook.test_host("bench").await;
+        notebook.trust_host("bench", &sshd.host_key_fingerprint()).await.expect("trust");
+        let investigation = notebook
+            .create_investigation(app::model::NewInvestigation { title: "bench".into(), question: None })
+            .await
+            .expect("investigation")
+            .id;
+        let mut peer = Peer {
+            destination: format!("{user}@127.0.0.1"),
+            master: Command::new("true").spawn().expect("placeholder"),
+            sshd,
+            _dir: dir,
+            state,
+            investigation,
+            known_hosts,
+            control,
+        };
+        let control_opt = peer.control_opt();
+        peer.master = peer
+            .ssh(&["-o", "ControlMaster=yes", "-o", &control_opt, "-N"])
+            .arg(&peer.destination)
+            .spawn()
+            .expect("master");
+        while !peer.control.exists() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        peer
+    }
+
+    fn ssh(&self, extra: &[&str]) -> Command {
+        let mut c = Command::new("ssh");
+        c.args(["-q", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes"])
+            .arg("-o")
+            .arg(format!("UserKnownHostsFile={}", self.known_hosts.display()))
+            .arg("-i")
+            .arg(&self.sshd.client_key)
+            .arg("-p")
+            .arg(self.sshd.port.to_string())
+            .args(extra);
+        c
+    }
+
+    fn control_opt(&self) -> String {
+        format!("ControlPath={}", self.control.display())
+    }
+
+    /// `ssh -S <ControlMaster socket> host <command>`.
+    pub fn via_master(&self, command: &str) -> Command {
+        let mut c = self.ssh(&["-o", &self.control_opt()]);
+        c.arg(&self.destination).arg(command);
+        c
+    }
+
+    /// `ssh host <command>` with a new connection.
+    pub fn fresh(&self, command: &str) -> Command {
+        let mut c = self.ssh(&["-o", "ControlPath=none"]);
+        c.arg(&self.destination).arg(command);
+        c
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.master.kill();
+    }
+}
+
+pub fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+pub fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// Runs `command` to completion (output discarded) and times it.
+pub fn timed(command: &mut Command) -> Duration {
+    let started = Instant::now();
+    let status = command.stdout(Stdio::null()).stderr(Stdio::inherit()).status().expect("ssh runs");
+    assert!(status.success(), "{command:?}");
+    started.elapsed()
+}
