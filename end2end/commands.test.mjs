@@ -218,6 +218,19 @@ test('select snippet lines, annotate them, open the permalinks in fresh pages', 
   assert.ok(await fresh.locator(href).isVisible());
   assert.equal(await fresh.evaluate(() => window.pwned), undefined, 'the Markdown stayed inert');
 
+  // The dark scheme has its own syntax colours (from /highlight.css).
+  const dark = await newPage(browser, { colorScheme: 'dark' });
+  await dark.goto(url + href);
+  await hydrated(dark);
+  const keyword = dark.locator(`#step-${s}-L130 td.code span[class*="hl-"]`).last();
+  const [darkBg, lightBg] = [
+    await dark.locator(`#step-${s} .code-view`).evaluate((el) => getComputedStyle(el).backgroundColor),
+    await fresh.locator(`#step-${s} .code-view`).evaluate((el) => getComputedStyle(el).backgroundColor),
+  ];
+  assert.notEqual(darkBg, lightBg, 'the code panel follows the colour scheme');
+  assert.ok(await keyword.count() > 0);
+  await screenshot(dark, 'snippet-dark');
+
   // A range permalink with no annotation: marked and scrolled into view.
   const range = await newPage(browser);
   await range.goto(`${url}#step-${s}-L160-L170`);
@@ -241,7 +254,7 @@ test('select snippet lines, annotate them, open the permalinks in fresh pages', 
   await page.locator(`#step-${s} .annotation summary:has-text("Delete")`).click();
   await page.locator(`#step-${s} .annotation button:has-text("Delete annotation")`).click();
   await page.waitForSelector(`#step-${s} .annotation`, { state: 'detached' });
-  for (const p of [page, fresh, range]) assert.deepEqual(p.problems, []);
+  for (const p of [page, fresh, dark, range]) assert.deepEqual(p.problems, []);
 });
 
 test('a log line opens its source: one click when unambiguous, a choice when not', async () => {
