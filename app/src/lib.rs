@@ -12,6 +12,7 @@ pub mod error;
 pub mod hosts;
 #[cfg(feature = "hydrate")]
 mod live;
+pub mod metrics;
 pub mod model;
 pub mod pages;
 pub mod runs;

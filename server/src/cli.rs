@@ -15,6 +15,20 @@ pub struct Cli {
 pub enum Command {
     /// Serve the web UI and the JSON API.
     Serve(ServeArgs),
+    /// Print the measurements found in benchmark output files as JSON.
+    Extract(ExtractArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ExtractArgs {
+    /// Files of benchmark output (`-` reads standard input). With more than one,
+    /// each measurement names its file in `"source"`.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// A user-defined extractor, `NAME:UNIT:REGEX` with one capture group, e.g.
+    /// `decode:tok/s:decode throughput: ([\d.]+) tok/s`. Repeatable.
+    #[arg(long = "extractor", value_name = "NAME:UNIT:REGEX")]
+    pub extractors: Vec<String>,
 }
 
 #[derive(Debug, Args)]

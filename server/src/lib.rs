@@ -13,6 +13,7 @@ pub mod handlers;
 pub mod hosts;
 pub(crate) mod ids;
 mod markdown;
+pub mod metrics;
 pub mod notebook;
 pub mod router;
 pub mod runs;

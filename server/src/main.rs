@@ -12,6 +12,7 @@ async fn main() -> ExitCode {
 
     let result = match Cli::parse().command {
         Command::Serve(args) => server::serve::run(args).await,
+        Command::Extract(args) => server::metrics::command::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

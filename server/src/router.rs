@@ -1,6 +1,6 @@
 //! Every route Sleuth serves, one per line.
 
-use crate::handlers::{self, annotations, health, highlight, hosts, investigations, runs, steps};
+use crate::handlers::{self, annotations, extract, health, highlight, hosts, investigations, runs, steps};
 use crate::state::AppState;
 use app::{App, model::limits, shell};
 use axum::Router;
@@ -33,6 +33,7 @@ pub fn app(state: AppState) -> Router {
         .route("/runs/{run_id}/output", get(runs::output))
         .route("/runs/{run_id}/stream", get(runs::stream))
         .route("/runs/{run_id}/source", get(runs::source))
+        .route("/extract", post(extract::extract))
         .route("/hosts", get(hosts::list).post(hosts::create))
         .route("/hosts/import", post(hosts::import))
         .route("/hosts/{name}", get(hosts::show).put(hosts::update).delete(hosts::delete))

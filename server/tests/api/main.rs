@@ -3,6 +3,7 @@
 
 mod helpers;
 mod investigations;
+mod metrics;
 mod pages;
 mod runs;
 mod snippets;

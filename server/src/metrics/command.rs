@@ -1,0 +1,52 @@
+//! `sleuth extract FILE…`: the extractors from a shell, for scripts and for
+//! checking what Sleuth will see in an output before running it for real.
+
+use super::custom::Extractor;
+use crate::cli::ExtractArgs;
+use std::io::{Read, Write};
+
+/// `NAME:UNIT:REGEX` (the regex may contain `:`).
+pub fn parse_extractor(spec: &str) -> Result<Extractor, String> {
+    let mut parts = spec.splitn(3, ':');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(name), Some(unit), Some(pattern)) => Extractor::new(name, pattern, unit).map_err(|e| e.message),
+        _ => Err(format!("--extractor {spec:?}: write NAME:UNIT:REGEX")),
+    }
+}
+
+pub fn run(args: ExtractArgs) -> Result<(), String> {
+    let extractors = args.extractors.iter().map(|s| parse_extractor(s)).collect::<Result<Vec<_>, _>>()?;
+    let several = args.files.len() > 1;
+    let mut out = Vec::new();
+    for file in &args.files {
+        let mut bytes = Vec::new();
+        let read = if file.as_os_str() == "-" {
+            std::io::stdin().read_to_end(&mut bytes).map(|_| ())
+        } else {
+            std::fs::File::open(file).and_then(|mut f| f.read_to_end(&mut bytes)).map(|_| ())
+        };
+        read.map_err(|e| format!("{}: {e}", file.display()))?;
+        let text = String::from_utf8_lossy(&bytes);
+        let mut found = super::extract(&text);
+        for extractor in &extractors {
+            found.extend(extractor.extract(&text));
+        }
+        let source = several.then(|| file.display().to_string());
+        out.extend(found.into_iter().map(|measurement| Sourced { measurement, source: source.clone() }));
+    }
+    let json = serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?;
+    let mut stdout = std::io::stdout().lock();
+    match writeln!(stdout, "{json}") {
+        // `sleuth extract … | head` closing the pipe early is not an error.
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(format!("writing the output: {e}")),
+        _ => Ok(()),
+    }
+}
+
+#[derive(serde::Serialize)]
+struct Sourced {
+    #[serde(flatten)]
+    measurement: app::metrics::Measurement,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source: Option<String>,
+}
