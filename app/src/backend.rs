@@ -4,6 +4,7 @@
 
 use crate::error::ApiError;
 use crate::hosts::{ConnectionReport, Host, HostImport, ImportReport, NewHost};
+use crate::metrics::{ExtractorDef, NewMeasurement, StoredMeasurement};
 use crate::model::{Investigation, InvestigationPatch, InvestigationSummary, NewInvestigation, Step};
 use crate::runs::{OutputTail, Run, RunRequest};
 use crate::steps::StepBody;
@@ -53,6 +54,14 @@ pub trait Notebook: Send + Sync + 'static {
     async fn delete_annotation(&self, id: i64) -> Result<(), ApiError>;
     /// The files on the run's host that a reference in its output (`x.py:137`) may name.
     async fn source_candidates(&self, run_id: i64, file: &str, line: u64) -> Result<SourceCandidates, ApiError>;
+    /// Every measurement of an investigation (from its runs, and manual ones).
+    async fn measurements(&self, investigation: &str) -> Result<Vec<StoredMeasurement>, ApiError>;
+    async fn add_measurement(&self, investigation: &str, new: NewMeasurement) -> Result<StoredMeasurement, ApiError>;
+    async fn delete_measurement(&self, id: i64) -> Result<(), ApiError>;
+    async fn extractors(&self, investigation: &str) -> Result<Vec<ExtractorDef>, ApiError>;
+    /// Adds an extractor and extracts every finished run of the investigation again.
+    async fn add_extractor(&self, investigation: &str, def: ExtractorDef) -> Result<ExtractorDef, ApiError>;
+    async fn remove_extractor(&self, investigation: &str, name: &str) -> Result<(), ApiError>;
     /// Up to `bytes` of a run's output ending at `before`, as HTML, from a line start.
     async fn output_before(&self, id: i64, before: u64, bytes: u64) -> Result<OutputTail, ApiError>;
 }

@@ -22,3 +22,72 @@ pub struct Measurement {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
 }
+
+/// A measurement as stored in an investigation: from a run's output, or entered by hand.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoredMeasurement {
+    pub id: i64,
+    /// The run whose output it came from; none for manual ones.
+    pub run_id: Option<i64>,
+    #[serde(flatten)]
+    pub measurement: Measurement,
+    /// Manual ones: where and how it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// Manual ones: the configuration it belongs to (`NCCL_PROTO=LL`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    pub created_at: String,
+}
+
+/// A number measured elsewhere, entered by hand.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewMeasurement {
+    pub metric: String,
+    pub value: f64,
+    pub unit: String,
+    #[serde(default)]
+    pub stddev: Option<f64>,
+    #[serde(default)]
+    pub note: Option<String>,
+    #[serde(default)]
+    pub label: Option<String>,
+}
+
+/// An investigation's own extractor: a regex with one capture group (the number).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExtractorDef {
+    pub name: String,
+    pub pattern: String,
+    pub unit: String,
+}
+
+/// One side of a comparison.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GroupSummary {
+    pub n: usize,
+    pub mean: f64,
+    pub median: f64,
+    /// Sample standard deviation; none with fewer than two values.
+    pub stddev: Option<f64>,
+    pub values: Vec<f64>,
+}
+
+/// Baseline against treatment on one metric.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub baseline: GroupSummary,
+    pub treatment: GroupSummary,
+    /// (treatment mean − baseline mean) / baseline mean, in percent.
+    pub delta_pct: f64,
+    /// 95 % confidence interval of that delta, in percent of the baseline mean
+    /// (Welch's t interval of the difference of means); none when a side has one value.
+    pub ci_pct: Option<(f64, f64)>,
+    /// `within_noise`, `better`, `worse` (in the metric's own direction: higher is
+    /// more), or `noise_unknown`.
+    pub outcome: String,
+    /// The plain line: "+3.1 % ± 4.0 %: within noise", "−42 % (95 % CI −45 … −39 %)".
+    pub verdict: String,
+}

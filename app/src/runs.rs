@@ -83,6 +83,9 @@ pub struct Run {
     /// On pages, for the newest run of a step: the end of its output.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tail: Option<OutputTail>,
+    /// What the extractors found in the output once the run ended.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub measurements: Vec<crate::metrics::Measurement>,
 }
 
 /// Part of a run's output rendered as HTML (ANSI colors kept, everything escaped).

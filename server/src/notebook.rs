@@ -9,6 +9,7 @@ use crate::{ids, steps};
 use app::backend::Notebook;
 use app::error::ApiError;
 use app::hosts::{ConnectionReport, Host, HostImport, ImportReport, NewHost};
+use app::metrics::{ExtractorDef, NewMeasurement, StoredMeasurement};
 use app::model::{
     Investigation, InvestigationPatch, InvestigationStatus, InvestigationSummary, NewInvestigation, Step,
     investigation_url, limits, step_url,
@@ -337,6 +338,24 @@ impl Notebook for Service {
     }
     async fn source_candidates(&self, run_id: i64, file: &str, line: u64) -> Result<SourceCandidates, ApiError> {
         self.source_candidates_impl(run_id, file, line).await
+    }
+    async fn measurements(&self, investigation: &str) -> Result<Vec<StoredMeasurement>, ApiError> {
+        self.measurements_impl(investigation).await
+    }
+    async fn add_measurement(&self, investigation: &str, new: NewMeasurement) -> Result<StoredMeasurement, ApiError> {
+        self.add_measurement_impl(investigation, new).await
+    }
+    async fn delete_measurement(&self, id: i64) -> Result<(), ApiError> {
+        self.delete_measurement_impl(id).await
+    }
+    async fn extractors(&self, investigation: &str) -> Result<Vec<ExtractorDef>, ApiError> {
+        self.extractors_impl(investigation).await
+    }
+    async fn add_extractor(&self, investigation: &str, def: ExtractorDef) -> Result<ExtractorDef, ApiError> {
+        self.add_extractor_impl(investigation, def).await
+    }
+    async fn remove_extractor(&self, investigation: &str, name: &str) -> Result<(), ApiError> {
+        self.remove_extractor_impl(investigation, name).await
     }
     async fn output_before(&self, id: i64, before: u64, bytes: u64) -> Result<OutputTail, ApiError> {
         self.output_before_impl(id, before, bytes).await

@@ -1,13 +1,15 @@
 //! Every route Sleuth serves, one per line.
 
-use crate::handlers::{self, annotations, extract, health, highlight, hosts, investigations, runs, steps};
+use crate::handlers::{
+    self, annotations, extract, health, highlight, hosts, investigations, measurements, runs, steps,
+};
 use crate::state::AppState;
 use app::{App, model::limits, shell};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::DefaultBodyLimit;
 use axum::http::Request;
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use leptos::prelude::provide_context;
 use leptos_axum::{LeptosRoutes, generate_route_list};
 use std::convert::Infallible;
@@ -23,6 +25,10 @@ pub fn app(state: AppState) -> Router {
         )
         .route("/investigations/{id}/steps", post(steps::create))
         .route("/investigations/{id}/events", get(runs::investigation_events))
+        .route("/investigations/{id}/measurements", get(measurements::list).post(measurements::create))
+        .route("/investigations/{id}/extractors", get(measurements::extractors).post(measurements::add_extractor))
+        .route("/investigations/{id}/extractors/{name}", delete(measurements::remove_extractor))
+        .route("/measurements/{id}", delete(measurements::delete))
         .route("/steps/{step_id}", get(steps::show).patch(steps::update).delete(steps::delete))
         .route("/steps/{step_id}/runs", get(runs::of_step).post(runs::start))
         .route("/steps/{step_id}/refresh", post(steps::refresh))

@@ -17,12 +17,14 @@
 
 mod annotations;
 mod hosts;
+mod measurements;
 mod rows;
 mod runs;
 mod searches;
 mod snapshots;
 
 pub use annotations::AnnotationRow;
+pub use measurements::{ExtractorRow, MeasurementRow};
 pub use rows::{HostRow, InvestigationRow, NewRun, RunEnd, RunRow, StepRow};
 pub use searches::SearchRow;
 pub use snapshots::SnapshotRow;

@@ -7,6 +7,7 @@ pub mod health;
 pub mod highlight;
 pub mod hosts;
 pub mod investigations;
+pub mod measurements;
 pub mod runs;
 pub mod steps;
 

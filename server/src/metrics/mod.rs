@@ -10,7 +10,10 @@
 pub mod command;
 pub mod custom;
 pub mod llama_bench;
+pub mod record;
+pub(crate) mod service;
 pub mod serving;
+pub mod stats;
 pub mod vllm;
 
 use app::metrics::Measurement;

@@ -43,6 +43,7 @@ pub fn run_from_row(row: RunRow) -> Run {
         duration_ms,
         who: row.who,
         tail: None,
+        measurements: Vec::new(),
     }
 }
 
@@ -99,9 +100,23 @@ pub async fn window(dir: &std::path::Path, run: i64, end: u64, bytes: u64) -> st
 impl Service {
     /// Fills in the runs of command steps, and the output tail of each step's newest run.
     pub(crate) async fn attach_runs(&self, steps: &mut [Step], rows: Vec<crate::db::RunRow>) {
+        let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
+        let mut measured: HashMap<i64, Vec<app::metrics::Measurement>> = HashMap::new();
+        match self.store.measurements_of_runs(&ids).await {
+            Ok(found) => {
+                for row in found {
+                    if let Some(run) = row.run_id {
+                        measured.entry(run).or_default().push(crate::metrics::service::measurement_of(row).measurement);
+                    }
+                }
+            }
+            Err(e) => tracing::error!("cannot read measurements: {e}"),
+        }
         let mut by_step: HashMap<i64, Vec<app::runs::Run>> = HashMap::new();
         for row in rows {
-            by_step.entry(row.step_id).or_default().push(run_from_row(row));
+            let mut run = run_from_row(row);
+            run.measurements = measured.remove(&run.id).unwrap_or_default();
+            by_step.entry(run.step_id).or_default().push(run);
         }
         for step in steps.iter_mut() {
             if let Some(mut runs) = by_step.remove(&step.id) {

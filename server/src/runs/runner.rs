@@ -147,6 +147,12 @@ impl Runner {
             exit_signal: end.exit_signal.as_deref(),
             error: end.error.as_deref(),
         };
+        // Before the run is marked finished, so whoever sees it finished sees its numbers.
+        match crate::metrics::record::for_run(&self.store, &self.output_dir, investigation, run_id).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(run = run_id, "{n} measurements"),
+            Err(e) => tracing::error!(run = run_id, "cannot extract measurements: {e}"),
+        }
         if let Err(e) = self.store.finish_run(run_id, &end_ref).await {
             tracing::error!(run = run_id, "cannot record the end of the run: {e}");
         }

@@ -48,3 +48,72 @@ async fn user_extractors_through_json_and_their_errors() {
     let nothing = app.send(Method::POST, "/api/v1/extract", Some("text/plain"), b"no numbers here".to_vec()).await;
     assert_eq!(nothing.json(), json!([]));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finished_runs_keep_their_measurements_and_extractors_reread_them() {
+    let sshd = crate::sshd::Sshd::start();
+    let app = crate::runs::app_with_host(&sshd).await;
+    let fixtures = server::fixtures::dir();
+    let command = format!(
+        "cat {} {}",
+        fixtures.join("bench-outputs/vllm_bench_serve_pr36559.txt").display(),
+        fixtures.join("gpu-host-h200x2/decode.log").display()
+    );
+    let step = crate::runs::command_step(&app, json!({ "command": command })).await;
+    let run = crate::runs::start(&app, step, json!({})).await[0];
+    crate::runs::finished(&app, run).await;
+
+    let shown = app.get(&format!("/api/v1/steps/{step}")).await.json();
+    let measured = shown["runs"][0]["measurements"].as_array().unwrap().clone();
+    assert!(measured.iter().any(|m| m["metric"] == "output_throughput" && m["value"] == 1049.39), "{measured:?}");
+    assert!(measured.iter().all(|m| m["extractor"] == "vllm-bench-serve"), "nothing else matches yet");
+    let investigation = shown["investigation_id"].as_str().unwrap().to_string();
+
+    // An extractor added afterwards reads the runs already there.
+    let extractors = format!("/api/v1/investigations/{investigation}/extractors");
+    let def = json!({ "name": "decode", "pattern": r"decode throughput: ([\d.]+) tok/s", "unit": "tok/s" });
+    let added = app.post_json(&extractors, def.clone()).await;
+    assert_eq!(added.status, StatusCode::CREATED, "{}", added.text());
+    assert_eq!(app.post_json(&extractors, def).await.status, StatusCode::CONFLICT);
+    let all = app.get(&format!("/api/v1/investigations/{investigation}/measurements")).await.json();
+    let decode: Vec<f64> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["metric"] == "decode")
+        .map(|m| m["value"].as_f64().unwrap())
+        .collect();
+    assert_eq!(decode, [18.15, 156.37, 625.35]);
+    assert!(all.as_array().unwrap().iter().all(|m| m["run_id"] == run));
+
+    // A number measured elsewhere, by hand.
+    let manual = app
+        .post_json(
+            &format!("/api/v1/investigations/{investigation}/measurements"),
+            json!({ "metric": "output_throughput", "value": 57.5, "unit": "tok/s", "label": "8×PCIe, NCCL default", "note": "from the customer's run" }),
+        )
+        .await;
+    assert_eq!(manual.status, StatusCode::CREATED, "{}", manual.text());
+    let manual = manual.json();
+    assert_eq!((manual["extractor"].as_str(), manual["run_id"].is_null()), (Some("manual"), true));
+    let bad = app
+        .post_json(
+            &format!("/api/v1/investigations/{investigation}/measurements"),
+            json!({ "metric": "", "value": 1, "unit": "x" }),
+        )
+        .await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", bad.text());
+    assert_eq!(app.delete(&format!("/api/v1/measurements/{}", manual["id"])).await.status, StatusCode::NO_CONTENT);
+    let from_run = all[0]["id"].as_i64().unwrap();
+    assert_eq!(
+        app.delete(&format!("/api/v1/measurements/{from_run}")).await.status,
+        StatusCode::NOT_FOUND,
+        "runs own theirs"
+    );
+
+    // Removing the extractor removes what it found.
+    assert_eq!(app.delete(&format!("{extractors}/decode")).await.status, StatusCode::NO_CONTENT);
+    let all = app.get(&format!("/api/v1/investigations/{investigation}/measurements")).await.json();
+    assert!(all.as_array().unwrap().iter().all(|m| m["metric"] != "decode"), "{all}");
+    assert_eq!(app.get("/api/v1/investigations/nope/measurements").await.status, StatusCode::NOT_FOUND);
+}

@@ -1,0 +1,159 @@
+//! Measurements and user-defined extractors.
+
+use super::{Store, StoreResult, now_ms};
+use app::metrics::Measurement;
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct MeasurementRow {
+    pub id: i64,
+    pub investigation_id: String,
+    pub run_id: Option<i64>,
+    pub metric: String,
+    pub value: f64,
+    pub unit: String,
+    pub extractor: String,
+    pub stddev: Option<f64>,
+    pub key: Option<String>,
+    pub note: Option<String>,
+    pub label: Option<String>,
+    pub created_at: i64,
+}
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ExtractorRow {
+    pub id: i64,
+    pub investigation_id: String,
+    pub name: String,
+    pub pattern: String,
+    pub unit: String,
+    pub created_at: i64,
+}
+
+const MEASUREMENT_COLUMNS: &str =
+    "id, investigation_id, run_id, metric, value, unit, extractor, stddev, key, note, label, created_at";
+
+impl Store {
+    /// Replaces what was extracted from `run` with `found`, in one transaction.
+    pub async fn replace_run_measurements(
+        &self,
+        investigation: &str,
+        run: i64,
+        found: &[Measurement],
+    ) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("DELETE FROM measurements WHERE run_id = ?").bind(run).execute(&mut *tx).await?;
+        let now = now_ms();
+        for m in found {
+            sqlx::query(
+                "INSERT INTO measurements (investigation_id, run_id, metric, value, unit, extractor, stddev, key, created_at)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(investigation)
+            .bind(run)
+            .bind(&m.metric)
+            .bind(m.value)
+            .bind(&m.unit)
+            .bind(&m.extractor)
+            .bind(m.stddev)
+            .bind(&m.key)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await
+    }
+
+    pub async fn insert_manual_measurement(
+        &self,
+        investigation: &str,
+        m: &Measurement,
+        note: Option<&str>,
+        label: Option<&str>,
+    ) -> StoreResult<i64> {
+        let done = sqlx::query(
+            "INSERT INTO measurements (investigation_id, run_id, metric, value, unit, extractor, stddev, key, note, label, created_at)
+             VALUES (?, NULL, ?, ?, ?, 'manual', ?, NULL, ?, ?, ?)",
+        )
+        .bind(investigation)
+        .bind(&m.metric)
+        .bind(m.value)
+        .bind(&m.unit)
+        .bind(m.stddev)
+        .bind(note)
+        .bind(label)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await?;
+        Ok(done.last_insert_rowid())
+    }
+
+    pub async fn measurements_of_investigation(&self, investigation: &str) -> StoreResult<Vec<MeasurementRow>> {
+        sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT {MEASUREMENT_COLUMNS} FROM measurements WHERE investigation_id = ? ORDER BY id"
+        )))
+        .bind(investigation)
+        .fetch_all(&self.pool)
+        .await
+    }
+
+    pub async fn measurements_of_runs(&self, runs: &[i64]) -> StoreResult<Vec<MeasurementRow>> {
+        if runs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let marks = vec!["?"; runs.len()].join(", ");
+        let sql = format!("SELECT {MEASUREMENT_COLUMNS} FROM measurements WHERE run_id IN ({marks}) ORDER BY id");
+        let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql));
+        for run in runs {
+            query = query.bind(run);
+        }
+        query.fetch_all(&self.pool).await
+    }
+
+    pub async fn delete_measurement(&self, id: i64) -> StoreResult<bool> {
+        let done = sqlx::query("DELETE FROM measurements WHERE id = ? AND run_id IS NULL")
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// `None` when the investigation already has an extractor of that name.
+    pub async fn insert_extractor(
+        &self,
+        investigation: &str,
+        name: &str,
+        pattern: &str,
+        unit: &str,
+    ) -> StoreResult<Option<i64>> {
+        let done = sqlx::query(
+            "INSERT INTO extractors (investigation_id, name, pattern, unit, created_at) VALUES (?, ?, ?, ?, ?)
+             ON CONFLICT (investigation_id, name) DO NOTHING",
+        )
+        .bind(investigation)
+        .bind(name)
+        .bind(pattern)
+        .bind(unit)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await?;
+        Ok((done.rows_affected() == 1).then(|| done.last_insert_rowid()))
+    }
+
+    pub async fn extractors(&self, investigation: &str) -> StoreResult<Vec<ExtractorRow>> {
+        sqlx::query_as(
+            "SELECT id, investigation_id, name, pattern, unit, created_at FROM extractors WHERE investigation_id = ? ORDER BY id",
+        )
+        .bind(investigation)
+        .fetch_all(&self.pool)
+        .await
+    }
+
+    pub async fn delete_extractor(&self, investigation: &str, name: &str) -> StoreResult<bool> {
+        let done = sqlx::query("DELETE FROM extractors WHERE investigation_id = ? AND name = ?")
+            .bind(investigation)
+            .bind(name)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+}

@@ -1,0 +1,33 @@
+//! Extracting a finished run's measurements into the store.
+
+use super::custom::Extractor;
+use crate::db::Store;
+use crate::runs::output;
+use std::path::Path;
+
+/// Benchmarks print their results at the end: a longer output is read from here.
+const READ_BYTES: u64 = 32 * 1024 * 1024;
+
+/// Runs every extractor (built-in, and the investigation's own) over the run's
+/// output and replaces what was stored for it. Returns how many were found.
+pub async fn for_run(store: &Store, output_dir: &Path, investigation: &str, run: i64) -> Result<usize, String> {
+    let (_, len) = output::read_range(output_dir, run, 0, 0).await.map_err(|e| e.to_string())?;
+    let from = len.saturating_sub(READ_BYTES);
+    let (bytes, _) = output::read_range(output_dir, run, from, READ_BYTES).await.map_err(|e| e.to_string())?;
+    let definitions = store.extractors(investigation).await.map_err(|e| e.to_string())?;
+    let found = tokio::task::spawn_blocking(move || {
+        let text = String::from_utf8_lossy(&bytes);
+        let mut found = super::extract(&text);
+        for d in definitions {
+            // Stored definitions were checked when added; a failing one is skipped, not fatal.
+            if let Ok(extractor) = Extractor::new(&d.name, &d.pattern, &d.unit) {
+                found.extend(extractor.extract(&text));
+            }
+        }
+        found
+    })
+    .await
+    .map_err(|e| e.to_string())?;
+    store.replace_run_measurements(investigation, run, &found).await.map_err(|e| e.to_string())?;
+    Ok(found.len())
+}

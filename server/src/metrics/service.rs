@@ -1,0 +1,129 @@
+//! The notebook's measurement operations: manual numbers, an investigation's own
+//! extractors (adding one re-reads the runs it already has).
+
+use super::custom::Extractor;
+use crate::db::MeasurementRow;
+use crate::notebook::{Service, store_error, timestamp};
+use app::error::ApiError;
+use app::metrics::{ExtractorDef, Measurement, NewMeasurement, StoredMeasurement};
+
+pub(crate) fn measurement_of(row: MeasurementRow) -> StoredMeasurement {
+    StoredMeasurement {
+        id: row.id,
+        run_id: row.run_id,
+        measurement: Measurement {
+            metric: row.metric,
+            value: row.value,
+            unit: row.unit,
+            extractor: row.extractor,
+            stddev: row.stddev,
+            key: row.key,
+        },
+        note: row.note,
+        label: row.label,
+        created_at: timestamp(row.created_at),
+    }
+}
+
+fn check_text(what: &str, text: Option<&str>, max: usize) -> Result<Option<String>, ApiError> {
+    let Some(text) = text.map(str::trim).filter(|t| !t.is_empty()) else { return Ok(None) };
+    if text.chars().count() > max {
+        return Err(ApiError::invalid(format!("The {what} is over {max} characters.")));
+    }
+    Ok(Some(text.to_string()))
+}
+
+impl Service {
+    async fn existing_investigation(&self, id: &str) -> Result<(), ApiError> {
+        app::backend::Notebook::investigation(self, id).await.map(|_| ())
+    }
+
+    pub(crate) async fn measurements_impl(&self, investigation: &str) -> Result<Vec<StoredMeasurement>, ApiError> {
+        self.existing_investigation(investigation).await?;
+        let rows = self.store.measurements_of_investigation(investigation).await.map_err(store_error)?;
+        Ok(rows.into_iter().map(measurement_of).collect())
+    }
+
+    pub(crate) async fn add_measurement_impl(
+        &self,
+        investigation: &str,
+        new: NewMeasurement,
+    ) -> Result<StoredMeasurement, ApiError> {
+        self.existing_investigation(investigation).await?;
+        let metric = super::slug(&new.metric);
+        if metric.is_empty() || metric.len() > 80 {
+            return Err(ApiError::invalid("Name the metric (letters, digits, `_`), e.g. output_throughput."));
+        }
+        if !new.value.is_finite() || new.stddev.is_some_and(|s| !s.is_finite() || s < 0.0) {
+            return Err(ApiError::invalid("The value (and stddev) must be finite numbers, the stddev not negative."));
+        }
+        let unit = check_text("unit", Some(&new.unit), 20)?.unwrap_or_default();
+        let note = check_text("note", new.note.as_deref(), 2_000)?;
+        let label = check_text("label", new.label.as_deref(), 200)?;
+        let m =
+            Measurement { metric, value: new.value, unit, extractor: "manual".into(), stddev: new.stddev, key: None };
+        let id = self
+            .store
+            .insert_manual_measurement(investigation, &m, note.as_deref(), label.as_deref())
+            .await
+            .map_err(store_error)?;
+        let rows = self.store.measurements_of_investigation(investigation).await.map_err(store_error)?;
+        rows.into_iter().find(|r| r.id == id).map(measurement_of).ok_or_else(ApiError::internal)
+    }
+
+    pub(crate) async fn delete_measurement_impl(&self, id: i64) -> Result<(), ApiError> {
+        if !self.store.delete_measurement(id).await.map_err(store_error)? {
+            return Err(ApiError::not_found(format!(
+                "There is no manual measurement {id} (measurements from runs go with their run)."
+            )));
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn extractors_impl(&self, investigation: &str) -> Result<Vec<ExtractorDef>, ApiError> {
+        self.existing_investigation(investigation).await?;
+        let rows = self.store.extractors(investigation).await.map_err(store_error)?;
+        Ok(rows.into_iter().map(|r| ExtractorDef { name: r.name, pattern: r.pattern, unit: r.unit }).collect())
+    }
+
+    /// Adds the extractor and reads every finished run of the investigation again.
+    pub(crate) async fn add_extractor_impl(
+        &self,
+        investigation: &str,
+        def: ExtractorDef,
+    ) -> Result<ExtractorDef, ApiError> {
+        self.existing_investigation(investigation).await?;
+        Extractor::new(&def.name, &def.pattern, &def.unit)?;
+        let def = ExtractorDef { name: def.name.trim().into(), pattern: def.pattern, unit: def.unit.trim().into() };
+        let added = self
+            .store
+            .insert_extractor(investigation, &def.name, &def.pattern, &def.unit)
+            .await
+            .map_err(store_error)?;
+        if added.is_none() {
+            return Err(ApiError::new(
+                app::error::ErrorCode::Conflict,
+                format!("This investigation already has an extractor {:?}.", def.name),
+            ));
+        }
+        self.reextract(investigation).await;
+        Ok(def)
+    }
+
+    pub(crate) async fn remove_extractor_impl(&self, investigation: &str, name: &str) -> Result<(), ApiError> {
+        if !self.store.delete_extractor(investigation, name).await.map_err(store_error)? {
+            return Err(ApiError::not_found(format!("There is no extractor {name:?} here.")));
+        }
+        self.reextract(investigation).await;
+        Ok(())
+    }
+
+    async fn reextract(&self, investigation: &str) {
+        let runs = self.store.runs_of_investigation(investigation).await.unwrap_or_default();
+        for run in runs.iter().filter(|r| r.finished_at.is_some()) {
+            if let Err(e) = super::record::for_run(&self.store, self.runner.output_dir(), investigation, run.id).await {
+                tracing::error!(run = run.id, "cannot extract measurements: {e}");
+            }
+        }
+    }
+}
