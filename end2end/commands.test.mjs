@@ -319,3 +319,68 @@ test('a log line opens its source: one click when unambiguous, a choice when not
   await page.waitForSelector(`#step-${opened} .snippet-meta code.path:has-text("${other}/custom_all_reduce.py")`);
   assert.deepEqual(page.problems, []);
 });
+
+test('tok/s from two configurations, a hypothesis, and its verdict', async () => {
+  const { writeFileSync } = await import('node:fs');
+  // A stand-in benchmark printing `vllm bench throughput` lines; each configuration
+  // prints its next value. NCCL_PROTO picks the configuration, as in the story.
+  writeFileSync(`${sshd.dir}/bench.sh`, [
+    'c=${NCCL_PROTO:-default}; n=$(cat "$c.n" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$c.n"',
+    'v=$(sed -n "${n}p" "$c.values")',
+    'echo "INFO [throughput.py:512] Throughput: 1.00 requests/s, 120.00 total tokens/s, $v output tokens/s"',
+  ].join('\n') + '\n');
+  writeFileSync(`${sshd.dir}/default.values`, '57.4\n57.6\n57.5\n');
+  writeFileSync(`${sshd.dir}/LL.values`, '33.1\n33.4\n33.0\n');
+  const post = (path, body) => fetch(server.url + path, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
+  }).then((r) => r.json());
+  const created = await post('/api/v1/investigations', { title: 'decode stuck at 57.5 tok/s' });
+  const command = `cd ${sshd.dir} && sh bench.sh`;
+  const base = await post(`/api/v1/investigations/${created.id}/steps`, { kind: 'command', host: 'gpu', command });
+  const treat = await post(`/api/v1/investigations/${created.id}/steps`,
+    { kind: 'command', host: 'gpu', command, env: { NCCL_PROTO: 'LL' } });
+
+  const page = await newPage(browser);
+  await page.goto(server.url + created.url);
+  await hydrated(page);
+  for (const step of [base, treat]) {
+    const item = page.locator(`#step-${step.id}`);
+    await item.locator('input[name=repeat]').fill('3');
+    await item.locator('button.run-button').click();
+    await page.waitForFunction((id) => document.querySelectorAll(`#step-${id} .run-history li, #step-${id} .run`).length > 0, step.id);
+  }
+  for (const [step, value] of [[base, '57.50'], [treat, '33']]) {
+    // The newest run's measurements show as soon as it is done.
+    const chip = page.locator(`#step-${step.id} li.measure[data-metric=output_throughput] .value`);
+    await chip.waitFor({ timeout: 30_000 });
+    await page.waitForFunction(([id, v]) => document.querySelector(`#step-${id} li.measure[data-metric=output_throughput] .value`)?.textContent.startsWith(v),
+      [step.id, value], { timeout: 30_000 }).catch(async (e) => {
+      await screenshot(page, 'debug-measure');
+      throw new Error(`${e.message}: ${await page.locator(`#step-${step.id}`).textContent()}`);
+    });
+  }
+  await screenshot(page, 'measurements');
+
+  await page.click('#add-hypothesis summary');
+  const form = page.locator('#add-hypothesis form');
+  await form.locator('input[name=statement]').fill('NCCL_PROTO=LL speeds up decode');
+  await form.locator('textarea[name=rationale]').fill('LL trades bandwidth for latency; decode sends **small** messages.');
+  await form.locator('input[name=metric]').fill('output_throughput');
+  await form.locator('select[name=direction]').selectOption('increase');
+  await form.locator('input[name=expected_pct]').fill('15');
+  await form.locator('select[name=baseline_step]').selectOption(String(base.id));
+  await form.locator('select[name=treatment_step]').selectOption(String(treat.id));
+  await form.locator('button:has-text("Add hypothesis")').click();
+  const row = page.locator('table.hypotheses-table tbody tr').first();
+  await row.waitFor();
+  const verdict = await row.locator('td.verdict').textContent();
+  assert.match(verdict, /^−42 % \(95 % CI −\d+ … −\d+ %\)/, verdict);
+  assert.match(verdict, /opposite of expected/);
+  assert.match(await row.textContent(), /57\.50 tok\/s \(n=3\)/);
+  assert.match(await row.textContent(), /33\.17 tok\/s \(n=3\)/);
+  await row.locator('select[name=status]').selectOption('refuted');
+  await row.locator('button:has-text("Set")').click();
+  await page.waitForSelector('table.hypotheses-table tr[data-status=refuted]');
+  await screenshot(page, 'hypothesis-verdict');
+  assert.deepEqual(page.problems, []);
+});

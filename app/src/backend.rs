@@ -4,6 +4,7 @@
 
 use crate::error::ApiError;
 use crate::hosts::{ConnectionReport, Host, HostImport, ImportReport, NewHost};
+use crate::hypotheses::{Hypothesis, HypothesisInput};
 use crate::metrics::{ExtractorDef, NewMeasurement, StoredMeasurement};
 use crate::model::{Investigation, InvestigationPatch, InvestigationSummary, NewInvestigation, Step};
 use crate::runs::{OutputTail, Run, RunRequest};
@@ -62,6 +63,12 @@ pub trait Notebook: Send + Sync + 'static {
     /// Adds an extractor and extracts every finished run of the investigation again.
     async fn add_extractor(&self, investigation: &str, def: ExtractorDef) -> Result<ExtractorDef, ApiError>;
     async fn remove_extractor(&self, investigation: &str, name: &str) -> Result<(), ApiError>;
+    async fn hypotheses(&self, investigation: &str) -> Result<Vec<Hypothesis>, ApiError>;
+    async fn hypothesis(&self, id: i64) -> Result<Hypothesis, ApiError>;
+    async fn add_hypothesis(&self, investigation: &str, input: HypothesisInput) -> Result<Hypothesis, ApiError>;
+    /// Changes the fields `input` has; the experiment is computed again.
+    async fn update_hypothesis(&self, id: i64, input: HypothesisInput) -> Result<Hypothesis, ApiError>;
+    async fn delete_hypothesis(&self, id: i64) -> Result<(), ApiError>;
     /// Up to `bytes` of a run's output ending at `before`, as HTML, from a line start.
     async fn output_before(&self, id: i64, before: u64, bytes: u64) -> Result<OutputTail, ApiError>;
 }

@@ -10,6 +10,7 @@ pub mod backend;
 pub mod components;
 pub mod error;
 pub mod hosts;
+pub mod hypotheses;
 #[cfg(feature = "hydrate")]
 mod live;
 pub mod metrics;

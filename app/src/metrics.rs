@@ -85,8 +85,8 @@ pub struct Comparison {
     /// 95 % confidence interval of that delta, in percent of the baseline mean
     /// (Welch's t interval of the difference of means); none when a side has one value.
     pub ci_pct: Option<(f64, f64)>,
-    /// `within_noise`, `better`, `worse` (in the metric's own direction: higher is
-    /// more), or `noise_unknown`.
+    /// `increase` or `decrease` (the interval excludes zero), `within_noise`, or
+    /// `noise_unknown` (a side has a single value).
     pub outcome: String,
     /// The plain line: "+3.1 % ± 4.0 %: within noise", "−42 % (95 % CI −45 … −39 %)".
     pub verdict: String,

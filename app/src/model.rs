@@ -60,6 +60,9 @@ pub struct Investigation {
     pub created_at: String,
     pub updated_at: String,
     pub steps: Vec<Step>,
+    /// With their experiments computed; the page's summary table.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hypotheses: Vec<crate::hypotheses::Hypothesis>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -11,6 +11,7 @@ mod extract;
 pub mod fixtures;
 pub mod handlers;
 pub mod hosts;
+mod hypotheses;
 pub(crate) mod ids;
 mod markdown;
 pub mod metrics;

@@ -9,6 +9,7 @@ use crate::{ids, steps};
 use app::backend::Notebook;
 use app::error::ApiError;
 use app::hosts::{ConnectionReport, Host, HostImport, ImportReport, NewHost};
+use app::hypotheses::{Hypothesis, HypothesisInput};
 use app::metrics::{ExtractorDef, NewMeasurement, StoredMeasurement};
 use app::model::{
     Investigation, InvestigationPatch, InvestigationStatus, InvestigationSummary, NewInvestigation, Step,
@@ -160,8 +161,10 @@ impl Notebook for Service {
         self.attach_annotations(&mut steps, annotations);
         let searches = self.store.searches_of_investigation(id).await.map_err(store_error)?;
         self.attach_searches(&mut steps, searches);
+        let hypotheses = self.hypotheses_impl(id).await?;
         let summary = summary(row);
         Ok(Investigation {
+            hypotheses,
             id: summary.id,
             url: summary.url,
             title: summary.title,
@@ -356,6 +359,21 @@ impl Notebook for Service {
     }
     async fn remove_extractor(&self, investigation: &str, name: &str) -> Result<(), ApiError> {
         self.remove_extractor_impl(investigation, name).await
+    }
+    async fn hypotheses(&self, investigation: &str) -> Result<Vec<Hypothesis>, ApiError> {
+        self.hypotheses_impl(investigation).await
+    }
+    async fn hypothesis(&self, id: i64) -> Result<Hypothesis, ApiError> {
+        self.hypothesis_impl(id).await
+    }
+    async fn add_hypothesis(&self, investigation: &str, input: HypothesisInput) -> Result<Hypothesis, ApiError> {
+        self.add_hypothesis_impl(investigation, input).await
+    }
+    async fn update_hypothesis(&self, id: i64, input: HypothesisInput) -> Result<Hypothesis, ApiError> {
+        self.update_hypothesis_impl(id, input).await
+    }
+    async fn delete_hypothesis(&self, id: i64) -> Result<(), ApiError> {
+        self.delete_hypothesis_impl(id).await
     }
     async fn output_before(&self, id: i64, before: u64, bytes: u64) -> Result<OutputTail, ApiError> {
         self.output_before_impl(id, before, bytes).await

@@ -1,7 +1,7 @@
 //! Every route Sleuth serves, one per line.
 
 use crate::handlers::{
-    self, annotations, extract, health, highlight, hosts, investigations, measurements, runs, steps,
+    self, annotations, extract, health, highlight, hosts, hypotheses, investigations, measurements, runs, steps,
 };
 use crate::state::AppState;
 use app::{App, model::limits, shell};
@@ -29,6 +29,8 @@ pub fn app(state: AppState) -> Router {
         .route("/investigations/{id}/extractors", get(measurements::extractors).post(measurements::add_extractor))
         .route("/investigations/{id}/extractors/{name}", delete(measurements::remove_extractor))
         .route("/measurements/{id}", delete(measurements::delete))
+        .route("/investigations/{id}/hypotheses", get(hypotheses::list).post(hypotheses::create))
+        .route("/hypotheses/{id}", get(hypotheses::show).patch(hypotheses::update).delete(hypotheses::delete))
         .route("/steps/{step_id}", get(steps::show).patch(steps::update).delete(steps::delete))
         .route("/steps/{step_id}/runs", get(runs::of_step).post(runs::start))
         .route("/steps/{step_id}/refresh", post(steps::refresh))

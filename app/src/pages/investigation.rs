@@ -82,6 +82,7 @@ fn InvestigationView(inv: Investigation) -> impl IntoView {
         <Title text=format!("{} · Sleuth", inv.title)/>
         <nav class="crumbs"><a href="/">"Investigations"</a> " / " <span>{inv.id.clone()}</span></nav>
         <Header inv=inv.clone()/>
+        <super::hypotheses::HypothesesSection inv=inv.clone()/>
         <section class="timeline" aria-label="Steps">
             {if inv.steps.is_empty() {
                 Some(view! {

@@ -1,5 +1,6 @@
 pub mod home;
 pub mod hosts;
+pub mod hypotheses;
 pub mod investigation;
 pub mod source;
 

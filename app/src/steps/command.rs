@@ -354,6 +354,7 @@ fn RunOutput(run: Run) -> impl IntoView {
                 <a href=format!("/api/v1/runs/{}/output?download=1", run.id) class="quiet">"raw"</a>
             </div>
             {run.error.clone().map(|e| view! { <p class="run-error">{e}</p> })}
+            <Measurements found=run.measurements.clone()/>
             {move || opening.get().then(|| view! { <p class="muted opening">"Finding the file on the host…"</p> })}
             {move || open_error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
             <Show when=move || { first.get() > 0 }>
@@ -450,4 +451,75 @@ mod tests {
         assert_eq!(parse_env(&env_text(&env)).unwrap(), env);
         assert!(parse_env("JUSTANAME").unwrap_err().contains("Line 1"));
     }
+}
+
+/// Metrics worth seeing first, in this order; the rest are one click away.
+const HEADLINE: &[&str] = &[
+    "output_throughput",
+    "total_throughput",
+    "request_throughput",
+    "tg128",
+    "pp512",
+    "latency_s_avg",
+    "ttft_ms_median",
+    "tpot_ms_median",
+];
+
+fn format_value(value: f64) -> String {
+    if value.fract() == 0.0 && value.abs() < 1e15 { format!("{value:.0}") } else { format!("{value:.2}") }
+}
+
+/// What the extractors found in a run's output.
+#[component]
+fn Measurements(found: Vec<crate::metrics::Measurement>) -> impl IntoView {
+    if found.is_empty() {
+        return ().into_any();
+    }
+    let label = |m: &crate::metrics::Measurement| match &m.key {
+        Some(key) => format!("{} [{key}]", m.metric),
+        None => m.metric.clone(),
+    };
+    let mut headline: Vec<&crate::metrics::Measurement> =
+        found.iter().filter(|m| HEADLINE.contains(&m.metric.as_str()) || m.extractor.starts_with("custom:")).collect();
+    headline.sort_by_key(|m| HEADLINE.iter().position(|h| *h == m.metric).unwrap_or(HEADLINE.len()));
+    headline.truncate(4);
+    let chips = headline
+        .into_iter()
+        .map(|m| {
+            let spread = m.stddev.map(|s| format!(" ± {}", format_value(s))).unwrap_or_default();
+            view! {
+                <li class="measure" data-metric=m.metric.clone()>
+                    <span class="metric">{label(m)}</span>
+                    <span class="value">{format_value(m.value)} {spread}</span>
+                    <span class="unit">{m.unit.clone()}</span>
+                </li>
+            }
+        })
+        .collect_view();
+    let rows = found
+        .iter()
+        .map(|m| {
+            view! {
+                <tr>
+                    <td><code>{label(m)}</code></td>
+                    <td class="num">{format_value(m.value)}{m.stddev.map(|s| format!(" ± {}", format_value(s)))}</td>
+                    <td>{m.unit.clone()}</td>
+                    <td class="muted">{m.extractor.clone()}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <div class="measurements">
+            <ul class="measures">{chips}</ul>
+            <details class="all-measurements">
+                <summary>{format!("{} measurement{}", found.len(), if found.len() == 1 { "" } else { "s" })}</summary>
+                <table class="measurement-table">
+                    <thead><tr><th>"metric"</th><th>"value"</th><th>"unit"</th><th>"extractor"</th></tr></thead>
+                    <tbody>{rows}</tbody>
+                </table>
+            </details>
+        </div>
+    }
+    .into_any()
 }

@@ -17,6 +17,7 @@
 
 mod annotations;
 mod hosts;
+mod hypotheses;
 mod measurements;
 mod rows;
 mod runs;
@@ -24,6 +25,7 @@ mod searches;
 mod snapshots;
 
 pub use annotations::AnnotationRow;
+pub use hypotheses::HypothesisRow;
 pub use measurements::{ExtractorRow, MeasurementRow};
 pub use rows::{HostRow, InvestigationRow, NewRun, RunEnd, RunRow, StepRow};
 pub use searches::SearchRow;

@@ -6,6 +6,7 @@ pub mod extract;
 pub mod health;
 pub mod highlight;
 pub mod hosts;
+pub mod hypotheses;
 pub mod investigations;
 pub mod measurements;
 pub mod runs;

@@ -86,7 +86,7 @@ pub fn compare(baseline: &[f64], treatment: &[f64]) -> Option<Comparison> {
                 signed(lo, dd).replace('+', ""),
                 signed(hi, dd).replace('+', "")
             );
-            (if delta_pct > 0.0 { "better" } else { "worse" }, line)
+            (if delta_pct > 0.0 { "increase" } else { "decrease" }, line)
         }
     };
     Some(Comparison { baseline: b, treatment: t, delta_pct, ci_pct, outcome: outcome.into(), verdict })
@@ -147,7 +147,7 @@ mod tests {
         assert!(noise.verdict.starts_with("+0.3 % ± "), "{}", noise.verdict);
 
         let worse = compare(&[1049.39, 1032.10, 1061.84], &[612.2, 598.7, 620.9, 605.0, 611.3, 603.8]).unwrap();
-        assert_eq!(worse.outcome, "worse");
+        assert_eq!(worse.outcome, "decrease");
         assert!(worse.verdict.starts_with("−42 % (95 % CI −"), "{}", worse.verdict);
 
         let one = compare(&[57.5], &[57.6]).unwrap();

@@ -1,0 +1,85 @@
+//! Hypotheses: a statement tied to numbers. Each holds one experiment — a
+//! baseline group of runs against a treatment group on one metric — whose
+//! comparison the server computes; the status is set by a person.
+
+use crate::metrics::Comparison;
+use serde::{Deserialize, Serialize};
+
+pub const STATUSES: [&str; 4] = ["open", "supported", "refuted", "inconclusive"];
+
+/// Runs named one by one, and every run of the named (command) steps. Warm-up
+/// runs and runs without the metric are left out.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunGroup {
+    #[serde(default)]
+    pub runs: Vec<i64>,
+    #[serde(default)]
+    pub steps: Vec<i64>,
+}
+
+impl RunGroup {
+    pub fn is_empty(&self) -> bool {
+        self.runs.is_empty() && self.steps.is_empty()
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Hypothesis {
+    pub id: i64,
+    pub investigation_id: String,
+    pub statement: String,
+    /// Markdown, and the same rendered and sanitized.
+    pub rationale: String,
+    pub rationale_html: String,
+    /// The metric the experiment compares (`output_throughput`).
+    pub metric: Option<String>,
+    /// The expected effect: `increase` or `decrease`, optionally by this many percent.
+    pub direction: Option<String>,
+    pub expected_pct: Option<f64>,
+    /// `open`, `supported`, `refuted` or `inconclusive`.
+    pub status: String,
+    pub baseline: RunGroup,
+    pub treatment: RunGroup,
+    /// Steps that bear on it (notes, snippets, runs' steps).
+    pub evidence: Vec<i64>,
+    /// The runs each group resolved to, with the metric's value in each.
+    pub baseline_values: Vec<(i64, f64)>,
+    pub treatment_values: Vec<(i64, f64)>,
+    pub comparison: Option<Comparison>,
+    /// Whether the measured change goes the expected way (none until both are known).
+    pub as_expected: Option<bool>,
+    /// Unit of the metric, from its measurements.
+    pub unit: Option<String>,
+    pub url: String,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// A new hypothesis, or (every field optional) a change to one.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HypothesisInput {
+    #[serde(default)]
+    pub statement: Option<String>,
+    #[serde(default)]
+    pub rationale: Option<String>,
+    #[serde(default)]
+    pub metric: Option<String>,
+    #[serde(default)]
+    pub direction: Option<String>,
+    #[serde(default)]
+    pub expected_pct: Option<f64>,
+    #[serde(default)]
+    pub status: Option<String>,
+    #[serde(default)]
+    pub baseline: Option<RunGroup>,
+    #[serde(default)]
+    pub treatment: Option<RunGroup>,
+    #[serde(default)]
+    pub evidence: Option<Vec<i64>>,
+}
+
+pub fn hypothesis_anchor(id: i64) -> String {
+    format!("hypothesis-{id}")
+}

@@ -1,0 +1,221 @@
+//! The hypotheses of an investigation, at the top of its page: one row per
+//! hypothesis with its experiment's numbers and verdict, and the form to add one.
+
+use crate::error::ApiError;
+use crate::hypotheses::{Hypothesis, STATUSES, hypothesis_anchor};
+use crate::model::Investigation;
+use crate::pages::investigation::timeline_action;
+use crate::steps::StepBody;
+use leptos::form::ActionForm;
+use leptos::prelude::*;
+
+#[cfg(feature = "ssr")]
+fn step_group(text: &str) -> Result<Option<crate::hypotheses::RunGroup>, ApiError> {
+    match text.trim() {
+        "" => Ok(None),
+        t => t
+            .parse()
+            .map(|step| Some(crate::hypotheses::RunGroup { runs: vec![], steps: vec![step] }))
+            .map_err(|_| ApiError::invalid(format!("{t:?} is not a step."))),
+    }
+}
+
+#[server]
+#[allow(clippy::too_many_arguments)]
+pub async fn add_hypothesis(
+    investigation: String,
+    statement: String,
+    rationale: String,
+    metric: String,
+    direction: String,
+    expected_pct: String,
+    baseline_step: String,
+    treatment_step: String,
+) -> Result<Hypothesis, ApiError> {
+    let expected_pct = match expected_pct.trim() {
+        "" => None,
+        t => Some(
+            t.trim_end_matches('%')
+                .trim()
+                .parse::<f64>()
+                .map_err(|_| ApiError::invalid(format!("The expected size {t:?} is not a number of percent.")))?,
+        ),
+    };
+    let input = crate::hypotheses::HypothesisInput {
+        statement: Some(statement),
+        rationale: Some(rationale),
+        metric: Some(metric),
+        direction: Some(direction),
+        expected_pct,
+        status: None,
+        baseline: step_group(&baseline_step)?,
+        treatment: step_group(&treatment_step)?,
+        evidence: None,
+    };
+    crate::backend::notebook()?.add_hypothesis(&investigation, input).await.inspect_err(crate::backend::set_status)
+}
+
+#[server]
+pub async fn set_hypothesis_status(id: i64, status: String) -> Result<Hypothesis, ApiError> {
+    let input = crate::hypotheses::HypothesisInput { status: Some(status), ..Default::default() };
+    crate::backend::notebook()?.update_hypothesis(id, input).await.inspect_err(crate::backend::set_status)
+}
+
+#[server]
+pub async fn delete_hypothesis(id: i64) -> Result<(), ApiError> {
+    crate::backend::notebook()?.delete_hypothesis(id).await.inspect_err(crate::backend::set_status)
+}
+
+fn number(value: f64) -> String {
+    if value.abs() >= 100.0 { format!("{value:.1}") } else { format!("{value:.2}") }
+}
+
+#[component]
+pub fn HypothesesSection(inv: Investigation) -> impl IntoView {
+    let rows = inv.hypotheses.iter().cloned().map(|h| view! { <HypothesisRow h/> }).collect_view();
+    let empty = inv.hypotheses.is_empty();
+    // Command steps, for choosing the runs of each side.
+    let commands: Vec<(i64, String)> = inv
+        .steps
+        .iter()
+        .filter_map(|s| match &s.body {
+            StepBody::Command(c) => {
+                let env: Vec<String> = c.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                let mut label = format!("#{} {}", s.position, c.command.chars().take(60).collect::<String>());
+                if !env.is_empty() {
+                    label = format!("{label} [{}]", env.join(" "));
+                }
+                Some((s.id, label))
+            }
+            _ => None,
+        })
+        .collect();
+    view! {
+        <section class="hypotheses" aria-label="Hypotheses">
+            <h2>"Hypotheses"</h2>
+            {(!empty).then(|| view! {
+                <div class="table-scroll">
+                    <table class="hypotheses-table">
+                        <thead>
+                            <tr>
+                                <th>"status"</th><th>"hypothesis"</th><th>"metric"</th>
+                                <th class="num">"baseline"</th><th class="num">"treatment"</th>
+                                <th class="num">"delta"</th><th>"verdict"</th><th></th>
+                            </tr>
+                        </thead>
+                        <tbody>{rows}</tbody>
+                    </table>
+                </div>
+            })}
+            <AddHypothesis investigation=inv.id.clone() commands/>
+        </section>
+    }
+}
+
+#[component]
+fn HypothesisRow(h: Hypothesis) -> impl IntoView {
+    let set_status = timeline_action::<SetHypothesisStatus>();
+    let delete = timeline_action::<DeleteHypothesis>();
+    let unit = h.unit.clone().unwrap_or_default();
+    let side = |g: Option<&crate::metrics::GroupSummary>| {
+        g.map(|g| format!("{} {unit} (n={})", number(g.mean), g.n)).unwrap_or_else(|| "—".into())
+    };
+    let c = h.comparison.clone();
+    let expected = match (&h.direction, h.expected_pct) {
+        (Some(d), Some(p)) => Some(format!("expects {} {p} %", if d == "increase" { "+" } else { "−" })),
+        (Some(d), None) => Some(format!("expects an {d}")),
+        _ => None,
+    };
+    let against = match h.as_expected {
+        Some(true) => Some(("as-expected", "as expected")),
+        Some(false) => Some(("against", "opposite of expected")),
+        None => None,
+    };
+    let id = h.id;
+    let status = h.status.clone();
+    let options =
+        STATUSES.iter().map(|s| view! { <option value=*s selected=*s == status>{*s}</option> }).collect_view();
+    view! {
+        <tr id=hypothesis_anchor(h.id) data-status=h.status.clone()>
+            <td>
+                <ActionForm action=set_status attr:class="inline status-form">
+                    <input type="hidden" name="id" value=id/>
+                    <select name="status" aria-label="Status">
+                        {options}
+                    </select>
+                    <button type="submit" class="quiet">"Set"</button>
+                </ActionForm>
+            </td>
+            <td class="statement">
+                <a href=format!("#{}", hypothesis_anchor(h.id))>{h.statement.clone()}</a>
+                {expected.map(|e| view! { <span class="muted expected">{e}</span> })}
+                {(!h.rationale.is_empty()).then(|| view! {
+                    <details class="rationale"><summary>"why"</summary><div class="markdown" inner_html=h.rationale_html.clone()></div></details>
+                })}
+            </td>
+            <td><code>{h.metric.clone().unwrap_or_else(|| "—".into())}</code></td>
+            <td class="num">{side(c.as_ref().map(|c| &c.baseline))}</td>
+            <td class="num">{side(c.as_ref().map(|c| &c.treatment))}</td>
+            <td class="num">{c.as_ref().map(|c| format!("{:+.1} %", c.delta_pct)).unwrap_or_else(|| "—".into())}</td>
+            <td class="verdict" data-outcome=c.as_ref().map(|c| c.outcome.clone())>
+                {c.as_ref().map(|c| c.verdict.clone()).unwrap_or_else(|| {
+                    if h.metric.is_none() { "no metric chosen".into() } else { "no runs with this metric yet".into() }
+                })}
+                {against.map(|(class, text)| view! { <span class=format!("tag {class}")>{text}</span> })}
+            </td>
+            <td>
+                <crate::components::Confirm label="Delete…" prompt="Delete this hypothesis? Its runs stay.">
+                    <ActionForm action=delete attr:class="inline">
+                        <input type="hidden" name="id" value=id/>
+                        <button type="submit" class="danger">"Delete hypothesis"</button>
+                    </ActionForm>
+                </crate::components::Confirm>
+            </td>
+        </tr>
+    }
+    .into_any()
+}
+
+#[component]
+fn AddHypothesis(investigation: String, commands: Vec<(i64, String)>) -> impl IntoView {
+    let add = timeline_action::<AddHypothesis>();
+    let form = crate::components::reset_on_success(add);
+    let options = move |commands: &Vec<(i64, String)>| {
+        commands.iter().map(|(id, label)| view! { <option value=*id>{label.clone()}</option> }).collect_view()
+    };
+    let (baseline_options, treatment_options) = (options(&commands), options(&commands));
+    view! {
+        <details class="add-step" id="add-hypothesis">
+            <summary>"Add a hypothesis"</summary>
+            <ActionForm action=add node_ref=form attr:class="stacked">
+                <input type="hidden" name="investigation" value=investigation/>
+                <label>"Hypothesis" <input name="statement" required maxlength="500" placeholder="NCCL allreduce (156 calls per token) is the bottleneck"/></label>
+                <label>"Why " <span class="muted">"(Markdown)"</span>
+                    <textarea name="rationale" rows="3" placeholder="Custom allreduce is disabled on more than two PCIe-only GPUs; 13 % of HBM bandwidth…"></textarea>
+                </label>
+                <div class="row">
+                    <label>"Metric" <input name="metric" placeholder="output_throughput"/></label>
+                    <label class="narrow">"Expect"
+                        <select name="direction">
+                            <option value="">"—"</option>
+                            <option value="increase">"increase"</option>
+                            <option value="decrease">"decrease"</option>
+                        </select>
+                    </label>
+                    <label class="narrow">"by %" <input name="expected_pct" inputmode="decimal" placeholder="15"/></label>
+                </div>
+                <div class="row">
+                    <label>"Baseline runs: every run of"
+                        <select name="baseline_step"><option value="">"—"</option>{baseline_options}</select>
+                    </label>
+                    <label>"Treatment runs: every run of"
+                        <select name="treatment_step"><option value="">"—"</option>{treatment_options}</select>
+                    </label>
+                </div>
+                <crate::components::ActionError action=add/>
+                <div class="form-actions"><button type="submit" class="primary">"Add hypothesis"</button></div>
+            </ActionForm>
+        </details>
+    }
+    .into_any()
+}

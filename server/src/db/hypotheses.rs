@@ -1,0 +1,95 @@
+//! Hypotheses and their experiments.
+
+use super::{Store, StoreResult, now_ms};
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct HypothesisRow {
+    pub id: i64,
+    pub investigation_id: String,
+    pub statement: String,
+    pub rationale: String,
+    pub metric: Option<String>,
+    pub direction: Option<String>,
+    pub expected_pct: Option<f64>,
+    pub status: String,
+    /// JSON `{"runs":[…],"steps":[…]}`.
+    pub baseline: String,
+    pub treatment: String,
+    /// JSON array of step ids.
+    pub evidence: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+const COLUMNS: &str = "id, investigation_id, statement, rationale, metric, direction, expected_pct, status, \
+                       baseline, treatment, evidence, created_at, updated_at";
+
+impl Store {
+    pub async fn insert_hypothesis(&self, row: &HypothesisRow) -> StoreResult<i64> {
+        let now = now_ms();
+        let done = sqlx::query(
+            "INSERT INTO hypotheses (investigation_id, statement, rationale, metric, direction, expected_pct, status,
+                                     baseline, treatment, evidence, created_at, updated_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&row.investigation_id)
+        .bind(&row.statement)
+        .bind(&row.rationale)
+        .bind(&row.metric)
+        .bind(&row.direction)
+        .bind(row.expected_pct)
+        .bind(&row.status)
+        .bind(&row.baseline)
+        .bind(&row.treatment)
+        .bind(&row.evidence)
+        .bind(now)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.last_insert_rowid())
+    }
+
+    /// Writes every field but the id, investigation and creation time.
+    pub async fn update_hypothesis(&self, row: &HypothesisRow) -> StoreResult<bool> {
+        let done = sqlx::query(
+            "UPDATE hypotheses SET statement = ?, rationale = ?, metric = ?, direction = ?, expected_pct = ?, status = ?,
+                                   baseline = ?, treatment = ?, evidence = ?, updated_at = ?
+             WHERE id = ?",
+        )
+        .bind(&row.statement)
+        .bind(&row.rationale)
+        .bind(&row.metric)
+        .bind(&row.direction)
+        .bind(row.expected_pct)
+        .bind(&row.status)
+        .bind(&row.baseline)
+        .bind(&row.treatment)
+        .bind(&row.evidence)
+        .bind(now_ms())
+        .bind(row.id)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    pub async fn hypothesis(&self, id: i64) -> StoreResult<Option<HypothesisRow>> {
+        sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM hypotheses WHERE id = ?")))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+    }
+
+    pub async fn hypotheses(&self, investigation: &str) -> StoreResult<Vec<HypothesisRow>> {
+        sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT {COLUMNS} FROM hypotheses WHERE investigation_id = ? ORDER BY id"
+        )))
+        .bind(investigation)
+        .fetch_all(&self.pool)
+        .await
+    }
+
+    pub async fn delete_hypothesis(&self, id: i64) -> StoreResult<bool> {
+        let done = sqlx::query("DELETE FROM hypotheses WHERE id = ?").bind(id).execute(&self.pool).await?;
+        Ok(done.rows_affected() == 1)
+    }
+}

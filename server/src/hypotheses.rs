@@ -1,0 +1,198 @@
+//! Hypotheses: checking what people write, and computing each one's experiment
+//! from the measurements of its runs.
+
+use crate::db::{HypothesisRow, RunRow};
+use crate::markdown::to_safe_html;
+use crate::metrics::stats;
+use crate::notebook::{Service, internal, store_error, timestamp};
+use app::error::ApiError;
+use app::hypotheses::{Hypothesis, HypothesisInput, RunGroup, STATUSES, hypothesis_anchor};
+use std::collections::HashMap;
+
+const STATEMENT_CHARS: usize = 500;
+const RATIONALE_CHARS: usize = 20_000;
+
+fn not_found(id: i64) -> ApiError {
+    ApiError::not_found(format!("There is no hypothesis {id}."))
+}
+
+/// Applies `input` to `row` (a new one starts empty), checking every field.
+fn apply(row: &mut HypothesisRow, input: HypothesisInput) -> Result<(), ApiError> {
+    if let Some(statement) = input.statement {
+        let statement = statement.trim();
+        if statement.is_empty() || statement.chars().count() > STATEMENT_CHARS {
+            return Err(ApiError::invalid(format!("State the hypothesis in 1–{STATEMENT_CHARS} characters.")));
+        }
+        row.statement = statement.to_string();
+    }
+    if let Some(rationale) = input.rationale {
+        if rationale.chars().count() > RATIONALE_CHARS {
+            return Err(ApiError::invalid(format!("The rationale is over {RATIONALE_CHARS} characters.")));
+        }
+        row.rationale = rationale.trim().to_string();
+    }
+    if let Some(metric) = input.metric {
+        let metric = metric.trim();
+        row.metric = if metric.is_empty() {
+            None
+        } else if metric.len() <= 80 && metric.chars().all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.')) {
+            Some(metric.to_string())
+        } else {
+            return Err(ApiError::invalid(format!("{metric:?} is not a metric name (e.g. output_throughput).")));
+        };
+    }
+    if let Some(direction) = input.direction {
+        row.direction = match direction.trim() {
+            "" => None,
+            d @ ("increase" | "decrease") => Some(d.to_string()),
+            other => {
+                return Err(ApiError::invalid(format!(
+                    "The expected direction is increase or decrease, not {other:?}."
+                )));
+            }
+        };
+    }
+    if let Some(pct) = input.expected_pct {
+        if !pct.is_finite() || pct < 0.0 {
+            return Err(ApiError::invalid("The expected size is a percentage from 0 (its sign is the direction)."));
+        }
+        row.expected_pct = Some(pct);
+    }
+    if let Some(status) = input.status {
+        if !STATUSES.contains(&status.as_str()) {
+            return Err(ApiError::invalid(format!("The status is one of {}, not {status:?}.", STATUSES.join(", "))));
+        }
+        row.status = status;
+    }
+    let json = |e: serde_json::Error| internal("hypothesis json", e);
+    if let Some(group) = input.baseline {
+        row.baseline = serde_json::to_string(&group).map_err(json)?;
+    }
+    if let Some(group) = input.treatment {
+        row.treatment = serde_json::to_string(&group).map_err(json)?;
+    }
+    if let Some(evidence) = input.evidence {
+        row.evidence = serde_json::to_string(&evidence).map_err(json)?;
+    }
+    Ok(())
+}
+
+/// The non-warm-up runs a group names, in this investigation, oldest first.
+fn resolve(group: &RunGroup, runs: &[RunRow]) -> Vec<i64> {
+    runs.iter()
+        .filter(|r| r.warmup == 0 && (group.runs.contains(&r.id) || group.steps.contains(&r.step_id)))
+        .map(|r| r.id)
+        .collect()
+}
+
+impl Service {
+    async fn hypothesis_view(&self, row: HypothesisRow) -> Result<Hypothesis, ApiError> {
+        let runs = self.store.runs_of_investigation(&row.investigation_id).await.map_err(store_error)?;
+        let baseline: RunGroup = serde_json::from_str(&row.baseline).unwrap_or_default();
+        let treatment: RunGroup = serde_json::from_str(&row.treatment).unwrap_or_default();
+        let (b_runs, t_runs) = (resolve(&baseline, &runs), resolve(&treatment, &runs));
+        let mut value_of: HashMap<i64, f64> = HashMap::new();
+        let mut unit = None;
+        if let Some(metric) = &row.metric {
+            let ids: Vec<i64> = b_runs.iter().chain(&t_runs).copied().collect();
+            for m in self.store.measurements_of_runs(&ids).await.map_err(store_error)? {
+                // One value per run: the first the output gave (tools print a summary once).
+                if &m.metric == metric
+                    && let Some(run) = m.run_id
+                {
+                    value_of.entry(run).or_insert(m.value);
+                    unit.get_or_insert(m.unit);
+                }
+            }
+        }
+        let values = |ids: &[i64]| ids.iter().filter_map(|id| value_of.get(id).map(|v| (*id, *v))).collect::<Vec<_>>();
+        let (baseline_values, treatment_values) = (values(&b_runs), values(&t_runs));
+        let only = |v: &[(i64, f64)]| v.iter().map(|(_, x)| *x).collect::<Vec<_>>();
+        let comparison = stats::compare(&only(&baseline_values), &only(&treatment_values));
+        let as_expected = match (&row.direction, comparison.as_ref().map(|c| c.outcome.as_str())) {
+            (Some(d), Some(o @ ("increase" | "decrease"))) => Some(d == o),
+            _ => None,
+        };
+        Ok(Hypothesis {
+            url: format!("{}#{}", app::model::investigation_url(&row.investigation_id), hypothesis_anchor(row.id)),
+            rationale_html: to_safe_html(&row.rationale),
+            evidence: serde_json::from_str(&row.evidence).unwrap_or_default(),
+            id: row.id,
+            investigation_id: row.investigation_id,
+            statement: row.statement,
+            rationale: row.rationale,
+            metric: row.metric,
+            direction: row.direction,
+            expected_pct: row.expected_pct,
+            status: row.status,
+            baseline,
+            treatment,
+            baseline_values,
+            treatment_values,
+            comparison,
+            as_expected,
+            unit,
+            created_at: timestamp(row.created_at),
+            updated_at: timestamp(row.updated_at),
+        })
+    }
+
+    pub(crate) async fn hypotheses_impl(&self, investigation: &str) -> Result<Vec<Hypothesis>, ApiError> {
+        let rows = self.store.hypotheses(investigation).await.map_err(store_error)?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
+            out.push(self.hypothesis_view(row).await?);
+        }
+        Ok(out)
+    }
+
+    pub(crate) async fn hypothesis_impl(&self, id: i64) -> Result<Hypothesis, ApiError> {
+        let row = self.store.hypothesis(id).await.map_err(store_error)?.ok_or_else(|| not_found(id))?;
+        self.hypothesis_view(row).await
+    }
+
+    pub(crate) async fn add_hypothesis_impl(
+        &self,
+        investigation: &str,
+        input: HypothesisInput,
+    ) -> Result<Hypothesis, ApiError> {
+        app::backend::Notebook::investigation(self, investigation).await?;
+        if input.statement.as_deref().is_none_or(|s| s.trim().is_empty()) {
+            return Err(ApiError::invalid("State the hypothesis (`statement`)."));
+        }
+        let mut row = HypothesisRow {
+            id: 0,
+            investigation_id: investigation.to_string(),
+            statement: String::new(),
+            rationale: String::new(),
+            metric: None,
+            direction: None,
+            expected_pct: None,
+            status: "open".into(),
+            baseline: r#"{"runs":[],"steps":[]}"#.into(),
+            treatment: r#"{"runs":[],"steps":[]}"#.into(),
+            evidence: "[]".into(),
+            created_at: 0,
+            updated_at: 0,
+        };
+        apply(&mut row, input)?;
+        let id = self.store.insert_hypothesis(&row).await.map_err(store_error)?;
+        self.hypothesis_impl(id).await
+    }
+
+    pub(crate) async fn update_hypothesis_impl(&self, id: i64, input: HypothesisInput) -> Result<Hypothesis, ApiError> {
+        let mut row = self.store.hypothesis(id).await.map_err(store_error)?.ok_or_else(|| not_found(id))?;
+        apply(&mut row, input)?;
+        if !self.store.update_hypothesis(&row).await.map_err(store_error)? {
+            return Err(not_found(id));
+        }
+        self.hypothesis_impl(id).await
+    }
+
+    pub(crate) async fn delete_hypothesis_impl(&self, id: i64) -> Result<(), ApiError> {
+        if !self.store.delete_hypothesis(id).await.map_err(store_error)? {
+            return Err(not_found(id));
+        }
+        Ok(())
+    }
+}
