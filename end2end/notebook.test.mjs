@@ -149,6 +149,44 @@ test('rename, close and reopen from the header', async () => {
   assert.deepEqual(page.problems, []);
 });
 
+test('the roofline and collective-budget calculators give the story\'s numbers', async () => {
+  const created = await fetch(server.url + '/api/v1/investigations', {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ title: 'where do 17.4 ms go' }),
+  }).then((r) => r.json());
+  const page = await newPage(browser);
+  await page.goto(server.url + created.url);
+  await hydrated(page);
+  await page.click('#add-calculator summary');
+  const roofline = page.locator('#add-bandwidth');
+  await roofline.locator('select[name=gpu]').selectOption('custom');
+  await roofline.locator('input[name=peak_tb_s]').fill('1.5');
+  await roofline.locator('input[name=gpus]').fill('8');
+  await roofline.locator('input[name=weights_gb]').fill('27.83');
+  await roofline.locator('input[name=tok_s]').fill('57.5');
+  await roofline.locator('button:has-text("Add roofline")').click();
+  const results = page.locator('.step[data-kind=calculator] table.results').last();
+  await results.waitFor();
+  const text = await results.textContent();
+  assert.match(text, /time per token17\.4 ms/);
+  assert.match(text, /share of peak13 %/);
+
+  // Bad input keeps the form and says why.
+  await roofline.locator('input[name=tok_s]').fill('fast');
+  await roofline.locator('button:has-text("Add roofline")').click();
+  await page.waitForSelector('#add-bandwidth p.error:has-text("is not a number")');
+
+  const budget = page.locator('#add-collective');
+  await budget.locator('input[name=layers]').fill('78');
+  await budget.locator('input[name=latency_us]').fill('40');
+  await budget.locator('input[name=tok_s]').fill('57.5');
+  await budget.locator('button:has-text("Add budget")').click();
+  await page.waitForSelector('.step[data-kind=calculator] table.results:has-text("calls per token156")');
+  await screenshot(page, 'calculators');
+  assert.deepEqual(page.problems.filter((p) => !/^http 422: .*\/api\/add_bandwidth/.test(p)), []);
+  // The tests after this one count the investigations.
+  await fetch(server.url + `/api/v1/investigations/${created.id}`, { method: 'DELETE' });
+});
+
 test('dark mode and a phone-sized screen', async () => {
   const dark = await newPage(browser, { colorScheme: 'dark' });
   await dark.goto(investigationUrl);

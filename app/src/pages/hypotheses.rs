@@ -18,6 +18,7 @@ fn step_group(text: &str) -> Result<Option<crate::hypotheses::RunGroup>, ApiErro
             .map(|step| Some(crate::hypotheses::RunGroup { runs: vec![], steps: vec![step] }))
             .map_err(|_| ApiError::invalid(format!("{t:?} is not a step."))),
     }
+    .inspect_err(crate::backend::set_status)
 }
 
 #[server]
@@ -38,7 +39,8 @@ pub async fn add_hypothesis(
             t.trim_end_matches('%')
                 .trim()
                 .parse::<f64>()
-                .map_err(|_| ApiError::invalid(format!("The expected size {t:?} is not a number of percent.")))?,
+                .map_err(|_| ApiError::invalid(format!("The expected size {t:?} is not a number of percent.")))
+                .inspect_err(crate::backend::set_status)?,
         ),
     };
     let input = crate::hypotheses::HypothesisInput {

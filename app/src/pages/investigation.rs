@@ -96,7 +96,8 @@ fn InvestigationView(inv: Investigation) -> impl IntoView {
         <AddNote investigation=id.clone()/>
         <AddCommand investigation=id.clone()/>
         <AddSnippet investigation=id.clone()/>
-        <AddGrep investigation=id/>
+        <AddGrep investigation=id.clone()/>
+        <crate::steps::calculator::AddCalculator investigation=id/>
     }
 }
 

@@ -10,7 +10,9 @@ use leptos::prelude::*;
 #[cfg(feature = "ssr")]
 fn line_number(what: &str, text: &str) -> Result<u64, ApiError> {
     let text = text.trim();
-    text.parse().map_err(|_| ApiError::invalid(format!("The {what} line {text:?} is not a number.")))
+    text.parse()
+        .map_err(|_| ApiError::invalid(format!("The {what} line {text:?} is not a number.")))
+        .inspect_err(crate::backend::set_status)
 }
 
 #[server]

@@ -110,6 +110,7 @@ pub async fn start_runs(step_id: i64, repeat: String, warmup: String) -> Result<
             "" => Ok(None),
             t => t.parse().map(Some).map_err(|_| ApiError::invalid(format!("{what} must be a whole number."))),
         }
+        .inspect_err(crate::backend::set_status)
     };
     let request = crate::runs::RunRequest { repeat: number("Repeat", &repeat)?, warmup: number("Warm-up", &warmup)? };
     crate::backend::notebook()?.start_runs(step_id, request).await.inspect_err(crate::backend::set_status)

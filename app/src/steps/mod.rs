@@ -3,6 +3,7 @@
 //! Notes come first; command, snippet, grep and calculator steps follow.
 
 pub mod annotation;
+pub mod calculator;
 pub mod command;
 pub mod grep;
 pub mod note;
@@ -19,6 +20,7 @@ pub enum StepBody {
     Command(command::CommandBody),
     Snippet(snippet::SnippetBody),
     Grep(grep::GrepBody),
+    Calculator(calculator::CalculatorBody),
 }
 
 impl StepBody {
@@ -28,6 +30,7 @@ impl StepBody {
             Self::Command(_) => "command",
             Self::Snippet(_) => "snippet",
             Self::Grep(_) => "grep",
+            Self::Calculator(_) => "calculator",
         }
     }
 }
@@ -40,5 +43,6 @@ pub fn StepContent(step: crate::model::Step, editing: RwSignal<bool>) -> impl In
         StepBody::Command(_) => view! { <command::CommandContent step editing/> }.into_any(),
         StepBody::Snippet(_) => view! { <snippet::SnippetContent step/> }.into_any(),
         StepBody::Grep(_) => view! { <grep::GrepContent step/> }.into_any(),
+        StepBody::Calculator(_) => view! { <calculator::CalculatorContent step/> }.into_any(),
     }
 }

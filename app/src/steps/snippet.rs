@@ -220,6 +220,7 @@ pub async fn add_snippet(
             "" => Ok(None),
             t => t.parse().map(Some).map_err(|_| ApiError::invalid(format!("The {what} line {t:?} is not a number."))),
         }
+        .inspect_err(crate::backend::set_status)
     };
     let path = path.trim().to_string();
     // "module:python" is not a path: a module name has no slash.

@@ -137,7 +137,7 @@ impl Service {
             StepBody::Command(command) => &command.host,
             StepBody::Snippet(snippet) => &snippet.host,
             StepBody::Grep(grep) => &grep.host,
-            StepBody::Note(_) => return Ok(()),
+            StepBody::Note(_) | StepBody::Calculator(_) => return Ok(()),
         };
         if self.store.host(host).await.map_err(store_error)?.is_none() {
             return Err(ApiError::invalid(format!("There is no host {host:?}; add it on the Hosts page first.")));

@@ -16,6 +16,7 @@ pub fn validate(body: StepBody) -> Result<StepBody, ApiError> {
         StepBody::Command(command) => command::validate(command).map(StepBody::Command),
         StepBody::Snippet(snippet) => snippet::validate(snippet).map(StepBody::Snippet),
         StepBody::Grep(grep) => grep::validate(grep).map(StepBody::Grep),
+        StepBody::Calculator(calculator) => calculator.check().map(|()| StepBody::Calculator(calculator)),
     }
 }
 
@@ -26,6 +27,8 @@ pub fn render(body: &StepBody) -> Option<String> {
         StepBody::Command(command) => Some(command::render(command)),
         // Rendered from its snapshots (see `snippets`).
         StepBody::Snippet(_) | StepBody::Grep(_) => None,
+        // Its numbers are computed where it is shown (`app::steps::calculator`).
+        StepBody::Calculator(_) => None,
     }
 }
 

@@ -115,3 +115,41 @@ async fn concurrent_adds_get_distinct_positions() {
     }
     assert_eq!(app.step_ids(&id).await.len(), 16);
 }
+
+#[tokio::test]
+async fn calculator_steps_check_the_story_and_refuse_nonsense() {
+    let app = crate::helpers::spawn_app().await;
+    let id = app.investigation("roofline").await;
+    let steps = format!("/api/v1/investigations/{id}/steps");
+    let roofline = app
+        .post_json(
+            &steps,
+            serde_json::json!({ "kind": "calculator", "calculator": "bandwidth", "gpu": "custom", "peak_tb_s": 1.5,
+                                "gpus": 8, "weights_gb": 27.83, "tok_s": 57.5 }),
+        )
+        .await;
+    assert_eq!(roofline.status, axum::http::StatusCode::CREATED, "{}", roofline.text());
+    assert_eq!(roofline.json()["calculator"], "bandwidth");
+    let budget = app
+        .post_json(
+            &steps,
+            serde_json::json!({ "kind": "calculator", "calculator": "collective", "layers": 78, "per_layer": 2,
+                                "latency_us": 40, "tok_s": 57.5 }),
+        )
+        .await;
+    assert_eq!(budget.status, axum::http::StatusCode::CREATED, "{}", budget.text());
+    let page = app.get(&format!("/i/{id}")).await.text();
+    for needle in ["17.4 ms", "200 of 1500 GB/s", "13 %", "431 tok/s", "<td>156</td>", "6.24 ms", "36 % of 17.4 ms"] {
+        assert!(page.contains(needle), "{needle} in the page");
+    }
+    for bad in [
+        serde_json::json!({ "kind": "calculator", "calculator": "bandwidth", "gpu": "custom", "gpus": 8, "weights_gb": 1, "tok_s": 5 }),
+        serde_json::json!({ "kind": "calculator", "calculator": "bandwidth", "gpu": "H200", "gpus": 0, "weights_gb": 1, "tok_s": 5 }),
+        serde_json::json!({ "kind": "calculator", "calculator": "bandwidth", "gpu": "H200", "gpus": 8, "tok_s": 5 }),
+        serde_json::json!({ "kind": "calculator", "calculator": "collective", "layers": 78, "per_layer": 2, "latency_us": -1 }),
+        serde_json::json!({ "kind": "calculator", "calculator": "abacus" }),
+    ] {
+        let response = app.post_json(&steps, bad.clone()).await;
+        assert_eq!(response.status, axum::http::StatusCode::UNPROCESSABLE_ENTITY, "{bad}: {}", response.text());
+    }
+}

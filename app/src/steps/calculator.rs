@@ -1,0 +1,409 @@
+//! Calculator steps: the back-of-the-envelope numbers that decide where to look.
+//! - bandwidth roofline: is decode limited by reading the weights from HBM?
+//! - collective budget: how much of a token's time goes to allreduces?
+//!
+//! The arithmetic is here (shared), so the server renders results and the page
+//! shows them without JavaScript.
+
+use crate::error::ApiError;
+use crate::model::Step;
+use leptos::form::ActionForm;
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+/// Peak HBM bandwidth per GPU, TB/s, from the vendors' data sheets.
+pub const GPU_PRESETS: [(&str, f64); 5] =
+    [("H200", 4.8), ("H100 SXM", 3.35), ("A100 80GB", 2.0), ("RTX PRO 6000 Blackwell", 1.79), ("MI300X", 5.3)];
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "calculator", rename_all = "snake_case")]
+pub enum CalculatorBody {
+    Bandwidth(Bandwidth),
+    Collective(Collective),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Bandwidth {
+    /// A preset's name, or `custom` with `peak_tb_s`.
+    pub gpu: String,
+    #[serde(default)]
+    pub peak_tb_s: Option<f64>,
+    /// GPUs the weights are split over (tensor parallel size).
+    pub gpus: u32,
+    /// Bytes read per token, as the weights' size in GB…
+    #[serde(default)]
+    pub weights_gb: Option<f64>,
+    /// …or, for MoE, active parameters (billions) × bytes per parameter.
+    #[serde(default)]
+    pub active_params_b: Option<f64>,
+    #[serde(default)]
+    pub bytes_per_param: Option<f64>,
+    /// Measured decode speed.
+    pub tok_s: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Collective {
+    pub layers: u32,
+    /// 2 for attention + MLP/MoE.
+    pub per_layer: u32,
+    /// Latency of one collective, µs (e.g. from an all-reduce sweep at the message size).
+    pub latency_us: f64,
+    /// Measured decode speed, for the share of a token's time.
+    #[serde(default)]
+    pub tok_s: Option<f64>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct BandwidthResult {
+    pub peak_gb_s: f64,
+    pub bytes_per_token_per_gpu: f64,
+    pub ms_per_token: f64,
+    pub achieved_gb_s: f64,
+    pub pct_of_peak: f64,
+    pub ceiling_tok_s: f64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CollectiveResult {
+    pub calls_per_token: u32,
+    pub ms_per_token: f64,
+    /// Share of the token time, percent, when the speed is known.
+    pub share_pct: Option<f64>,
+}
+
+impl Bandwidth {
+    pub fn peak_tb_s(&self) -> Option<f64> {
+        GPU_PRESETS.iter().find(|(name, _)| *name == self.gpu).map(|(_, tb)| *tb).or(self.peak_tb_s)
+    }
+
+    /// Bytes each GPU reads per token.
+    pub fn bytes_per_token_per_gpu(&self) -> Option<f64> {
+        let total = match (self.weights_gb, self.active_params_b, self.bytes_per_param) {
+            (Some(gb), _, _) => gb * 1e9,
+            (None, Some(params), Some(bytes)) => params * 1e9 * bytes,
+            _ => return None,
+        };
+        Some(total / f64::from(self.gpus.max(1)))
+    }
+
+    pub fn check(&self) -> Result<(), ApiError> {
+        let positive = |x: Option<f64>| x.is_none_or(|x| x.is_finite() && x > 0.0);
+        if self.peak_tb_s().is_none_or(|p| !(p.is_finite() && p > 0.0)) {
+            return Err(ApiError::invalid("Choose a GPU, or `custom` with its peak bandwidth in TB/s."));
+        }
+        if self.gpus == 0 || self.gpus > 1024 {
+            return Err(ApiError::invalid("The GPU count is 1–1024."));
+        }
+        if ![self.weights_gb, self.active_params_b, self.bytes_per_param].into_iter().all(positive) {
+            return Err(ApiError::invalid("Sizes must be positive numbers."));
+        }
+        if self.bytes_per_token_per_gpu().is_none() {
+            return Err(ApiError::invalid(
+                "Give the bytes read per token: the weights in GB, or active parameters and bytes per parameter.",
+            ));
+        }
+        if !(self.tok_s.is_finite() && self.tok_s > 0.0) {
+            return Err(ApiError::invalid("The measured speed must be a positive number of tok/s."));
+        }
+        Ok(())
+    }
+
+    pub fn result(&self) -> Option<BandwidthResult> {
+        let peak_gb_s = self.peak_tb_s()? * 1000.0;
+        let bytes = self.bytes_per_token_per_gpu()?;
+        let achieved_gb_s = bytes * self.tok_s / 1e9;
+        Some(BandwidthResult {
+            peak_gb_s,
+            bytes_per_token_per_gpu: bytes,
+            ms_per_token: 1000.0 / self.tok_s,
+            achieved_gb_s,
+            pct_of_peak: achieved_gb_s / peak_gb_s * 100.0,
+            ceiling_tok_s: peak_gb_s * 1e9 / bytes,
+        })
+    }
+}
+
+impl Collective {
+    pub fn check(&self) -> Result<(), ApiError> {
+        if self.layers == 0 || self.layers > 10_000 || self.per_layer == 0 || self.per_layer > 100 {
+            return Err(ApiError::invalid("Layers are 1–10 000 and collectives per layer 1–100."));
+        }
+        if !(self.latency_us.is_finite() && self.latency_us > 0.0) {
+            return Err(ApiError::invalid("The latency of one collective must be a positive number of µs."));
+        }
+        if self.tok_s.is_some_and(|t| !(t.is_finite() && t > 0.0)) {
+            return Err(ApiError::invalid("The measured speed must be a positive number of tok/s."));
+        }
+        Ok(())
+    }
+
+    pub fn result(&self) -> CollectiveResult {
+        let calls_per_token = self.layers * self.per_layer;
+        let ms_per_token = f64::from(calls_per_token) * self.latency_us / 1000.0;
+        CollectiveResult {
+            calls_per_token,
+            ms_per_token,
+            share_pct: self.tok_s.map(|t| ms_per_token / (1000.0 / t) * 100.0),
+        }
+    }
+}
+
+impl CalculatorBody {
+    pub fn check(&self) -> Result<(), ApiError> {
+        match self {
+            Self::Bandwidth(b) => b.check(),
+            Self::Collective(c) => c.check(),
+        }
+    }
+}
+
+#[cfg(feature = "ssr")]
+fn number(what: &str, text: &str) -> Result<Option<f64>, ApiError> {
+    match text.trim() {
+        "" => Ok(None),
+        t => t.parse().map(Some).map_err(|_| ApiError::invalid(format!("{what}: {t:?} is not a number."))),
+    }
+    .inspect_err(crate::backend::set_status)
+}
+
+#[server]
+#[allow(clippy::too_many_arguments)]
+pub async fn add_bandwidth(
+    investigation: String,
+    gpu: String,
+    peak_tb_s: String,
+    gpus: String,
+    weights_gb: String,
+    active_params_b: String,
+    bytes_per_param: String,
+    tok_s: String,
+) -> Result<Step, ApiError> {
+    let body = Bandwidth {
+        gpu,
+        peak_tb_s: number("Peak TB/s", &peak_tb_s)?,
+        gpus: gpus
+            .trim()
+            .parse()
+            .map_err(|_| ApiError::invalid(format!("GPUs: {gpus:?} is not a count.")))
+            .inspect_err(crate::backend::set_status)?,
+        weights_gb: number("Weights GB", &weights_gb)?,
+        active_params_b: number("Active parameters", &active_params_b)?,
+        bytes_per_param: number("Bytes per parameter", &bytes_per_param)?,
+        tok_s: number("tok/s", &tok_s)?
+            .ok_or_else(|| ApiError::invalid("Give the measured tok/s."))
+            .inspect_err(crate::backend::set_status)?,
+    };
+    crate::backend::notebook()?
+        .add_step(&investigation, super::StepBody::Calculator(CalculatorBody::Bandwidth(body)))
+        .await
+        .inspect_err(crate::backend::set_status)
+}
+
+#[server]
+pub async fn add_collective(
+    investigation: String,
+    layers: String,
+    per_layer: String,
+    latency_us: String,
+    tok_s: String,
+) -> Result<Step, ApiError> {
+    let count = |what: &str, t: &str| {
+        t.trim()
+            .parse::<u32>()
+            .map_err(|_| ApiError::invalid(format!("{what}: {t:?} is not a count.")))
+            .inspect_err(crate::backend::set_status)
+    };
+    let body = Collective {
+        layers: count("Layers", &layers)?,
+        per_layer: count("Collectives per layer", &per_layer)?,
+        latency_us: number("Latency", &latency_us)?
+            .ok_or_else(|| ApiError::invalid("Give the latency of one collective."))
+            .inspect_err(crate::backend::set_status)?,
+        tok_s: number("tok/s", &tok_s)?,
+    };
+    crate::backend::notebook()?
+        .add_step(&investigation, super::StepBody::Calculator(CalculatorBody::Collective(body)))
+        .await
+        .inspect_err(crate::backend::set_status)
+}
+
+fn fmt(x: f64) -> String {
+    if x >= 100.0 {
+        format!("{x:.0}")
+    } else if x >= 10.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+#[component]
+pub fn CalculatorContent(step: Step) -> impl IntoView {
+    let super::StepBody::Calculator(body) = step.body.clone() else {
+        return ().into_any();
+    };
+    let rows: Vec<(String, String)>;
+    let (title, results): (&str, Vec<(String, String)>) = match &body {
+        CalculatorBody::Bandwidth(b) => {
+            let gpu = match b.peak_tb_s() {
+                Some(p) if b.gpu == "custom" => format!("custom, {p} TB/s"),
+                Some(p) => format!("{} ({p} TB/s)", b.gpu),
+                None => b.gpu.clone(),
+            };
+            let bytes = match (b.weights_gb, b.active_params_b, b.bytes_per_param) {
+                (Some(gb), _, _) => format!("{gb} GB of weights"),
+                (None, Some(p), Some(bpp)) => format!("{p} B active params × {bpp} bytes"),
+                _ => "?".into(),
+            };
+            rows = vec![
+                ("GPU".into(), format!("{} × {gpu}", b.gpus)),
+                ("read per token".into(), format!("{bytes} ÷ {} GPUs", b.gpus)),
+                ("measured".into(), format!("{} tok/s", fmt(b.tok_s))),
+            ];
+            let r = b.result();
+            (
+                "Bandwidth roofline",
+                r.map(|r| {
+                    vec![
+                        ("time per token".into(), format!("{} ms", fmt(r.ms_per_token))),
+                        ("read per token per GPU".into(), format!("{} GB", fmt(r.bytes_per_token_per_gpu / 1e9))),
+                        ("achieved per GPU".into(), format!("{} of {} GB/s", fmt(r.achieved_gb_s), fmt(r.peak_gb_s))),
+                        ("share of peak".into(), format!("{:.0} %", r.pct_of_peak)),
+                        ("bandwidth-bound ceiling".into(), format!("{} tok/s", fmt(r.ceiling_tok_s))),
+                    ]
+                })
+                .unwrap_or_default(),
+            )
+        }
+        CalculatorBody::Collective(c) => {
+            rows = vec![
+                ("layers × collectives".into(), format!("{} × {}", c.layers, c.per_layer)),
+                ("latency of one".into(), format!("{} µs", fmt(c.latency_us))),
+                ("measured".into(), c.tok_s.map(|t| format!("{} tok/s", fmt(t))).unwrap_or_else(|| "—".into())),
+            ];
+            let r = c.result();
+            let mut results = vec![
+                ("calls per token".into(), r.calls_per_token.to_string()),
+                ("in collectives per token".into(), format!("{} ms", fmt(r.ms_per_token))),
+            ];
+            if let (Some(share), Some(t)) = (r.share_pct, c.tok_s) {
+                results.push(("share of the token time".into(), format!("{share:.0} % of {} ms", fmt(1000.0 / t))));
+            }
+            ("Collective budget", results)
+        }
+    };
+    let table = |rows: Vec<(String, String)>| {
+        rows.into_iter().map(|(k, v)| view! { <tr><th>{k}</th><td>{v}</td></tr> }).collect_view()
+    };
+    view! {
+        <div class="calculator">
+            <h3>{title}</h3>
+            <div class="calc-grid">
+                <table class="calc inputs"><tbody>{table(rows)}</tbody></table>
+                <table class="calc results"><tbody>{table(results)}</tbody></table>
+            </div>
+        </div>
+    }
+    .into_any()
+}
+
+#[component]
+pub fn AddCalculator(investigation: String) -> impl IntoView {
+    let bandwidth = crate::pages::investigation::timeline_action::<AddBandwidth>();
+    let collective = crate::pages::investigation::timeline_action::<AddCollective>();
+    let inv2 = investigation.clone();
+    view! {
+        <details class="add-step" id="add-calculator">
+            <summary>"Add a calculator"</summary>
+            <h4>"Bandwidth roofline"</h4>
+            <ActionForm action=bandwidth attr:class="stacked" attr:id="add-bandwidth">
+                <input type="hidden" name="investigation" value=investigation/>
+                <div class="row">
+                    <label>"GPU"
+                        <select name="gpu">
+                            {GPU_PRESETS.iter().map(|(n, tb)| view! { <option value=*n>{format!("{n} ({tb} TB/s)")}</option> }).collect_view()}
+                            <option value="custom">"custom"</option>
+                        </select>
+                    </label>
+                    <label class="narrow">"peak TB/s (custom)" <input name="peak_tb_s" inputmode="decimal"/></label>
+                    <label class="narrow">"GPUs (TP)" <input name="gpus" inputmode="numeric" value="1" required/></label>
+                </div>
+                <div class="row">
+                    <label class="narrow">"weights GB" <input name="weights_gb" inputmode="decimal" placeholder="140"/></label>
+                    <label class="narrow">"or active params (B)" <input name="active_params_b" inputmode="decimal" placeholder="37"/></label>
+                    <label class="narrow">"× bytes/param" <input name="bytes_per_param" inputmode="decimal" placeholder="1"/></label>
+                    <label class="narrow">"measured tok/s" <input name="tok_s" inputmode="decimal" required placeholder="57.5"/></label>
+                </div>
+                <crate::components::ActionError action=bandwidth/>
+                <div class="form-actions"><button type="submit" class="primary">"Add roofline"</button></div>
+            </ActionForm>
+            <h4>"Collective budget"</h4>
+            <ActionForm action=collective attr:class="stacked" attr:id="add-collective">
+                <input type="hidden" name="investigation" value=inv2/>
+                <div class="row">
+                    <label class="narrow">"layers" <input name="layers" inputmode="numeric" required placeholder="78"/></label>
+                    <label class="narrow">"collectives per layer" <input name="per_layer" inputmode="numeric" value="2" required/></label>
+                    <label class="narrow">"µs per collective" <input name="latency_us" inputmode="decimal" required placeholder="40"/></label>
+                    <label class="narrow">"measured tok/s" <input name="tok_s" inputmode="decimal" placeholder="57.5"/></label>
+                </div>
+                <crate::components::ActionError action=collective/>
+                <div class="form-actions"><button type="submit" class="primary">"Add budget"</button></div>
+            </ActionForm>
+        </details>
+    }
+    .into_any()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The story's numbers: 57.5 tok/s is 17.4 ms per token; ~200 of 1500 GB/s is 13 %.
+    #[test]
+    fn the_story_checks_out() {
+        let b = Bandwidth {
+            gpu: "custom".into(),
+            peak_tb_s: Some(1.5),
+            gpus: 8,
+            weights_gb: Some(27.83),
+            active_params_b: None,
+            bytes_per_param: None,
+            tok_s: 57.5,
+        };
+        b.check().unwrap();
+        let r = b.result().unwrap();
+        assert!((r.ms_per_token - 17.39).abs() < 0.01, "{r:?}");
+        assert!((r.achieved_gb_s - 200.0).abs() < 0.1, "{r:?}");
+        assert_eq!(format!("{:.0}", r.pct_of_peak), "13");
+        assert!((r.ceiling_tok_s - 431.2).abs() < 0.1, "{r:?}");
+
+        let c = Collective { layers: 78, per_layer: 2, latency_us: 40.0, tok_s: Some(57.5) };
+        let r = c.result();
+        assert_eq!(r.calls_per_token, 156);
+        assert!((r.ms_per_token - 6.24).abs() < 1e-9);
+        assert!((r.share_pct.unwrap() - 35.88).abs() < 0.01, "{r:?}");
+    }
+
+    #[test]
+    fn moe_bytes_and_presets() {
+        let b = Bandwidth {
+            gpu: "H200".into(),
+            peak_tb_s: None,
+            gpus: 8,
+            weights_gb: None,
+            active_params_b: Some(37.0),
+            bytes_per_param: Some(1.0),
+            tok_s: 100.0,
+        };
+        assert_eq!(b.peak_tb_s(), Some(4.8));
+        assert_eq!(b.bytes_per_token_per_gpu(), Some(37e9 / 8.0));
+        let mut bad = b.clone();
+        bad.active_params_b = None;
+        assert!(bad.check().is_err());
+        bad.gpu = "custom".into();
+        assert!(bad.check().unwrap_err().message.contains("custom"));
+    }
+}
