@@ -378,6 +378,9 @@ test('tok/s from two configurations, a hypothesis, and its verdict', async () =>
   assert.match(verdict, /opposite of expected/);
   assert.match(await row.textContent(), /57\.50 tok\/s \(n=3\)/);
   assert.match(await row.textContent(), /33\.17 tok\/s \(n=3\)/);
+  const chart = page.locator('figure.chart svg');
+  assert.ok(await chart.isVisible(), 'the experiment chart');
+  assert.ok((await chart.locator('circle').count()) >= 6, 'a dot per run');
   await row.locator('select[name=status]').selectOption('refuted');
   await row.locator('button:has-text("Set")').click();
   await page.waitForSelector('table.hypotheses-table tr[data-status=refuted]');

@@ -51,6 +51,9 @@ pub struct Hypothesis {
     pub as_expected: Option<bool>,
     /// Unit of the metric, from its measurements.
     pub unit: Option<String>,
+    /// The experiment drawn as SVG (server-rendered), when there is a comparison.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chart_svg: Option<String>,
     pub url: String,
     pub created_at: String,
     pub updated_at: String,

@@ -109,6 +109,12 @@ impl Service {
         let (baseline_values, treatment_values) = (values(&b_runs), values(&t_runs));
         let only = |v: &[(i64, f64)]| v.iter().map(|(_, x)| *x).collect::<Vec<_>>();
         let comparison = stats::compare(&only(&baseline_values), &only(&treatment_values));
+        let chart_svg = match (&row.metric, &comparison) {
+            (Some(metric), Some(c)) => crate::charts::experiment(metric, unit.as_deref().unwrap_or(""), c)
+                .inspect_err(|e| tracing::error!(hypothesis = row.id, "chart: {e}"))
+                .ok(),
+            _ => None,
+        };
         let as_expected = match (&row.direction, comparison.as_ref().map(|c| c.outcome.as_str())) {
             (Some(d), Some(o @ ("increase" | "decrease"))) => Some(d == o),
             _ => None,
@@ -132,6 +138,7 @@ impl Service {
             comparison,
             as_expected,
             unit,
+            chart_svg,
             created_at: timestamp(row.created_at),
             updated_at: timestamp(row.updated_at),
         })

@@ -2,6 +2,7 @@
 //! store, and the notebook logic between them. `main.rs` only parses the command
 //! line; everything testable is here.
 
+pub mod charts;
 pub mod cli;
 pub mod db;
 pub mod error;

@@ -75,6 +75,20 @@ fn number(value: f64) -> String {
 #[component]
 pub fn HypothesesSection(inv: Investigation) -> impl IntoView {
     let rows = inv.hypotheses.iter().cloned().map(|h| view! { <HypothesisRow h/> }).collect_view();
+    let charts = inv
+        .hypotheses
+        .iter()
+        .filter_map(|h| {
+            let svg = h.chart_svg.clone()?;
+            let verdict = h.comparison.as_ref().map(|c| c.verdict.clone()).unwrap_or_default();
+            Some(view! {
+                <figure class="chart" id=format!("chart-{}", h.id)>
+                    <div class="svg" inner_html=svg></div>
+                    <figcaption><a href=format!("#{}", hypothesis_anchor(h.id))>{h.statement.clone()}</a> " — " {verdict}</figcaption>
+                </figure>
+            })
+        })
+        .collect_view();
     let empty = inv.hypotheses.is_empty();
     // Command steps, for choosing the runs of each side.
     let commands: Vec<(i64, String)> = inv
@@ -108,6 +122,7 @@ pub fn HypothesesSection(inv: Investigation) -> impl IntoView {
                         <tbody>{rows}</tbody>
                     </table>
                 </div>
+                <div class="charts">{charts}</div>
             })}
             <AddHypothesis investigation=inv.id.clone() commands/>
         </section>

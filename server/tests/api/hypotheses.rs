@@ -72,6 +72,7 @@ async fn an_experiment_compares_the_runs_of_two_steps() {
     assert!(c["verdict"].as_str().unwrap().ends_with("within noise"), "{c}");
     assert_eq!(h["as_expected"], serde_json::Value::Null, "noise says nothing either way");
     assert_eq!(h["unit"], "tok/s");
+    assert!(h["chart_svg"].as_str().unwrap().starts_with("<svg"), "the experiment is drawn");
 
     // A person decides; the page's summary shows it.
     let id = h["id"].as_i64().unwrap();
@@ -89,6 +90,9 @@ async fn an_experiment_compares_the_runs_of_two_steps() {
     assert!(row.contains("data-status=\"refuted\""), "{row}");
     assert!(row.contains("NCCL_PROTO=LL speeds up decode") && row.contains("within noise"), "{row}");
     assert!(row.contains("57.50 tok/s (n=5)"), "baseline mean in the row: {row}");
+    let figure =
+        page.split(&format!("id=\"chart-{id}\"")).nth(1).expect("a chart figure").split("</figure>").next().unwrap();
+    assert!(figure.contains("<svg") && figure.contains("<circle"), "the chart, server-rendered: {figure}");
     assert_eq!(app.get(&format!("/api/v1/investigations/{investigation}")).await.json()["hypotheses"][0]["id"], id);
 
     // A single run per side: noise unknown, and what to do about it.
