@@ -46,6 +46,12 @@ test('add a host, confirm its key by fingerprint, test the connection', async ()
   await page.locator('[data-host=gpu] button:has-text("Test connection")').click();
   await page.waitForSelector('[data-host=gpu] dl.report');
   assert.match(await page.locator('[data-host=gpu] dl.report').textContent(), /Linux/);
+  // Facts: this machine has no GPU, so it says so and shows what it has.
+  const facts = page.locator('[data-host=gpu] details.facts');
+  assert.match(await facts.textContent(), /Not captured yet/);
+  await facts.locator('button:has-text("Capture facts")').click();
+  await page.waitForSelector('[data-host=gpu] details.facts p.notice:has-text("nvidia-smi")');
+  assert.match(await facts.locator('dl.facts-list').textContent(), /CPU.*python/s);
   // The first test is refused with 409 until the key is trusted: expected.
   assert.deepEqual(page.problems.filter((p) => !/^http 409: .*\/api\/test_host/.test(p)), []);
   await screenshot(page, 'hosts');

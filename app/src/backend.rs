@@ -3,7 +3,7 @@
 //! store, SSH or anything else server-only.
 
 use crate::error::ApiError;
-use crate::hosts::{ConnectionReport, Host, HostImport, ImportReport, NewHost};
+use crate::hosts::{ConnectionReport, Host, HostFacts, HostImport, ImportReport, NewHost};
 use crate::hypotheses::{Hypothesis, HypothesisInput};
 use crate::metrics::{ExtractorDef, NewMeasurement, StoredMeasurement};
 use crate::model::{Investigation, InvestigationPatch, InvestigationSummary, NewInvestigation, Step};
@@ -41,6 +41,10 @@ pub trait Notebook: Send + Sync + 'static {
     async fn test_host(&self, name: &str) -> Result<ConnectionReport, ApiError>;
     /// Adds the hosts an ssh_config defines (existing names are left alone).
     async fn import_hosts(&self, source: HostImport) -> Result<ImportReport, ApiError>;
+    /// Captures GPUs, links, CPU and package versions (of `python`, default python3) now.
+    async fn capture_facts(&self, host: &str, python: Option<String>) -> Result<HostFacts, ApiError>;
+    /// The newest captured facts, if any.
+    async fn facts(&self, host: &str) -> Result<Option<HostFacts>, ApiError>;
 
     /// Queues runs of a command step (warm-ups first); they start right away.
     async fn start_runs(&self, step_id: i64, request: RunRequest) -> Result<Vec<Run>, ApiError>;

@@ -72,3 +72,40 @@ pub fn is_host_name(name: &str) -> bool {
         && name.len() <= NAME_CHARS
         && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
+
+/// What a host is, captured on demand: the provenance of its runs' numbers.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostFacts {
+    pub gpus: Vec<GpuFact>,
+    pub driver: Option<String>,
+    pub cuda: Option<String>,
+    /// `nvidia-smi topo -m`: device names and the link between each pair
+    /// (`X`, `NV18`, `PIX`, `SYS`…), row by row.
+    pub topology: Option<Topology>,
+    /// "NVLink between all GPUs (NV18)", "PCIe only (PHB, SYS)", …
+    pub interconnect: Option<String>,
+    pub cpu_model: Option<String>,
+    pub sockets: Option<u32>,
+    pub numa_nodes: Option<u32>,
+    /// The interpreter asked about packages, and what it reported.
+    pub python: Option<String>,
+    pub packages: Vec<(String, String)>,
+    /// What could not be captured, in words (no nvidia-smi, no such python…).
+    pub notes: Vec<String>,
+    pub captured_at: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GpuFact {
+    pub index: u32,
+    pub name: String,
+    pub memory_mib: Option<u64>,
+    pub pcie_gen: Option<u32>,
+    pub pcie_width: Option<u32>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Topology {
+    pub devices: Vec<String>,
+    pub links: Vec<Vec<String>>,
+}

@@ -7,6 +7,7 @@ pub mod cli;
 pub mod db;
 pub mod error;
 mod extract;
+pub mod facts;
 /// Test support: where the shared real-output fixtures are.
 #[doc(hidden)]
 pub mod fixtures;

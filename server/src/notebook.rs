@@ -8,7 +8,7 @@ use crate::ssh::Pool;
 use crate::{ids, steps};
 use app::backend::Notebook;
 use app::error::ApiError;
-use app::hosts::{ConnectionReport, Host, HostImport, ImportReport, NewHost};
+use app::hosts::{ConnectionReport, Host, HostFacts, HostImport, ImportReport, NewHost};
 use app::hypotheses::{Hypothesis, HypothesisInput};
 use app::metrics::{ExtractorDef, NewMeasurement, StoredMeasurement};
 use app::model::{
@@ -314,6 +314,12 @@ impl Notebook for Service {
     }
     async fn import_hosts(&self, source: HostImport) -> Result<ImportReport, ApiError> {
         self.import_hosts_impl(source).await
+    }
+    async fn capture_facts(&self, host: &str, python: Option<String>) -> Result<HostFacts, ApiError> {
+        self.capture_facts_impl(host, python.as_deref()).await
+    }
+    async fn facts(&self, host: &str) -> Result<Option<HostFacts>, ApiError> {
+        self.facts_impl(host).await
     }
     async fn start_runs(&self, step_id: i64, request: RunRequest) -> Result<Vec<Run>, ApiError> {
         self.start_runs_impl(step_id, request).await

@@ -48,6 +48,7 @@ pub fn app(state: AppState) -> Router {
         .route("/hosts/{name}/trust", post(hosts::trust))
         .route("/hosts/{name}/passphrase", post(hosts::passphrase))
         .route("/hosts/{name}/test", post(hosts::test))
+        .route("/hosts/{name}/facts", get(hosts::facts).post(hosts::capture_facts))
         .fallback(handlers::not_found)
         .method_not_allowed_fallback(handlers::method_not_allowed);
 

@@ -298,6 +298,97 @@ fn HostCard(
                 None => None,
             })}
             <ActionError action=trust/>
+            <FactsPanel name=name.clone()/>
         </section>
     }
+}
+
+#[server]
+pub async fn host_facts(name: String) -> Result<Option<crate::hosts::HostFacts>, ApiError> {
+    crate::backend::notebook()?.facts(&name).await.inspect_err(crate::backend::set_status)
+}
+
+#[server]
+pub async fn capture_host_facts(name: String, python: String) -> Result<crate::hosts::HostFacts, ApiError> {
+    let python = Some(python).filter(|p| !p.trim().is_empty());
+    crate::backend::notebook()?.capture_facts(&name, python).await.inspect_err(crate::backend::set_status)
+}
+
+/// The host's newest captured facts — GPUs, how they are linked, CPU, versions —
+/// and a button to capture them again.
+#[component]
+fn FactsPanel(name: String) -> impl IntoView {
+    let capture = ServerAction::<CaptureHostFacts>::new();
+    let key = name.clone();
+    let facts = Resource::new(move || (key.clone(), capture.version().get()), |(name, _)| host_facts(name));
+    view! {
+        <details class="facts" open=true>
+            <summary>"Facts"</summary>
+            <Suspense fallback=|| view! { <p class="muted">"Loading facts…"</p> }>
+                {move || Suspend::new(async move {
+                    match facts.await {
+                        Ok(Some(f)) => view! { <FactsView facts=f/> }.into_any(),
+                        Ok(None) => view! { <p class="muted">"Not captured yet."</p> }.into_any(),
+                        Err(e) => view! { <p class="error">{e.message}</p> }.into_any(),
+                    }
+                })}
+            </Suspense>
+            <ActionForm action=capture attr:class="inline capture-facts">
+                <input type="hidden" name="name" value=name/>
+                <input name="python" placeholder="python3 (or /root/ml-env/bin/python)" aria-label="Python for package versions"/>
+                <button type="submit">"Capture facts"</button>
+            </ActionForm>
+            <ActionError action=capture/>
+        </details>
+    }
+}
+
+#[component]
+fn FactsView(facts: crate::hosts::HostFacts) -> impl IntoView {
+    let gpus = facts
+        .gpus
+        .iter()
+        .map(|g| {
+            let link = match (g.pcie_gen, g.pcie_width) {
+                (Some(gen_), Some(w)) => format!("PCIe {gen_} ×{w}"),
+                _ => String::new(),
+            };
+            let memory = g.memory_mib.map(|m| format!("{:.0} GiB", m as f64 / 1024.0)).unwrap_or_default();
+            view! { <tr><td>{g.index}</td><td>{g.name.clone()}</td><td class="num">{memory}</td><td>{link}</td></tr> }
+        })
+        .collect_view();
+    let topology = facts.topology.clone().map(|t| {
+        let header = t.devices.iter().map(|d| view! { <th>{d.clone()}</th> }).collect_view();
+        let rows = t
+            .devices
+            .iter()
+            .zip(&t.links)
+            .map(|(d, row)| {
+                let cells = row.iter().map(|c| view! { <td data-link=c.clone()>{c.clone()}</td> }).collect_view();
+                view! { <tr><th>{d.clone()}</th>{cells}</tr> }
+            })
+            .collect_view();
+        view! { <table class="topology"><thead><tr><th></th>{header}</tr></thead><tbody>{rows}</tbody></table> }
+            .into_any()
+    });
+    let packages = facts.packages.iter().map(|(p, v)| format!("{p} {v}")).collect::<Vec<_>>().join(" · ");
+    view! {
+        <dl class="facts-list">
+            {facts.interconnect.clone().map(|i| view! { <dt>"GPU links"</dt><dd class="interconnect">{i}</dd> }.into_any())}
+            {(!facts.gpus.is_empty()).then(|| view! {
+                <dt>"GPUs"</dt>
+                <dd><table class="gpus"><tbody>{gpus}</tbody></table></dd>
+            }.into_any())}
+            {topology.map(|t| view! { <dt>"topology"</dt><dd>{t}</dd> }.into_any())}
+            {facts.driver.clone().map(|d| view! { <dt>"driver"</dt><dd>{d} {facts.cuda.clone().map(|c| format!(" · CUDA {c}"))}</dd> })}
+            {facts.cpu_model.clone().map(|c| view! {
+                <dt>"CPU"</dt>
+                <dd>{c} {facts.sockets.map(|s| format!(" · {s} socket(s)"))} {facts.numa_nodes.map(|n| format!(" · {n} NUMA node(s)"))}</dd>
+            })}
+            {facts.python.clone().map(|p| view! { <dt>"python"</dt><dd>{p} {(!packages.is_empty()).then(|| format!(" · {packages}"))}</dd> })}
+        </dl>
+        {facts.notes.iter().map(|n| view! { <p class="notice">{n.clone()}</p> }).collect_view()}
+        <p class="muted">"Captured " {crate::model::short_time(&facts.captured_at)}</p>
+    }
+    .into_any()
 }

@@ -16,6 +16,7 @@
 //!   `STRICT` tables and `json_valid` checks in the migrations.
 
 mod annotations;
+mod facts;
 mod hosts;
 mod hypotheses;
 mod measurements;
@@ -25,6 +26,7 @@ mod searches;
 mod snapshots;
 
 pub use annotations::AnnotationRow;
+pub use facts::FactsRow;
 pub use hypotheses::HypothesisRow;
 pub use measurements::{ExtractorRow, MeasurementRow};
 pub use rows::{HostRow, InvestigationRow, NewRun, RunEnd, RunRow, StepRow};

@@ -1,6 +1,7 @@
 use crate::error::AppError;
 use crate::extract::{ApiJson, ApiPath};
 use crate::state::AppState;
+use app::error::ApiError;
 use app::hosts::{ConnectionReport, Host, HostImport, ImportReport, NewHost};
 use axum::Json;
 use axum::extract::State;
@@ -79,4 +80,36 @@ pub async fn import(
     ApiJson(source): ApiJson<HostImport>,
 ) -> Result<Json<ImportReport>, AppError> {
     Ok(Json(state.notebook.import_hosts(source).await?))
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct CaptureFacts {
+    #[serde(default)]
+    python: Option<String>,
+}
+
+/// Captures the host's facts now: GPUs, links, CPU/NUMA, package versions.
+pub async fn capture_facts(
+    State(state): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    body: axum::body::Bytes,
+) -> Result<Json<app::hosts::HostFacts>, AppError> {
+    let request: CaptureFacts = if body.iter().all(u8::is_ascii_whitespace) {
+        CaptureFacts::default()
+    } else {
+        serde_json::from_slice(&body)
+            .map_err(|e| ApiError::invalid(format!("Send {{\"python\": \"…\"}} or nothing: {e}")))?
+    };
+    Ok(Json(state.notebook.capture_facts(&name, request.python).await?))
+}
+
+pub async fn facts(
+    State(state): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+) -> Result<Json<app::hosts::HostFacts>, AppError> {
+    let facts = state.notebook.facts(&name).await?;
+    Ok(Json(facts.ok_or_else(|| {
+        ApiError::not_found(format!("No facts captured for {name:?} yet; POST to this address to capture them."))
+    })?))
 }

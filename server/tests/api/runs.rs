@@ -483,3 +483,29 @@ async fn the_output_stream_resumes_at_an_offset_without_gaps_or_duplicates() {
     assert!(text.contains("event: end"), "{text}");
     assert!(text.contains(&format!("id: {}", all.len())), "the last id is the end offset");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_facts_are_captured_on_demand_and_kept() {
+    let sshd = Sshd::start();
+    let app = app_with_host(&sshd).await;
+    assert_eq!(app.get("/api/v1/hosts/gpu/facts").await.status, StatusCode::NOT_FOUND, "nothing captured yet");
+    let captured = app.post_json("/api/v1/hosts/gpu/facts", json!({})).await;
+    assert_eq!(captured.status, StatusCode::OK, "{}", captured.text());
+    let facts = captured.json();
+    // This machine has no GPU: fewer facts, said so, and no error.
+    assert_eq!(facts["gpus"], json!([]));
+    assert!(facts["notes"][0].as_str().unwrap().contains("nvidia-smi"), "{facts}");
+    let lscpu = std::process::Command::new("lscpu").output().unwrap().stdout;
+    let model = String::from_utf8_lossy(&lscpu)
+        .lines()
+        .find_map(|l| l.strip_prefix("Model name:").map(|v| v.trim().to_string()));
+    assert_eq!(facts["cpu_model"].as_str().map(str::to_string), model, "{facts}");
+    assert!(facts["python"].as_str().unwrap().starts_with("python3 (3."), "{facts}");
+    assert_eq!(app.get("/api/v1/hosts/gpu/facts").await.json(), facts, "kept as captured");
+
+    let odd =
+        app.post_json("/api/v1/hosts/gpu/facts", json!({ "python": "/no/such/python; touch pwned" })).await.json();
+    assert!(odd["notes"].as_array().unwrap().iter().any(|n| n.as_str().unwrap().contains("did not run")), "{odd}");
+    assert!(!std::path::Path::new(&std::env::var("HOME").unwrap_or_default()).join("pwned").exists(), "quoted");
+    assert_eq!(app.post_json("/api/v1/hosts/nope/facts", json!({})).await.status, StatusCode::NOT_FOUND);
+}

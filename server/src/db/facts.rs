@@ -1,0 +1,35 @@
+//! Captured host facts.
+
+use super::{Store, StoreResult, now_ms};
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct FactsRow {
+    pub id: i64,
+    pub host_name: String,
+    /// JSON of `app::hosts::HostFacts` (without `captured_at`, which is the column).
+    pub facts: String,
+    pub captured_at: i64,
+}
+
+impl Store {
+    pub async fn insert_facts(&self, host: &str, facts: &str) -> StoreResult<FactsRow> {
+        sqlx::query_as(
+            "INSERT INTO host_facts (host_name, facts, captured_at) VALUES (?, ?, ?)
+             RETURNING id, host_name, facts, captured_at",
+        )
+        .bind(host)
+        .bind(facts)
+        .bind(now_ms())
+        .fetch_one(&self.pool)
+        .await
+    }
+
+    pub async fn latest_facts(&self, host: &str) -> StoreResult<Option<FactsRow>> {
+        sqlx::query_as(
+            "SELECT id, host_name, facts, captured_at FROM host_facts WHERE host_name = ? ORDER BY id DESC LIMIT 1",
+        )
+        .bind(host)
+        .fetch_optional(&self.pool)
+        .await
+    }
+}

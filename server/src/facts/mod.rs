@@ -1,0 +1,142 @@
+//! Host facts: GPUs, their links, CPU/NUMA and the serving stack's versions,
+//! captured in one shell round trip and kept with the time they were taken.
+
+pub mod parse;
+
+use crate::notebook::{Service, internal, store_error, timestamp};
+use crate::ssh::{self, quote::quote};
+use app::error::{ApiError, ErrorCode};
+use app::hosts::HostFacts;
+
+/// Packages whose versions matter for serving performance.
+const PACKAGES: &[&str] =
+    &["vllm", "sglang", "torch", "transformers", "flashinfer-python", "triton", "nvidia-nccl-cu12", "nvidia-nccl-cu13"];
+
+fn python_program() -> String {
+    format!(
+        "import sys, importlib.metadata as m\nprint('python', sys.version.split()[0])\n\
+         for p in {PACKAGES:?}:\n    try:\n        print(p, m.version(p))\n    except Exception:\n        pass"
+    )
+}
+
+/// The script: each command's output after a `NONCE name` marker line.
+fn script(marker: &str, python: &str) -> String {
+    let sections = [
+        ("gpus", "nvidia-smi --query-gpu=index,name,memory.total,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv".to_string()),
+        ("topo", "nvidia-smi topo -m".to_string()),
+        ("smi", "nvidia-smi | head -n 6".to_string()),
+        ("cpu", "lscpu".to_string()),
+        ("python", format!("{} -c {}", quote(python), quote(&python_program()))),
+    ];
+    sections.iter().map(|(name, command)| format!("echo '{marker} {name}'; {command} 2>&1\n")).collect()
+}
+
+fn section<'a>(out: &'a str, marker: &str, name: &str) -> &'a str {
+    let start = format!("{marker} {name}\n");
+    let Some(at) = out.find(&start) else { return "" };
+    let rest = &out[at + start.len()..];
+    rest.find(&format!("{marker} ")).map_or(rest, |end| &rest[..end])
+}
+
+pub fn from_output(out: &str, marker: &str, python: &str) -> HostFacts {
+    let mut facts = HostFacts::default();
+    let (gpus, driver) = parse::gpu_csv(section(out, marker, "gpus"));
+    if gpus.is_empty() {
+        facts.notes.push("nvidia-smi gave no GPUs (not installed, or no driver): no GPU facts.".into());
+    }
+    facts.gpus = gpus;
+    facts.driver = driver;
+    facts.topology = parse::topology(section(out, marker, "topo"));
+    facts.interconnect = facts.topology.as_ref().and_then(parse::interconnect);
+    facts.cuda = parse::cuda_version(section(out, marker, "smi"));
+    let (model, sockets, numa) = parse::lscpu(section(out, marker, "cpu"));
+    (facts.cpu_model, facts.sockets, facts.numa_nodes) = (model, sockets, numa);
+    for line in section(out, marker, "python").lines() {
+        match line.split_once(' ') {
+            Some(("python", version)) => facts.python = Some(format!("{python} ({version})")),
+            Some((name, version)) if PACKAGES.contains(&name) => {
+                facts.packages.push((name.into(), version.trim().into()))
+            }
+            _ => {}
+        }
+    }
+    if facts.python.is_none() {
+        facts.notes.push(format!("{python} did not run on the host: no package versions."));
+    }
+    facts
+}
+
+fn with_time(row: crate::db::FactsRow) -> Result<HostFacts, ApiError> {
+    let mut facts: HostFacts = serde_json::from_str(&row.facts).map_err(|e| internal("stored facts", e))?;
+    facts.captured_at = timestamp(row.captured_at);
+    Ok(facts)
+}
+
+impl Service {
+    /// Captures the host's facts now (one session on the host) and keeps them.
+    pub(crate) async fn capture_facts_impl(&self, host: &str, python: Option<&str>) -> Result<HostFacts, ApiError> {
+        let python = python.map(str::trim).filter(|p| !p.is_empty()).unwrap_or("python3");
+        if python.len() > 500 || python.chars().any(char::is_control) {
+            return Err(ApiError::invalid("The python is a path or command name on one line."));
+        }
+        let target = self.target(host).await?;
+        let marker = format!("__sleuth_facts_{:x}", rand::random::<u64>());
+        let captured = tokio::time::timeout(
+            std::time::Duration::from_secs(60),
+            ssh::exec::capture(&self.pool, &target, &script(&marker, python), 1024 * 1024),
+        )
+        .await
+        .map_err(|_| ApiError::new(ErrorCode::HostUnreachable, "Capturing the host's facts took over 60 s."))??;
+        let facts = from_output(&String::from_utf8_lossy(&captured.stdout), &marker, python);
+        let json = serde_json::to_string(&facts).map_err(|e| internal("facts json", e))?;
+        let row = self.store.insert_facts(host, &json).await.map_err(store_error)?;
+        tracing::info!(host, gpus = facts.gpus.len(), "captured host facts");
+        with_time(row)
+    }
+
+    pub(crate) async fn facts_impl(&self, host: &str) -> Result<Option<HostFacts>, ApiError> {
+        self.host_impl(host).await?;
+        self.store.latest_facts(host).await.map_err(store_error)?.map(with_time).transpose()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_capture_of_the_real_h200_host() {
+        let m = "__sleuth_facts_1";
+        let read = |f: &str| crate::fixtures::read(&format!("gpu-host-h200x2/{f}"));
+        let out = format!(
+            "{m} gpus\n{}{m} topo\n{}{m} smi\n{}{m} cpu\nModel name: Intel(R) Xeon(R) Platinum 8480+\nSocket(s): 2\nNUMA node(s): 2\n{m} python\npython 3.12.3\ntorch 2.11.0+cu130\nnvidia-nccl-cu13 2.28.9\n",
+            read("nvidia-smi-query.csv"),
+            read("nvidia-smi-topo.txt"),
+            read("nvidia-smi-q.txt"),
+        );
+        let facts = from_output(&out, m, "/root/ml-env/bin/python");
+        assert_eq!(facts.gpus.len(), 2);
+        assert_eq!(facts.driver.as_deref(), Some("580.159.04"));
+        assert_eq!(facts.cuda.as_deref(), Some("13.0"));
+        assert_eq!(facts.interconnect.as_deref(), Some("NVLink between all 2 GPUs (NV18)"));
+        assert_eq!(facts.sockets, Some(2));
+        assert_eq!(facts.python.as_deref(), Some("/root/ml-env/bin/python (3.12.3)"));
+        assert_eq!(
+            facts.packages,
+            [("torch".to_string(), "2.11.0+cu130".to_string()), ("nvidia-nccl-cu13".into(), "2.28.9".into())]
+        );
+        assert!(facts.notes.is_empty(), "{:?}", facts.notes);
+    }
+
+    #[test]
+    fn a_host_without_nvidia_smi_just_has_fewer_facts() {
+        let m = "__sleuth_facts_2";
+        let out = format!(
+            "{m} gpus\nsh: 1: nvidia-smi: not found\n{m} topo\nsh: 1: nvidia-smi: not found\n{m} smi\n{m} cpu\nSocket(s): 1\n{m} python\nsh: 1: nope: not found\n"
+        );
+        let facts = from_output(&out, m, "nope");
+        assert!(facts.gpus.is_empty() && facts.topology.is_none() && facts.cuda.is_none());
+        assert_eq!(facts.sockets, Some(1));
+        assert_eq!(facts.notes.len(), 2, "{:?}", facts.notes);
+    }
+}
