@@ -145,6 +145,7 @@ impl Service {
     }
 
     pub(crate) async fn hypotheses_impl(&self, investigation: &str) -> Result<Vec<Hypothesis>, ApiError> {
+        self.existing_investigation(investigation).await?;
         let rows = self.store.hypotheses(investigation).await.map_err(store_error)?;
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
@@ -163,7 +164,7 @@ impl Service {
         investigation: &str,
         input: HypothesisInput,
     ) -> Result<Hypothesis, ApiError> {
-        app::backend::Notebook::investigation(self, investigation).await?;
+        self.existing_investigation(investigation).await?;
         if input.statement.as_deref().is_none_or(|s| s.trim().is_empty()) {
             return Err(ApiError::invalid("State the hypothesis (`statement`)."));
         }

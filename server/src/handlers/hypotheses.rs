@@ -11,7 +11,6 @@ pub async fn list(
     State(state): State<AppState>,
     ApiPath(investigation): ApiPath<String>,
 ) -> Result<Json<Vec<Hypothesis>>, AppError> {
-    state.notebook.investigation(&investigation).await?;
     Ok(Json(state.notebook.hypotheses(&investigation).await?))
 }
 
