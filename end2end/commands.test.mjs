@@ -391,5 +391,14 @@ test('tok/s from two configurations, a hypothesis, and its verdict', async () =>
   await row.locator('button:has-text("Set")').click();
   await page.waitForSelector('table.hypotheses-table tr[data-status=refuted]');
   await screenshot(page, 'hypothesis-verdict');
+
+  // An extractor of one's own reads the runs already there.
+  await page.click('#extractors summary');
+  await page.fill('#extractors input[name=name]', 'requests');
+  await page.fill('#extractors input[name=pattern]', 'Throughput: ([\\d.]+) requests/s');
+  await page.fill('#extractors input[name=unit]', 'req/s');
+  await page.click('#extractors button:has-text("Add extractor")');
+  await page.waitForSelector('#extractors li[data-extractor=requests]');
+  await page.waitForSelector(`#step-${base.id} li.measure[data-metric=requests]`);
   assert.deepEqual(page.problems, []);
 });

@@ -63,6 +63,9 @@ pub struct Investigation {
     /// With their experiments computed; the page's summary table.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hypotheses: Vec<crate::hypotheses::Hypothesis>,
+    /// The investigation's own extractors (regexes over run output).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extractors: Vec<crate::metrics::ExtractorDef>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

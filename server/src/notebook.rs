@@ -162,9 +162,11 @@ impl Notebook for Service {
         let searches = self.store.searches_of_investigation(id).await.map_err(store_error)?;
         self.attach_searches(&mut steps, searches);
         let hypotheses = self.hypotheses_impl(id).await?;
+        let extractors = self.extractors_impl(id).await?;
         let summary = summary(row);
         Ok(Investigation {
             hypotheses,
+            extractors,
             id: summary.id,
             url: summary.url,
             title: summary.title,

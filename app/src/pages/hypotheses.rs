@@ -125,6 +125,7 @@ pub fn HypothesesSection(inv: Investigation) -> impl IntoView {
                 <div class="charts">{charts}</div>
             })}
             <AddHypothesis investigation=inv.id.clone() commands/>
+            <Extractors investigation=inv.id.clone() defs=inv.extractors.clone()/>
         </section>
     }
 }
@@ -231,6 +232,66 @@ fn AddHypothesis(investigation: String, commands: Vec<(i64, String)>) -> impl In
                 </div>
                 <crate::components::ActionError action=add/>
                 <div class="form-actions"><button type="submit" class="primary">"Add hypothesis"</button></div>
+            </ActionForm>
+        </details>
+    }
+    .into_any()
+}
+
+#[server]
+pub async fn add_extractor(investigation: String, name: String, pattern: String, unit: String) -> Result<(), ApiError> {
+    let def = crate::metrics::ExtractorDef { name, pattern, unit };
+    crate::backend::notebook()?
+        .add_extractor(&investigation, def)
+        .await
+        .map(|_| ())
+        .inspect_err(crate::backend::set_status)
+}
+
+#[server]
+pub async fn remove_extractor(investigation: String, name: String) -> Result<(), ApiError> {
+    crate::backend::notebook()?.remove_extractor(&investigation, &name).await.inspect_err(crate::backend::set_status)
+}
+
+/// The investigation's own extractors: for output no built-in one knows.
+#[component]
+fn Extractors(investigation: String, defs: Vec<crate::metrics::ExtractorDef>) -> impl IntoView {
+    let add = timeline_action::<AddExtractor>();
+    let remove = timeline_action::<RemoveExtractor>();
+    let form = crate::components::reset_on_success(add);
+    let count = defs.len();
+    let rows = defs
+        .into_iter()
+        .map(|d| {
+            let investigation = investigation.clone();
+            let name = d.name.clone();
+            view! {
+                <li data-extractor=d.name.clone()>
+                    <code>{d.name.clone()}</code> " = " <code>{d.pattern.clone()}</code> " " <span class="muted">{d.unit.clone()}</span>
+                    <ActionForm action=remove attr:class="inline">
+                        <input type="hidden" name="investigation" value=investigation/>
+                        <input type="hidden" name="name" value=name/>
+                        <button type="submit" class="quiet">"Remove"</button>
+                    </ActionForm>
+                </li>
+            }
+        })
+        .collect_view();
+    view! {
+        <details class="add-step" id="extractors">
+            <summary>{format!("Your extractors ({count})")}</summary>
+            <p class="muted">"A regex with one capture group, run over every finished run's output (existing runs are read again)."</p>
+            <ul class="extractors">{rows}</ul>
+            <ActionForm action=add node_ref=form attr:class="stacked">
+                <input type="hidden" name="investigation" value=investigation.clone()/>
+                <div class="row">
+                    <label class="narrow">"Name" <input name="name" required placeholder="decode"/></label>
+                    <label class="wide">"Regex" <input name="pattern" required placeholder=r"decode throughput: ([\d.]+) tok/s"/></label>
+                    <label class="narrow">"Unit" <input name="unit" placeholder="tok/s"/></label>
+                </div>
+                <crate::components::ActionError action=add/>
+                <crate::components::ActionError action=remove/>
+                <div class="form-actions"><button type="submit" class="primary">"Add extractor"</button></div>
             </ActionForm>
         </details>
     }
