@@ -112,3 +112,32 @@ pub fn set_status(error: &ApiError) {
         response.set_status(status);
     }
 }
+
+/// A number typed into a form field: empty is `None`, anything else must parse as
+/// `T`. The error is a 422 with the field's name; its status is set here because
+/// these checks run before the notebook is called (which sets it for its own errors).
+pub fn form_number<T: std::str::FromStr>(what: &str, text: &str) -> Result<Option<T>, ApiError> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    text.parse().map(Some).map_err(|_| {
+        let whole = text.parse::<f64>().is_ok();
+        let error = ApiError::invalid(if whole {
+            format!("{what}: {text:?} must be a whole number in range.")
+        } else {
+            format!("{what}: {text:?} is not a number.")
+        });
+        set_status(&error);
+        error
+    })
+}
+
+/// [`form_number`] for a field that must be filled in.
+pub fn required_number<T: std::str::FromStr>(what: &str, text: &str) -> Result<T, ApiError> {
+    form_number(what, text)?.ok_or_else(|| {
+        let error = ApiError::invalid(format!("{what} is required."));
+        set_status(&error);
+        error
+    })
+}

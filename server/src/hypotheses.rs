@@ -86,11 +86,11 @@ fn resolve(group: &RunGroup, runs: &[RunRow]) -> Vec<i64> {
 }
 
 impl Service {
-    async fn hypothesis_view(&self, row: HypothesisRow) -> Result<Hypothesis, ApiError> {
-        let runs = self.store.runs_of_investigation(&row.investigation_id).await.map_err(store_error)?;
+    /// `runs`: the investigation's runs (loaded once for all its hypotheses).
+    async fn hypothesis_view(&self, row: HypothesisRow, runs: &[RunRow]) -> Result<Hypothesis, ApiError> {
         let baseline: RunGroup = serde_json::from_str(&row.baseline).unwrap_or_default();
         let treatment: RunGroup = serde_json::from_str(&row.treatment).unwrap_or_default();
-        let (b_runs, t_runs) = (resolve(&baseline, &runs), resolve(&treatment, &runs));
+        let (b_runs, t_runs) = (resolve(&baseline, runs), resolve(&treatment, runs));
         let mut value_of: HashMap<i64, f64> = HashMap::new();
         let mut unit = None;
         if let Some(metric) = &row.metric {
@@ -147,16 +147,18 @@ impl Service {
     pub(crate) async fn hypotheses_impl(&self, investigation: &str) -> Result<Vec<Hypothesis>, ApiError> {
         self.existing_investigation(investigation).await?;
         let rows = self.store.hypotheses(investigation).await.map_err(store_error)?;
+        let runs = self.store.runs_of_investigation(investigation).await.map_err(store_error)?;
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
-            out.push(self.hypothesis_view(row).await?);
+            out.push(self.hypothesis_view(row, &runs).await?);
         }
         Ok(out)
     }
 
     pub(crate) async fn hypothesis_impl(&self, id: i64) -> Result<Hypothesis, ApiError> {
         let row = self.store.hypothesis(id).await.map_err(store_error)?.ok_or_else(|| not_found(id))?;
-        self.hypothesis_view(row).await
+        let runs = self.store.runs_of_investigation(&row.investigation_id).await.map_err(store_error)?;
+        self.hypothesis_view(row, &runs).await
     }
 
     pub(crate) async fn add_hypothesis_impl(

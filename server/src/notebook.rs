@@ -46,6 +46,14 @@ fn investigation_not_found(id: &str) -> ApiError {
     ApiError::not_found(format!("There is no investigation {id:?}."))
 }
 
+impl Service {
+    /// Only whether it exists: loading the whole investigation would render it.
+    pub(crate) async fn existing_investigation(&self, id: &str) -> Result<(), ApiError> {
+        let found = ids::is_investigation_id(id) && self.store.investigation(id).await.map_err(store_error)?.is_some();
+        if found { Ok(()) } else { Err(investigation_not_found(id)) }
+    }
+}
+
 fn step_not_found(id: i64) -> ApiError {
     ApiError::not_found(format!("There is no step {id}."))
 }

@@ -23,13 +23,7 @@ fn host_from_form(
     identity_file: String,
     proxy_jump: String,
 ) -> Result<crate::hosts::NewHost, ApiError> {
-    let port = match port.trim() {
-        "" => None,
-        p => Some(
-            p.parse::<u16>()
-                .map_err(|_| ApiError::invalid(format!("The port {p:?} is not a number from 1 to 65535.")))?,
-        ),
-    };
+    let port = crate::backend::form_number::<u16>("The port (1–65535)", &port)?;
     Ok(crate::hosts::NewHost {
         name,
         hostname,

@@ -11,14 +11,8 @@ use leptos::prelude::*;
 
 #[cfg(feature = "ssr")]
 fn step_group(text: &str) -> Result<Option<crate::hypotheses::RunGroup>, ApiError> {
-    match text.trim() {
-        "" => Ok(None),
-        t => t
-            .parse()
-            .map(|step| Some(crate::hypotheses::RunGroup { runs: vec![], steps: vec![step] }))
-            .map_err(|_| ApiError::invalid(format!("{t:?} is not a step."))),
-    }
-    .inspect_err(crate::backend::set_status)
+    let step = crate::backend::form_number("The step", text)?;
+    Ok(step.map(|step| crate::hypotheses::RunGroup { runs: vec![], steps: vec![step] }))
 }
 
 #[server]
@@ -33,16 +27,8 @@ pub async fn add_hypothesis(
     baseline_step: String,
     treatment_step: String,
 ) -> Result<Hypothesis, ApiError> {
-    let expected_pct = match expected_pct.trim() {
-        "" => None,
-        t => Some(
-            t.trim_end_matches('%')
-                .trim()
-                .parse::<f64>()
-                .map_err(|_| ApiError::invalid(format!("The expected size {t:?} is not a number of percent.")))
-                .inspect_err(crate::backend::set_status)?,
-        ),
-    };
+    let expected_pct =
+        crate::backend::form_number("The expected size in %", expected_pct.trim().trim_end_matches('%'))?;
     let input = crate::hypotheses::HypothesisInput {
         statement: Some(statement),
         rationale: Some(rationale),

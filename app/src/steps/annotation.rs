@@ -7,14 +7,6 @@ use crate::model::short_time;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 
-#[cfg(feature = "ssr")]
-fn line_number(what: &str, text: &str) -> Result<u64, ApiError> {
-    let text = text.trim();
-    text.parse()
-        .map_err(|_| ApiError::invalid(format!("The {what} line {text:?} is not a number.")))
-        .inspect_err(crate::backend::set_status)
-}
-
 #[server]
 pub async fn add_annotation(
     step_id: i64,
@@ -24,8 +16,8 @@ pub async fn add_annotation(
     author: String,
 ) -> Result<Annotation, ApiError> {
     let new = super::snippet::NewAnnotation {
-        start: line_number("first", &start)?,
-        end: line_number("last", &end)?,
+        start: crate::backend::required_number("The first line", &start)?,
+        end: crate::backend::required_number("The last line", &end)?,
         body,
         author: Some(author),
     };
@@ -35,8 +27,8 @@ pub async fn add_annotation(
 #[server]
 pub async fn edit_annotation(id: i64, start: String, end: String, body: String) -> Result<Annotation, ApiError> {
     let patch = super::snippet::AnnotationPatch {
-        start: Some(line_number("first", &start)?),
-        end: Some(line_number("last", &end)?),
+        start: Some(crate::backend::required_number("The first line", &start)?),
+        end: Some(crate::backend::required_number("The last line", &end)?),
         body: Some(body),
     };
     crate::backend::notebook()?.update_annotation(id, patch).await.inspect_err(crate::backend::set_status)

@@ -160,15 +160,6 @@ impl CalculatorBody {
     }
 }
 
-#[cfg(feature = "ssr")]
-fn number(what: &str, text: &str) -> Result<Option<f64>, ApiError> {
-    match text.trim() {
-        "" => Ok(None),
-        t => t.parse().map(Some).map_err(|_| ApiError::invalid(format!("{what}: {t:?} is not a number."))),
-    }
-    .inspect_err(crate::backend::set_status)
-}
-
 #[server]
 #[allow(clippy::too_many_arguments)]
 pub async fn add_bandwidth(
@@ -181,20 +172,15 @@ pub async fn add_bandwidth(
     bytes_per_param: String,
     tok_s: String,
 ) -> Result<Step, ApiError> {
+    use crate::backend::{form_number as number, required_number as required};
     let body = Bandwidth {
         gpu,
         peak_tb_s: number("Peak TB/s", &peak_tb_s)?,
-        gpus: gpus
-            .trim()
-            .parse()
-            .map_err(|_| ApiError::invalid(format!("GPUs: {gpus:?} is not a count.")))
-            .inspect_err(crate::backend::set_status)?,
+        gpus: required("GPUs", &gpus)?,
         weights_gb: number("Weights GB", &weights_gb)?,
         active_params_b: number("Active parameters", &active_params_b)?,
         bytes_per_param: number("Bytes per parameter", &bytes_per_param)?,
-        tok_s: number("tok/s", &tok_s)?
-            .ok_or_else(|| ApiError::invalid("Give the measured tok/s."))
-            .inspect_err(crate::backend::set_status)?,
+        tok_s: required("The measured tok/s", &tok_s)?,
     };
     crate::backend::notebook()?
         .add_step(&investigation, super::StepBody::Calculator(CalculatorBody::Bandwidth(body)))
@@ -210,18 +196,11 @@ pub async fn add_collective(
     latency_us: String,
     tok_s: String,
 ) -> Result<Step, ApiError> {
-    let count = |what: &str, t: &str| {
-        t.trim()
-            .parse::<u32>()
-            .map_err(|_| ApiError::invalid(format!("{what}: {t:?} is not a count.")))
-            .inspect_err(crate::backend::set_status)
-    };
+    use crate::backend::{form_number as number, required_number as required};
     let body = Collective {
-        layers: count("Layers", &layers)?,
-        per_layer: count("Collectives per layer", &per_layer)?,
-        latency_us: number("Latency", &latency_us)?
-            .ok_or_else(|| ApiError::invalid("Give the latency of one collective."))
-            .inspect_err(crate::backend::set_status)?,
+        layers: required("Layers", &layers)?,
+        per_layer: required("Collectives per layer", &per_layer)?,
+        latency_us: required("The latency of one collective", &latency_us)?,
         tok_s: number("tok/s", &tok_s)?,
     };
     crate::backend::notebook()?

@@ -61,13 +61,7 @@ fn body_from_form(
     timeout_s: String,
 ) -> Result<CommandBody, ApiError> {
     let env = parse_env(&env).map_err(ApiError::invalid)?;
-    let timeout_s = match timeout_s.trim() {
-        "" => None,
-        t => Some(
-            t.parse::<u64>()
-                .map_err(|_| ApiError::invalid(format!("The timeout {t:?} is not a whole number of seconds.")))?,
-        ),
-    };
+    let timeout_s = crate::backend::form_number("The timeout in seconds", &timeout_s)?;
     Ok(CommandBody { host, command, env, cwd: Some(cwd).filter(|c| !c.trim().is_empty()), timeout_s })
 }
 
@@ -105,14 +99,10 @@ pub async fn edit_command(
 
 #[server]
 pub async fn start_runs(step_id: i64, repeat: String, warmup: String) -> Result<Vec<Run>, ApiError> {
-    let number = |what: &str, text: &str| -> Result<Option<u32>, ApiError> {
-        match text.trim() {
-            "" => Ok(None),
-            t => t.parse().map(Some).map_err(|_| ApiError::invalid(format!("{what} must be a whole number."))),
-        }
-        .inspect_err(crate::backend::set_status)
+    let request = crate::runs::RunRequest {
+        repeat: crate::backend::form_number("Repeat", &repeat)?,
+        warmup: crate::backend::form_number("Warm-up", &warmup)?,
     };
-    let request = crate::runs::RunRequest { repeat: number("Repeat", &repeat)?, warmup: number("Warm-up", &warmup)? };
     crate::backend::notebook()?.start_runs(step_id, request).await.inspect_err(crate::backend::set_status)
 }
 

@@ -215,13 +215,6 @@ pub async fn add_snippet(
     start: String,
     end: String,
 ) -> Result<Step, ApiError> {
-    let number = |what: &str, s: &str| -> Result<Option<u64>, ApiError> {
-        match s.trim() {
-            "" => Ok(None),
-            t => t.parse().map(Some).map_err(|_| ApiError::invalid(format!("The {what} line {t:?} is not a number."))),
-        }
-        .inspect_err(crate::backend::set_status)
-    };
     let path = path.trim().to_string();
     // "module:python" is not a path: a module name has no slash.
     let (path, module, python) = if path.starts_with('/') {
@@ -233,7 +226,14 @@ pub async fn add_snippet(
             .unwrap_or((path, "python3".into()));
         (None, Some(module), Some(python))
     };
-    let body = SnippetBody { host, path, module, python, start: number("start", &start)?, end: number("end", &end)? };
+    let body = SnippetBody {
+        host,
+        path,
+        module,
+        python,
+        start: crate::backend::form_number("The start line", &start)?,
+        end: crate::backend::form_number("The end line", &end)?,
+    };
     crate::backend::notebook()?
         .add_step(&investigation, super::StepBody::Snippet(body))
         .await

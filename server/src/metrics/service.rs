@@ -34,13 +34,6 @@ fn check_text(what: &str, text: Option<&str>, max: usize) -> Result<Option<Strin
 }
 
 impl Service {
-    /// Only whether it exists: loading the whole investigation would render it.
-    pub(crate) async fn existing_investigation(&self, id: &str) -> Result<(), ApiError> {
-        let found =
-            crate::ids::is_investigation_id(id) && self.store.investigation(id).await.map_err(store_error)?.is_some();
-        if found { Ok(()) } else { Err(ApiError::not_found(format!("There is no investigation {id:?}."))) }
-    }
-
     pub(crate) async fn measurements_impl(&self, investigation: &str) -> Result<Vec<StoredMeasurement>, ApiError> {
         self.existing_investigation(investigation).await?;
         let rows = self.store.measurements_of_investigation(investigation).await.map_err(store_error)?;
