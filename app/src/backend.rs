@@ -5,7 +5,7 @@
 use crate::error::ApiError;
 use crate::hosts::{ConnectionReport, Host, HostFacts, HostImport, ImportReport, NewHost};
 use crate::hypotheses::{Hypothesis, HypothesisInput};
-use crate::metrics::{ExtractorDef, NewMeasurement, StoredMeasurement};
+use crate::metrics::{ExtractorDef, NewMeasurement, Overview, StoredMeasurement};
 use crate::model::{Investigation, InvestigationPatch, InvestigationSummary, NewInvestigation, Step};
 use crate::runs::{OutputTail, Run, RunRequest};
 use crate::steps::StepBody;
@@ -45,6 +45,8 @@ pub trait Notebook: Send + Sync + 'static {
     async fn capture_facts(&self, host: &str, python: Option<String>) -> Result<HostFacts, ApiError>;
     /// The newest captured facts, if any.
     async fn facts(&self, host: &str) -> Result<Option<HostFacts>, ApiError>;
+    /// One capture, as a run refers to it (`Run::facts_id`).
+    async fn facts_by_id(&self, id: i64) -> Result<HostFacts, ApiError>;
 
     /// Queues runs of a command step (warm-ups first); they start right away.
     async fn start_runs(&self, step_id: i64, request: RunRequest) -> Result<Vec<Run>, ApiError>;
@@ -63,6 +65,9 @@ pub trait Notebook: Send + Sync + 'static {
     async fn measurements(&self, investigation: &str) -> Result<Vec<StoredMeasurement>, ApiError>;
     async fn add_measurement(&self, investigation: &str, new: NewMeasurement) -> Result<StoredMeasurement, ApiError>;
     async fn delete_measurement(&self, id: i64) -> Result<(), ApiError>;
+    /// The investigation's chart of `metric` (default: its main one) by configuration;
+    /// `None` while no metric was measured in two runs.
+    async fn overview(&self, investigation: &str, metric: Option<&str>) -> Result<Option<Overview>, ApiError>;
     async fn extractors(&self, investigation: &str) -> Result<Vec<ExtractorDef>, ApiError>;
     /// Adds an extractor and extracts every finished run of the investigation again.
     async fn add_extractor(&self, investigation: &str, def: ExtractorDef) -> Result<ExtractorDef, ApiError>;

@@ -89,6 +89,9 @@ pub struct HostFacts {
     pub numa_nodes: Option<u32>,
     /// The interpreter asked about packages, and what it reported.
     pub python: Option<String>,
+    /// The interpreter as asked (`/root/venv/bin/python`); automatic captures reuse it.
+    #[serde(default)]
+    pub python_command: Option<String>,
     pub packages: Vec<(String, String)>,
     /// What could not be captured, in words (no nvidia-smi, no such python…).
     pub notes: Vec<String>,

@@ -51,6 +51,9 @@ pub struct Hypothesis {
     pub as_expected: Option<bool>,
     /// Unit of the metric, from its measurements.
     pub unit: Option<String>,
+    /// What else told the groups apart: host, host facts, command, env.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<Provenance>,
     /// The experiment drawn as SVG (server-rendered), when there is a comparison.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chart_svg: Option<String>,
@@ -85,4 +88,15 @@ pub struct HypothesisInput {
 
 pub fn hypothesis_anchor(id: i64) -> String {
     format!("hypothesis-{id}")
+}
+
+/// How an experiment's two groups differ beyond the metric, from what each run
+/// recorded: its host, the host facts current at its start, its command and env.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// "Same host (h200) and host facts (2 × NVIDIA H200, driver 580.159.04, CUDA 13.0);
+    /// only NCCL_PROTO differs: (unset) → LL."
+    pub summary: String,
+    /// What makes the comparison doubtful: other hosts, other drivers or packages.
+    pub warnings: Vec<String>,
 }

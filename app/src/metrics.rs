@@ -91,3 +91,29 @@ pub struct Comparison {
     /// The plain line: "+3.1 % ± 4.0 %: within noise", "−42 % (95 % CI −45 … −39 %)".
     pub verdict: String,
 }
+
+/// Runs (and manual numbers) of one configuration, on one metric.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConfigGroup {
+    /// `NCCL_PROTO=LL`, `(default env)`, a manual measurement's label; prefixed with
+    /// the step (`#3 · …`) when several commands share an env.
+    pub label: String,
+    /// `(run id, value)`; manual measurements have no run.
+    pub values: Vec<(Option<i64>, f64)>,
+    pub summary: GroupSummary,
+}
+
+/// The investigation's chart: one metric across every configuration measured.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Overview {
+    pub metric: String,
+    pub unit: String,
+    /// The other metrics measured in more than one run (each has its own chart URL).
+    pub metrics: Vec<String>,
+    pub groups: Vec<ConfigGroup>,
+    /// The mean the dashed line marks: the first hypothesis on this metric's
+    /// baseline, else the first configuration measured.
+    pub baseline: f64,
+    pub baseline_label: String,
+    pub svg: String,
+}

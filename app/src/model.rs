@@ -66,6 +66,12 @@ pub struct Investigation {
     /// The investigation's own extractors (regexes over run output).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extractors: Vec<crate::metrics::ExtractorDef>,
+    /// Every measurement: from runs (also on each run) and entered by hand.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub measurements: Vec<crate::metrics::StoredMeasurement>,
+    /// The chart of the investigation's main metric, when something was measured twice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overview: Option<crate::metrics::Overview>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -80,6 +80,9 @@ pub struct Run {
     pub duration_ms: Option<u64>,
     /// Who started the run; `None` while Sleuth runs without accounts.
     pub who: Option<String>,
+    /// The host facts current when it started (`GET /api/v1/facts/{id}`).
+    #[serde(default)]
+    pub facts_id: Option<i64>,
     /// On pages, for the newest run of a step: the end of its output.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tail: Option<OutputTail>,

@@ -1,7 +1,7 @@
 //! Charts as SVG, drawn on the server (plotters' SVG backend): readable without
 //! JavaScript, and the same file an export will carry.
 
-use app::metrics::Comparison;
+use app::metrics::{Comparison, GroupSummary};
 use plotters::prelude::*;
 
 const WIDTH: u32 = 520;
@@ -9,36 +9,61 @@ const HEIGHT: u32 = 260;
 const BASELINE: RGBColor = RGBColor(87, 96, 106);
 const TREATMENT: RGBColor = RGBColor(9, 105, 218);
 
-/// One experiment: every run's value as a dot in its group, each group's mean with
-/// ±1 stddev bars when repeated, and the baseline mean as a dashed line across.
+/// One experiment: the baseline group against the treatment group.
 pub fn experiment(metric: &str, unit: &str, comparison: &Comparison) -> Result<String, String> {
-    let groups = [("baseline", &comparison.baseline, BASELINE), ("treatment", &comparison.treatment, TREATMENT)];
-    let all = groups.iter().flat_map(|(_, g, _)| g.values.iter().copied());
+    let groups = [("baseline", &comparison.baseline), ("treatment", &comparison.treatment)];
+    by_group(metric, unit, &groups, comparison.baseline.mean)
+}
+
+/// Labels longer than this are cut (with …) under the x axis; the page lists them whole.
+const LABEL_CHARS: usize = 28;
+
+/// A metric per configuration: every value as a dot in its group, each group's mean
+/// with ±1 stddev bars when repeated (a ring when measured once), and `baseline`
+/// as a dashed line across. The first group is drawn grey, the others blue.
+pub fn by_group(metric: &str, unit: &str, groups: &[(&str, &GroupSummary)], baseline: f64) -> Result<String, String> {
+    let all = groups.iter().flat_map(|(_, g)| g.values.iter().copied()).chain([baseline]);
     let (lo, hi) = all.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| (lo.min(v), hi.max(v)));
-    let spread = groups.iter().filter_map(|(_, g, _)| g.stddev.map(|s| (g.mean - s, g.mean + s)));
+    let spread = groups.iter().filter_map(|(_, g)| g.stddev.map(|s| (g.mean - s, g.mean + s)));
     let (lo, hi) = spread.fold((lo, hi), |(lo, hi), (a, b)| (lo.min(a), hi.max(b)));
     let pad = ((hi - lo) * 0.15).max(hi.abs() * 0.01).max(1e-9);
     let (y0, y1) = (lo - pad, hi + pad);
+    let n = groups.len().max(1);
+    let width = WIDTH.max(120 * n as u32 + 100).min(1400);
+    let labels: Vec<String> = groups
+        .iter()
+        .map(|(label, _)| {
+            if label.chars().count() > LABEL_CHARS {
+                label.chars().take(LABEL_CHARS - 1).chain(['…']).collect()
+            } else {
+                label.to_string()
+            }
+        })
+        .collect();
 
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (width, HEIGHT)).into_drawing_area();
         let err = |e: DrawingAreaErrorKind<_>| e.to_string();
         root.fill(&WHITE).map_err(err)?;
+        let right = n as f64 - 0.5;
         let mut chart = ChartBuilder::on(&root)
             .margin(12)
             .x_label_area_size(28)
             .y_label_area_size(64)
-            .build_cartesian_2d(-0.5f64..1.5f64, y0..y1)
+            .build_cartesian_2d(-0.5f64..right, y0..y1)
             .map_err(err)?;
         chart
             .configure_mesh()
             .disable_x_mesh()
-            .x_labels(2)
-            .x_label_formatter(&|x| match x.round() as i64 {
-                0 => "baseline".into(),
-                1 => "treatment".into(),
-                _ => String::new(),
+            .x_labels(n)
+            .x_label_formatter(&|x| {
+                let i = x.round();
+                if (x - i).abs() > 0.01 || i < 0.0 {
+                    String::new()
+                } else {
+                    labels.get(i as usize).cloned().unwrap_or_default()
+                }
             })
             .y_desc(format!("{metric} ({unit})"))
             .label_style(("sans-serif", 12))
@@ -47,25 +72,25 @@ pub fn experiment(metric: &str, unit: &str, comparison: &Comparison) -> Result<S
             .bold_line_style(RGBColor(234, 238, 242))
             .draw()
             .map_err(err)?;
-        let base = comparison.baseline.mean;
-        chart.draw_series(LineSeries::new([(-0.5, base), (1.5, base)], BASELINE.stroke_width(1))).map_err(err)?;
-        for (i, (_, group, color)) in groups.iter().enumerate() {
+        let dashes = DashedLineSeries::new([(-0.5, baseline), (right, baseline)], 6, 4, BASELINE.stroke_width(1));
+        chart.draw_series(dashes).map_err(err)?;
+        for (i, (_, group)) in groups.iter().enumerate() {
+            let color = if i == 0 { BASELINE } else { TREATMENT };
             let x = i as f64;
-            let n = group.values.len().max(1) as f64;
+            let k = group.values.len().max(1) as f64;
             // Spread the dots sideways a little so equal values stay visible.
-            let dots = group.values.iter().enumerate().map(|(k, v)| (x - 0.12 + 0.24 * (k as f64 + 0.5) / n, *v));
+            let dots = group.values.iter().enumerate().map(|(j, v)| (x - 0.12 + 0.24 * (j as f64 + 0.5) / k, *v));
             chart.draw_series(dots.map(|p| Circle::new(p, 3, color.mix(0.55).filled()))).map_err(err)?;
             if let Some(s) = group.stddev {
-                chart
-                    .draw_series([ErrorBar::new_vertical(
-                        x + 0.25,
-                        group.mean - s,
-                        group.mean,
-                        group.mean + s,
-                        color.stroke_width(2),
-                        8,
-                    )])
-                    .map_err(err)?;
+                let bar = ErrorBar::new_vertical(
+                    x + 0.25,
+                    group.mean - s,
+                    group.mean,
+                    group.mean + s,
+                    color.stroke_width(2),
+                    8,
+                );
+                chart.draw_series([bar]).map_err(err)?;
             } else {
                 chart.draw_series([Circle::new((x + 0.25, group.mean), 4, color.stroke_width(2))]).map_err(err)?;
             }
@@ -89,5 +114,25 @@ mod tests {
         assert!(texts.contains(&"output_throughput (tok/s)"), "axis title");
         assert!(svg.matches("<circle").count() >= 6, "a dot per run");
         assert!(svg.contains("<polyline") || svg.contains("<line"), "the baseline line and the bars");
+    }
+}
+
+#[cfg(test)]
+mod by_group_tests {
+    use super::*;
+
+    #[test]
+    fn one_column_per_configuration_with_the_baseline_dashed() {
+        let s = |v: &[f64]| crate::metrics::stats::summarize(v).unwrap();
+        let (a, b, c) = (s(&[57.4, 57.6, 57.5]), s(&[57.3]), s(&[57.7, 57.5]));
+        let long = "NCCL_PROTO=SIMPLE NCCL_ALGO=Ring NCCL_DEBUG=INFO";
+        let svg =
+            by_group("output_throughput", "tok/s", &[("(default env)", &a), ("NCCL_PROTO=LL", &b), (long, &c)], 57.5)
+                .unwrap();
+        let texts: Vec<&str> = svg.split("</text>").filter_map(|t| t.rsplit('>').next()).map(str::trim).collect();
+        for label in ["(default env)", "NCCL_PROTO=LL", "NCCL_PROTO=SIMPLE NCCL_ALGO…"] {
+            assert!(texts.contains(&label), "{label} in {texts:?}");
+        }
+        assert!(svg.matches("<circle").count() > 6, "a dot per value and a ring for the single run");
     }
 }

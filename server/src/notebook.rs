@@ -10,7 +10,7 @@ use app::backend::Notebook;
 use app::error::ApiError;
 use app::hosts::{ConnectionReport, Host, HostFacts, HostImport, ImportReport, NewHost};
 use app::hypotheses::{Hypothesis, HypothesisInput};
-use app::metrics::{ExtractorDef, NewMeasurement, StoredMeasurement};
+use app::metrics::{ExtractorDef, NewMeasurement, Overview, StoredMeasurement};
 use app::model::{
     Investigation, InvestigationPatch, InvestigationStatus, InvestigationSummary, NewInvestigation, Step,
     investigation_url, limits, step_url,
@@ -171,10 +171,14 @@ impl Notebook for Service {
         self.attach_searches(&mut steps, searches);
         let hypotheses = self.hypotheses_impl(id).await?;
         let extractors = self.extractors_impl(id).await?;
+        let measurements = self.measurements_impl(id).await?;
+        let overview = crate::metrics::overview::overview(None, &steps, &measurements, &hypotheses);
         let summary = summary(row);
         Ok(Investigation {
             hypotheses,
             extractors,
+            measurements,
+            overview,
             id: summary.id,
             url: summary.url,
             title: summary.title,
@@ -225,6 +229,7 @@ impl Notebook for Service {
         if !ids::is_investigation_id(investigation) {
             return Err(investigation_not_found(investigation));
         }
+        let body = self.link_measurements(investigation, body).await?;
         let body = steps::validate(body)?;
         self.check_references(&body).await?;
         // A snippet or grep reads the host first: a bad path is a 4xx and no step is made.
@@ -265,6 +270,7 @@ impl Notebook for Service {
                 body.kind()
             )));
         }
+        let body = self.link_measurements(&current.investigation_id, body).await?;
         let body = steps::validate(body)?;
         self.check_references(&body).await?;
         let fetched = self.fetch_for(&body).await?;
@@ -331,6 +337,9 @@ impl Notebook for Service {
     async fn facts(&self, host: &str) -> Result<Option<HostFacts>, ApiError> {
         self.facts_impl(host).await
     }
+    async fn facts_by_id(&self, id: i64) -> Result<HostFacts, ApiError> {
+        self.facts_by_id_impl(id).await
+    }
     async fn start_runs(&self, step_id: i64, request: RunRequest) -> Result<Vec<Run>, ApiError> {
         self.start_runs_impl(step_id, request).await
     }
@@ -360,6 +369,31 @@ impl Notebook for Service {
     }
     async fn measurements(&self, investigation: &str) -> Result<Vec<StoredMeasurement>, ApiError> {
         self.measurements_impl(investigation).await
+    }
+    async fn overview(&self, investigation: &str, metric: Option<&str>) -> Result<Option<Overview>, ApiError> {
+        let inv = self.investigation(investigation).await?;
+        match (metric, &inv.overview) {
+            (None, overview) => Ok(overview.clone()),
+            (Some(metric), _) => {
+                crate::metrics::overview::overview(Some(metric), &inv.steps, &inv.measurements, &inv.hypotheses)
+                    .map(Some)
+                    .ok_or_else(|| {
+                        let measured = inv.overview.iter().flat_map(|o| std::iter::once(&o.metric).chain(&o.metrics));
+                        let measured: Vec<&String> = measured.collect();
+                        ApiError::not_found(format!(
+                            "{metric:?} was not measured in two runs of this investigation{}.",
+                            if measured.is_empty() {
+                                String::new()
+                            } else {
+                                format!(
+                                    "; these were: {}",
+                                    measured.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(", ")
+                                )
+                            }
+                        ))
+                    })
+            }
+        }
     }
     async fn add_measurement(&self, investigation: &str, new: NewMeasurement) -> Result<StoredMeasurement, ApiError> {
         self.add_measurement_impl(investigation, new).await

@@ -26,6 +26,8 @@ pub fn app(state: AppState) -> Router {
         .route("/investigations/{id}/steps", post(steps::create))
         .route("/investigations/{id}/events", get(runs::investigation_events))
         .route("/investigations/{id}/measurements", get(measurements::list).post(measurements::create))
+        .route("/investigations/{id}/overview", get(measurements::overview))
+        .route("/investigations/{id}/chart.svg", get(measurements::chart_svg))
         .route("/investigations/{id}/extractors", get(measurements::extractors).post(measurements::add_extractor))
         .route("/investigations/{id}/extractors/{name}", delete(measurements::remove_extractor))
         .route("/measurements/{id}", delete(measurements::delete))
@@ -49,6 +51,7 @@ pub fn app(state: AppState) -> Router {
         .route("/hosts/{name}/passphrase", post(hosts::passphrase))
         .route("/hosts/{name}/test", post(hosts::test))
         .route("/hosts/{name}/facts", get(hosts::facts).post(hosts::capture_facts))
+        .route("/facts/{id}", get(hosts::facts_by_id))
         .fallback(handlers::not_found)
         .method_not_allowed_fallback(handlers::method_not_allowed);
 

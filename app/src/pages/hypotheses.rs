@@ -49,6 +49,26 @@ pub async fn set_hypothesis_status(id: i64, status: String) -> Result<Hypothesis
     crate::backend::notebook()?.update_hypothesis(id, input).await.inspect_err(crate::backend::set_status)
 }
 
+/// Links one more step as evidence (`step` from a form select).
+#[server]
+pub async fn link_evidence(id: i64, step: String) -> Result<Hypothesis, ApiError> {
+    let step: i64 = crate::backend::required_number("The step", &step)?;
+    let notebook = crate::backend::notebook()?;
+    let mut evidence = notebook.hypothesis(id).await.inspect_err(crate::backend::set_status)?.evidence;
+    evidence.push(step);
+    let input = crate::hypotheses::HypothesisInput { evidence: Some(evidence), ..Default::default() };
+    notebook.update_hypothesis(id, input).await.inspect_err(crate::backend::set_status)
+}
+
+#[server]
+pub async fn unlink_evidence(id: i64, step: i64) -> Result<Hypothesis, ApiError> {
+    let notebook = crate::backend::notebook()?;
+    let mut evidence = notebook.hypothesis(id).await.inspect_err(crate::backend::set_status)?.evidence;
+    evidence.retain(|s| *s != step);
+    let input = crate::hypotheses::HypothesisInput { evidence: Some(evidence), ..Default::default() };
+    notebook.update_hypothesis(id, input).await.inspect_err(crate::backend::set_status)
+}
+
 #[server]
 pub async fn delete_hypothesis(id: i64) -> Result<(), ApiError> {
     crate::backend::notebook()?.delete_hypothesis(id).await.inspect_err(crate::backend::set_status)
@@ -60,7 +80,13 @@ fn number(value: f64) -> String {
 
 #[component]
 pub fn HypothesesSection(inv: Investigation) -> impl IntoView {
-    let rows = inv.hypotheses.iter().cloned().map(|h| view! { <HypothesisRow h/> }).collect_view();
+    // Every step as "#3 note · Custom allreduce is disabled…", for evidence.
+    let steps: Vec<(i64, String)> = inv
+        .steps
+        .iter()
+        .map(|s| (s.id, format!("#{} {} · {}", s.position, s.body.kind(), s.body.headline())))
+        .collect();
+    let rows = inv.hypotheses.iter().cloned().map(|h| view! { <HypothesisRow h steps=steps.clone()/> }).collect_view();
     let charts = inv
         .hypotheses
         .iter()
@@ -111,14 +137,42 @@ pub fn HypothesesSection(inv: Investigation) -> impl IntoView {
                 <div class="charts">{charts}</div>
             })}
             <AddHypothesis investigation=inv.id.clone() commands/>
-            <Extractors investigation=inv.id.clone() defs=inv.extractors.clone()/>
         </section>
     }
 }
 
 #[component]
-fn HypothesisRow(h: Hypothesis) -> impl IntoView {
+fn HypothesisRow(h: Hypothesis, steps: Vec<(i64, String)>) -> impl IntoView {
     let set_status = timeline_action::<SetHypothesisStatus>();
+    let link = timeline_action::<LinkEvidence>();
+    let unlink = timeline_action::<UnlinkEvidence>();
+    let label_of = |id: i64| steps.iter().find(|(s, _)| *s == id).map(|(_, l)| l.clone());
+    let evidence = h
+        .evidence
+        .iter()
+        .filter_map(|id| Some((*id, label_of(*id)?)))
+        .map(|(step, label)| {
+            view! {
+                <li>
+                    <a href=format!("#step-{step}")>{label}</a>
+                    <ActionForm action=unlink attr:class="inline">
+                        <input type="hidden" name="id" value=h.id/>
+                        <input type="hidden" name="step" value=step/>
+                        <button type="submit" class="quiet" title="Unlink this evidence">"×"</button>
+                    </ActionForm>
+                </li>
+            }
+        })
+        .collect_view();
+    let linkable = steps
+        .iter()
+        .filter(|(id, _)| !h.evidence.contains(id))
+        .map(|(id, label)| view! { <option value=*id>{label.clone()}</option> })
+        .collect_view();
+    let provenance = h.provenance.clone().map(|p| {
+        let warnings = p.warnings.into_iter().map(|w| view! { <p class="warning">{w}</p> }).collect_view();
+        view! { <div class="provenance"><p class="muted">{p.summary}</p>{warnings}</div> }
+    });
     let delete = timeline_action::<DeleteHypothesis>();
     let unit = h.unit.clone().unwrap_or_default();
     let side = |g: Option<&crate::metrics::GroupSummary>| {
@@ -156,6 +210,16 @@ fn HypothesisRow(h: Hypothesis) -> impl IntoView {
                 {(!h.rationale.is_empty()).then(|| view! {
                     <details class="rationale"><summary>"why"</summary><div class="markdown" inner_html=h.rationale_html.clone()></div></details>
                 })}
+                <ul class="evidence" aria-label="Evidence">{evidence}</ul>
+                <details class="link-evidence">
+                    <summary class="quiet">"link evidence"</summary>
+                    <ActionForm action=link attr:class="inline">
+                        <input type="hidden" name="id" value=id/>
+                        <select name="step" aria-label="Step">{linkable}</select>
+                        <button type="submit">"Link"</button>
+                    </ActionForm>
+                    <crate::components::ActionError action=link/>
+                </details>
             </td>
             <td><code>{h.metric.clone().unwrap_or_else(|| "—".into())}</code></td>
             <td class="num">{side(c.as_ref().map(|c| &c.baseline))}</td>
@@ -166,6 +230,7 @@ fn HypothesisRow(h: Hypothesis) -> impl IntoView {
                     if h.metric.is_none() { "no metric chosen".into() } else { "no runs with this metric yet".into() }
                 })}
                 {against.map(|(class, text)| view! { <span class=format!("tag {class}")>{text}</span> })}
+                {provenance}
             </td>
             <td>
                 <crate::components::Confirm label="Delete…" prompt="Delete this hypothesis? Its runs stay.">
@@ -278,6 +343,152 @@ fn Extractors(investigation: String, defs: Vec<crate::metrics::ExtractorDef>) ->
                 <crate::components::ActionError action=add/>
                 <crate::components::ActionError action=remove/>
                 <div class="form-actions"><button type="submit" class="primary">"Add extractor"</button></div>
+            </ActionForm>
+        </details>
+    }
+    .into_any()
+}
+
+#[server]
+pub async fn add_manual_measurement(
+    investigation: String,
+    metric: String,
+    value: String,
+    unit: String,
+    stddev: String,
+    label: String,
+    note: String,
+) -> Result<(), ApiError> {
+    use crate::backend::{form_number, required_number};
+    let new = crate::metrics::NewMeasurement {
+        metric,
+        value: required_number("The value", &value)?,
+        unit,
+        stddev: form_number("The stddev", &stddev)?,
+        note: Some(note),
+        label: Some(label),
+    };
+    crate::backend::notebook()?
+        .add_measurement(&investigation, new)
+        .await
+        .map(|_| ())
+        .inspect_err(crate::backend::set_status)
+}
+
+#[server]
+pub async fn delete_manual_measurement(id: i64) -> Result<(), ApiError> {
+    crate::backend::notebook()?.delete_measurement(id).await.inspect_err(crate::backend::set_status)
+}
+
+/// What was measured across the investigation: its chart by configuration, the
+/// numbers entered by hand, and the investigation's own extractors.
+#[component]
+pub fn MeasurementsSection(inv: Investigation) -> impl IntoView {
+    let overview = inv.overview.clone().map(|o| {
+        let groups = o
+            .groups
+            .iter()
+            .map(|g| {
+                let s = &g.summary;
+                view! {
+                    <tr>
+                        <td><code>{g.label.clone()}</code></td>
+                        <td class="num">{s.n}</td>
+                        <td class="num">{number(s.mean)}</td>
+                        <td class="num">{s.stddev.map(number).unwrap_or_else(|| "—".into())}</td>
+                        <td class="num">{format!("{:+.1} %", (s.mean - o.baseline) / o.baseline * 100.0)}</td>
+                    </tr>
+                }
+            })
+            .collect_view();
+        let others = o
+            .metrics
+            .iter()
+            .map(|m| {
+                let href = format!("/api/v1/investigations/{}/chart.svg?metric={m}", inv.id);
+                view! { <a href=href>{m.clone()}</a> " " }
+            })
+            .collect_view();
+        let svg_href = format!("/api/v1/investigations/{}/chart.svg?metric={}", inv.id, o.metric);
+        view! {
+            <figure class="chart overview" id="overview-chart">
+                <div class="svg" inner_html=o.svg.clone()></div>
+                <figcaption>
+                    <code>{o.metric.clone()}</code> " by configuration; dashed line: " {o.baseline_label.clone()}
+                    " · " <a href=svg_href>"SVG"</a>
+                </figcaption>
+            </figure>
+            <div class="table-scroll">
+                <table class="groups-table">
+                    <thead><tr>
+                        <th>"configuration"</th><th class="num">"n"</th><th class="num">{format!("mean {}", o.unit)}</th>
+                        <th class="num">"stddev"</th><th class="num">"vs baseline"</th>
+                    </tr></thead>
+                    <tbody>{groups}</tbody>
+                </table>
+            </div>
+            {(!o.metrics.is_empty()).then(|| view! { <p class="muted">"Other metrics as charts: " {others}</p> })}
+        }
+    });
+    view! {
+        <section class="measurements" aria-label="Measurements">
+            <h2>"Measurements"</h2>
+            {match overview {
+                Some(o) => o.into_any(),
+                None => view! {
+                    <p class="muted">"Run a benchmark twice (or enter numbers by hand) and its chart appears here."</p>
+                }.into_any(),
+            }}
+            <ManualMeasurements investigation=inv.id.clone() measurements=inv.measurements.clone()/>
+            <Extractors investigation=inv.id.clone() defs=inv.extractors.clone()/>
+        </section>
+    }
+    .into_any()
+}
+
+#[component]
+fn ManualMeasurements(investigation: String, measurements: Vec<crate::metrics::StoredMeasurement>) -> impl IntoView {
+    let add = timeline_action::<AddManualMeasurement>();
+    let delete = timeline_action::<DeleteManualMeasurement>();
+    let form = crate::components::reset_on_success(add);
+    let manual: Vec<_> = measurements.into_iter().filter(|m| m.run_id.is_none()).collect();
+    let count = manual.len();
+    let rows = manual
+        .into_iter()
+        .map(|m| {
+            let x = m.measurement;
+            let spread = x.stddev.map(|s| format!(" ± {}", number(s))).unwrap_or_default();
+            view! {
+                <li data-measurement=m.id>
+                    <code>{x.metric}</code> " = " {format!("{}{spread} {}", number(x.value), x.unit)}
+                    {m.label.map(|l| view! { " " <span class="tag">{l}</span> })}
+                    {m.note.map(|n| view! { " " <span class="muted">{n}</span> })}
+                    <ActionForm action=delete attr:class="inline">
+                        <input type="hidden" name="id" value=m.id/>
+                        <button type="submit" class="quiet">"Delete"</button>
+                    </ActionForm>
+                </li>
+            }
+        })
+        .collect_view();
+    view! {
+        <details class="add-step" id="manual-measurements">
+            <summary>{format!("Numbers entered by hand ({count})")}</summary>
+            <p class="muted">"Measured elsewhere (another tool, a colleague's run): say where in the note. A label groups it in the chart."</p>
+            <ul class="manual">{rows}</ul>
+            <ActionForm action=add node_ref=form attr:class="stacked">
+                <input type="hidden" name="investigation" value=investigation/>
+                <div class="row">
+                    <label>"Metric" <input name="metric" required placeholder="output_throughput"/></label>
+                    <label class="narrow">"Value" <input name="value" required inputmode="decimal" placeholder="57.5"/></label>
+                    <label class="narrow">"± stddev" <input name="stddev" inputmode="decimal"/></label>
+                    <label class="narrow">"Unit" <input name="unit" placeholder="tok/s"/></label>
+                    <label>"Configuration label" <input name="label" placeholder="NCCL_PROTO=LL"/></label>
+                </div>
+                <label>"Note" <input name="note" placeholder="nsys profile on the host, 8×PCIe, 2026-11-29"/></label>
+                <crate::components::ActionError action=add/>
+                <crate::components::ActionError action=delete/>
+                <div class="form-actions"><button type="submit" class="primary">"Add number"</button></div>
             </ActionForm>
         </details>
     }

@@ -83,6 +83,7 @@ fn InvestigationView(inv: Investigation) -> impl IntoView {
         <nav class="crumbs"><a href="/">"Investigations"</a> " / " <span>{inv.id.clone()}</span></nav>
         <Header inv=inv.clone()/>
         <super::hypotheses::HypothesesSection inv=inv.clone()/>
+        <super::hypotheses::MeasurementsSection inv=inv.clone()/>
         <section class="timeline" aria-label="Steps">
             {if inv.steps.is_empty() {
                 Some(view! {
@@ -97,7 +98,7 @@ fn InvestigationView(inv: Investigation) -> impl IntoView {
         <AddCommand investigation=id.clone()/>
         <AddSnippet investigation=id.clone()/>
         <AddGrep investigation=id.clone()/>
-        <crate::steps::calculator::AddCalculator investigation=id/>
+        <crate::steps::calculator::AddCalculator investigation=id measurements=inv.measurements.clone()/>
     }
 }
 

@@ -6,6 +6,7 @@
 //! shows them without JavaScript.
 
 use crate::error::ApiError;
+use crate::metrics::StoredMeasurement;
 use crate::model::Step;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
@@ -39,8 +40,51 @@ pub struct Bandwidth {
     pub active_params_b: Option<f64>,
     #[serde(default)]
     pub bytes_per_param: Option<f64>,
-    /// Measured decode speed.
+    /// Measured decode speed (copied from `tok_s_from` when that is given).
+    #[serde(default)]
     pub tok_s: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tok_s_from: Option<MeasuredFrom>,
+}
+
+/// A calculator input taken from a measurement of the investigation. The value
+/// is copied into the step when it is saved, so the step reads the same later
+/// even if the run's output is extracted again; this keeps where it came from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MeasuredFrom {
+    /// The measurement's id when the step was saved (the only field a client sends).
+    pub measurement: i64,
+    /// Filled in by the server:
+    #[serde(default)]
+    pub metric: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<i64>,
+    /// The value and unit as measured (before conversion to the input's unit).
+    #[serde(default)]
+    pub value: f64,
+    #[serde(default)]
+    pub unit: String,
+}
+
+impl MeasuredFrom {
+    /// "output_throughput of run #12", for the step's input table.
+    pub fn describe(&self) -> String {
+        let key = self.key.as_ref().map(|k| format!(" at {k}")).unwrap_or_default();
+        match self.run {
+            Some(run) => format!("{}{key} of run #{run}", self.metric),
+            None => format!("{}{key} (entered by hand)", self.metric),
+        }
+    }
+
+    /// Where it links: the run's step.
+    pub fn href(&self) -> Option<String> {
+        self.step.map(|s| format!("#step-{s}"))
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -50,10 +94,15 @@ pub struct Collective {
     /// 2 for attention + MLP/MoE.
     pub per_layer: u32,
     /// Latency of one collective, µs (e.g. from an all-reduce sweep at the message size).
+    #[serde(default)]
     pub latency_us: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_from: Option<MeasuredFrom>,
     /// Measured decode speed, for the share of a token's time.
     #[serde(default)]
     pub tok_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tok_s_from: Option<MeasuredFrom>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -106,7 +155,9 @@ impl Bandwidth {
             ));
         }
         if !(self.tok_s.is_finite() && self.tok_s > 0.0) {
-            return Err(ApiError::invalid("The measured speed must be a positive number of tok/s."));
+            return Err(ApiError::invalid(
+                "The measured speed must be a positive number of tok/s (type it, or choose a measurement).",
+            ));
         }
         Ok(())
     }
@@ -132,7 +183,9 @@ impl Collective {
             return Err(ApiError::invalid("Layers are 1–10 000 and collectives per layer 1–100."));
         }
         if !(self.latency_us.is_finite() && self.latency_us > 0.0) {
-            return Err(ApiError::invalid("The latency of one collective must be a positive number of µs."));
+            return Err(ApiError::invalid(
+                "The latency of one collective must be a positive number of µs (type it, or choose a measurement).",
+            ));
         }
         if self.tok_s.is_some_and(|t| !(t.is_finite() && t > 0.0)) {
             return Err(ApiError::invalid("The measured speed must be a positive number of tok/s."));
@@ -171,16 +224,18 @@ pub async fn add_bandwidth(
     active_params_b: String,
     bytes_per_param: String,
     tok_s: String,
+    tok_s_from: String,
 ) -> Result<Step, ApiError> {
     use crate::backend::{form_number as number, required_number as required};
     let body = Bandwidth {
+        tok_s_from: linked(&tok_s_from)?,
         gpu,
         peak_tb_s: number("Peak TB/s", &peak_tb_s)?,
         gpus: required("GPUs", &gpus)?,
         weights_gb: number("Weights GB", &weights_gb)?,
         active_params_b: number("Active parameters", &active_params_b)?,
         bytes_per_param: number("Bytes per parameter", &bytes_per_param)?,
-        tok_s: required("The measured tok/s", &tok_s)?,
+        tok_s: number("The measured tok/s", &tok_s)?.unwrap_or(0.0),
     };
     crate::backend::notebook()?
         .add_step(&investigation, super::StepBody::Calculator(CalculatorBody::Bandwidth(body)))
@@ -194,19 +249,37 @@ pub async fn add_collective(
     layers: String,
     per_layer: String,
     latency_us: String,
+    latency_from: String,
     tok_s: String,
+    tok_s_from: String,
 ) -> Result<Step, ApiError> {
     use crate::backend::{form_number as number, required_number as required};
     let body = Collective {
         layers: required("Layers", &layers)?,
         per_layer: required("Collectives per layer", &per_layer)?,
-        latency_us: required("The latency of one collective", &latency_us)?,
+        latency_us: number("The latency of one collective", &latency_us)?.unwrap_or(0.0),
+        latency_from: linked(&latency_from)?,
         tok_s: number("tok/s", &tok_s)?,
+        tok_s_from: linked(&tok_s_from)?,
     };
     crate::backend::notebook()?
         .add_step(&investigation, super::StepBody::Calculator(CalculatorBody::Collective(body)))
         .await
         .inspect_err(crate::backend::set_status)
+}
+
+/// A form's measurement choice: empty (typed instead) or a measurement id.
+fn linked(field: &str) -> Result<Option<MeasuredFrom>, ApiError> {
+    let id: Option<i64> = crate::backend::form_number("The measurement", field)?;
+    Ok(id.map(|measurement| MeasuredFrom {
+        measurement,
+        metric: String::new(),
+        key: None,
+        run: None,
+        step: None,
+        value: 0.0,
+        unit: String::new(),
+    }))
 }
 
 fn fmt(x: f64) -> String {
@@ -225,6 +298,8 @@ pub fn CalculatorContent(step: Step) -> impl IntoView {
         return ().into_any();
     };
     let rows: Vec<(String, String)>;
+    // Inputs that may come from a measurement: the source is shown and linked.
+    let mut linked_rows: Vec<(String, String, Option<MeasuredFrom>)> = Vec::new();
     let (title, results): (&str, Vec<(String, String)>) = match &body {
         CalculatorBody::Bandwidth(b) => {
             let gpu = match b.peak_tb_s() {
@@ -240,8 +315,8 @@ pub fn CalculatorContent(step: Step) -> impl IntoView {
             rows = vec![
                 ("GPU".into(), format!("{} × {gpu}", b.gpus)),
                 ("read per token".into(), format!("{bytes} ÷ {} GPUs", b.gpus)),
-                ("measured".into(), format!("{} tok/s", fmt(b.tok_s))),
             ];
+            linked_rows.push(("measured".into(), format!("{} tok/s", fmt(b.tok_s)), b.tok_s_from.clone()));
             let r = b.result();
             (
                 "Bandwidth roofline",
@@ -258,11 +333,10 @@ pub fn CalculatorContent(step: Step) -> impl IntoView {
             )
         }
         CalculatorBody::Collective(c) => {
-            rows = vec![
-                ("layers × collectives".into(), format!("{} × {}", c.layers, c.per_layer)),
-                ("latency of one".into(), format!("{} µs", fmt(c.latency_us))),
-                ("measured".into(), c.tok_s.map(|t| format!("{} tok/s", fmt(t))).unwrap_or_else(|| "—".into())),
-            ];
+            rows = vec![("layers × collectives".into(), format!("{} × {}", c.layers, c.per_layer))];
+            linked_rows.push(("latency of one".into(), format!("{} µs", fmt(c.latency_us)), c.latency_from.clone()));
+            let speed = c.tok_s.map(|t| format!("{} tok/s", fmt(t))).unwrap_or_else(|| "—".into());
+            linked_rows.push(("measured".into(), speed, c.tok_s_from.clone()));
             let r = c.result();
             let mut results = vec![
                 ("calls per token".into(), r.calls_per_token.to_string()),
@@ -277,11 +351,24 @@ pub fn CalculatorContent(step: Step) -> impl IntoView {
     let table = |rows: Vec<(String, String)>| {
         rows.into_iter().map(|(k, v)| view! { <tr><th>{k}</th><td>{v}</td></tr> }).collect_view()
     };
+    let linked = linked_rows
+        .into_iter()
+        .map(|(k, v, from)| {
+            let source = from.map(|f| {
+                let text = f.describe();
+                match f.href() {
+                    Some(href) => view! { <a class="measured-from" href=href>{text}</a> }.into_any(),
+                    None => view! { <span class="measured-from">{text}</span> }.into_any(),
+                }
+            });
+            view! { <tr><th>{k}</th><td>{v} {source}</td></tr> }
+        })
+        .collect_view();
     view! {
         <div class="calculator">
             <h3>{title}</h3>
             <div class="calc-grid">
-                <table class="calc inputs"><tbody>{table(rows)}</tbody></table>
+                <table class="calc inputs"><tbody>{table(rows)}{linked}</tbody></table>
                 <table class="calc results"><tbody>{table(results)}</tbody></table>
             </div>
         </div>
@@ -289,8 +376,40 @@ pub fn CalculatorContent(step: Step) -> impl IntoView {
     .into_any()
 }
 
+/// A select of the investigation's measurements that fit an input (by unit);
+/// the empty choice means "use the typed number".
+fn measurement_choice(name: &'static str, measurements: &[StoredMeasurement], units: &[&str]) -> AnyView {
+    let options = measurements
+        .iter()
+        .filter(|m| units.contains(&m.measurement.unit.to_ascii_lowercase().as_str()))
+        .map(|m| {
+            let x = &m.measurement;
+            let key = x.key.as_ref().map(|k| format!(" at {k}")).unwrap_or_default();
+            let origin = match m.run_id {
+                Some(run) => format!("run #{run}"),
+                None => m.label.clone().unwrap_or_else(|| "by hand".into()),
+            };
+            let text = format!("{}{key} = {} {} · {origin}", x.metric, fmt(x.value), x.unit);
+            view! { <option value=m.id.to_string()>{text}</option> }
+        })
+        .collect_view();
+    view! {
+        <select name=name>
+            <option value="">"— the typed number —"</option>
+            {options}
+        </select>
+    }
+    .into_any()
+}
+
+const SPEED_UNITS: [&str; 3] = ["tok/s", "tokens/s", "t/s"];
+const LATENCY_UNITS: [&str; 4] = ["us", "µs", "ms", "s"];
+
 #[component]
-pub fn AddCalculator(investigation: String) -> impl IntoView {
+pub fn AddCalculator(investigation: String, measurements: Vec<StoredMeasurement>) -> impl IntoView {
+    let roofline_speed = measurement_choice("tok_s_from", &measurements, &SPEED_UNITS);
+    let budget_latency = measurement_choice("latency_from", &measurements, &LATENCY_UNITS);
+    let budget_speed = measurement_choice("tok_s_from", &measurements, &SPEED_UNITS);
     let bandwidth = crate::pages::investigation::timeline_action::<AddBandwidth>();
     let collective = crate::pages::investigation::timeline_action::<AddCollective>();
     let inv2 = investigation.clone();
@@ -314,7 +433,8 @@ pub fn AddCalculator(investigation: String) -> impl IntoView {
                     <label class="narrow">"weights GB" <input name="weights_gb" inputmode="decimal" placeholder="140"/></label>
                     <label class="narrow">"or active params (B)" <input name="active_params_b" inputmode="decimal" placeholder="37"/></label>
                     <label class="narrow">"× bytes/param" <input name="bytes_per_param" inputmode="decimal" placeholder="1"/></label>
-                    <label class="narrow">"measured tok/s" <input name="tok_s" inputmode="decimal" required placeholder="57.5"/></label>
+                    <label class="narrow">"measured tok/s" <input name="tok_s" inputmode="decimal" placeholder="57.5"/></label>
+                    <label>"or from a measurement" {roofline_speed}</label>
                 </div>
                 <crate::components::ActionError action=bandwidth/>
                 <div class="form-actions"><button type="submit" class="primary">"Add roofline"</button></div>
@@ -325,8 +445,14 @@ pub fn AddCalculator(investigation: String) -> impl IntoView {
                 <div class="row">
                     <label class="narrow">"layers" <input name="layers" inputmode="numeric" required placeholder="78"/></label>
                     <label class="narrow">"collectives per layer" <input name="per_layer" inputmode="numeric" value="2" required/></label>
-                    <label class="narrow">"µs per collective" <input name="latency_us" inputmode="decimal" required placeholder="40"/></label>
+                    <label class="narrow">"µs per collective" <input name="latency_us" inputmode="decimal" placeholder="40"/></label>
+                    <label>"or from a measurement (e.g. an all-reduce sweep at the message size)"
+                        {budget_latency}
+                    </label>
+                </div>
+                <div class="row">
                     <label class="narrow">"measured tok/s" <input name="tok_s" inputmode="decimal" placeholder="57.5"/></label>
+                    <label>"or from a measurement" {budget_speed}</label>
                 </div>
                 <crate::components::ActionError action=collective/>
                 <div class="form-actions"><button type="submit" class="primary">"Add budget"</button></div>
@@ -351,6 +477,7 @@ mod tests {
             active_params_b: None,
             bytes_per_param: None,
             tok_s: 57.5,
+            tok_s_from: None,
         };
         b.check().unwrap();
         let r = b.result().unwrap();
@@ -359,7 +486,14 @@ mod tests {
         assert_eq!(format!("{:.0}", r.pct_of_peak), "13");
         assert!((r.ceiling_tok_s - 431.2).abs() < 0.1, "{r:?}");
 
-        let c = Collective { layers: 78, per_layer: 2, latency_us: 40.0, tok_s: Some(57.5) };
+        let c = Collective {
+            layers: 78,
+            per_layer: 2,
+            latency_us: 40.0,
+            latency_from: None,
+            tok_s: Some(57.5),
+            tok_s_from: None,
+        };
         let r = c.result();
         assert_eq!(r.calls_per_token, 156);
         assert!((r.ms_per_token - 6.24).abs() < 1e-9);
@@ -376,6 +510,7 @@ mod tests {
             active_params_b: Some(37.0),
             bytes_per_param: Some(1.0),
             tok_s: 100.0,
+            tok_s_from: None,
         };
         assert_eq!(b.peak_tb_s(), Some(4.8));
         assert_eq!(b.bytes_per_token_per_gpu(), Some(37e9 / 8.0));

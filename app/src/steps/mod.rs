@@ -33,6 +33,35 @@ impl StepBody {
             Self::Calculator(_) => "calculator",
         }
     }
+
+    /// One short line naming the step in lists (evidence, pickers).
+    pub fn headline(&self) -> String {
+        let text = match self {
+            Self::Note(n) => n
+                .body
+                .lines()
+                .map(|l| l.trim_start_matches('#').trim())
+                .find(|l| !l.is_empty())
+                .unwrap_or("")
+                .to_string(),
+            Self::Command(c) => c.command.clone(),
+            Self::Snippet(s) => {
+                let file = s.path.clone().or_else(|| s.module.clone()).unwrap_or_default();
+                match (s.start, s.end) {
+                    (Some(a), Some(b)) => format!("{file}:{a}–{b}"),
+                    _ => file,
+                }
+            }
+            Self::Grep(g) => g.pattern.clone(),
+            Self::Calculator(calculator::CalculatorBody::Bandwidth(_)) => "bandwidth roofline".into(),
+            Self::Calculator(calculator::CalculatorBody::Collective(_)) => "collective budget".into(),
+        };
+        let mut short: String = text.chars().take(70).collect();
+        if short.len() < text.len() {
+            short.push('…');
+        }
+        short
+    }
 }
 
 /// The body of a step in the timeline.

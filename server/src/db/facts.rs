@@ -24,6 +24,13 @@ impl Store {
         .await
     }
 
+    pub async fn facts(&self, id: i64) -> StoreResult<Option<FactsRow>> {
+        sqlx::query_as("SELECT id, host_name, facts, captured_at FROM host_facts WHERE id = ?")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+    }
+
     pub async fn latest_facts(&self, host: &str) -> StoreResult<Option<FactsRow>> {
         sqlx::query_as(
             "SELECT id, host_name, facts, captured_at FROM host_facts WHERE host_name = ? ORDER BY id DESC LIMIT 1",

@@ -96,6 +96,13 @@ impl Store {
         .await
     }
 
+    pub async fn measurement(&self, id: i64) -> StoreResult<Option<MeasurementRow>> {
+        sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {MEASUREMENT_COLUMNS} FROM measurements WHERE id = ?")))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+    }
+
     pub async fn measurements_of_runs(&self, runs: &[i64]) -> StoreResult<Vec<MeasurementRow>> {
         if runs.is_empty() {
             return Ok(Vec::new());

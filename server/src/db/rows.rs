@@ -59,6 +59,8 @@ pub struct RunRow {
     pub started_at: Option<i64>,
     pub finished_at: Option<i64>,
     pub who: Option<String>,
+    /// The host facts current when it started (see migration 0011).
+    pub facts_id: Option<i64>,
 }
 
 /// What a new run records; the rest starts at zero.

@@ -4,7 +4,7 @@
 use super::{NewRun, RunEnd, RunRow, Store, StoreResult, now_ms};
 
 const COLUMNS: &str = "id, step_id, host, command, env, cwd, timeout_s, status, exit_code, exit_signal, error,
-    batch_index, batch_size, warmup, stdout_bytes, stderr_bytes, lines, queued_at, started_at, finished_at, who";
+    batch_index, batch_size, warmup, stdout_bytes, stderr_bytes, lines, queued_at, started_at, finished_at, who, facts_id";
 
 impl Store {
     pub async fn insert_run(&self, run: &NewRun) -> StoreResult<RunRow> {
@@ -61,13 +61,18 @@ impl Store {
         Ok(row.map(|(id,)| id))
     }
 
-    /// queued → running; `false` if the run is no longer queued (cancelled meanwhile).
+    /// queued → running, pointing at the host's newest facts; `false` if the run is
+    /// no longer queued (cancelled meanwhile).
     pub async fn start_run(&self, id: i64) -> StoreResult<bool> {
-        let done = sqlx::query("UPDATE runs SET status = 'running', started_at = ? WHERE id = ? AND status = 'queued'")
-            .bind(now_ms())
-            .bind(id)
-            .execute(&self.pool)
-            .await?;
+        let done = sqlx::query(
+            "UPDATE runs SET status = 'running', started_at = ?,
+                 facts_id = (SELECT max(id) FROM host_facts WHERE host_name = runs.host)
+             WHERE id = ? AND status = 'queued'",
+        )
+        .bind(now_ms())
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
         Ok(done.rows_affected() == 1)
     }
 

@@ -3,10 +3,12 @@
 
 pub mod parse;
 
+use crate::db::Store;
 use crate::notebook::{Service, internal, store_error, timestamp};
-use crate::ssh::{self, quote::quote};
+use crate::ssh::{self, Pool, Target, quote::quote};
 use app::error::{ApiError, ErrorCode};
 use app::hosts::HostFacts;
+use std::time::Duration;
 
 /// Packages whose versions matter for serving performance.
 const PACKAGES: &[&str] =
@@ -60,6 +62,7 @@ pub fn from_output(out: &str, marker: &str, python: &str) -> HostFacts {
             _ => {}
         }
     }
+    facts.python_command = Some(python.to_string());
     if facts.python.is_none() {
         facts.notes.push(format!("{python} did not run on the host: no package versions."));
     }
@@ -72,6 +75,53 @@ fn with_time(row: crate::db::FactsRow) -> Result<HostFacts, ApiError> {
     Ok(facts)
 }
 
+/// Captures `target`'s facts now (one channel on the pooled connection) and keeps them.
+pub async fn capture(
+    store: &Store,
+    pool: &Pool,
+    target: &Target,
+    python: &str,
+    limit: Duration,
+) -> Result<HostFacts, ApiError> {
+    let marker = format!("__sleuth_facts_{:x}", rand::random::<u64>());
+    let captured = tokio::time::timeout(limit, ssh::exec::capture(pool, target, &script(&marker, python), 1024 * 1024))
+        .await
+        .map_err(|_| {
+            ApiError::new(
+                ErrorCode::HostUnreachable,
+                format!("Capturing the host's facts took over {} s.", limit.as_secs()),
+            )
+        })??;
+    let facts = from_output(&String::from_utf8_lossy(&captured.stdout), &marker, python);
+    let json = serde_json::to_string(&facts).map_err(|e| internal("facts json", e))?;
+    let row = store.insert_facts(&target.name, &json).await.map_err(store_error)?;
+    tracing::info!(host = %target.name, gpus = facts.gpus.len(), "captured host facts");
+    with_time(row)
+}
+
+/// Whether two epoch-millisecond times fall on the same UTC day.
+pub fn same_day(a_ms: i64, b_ms: i64) -> bool {
+    a_ms.div_euclid(86_400_000) == b_ms.div_euclid(86_400_000)
+}
+
+/// Before a host's first run of a (UTC) day: captures its facts unless some were
+/// captured today, with the python the last capture used. Failing to capture
+/// never stops the run; the run then points at older facts, or none.
+pub async fn capture_if_stale(store: &Store, pool: &Pool, target: &Target) {
+    let latest = match store.latest_facts(&target.name).await {
+        Ok(Some(row)) if same_day(row.captured_at, crate::db::now_ms()) => return,
+        Ok(latest) => latest,
+        Err(e) => return tracing::error!(host = %target.name, "reading facts: {e}"),
+    };
+    let python = latest
+        .and_then(|row| serde_json::from_str::<HostFacts>(&row.facts).ok())
+        .and_then(|f| f.python_command)
+        .unwrap_or_else(|| "python3".into());
+    if let Err(e) = capture(store, pool, target, &python, Duration::from_secs(30)).await {
+        tracing::warn!(host = %target.name, "facts before the day's first run: {}", e.message);
+    }
+}
+
 impl Service {
     /// Captures the host's facts now (one session on the host) and keeps them.
     pub(crate) async fn capture_facts_impl(&self, host: &str, python: Option<&str>) -> Result<HostFacts, ApiError> {
@@ -80,18 +130,13 @@ impl Service {
             return Err(ApiError::invalid("The python is a path or command name on one line."));
         }
         let target = self.target(host).await?;
-        let marker = format!("__sleuth_facts_{:x}", rand::random::<u64>());
-        let captured = tokio::time::timeout(
-            std::time::Duration::from_secs(60),
-            ssh::exec::capture(&self.pool, &target, &script(&marker, python), 1024 * 1024),
-        )
-        .await
-        .map_err(|_| ApiError::new(ErrorCode::HostUnreachable, "Capturing the host's facts took over 60 s."))??;
-        let facts = from_output(&String::from_utf8_lossy(&captured.stdout), &marker, python);
-        let json = serde_json::to_string(&facts).map_err(|e| internal("facts json", e))?;
-        let row = self.store.insert_facts(host, &json).await.map_err(store_error)?;
-        tracing::info!(host, gpus = facts.gpus.len(), "captured host facts");
-        with_time(row)
+        capture(&self.store, &self.pool, &target, python, Duration::from_secs(60)).await
+    }
+
+    /// Facts by id, as a run refers to them.
+    pub(crate) async fn facts_by_id_impl(&self, id: i64) -> Result<HostFacts, ApiError> {
+        let row = self.store.facts(id).await.map_err(store_error)?;
+        row.map(with_time).transpose()?.ok_or_else(|| ApiError::not_found(format!("There are no host facts {id}.")))
     }
 
     pub(crate) async fn facts_impl(&self, host: &str) -> Result<Option<HostFacts>, ApiError> {

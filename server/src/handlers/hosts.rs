@@ -113,3 +113,11 @@ pub async fn facts(
         ApiError::not_found(format!("No facts captured for {name:?} yet; POST to this address to capture them."))
     })?))
 }
+
+/// One capture by id, as a run's `facts_id` names it.
+pub async fn facts_by_id(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+) -> Result<Json<app::hosts::HostFacts>, AppError> {
+    Ok(Json(state.notebook.facts_by_id(id).await?))
+}

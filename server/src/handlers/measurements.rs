@@ -1,10 +1,11 @@
 use crate::error::AppError;
-use crate::extract::{ApiJson, ApiPath};
+use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::state::AppState;
-use app::metrics::{ExtractorDef, NewMeasurement, StoredMeasurement};
+use app::error::ApiError;
+use app::metrics::{ExtractorDef, NewMeasurement, Overview, StoredMeasurement};
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 
 pub async fn list(
@@ -20,6 +21,37 @@ pub async fn create(
     ApiJson(new): ApiJson<NewMeasurement>,
 ) -> Result<impl IntoResponse, AppError> {
     Ok((StatusCode::CREATED, Json(state.notebook.add_measurement(&investigation, new).await?)))
+}
+
+#[derive(serde::Deserialize)]
+pub struct ChartQuery {
+    metric: Option<String>,
+}
+
+/// The investigation's chart (JSON with the groups and the SVG); 404 while nothing
+/// was measured twice.
+pub async fn overview(
+    State(state): State<AppState>,
+    ApiPath(investigation): ApiPath<String>,
+    ApiQuery(query): ApiQuery<ChartQuery>,
+) -> Result<Json<Overview>, AppError> {
+    Ok(Json(chart(&state, &investigation, query.metric.as_deref()).await?))
+}
+
+/// The same chart as an SVG file, to embed or export as it is.
+pub async fn chart_svg(
+    State(state): State<AppState>,
+    ApiPath(investigation): ApiPath<String>,
+    ApiQuery(query): ApiQuery<ChartQuery>,
+) -> Result<impl IntoResponse, AppError> {
+    let overview = chart(&state, &investigation, query.metric.as_deref()).await?;
+    Ok(([(header::CONTENT_TYPE, "image/svg+xml")], overview.svg))
+}
+
+async fn chart(state: &AppState, investigation: &str, metric: Option<&str>) -> Result<Overview, AppError> {
+    state.notebook.overview(investigation, metric).await?.ok_or_else(|| {
+        ApiError::not_found("Nothing was measured in two runs of this investigation yet: no chart.").into()
+    })
 }
 
 pub async fn delete(State(state): State<AppState>, ApiPath(id): ApiPath<i64>) -> Result<StatusCode, AppError> {

@@ -7,9 +7,11 @@
 //! tool versions (`Total Token throughput`, `reqeuest`, `pp 512`) do not matter.
 //! They never panic on arbitrary text (a property test holds them to it).
 
+pub mod collectives;
 pub mod command;
 pub mod custom;
 pub mod llama_bench;
+pub mod overview;
 pub mod record;
 pub(crate) mod service;
 pub mod serving;
@@ -25,6 +27,7 @@ pub fn extract(text: &str) -> Vec<Measurement> {
     found.extend(vllm::throughput(text));
     found.extend(vllm::latency(text));
     found.extend(llama_bench::extract(text));
+    found.extend(collectives::extract(text));
     found
 }
 
@@ -78,6 +81,7 @@ mod tests {
             "bench-outputs/vllm_bench_serve_pr36559.txt",
             "bench-outputs/llama_bench_issue3869.txt",
             "gpu-host-h200x2/decode.log",
+            "gpu-host-h200x2/allreduce-LL.log",
         ] {
             lines.extend(crate::fixtures::read(file).lines().map(str::to_string));
         }

@@ -6,6 +6,8 @@ use crate::db::MeasurementRow;
 use crate::notebook::{Service, store_error, timestamp};
 use app::error::ApiError;
 use app::metrics::{ExtractorDef, Measurement, NewMeasurement, StoredMeasurement};
+use app::steps::StepBody;
+use app::steps::calculator::{CalculatorBody, MeasuredFrom};
 
 pub(crate) fn measurement_of(row: MeasurementRow) -> StoredMeasurement {
     StoredMeasurement {
@@ -33,7 +35,94 @@ fn check_text(what: &str, text: Option<&str>, max: usize) -> Result<Option<Strin
     Ok(Some(text.to_string()))
 }
 
+/// What a calculator input needs from a linked measurement.
+#[derive(Clone, Copy)]
+enum Wanted {
+    TokensPerSecond,
+    Microseconds,
+}
+
+impl Wanted {
+    /// The factor from `unit` to the input's unit, if they measure the same thing.
+    fn factor(self, unit: &str) -> Option<f64> {
+        match (self, unit.to_ascii_lowercase().as_str()) {
+            (Self::TokensPerSecond, "tok/s" | "tokens/s" | "t/s") => Some(1.0),
+            (Self::Microseconds, "us" | "µs") => Some(1.0),
+            (Self::Microseconds, "ms") => Some(1e3),
+            (Self::Microseconds, "s") => Some(1e6),
+            _ => None,
+        }
+    }
+
+    fn needs(self) -> &'static str {
+        match self {
+            Self::TokensPerSecond => "a speed in tok/s",
+            Self::Microseconds => "a latency in µs, ms or s",
+        }
+    }
+}
+
 impl Service {
+    /// Fills calculator inputs linked to measurements (`tok_s_from`, `latency_from`)
+    /// with their values, checking each is of this investigation and of a fitting unit.
+    pub(crate) async fn link_measurements(&self, investigation: &str, body: StepBody) -> Result<StepBody, ApiError> {
+        let StepBody::Calculator(mut calculator) = body else { return Ok(body) };
+        match &mut calculator {
+            CalculatorBody::Bandwidth(b) => {
+                if let Some(from) = &mut b.tok_s_from {
+                    b.tok_s = self.linked_value(investigation, from, Wanted::TokensPerSecond).await?;
+                }
+            }
+            CalculatorBody::Collective(c) => {
+                if let Some(from) = &mut c.latency_from {
+                    c.latency_us = self.linked_value(investigation, from, Wanted::Microseconds).await?;
+                }
+                if let Some(from) = &mut c.tok_s_from {
+                    c.tok_s = Some(self.linked_value(investigation, from, Wanted::TokensPerSecond).await?);
+                }
+            }
+        }
+        Ok(StepBody::Calculator(calculator))
+    }
+
+    async fn linked_value(
+        &self,
+        investigation: &str,
+        from: &mut MeasuredFrom,
+        wanted: Wanted,
+    ) -> Result<f64, ApiError> {
+        let id = from.measurement;
+        let row = self
+            .store
+            .measurement(id)
+            .await
+            .map_err(store_error)?
+            .filter(|m| m.investigation_id == investigation)
+            .ok_or_else(|| ApiError::invalid(format!("This investigation has no measurement {id}.")))?;
+        let factor = wanted.factor(&row.unit).ok_or_else(|| {
+            ApiError::invalid(format!(
+                "Measurement {id} is {} in {}; this input needs {}.",
+                row.metric,
+                if row.unit.is_empty() { "no unit" } else { &row.unit },
+                wanted.needs()
+            ))
+        })?;
+        let step = match row.run_id {
+            Some(run) => self.store.run(run).await.map_err(store_error)?.map(|r| r.step_id),
+            None => None,
+        };
+        *from = MeasuredFrom {
+            measurement: id,
+            metric: row.metric,
+            key: row.key,
+            run: row.run_id,
+            step,
+            value: row.value,
+            unit: row.unit,
+        };
+        Ok(row.value * factor)
+    }
+
     pub(crate) async fn measurements_impl(&self, investigation: &str) -> Result<Vec<StoredMeasurement>, ApiError> {
         self.existing_investigation(investigation).await?;
         let rows = self.store.measurements_of_investigation(investigation).await.map_err(store_error)?;

@@ -42,6 +42,7 @@ pub fn run_from_row(row: RunRow) -> Run {
         finished_at: row.finished_at.map(timestamp),
         duration_ms,
         who: row.who,
+        facts_id: row.facts_id,
         tail: None,
         measurements: Vec::new(),
     }

@@ -46,11 +46,14 @@ pub struct Runner {
     output_dir: PathBuf,
     /// Cancel switches of runs that are queued or running here.
     cancels: Mutex<HashMap<i64, watch::Sender<bool>>>,
+    /// One day's-first facts capture at a time, so batches started together
+    /// capture once.
+    facts_capture: tokio::sync::Mutex<()>,
 }
 
 impl Runner {
     pub fn new(store: Store, pool: Arc<Pool>, live: Arc<Live>, output_dir: PathBuf) -> Self {
-        Self { store, pool, live, output_dir, cancels: Mutex::new(HashMap::new()) }
+        Self { store, pool, live, output_dir, cancels: Mutex::new(HashMap::new()), facts_capture: Default::default() }
     }
 
     pub fn output_dir(&self) -> &std::path::Path {
@@ -80,6 +83,10 @@ impl Runner {
         }
         let runner = self.clone();
         tokio::spawn(async move {
+            {
+                let _one = runner.facts_capture.lock().await;
+                crate::facts::capture_if_stale(&runner.store, &runner.pool, &target).await;
+            }
             for run in runs {
                 runner.execute(&investigation, run.id, &target).await;
                 runner.cancels.lock().unwrap_or_else(|e| e.into_inner()).remove(&run.id);

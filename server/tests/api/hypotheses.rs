@@ -74,6 +74,47 @@ async fn an_experiment_compares_the_runs_of_two_steps() {
     assert_eq!(h["unit"], "tok/s");
     assert!(h["chart_svg"].as_str().unwrap().starts_with("<svg"), "the experiment is drawn");
 
+    // Provenance: the day's first run captured the host's facts; every run points at them.
+    let mut facts_ids = std::collections::BTreeSet::new();
+    for step in [baseline, treatment] {
+        for run in app.get(&format!("/api/v1/steps/{step}/runs")).await.json().as_array().unwrap() {
+            facts_ids.insert(run["facts_id"].as_i64().unwrap_or_else(|| panic!("no facts: {run}")));
+        }
+    }
+    assert_eq!(facts_ids.len(), 1, "captured once for the day, not per batch: {facts_ids:?}");
+    let facts_id = facts_ids.first().unwrap();
+    let facts = app.get(&format!("/api/v1/facts/{facts_id}")).await;
+    assert_eq!(facts.status, StatusCode::OK, "{}", facts.text());
+    assert!(facts.json()["notes"].to_string().contains("nvidia-smi"), "no GPU here: {}", facts.text());
+    let p = &h["provenance"];
+    assert_eq!(
+        p["summary"].as_str().unwrap().split_once(" and ").map(|(head, _)| head),
+        Some("Same host (gpu)"),
+        "{p}"
+    );
+    // The stand-in benchmark reads its values from a file named by the config.
+    assert!(p["summary"].as_str().unwrap().ends_with("differs: NCCL_PROTO (unset) → LL; the command."), "{p}");
+    assert_eq!(p["warnings"], json!([]), "{p}");
+
+    // The investigation's chart: one column per configuration, the hypothesis's baseline dashed.
+    let overview = app.get(&format!("/api/v1/investigations/{investigation}/overview")).await.json();
+    assert_eq!(overview["metric"], "output_throughput", "{overview}");
+    let groups: Vec<(String, u64)> = overview["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| (g["label"].as_str().unwrap().to_string(), g["summary"]["n"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(groups, [("(default env)".to_string(), 5), ("NCCL_PROTO=LL".to_string(), 4)], "warm-ups left out");
+    assert_eq!(overview["baseline_label"], "baseline of “NCCL_PROTO=LL speeds up decode”");
+    assert!(overview["metrics"].as_array().unwrap().contains(&json!("total_throughput")), "{overview}");
+    let svg = app.get(&format!("/api/v1/investigations/{investigation}/chart.svg?metric=total_throughput")).await;
+    assert_eq!(svg.headers["content-type"], "image/svg+xml");
+    assert!(svg.text().starts_with("<svg") && svg.text().contains("NCCL_PROTO=LL"), "{}", svg.text());
+    let unknown = app.get(&format!("/api/v1/investigations/{investigation}/chart.svg?metric=nope")).await;
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND);
+    assert!(unknown.text().contains("these were: output_throughput"), "{}", unknown.text());
+
     // A person decides; the page's summary shows it.
     let id = h["id"].as_i64().unwrap();
     let decided = app.patch_json(&format!("/api/v1/hypotheses/{id}"), json!({ "status": "refuted" })).await;
@@ -93,6 +134,15 @@ async fn an_experiment_compares_the_runs_of_two_steps() {
     let figure =
         page.split(&format!("id=\"chart-{id}\"")).nth(1).expect("a chart figure").split("</figure>").next().unwrap();
     assert!(figure.contains("<svg") && figure.contains("<circle"), "the chart, server-rendered: {figure}");
+    assert!(row.contains("NCCL_PROTO (unset) → LL"), "provenance in the row: {row}");
+    let overview = page
+        .split("id=\"overview-chart\"")
+        .nth(1)
+        .expect("the investigation's chart")
+        .split("</figure>")
+        .next()
+        .unwrap();
+    assert!(overview.contains("<svg") && overview.contains("(default env)"), "{overview}");
     assert_eq!(app.get(&format!("/api/v1/investigations/{investigation}")).await.json()["hypotheses"][0]["id"], id);
 
     // A single run per side: noise unknown, and what to do about it.
@@ -121,4 +171,126 @@ async fn an_experiment_compares_the_runs_of_two_steps() {
     }
     assert_eq!(app.delete(&format!("/api/v1/hypotheses/{id}")).await.status, StatusCode::NO_CONTENT);
     assert_eq!(app.get(&format!("/api/v1/hypotheses/{id}")).await.status, StatusCode::NOT_FOUND);
+}
+
+/// Facts captured between the groups (here: another python asked about packages)
+/// make the experiment warn; evidence names steps of the same investigation only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn groups_under_different_host_facts_are_flagged_and_evidence_is_checked() {
+    let sshd = crate::sshd::Sshd::start();
+    let app = crate::runs::app_with_host(&sshd).await;
+    let speed = |v: &str| format!("echo 'Throughput: 1.00 requests/s, 9.00 total tokens/s, {v} output tokens/s'");
+    let baseline = crate::runs::command_step(&app, json!({ "command": speed("57.5") })).await;
+    let investigation =
+        app.get(&format!("/api/v1/steps/{baseline}")).await.json()["investigation_id"].as_str().unwrap().to_string();
+    for run in crate::runs::start(&app, baseline, json!({})).await {
+        crate::runs::finished(&app, run).await;
+    }
+    let recapture = app.post_json("/api/v1/hosts/gpu/facts", json!({ "python": "/nonexistent/python" })).await;
+    assert_eq!(recapture.status, StatusCode::OK, "{}", recapture.text());
+    let treatment = app
+        .post_json(
+            &format!("/api/v1/investigations/{investigation}/steps"),
+            json!({ "kind": "command", "host": "gpu", "command": speed("33.0"), "env": { "NCCL_PROTO": "LL" } }),
+        )
+        .await
+        .json()["id"]
+        .as_i64()
+        .unwrap();
+    for run in crate::runs::start(&app, treatment, json!({})).await {
+        crate::runs::finished(&app, run).await;
+    }
+    let note = app.note(&investigation, "Custom allreduce is disabled on more than two PCIe-only GPUs").await;
+    let note_id = note["id"].as_i64().unwrap();
+    let hypotheses = format!("/api/v1/investigations/{investigation}/hypotheses");
+    let h = app
+        .post_json(
+            &hypotheses,
+            json!({ "statement": "LL is slower", "metric": "output_throughput",
+                    "baseline": { "steps": [baseline] }, "treatment": { "steps": [treatment] },
+                    "evidence": [note_id, note_id, baseline] }),
+        )
+        .await;
+    assert_eq!(h.status, StatusCode::CREATED, "{}", h.text());
+    let h = h.json();
+    assert_eq!(h["evidence"], json!([note_id, baseline]), "each step once");
+    let warnings = h["provenance"]["warnings"].to_string();
+    assert!(warnings.contains("different host facts") && warnings.contains("python"), "{h}");
+    assert!(h["provenance"]["summary"].as_str().unwrap().contains("different host facts"), "{h}");
+
+    let elsewhere = app.investigation("elsewhere").await;
+    let stranger = app.note(&elsewhere, "not this one").await["id"].as_i64().unwrap();
+    let id = h["id"].as_i64().unwrap();
+    let refused = app.patch_json(&format!("/api/v1/hypotheses/{id}"), json!({ "evidence": [stranger] })).await;
+    assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", refused.text());
+    assert!(refused.text().contains("not a step of this investigation"), "{}", refused.text());
+    let page = app.get(&format!("/i/{investigation}")).await.text();
+    let row = page.split(&format!("<tr id=\"hypothesis-{id}\"")).nth(1).unwrap().split("</tr>").next().unwrap();
+    assert!(row.contains(&format!("href=\"#step-{note_id}\"")), "evidence links in the row: {row}");
+    assert!(row.contains("class=\"warning\""), "the warning shows: {row}");
+}
+
+/// A collective budget whose latency comes from an all-reduce sweep a run printed
+/// (the real H200 log) and whose speed comes from a benchmark run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calculators_take_their_inputs_from_measurements() {
+    let sshd = crate::sshd::Sshd::start();
+    let app = crate::runs::app_with_host(&sshd).await;
+    let log = sshd.dir.path().join("allreduce-LL.log");
+    std::fs::write(&log, server::fixtures::read("gpu-host-h200x2/allreduce-LL.log")).unwrap();
+    let command = format!(
+        "cat {}; echo 'Throughput: 1.00 requests/s, 9.00 total tokens/s, 57.50 output tokens/s'",
+        log.display()
+    );
+    let step = crate::runs::command_step(&app, json!({ "command": command })).await;
+    let investigation =
+        app.get(&format!("/api/v1/steps/{step}")).await.json()["investigation_id"].as_str().unwrap().to_string();
+    let run = crate::runs::start(&app, step, json!({})).await[0];
+    crate::runs::finished(&app, run).await;
+    let measurements = app.get(&format!("/api/v1/investigations/{investigation}/measurements")).await.json();
+    let find = |metric: &str, key: Option<&str>| {
+        measurements
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["metric"] == metric && m["key"].as_str() == key)
+            .unwrap_or_else(|| panic!("{metric} {key:?} in {measurements}"))["id"]
+            .as_i64()
+            .unwrap()
+    };
+    let latency = find("allreduce_time_us", Some("16384 B"));
+    let speed = find("output_throughput", None);
+
+    let steps = format!("/api/v1/investigations/{investigation}/steps");
+    let budget = app
+        .post_json(
+            &steps,
+            json!({ "kind": "calculator", "calculator": "collective", "layers": 78, "per_layer": 2,
+                    "latency_from": { "measurement": latency }, "tok_s_from": { "measurement": speed } }),
+        )
+        .await;
+    assert_eq!(budget.status, StatusCode::CREATED, "{}", budget.text());
+    let budget = budget.json();
+    let body = &budget;
+    assert_eq!(body["latency_us"], 38.96, "{body}");
+    assert_eq!(body["tok_s"], 57.5, "{body}");
+    assert_eq!(body["latency_from"]["run"], run, "{body}");
+    assert_eq!(body["latency_from"]["step"], step, "{body}");
+    assert_eq!(body["latency_from"]["key"], "16384 B", "{body}");
+    let page = app.get(&format!("/i/{investigation}")).await.text();
+    assert!(page.contains(&format!("allreduce_time_us at 16384 B of run #{run}")), "the source is shown");
+    // 156 × 38.96 µs = 6.08 ms of a 17.4 ms token: 35 %.
+    assert!(page.contains("6.08 ms") && page.contains("35 % of 17.4 ms"), "the budget's numbers");
+
+    for (bad, needle) in [
+        (json!({ "latency_from": { "measurement": speed } }), "needs a latency"),
+        (json!({ "latency_from": { "measurement": 999_999 } }), "no measurement 999999"),
+        (json!({ "latency_us": 40, "tok_s_from": { "measurement": latency } }), "needs a speed"),
+    ] {
+        let mut body = json!({ "kind": "calculator", "calculator": "collective", "layers": 78, "per_layer": 2 });
+        body.as_object_mut().unwrap().extend(bad.as_object().unwrap().clone());
+        let response = app.post_json(&steps, body.clone()).await;
+        assert_eq!(response.status, StatusCode::UNPROCESSABLE_ENTITY, "{body}: {}", response.text());
+        assert!(response.text().contains(needle), "{body}: {}", response.text());
+    }
 }

@@ -1,6 +1,8 @@
 //! Hypotheses: checking what people write, and computing each one's experiment
 //! from the measurements of its runs.
 
+mod provenance;
+
 use crate::db::{HypothesisRow, RunRow};
 use crate::markdown::to_safe_html;
 use crate::metrics::stats;
@@ -86,6 +88,39 @@ fn resolve(group: &RunGroup, runs: &[RunRow]) -> Vec<i64> {
 }
 
 impl Service {
+    /// How the measured runs of each side ran (host, facts, command, env).
+    async fn provenance<'a>(
+        &self,
+        baseline: &[(i64, f64)],
+        treatment: &[(i64, f64)],
+        runs: &'a [RunRow],
+    ) -> Result<Option<app::hypotheses::Provenance>, ApiError> {
+        let rows = |values: &[(i64, f64)]| -> Vec<&'a RunRow> {
+            values.iter().filter_map(|(id, _)| runs.iter().find(|r| r.id == *id)).collect()
+        };
+        let (b, t) = (rows(baseline), rows(treatment));
+        let mut facts: HashMap<i64, app::hosts::HostFacts> = HashMap::new();
+        for id in b.iter().chain(&t).filter_map(|r| r.facts_id) {
+            if let std::collections::hash_map::Entry::Vacant(slot) = facts.entry(id)
+                && let Some(row) = self.store.facts(id).await.map_err(store_error)?
+            {
+                slot.insert(serde_json::from_str(&row.facts).map_err(|e| internal("stored facts", e))?);
+            }
+        }
+        let facts = &facts;
+        let context = |rows: Vec<&'a RunRow>| -> Vec<provenance::RunContext<'_>> {
+            rows.into_iter()
+                .map(|r| provenance::RunContext {
+                    host: &r.host,
+                    command: &r.command,
+                    env: serde_json::from_str(&r.env).unwrap_or_default(),
+                    facts: r.facts_id.and_then(|id| facts.get(&id)),
+                })
+                .collect()
+        };
+        Ok(provenance::provenance(&context(b), &context(t)))
+    }
+
     /// `runs`: the investigation's runs (loaded once for all its hypotheses).
     async fn hypothesis_view(&self, row: HypothesisRow, runs: &[RunRow]) -> Result<Hypothesis, ApiError> {
         let baseline: RunGroup = serde_json::from_str(&row.baseline).unwrap_or_default();
@@ -115,6 +150,7 @@ impl Service {
                 .ok(),
             _ => None,
         };
+        let provenance = self.provenance(&baseline_values, &treatment_values, runs).await?;
         let as_expected = match (&row.direction, comparison.as_ref().map(|c| c.outcome.as_str())) {
             (Some(d), Some(o @ ("increase" | "decrease"))) => Some(d == o),
             _ => None,
@@ -139,9 +175,23 @@ impl Service {
             as_expected,
             unit,
             chart_svg,
+            provenance,
             created_at: timestamp(row.created_at),
             updated_at: timestamp(row.updated_at),
         })
+    }
+
+    /// Evidence names steps of the hypothesis's own investigation, each once.
+    async fn check_evidence(&self, row: &mut HypothesisRow) -> Result<(), ApiError> {
+        let mut evidence: Vec<i64> = serde_json::from_str(&row.evidence).unwrap_or_default();
+        let steps = self.store.steps(&row.investigation_id).await.map_err(store_error)?;
+        if let Some(stranger) = evidence.iter().find(|id| !steps.iter().any(|s| s.id == **id)) {
+            return Err(ApiError::invalid(format!("Step {stranger} is not a step of this investigation.")));
+        }
+        let mut seen = std::collections::HashSet::new();
+        evidence.retain(|id| seen.insert(*id));
+        row.evidence = serde_json::to_string(&evidence).map_err(|e| internal("evidence json", e))?;
+        Ok(())
     }
 
     pub(crate) async fn hypotheses_impl(&self, investigation: &str) -> Result<Vec<Hypothesis>, ApiError> {
@@ -186,6 +236,7 @@ impl Service {
             updated_at: 0,
         };
         apply(&mut row, input)?;
+        self.check_evidence(&mut row).await?;
         let id = self.store.insert_hypothesis(&row).await.map_err(store_error)?;
         self.hypothesis_impl(id).await
     }
@@ -193,6 +244,7 @@ impl Service {
     pub(crate) async fn update_hypothesis_impl(&self, id: i64, input: HypothesisInput) -> Result<Hypothesis, ApiError> {
         let mut row = self.store.hypothesis(id).await.map_err(store_error)?.ok_or_else(|| not_found(id))?;
         apply(&mut row, input)?;
+        self.check_evidence(&mut row).await?;
         if !self.store.update_hypothesis(&row).await.map_err(store_error)? {
             return Err(not_found(id));
         }
