@@ -384,9 +384,50 @@ test('tok/s from two configurations, a hypothesis, and its verdict', async () =>
   assert.match(verdict, /opposite of expected/);
   assert.match(await row.textContent(), /57\.50 tok\/s \(n=3\)/);
   assert.match(await row.textContent(), /33\.17 tok\/s \(n=3\)/);
-  const chart = page.locator('figure.chart svg');
+  const chart = page.locator('.charts figure.chart svg');
   assert.ok(await chart.isVisible(), 'the experiment chart');
   assert.ok((await chart.locator('circle').count()) >= 6, 'a dot per run');
+  // Same host, same facts (captured before the day's first run): only the env differs.
+  assert.match(await row.locator('.provenance').textContent(), /Same host \(gpu\) and the same host facts .*only NCCL_PROTO differs: \(unset\) → LL\./);
+  // The investigation's chart: a column per configuration.
+  const overview = page.locator('#overview-chart svg');
+  assert.ok(await overview.isVisible(), 'the investigation chart');
+  assert.match(await overview.textContent(), /\(default env\).*NCCL_PROTO=LL/s);
+
+  // The base step is evidence; a link in the row leads to it.
+  await row.locator('details.link-evidence summary').click();
+  await row.locator('details.link-evidence select[name=step]').selectOption(String(base.id));
+  await row.locator('details.link-evidence button:has-text("Link")').click();
+  await page.waitForSelector(`table.hypotheses-table ul.evidence a[href="#step-${base.id}"]`);
+
+  // A number measured elsewhere joins the chart under its label.
+  await page.click('#manual-measurements summary');
+  const manual = page.locator('#manual-measurements form');
+  await manual.locator('input[name=metric]').fill('output_throughput');
+  await manual.locator('input[name=value]').fill('41.2');
+  await manual.locator('input[name=unit]').fill('tok/s');
+  await manual.locator('input[name=label]').fill('NCCL_PROTO=SIMPLE (nsys)');
+  await manual.locator('input[name=note]').fill('from an nsys run on the host');
+  await manual.locator('button:has-text("Add number")').click();
+  await page.waitForSelector('table.groups-table td:has-text("NCCL_PROTO=SIMPLE (nsys)")');
+
+  // A roofline whose speed is the measured one, picked from the list.
+  await page.click('#add-calculator summary');
+  const roofline = page.locator('#add-bandwidth');
+  await roofline.locator('select[name=gpu]').selectOption('custom');
+  await roofline.locator('input[name=peak_tb_s]').fill('1.5');
+  await roofline.locator('input[name=gpus]').fill('8');
+  await roofline.locator('input[name=weights_gb]').fill('27.83');
+  const measured = await roofline.locator('select[name=tok_s_from] option').evaluateAll(
+    (options) => options.find((o) => o.textContent.startsWith('output_throughput = 57.5'))?.value);
+  assert.ok(measured, 'the baseline run\'s tok/s is offered');
+  await roofline.locator('select[name=tok_s_from]').selectOption(measured);
+  await roofline.locator('button:has-text("Add roofline")').click();
+  const calc = page.locator('li.step[data-kind=calculator]').last();
+  await calc.waitFor();
+  assert.match(await calc.textContent(), /57\.\d+ tok\/s\s*output_throughput of run #\d+/);
+  assert.match(await calc.textContent(), /time per token\s*17\.\d ms/);
+  await screenshot(page, 'measurements-overview');
   await row.locator('select[name=status]').selectOption('refuted');
   await row.locator('button:has-text("Set")').click();
   await page.waitForSelector('table.hypotheses-table tr[data-status=refuted]');

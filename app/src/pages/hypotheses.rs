@@ -431,7 +431,7 @@ pub fn MeasurementsSection(inv: Investigation) -> impl IntoView {
         }
     });
     view! {
-        <section class="measurements" aria-label="Measurements">
+        <section class="overview" aria-label="Measurements">
             <h2>"Measurements"</h2>
             {match overview {
                 Some(o) => o.into_any(),

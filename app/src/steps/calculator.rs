@@ -269,6 +269,7 @@ pub async fn add_collective(
 }
 
 /// A form's measurement choice: empty (typed instead) or a measurement id.
+#[cfg(feature = "ssr")]
 fn linked(field: &str) -> Result<Option<MeasuredFrom>, ApiError> {
     let id: Option<i64> = crate::backend::form_number("The measurement", field)?;
     Ok(id.map(|measurement| MeasuredFrom {

@@ -55,7 +55,8 @@ pub fn overview(
     // Group in order of first measurement, so the oldest configuration is drawn first.
     // ((command, label), values); manual numbers have no command.
     type Key = (Option<String>, String);
-    let mut groups: Vec<(Key, Vec<(Option<i64>, f64)>)> = Vec::new();
+    type Values = Vec<(Option<i64>, f64)>;
+    let mut groups: Vec<(Key, Values)> = Vec::new();
     let mut unit = String::new();
     for m in usable.iter().filter(|m| m.measurement.metric == metric) {
         if unit.is_empty() {
