@@ -15,11 +15,16 @@ export function tempDataDir() {
   return mkdtempSync(join(tmpdir(), 'sleuth-e2e-'));
 }
 
-/** Starts `sleuth serve` on 127.0.0.1:0 and resolves once it printed its URL. */
-export function startServer(dataDir) {
+/**
+ * Starts `sleuth serve` on 127.0.0.1:0 and resolves once it printed its URL.
+ * Feature tests run it as a single local user (`--no-auth`); `accounts.test.mjs`
+ * passes `{ accounts: true }` and gets the printed setup URL as `setupUrl`.
+ */
+export function startServer(dataDir, { accounts = false } = {}) {
   const bin = process.env.SLEUTH_BIN ?? join(root, 'target', 'debug', 'sleuth');
   const site = process.env.SLEUTH_SITE ?? join(root, 'target', 'site');
-  const child = spawn(bin, ['serve', '--addr', '127.0.0.1:0', '--data', dataDir, '--site', site], {
+  const args = ['serve', '--addr', '127.0.0.1:0', '--data', dataDir, '--site', site, ...(accounts ? [] : ['--no-auth'])];
+  const child = spawn(bin, args, {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? 'warn' },
   });
@@ -32,10 +37,12 @@ export function startServer(dataDir) {
     child.stdout.on('data', (d) => {
       out += d;
       const m = out.match(/running at (http:\/\/127\.0\.0\.1:\d+)\//);
-      if (m) {
+      const setup = out.match(/(http:\/\/\S+\/setup\?token=[\w-]+)/);
+      if (m && (!accounts || setup)) {
         clearTimeout(timer);
         resolve({
           url: m[1],
+          setupUrl: setup?.[1],
           log: () => log,
           // Resolves when the server has exited; a server that does not exit within
           // 10 s of SIGTERM (e.g. held by open event streams) fails the test.

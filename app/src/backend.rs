@@ -2,6 +2,7 @@
 //! implements [`Notebook`] and provides it as context, so this crate never links the
 //! store, SSH or anything else server-only.
 
+use crate::accounts::{ApiToken, NewApiToken, User};
 use crate::error::ApiError;
 use crate::hosts::{ConnectionReport, Host, HostFacts, HostImport, ImportReport, NewHost};
 use crate::hypotheses::{Hypothesis, HypothesisInput};
@@ -83,6 +84,30 @@ pub trait Notebook: Send + Sync + 'static {
 }
 
 /// The notebook the server provided for this request.
+/// API tokens of the signed-in user (the server's `auth::Auth`).
+#[async_trait::async_trait]
+pub trait Accounts: Send + Sync + 'static {
+    /// `false` under `--no-auth` (one local user, nothing to sign into).
+    fn enabled(&self) -> bool;
+    async fn tokens(&self, user: &str) -> Result<Vec<ApiToken>, ApiError>;
+    async fn create_token(&self, user: &str, label: &str) -> Result<NewApiToken, ApiError>;
+    async fn revoke_token(&self, user: &str, id: i64) -> Result<(), ApiError>;
+}
+
+pub fn accounts() -> Result<Arc<dyn Accounts>, ApiError> {
+    leptos::prelude::use_context::<Arc<dyn Accounts>>().ok_or_else(|| {
+        leptos::logging::error!("no Accounts in context: the server must provide one");
+        ApiError::internal()
+    })
+}
+
+/// Who is asking: set on every request by the server's sign-in check.
+pub fn current_user() -> Result<User, ApiError> {
+    leptos::prelude::use_context::<http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<User>().cloned())
+        .ok_or_else(|| ApiError::new(crate::error::ErrorCode::Unauthenticated, "Sign in first."))
+}
+
 pub fn notebook() -> Result<Arc<dyn Notebook>, ApiError> {
     leptos::prelude::use_context::<Arc<dyn Notebook>>().ok_or_else(|| {
         leptos::logging::error!("no Notebook in context: the server must provide one");

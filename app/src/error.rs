@@ -29,6 +29,12 @@ pub enum ErrorCode {
     NeedsPassphrase,
     /// Could not connect or log in to the host.
     HostUnreachable,
+    /// Not signed in (no session, no valid API token).
+    Unauthenticated,
+    /// Signed in, but not allowed; or a cross-site request.
+    Forbidden,
+    /// Too many attempts (sign-in); try again later.
+    TooManyRequests,
     /// Something broke on our side; the details are in the server log.
     Internal,
 }
@@ -57,6 +63,9 @@ impl ErrorCode {
             Self::UnsupportedMediaType => 415,
             Self::Invalid => 422,
             Self::HostKeyUnknown | Self::HostKeyChanged | Self::NeedsPassphrase => 409,
+            Self::Unauthenticated => 401,
+            Self::Forbidden => 403,
+            Self::TooManyRequests => 429,
             Self::Internal => 500,
             Self::Network | Self::HostUnreachable => 502,
         }

@@ -4,6 +4,7 @@
 //! answers server functions), and with `hydrate` to wasm32, which makes the served
 //! HTML interactive. Nothing server-only may be reached from `hydrate`.
 
+pub mod accounts;
 pub mod api;
 #[cfg(feature = "ssr")]
 pub mod backend;
@@ -60,6 +61,7 @@ pub fn App() -> impl IntoView {
                 <nav class="topnav">
                     <A href="/">"Investigations"</A>
                     <A href="/hosts">"Hosts"</A>
+                    <pages::accounts::SignedIn/>
                 </nav>
             </header>
             <main>
@@ -68,6 +70,9 @@ pub fn App() -> impl IntoView {
                 <Routes fallback=pages::NotFound>
                     <Route path=path!("/") view=pages::home::HomePage ssr=SsrMode::Async/>
                     <Route path=path!("/hosts") view=pages::hosts::HostsPage ssr=SsrMode::Async/>
+                    <Route path=path!("/login") view=pages::accounts::LoginPage ssr=SsrMode::Async/>
+                    <Route path=path!("/setup") view=pages::accounts::SetupPage ssr=SsrMode::Async/>
+                    <Route path=path!("/tokens") view=pages::accounts::TokensPage ssr=SsrMode::Async/>
                     <Route
                         path=path!("/runs/:id/source")
                         view=pages::source::SourcePage

@@ -17,6 +17,49 @@ pub enum Command {
     Serve(ServeArgs),
     /// Print the measurements found in benchmark output files as JSON.
     Extract(ExtractArgs),
+    /// Manage users (works while a server runs on the same data).
+    #[command(subcommand)]
+    User(UserCommand),
+    /// Manage API tokens (works while a server runs on the same data).
+    #[command(subcommand)]
+    Token(TokenCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct DataArg {
+    /// Directory for the SQLite database and everything else Sleuth keeps.
+    #[arg(long, env = "SLEUTH_DATA", default_value = "data")]
+    pub data: PathBuf,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum UserCommand {
+    /// Add a user. The password is read from standard input (one line).
+    Add {
+        name: String,
+        /// May manage users and hosts.
+        #[arg(long)]
+        admin: bool,
+        /// Read the password from standard input (required: never on the command line).
+        #[arg(long, required = true)]
+        password_stdin: bool,
+        #[command(flatten)]
+        data: DataArg,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Create an API token for a user and print it (shown this once).
+    Create {
+        #[arg(long)]
+        user: String,
+        /// What the token is for, as the tokens page lists it.
+        #[arg(long, default_value = "cli")]
+        label: String,
+        #[command(flatten)]
+        data: DataArg,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -46,4 +89,10 @@ pub struct ServeArgs {
     /// Changed keys are still refused.
     #[arg(long, env = "SLEUTH_TRUST_ON_FIRST_USE")]
     pub trust_on_first_use: bool,
+    /// No accounts: every request is the local admin. Only on a loopback address.
+    #[arg(long, env = "SLEUTH_NO_AUTH")]
+    pub no_auth: bool,
+    /// Mark session cookies `Secure` (Sleuth is reached over https, behind a proxy).
+    #[arg(long, env = "SLEUTH_SECURE_COOKIES")]
+    pub secure_cookies: bool,
 }

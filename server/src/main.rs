@@ -13,6 +13,8 @@ async fn main() -> ExitCode {
     let result = match Cli::parse().command {
         Command::Serve(args) => server::serve::run(args).await,
         Command::Extract(args) => server::metrics::command::run(args),
+        Command::User(command) => server::auth::command::user(command).await,
+        Command::Token(command) => server::auth::command::token(command).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,7 +1,7 @@
 //! Every route Sleuth serves, one per line.
 
 use crate::handlers::{
-    self, annotations, extract, health, highlight, hosts, hypotheses, investigations, measurements, runs, steps,
+    self, annotations, auth, extract, health, highlight, hosts, hypotheses, investigations, measurements, runs, steps,
 };
 use crate::state::AppState;
 use app::{App, model::limits, shell};
@@ -57,7 +57,11 @@ pub fn app(state: AppState) -> Router {
 
     // Pages and server functions see the same notebook as the API.
     let notebook = state.notebook.clone();
-    let context = move || provide_context(notebook.clone());
+    let accounts: std::sync::Arc<dyn app::backend::Accounts> = state.auth.clone();
+    let context = move || {
+        provide_context(notebook.clone());
+        provide_context(accounts.clone());
+    };
     let leptos = state.leptos.clone();
 
     // The built site (bundle, CSS, public/), and the app's 404 page for anything else.
@@ -77,10 +81,15 @@ pub fn app(state: AppState) -> Router {
 
     Router::new()
         .route("/healthz", get(health::check))
+        .route("/auth/login", post(auth::sign_in))
+        .route("/auth/logout", post(auth::sign_out))
+        .route("/auth/setup", post(auth::setup))
         .route("/highlight.css", get(highlight::stylesheet_css))
         .nest("/api/v1", api)
         .leptos_routes_with_context(&state, generate_route_list(App), context, move || shell(leptos.clone()))
         .fallback_service(static_files)
+        // Who is asking, and refusing cross-site changes: before anything else runs.
+        .layer(axum::middleware::from_fn_with_state(state.clone(), crate::auth::middleware::guard))
         .layer(DefaultBodyLimit::max(limits::REQUEST_BYTES))
         .layer(TraceLayer::new_for_http())
         .with_state(state)

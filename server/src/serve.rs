@@ -13,8 +13,19 @@ use std::sync::Arc;
 /// The bundle name the build produces: `pkg/sleuth.js`, `pkg/sleuth_bg.wasm`, `pkg/sleuth.css`.
 pub const OUTPUT_NAME: &str = "sleuth";
 
+/// How `serve` was asked to run.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Options {
+    pub trust_on_first_use: bool,
+    /// `--no-auth`: every request is the local admin (loopback only; checked by `run`).
+    pub no_auth: bool,
+    /// `--secure-cookies`: served over https (behind a proxy).
+    pub secure_cookies: bool,
+}
+
 /// Everything a running Sleuth needs, from a data dir and a built site.
-pub async fn state(data: &Path, site: &Path, trust_on_first_use: bool) -> Result<AppState, crate::db::OpenError> {
+pub async fn state(data: &Path, site: &Path, options: Options) -> Result<AppState, crate::db::OpenError> {
+    let trust_on_first_use = options.trust_on_first_use;
     let store = Store::open(data).await?;
     match store.interrupt_unfinished_runs().await {
         Ok(ids) if !ids.is_empty() => tracing::warn!(?ids, "runs left open by the last server are now `interrupted`"),
@@ -29,7 +40,8 @@ pub async fn state(data: &Path, site: &Path, trust_on_first_use: bool) -> Result
         .site_pkg_dir("pkg")
         .env(Env::PROD)
         .build();
-    Ok(AppState { notebook: Arc::new(Service::new(store, pool, runner.clone())), runner, leptos })
+    let auth = Arc::new(crate::auth::Auth::new(store.clone(), options.no_auth, options.secure_cookies));
+    Ok(AppState { notebook: Arc::new(Service::new(store, pool, runner.clone())), runner, leptos, auth })
 }
 
 pub async fn run(args: ServeArgs) -> Result<(), String> {
@@ -40,14 +52,35 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
             bundle.display()
         );
     }
-    let state = state(&args.data, &args.site, args.trust_on_first_use).await.map_err(|e| e.to_string())?;
+    if args.no_auth && !args.addr.ip().is_loopback() {
+        return Err(format!(
+            "--no-auth lets anyone who can reach {} run commands on your hosts; it is allowed on 127.0.0.1 / ::1 only.",
+            args.addr
+        ));
+    }
+    let options = Options {
+        trust_on_first_use: args.trust_on_first_use,
+        no_auth: args.no_auth,
+        secure_cookies: args.secure_cookies,
+    };
+    let state = state(&args.data, &args.site, options).await.map_err(|e| e.to_string())?;
     let listener =
         tokio::net::TcpListener::bind(args.addr).await.map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     // Tests and scripts read this line to find the port when --addr ends in :0.
     println!("Sleuth is running at http://{local}/ (data in {})", args.data.display());
+    match state.auth.setup_token_if_empty().await {
+        Ok(Some(token)) => println!(
+            "No users yet. Create the first admin at http://{local}/setup?token={token} \
+             (this link works once; or run `sleuth user add NAME --admin --password-stdin`)."
+        ),
+        Ok(None) if args.no_auth => println!("--no-auth: every request is the local admin."),
+        Ok(None) => {}
+        Err(e) => return Err(format!("cannot read users: {}", e.message)),
+    }
     let live = state.runner.live().clone();
-    axum::serve(listener, router::app(state))
+    let app = router::app(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    axum::serve(listener, app)
         .with_graceful_shutdown(async move {
             shutdown_signal().await;
             // Open event streams would hold the shutdown forever.

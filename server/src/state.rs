@@ -10,6 +10,8 @@ pub struct AppState {
     /// Run output and live progress, for the streaming and download routes.
     pub runner: Arc<crate::runs::Runner>,
     pub leptos: LeptosOptions,
+    /// Accounts, sessions, API tokens (see `crate::auth`).
+    pub auth: Arc<crate::auth::Auth>,
 }
 
 impl FromRef<AppState> for LeptosOptions {

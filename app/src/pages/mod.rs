@@ -1,3 +1,4 @@
+pub mod accounts;
 pub mod home;
 pub mod hosts;
 pub mod hypotheses;

@@ -33,8 +33,13 @@ impl Peer {
         let known_hosts = dir.path().join("known_hosts");
         std::fs::write(&known_hosts, format!("[127.0.0.1]:{} {host_key}", sshd.port)).expect("known_hosts");
         let control = dir.path().join("cm");
-        let state =
-            server::serve::state(&dir.path().join("data"), &dir.path().join("site"), false).await.expect("state");
+        let state = server::serve::state(
+            &dir.path().join("data"),
+            &dir.path().join("site"),
+            server::serve::Options { no_auth: true, ..Default::default() },
+        )
+        .await
+        .expect("state");
         let notebook = state.notebook.clone();
         notebook
             .add_host(app::hosts::NewHost {

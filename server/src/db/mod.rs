@@ -15,6 +15,7 @@
 //!   text or 64-bit integers, and nothing relies on SQLite-only behaviour except
 //!   `STRICT` tables and `json_valid` checks in the migrations.
 
+mod accounts;
 mod annotations;
 mod facts;
 mod hosts;
@@ -25,6 +26,7 @@ mod runs;
 mod searches;
 mod snapshots;
 
+pub use accounts::{TokenRow, UserRow};
 pub use annotations::AnnotationRow;
 pub use facts::FactsRow;
 pub use hypotheses::HypothesisRow;

@@ -1,6 +1,6 @@
 use axum::Router;
 use axum::body::Body;
-use axum::http::{HeaderMap, Method, Request, StatusCode, header};
+use axum::http::{HeaderMap, Method, Request, StatusCode};
 use http_body_util::BodyExt;
 use serde_json::Value;
 use tempfile::TempDir;
@@ -9,6 +9,8 @@ use tower::ServiceExt;
 pub struct TestApp {
     pub router: Router,
     pub data: TempDir,
+    /// With accounts on (`spawn_app_with_accounts`): the server's side of them.
+    pub auth: Option<std::sync::Arc<server::auth::Auth>>,
 }
 
 pub struct Response {
@@ -34,16 +36,29 @@ impl Response {
     }
 }
 
+/// A server as `sleuth serve --no-auth` runs it: every request is the local admin.
+/// The feature tests use it; `accounts.rs` tests signing in.
 pub async fn spawn_app() -> TestApp {
     let data = tempfile::tempdir().expect("temp dir");
     let router = router_for(&data).await;
-    TestApp { router, data }
+    TestApp { router, data, auth: None }
+}
+
+/// A server with accounts, as `sleuth serve` runs by default.
+pub async fn spawn_app_with_accounts() -> TestApp {
+    let data = tempfile::tempdir().expect("temp dir");
+    let state = server::serve::state(&data.path().join("db"), &data.path().join("site"), Default::default())
+        .await
+        .expect("state");
+    let auth = state.auth.clone();
+    TestApp { router: server::app(state), data, auth: Some(auth) }
 }
 
 async fn router_for(data: &TempDir) -> Router {
     // No site is needed: these tests read server-rendered HTML and JSON only.
     let site = data.path().join("site");
-    let state = server::serve::state(&data.path().join("db"), &site, false).await.expect("state");
+    let options = server::serve::Options { no_auth: true, ..Default::default() };
+    let state = server::serve::state(&data.path().join("db"), &site, options).await.expect("state");
     server::app(state)
 }
 
@@ -52,13 +67,19 @@ impl TestApp {
     pub async fn restart(self) -> TestApp {
         drop(self.router);
         let router = router_for(&self.data).await;
-        TestApp { router, data: self.data }
+        TestApp { router, data: self.data, auth: None }
     }
 
     pub async fn send(&self, method: Method, uri: &str, content_type: Option<&str>, body: Vec<u8>) -> Response {
+        let headers: Vec<(&str, &str)> = content_type.map(|ct| ("content-type", ct)).into_iter().collect();
+        self.send_with(method, uri, &headers, body).await
+    }
+
+    /// A request with any headers (cookies, `Authorization`, `Origin`…).
+    pub async fn send_with(&self, method: Method, uri: &str, headers: &[(&str, &str)], body: Vec<u8>) -> Response {
         let mut request = Request::builder().method(method).uri(uri);
-        if let Some(ct) = content_type {
-            request = request.header(header::CONTENT_TYPE, ct);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
         }
         let response =
             self.router.clone().oneshot(request.body(Body::from(body)).expect("request")).await.expect("infallible");

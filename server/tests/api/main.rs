@@ -1,6 +1,7 @@
 //! Integration tests: the real router over a real SQLite store in a temp dir.
 //! One test binary (faster to link); one module per resource.
 
+mod accounts;
 mod helpers;
 mod hypotheses;
 mod investigations;

@@ -1,0 +1,26 @@
+//! Who is signed in, as the pages and server functions see it.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct User {
+    pub name: String,
+    pub admin: bool,
+}
+
+/// An API token as listed (the token itself is shown once, at creation).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ApiToken {
+    pub id: i64,
+    pub label: String,
+    pub created_at: String,
+    pub last_used_at: Option<String>,
+    pub revoked_at: Option<String>,
+}
+
+/// A token just created: the only time its secret is seen.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NewApiToken {
+    pub token: String,
+    pub info: ApiToken,
+}

@@ -1,0 +1,181 @@
+//! Signing in, the first admin's setup, and one's API tokens. Sign-in and setup
+//! are plain forms posted to `/auth/…` (the server answers with a redirect and
+//! the session cookie), so they work before the bundle loads.
+
+use crate::accounts::{ApiToken, NewApiToken, User};
+use crate::error::ApiError;
+use leptos::form::ActionForm;
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_query_map;
+
+/// Who is signed in; `None` without accounts (`--no-auth`).
+#[server]
+pub async fn whoami() -> Result<Option<User>, ApiError> {
+    if !crate::backend::accounts()?.enabled() {
+        return Ok(None);
+    }
+    crate::backend::current_user().map(Some)
+}
+
+#[server]
+pub async fn list_tokens() -> Result<Vec<ApiToken>, ApiError> {
+    let user = crate::backend::current_user()?;
+    crate::backend::accounts()?.tokens(&user.name).await.inspect_err(crate::backend::set_status)
+}
+
+#[server]
+pub async fn create_token(label: String) -> Result<NewApiToken, ApiError> {
+    let user = crate::backend::current_user()?;
+    crate::backend::accounts()?.create_token(&user.name, &label).await.inspect_err(crate::backend::set_status)
+}
+
+#[server]
+pub async fn revoke_token(id: i64) -> Result<(), ApiError> {
+    let user = crate::backend::current_user()?;
+    crate::backend::accounts()?.revoke_token(&user.name, id).await.inspect_err(crate::backend::set_status)
+}
+
+/// The top bar's corner: the signed-in name, tokens, and signing out.
+#[component]
+pub fn SignedIn() -> impl IntoView {
+    let me = Resource::new(|| (), |_| whoami());
+    view! {
+        <Suspense fallback=|| ()>
+            {move || Suspend::new(async move {
+                match me.await {
+                    Ok(Some(user)) => view! {
+                        <a href="/tokens" class="me" title="Your API tokens">{user.name}</a>
+                        <form method="post" action="/auth/logout" class="inline sign-out">
+                            <button type="submit" class="quiet">"Sign out"</button>
+                        </form>
+                    }
+                    .into_any(),
+                    _ => ().into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+fn query(name: &'static str) -> impl Fn() -> String + Copy {
+    let q = use_query_map();
+    move || q.read().get(name).unwrap_or_default()
+}
+
+#[component]
+pub fn LoginPage() -> impl IntoView {
+    let (error, name, next) = (query("error"), query("name"), query("next"));
+    view! {
+        <Title text="Sign in · Sleuth"/>
+        <section class="narrow-page">
+            <h1>"Sign in"</h1>
+            {move || (!error().is_empty()).then(|| view! { <p class="error" role="alert">{error()}</p> })}
+            <form method="post" action="/auth/login" class="stacked" id="sign-in">
+                <input type="hidden" name="next" value=next/>
+                <label>"Name" <input name="name" required autocomplete="username" value=name autofocus/></label>
+                <label>"Password" <input name="password" type="password" required autocomplete="current-password"/></label>
+                <div class="form-actions"><button type="submit" class="primary">"Sign in"</button></div>
+            </form>
+            <p class="muted">"No account? An admin adds you with " <code>"sleuth user add NAME --password-stdin"</code> "."</p>
+        </section>
+    }
+}
+
+#[component]
+pub fn SetupPage() -> impl IntoView {
+    let (token, error, name) = (query("token"), query("error"), query("name"));
+    view! {
+        <Title text="Set up Sleuth"/>
+        <section class="narrow-page">
+            <h1>"Create the first admin"</h1>
+            <p class="muted">"This link was printed when Sleuth started with no users; it works once."</p>
+            {move || (!error().is_empty()).then(|| view! { <p class="error" role="alert">{error()}</p> })}
+            <form method="post" action="/auth/setup" class="stacked" id="setup">
+                <input type="hidden" name="token" value=token/>
+                <label>"Name" <input name="name" required autocomplete="username" value=name/></label>
+                <label>"Password " <span class="muted">"(10 characters or more)"</span>
+                    <input name="password" type="password" required minlength="10" autocomplete="new-password"/>
+                </label>
+                <div class="form-actions"><button type="submit" class="primary">"Create admin and sign in"</button></div>
+            </form>
+        </section>
+    }
+}
+
+#[component]
+pub fn TokensPage() -> impl IntoView {
+    let create = ServerAction::<CreateToken>::new();
+    let revoke = ServerAction::<RevokeToken>::new();
+    let form = crate::components::reset_on_success(create);
+    let tokens = Resource::new(move || (create.version().get(), revoke.version().get()), |_| list_tokens());
+    let fresh = move || {
+        create.value().get().and_then(Result::ok).map(|t| {
+            view! {
+                <div class="new-token" role="status">
+                    <p>"Your new token (shown this once; send it as " <code>"Authorization: Bearer …"</code> "):"</p>
+                    <pre><code class="token">{t.token}</code></pre>
+                </div>
+            }
+        })
+    };
+    view! {
+        <Title text="API tokens · Sleuth"/>
+        <section class="narrow-page">
+            <h1>"API tokens"</h1>
+            <p class="muted">"For scripts: every " <code>"/api/v1"</code> " route takes " <code>"Authorization: Bearer TOKEN"</code> "."</p>
+            {fresh}
+            <ActionForm action=create node_ref=form attr:class="inline" attr:id="create-token">
+                <input name="label" required maxlength="100" placeholder="what it is for (e.g. CI benchmarks)"/>
+                <button type="submit" class="primary">"Create token"</button>
+            </ActionForm>
+            <crate::components::ActionError action=create/>
+            <crate::components::ActionError action=revoke/>
+            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                <ErrorBoundary fallback=super::error_fallback>
+                    {move || Suspend::new(async move {
+                        tokens.await.map(|list| view! { <TokenList list revoke/> })
+                    })}
+                </ErrorBoundary>
+            </Transition>
+        </section>
+    }
+}
+
+#[component]
+fn TokenList(list: Vec<ApiToken>, revoke: ServerAction<RevokeToken>) -> impl IntoView {
+    if list.is_empty() {
+        return view! { <p class="muted">"No tokens yet."</p> }.into_any();
+    }
+    let rows = list
+        .into_iter()
+        .map(|t| {
+            let state = match (&t.revoked_at, &t.last_used_at) {
+                (Some(r), _) => format!("revoked {}", crate::model::short_time(r)),
+                (None, Some(u)) => format!("last used {}", crate::model::short_time(u)),
+                (None, None) => "never used".into(),
+            };
+            let active = t.revoked_at.is_none();
+            view! {
+                <tr data-token=t.id>
+                    <td>{t.label}</td>
+                    <td class="muted">{crate::model::short_time(&t.created_at)}</td>
+                    <td class="muted">{state}</td>
+                    <td>{active.then(|| view! {
+                        <ActionForm action=revoke attr:class="inline">
+                            <input type="hidden" name="id" value=t.id/>
+                            <button type="submit" class="danger">"Revoke"</button>
+                        </ActionForm>
+                    })}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <table class="tokens">
+            <thead><tr><th>"label"</th><th>"created"</th><th></th><th></th></tr></thead>
+            <tbody>{rows}</tbody>
+        </table>
+    }
+    .into_any()
+}

@@ -1,0 +1,42 @@
+//! `sleuth user …` and `sleuth token …`: accounts from a shell, on the same data
+//! directory a running server uses (SQLite in WAL mode takes both).
+
+use super::Auth;
+use crate::cli::{TokenCommand, UserCommand};
+use crate::db::Store;
+use std::io::BufRead;
+use std::path::Path;
+
+async fn open(data: &Path) -> Result<Auth, String> {
+    let store = Store::open(data).await.map_err(|e| e.to_string())?;
+    Ok(Auth::new(store, false, false))
+}
+
+pub async fn user(command: UserCommand) -> Result<(), String> {
+    match command {
+        UserCommand::Add { name, admin, password_stdin: _, data } => {
+            let mut password = String::new();
+            std::io::stdin().lock().read_line(&mut password).map_err(|e| format!("reading the password: {e}"))?;
+            let password = password.trim_end_matches(['\n', '\r']);
+            let auth = open(&data.data).await?;
+            let account = auth.add_user(name.trim(), password, admin).await.map_err(|e| e.message)?;
+            println!("added {}{}", account.user.name, if account.user.admin { " (admin)" } else { "" });
+            auth.store().close().await;
+            Ok(())
+        }
+    }
+}
+
+pub async fn token(command: TokenCommand) -> Result<(), String> {
+    match command {
+        TokenCommand::Create { user, label, data } => {
+            let auth = open(&data.data).await?;
+            let created = auth.create_token(&user, &label).await.map_err(|e| e.message)?;
+            // The token alone on stdout, so `TOKEN=$(sleuth token create …)` works.
+            println!("{}", created.token);
+            eprintln!("API token {:?} for {user}: send it as `Authorization: Bearer …`; it is not shown again.", label);
+            auth.store().close().await;
+            Ok(())
+        }
+    }
+}

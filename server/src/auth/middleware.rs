@@ -1,0 +1,156 @@
+//! The checks every request passes before any handler, page or server function:
+//!
+//! 1. Cross-site: a state-changing request (not GET/HEAD/OPTIONS) whose
+//!    `Origin` is another site, or that the browser marks `Sec-Fetch-Site:
+//!    cross-site`, is refused (403) — with or without accounts, since a page
+//!    elsewhere could otherwise make a signed-in browser (or a `--no-auth`
+//!    server on 127.0.0.1) run commands on GPU hosts.
+//! 2. Who: a `Bearer` API token, else the session cookie. The account goes into
+//!    the request's extensions (`Account`, and `app::accounts::User` for pages
+//!    and server functions). Without one, `/api/…` answers 401 and pages
+//!    redirect to the sign-in page.
+
+use super::{Account, SESSION_COOKIE};
+use crate::error::AppError;
+use crate::state::AppState;
+use app::error::{ApiError, ErrorCode};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, Method, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Redirect, Response};
+
+/// Reachable without signing in: the sign-in and setup pages and their form
+/// targets, the bundle and static files, and the health check.
+fn is_public(path: &str) -> bool {
+    matches!(path, "/login" | "/setup" | "/auth/login" | "/auth/setup" | "/healthz" | "/favicon.ico" | "/robots.txt")
+        || path.starts_with("/pkg/")
+        || path == "/highlight.css"
+}
+
+/// The host part of an `Origin` (`http://host:port`).
+fn origin_host(origin: &str) -> Option<&str> {
+    origin.split_once("://").map(|(_, rest)| rest.trim_end_matches('/'))
+}
+
+fn cross_site(request: &Request) -> bool {
+    if matches!(*request.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
+        return false;
+    }
+    let headers = request.headers();
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+    match headers.get(header::ORIGIN).and_then(|o| o.to_str().ok()) {
+        // `null` (sandboxed frames, some redirects) is never our own page.
+        Some(origin) => origin_host(origin).is_none_or(|o| Some(o) != host),
+        None => headers.get("sec-fetch-site").is_some_and(|s| s == "cross-site"),
+    }
+}
+
+pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v)
+}
+
+async fn account(state: &AppState, headers: &HeaderMap) -> Result<Option<Account>, ApiError> {
+    if state.auth.disabled() {
+        return Ok(Some(super::Auth::local_admin()));
+    }
+    let bearer =
+        headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+    if let Some(token) = bearer {
+        // A wrong token is an error even if a cookie would do: scripts should hear about it.
+        return match state.auth.token_account(token.trim()).await? {
+            Some(account) => Ok(Some(account)),
+            None => {
+                Err(ApiError::new(ErrorCode::Unauthenticated, "That API token is not valid (revoked, or mistyped)."))
+            }
+        };
+    }
+    match cookie(headers, SESSION_COOKIE) {
+        Some(session) => state.auth.session_account(session).await,
+        None => Ok(None),
+    }
+}
+
+pub async fn guard(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+    if cross_site(&request) {
+        tracing::warn!(path = request.uri().path(), "refused a cross-site request");
+        return AppError::from(ApiError::new(
+            ErrorCode::Forbidden,
+            "Cross-site request refused: changes must come from Sleuth's own pages (or a script without an Origin header).",
+        ))
+        .into_response();
+    }
+    let path = request.uri().path().to_string();
+    let headers = request.headers().clone();
+    let found = match account(&state, &headers).await {
+        Ok(found) => found,
+        Err(e) => return AppError::from(e).into_response(),
+    };
+    match found {
+        Some(account) => {
+            request.extensions_mut().insert(account.user.clone());
+            request.extensions_mut().insert(account);
+            next.run(request).await
+        }
+        None if is_public(&path) => next.run(request).await,
+        None if path.starts_with("/api/") => AppError::from(ApiError::new(
+            ErrorCode::Unauthenticated,
+            "Sign in first, or send `Authorization: Bearer <token>` (create one with `sleuth token create`).",
+        ))
+        .into_response(),
+        None => {
+            let wanted = request.uri().path_and_query().map_or("/", |p| p.as_str());
+            let next = url_encode(wanted);
+            Redirect::to(&format!("/login?next={next}")).into_response()
+        }
+    }
+}
+
+/// Percent-encodes everything but unreserved characters.
+pub fn url_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn post(origin: Option<&str>, fetch_site: Option<&str>) -> Request {
+        let mut builder = Request::builder().method("POST").uri("/api/v1/investigations").header("host", "sleuth:3000");
+        if let Some(o) = origin {
+            builder = builder.header("origin", o);
+        }
+        if let Some(s) = fetch_site {
+            builder = builder.header("sec-fetch-site", s);
+        }
+        builder.body(axum::body::Body::empty()).unwrap()
+    }
+
+    #[test]
+    fn cross_site_requests_are_told_apart() {
+        assert!(!cross_site(&post(Some("http://sleuth:3000"), Some("same-origin"))));
+        assert!(!cross_site(&post(None, None)), "curl sends neither");
+        assert!(cross_site(&post(Some("https://evil.example"), Some("cross-site"))));
+        assert!(cross_site(&post(Some("http://sleuth:3001"), None)), "another port is another origin");
+        assert!(cross_site(&post(Some("null"), None)));
+        assert!(cross_site(&post(None, Some("cross-site"))));
+        let get = Request::builder().uri("/").header("origin", "https://evil.example").body(axum::body::Body::empty());
+        assert!(!cross_site(&get.unwrap()), "reads are not refused (CORS keeps their answers from other sites)");
+    }
+
+    #[test]
+    fn next_urls_are_encoded() {
+        assert_eq!(url_encode("/i/abc?x=1&y=2#f"), "/i/abc%3Fx%3D1%26y%3D2%23f");
+    }
+}

@@ -1,0 +1,297 @@
+//! Accounts, sessions and API tokens, and the two checks every request passes
+//! (see `middleware`): who is asking, and whether a state-changing request
+//! comes from Sleuth's own pages.
+//!
+//! - Passwords: argon2id (the `argon2` crate's defaults: 19 MiB, 2 passes).
+//! - Sessions and API tokens: 256-bit random, base64url; only their SHA-256 is
+//!   stored, so a copy of the database does not let anyone in.
+//! - Sessions last `SESSION_DAYS`; cookies are HttpOnly, SameSite=Lax, and
+//!   Secure when Sleuth is told it is served over https.
+//! - `--no-auth` makes every request the local admin; `serve` refuses it on any
+//!   address but loopback.
+
+pub mod command;
+pub mod limiter;
+pub mod middleware;
+
+use crate::db::{Store, UserRow};
+use app::accounts::{ApiToken, NewApiToken, User};
+use app::error::{ApiError, ErrorCode};
+use argon2::Argon2;
+use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use sha2::{Digest, Sha256};
+use std::sync::Mutex;
+
+pub const SESSION_COOKIE: &str = "sleuth_session";
+pub const SESSION_DAYS: i64 = 14;
+const NAME_CHARS: usize = 40;
+const MIN_PASSWORD_CHARS: usize = 10;
+
+/// A signed-in person as the server keeps them (the id stays on the server).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Account {
+    pub id: i64,
+    pub user: User,
+}
+
+impl From<UserRow> for Account {
+    fn from(row: UserRow) -> Self {
+        Self { id: row.id, user: User { name: row.name, admin: row.is_admin != 0 } }
+    }
+}
+
+pub struct Auth {
+    store: Store,
+    /// Every request is the local admin (single user on 127.0.0.1).
+    disabled: bool,
+    /// Cookies get `Secure` (Sleuth is served over https, behind a proxy).
+    pub secure_cookies: bool,
+    /// While there is no user: the one-time token of the setup URL.
+    setup_token: Mutex<Option<String>>,
+    pub limiter: limiter::Limiter,
+}
+
+/// A fresh random secret and the hash it is stored as.
+pub fn new_secret() -> (String, String) {
+    use base64::Engine;
+    let bytes: [u8; 32] = rand::random();
+    let secret = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
+    let hash = hash_secret(&secret);
+    (secret, hash)
+}
+
+pub fn hash_secret(secret: &str) -> String {
+    Sha256::digest(secret.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+pub fn hash_password(password: &str) -> Result<String, ApiError> {
+    let salt = SaltString::encode_b64(&rand::random::<[u8; 16]>())
+        .map_err(|e| crate::notebook::internal("password salt", e))?;
+    Argon2::default()
+        .hash_password(password.as_bytes(), &salt)
+        .map(|h| h.to_string())
+        .map_err(|e| crate::notebook::internal("password hash", e))
+}
+
+fn verify_password(password: &str, hash: &str) -> bool {
+    PasswordHash::new(hash).is_ok_and(|parsed| Argon2::default().verify_password(password.as_bytes(), &parsed).is_ok())
+}
+
+/// Names are what @mentions and audit lines show: short, no spaces.
+pub fn check_new_user(name: &str, password: &str) -> Result<(), ApiError> {
+    let valid = !name.is_empty()
+        && name.chars().count() <= NAME_CHARS
+        && name.chars().all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if !valid {
+        return Err(ApiError::invalid(format!(
+            "A user name is 1–{NAME_CHARS} letters, digits, `_`, `-` or `.` (it is how @mentions name you)."
+        )));
+    }
+    if password.chars().count() < MIN_PASSWORD_CHARS {
+        return Err(ApiError::invalid(format!("Choose a password of at least {MIN_PASSWORD_CHARS} characters.")));
+    }
+    Ok(())
+}
+
+fn store_error(e: sqlx::Error) -> ApiError {
+    crate::notebook::store_error(e)
+}
+
+impl Auth {
+    pub fn new(store: Store, disabled: bool, secure_cookies: bool) -> Self {
+        Self { store, disabled, secure_cookies, setup_token: Mutex::new(None), limiter: limiter::Limiter::default() }
+    }
+
+    pub fn disabled(&self) -> bool {
+        self.disabled
+    }
+
+    /// Who `--no-auth` makes every request.
+    pub fn local_admin() -> Account {
+        Account { id: 0, user: User { name: "local".into(), admin: true } }
+    }
+
+    /// With no user yet: a new one-time setup token (printed by `serve`).
+    pub async fn setup_token_if_empty(&self) -> Result<Option<String>, ApiError> {
+        if self.disabled || self.store.user_count().await.map_err(store_error)? > 0 {
+            return Ok(None);
+        }
+        let (token, _) = new_secret();
+        *self.setup_token.lock().unwrap_or_else(|e| e.into_inner()) = Some(token.clone());
+        Ok(Some(token))
+    }
+
+    pub async fn add_user(&self, name: &str, password: &str, admin: bool) -> Result<Account, ApiError> {
+        check_new_user(name, password)?;
+        let hash = hash_password(password)?;
+        let row = self.store.insert_user(name, &hash, admin).await.map_err(store_error)?;
+        let row =
+            row.ok_or_else(|| ApiError::new(ErrorCode::Conflict, format!("There is a user {name:?} already.")))?;
+        tracing::info!(user = %row.name, admin, "added user");
+        Ok(row.into())
+    }
+
+    /// The first admin, from the setup URL's token (used up on success).
+    pub async fn create_first_admin(&self, token: &str, name: &str, password: &str) -> Result<Account, ApiError> {
+        let expected = self.setup_token.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let matches = expected.as_deref().is_some_and(|t| constant_time_eq(t.as_bytes(), token.as_bytes()));
+        if !matches || self.store.user_count().await.map_err(store_error)? > 0 {
+            return Err(ApiError::new(
+                ErrorCode::Forbidden,
+                "This setup link is not valid (used already, or from an earlier start). Sign in instead.",
+            ));
+        }
+        let account = self.add_user(name, password, true).await?;
+        *self.setup_token.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        Ok(account)
+    }
+
+    /// Checks a password (slowed down by the limiter after failures) and opens a
+    /// session; returns its cookie value.
+    pub async fn sign_in(&self, name: &str, password: &str, client: &str) -> Result<(Account, String), ApiError> {
+        self.limiter.check(name, client)?;
+        let row = self.store.user_by_name(name).await.map_err(store_error)?;
+        // Verify against a real hash even for unknown names, so timing does not tell them apart.
+        let hash = row.as_ref().map_or(DUMMY_HASH, |r| r.password_hash.as_str());
+        let ok = tokio::task::block_in_place(|| verify_password(password, hash)) && row.is_some();
+        let Some(row) = row.filter(|_| ok) else {
+            self.limiter.failed(name, client);
+            tracing::warn!(user = name, client, "failed sign-in");
+            return Err(ApiError::new(ErrorCode::Unauthenticated, "Wrong name or password."));
+        };
+        self.limiter.succeeded(name, client);
+        let (secret, hash) = new_secret();
+        let expires = crate::db::now_ms() + SESSION_DAYS * 86_400_000;
+        self.store.insert_session(&hash, row.id, expires).await.map_err(store_error)?;
+        tracing::info!(user = %row.name, "signed in");
+        Ok((row.into(), secret))
+    }
+
+    pub async fn sign_out(&self, session: &str) -> Result<(), ApiError> {
+        self.store.delete_session(&hash_secret(session)).await.map_err(store_error)
+    }
+
+    pub async fn session_account(&self, session: &str) -> Result<Option<Account>, ApiError> {
+        Ok(self.store.session_user(&hash_secret(session)).await.map_err(store_error)?.map(Account::from))
+    }
+
+    pub async fn token_account(&self, token: &str) -> Result<Option<Account>, ApiError> {
+        Ok(self.store.token_user(&hash_secret(token)).await.map_err(store_error)?.map(Account::from))
+    }
+
+    /// `Set-Cookie` for a session (or, with `None`, one that removes it).
+    pub fn session_cookie(&self, session: Option<&str>) -> String {
+        let secure = if self.secure_cookies { "; Secure" } else { "" };
+        match session {
+            Some(value) => format!(
+                "{SESSION_COOKIE}={value}; Path=/; HttpOnly; SameSite=Lax; Max-Age={}{secure}",
+                SESSION_DAYS * 86_400
+            ),
+            None => format!("{SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0{secure}"),
+        }
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    async fn user_id(&self, name: &str) -> Result<i64, ApiError> {
+        let row = self.store.user_by_name(name).await.map_err(store_error)?;
+        row.map(|r| r.id).ok_or_else(|| ApiError::not_found(format!("There is no user {name:?}.")))
+    }
+
+    pub async fn create_token(&self, user: &str, label: &str) -> Result<NewApiToken, ApiError> {
+        let label = label.trim();
+        if label.is_empty() || label.chars().count() > 100 {
+            return Err(ApiError::invalid("Label the token (1–100 characters): what is it for?"));
+        }
+        let id = self.user_id(user).await?;
+        let (token, hash) = new_secret();
+        let row = self.store.insert_token(id, label, &hash).await.map_err(store_error)?;
+        tracing::info!(user, token = row.id, "created API token");
+        Ok(NewApiToken { token, info: token_of(row) })
+    }
+
+    pub async fn tokens(&self, user: &str) -> Result<Vec<ApiToken>, ApiError> {
+        let id = self.user_id(user).await?;
+        Ok(self.store.tokens_of(id).await.map_err(store_error)?.into_iter().map(token_of).collect())
+    }
+
+    pub async fn revoke_token(&self, user: &str, token: i64) -> Result<(), ApiError> {
+        let id = self.user_id(user).await?;
+        if !self.store.revoke_token(id, token).await.map_err(store_error)? {
+            return Err(ApiError::not_found(format!("You have no active API token {token}.")));
+        }
+        tracing::info!(user, token, "revoked API token");
+        Ok(())
+    }
+}
+
+fn token_of(row: crate::db::TokenRow) -> ApiToken {
+    use crate::notebook::timestamp;
+    ApiToken {
+        id: row.id,
+        label: row.label,
+        created_at: timestamp(row.created_at),
+        last_used_at: row.last_used_at.map(timestamp),
+        revoked_at: row.revoked_at.map(timestamp),
+    }
+}
+
+/// The pages' server functions reach accounts through this (see `app::backend`).
+#[async_trait::async_trait]
+impl app::backend::Accounts for Auth {
+    fn enabled(&self) -> bool {
+        !self.disabled
+    }
+    async fn tokens(&self, user: &str) -> Result<Vec<ApiToken>, ApiError> {
+        Auth::tokens(self, user).await
+    }
+    async fn create_token(&self, user: &str, label: &str) -> Result<NewApiToken, ApiError> {
+        Auth::create_token(self, user, label).await
+    }
+    async fn revoke_token(&self, user: &str, id: i64) -> Result<(), ApiError> {
+        Auth::revoke_token(self, user, id).await
+    }
+}
+
+/// A valid argon2id hash of a random password, checked when the name is unknown.
+const DUMMY_HASH: &str =
+    "$argon2id$v=19$m=19456,t=2,p=1$c2xldXRoLWR1bW15LXNhbHQ$0Q3tPbKc9uJ1oB3e4y4bm4XU7kT5o6KJtMZGxwq3yS8";
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_hash_with_argon2id_and_verify() {
+        let hash = hash_password("correct horse battery").unwrap();
+        assert!(hash.starts_with("$argon2id$"), "{hash}");
+        assert!(verify_password("correct horse battery", &hash));
+        assert!(!verify_password("correct horse batterx", &hash));
+        assert!(!verify_password("x", "not a hash"));
+        assert!(PasswordHash::new(DUMMY_HASH).is_ok(), "the dummy hash parses, so unknown names cost the same");
+    }
+
+    #[test]
+    fn secrets_are_random_and_stored_hashed() {
+        let (a, ha) = new_secret();
+        let (b, _) = new_secret();
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 43, "256 bits in base64url");
+        assert_eq!(ha, hash_secret(&a));
+        assert!(!ha.contains(&a));
+    }
+
+    #[test]
+    fn user_names_and_passwords() {
+        assert!(check_new_user("ada", "long enough!").is_ok());
+        assert!(check_new_user("a b", "long enough!").is_err());
+        assert!(check_new_user("<script>", "long enough!").is_err());
+        assert!(check_new_user("ada", "short").unwrap_err().message.contains("10"));
+    }
+}

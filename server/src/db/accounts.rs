@@ -1,0 +1,138 @@
+//! Users, sessions and API tokens. Tokens are looked up by their SHA-256 hash.
+
+use super::{Store, StoreResult, now_ms};
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct UserRow {
+    pub id: i64,
+    pub name: String,
+    pub password_hash: String,
+    pub is_admin: i64,
+    pub created_at: i64,
+}
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct TokenRow {
+    pub id: i64,
+    pub user_id: i64,
+    pub label: String,
+    pub created_at: i64,
+    pub last_used_at: Option<i64>,
+    pub revoked_at: Option<i64>,
+}
+
+const USER_COLUMNS: &str = "id, name, password_hash, is_admin, created_at";
+
+impl Store {
+    pub async fn user_count(&self) -> StoreResult<i64> {
+        let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM users").fetch_one(&self.pool).await?;
+        Ok(n)
+    }
+
+    /// `None` when the name is taken (names compare case-insensitively).
+    pub async fn insert_user(&self, name: &str, password_hash: &str, admin: bool) -> StoreResult<Option<UserRow>> {
+        sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "INSERT INTO users (name, password_hash, is_admin, created_at) VALUES (?, ?, ?, ?)
+             ON CONFLICT (name) DO NOTHING RETURNING {USER_COLUMNS}"
+        )))
+        .bind(name)
+        .bind(password_hash)
+        .bind(i64::from(admin))
+        .bind(now_ms())
+        .fetch_optional(&self.pool)
+        .await
+    }
+
+    pub async fn user_by_name(&self, name: &str) -> StoreResult<Option<UserRow>> {
+        sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {USER_COLUMNS} FROM users WHERE name = ?")))
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await
+    }
+
+    pub async fn insert_session(&self, token_hash: &str, user: i64, expires_at: i64) -> StoreResult<()> {
+        sqlx::query("INSERT INTO sessions (token_hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)")
+            .bind(token_hash)
+            .bind(user)
+            .bind(now_ms())
+            .bind(expires_at)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// The user of an unexpired session.
+    pub async fn session_user(&self, token_hash: &str) -> StoreResult<Option<UserRow>> {
+        sqlx::query_as(
+            "SELECT u.id, u.name, u.password_hash, u.is_admin, u.created_at FROM sessions s
+             JOIN users u ON u.id = s.user_id WHERE s.token_hash = ? AND s.expires_at > ?",
+        )
+        .bind(token_hash)
+        .bind(now_ms())
+        .fetch_optional(&self.pool)
+        .await
+    }
+
+    pub async fn delete_session(&self, token_hash: &str) -> StoreResult<()> {
+        sqlx::query("DELETE FROM sessions WHERE token_hash = ? OR expires_at <= ?")
+            .bind(token_hash)
+            .bind(now_ms())
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    pub async fn insert_token(&self, user: i64, label: &str, token_hash: &str) -> StoreResult<TokenRow> {
+        sqlx::query_as(
+            "INSERT INTO api_tokens (user_id, label, token_hash, created_at) VALUES (?, ?, ?, ?)
+             RETURNING id, user_id, label, created_at, last_used_at, revoked_at",
+        )
+        .bind(user)
+        .bind(label)
+        .bind(token_hash)
+        .bind(now_ms())
+        .fetch_one(&self.pool)
+        .await
+    }
+
+    /// The user of an unrevoked token, noting that it was used.
+    pub async fn token_user(&self, token_hash: &str) -> StoreResult<Option<UserRow>> {
+        let user = sqlx::query_as(
+            "SELECT u.id, u.name, u.password_hash, u.is_admin, u.created_at FROM api_tokens t
+             JOIN users u ON u.id = t.user_id WHERE t.token_hash = ? AND t.revoked_at IS NULL",
+        )
+        .bind(token_hash)
+        .fetch_optional(&self.pool)
+        .await?;
+        if user.is_some() {
+            sqlx::query("UPDATE api_tokens SET last_used_at = ? WHERE token_hash = ?")
+                .bind(now_ms())
+                .bind(token_hash)
+                .execute(&self.pool)
+                .await?;
+        }
+        Ok(user)
+    }
+
+    pub async fn tokens_of(&self, user: i64) -> StoreResult<Vec<TokenRow>> {
+        sqlx::query_as(
+            "SELECT id, user_id, label, created_at, last_used_at, revoked_at FROM api_tokens
+             WHERE user_id = ? ORDER BY id",
+        )
+        .bind(user)
+        .fetch_all(&self.pool)
+        .await
+    }
+
+    /// `false` when the user has no such unrevoked token.
+    pub async fn revoke_token(&self, user: i64, id: i64) -> StoreResult<bool> {
+        let done =
+            sqlx::query("UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND user_id = ? AND revoked_at IS NULL")
+                .bind(now_ms())
+                .bind(id)
+                .bind(user)
+                .execute(&self.pool)
+                .await?;
+        Ok(done.rows_affected() == 1)
+    }
+}

@@ -1,0 +1,193 @@
+//! Accounts: signing in, sessions, API tokens, the first admin's setup link, the
+//! sign-in limiter, cross-site refusal, and `--no-auth` on loopback only.
+
+use crate::helpers::{Response, TestApp, spawn_app, spawn_app_with_accounts};
+use axum::http::{Method, StatusCode};
+use serde_json::json;
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+const PASSWORD: &str = "correct horse battery";
+
+/// `sleuth ARGS…` on the test app's data dir, with `stdin`.
+fn sleuth(app: &TestApp, args: &[&str], stdin: &str) -> std::process::Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sleuth"))
+        .args(args)
+        .env("SLEUTH_DATA", app.data.path().join("db"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("sleuth runs");
+    child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write stdin");
+    child.wait_with_output().expect("sleuth exits")
+}
+
+async fn sign_in(app: &TestApp, name: &str, password: &str, next: &str) -> Response {
+    let form = format!("name={name}&password={}&next={next}", password.replace(' ', "+"));
+    app.send_with(Method::POST, "/auth/login", &[("content-type", "application/x-www-form-urlencoded")], form.into())
+        .await
+}
+
+fn location(response: &Response) -> String {
+    response.headers.get("location").map(|l| l.to_str().unwrap().to_string()).unwrap_or_default()
+}
+
+fn session_of(response: &Response) -> String {
+    let cookie = response.headers.get("set-cookie").expect("a session cookie").to_str().unwrap();
+    cookie.split(';').next().unwrap().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everything_needs_a_sign_in_and_tokens_open_the_api() {
+    let app = spawn_app_with_accounts().await;
+    let api = app.get("/api/v1/investigations").await;
+    assert_eq!(api.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(api.error_code(), "unauthenticated");
+    let page = app.get("/i/abc?x=1").await;
+    assert_eq!(page.status, StatusCode::SEE_OTHER);
+    assert_eq!(location(&page), "/login?next=/i/abc%3Fx%3D1");
+    assert_eq!(app.get("/login").await.status, StatusCode::OK);
+    assert_eq!(app.get("/healthz").await.status, StatusCode::OK);
+
+    // Users and tokens from a shell, on the data dir the server is using.
+    let added = sleuth(&app, &["user", "add", "ada", "--admin", "--password-stdin"], &format!("{PASSWORD}\n"));
+    assert!(added.status.success(), "{}", String::from_utf8_lossy(&added.stderr));
+    let again = sleuth(&app, &["user", "add", "ADA", "--password-stdin"], &format!("{PASSWORD}\n"));
+    assert!(!again.status.success() && String::from_utf8_lossy(&again.stderr).contains("already"));
+    let short = sleuth(&app, &["user", "add", "bob", "--password-stdin"], "short\n");
+    assert!(String::from_utf8_lossy(&short.stderr).contains("at least 10"), "{short:?}");
+    let created = sleuth(&app, &["token", "create", "--user", "ada", "--label", "ci"], "");
+    assert!(created.status.success(), "{}", String::from_utf8_lossy(&created.stderr));
+    let token = String::from_utf8(created.stdout).unwrap().trim().to_string();
+    assert_eq!(token.len(), 43, "{token}");
+
+    let bearer = format!("Bearer {token}");
+    let with_token = |method, uri: &str, body: serde_json::Value| {
+        let headers = [("authorization", bearer.as_str()), ("content-type", "application/json")];
+        let uri = uri.to_string();
+        let app = &app;
+        async move { app.send_with(method, &uri, &headers, body.to_string().into()).await }
+    };
+    let made = with_token(Method::POST, "/api/v1/investigations", json!({ "title": "by token" })).await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.text());
+    let listed = with_token(Method::GET, "/api/v1/investigations", json!(null)).await;
+    assert_eq!(listed.status, StatusCode::OK);
+    assert!(!listed.text().contains(&token), "the token never comes back");
+    let wrong = app.send_with(Method::GET, "/api/v1/investigations", &[("authorization", "Bearer nope")], vec![]).await;
+    assert_eq!(wrong.status, StatusCode::UNAUTHORIZED);
+    assert!(wrong.text().contains("not valid"), "{}", wrong.text());
+
+    // Signing in: a wrong password goes back to the form with the reason.
+    let failed = sign_in(&app, "ada", "wrong password", "/").await;
+    assert_eq!(failed.status, StatusCode::SEE_OTHER);
+    assert!(location(&failed).starts_with("/login?error=Wrong%20name%20or%20password"), "{}", location(&failed));
+    assert!(failed.headers.get("set-cookie").is_none());
+    let ok = sign_in(&app, "ada", PASSWORD, "/i/abc").await;
+    assert_eq!(location(&ok), "/i/abc");
+    let cookie_line = ok.headers["set-cookie"].to_str().unwrap();
+    assert!(cookie_line.contains("HttpOnly") && cookie_line.contains("SameSite=Lax"), "{cookie_line}");
+    assert!(!cookie_line.contains("Secure"), "plain http here: {cookie_line}");
+    let session = session_of(&ok);
+    let home = app.send_with(Method::GET, "/", &[("cookie", &session)], vec![]).await;
+    assert_eq!(home.status, StatusCode::OK);
+    assert!(home.text().contains("class=\"me\"") && home.text().contains(">ada<"), "the name in the top bar");
+    assert!(home.text().contains("by token"));
+    for secret in ["$argon2id$", token.as_str(), session.split('=').nth(1).unwrap()] {
+        assert!(!home.text().contains(secret), "no secret in pages");
+    }
+    // An open redirect is not possible through `next`.
+    assert_eq!(location(&sign_in(&app, "ada", PASSWORD, "//evil.example").await), "/");
+
+    let out = app.send_with(Method::POST, "/auth/logout", &[("cookie", &session)], vec![]).await;
+    assert_eq!(location(&out), "/login");
+    assert!(out.headers["set-cookie"].to_str().unwrap().contains("Max-Age=0"));
+    let after = app.send_with(Method::GET, "/api/v1/investigations", &[("cookie", &session)], vec![]).await;
+    assert_eq!(after.status, StatusCode::UNAUTHORIZED, "the session ended on the server too");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn guessing_passwords_is_slowed_down() {
+    let app = spawn_app_with_accounts().await;
+    app.auth.as_ref().unwrap().add_user("ada", PASSWORD, false).await.unwrap();
+    for _ in 0..5 {
+        let failed = sign_in(&app, "ada", "guess guess guess", "/").await;
+        assert!(location(&failed).contains("Wrong"), "{}", location(&failed));
+    }
+    let locked = sign_in(&app, "ada", PASSWORD, "/").await;
+    assert!(location(&locked).contains("Too%20many%20wrong%20passwords"), "{}", location(&locked));
+    assert!(locked.headers.get("set-cookie").is_none(), "even the right password waits");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_setup_link_creates_the_first_admin_once() {
+    let app = spawn_app_with_accounts().await;
+    let auth = app.auth.clone().unwrap();
+    let token = auth.setup_token_if_empty().await.unwrap().expect("no users: a setup token");
+    let setup = |token: String, name: &'static str| {
+        let app = &app;
+        async move {
+            let form = format!("token={token}&name={name}&password={}", PASSWORD.replace(' ', "+"));
+            app.send_with(
+                Method::POST,
+                "/auth/setup",
+                &[("content-type", "application/x-www-form-urlencoded")],
+                form.into(),
+            )
+            .await
+        }
+    };
+    let page = app.get(&format!("/setup?token={token}")).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.text().contains("Create the first admin"));
+    let forged = setup("x".repeat(43), "mallory").await;
+    assert!(location(&forged).contains("not%20valid"), "{}", location(&forged));
+    let made = setup(token.clone(), "ada").await;
+    assert_eq!(location(&made), "/");
+    let session = session_of(&made);
+    let me = app.send_with(Method::GET, "/", &[("cookie", &session)], vec![]).await;
+    assert!(me.text().contains(">ada<"));
+    let again = setup(token, "eve").await;
+    assert!(location(&again).contains("not%20valid"), "used up: {}", location(&again));
+    assert!(auth.setup_token_if_empty().await.unwrap().is_none(), "users exist now");
+}
+
+#[tokio::test]
+async fn changes_from_other_sites_are_refused() {
+    let app = spawn_app().await; // even without accounts: 127.0.0.1 is reachable from any page
+    let body = json!({ "title": "csrf" }).to_string();
+    let post = |origin: &'static str| {
+        let body = body.clone();
+        let app = &app;
+        async move {
+            let headers = [("content-type", "application/json"), ("host", "127.0.0.1:3000"), ("origin", origin)];
+            app.send_with(Method::POST, "/api/v1/investigations", &headers, body.into()).await
+        }
+    };
+    let evil = post("https://evil.example").await;
+    assert_eq!(evil.status, StatusCode::FORBIDDEN, "{}", evil.text());
+    assert_eq!(evil.error_code(), "forbidden");
+    assert_eq!(post("http://127.0.0.1:3000").await.status, StatusCode::CREATED);
+    let form = app
+        .send_with(
+            Method::POST,
+            "/api/create_investigation",
+            &[("content-type", "application/x-www-form-urlencoded"), ("sec-fetch-site", "cross-site")],
+            b"title=x".to_vec(),
+        )
+        .await;
+    assert_eq!(form.status, StatusCode::FORBIDDEN, "server functions too");
+    let listed = app.get("/api/v1/investigations").await.json();
+    assert_eq!(listed.as_array().unwrap().len(), 1, "only the same-origin one was made");
+}
+
+#[test]
+fn no_auth_is_refused_off_loopback() {
+    let out = Command::new(env!("CARGO_BIN_EXE_sleuth"))
+        .args(["serve", "--no-auth", "--addr", "0.0.0.0:0", "--data"])
+        .arg(tempfile::tempdir().unwrap().path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("127.0.0.1 / ::1 only"), "{out:?}");
+}
