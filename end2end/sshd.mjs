@@ -42,7 +42,9 @@ export async function startSshd() {
     `Port ${port}`, 'ListenAddress 127.0.0.1', `HostKey ${dir}/hostkey`, `PidFile ${dir}/sshd.pid`,
     `AuthorizedKeysFile ${dir}/authorized_keys`, 'StrictModes no', 'UsePAM no', 'PasswordAuthentication no',
     'KbdInteractiveAuthentication no', 'PermitRootLogin prohibit-password', 'LogLevel ERROR',
-    'Subsystem sftp internal-sftp', '',
+    'Subsystem sftp internal-sftp',
+    // See server/tests/api/sshd.rs: sessions skip the developer's ~/.bashrc.
+    'SetEnv SHLVL=1', '',
   ].join('\n'));
   const child = spawn('/usr/sbin/sshd', ['-D', '-e', '-f', join(dir, 'sshd_config')], { stdio: 'ignore' });
   await waitForPort(port);

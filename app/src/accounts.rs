@@ -24,3 +24,20 @@ pub struct NewApiToken {
     pub token: String,
     pub info: ApiToken,
 }
+
+/// One remote action, as the audit log keeps it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AuditEntry {
+    pub id: i64,
+    pub at: String,
+    pub who: String,
+    /// `run.start`, `run.end`, `snippet.fetch`, `grep`, `source.search`,
+    /// `host.test`, `host.trust`, `facts.capture`.
+    pub action: String,
+    pub host: Option<String>,
+    /// The exact command, path, pattern or fingerprint.
+    pub target: String,
+    pub env: Vec<(String, String)>,
+    pub outcome: Option<String>,
+    pub run_id: Option<i64>,
+}

@@ -92,6 +92,8 @@ pub trait Accounts: Send + Sync + 'static {
     async fn tokens(&self, user: &str) -> Result<Vec<ApiToken>, ApiError>;
     async fn create_token(&self, user: &str, label: &str) -> Result<NewApiToken, ApiError>;
     async fn revoke_token(&self, user: &str, id: i64) -> Result<(), ApiError>;
+    /// Admins only: the newest remote actions.
+    async fn audit_log(&self, limit: i64) -> Result<Vec<crate::accounts::AuditEntry>, ApiError>;
 }
 
 pub fn accounts() -> Result<Arc<dyn Accounts>, ApiError> {

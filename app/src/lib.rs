@@ -73,6 +73,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/login") view=pages::accounts::LoginPage ssr=SsrMode::Async/>
                     <Route path=path!("/setup") view=pages::accounts::SetupPage ssr=SsrMode::Async/>
                     <Route path=path!("/tokens") view=pages::accounts::TokensPage ssr=SsrMode::Async/>
+                    <Route path=path!("/audit") view=pages::accounts::AuditPage ssr=SsrMode::Async/>
                     <Route
                         path=path!("/runs/:id/source")
                         view=pages::source::SourcePage

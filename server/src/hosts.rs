@@ -120,6 +120,7 @@ impl Service {
     }
 
     pub(crate) async fn add_host_impl(&self, new: NewHost) -> Result<Host, ApiError> {
+        crate::auth::require_admin("add hosts")?;
         let row = check(new)?;
         if self.store.host(&row.name).await.map_err(store_error)?.is_some() {
             return Err(ApiError::new(ErrorCode::Conflict, format!("There is already a host {:?}.", row.name)));
@@ -129,6 +130,7 @@ impl Service {
     }
 
     pub(crate) async fn update_host_impl(&self, name: &str, new: NewHost) -> Result<Host, ApiError> {
+        crate::auth::require_admin("change hosts")?;
         self.host_row(name).await?;
         let row = check(new)?;
         if row.name != name {
@@ -151,6 +153,7 @@ impl Service {
     }
 
     pub(crate) async fn remove_host_impl(&self, name: &str) -> Result<(), ApiError> {
+        crate::auth::require_admin("remove hosts")?;
         self.host_row(name).await?;
         let dependents = self.store.hosts_jumping_through(name).await.map_err(store_error)?;
         if !dependents.is_empty() {
@@ -165,6 +168,21 @@ impl Service {
     }
 
     pub(crate) async fn trust_host_impl(&self, name: &str, fingerprint: &str) -> Result<Host, ApiError> {
+        let admin = crate::auth::require_admin("trust host keys")?;
+        let result = self.trust(name, fingerprint).await;
+        let entry = crate::db::NewAudit {
+            who: admin.user.name,
+            action: "host.trust",
+            host: Some(name.to_string()),
+            target: fingerprint.to_string(),
+            outcome: crate::audit::outcome(&result),
+            ..Default::default()
+        };
+        crate::audit::record(&self.store, entry).await;
+        result
+    }
+
+    async fn trust(&self, name: &str, fingerprint: &str) -> Result<Host, ApiError> {
         let row = self.host_row(name).await?;
         let port = u16::try_from(row.port).unwrap_or(22);
         if self.pool.pending_fingerprint(&row.hostname, port).is_none() {
@@ -182,6 +200,7 @@ impl Service {
     }
 
     pub(crate) async fn set_passphrase_impl(&self, name: &str, passphrase: String) -> Result<(), ApiError> {
+        crate::auth::require_admin("unlock host keys")?;
         self.host_row(name).await?;
         self.pool.set_passphrase(name, passphrase);
         self.pool.forget(name).await;
@@ -189,6 +208,20 @@ impl Service {
     }
 
     pub(crate) async fn test_host_impl(&self, name: &str) -> Result<ConnectionReport, ApiError> {
+        let result = self.test_host(name).await;
+        let entry = crate::db::NewAudit {
+            who: crate::audit::actor_name(),
+            action: "host.test",
+            host: Some(name.to_string()),
+            target: "true; uname -a; nvidia-smi -L".into(),
+            outcome: crate::audit::outcome(&result),
+            ..Default::default()
+        };
+        crate::audit::record(&self.store, entry).await;
+        result
+    }
+
+    async fn test_host(&self, name: &str) -> Result<ConnectionReport, ApiError> {
         let target = self.target(name).await?;
         // Connect first so the latency is a round trip on the pooled connection.
         self.pool.connection(&target).await?;
@@ -220,6 +253,7 @@ fn name_for(hostname: &str) -> String {
 
 impl Service {
     pub(crate) async fn import_hosts_impl(&self, source: HostImport) -> Result<ImportReport, ApiError> {
+        crate::auth::require_admin("import hosts")?;
         let text = match (source.text, source.path) {
             (Some(text), None) => text,
             (None, Some(path)) => {

@@ -2,6 +2,7 @@
 //! store, and the notebook logic between them. `main.rs` only parses the command
 //! line; everything testable is here.
 
+pub mod audit;
 pub mod auth;
 pub mod charts;
 pub mod cli;

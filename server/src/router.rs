@@ -1,7 +1,8 @@
 //! Every route Sleuth serves, one per line.
 
 use crate::handlers::{
-    self, annotations, auth, extract, health, highlight, hosts, hypotheses, investigations, measurements, runs, steps,
+    self, annotations, audit, auth, extract, health, highlight, hosts, hypotheses, investigations, measurements, runs,
+    steps,
 };
 use crate::state::AppState;
 use app::{App, model::limits, shell};
@@ -44,6 +45,7 @@ pub fn app(state: AppState) -> Router {
         .route("/runs/{run_id}/stream", get(runs::stream))
         .route("/runs/{run_id}/source", get(runs::source))
         .route("/extract", post(extract::extract))
+        .route("/audit", get(audit::list))
         .route("/hosts", get(hosts::list).post(hosts::create))
         .route("/hosts/import", post(hosts::import))
         .route("/hosts/{name}", get(hosts::show).put(hosts::update).delete(hosts::delete))

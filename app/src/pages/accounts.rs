@@ -2,7 +2,7 @@
 //! are plain forms posted to `/auth/…` (the server answers with a redirect and
 //! the session cookie), so they work before the bundle loads.
 
-use crate::accounts::{ApiToken, NewApiToken, User};
+use crate::accounts::{ApiToken, AuditEntry, NewApiToken, User};
 use crate::error::ApiError;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
@@ -36,6 +36,11 @@ pub async fn revoke_token(id: i64) -> Result<(), ApiError> {
     crate::backend::accounts()?.revoke_token(&user.name, id).await.inspect_err(crate::backend::set_status)
 }
 
+#[server]
+pub async fn audit_entries() -> Result<Vec<AuditEntry>, ApiError> {
+    crate::backend::accounts()?.audit_log(500).await.inspect_err(crate::backend::set_status)
+}
+
 /// The top bar's corner: the signed-in name, tokens, and signing out.
 #[component]
 pub fn SignedIn() -> impl IntoView {
@@ -45,6 +50,7 @@ pub fn SignedIn() -> impl IntoView {
             {move || Suspend::new(async move {
                 match me.await {
                     Ok(Some(user)) => view! {
+                        {user.admin.then(|| view! { <a href="/audit">"Audit"</a> })}
                         <a href="/tokens" class="me" title="Your API tokens">{user.name}</a>
                         <form method="post" action="/auth/logout" class="inline sign-out">
                             <button type="submit" class="quiet">"Sign out"</button>
@@ -176,6 +182,57 @@ fn TokenList(list: Vec<ApiToken>, revoke: ServerAction<RevokeToken>) -> impl Int
             <thead><tr><th>"label"</th><th>"created"</th><th></th><th></th></tr></thead>
             <tbody>{rows}</tbody>
         </table>
+    }
+    .into_any()
+}
+
+/// Every remote action, newest first (admins). The exports are the API's.
+#[component]
+pub fn AuditPage() -> impl IntoView {
+    let entries = Resource::new(|| (), |_| audit_entries());
+    view! {
+        <Title text="Audit log · Sleuth"/>
+        <h1>"Audit log"</h1>
+        <p class="muted">
+            "Every command run, snippet fetch, grep, source search, host test, facts capture and host-key trust. "
+            "Export: " <a href="/api/v1/audit?format=csv&limit=100000">"CSV"</a> " · "
+            <a href="/api/v1/audit?format=json&limit=100000">"JSON"</a>
+        </p>
+        <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+            <ErrorBoundary fallback=super::error_fallback>
+                {move || Suspend::new(async move { entries.await.map(|list| view! { <AuditTable list/> }) })}
+            </ErrorBoundary>
+        </Transition>
+    }
+}
+
+#[component]
+fn AuditTable(list: Vec<AuditEntry>) -> impl IntoView {
+    let rows = list
+        .into_iter()
+        .map(|e| {
+            let env: Vec<String> = e.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let action = e.action.clone();
+            view! {
+                <tr data-action=action>
+                    <td class="muted">{crate::model::short_time(&e.at)}</td>
+                    <td>{e.who}</td>
+                    <td><code>{e.action}</code></td>
+                    <td>{e.host.unwrap_or_default()}</td>
+                    <td><code class="target">{e.target}</code>{(!env.is_empty()).then(|| view! { <div class="muted env">{env.join(" ")}</div> })}</td>
+                    <td>{e.outcome.unwrap_or_default()}</td>
+                    <td>{e.run_id.map(|r| format!("#{r}")).unwrap_or_default()}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <div class="table-scroll">
+            <table class="audit">
+                <thead><tr><th>"when"</th><th>"who"</th><th>"action"</th><th>"host"</th><th>"what"</th><th>"outcome"</th><th>"run"</th></tr></thead>
+                <tbody>{rows}</tbody>
+            </table>
+        </div>
     }
     .into_any()
 }

@@ -95,8 +95,8 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
     match found {
         Some(account) => {
             request.extensions_mut().insert(account.user.clone());
-            request.extensions_mut().insert(account);
-            next.run(request).await
+            request.extensions_mut().insert(account.clone());
+            super::acting_as(account, next.run(request)).await
         }
         None if is_public(&path) => next.run(request).await,
         None if path.starts_with("/api/") => AppError::from(ApiError::new(

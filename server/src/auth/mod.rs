@@ -10,6 +10,7 @@
 //! - `--no-auth` makes every request the local admin; `serve` refuses it on any
 //!   address but loopback.
 
+pub mod audit_view;
 pub mod command;
 pub mod limiter;
 pub mod middleware;
@@ -23,6 +24,31 @@ use sha2::{Digest, Sha256};
 use std::sync::Mutex;
 
 pub const SESSION_COOKIE: &str = "sleuth_session";
+
+tokio::task_local! {
+    /// Who the request being handled is for (set by `middleware::guard` around the
+    /// handler, page or server function; server functions run in the request's task).
+    static ACTOR: Account;
+}
+
+/// The signed-in account of the current request; `None` outside one (background work).
+pub fn actor() -> Option<Account> {
+    ACTOR.try_with(Account::clone).ok()
+}
+
+/// Admins manage users and hosts (403 for anyone else).
+pub fn require_admin(what: &str) -> Result<Account, ApiError> {
+    match actor() {
+        Some(a) if a.user.admin => Ok(a),
+        Some(_) => Err(ApiError::new(ErrorCode::Forbidden, format!("Only admins may {what}."))),
+        None => Err(ApiError::new(ErrorCode::Unauthenticated, "Sign in first.")),
+    }
+}
+
+/// Runs `work` as `account` (what the middleware does for each request).
+pub async fn acting_as<F: std::future::Future>(account: Account, work: F) -> F::Output {
+    ACTOR.scope(account, work).await
+}
 pub const SESSION_DAYS: i64 = 14;
 const NAME_CHARS: usize = 40;
 const MIN_PASSWORD_CHARS: usize = 10;
@@ -252,6 +278,9 @@ impl app::backend::Accounts for Auth {
     }
     async fn revoke_token(&self, user: &str, id: i64) -> Result<(), ApiError> {
         Auth::revoke_token(self, user, id).await
+    }
+    async fn audit_log(&self, limit: i64) -> Result<Vec<app::accounts::AuditEntry>, ApiError> {
+        Auth::audit_log(self, limit).await
     }
 }
 

@@ -17,6 +17,7 @@
 
 mod accounts;
 mod annotations;
+mod audit;
 mod facts;
 mod hosts;
 mod hypotheses;
@@ -28,6 +29,7 @@ mod snapshots;
 
 pub use accounts::{TokenRow, UserRow};
 pub use annotations::AnnotationRow;
+pub use audit::{AuditRow, NewAudit};
 pub use facts::FactsRow;
 pub use hypotheses::HypothesisRow;
 pub use measurements::{ExtractorRow, MeasurementRow};

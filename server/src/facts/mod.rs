@@ -84,14 +84,27 @@ pub async fn capture(
     limit: Duration,
 ) -> Result<HostFacts, ApiError> {
     let marker = format!("__sleuth_facts_{:x}", rand::random::<u64>());
-    let captured = tokio::time::timeout(limit, ssh::exec::capture(pool, target, &script(&marker, python), 1024 * 1024))
-        .await
-        .map_err(|_| {
-            ApiError::new(
-                ErrorCode::HostUnreachable,
-                format!("Capturing the host's facts took over {} s.", limit.as_secs()),
-            )
-        })??;
+    let captured =
+        tokio::time::timeout(limit, ssh::exec::capture(pool, target, &script(&marker, python), 1024 * 1024)).await;
+    let entry = crate::db::NewAudit {
+        who: crate::audit::actor_name(),
+        action: "facts.capture",
+        host: Some(target.name.clone()),
+        target: format!("nvidia-smi, lscpu, {python} (package versions)"),
+        outcome: Some(match &captured {
+            Ok(Ok(_)) => "ok".into(),
+            Ok(Err(e)) => format!("error: {e}"),
+            Err(_) => "error: timed out".into(),
+        }),
+        ..Default::default()
+    };
+    crate::audit::record(store, entry).await;
+    let captured = captured.map_err(|_| {
+        ApiError::new(
+            ErrorCode::HostUnreachable,
+            format!("Capturing the host's facts took over {} s.", limit.as_secs()),
+        )
+    })??;
     let facts = from_output(&String::from_utf8_lossy(&captured.stdout), &marker, python);
     let json = serde_json::to_string(&facts).map_err(|e| internal("facts json", e))?;
     let row = store.insert_facts(&target.name, &json).await.map_err(store_error)?;

@@ -2,6 +2,7 @@
 //! between HTTP and [`app::backend::Notebook`].
 
 pub mod annotations;
+pub mod audit;
 pub mod auth;
 pub mod extract;
 pub mod health;

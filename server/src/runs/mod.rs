@@ -189,8 +189,7 @@ impl Service {
                 batch_index: i64::from(if i <= warmup { i } else { i - warmup }),
                 batch_size: i64::from(if i <= warmup { warmup } else { repeat }),
                 warmup: i <= warmup,
-                // Accounts come later; until then runs are anonymous.
-                who: None,
+                who: Some(crate::audit::actor_name()),
             })
             .collect();
         let runs = self.runner.insert_batch(new_runs).await.map_err(store_error)?;

@@ -14,7 +14,7 @@
 use super::live::{Live, RunEvent};
 use super::output::{OutputWriter, Stream};
 use super::run_from_row;
-use crate::db::{NewRun, RunEnd, Store, now_ms};
+use crate::db::{NewAudit, NewRun, RunEnd, Store, now_ms};
 use crate::ssh::{Pool, Target, quote};
 use app::runs::Run;
 use russh::{ChannelMsg, Sig};
@@ -147,7 +147,25 @@ impl Runner {
         self.publish(investigation, run_id).await;
 
         let run = run_from_row(row);
+        let who = run.who.clone().unwrap_or_else(|| "sleuth".into());
+        let entry = |action, outcome| NewAudit {
+            who: who.clone(),
+            action,
+            host: Some(run.host.clone()),
+            target: run.command.clone(),
+            env: serde_json::to_string(&run.env).ok(),
+            outcome,
+            run_id: Some(run_id),
+        };
+        crate::audit::record(&self.store, entry("run.start", run.cwd.as_ref().map(|c| format!("in {c}")))).await;
         let end = self.drive(&run, target, &mut cancelled, &progress).await;
+        let how = match (end.exit_code, &end.exit_signal, &end.error) {
+            (Some(code), _, _) => format!("{} (exit {code})", end.status),
+            (None, Some(signal), _) => format!("{} (signal {signal})", end.status),
+            (None, None, Some(error)) => format!("{}: {error}", end.status),
+            _ => end.status.to_string(),
+        };
+        crate::audit::record(&self.store, entry("run.end", Some(how))).await;
         let end_ref = RunEnd {
             status: end.status,
             exit_code: end.exit_code,

@@ -140,6 +140,33 @@ pub(crate) enum Fetched {
 impl Service {
     /// Reads from the host what a snippet or grep body asks for.
     pub(crate) async fn fetch_for(&self, body: &StepBody) -> Result<Option<Fetched>, ApiError> {
+        let result = self.fetch_from_host(body).await;
+        let (action, host, target) = match body {
+            StepBody::Snippet(s) => {
+                let file = s.path.clone().or_else(|| s.module.as_ref().map(|m| format!("module {m}")));
+                let lines = match (s.start, s.end) {
+                    (Some(a), Some(b)) => format!(" lines {a}-{b}"),
+                    _ => String::new(),
+                };
+                ("snippet.fetch", &s.host, format!("{}{lines}", file.unwrap_or_default()))
+            }
+            StepBody::Grep(g) => ("grep", &g.host, format!("{:?} in {}", g.pattern, g.path)),
+            _ => return result,
+        };
+        let outcome = crate::audit::outcome(&result);
+        let entry = crate::db::NewAudit {
+            who: crate::audit::actor_name(),
+            action,
+            host: Some(host.clone()),
+            target,
+            outcome,
+            ..Default::default()
+        };
+        crate::audit::record(&self.store, entry).await;
+        result
+    }
+
+    async fn fetch_from_host(&self, body: &StepBody) -> Result<Option<Fetched>, ApiError> {
         Ok(match body {
             StepBody::Snippet(snippet) => Some(Fetched::Snapshot(self.fetch_snapshot(snippet).await?)),
             StepBody::Grep(grep) => {

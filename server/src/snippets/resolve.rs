@@ -169,7 +169,19 @@ impl Service {
             ssh::exec::capture(&self.pool, &target, &full, 1024 * 1024),
         )
         .await
-        .map_err(|_| ApiError::new(ErrorCode::HostUnreachable, "Searching the host took over 60 s."))??;
+        .map_err(|_| ApiError::new(ErrorCode::HostUnreachable, "Searching the host took over 60 s."))
+        .and_then(|r| r.map_err(ApiError::from));
+        let entry = crate::db::NewAudit {
+            who: crate::audit::actor_name(),
+            action: "source.search",
+            host: Some(run.host.clone()),
+            target: format!("where is {file} (for run {run_id})"),
+            env: Some(run.env.clone()),
+            outcome: crate::audit::outcome(&captured),
+            run_id: Some(run_id),
+        };
+        crate::audit::record(&self.store, entry).await;
+        let captured = captured?;
         let out = String::from_utf8_lossy(&captured.stdout);
         let mut candidates: Vec<String> = Vec::new();
         let mut searched = Vec::new();

@@ -191,3 +191,96 @@ fn no_auth_is_refused_off_loopback() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("127.0.0.1 / ::1 only"), "{out:?}");
 }
+
+/// `(method, uri, json)` as the given token's user.
+async fn as_user(app: &TestApp, token: &str, method: Method, uri: &str, body: serde_json::Value) -> Response {
+    let bearer = format!("Bearer {token}");
+    let headers = [("authorization", bearer.as_str()), ("content-type", "application/json")];
+    let body = if body.is_null() { Vec::new() } else { body.to_string().into_bytes() };
+    app.send_with(method, uri, &headers, body).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_actions_are_audited_and_hosts_are_for_admins() {
+    let sshd = crate::sshd::Sshd::start();
+    let app = spawn_app_with_accounts().await;
+    let auth = app.auth.clone().unwrap();
+    auth.add_user("ada", PASSWORD, true).await.unwrap();
+    auth.add_user("bob", PASSWORD, false).await.unwrap();
+    let ada = auth.create_token("ada", "test").await.unwrap().token;
+    let bob = auth.create_token("bob", "test").await.unwrap().token;
+
+    let host = json!({ "name": "gpu", "hostname": "127.0.0.1", "port": sshd.port, "user": crate::sshd::whoami(),
+                       "identity_file": sshd.client_key.display().to_string() });
+    let refused = as_user(&app, &bob, Method::POST, "/api/v1/hosts", host.clone()).await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.text());
+    assert!(refused.text().contains("Only admins may add hosts"));
+    assert_eq!(as_user(&app, &ada, Method::POST, "/api/v1/hosts", host).await.status, StatusCode::CREATED);
+    let fingerprint = json!({ "fingerprint": sshd.host_key_fingerprint() });
+    assert_eq!(
+        as_user(&app, &bob, Method::POST, "/api/v1/hosts/gpu/trust", fingerprint.clone()).await.status,
+        StatusCode::FORBIDDEN
+    );
+    let trusted = as_user(&app, &ada, Method::POST, "/api/v1/hosts/gpu/trust", fingerprint).await;
+    assert_eq!(trusted.status, StatusCode::OK, "{}", trusted.text());
+
+    // bob runs a command; the run says who started it.
+    let inv = as_user(&app, &bob, Method::POST, "/api/v1/investigations", json!({ "title": "audit" })).await.json();
+    let steps = format!("/api/v1/investigations/{}/steps", inv["id"].as_str().unwrap());
+    let step = as_user(
+        &app,
+        &bob,
+        Method::POST,
+        &steps,
+        json!({ "kind": "command", "host": "gpu", "command": "echo $NCCL_PROTO", "env": { "NCCL_PROTO": "LL" } }),
+    )
+    .await
+    .json();
+    let runs = as_user(&app, &bob, Method::POST, &format!("/api/v1/steps/{}/runs", step["id"]), json!({})).await.json();
+    let run = runs[0]["id"].as_i64().unwrap();
+    assert_eq!(runs[0]["who"], "bob");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while as_user(&app, &bob, Method::GET, &format!("/api/v1/runs/{run}"), json!(null)).await.json()["status"]
+        != "succeeded"
+    {
+        assert!(std::time::Instant::now() < deadline, "the run did not finish");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+
+    let denied = as_user(&app, &bob, Method::GET, "/api/v1/audit", json!(null)).await;
+    assert_eq!(denied.status, StatusCode::FORBIDDEN);
+    let log = as_user(&app, &ada, Method::GET, "/api/v1/audit", json!(null)).await.json();
+    let find = |action: &str| {
+        log.as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["action"] == action)
+            .unwrap_or_else(|| panic!("{action} in {log}"))
+            .clone()
+    };
+    let trust = find("host.trust");
+    assert_eq!((trust["who"].as_str(), trust["host"].as_str()), (Some("ada"), Some("gpu")));
+    assert_eq!(trust["target"], sshd.host_key_fingerprint());
+    let start = find("run.start");
+    assert_eq!(start["who"], "bob");
+    assert_eq!(start["target"], "echo $NCCL_PROTO");
+    assert_eq!(start["env"], json!([["NCCL_PROTO", "LL"]]));
+    assert_eq!(start["run_id"], run);
+    assert_eq!(find("run.end")["outcome"], "succeeded (exit 0)");
+    assert_eq!(find("facts.capture")["who"], "sleuth", "the day's first run captured facts by itself");
+    assert!(
+        log.as_array().unwrap().iter().all(|e| e["action"] != "host.trust" || e["who"] != "bob"),
+        "refused: not logged as done"
+    );
+
+    let csv = as_user(&app, &ada, Method::GET, "/api/v1/audit?format=csv", json!(null)).await;
+    assert_eq!(csv.headers["content-type"], "text/csv; charset=utf-8");
+    let text = csv.text();
+    assert!(text.starts_with("id,at,who,action,host,target,env,outcome,run_id\n"), "{text}");
+    assert!(text.contains(r#""bob","run.start","gpu","echo $NCCL_PROTO","NCCL_PROTO=LL""#), "{text}");
+    let page = app.send_with(Method::GET, "/audit", &[("authorization", &format!("Bearer {ada}"))], vec![]).await;
+    assert!(page.text().contains("data-action=\"run.start\""), "the audit page lists it");
+    for secret in [ada.as_str(), bob.as_str(), "$argon2id$"] {
+        assert!(!text.contains(secret) && !log.to_string().contains(secret), "no secrets in the audit log");
+    }
+}

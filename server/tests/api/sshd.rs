@@ -60,11 +60,18 @@ impl Sshd {
         // sshd refuses to start without its privilege separation directory.
         let _ = std::fs::create_dir_all("/run/sshd");
         let d = self.dir.path().display();
+        // Sessions run the user's shell, and bash reads ~/.bashrc for sshd sessions
+        // unless it is nested (SHLVL ≥ 1 in its environment). The tests' hosts must
+        // not depend on the developer's dotfiles: here ~/.bashrc runs `pyenv
+        // rehash` under a lock file, the tests kill sessions (cancel, timeout, a
+        // killed sshd), and a kill at the wrong moment left the lock behind, after
+        // which every login waited 60 s for it.
         let config = format!(
             "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/hostkey\nPidFile {d}/sshd.pid\n\
              AuthorizedKeysFile {d}/authorized_keys\nStrictModes no\nUsePAM no\n\
              PasswordAuthentication no\nKbdInteractiveAuthentication no\nPubkeyAuthentication yes\n\
-             PermitRootLogin prohibit-password\nLogLevel ERROR\nSubsystem sftp internal-sftp\n",
+             PermitRootLogin prohibit-password\nLogLevel ERROR\nSubsystem sftp internal-sftp\n\
+             SetEnv SHLVL=1\n",
             port = self.port
         );
         let config_path = self.dir.path().join("sshd_config");

@@ -1,0 +1,35 @@
+use crate::error::AppError;
+use crate::extract::ApiQuery;
+use crate::state::AppState;
+use axum::Json;
+use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+
+#[derive(serde::Deserialize)]
+pub struct AuditQuery {
+    /// `json` (default) or `csv`.
+    #[serde(default)]
+    format: Option<String>,
+    #[serde(default)]
+    limit: Option<i64>,
+}
+
+/// The audit log, newest first; admins only.
+pub async fn list(State(state): State<AppState>, ApiQuery(query): ApiQuery<AuditQuery>) -> Result<Response, AppError> {
+    let entries = state.auth.audit_log(query.limit.unwrap_or(1000)).await?;
+    Ok(match query.format.as_deref() {
+        Some("csv") => (
+            [
+                (header::CONTENT_TYPE, "text/csv; charset=utf-8"),
+                (header::CONTENT_DISPOSITION, "attachment; filename=\"sleuth-audit.csv\""),
+            ],
+            crate::auth::audit_view::to_csv(&entries),
+        )
+            .into_response(),
+        None | Some("json") => Json(entries).into_response(),
+        Some(other) => {
+            return Err(app::error::ApiError::invalid(format!("The format is json or csv, not {other:?}.")).into());
+        }
+    })
+}
