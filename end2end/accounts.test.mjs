@@ -3,17 +3,21 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, tempDataDir, launchBrowser, newPage, hydrated, screenshot } from './harness.mjs';
+import { startSshd } from './sshd.mjs';
 
 let server;
 let browser;
+let sshd;
 
 before(async () => {
+  sshd = await startSshd();
   server = await startServer(tempDataDir(), { accounts: true });
   browser = await launchBrowser();
 });
 after(async () => {
   await browser?.close();
   await server?.stop();
+  sshd?.stop();
 });
 
 test('set up the first admin, use a token, sign out and back in', async () => {
@@ -41,6 +45,32 @@ test('set up the first admin, use a token, sign out and back in', async () => {
   const api = (t) => fetch(server.url + '/api/v1/investigations', { headers: { authorization: `Bearer ${t}` } });
   assert.equal((await api(token)).status, 200);
   await screenshot(page, 'tokens');
+
+  // A script with the token adds a host and runs a command; the admin's audit page shows it.
+  const call = (method, path, body) => fetch(server.url + path, {
+    method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: body && JSON.stringify(body),
+  }).then(async (r) => { assert.ok(r.status < 300, `${method} ${path}: ${r.status} ${await r.clone().text()}`); return r.json(); });
+  await call('POST', '/api/v1/hosts', { name: 'gpu', hostname: '127.0.0.1', port: sshd.port, user: sshd.user, identity_file: sshd.key });
+  await call('POST', '/api/v1/hosts/gpu/trust', { fingerprint: sshd.fingerprint });
+  const inv = await call('POST', '/api/v1/investigations', { title: 'audited' });
+  const step = await call('POST', `/api/v1/investigations/${inv.id}/steps`,
+    { kind: 'command', host: 'gpu', command: 'echo "<b>audited</b>"', env: { NCCL_PROTO: 'LL' } });
+  const [run] = await call('POST', `/api/v1/steps/${step.id}/runs`, {});
+  for (let i = 0; i < 300 && (await call('GET', `/api/v1/runs/${run.id}`)).status !== 'succeeded'; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await page.click('.topnav a[href="/audit"]');
+  await page.waitForURL(/\/audit$/);
+  const started = page.locator('table.audit tr[data-action="run.start"]');
+  await started.waitFor();
+  assert.match(await started.textContent(), /ada.*gpu.*echo "<b>audited<\/b>".*NCCL_PROTO=LL/s);
+  assert.equal(await page.locator('table.audit b').count(), 0, 'the command is text, not markup');
+  assert.match(await page.locator('table.audit tr[data-action="run.end"]').textContent(), /succeeded \(exit 0\)/);
+  assert.match(await page.locator('table.audit tr[data-action="host.trust"]').textContent(), new RegExp(sshd.fingerprint.replace(/[+/]/g, '\\$&')));
+  await screenshot(page, 'audit');
+  await page.goto(server.url + '/tokens');
+  await hydrated(page);
   await page.locator('table.tokens tr', { hasText: 'benchmarks' }).locator('button:has-text("Revoke")').click();
   await page.waitForSelector('table.tokens tr:has-text("revoked")');
   assert.equal((await api(token)).status, 401);
