@@ -181,11 +181,8 @@ mod tests {
             search: None,
             created_at: "t".into(),
             updated_at: "t".into(),
-            version: 3,
-            updated_by: Some("ada".into()),
         };
         let json = serde_json::to_value(&step).unwrap();
-        assert_eq!(json["version"], 3);
         assert_eq!(json["kind"], "note");
         assert_eq!(json["body"], "# hi");
         assert_eq!(json["url"], "/i/abc#step-7");
