@@ -23,9 +23,8 @@ pub trait Notebook: Send + Sync + 'static {
 
     async fn add_step(&self, investigation: &str, body: StepBody) -> Result<Step, ApiError>;
     async fn step(&self, id: i64) -> Result<Step, ApiError>;
-    /// Replaces the step's body; its kind cannot change. With `version`, refused
-    /// (409, saying who changed it when, with their text) unless it is still that one.
-    async fn update_step(&self, id: i64, body: StepBody, version: Option<i64>) -> Result<Step, ApiError>;
+    /// Replaces the step's body; its kind cannot change.
+    async fn update_step(&self, id: i64, body: StepBody) -> Result<Step, ApiError>;
     /// Moves the step to `position` (1-based, clamped to the timeline).
     async fn move_step(&self, id: i64, position: u32) -> Result<Step, ApiError>;
     async fn delete_step(&self, id: i64) -> Result<(), ApiError>;

@@ -121,12 +121,6 @@ pub struct Step {
     pub search: Option<crate::steps::grep::SearchResult>,
     pub created_at: String,
     pub updated_at: String,
-    /// Bumped by every save; a save that names an older one is refused (409).
-    #[serde(default)]
-    pub version: i64,
-    /// Who saved it last (`None`: never edited, or before accounts).
-    #[serde(default)]
-    pub updated_by: Option<String>,
 }
 
 impl Step {

@@ -114,25 +114,6 @@ fn summary(row: InvestigationRow) -> InvestigationSummary {
     }
 }
 
-/// A save that started from an older version: who changed it since, when, and
-/// (for notes) their text, so nothing is lost on either side.
-fn stale(current: &Step) -> ApiError {
-    let who = current.updated_by.as_deref().unwrap_or("someone");
-    let theirs = match &current.body {
-        StepBody::Note(note) => format!(" Their text:\n\n{}", note.body),
-        _ => String::new(),
-    };
-    ApiError::new(
-        app::error::ErrorCode::Conflict,
-        format!(
-            "Not saved: this step was changed by {who} at {} (version {}) after you opened it. \
-             Copy your text, reload, and merge.{theirs}",
-            app::model::short_time(&current.updated_at),
-            current.version
-        ),
-    )
-}
-
 fn step(row: StepRow) -> Result<Step, ApiError> {
     let body = steps::from_stored(&row.kind, &row.body)
         .map_err(|e| internal(&format!("step {} has an unreadable body", row.id), e))?;
@@ -148,8 +129,6 @@ fn step(row: StepRow) -> Result<Step, ApiError> {
         position: u32::try_from(row.position).unwrap_or(0),
         created_at: timestamp(row.created_at),
         updated_at: timestamp(row.updated_at),
-        version: row.version,
-        updated_by: row.updated_by,
         investigation_id: row.investigation_id,
     })
 }
@@ -283,11 +262,8 @@ impl Notebook for Service {
         Ok(steps.remove(0))
     }
 
-    async fn update_step(&self, id: i64, body: StepBody, version: Option<i64>) -> Result<Step, ApiError> {
+    async fn update_step(&self, id: i64, body: StepBody) -> Result<Step, ApiError> {
         let current = self.step(id).await?;
-        if version.is_some_and(|v| v != current.version) {
-            return Err(stale(&current));
-        }
         if current.body.kind() != body.kind() {
             return Err(ApiError::invalid(format!(
                 "Step {id} is a {} step; its kind cannot change to {}.",
@@ -300,14 +276,8 @@ impl Notebook for Service {
         self.check_references(&body).await?;
         let fetched = self.fetch_for(&body).await?;
         let (_, fields) = steps::to_stored(&body).map_err(|e| internal("to_stored", e))?;
-        let who = crate::audit::actor_name();
-        let Some(row) = self.store.update_step_body(id, &fields, &who, version).await.map_err(store_error)? else {
-            // Gone, or saved by someone else between our read and our write.
-            return Err(match self.step(id).await {
-                Ok(newer) => stale(&newer),
-                Err(e) => e,
-            });
-        };
+        let row =
+            self.store.update_step_body(id, &fields).await.map_err(store_error)?.ok_or_else(|| step_not_found(id))?;
         if let Some(fetched) = fetched {
             self.store_fetched(row.id, fetched).await?;
         }

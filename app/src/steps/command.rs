@@ -84,7 +84,6 @@ pub async fn add_command(
 #[server]
 pub async fn edit_command(
     step_id: i64,
-    version: String,
     host: String,
     command: String,
     env: String,
@@ -92,9 +91,8 @@ pub async fn edit_command(
     timeout_s: String,
 ) -> Result<Step, ApiError> {
     let body = body_from_form(host, command, env, cwd, timeout_s)?;
-    let version = crate::backend::form_number("The version", &version)?;
     crate::backend::notebook()?
-        .update_step(step_id, super::StepBody::Command(body), version)
+        .update_step(step_id, super::StepBody::Command(body))
         .await
         .inspect_err(crate::backend::set_status)
 }
@@ -151,7 +149,7 @@ pub fn CommandContent(step: Step, editing: RwSignal<bool>) -> impl IntoView {
                 }
             }
         >
-            <CommandEditor step_id version=step.version body=body.clone() editing edit/>
+            <CommandEditor step_id body=body.clone() editing edit/>
         </Show>
         <RunControls step_id newest=newest.clone()/>
         {newest.map(|run| view! { <RunOutput run/> })}
@@ -163,7 +161,6 @@ pub fn CommandContent(step: Step, editing: RwSignal<bool>) -> impl IntoView {
 #[component]
 fn CommandEditor(
     step_id: i64,
-    version: i64,
     body: CommandBody,
     editing: RwSignal<bool>,
     edit: ServerAction<EditCommand>,
@@ -171,7 +168,6 @@ fn CommandEditor(
     view! {
         <ActionForm action=edit attr:class="command-form stacked">
             <input type="hidden" name="step_id" value=step_id/>
-            <input type="hidden" name="version" value=version/>
             <CommandFields body=Some(body)/>
             <ActionError action=edit/>
             <div class="form-actions">

@@ -26,10 +26,9 @@ pub async fn add_note(investigation: String, body: String) -> Result<Step, ApiEr
 }
 
 #[server]
-pub async fn edit_note(step_id: i64, version: String, body: String) -> Result<Step, ApiError> {
-    let version = crate::backend::form_number("The version", &version)?;
+pub async fn edit_note(step_id: i64, body: String) -> Result<Step, ApiError> {
     crate::backend::notebook()?
-        .update_step(step_id, super::StepBody::Note(NoteBody { body }), version)
+        .update_step(step_id, super::StepBody::Note(NoteBody { body }))
         .await
         .inspect_err(crate::backend::set_status)
 }
@@ -53,24 +52,16 @@ pub fn NoteContent(step: Step, editing: RwSignal<bool>) -> impl IntoView {
             when=move || editing.get()
             fallback=move || view! { <div class="markdown" inner_html=html.clone()></div> }
         >
-            <NoteEditor step_id=step.id version=step.version body=body.clone() editing edit/>
+            <NoteEditor step_id=step.id body=body.clone() editing edit/>
         </Show>
     }
 }
 
 #[component]
-fn NoteEditor(
-    step_id: i64,
-    /// The version being edited: saving over someone else's newer text is refused.
-    version: i64,
-    body: String,
-    editing: RwSignal<bool>,
-    edit: ServerAction<EditNote>,
-) -> impl IntoView {
+fn NoteEditor(step_id: i64, body: String, editing: RwSignal<bool>, edit: ServerAction<EditNote>) -> impl IntoView {
     view! {
         <ActionForm action=edit attr:class="note-editor">
             <input type="hidden" name="step_id" value=step_id/>
-            <input type="hidden" name="version" value=version/>
             <textarea name="body" rows="8" maxlength=MAX_BYTES aria-label="Note (Markdown)">
                 {crate::components::textarea_text(&body)}
             </textarea>

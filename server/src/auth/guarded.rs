@@ -103,11 +103,11 @@ impl Notebook for Guarded {
         self.access.check_of(OwnedBy::Step, id, Need::Read).await?;
         self.inner.step(id).await
     }
-    async fn update_step(&self, id: i64, body: StepBody, version: Option<i64>) -> Result<Step, ApiError> {
+    async fn update_step(&self, id: i64, body: StepBody) -> Result<Step, ApiError> {
         if let Some(investigation) = self.step_investigation(id).await? {
             self.check_body(&investigation, &body).await?;
         }
-        self.inner.update_step(id, body, version).await
+        self.inner.update_step(id, body).await
     }
     async fn move_step(&self, id: i64, position: u32) -> Result<Step, ApiError> {
         self.access.check_of(OwnedBy::Step, id, Need::Edit).await?;

@@ -155,7 +155,7 @@ impl Store {
 
     pub async fn steps(&self, investigation: &str) -> StoreResult<Vec<StepRow>> {
         sqlx::query_as(
-            "SELECT id, investigation_id, position, kind, body, created_at, updated_at, version, updated_by
+            "SELECT id, investigation_id, position, kind, body, created_at, updated_at
              FROM steps WHERE investigation_id = ? ORDER BY position, id",
         )
         .bind(investigation)
@@ -165,7 +165,7 @@ impl Store {
 
     pub async fn step(&self, id: i64) -> StoreResult<Option<StepRow>> {
         sqlx::query_as(
-            "SELECT id, investigation_id, position, kind, body, created_at, updated_at, version, updated_by
+            "SELECT id, investigation_id, position, kind, body, created_at, updated_at
              FROM steps WHERE id = ?",
         )
         .bind(id)
@@ -184,7 +184,7 @@ impl Store {
         let row = sqlx::query_as(
             "INSERT INTO steps (investigation_id, position, kind, body, created_at, updated_at)
              VALUES (?, (SELECT COALESCE(MAX(position), 0) + 1 FROM steps WHERE investigation_id = ?), ?, ?, ?, ?)
-             RETURNING id, investigation_id, position, kind, body, created_at, updated_at, version, updated_by",
+             RETURNING id, investigation_id, position, kind, body, created_at, updated_at",
         )
         .bind(investigation)
         .bind(investigation)
@@ -198,28 +198,17 @@ impl Store {
         Ok(Some(row))
     }
 
-    /// Replaces a step's body and bumps its version; `None` if there is no such
-    /// step, or (with `expected`) its version is no longer that one.
-    pub async fn update_step_body(
-        &self,
-        id: i64,
-        body: &str,
-        who: &str,
-        expected: Option<i64>,
-    ) -> StoreResult<Option<StepRow>> {
+    /// Replaces a step's body; `None` if there is no such step.
+    pub async fn update_step_body(&self, id: i64, body: &str) -> StoreResult<Option<StepRow>> {
         let now = now_ms();
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
         let row: Option<StepRow> = sqlx::query_as(
-            "UPDATE steps SET body = ?, updated_at = ?, version = version + 1, updated_by = ?
-             WHERE id = ? AND (? IS NULL OR version = ?)
-             RETURNING id, investigation_id, position, kind, body, created_at, updated_at, version, updated_by",
+            "UPDATE steps SET body = ?, updated_at = ? WHERE id = ?
+             RETURNING id, investigation_id, position, kind, body, created_at, updated_at",
         )
         .bind(body)
         .bind(now)
-        .bind(who)
         .bind(id)
-        .bind(expected)
-        .bind(expected)
         .fetch_optional(&mut *tx)
         .await?;
         if let Some(row) = &row {
@@ -268,7 +257,7 @@ impl Store {
             touch_investigation(&mut tx, &investigation, now).await?;
         }
         let row = sqlx::query_as(
-            "SELECT id, investigation_id, position, kind, body, created_at, updated_at, version, updated_by
+            "SELECT id, investigation_id, position, kind, body, created_at, updated_at
              FROM steps WHERE id = ?",
         )
         .bind(id)
