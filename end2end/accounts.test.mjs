@@ -4,17 +4,14 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, tempDataDir, launchBrowser, newPage, hydrated, screenshot } from './harness.mjs';
 import { startSshd } from './sshd.mjs';
-import { execFileSync } from 'node:child_process';
 
 let server;
 let browser;
 let sshd;
-let data;
 
 before(async () => {
   sshd = await startSshd();
-  data = tempDataDir();
-  server = await startServer(data, { accounts: true });
+  server = await startServer(tempDataDir(), { accounts: true });
   browser = await launchBrowser();
 });
 after(async () => {
@@ -99,32 +96,5 @@ test('set up the first admin, use a token, sign out and back in', async () => {
   await page.click('#sign-in button[type=submit]');
   await page.waitForURL(server.url + '/');
   await screenshot(page, 'signed-in');
-
-  // Sharing: bob (added from a shell while the server runs) becomes a viewer.
-  const bin = process.env.SLEUTH_BIN ?? 'target/debug/sleuth';
-  execFileSync(bin, ['user', 'add', 'bob', '--password-stdin', '--data', data], { input: 'bob password 123\n' });
-  await page.goto(`${server.url}/i/${inv.id}`);
-  await hydrated(page);
-  await page.click('#members summary');
-  await page.fill('#members input[name=user]', 'bob');
-  await page.locator('#members select[name=role]').selectOption('viewer');
-  await page.click('#members button:has-text("Set role")');
-  await page.waitForSelector('#members li[data-member=bob]');
-  assert.match(await page.locator('#members li[data-member=bob]').textContent(), /viewer/);
-  await page.click('form.sign-out button');
-  await page.waitForURL(/\/login$/);
-  await page.fill('#sign-in input[name=name]', 'bob');
-  await page.fill('#sign-in input[name=password]', 'bob password 123');
-  await page.click('#sign-in button[type=submit]');
-  await page.waitForURL(server.url + '/');
-  await hydrated(page);
-  assert.equal(await page.locator(`a[href="/i/${inv.id}"]`).count(), 1, 'shared with bob: listed');
-  await page.goto(`${server.url}/i/${inv.id}`);
-  await hydrated(page);
-  await page.fill('#add-note textarea[name=body]', 'a viewer tries to write');
-  await page.click('#add-note button[type=submit]');
-  await page.waitForSelector('#add-note .error');
-  assert.match(await page.locator('#add-note .error').textContent(), /needs the editor role; you are its viewer/);
-  assert.equal(await page.locator('.topnav a[href="/audit"]').count(), 0, 'not an admin');
-  assert.deepEqual(page.problems.filter((p) => !/http 40[13]/.test(p)), []);
+  assert.deepEqual(page.problems.filter((p) => !/http 401/.test(p)), []);
 });

@@ -2,7 +2,7 @@
 //! implements [`Notebook`] and provides it as context, so this crate never links the
 //! store, SSH or anything else server-only.
 
-use crate::accounts::{ApiToken, HostAccess, Member, NewApiToken, User};
+use crate::accounts::{ApiToken, NewApiToken, User};
 use crate::error::ApiError;
 use crate::hosts::{ConnectionReport, Host, HostFacts, HostImport, ImportReport, NewHost};
 use crate::hypotheses::{Hypothesis, HypothesisInput};
@@ -81,16 +81,9 @@ pub trait Notebook: Send + Sync + 'static {
     async fn delete_hypothesis(&self, id: i64) -> Result<(), ApiError>;
     /// Up to `bytes` of a run's output ending at `before`, as HTML, from a line start.
     async fn output_before(&self, id: i64, before: u64, bytes: u64) -> Result<OutputTail, ApiError>;
-
-    /// Who has which role in the investigation.
-    async fn members(&self, investigation: &str) -> Result<Vec<Member>, ApiError>;
-    /// Gives `member.user` that role (owners only); a role of `none` removes it.
-    async fn set_member(&self, investigation: &str, member: Member) -> Result<Vec<Member>, ApiError>;
-    async fn host_access(&self, host: &str) -> Result<HostAccess, ApiError>;
-    /// Admins only.
-    async fn set_host_access(&self, host: &str, access: HostAccess) -> Result<HostAccess, ApiError>;
 }
 
+/// The notebook the server provided for this request.
 /// API tokens of the signed-in user (the server's `auth::Auth`).
 #[async_trait::async_trait]
 pub trait Accounts: Send + Sync + 'static {
@@ -117,7 +110,6 @@ pub fn current_user() -> Result<User, ApiError> {
         .ok_or_else(|| ApiError::new(crate::error::ErrorCode::Unauthenticated, "Sign in first."))
 }
 
-/// The notebook the server provided for this request.
 pub fn notebook() -> Result<Arc<dyn Notebook>, ApiError> {
     leptos::prelude::use_context::<Arc<dyn Notebook>>().ok_or_else(|| {
         leptos::logging::error!("no Notebook in context: the server must provide one");

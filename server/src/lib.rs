@@ -18,7 +18,6 @@ pub mod hosts;
 mod hypotheses;
 pub(crate) mod ids;
 mod markdown;
-mod members;
 pub mod metrics;
 pub mod notebook;
 pub mod router;

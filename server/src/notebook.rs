@@ -6,7 +6,6 @@ use crate::db::{InvestigationRow, StepRow, Store};
 use crate::runs::Runner;
 use crate::ssh::Pool;
 use crate::{ids, steps};
-use app::accounts::{HostAccess, Member};
 use app::backend::Notebook;
 use app::error::ApiError;
 use app::hosts::{ConnectionReport, Host, HostFacts, HostImport, ImportReport, NewHost};
@@ -428,18 +427,6 @@ impl Notebook for Service {
     }
     async fn output_before(&self, id: i64, before: u64, bytes: u64) -> Result<OutputTail, ApiError> {
         self.output_before_impl(id, before, bytes).await
-    }
-    async fn members(&self, investigation: &str) -> Result<Vec<Member>, ApiError> {
-        self.members_impl(investigation).await
-    }
-    async fn set_member(&self, investigation: &str, member: Member) -> Result<Vec<Member>, ApiError> {
-        self.set_member_impl(investigation, member).await
-    }
-    async fn host_access(&self, host: &str) -> Result<HostAccess, ApiError> {
-        self.host_access_impl(host).await
-    }
-    async fn set_host_access(&self, host: &str, access: HostAccess) -> Result<HostAccess, ApiError> {
-        self.set_host_access_impl(host, access).await
     }
 }
 

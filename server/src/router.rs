@@ -25,7 +25,6 @@ pub fn app(state: AppState) -> Router {
             get(investigations::show).patch(investigations::update).delete(investigations::delete),
         )
         .route("/investigations/{id}/steps", post(steps::create))
-        .route("/investigations/{id}/members", get(investigations::members).put(investigations::set_member))
         .route("/investigations/{id}/events", get(runs::investigation_events))
         .route("/investigations/{id}/measurements", get(measurements::list).post(measurements::create))
         .route("/investigations/{id}/overview", get(measurements::overview))
@@ -54,7 +53,6 @@ pub fn app(state: AppState) -> Router {
         .route("/hosts/{name}/passphrase", post(hosts::passphrase))
         .route("/hosts/{name}/test", post(hosts::test))
         .route("/hosts/{name}/facts", get(hosts::facts).post(hosts::capture_facts))
-        .route("/hosts/{name}/access", get(hosts::access).put(hosts::set_access))
         .route("/facts/{id}", get(hosts::facts_by_id))
         .fallback(handlers::not_found)
         .method_not_allowed_fallback(handlers::method_not_allowed);

@@ -141,7 +141,6 @@ fn Header(inv: Investigation) -> impl IntoView {
                         <div class="form-actions"><button type="submit" class="primary">"Save"</button></div>
                     </ActionForm>
                 </details>
-                <super::members::Members investigation=inv.id.clone()/>
                 <ActionForm action=set_status attr:class="inline">
                     <input type="hidden" name="id" value=status_id/>
                     <input type="hidden" name="status" value=next_status/>

@@ -3,7 +3,6 @@ pub mod home;
 pub mod hosts;
 pub mod hypotheses;
 pub mod investigation;
-pub mod members;
 pub mod source;
 
 use crate::components::ErrorPanel;

@@ -15,7 +15,6 @@
 //!   text or 64-bit integers, and nothing relies on SQLite-only behaviour except
 //!   `STRICT` tables and `json_valid` checks in the migrations.
 
-mod access;
 mod accounts;
 mod annotations;
 mod audit;
@@ -28,7 +27,6 @@ mod runs;
 mod searches;
 mod snapshots;
 
-pub use access::OwnedBy;
 pub use accounts::{TokenRow, UserRow};
 pub use annotations::AnnotationRow;
 pub use audit::{AuditRow, NewAudit};

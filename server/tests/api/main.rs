@@ -7,7 +7,6 @@ mod hypotheses;
 mod investigations;
 mod metrics;
 mod pages;
-mod permissions;
 mod runs;
 mod snippets;
 mod sshd;
