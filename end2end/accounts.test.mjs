@@ -4,14 +4,17 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, tempDataDir, launchBrowser, newPage, hydrated, screenshot } from './harness.mjs';
 import { startSshd } from './sshd.mjs';
+import { execFileSync } from 'node:child_process';
 
 let server;
 let browser;
 let sshd;
+let data;
 
 before(async () => {
   sshd = await startSshd();
-  server = await startServer(tempDataDir(), { accounts: true });
+  data = tempDataDir();
+  server = await startServer(data, { accounts: true });
   browser = await launchBrowser();
 });
 after(async () => {
@@ -96,5 +99,113 @@ test('set up the first admin, use a token, sign out and back in', async () => {
   await page.click('#sign-in button[type=submit]');
   await page.waitForURL(server.url + '/');
   await screenshot(page, 'signed-in');
-  assert.deepEqual(page.problems.filter((p) => !/http 401/.test(p)), []);
+
+  // Sharing: bob (added from a shell while the server runs) becomes a viewer.
+  const bin = process.env.SLEUTH_BIN ?? 'target/debug/sleuth';
+  execFileSync(bin, ['user', 'add', 'bob', '--password-stdin', '--data', data], { input: 'bob password 123\n' });
+  await page.goto(`${server.url}/i/${inv.id}`);
+  await hydrated(page);
+  const addNoteUrl = await page.getAttribute('#add-note', 'action');
+  await page.click('#members summary');
+  await page.fill('#members input[name=user]', 'bob');
+  await page.locator('#members select[name=role]').selectOption('viewer');
+  await page.click('#members button:has-text("Set role")');
+  // The page refreshes (closing the form); the count in its button says two.
+  await page.waitForSelector('#members li[data-member=bob]', { state: 'attached' });
+  assert.match(await page.locator('#members summary').textContent(), /Members \(2\)/);
+  assert.match(await page.locator('#members li[data-member=bob]').textContent(), /viewer/);
+  await page.click('form.sign-out button');
+  await page.waitForURL(/\/login$/);
+  await page.fill('#sign-in input[name=name]', 'bob');
+  await page.fill('#sign-in input[name=password]', 'bob password 123');
+  await page.click('#sign-in button[type=submit]');
+  await page.waitForURL(server.url + '/');
+  await hydrated(page);
+  assert.equal(await page.locator(`a[href="/i/${inv.id}"]`).count(), 1, 'shared with bob: listed');
+  await page.goto(`${server.url}/i/${inv.id}`);
+  await hydrated(page);
+  // A viewer is offered no forms, and told why and whom to ask.
+  assert.match(await page.locator('p.read-only').textContent(), /changing it needs the editor role \(ask an owner: ada\)/);
+  for (const form of ['#add-note', '#add-command', 'button.run-button', '#members form', '#add-hypothesis']) {
+    assert.equal(await page.locator(form).count(), 0, `no ${form} for a viewer`);
+  }
+  assert.equal(await page.locator('#members li[data-member=bob]').count(), 1, 'but the members list');
+  // The server refuses what the page does not offer: the note form's server function, posted by hand.
+  const refused = await page.evaluate(async ([id, url]) => {
+    const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ investigation: id, body: 'a viewer tries to write' }) });
+    return { status: r.status, text: await r.text() };
+  }, [inv.id, addNoteUrl]);
+  assert.equal(refused.status, 403, refused.text);
+  assert.match(refused.text, /needs the editor role; you are its viewer/);
+  assert.equal(await page.locator('.topnav a[href="/audit"]').count(), 0, 'not an admin');
+  assert.deepEqual(page.problems.filter((p) => !/http 40[13]/.test(p)), []);
+});
+
+test('a view-only share link: opened without an account at a step, revoked to a clear page', async () => {
+  const page = await newPage(browser);
+  await page.goto(server.url + '/login');
+  await page.fill('#sign-in input[name=name]', 'ada');
+  await page.fill('#sign-in input[name=password]', 'correct horse battery');
+  await page.click('#sign-in button[type=submit]');
+  await page.waitForURL(server.url + '/');
+  // A note with a payload, and enough notes that the linked one is scrolled to.
+  const inv = await page.evaluate(async () => {
+    const post = (url, body) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body) }).then((r) => r.json());
+    const inv = await post('/api/v1/investigations', { title: 'shared <img src=x onerror=alert(1)> decode' });
+    for (let i = 0; i < 6; i++) {
+      await post(`/api/v1/investigations/${inv.id}/steps`, { kind: 'note', body: `note ${i}\n\n${'text\n\n'.repeat(8)}` });
+    }
+    return inv;
+  });
+  await page.goto(`${server.url}/i/${inv.id}`);
+  await hydrated(page);
+  const last = await page.locator('.step').last().getAttribute('id');
+  await page.click('#share summary');
+  await page.fill('#share input[name=label]', 'for the vLLM maintainers');
+  await page.locator('#share select[name=expires]').selectOption('30');
+  await page.check('#share input[name=hide_hosts]');
+  await page.click('#share button:has-text("Create view-only link")');
+  const input = page.locator('#share input.link-url');
+  await input.waitFor();
+  const url = await input.inputValue();
+  assert.match(url, new RegExp(`^${server.url}/s/[A-Za-z0-9_-]{43}$`));
+  // The list shows it (after the page refreshed) while the URL stays on screen.
+  await page.waitForSelector('#share table.share-links tr[data-state=active]', { state: 'attached' });
+  assert.equal(await page.locator('#share input.link-url').inputValue(), url);
+  await screenshot(page, 'share-created');
+
+  // Someone without an account opens it at a step: read-only, scrolled there and highlighted.
+  for (const javaScriptEnabled of [true, false]) {
+    const reader = await newPage(browser, { javaScriptEnabled });
+    await reader.goto(`${url}#${last}`);
+    await reader.waitForSelector(`#${last}`);
+    if (javaScriptEnabled) await hydrated(reader);
+    assert.match(await reader.locator('h1').textContent(), /shared <img src=x onerror=alert\(1\)> decode/);
+    assert.equal(await reader.locator('h1 img').count(), 0, 'the title stays text');
+    assert.match(await reader.locator('p.shared-terms').textContent(), /shared by ada, working until .*host names and addresses are hidden/);
+    assert.equal(await reader.locator('main form').count(), 0, 'no forms');
+    assert.equal(await reader.evaluate(() => document.querySelector(':target')?.id), last);
+    const box = await reader.locator(`#${last}`).boundingBox();
+    assert.ok(box.y < 900 && box.y + 10 > 0, `the step is in view (y=${box.y})`);
+    if (javaScriptEnabled) {
+      await screenshot(reader, 'share-reader');
+      assert.deepEqual(reader.problems, []);
+    }
+    await reader.context().close();
+  }
+
+  // Revoked: the next visit gets a clear page, not the content.
+  await page.evaluate(() => { document.querySelector('#share').open = true; });
+  await page.click('#share tr[data-state=active] button:has-text("Revoke")');
+  await page.waitForSelector('#share tr[data-state=revoked]', { state: 'attached' });
+  const late = await newPage(browser);
+  const response = await late.goto(url);
+  assert.equal(response.status(), 410);
+  assert.match(await late.locator('.error-panel h1').textContent(), /This link no longer works/);
+  assert.match(await late.locator('.error-panel').textContent(), /revoked on \d{4}-\d\d-\d\d/);
+  assert.equal(await late.locator('.step').count(), 0);
+  await screenshot(late, 'share-revoked');
+  await late.context().close();
 });

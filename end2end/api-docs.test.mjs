@@ -55,6 +55,9 @@ test('every curl example in docs/api.md works', () => {
   assert.match(out, /"metric":"ticks","unit":"steps"/);
   assert.match(out, /"action":"(run|snippet|grep|source|host|facts)\.?\w*","host"/);
   assert.match(out, /^id,at,who,action,host,target,env,outcome,run_id$/m);
+  assert.match(out, /\[\{"user":"local","role":"owner"\}\]/);
+  assert.match(out, /"code":"conflict","message":"Not saved: this step was changed by local at/);
+  assert.match(out, /"whole_team":true,"users":\[\]/);
   assert.match(out, /^<svg width=/m);
   assert.match(out, /"tok_s":57\.5,"tok_s_from":\{"measurement":\d+,"metric":"output_throughput"/);
   assert.doesNotMatch(out, /"code":"internal"/);

@@ -353,7 +353,11 @@ test('tok/s from two configurations, a hypothesis, and its verdict', async () =>
     const item = page.locator(`#step-${step.id}`);
     await item.locator('input[name=repeat]').fill('3');
     await item.locator('button.run-button').click();
-    await page.waitForFunction((id) => document.querySelectorAll(`#step-${id} .run-history li, #step-${id} .run`).length > 0, step.id);
+    // Generous: on a loaded 2-core CI machine the first run also waits for the day's facts capture.
+    await page.waitForFunction((id) => document.querySelectorAll(`#step-${id} .run-history li, #step-${id} .run`).length > 0,
+      step.id, { timeout: 60_000 }).catch((e) => {
+      throw new Error(`${e.message}; the page's problems: ${JSON.stringify(page.problems)}`);
+    });
   }
   for (const [step, value] of [[base, '57.50'], [treat, '33']]) {
     // The newest run's measurements show as soon as it is done.

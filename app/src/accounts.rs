@@ -41,3 +41,20 @@ pub struct AuditEntry {
     pub outcome: Option<String>,
     pub run_id: Option<i64>,
 }
+
+/// Someone's role in an investigation: `owner`, `runner`, `editor` or `viewer`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Member {
+    pub user: String,
+    pub role: String,
+}
+
+/// Who may run on a host: everyone, or the listed users (admins always).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostAccess {
+    pub whole_team: bool,
+    #[serde(default)]
+    pub users: Vec<String>,
+}

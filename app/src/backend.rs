@@ -2,13 +2,14 @@
 //! implements [`Notebook`] and provides it as context, so this crate never links the
 //! store, SSH or anything else server-only.
 
-use crate::accounts::{ApiToken, NewApiToken, User};
+use crate::accounts::{ApiToken, HostAccess, Member, NewApiToken, User};
 use crate::error::ApiError;
 use crate::hosts::{ConnectionReport, Host, HostFacts, HostImport, ImportReport, NewHost};
 use crate::hypotheses::{Hypothesis, HypothesisInput};
 use crate::metrics::{ExtractorDef, NewMeasurement, Overview, StoredMeasurement};
 use crate::model::{Investigation, InvestigationPatch, InvestigationSummary, NewInvestigation, Step};
 use crate::runs::{OutputTail, Run, RunRequest};
+use crate::shares::{CreatedShareLink, NewShareLink, ShareLink, SharedView};
 use crate::steps::StepBody;
 use crate::steps::snippet::{Annotation, AnnotationPatch, NewAnnotation, SourceCandidates};
 use std::sync::Arc;
@@ -23,8 +24,9 @@ pub trait Notebook: Send + Sync + 'static {
 
     async fn add_step(&self, investigation: &str, body: StepBody) -> Result<Step, ApiError>;
     async fn step(&self, id: i64) -> Result<Step, ApiError>;
-    /// Replaces the step's body; its kind cannot change.
-    async fn update_step(&self, id: i64, body: StepBody) -> Result<Step, ApiError>;
+    /// Replaces the step's body; its kind cannot change. With `version`, refused
+    /// (409, saying who changed it when, with their text) unless it is still that one.
+    async fn update_step(&self, id: i64, body: StepBody, version: Option<i64>) -> Result<Step, ApiError>;
     /// Moves the step to `position` (1-based, clamped to the timeline).
     async fn move_step(&self, id: i64, position: u32) -> Result<Step, ApiError>;
     async fn delete_step(&self, id: i64) -> Result<(), ApiError>;
@@ -81,9 +83,23 @@ pub trait Notebook: Send + Sync + 'static {
     async fn delete_hypothesis(&self, id: i64) -> Result<(), ApiError>;
     /// Up to `bytes` of a run's output ending at `before`, as HTML, from a line start.
     async fn output_before(&self, id: i64, before: u64, bytes: u64) -> Result<OutputTail, ApiError>;
+
+    /// Who has which role in the investigation.
+    async fn members(&self, investigation: &str) -> Result<Vec<Member>, ApiError>;
+    /// Gives `member.user` that role (owners only); a role of `none` removes it.
+    async fn set_member(&self, investigation: &str, member: Member) -> Result<Vec<Member>, ApiError>;
+    async fn host_access(&self, host: &str) -> Result<HostAccess, ApiError>;
+    /// Admins only.
+    async fn set_host_access(&self, host: &str, access: HostAccess) -> Result<HostAccess, ApiError>;
+
+    /// The investigation's share links (owners only).
+    async fn share_links(&self, investigation: &str) -> Result<Vec<ShareLink>, ApiError>;
+    async fn create_share_link(&self, investigation: &str, new: NewShareLink) -> Result<CreatedShareLink, ApiError>;
+    async fn revoke_share_link(&self, id: i64) -> Result<ShareLink, ApiError>;
+    /// What the link with this token shows; anyone may ask (the token is the right).
+    async fn shared(&self, token: &str) -> Result<SharedView, ApiError>;
 }
 
-/// The notebook the server provided for this request.
 /// API tokens of the signed-in user (the server's `auth::Auth`).
 #[async_trait::async_trait]
 pub trait Accounts: Send + Sync + 'static {
@@ -110,6 +126,7 @@ pub fn current_user() -> Result<User, ApiError> {
         .ok_or_else(|| ApiError::new(crate::error::ErrorCode::Unauthenticated, "Sign in first."))
 }
 
+/// The notebook the server provided for this request.
 pub fn notebook() -> Result<Arc<dyn Notebook>, ApiError> {
     leptos::prelude::use_context::<Arc<dyn Notebook>>().ok_or_else(|| {
         leptos::logging::error!("no Notebook in context: the server must provide one");

@@ -12,11 +12,14 @@ where
     S: ServerFn<Error = ApiError> + Clone + Send + Sync + 'static,
     S::Output: Clone + Send + Sync + 'static,
 {
+    let value = action.value();
     move || {
-        action.value().with(|value| match value {
-            Some(Err(e)) => Some(view! { <p class="error" role="alert">{e.message.clone()}</p> }),
-            _ => None,
-        })
+        value
+            .try_with(|value| match value {
+                Some(Err(e)) => Some(view! { <p class="error" role="alert">{e.message.clone()}</p> }),
+                _ => None,
+            })
+            .flatten()
     }
 }
 
@@ -53,6 +56,7 @@ pub fn ErrorPanel(error: ApiError) -> impl IntoView {
     let title = match error.code {
         crate::error::ErrorCode::NotFound => "Not found",
         crate::error::ErrorCode::Network => "Server unreachable",
+        crate::error::ErrorCode::Gone => "This link no longer works",
         _ => "Could not load this page",
     };
     view! {
@@ -73,14 +77,32 @@ where
     S::Error: Send + Sync + 'static,
 {
     let form = NodeRef::<leptos::html::Form>::new();
-    Effect::new(move |_| {
-        if action.value().with(|v| matches!(v, Some(Ok(_))))
-            && let Some(form) = form.get()
-        {
+    on_success(action, move || {
+        if let Some(form) = form.try_get().flatten() {
             form.reset();
         }
     });
     form
+}
+
+/// Calls `then` each time `action` succeeds.
+///
+/// The result is read through a signal taken now, which reads nothing once the
+/// form is gone: a page refresh disposes a form's action while an effect for it
+/// may still be queued, and reading a disposed action panics, which stops the
+/// page's wasm (every later click does nothing).
+pub fn on_success<S>(action: ServerAction<S>, then: impl Fn() + 'static)
+where
+    S: ServerFn + Clone + Send + Sync + 'static,
+    S::Output: Send + Sync + 'static,
+    S::Error: Send + Sync + 'static,
+{
+    let value = action.value();
+    Effect::new(move |_| {
+        if value.try_with(|v| matches!(v, Some(Ok(_)))).unwrap_or(false) {
+            then();
+        }
+    });
 }
 
 /// A `<select name="host">` of the known hosts, `chosen` preselected, with a
@@ -128,4 +150,30 @@ pub fn textarea_text(text: &str) -> String {
     } else {
         text.to_string()
     }
+}
+
+/// Shows its children only to readers who may do `what` in this investigation
+/// (the page provides their [`Abilities`](crate::model::Abilities); without them,
+/// as on a share link, nothing). Hiding is a courtesy: the server checks anyway.
+#[component]
+pub fn Can(what: Ability, children: Children) -> impl IntoView {
+    let abilities = abilities();
+    let allowed = match what {
+        Ability::Edit => abilities.edit,
+        Ability::Run => abilities.run,
+        Ability::Own => abilities.own,
+    };
+    allowed.then(children)
+}
+
+/// The reader's abilities in the investigation on this page (none elsewhere).
+pub fn abilities() -> crate::model::Abilities {
+    use_context::<crate::model::Abilities>().unwrap_or_default()
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ability {
+    Edit,
+    Run,
+    Own,
 }

@@ -35,6 +35,8 @@ pub enum ErrorCode {
     Forbidden,
     /// Too many attempts (sign-in); try again later.
     TooManyRequests,
+    /// It existed, and no longer works (a revoked or expired share link).
+    Gone,
     /// Something broke on our side; the details are in the server log.
     Internal,
 }
@@ -66,6 +68,7 @@ impl ErrorCode {
             Self::Unauthenticated => 401,
             Self::Forbidden => 403,
             Self::TooManyRequests => 429,
+            Self::Gone => 410,
             Self::Internal => 500,
             Self::Network | Self::HostUnreachable => 502,
         }

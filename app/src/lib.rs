@@ -18,6 +18,7 @@ pub mod metrics;
 pub mod model;
 pub mod pages;
 pub mod runs;
+pub mod shares;
 pub mod steps;
 
 use leptos::prelude::*;
@@ -79,6 +80,7 @@ pub fn App() -> impl IntoView {
                         view=pages::source::SourcePage
                         ssr=SsrMode::Async
                     />
+                    <Route path=path!("/s/:token") view=pages::shared::SharedPage ssr=SsrMode::Async/>
                     <Route
                         path=path!("/i/:id")
                         view=pages::investigation::InvestigationPage

@@ -72,6 +72,31 @@ pub struct Investigation {
     /// The chart of the investigation's main metric, when something was measured twice.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overview: Option<crate::metrics::Overview>,
+    /// Who may read, edit, run and share it (the header's Members… list).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<crate::accounts::Member>,
+    /// Its view-only links; only owners get them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub share_links: Vec<crate::shares::ShareLink>,
+    /// What the reader may do here (from their role): the page offers only these
+    /// forms. The server checks every change regardless.
+    #[serde(default)]
+    pub abilities: Abilities,
+}
+
+/// What one reader may do in an investigation. A share link's reader: nothing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Abilities {
+    /// Notes, steps, hypotheses, annotations, measurements, comments.
+    pub edit: bool,
+    /// Run commands, fetch snippets, grep on hosts.
+    pub run: bool,
+    /// Members, share links, delete.
+    pub own: bool,
+}
+
+impl Abilities {
+    pub const ALL: Self = Self { edit: true, run: true, own: true };
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -121,6 +146,12 @@ pub struct Step {
     pub search: Option<crate::steps::grep::SearchResult>,
     pub created_at: String,
     pub updated_at: String,
+    /// Bumped by every save; a save that names an older one is refused (409).
+    #[serde(default)]
+    pub version: i64,
+    /// Who saved it last (`None`: never edited, or before accounts).
+    #[serde(default)]
+    pub updated_by: Option<String>,
 }
 
 impl Step {
@@ -175,8 +206,11 @@ mod tests {
             search: None,
             created_at: "t".into(),
             updated_at: "t".into(),
+            version: 3,
+            updated_by: Some("ada".into()),
         };
         let json = serde_json::to_value(&step).unwrap();
+        assert_eq!(json["version"], 3);
         assert_eq!(json["kind"], "note");
         assert_eq!(json["body"], "# hi");
         assert_eq!(json["url"], "/i/abc#step-7");

@@ -6,6 +6,7 @@ use crate::db::{InvestigationRow, StepRow, Store};
 use crate::runs::Runner;
 use crate::ssh::Pool;
 use crate::{ids, steps};
+use app::accounts::{HostAccess, Member};
 use app::backend::Notebook;
 use app::error::ApiError;
 use app::hosts::{ConnectionReport, Host, HostFacts, HostImport, ImportReport, NewHost};
@@ -16,6 +17,7 @@ use app::model::{
     investigation_url, limits, step_url,
 };
 use app::runs::{OutputTail, Run, RunRequest};
+use app::shares::{CreatedShareLink, NewShareLink, ShareLink, SharedView};
 use app::steps::StepBody;
 use app::steps::snippet::{Annotation, AnnotationPatch, NewAnnotation, SourceCandidates};
 use std::sync::Arc;
@@ -113,6 +115,25 @@ fn summary(row: InvestigationRow) -> InvestigationSummary {
     }
 }
 
+/// A save that started from an older version: who changed it since, when, and
+/// (for notes) their text, so nothing is lost on either side.
+fn stale(current: &Step) -> ApiError {
+    let who = current.updated_by.as_deref().unwrap_or("someone");
+    let theirs = match &current.body {
+        StepBody::Note(note) => format!(" Their text:\n\n{}", note.body),
+        _ => String::new(),
+    };
+    ApiError::new(
+        app::error::ErrorCode::Conflict,
+        format!(
+            "Not saved: this step was changed by {who} at {} (version {}) after you opened it. \
+             Copy your text, reload, and merge.{theirs}",
+            app::model::short_time(&current.updated_at),
+            current.version
+        ),
+    )
+}
+
 fn step(row: StepRow) -> Result<Step, ApiError> {
     let body = steps::from_stored(&row.kind, &row.body)
         .map_err(|e| internal(&format!("step {} has an unreadable body", row.id), e))?;
@@ -128,6 +149,8 @@ fn step(row: StepRow) -> Result<Step, ApiError> {
         position: u32::try_from(row.position).unwrap_or(0),
         created_at: timestamp(row.created_at),
         updated_at: timestamp(row.updated_at),
+        version: row.version,
+        updated_by: row.updated_by,
         investigation_id: row.investigation_id,
     })
 }
@@ -173,8 +196,13 @@ impl Notebook for Service {
         let extractors = self.extractors_impl(id).await?;
         let measurements = self.measurements_impl(id).await?;
         let overview = crate::metrics::overview::overview(None, &steps, &measurements, &hypotheses);
+        let members = self.store.members(id).await.map_err(store_error)?;
         let summary = summary(row);
         Ok(Investigation {
+            members: members.into_iter().map(|(user, role)| Member { user, role }).collect(),
+            share_links: Vec::new(),
+            // Unguarded: the guard narrows this to the reader's role.
+            abilities: app::model::Abilities::ALL,
             hypotheses,
             extractors,
             measurements,
@@ -261,8 +289,11 @@ impl Notebook for Service {
         Ok(steps.remove(0))
     }
 
-    async fn update_step(&self, id: i64, body: StepBody) -> Result<Step, ApiError> {
+    async fn update_step(&self, id: i64, body: StepBody, version: Option<i64>) -> Result<Step, ApiError> {
         let current = self.step(id).await?;
+        if version.is_some_and(|v| v != current.version) {
+            return Err(stale(&current));
+        }
         if current.body.kind() != body.kind() {
             return Err(ApiError::invalid(format!(
                 "Step {id} is a {} step; its kind cannot change to {}.",
@@ -275,8 +306,14 @@ impl Notebook for Service {
         self.check_references(&body).await?;
         let fetched = self.fetch_for(&body).await?;
         let (_, fields) = steps::to_stored(&body).map_err(|e| internal("to_stored", e))?;
-        let row =
-            self.store.update_step_body(id, &fields).await.map_err(store_error)?.ok_or_else(|| step_not_found(id))?;
+        let who = crate::audit::actor_name();
+        let Some(row) = self.store.update_step_body(id, &fields, &who, version).await.map_err(store_error)? else {
+            // Gone, or saved by someone else between our read and our write.
+            return Err(match self.step(id).await {
+                Ok(newer) => stale(&newer),
+                Err(e) => e,
+            });
+        };
         if let Some(fetched) = fetched {
             self.store_fetched(row.id, fetched).await?;
         }
@@ -427,6 +464,30 @@ impl Notebook for Service {
     }
     async fn output_before(&self, id: i64, before: u64, bytes: u64) -> Result<OutputTail, ApiError> {
         self.output_before_impl(id, before, bytes).await
+    }
+    async fn members(&self, investigation: &str) -> Result<Vec<Member>, ApiError> {
+        self.members_impl(investigation).await
+    }
+    async fn set_member(&self, investigation: &str, member: Member) -> Result<Vec<Member>, ApiError> {
+        self.set_member_impl(investigation, member).await
+    }
+    async fn host_access(&self, host: &str) -> Result<HostAccess, ApiError> {
+        self.host_access_impl(host).await
+    }
+    async fn set_host_access(&self, host: &str, access: HostAccess) -> Result<HostAccess, ApiError> {
+        self.set_host_access_impl(host, access).await
+    }
+    async fn share_links(&self, investigation: &str) -> Result<Vec<ShareLink>, ApiError> {
+        self.share_links_impl(investigation).await
+    }
+    async fn create_share_link(&self, investigation: &str, new: NewShareLink) -> Result<CreatedShareLink, ApiError> {
+        self.create_share_link_impl(investigation, new).await
+    }
+    async fn revoke_share_link(&self, id: i64) -> Result<ShareLink, ApiError> {
+        self.revoke_share_link_impl(id).await
+    }
+    async fn shared(&self, token: &str) -> Result<SharedView, ApiError> {
+        self.shared_impl(token).await
     }
 }
 

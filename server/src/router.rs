@@ -2,7 +2,7 @@
 
 use crate::handlers::{
     self, annotations, audit, auth, extract, health, highlight, hosts, hypotheses, investigations, measurements, runs,
-    steps,
+    shares, steps,
 };
 use crate::state::AppState;
 use app::{App, model::limits, shell};
@@ -25,6 +25,10 @@ pub fn app(state: AppState) -> Router {
             get(investigations::show).patch(investigations::update).delete(investigations::delete),
         )
         .route("/investigations/{id}/steps", post(steps::create))
+        .route("/investigations/{id}/members", get(investigations::members).put(investigations::set_member))
+        .route("/investigations/{id}/shares", get(shares::list).post(shares::create))
+        .route("/shares/{id}", delete(shares::revoke))
+        .route("/shared/{token}", get(shares::shared))
         .route("/investigations/{id}/events", get(runs::investigation_events))
         .route("/investigations/{id}/measurements", get(measurements::list).post(measurements::create))
         .route("/investigations/{id}/overview", get(measurements::overview))
@@ -53,6 +57,7 @@ pub fn app(state: AppState) -> Router {
         .route("/hosts/{name}/passphrase", post(hosts::passphrase))
         .route("/hosts/{name}/test", post(hosts::test))
         .route("/hosts/{name}/facts", get(hosts::facts).post(hosts::capture_facts))
+        .route("/hosts/{name}/access", get(hosts::access).put(hosts::set_access))
         .route("/facts/{id}", get(hosts::facts_by_id))
         .fallback(handlers::not_found)
         .method_not_allowed_fallback(handlers::method_not_allowed);

@@ -41,7 +41,10 @@ pub async fn state(data: &Path, site: &Path, options: Options) -> Result<AppStat
         .env(Env::PROD)
         .build();
     let auth = Arc::new(crate::auth::Auth::new(store.clone(), options.no_auth, options.secure_cookies));
-    Ok(AppState { notebook: Arc::new(Service::new(store, pool, runner.clone())), runner, leptos, auth })
+    let access = crate::auth::access::Access::new(store.clone());
+    let service = Arc::new(Service::new(store, pool, runner.clone()));
+    let notebook = Arc::new(crate::auth::guarded::Guarded::new(service, access.clone()));
+    Ok(AppState { notebook, runner, leptos, auth, access })
 }
 
 pub async fn run(args: ServeArgs) -> Result<(), String> {

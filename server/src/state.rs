@@ -12,6 +12,8 @@ pub struct AppState {
     pub leptos: LeptosOptions,
     /// Accounts, sessions, API tokens (see `crate::auth`).
     pub auth: Arc<crate::auth::Auth>,
+    /// Roles, for the few routes that do not go through the notebook (event streams).
+    pub access: crate::auth::access::Access,
 }
 
 impl FromRef<AppState> for LeptosOptions {

@@ -136,7 +136,7 @@ pub fn HypothesesSection(inv: Investigation) -> impl IntoView {
                 </div>
                 <div class="charts">{charts}</div>
             })}
-            <AddHypothesis investigation=inv.id.clone() commands/>
+            <crate::components::Can what=crate::components::Ability::Edit><AddHypothesis investigation=inv.id.clone() commands/></crate::components::Can>
         </section>
     }
 }
@@ -155,11 +155,13 @@ fn HypothesisRow(h: Hypothesis, steps: Vec<(i64, String)>) -> impl IntoView {
             view! {
                 <li>
                     <a href=format!("#step-{step}")>{label}</a>
+                    <crate::components::Can what=crate::components::Ability::Edit>
                     <ActionForm action=unlink attr:class="inline">
                         <input type="hidden" name="id" value=h.id/>
                         <input type="hidden" name="step" value=step/>
                         <button type="submit" class="quiet" title="Unlink this evidence">"×"</button>
                     </ActionForm>
+                    </crate::components::Can>
                 </li>
             }
         })
@@ -196,13 +198,19 @@ fn HypothesisRow(h: Hypothesis, steps: Vec<(i64, String)>) -> impl IntoView {
     view! {
         <tr id=hypothesis_anchor(h.id) data-status=h.status.clone()>
             <td>
-                <ActionForm action=set_status attr:class="inline status-form">
-                    <input type="hidden" name="id" value=id/>
-                    <select name="status" aria-label="Status">
-                        {options}
-                    </select>
-                    <button type="submit" class="quiet">"Set"</button>
-                </ActionForm>
+                {if crate::components::abilities().edit {
+                    view! {
+                        <ActionForm action=set_status attr:class="inline status-form">
+                            <input type="hidden" name="id" value=id/>
+                            <select name="status" aria-label="Status">
+                                {options}
+                            </select>
+                            <button type="submit" class="quiet">"Set"</button>
+                        </ActionForm>
+                    }.into_any()
+                } else {
+                    view! { <span class="tag status">{status.clone()}</span> }.into_any()
+                }}
             </td>
             <td class="statement">
                 <a href=format!("#{}", hypothesis_anchor(h.id))>{h.statement.clone()}</a>
@@ -211,6 +219,7 @@ fn HypothesisRow(h: Hypothesis, steps: Vec<(i64, String)>) -> impl IntoView {
                     <details class="rationale"><summary>"why"</summary><div class="markdown" inner_html=h.rationale_html.clone()></div></details>
                 })}
                 <ul class="evidence" aria-label="Evidence">{evidence}</ul>
+                <crate::components::Can what=crate::components::Ability::Edit>
                 <details class="link-evidence">
                     <summary class="quiet">"link evidence"</summary>
                     <ActionForm action=link attr:class="inline">
@@ -220,6 +229,7 @@ fn HypothesisRow(h: Hypothesis, steps: Vec<(i64, String)>) -> impl IntoView {
                     </ActionForm>
                     <crate::components::ActionError action=link/>
                 </details>
+                </crate::components::Can>
             </td>
             <td><code>{h.metric.clone().unwrap_or_else(|| "—".into())}</code></td>
             <td class="num">{side(c.as_ref().map(|c| &c.baseline))}</td>
@@ -233,12 +243,14 @@ fn HypothesisRow(h: Hypothesis, steps: Vec<(i64, String)>) -> impl IntoView {
                 {provenance}
             </td>
             <td>
+                <crate::components::Can what=crate::components::Ability::Edit>
                 <crate::components::Confirm label="Delete…" prompt="Delete this hypothesis? Its runs stay.">
                     <ActionForm action=delete attr:class="inline">
                         <input type="hidden" name="id" value=id/>
                         <button type="submit" class="danger">"Delete hypothesis"</button>
                     </ActionForm>
                 </crate::components::Confirm>
+                </crate::components::Can>
             </td>
         </tr>
     }
@@ -319,11 +331,13 @@ fn Extractors(investigation: String, defs: Vec<crate::metrics::ExtractorDef>) ->
             view! {
                 <li data-extractor=d.name.clone()>
                     <code>{d.name.clone()}</code> " = " <code>{d.pattern.clone()}</code> " " <span class="muted">{d.unit.clone()}</span>
+                    <crate::components::Can what=crate::components::Ability::Edit>
                     <ActionForm action=remove attr:class="inline">
                         <input type="hidden" name="investigation" value=investigation/>
                         <input type="hidden" name="name" value=name/>
                         <button type="submit" class="quiet">"Remove"</button>
                     </ActionForm>
+                    </crate::components::Can>
                 </li>
             }
         })
@@ -333,6 +347,7 @@ fn Extractors(investigation: String, defs: Vec<crate::metrics::ExtractorDef>) ->
             <summary>{format!("Your extractors ({count})")}</summary>
             <p class="muted">"A regex with one capture group, run over every finished run's output (existing runs are read again)."</p>
             <ul class="extractors">{rows}</ul>
+            <crate::components::Can what=crate::components::Ability::Edit>
             <ActionForm action=add node_ref=form attr:class="stacked">
                 <input type="hidden" name="investigation" value=investigation.clone()/>
                 <div class="row">
@@ -344,6 +359,7 @@ fn Extractors(investigation: String, defs: Vec<crate::metrics::ExtractorDef>) ->
                 <crate::components::ActionError action=remove/>
                 <div class="form-actions"><button type="submit" class="primary">"Add extractor"</button></div>
             </ActionForm>
+            </crate::components::Can>
         </details>
     }
     .into_any()
@@ -463,10 +479,12 @@ fn ManualMeasurements(investigation: String, measurements: Vec<crate::metrics::S
                     <code>{x.metric}</code> " = " {format!("{}{spread} {}", number(x.value), x.unit)}
                     {m.label.map(|l| view! { " " <span class="tag">{l}</span> })}
                     {m.note.map(|n| view! { " " <span class="muted">{n}</span> })}
+                    <crate::components::Can what=crate::components::Ability::Edit>
                     <ActionForm action=delete attr:class="inline">
                         <input type="hidden" name="id" value=m.id/>
                         <button type="submit" class="quiet">"Delete"</button>
                     </ActionForm>
+                    </crate::components::Can>
                 </li>
             }
         })
@@ -476,6 +494,7 @@ fn ManualMeasurements(investigation: String, measurements: Vec<crate::metrics::S
             <summary>{format!("Numbers entered by hand ({count})")}</summary>
             <p class="muted">"Measured elsewhere (another tool, a colleague's run): say where in the note. A label groups it in the chart."</p>
             <ul class="manual">{rows}</ul>
+            <crate::components::Can what=crate::components::Ability::Edit>
             <ActionForm action=add node_ref=form attr:class="stacked">
                 <input type="hidden" name="investigation" value=investigation/>
                 <div class="row">
@@ -490,6 +509,7 @@ fn ManualMeasurements(investigation: String, measurements: Vec<crate::metrics::S
                 <crate::components::ActionError action=delete/>
                 <div class="form-actions"><button type="submit" class="primary">"Add number"</button></div>
             </ActionForm>
+            </crate::components::Can>
         </details>
     }
     .into_any()

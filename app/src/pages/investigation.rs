@@ -3,7 +3,7 @@
 use crate::api::{
     DeleteInvestigation, DeleteStep, MoveStep, RenameInvestigation, SetInvestigationStatus, get_investigation,
 };
-use crate::components::{ActionError, Confirm, StatusBadge};
+use crate::components::{Ability, ActionError, Can, Confirm, StatusBadge};
 use crate::model::{Investigation, InvestigationStatus, Step, limits, short_time};
 use crate::steps::{StepContent, command::AddCommand, grep::AddGrep, note::AddNote, snippet::AddSnippet};
 use leptos::form::ActionForm;
@@ -37,11 +37,7 @@ where
 {
     let action = ServerAction::<S>::new();
     if let Some(version) = use_context::<TimelineVersion>() {
-        Effect::new(move |_| {
-            if action.value().with(|v| matches!(v, Some(Ok(_)))) {
-                version.0.update(|v| *v += 1);
-            }
-        });
+        crate::components::on_success(action, move || version.0.update(|v| *v += 1));
     }
     action
 }
@@ -52,6 +48,7 @@ pub fn InvestigationPage() -> impl IntoView {
     let id = move || params.read().get("id").unwrap_or_default();
     let version = TimelineVersion(RwSignal::new(0));
     provide_context(version);
+    provide_context(super::shared::CreatedLink(RwSignal::new(None)));
     crate::steps::annotation::LineFocus::provide();
     let investigation = Resource::new(move || (id(), version.0.get()), |(id, _)| get_investigation(id));
     // Runs started here or in another browser refresh the page as they change.
@@ -73,15 +70,22 @@ pub fn InvestigationPage() -> impl IntoView {
     }
 }
 
+/// The investigation as its reader may see it: forms only for what their role
+/// allows. `notice` replaces the "you can read…" line (a share link's terms).
 #[component]
-fn InvestigationView(inv: Investigation) -> impl IntoView {
+pub(crate) fn InvestigationView(inv: Investigation, #[prop(optional)] notice: Option<String>) -> impl IntoView {
+    provide_context(inv.abilities);
     let count = inv.steps.len() as u32;
-    let id = inv.id.clone();
+    let (id, run_id) = (inv.id.clone(), inv.id.clone());
     let steps = inv.steps.iter().cloned().map(|step| view! { <StepItem step last=count/> }).collect_view();
     view! {
         <Title text=format!("{} · Sleuth", inv.title)/>
         <nav class="crumbs"><a href="/">"Investigations"</a> " / " <span>{inv.id.clone()}</span></nav>
         <Header inv=inv.clone()/>
+        {match notice {
+            Some(text) => Some(view! { <p class="notice read-only shared-terms">{text}</p> }.into_any()),
+            None => read_only_notice(&inv).map(IntoAny::into_any),
+        }}
         <super::hypotheses::HypothesesSection inv=inv.clone()/>
         <super::hypotheses::MeasurementsSection inv=inv.clone()/>
         <section class="timeline" aria-label="Steps">
@@ -94,12 +98,30 @@ fn InvestigationView(inv: Investigation) -> impl IntoView {
             }}
             <ol class="steps">{steps}</ol>
         </section>
-        <AddNote investigation=id.clone()/>
-        <AddCommand investigation=id.clone()/>
-        <AddSnippet investigation=id.clone()/>
-        <AddGrep investigation=id.clone()/>
-        <crate::steps::calculator::AddCalculator investigation=id measurements=inv.measurements.clone()/>
+        <Can what=Ability::Edit>
+            <AddNote investigation=id.clone()/>
+            <AddCommand investigation=id.clone()/>
+            <crate::steps::calculator::AddCalculator investigation=id.clone() measurements=inv.measurements.clone()/>
+        </Can>
+        <Can what=Ability::Run>
+            <AddSnippet investigation=run_id.clone()/>
+            <AddGrep investigation=run_id/>
+        </Can>
     }
+}
+
+/// Why a signed-in reader sees no forms, and whom to ask.
+fn read_only_notice(inv: &Investigation) -> Option<impl IntoView + use<>> {
+    let owners: Vec<String> = inv.members.iter().filter(|m| m.role == "owner").map(|m| m.user.clone()).collect();
+    let ask = if owners.is_empty() { String::new() } else { format!(" (ask an owner: {})", owners.join(", ")) };
+    let text = match (inv.abilities.edit, inv.abilities.run) {
+        (false, _) => format!("You can read this investigation; changing it needs the editor role{ask}."),
+        (true, false) => {
+            format!("You can edit this investigation; running commands on hosts needs the runner role{ask}.")
+        }
+        (true, true) => return None,
+    };
+    Some(view! { <p class="notice read-only">{text}</p> })
 }
 
 #[component]
@@ -125,6 +147,7 @@ fn Header(inv: Investigation) -> impl IntoView {
                 "Started " {short_time(&inv.created_at)} " · updated " {short_time(&inv.updated_at)}
             </p>
             <div class="toolbar">
+                <Can what=Ability::Edit>
                 <details class="inline-form">
                     <summary class="button">"Rename…"</summary>
                     <ActionForm action=rename attr:class="stacked">
@@ -141,17 +164,26 @@ fn Header(inv: Investigation) -> impl IntoView {
                         <div class="form-actions"><button type="submit" class="primary">"Save"</button></div>
                     </ActionForm>
                 </details>
+                </Can>
+                <super::members::Members investigation=inv.id.clone() members=inv.members.clone()/>
+                <Can what=Ability::Own>
+                    <super::shared::SharePanel investigation=inv.id.clone() links=inv.share_links.clone()/>
+                </Can>
+                <Can what=Ability::Edit>
                 <ActionForm action=set_status attr:class="inline">
                     <input type="hidden" name="id" value=status_id/>
                     <input type="hidden" name="status" value=next_status/>
                     <button type="submit">{toggle_label}</button>
                 </ActionForm>
+                </Can>
+                <Can what=Ability::Own>
                 <Confirm label="Delete…" prompt="Delete this investigation and all its steps? This cannot be undone.">
                     <ActionForm action=delete attr:class="inline">
                         <input type="hidden" name="id" value=delete_id/>
                         <button type="submit" class="danger">"Delete investigation"</button>
                     </ActionForm>
                 </Confirm>
+                </Can>
             </div>
             <ActionError action=set_status/>
             <ActionError action=delete/>
@@ -177,6 +209,7 @@ fn StepItem(step: Step, last: u32) -> impl IntoView {
                 <span class="muted time">{short_time(&step.created_at)}</span>
                 <span class="spacer"></span>
                 // Snippets and greps change by refreshing, not by editing.
+                <Can what=Ability::Edit>
                 {editable.then(|| view! {
                     <button type="button" class="quiet edit" on:click=move |_| editing.update(|e| *e = !*e)>
                         "Edit"
@@ -198,6 +231,7 @@ fn StepItem(step: Step, last: u32) -> impl IntoView {
                         <button type="submit" class="danger">"Delete step"</button>
                     </ActionForm>
                 </Confirm>
+                </Can>
             </div>
             <div class="step-body">
                 <StepContent step=step.clone() editing/>

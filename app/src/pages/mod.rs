@@ -3,6 +3,8 @@ pub mod home;
 pub mod hosts;
 pub mod hypotheses;
 pub mod investigation;
+pub mod members;
+pub mod shared;
 pub mod source;
 
 use crate::components::ErrorPanel;

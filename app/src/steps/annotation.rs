@@ -117,6 +117,7 @@ pub fn AnnotationView(annotation: Annotation, first_of_range: bool) -> impl Into
                 <p class="notice">"Written against an earlier version of the file; these lines may have moved."</p>
             })}
             <div class="markdown" inner_html=annotation.html.clone()></div>
+            <crate::components::Can what=crate::components::Ability::Edit>
             <div class="annotation-controls">
                 <details class="inline-form">
                     <summary class="button quiet">"Edit"</summary>
@@ -140,6 +141,7 @@ pub fn AnnotationView(annotation: Annotation, first_of_range: bool) -> impl Into
                     </ActionForm>
                 </crate::components::Confirm>
             </div>
+            </crate::components::Can>
             <crate::components::ActionError action=delete/>
         </div>
     }

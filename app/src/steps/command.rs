@@ -84,6 +84,7 @@ pub async fn add_command(
 #[server]
 pub async fn edit_command(
     step_id: i64,
+    version: String,
     host: String,
     command: String,
     env: String,
@@ -91,8 +92,9 @@ pub async fn edit_command(
     timeout_s: String,
 ) -> Result<Step, ApiError> {
     let body = body_from_form(host, command, env, cwd, timeout_s)?;
+    let version = crate::backend::form_number("The version", &version)?;
     crate::backend::notebook()?
-        .update_step(step_id, super::StepBody::Command(body))
+        .update_step(step_id, super::StepBody::Command(body), version)
         .await
         .inspect_err(crate::backend::set_status)
 }
@@ -122,11 +124,7 @@ pub fn CommandContent(step: Step, editing: RwSignal<bool>) -> impl IntoView {
         return ().into_any();
     };
     let edit = crate::pages::investigation::timeline_action::<EditCommand>();
-    Effect::new(move |_| {
-        if let Some(Ok(_)) = edit.value().get() {
-            editing.set(false);
-        }
-    });
+    crate::components::on_success(edit, move || editing.set(false));
     let html = step.html.clone().unwrap_or_default();
     let label = crate::runs::config_label(&body.env.clone().into_iter().collect::<Vec<_>>());
     let newest = step.runs.last().cloned();
@@ -149,7 +147,7 @@ pub fn CommandContent(step: Step, editing: RwSignal<bool>) -> impl IntoView {
                 }
             }
         >
-            <CommandEditor step_id body=body.clone() editing edit/>
+            <CommandEditor step_id version=step.version body=body.clone() editing edit/>
         </Show>
         <RunControls step_id newest=newest.clone()/>
         {newest.map(|run| view! { <RunOutput run/> })}
@@ -161,6 +159,7 @@ pub fn CommandContent(step: Step, editing: RwSignal<bool>) -> impl IntoView {
 #[component]
 fn CommandEditor(
     step_id: i64,
+    version: i64,
     body: CommandBody,
     editing: RwSignal<bool>,
     edit: ServerAction<EditCommand>,
@@ -168,6 +167,7 @@ fn CommandEditor(
     view! {
         <ActionForm action=edit attr:class="command-form stacked">
             <input type="hidden" name="step_id" value=step_id/>
+            <input type="hidden" name="version" value=version/>
             <CommandFields body=Some(body)/>
             <ActionError action=edit/>
             <div class="form-actions">
@@ -230,6 +230,7 @@ fn RunControls(step_id: i64, newest: Option<Run>) -> impl IntoView {
     let cancel = crate::pages::investigation::timeline_action::<CancelRun>();
     let active = newest.filter(|r| !r.status.is_finished());
     view! {
+        <crate::components::Can what=crate::components::Ability::Run>
         <div class="run-controls">
             <ActionForm action=start attr:class="inline run-form">
                 <input type="hidden" name="step_id" value=step_id/>
@@ -244,6 +245,7 @@ fn RunControls(step_id: i64, newest: Option<Run>) -> impl IntoView {
                 </ActionForm>
             })}
         </div>
+        </crate::components::Can>
         <ActionError action=start/>
         <ActionError action=cancel/>
     }
@@ -280,14 +282,15 @@ fn RunOutput(run: Run) -> impl IntoView {
     let first = RwSignal::new(start);
     let earlier_html = RwSignal::new(String::new());
     let load = Action::new(move |before: &u64| earlier_output(run_id, *before));
+    let loaded = load.value();
     Effect::new(move |_| {
-        if let Some(Ok(part)) = load.value().get() {
+        if let Some(Some(Ok(part))) = loaded.try_get() {
             earlier_html.update(|h| h.insert_str(0, &part.html));
             first.set(part.start);
         }
     });
     let load_more = move || {
-        if first.get_untracked() > 0 && !load.pending().get_untracked() {
+        if first.get_untracked() > 0 && load.pending().try_get_untracked() == Some(false) {
             load.dispatch(first.get_untracked());
         }
     };

@@ -108,6 +108,7 @@ pub fn GrepContent(step: Step) -> impl IntoView {
                     <td class="num">{hit.line}</td>
                     <td class="hit-text"><code inner_html=hit.html></code></td>
                     <td>
+                        <crate::components::Can what=crate::components::Ability::Run>
                         <ActionForm action=open attr:class="inline">
                             <input type="hidden" name="investigation" value=investigation/>
                             <input type="hidden" name="host" value=host/>
@@ -115,6 +116,7 @@ pub fn GrepContent(step: Step) -> impl IntoView {
                             <input type="hidden" name="line" value=hit.line/>
                             <button type="submit" class="quiet open-hit">"open"</button>
                         </ActionForm>
+                        </crate::components::Can>
                     </td>
                 </tr>
             }

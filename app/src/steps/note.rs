@@ -26,9 +26,10 @@ pub async fn add_note(investigation: String, body: String) -> Result<Step, ApiEr
 }
 
 #[server]
-pub async fn edit_note(step_id: i64, body: String) -> Result<Step, ApiError> {
+pub async fn edit_note(step_id: i64, version: String, body: String) -> Result<Step, ApiError> {
+    let version = crate::backend::form_number("The version", &version)?;
     crate::backend::notebook()?
-        .update_step(step_id, super::StepBody::Note(NoteBody { body }))
+        .update_step(step_id, super::StepBody::Note(NoteBody { body }), version)
         .await
         .inspect_err(crate::backend::set_status)
 }
@@ -42,26 +43,30 @@ pub fn NoteContent(step: Step, editing: RwSignal<bool>) -> impl IntoView {
     };
     let html = step.html.clone().unwrap_or_default();
     let edit = crate::pages::investigation::timeline_action::<EditNote>();
-    Effect::new(move |_| {
-        if let Some(Ok(_)) = edit.value().get() {
-            editing.set(false);
-        }
-    });
+    crate::components::on_success(edit, move || editing.set(false));
     view! {
         <Show
             when=move || editing.get()
             fallback=move || view! { <div class="markdown" inner_html=html.clone()></div> }
         >
-            <NoteEditor step_id=step.id body=body.clone() editing edit/>
+            <NoteEditor step_id=step.id version=step.version body=body.clone() editing edit/>
         </Show>
     }
 }
 
 #[component]
-fn NoteEditor(step_id: i64, body: String, editing: RwSignal<bool>, edit: ServerAction<EditNote>) -> impl IntoView {
+fn NoteEditor(
+    step_id: i64,
+    /// The version being edited: saving over someone else's newer text is refused.
+    version: i64,
+    body: String,
+    editing: RwSignal<bool>,
+    edit: ServerAction<EditNote>,
+) -> impl IntoView {
     view! {
         <ActionForm action=edit attr:class="note-editor">
             <input type="hidden" name="step_id" value=step_id/>
+            <input type="hidden" name="version" value=version/>
             <textarea name="body" rows="8" maxlength=MAX_BYTES aria-label="Note (Markdown)">
                 {crate::components::textarea_text(&body)}
             </textarea>
@@ -80,11 +85,7 @@ pub fn AddNote(investigation: String) -> impl IntoView {
     let add = crate::pages::investigation::timeline_action::<AddNote>();
     // Clear the textarea once the note is saved; keep it on error so nothing is lost.
     let text = RwSignal::new(String::new());
-    Effect::new(move |_| {
-        if let Some(Ok(_)) = add.value().get() {
-            text.set(String::new());
-        }
-    });
+    crate::components::on_success(add, move || text.set(String::new()));
     view! {
         <ActionForm action=add attr:class="add-step" attr:id="add-note">
             <input type="hidden" name="investigation" value=investigation/>

@@ -335,6 +335,7 @@ pub fn SnippetContent(step: Step) -> impl IntoView {
             <table class="code-lines"><tbody>{rows}</tbody></table>
         </div>
         <div class="snippet-controls">
+            <crate::components::Can what=crate::components::Ability::Run>
             <ActionForm action=refresh attr:class="inline">
                 <input type="hidden" name="step_id" value=step_id/>
                 <input type="hidden" name="start" value=up_start/>
@@ -347,10 +348,13 @@ pub fn SnippetContent(step: Step) -> impl IntoView {
                 <input type="hidden" name="end" value=end.to_string()/>
                 <button type="submit" class="quiet">"Refresh"</button>
             </ActionForm>
+            </crate::components::Can>
             <span class="muted">{step.snapshots.len()} " snapshot(s)"</span>
         </div>
         <crate::components::ActionError action=refresh/>
-        <super::annotation::AnnotateForm step_id shown=(start, end) ranges/>
+        <crate::components::Can what=crate::components::Ability::Edit>
+            <super::annotation::AnnotateForm step_id shown=(start, end) ranges/>
+        </crate::components::Can>
     }
     .into_any()
 }

@@ -20,11 +20,15 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 
 /// Reachable without signing in: the sign-in and setup pages and their form
-/// targets, the bundle and static files, and the health check.
+/// targets, the bundle and static files, the health check, and share links
+/// (the page, its server function and the JSON; the token in the URL is the right).
 fn is_public(path: &str) -> bool {
     matches!(path, "/login" | "/setup" | "/auth/login" | "/auth/setup" | "/healthz" | "/favicon.ico" | "/robots.txt")
         || path.starts_with("/pkg/")
         || path == "/highlight.css"
+        || path.starts_with("/s/")
+        || path.starts_with("/api/v1/shared/")
+        || path == <app::pages::shared::SharedInvestigation as leptos::server_fn::ServerFn>::PATH
 }
 
 /// The host part of an `Origin` (`http://host:port`).

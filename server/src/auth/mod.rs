@@ -10,8 +10,10 @@
 //! - `--no-auth` makes every request the local admin; `serve` refuses it on any
 //!   address but loopback.
 
+pub mod access;
 pub mod audit_view;
 pub mod command;
+pub mod guarded;
 pub mod limiter;
 pub mod middleware;
 
@@ -32,8 +34,13 @@ tokio::task_local! {
 }
 
 /// The signed-in account of the current request; `None` outside one (background work).
+/// Handlers and server functions run in the request's task; a page's resources
+/// may render on other tasks, where leptos still has the request in context.
 pub fn actor() -> Option<Account> {
-    ACTOR.try_with(Account::clone).ok()
+    ACTOR.try_with(Account::clone).ok().or_else(|| {
+        leptos::prelude::use_context::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Account>().cloned())
+    })
 }
 
 /// Admins manage users and hosts (403 for anyone else).

@@ -15,6 +15,7 @@
 //!   text or 64-bit integers, and nothing relies on SQLite-only behaviour except
 //!   `STRICT` tables and `json_valid` checks in the migrations.
 
+mod access;
 mod accounts;
 mod annotations;
 mod audit;
@@ -25,8 +26,10 @@ mod measurements;
 mod rows;
 mod runs;
 mod searches;
+mod shares;
 mod snapshots;
 
+pub use access::OwnedBy;
 pub use accounts::{TokenRow, UserRow};
 pub use annotations::AnnotationRow;
 pub use audit::{AuditRow, NewAudit};
@@ -35,6 +38,7 @@ pub use hypotheses::HypothesisRow;
 pub use measurements::{ExtractorRow, MeasurementRow};
 pub use rows::{HostRow, InvestigationRow, NewRun, RunEnd, RunRow, StepRow};
 pub use searches::SearchRow;
+pub use shares::ShareRow;
 pub use snapshots::SnapshotRow;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
@@ -153,7 +157,7 @@ impl Store {
 
     pub async fn steps(&self, investigation: &str) -> StoreResult<Vec<StepRow>> {
         sqlx::query_as(
-            "SELECT id, investigation_id, position, kind, body, created_at, updated_at
+            "SELECT id, investigation_id, position, kind, body, created_at, updated_at, version, updated_by
              FROM steps WHERE investigation_id = ? ORDER BY position, id",
         )
         .bind(investigation)
@@ -163,7 +167,7 @@ impl Store {
 
     pub async fn step(&self, id: i64) -> StoreResult<Option<StepRow>> {
         sqlx::query_as(
-            "SELECT id, investigation_id, position, kind, body, created_at, updated_at
+            "SELECT id, investigation_id, position, kind, body, created_at, updated_at, version, updated_by
              FROM steps WHERE id = ?",
         )
         .bind(id)
@@ -182,7 +186,7 @@ impl Store {
         let row = sqlx::query_as(
             "INSERT INTO steps (investigation_id, position, kind, body, created_at, updated_at)
              VALUES (?, (SELECT COALESCE(MAX(position), 0) + 1 FROM steps WHERE investigation_id = ?), ?, ?, ?, ?)
-             RETURNING id, investigation_id, position, kind, body, created_at, updated_at",
+             RETURNING id, investigation_id, position, kind, body, created_at, updated_at, version, updated_by",
         )
         .bind(investigation)
         .bind(investigation)
@@ -196,17 +200,28 @@ impl Store {
         Ok(Some(row))
     }
 
-    /// Replaces a step's body; `None` if there is no such step.
-    pub async fn update_step_body(&self, id: i64, body: &str) -> StoreResult<Option<StepRow>> {
+    /// Replaces a step's body and bumps its version; `None` if there is no such
+    /// step, or (with `expected`) its version is no longer that one.
+    pub async fn update_step_body(
+        &self,
+        id: i64,
+        body: &str,
+        who: &str,
+        expected: Option<i64>,
+    ) -> StoreResult<Option<StepRow>> {
         let now = now_ms();
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
         let row: Option<StepRow> = sqlx::query_as(
-            "UPDATE steps SET body = ?, updated_at = ? WHERE id = ?
-             RETURNING id, investigation_id, position, kind, body, created_at, updated_at",
+            "UPDATE steps SET body = ?, updated_at = ?, version = version + 1, updated_by = ?
+             WHERE id = ? AND (? IS NULL OR version = ?)
+             RETURNING id, investigation_id, position, kind, body, created_at, updated_at, version, updated_by",
         )
         .bind(body)
         .bind(now)
+        .bind(who)
         .bind(id)
+        .bind(expected)
+        .bind(expected)
         .fetch_optional(&mut *tx)
         .await?;
         if let Some(row) = &row {
@@ -255,7 +270,7 @@ impl Store {
             touch_investigation(&mut tx, &investigation, now).await?;
         }
         let row = sqlx::query_as(
-            "SELECT id, investigation_id, position, kind, body, created_at, updated_at
+            "SELECT id, investigation_id, position, kind, body, created_at, updated_at, version, updated_by
              FROM steps WHERE id = ?",
         )
         .bind(id)

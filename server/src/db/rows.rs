@@ -21,6 +21,9 @@ pub struct StepRow {
     pub body: String,
     pub created_at: i64,
     pub updated_at: i64,
+    /// Bumped by every save of the body (see migration 0015).
+    pub version: i64,
+    pub updated_by: Option<String>,
 }
 
 #[derive(Debug, Clone, sqlx::FromRow)]

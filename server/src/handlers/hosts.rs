@@ -121,3 +121,19 @@ pub async fn facts_by_id(
 ) -> Result<Json<app::hosts::HostFacts>, AppError> {
     Ok(Json(state.notebook.facts_by_id(id).await?))
 }
+
+pub async fn access(
+    State(state): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+) -> Result<Json<app::accounts::HostAccess>, AppError> {
+    Ok(Json(state.notebook.host_access(&name).await?))
+}
+
+/// Who may run on the host; admins only.
+pub async fn set_access(
+    State(state): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    ApiJson(access): ApiJson<app::accounts::HostAccess>,
+) -> Result<Json<app::accounts::HostAccess>, AppError> {
+    Ok(Json(state.notebook.set_host_access(&name, access).await?))
+}

@@ -39,3 +39,19 @@ pub async fn delete(State(state): State<AppState>, ApiPath(id): ApiPath<String>)
     state.notebook.delete_investigation(&id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
+
+pub async fn members(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<Vec<app::accounts::Member>>, AppError> {
+    Ok(Json(state.notebook.members(&id).await?))
+}
+
+/// Gives a user a role (`"role":"none"` removes it); owners only.
+pub async fn set_member(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(member): ApiJson<app::accounts::Member>,
+) -> Result<Json<Vec<app::accounts::Member>>, AppError> {
+    Ok(Json(state.notebook.set_member(&id, member).await?))
+}

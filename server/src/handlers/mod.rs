@@ -12,6 +12,7 @@ pub mod hypotheses;
 pub mod investigations;
 pub mod measurements;
 pub mod runs;
+pub mod shares;
 pub mod steps;
 
 use crate::error::AppError;

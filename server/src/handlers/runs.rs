@@ -192,6 +192,7 @@ pub async fn investigation_events(
     ApiPath(investigation): ApiPath<String>,
     Query(query): Query<EventsQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, AppError> {
+    state.access.check(&investigation, crate::auth::access::Need::Read).await?;
     // Only the run rows: rendering the whole investigation (output tails,
     // highlighted snippets) on every subscription would be wasted work.
     let fingerprint = if crate::ids::is_investigation_id(&investigation) {

@@ -31,6 +31,11 @@ pub async fn update(
     ApiPath(id): ApiPath<i64>,
     ApiJson(mut patch): ApiJson<Map<String, Value>>,
 ) -> Result<Json<Step>, AppError> {
+    // The version the client edited, if it says: a newer one refuses the save (409).
+    let version = match patch.remove("version") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(v.as_i64().ok_or_else(|| ApiError::invalid("`version` must be a whole number."))?),
+    };
     let position = match patch.remove("position") {
         None => None,
         Some(v) => Some(
@@ -48,7 +53,7 @@ pub async fn update(
         }
         let body: StepBody = serde_json::from_value(fields)
             .map_err(|e| ApiError::invalid(format!("The patch does not fit a {} step: {e}", step.body.kind())))?;
-        step = state.notebook.update_step(id, body).await?;
+        step = state.notebook.update_step(id, body, version).await?;
     }
     if let Some(position) = position {
         step = state.notebook.move_step(id, position).await?;

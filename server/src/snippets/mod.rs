@@ -127,7 +127,7 @@ impl Service {
             body.end = end.or(body.end);
         }
         let body = crate::steps::validate(StepBody::Snippet(body))?;
-        app::backend::Notebook::update_step(self, step_id, body).await
+        app::backend::Notebook::update_step(self, step_id, body, None).await
     }
 }
 

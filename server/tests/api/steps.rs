@@ -153,3 +153,31 @@ async fn calculator_steps_check_the_story_and_refuse_nonsense() {
         assert_eq!(response.status, axum::http::StatusCode::UNPROCESSABLE_ENTITY, "{bad}: {}", response.text());
     }
 }
+
+/// Two people edit the same note: the save that started from an older version is
+/// refused with who changed it, when, and their text; nothing is overwritten.
+#[tokio::test]
+async fn a_stale_save_is_refused_with_who_changed_it_and_their_text() {
+    let app = spawn_app().await;
+    let investigation = app.investigation("two editors").await;
+    let note = app.note(&investigation, "first draft").await;
+    let (id, opened) = (note["id"].as_i64().unwrap(), note["version"].as_i64().unwrap());
+    assert_eq!(opened, 1);
+    let uri = format!("/api/v1/steps/{id}");
+    let first = app.patch_json(&uri, serde_json::json!({ "body": "ada's text", "version": opened })).await;
+    assert_eq!(first.status, StatusCode::OK, "{}", first.text());
+    assert_eq!((first.json()["version"].as_i64(), first.json()["updated_by"].as_str()), (Some(2), Some("local")));
+    let second = app.patch_json(&uri, serde_json::json!({ "body": "bob's text", "version": opened })).await;
+    assert_eq!(second.status, StatusCode::CONFLICT, "{}", second.text());
+    assert_eq!(second.error_code(), "conflict");
+    let message = second.json()["error"]["message"].as_str().unwrap().to_string();
+    assert!(message.contains("changed by local at") && message.contains("(version 2)"), "{message}");
+    assert!(message.ends_with("ada's text"), "their text comes with it: {message}");
+    assert_eq!(app.get(&uri).await.json()["body"], "ada's text", "not overwritten");
+    // Saving from the version one has now works; scripts that send no version just write.
+    let merged = app.patch_json(&uri, serde_json::json!({ "body": "merged", "version": 2 })).await;
+    assert_eq!(merged.json()["version"], 3);
+    assert_eq!(app.patch_json(&uri, serde_json::json!({ "body": "blind" })).await.json()["version"], 4);
+    let bad = app.patch_json(&uri, serde_json::json!({ "body": "x", "version": "two" })).await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
+}

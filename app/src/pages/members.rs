@@ -1,0 +1,50 @@
+//! An investigation's members, in its header: who may read, edit, run and
+//! share it. Owners change them; everyone who can read it sees them.
+
+use crate::accounts::Member;
+use crate::error::ApiError;
+use leptos::form::ActionForm;
+use leptos::prelude::*;
+
+#[server]
+pub async fn set_member(investigation: String, user: String, role: String) -> Result<Vec<Member>, ApiError> {
+    let member = Member { user, role };
+    crate::backend::notebook()?.set_member(&investigation, member).await.inspect_err(crate::backend::set_status)
+}
+
+/// The list comes with the investigation, and a change refreshes the page like
+/// every other header form: no second resource to race the page's refreshes.
+#[component]
+pub fn Members(investigation: String, members: Vec<Member>) -> impl IntoView {
+    let set = super::investigation::timeline_action::<SetMember>();
+    // The count stays visible when the page refresh closes the form.
+    let summary = format!("Members ({})…", members.len());
+    let items = members
+        .into_iter()
+        .map(|m| {
+            let name = m.user.clone();
+            view! { <li data-member=name><strong>{m.user}</strong> " " <span class="tag">{m.role}</span></li> }
+        })
+        .collect_view();
+    view! {
+        <details class="inline-form members" id="members">
+            <summary class="button">{summary}</summary>
+            <ul class="member-list">{items}</ul>
+            <crate::components::Can what=crate::components::Ability::Own>
+            <ActionForm action=set attr:class="inline">
+                <input type="hidden" name="investigation" value=investigation/>
+                <input name="user" required placeholder="user name" aria-label="User"/>
+                <select name="role" aria-label="Role">
+                    <option value="viewer">"viewer (read)"</option>
+                    <option value="editor">"editor (+ notes, steps, hypotheses)"</option>
+                    <option value="runner">"runner (+ run on hosts)"</option>
+                    <option value="owner">"owner (+ share, delete)"</option>
+                    <option value="none">"remove"</option>
+                </select>
+                <button type="submit">"Set role"</button>
+            </ActionForm>
+            </crate::components::Can>
+            <crate::components::ActionError action=set/>
+        </details>
+    }
+}

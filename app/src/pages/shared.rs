@@ -1,0 +1,190 @@
+//! View-only share links: `/s/{token}` shows one investigation to anyone who
+//! has the link, without an account and without any form; and the owners'
+//! **Share…** panel in the investigation header that creates and revokes them.
+
+use crate::error::ApiError;
+use crate::model::short_time;
+use crate::shares::{CreatedShareLink, ShareLink, SharedView};
+use leptos::form::ActionForm;
+use leptos::prelude::*;
+use leptos_meta::Meta;
+use leptos_router::hooks::use_params_map;
+
+/// Reachable without signing in (the token is the right to read).
+#[server(endpoint = "shared_investigation")]
+pub async fn shared_investigation(token: String) -> Result<SharedView, ApiError> {
+    crate::backend::notebook()?.shared(&token).await.inspect_err(crate::backend::set_status)
+}
+
+#[server]
+pub async fn create_share_link(
+    investigation: String,
+    label: String,
+    expires: String,
+    hide_hosts: Option<String>,
+) -> Result<CreatedShareLink, ApiError> {
+    let expires_in_days = match expires.as_str() {
+        "never" => None,
+        days => Some(days.parse().map_err(|_| ApiError::invalid(format!("Not a number of days: {days:?}.")))?),
+    };
+    let new = crate::shares::NewShareLink { label: Some(label), expires_in_days, hide_hosts: hide_hosts.is_some() };
+    crate::backend::notebook()?.create_share_link(&investigation, new).await.inspect_err(crate::backend::set_status)
+}
+
+#[server]
+pub async fn revoke_share_link(id: i64) -> Result<ShareLink, ApiError> {
+    crate::backend::notebook()?.revoke_share_link(id).await.inspect_err(crate::backend::set_status)
+}
+
+#[component]
+pub fn SharedPage() -> impl IntoView {
+    let params = use_params_map();
+    let token = move || params.read().get("token").unwrap_or_default();
+    let shared = Resource::new(token, shared_investigation);
+    crate::steps::annotation::LineFocus::provide();
+    view! {
+        // The token is in the URL: keep it out of search engines and out of the
+        // Referer header of links the notes point to.
+        <Meta name="robots" content="noindex"/>
+        <Meta name="referrer" content="no-referrer"/>
+        <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+            <ErrorBoundary fallback=super::error_fallback>
+                {move || Suspend::new(async move {
+                    shared.await.map(|view| {
+                        let notice = terms(&view);
+                        view! { <super::investigation::InvestigationView inv=view.investigation notice/> }
+                    })
+                })}
+            </ErrorBoundary>
+        </Transition>
+    }
+}
+
+/// "A view-only link shared by ada · until … · host addresses hidden".
+fn terms(view: &SharedView) -> String {
+    let mut text = format!("A view-only link shared by {}", view.shared_by);
+    text.push_str(&match &view.expires_at {
+        Some(at) => format!(", working until {}", short_time(at)),
+        None => ", with no expiry".into(),
+    });
+    if view.hide_hosts {
+        text.push_str("; host names and addresses are hidden");
+    }
+    text.push('.');
+    text
+}
+
+/// The link just created, kept by the page: the header (and this panel) are
+/// drawn anew on every refresh, and the URL is shown only once.
+#[derive(Clone, Copy)]
+pub struct CreatedLink(pub RwSignal<Option<CreatedShareLink>>);
+
+/// Owners' panel: create a link (label, expiry, hide hosts), see and revoke links.
+#[component]
+pub fn SharePanel(investigation: String, links: Vec<ShareLink>) -> impl IntoView {
+    let create = ServerAction::<CreateShareLink>::new();
+    let revoke = super::investigation::timeline_action::<RevokeShareLink>();
+    let created = use_context::<CreatedLink>();
+    let refresh = super::investigation::refresher();
+    let value = create.value();
+    Effect::new(move |_| {
+        if let Some(Some(Ok(link))) = value.try_get() {
+            if let Some(created) = created {
+                created.0.set(Some(link));
+            }
+            refresh();
+        }
+    });
+    let count = links.iter().filter(|l| l.state == "active").count();
+    let any = !links.is_empty();
+    let rows = links
+        .into_iter()
+        .rev()
+        .map(|l| {
+            let expires = l.expires_at.as_deref().map_or_else(|| "never".to_string(), short_time);
+            let active = l.state == "active";
+            view! {
+                <tr data-link=l.id data-state=l.state.clone()>
+                    <td>{if l.label.is_empty() { "(no label)".to_string() } else { l.label.clone() }}</td>
+                    <td>{l.created_by.clone()} " · " {short_time(&l.created_at)}</td>
+                    <td>{expires}</td>
+                    <td>{if l.hide_hosts { "hidden" } else { "shown" }}</td>
+                    <td><span class=format!("tag link-{}", l.state)>{l.state.clone()}</span></td>
+                    <td>
+                        {active.then(|| view! {
+                            <ActionForm action=revoke attr:class="inline">
+                                <input type="hidden" name="id" value=l.id/>
+                                <button type="submit" class="danger quiet">"Revoke"</button>
+                            </ActionForm>
+                        })}
+                    </td>
+                </tr>
+            }
+        })
+        .collect_view();
+    let fresh = move || {
+        created.and_then(|c| c.0.get()).map(|link| {
+            let url = absolute(&link.url);
+            view! {
+                <div class="notice created-link">
+                    <p>"Copy this link now: it is shown only once. Add " <code>"#step-N"</code>
+                        " or " <code>"#step-N-L130-L180"</code> " to point at a step or lines."</p>
+                    <input class="link-url" readonly value=url.clone() aria-label="The new link" on:focus=|ev| {
+                        #[cfg(feature = "hydrate")]
+                        {
+                            use wasm_bindgen::JsCast;
+                            if let Some(input) = ev.target().and_then(|t| t.dyn_into::<leptos::web_sys::HtmlInputElement>().ok()) {
+                                input.select();
+                            }
+                        }
+                        #[cfg(not(feature = "hydrate"))]
+                        let _ = ev;
+                    }/>
+                </div>
+            }
+        })
+    };
+    view! {
+        // Kept open across the page's refreshes once a link was made: it shows the URL.
+        <details class="inline-form share" id="share" open=created.is_some_and(|c| c.0.get_untracked().is_some())>
+            <summary class="button">{format!("Share ({count})…")}</summary>
+            <div class="popover">
+            {fresh}
+            <ActionForm action=create attr:class="stacked">
+                <input type="hidden" name="investigation" value=investigation/>
+                <div class="row">
+                    <label>"Label" <input name="label" maxlength="100" placeholder="for the vLLM maintainers"/></label>
+                    <label class="narrow">"Works for"
+                        <select name="expires">
+                            <option value="1">"1 day"</option>
+                            <option value="7" selected=true>"7 days"</option>
+                            <option value="30">"30 days"</option>
+                            <option value="never">"until revoked"</option>
+                        </select>
+                    </label>
+                </div>
+                <label class="check"><input type="checkbox" name="hide_hosts" value="on"/> " Hide host names and addresses"</label>
+                <crate::components::ActionError action=create/>
+                <div class="form-actions"><button type="submit" class="primary">"Create view-only link"</button></div>
+            </ActionForm>
+            {any.then(|| view! {
+                <table class="share-links">
+                    <thead><tr><th>"Label"</th><th>"Created"</th><th>"Expires"</th><th>"Hosts"</th><th>"State"</th><th></th></tr></thead>
+                    <tbody>{rows}</tbody>
+                </table>
+            })}
+            <crate::components::ActionError action=revoke/>
+            </div>
+        </details>
+    }
+}
+
+/// The link with this server's origin (known in the browser; the panel shows
+/// links only after a click there).
+fn absolute(path: &str) -> String {
+    #[cfg(feature = "hydrate")]
+    if let Ok(origin) = window().location().origin() {
+        return format!("{origin}{path}");
+    }
+    path.to_string()
+}

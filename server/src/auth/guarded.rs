@@ -1,0 +1,298 @@
+//! The notebook as every request sees it: each operation checks the caller's
+//! role (see `access`) for the investigation it touches, then hands over to the
+//! unguarded [`Service`]. One place, so no route or server function can forget.
+
+use super::access::{Access, Need, Role};
+use crate::db::OwnedBy;
+use crate::notebook::{Service, store_error};
+use app::accounts::{HostAccess, Member};
+use app::backend::Notebook;
+use app::error::ApiError;
+use app::hosts::{ConnectionReport, Host, HostFacts, HostImport, ImportReport, NewHost};
+use app::hypotheses::{Hypothesis, HypothesisInput};
+use app::metrics::{ExtractorDef, NewMeasurement, Overview, StoredMeasurement};
+use app::model::{Investigation, InvestigationPatch, InvestigationSummary, NewInvestigation, Step};
+use app::runs::{OutputTail, Run, RunRequest};
+use app::shares::{CreatedShareLink, NewShareLink, ShareLink, SharedView};
+use app::steps::StepBody;
+use app::steps::snippet::{Annotation, AnnotationPatch, NewAnnotation, SourceCandidates};
+use std::sync::Arc;
+
+pub struct Guarded {
+    inner: Arc<Service>,
+    access: Access,
+}
+
+/// The host a body reads from when saved (snippets and greps fetch at once).
+fn fetching_host(body: &StepBody) -> Option<&str> {
+    match body {
+        StepBody::Snippet(s) => Some(&s.host),
+        StepBody::Grep(g) => Some(&g.host),
+        _ => None,
+    }
+}
+
+impl Guarded {
+    pub fn new(inner: Arc<Service>, access: Access) -> Self {
+        Self { inner, access }
+    }
+
+    /// Edit, or run (role and host) when saving `body` fetches from a host.
+    async fn check_body(&self, investigation: &str, body: &StepBody) -> Result<(), ApiError> {
+        match fetching_host(body) {
+            Some(host) => {
+                self.access.check(investigation, Need::Run).await?;
+                self.access.check_host(host).await
+            }
+            None => self.access.check(investigation, Need::Edit).await,
+        }
+    }
+
+    async fn step_investigation(&self, step: i64) -> Result<Option<String>, ApiError> {
+        self.access.store().investigation_of(OwnedBy::Step, step).await.map_err(store_error)
+    }
+
+    /// Run on a step's or run's host: runner role, and the host's allow-list.
+    async fn check_run(
+        &self,
+        what: OwnedBy,
+        id: i64,
+        host: impl AsyncFnOnce() -> Result<String, ApiError>,
+    ) -> Result<(), ApiError> {
+        self.access.check_of(what, id, Need::Run).await?;
+        self.access.check_host(&host().await?).await
+    }
+}
+
+#[async_trait::async_trait]
+impl Notebook for Guarded {
+    async fn list_investigations(&self) -> Result<Vec<InvestigationSummary>, ApiError> {
+        let all = self.inner.list_investigations().await?;
+        Ok(match self.access.readable().await? {
+            None => all,
+            Some(ids) => all.into_iter().filter(|i| ids.contains(&i.id)).collect(),
+        })
+    }
+    async fn create_investigation(&self, new: NewInvestigation) -> Result<Investigation, ApiError> {
+        let actor =
+            super::actor().ok_or_else(|| ApiError::new(app::error::ErrorCode::Unauthenticated, "Sign in first."))?;
+        let created = self.inner.create_investigation(new).await?;
+        self.access
+            .store()
+            .set_member(&created.id, &actor.user.name, Role::Owner.as_str())
+            .await
+            .map_err(store_error)?;
+        Ok(created)
+    }
+    async fn investigation(&self, id: &str) -> Result<Investigation, ApiError> {
+        let role = self.access.checked_role(id, Need::Read).await?;
+        let mut investigation = self.inner.investigation(id).await?;
+        investigation.abilities = role.abilities();
+        if role == Role::Owner {
+            investigation.share_links = self.inner.share_links(id).await?;
+        }
+        Ok(investigation)
+    }
+    async fn update_investigation(&self, id: &str, patch: InvestigationPatch) -> Result<Investigation, ApiError> {
+        self.access.check(id, Need::Edit).await?;
+        self.inner.update_investigation(id, patch).await
+    }
+    async fn delete_investigation(&self, id: &str) -> Result<(), ApiError> {
+        self.access.check(id, Need::Own).await?;
+        self.inner.delete_investigation(id).await
+    }
+    async fn add_step(&self, investigation: &str, body: StepBody) -> Result<Step, ApiError> {
+        self.check_body(investigation, &body).await?;
+        self.inner.add_step(investigation, body).await
+    }
+    async fn step(&self, id: i64) -> Result<Step, ApiError> {
+        self.access.check_of(OwnedBy::Step, id, Need::Read).await?;
+        self.inner.step(id).await
+    }
+    async fn update_step(&self, id: i64, body: StepBody, version: Option<i64>) -> Result<Step, ApiError> {
+        if let Some(investigation) = self.step_investigation(id).await? {
+            self.check_body(&investigation, &body).await?;
+        }
+        self.inner.update_step(id, body, version).await
+    }
+    async fn move_step(&self, id: i64, position: u32) -> Result<Step, ApiError> {
+        self.access.check_of(OwnedBy::Step, id, Need::Edit).await?;
+        self.inner.move_step(id, position).await
+    }
+    async fn delete_step(&self, id: i64) -> Result<(), ApiError> {
+        self.access.check_of(OwnedBy::Step, id, Need::Edit).await?;
+        self.inner.delete_step(id).await
+    }
+
+    // Hosts: everyone signed in sees them; changing them is for admins (checked by
+    // the notebook); testing and capturing facts run on them.
+    async fn hosts(&self) -> Result<Vec<Host>, ApiError> {
+        self.inner.hosts().await
+    }
+    async fn host(&self, name: &str) -> Result<Host, ApiError> {
+        self.inner.host(name).await
+    }
+    async fn add_host(&self, host: NewHost) -> Result<Host, ApiError> {
+        self.inner.add_host(host).await
+    }
+    async fn update_host(&self, name: &str, host: NewHost) -> Result<Host, ApiError> {
+        self.inner.update_host(name, host).await
+    }
+    async fn remove_host(&self, name: &str) -> Result<(), ApiError> {
+        self.inner.remove_host(name).await
+    }
+    async fn trust_host(&self, name: &str, fingerprint: &str) -> Result<Host, ApiError> {
+        self.inner.trust_host(name, fingerprint).await
+    }
+    async fn set_passphrase(&self, name: &str, passphrase: String) -> Result<(), ApiError> {
+        self.inner.set_passphrase(name, passphrase).await
+    }
+    async fn test_host(&self, name: &str) -> Result<ConnectionReport, ApiError> {
+        self.access.check_host(name).await?;
+        self.inner.test_host(name).await
+    }
+    async fn import_hosts(&self, source: HostImport) -> Result<ImportReport, ApiError> {
+        self.inner.import_hosts(source).await
+    }
+    async fn capture_facts(&self, host: &str, python: Option<String>) -> Result<HostFacts, ApiError> {
+        self.access.check_host(host).await?;
+        self.inner.capture_facts(host, python).await
+    }
+    async fn facts(&self, host: &str) -> Result<Option<HostFacts>, ApiError> {
+        self.inner.facts(host).await
+    }
+    async fn facts_by_id(&self, id: i64) -> Result<HostFacts, ApiError> {
+        self.inner.facts_by_id(id).await
+    }
+
+    async fn start_runs(&self, step_id: i64, request: RunRequest) -> Result<Vec<Run>, ApiError> {
+        let inner = &self.inner;
+        self.check_run(OwnedBy::Step, step_id, async || match inner.step(step_id).await?.body {
+            StepBody::Command(c) => Ok(c.host),
+            _ => Ok(String::new()),
+        })
+        .await?;
+        self.inner.start_runs(step_id, request).await
+    }
+    async fn run(&self, id: i64) -> Result<Run, ApiError> {
+        self.access.check_of(OwnedBy::Run, id, Need::Read).await?;
+        self.inner.run(id).await
+    }
+    async fn cancel_run(&self, id: i64) -> Result<Run, ApiError> {
+        self.access.check_of(OwnedBy::Run, id, Need::Run).await?;
+        self.inner.cancel_run(id).await
+    }
+    async fn refresh_snippet(&self, step_id: i64, start: Option<u64>, end: Option<u64>) -> Result<Step, ApiError> {
+        let inner = &self.inner;
+        self.check_run(OwnedBy::Step, step_id, async || match inner.step(step_id).await?.body {
+            StepBody::Snippet(s) => Ok(s.host),
+            _ => Ok(String::new()),
+        })
+        .await?;
+        self.inner.refresh_snippet(step_id, start, end).await
+    }
+    async fn add_annotation(&self, step_id: i64, new: NewAnnotation) -> Result<Annotation, ApiError> {
+        self.access.check_of(OwnedBy::Step, step_id, Need::Edit).await?;
+        self.inner.add_annotation(step_id, new).await
+    }
+    async fn annotation(&self, id: i64) -> Result<Annotation, ApiError> {
+        self.access.check_of(OwnedBy::Annotation, id, Need::Read).await?;
+        self.inner.annotation(id).await
+    }
+    async fn update_annotation(&self, id: i64, patch: AnnotationPatch) -> Result<Annotation, ApiError> {
+        self.access.check_of(OwnedBy::Annotation, id, Need::Edit).await?;
+        self.inner.update_annotation(id, patch).await
+    }
+    async fn delete_annotation(&self, id: i64) -> Result<(), ApiError> {
+        self.access.check_of(OwnedBy::Annotation, id, Need::Edit).await?;
+        self.inner.delete_annotation(id).await
+    }
+    async fn source_candidates(&self, run_id: i64, file: &str, line: u64) -> Result<SourceCandidates, ApiError> {
+        let inner = &self.inner;
+        self.check_run(OwnedBy::Run, run_id, async || Ok(inner.run(run_id).await?.host)).await?;
+        self.inner.source_candidates(run_id, file, line).await
+    }
+    async fn measurements(&self, investigation: &str) -> Result<Vec<StoredMeasurement>, ApiError> {
+        self.access.check(investigation, Need::Read).await?;
+        self.inner.measurements(investigation).await
+    }
+    async fn add_measurement(&self, investigation: &str, new: NewMeasurement) -> Result<StoredMeasurement, ApiError> {
+        self.access.check(investigation, Need::Edit).await?;
+        self.inner.add_measurement(investigation, new).await
+    }
+    async fn delete_measurement(&self, id: i64) -> Result<(), ApiError> {
+        self.access.check_of(OwnedBy::Measurement, id, Need::Edit).await?;
+        self.inner.delete_measurement(id).await
+    }
+    async fn overview(&self, investigation: &str, metric: Option<&str>) -> Result<Option<Overview>, ApiError> {
+        self.access.check(investigation, Need::Read).await?;
+        self.inner.overview(investigation, metric).await
+    }
+    async fn extractors(&self, investigation: &str) -> Result<Vec<ExtractorDef>, ApiError> {
+        self.access.check(investigation, Need::Read).await?;
+        self.inner.extractors(investigation).await
+    }
+    async fn add_extractor(&self, investigation: &str, def: ExtractorDef) -> Result<ExtractorDef, ApiError> {
+        self.access.check(investigation, Need::Edit).await?;
+        self.inner.add_extractor(investigation, def).await
+    }
+    async fn remove_extractor(&self, investigation: &str, name: &str) -> Result<(), ApiError> {
+        self.access.check(investigation, Need::Edit).await?;
+        self.inner.remove_extractor(investigation, name).await
+    }
+    async fn hypotheses(&self, investigation: &str) -> Result<Vec<Hypothesis>, ApiError> {
+        self.access.check(investigation, Need::Read).await?;
+        self.inner.hypotheses(investigation).await
+    }
+    async fn hypothesis(&self, id: i64) -> Result<Hypothesis, ApiError> {
+        self.access.check_of(OwnedBy::Hypothesis, id, Need::Read).await?;
+        self.inner.hypothesis(id).await
+    }
+    async fn add_hypothesis(&self, investigation: &str, input: HypothesisInput) -> Result<Hypothesis, ApiError> {
+        self.access.check(investigation, Need::Edit).await?;
+        self.inner.add_hypothesis(investigation, input).await
+    }
+    async fn update_hypothesis(&self, id: i64, input: HypothesisInput) -> Result<Hypothesis, ApiError> {
+        self.access.check_of(OwnedBy::Hypothesis, id, Need::Edit).await?;
+        self.inner.update_hypothesis(id, input).await
+    }
+    async fn delete_hypothesis(&self, id: i64) -> Result<(), ApiError> {
+        self.access.check_of(OwnedBy::Hypothesis, id, Need::Edit).await?;
+        self.inner.delete_hypothesis(id).await
+    }
+    async fn output_before(&self, id: i64, before: u64, bytes: u64) -> Result<OutputTail, ApiError> {
+        self.access.check_of(OwnedBy::Run, id, Need::Read).await?;
+        self.inner.output_before(id, before, bytes).await
+    }
+    async fn members(&self, investigation: &str) -> Result<Vec<Member>, ApiError> {
+        self.access.check(investigation, Need::Read).await?;
+        self.inner.members(investigation).await
+    }
+    async fn set_member(&self, investigation: &str, member: Member) -> Result<Vec<Member>, ApiError> {
+        self.access.check(investigation, Need::Own).await?;
+        self.inner.set_member(investigation, member).await
+    }
+    async fn host_access(&self, host: &str) -> Result<HostAccess, ApiError> {
+        self.inner.host_access(host).await
+    }
+    async fn set_host_access(&self, host: &str, access: HostAccess) -> Result<HostAccess, ApiError> {
+        super::require_admin("decide who runs on hosts")?;
+        self.inner.set_host_access(host, access).await
+    }
+    async fn share_links(&self, investigation: &str) -> Result<Vec<ShareLink>, ApiError> {
+        self.access.check(investigation, Need::Own).await?;
+        self.inner.share_links(investigation).await
+    }
+    async fn create_share_link(&self, investigation: &str, new: NewShareLink) -> Result<CreatedShareLink, ApiError> {
+        self.access.check(investigation, Need::Own).await?;
+        self.inner.create_share_link(investigation, new).await
+    }
+    async fn revoke_share_link(&self, id: i64) -> Result<ShareLink, ApiError> {
+        self.access.check_of(OwnedBy::ShareLink, id, Need::Own).await?;
+        self.inner.revoke_share_link(id).await
+    }
+    /// No role needed: the token is the right to read, and the view is read-only.
+    async fn shared(&self, token: &str) -> Result<SharedView, ApiError> {
+        self.inner.shared(token).await
+    }
+}

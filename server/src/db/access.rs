@@ -1,0 +1,130 @@
+//! Investigation members and host allow-lists (see migration 0014).
+
+use super::{Store, StoreResult};
+
+impl Store {
+    pub async fn role_of(&self, investigation: &str, user: &str) -> StoreResult<Option<String>> {
+        let row: Option<(String,)> =
+            sqlx::query_as("SELECT role FROM investigation_members WHERE investigation_id = ? AND user_name = ?")
+                .bind(investigation)
+                .bind(user)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(row.map(|(r,)| r))
+    }
+
+    pub async fn set_member(&self, investigation: &str, user: &str, role: &str) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO investigation_members (investigation_id, user_name, role) VALUES (?, ?, ?)
+             ON CONFLICT (investigation_id, user_name) DO UPDATE SET role = excluded.role",
+        )
+        .bind(investigation)
+        .bind(user)
+        .bind(role)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    pub async fn remove_member(&self, investigation: &str, user: &str) -> StoreResult<bool> {
+        let done = sqlx::query("DELETE FROM investigation_members WHERE investigation_id = ? AND user_name = ?")
+            .bind(investigation)
+            .bind(user)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// `(user, role)`, owners first.
+    pub async fn members(&self, investigation: &str) -> StoreResult<Vec<(String, String)>> {
+        sqlx::query_as(
+            "SELECT user_name, role FROM investigation_members WHERE investigation_id = ?
+             ORDER BY CASE role WHEN 'owner' THEN 0 WHEN 'runner' THEN 1 WHEN 'editor' THEN 2 ELSE 3 END, user_name",
+        )
+        .bind(investigation)
+        .fetch_all(&self.pool)
+        .await
+    }
+
+    /// Ids of the investigations `user` is a member of.
+    pub async fn investigations_of(&self, user: &str) -> StoreResult<Vec<String>> {
+        let rows: Vec<(String,)> =
+            sqlx::query_as("SELECT investigation_id FROM investigation_members WHERE user_name = ?")
+                .bind(user)
+                .fetch_all(&self.pool)
+                .await?;
+        Ok(rows.into_iter().map(|(id,)| id).collect())
+    }
+
+    /// `None` when there is no such host.
+    pub async fn host_allows(&self, host: &str, user: &str) -> StoreResult<Option<bool>> {
+        let row: Option<(i64, i64)> = sqlx::query_as(
+            "SELECT whole_team, EXISTS (SELECT 1 FROM host_users WHERE host_name = h.name AND user_name = ?)
+             FROM hosts h WHERE name = ?",
+        )
+        .bind(user)
+        .bind(host)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.map(|(team, listed)| team != 0 || listed != 0))
+    }
+
+    /// `(whole_team, users)`.
+    pub async fn host_access(&self, host: &str) -> StoreResult<(bool, Vec<String>)> {
+        let (team,): (i64,) = sqlx::query_as("SELECT whole_team FROM hosts WHERE name = ?")
+            .bind(host)
+            .fetch_optional(&self.pool)
+            .await?
+            .unwrap_or((1,));
+        let users: Vec<(String,)> =
+            sqlx::query_as("SELECT user_name FROM host_users WHERE host_name = ? ORDER BY user_name")
+                .bind(host)
+                .fetch_all(&self.pool)
+                .await?;
+        Ok((team != 0, users.into_iter().map(|(u,)| u).collect()))
+    }
+
+    pub async fn set_host_access(&self, host: &str, whole_team: bool, users: &[String]) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("UPDATE hosts SET whole_team = ? WHERE name = ?")
+            .bind(i64::from(whole_team))
+            .bind(host)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("DELETE FROM host_users WHERE host_name = ?").bind(host).execute(&mut *tx).await?;
+        for user in users {
+            sqlx::query("INSERT OR IGNORE INTO host_users (host_name, user_name) VALUES (?, ?)")
+                .bind(host)
+                .bind(user)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await
+    }
+
+    /// The investigation a step, annotation, hypothesis or measurement belongs to.
+    pub async fn investigation_of(&self, what: OwnedBy, id: i64) -> StoreResult<Option<String>> {
+        let sql = match what {
+            OwnedBy::Step => "SELECT investigation_id FROM steps WHERE id = ?",
+            OwnedBy::Run => "SELECT s.investigation_id FROM runs r JOIN steps s ON s.id = r.step_id WHERE r.id = ?",
+            OwnedBy::Annotation => {
+                "SELECT s.investigation_id FROM annotations a JOIN steps s ON s.id = a.step_id WHERE a.id = ?"
+            }
+            OwnedBy::Hypothesis => "SELECT investigation_id FROM hypotheses WHERE id = ?",
+            OwnedBy::Measurement => "SELECT investigation_id FROM measurements WHERE id = ?",
+            OwnedBy::ShareLink => "SELECT investigation_id FROM share_links WHERE id = ?",
+        };
+        let row: Option<(String,)> = sqlx::query_as(sql).bind(id).fetch_optional(&self.pool).await?;
+        Ok(row.map(|(i,)| i))
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub enum OwnedBy {
+    Step,
+    Run,
+    Annotation,
+    Hypothesis,
+    Measurement,
+    ShareLink,
+}

@@ -1,0 +1,76 @@
+//! Share links, looked up by the SHA-256 of their token.
+
+use super::{Store, StoreResult, now_ms};
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ShareRow {
+    pub id: i64,
+    pub investigation_id: String,
+    pub label: String,
+    pub hide_hosts: i64,
+    pub created_by: String,
+    pub created_at: i64,
+    pub expires_at: Option<i64>,
+    pub revoked_at: Option<i64>,
+}
+
+const COLUMNS: &str = "id, investigation_id, label, hide_hosts, created_by, created_at, expires_at, revoked_at";
+
+impl Store {
+    pub async fn insert_share(
+        &self,
+        investigation: &str,
+        token_hash: &str,
+        label: &str,
+        hide_hosts: bool,
+        created_by: &str,
+        expires_at: Option<i64>,
+    ) -> StoreResult<ShareRow> {
+        sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "INSERT INTO share_links (investigation_id, token_hash, label, hide_hosts, created_by, created_at, expires_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING {COLUMNS}"
+        )))
+        .bind(investigation)
+        .bind(token_hash)
+        .bind(label)
+        .bind(i64::from(hide_hosts))
+        .bind(created_by)
+        .bind(now_ms())
+        .bind(expires_at)
+        .fetch_one(&self.pool)
+        .await
+    }
+
+    pub async fn shares_of(&self, investigation: &str) -> StoreResult<Vec<ShareRow>> {
+        sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT {COLUMNS} FROM share_links WHERE investigation_id = ? ORDER BY id"
+        )))
+        .bind(investigation)
+        .fetch_all(&self.pool)
+        .await
+    }
+
+    pub async fn share(&self, id: i64) -> StoreResult<Option<ShareRow>> {
+        sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM share_links WHERE id = ?")))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+    }
+
+    pub async fn share_by_hash(&self, token_hash: &str) -> StoreResult<Option<ShareRow>> {
+        sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM share_links WHERE token_hash = ?")))
+            .bind(token_hash)
+            .fetch_optional(&self.pool)
+            .await
+    }
+
+    /// Revoking twice keeps the first time.
+    pub async fn revoke_share(&self, id: i64) -> StoreResult<()> {
+        sqlx::query("UPDATE share_links SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL")
+            .bind(now_ms())
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+}

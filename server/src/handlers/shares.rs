@@ -1,0 +1,38 @@
+//! View-only share links: owners create, list and revoke them; anyone with a
+//! link's token reads what it shows (`/api/v1/shared/{token}`, no sign-in).
+
+use crate::error::AppError;
+use crate::extract::{ApiJson, ApiPath};
+use crate::state::AppState;
+use app::shares::{CreatedShareLink, NewShareLink, ShareLink, SharedView};
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+
+pub async fn list(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<Vec<ShareLink>>, AppError> {
+    Ok(Json(state.notebook.share_links(&id).await?))
+}
+
+/// The answer is the only time the link's URL is seen: only its hash is kept.
+pub async fn create(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(new): ApiJson<NewShareLink>,
+) -> Result<(StatusCode, Json<CreatedShareLink>), AppError> {
+    Ok((StatusCode::CREATED, Json(state.notebook.create_share_link(&id, new).await?)))
+}
+
+pub async fn revoke(State(state): State<AppState>, ApiPath(id): ApiPath<i64>) -> Result<Json<ShareLink>, AppError> {
+    Ok(Json(state.notebook.revoke_share_link(id).await?))
+}
+
+/// 404 for an unknown token, 410 once revoked or expired — never the content.
+pub async fn shared(
+    State(state): State<AppState>,
+    ApiPath(token): ApiPath<String>,
+) -> Result<Json<SharedView>, AppError> {
+    Ok(Json(state.notebook.shared(&token).await?))
+}
