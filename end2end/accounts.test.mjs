@@ -10,11 +10,17 @@ let server;
 let browser;
 let sshd;
 let data;
+/** Every secret the tests see (passwords, tokens, cookies, link tokens): none may be logged. */
+const secrets = new Set(['correct horse battery', 'bob password 123', '$argon2id$']);
+async function remember(page) {
+  for (const c of await page.context().cookies()) secrets.add(c.value);
+}
 
 before(async () => {
   sshd = await startSshd();
   data = tempDataDir();
-  server = await startServer(data, { accounts: true });
+  // Debug logs: the last test greps them for every secret the others handled.
+  server = await startServer(data, { accounts: true, logLevel: 'debug' });
   browser = await launchBrowser();
 });
 after(async () => {
@@ -44,6 +50,8 @@ test('set up the first admin, use a token, sign out and back in', async () => {
   await page.fill('#create-token input[name=label]', 'benchmarks');
   await page.click('#create-token button');
   const token = (await page.locator('.new-token code.token').textContent()).trim();
+  secrets.add(token);
+  await remember(page);
   assert.equal(token.length, 43);
   const api = (t) => fetch(server.url + '/api/v1/investigations', { headers: { authorization: `Bearer ${t}` } });
   assert.equal((await api(token)).status, 200);
@@ -170,6 +178,7 @@ test('a view-only share link: opened without an account at a step, revoked to a 
   const input = page.locator('#share input.link-url');
   await input.waitFor();
   const url = await input.inputValue();
+  secrets.add(url.split('/s/')[1]);
   assert.match(url, new RegExp(`^${server.url}/s/[A-Za-z0-9_-]{43}$`));
   // The list shows it (after the page refreshed) while the URL stays on screen.
   await page.waitForSelector('#share table.share-links tr[data-state=active]', { state: 'attached' });
@@ -208,4 +217,92 @@ test('a view-only share link: opened without an account at a step, revoked to a 
   assert.equal(await late.locator('.step').count(), 0);
   await screenshot(late, 'share-revoked');
   await late.context().close();
+});
+
+async function signIn(name, password) {
+  const page = await newPage(browser);
+  await page.goto(server.url + '/login');
+  await page.fill('#sign-in input[name=name]', name);
+  await page.fill('#sign-in input[name=password]', password);
+  await page.click('#sign-in button[type=submit]');
+  await page.waitForURL(server.url + '/');
+  await remember(page);
+  return page;
+}
+
+test('two people on one investigation: presence, live edits, a comment thread and a mention', async () => {
+  const ada = await signIn('ada', 'correct horse battery');
+  const inv = await ada.evaluate(async () => {
+    const send = (method, url, body) => fetch(url, { method, headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body) }).then((r) => r.json());
+    const inv = await send('POST', '/api/v1/investigations', { title: 'decode at 57.5 tok/s, together' });
+    await send('PUT', `/api/v1/investigations/${inv.id}/members`, { user: 'bob', role: 'editor' });
+    return inv;
+  });
+  await ada.goto(`${server.url}/i/${inv.id}`);
+  await hydrated(ada);
+  const bob = await signIn('bob', 'bob password 123');
+  await bob.goto(`${server.url}/i/${inv.id}`);
+  await hydrated(bob);
+
+  // Each sees the other.
+  await ada.waitForSelector('p.also-here:has-text("bob")');
+  await bob.waitForSelector('p.also-here:has-text("ada")');
+
+  // Ada writes a note; it appears on Bob's page without a reload.
+  await ada.fill('#new-note-body', 'Custom allreduce is **disabled** on 8 PCIe GPUs.');
+  await ada.click('button:has-text("Add note")');
+  await bob.waitForSelector('.step[data-kind=note] .markdown strong:has-text("disabled")');
+
+  // Bob comments on it and mentions Ada, with a payload that must stay text.
+  const step = bob.locator('.step[data-kind=note]').first();
+  await step.locator('details.new-thread summary').click();
+  await step.locator('details.new-thread textarea[name=body]').fill('@ada is NCCL the bottleneck? <img src=x onerror="document.title=\'pwned\'">');
+  await step.locator('details.new-thread button:has-text("Comment")').click();
+  const comment = ada.locator('.step[data-kind=note] .comment').first();
+  await comment.waitFor();
+  assert.match(await comment.locator('.author').textContent(), /bob/);
+  // Sanitized like notes: the image may stay, its handler may not.
+  assert.equal(await comment.locator('img[onerror]').count(), 0, 'the payload is inert');
+  assert.notEqual(await ada.title(), 'pwned');
+
+  // Ada replies and resolves; Bob sees the thread resolved.
+  const thread = ada.locator('.step[data-kind=note] details.thread').first();
+  await thread.locator('input[name=body]').fill('Yes: 156 allreduce calls per token.');
+  await thread.locator('button:has-text("Reply")').click();
+  await bob.waitForSelector('.step[data-kind=note] .comment:has-text("156 allreduce calls")', { state: 'attached' });
+  await ada.locator('.step[data-kind=note] details.thread button:has-text("Resolve")').click();
+  await bob.waitForSelector('.step[data-kind=note] details.thread[data-resolved=true] summary:has-text("Resolved by ada")');
+  await screenshot(bob, 'comments-live');
+
+  // Ada's mentions: unread in the top bar, read once opened.
+  await ada.goto(server.url + '/mentions');
+  await hydrated(ada);
+  assert.match(await ada.locator('.mentions-link').textContent(), /Mentions\s*1/);
+  const mention = ada.locator('li.mention[data-read=false]').first();
+  assert.match(await mention.textContent(), /bob in decode at 57\.5 tok\/s, together/);
+  await mention.locator('a').click();
+  await ada.waitForURL(/\/i\/\w+#comment-\d+$/);
+  await ada.waitForSelector('.comment:target');
+  await ada.goto(server.url + '/mentions');
+  assert.equal(await ada.locator('li.mention[data-read=false]').count(), 0);
+  assert.doesNotMatch(await ada.locator('.mentions-link').textContent(), /\d/);
+
+  // Bob leaves; Ada's page no longer lists him.
+  await ada.goto(`${server.url}/i/${inv.id}`);
+  await hydrated(ada);
+  await ada.waitForSelector('p.also-here:has-text("bob")');
+  await bob.context().close();
+  await ada.waitForSelector('p.also-here', { state: 'detached' });
+  assert.deepEqual(ada.problems, []);
+  await ada.context().close();
+});
+
+test('no password, token, cookie or link token appears in any log line', async () => {
+  const log = server.log();
+  assert.ok(log.includes('DEBUG'), 'the server logged at debug level');
+  assert.ok(secrets.size >= 6, `secrets collected: ${secrets.size}`);
+  for (const secret of secrets) {
+    assert.ok(secret && !log.includes(secret), `a secret in the log: ${secret.slice(0, 6)}…`);
+  }
 });

@@ -20,13 +20,13 @@ export function tempDataDir() {
  * Feature tests run it as a single local user (`--no-auth`); `accounts.test.mjs`
  * passes `{ accounts: true }` and gets the printed setup URL as `setupUrl`.
  */
-export function startServer(dataDir, { accounts = false } = {}) {
+export function startServer(dataDir, { accounts = false, logLevel } = {}) {
   const bin = process.env.SLEUTH_BIN ?? join(root, 'target', 'debug', 'sleuth');
   const site = process.env.SLEUTH_SITE ?? join(root, 'target', 'site');
   const args = ['serve', '--addr', '127.0.0.1:0', '--data', dataDir, '--site', site, ...(accounts ? [] : ['--no-auth'])];
   const child = spawn(bin, args, {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? 'warn' },
+    env: { ...process.env, RUST_LOG: logLevel ?? process.env.RUST_LOG ?? 'warn' },
   });
   let log = '';
   child.stderr.on('data', (d) => { log += d; });

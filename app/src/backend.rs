@@ -3,6 +3,7 @@
 //! store, SSH or anything else server-only.
 
 use crate::accounts::{ApiToken, HostAccess, Member, NewApiToken, User};
+use crate::comments::{Comment, Mention, NewComment};
 use crate::error::ApiError;
 use crate::hosts::{ConnectionReport, Host, HostFacts, HostImport, ImportReport, NewHost};
 use crate::hypotheses::{Hypothesis, HypothesisInput};
@@ -96,6 +97,14 @@ pub trait Notebook: Send + Sync + 'static {
     async fn share_links(&self, investigation: &str) -> Result<Vec<ShareLink>, ApiError>;
     async fn create_share_link(&self, investigation: &str, new: NewShareLink) -> Result<CreatedShareLink, ApiError>;
     async fn revoke_share_link(&self, id: i64) -> Result<ShareLink, ApiError>;
+    /// Adds a comment (a thread, or a reply to one); `@name`s become mentions.
+    async fn add_comment(&self, investigation: &str, new: NewComment) -> Result<Comment, ApiError>;
+    /// Resolves (or reopens) the thread the comment is in.
+    async fn resolve_comment(&self, id: i64, resolved: bool) -> Result<Comment, ApiError>;
+    /// The signed-in user's mentions, newest first: unread ones, or `all`.
+    async fn mentions(&self, all: bool) -> Result<Vec<Mention>, ApiError>;
+    /// Marks one comment's mention read, or all of them (`None`).
+    async fn read_mentions(&self, comment: Option<i64>) -> Result<(), ApiError>;
     /// What the link with this token shows; anyone may ask (the token is the right).
     async fn shared(&self, token: &str) -> Result<SharedView, ApiError>;
 }

@@ -8,6 +8,7 @@ pub mod accounts;
 pub mod api;
 #[cfg(feature = "ssr")]
 pub mod backend;
+pub mod comments;
 pub mod components;
 pub mod error;
 pub mod hosts;
@@ -75,6 +76,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/setup") view=pages::accounts::SetupPage ssr=SsrMode::Async/>
                     <Route path=path!("/tokens") view=pages::accounts::TokensPage ssr=SsrMode::Async/>
                     <Route path=path!("/audit") view=pages::accounts::AuditPage ssr=SsrMode::Async/>
+                    <Route path=path!("/mentions") view=pages::comments::MentionsPage ssr=SsrMode::Async/>
                     <Route
                         path=path!("/runs/:id/source")
                         view=pages::source::SourcePage

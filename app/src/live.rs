@@ -49,13 +49,54 @@ pub fn follow_output(run: i64, offset: u64, html: RwSignal<String>, bytes: RwSig
     *source.borrow_mut() = listen(&url, vec![("output", on_output), ("end", on_ended)]);
 }
 
-/// Refreshes the investigation page whenever one of its runs changes, here or
-/// in anyone else's browser.
+/// Refreshes the investigation page whenever it changes (a run, or anything
+/// anyone edits), here or in anyone else's browser, and keeps `viewers` equal to
+/// who has it open.
 /// `known` is the runs fingerprint of what the page shows: the server sends a
 /// sync event at once if its runs differ (something changed before this subscription).
-pub fn follow_investigation(id: String, known: u64, on_change: impl Fn() + 'static) {
-    let on_run = Listener::new(move |_ev: MessageEvent| on_change());
-    listen(&format!("/api/v1/investigations/{id}/events?known={known}"), vec![("run", on_run)]);
+pub fn follow_investigation(
+    id: String,
+    known: u64,
+    on_change: impl Fn() + Clone + 'static,
+    viewers: RwSignal<Vec<String>>,
+) {
+    let refresh = on_change.clone();
+    let on_run = Listener::new(move |_ev: MessageEvent| when_idle(refresh.clone()));
+    let on_edit = Listener::new(move |_ev: MessageEvent| when_idle(on_change.clone()));
+    let on_presence = Listener::new(move |ev: MessageEvent| {
+        if let Some(names) = ev.data().as_string().and_then(|d| serde_json::from_str::<Vec<String>>(&d).ok()) {
+            viewers.try_set(names);
+        }
+    });
+    listen(
+        &format!("/api/v1/investigations/{id}/events?known={known}"),
+        vec![("run", on_run), ("change", on_edit), ("presence", on_presence)],
+    );
+}
+
+/// Calls `refresh` now, or, while the reader is typing in a field (a refresh
+/// draws the page anew and would lose what they typed), once it loses focus.
+fn when_idle(refresh: impl Fn() + 'static) {
+    let typing =
+        document().active_element().filter(|e| matches!(e.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT"));
+    let Some(field) = typing else {
+        refresh();
+        return;
+    };
+    // Several changes while typing: one refresh at the end is enough.
+    if field.get_attribute("data-refresh-pending").is_some() {
+        return;
+    }
+    let _ = field.set_attribute("data-refresh-pending", "");
+    let target = field.clone();
+    let once = Closure::once_into_js(move || {
+        let _ = target.remove_attribute("data-refresh-pending");
+        refresh();
+    });
+    let options = web_sys::AddEventListenerOptions::new();
+    options.set_once(true);
+    let _ =
+        field.add_event_listener_with_callback_and_add_event_listener_options("blur", once.unchecked_ref(), &options);
 }
 
 /// Keeps `focus` equal to what the URL fragment points at (on load and on every

@@ -75,6 +75,9 @@ pub struct Investigation {
     /// Who may read, edit, run and share it (the header's Members… list).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub members: Vec<crate::accounts::Member>,
+    /// Every comment, oldest first; the page threads them under their steps.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub comments: Vec<crate::comments::Comment>,
     /// Its view-only links; only owners get them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub share_links: Vec<crate::shares::ShareLink>,

@@ -6,6 +6,7 @@ pub mod audit;
 pub mod auth;
 pub mod charts;
 pub mod cli;
+mod comments;
 pub mod db;
 pub mod error;
 mod extract;

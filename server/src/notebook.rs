@@ -8,6 +8,7 @@ use crate::ssh::Pool;
 use crate::{ids, steps};
 use app::accounts::{HostAccess, Member};
 use app::backend::Notebook;
+use app::comments::{Comment, Mention, NewComment};
 use app::error::ApiError;
 use app::hosts::{ConnectionReport, Host, HostFacts, HostImport, ImportReport, NewHost};
 use app::hypotheses::{Hypothesis, HypothesisInput};
@@ -197,10 +198,12 @@ impl Notebook for Service {
         let measurements = self.measurements_impl(id).await?;
         let overview = crate::metrics::overview::overview(None, &steps, &measurements, &hypotheses);
         let members = self.store.members(id).await.map_err(store_error)?;
+        let comments = self.comments_impl(id).await?;
         let summary = summary(row);
         Ok(Investigation {
             members: members.into_iter().map(|(user, role)| Member { user, role }).collect(),
             share_links: Vec::new(),
+            comments,
             // Unguarded: the guard narrows this to the reader's role.
             abilities: app::model::Abilities::ALL,
             hypotheses,
@@ -488,6 +491,18 @@ impl Notebook for Service {
     }
     async fn shared(&self, token: &str) -> Result<SharedView, ApiError> {
         self.shared_impl(token).await
+    }
+    async fn add_comment(&self, investigation: &str, new: NewComment) -> Result<Comment, ApiError> {
+        self.add_comment_impl(investigation, new).await
+    }
+    async fn resolve_comment(&self, id: i64, resolved: bool) -> Result<Comment, ApiError> {
+        self.resolve_comment_impl(id, resolved).await
+    }
+    async fn mentions(&self, all: bool) -> Result<Vec<Mention>, ApiError> {
+        self.mentions_impl(all).await
+    }
+    async fn read_mentions(&self, comment: Option<i64>) -> Result<(), ApiError> {
+        self.read_mentions_impl(comment).await
     }
 }
 

@@ -1,8 +1,8 @@
 //! Every route Sleuth serves, one per line.
 
 use crate::handlers::{
-    self, annotations, audit, auth, extract, health, highlight, hosts, hypotheses, investigations, measurements, runs,
-    shares, steps,
+    self, annotations, audit, auth, comments, extract, health, highlight, hosts, hypotheses, investigations,
+    measurements, runs, shares, steps,
 };
 use crate::state::AppState;
 use app::{App, model::limits, shell};
@@ -10,12 +10,30 @@ use axum::Router;
 use axum::body::Body;
 use axum::extract::DefaultBodyLimit;
 use axum::http::Request;
-use axum::routing::{delete, get, post};
+use axum::routing::{delete, get, patch, post};
 use leptos::prelude::provide_context;
 use leptos_axum::{LeptosRoutes, generate_route_list};
 use std::convert::Infallible;
 use tower_http::services::ServeDir;
 use tower_http::trace::TraceLayer;
+
+/// Request spans (logged at debug) name the path only, with share-link tokens
+/// cut: a log line must hold nothing that grants access (the setup link's
+/// `?token=`, a share link's `/s/{token}`).
+fn request_span(request: &Request<Body>) -> tracing::Span {
+    tracing::debug_span!("request", method = %request.method(), path = %loggable_path(request.uri().path()))
+}
+
+pub fn loggable_path(path: &str) -> String {
+    for prefix in ["/s/", "/api/v1/shared/"] {
+        if let Some(rest) = path.strip_prefix(prefix)
+            && !rest.is_empty()
+        {
+            return format!("{prefix}…");
+        }
+    }
+    path.to_string()
+}
 
 pub fn app(state: AppState) -> Router {
     let api = Router::new()
@@ -26,6 +44,10 @@ pub fn app(state: AppState) -> Router {
         )
         .route("/investigations/{id}/steps", post(steps::create))
         .route("/investigations/{id}/members", get(investigations::members).put(investigations::set_member))
+        .route("/investigations/{id}/comments", post(comments::create))
+        .route("/comments/{id}", patch(comments::resolve))
+        .route("/mentions", get(comments::mentions))
+        .route("/mentions/read", post(comments::read))
         .route("/investigations/{id}/shares", get(shares::list).post(shares::create))
         .route("/shares/{id}", delete(shares::revoke))
         .route("/shared/{token}", get(shares::shared))
@@ -98,6 +120,16 @@ pub fn app(state: AppState) -> Router {
         // Who is asking, and refusing cross-site changes: before anything else runs.
         .layer(axum::middleware::from_fn_with_state(state.clone(), crate::auth::middleware::guard))
         .layer(DefaultBodyLimit::max(limits::REQUEST_BYTES))
-        .layer(TraceLayer::new_for_http())
+        .layer(TraceLayer::new_for_http().make_span_with(request_span))
         .with_state(state)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn logged_paths_hold_no_share_tokens() {
+        assert_eq!(super::loggable_path("/s/abcDEF123_-"), "/s/…");
+        assert_eq!(super::loggable_path("/api/v1/shared/abc"), "/api/v1/shared/…");
+        assert_eq!(super::loggable_path("/i/abc"), "/i/abc");
+    }
 }

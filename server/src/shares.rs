@@ -2,7 +2,7 @@
 //! `auth::guarded`), and what a link shows to anyone who has it.
 //!
 //! A link shows the investigation as its members see it, minus everything about
-//! the team: no members, no other links, no forms. Host credentials are never
+//! the team: no members, no comments, no other links, no forms. Host credentials are never
 //! in an investigation. With `hide_hosts`, hosts are renamed `host 1`, `host 2` …
 //! in every `host` field, and their addresses (and jump hosts) are replaced
 //! wherever they appear in text (commands, output, paths) before the page is
@@ -108,6 +108,7 @@ impl Service {
         let mut investigation = self.investigation(&row.investigation_id).await?;
         investigation.members.clear();
         investigation.share_links.clear();
+        investigation.comments.clear();
         investigation.abilities = Abilities::default();
         if row.hide_hosts != 0 {
             investigation = self.without_hosts(investigation).await?;

@@ -45,12 +45,17 @@ pub async fn audit_entries() -> Result<Vec<AuditEntry>, ApiError> {
 #[component]
 pub fn SignedIn() -> impl IntoView {
     let me = Resource::new(|| (), |_| whoami());
+    let unread = Resource::new(|| (), |_| super::comments::unread_mentions());
     view! {
         <Suspense fallback=|| ()>
             {move || Suspend::new(async move {
                 match me.await {
                     Ok(Some(user)) => view! {
                         {user.admin.then(|| view! { <a href="/audit">"Audit"</a> })}
+                        {match unread.await.unwrap_or(0) {
+                            0 => view! { <a href="/mentions" class="mentions-link">"Mentions"</a> }.into_any(),
+                            n => view! { <a href="/mentions" class="mentions-link unread">"Mentions " <span class="count">{n}</span></a> }.into_any(),
+                        }}
                         <a href="/tokens" class="me" title="Your API tokens">{user.name}</a>
                         <form method="post" action="/auth/logout" class="inline sign-out">
                             <button type="submit" class="quiet">"Sign out"</button>

@@ -12,6 +12,20 @@ use leptos::server_fn::ServerFn;
 use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
+/// The names of everyone else with this investigation open.
+#[derive(Clone, Copy)]
+struct Viewers(RwSignal<Vec<String>>);
+
+/// "Also here: bob, carol" — nothing when you are alone.
+#[component]
+fn AlsoHere() -> impl IntoView {
+    let viewers = use_context::<Viewers>();
+    move || {
+        let others = viewers.and_then(|v| v.0.try_get()).unwrap_or_default();
+        (!others.is_empty()).then(|| view! { <p class="also-here muted">"Also here: " {others.join(", ")}</p> })
+    }
+}
+
 /// Bumped after every successful change, so the page refetches the investigation.
 #[derive(Clone, Copy)]
 struct TimelineVersion(RwSignal<u64>);
@@ -49,6 +63,9 @@ pub fn InvestigationPage() -> impl IntoView {
     let version = TimelineVersion(RwSignal::new(0));
     provide_context(version);
     provide_context(super::shared::CreatedLink(RwSignal::new(None)));
+    // Who else has the page open: told by the event stream, kept across refreshes.
+    let viewers = Viewers(RwSignal::new(Vec::new()));
+    provide_context(viewers);
     crate::steps::annotation::LineFocus::provide();
     let investigation = Resource::new(move || (id(), version.0.get()), |(id, _)| get_investigation(id));
     // Runs started here or in another browser refresh the page as they change.
@@ -57,7 +74,7 @@ pub fn InvestigationPage() -> impl IntoView {
         let known = investigation.get_untracked().and_then(Result::ok).map_or(0, |inv| {
             crate::runs::runs_fingerprint(inv.steps.iter().flat_map(|s| s.runs.iter()).collect::<Vec<_>>().into_iter())
         });
-        crate::live::follow_investigation(id(), known, refresher())
+        crate::live::follow_investigation(id(), known, refresher(), viewers.0)
     });
     view! {
         <Transition fallback=|| view! { <p class="muted">"Loading investigation…"</p> }>
@@ -75,6 +92,10 @@ pub fn InvestigationPage() -> impl IntoView {
 #[component]
 pub(crate) fn InvestigationView(inv: Investigation, #[prop(optional)] notice: Option<String>) -> impl IntoView {
     provide_context(inv.abilities);
+    provide_context(super::comments::AllComments {
+        investigation: inv.id.clone(),
+        comments: std::sync::Arc::new(inv.comments.clone()),
+    });
     let count = inv.steps.len() as u32;
     let (id, run_id) = (inv.id.clone(), inv.id.clone());
     let steps = inv.steps.iter().cloned().map(|step| view! { <StepItem step last=count/> }).collect_view();
@@ -146,6 +167,7 @@ fn Header(inv: Investigation) -> impl IntoView {
             <p class="muted meta">
                 "Started " {short_time(&inv.created_at)} " · updated " {short_time(&inv.updated_at)}
             </p>
+            <AlsoHere/>
             <div class="toolbar">
                 <Can what=Ability::Edit>
                 <details class="inline-form">
@@ -236,6 +258,7 @@ fn StepItem(step: Step, last: u32) -> impl IntoView {
             <div class="step-body">
                 <StepContent step=step.clone() editing/>
             </div>
+            <super::comments::Threads step_id=step.id/>
             <ActionError action=move_step/>
             <ActionError action=delete/>
         </li>

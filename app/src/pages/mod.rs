@@ -1,4 +1,5 @@
 pub mod accounts;
+pub mod comments;
 pub mod home;
 pub mod hosts;
 pub mod hypotheses;

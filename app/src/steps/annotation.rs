@@ -143,6 +143,7 @@ pub fn AnnotationView(annotation: Annotation, first_of_range: bool) -> impl Into
             </div>
             </crate::components::Can>
             <crate::components::ActionError action=delete/>
+            <crate::pages::comments::Threads step_id=annotation.step_id annotation=annotation.id/>
         </div>
     }
     .into_any()
@@ -179,7 +180,7 @@ pub fn AnnotateForm(step_id: i64, shown: (u64, u64), ranges: std::sync::Arc<Vec<
                         <input name="end" inputmode="numeric" required value=shown.0
                             prop:value=move || selected_end().map_or(shown.0, |s| s.1).to_string()/>
                     </label>
-                    <label>"Your name" <input name="author" autocomplete="nickname" maxlength="80" placeholder="optional"/></label>
+                    <label>"Your name (kept only without accounts)" <input name="author" autocomplete="nickname" maxlength="80" placeholder="optional"/></label>
                 </div>
                 <textarea name="body" rows="4" required maxlength=super::snippet::ANNOTATION_CHARS
                     aria-label="Annotation (Markdown)"

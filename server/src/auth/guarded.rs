@@ -7,6 +7,7 @@ use crate::db::OwnedBy;
 use crate::notebook::{Service, store_error};
 use app::accounts::{HostAccess, Member};
 use app::backend::Notebook;
+use app::comments::{Comment, Mention, NewComment};
 use app::error::ApiError;
 use app::hosts::{ConnectionReport, Host, HostFacts, HostImport, ImportReport, NewHost};
 use app::hypotheses::{Hypothesis, HypothesisInput};
@@ -46,6 +47,19 @@ impl Guarded {
             }
             None => self.access.check(investigation, Need::Edit).await,
         }
+    }
+
+    /// Tells everyone viewing `investigation` that it changed, when `result` is a success.
+    fn announce<T>(&self, investigation: Option<&str>, result: Result<T, ApiError>) -> Result<T, ApiError> {
+        if let (Ok(_), Some(investigation)) = (&result, investigation) {
+            self.inner.runner.live().changed(investigation, &crate::audit::actor_name());
+        }
+        result
+    }
+
+    /// Looked up before the change (a delete leaves nothing to look up).
+    async fn investigation_of(&self, what: OwnedBy, id: i64) -> Option<String> {
+        self.access.store().investigation_of(what, id).await.ok().flatten()
     }
 
     async fn step_investigation(&self, step: i64) -> Result<Option<String>, ApiError> {
@@ -95,7 +109,8 @@ impl Notebook for Guarded {
     }
     async fn update_investigation(&self, id: &str, patch: InvestigationPatch) -> Result<Investigation, ApiError> {
         self.access.check(id, Need::Edit).await?;
-        self.inner.update_investigation(id, patch).await
+        let done = self.inner.update_investigation(id, patch).await;
+        self.announce(Some(id), done)
     }
     async fn delete_investigation(&self, id: &str) -> Result<(), ApiError> {
         self.access.check(id, Need::Own).await?;
@@ -103,25 +118,32 @@ impl Notebook for Guarded {
     }
     async fn add_step(&self, investigation: &str, body: StepBody) -> Result<Step, ApiError> {
         self.check_body(investigation, &body).await?;
-        self.inner.add_step(investigation, body).await
+        let done = self.inner.add_step(investigation, body).await;
+        self.announce(Some(investigation), done)
     }
     async fn step(&self, id: i64) -> Result<Step, ApiError> {
         self.access.check_of(OwnedBy::Step, id, Need::Read).await?;
         self.inner.step(id).await
     }
     async fn update_step(&self, id: i64, body: StepBody, version: Option<i64>) -> Result<Step, ApiError> {
+        let at = self.investigation_of(OwnedBy::Step, id).await;
         if let Some(investigation) = self.step_investigation(id).await? {
             self.check_body(&investigation, &body).await?;
         }
-        self.inner.update_step(id, body, version).await
+        let done = self.inner.update_step(id, body, version).await;
+        self.announce(at.as_deref(), done)
     }
     async fn move_step(&self, id: i64, position: u32) -> Result<Step, ApiError> {
+        let at = self.investigation_of(OwnedBy::Step, id).await;
         self.access.check_of(OwnedBy::Step, id, Need::Edit).await?;
-        self.inner.move_step(id, position).await
+        let done = self.inner.move_step(id, position).await;
+        self.announce(at.as_deref(), done)
     }
     async fn delete_step(&self, id: i64) -> Result<(), ApiError> {
+        let at = self.investigation_of(OwnedBy::Step, id).await;
         self.access.check_of(OwnedBy::Step, id, Need::Edit).await?;
-        self.inner.delete_step(id).await
+        let done = self.inner.delete_step(id).await;
+        self.announce(at.as_deref(), done)
     }
 
     // Hosts: everyone signed in sees them; changing them is for admins (checked by
@@ -183,29 +205,42 @@ impl Notebook for Guarded {
         self.inner.cancel_run(id).await
     }
     async fn refresh_snippet(&self, step_id: i64, start: Option<u64>, end: Option<u64>) -> Result<Step, ApiError> {
+        let at = self.investigation_of(OwnedBy::Step, step_id).await;
         let inner = &self.inner;
         self.check_run(OwnedBy::Step, step_id, async || match inner.step(step_id).await?.body {
             StepBody::Snippet(s) => Ok(s.host),
             _ => Ok(String::new()),
         })
         .await?;
-        self.inner.refresh_snippet(step_id, start, end).await
+        let done = self.inner.refresh_snippet(step_id, start, end).await;
+        self.announce(at.as_deref(), done)
     }
-    async fn add_annotation(&self, step_id: i64, new: NewAnnotation) -> Result<Annotation, ApiError> {
+    async fn add_annotation(&self, step_id: i64, mut new: NewAnnotation) -> Result<Annotation, ApiError> {
+        let at = self.investigation_of(OwnedBy::Step, step_id).await;
         self.access.check_of(OwnedBy::Step, step_id, Need::Edit).await?;
-        self.inner.add_annotation(step_id, new).await
+        // With accounts, the author is whoever is signed in, not what they type.
+        // Without (`--no-auth`, one person), a typed name is kept.
+        if let Some(actor) = super::actor().filter(|a| a.id != super::Auth::local_admin().id) {
+            new.author = Some(actor.user.name);
+        }
+        let done = self.inner.add_annotation(step_id, new).await;
+        self.announce(at.as_deref(), done)
     }
     async fn annotation(&self, id: i64) -> Result<Annotation, ApiError> {
         self.access.check_of(OwnedBy::Annotation, id, Need::Read).await?;
         self.inner.annotation(id).await
     }
     async fn update_annotation(&self, id: i64, patch: AnnotationPatch) -> Result<Annotation, ApiError> {
+        let at = self.investigation_of(OwnedBy::Annotation, id).await;
         self.access.check_of(OwnedBy::Annotation, id, Need::Edit).await?;
-        self.inner.update_annotation(id, patch).await
+        let done = self.inner.update_annotation(id, patch).await;
+        self.announce(at.as_deref(), done)
     }
     async fn delete_annotation(&self, id: i64) -> Result<(), ApiError> {
+        let at = self.investigation_of(OwnedBy::Annotation, id).await;
         self.access.check_of(OwnedBy::Annotation, id, Need::Edit).await?;
-        self.inner.delete_annotation(id).await
+        let done = self.inner.delete_annotation(id).await;
+        self.announce(at.as_deref(), done)
     }
     async fn source_candidates(&self, run_id: i64, file: &str, line: u64) -> Result<SourceCandidates, ApiError> {
         let inner = &self.inner;
@@ -218,11 +253,14 @@ impl Notebook for Guarded {
     }
     async fn add_measurement(&self, investigation: &str, new: NewMeasurement) -> Result<StoredMeasurement, ApiError> {
         self.access.check(investigation, Need::Edit).await?;
-        self.inner.add_measurement(investigation, new).await
+        let done = self.inner.add_measurement(investigation, new).await;
+        self.announce(Some(investigation), done)
     }
     async fn delete_measurement(&self, id: i64) -> Result<(), ApiError> {
+        let at = self.investigation_of(OwnedBy::Measurement, id).await;
         self.access.check_of(OwnedBy::Measurement, id, Need::Edit).await?;
-        self.inner.delete_measurement(id).await
+        let done = self.inner.delete_measurement(id).await;
+        self.announce(at.as_deref(), done)
     }
     async fn overview(&self, investigation: &str, metric: Option<&str>) -> Result<Option<Overview>, ApiError> {
         self.access.check(investigation, Need::Read).await?;
@@ -234,11 +272,13 @@ impl Notebook for Guarded {
     }
     async fn add_extractor(&self, investigation: &str, def: ExtractorDef) -> Result<ExtractorDef, ApiError> {
         self.access.check(investigation, Need::Edit).await?;
-        self.inner.add_extractor(investigation, def).await
+        let done = self.inner.add_extractor(investigation, def).await;
+        self.announce(Some(investigation), done)
     }
     async fn remove_extractor(&self, investigation: &str, name: &str) -> Result<(), ApiError> {
         self.access.check(investigation, Need::Edit).await?;
-        self.inner.remove_extractor(investigation, name).await
+        let done = self.inner.remove_extractor(investigation, name).await;
+        self.announce(Some(investigation), done)
     }
     async fn hypotheses(&self, investigation: &str) -> Result<Vec<Hypothesis>, ApiError> {
         self.access.check(investigation, Need::Read).await?;
@@ -250,15 +290,20 @@ impl Notebook for Guarded {
     }
     async fn add_hypothesis(&self, investigation: &str, input: HypothesisInput) -> Result<Hypothesis, ApiError> {
         self.access.check(investigation, Need::Edit).await?;
-        self.inner.add_hypothesis(investigation, input).await
+        let done = self.inner.add_hypothesis(investigation, input).await;
+        self.announce(Some(investigation), done)
     }
     async fn update_hypothesis(&self, id: i64, input: HypothesisInput) -> Result<Hypothesis, ApiError> {
+        let at = self.investigation_of(OwnedBy::Hypothesis, id).await;
         self.access.check_of(OwnedBy::Hypothesis, id, Need::Edit).await?;
-        self.inner.update_hypothesis(id, input).await
+        let done = self.inner.update_hypothesis(id, input).await;
+        self.announce(at.as_deref(), done)
     }
     async fn delete_hypothesis(&self, id: i64) -> Result<(), ApiError> {
+        let at = self.investigation_of(OwnedBy::Hypothesis, id).await;
         self.access.check_of(OwnedBy::Hypothesis, id, Need::Edit).await?;
-        self.inner.delete_hypothesis(id).await
+        let done = self.inner.delete_hypothesis(id).await;
+        self.announce(at.as_deref(), done)
     }
     async fn output_before(&self, id: i64, before: u64, bytes: u64) -> Result<OutputTail, ApiError> {
         self.access.check_of(OwnedBy::Run, id, Need::Read).await?;
@@ -270,7 +315,8 @@ impl Notebook for Guarded {
     }
     async fn set_member(&self, investigation: &str, member: Member) -> Result<Vec<Member>, ApiError> {
         self.access.check(investigation, Need::Own).await?;
-        self.inner.set_member(investigation, member).await
+        let done = self.inner.set_member(investigation, member).await;
+        self.announce(Some(investigation), done)
     }
     async fn host_access(&self, host: &str) -> Result<HostAccess, ApiError> {
         self.inner.host_access(host).await
@@ -290,6 +336,28 @@ impl Notebook for Guarded {
     async fn revoke_share_link(&self, id: i64) -> Result<ShareLink, ApiError> {
         self.access.check_of(OwnedBy::ShareLink, id, Need::Own).await?;
         self.inner.revoke_share_link(id).await
+    }
+    async fn add_comment(&self, investigation: &str, new: NewComment) -> Result<Comment, ApiError> {
+        self.access.check(investigation, Need::Edit).await?;
+        let done = self.inner.add_comment(investigation, new).await;
+        self.announce(Some(investigation), done)
+    }
+    async fn resolve_comment(&self, id: i64, resolved: bool) -> Result<Comment, ApiError> {
+        let at = self.investigation_of(OwnedBy::Comment, id).await;
+        self.access.check_of(OwnedBy::Comment, id, Need::Edit).await?;
+        let done = self.inner.resolve_comment(id, resolved).await;
+        self.announce(at.as_deref(), done)
+    }
+    /// Only mentions in investigations the reader may still read.
+    async fn mentions(&self, all: bool) -> Result<Vec<Mention>, ApiError> {
+        let mentions = self.inner.mentions(all).await?;
+        Ok(match self.access.readable().await? {
+            None => mentions,
+            Some(ids) => mentions.into_iter().filter(|m| ids.contains(&m.investigation_id)).collect(),
+        })
+    }
+    async fn read_mentions(&self, comment: Option<i64>) -> Result<(), ApiError> {
+        self.inner.read_mentions(comment).await
     }
     /// No role needed: the token is the right to read, and the view is read-only.
     async fn shared(&self, token: &str) -> Result<SharedView, ApiError> {

@@ -23,8 +23,17 @@ use axum::response::{IntoResponse, Redirect, Response};
 /// targets, the bundle and static files, the health check, and share links
 /// (the page, its server function and the JSON; the token in the URL is the right).
 fn is_public(path: &str) -> bool {
-    matches!(path, "/login" | "/setup" | "/auth/login" | "/auth/setup" | "/healthz" | "/favicon.ico" | "/robots.txt")
-        || path.starts_with("/pkg/")
+    matches!(
+        path,
+        "/login"
+            | "/setup"
+            | "/auth/login"
+            | "/auth/setup"
+            | "/healthz"
+            | "/favicon.ico"
+            | "/favicon.svg"
+            | "/robots.txt"
+    ) || path.starts_with("/pkg/")
         || path == "/highlight.css"
         || path.starts_with("/s/")
         || path.starts_with("/api/v1/shared/")

@@ -113,6 +113,7 @@ impl Store {
             OwnedBy::Hypothesis => "SELECT investigation_id FROM hypotheses WHERE id = ?",
             OwnedBy::Measurement => "SELECT investigation_id FROM measurements WHERE id = ?",
             OwnedBy::ShareLink => "SELECT investigation_id FROM share_links WHERE id = ?",
+            OwnedBy::Comment => "SELECT investigation_id FROM comments WHERE id = ?",
         };
         let row: Option<(String,)> = sqlx::query_as(sql).bind(id).fetch_optional(&self.pool).await?;
         Ok(row.map(|(i,)| i))
@@ -127,4 +128,5 @@ pub enum OwnedBy {
     Hypothesis,
     Measurement,
     ShareLink,
+    Comment,
 }

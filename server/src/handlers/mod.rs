@@ -4,6 +4,7 @@
 pub mod annotations;
 pub mod audit;
 pub mod auth;
+pub mod comments;
 pub mod extract;
 pub mod health;
 pub mod highlight;

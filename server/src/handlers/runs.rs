@@ -1,5 +1,6 @@
 use crate::error::AppError;
 use crate::extract::{ApiPath, ApiQuery};
+use crate::runs::live::Change;
 use crate::runs::{Progress, output, output_html};
 use crate::state::AppState;
 use app::error::ApiError;
@@ -202,7 +203,43 @@ pub async fn investigation_events(
     }
     .ok_or_else(|| ApiError::not_found(format!("There is no investigation {investigation:?}.")))?;
     let in_sync = query.known == Some(fingerprint);
-    let receiver = state.runner.live().subscribe();
+    let live = state.runner.live().clone();
+    // Subscribed before joining, so this stream hears its own arrival too.
+    let changes = live.subscribe_changes();
+    let me = crate::audit::actor_name();
+    let presence = live.join(&investigation, &me);
+    let others = {
+        let investigation = investigation.clone();
+        futures::stream::unfold((changes, presence), move |(mut changes, presence)| {
+            let (investigation, me) = (investigation.clone(), me.clone());
+            async move {
+                loop {
+                    match changes.recv().await {
+                        Ok(change) if change.investigation_id() == investigation => {
+                            let event = match change {
+                                Change::Edited { by, .. } => {
+                                    Event::default().event("change").data(serde_json::json!({ "by": by }).to_string())
+                                }
+                                // Everyone but this reader (their other tabs are them too).
+                                Change::Viewers { names, .. } => {
+                                    let others: Vec<&String> = names.iter().filter(|n| **n != me).collect();
+                                    Event::default().event("presence").data(serde_json::json!(others).to_string())
+                                }
+                            };
+                            return Some((Ok(event), (changes, presence)));
+                        }
+                        Ok(_) => continue,
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                            let event = Event::default().event("change").data("{}");
+                            return Some((Ok(event), (changes, presence)));
+                        }
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+                    }
+                }
+            }
+        })
+    };
+    let receiver = live.subscribe();
     let stream = futures::stream::unfold(receiver, move |mut receiver| {
         let investigation = investigation.clone();
         async move {
@@ -225,7 +262,7 @@ pub async fn investigation_events(
     // First a sync event if the client's view is behind: runs that changed
     // between its page load and this subscription would otherwise be missed.
     let sync = futures::stream::iter((!in_sync).then(|| Ok(Event::default().event("run").data("{\"sync\":true}"))));
-    let stream = sync.chain(stream).take_until(state.runner.live().closed());
+    let stream = futures::stream::select(sync.chain(stream), others).take_until(live.closed());
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
 }
 

@@ -3,6 +3,10 @@
 //! run a watch of how many output bytes are on disk. Output itself is always read
 //! from the run's file, so a reader that reconnects at an offset gets every byte
 //! once: no gaps, no duplicates.
+//!
+//! Besides runs: every other change (a step, an edit, an annotation, a comment,
+//! a hypothesis) as a [`Change`] naming who made it, and who is viewing each
+//! investigation (one entry per open event stream, see [`Live::join`]).
 
 use app::runs::Run;
 use serde::Serialize;
@@ -16,6 +20,35 @@ pub struct RunEvent {
     pub run: Run,
 }
 
+#[derive(Clone, Debug)]
+pub enum Change {
+    /// Something in it changed; pages read it again.
+    Edited { investigation_id: String, by: String },
+    /// Who has it open now (names, sorted, once each).
+    Viewers { investigation_id: String, names: Vec<String> },
+}
+
+impl Change {
+    pub fn investigation_id(&self) -> &str {
+        match self {
+            Self::Edited { investigation_id, .. } | Self::Viewers { investigation_id, .. } => investigation_id,
+        }
+    }
+}
+
+/// One viewer of one investigation while it lives (its event stream is open).
+pub struct Presence {
+    live: std::sync::Arc<Live>,
+    investigation: String,
+    name: String,
+}
+
+impl Drop for Presence {
+    fn drop(&mut self) {
+        self.live.leave(&self.investigation, &self.name);
+    }
+}
+
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Progress {
     /// Bytes of output on disk.
@@ -25,6 +58,9 @@ pub struct Progress {
 
 pub struct Live {
     events: broadcast::Sender<RunEvent>,
+    changes: broadcast::Sender<Change>,
+    /// Investigation → the names of its open event streams (a name repeats per tab).
+    viewers: Mutex<HashMap<String, Vec<String>>>,
     runs: Mutex<HashMap<i64, watch::Sender<Progress>>>,
     /// Set when the server shuts down: event streams end so it can.
     closing: watch::Sender<bool>,
@@ -32,7 +68,13 @@ pub struct Live {
 
 impl Default for Live {
     fn default() -> Self {
-        Self { events: broadcast::channel(1024).0, runs: Mutex::new(HashMap::new()), closing: watch::channel(false).0 }
+        Self {
+            events: broadcast::channel(1024).0,
+            changes: broadcast::channel(1024).0,
+            viewers: Mutex::new(HashMap::new()),
+            runs: Mutex::new(HashMap::new()),
+            closing: watch::channel(false).0,
+        }
     }
 }
 
@@ -57,6 +99,55 @@ impl Live {
 
     pub fn subscribe(&self) -> broadcast::Receiver<RunEvent> {
         self.events.subscribe()
+    }
+
+    pub fn changed(&self, investigation: &str, by: &str) {
+        let _ = self.changes.send(Change::Edited { investigation_id: investigation.into(), by: by.into() });
+    }
+
+    pub fn subscribe_changes(&self) -> broadcast::Receiver<Change> {
+        self.changes.subscribe()
+    }
+
+    /// `name` is viewing `investigation` until the returned guard is dropped;
+    /// everyone watching it hears the new list each time.
+    pub fn join(self: &std::sync::Arc<Self>, investigation: &str, name: &str) -> Presence {
+        self.viewers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(investigation.into())
+            .or_default()
+            .push(name.into());
+        self.announce(investigation);
+        Presence { live: self.clone(), investigation: investigation.into(), name: name.into() }
+    }
+
+    fn leave(&self, investigation: &str, name: &str) {
+        {
+            let mut viewers = self.viewers.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(names) = viewers.get_mut(investigation) {
+                if let Some(i) = names.iter().position(|n| n == name) {
+                    names.swap_remove(i);
+                }
+                if names.is_empty() {
+                    viewers.remove(investigation);
+                }
+            }
+        }
+        self.announce(investigation);
+    }
+
+    pub fn viewers(&self, investigation: &str) -> Vec<String> {
+        let viewers = self.viewers.lock().unwrap_or_else(|e| e.into_inner());
+        let mut names = viewers.get(investigation).cloned().unwrap_or_default();
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    fn announce(&self, investigation: &str) {
+        let names = self.viewers(investigation);
+        let _ = self.changes.send(Change::Viewers { investigation_id: investigation.into(), names });
     }
 
     pub fn start(&self, run: i64) -> watch::Sender<Progress> {

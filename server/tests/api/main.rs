@@ -2,6 +2,7 @@
 //! One test binary (faster to link); one module per resource.
 
 mod accounts;
+mod comments;
 mod helpers;
 mod hypotheses;
 mod investigations;

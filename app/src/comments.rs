@@ -1,0 +1,93 @@
+//! Threaded comments on steps and annotations, and the @mentions in them.
+
+use serde::{Deserialize, Serialize};
+
+pub const BODY_CHARS: usize = 10_000;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Comment {
+    pub id: i64,
+    pub step_id: i64,
+    /// Set when the thread is about an annotation of the step.
+    pub annotation_id: Option<i64>,
+    /// The thread's first comment; `None` for that first comment itself.
+    pub parent_id: Option<i64>,
+    pub author: String,
+    /// Markdown as written.
+    pub body: String,
+    /// The same, rendered and sanitized on the server.
+    pub html: String,
+    pub created_at: String,
+    /// On a thread's first comment: when and by whom the thread was resolved.
+    pub resolved_at: Option<String>,
+    pub resolved_by: Option<String>,
+    /// `/i/{investigation}#comment-{id}`.
+    pub url: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NewComment {
+    /// On a step (or the step of `annotation_id`, or of `parent_id`'s thread).
+    #[serde(default)]
+    pub step_id: Option<i64>,
+    #[serde(default)]
+    pub annotation_id: Option<i64>,
+    /// A reply: the thread's first comment (or any comment of it).
+    #[serde(default)]
+    pub parent_id: Option<i64>,
+    pub body: String,
+}
+
+/// A comment that mentions the reader, for their list of mentions.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Mention {
+    pub comment_id: i64,
+    pub investigation_id: String,
+    pub investigation_title: String,
+    pub author: String,
+    /// The comment's first 200 characters, as text.
+    pub excerpt: String,
+    pub created_at: String,
+    pub read: bool,
+    pub url: String,
+}
+
+pub fn comment_anchor(id: i64) -> String {
+    format!("comment-{id}")
+}
+
+/// The `@name`s in a comment, in order, once each: a name is letters, digits
+/// and `_ - .` (as user names are), after the start or a character that is not
+/// part of a word, so `ada@example.com` mentions nobody. A trailing `.` ends
+/// the sentence, not the name.
+pub fn mentioned_names(body: &str) -> Vec<String> {
+    let is_name = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
+    let mut names: Vec<String> = Vec::new();
+    let mut previous = ' ';
+    let mut chars = body.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        if c == '@' && !is_name(previous) && previous != '@' {
+            let rest = &body[i + 1..];
+            let end = rest.find(|c: char| !is_name(c)).unwrap_or(rest.len());
+            let name = rest[..end].trim_end_matches('.');
+            if !name.is_empty() && !names.iter().any(|n| n.eq_ignore_ascii_case(name)) {
+                names.push(name.to_string());
+            }
+        }
+        previous = c;
+    }
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mentions_are_names_after_an_at_sign() {
+        assert_eq!(mentioned_names("@ada can you rerun? cc @bob.k."), ["ada", "bob.k"]);
+        assert_eq!(mentioned_names("mail ada@example.com, not a mention"), Vec::<String>::new());
+        assert_eq!(mentioned_names("(@ada) and @Ada again, @ alone"), ["ada"]);
+        assert_eq!(mentioned_names("`@carol_2`: NCCL_PROTO=LL"), ["carol_2"]);
+    }
+}

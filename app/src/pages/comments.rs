@@ -1,0 +1,213 @@
+//! Comment threads under steps and annotations, and `/mentions`: the comments
+//! that name you, unread first.
+
+use crate::comments::{Comment, Mention, comment_anchor};
+use crate::components::{Ability, ActionError, Can};
+use crate::error::ApiError;
+use crate::model::short_time;
+use crate::pages::investigation::timeline_action;
+use leptos::form::ActionForm;
+use leptos::prelude::*;
+use leptos_meta::Title;
+use std::sync::Arc;
+
+#[server]
+pub async fn add_comment(
+    investigation: String,
+    step_id: Option<i64>,
+    annotation_id: Option<i64>,
+    parent_id: Option<i64>,
+    body: String,
+) -> Result<Comment, ApiError> {
+    let new = crate::comments::NewComment { step_id, annotation_id, parent_id, body };
+    crate::backend::notebook()?.add_comment(&investigation, new).await.inspect_err(crate::backend::set_status)
+}
+
+#[server]
+pub async fn resolve_comment(id: i64, resolved: bool) -> Result<Comment, ApiError> {
+    crate::backend::notebook()?.resolve_comment(id, resolved).await.inspect_err(crate::backend::set_status)
+}
+
+#[server]
+pub async fn my_mentions(all: bool) -> Result<Vec<Mention>, ApiError> {
+    crate::backend::notebook()?.mentions(all).await.inspect_err(crate::backend::set_status)
+}
+
+/// For the top bar: how many mentions are unread (0 when signed out: the badge
+/// is no reason to fail, or to give a share link's page an error status).
+#[server]
+pub async fn unread_mentions() -> Result<usize, ApiError> {
+    Ok(crate::backend::notebook()?.mentions(false).await.map_or(0, |m| m.len()))
+}
+
+#[server]
+pub async fn read_mentions(comment_id: Option<i64>) -> Result<(), ApiError> {
+    crate::backend::notebook()?.read_mentions(comment_id).await.inspect_err(crate::backend::set_status)
+}
+
+/// The investigation's comments, for the threads under its steps.
+#[derive(Clone)]
+pub struct AllComments {
+    pub investigation: String,
+    pub comments: Arc<Vec<Comment>>,
+}
+
+/// The threads on a step (`annotation: None`) or on one of its annotations, and
+/// a form to start one.
+#[component]
+pub fn Threads(step_id: i64, #[prop(optional)] annotation: Option<i64>) -> impl IntoView {
+    let Some(all) = use_context::<AllComments>() else {
+        return ().into_any();
+    };
+    let roots: Vec<Comment> = all
+        .comments
+        .iter()
+        .filter(|c| c.step_id == step_id && c.annotation_id == annotation && c.parent_id.is_none())
+        .cloned()
+        .collect();
+    let threads = roots
+        .into_iter()
+        .map(|root| {
+            let replies: Vec<Comment> = all.comments.iter().filter(|c| c.parent_id == Some(root.id)).cloned().collect();
+            view! { <Thread root replies investigation=all.investigation.clone()/> }
+        })
+        .collect_view();
+    let add = timeline_action::<AddComment>();
+    let form = crate::components::reset_on_success(add);
+    let label = if annotation.is_some() { "Comment on this annotation" } else { "Comment" };
+    view! {
+        <div class="threads">
+            {threads}
+            <Can what=Ability::Edit>
+                <details class="new-thread">
+                    <summary class="quiet">{label}</summary>
+                    <ActionForm action=add node_ref=form attr:class="stacked comment-form">
+                        <input type="hidden" name="investigation" value=all.investigation.clone()/>
+                        <input type="hidden" name="step_id" value=step_id/>
+                        {annotation.map(|a| view! { <input type="hidden" name="annotation_id" value=a/> })}
+                        <textarea name="body" rows="3" required maxlength=crate::comments::BODY_CHARS
+                            placeholder="Markdown; @name tells a teammate" aria-label="Comment"></textarea>
+                        <ActionError action=add/>
+                        <div class="form-actions"><button type="submit" class="primary">"Comment"</button></div>
+                    </ActionForm>
+                </details>
+            </Can>
+        </div>
+    }
+    .into_any()
+}
+
+#[component]
+fn Thread(root: Comment, replies: Vec<Comment>, investigation: String) -> impl IntoView {
+    let reply = timeline_action::<AddComment>();
+    let form = crate::components::reset_on_success(reply);
+    let resolve = timeline_action::<ResolveComment>();
+    let resolved = root.resolved_at.is_some();
+    let status = root
+        .resolved_by
+        .clone()
+        .zip(root.resolved_at.clone())
+        .map(|(by, at)| format!("Resolved by {by}, {}", short_time(&at)));
+    let count = 1 + replies.len();
+    let comments = std::iter::once(root.clone()).chain(replies).map(|c| view! { <CommentView c/> }).collect_view();
+    view! {
+        <details class="thread" data-resolved=resolved.to_string() open=!resolved>
+            <summary class="muted">
+                {match &status {
+                    Some(s) => format!("{s} · {count} comment(s)"),
+                    None => format!("Thread · {count} comment(s)"),
+                }}
+            </summary>
+            {comments}
+            <Can what=Ability::Edit>
+                <div class="thread-actions">
+                    <ActionForm action=reply node_ref=form attr:class="inline reply-form">
+                        <input type="hidden" name="investigation" value=investigation/>
+                        <input type="hidden" name="parent_id" value=root.id/>
+                        <input name="body" required placeholder="Reply…" aria-label="Reply"/>
+                        <button type="submit">"Reply"</button>
+                    </ActionForm>
+                    <ActionForm action=resolve attr:class="inline">
+                        <input type="hidden" name="id" value=root.id/>
+                        <input type="hidden" name="resolved" value=(!resolved).to_string()/>
+                        <button type="submit" class="quiet">{if resolved { "Reopen" } else { "Resolve" }}</button>
+                    </ActionForm>
+                </div>
+                <ActionError action=reply/>
+                <ActionError action=resolve/>
+            </Can>
+        </details>
+    }
+}
+
+#[component]
+fn CommentView(c: Comment) -> impl IntoView {
+    view! {
+        <div class="comment" id=comment_anchor(c.id)>
+            <div class="comment-head">
+                <strong class="author">{c.author.clone()}</strong>
+                <a class="muted" href=format!("#{}", comment_anchor(c.id))>{short_time(&c.created_at)}</a>
+            </div>
+            <div class="markdown" inner_html=c.html.clone()></div>
+        </div>
+    }
+}
+
+/// `/mentions`: comments that name you; opening one marks it read.
+#[component]
+pub fn MentionsPage() -> impl IntoView {
+    let read = ServerAction::<ReadMentions>::new();
+    let list = Resource::new(move || read.version().get(), |_| my_mentions(true));
+    view! {
+        <Title text="Mentions · Sleuth"/>
+        <section class="narrow-page wide">
+            <h1>"Mentions"</h1>
+            <ActionForm action=read attr:class="inline">
+                <button type="submit" class="quiet">"Mark all read"</button>
+            </ActionForm>
+            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                <ErrorBoundary fallback=super::error_fallback>
+                    {move || Suspend::new(async move {
+                        list.await.map(|mentions| {
+                            if mentions.is_empty() {
+                                return view! { <p class="empty">"Nobody has mentioned you yet. Comments with @your-name show up here."</p> }.into_any();
+                            }
+                            let items = mentions.into_iter().map(|m| view! { <MentionItem m/> }).collect_view();
+                            view! { <ul class="mentions">{items}</ul> }.into_any()
+                        })
+                    })}
+                </ErrorBoundary>
+            </Transition>
+        </section>
+    }
+}
+
+#[component]
+fn MentionItem(m: Mention) -> impl IntoView {
+    let url = m.url.clone();
+    let id = m.comment_id;
+    // Marks it read, then follows the link (also without JavaScript: the link works, unmarked).
+    let open = move |ev: leptos::ev::MouseEvent| {
+        #[cfg(feature = "hydrate")]
+        {
+            ev.prevent_default();
+            let url = url.clone();
+            leptos::task::spawn_local(async move {
+                let _ = read_mentions(Some(id)).await;
+                let _ = window().location().assign(&url);
+            });
+        }
+        #[cfg(not(feature = "hydrate"))]
+        let _ = (ev, &url, id);
+    };
+    view! {
+        <li class="mention" data-read=m.read.to_string() data-comment=m.comment_id>
+            <a href=m.url.clone() on:click=open>
+                <strong>{m.author.clone()}</strong> " in " <span class="title">{m.investigation_title.clone()}</span>
+            </a>
+            " " <span class="muted">{short_time(&m.created_at)}</span>
+            {(!m.read).then(|| view! { " " <span class="tag unread">"unread"</span> })}
+            <p class="excerpt">{m.excerpt.clone()}</p>
+        </li>
+    }
+}

@@ -1,0 +1,142 @@
+//! Threaded comments on steps and annotations, and @mentions (who may comment
+//! is checked in `auth::guarded`; the author is the signed-in user).
+//!
+//! A thread is one root comment and its replies; a reply to a reply joins the
+//! same thread (one level, as in code review), and resolving any comment of a
+//! thread resolves the thread.
+
+use crate::db::{CommentRow, NewCommentRow};
+use crate::notebook::{Service, store_error, timestamp};
+use app::comments::{BODY_CHARS, Comment, Mention, NewComment, comment_anchor, mentioned_names};
+use app::error::ApiError;
+
+pub(crate) fn comment_view(row: CommentRow) -> Comment {
+    Comment {
+        html: crate::markdown::to_safe_html(&row.body),
+        url: format!("/i/{}#{}", row.investigation_id, comment_anchor(row.id)),
+        id: row.id,
+        step_id: row.step_id,
+        annotation_id: row.annotation_id,
+        parent_id: row.parent_id,
+        author: row.author,
+        body: row.body,
+        created_at: timestamp(row.created_at),
+        resolved_at: row.resolved_at.map(timestamp),
+        resolved_by: row.resolved_by,
+    }
+}
+
+fn check_body(body: &str) -> Result<String, ApiError> {
+    let body = body.trim();
+    if body.is_empty() {
+        return Err(ApiError::invalid("The comment is empty."));
+    }
+    let chars = body.chars().count();
+    if chars > BODY_CHARS {
+        return Err(ApiError::invalid(format!("The comment is {chars} characters; the limit is {BODY_CHARS}.")));
+    }
+    Ok(body.to_string())
+}
+
+fn comment_not_found(id: i64) -> ApiError {
+    ApiError::not_found(format!("There is no comment {id}."))
+}
+
+impl Service {
+    pub(crate) async fn comments_impl(&self, investigation: &str) -> Result<Vec<Comment>, ApiError> {
+        let rows = self.store.comments_of_investigation(investigation).await.map_err(store_error)?;
+        Ok(rows.into_iter().map(comment_view).collect())
+    }
+
+    pub(crate) async fn add_comment_impl(&self, investigation: &str, new: NewComment) -> Result<Comment, ApiError> {
+        let body = check_body(&new.body)?;
+        let elsewhere = || ApiError::invalid("That is in another investigation.");
+        // Where the thread sits: a reply follows its thread; a new thread names a
+        // step, or an annotation (whose step it then is on).
+        let (step_id, annotation_id, parent_id) = if let Some(parent) = new.parent_id {
+            let parent =
+                self.store.comment(parent).await.map_err(store_error)?.ok_or_else(|| comment_not_found(parent))?;
+            if parent.investigation_id != investigation {
+                return Err(elsewhere());
+            }
+            (parent.step_id, parent.annotation_id, Some(parent.parent_id.unwrap_or(parent.id)))
+        } else if let Some(annotation) = new.annotation_id {
+            let row = self
+                .store
+                .annotation(annotation)
+                .await
+                .map_err(store_error)?
+                .ok_or_else(|| ApiError::invalid(format!("There is no annotation {annotation}.")))?;
+            (row.step_id, Some(annotation), None)
+        } else if let Some(step) = new.step_id {
+            (step, None, None)
+        } else {
+            return Err(ApiError::invalid("Say what the comment is on: step_id, annotation_id or parent_id."));
+        };
+        let step = self
+            .store
+            .step(step_id)
+            .await
+            .map_err(store_error)?
+            .ok_or_else(|| ApiError::invalid(format!("There is no step {step_id}.")))?;
+        if step.investigation_id != investigation {
+            return Err(elsewhere());
+        }
+        let author = crate::audit::actor_name();
+        let mentions = self.store.existing_users(&mentioned_names(&body)).await.map_err(store_error)?;
+        let mentions: Vec<String> = mentions.into_iter().filter(|m| !m.eq_ignore_ascii_case(&author)).collect();
+        let row = self
+            .store
+            .insert_comment(NewCommentRow {
+                investigation,
+                step_id,
+                annotation_id,
+                parent_id,
+                author: &author,
+                body: &body,
+                mentions: &mentions,
+            })
+            .await
+            .map_err(store_error)?;
+        tracing::info!(investigation, comment = row.id, mentions = mentions.len(), "comment added");
+        Ok(comment_view(row))
+    }
+
+    pub(crate) async fn resolve_comment_impl(&self, id: i64, resolved: bool) -> Result<Comment, ApiError> {
+        let row = self.store.comment(id).await.map_err(store_error)?.ok_or_else(|| comment_not_found(id))?;
+        let root = row.parent_id.unwrap_or(row.id);
+        let by = crate::audit::actor_name();
+        self.store.resolve_comment(root, resolved.then_some(by.as_str())).await.map_err(store_error)?;
+        let row = self.store.comment(root).await.map_err(store_error)?.ok_or_else(|| comment_not_found(root))?;
+        Ok(comment_view(row))
+    }
+
+    pub(crate) async fn mentions_impl(&self, all: bool) -> Result<Vec<Mention>, ApiError> {
+        let user = crate::audit::actor_name();
+        let rows = self.store.mentions_of(&user, all).await.map_err(store_error)?;
+        Ok(rows
+            .into_iter()
+            .map(|m| {
+                let mut excerpt: String = m.body.chars().take(200).collect();
+                if m.body.chars().count() > 200 {
+                    excerpt.push('…');
+                }
+                Mention {
+                    url: format!("/i/{}#{}", m.investigation_id, comment_anchor(m.comment_id)),
+                    comment_id: m.comment_id,
+                    investigation_id: m.investigation_id,
+                    investigation_title: m.title,
+                    author: m.author,
+                    excerpt,
+                    created_at: timestamp(m.created_at),
+                    read: m.read_at.is_some(),
+                }
+            })
+            .collect())
+    }
+
+    pub(crate) async fn read_mentions_impl(&self, comment: Option<i64>) -> Result<(), ApiError> {
+        let user = crate::audit::actor_name();
+        self.store.read_mentions(&user, comment).await.map_err(store_error)
+    }
+}

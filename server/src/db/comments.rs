@@ -1,0 +1,147 @@
+//! Comments and the mentions in them.
+
+use super::{Store, StoreResult, now_ms};
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct CommentRow {
+    pub id: i64,
+    pub investigation_id: String,
+    pub step_id: i64,
+    pub annotation_id: Option<i64>,
+    pub parent_id: Option<i64>,
+    pub author: String,
+    pub body: String,
+    pub created_at: i64,
+    pub resolved_at: Option<i64>,
+    pub resolved_by: Option<String>,
+}
+
+/// A mention with what the inbox shows of its comment.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct MentionRow {
+    pub comment_id: i64,
+    pub investigation_id: String,
+    pub title: String,
+    pub step_id: i64,
+    pub author: String,
+    pub body: String,
+    pub created_at: i64,
+    pub read_at: Option<i64>,
+}
+
+const COLUMNS: &str =
+    "id, investigation_id, step_id, annotation_id, parent_id, author, body, created_at, resolved_at, resolved_by";
+
+pub struct NewCommentRow<'a> {
+    pub investigation: &'a str,
+    pub step_id: i64,
+    pub annotation_id: Option<i64>,
+    pub parent_id: Option<i64>,
+    pub author: &'a str,
+    pub body: &'a str,
+    pub mentions: &'a [String],
+}
+
+impl Store {
+    /// The comment and its mentions, together.
+    pub async fn insert_comment(&self, new: NewCommentRow<'_>) -> StoreResult<CommentRow> {
+        let mut tx = self.pool.begin().await?;
+        let row: CommentRow = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "INSERT INTO comments (investigation_id, step_id, annotation_id, parent_id, author, body, created_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING {COLUMNS}"
+        )))
+        .bind(new.investigation)
+        .bind(new.step_id)
+        .bind(new.annotation_id)
+        .bind(new.parent_id)
+        .bind(new.author)
+        .bind(new.body)
+        .bind(now_ms())
+        .fetch_one(&mut *tx)
+        .await?;
+        for user in new.mentions {
+            sqlx::query("INSERT OR IGNORE INTO mentions (comment_id, user_name) VALUES (?, ?)")
+                .bind(row.id)
+                .bind(user)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(row)
+    }
+
+    pub async fn comment(&self, id: i64) -> StoreResult<Option<CommentRow>> {
+        sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM comments WHERE id = ?")))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+    }
+
+    pub async fn comments_of_investigation(&self, investigation: &str) -> StoreResult<Vec<CommentRow>> {
+        sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT {COLUMNS} FROM comments WHERE investigation_id = ? ORDER BY id"
+        )))
+        .bind(investigation)
+        .fetch_all(&self.pool)
+        .await
+    }
+
+    /// `by` resolves the thread; `None` reopens it.
+    pub async fn resolve_comment(&self, id: i64, by: Option<&str>) -> StoreResult<()> {
+        sqlx::query("UPDATE comments SET resolved_at = ?, resolved_by = ? WHERE id = ?")
+            .bind(by.map(|_| now_ms()))
+            .bind(by)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Newest first; unread only unless `all`.
+    pub async fn mentions_of(&self, user: &str, all: bool) -> StoreResult<Vec<MentionRow>> {
+        sqlx::query_as(
+            "SELECT m.comment_id, c.investigation_id, i.title, c.step_id, c.author, c.body, c.created_at, m.read_at
+             FROM mentions m JOIN comments c ON c.id = m.comment_id JOIN investigations i ON i.id = c.investigation_id
+             WHERE m.user_name = ? AND (? OR m.read_at IS NULL) ORDER BY c.id DESC LIMIT 200",
+        )
+        .bind(user)
+        .bind(all)
+        .fetch_all(&self.pool)
+        .await
+    }
+
+    pub async fn unread_mentions(&self, user: &str) -> StoreResult<i64> {
+        let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM mentions WHERE user_name = ? AND read_at IS NULL")
+            .bind(user)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(n)
+    }
+
+    /// Marks `user`'s mentions read: one comment's, or all (`None`).
+    pub async fn read_mentions(&self, user: &str, comment: Option<i64>) -> StoreResult<()> {
+        sqlx::query(
+            "UPDATE mentions SET read_at = ? WHERE user_name = ? AND read_at IS NULL AND (? IS NULL OR comment_id = ?)",
+        )
+        .bind(now_ms())
+        .bind(user)
+        .bind(comment)
+        .bind(comment)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Which of `names` are users, spelled as stored.
+    pub async fn existing_users(&self, names: &[String]) -> StoreResult<Vec<String>> {
+        let mut found = Vec::new();
+        for name in names {
+            if let Some(row) = self.user_by_name(name).await? {
+                if !found.contains(&row.name) {
+                    found.push(row.name);
+                }
+            }
+        }
+        Ok(found)
+    }
+}

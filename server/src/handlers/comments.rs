@@ -1,0 +1,57 @@
+//! Comments on steps and annotations, and the signed-in user's mentions.
+
+use crate::error::AppError;
+use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::state::AppState;
+use app::comments::{Comment, Mention, NewComment};
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::Deserialize;
+
+pub async fn create(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(new): ApiJson<NewComment>,
+) -> Result<(StatusCode, Json<Comment>), AppError> {
+    Ok((StatusCode::CREATED, Json(state.notebook.add_comment(&id, new).await?)))
+}
+
+#[derive(Deserialize)]
+pub struct Resolve {
+    resolved: bool,
+}
+
+/// `{"resolved": true}` resolves the comment's thread; `false` reopens it.
+pub async fn resolve(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+    ApiJson(body): ApiJson<Resolve>,
+) -> Result<Json<Comment>, AppError> {
+    Ok(Json(state.notebook.resolve_comment(id, body.resolved).await?))
+}
+
+#[derive(Deserialize)]
+pub struct MentionsQuery {
+    #[serde(default)]
+    all: bool,
+}
+
+pub async fn mentions(
+    State(state): State<AppState>,
+    ApiQuery(query): ApiQuery<MentionsQuery>,
+) -> Result<Json<Vec<Mention>>, AppError> {
+    Ok(Json(state.notebook.mentions(query.all).await?))
+}
+
+#[derive(Deserialize)]
+pub struct Read {
+    #[serde(default)]
+    comment_id: Option<i64>,
+}
+
+/// Marks one comment's mention read (`{"comment_id": 12}`), or all (`{}`).
+pub async fn read(State(state): State<AppState>, ApiJson(body): ApiJson<Read>) -> Result<StatusCode, AppError> {
+    state.notebook.read_mentions(body.comment_id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,118 @@
+//! Threaded comments on steps and annotations, resolving, and @mentions that
+//! land in the mentioned user's unread list (and nowhere they may not read).
+
+use crate::permissions::team;
+use axum::http::{Method, StatusCode};
+use serde_json::{Value, json};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn threads_on_steps_and_annotations_with_mentions() {
+    let sshd = crate::sshd::Sshd::start();
+    let team = team(&sshd).await;
+    let (id, command, snippet) = team.shared_investigation(&sshd).await;
+    let comments = format!("/api/v1/investigations/{id}/comments");
+
+    // Editors comment; viewers read (403), strangers see nothing (404).
+    let on_step = json!({ "step_id": command, "body": "@view why **echo**? cc @nobody, mail me at own@example.com" });
+    assert_eq!(team.call("view", Method::POST, &comments, on_step.clone()).await.status, StatusCode::FORBIDDEN);
+    assert_eq!(team.call("stranger", Method::POST, &comments, on_step.clone()).await.status, StatusCode::NOT_FOUND);
+    let root = team.ok("edit", Method::POST, &comments, on_step).await;
+    assert_eq!(root["author"], "edit", "the author is the signed-in user");
+    assert!(root["html"].as_str().unwrap().contains("<strong>echo</strong>"));
+    assert_eq!(root["url"], format!("/i/{id}#comment-{}", root["id"]));
+
+    // A reply to the reply joins the same thread.
+    let reply = team.ok("run", Method::POST, &comments, json!({ "parent_id": root["id"], "body": "a stand-in" })).await;
+    let nested = team.ok("own", Method::POST, &comments, json!({ "parent_id": reply["id"], "body": "ok" })).await;
+    assert_eq!(reply["parent_id"], root["id"]);
+    assert_eq!(nested["parent_id"], root["id"]);
+    assert_eq!(nested["step_id"], command);
+
+    // On an annotation: the thread sits on its step, tied to the annotation.
+    let annotation = team
+        .ok(
+            "edit",
+            Method::POST,
+            &format!("/api/v1/steps/{snippet}/annotations"),
+            json!({ "start": 2, "end": 3, "body": "why" }),
+        )
+        .await;
+    assert_eq!(annotation["author"], "edit", "annotations are signed by the account too");
+    let on_annotation = team
+        .ok(
+            "own",
+            Method::POST,
+            &comments,
+            json!({ "annotation_id": annotation["id"], "body": "<script>alert(1)</script> @edit" }),
+        )
+        .await;
+    assert_eq!(
+        (on_annotation["step_id"].as_i64(), on_annotation["annotation_id"].clone()),
+        (Some(snippet), annotation["id"].clone())
+    );
+    assert!(!on_annotation["html"].as_str().unwrap().contains("<script"), "{}", on_annotation["html"]);
+
+    // Bad input: a reason each, nothing stored.
+    for (body, reason) in [
+        (json!({ "step_id": command, "body": "  " }), "empty"),
+        (json!({ "body": "where?" }), "step_id, annotation_id or parent_id"),
+        (json!({ "step_id": 999_999, "body": "x" }), "no step"),
+    ] {
+        let refused = team.call("own", Method::POST, &comments, body).await;
+        assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY);
+        assert!(refused.text().contains(reason), "{}", refused.text());
+    }
+    let (other, _, _) = team.shared_investigation(&sshd).await;
+    let foreign = team
+        .call(
+            "own",
+            Method::POST,
+            &format!("/api/v1/investigations/{other}/comments"),
+            json!({ "step_id": command, "body": "x" }),
+        )
+        .await;
+    assert_eq!(foreign.status, StatusCode::UNPROCESSABLE_ENTITY, "a step of another investigation");
+
+    // Resolving any comment resolves the thread; viewers may not.
+    let resolve = format!("/api/v1/comments/{}", nested["id"]);
+    assert_eq!(
+        team.call("view", Method::PATCH, &resolve, json!({ "resolved": true })).await.status,
+        StatusCode::FORBIDDEN
+    );
+    let resolved = team.ok("edit", Method::PATCH, &resolve, json!({ "resolved": true })).await;
+    assert_eq!((resolved["id"].clone(), resolved["resolved_by"].clone()), (root["id"].clone(), json!("edit")));
+    let inv = team.ok("view", Method::GET, &format!("/api/v1/investigations/{id}"), Value::Null).await;
+    assert_eq!(inv["comments"].as_array().unwrap().len(), 4);
+    assert!(inv["comments"][0]["resolved_at"].is_string());
+
+    // Mentions: only real users other than the author, unread until read.
+    let unread = team.ok("view", Method::GET, "/api/v1/mentions", Value::Null).await;
+    assert_eq!(unread.as_array().unwrap().len(), 1, "{unread}");
+    assert_eq!((unread[0]["author"].clone(), unread[0]["url"].clone()), (json!("edit"), root["url"].clone()));
+    assert_eq!(unread[0]["investigation_title"], "shared");
+    assert_eq!(team.ok("edit", Method::GET, "/api/v1/mentions", Value::Null).await.as_array().unwrap().len(), 1);
+    assert_eq!(
+        team.ok("own", Method::GET, "/api/v1/mentions", Value::Null).await,
+        json!([]),
+        "an e-mail address is not a mention"
+    );
+    team.ok("view", Method::POST, "/api/v1/mentions/read", json!({ "comment_id": root["id"] })).await;
+    assert_eq!(team.ok("view", Method::GET, "/api/v1/mentions", Value::Null).await, json!([]));
+    let all = team.ok("view", Method::GET, "/api/v1/mentions?all=true", Value::Null).await;
+    assert_eq!(all[0]["read"], true);
+
+    // Removed from the investigation: the mention is no longer listed.
+    team.ok(
+        "own",
+        Method::PUT,
+        &format!("/api/v1/investigations/{id}/members"),
+        json!({ "user": "edit", "role": "none" }),
+    )
+    .await;
+    assert_eq!(team.ok("edit", Method::GET, "/api/v1/mentions?all=true", Value::Null).await, json!([]));
+
+    // The page threads them under their step and annotation.
+    let page = team.call("own", Method::GET, &format!("/i/{id}"), Value::Null).await.text();
+    assert!(page.contains(&format!("id=\"comment-{}\"", on_annotation["id"])) && page.contains("Resolved by edit"));
+    assert!(!page.contains("<script>alert(1)</script>"));
+}
