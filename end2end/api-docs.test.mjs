@@ -58,6 +58,11 @@ test('every curl example in docs/api.md works', () => {
   assert.match(out, /\[\{"user":"local","role":"owner"\}\]/);
   assert.match(out, /"code":"conflict","message":"Not saved: this step was changed by local at/);
   assert.match(out, /"whole_team":true,"users":\[\]/);
+  assert.match(out, /"url":"\/s\/[A-Za-z0-9_-]{43}","link":\{"id":1,"label":"for the vLLM folks","hide_hosts":true/);
+  assert.match(out, /\{"investigation":\{"id":/);
+  assert.match(out, /"code":"gone","message":"This share link was revoked on/);
+  assert.match(out, /"html":"<p>Is NCCL the <strong>bottleneck<\/strong>\? @bob<\/p>/);
+  assert.match(out, /"resolved_by":"local"/);
   assert.match(out, /^<svg width=/m);
   assert.match(out, /"tok_s":57\.5,"tok_s_from":\{"measurement":\d+,"metric":"output_throughput"/);
   assert.doesNotMatch(out, /"code":"internal"/);

@@ -254,7 +254,7 @@ test('select snippet lines, annotate them, open the permalinks in fresh pages', 
 
   // Edit, then delete.
   await annotation.locator('summary:has-text("Edit")').click();
-  await annotation.locator('textarea[name=body]').fill('Only *two* GPUs.');
+  await annotation.locator('.annotation-controls textarea[name=body]').fill('Only *two* GPUs.');
   await annotation.locator('button:has-text("Save")').click();
   await page.waitForSelector(`#step-${s} .annotation em:has-text("two")`);
   await page.locator(`#step-${s} .annotation summary:has-text("Delete")`).click();

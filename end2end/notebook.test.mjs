@@ -80,7 +80,7 @@ test('edit in place (only works once hydrated), reorder and delete steps', async
   // "Edit" is a plain button with a click handler: it does nothing without wasm.
   const second = page.locator('.step').nth(1);
   await second.locator('button.edit').click();
-  const editor = second.locator('textarea[name=body]');
+  const editor = second.locator('.step-body textarea[name=body]');
   await editor.waitFor();
   assert.match(await editor.inputValue(), /Second note/);
   await editor.fill('Second note, edited: 200 of 1500 GB/s.');

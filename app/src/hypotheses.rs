@@ -60,6 +60,11 @@ pub struct Hypothesis {
     pub url: String,
     pub created_at: String,
     pub updated_at: String,
+    /// Bumped by every save; a save naming an older one is refused (409).
+    #[serde(default)]
+    pub version: i64,
+    #[serde(default)]
+    pub updated_by: Option<String>,
 }
 
 /// A new hypothesis, or (every field optional) a change to one.
@@ -84,6 +89,10 @@ pub struct HypothesisInput {
     pub treatment: Option<RunGroup>,
     #[serde(default)]
     pub evidence: Option<Vec<i64>>,
+    /// The version this change was made from; a newer one refuses it (409).
+    /// Without it, the change applies to whatever is there (scripts).
+    #[serde(default)]
+    pub version: Option<i64>,
 }
 
 pub fn hypothesis_anchor(id: i64) -> String {

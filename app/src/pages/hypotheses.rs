@@ -39,13 +39,16 @@ pub async fn add_hypothesis(
         baseline: step_group(&baseline_step)?,
         treatment: step_group(&treatment_step)?,
         evidence: None,
+        version: None,
     };
     crate::backend::notebook()?.add_hypothesis(&investigation, input).await.inspect_err(crate::backend::set_status)
 }
 
 #[server]
-pub async fn set_hypothesis_status(id: i64, status: String) -> Result<Hypothesis, ApiError> {
-    let input = crate::hypotheses::HypothesisInput { status: Some(status), ..Default::default() };
+pub async fn set_hypothesis_status(id: i64, version: i64, status: String) -> Result<Hypothesis, ApiError> {
+    // The version the page showed: a change by someone else since is not overwritten.
+    let input =
+        crate::hypotheses::HypothesisInput { status: Some(status), version: Some(version), ..Default::default() };
     crate::backend::notebook()?.update_hypothesis(id, input).await.inspect_err(crate::backend::set_status)
 }
 
@@ -54,18 +57,29 @@ pub async fn set_hypothesis_status(id: i64, status: String) -> Result<Hypothesis
 pub async fn link_evidence(id: i64, step: String) -> Result<Hypothesis, ApiError> {
     let step: i64 = crate::backend::required_number("The step", &step)?;
     let notebook = crate::backend::notebook()?;
-    let mut evidence = notebook.hypothesis(id).await.inspect_err(crate::backend::set_status)?.evidence;
+    let current = notebook.hypothesis(id).await.inspect_err(crate::backend::set_status)?;
+    let mut evidence = current.evidence;
     evidence.push(step);
-    let input = crate::hypotheses::HypothesisInput { evidence: Some(evidence), ..Default::default() };
+    // From the version just read: two links at once cannot drop one of them.
+    let input = crate::hypotheses::HypothesisInput {
+        evidence: Some(evidence),
+        version: Some(current.version),
+        ..Default::default()
+    };
     notebook.update_hypothesis(id, input).await.inspect_err(crate::backend::set_status)
 }
 
 #[server]
 pub async fn unlink_evidence(id: i64, step: i64) -> Result<Hypothesis, ApiError> {
     let notebook = crate::backend::notebook()?;
-    let mut evidence = notebook.hypothesis(id).await.inspect_err(crate::backend::set_status)?.evidence;
+    let current = notebook.hypothesis(id).await.inspect_err(crate::backend::set_status)?;
+    let mut evidence = current.evidence;
     evidence.retain(|s| *s != step);
-    let input = crate::hypotheses::HypothesisInput { evidence: Some(evidence), ..Default::default() };
+    let input = crate::hypotheses::HypothesisInput {
+        evidence: Some(evidence),
+        version: Some(current.version),
+        ..Default::default()
+    };
     notebook.update_hypothesis(id, input).await.inspect_err(crate::backend::set_status)
 }
 
@@ -202,6 +216,7 @@ fn HypothesisRow(h: Hypothesis, steps: Vec<(i64, String)>) -> impl IntoView {
                     view! {
                         <ActionForm action=set_status attr:class="inline status-form">
                             <input type="hidden" name="id" value=id/>
+                            <input type="hidden" name="version" value=h.version/>
                             <select name="status" aria-label="Status">
                                 {options}
                             </select>

@@ -19,10 +19,12 @@ pub struct HypothesisRow {
     pub evidence: String,
     pub created_at: i64,
     pub updated_at: i64,
+    pub version: i64,
+    pub updated_by: Option<String>,
 }
 
 const COLUMNS: &str = "id, investigation_id, statement, rationale, metric, direction, expected_pct, status, \
-                       baseline, treatment, evidence, created_at, updated_at";
+                       baseline, treatment, evidence, created_at, updated_at, version, updated_by";
 
 impl Store {
     pub async fn insert_hypothesis(&self, row: &HypothesisRow) -> StoreResult<i64> {
@@ -50,11 +52,14 @@ impl Store {
     }
 
     /// Writes every field but the id, investigation and creation time.
-    pub async fn update_hypothesis(&self, row: &HypothesisRow) -> StoreResult<bool> {
+    /// Saves `row` and bumps its version; `false` if there is no such hypothesis,
+    /// or (with `expected`) its version is no longer that one.
+    pub async fn update_hypothesis(&self, row: &HypothesisRow, by: &str, expected: Option<i64>) -> StoreResult<bool> {
         let done = sqlx::query(
             "UPDATE hypotheses SET statement = ?, rationale = ?, metric = ?, direction = ?, expected_pct = ?, status = ?,
-                                   baseline = ?, treatment = ?, evidence = ?, updated_at = ?
-             WHERE id = ?",
+                                   baseline = ?, treatment = ?, evidence = ?, updated_at = ?,
+                                   version = version + 1, updated_by = ?
+             WHERE id = ? AND (? IS NULL OR version = ?)",
         )
         .bind(&row.statement)
         .bind(&row.rationale)
@@ -66,7 +71,10 @@ impl Store {
         .bind(&row.treatment)
         .bind(&row.evidence)
         .bind(now_ms())
+        .bind(by)
         .bind(row.id)
+        .bind(expected)
+        .bind(expected)
         .execute(&self.pool)
         .await?;
         Ok(done.rows_affected() == 1)

@@ -19,6 +19,23 @@ fn not_found(id: i64) -> ApiError {
 }
 
 /// Applies `input` to `row` (a new one starts empty), checking every field.
+/// A save that started from an older version: who changed it since, when, and
+/// what it says now.
+fn stale(current: &HypothesisRow) -> ApiError {
+    ApiError::new(
+        app::error::ErrorCode::Conflict,
+        format!(
+            "Not saved: this hypothesis was changed by {} at {} (version {}) after you opened it. \
+             It now reads: {:?} (status {}). Reload and apply your change again.",
+            current.updated_by.as_deref().unwrap_or("someone"),
+            app::model::short_time(&timestamp(current.updated_at)),
+            current.version,
+            current.statement,
+            current.status
+        ),
+    )
+}
+
 fn apply(row: &mut HypothesisRow, input: HypothesisInput) -> Result<(), ApiError> {
     if let Some(statement) = input.statement {
         let statement = statement.trim();
@@ -178,6 +195,8 @@ impl Service {
             provenance,
             created_at: timestamp(row.created_at),
             updated_at: timestamp(row.updated_at),
+            version: row.version,
+            updated_by: row.updated_by,
         })
     }
 
@@ -234,6 +253,8 @@ impl Service {
             evidence: "[]".into(),
             created_at: 0,
             updated_at: 0,
+            version: 1,
+            updated_by: None,
         };
         apply(&mut row, input)?;
         self.check_evidence(&mut row).await?;
@@ -243,10 +264,16 @@ impl Service {
 
     pub(crate) async fn update_hypothesis_impl(&self, id: i64, input: HypothesisInput) -> Result<Hypothesis, ApiError> {
         let mut row = self.store.hypothesis(id).await.map_err(store_error)?.ok_or_else(|| not_found(id))?;
+        let expected = input.version;
+        if expected.is_some_and(|v| v != row.version) {
+            return Err(stale(&row));
+        }
         apply(&mut row, input)?;
         self.check_evidence(&mut row).await?;
-        if !self.store.update_hypothesis(&row).await.map_err(store_error)? {
-            return Err(not_found(id));
+        // Compare-and-swap: a save between the read above and this write is caught too.
+        if !self.store.update_hypothesis(&row, &crate::audit::actor_name(), expected).await.map_err(store_error)? {
+            let current = self.store.hypothesis(id).await.map_err(store_error)?.ok_or_else(|| not_found(id))?;
+            return Err(stale(&current));
         }
         self.hypothesis_impl(id).await
     }

@@ -294,3 +294,44 @@ async fn calculators_take_their_inputs_from_measurements() {
         assert!(response.text().contains(needle), "{body}: {}", response.text());
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_save_of_a_hypothesis_is_refused_with_the_newer_text() {
+    let app = crate::helpers::spawn_app().await;
+    let investigation = app.investigation("two editors").await;
+    let created = app
+        .post_json(
+            &format!("/api/v1/investigations/{investigation}/hypotheses"),
+            json!({ "statement": "NCCL allreduce is the bottleneck" }),
+        )
+        .await
+        .json();
+    let id = created["id"].as_i64().unwrap();
+    assert_eq!(created["version"], 1);
+    // Two people opened version 1; the first save wins and bumps the version.
+    let first = app
+        .patch_json(
+            &format!("/api/v1/hypotheses/{id}"),
+            json!({ "statement": "156 allreduces per token", "version": 1 }),
+        )
+        .await;
+    assert_eq!(first.status, StatusCode::OK, "{}", first.text());
+    assert_eq!((first.json()["version"].as_i64(), first.json()["updated_by"].as_str()), (Some(2), Some("local")));
+    let second =
+        app.patch_json(&format!("/api/v1/hypotheses/{id}"), json!({ "status": "refuted", "version": 1 })).await;
+    assert_eq!(second.status, StatusCode::CONFLICT);
+    assert_eq!(second.error_code(), "conflict");
+    let message = second.json()["error"]["message"].as_str().unwrap().to_string();
+    assert!(message.contains("changed by local") && message.contains("156 allreduces per token"), "{message}");
+    let now = app.get(&format!("/api/v1/hypotheses/{id}")).await.json();
+    assert_eq!(
+        (now["status"].as_str(), now["version"].as_i64()),
+        (Some("open"), Some(2)),
+        "nothing of the stale save applied"
+    );
+    // A script without a version writes over whatever is there.
+    assert_eq!(
+        app.patch_json(&format!("/api/v1/hypotheses/{id}"), json!({ "status": "supported" })).await.status,
+        StatusCode::OK
+    );
+}
