@@ -116,23 +116,27 @@ fn summary(row: InvestigationRow) -> InvestigationSummary {
     }
 }
 
-/// A save that started from an older version: who changed it since, when, and
-/// (for notes) their text, so nothing is lost on either side.
+/// A save that started from an older version of `what` (a step, a hypothesis):
+/// who changed it since, when (RFC 3339), its version now, and `then` — what it
+/// says now and what to do — so nothing is lost on either side.
+pub(crate) fn stale_save(what: &str, who: Option<&str>, at: &str, version: i64, then: &str) -> ApiError {
+    ApiError::new(
+        app::error::ErrorCode::Conflict,
+        format!(
+            "Not saved: this {what} was changed by {} at {} (version {version}) after you opened it. {then}",
+            who.unwrap_or("someone"),
+            app::model::short_time(at),
+        ),
+    )
+}
+
 fn stale(current: &Step) -> ApiError {
-    let who = current.updated_by.as_deref().unwrap_or("someone");
     let theirs = match &current.body {
         StepBody::Note(note) => format!(" Their text:\n\n{}", note.body),
         _ => String::new(),
     };
-    ApiError::new(
-        app::error::ErrorCode::Conflict,
-        format!(
-            "Not saved: this step was changed by {who} at {} (version {}) after you opened it. \
-             Copy your text, reload, and merge.{theirs}",
-            app::model::short_time(&current.updated_at),
-            current.version
-        ),
-    )
+    let then = format!("Copy your text, reload, and merge.{theirs}");
+    stale_save("step", current.updated_by.as_deref(), &current.updated_at, current.version, &then)
 }
 
 fn step(row: StepRow) -> Result<Step, ApiError> {

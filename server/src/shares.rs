@@ -79,10 +79,8 @@ impl Service {
     }
 
     pub(crate) async fn revoke_share_link_impl(&self, id: i64) -> Result<ShareLink, ApiError> {
-        self.store.share(id).await.map_err(store_error)?.ok_or_else(|| not_found(id))?;
-        self.store.revoke_share(id).await.map_err(store_error)?;
+        let row = self.store.revoke_share(id).await.map_err(store_error)?.ok_or_else(|| not_found(id))?;
         tracing::info!(link = id, by = %crate::audit::actor_name(), "revoked a share link");
-        let row = self.store.share(id).await.map_err(store_error)?.ok_or_else(|| not_found(id))?;
         Ok(link(row, crate::db::now_ms()))
     }
 

@@ -118,13 +118,14 @@ impl Access {
         }
     }
 
-    /// Checks the investigation `id` of kind `what` belongs to; an unknown id passes
-    /// (the notebook answers its own 404).
-    pub async fn check_of(&self, what: OwnedBy, id: i64, need: Need) -> Result<(), ApiError> {
-        match self.store.investigation_of(what, id).await.map_err(store_error)? {
-            Some(investigation) => self.check(&investigation, need).await,
-            None => Ok(()),
+    /// Checks the investigation `id` of kind `what` belongs to, and returns it; an
+    /// unknown id passes as `None` (the notebook answers its own 404).
+    pub async fn check_of(&self, what: OwnedBy, id: i64, need: Need) -> Result<Option<String>, ApiError> {
+        let investigation = self.store.investigation_of(what, id).await.map_err(store_error)?;
+        if let Some(investigation) = &investigation {
+            self.check(investigation, need).await?;
         }
+        Ok(investigation)
     }
 
     /// Running on `host` needs its allow-list to include the caller (or be the whole team).

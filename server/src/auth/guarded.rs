@@ -57,24 +57,21 @@ impl Guarded {
         result
     }
 
-    /// Looked up before the change (a delete leaves nothing to look up).
-    async fn investigation_of(&self, what: OwnedBy, id: i64) -> Option<String> {
-        self.access.store().investigation_of(what, id).await.ok().flatten()
-    }
-
     async fn step_investigation(&self, step: i64) -> Result<Option<String>, ApiError> {
         self.access.store().investigation_of(OwnedBy::Step, step).await.map_err(store_error)
     }
 
     /// Run on a step's or run's host: runner role, and the host's allow-list.
+    /// Returns the investigation checked.
     async fn check_run(
         &self,
         what: OwnedBy,
         id: i64,
         host: impl AsyncFnOnce() -> Result<String, ApiError>,
-    ) -> Result<(), ApiError> {
-        self.access.check_of(what, id, Need::Run).await?;
-        self.access.check_host(&host().await?).await
+    ) -> Result<Option<String>, ApiError> {
+        let investigation = self.access.check_of(what, id, Need::Run).await?;
+        self.access.check_host(&host().await?).await?;
+        Ok(investigation)
     }
 }
 
@@ -126,22 +123,20 @@ impl Notebook for Guarded {
         self.inner.step(id).await
     }
     async fn update_step(&self, id: i64, body: StepBody, version: Option<i64>) -> Result<Step, ApiError> {
-        let at = self.investigation_of(OwnedBy::Step, id).await;
-        if let Some(investigation) = self.step_investigation(id).await? {
-            self.check_body(&investigation, &body).await?;
+        let at = self.step_investigation(id).await?;
+        if let Some(investigation) = &at {
+            self.check_body(investigation, &body).await?;
         }
         let done = self.inner.update_step(id, body, version).await;
         self.announce(at.as_deref(), done)
     }
     async fn move_step(&self, id: i64, position: u32) -> Result<Step, ApiError> {
-        let at = self.investigation_of(OwnedBy::Step, id).await;
-        self.access.check_of(OwnedBy::Step, id, Need::Edit).await?;
+        let at = self.access.check_of(OwnedBy::Step, id, Need::Edit).await?;
         let done = self.inner.move_step(id, position).await;
         self.announce(at.as_deref(), done)
     }
     async fn delete_step(&self, id: i64) -> Result<(), ApiError> {
-        let at = self.investigation_of(OwnedBy::Step, id).await;
-        self.access.check_of(OwnedBy::Step, id, Need::Edit).await?;
+        let at = self.access.check_of(OwnedBy::Step, id, Need::Edit).await?;
         let done = self.inner.delete_step(id).await;
         self.announce(at.as_deref(), done)
     }
@@ -205,19 +200,18 @@ impl Notebook for Guarded {
         self.inner.cancel_run(id).await
     }
     async fn refresh_snippet(&self, step_id: i64, start: Option<u64>, end: Option<u64>) -> Result<Step, ApiError> {
-        let at = self.investigation_of(OwnedBy::Step, step_id).await;
         let inner = &self.inner;
-        self.check_run(OwnedBy::Step, step_id, async || match inner.step(step_id).await?.body {
-            StepBody::Snippet(s) => Ok(s.host),
-            _ => Ok(String::new()),
-        })
-        .await?;
+        let at = self
+            .check_run(OwnedBy::Step, step_id, async || match inner.step(step_id).await?.body {
+                StepBody::Snippet(s) => Ok(s.host),
+                _ => Ok(String::new()),
+            })
+            .await?;
         let done = self.inner.refresh_snippet(step_id, start, end).await;
         self.announce(at.as_deref(), done)
     }
     async fn add_annotation(&self, step_id: i64, mut new: NewAnnotation) -> Result<Annotation, ApiError> {
-        let at = self.investigation_of(OwnedBy::Step, step_id).await;
-        self.access.check_of(OwnedBy::Step, step_id, Need::Edit).await?;
+        let at = self.access.check_of(OwnedBy::Step, step_id, Need::Edit).await?;
         // With accounts, the author is whoever is signed in, not what they type.
         // Without (`--no-auth`, one person), a typed name is kept.
         if let Some(actor) = super::actor().filter(|a| a.id != super::Auth::local_admin().id) {
@@ -231,14 +225,12 @@ impl Notebook for Guarded {
         self.inner.annotation(id).await
     }
     async fn update_annotation(&self, id: i64, patch: AnnotationPatch) -> Result<Annotation, ApiError> {
-        let at = self.investigation_of(OwnedBy::Annotation, id).await;
-        self.access.check_of(OwnedBy::Annotation, id, Need::Edit).await?;
+        let at = self.access.check_of(OwnedBy::Annotation, id, Need::Edit).await?;
         let done = self.inner.update_annotation(id, patch).await;
         self.announce(at.as_deref(), done)
     }
     async fn delete_annotation(&self, id: i64) -> Result<(), ApiError> {
-        let at = self.investigation_of(OwnedBy::Annotation, id).await;
-        self.access.check_of(OwnedBy::Annotation, id, Need::Edit).await?;
+        let at = self.access.check_of(OwnedBy::Annotation, id, Need::Edit).await?;
         let done = self.inner.delete_annotation(id).await;
         self.announce(at.as_deref(), done)
     }
@@ -257,8 +249,7 @@ impl Notebook for Guarded {
         self.announce(Some(investigation), done)
     }
     async fn delete_measurement(&self, id: i64) -> Result<(), ApiError> {
-        let at = self.investigation_of(OwnedBy::Measurement, id).await;
-        self.access.check_of(OwnedBy::Measurement, id, Need::Edit).await?;
+        let at = self.access.check_of(OwnedBy::Measurement, id, Need::Edit).await?;
         let done = self.inner.delete_measurement(id).await;
         self.announce(at.as_deref(), done)
     }
@@ -294,14 +285,12 @@ impl Notebook for Guarded {
         self.announce(Some(investigation), done)
     }
     async fn update_hypothesis(&self, id: i64, input: HypothesisInput) -> Result<Hypothesis, ApiError> {
-        let at = self.investigation_of(OwnedBy::Hypothesis, id).await;
-        self.access.check_of(OwnedBy::Hypothesis, id, Need::Edit).await?;
+        let at = self.access.check_of(OwnedBy::Hypothesis, id, Need::Edit).await?;
         let done = self.inner.update_hypothesis(id, input).await;
         self.announce(at.as_deref(), done)
     }
     async fn delete_hypothesis(&self, id: i64) -> Result<(), ApiError> {
-        let at = self.investigation_of(OwnedBy::Hypothesis, id).await;
-        self.access.check_of(OwnedBy::Hypothesis, id, Need::Edit).await?;
+        let at = self.access.check_of(OwnedBy::Hypothesis, id, Need::Edit).await?;
         let done = self.inner.delete_hypothesis(id).await;
         self.announce(at.as_deref(), done)
     }
@@ -343,8 +332,7 @@ impl Notebook for Guarded {
         self.announce(Some(investigation), done)
     }
     async fn resolve_comment(&self, id: i64, resolved: bool) -> Result<Comment, ApiError> {
-        let at = self.investigation_of(OwnedBy::Comment, id).await;
-        self.access.check_of(OwnedBy::Comment, id, Need::Edit).await?;
+        let at = self.access.check_of(OwnedBy::Comment, id, Need::Edit).await?;
         let done = self.inner.resolve_comment(id, resolved).await;
         self.announce(at.as_deref(), done)
     }

@@ -110,14 +110,6 @@ impl Store {
         .await
     }
 
-    pub async fn unread_mentions(&self, user: &str) -> StoreResult<i64> {
-        let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM mentions WHERE user_name = ? AND read_at IS NULL")
-            .bind(user)
-            .fetch_one(&self.pool)
-            .await?;
-        Ok(n)
-    }
-
     /// Marks `user`'s mentions read: one comment's, or all (`None`).
     pub async fn read_mentions(&self, user: &str, comment: Option<i64>) -> StoreResult<()> {
         sqlx::query(

@@ -50,13 +50,6 @@ impl Store {
         .await
     }
 
-    pub async fn share(&self, id: i64) -> StoreResult<Option<ShareRow>> {
-        sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM share_links WHERE id = ?")))
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await
-    }
-
     pub async fn share_by_hash(&self, token_hash: &str) -> StoreResult<Option<ShareRow>> {
         sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM share_links WHERE token_hash = ?")))
             .bind(token_hash)
@@ -64,13 +57,15 @@ impl Store {
             .await
     }
 
-    /// Revoking twice keeps the first time.
-    pub async fn revoke_share(&self, id: i64) -> StoreResult<()> {
-        sqlx::query("UPDATE share_links SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL")
-            .bind(now_ms())
-            .bind(id)
-            .execute(&self.pool)
-            .await?;
-        Ok(())
+    /// The link as revoked; `None` if there is no such link. Revoking twice keeps
+    /// the first time.
+    pub async fn revoke_share(&self, id: i64) -> StoreResult<Option<ShareRow>> {
+        sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "UPDATE share_links SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ? RETURNING {COLUMNS}"
+        )))
+        .bind(now_ms())
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await
     }
 }

@@ -18,24 +18,23 @@ fn not_found(id: i64) -> ApiError {
     ApiError::not_found(format!("There is no hypothesis {id}."))
 }
 
-/// Applies `input` to `row` (a new one starts empty), checking every field.
 /// A save that started from an older version: who changed it since, when, and
 /// what it says now.
 fn stale(current: &HypothesisRow) -> ApiError {
-    ApiError::new(
-        app::error::ErrorCode::Conflict,
-        format!(
-            "Not saved: this hypothesis was changed by {} at {} (version {}) after you opened it. \
-             It now reads: {:?} (status {}). Reload and apply your change again.",
-            current.updated_by.as_deref().unwrap_or("someone"),
-            app::model::short_time(&timestamp(current.updated_at)),
-            current.version,
-            current.statement,
-            current.status
-        ),
+    let then = format!(
+        "It now reads: {:?} (status {}). Reload and apply your change again.",
+        current.statement, current.status
+    );
+    crate::notebook::stale_save(
+        "hypothesis",
+        current.updated_by.as_deref(),
+        &timestamp(current.updated_at),
+        current.version,
+        &then,
     )
 }
 
+/// Applies `input` to `row` (a new one starts empty), checking every field.
 fn apply(row: &mut HypothesisRow, input: HypothesisInput) -> Result<(), ApiError> {
     if let Some(statement) = input.statement {
         let statement = statement.trim();
