@@ -64,8 +64,7 @@ pub fn mentioned_names(body: &str) -> Vec<String> {
     let is_name = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
     let mut names: Vec<String> = Vec::new();
     let mut previous = ' ';
-    let mut chars = body.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
+    for (i, c) in body.char_indices() {
         if c == '@' && !is_name(previous) && previous != '@' {
             let rest = &body[i + 1..];
             let end = rest.find(|c: char| !is_name(c)).unwrap_or(rest.len());

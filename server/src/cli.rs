@@ -46,6 +46,27 @@ pub enum UserCommand {
         #[command(flatten)]
         data: DataArg,
     },
+    /// List users: name, admin or not, when added.
+    List {
+        #[command(flatten)]
+        data: DataArg,
+    },
+    /// Set a user's password (read from standard input); signs them out everywhere.
+    Password {
+        name: String,
+        /// Read the password from standard input (required: never on the command line).
+        #[arg(long, required = true)]
+        password_stdin: bool,
+        #[command(flatten)]
+        data: DataArg,
+    },
+    /// Remove a user: their sessions, API tokens, roles and host-list entries go too.
+    /// What they wrote stays, under their name. The last admin cannot be removed.
+    Remove {
+        name: String,
+        #[command(flatten)]
+        data: DataArg,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -12,19 +12,48 @@ async fn open(data: &Path) -> Result<Auth, String> {
     Ok(Auth::new(store, false, false))
 }
 
+/// One line of standard input, without its line end.
+fn password_from_stdin() -> Result<String, String> {
+    let mut password = String::new();
+    std::io::stdin().lock().read_line(&mut password).map_err(|e| format!("reading the password: {e}"))?;
+    Ok(password.trim_end_matches(['\n', '\r']).to_string())
+}
+
 pub async fn user(command: UserCommand) -> Result<(), String> {
-    match command {
+    let (auth, done) = match command {
         UserCommand::Add { name, admin, password_stdin: _, data } => {
-            let mut password = String::new();
-            std::io::stdin().lock().read_line(&mut password).map_err(|e| format!("reading the password: {e}"))?;
-            let password = password.trim_end_matches(['\n', '\r']);
+            let password = password_from_stdin()?;
             let auth = open(&data.data).await?;
-            let account = auth.add_user(name.trim(), password, admin).await.map_err(|e| e.message)?;
-            println!("added {}{}", account.user.name, if account.user.admin { " (admin)" } else { "" });
-            auth.store().close().await;
-            Ok(())
+            let done = auth.add_user(name.trim(), &password, admin).await.map(|account| {
+                println!("added {}{}", account.user.name, if account.user.admin { " (admin)" } else { "" })
+            });
+            (auth, done)
         }
-    }
+        UserCommand::List { data } => {
+            let auth = open(&data.data).await?;
+            let done = auth.users().await.map(|users| {
+                for user in users {
+                    println!("{}{}", user.name, if user.admin { " (admin)" } else { "" });
+                }
+            });
+            (auth, done)
+        }
+        UserCommand::Password { name, password_stdin: _, data } => {
+            let password = password_from_stdin()?;
+            let auth = open(&data.data).await?;
+            let done = auth.set_password(name.trim(), &password).await.map(|()| {
+                println!("password of {} changed; their sessions ended", name.trim());
+            });
+            (auth, done)
+        }
+        UserCommand::Remove { name, data } => {
+            let auth = open(&data.data).await?;
+            let done = auth.remove_user(name.trim()).await.map(|()| println!("removed {}", name.trim()));
+            (auth, done)
+        }
+    };
+    auth.store().close().await;
+    done.map_err(|e| e.message)
 }
 
 pub async fn token(command: TokenCommand) -> Result<(), String> {

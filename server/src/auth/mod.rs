@@ -164,6 +164,37 @@ impl Auth {
         Ok(row.into())
     }
 
+    pub async fn users(&self) -> Result<Vec<User>, ApiError> {
+        let rows = self.store.users().await.map_err(store_error)?;
+        Ok(rows.into_iter().map(|r| Account::from(r).user).collect())
+    }
+
+    /// A new password; the user is signed out everywhere (API tokens stay).
+    pub async fn set_password(&self, name: &str, password: &str) -> Result<(), ApiError> {
+        check_new_user(name, password)?;
+        let hash = hash_password(password)?;
+        if !self.store.set_password(name, &hash).await.map_err(store_error)? {
+            return Err(ApiError::not_found(format!("There is no user {name:?}.")));
+        }
+        tracing::info!(user = name, "password changed; sessions ended");
+        Ok(())
+    }
+
+    /// Removes a user (not the last admin): sessions, tokens, roles, host lists.
+    pub async fn remove_user(&self, name: &str) -> Result<(), ApiError> {
+        let users = self.users().await?;
+        let user = users
+            .iter()
+            .find(|u| u.name.eq_ignore_ascii_case(name))
+            .ok_or_else(|| ApiError::not_found(format!("There is no user {name:?}.")))?;
+        if user.admin && users.iter().filter(|u| u.admin).count() == 1 {
+            return Err(ApiError::invalid("That is the last admin; add another admin first."));
+        }
+        self.store.delete_user(&user.name).await.map_err(store_error)?;
+        tracing::info!(user = %user.name, "removed user");
+        Ok(())
+    }
+
     /// The first admin, from the setup URL's token (used up on success).
     pub async fn create_first_admin(&self, token: &str, name: &str, password: &str) -> Result<Account, ApiError> {
         let expected = self.setup_token.lock().unwrap_or_else(|e| e.into_inner()).clone();

@@ -50,6 +50,42 @@ impl Store {
             .await
     }
 
+    pub async fn users(&self) -> StoreResult<Vec<UserRow>> {
+        sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {USER_COLUMNS} FROM users ORDER BY name")))
+            .fetch_all(&self.pool)
+            .await
+    }
+
+    /// New password hash; every session of the user ends. `false`: no such user.
+    pub async fn set_password(&self, name: &str, password_hash: &str) -> StoreResult<bool> {
+        let mut tx = self.pool.begin().await?;
+        let done = sqlx::query("UPDATE users SET password_hash = ? WHERE name = ?")
+            .bind(password_hash)
+            .bind(name)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("DELETE FROM sessions WHERE user_id = (SELECT id FROM users WHERE name = ?)")
+            .bind(name)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Removes the user with their roles and host-list entries (sessions and
+    /// tokens go by cascade). `false`: no such user.
+    pub async fn delete_user(&self, name: &str) -> StoreResult<bool> {
+        let mut tx = self.pool.begin().await?;
+        for sql in
+            ["DELETE FROM investigation_members WHERE user_name = ?", "DELETE FROM host_users WHERE user_name = ?"]
+        {
+            sqlx::query(sql).bind(name).execute(&mut *tx).await?;
+        }
+        let done = sqlx::query("DELETE FROM users WHERE name = ?").bind(name).execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(done.rows_affected() == 1)
+    }
+
     pub async fn insert_session(&self, token_hash: &str, user: i64, expires_at: i64) -> StoreResult<()> {
         sqlx::query("INSERT INTO sessions (token_hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)")
             .bind(token_hash)

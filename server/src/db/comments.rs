@@ -128,10 +128,10 @@ impl Store {
     pub async fn existing_users(&self, names: &[String]) -> StoreResult<Vec<String>> {
         let mut found = Vec::new();
         for name in names {
-            if let Some(row) = self.user_by_name(name).await? {
-                if !found.contains(&row.name) {
-                    found.push(row.name);
-                }
+            if let Some(row) = self.user_by_name(name).await?
+                && !found.contains(&row.name)
+            {
+                found.push(row.name);
             }
         }
         Ok(found)

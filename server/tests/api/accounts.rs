@@ -284,3 +284,61 @@ async fn remote_actions_are_audited_and_hosts_are_for_admins() {
         assert!(!text.contains(secret) && !log.to_string().contains(secret), "no secrets in the audit log");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admins_list_reset_and_remove_users_from_a_shell() {
+    let app = spawn_app_with_accounts().await;
+    for (name, admin) in [("ada", true), ("bob", false)] {
+        let mut args = vec!["user", "add", name, "--password-stdin"];
+        if admin {
+            args.push("--admin");
+        }
+        assert!(sleuth(&app, &args, &format!("{PASSWORD}\n")).status.success());
+    }
+    let listed = sleuth(&app, &["user", "list"], "");
+    assert_eq!(String::from_utf8_lossy(&listed.stdout), "ada (admin)\nbob\n");
+
+    // Bob owns an investigation, signed in and with a token.
+    let session = session_of(&sign_in(&app, "bob", PASSWORD, "/").await);
+    let token =
+        String::from_utf8_lossy(&sleuth(&app, &["token", "create", "--user", "bob"], "").stdout).trim().to_string();
+    let bearer = format!("Bearer {token}");
+    let as_bob = || {
+        let (app, bearer) = (&app, bearer.clone());
+        async move {
+            app.send_with(Method::GET, "/api/v1/investigations", &[("authorization", bearer.as_str())], vec![]).await
+        }
+    };
+    assert_eq!(as_bob().await.status, StatusCode::OK);
+
+    // A new password ends his sessions (not his tokens); the old password no longer works.
+    let reset = sleuth(&app, &["user", "password", "bob", "--password-stdin"], "another long password\n");
+    assert!(reset.status.success(), "{}", String::from_utf8_lossy(&reset.stderr));
+    let old_session = app.send_with(Method::GET, "/api/v1/investigations", &[("cookie", &session)], vec![]).await;
+    assert_eq!(old_session.status, StatusCode::UNAUTHORIZED);
+    assert!(location(&sign_in(&app, "bob", PASSWORD, "/").await).starts_with("/login?error="), "old password refused");
+    assert_eq!(location(&sign_in(&app, "bob", "another long password", "/").await), "/");
+    let short = sleuth(&app, &["user", "password", "bob", "--password-stdin"], "short\n");
+    assert!(!short.status.success() && String::from_utf8_lossy(&short.stderr).contains("at least 10"));
+
+    // Removing him ends his token and his roles; the last admin stays.
+    let ada =
+        String::from_utf8_lossy(&sleuth(&app, &["token", "create", "--user", "ada"], "").stdout).trim().to_string();
+    let ada_bearer = format!("Bearer {ada}");
+    let json_headers = [("authorization", ada_bearer.as_str()), ("content-type", "application/json")];
+    let inv = app
+        .send_with(Method::POST, "/api/v1/investigations", &json_headers, json!({ "title": "t" }).to_string().into())
+        .await
+        .json();
+    let members = format!("/api/v1/investigations/{}/members", inv["id"].as_str().unwrap());
+    let body = json!({ "user": "bob", "role": "editor" }).to_string();
+    assert!(app.send_with(Method::PUT, &members, &json_headers, body.into()).await.status.is_success());
+    let removed = sleuth(&app, &["user", "remove", "bob"], "");
+    assert!(removed.status.success(), "{}", String::from_utf8_lossy(&removed.stderr));
+    assert_eq!(as_bob().await.status, StatusCode::UNAUTHORIZED);
+    let left = app.send_with(Method::GET, &members, &json_headers, vec![]).await.json();
+    assert_eq!(left, json!([{ "user": "ada", "role": "owner" }]));
+    let last = sleuth(&app, &["user", "remove", "ada"], "");
+    assert!(!last.status.success() && String::from_utf8_lossy(&last.stderr).contains("last admin"));
+    assert!(String::from_utf8_lossy(&sleuth(&app, &["user", "remove", "nobody"], "").stderr).contains("no user"));
+}
