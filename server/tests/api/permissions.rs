@@ -165,7 +165,7 @@ async fn every_role_may_do_what_it_should_and_nothing_more() {
 async fn server_functions_check_the_same_roles() {
     let sshd = crate::sshd::Sshd::start();
     let team = team(&sshd).await;
-    let (id, command, _) = team.shared_investigation(&sshd).await;
+    let (id, command, snippet) = team.shared_investigation(&sshd).await;
     let session = |user: &'static str| {
         let app = &team.app;
         async move {
@@ -221,6 +221,36 @@ async fn server_functions_check_the_same_roles() {
     let stranger = session("stranger").await;
     let hidden = team.app.send_with(Method::GET, &format!("/i/{id}"), &[("cookie", &stranger)], vec![]).await;
     assert_eq!(hidden.status, StatusCode::NOT_FOUND, "a page one may not read does not exist for them");
+
+    // The whole matrix, as through the API: read (the page), edit (a note),
+    // annotate, run, share (a role for someone) and delete (an investigation of
+    // its own, shared the same way), each through the form's server function.
+    use StatusCode as S;
+    let (ok, no, gone) = (S::OK, S::FORBIDDEN, S::NOT_FOUND);
+    let matrix = [
+        ("own", [ok, ok, ok, ok, ok, ok]),
+        ("admin", [ok, ok, ok, ok, ok, ok]),
+        ("run", [ok, ok, ok, ok, no, no]),
+        ("edit", [ok, ok, ok, no, no, no]),
+        ("view", [ok, no, no, no, no, no]),
+        ("stranger", [gone, gone, gone, gone, gone, gone]),
+    ];
+    for (user, expected) in matrix {
+        let cookie = session(user).await;
+        let (doomed, _, _) = team.shared_investigation(&sshd).await;
+        let read = team.app.send_with(Method::GET, &format!("/i/{id}"), &[("cookie", &cookie)], vec![]).await;
+        let got = [
+            read,
+            post(&cookie, action("add_note"), format!("investigation={id}&body=from+{user}")).await,
+            post(&cookie, action("add_annotation"), format!("step_id={snippet}&start=2&end=3&body=why&author=")).await,
+            post(&cookie, action("start_runs"), format!("step_id={command}&repeat=1&warmup=0")).await,
+            post(&cookie, action("set_member"), format!("investigation={id}&user=extra&role=viewer")).await,
+            post(&cookie, action("delete_investigation"), format!("id={doomed}")).await,
+        ];
+        let statuses: Vec<StatusCode> = got.iter().map(|r| r.status).collect();
+        let texts: Vec<String> = got.iter().skip(1).map(Response::text).collect();
+        assert_eq!(statuses, expected, "{user}: {texts:?}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
