@@ -23,6 +23,34 @@ where
     }
 }
 
+/// The document's `<title>`. leptos_meta writes a `<Title>`'s text into the
+/// server-rendered head as it is, so a title like `</title><script>…` would be
+/// markup there; on the server it is escaped first. In the browser the text is
+/// set as `textContent`, which is never parsed, so it goes as it is.
+#[component]
+pub fn PageTitle(#[prop(into)] text: String) -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    let text = escape_text(&text);
+    view! { <leptos_meta::Title text/> }
+}
+
+/// `text` as HTML text content: `&`, `<`, `>` (and quotes, for attribute
+/// values) as entities.
+pub fn escape_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 #[component]
 pub fn StatusBadge(status: InvestigationStatus) -> impl IntoView {
     view! { <span class=format!("badge badge-{}", status.as_str())>{status.as_str()}</span> }
@@ -176,4 +204,15 @@ pub enum Ability {
     Edit,
     Run,
     Own,
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn titles_are_escaped_for_the_head() {
+        assert_eq!(
+            super::escape_text("</title><script>alert('x')</script> & \"q\""),
+            "&lt;/title&gt;&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;"
+        );
+    }
 }

@@ -128,6 +128,10 @@ pub struct RunRequest {
     /// Warm-up runs before them (default 0, at most 20).
     #[serde(default)]
     pub warmup: Option<u32>,
+    /// The step's version the runner saw: if the command changed since, nothing
+    /// runs (409, with who changed it and what it now runs).
+    #[serde(default)]
+    pub version: Option<i64>,
 }
 
 pub const MAX_REPEAT: u32 = 100;

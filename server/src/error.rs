@@ -63,3 +63,31 @@ impl From<QueryRejection> for AppError {
         Self(ApiError::bad_request(rejection.body_text()))
     }
 }
+
+/// Server functions (`/api/{name}`) answer every error leptos raises before
+/// their body runs (arguments that do not parse, a missing field) with 500,
+/// although the error inside says `bad_request`. This puts the status the
+/// error's code names on such answers, so a malformed request is a 4xx there
+/// too; real internal errors stay 500.
+pub async fn server_fn_status(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let server_fn = request.uri().path().starts_with("/api/") && !request.uri().path().starts_with("/api/v1/");
+    let response = next.run(request).await;
+    if !server_fn || response.status() != StatusCode::INTERNAL_SERVER_ERROR {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    // Error bodies are a sentence of JSON; anything larger is passed on as it was read.
+    let bytes = match axum::body::to_bytes(body, 64 * 1024).await {
+        Ok(bytes) => bytes,
+        Err(_) => {
+            return (StatusCode::INTERNAL_SERVER_ERROR, Json(serde_json::json!({ "error": ApiError::internal() })))
+                .into_response();
+        }
+    };
+    if let Ok(error) = serde_json::from_slice::<ApiError>(&bytes)
+        && let Ok(status) = StatusCode::from_u16(error.code.http_status())
+    {
+        parts.status = status;
+    }
+    Response::from_parts(parts, axum::body::Body::from(bytes))
+}

@@ -15,6 +15,7 @@ pub mod facts;
 #[doc(hidden)]
 pub mod fixtures;
 pub mod handlers;
+pub mod headers;
 pub mod hosts;
 mod hypotheses;
 pub(crate) mod ids;
@@ -30,6 +31,7 @@ pub mod snippets;
 pub mod ssh;
 pub mod state;
 mod steps;
+pub mod user_regex;
 
 pub use router::app;
 pub use state::AppState;

@@ -14,6 +14,7 @@ use axum::routing::{delete, get, patch, post};
 use leptos::prelude::provide_context;
 use leptos_axum::{LeptosRoutes, generate_route_list};
 use std::convert::Infallible;
+use tower::Service;
 use tower_http::services::ServeDir;
 use tower_http::trace::TraceLayer;
 
@@ -69,7 +70,7 @@ pub fn app(state: AppState) -> Router {
         .route("/runs/{run_id}/cancel", post(runs::cancel))
         .route("/runs/{run_id}/output", get(runs::output))
         .route("/runs/{run_id}/stream", get(runs::stream))
-        .route("/runs/{run_id}/source", get(runs::source))
+        .route("/runs/{run_id}/source", post(runs::source))
         .route("/extract", post(extract::extract))
         .route("/audit", get(audit::list))
         .route("/hosts", get(hosts::list).post(hosts::create))
@@ -90,6 +91,7 @@ pub fn app(state: AppState) -> Router {
     let context = move || {
         provide_context(notebook.clone());
         provide_context(accounts.clone());
+        crate::headers::provide_page_policy();
     };
     let leptos = state.leptos.clone();
 
@@ -105,8 +107,26 @@ pub fn app(state: AppState) -> Router {
             async move { Ok::<_, Infallible>(render(request).await) }
         })
     };
-    let static_files =
-        ServeDir::new(&*state.leptos.site_root).precompressed_gzip().precompressed_br().fallback(not_found);
+    let files =
+        ServeDir::new(&*state.leptos.site_root).precompressed_gzip().precompressed_br().fallback(not_found.clone());
+    // A path no file can have (a name longer than NAME_MAX, a NUL) is an error
+    // from `open` that ServeDir answers with 500: it names no file, so it gets
+    // the 404 page.
+    let static_files = tower::service_fn(move |request: Request<Body>| {
+        let (mut files, mut not_found) = (files.clone(), not_found.clone());
+        async move {
+            let mut retry = Request::new(Body::empty());
+            *retry.method_mut() = request.method().clone();
+            *retry.uri_mut() = request.uri().clone();
+            *retry.headers_mut() = request.headers().clone();
+            let response = files.call(request).await?;
+            if response.status().is_server_error() {
+                tracing::debug!(path = %loggable_path(retry.uri().path()), status = %response.status(), "no such file");
+                return not_found.call(retry).await;
+            }
+            Ok(response.map(Body::new))
+        }
+    });
 
     Router::new()
         .route("/healthz", get(health::check))
@@ -120,6 +140,8 @@ pub fn app(state: AppState) -> Router {
         // Who is asking, and refusing cross-site changes: before anything else runs.
         .layer(axum::middleware::from_fn_with_state(state.clone(), crate::auth::middleware::guard))
         .layer(DefaultBodyLimit::max(limits::REQUEST_BYTES))
+        .layer(axum::middleware::from_fn(crate::error::server_fn_status))
+        .layer(axum::middleware::from_fn(crate::headers::secure))
         .layer(TraceLayer::new_for_http().make_span_with(request_span))
         .with_state(state)
 }

@@ -2,12 +2,14 @@
 //! `auth::guarded`), and what a link shows to anyone who has it.
 //!
 //! A link shows the investigation as its members see it, minus everything about
-//! the team: no members, no comments, no other links, no forms. Host credentials are never
-//! in an investigation. With `hide_hosts`, hosts are renamed `host 1`, `host 2` …
-//! in every `host` field, and their addresses (and jump hosts) are replaced
-//! wherever they appear in text (commands, output, paths) before the page is
-//! rendered. Names are not replaced in text: a host called `gpu` would turn
-//! `--query-gpu` into nonsense, and names are the team's labels, not addresses.
+//! the team: no members, no comments, no other links, no forms, and no names of
+//! people — who ran, edited or annotated something reads "a team member"; only
+//! the name of whoever made the link is shown, as its sender. Host credentials
+//! are never in an investigation. With `hide_hosts`, hosts are renamed `host 1`,
+//! `host 2` … in every `host` field and wherever the name stands as a word in
+//! text (provenance, chart labels, commands, output: `ssh gpu` but not
+//! `--query-gpu` or `/home/gpu/`; in HTML and SVG only outside tags), and their
+//! addresses (and jump hosts) are replaced wherever they appear.
 
 use crate::notebook::{Service, store_error, timestamp};
 use app::backend::Notebook;
@@ -108,9 +110,7 @@ impl Service {
         investigation.share_links.clear();
         investigation.comments.clear();
         investigation.abilities = Abilities::default();
-        if row.hide_hosts != 0 {
-            investigation = self.without_hosts(investigation).await?;
-        }
+        investigation = self.for_outsiders(investigation, row.hide_hosts != 0).await?;
         Ok(SharedView {
             investigation,
             expires_at: row.expires_at.map(timestamp),
@@ -119,24 +119,27 @@ impl Service {
         })
     }
 
-    /// Renames the hosts the investigation mentions and blanks their addresses.
-    async fn without_hosts(&self, investigation: Investigation) -> Result<Investigation, ApiError> {
+    /// Takes people's names out and, with `hide_hosts`, renames the hosts the
+    /// investigation mentions and blanks their addresses.
+    async fn for_outsiders(&self, investigation: Investigation, hide_hosts: bool) -> Result<Investigation, ApiError> {
         let mut value = serde_json::to_value(&investigation).map_err(internal)?;
         let mut names = Vec::new();
-        collect_hosts(&value, &mut names);
         let mut replacements = Vec::new();
-        for name in &names {
-            if let Some(host) = self.store.host(name).await.map_err(store_error)? {
-                replacements.push((host.hostname.clone(), "(address hidden)".to_string()));
-                if let Some(jump) = host.proxy_jump.filter(|j| !j.is_empty()) {
-                    replacements.push((jump, "(address hidden)".to_string()));
+        if hide_hosts {
+            collect_hosts(&value, &mut names);
+            for name in &names {
+                if let Some(host) = self.store.host(name).await.map_err(store_error)? {
+                    replacements.push((host.hostname.clone(), "(address hidden)".to_string()));
+                    if let Some(jump) = host.proxy_jump.filter(|j| !j.is_empty()) {
+                        replacements.push((jump, "(address hidden)".to_string()));
+                    }
                 }
             }
+            // Longest first, so `gpu.example.com` goes before `gpu`.
+            replacements.retain(|(from, _)| from.len() >= 3);
+            replacements.sort_by_key(|(from, _)| std::cmp::Reverse(from.len()));
         }
-        // Longest first, so `gpu.example.com` goes before `gpu`.
-        replacements.retain(|(from, _)| from.len() >= 3);
-        replacements.sort_by_key(|(from, _)| std::cmp::Reverse(from.len()));
-        rewrite(&mut value, &names, &replacements);
+        rewrite(&mut value, "", &names, &replacements);
         serde_json::from_value(value).map_err(internal)
     }
 }
@@ -168,31 +171,90 @@ fn collect_hosts(value: &Value, names: &mut Vec<String>) {
     }
 }
 
-/// `host` fields become their alias; every other string has the names and
-/// addresses replaced.
-fn rewrite(value: &mut Value, names: &[String], replacements: &[(String, String)]) {
+/// Fields that name a person (who ran, edited, annotated).
+const PERSON_FIELDS: [&str; 4] = ["who", "updated_by", "author", "created_by"];
+const SOMEONE: &str = "a team member";
+
+/// `host` fields become their alias, people's names go, and every other
+/// string has the host names and addresses replaced.
+fn rewrite(value: &mut Value, key: &str, names: &[String], replacements: &[(String, String)]) {
     match value {
         Value::Object(map) => {
             for (key, v) in map.iter_mut() {
                 if let ("host", Value::String(name)) = (key.as_str(), &*v)
                     && let Some(i) = names.iter().position(|n| n == name)
                 {
-                    *v = Value::String(format!("host {}", i + 1));
+                    *v = Value::String(alias(i));
+                } else if PERSON_FIELDS.contains(&key.as_str()) && v.as_str().is_some_and(|s| !s.is_empty()) {
+                    *v = Value::String(SOMEONE.into());
                 } else {
-                    rewrite(v, names, replacements);
+                    rewrite(v, key, names, replacements);
                 }
             }
         }
-        Value::Array(items) => items.iter_mut().for_each(|v| rewrite(v, names, replacements)),
+        Value::Array(items) => items.iter_mut().for_each(|v| rewrite(v, key, names, replacements)),
         Value::String(text) => {
             for (from, to) in replacements {
                 if text.contains(from.as_str()) {
                     *text = text.replace(from.as_str(), to);
                 }
             }
+            if !names.is_empty() {
+                let markup = key.ends_with("html") || key == "svg";
+                *text = replace_names(text, names, markup);
+            }
         }
         _ => {}
     }
+}
+
+fn alias(i: usize) -> String {
+    format!("host {}", i + 1)
+}
+
+/// Characters a host name (or a longer word it is part of) is made of; a name
+/// is replaced only where it is a whole such word, so `gpu` stays in
+/// `--query-gpu`, `gpu.example.com` and `/home/gpu/` (a trailing `.` or `:`
+/// ends a sentence or precedes a port, and is not part of the word).
+fn word_char(c: char) -> bool {
+    c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '/')
+}
+
+/// `text` with every whole-word host name replaced by its alias; with
+/// `markup`, only outside `<…>` tags, so element and attribute names stay.
+fn replace_names(text: &str, names: &[String], markup: bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut word = String::new();
+    let mut in_tag = false;
+    let flush = |word: &mut String, out: &mut String| {
+        let core = word.trim_end_matches('.');
+        match names.iter().position(|n| n == core) {
+            Some(i) => {
+                let dots = &word[core.len()..];
+                out.push_str(&alias(i));
+                out.push_str(dots);
+            }
+            None => out.push_str(word),
+        }
+        word.clear();
+    };
+    for c in text.chars() {
+        if markup && in_tag {
+            out.push(c);
+            in_tag = c != '>';
+        } else if markup && c == '<' {
+            flush(&mut word, &mut out);
+            out.push(c);
+            in_tag = true;
+        } else if word_char(c) {
+            word.push(c);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
 }
 
 #[cfg(test)]
@@ -216,13 +278,37 @@ mod tests {
             ("gpu-box.corp.example".to_string(), "(address hidden)".to_string()),
             ("10.1.2.3".to_string(), "(address hidden)".to_string()),
         ];
-        rewrite(&mut value, &names, &replacements);
+        rewrite(&mut value, "", &names, &replacements);
         let text = value.to_string();
         assert!(!text.contains("corp.example") && !text.contains("10.1.2.3"), "{text}");
         assert_eq!(value["steps"][0]["body"]["host"], "host 1");
         assert_eq!(value["steps"][1]["body"]["host"], "host 2", "a short name is still renamed in its field");
         assert_eq!(value["steps"][0]["body"]["command"], "ssh (address hidden) nvidia-smi");
-        assert_eq!(value["steps"][0]["runs"][0]["tail"]["html"], "connected to (address hidden) (gpu-box)");
+        assert_eq!(value["steps"][0]["runs"][0]["tail"]["html"], "connected to (address hidden) (host 1)");
+    }
+
+    #[test]
+    fn names_are_replaced_as_words_and_never_inside_tags() {
+        let names = vec!["gpu".to_string(), "text".to_string()];
+        assert_eq!(
+            replace_names("ssh gpu nvidia-smi --query-gpu=name /home/gpu/x gpu.example.com on gpu.", &names, false),
+            "ssh host 1 nvidia-smi --query-gpu=name /home/gpu/x gpu.example.com on host 1."
+        );
+        assert_eq!(
+            replace_names(r#"<text class="gpu">gpu&#32;text</text>"#, &names, true),
+            r#"<text class="gpu">host 1&#32;host 2</text>"#
+        );
+    }
+
+    #[test]
+    fn people_are_not_named() {
+        let mut value = json!({ "steps": [{ "updated_by": "ada", "runs": [{ "who": "bob" }],
+            "annotations": [{ "author": "cy", "body": "ada said so" }] }] });
+        rewrite(&mut value, "", &[], &[]);
+        assert_eq!(value["steps"][0]["updated_by"], SOMEONE);
+        assert_eq!(value["steps"][0]["runs"][0]["who"], SOMEONE);
+        assert_eq!(value["steps"][0]["annotations"][0]["author"], SOMEONE);
+        assert_eq!(value["steps"][0]["annotations"][0]["body"], "ada said so", "what people wrote stays");
     }
 
     #[test]

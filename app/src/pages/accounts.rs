@@ -3,10 +3,10 @@
 //! the session cookie), so they work before the bundle loads.
 
 use crate::accounts::{ApiToken, AuditEntry, NewApiToken, User};
+use crate::components::PageTitle;
 use crate::error::ApiError;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
-use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 /// Who is signed in; `None` without accounts (`--no-auth`).
@@ -78,7 +78,7 @@ fn query(name: &'static str) -> impl Fn() -> String + Copy {
 pub fn LoginPage() -> impl IntoView {
     let (error, name, next) = (query("error"), query("name"), query("next"));
     view! {
-        <Title text="Sign in · Sleuth"/>
+        <PageTitle text="Sign in · Sleuth"/>
         <section class="narrow-page">
             <h1>"Sign in"</h1>
             {move || (!error().is_empty()).then(|| view! { <p class="error" role="alert">{error()}</p> })}
@@ -97,7 +97,7 @@ pub fn LoginPage() -> impl IntoView {
 pub fn SetupPage() -> impl IntoView {
     let (token, error, name) = (query("token"), query("error"), query("name"));
     view! {
-        <Title text="Set up Sleuth"/>
+        <PageTitle text="Set up Sleuth"/>
         <section class="narrow-page">
             <h1>"Create the first admin"</h1>
             <p class="muted">"This link was printed when Sleuth started with no users; it works once."</p>
@@ -131,7 +131,7 @@ pub fn TokensPage() -> impl IntoView {
         })
     };
     view! {
-        <Title text="API tokens · Sleuth"/>
+        <PageTitle text="API tokens · Sleuth"/>
         <section class="narrow-page">
             <h1>"API tokens"</h1>
             <p class="muted">"For scripts: every " <code>"/api/v1"</code> " route takes " <code>"Authorization: Bearer TOKEN"</code> "."</p>
@@ -196,7 +196,7 @@ fn TokenList(list: Vec<ApiToken>, revoke: ServerAction<RevokeToken>) -> impl Int
 pub fn AuditPage() -> impl IntoView {
     let entries = Resource::new(|| (), |_| audit_entries());
     view! {
-        <Title text="Audit log · Sleuth"/>
+        <PageTitle text="Audit log · Sleuth"/>
         <h1>"Audit log"</h1>
         <p class="muted">
             "Every command run, snippet fetch, grep, source search, host test, facts capture and host-key trust. "

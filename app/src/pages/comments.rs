@@ -2,13 +2,13 @@
 //! that name you, unread first.
 
 use crate::comments::{Comment, Mention, comment_anchor};
+use crate::components::PageTitle;
 use crate::components::{Ability, ActionError, Can};
 use crate::error::ApiError;
 use crate::model::short_time;
 use crate::pages::investigation::timeline_action;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
-use leptos_meta::Title;
 use std::sync::Arc;
 
 #[server]
@@ -159,7 +159,7 @@ pub fn MentionsPage() -> impl IntoView {
     let read = ServerAction::<ReadMentions>::new();
     let list = Resource::new(move || read.version().get(), |_| my_mentions(true));
     view! {
-        <Title text="Mentions · Sleuth"/>
+        <PageTitle text="Mentions · Sleuth"/>
         <section class="narrow-page wide">
             <h1>"Mentions"</h1>
             <ActionForm action=read attr:class="inline">

@@ -1,17 +1,17 @@
 //! `/`: every investigation, newest first, and the form that starts one.
 
 use crate::api::{CreateInvestigation, list_investigations};
+use crate::components::PageTitle;
 use crate::components::{ActionError, StatusBadge};
 use crate::model::{InvestigationSummary, limits, short_time};
 use leptos::form::ActionForm;
 use leptos::prelude::*;
-use leptos_meta::Title;
 
 #[component]
 pub fn HomePage() -> impl IntoView {
     let investigations = Resource::new(|| (), |_| list_investigations());
     view! {
-        <Title text="Investigations · Sleuth"/>
+        <PageTitle text="Investigations · Sleuth"/>
         <div class="page-head">
             <h1>"Investigations"</h1>
         </div>

@@ -1,12 +1,12 @@
 //! `/hosts`: the GPU hosts Sleuth can reach, their host keys, and connection tests.
 
 use crate::api::list_hosts;
+use crate::components::PageTitle;
 use crate::components::{ActionError, Confirm};
 use crate::error::ApiError;
 use crate::hosts::{ConnectionReport, Host};
 use leptos::form::ActionForm;
 use leptos::prelude::*;
-use leptos_meta::Title;
 
 #[cfg(feature = "ssr")]
 fn optional(text: String) -> Option<String> {
@@ -110,7 +110,7 @@ pub fn HostsPage() -> impl IntoView {
         |_| list_hosts(),
     );
     view! {
-        <Title text="Hosts · Sleuth"/>
+        <PageTitle text="Hosts · Sleuth"/>
         <div class="page-head"><h1>"Hosts"</h1></div>
         <p class="muted">
             "Sleuth connects over SSH from this server, with a key file here or the ssh-agent at SSH_AUTH_SOCK. "

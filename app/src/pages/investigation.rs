@@ -3,13 +3,13 @@
 use crate::api::{
     DeleteInvestigation, DeleteStep, MoveStep, RenameInvestigation, SetInvestigationStatus, get_investigation,
 };
+use crate::components::PageTitle;
 use crate::components::{Ability, ActionError, Can, Confirm, StatusBadge};
 use crate::model::{Investigation, InvestigationStatus, Step, limits, short_time};
 use crate::steps::{StepContent, command::AddCommand, grep::AddGrep, note::AddNote, snippet::AddSnippet};
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
-use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
 /// The names of everyone else with this investigation open.
@@ -100,7 +100,7 @@ pub(crate) fn InvestigationView(inv: Investigation, #[prop(optional)] notice: Op
     let (id, run_id) = (inv.id.clone(), inv.id.clone());
     let steps = inv.steps.iter().cloned().map(|step| view! { <StepItem step last=count/> }).collect_view();
     view! {
-        <Title text=format!("{} · Sleuth", inv.title)/>
+        <PageTitle text=format!("{} · Sleuth", inv.title)/>
         <nav class="crumbs"><a href="/">"Investigations"</a> " / " <span>{inv.id.clone()}</span></nav>
         <Header inv=inv.clone()/>
         {match notice {

@@ -2,22 +2,60 @@
 //! (`[custom_all_reduce.py:137]`) points on the run's host, and one button per
 //! candidate to open it as a snippet step. Output links come here when the name
 //! is ambiguous, when nothing matched, or when there is no JavaScript.
+//!
+//! Looking for the file runs a script on the host, so it is never done on GET:
+//! a link or an image pointing here (in a note, say) shows the reference and a
+//! **Search** button; the search is a POST (`find_source`). Without JavaScript
+//! its answer comes back as this page's address (`searched=1&c=…`).
 
+use crate::components::PageTitle;
 use crate::error::ApiError;
 use crate::steps::snippet::{CONTEXT_LINES, SourceCandidates};
 use leptos::form::ActionForm;
 use leptos::prelude::*;
-use leptos_meta::Title;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
+/// The reference and the run it is from, without touching the host.
+#[server]
+pub async fn source_reference(run_id: i64, file: String, line: u64) -> Result<SourceCandidates, ApiError> {
+    let notebook = crate::backend::notebook()?;
+    async {
+        if file.trim().is_empty() || line == 0 {
+            return Err(ApiError::invalid("The link names no file and line (`?file=decoder.py&line=137`)."));
+        }
+        let run = notebook.run(run_id).await?;
+        let step = notebook.step(run.step_id).await?;
+        Ok(SourceCandidates {
+            run_id,
+            step_id: step.id,
+            investigation_id: step.investigation_id,
+            host: run.host,
+            file,
+            line,
+            candidates: Vec::new(),
+            searched: Vec::new(),
+        })
+    }
+    .await
+    .inspect_err(crate::backend::set_status)
+}
+
+/// Searches the run's host for the file (a remote action: POST only).
 #[server]
 pub async fn find_source(run_id: i64, file: String, line: u64) -> Result<SourceCandidates, ApiError> {
-    crate::backend::notebook()?.source_candidates(run_id, &file, line).await.inspect_err(crate::backend::set_status)
+    let found = crate::backend::notebook()?
+        .source_candidates(run_id, &file, line)
+        .await
+        .inspect_err(crate::backend::set_status)?;
+    if crate::backend::is_plain_form_post() {
+        leptos_axum::redirect(&crate::steps::snippet::candidates_url(&found));
+    }
+    Ok(found)
 }
 
 /// Opens `file:line` from a run's output as a snippet step in the run's
 /// investigation: `path` if given, else the only file the name can mean. Returns
-/// where to go: the new step's line, or this page when there is a choice to make.
+/// where to go: the new step's line, or this page with the choice to make.
 #[server]
 pub async fn open_reference(run_id: i64, file: String, line: u64, path: String) -> Result<String, ApiError> {
     let notebook = crate::backend::notebook()?;
@@ -26,7 +64,7 @@ pub async fn open_reference(run_id: i64, file: String, line: u64, path: String) 
         let (investigation, host, path) = if path.is_empty() {
             let found = notebook.source_candidates(run_id, &file, line).await?;
             if found.candidates.len() != 1 {
-                return Ok(crate::steps::snippet::source_url(run_id, &file, line));
+                return Ok(crate::steps::snippet::candidates_url(&found));
             }
             let path = found.candidates.into_iter().next().unwrap_or_default();
             (found.investigation_id, found.host, path)
@@ -56,25 +94,39 @@ pub fn SourcePage() -> impl IntoView {
         let query = query.read();
         (run, query.get("file").unwrap_or_default(), query.get("line").and_then(|l| l.parse::<u64>().ok()))
     };
-    let found = Resource::new(request, |(run, file, line)| async move {
+    let reference = Resource::new(request, |(run, file, line)| async move {
         match (run, line) {
-            (Some(run), Some(line)) => find_source(run, file, line).await,
+            (Some(run), Some(line)) => source_reference(run, file, line).await,
             (None, _) => Err(ApiError::not_found("There is no such run.")),
             (_, None) => Err(ApiError::invalid("The link names no line (`?file=…&line=137`).")),
         }
     });
+    // A search's answer carried in the address (see the module comment).
+    let listed = move || {
+        let query = query.read();
+        (query.get("searched").is_some()).then(|| query.get_all("c").unwrap_or_default())
+    };
     view! {
-        <Transition fallback=|| view! { <p class="muted">"Looking for the file on the host…"</p> }>
+        <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
             <ErrorBoundary fallback=super::error_fallback>
-                {move || Suspend::new(async move { found.await.map(|found| view! { <Candidates found/> }) })}
+                {move || Suspend::new(async move {
+                    reference.await.map(|mut found| {
+                        let searched = listed();
+                        if let Some(paths) = &searched {
+                            found.candidates = paths.clone();
+                        }
+                        view! { <Candidates found searched=searched.is_some()/> }
+                    })
+                })}
             </ErrorBoundary>
         </Transition>
     }
 }
 
 #[component]
-fn Candidates(found: SourceCandidates) -> impl IntoView {
+fn Candidates(found: SourceCandidates, searched: bool) -> impl IntoView {
     let open = ServerAction::<OpenReference>::new();
+    let search = ServerAction::<FindSource>::new();
     #[cfg(feature = "hydrate")]
     Effect::new(move |_| {
         if let Some(Ok(url)) = open.value().get() {
@@ -83,24 +135,55 @@ fn Candidates(found: SourceCandidates) -> impl IntoView {
     });
     let reference = format!("{}:{}", found.file, found.line);
     let back = format!("/i/{}#step-{}", found.investigation_id, found.step_id);
-    let lines = format!("lines {}–{}", found.line.saturating_sub(CONTEXT_LINES).max(1), found.line + CONTEXT_LINES);
-    let count = found.candidates.len();
-    let rows = found
-        .candidates
-        .iter()
-        .map(|path| {
-            view! {
-                <li class="candidate">
-                    <code>{path.clone()}</code>
-                    <OpenButton open run_id=found.run_id file=found.file.clone() line=found.line path=path.clone()
-                        label=format!("Open {lines}")/>
-                </li>
-            }
-        })
-        .collect_view();
-    let searched = found.searched.join("\n");
+    let host = found.host.clone();
+    let initial = searched.then(|| found.clone());
+    let shown = move || search.value().get().and_then(Result::ok).or_else(|| initial.clone());
+    let results = {
+        let host = host.clone();
+        move || {
+            shown().map(|found| {
+                let lines = format!(
+                    "lines {}–{}",
+                    found.line.saturating_sub(CONTEXT_LINES).max(1),
+                    found.line + CONTEXT_LINES
+                );
+                let rows = found
+                    .candidates
+                    .iter()
+                    .map(|path| {
+                        view! {
+                            <li class="candidate">
+                                <code>{path.clone()}</code>
+                                <OpenButton open run_id=found.run_id file=found.file.clone() line=found.line
+                                    path=path.clone() label=format!("Open {lines}")/>
+                            </li>
+                        }
+                    })
+                    .collect_view();
+                let summary = match found.candidates.len() {
+                    0 => format!("No file matching {} was found on {host}.", found.file),
+                    1 => "One file matches:".to_string(),
+                    n => format!("{n} files match; which one did the program run?"),
+                };
+                let searched = found.searched.join("\n");
+                let dirs = found.searched.len();
+                view! {
+                    <p class=if found.candidates.is_empty() { "notice" } else { "" }>{summary}</p>
+                    <ul class="candidates">{rows}</ul>
+                    {(dirs > 0).then(|| view! {
+                        <details class="searched">
+                            <summary>{format!("Searched {dirs} director{}", if dirs == 1 { "y" } else { "ies" })}</summary>
+                            <pre>{searched}</pre>
+                        </details>
+                    })}
+                }
+            })
+        }
+    };
+    let search_label = format!("{} {host} for {}", if searched { "Search again on" } else { "Search" }, found.file);
+    let (file, other_file) = (found.file.clone(), found.file.clone());
     view! {
-        <Title text=format!("{reference} · Sleuth")/>
+        <PageTitle text=format!("{reference} · Sleuth")/>
         <nav class="crumbs">
             <a href="/">"Investigations"</a> " / " <a href=back.clone()>{found.investigation_id.clone()}</a> " / "
             <span>"run " {found.run_id}</span>
@@ -109,25 +192,21 @@ fn Candidates(found: SourceCandidates) -> impl IntoView {
             <h1><code>{reference.clone()}</code></h1>
             <p class="muted">
                 "A reference in the output of " <a href=back>"run " {found.run_id}</a> " on "
-                <span class="host">{found.host.clone()}</span> "."
+                <span class="host">{host.clone()}</span> "."
             </p>
-            {match count {
-                0 => view! {
-                    <p class="notice">{format!("No file matching {} was found on {}.", found.file, found.host)}</p>
-                }.into_any(),
-                1 => view! { <p>"One file matches:"</p> }.into_any(),
-                n => view! { <p>{format!("{n} files match; which one did the program run?")}</p> }.into_any(),
-            }}
-            <ul class="candidates">{rows}</ul>
-            <details class="searched">
-                <summary>{format!("Searched {} director{}", found.searched.len(), if found.searched.len() == 1 { "y" } else { "ies" })}</summary>
-                <pre>{searched}</pre>
-            </details>
+            <ActionForm action=search attr:class="inline find-source">
+                <input type="hidden" name="run_id" value=found.run_id/>
+                <input type="hidden" name="file" value=file/>
+                <input type="hidden" name="line" value=found.line/>
+                <button type="submit" class=if searched { "" } else { "primary" }>{search_label}</button>
+            </ActionForm>
+            <crate::components::ActionError action=search/>
+            {results}
             <ActionForm action=open attr:class="stacked other-path">
                 <input type="hidden" name="run_id" value=found.run_id/>
-                <input type="hidden" name="file" value=found.file.clone()/>
+                <input type="hidden" name="file" value=other_file/>
                 <input type="hidden" name="line" value=found.line/>
-                <label>"Another path on " {found.host.clone()}
+                <label>"Another path on " {host}
                     <input name="path" required placeholder="/root/ml-env/lib/python3.12/site-packages/vllm/…/custom_all_reduce.py"/>
                 </label>
                 <div class="form-actions"><button type="submit">"Open this file"</button></div>

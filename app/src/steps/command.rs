@@ -100,10 +100,16 @@ pub async fn edit_command(
 }
 
 #[server]
-pub async fn start_runs(step_id: i64, repeat: String, warmup: String) -> Result<Vec<Run>, ApiError> {
+pub async fn start_runs(
+    step_id: i64,
+    repeat: String,
+    warmup: String,
+    version: Option<String>,
+) -> Result<Vec<Run>, ApiError> {
     let request = crate::runs::RunRequest {
         repeat: crate::backend::form_number("Repeat", &repeat)?,
         warmup: crate::backend::form_number("Warm-up", &warmup)?,
+        version: crate::backend::form_number("The version", version.as_deref().unwrap_or_default())?,
     };
     crate::backend::notebook()?.start_runs(step_id, request).await.inspect_err(crate::backend::set_status)
 }
@@ -149,7 +155,7 @@ pub fn CommandContent(step: Step, editing: RwSignal<bool>) -> impl IntoView {
         >
             <CommandEditor step_id version=step.version body=body.clone() editing edit/>
         </Show>
-        <RunControls step_id newest=newest.clone()/>
+        <RunControls step_id version=step.version newest=newest.clone()/>
         {newest.map(|run| view! { <RunOutput run/> })}
         <RunHistory runs=history/>
     }
@@ -225,7 +231,7 @@ pub fn AddCommand(investigation: String) -> impl IntoView {
 }
 
 #[component]
-fn RunControls(step_id: i64, newest: Option<Run>) -> impl IntoView {
+fn RunControls(step_id: i64, version: i64, newest: Option<Run>) -> impl IntoView {
     let start = crate::pages::investigation::timeline_action::<StartRuns>();
     let cancel = crate::pages::investigation::timeline_action::<CancelRun>();
     let active = newest.filter(|r| !r.status.is_finished());
@@ -234,6 +240,8 @@ fn RunControls(step_id: i64, newest: Option<Run>) -> impl IntoView {
         <div class="run-controls">
             <ActionForm action=start attr:class="inline run-form">
                 <input type="hidden" name="step_id" value=step_id/>
+                // What the runner sees is what runs: a changed command is refused.
+                <input type="hidden" name="version" value=version/>
                 <button type="submit" class="primary run-button">"Run"</button>
                 <label class="small">"repeat" <input name="repeat" class="num-input" inputmode="numeric" value="1"/></label>
                 <label class="small">"+ warm-up" <input name="warmup" class="num-input" inputmode="numeric" value="0"/></label>

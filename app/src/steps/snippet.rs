@@ -60,16 +60,35 @@ pub struct SourceCandidates {
 }
 
 /// The page that finds a run's source reference on its host and opens it:
-/// `/runs/12/source?file=custom_all_reduce.py&line=137`.
+/// `/runs/12/source?file=custom_all_reduce.py&line=137`. Opening it searches
+/// nothing: the search is a remote action, started by the page's button (a POST).
 pub fn source_url(run_id: i64, file: &str, line: u64) -> String {
-    let mut encoded = String::with_capacity(file.len());
-    for b in file.bytes() {
+    format!("/runs/{run_id}/source?file={}&line={line}", url_component(file))
+}
+
+/// The same page showing the result of a search (`searched=1`, one `c=` per
+/// candidate), where a search made without JavaScript, or an output link whose
+/// name matched several files, lands.
+pub fn candidates_url(found: &SourceCandidates) -> String {
+    let mut url = source_url(found.run_id, &found.file, found.line);
+    url.push_str("&searched=1");
+    for path in &found.candidates {
+        url.push_str("&c=");
+        url.push_str(&url_component(path));
+    }
+    url
+}
+
+/// Percent-encodes all but unreserved characters and `/`.
+fn url_component(text: &str) -> String {
+    let mut encoded = String::with_capacity(text.len());
+    for b in text.bytes() {
         match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => encoded.push(b as char),
             _ => encoded.push_str(&format!("%{b:02X}")),
         }
     }
-    format!("/runs/{run_id}/source?file={encoded}&line={line}")
+    encoded
 }
 
 /// One fetch of the file.

@@ -143,6 +143,32 @@ impl Access {
         }
     }
 
+    /// Remote actions on a host outside any investigation (testing the
+    /// connection, capturing facts) and reading what they found: admins, or
+    /// someone who may run somewhere (the runner or owner role in some
+    /// investigation) and is on the host's allow-list.
+    pub async fn check_host_use(&self, host: &str) -> Result<(), ApiError> {
+        let actor = super::actor().ok_or_else(|| ApiError::new(ErrorCode::Unauthenticated, "Sign in first."))?;
+        if actor.user.admin {
+            return Ok(());
+        }
+        let runs_somewhere = self
+            .store
+            .has_role_anywhere(&actor.user.name, &[Role::Runner.as_str(), Role::Owner.as_str()])
+            .await
+            .map_err(store_error)?;
+        if !runs_somewhere {
+            return Err(ApiError::new(
+                ErrorCode::Forbidden,
+                format!(
+                    "Testing {host:?} or reading its facts needs the runner role in some investigation \
+                     (you have none; ask an owner or an admin)."
+                ),
+            ));
+        }
+        self.check_host(host).await
+    }
+
     /// The investigations the caller may read (`None`: all of them, for admins).
     pub async fn readable(&self) -> Result<Option<Vec<String>>, ApiError> {
         let actor = super::actor().ok_or_else(|| ApiError::new(ErrorCode::Unauthenticated, "Sign in first."))?;

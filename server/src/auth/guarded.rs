@@ -135,8 +135,20 @@ impl Notebook for Guarded {
         let done = self.inner.move_step(id, position).await;
         self.announce(at.as_deref(), done)
     }
+    /// Deleting a step cancels its runs, and cancelling needs the runner role.
     async fn delete_step(&self, id: i64) -> Result<(), ApiError> {
         let at = self.access.check_of(OwnedBy::Step, id, Need::Edit).await?;
+        if let Some(investigation) = &at
+            && self.inner.step(id).await?.runs.iter().any(|run| !run.status.is_finished())
+        {
+            self.access.check(investigation, Need::Run).await.map_err(|_| {
+                ApiError::new(
+                    app::error::ErrorCode::Forbidden,
+                    "This step has a run in progress; deleting it would cancel the run, which needs the runner role. \
+                     Wait for the run to end, or ask a runner.",
+                )
+            })?;
+        }
         let done = self.inner.delete_step(id).await;
         self.announce(at.as_deref(), done)
     }
@@ -165,20 +177,47 @@ impl Notebook for Guarded {
         self.inner.set_passphrase(name, passphrase).await
     }
     async fn test_host(&self, name: &str) -> Result<ConnectionReport, ApiError> {
-        self.access.check_host(name).await?;
+        self.access.check_host_use(name).await?;
         self.inner.test_host(name).await
     }
     async fn import_hosts(&self, source: HostImport) -> Result<ImportReport, ApiError> {
         self.inner.import_hosts(source).await
     }
+    /// The python a capture names is used again by every automatic capture
+    /// before a day's first run, so only admins choose it.
     async fn capture_facts(&self, host: &str, python: Option<String>) -> Result<HostFacts, ApiError> {
-        self.access.check_host(host).await?;
+        self.access.check_host_use(host).await?;
+        let names_python = python.as_deref().is_some_and(|p| !p.trim().is_empty());
+        if names_python && !super::actor().is_some_and(|a| a.user.admin) {
+            return Err(ApiError::new(
+                app::error::ErrorCode::Forbidden,
+                "Only admins choose the python that fact captures use (every automatic capture uses it again); \
+                 capture without naming one.",
+            ));
+        }
         self.inner.capture_facts(host, python).await
     }
     async fn facts(&self, host: &str) -> Result<Option<HostFacts>, ApiError> {
+        self.access.check_host_use(host).await?;
         self.inner.facts(host).await
     }
+    /// Those who may use the host, and readers of an investigation with a run
+    /// that points at these facts (its provenance shows them).
     async fn facts_by_id(&self, id: i64) -> Result<HostFacts, ApiError> {
+        let hidden = || ApiError::not_found(format!("There are no host facts {id} that you may read."));
+        let Some(row) = self.access.store().facts(id).await.map_err(store_error)? else { return Err(hidden()) };
+        let mut allowed = self.access.check_host_use(&row.host_name).await.is_ok();
+        if !allowed {
+            for investigation in self.access.store().investigations_with_facts(id).await.map_err(store_error)? {
+                if self.access.check(&investigation, Need::Read).await.is_ok() {
+                    allowed = true;
+                    break;
+                }
+            }
+        }
+        if !allowed {
+            return Err(hidden());
+        }
         self.inner.facts_by_id(id).await
     }
 

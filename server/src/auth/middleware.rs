@@ -5,7 +5,11 @@
 //!    cross-site`, is refused (403) — with or without accounts, since a page
 //!    elsewhere could otherwise make a signed-in browser (or a `--no-auth`
 //!    server on 127.0.0.1) run commands on GPU hosts.
-//! 2. Who: a `Bearer` API token, else the session cookie. The account goes into
+//! 2. `--no-auth` answers only to a loopback `Host` (`127.0.0.1`, `localhost`,
+//!    `[::1]`): a page on another domain that rebinds its name to 127.0.0.1
+//!    reaches the port, but its requests carry its own name as `Host` (and as
+//!    `Origin`, which then looks same-site), and would otherwise be the admin.
+//! 3. Who: a `Bearer` API token, else the session cookie. The account goes into
 //!    the request's extensions (`Account`, and `app::accounts::User` for pages
 //!    and server functions). Without one, `/api/…` answers 401 and pages
 //!    redirect to the sign-in page.
@@ -45,6 +49,28 @@ fn origin_host(origin: &str) -> Option<&str> {
     origin.split_once("://").map(|(_, rest)| rest.trim_end_matches('/'))
 }
 
+/// Whether a `Host` header names this machine's loopback (any port).
+fn loopback_host(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(v6) => v6.split_once(']').map_or("", |(addr, _)| addr),
+        None => host
+            .rsplit_once(':')
+            .map_or(host, |(name, port)| if port.bytes().all(|b| b.is_ascii_digit()) { name } else { host }),
+    };
+    name.eq_ignore_ascii_case("localhost") || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// `--no-auth`: a request for another name is refused (none at all is a
+/// script on this machine, and passes).
+fn foreign_host(request: &Request) -> Option<String> {
+    let host = request.headers().get(header::HOST)?;
+    match host.to_str() {
+        Ok(h) if loopback_host(h) => None,
+        Ok(h) => Some(h.to_string()),
+        Err(_) => Some(String::from_utf8_lossy(host.as_bytes()).into_owned()),
+    }
+}
+
 fn cross_site(request: &Request) -> bool {
     if matches!(*request.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
         return false;
@@ -69,7 +95,7 @@ pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
         .map(|(_, v)| v)
 }
 
-async fn account(state: &AppState, headers: &HeaderMap) -> Result<Option<Account>, ApiError> {
+pub(crate) async fn account(state: &AppState, headers: &HeaderMap) -> Result<Option<Account>, ApiError> {
     if state.auth.disabled() {
         return Ok(Some(super::Auth::local_admin()));
     }
@@ -96,6 +122,20 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
         return AppError::from(ApiError::new(
             ErrorCode::Forbidden,
             "Cross-site request refused: changes must come from Sleuth's own pages (or a script without an Origin header).",
+        ))
+        .into_response();
+    }
+    if state.auth.disabled()
+        && let Some(host) = foreign_host(&request)
+    {
+        tracing::warn!(host, "--no-auth: refused a request for a name that is not loopback");
+        return AppError::from(ApiError::new(
+            ErrorCode::Forbidden,
+            format!(
+                "This Sleuth runs without accounts (--no-auth) and answers only to 127.0.0.1, localhost or [::1], \
+                 not to {host:?}: open it by one of those names. (A web page that points its own domain at \
+                 127.0.0.1 sends requests like this one.)"
+            ),
         ))
         .into_response();
     }
@@ -135,6 +175,30 @@ pub fn url_encode(text: &str) -> String {
         .collect()
 }
 
+/// How often a long-lived response (an event stream) checks that its reader
+/// may still read it.
+pub const RECHECK: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Resolves once the request's session or token no longer signs anyone in, or
+/// its reader lost the right to read `investigation` (membership removed, token
+/// revoked, signed out, password changed): an event stream ends then, within
+/// `RECHECK`, instead of sending runs and commands to someone who may no longer see them.
+pub async fn access_lost(state: AppState, headers: HeaderMap, investigation: String) {
+    loop {
+        tokio::time::sleep(RECHECK).await;
+        let allowed = match account(&state, &headers).await {
+            Ok(Some(account)) => {
+                super::acting_as(account, state.access.check(&investigation, super::access::Need::Read)).await.is_ok()
+            }
+            Ok(None) | Err(_) => false,
+        };
+        if !allowed {
+            tracing::info!(investigation, "an event stream ended: its reader lost access");
+            return;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,6 +224,27 @@ mod tests {
         assert!(cross_site(&post(None, Some("cross-site"))));
         let get = Request::builder().uri("/").header("origin", "https://evil.example").body(axum::body::Body::empty());
         assert!(!cross_site(&get.unwrap()), "reads are not refused (CORS keeps their answers from other sites)");
+    }
+
+    #[test]
+    fn only_loopback_names_are_loopback() {
+        for ok in ["127.0.0.1:3000", "127.0.0.1", "localhost:3000", "LOCALHOST", "[::1]:3000", "[::1]", "127.1.2.3:80"]
+        {
+            assert!(loopback_host(ok), "{ok}");
+        }
+        for bad in [
+            "evil.example:3000",
+            "evil.example",
+            "localhost.evil.example",
+            "127.0.0.1.evil.example:3000",
+            "[::2]:3000",
+            "0.0.0.0:3000",
+            "10.0.0.1",
+            "",
+            "[::1",
+        ] {
+            assert!(!loopback_host(bad), "{bad}");
+        }
     }
 
     #[test]

@@ -21,7 +21,7 @@ use crate::db::{Store, UserRow};
 use app::accounts::{ApiToken, NewApiToken, User};
 use app::error::{ApiError, ErrorCode};
 use argon2::Argon2;
-use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use argon2::password_hash::{PasswordHash, PasswordHasher, SaltString};
 use sha2::{Digest, Sha256};
 use std::sync::Mutex;
 
@@ -106,8 +106,28 @@ pub fn hash_password(password: &str) -> Result<String, ApiError> {
         .map_err(|e| crate::notebook::internal("password hash", e))
 }
 
-fn verify_password(password: &str, hash: &str) -> bool {
-    PasswordHash::new(hash).is_ok_and(|parsed| Argon2::default().verify_password(password.as_bytes(), &parsed).is_ok())
+/// Whether `password` matches the PHC-format `hash`, computed in `memory`
+/// (grown to the hash's memory cost, and kept for the next check).
+fn verify_password(password: &str, hash: &str, memory: &mut Vec<argon2::Block>) -> bool {
+    let Ok(parsed) = PasswordHash::new(hash) else { return false };
+    let (Some(salt), Some(expected)) = (parsed.salt, parsed.hash) else { return false };
+    let (Ok(algorithm), Ok(params)) =
+        (argon2::Algorithm::try_from(parsed.algorithm), argon2::Params::try_from(&parsed))
+    else {
+        return false;
+    };
+    let version = match parsed.version.map(argon2::Version::try_from).transpose() {
+        Ok(version) => version.unwrap_or_default(),
+        Err(_) => return false,
+    };
+    let mut salt_bytes = [0u8; 64];
+    let Ok(salt) = salt.decode_b64(&mut salt_bytes) else { return false };
+    memory.resize(params.block_count(), argon2::Block::default());
+    let mut out = vec![0u8; expected.len()];
+    Argon2::new(algorithm, version, params)
+        .hash_password_into_with_memory(password.as_bytes(), salt, &mut out, &mut memory[..])
+        .is_ok()
+        && constant_time_eq(&out, expected.as_bytes())
 }
 
 /// Names are what @mentions and audit lines show: short, no spaces.
@@ -210,20 +230,21 @@ impl Auth {
         Ok(account)
     }
 
-    /// Checks a password (slowed down by the limiter after failures) and opens a
-    /// session; returns its cookie value.
+    /// Checks a password (the attempt reserved with the limiter first, see
+    /// `limiter`) and opens a session; returns its cookie value.
     pub async fn sign_in(&self, name: &str, password: &str, client: &str) -> Result<(Account, String), ApiError> {
-        self.limiter.check(name, client)?;
+        let attempt = self.limiter.reserve(name, client).await?;
         let row = self.store.user_by_name(name).await.map_err(store_error)?;
         // Verify against a real hash even for unknown names, so timing does not tell them apart.
-        let hash = row.as_ref().map_or(DUMMY_HASH, |r| r.password_hash.as_str());
-        let ok = tokio::task::block_in_place(|| verify_password(password, hash)) && row.is_some();
-        let Some(row) = row.filter(|_| ok) else {
-            self.limiter.failed(name, client);
+        let hash = row.as_ref().map_or(DUMMY_HASH, |r| r.password_hash.as_str()).to_string();
+        let password = password.to_string();
+        let verified = attempt.verify(move |memory| verify_password(&password, &hash, memory)).await?;
+        let Some(row) = row.filter(|_| verified) else {
+            drop(attempt);
             tracing::warn!(user = name, client, "failed sign-in");
             return Err(ApiError::new(ErrorCode::Unauthenticated, "Wrong name or password."));
         };
-        self.limiter.succeeded(name, client);
+        attempt.succeeded();
         let (secret, hash) = new_secret();
         let expires = crate::db::now_ms() + SESSION_DAYS * 86_400_000;
         self.store.insert_session(&hash, row.id, expires).await.map_err(store_error)?;
@@ -338,9 +359,12 @@ mod tests {
     fn passwords_hash_with_argon2id_and_verify() {
         let hash = hash_password("correct horse battery").unwrap();
         assert!(hash.starts_with("$argon2id$"), "{hash}");
-        assert!(verify_password("correct horse battery", &hash));
-        assert!(!verify_password("correct horse batterx", &hash));
-        assert!(!verify_password("x", "not a hash"));
+        let mut memory = Vec::new();
+        assert!(verify_password("correct horse battery", &hash, &mut memory));
+        assert!(!verify_password("correct horse batterx", &hash, &mut memory));
+        assert!(!verify_password("x", "not a hash", &mut memory));
+        assert!(!verify_password("correct horse battery", DUMMY_HASH, &mut memory));
+        assert_eq!(memory.len(), 19 * 1024, "19 MiB of 1 KiB blocks, kept for the next check");
         assert!(PasswordHash::new(DUMMY_HASH).is_ok(), "the dummy hash parses, so unknown names cost the same");
     }
 

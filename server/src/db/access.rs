@@ -56,6 +56,32 @@ impl Store {
         Ok(rows.into_iter().map(|(id,)| id).collect())
     }
 
+    /// Whether `user` holds one of `roles` in any investigation.
+    pub async fn has_role_anywhere(&self, user: &str, roles: &[&str]) -> StoreResult<bool> {
+        let mut found = false;
+        for role in roles {
+            let (any,): (i64,) =
+                sqlx::query_as("SELECT EXISTS (SELECT 1 FROM investigation_members WHERE user_name = ? AND role = ?)")
+                    .bind(user)
+                    .bind(role)
+                    .fetch_one(&self.pool)
+                    .await?;
+            found |= any != 0;
+        }
+        Ok(found)
+    }
+
+    /// The investigations with a run that points at host facts `facts_id`.
+    pub async fn investigations_with_facts(&self, facts_id: i64) -> StoreResult<Vec<String>> {
+        let rows: Vec<(String,)> = sqlx::query_as(
+            "SELECT DISTINCT s.investigation_id FROM runs r JOIN steps s ON s.id = r.step_id WHERE r.facts_id = ?",
+        )
+        .bind(facts_id)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.into_iter().map(|(id,)| id).collect())
+    }
+
     /// `None` when there is no such host.
     pub async fn host_allows(&self, host: &str, user: &str) -> StoreResult<Option<bool>> {
         let row: Option<(i64, i64)> = sqlx::query_as(

@@ -112,6 +112,15 @@ pub async fn capture(
     with_time(row)
 }
 
+/// The python the last capture used (`python3` before any): what captures use
+/// unless an admin names another.
+fn last_python(latest: Option<crate::db::FactsRow>) -> String {
+    latest
+        .and_then(|row| serde_json::from_str::<HostFacts>(&row.facts).ok())
+        .and_then(|f| f.python_command)
+        .unwrap_or_else(|| "python3".into())
+}
+
 /// Whether two epoch-millisecond times fall on the same UTC day.
 pub fn same_day(a_ms: i64, b_ms: i64) -> bool {
     a_ms.div_euclid(86_400_000) == b_ms.div_euclid(86_400_000)
@@ -126,10 +135,7 @@ pub async fn capture_if_stale(store: &Store, pool: &Pool, target: &Target) {
         Ok(latest) => latest,
         Err(e) => return tracing::error!(host = %target.name, "reading facts: {e}"),
     };
-    let python = latest
-        .and_then(|row| serde_json::from_str::<HostFacts>(&row.facts).ok())
-        .and_then(|f| f.python_command)
-        .unwrap_or_else(|| "python3".into());
+    let python = last_python(latest);
     if let Err(e) = capture(store, pool, target, &python, Duration::from_secs(30)).await {
         tracing::warn!(host = %target.name, "facts before the day's first run: {}", e.message);
     }
@@ -138,7 +144,12 @@ pub async fn capture_if_stale(store: &Store, pool: &Pool, target: &Target) {
 impl Service {
     /// Captures the host's facts now (one session on the host) and keeps them.
     pub(crate) async fn capture_facts_impl(&self, host: &str, python: Option<&str>) -> Result<HostFacts, ApiError> {
-        let python = python.map(str::trim).filter(|p| !p.is_empty()).unwrap_or("python3");
+        let named = python.map(str::trim).filter(|p| !p.is_empty()).map(str::to_string);
+        let python = match named {
+            Some(python) => python,
+            None => last_python(self.store.latest_facts(host).await.map_err(store_error)?),
+        };
+        let python = python.as_str();
         if python.len() > 500 || python.chars().any(char::is_control) {
             return Err(ApiError::invalid("The python is a path or command name on one line."));
         }

@@ -7,8 +7,8 @@ use crate::state::AppState;
 use axum::Form;
 use axum::extract::{ConnectInfo, FromRequestParts, State};
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, header};
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use std::net::SocketAddr;
 
 #[derive(serde::Deserialize)]
@@ -27,13 +27,25 @@ pub struct Setup {
 }
 
 /// Only paths of this site: `//evil.example` or `https://…` would make the
-/// sign-in page an open redirect.
+/// sign-in page an open redirect. Browsers drop tabs and newlines inside a URL
+/// (`/\t/evil.example` is `//evil.example` to them) and read `\\` as `/`, so
+/// a path with any control character, white space or backslash is refused too.
 fn safe_next(next: &str) -> &str {
-    if next.starts_with('/') && !next.starts_with("//") && !next.contains('\\') { next } else { "/" }
+    let plain = !next.chars().any(|c| c.is_control() || c.is_whitespace() || c == '\\');
+    if plain && next.starts_with('/') && !next.starts_with("//") { next } else { "/" }
+}
+
+/// A `303 See Other` to `to`, or to `/` if `to` cannot be a header value
+/// (`Redirect::to` panics on those).
+fn redirect(to: &str) -> Response {
+    match HeaderValue::try_from(to) {
+        Ok(location) => (StatusCode::SEE_OTHER, [(header::LOCATION, location)]).into_response(),
+        Err(_) => (StatusCode::SEE_OTHER, [(header::LOCATION, HeaderValue::from_static("/"))]).into_response(),
+    }
 }
 
 fn with_cookie(cookie: String, to: &str) -> Response {
-    ([(header::SET_COOKIE, cookie)], Redirect::to(to)).into_response()
+    ([(header::SET_COOKIE, cookie)], redirect(to)).into_response()
 }
 
 /// The client's address, for the sign-in limiter (`local` when served without
@@ -53,13 +65,12 @@ pub async fn sign_in(State(state): State<AppState>, Client(client): Client, Form
     let next = safe_next(&form.next);
     match state.auth.sign_in(form.name.trim(), &form.password, &client).await {
         Ok((_, session)) => with_cookie(state.auth.session_cookie(Some(&session)), next),
-        Err(e) => Redirect::to(&format!(
+        Err(e) => redirect(&format!(
             "/login?error={}&name={}&next={}",
             url_encode(&e.message),
             url_encode(form.name.trim()),
             url_encode(next)
-        ))
-        .into_response(),
+        )),
     }
 }
 
@@ -81,13 +92,12 @@ pub async fn setup(State(state): State<AppState>, Client(client): Client, Form(f
     };
     match signed_in {
         Ok(session) => with_cookie(state.auth.session_cookie(Some(&session)), "/"),
-        Err(e) => Redirect::to(&format!(
+        Err(e) => redirect(&format!(
             "/setup?token={}&error={}&name={}",
             url_encode(&form.token),
             url_encode(&e.message),
             url_encode(form.name.trim())
-        ))
-        .into_response(),
+        )),
     }
 }
 
@@ -96,8 +106,25 @@ mod tests {
     #[test]
     fn next_stays_on_this_site() {
         assert_eq!(super::safe_next("/i/abc#step-3"), "/i/abc#step-3");
-        for bad in ["//evil.example", "https://evil.example", "/\\evil.example", ""] {
-            assert_eq!(super::safe_next(bad), "/", "{bad}");
+        for bad in [
+            "//evil.example",
+            "https://evil.example",
+            "/\\evil.example",
+            "",
+            "/\t/evil.example",
+            "/\n/evil.example",
+            "/\r\nSet-Cookie: x=1",
+            " /i/abc",
+            "/i/a b",
+        ] {
+            assert_eq!(super::safe_next(bad), "/", "{bad:?}");
         }
+    }
+
+    #[test]
+    fn redirects_never_panic() {
+        let r = super::redirect("/i/abc\r\nSet-Cookie: x=1");
+        assert_eq!(r.status(), axum::http::StatusCode::SEE_OTHER);
+        assert_eq!(r.headers()[axum::http::header::LOCATION], "/");
     }
 }

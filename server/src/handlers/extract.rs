@@ -18,6 +18,9 @@ pub struct ExtractRequest {
     extractors: Vec<ExtractorSpec>,
 }
 
+/// Each extractor is a compiled regex run over the whole text.
+const MAX_EXTRACTORS: usize = 20;
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExtractorSpec {
@@ -34,6 +37,9 @@ pub async fn extract(headers: HeaderMap, body: Bytes) -> Result<Json<Vec<Measure
     } else {
         ExtractRequest { text: String::from_utf8_lossy(&body).into_owned(), extractors: Vec::new() }
     };
+    if request.extractors.len() > MAX_EXTRACTORS {
+        return Err(ApiError::invalid(format!("At most {MAX_EXTRACTORS} extractors in one request.")).into());
+    }
     let extractors = request
         .extractors
         .iter()

@@ -1,5 +1,5 @@
 use crate::error::AppError;
-use crate::extract::{ApiPath, ApiQuery};
+use crate::extract::{ApiJson, ApiPath};
 use crate::runs::live::Change;
 use crate::runs::{Progress, output, output_html};
 use crate::state::AppState;
@@ -119,6 +119,14 @@ pub async fn stream(
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, AppError> {
     let run = state.notebook.run(id).await?;
+    let investigation = state
+        .access
+        .store()
+        .investigation_of(crate::db::OwnedBy::Run, id)
+        .await
+        .map_err(crate::notebook::store_error)?
+        .unwrap_or_default();
+    let stop = until_closed_or_lost(&state, headers.clone(), investigation);
     // A queued run has no output yet: wait for it to start (or end) rather than
     // telling the browser it is over.
     let mut watch = state.runner.live().watch(id);
@@ -175,8 +183,24 @@ pub async fn stream(
             }
         }
     });
-    let stream = stream.take_until(state.runner.live().closed());
+    let stream = stream.take_until(stop);
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+}
+
+/// Ends an event stream when the server shuts down or its reader loses access.
+fn until_closed_or_lost(
+    state: &AppState,
+    headers: HeaderMap,
+    investigation: String,
+) -> impl std::future::Future<Output = ()> + Send + use<> {
+    let closed = state.runner.live().closed();
+    let lost = crate::auth::middleware::access_lost(state.clone(), headers, investigation);
+    async move {
+        tokio::select! {
+            () = closed => {}
+            () = lost => {}
+        }
+    }
 }
 
 /// Server-Sent Events for an investigation: `event: run` with the run as JSON
@@ -192,8 +216,10 @@ pub async fn investigation_events(
     State(state): State<AppState>,
     ApiPath(investigation): ApiPath<String>,
     Query(query): Query<EventsQuery>,
+    headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, AppError> {
     state.access.check(&investigation, crate::auth::access::Need::Read).await?;
+    let stop = until_closed_or_lost(&state, headers, investigation.clone());
     // Only the run rows: rendering the whole investigation (output tails,
     // highlighted snippets) on every subscription would be wasted work.
     let fingerprint = if crate::ids::is_investigation_id(&investigation) {
@@ -262,7 +288,7 @@ pub async fn investigation_events(
     // First a sync event if the client's view is behind: runs that changed
     // between its page load and this subscription would otherwise be missed.
     let sync = futures::stream::iter((!in_sync).then(|| Ok(Event::default().event("run").data("{\"sync\":true}"))));
-    let stream = futures::stream::select(sync.chain(stream), others).take_until(live.closed());
+    let stream = futures::stream::select(sync.chain(stream), others).take_until(stop);
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
 }
 
@@ -275,16 +301,18 @@ pub async fn of_step(
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SourceQuery {
     file: String,
     line: u64,
 }
 
-/// The files on the run's host that a reference in its output may name.
+/// The files on the run's host that a reference in its output may name. A
+/// POST: it runs a search on the host, which no link or image may start.
 pub async fn source(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
-    ApiQuery(query): ApiQuery<SourceQuery>,
+    ApiJson(query): ApiJson<SourceQuery>,
 ) -> Result<Json<SourceCandidates>, AppError> {
     Ok(Json(state.notebook.source_candidates(id, &query.file, query.line).await?))
 }

@@ -7,7 +7,6 @@ use app::metrics::Measurement;
 use regex::Regex;
 
 /// Longest pattern accepted; regex's own size limits bound the compiled form.
-const MAX_PATTERN: usize = 1_000;
 
 #[derive(Debug)]
 pub struct Extractor {
@@ -25,13 +24,7 @@ impl Extractor {
         {
             return Err(ApiError::invalid("An extractor name is 1–80 letters, digits, `_`, `-` or `.`."));
         }
-        if pattern.len() > MAX_PATTERN {
-            return Err(ApiError::invalid(format!("The pattern is over {MAX_PATTERN} characters.")));
-        }
-        let regex = regex::RegexBuilder::new(pattern)
-            .multi_line(true)
-            .size_limit(1 << 20)
-            .build()
+        let regex = crate::user_regex::compile(pattern, true)
             .map_err(|e| ApiError::invalid(format!("The pattern is not a valid regex: {e}")))?;
         if regex.captures_len() != 2 {
             return Err(ApiError::invalid(

@@ -173,6 +173,24 @@ impl Service {
         let StepBody::Command(command) = body else {
             return Err(ApiError::invalid(format!("Step {step_id} is a {} step; only command steps run.", row.kind)));
         };
+        if let Some(seen) = request.version
+            && seen != row.version
+        {
+            let env: Vec<(String, String)> = command.env.clone().into_iter().collect();
+            let now = format!(
+                "Nothing ran. It now runs on {} with {}:\n\n{}\n\nReload to read it, then run again.",
+                command.host,
+                app::runs::config_label(&env),
+                command.command
+            );
+            return Err(crate::notebook::stale_save(
+                "command",
+                row.updated_by.as_deref(),
+                &crate::notebook::timestamp(row.updated_at),
+                row.version,
+                &now,
+            ));
+        }
         let target = self.target(&command.host).await?;
         let env: Vec<(String, String)> = command.env.into_iter().collect();
         let env_json = serde_json::to_string(&env).map_err(|e| internal("env", e))?;

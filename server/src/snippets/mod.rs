@@ -199,8 +199,9 @@ impl Service {
             let Some(step) = steps.iter_mut().find(|s| s.id == row.step_id) else { continue };
             let StepBody::Grep(body) = &step.body else { continue };
             let mut hits: Vec<app::steps::grep::Hit> = serde_json::from_str(&row.hits).unwrap_or_default();
+            let marker = search::Marker::new(&body.pattern, body.regex);
             for hit in &mut hits {
-                hit.html = search::mark(&hit.text, &body.pattern, body.regex);
+                hit.html = search::mark(&hit.text, &marker);
             }
             step.search = Some(app::steps::grep::SearchResult {
                 hits,

@@ -51,15 +51,32 @@ pub async fn grep(pool: &Pool, target: &Target, body: &GrepBody) -> Result<Found
     Ok(Found { hits, total, error })
 }
 
-/// `text` escaped, with what `pattern` matches wrapped in `<mark>`.
-pub fn mark(text: &str, pattern: &str, regex: bool) -> String {
-    let ranges: Vec<(usize, usize)> = if regex {
-        match regex::Regex::new(pattern) {
-            Ok(re) => re.find_iter(text).map(|m| (m.start(), m.end())).filter(|(s, e)| s < e).collect(),
-            Err(_) => Vec::new(),
+/// What a grep step's hits are marked with: its pattern, compiled once for
+/// all the hits of a page.
+pub enum Marker<'a> {
+    Regex(regex::Regex),
+    Plain(&'a str),
+    /// A regex only the host's grep understands: hits are shown unmarked.
+    Nothing,
+}
+
+impl<'a> Marker<'a> {
+    pub fn new(pattern: &'a str, regex: bool) -> Self {
+        match regex {
+            true => crate::user_regex::compile(pattern, false).map_or(Self::Nothing, Self::Regex),
+            false => Self::Plain(pattern),
         }
-    } else {
-        text.match_indices(pattern).map(|(i, m)| (i, i + m.len())).collect()
+    }
+}
+
+/// `text` escaped, with what `marker` matches wrapped in `<mark>`.
+pub fn mark(text: &str, marker: &Marker) -> String {
+    let ranges: Vec<(usize, usize)> = match marker {
+        Marker::Regex(re) => re.find_iter(text).map(|m| (m.start(), m.end())).filter(|(s, e)| s < e).collect(),
+        Marker::Plain(pattern) if !pattern.is_empty() => {
+            text.match_indices(pattern).map(|(i, m)| (i, i + m.len())).collect()
+        }
+        _ => Vec::new(),
     };
     let mut html = String::with_capacity(text.len() + 16);
     let mut at = 0;
@@ -76,12 +93,13 @@ pub fn mark(text: &str, pattern: &str, regex: bool) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::mark;
+    use super::{Marker, mark};
 
     #[test]
     fn marks_matches_and_escapes_the_rest() {
-        assert_eq!(mark("a <b> a", "a", false), "<mark>a</mark>&#32;&lt;b&gt;&#32;<mark>a</mark>");
-        assert_eq!(mark("x1 y22", r"\d+", true), "x<mark>1</mark>&#32;y<mark>22</mark>");
-        assert_eq!(mark("plain", "(", true), "plain");
+        assert_eq!(mark("a <b> a", &Marker::new("a", false)), "<mark>a</mark>&#32;&lt;b&gt;&#32;<mark>a</mark>");
+        assert_eq!(mark("x1 y22", &Marker::new(r"\d+", true)), "x<mark>1</mark>&#32;y<mark>22</mark>");
+        assert_eq!(mark("plain", &Marker::new("(", true)), "plain");
+        assert_eq!(mark("<script>", &Marker::new("", false)), "&lt;script&gt;");
     }
 }

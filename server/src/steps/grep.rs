@@ -14,9 +14,13 @@ pub fn validate(mut body: GrepBody) -> Result<GrepBody, ApiError> {
     if !body.path.starts_with('/') || body.path.contains('\0') {
         return Err(ApiError::invalid("Give an absolute path (starting with /) to search in."));
     }
-    if body.regex && regex::Regex::new(&body.pattern).is_err() && body.pattern.contains(['(', '[']) {
-        // The host's grep decides in the end; this catches obvious typos early.
-        return Err(ApiError::invalid(format!("{:?} is not a valid regular expression.", body.pattern)));
+    if body.regex
+        && let Err(e) = crate::user_regex::compile(&body.pattern, false)
+        && (body.pattern.contains(['(', '[']) || e.contains("too large"))
+    {
+        // The host's grep decides what matches; this catches obvious typos early,
+        // and patterns too large to mark hits with here.
+        return Err(ApiError::invalid(format!("{:?} is not a valid regular expression: {e}.", body.pattern)));
     }
     body.glob = body.glob.map(|g| g.trim().to_string()).filter(|g| !g.is_empty());
     let max = body.max_hits.unwrap_or(DEFAULT_MAX_HITS);

@@ -10,6 +10,7 @@ mod metrics;
 mod pages;
 mod permissions;
 mod runs;
+mod security;
 mod shares;
 mod snippets;
 mod sshd;

@@ -13,6 +13,10 @@ pub struct Team {
 }
 
 impl Team {
+    pub fn token(&self, who: &str) -> String {
+        self.tokens[who].clone()
+    }
+
     pub async fn call(&self, who: &str, method: Method, uri: &str, body: Value) -> Response {
         let bearer = format!("Bearer {}", self.tokens[who]);
         let headers = [("authorization", bearer.as_str()), ("content-type", "application/json")];

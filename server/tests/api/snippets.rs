@@ -328,20 +328,12 @@ async fn log_references_link_to_the_files_the_run_used() {
     assert!(html.contains(&format!("data-file=\"{}\" data-line=\"137\"", file.display())), "the traceback line");
 
     // The bare name resolves through the interpreter the command used.
-    let source = |file: &str, line: u64| {
-        let query: String = file
-            .bytes()
-            .map(|b| {
-                if b.is_ascii_alphanumeric() || b"/._-".contains(&b) {
-                    (b as char).to_string()
-                } else {
-                    format!("%{b:02X}")
-                }
-            })
-            .collect();
-        format!("/api/v1/runs/{run}/source?file={query}&line={line}")
-    };
-    let found = app.get(&source("custom_all_reduce.py", 137)).await;
+    let source = |file: &str, line: u64| json!({ "file": file, "line": line });
+    let source_url = format!("/api/v1/runs/{run}/source");
+    // A remote action: never on GET.
+    let get = app.get(&format!("{source_url}?file=custom_all_reduce.py&line=137")).await;
+    assert_eq!(get.status, StatusCode::METHOD_NOT_ALLOWED, "{}", get.text());
+    let found = app.post_json(&source_url, source("custom_all_reduce.py", 137)).await;
     assert_eq!(found.status, StatusCode::OK, "{}", found.text());
     let found = found.json();
     assert_eq!(found["candidates"], json!([file.display().to_string()]), "{found}");
@@ -350,11 +342,11 @@ async fn log_references_link_to_the_files_the_run_used() {
         found["searched"].as_array().unwrap().iter().any(|d| d.as_str().unwrap().ends_with("site-packages")),
         "{found}"
     );
-    let relative = app.get(&source("device_communicators/custom_all_reduce.py", 137)).await.json();
+    let relative = app.post_json(&source_url, source("device_communicators/custom_all_reduce.py", 137)).await.json();
     assert_eq!(relative["candidates"], json!([file.display().to_string()]), "{relative}");
-    let absolute = app.get(&source(&file.display().to_string(), 137)).await.json();
+    let absolute = app.post_json(&source_url, source(&file.display().to_string(), 137)).await.json();
     assert_eq!(absolute["candidates"], json!([file.display().to_string()]), "{absolute}");
-    let nowhere = app.get(&source("shm_broadcast.py", 258)).await.json();
+    let nowhere = app.post_json(&source_url, source("shm_broadcast.py", 258)).await.json();
     assert_eq!(nowhere["candidates"], json!([]), "{nowhere}");
 
     // A second copy on the run's PYTHONPATH makes the name ambiguous: both are offered.
@@ -368,18 +360,29 @@ async fn log_references_link_to_the_files_the_run_used() {
     .await;
     let run2 = crate::runs::start(&app, step2, json!({})).await[0];
     crate::runs::finished(&app, run2).await;
-    let both = app.get(&format!("/api/v1/runs/{run2}/source?file=custom_all_reduce.py&line=137")).await.json();
+    let both = app
+        .post_json(&format!("/api/v1/runs/{run2}/source"), json!({"file": "custom_all_reduce.py", "line": 137}))
+        .await
+        .json();
     let mut candidates: Vec<String> = serde_json::from_value(both["candidates"].clone()).unwrap();
     candidates.sort();
     let mut expected = vec![file.display().to_string(), other.join("custom_all_reduce.py").display().to_string()];
     expected.sort();
     assert_eq!(candidates, expected, "{both}");
 
-    // The page for a choice lists them; bad references get a reason.
+    // The page searches nothing when opened; it offers the search, and lists
+    // what a search found when its address carries the answer.
     let page = app.get(&format!("/runs/{run2}/source?file=custom_all_reduce.py&line=137")).await;
     assert_eq!(page.status, StatusCode::OK);
-    assert!(page.text().contains("2 files match"), "{}", page.text());
-    assert_eq!(app.get(&source("x.py", 0)).await.status, StatusCode::UNPROCESSABLE_ENTITY);
-    assert_eq!(app.get(&format!("/api/v1/runs/{run}/source?line=3")).await.status, StatusCode::BAD_REQUEST);
-    assert_eq!(app.get("/api/v1/runs/999999/source?file=x.py&line=3").await.status, StatusCode::NOT_FOUND);
+    assert!(page.text().contains("Search gpu for custom_all_reduce.py"), "{}", page.text());
+    assert!(!page.text().contains("files match"), "{}", page.text());
+    let listed = app
+        .get(&format!("/runs/{run2}/source?file=custom_all_reduce.py&line=137&searched=1&c=%2Fa.py&c=%2Fb.py"))
+        .await;
+    assert!(listed.text().contains("2 files match"), "{}", listed.text());
+    assert_eq!(app.post_json(&source_url, source("x.py", 0)).await.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let no_file = app.post_json(&source_url, json!({"line": 3})).await.status;
+    assert!(no_file.is_client_error() && no_file != StatusCode::NOT_FOUND, "{no_file}");
+    let nowhere = app.post_json("/api/v1/runs/999999/source", source("x.py", 3)).await.status;
+    assert_eq!(nowhere, StatusCode::NOT_FOUND);
 }
