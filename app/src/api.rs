@@ -8,16 +8,16 @@ use crate::model::{Investigation, InvestigationSummary, Step};
 use leptos::prelude::*;
 
 #[cfg(feature = "ssr")]
-use crate::backend::notebook;
+use crate::backend::{actor, notebook};
 
 #[server]
 pub async fn list_investigations() -> Result<Vec<InvestigationSummary>, ApiError> {
-    notebook()?.list_investigations().await.inspect_err(crate::backend::set_status)
+    notebook()?.list_investigations(&actor()?).await.inspect_err(crate::backend::set_status)
 }
 
 #[server]
 pub async fn get_investigation(id: String) -> Result<Investigation, ApiError> {
-    let result = notebook()?.investigation(&id).await;
+    let result = notebook()?.investigation(&actor()?, &id).await;
     if let Err(e) = &result {
         crate::backend::set_status(e);
     }
@@ -27,7 +27,8 @@ pub async fn get_investigation(id: String) -> Result<Investigation, ApiError> {
 #[server]
 pub async fn create_investigation(title: String, question: String) -> Result<Investigation, ApiError> {
     let new = crate::model::NewInvestigation { title, question: Some(question) };
-    let investigation = notebook()?.create_investigation(new).await.inspect_err(crate::backend::set_status)?;
+    let investigation =
+        notebook()?.create_investigation(&actor()?, new).await.inspect_err(crate::backend::set_status)?;
     leptos_axum::redirect(&investigation.url);
     Ok(investigation)
 }
@@ -35,7 +36,7 @@ pub async fn create_investigation(title: String, question: String) -> Result<Inv
 #[server]
 pub async fn rename_investigation(id: String, title: String, question: String) -> Result<Investigation, ApiError> {
     let patch = crate::model::InvestigationPatch { title: Some(title), question: Some(question), status: None };
-    notebook()?.update_investigation(&id, patch).await.inspect_err(crate::backend::set_status)
+    notebook()?.update_investigation(&actor()?, &id, patch).await.inspect_err(crate::backend::set_status)
 }
 
 #[server]
@@ -43,27 +44,27 @@ pub async fn set_investigation_status(id: String, status: String) -> Result<Inve
     let status = crate::model::InvestigationStatus::parse(&status)
         .ok_or_else(|| ApiError::invalid(format!("unknown status {status:?}: use open or closed")))?;
     let patch = crate::model::InvestigationPatch { status: Some(status), ..Default::default() };
-    notebook()?.update_investigation(&id, patch).await.inspect_err(crate::backend::set_status)
+    notebook()?.update_investigation(&actor()?, &id, patch).await.inspect_err(crate::backend::set_status)
 }
 
 #[server]
 pub async fn delete_investigation(id: String) -> Result<(), ApiError> {
-    notebook()?.delete_investigation(&id).await.inspect_err(crate::backend::set_status)?;
+    notebook()?.delete_investigation(&actor()?, &id).await.inspect_err(crate::backend::set_status)?;
     leptos_axum::redirect("/");
     Ok(())
 }
 
 #[server]
 pub async fn move_step(step_id: i64, position: u32) -> Result<Step, ApiError> {
-    notebook()?.move_step(step_id, position).await.inspect_err(crate::backend::set_status)
+    notebook()?.move_step(&actor()?, step_id, position).await.inspect_err(crate::backend::set_status)
 }
 
 #[server]
 pub async fn delete_step(step_id: i64) -> Result<(), ApiError> {
-    notebook()?.delete_step(step_id).await.inspect_err(crate::backend::set_status)
+    notebook()?.delete_step(&actor()?, step_id).await.inspect_err(crate::backend::set_status)
 }
 
 #[server]
 pub async fn list_hosts() -> Result<Vec<Host>, ApiError> {
-    notebook()?.hosts().await.inspect_err(crate::backend::set_status)
+    notebook()?.hosts(&actor()?).await.inspect_err(crate::backend::set_status)
 }

@@ -15,96 +15,162 @@ use crate::steps::StepBody;
 use crate::steps::snippet::{Annotation, AnnotationPatch, NewAnnotation, SourceCandidates};
 use std::sync::Arc;
 
+/// Who an operation is for. The server's sign-in check makes one per request
+/// and keeps it with the request; JSON handlers take it as an extractor and
+/// server functions with [`actor`], and every [`Notebook`] call receives it.
+/// Nothing below the call looks it up again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Actor {
+    pub name: String,
+    pub admin: bool,
+    /// The one user of `--no-auth` (no accounts), where a typed author name is kept.
+    pub local: bool,
+}
+
+impl Actor {
+    /// Who `--no-auth` makes every request (and tools on the server's own machine).
+    pub fn local() -> Self {
+        Self { name: "local".into(), admin: true, local: true }
+    }
+
+    pub fn user(&self) -> User {
+        User { name: self.name.clone(), admin: self.admin }
+    }
+}
+
 #[async_trait::async_trait]
 pub trait Notebook: Send + Sync + 'static {
-    async fn list_investigations(&self) -> Result<Vec<InvestigationSummary>, ApiError>;
-    async fn create_investigation(&self, new: NewInvestigation) -> Result<Investigation, ApiError>;
-    async fn investigation(&self, id: &str) -> Result<Investigation, ApiError>;
-    async fn update_investigation(&self, id: &str, patch: InvestigationPatch) -> Result<Investigation, ApiError>;
-    async fn delete_investigation(&self, id: &str) -> Result<(), ApiError>;
+    async fn list_investigations(&self, actor: &Actor) -> Result<Vec<InvestigationSummary>, ApiError>;
+    async fn create_investigation(&self, actor: &Actor, new: NewInvestigation) -> Result<Investigation, ApiError>;
+    async fn investigation(&self, actor: &Actor, id: &str) -> Result<Investigation, ApiError>;
+    async fn update_investigation(
+        &self,
+        actor: &Actor,
+        id: &str,
+        patch: InvestigationPatch,
+    ) -> Result<Investigation, ApiError>;
+    async fn delete_investigation(&self, actor: &Actor, id: &str) -> Result<(), ApiError>;
 
-    async fn add_step(&self, investigation: &str, body: StepBody) -> Result<Step, ApiError>;
-    async fn step(&self, id: i64) -> Result<Step, ApiError>;
+    async fn add_step(&self, actor: &Actor, investigation: &str, body: StepBody) -> Result<Step, ApiError>;
+    async fn step(&self, actor: &Actor, id: i64) -> Result<Step, ApiError>;
     /// Replaces the step's body; its kind cannot change. With `version`, refused
     /// (409, saying who changed it when, with their text) unless it is still that one.
-    async fn update_step(&self, id: i64, body: StepBody, version: Option<i64>) -> Result<Step, ApiError>;
+    async fn update_step(&self, actor: &Actor, id: i64, body: StepBody, version: Option<i64>)
+    -> Result<Step, ApiError>;
     /// Moves the step to `position` (1-based, clamped to the timeline).
-    async fn move_step(&self, id: i64, position: u32) -> Result<Step, ApiError>;
-    async fn delete_step(&self, id: i64) -> Result<(), ApiError>;
+    async fn move_step(&self, actor: &Actor, id: i64, position: u32) -> Result<Step, ApiError>;
+    async fn delete_step(&self, actor: &Actor, id: i64) -> Result<(), ApiError>;
 
-    async fn hosts(&self) -> Result<Vec<Host>, ApiError>;
-    async fn host(&self, name: &str) -> Result<Host, ApiError>;
-    async fn add_host(&self, host: NewHost) -> Result<Host, ApiError>;
+    async fn hosts(&self, actor: &Actor) -> Result<Vec<Host>, ApiError>;
+    async fn host(&self, actor: &Actor, name: &str) -> Result<Host, ApiError>;
+    async fn add_host(&self, actor: &Actor, host: NewHost) -> Result<Host, ApiError>;
     /// Replaces the host called `name` (which may be renamed by `host.name`).
-    async fn update_host(&self, name: &str, host: NewHost) -> Result<Host, ApiError>;
-    async fn remove_host(&self, name: &str) -> Result<(), ApiError>;
+    async fn update_host(&self, actor: &Actor, name: &str, host: NewHost) -> Result<Host, ApiError>;
+    async fn remove_host(&self, actor: &Actor, name: &str) -> Result<(), ApiError>;
     /// Trusts the key the host offered, if `fingerprint` is its SHA256 fingerprint.
-    async fn trust_host(&self, name: &str, fingerprint: &str) -> Result<Host, ApiError>;
+    async fn trust_host(&self, actor: &Actor, name: &str, fingerprint: &str) -> Result<Host, ApiError>;
     /// Keeps the passphrase of the host's key file in memory (never stored).
-    async fn set_passphrase(&self, name: &str, passphrase: String) -> Result<(), ApiError>;
-    async fn test_host(&self, name: &str) -> Result<ConnectionReport, ApiError>;
+    async fn set_passphrase(&self, actor: &Actor, name: &str, passphrase: String) -> Result<(), ApiError>;
+    async fn test_host(&self, actor: &Actor, name: &str) -> Result<ConnectionReport, ApiError>;
     /// Adds the hosts an ssh_config defines (existing names are left alone).
-    async fn import_hosts(&self, source: HostImport) -> Result<ImportReport, ApiError>;
+    async fn import_hosts(&self, actor: &Actor, source: HostImport) -> Result<ImportReport, ApiError>;
     /// Captures GPUs, links, CPU and package versions (of `python`, default python3) now.
-    async fn capture_facts(&self, host: &str, python: Option<String>) -> Result<HostFacts, ApiError>;
+    async fn capture_facts(&self, actor: &Actor, host: &str, python: Option<String>) -> Result<HostFacts, ApiError>;
     /// The newest captured facts, if any.
-    async fn facts(&self, host: &str) -> Result<Option<HostFacts>, ApiError>;
+    async fn facts(&self, actor: &Actor, host: &str) -> Result<Option<HostFacts>, ApiError>;
     /// One capture, as a run refers to it (`Run::facts_id`).
-    async fn facts_by_id(&self, id: i64) -> Result<HostFacts, ApiError>;
+    async fn facts_by_id(&self, actor: &Actor, id: i64) -> Result<HostFacts, ApiError>;
 
     /// Queues runs of a command step (warm-ups first); they start right away.
-    async fn start_runs(&self, step_id: i64, request: RunRequest) -> Result<Vec<Run>, ApiError>;
-    async fn run(&self, id: i64) -> Result<Run, ApiError>;
-    async fn cancel_run(&self, id: i64) -> Result<Run, ApiError>;
+    async fn start_runs(&self, actor: &Actor, step_id: i64, request: RunRequest) -> Result<Vec<Run>, ApiError>;
+    async fn run(&self, actor: &Actor, id: i64) -> Result<Run, ApiError>;
+    async fn cancel_run(&self, actor: &Actor, id: i64) -> Result<Run, ApiError>;
     /// Fetches a snippet step's file again (optionally another range) as a new snapshot.
-    async fn refresh_snippet(&self, step_id: i64, start: Option<u64>, end: Option<u64>) -> Result<Step, ApiError>;
+    async fn refresh_snippet(
+        &self,
+        actor: &Actor,
+        step_id: i64,
+        start: Option<u64>,
+        end: Option<u64>,
+    ) -> Result<Step, ApiError>;
     /// Writes an annotation beside lines the snippet step shows.
-    async fn add_annotation(&self, step_id: i64, new: NewAnnotation) -> Result<Annotation, ApiError>;
-    async fn annotation(&self, id: i64) -> Result<Annotation, ApiError>;
-    async fn update_annotation(&self, id: i64, patch: AnnotationPatch) -> Result<Annotation, ApiError>;
-    async fn delete_annotation(&self, id: i64) -> Result<(), ApiError>;
+    async fn add_annotation(&self, actor: &Actor, step_id: i64, new: NewAnnotation) -> Result<Annotation, ApiError>;
+    async fn annotation(&self, actor: &Actor, id: i64) -> Result<Annotation, ApiError>;
+    async fn update_annotation(&self, actor: &Actor, id: i64, patch: AnnotationPatch) -> Result<Annotation, ApiError>;
+    async fn delete_annotation(&self, actor: &Actor, id: i64) -> Result<(), ApiError>;
     /// The files on the run's host that a reference in its output (`x.py:137`) may name.
-    async fn source_candidates(&self, run_id: i64, file: &str, line: u64) -> Result<SourceCandidates, ApiError>;
+    async fn source_candidates(
+        &self,
+        actor: &Actor,
+        run_id: i64,
+        file: &str,
+        line: u64,
+    ) -> Result<SourceCandidates, ApiError>;
     /// Every measurement of an investigation (from its runs, and manual ones).
-    async fn measurements(&self, investigation: &str) -> Result<Vec<StoredMeasurement>, ApiError>;
-    async fn add_measurement(&self, investigation: &str, new: NewMeasurement) -> Result<StoredMeasurement, ApiError>;
-    async fn delete_measurement(&self, id: i64) -> Result<(), ApiError>;
+    async fn measurements(&self, actor: &Actor, investigation: &str) -> Result<Vec<StoredMeasurement>, ApiError>;
+    async fn add_measurement(
+        &self,
+        actor: &Actor,
+        investigation: &str,
+        new: NewMeasurement,
+    ) -> Result<StoredMeasurement, ApiError>;
+    async fn delete_measurement(&self, actor: &Actor, id: i64) -> Result<(), ApiError>;
     /// The investigation's chart of `metric` (default: its main one) by configuration;
     /// `None` while no metric was measured in two runs.
-    async fn overview(&self, investigation: &str, metric: Option<&str>) -> Result<Option<Overview>, ApiError>;
-    async fn extractors(&self, investigation: &str) -> Result<Vec<ExtractorDef>, ApiError>;
+    async fn overview(
+        &self,
+        actor: &Actor,
+        investigation: &str,
+        metric: Option<&str>,
+    ) -> Result<Option<Overview>, ApiError>;
+    async fn extractors(&self, actor: &Actor, investigation: &str) -> Result<Vec<ExtractorDef>, ApiError>;
     /// Adds an extractor and extracts every finished run of the investigation again.
-    async fn add_extractor(&self, investigation: &str, def: ExtractorDef) -> Result<ExtractorDef, ApiError>;
-    async fn remove_extractor(&self, investigation: &str, name: &str) -> Result<(), ApiError>;
-    async fn hypotheses(&self, investigation: &str) -> Result<Vec<Hypothesis>, ApiError>;
-    async fn hypothesis(&self, id: i64) -> Result<Hypothesis, ApiError>;
-    async fn add_hypothesis(&self, investigation: &str, input: HypothesisInput) -> Result<Hypothesis, ApiError>;
+    async fn add_extractor(
+        &self,
+        actor: &Actor,
+        investigation: &str,
+        def: ExtractorDef,
+    ) -> Result<ExtractorDef, ApiError>;
+    async fn remove_extractor(&self, actor: &Actor, investigation: &str, name: &str) -> Result<(), ApiError>;
+    async fn hypotheses(&self, actor: &Actor, investigation: &str) -> Result<Vec<Hypothesis>, ApiError>;
+    async fn hypothesis(&self, actor: &Actor, id: i64) -> Result<Hypothesis, ApiError>;
+    async fn add_hypothesis(
+        &self,
+        actor: &Actor,
+        investigation: &str,
+        input: HypothesisInput,
+    ) -> Result<Hypothesis, ApiError>;
     /// Changes the fields `input` has; the experiment is computed again.
-    async fn update_hypothesis(&self, id: i64, input: HypothesisInput) -> Result<Hypothesis, ApiError>;
-    async fn delete_hypothesis(&self, id: i64) -> Result<(), ApiError>;
+    async fn update_hypothesis(&self, actor: &Actor, id: i64, input: HypothesisInput) -> Result<Hypothesis, ApiError>;
+    async fn delete_hypothesis(&self, actor: &Actor, id: i64) -> Result<(), ApiError>;
     /// Up to `bytes` of a run's output ending at `before`, as HTML, from a line start.
-    async fn output_before(&self, id: i64, before: u64, bytes: u64) -> Result<OutputTail, ApiError>;
+    async fn output_before(&self, actor: &Actor, id: i64, before: u64, bytes: u64) -> Result<OutputTail, ApiError>;
 
     /// Who has which role in the investigation.
-    async fn members(&self, investigation: &str) -> Result<Vec<Member>, ApiError>;
+    async fn members(&self, actor: &Actor, investigation: &str) -> Result<Vec<Member>, ApiError>;
     /// Gives `member.user` that role (owners only); a role of `none` removes it.
-    async fn set_member(&self, investigation: &str, member: Member) -> Result<Vec<Member>, ApiError>;
-    async fn host_access(&self, host: &str) -> Result<HostAccess, ApiError>;
+    async fn set_member(&self, actor: &Actor, investigation: &str, member: Member) -> Result<Vec<Member>, ApiError>;
+    async fn host_access(&self, actor: &Actor, host: &str) -> Result<HostAccess, ApiError>;
     /// Admins only.
-    async fn set_host_access(&self, host: &str, access: HostAccess) -> Result<HostAccess, ApiError>;
+    async fn set_host_access(&self, actor: &Actor, host: &str, access: HostAccess) -> Result<HostAccess, ApiError>;
 
     /// The investigation's share links (owners only).
-    async fn share_links(&self, investigation: &str) -> Result<Vec<ShareLink>, ApiError>;
-    async fn create_share_link(&self, investigation: &str, new: NewShareLink) -> Result<CreatedShareLink, ApiError>;
-    async fn revoke_share_link(&self, id: i64) -> Result<ShareLink, ApiError>;
+    async fn share_links(&self, actor: &Actor, investigation: &str) -> Result<Vec<ShareLink>, ApiError>;
+    async fn create_share_link(
+        &self,
+        actor: &Actor,
+        investigation: &str,
+        new: NewShareLink,
+    ) -> Result<CreatedShareLink, ApiError>;
+    async fn revoke_share_link(&self, actor: &Actor, id: i64) -> Result<ShareLink, ApiError>;
     /// Adds a comment (a thread, or a reply to one); `@name`s become mentions.
-    async fn add_comment(&self, investigation: &str, new: NewComment) -> Result<Comment, ApiError>;
+    async fn add_comment(&self, actor: &Actor, investigation: &str, new: NewComment) -> Result<Comment, ApiError>;
     /// Resolves (or reopens) the thread the comment is in.
-    async fn resolve_comment(&self, id: i64, resolved: bool) -> Result<Comment, ApiError>;
+    async fn resolve_comment(&self, actor: &Actor, id: i64, resolved: bool) -> Result<Comment, ApiError>;
     /// The signed-in user's mentions, newest first: unread ones, or `all`.
-    async fn mentions(&self, all: bool) -> Result<Vec<Mention>, ApiError>;
+    async fn mentions(&self, actor: &Actor, all: bool) -> Result<Vec<Mention>, ApiError>;
     /// Marks one comment's mention read, or all of them (`None`).
-    async fn read_mentions(&self, comment: Option<i64>) -> Result<(), ApiError>;
+    async fn read_mentions(&self, actor: &Actor, comment: Option<i64>) -> Result<(), ApiError>;
     /// What the link with this token shows; anyone may ask (the token is the right).
     async fn shared(&self, token: &str) -> Result<SharedView, ApiError>;
 }
@@ -118,7 +184,7 @@ pub trait Accounts: Send + Sync + 'static {
     async fn create_token(&self, user: &str, label: &str) -> Result<NewApiToken, ApiError>;
     async fn revoke_token(&self, user: &str, id: i64) -> Result<(), ApiError>;
     /// Admins only: the newest remote actions.
-    async fn audit_log(&self, limit: i64) -> Result<Vec<crate::accounts::AuditEntry>, ApiError>;
+    async fn audit_log(&self, actor: &Actor, limit: i64) -> Result<Vec<crate::accounts::AuditEntry>, ApiError>;
 }
 
 pub fn accounts() -> Result<Arc<dyn Accounts>, ApiError> {
@@ -129,10 +195,14 @@ pub fn accounts() -> Result<Arc<dyn Accounts>, ApiError> {
 }
 
 /// Who is asking: set on every request by the server's sign-in check.
-pub fn current_user() -> Result<User, ApiError> {
+pub fn actor() -> Result<Actor, ApiError> {
     leptos::prelude::use_context::<http::request::Parts>()
-        .and_then(|parts| parts.extensions.get::<User>().cloned())
+        .and_then(|parts| parts.extensions.get::<Actor>().cloned())
         .ok_or_else(|| ApiError::new(crate::error::ErrorCode::Unauthenticated, "Sign in first."))
+}
+
+pub fn current_user() -> Result<User, ApiError> {
+    actor().map(|actor| actor.user())
 }
 
 /// The notebook the server provided for this request.

@@ -13,7 +13,7 @@ mod peer;
 
 use app::runs::RunRequest;
 use app::steps::{StepBody, command::CommandBody};
-use peer::{Peer, median, ms, timed};
+use peer::{Actor, Peer, median, ms, quick, timed};
 use server::AppState;
 use std::time::{Duration, Instant};
 
@@ -31,7 +31,7 @@ fn status_kb(field: &str) -> u64 {
 async fn sleuth_run(state: &AppState, step: i64) -> Duration {
     let mut events = state.runner.live().subscribe();
     let started = Instant::now();
-    let runs = state.notebook.start_runs(step, RunRequest::default()).await.expect("start");
+    let runs = state.notebook.start_runs(&Actor::local(), step, RunRequest::default()).await.expect("start");
     let id = runs[0].id;
     loop {
         let event = events.recv().await.expect("events");
@@ -46,6 +46,11 @@ async fn sleuth_run(state: &AppState, step: i64) -> Duration {
 async fn main() {
     let peer = Peer::start().await;
     let (state, notebook, investigation) = (&peer.state, peer.state.notebook.clone(), &peer.investigation);
+    let actor = Actor::local();
+    // Quick mode: the same paths on 10 MB and a few iterations.
+    let (n, bytes) = if quick() { (3, 10_000_000_u64) } else { (20, 1_000_000_000) };
+    let ingest = format!("head -c {bytes} /dev/zero");
+    let size = if quick() { "10 MB (quick mode: not for perf.md)" } else { "1 GB" };
     let command_step = |command: &str| {
         StepBody::Command(CommandBody {
             host: "bench".into(),
@@ -55,27 +60,25 @@ async fn main() {
             timeout_s: None,
         })
     };
-    let true_step = notebook.add_step(investigation, command_step("true")).await.expect("step").id;
-    let gigabyte =
-        notebook.add_step(investigation, command_step("head -c 1000000000 /dev/zero")).await.expect("step").id;
+    let true_step = notebook.add_step(&actor, investigation, command_step("true")).await.expect("step").id;
+    let gigabyte = notebook.add_step(&actor, investigation, command_step(&ingest)).await.expect("step").id;
 
     // (a) latency of `true`
-    const N: usize = 20;
     sleuth_run(state, true_step).await; // connects the pool
     let mut sleuth = Vec::new();
-    for _ in 0..N {
+    for _ in 0..n {
         sleuth.push(sleuth_run(state, true_step).await);
     }
     let mut controlmaster = Vec::new();
-    for _ in 0..N {
+    for _ in 0..n {
         controlmaster.push(timed(&mut peer.via_master("true")));
     }
     let mut fresh = Vec::new();
-    for _ in 0..N / 2 {
+    for _ in 0..n / 2 {
         fresh.push(timed(&mut peer.fresh("true")));
     }
     let (s, c, f) = (median(sleuth), median(controlmaster), median(fresh));
-    println!("(a) `true`, median of {N}:");
+    println!("(a) `true`, median of {n}:");
     println!("    Sleuth pooled run        {:8.1} ms", ms(s));
     println!(
         "    ssh via ControlMaster    {:8.1} ms   Sleuth / ControlMaster = {:.2}x (target <= 1.0)",
@@ -93,9 +96,9 @@ async fn main() {
     let rss_before = status_kb("VmRSS:");
     let sleuth_gb = sleuth_run(state, gigabyte).await;
     let peak_growth = status_kb("VmHWM:").saturating_sub(rss_before);
-    let ssh_gb = timed(&mut peer.via_master("head -c 1000000000 /dev/zero"));
-    let rate = |d: Duration| 1000.0 / d.as_secs_f64();
-    println!("(b) 1 GB of output:");
+    let ssh_gb = timed(&mut peer.via_master(&ingest));
+    let rate = |d: Duration| bytes as f64 / 1e6 / d.as_secs_f64();
+    println!("(b) {size} of output:");
     println!("    Sleuth run (to disk)     {:8.2} s  {:6.0} MB/s", sleuth_gb.as_secs_f64(), rate(sleuth_gb));
     println!(
         "    ssh via ControlMaster    {:8.2} s  {:6.0} MB/s   Sleuth / ssh throughput = {:.2}x (target >= 0.8)",

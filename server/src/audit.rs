@@ -4,11 +4,9 @@
 
 use crate::db::{NewAudit, Store};
 
-/// Who the current request is for: the signed-in user's name, or `sleuth` for
-/// work Sleuth does by itself (the daily facts capture, a run's end).
-pub fn actor_name() -> String {
-    crate::auth::actor().map_or_else(|| "sleuth".to_string(), |a| a.user.name)
-}
+/// Who the audit log names for work Sleuth does by itself (the facts capture
+/// before a day's first run, a run's end); everything else names its actor.
+pub const SLEUTH: &str = "sleuth";
 
 pub async fn record(store: &Store, entry: NewAudit) {
     if let Err(e) = store.append_audit(&entry).await {

@@ -7,6 +7,7 @@
 
 use crate::db::{CommentRow, NewCommentRow};
 use crate::notebook::{Service, store_error, timestamp};
+use app::backend::Actor;
 use app::comments::{BODY_CHARS, Comment, Mention, NewComment, comment_anchor, mentioned_names};
 use app::error::ApiError;
 
@@ -43,12 +44,17 @@ fn comment_not_found(id: i64) -> ApiError {
 }
 
 impl Service {
-    pub(crate) async fn comments_impl(&self, investigation: &str) -> Result<Vec<Comment>, ApiError> {
+    pub(crate) async fn comments(&self, investigation: &str) -> Result<Vec<Comment>, ApiError> {
         let rows = self.store.comments_of_investigation(investigation).await.map_err(store_error)?;
         Ok(rows.into_iter().map(comment_view).collect())
     }
 
-    pub(crate) async fn add_comment_impl(&self, investigation: &str, new: NewComment) -> Result<Comment, ApiError> {
+    pub(crate) async fn add_comment(
+        &self,
+        actor: &Actor,
+        investigation: &str,
+        new: NewComment,
+    ) -> Result<Comment, ApiError> {
         let body = check_body(&new.body)?;
         let elsewhere = || ApiError::invalid("That is in another investigation.");
         // Where the thread sits: a reply follows its thread; a new thread names a
@@ -82,7 +88,7 @@ impl Service {
         if step.investigation_id != investigation {
             return Err(elsewhere());
         }
-        let author = crate::audit::actor_name();
+        let author = actor.name.clone();
         let mentions = self.store.existing_users(&mentioned_names(&body)).await.map_err(store_error)?;
         let mentions: Vec<String> = mentions.into_iter().filter(|m| !m.eq_ignore_ascii_case(&author)).collect();
         let row = self
@@ -102,17 +108,17 @@ impl Service {
         Ok(comment_view(row))
     }
 
-    pub(crate) async fn resolve_comment_impl(&self, id: i64, resolved: bool) -> Result<Comment, ApiError> {
+    pub(crate) async fn resolve_comment(&self, actor: &Actor, id: i64, resolved: bool) -> Result<Comment, ApiError> {
         let row = self.store.comment(id).await.map_err(store_error)?.ok_or_else(|| comment_not_found(id))?;
         let root = row.parent_id.unwrap_or(row.id);
-        let by = crate::audit::actor_name();
+        let by = actor.name.clone();
         self.store.resolve_comment(root, resolved.then_some(by.as_str())).await.map_err(store_error)?;
         let row = self.store.comment(root).await.map_err(store_error)?.ok_or_else(|| comment_not_found(root))?;
         Ok(comment_view(row))
     }
 
-    pub(crate) async fn mentions_impl(&self, all: bool) -> Result<Vec<Mention>, ApiError> {
-        let user = crate::audit::actor_name();
+    pub(crate) async fn mentions(&self, actor: &Actor, all: bool) -> Result<Vec<Mention>, ApiError> {
+        let user = actor.name.clone();
         let rows = self.store.mentions_of(&user, all).await.map_err(store_error)?;
         Ok(rows
             .into_iter()
@@ -135,8 +141,8 @@ impl Service {
             .collect())
     }
 
-    pub(crate) async fn read_mentions_impl(&self, comment: Option<i64>) -> Result<(), ApiError> {
-        let user = crate::audit::actor_name();
+    pub(crate) async fn read_mentions(&self, actor: &Actor, comment: Option<i64>) -> Result<(), ApiError> {
+        let user = actor.name.clone();
         self.store.read_mentions(&user, comment).await.map_err(store_error)
     }
 }

@@ -4,6 +4,7 @@
 use crate::db::HostRow;
 use crate::notebook::{Service, internal, store_error, timestamp};
 use crate::ssh::{self, Target};
+use app::backend::Actor;
 use app::error::{ApiError, ErrorCode};
 use app::hosts::{ConnectionReport, Host, HostImport, ImportReport, NewHost, is_host_name};
 use std::path::PathBuf;
@@ -110,27 +111,25 @@ impl Service {
         target.ok_or_else(|| host_not_found(name))
     }
 
-    pub(crate) async fn hosts_impl(&self) -> Result<Vec<Host>, ApiError> {
+    pub(crate) async fn hosts(&self) -> Result<Vec<Host>, ApiError> {
         let rows = self.store.hosts().await.map_err(store_error)?;
         Ok(rows.into_iter().map(|row| self.host_view(row)).collect())
     }
 
-    pub(crate) async fn host_impl(&self, name: &str) -> Result<Host, ApiError> {
+    pub(crate) async fn host(&self, name: &str) -> Result<Host, ApiError> {
         Ok(self.host_view(self.host_row(name).await?))
     }
 
-    pub(crate) async fn add_host_impl(&self, new: NewHost) -> Result<Host, ApiError> {
-        crate::auth::require_admin("add hosts")?;
+    pub(crate) async fn add_host(&self, new: NewHost) -> Result<Host, ApiError> {
         let row = check(new)?;
         if self.store.host(&row.name).await.map_err(store_error)?.is_some() {
             return Err(ApiError::new(ErrorCode::Conflict, format!("There is already a host {:?}.", row.name)));
         }
         self.save(&row).await?;
-        self.host_impl(&row.name).await
+        self.host(&row.name).await
     }
 
-    pub(crate) async fn update_host_impl(&self, name: &str, new: NewHost) -> Result<Host, ApiError> {
-        crate::auth::require_admin("change hosts")?;
+    pub(crate) async fn update_host(&self, name: &str, new: NewHost) -> Result<Host, ApiError> {
         self.host_row(name).await?;
         let row = check(new)?;
         if row.name != name {
@@ -138,7 +137,7 @@ impl Service {
         }
         self.save(&row).await?;
         self.pool.forget(name).await;
-        self.host_impl(name).await
+        self.host(name).await
     }
 
     async fn save(&self, row: &HostRow) -> Result<(), ApiError> {
@@ -152,8 +151,7 @@ impl Service {
         Ok(())
     }
 
-    pub(crate) async fn remove_host_impl(&self, name: &str) -> Result<(), ApiError> {
-        crate::auth::require_admin("remove hosts")?;
+    pub(crate) async fn remove_host(&self, name: &str) -> Result<(), ApiError> {
         self.host_row(name).await?;
         let dependents = self.store.hosts_jumping_through(name).await.map_err(store_error)?;
         if !dependents.is_empty() {
@@ -167,11 +165,10 @@ impl Service {
         Ok(())
     }
 
-    pub(crate) async fn trust_host_impl(&self, name: &str, fingerprint: &str) -> Result<Host, ApiError> {
-        let admin = crate::auth::require_admin("trust host keys")?;
+    pub(crate) async fn trust_host(&self, actor: &Actor, name: &str, fingerprint: &str) -> Result<Host, ApiError> {
         let result = self.trust(name, fingerprint).await;
         let entry = crate::db::NewAudit {
-            who: admin.user.name,
+            who: actor.name.clone(),
             action: "host.trust",
             host: Some(name.to_string()),
             target: fingerprint.to_string(),
@@ -189,28 +186,27 @@ impl Service {
             // Ask the host for its key first; the expected outcome is "unknown key".
             let target = self.target(name).await?;
             match self.pool.connection(&target).await {
-                Ok(_) => return self.host_impl(name).await, // already trusted
+                Ok(_) => return self.host(name).await, // already trusted
                 Err(ssh::SshError::UnknownHostKey { .. } | ssh::SshError::HostKeyChanged { .. }) => {}
                 Err(e) => return Err(e.into()),
             }
         }
         self.pool.trust(&row.hostname, port, fingerprint).map_err(ApiError::invalid)?;
         tracing::info!(host = %name, %fingerprint, "host key trusted");
-        self.host_impl(name).await
+        self.host(name).await
     }
 
-    pub(crate) async fn set_passphrase_impl(&self, name: &str, passphrase: String) -> Result<(), ApiError> {
-        crate::auth::require_admin("unlock host keys")?;
+    pub(crate) async fn set_passphrase(&self, name: &str, passphrase: String) -> Result<(), ApiError> {
         self.host_row(name).await?;
         self.pool.set_passphrase(name, passphrase);
         self.pool.forget(name).await;
         Ok(())
     }
 
-    pub(crate) async fn test_host_impl(&self, name: &str) -> Result<ConnectionReport, ApiError> {
-        let result = self.test_host(name).await;
+    pub(crate) async fn test_host(&self, actor: &Actor, name: &str) -> Result<ConnectionReport, ApiError> {
+        let result = self.probe(name).await;
         let entry = crate::db::NewAudit {
-            who: crate::audit::actor_name(),
+            who: actor.name.clone(),
             action: "host.test",
             host: Some(name.to_string()),
             target: "true; uname -a; nvidia-smi -L".into(),
@@ -221,7 +217,7 @@ impl Service {
         result
     }
 
-    async fn test_host(&self, name: &str) -> Result<ConnectionReport, ApiError> {
+    async fn probe(&self, name: &str) -> Result<ConnectionReport, ApiError> {
         let target = self.target(name).await?;
         // Connect first so the latency is a round trip on the pooled connection.
         self.pool.connection(&target).await?;
@@ -252,8 +248,7 @@ fn name_for(hostname: &str) -> String {
 }
 
 impl Service {
-    pub(crate) async fn import_hosts_impl(&self, source: HostImport) -> Result<ImportReport, ApiError> {
-        crate::auth::require_admin("import hosts")?;
+    pub(crate) async fn import_hosts(&self, source: HostImport) -> Result<ImportReport, ApiError> {
         let text = match (source.text, source.path) {
             (Some(text), None) => text,
             (None, Some(path)) => {
@@ -315,7 +310,7 @@ impl Service {
                     continue;
                 }
                 let name = host.name.clone();
-                match self.add_host_impl(host).await {
+                match self.add_host(host).await {
                     Ok(host) => imported.push(host),
                     Err(e) => skipped.push(format!("{name}: {}", e.message)),
                 }

@@ -12,13 +12,13 @@ impl Service {
         row.map(|r| r.name).ok_or_else(|| ApiError::invalid(format!("There is no user {:?}.", name.trim())))
     }
 
-    pub(crate) async fn members_impl(&self, investigation: &str) -> Result<Vec<Member>, ApiError> {
+    pub(crate) async fn members(&self, investigation: &str) -> Result<Vec<Member>, ApiError> {
         self.existing_investigation(investigation).await?;
         let rows = self.store.members(investigation).await.map_err(store_error)?;
         Ok(rows.into_iter().map(|(user, role)| Member { user, role }).collect())
     }
 
-    pub(crate) async fn set_member_impl(&self, investigation: &str, member: Member) -> Result<Vec<Member>, ApiError> {
+    pub(crate) async fn set_member(&self, investigation: &str, member: Member) -> Result<Vec<Member>, ApiError> {
         self.existing_investigation(investigation).await?;
         let role = match member.role.as_str() {
             "none" => None,
@@ -27,7 +27,7 @@ impl Service {
             })?),
         };
         let user = self.existing_user(&member.user).await?;
-        let members = self.members_impl(investigation).await?;
+        let members = self.members(investigation).await?;
         let owners = members.iter().filter(|m| m.role == "owner" && !m.user.eq_ignore_ascii_case(&user)).count();
         if owners == 0 && role != Some(Role::Owner) {
             return Err(ApiError::invalid("An investigation keeps at least one owner; make someone else owner first."));
@@ -39,22 +39,22 @@ impl Service {
             }
         }
         tracing::info!(investigation, user, role = role.map_or("none", Role::as_str), "membership changed");
-        self.members_impl(investigation).await
+        self.members(investigation).await
     }
 
-    pub(crate) async fn host_access_impl(&self, host: &str) -> Result<HostAccess, ApiError> {
-        self.host_impl(host).await?;
+    pub(crate) async fn host_access(&self, host: &str) -> Result<HostAccess, ApiError> {
+        self.host(host).await?;
         let (whole_team, users) = self.store.host_access(host).await.map_err(store_error)?;
         Ok(HostAccess { whole_team, users })
     }
 
-    pub(crate) async fn set_host_access_impl(&self, host: &str, access: HostAccess) -> Result<HostAccess, ApiError> {
-        self.host_impl(host).await?;
+    pub(crate) async fn set_host_access(&self, host: &str, access: HostAccess) -> Result<HostAccess, ApiError> {
+        self.host(host).await?;
         let mut users = Vec::with_capacity(access.users.len());
         for user in &access.users {
             users.push(self.existing_user(user).await?);
         }
         self.store.set_host_access(host, access.whole_team, &users).await.map_err(store_error)?;
-        self.host_access_impl(host).await
+        self.host_access(host).await
     }
 }

@@ -6,21 +6,15 @@ use crate::db::{InvestigationRow, StepRow, Store};
 use crate::runs::Runner;
 use crate::ssh::Pool;
 use crate::{ids, steps};
-use app::accounts::{HostAccess, Member};
-use app::backend::Notebook;
-use app::comments::{Comment, Mention, NewComment};
+use app::accounts::Member;
+use app::backend::Actor;
 use app::error::ApiError;
-use app::hosts::{ConnectionReport, Host, HostFacts, HostImport, ImportReport, NewHost};
-use app::hypotheses::{Hypothesis, HypothesisInput};
-use app::metrics::{ExtractorDef, NewMeasurement, Overview, StoredMeasurement};
+use app::metrics::Overview;
 use app::model::{
     Investigation, InvestigationPatch, InvestigationStatus, InvestigationSummary, NewInvestigation, Step,
     investigation_url, limits, step_url,
 };
-use app::runs::{OutputTail, Run, RunRequest};
-use app::shares::{CreatedShareLink, NewShareLink, ShareLink, SharedView};
 use app::steps::StepBody;
-use app::steps::snippet::{Annotation, AnnotationPatch, NewAnnotation, SourceCandidates};
 use std::sync::Arc;
 
 pub struct Service {
@@ -160,14 +154,13 @@ fn step(row: StepRow) -> Result<Step, ApiError> {
     })
 }
 
-#[async_trait::async_trait]
-impl Notebook for Service {
-    async fn list_investigations(&self) -> Result<Vec<InvestigationSummary>, ApiError> {
+impl Service {
+    pub(crate) async fn list_investigations(&self) -> Result<Vec<InvestigationSummary>, ApiError> {
         let rows = self.store.list_investigations().await.map_err(store_error)?;
         Ok(rows.into_iter().map(summary).collect())
     }
 
-    async fn create_investigation(&self, new: NewInvestigation) -> Result<Investigation, ApiError> {
+    pub(crate) async fn create_investigation(&self, new: NewInvestigation) -> Result<Investigation, ApiError> {
         let title = check_title(&new.title)?;
         let question = check_question(new.question.as_deref().unwrap_or_default())?;
         // 50 random bits: a collision is all but impossible, but never fatal.
@@ -181,7 +174,7 @@ impl Notebook for Service {
         Err(internal("create_investigation", "no free id after 4 tries"))
     }
 
-    async fn investigation(&self, id: &str) -> Result<Investigation, ApiError> {
+    pub(crate) async fn investigation(&self, id: &str) -> Result<Investigation, ApiError> {
         if !ids::is_investigation_id(id) {
             return Err(investigation_not_found(id));
         }
@@ -197,12 +190,12 @@ impl Notebook for Service {
         self.attach_annotations(&mut steps, annotations);
         let searches = self.store.searches_of_investigation(id).await.map_err(store_error)?;
         self.attach_searches(&mut steps, searches);
-        let hypotheses = self.hypotheses_impl(id).await?;
-        let extractors = self.extractors_impl(id).await?;
-        let measurements = self.measurements_impl(id).await?;
+        let hypotheses = self.hypotheses(id).await?;
+        let extractors = self.extractors(id).await?;
+        let measurements = self.measurements(id).await?;
         let overview = crate::metrics::overview::overview(None, &steps, &measurements, &hypotheses);
         let members = self.store.members(id).await.map_err(store_error)?;
-        let comments = self.comments_impl(id).await?;
+        let comments = self.comments(id).await?;
         let summary = summary(row);
         Ok(Investigation {
             members: members.into_iter().map(|(user, role)| Member { user, role }).collect(),
@@ -225,7 +218,11 @@ impl Notebook for Service {
         })
     }
 
-    async fn update_investigation(&self, id: &str, patch: InvestigationPatch) -> Result<Investigation, ApiError> {
+    pub(crate) async fn update_investigation(
+        &self,
+        id: &str,
+        patch: InvestigationPatch,
+    ) -> Result<Investigation, ApiError> {
         let title = patch.title.as_deref().map(check_title).transpose()?;
         let question = patch.question.as_deref().map(check_question).transpose()?;
         let found = ids::is_investigation_id(id)
@@ -245,7 +242,7 @@ impl Notebook for Service {
         self.investigation(id).await
     }
 
-    async fn delete_investigation(&self, id: &str) -> Result<(), ApiError> {
+    pub(crate) async fn delete_investigation(&self, id: &str) -> Result<(), ApiError> {
         let runs = if ids::is_investigation_id(id) {
             self.store.runs_of_investigation(id).await.map_err(store_error)?
         } else {
@@ -260,7 +257,7 @@ impl Notebook for Service {
         Ok(())
     }
 
-    async fn add_step(&self, investigation: &str, body: StepBody) -> Result<Step, ApiError> {
+    pub(crate) async fn add_step(&self, actor: &Actor, investigation: &str, body: StepBody) -> Result<Step, ApiError> {
         if !ids::is_investigation_id(investigation) {
             return Err(investigation_not_found(investigation));
         }
@@ -268,7 +265,7 @@ impl Notebook for Service {
         let body = steps::validate(body)?;
         self.check_references(&body).await?;
         // A snippet or grep reads the host first: a bad path is a 4xx and no step is made.
-        let fetched = self.fetch_for(&body).await?;
+        let fetched = self.fetch_for(actor, &body).await?;
         let (kind, fields) = steps::to_stored(&body).map_err(|e| internal("to_stored", e))?;
         let row = self
             .store
@@ -282,7 +279,7 @@ impl Notebook for Service {
         self.step(row.id).await
     }
 
-    async fn step(&self, id: i64) -> Result<Step, ApiError> {
+    pub(crate) async fn step(&self, id: i64) -> Result<Step, ApiError> {
         let row = self.store.step(id).await.map_err(store_error)?.ok_or_else(|| step_not_found(id))?;
         let mut steps = vec![step(row)?];
         let runs = self.store.runs_of_step(id).await.map_err(store_error)?;
@@ -296,7 +293,13 @@ impl Notebook for Service {
         Ok(steps.remove(0))
     }
 
-    async fn update_step(&self, id: i64, body: StepBody, version: Option<i64>) -> Result<Step, ApiError> {
+    pub(crate) async fn update_step(
+        &self,
+        actor: &Actor,
+        id: i64,
+        body: StepBody,
+        version: Option<i64>,
+    ) -> Result<Step, ApiError> {
         let current = self.step(id).await?;
         if version.is_some_and(|v| v != current.version) {
             return Err(stale(&current));
@@ -311,10 +314,10 @@ impl Notebook for Service {
         let body = self.link_measurements(&current.investigation_id, body).await?;
         let body = steps::validate(body)?;
         self.check_references(&body).await?;
-        let fetched = self.fetch_for(&body).await?;
+        let fetched = self.fetch_for(actor, &body).await?;
         let (_, fields) = steps::to_stored(&body).map_err(|e| internal("to_stored", e))?;
-        let who = crate::audit::actor_name();
-        let Some(row) = self.store.update_step_body(id, &fields, &who, version).await.map_err(store_error)? else {
+        let Some(row) = self.store.update_step_body(id, &fields, &actor.name, version).await.map_err(store_error)?
+        else {
             // Gone, or saved by someone else between our read and our write.
             return Err(match self.step(id).await {
                 Ok(newer) => stale(&newer),
@@ -327,7 +330,7 @@ impl Notebook for Service {
         self.step(row.id).await
     }
 
-    async fn move_step(&self, id: i64, position: u32) -> Result<Step, ApiError> {
+    pub(crate) async fn move_step(&self, id: i64, position: u32) -> Result<Step, ApiError> {
         let row = self
             .store
             .move_step(id, i64::from(position))
@@ -337,7 +340,7 @@ impl Notebook for Service {
         step(row)
     }
 
-    async fn delete_step(&self, id: i64) -> Result<(), ApiError> {
+    pub(crate) async fn delete_step(&self, id: i64) -> Result<(), ApiError> {
         let runs = self.store.runs_of_step(id).await.map_err(store_error)?;
         if let Some(row) = self.store.step(id).await.map_err(store_error)? {
             self.forget_runs(&row.investigation_id, runs.iter().map(|r| r.id)).await;
@@ -348,73 +351,11 @@ impl Notebook for Service {
         Ok(())
     }
 
-    async fn hosts(&self) -> Result<Vec<Host>, ApiError> {
-        self.hosts_impl().await
-    }
-    async fn host(&self, name: &str) -> Result<Host, ApiError> {
-        self.host_impl(name).await
-    }
-    async fn add_host(&self, host: NewHost) -> Result<Host, ApiError> {
-        self.add_host_impl(host).await
-    }
-    async fn update_host(&self, name: &str, host: NewHost) -> Result<Host, ApiError> {
-        self.update_host_impl(name, host).await
-    }
-    async fn remove_host(&self, name: &str) -> Result<(), ApiError> {
-        self.remove_host_impl(name).await
-    }
-    async fn trust_host(&self, name: &str, fingerprint: &str) -> Result<Host, ApiError> {
-        self.trust_host_impl(name, fingerprint).await
-    }
-    async fn set_passphrase(&self, name: &str, passphrase: String) -> Result<(), ApiError> {
-        self.set_passphrase_impl(name, passphrase).await
-    }
-    async fn test_host(&self, name: &str) -> Result<ConnectionReport, ApiError> {
-        self.test_host_impl(name).await
-    }
-    async fn import_hosts(&self, source: HostImport) -> Result<ImportReport, ApiError> {
-        self.import_hosts_impl(source).await
-    }
-    async fn capture_facts(&self, host: &str, python: Option<String>) -> Result<HostFacts, ApiError> {
-        self.capture_facts_impl(host, python.as_deref()).await
-    }
-    async fn facts(&self, host: &str) -> Result<Option<HostFacts>, ApiError> {
-        self.facts_impl(host).await
-    }
-    async fn facts_by_id(&self, id: i64) -> Result<HostFacts, ApiError> {
-        self.facts_by_id_impl(id).await
-    }
-    async fn start_runs(&self, step_id: i64, request: RunRequest) -> Result<Vec<Run>, ApiError> {
-        self.start_runs_impl(step_id, request).await
-    }
-    async fn run(&self, id: i64) -> Result<Run, ApiError> {
-        self.run_impl(id).await
-    }
-    async fn cancel_run(&self, id: i64) -> Result<Run, ApiError> {
-        self.cancel_run_impl(id).await
-    }
-    async fn refresh_snippet(&self, step_id: i64, start: Option<u64>, end: Option<u64>) -> Result<Step, ApiError> {
-        self.refresh_snippet_impl(step_id, start, end).await
-    }
-    async fn add_annotation(&self, step_id: i64, new: NewAnnotation) -> Result<Annotation, ApiError> {
-        self.add_annotation_impl(step_id, new).await
-    }
-    async fn annotation(&self, id: i64) -> Result<Annotation, ApiError> {
-        self.annotation_impl(id).await
-    }
-    async fn update_annotation(&self, id: i64, patch: AnnotationPatch) -> Result<Annotation, ApiError> {
-        self.update_annotation_impl(id, patch).await
-    }
-    async fn delete_annotation(&self, id: i64) -> Result<(), ApiError> {
-        self.delete_annotation_impl(id).await
-    }
-    async fn source_candidates(&self, run_id: i64, file: &str, line: u64) -> Result<SourceCandidates, ApiError> {
-        self.source_candidates_impl(run_id, file, line).await
-    }
-    async fn measurements(&self, investigation: &str) -> Result<Vec<StoredMeasurement>, ApiError> {
-        self.measurements_impl(investigation).await
-    }
-    async fn overview(&self, investigation: &str, metric: Option<&str>) -> Result<Option<Overview>, ApiError> {
+    pub(crate) async fn overview(
+        &self,
+        investigation: &str,
+        metric: Option<&str>,
+    ) -> Result<Option<Overview>, ApiError> {
         let inv = self.investigation(investigation).await?;
         match (metric, &inv.overview) {
             (None, overview) => Ok(overview.clone()),
@@ -438,75 +379,6 @@ impl Notebook for Service {
                     })
             }
         }
-    }
-    async fn add_measurement(&self, investigation: &str, new: NewMeasurement) -> Result<StoredMeasurement, ApiError> {
-        self.add_measurement_impl(investigation, new).await
-    }
-    async fn delete_measurement(&self, id: i64) -> Result<(), ApiError> {
-        self.delete_measurement_impl(id).await
-    }
-    async fn extractors(&self, investigation: &str) -> Result<Vec<ExtractorDef>, ApiError> {
-        self.extractors_impl(investigation).await
-    }
-    async fn add_extractor(&self, investigation: &str, def: ExtractorDef) -> Result<ExtractorDef, ApiError> {
-        self.add_extractor_impl(investigation, def).await
-    }
-    async fn remove_extractor(&self, investigation: &str, name: &str) -> Result<(), ApiError> {
-        self.remove_extractor_impl(investigation, name).await
-    }
-    async fn hypotheses(&self, investigation: &str) -> Result<Vec<Hypothesis>, ApiError> {
-        self.hypotheses_impl(investigation).await
-    }
-    async fn hypothesis(&self, id: i64) -> Result<Hypothesis, ApiError> {
-        self.hypothesis_impl(id).await
-    }
-    async fn add_hypothesis(&self, investigation: &str, input: HypothesisInput) -> Result<Hypothesis, ApiError> {
-        self.add_hypothesis_impl(investigation, input).await
-    }
-    async fn update_hypothesis(&self, id: i64, input: HypothesisInput) -> Result<Hypothesis, ApiError> {
-        self.update_hypothesis_impl(id, input).await
-    }
-    async fn delete_hypothesis(&self, id: i64) -> Result<(), ApiError> {
-        self.delete_hypothesis_impl(id).await
-    }
-    async fn output_before(&self, id: i64, before: u64, bytes: u64) -> Result<OutputTail, ApiError> {
-        self.output_before_impl(id, before, bytes).await
-    }
-    async fn members(&self, investigation: &str) -> Result<Vec<Member>, ApiError> {
-        self.members_impl(investigation).await
-    }
-    async fn set_member(&self, investigation: &str, member: Member) -> Result<Vec<Member>, ApiError> {
-        self.set_member_impl(investigation, member).await
-    }
-    async fn host_access(&self, host: &str) -> Result<HostAccess, ApiError> {
-        self.host_access_impl(host).await
-    }
-    async fn set_host_access(&self, host: &str, access: HostAccess) -> Result<HostAccess, ApiError> {
-        self.set_host_access_impl(host, access).await
-    }
-    async fn share_links(&self, investigation: &str) -> Result<Vec<ShareLink>, ApiError> {
-        self.share_links_impl(investigation).await
-    }
-    async fn create_share_link(&self, investigation: &str, new: NewShareLink) -> Result<CreatedShareLink, ApiError> {
-        self.create_share_link_impl(investigation, new).await
-    }
-    async fn revoke_share_link(&self, id: i64) -> Result<ShareLink, ApiError> {
-        self.revoke_share_link_impl(id).await
-    }
-    async fn shared(&self, token: &str) -> Result<SharedView, ApiError> {
-        self.shared_impl(token).await
-    }
-    async fn add_comment(&self, investigation: &str, new: NewComment) -> Result<Comment, ApiError> {
-        self.add_comment_impl(investigation, new).await
-    }
-    async fn resolve_comment(&self, id: i64, resolved: bool) -> Result<Comment, ApiError> {
-        self.resolve_comment_impl(id, resolved).await
-    }
-    async fn mentions(&self, all: bool) -> Result<Vec<Mention>, ApiError> {
-        self.mentions_impl(all).await
-    }
-    async fn read_mentions(&self, comment: Option<i64>) -> Result<(), ApiError> {
-        self.read_mentions_impl(comment).await
     }
 }
 

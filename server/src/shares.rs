@@ -12,7 +12,7 @@
 //! addresses (and jump hosts) are replaced wherever they appear.
 
 use crate::notebook::{Service, store_error, timestamp};
-use app::backend::Notebook;
+use app::backend::Actor;
 use app::error::{ApiError, ErrorCode};
 use app::model::{Abilities, Investigation};
 use app::shares::{CreatedShareLink, MAX_DAYS, NewShareLink, ShareLink, SharedView};
@@ -44,14 +44,15 @@ fn not_found(id: i64) -> ApiError {
 }
 
 impl Service {
-    pub(crate) async fn share_links_impl(&self, investigation: &str) -> Result<Vec<ShareLink>, ApiError> {
+    pub(crate) async fn share_links(&self, investigation: &str) -> Result<Vec<ShareLink>, ApiError> {
         let now = crate::db::now_ms();
         let rows = self.store.shares_of(investigation).await.map_err(store_error)?;
         Ok(rows.into_iter().map(|r| link(r, now)).collect())
     }
 
-    pub(crate) async fn create_share_link_impl(
+    pub(crate) async fn create_share_link(
         &self,
+        actor: &Actor,
         investigation: &str,
         new: NewShareLink,
     ) -> Result<CreatedShareLink, ApiError> {
@@ -70,7 +71,7 @@ impl Service {
             None => None,
         };
         let (token, hash) = crate::auth::new_secret();
-        let who = crate::audit::actor_name();
+        let who = actor.name.clone();
         let row = self
             .store
             .insert_share(investigation, &hash, &label, new.hide_hosts, &who, expires_at)
@@ -80,13 +81,13 @@ impl Service {
         Ok(CreatedShareLink { url: format!("/s/{token}"), link: link(row, crate::db::now_ms()) })
     }
 
-    pub(crate) async fn revoke_share_link_impl(&self, id: i64) -> Result<ShareLink, ApiError> {
+    pub(crate) async fn revoke_share_link(&self, actor: &Actor, id: i64) -> Result<ShareLink, ApiError> {
         let row = self.store.revoke_share(id).await.map_err(store_error)?.ok_or_else(|| not_found(id))?;
-        tracing::info!(link = id, by = %crate::audit::actor_name(), "revoked a share link");
+        tracing::info!(link = id, by = %actor.name, "revoked a share link");
         Ok(link(row, crate::db::now_ms()))
     }
 
-    pub(crate) async fn shared_impl(&self, token: &str) -> Result<SharedView, ApiError> {
+    pub(crate) async fn shared(&self, token: &str) -> Result<SharedView, ApiError> {
         let unknown = || {
             ApiError::not_found("This share link does not exist: it may be mistyped, or its investigation was deleted.")
         };

@@ -38,7 +38,7 @@ pub async fn revoke_token(id: i64) -> Result<(), ApiError> {
 
 #[server]
 pub async fn audit_entries() -> Result<Vec<AuditEntry>, ApiError> {
-    crate::backend::accounts()?.audit_log(500).await.inspect_err(crate::backend::set_status)
+    crate::backend::accounts()?.audit_log(&crate::backend::actor()?, 500).await.inspect_err(crate::backend::set_status)
 }
 
 /// The top bar's corner: the signed-in name, tokens, and signing out.

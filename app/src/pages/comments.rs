@@ -20,29 +20,38 @@ pub async fn add_comment(
     body: String,
 ) -> Result<Comment, ApiError> {
     let new = crate::comments::NewComment { step_id, annotation_id, parent_id, body };
-    crate::backend::notebook()?.add_comment(&investigation, new).await.inspect_err(crate::backend::set_status)
+    crate::backend::notebook()?
+        .add_comment(&crate::backend::actor()?, &investigation, new)
+        .await
+        .inspect_err(crate::backend::set_status)
 }
 
 #[server]
 pub async fn resolve_comment(id: i64, resolved: bool) -> Result<Comment, ApiError> {
-    crate::backend::notebook()?.resolve_comment(id, resolved).await.inspect_err(crate::backend::set_status)
+    crate::backend::notebook()?
+        .resolve_comment(&crate::backend::actor()?, id, resolved)
+        .await
+        .inspect_err(crate::backend::set_status)
 }
 
 #[server]
 pub async fn my_mentions(all: bool) -> Result<Vec<Mention>, ApiError> {
-    crate::backend::notebook()?.mentions(all).await.inspect_err(crate::backend::set_status)
+    crate::backend::notebook()?.mentions(&crate::backend::actor()?, all).await.inspect_err(crate::backend::set_status)
 }
 
 /// For the top bar: how many mentions are unread (0 when signed out: the badge
 /// is no reason to fail, or to give a share link's page an error status).
 #[server]
 pub async fn unread_mentions() -> Result<usize, ApiError> {
-    Ok(crate::backend::notebook()?.mentions(false).await.map_or(0, |m| m.len()))
+    Ok(crate::backend::notebook()?.mentions(&crate::backend::actor()?, false).await.map_or(0, |m| m.len()))
 }
 
 #[server]
 pub async fn read_mentions(comment_id: Option<i64>) -> Result<(), ApiError> {
-    crate::backend::notebook()?.read_mentions(comment_id).await.inspect_err(crate::backend::set_status)
+    crate::backend::notebook()?
+        .read_mentions(&crate::backend::actor()?, comment_id)
+        .await
+        .inspect_err(crate::backend::set_status)
 }
 
 /// The investigation's comments, for the threads under its steps.

@@ -44,7 +44,7 @@ pub async fn add_host(
     proxy_jump: String,
 ) -> Result<Host, ApiError> {
     let new = host_from_form(name, hostname, port, user, identity_file, proxy_jump)?;
-    crate::backend::notebook()?.add_host(new).await.inspect_err(crate::backend::set_status)
+    crate::backend::notebook()?.add_host(&crate::backend::actor()?, new).await.inspect_err(crate::backend::set_status)
 }
 
 #[server]
@@ -57,34 +57,52 @@ pub async fn update_host(
     proxy_jump: String,
 ) -> Result<Host, ApiError> {
     let new = host_from_form(name.clone(), hostname, port, user, identity_file, proxy_jump)?;
-    crate::backend::notebook()?.update_host(&name, new).await.inspect_err(crate::backend::set_status)
+    crate::backend::notebook()?
+        .update_host(&crate::backend::actor()?, &name, new)
+        .await
+        .inspect_err(crate::backend::set_status)
 }
 
 #[server]
 pub async fn import_hosts(path: String, text: String) -> Result<crate::hosts::ImportReport, ApiError> {
     let source =
         crate::hosts::HostImport { path: optional(path).filter(|_| text.trim().is_empty()), text: optional(text) };
-    crate::backend::notebook()?.import_hosts(source).await.inspect_err(crate::backend::set_status)
+    crate::backend::notebook()?
+        .import_hosts(&crate::backend::actor()?, source)
+        .await
+        .inspect_err(crate::backend::set_status)
 }
 
 #[server]
 pub async fn remove_host(name: String) -> Result<(), ApiError> {
-    crate::backend::notebook()?.remove_host(&name).await.inspect_err(crate::backend::set_status)
+    crate::backend::notebook()?
+        .remove_host(&crate::backend::actor()?, &name)
+        .await
+        .inspect_err(crate::backend::set_status)
 }
 
 #[server]
 pub async fn trust_host(name: String, fingerprint: String) -> Result<Host, ApiError> {
-    crate::backend::notebook()?.trust_host(&name, &fingerprint).await.inspect_err(crate::backend::set_status)
+    crate::backend::notebook()?
+        .trust_host(&crate::backend::actor()?, &name, &fingerprint)
+        .await
+        .inspect_err(crate::backend::set_status)
 }
 
 #[server]
 pub async fn test_host(name: String) -> Result<ConnectionReport, ApiError> {
-    crate::backend::notebook()?.test_host(&name).await.inspect_err(crate::backend::set_status)
+    crate::backend::notebook()?
+        .test_host(&crate::backend::actor()?, &name)
+        .await
+        .inspect_err(crate::backend::set_status)
 }
 
 #[server]
 pub async fn set_passphrase(name: String, passphrase: String) -> Result<(), ApiError> {
-    crate::backend::notebook()?.set_passphrase(&name, passphrase).await.inspect_err(crate::backend::set_status)
+    crate::backend::notebook()?
+        .set_passphrase(&crate::backend::actor()?, &name, passphrase)
+        .await
+        .inspect_err(crate::backend::set_status)
 }
 
 #[component]
@@ -299,13 +317,16 @@ fn HostCard(
 
 #[server]
 pub async fn host_facts(name: String) -> Result<Option<crate::hosts::HostFacts>, ApiError> {
-    crate::backend::notebook()?.facts(&name).await.inspect_err(crate::backend::set_status)
+    crate::backend::notebook()?.facts(&crate::backend::actor()?, &name).await.inspect_err(crate::backend::set_status)
 }
 
 #[server]
 pub async fn capture_host_facts(name: String, python: String) -> Result<crate::hosts::HostFacts, ApiError> {
     let python = Some(python).filter(|p| !p.trim().is_empty());
-    crate::backend::notebook()?.capture_facts(&name, python).await.inspect_err(crate::backend::set_status)
+    crate::backend::notebook()?
+        .capture_facts(&crate::backend::actor()?, &name, python)
+        .await
+        .inspect_err(crate::backend::set_status)
 }
 
 /// The host's newest captured facts — GPUs, how they are linked, CPU, versions —

@@ -41,7 +41,10 @@ pub async fn add_hypothesis(
         evidence: None,
         version: None,
     };
-    crate::backend::notebook()?.add_hypothesis(&investigation, input).await.inspect_err(crate::backend::set_status)
+    crate::backend::notebook()?
+        .add_hypothesis(&crate::backend::actor()?, &investigation, input)
+        .await
+        .inspect_err(crate::backend::set_status)
 }
 
 #[server]
@@ -49,7 +52,10 @@ pub async fn set_hypothesis_status(id: i64, version: i64, status: String) -> Res
     // The version the page showed: a change by someone else since is not overwritten.
     let input =
         crate::hypotheses::HypothesisInput { status: Some(status), version: Some(version), ..Default::default() };
-    crate::backend::notebook()?.update_hypothesis(id, input).await.inspect_err(crate::backend::set_status)
+    crate::backend::notebook()?
+        .update_hypothesis(&crate::backend::actor()?, id, input)
+        .await
+        .inspect_err(crate::backend::set_status)
 }
 
 /// Links one more step as evidence (`step` from a form select).
@@ -57,7 +63,8 @@ pub async fn set_hypothesis_status(id: i64, version: i64, status: String) -> Res
 pub async fn link_evidence(id: i64, step: String) -> Result<Hypothesis, ApiError> {
     let step: i64 = crate::backend::required_number("The step", &step)?;
     let notebook = crate::backend::notebook()?;
-    let current = notebook.hypothesis(id).await.inspect_err(crate::backend::set_status)?;
+    let actor = crate::backend::actor()?;
+    let current = notebook.hypothesis(&actor, id).await.inspect_err(crate::backend::set_status)?;
     let mut evidence = current.evidence;
     evidence.push(step);
     // From the version just read: two links at once cannot drop one of them.
@@ -66,13 +73,14 @@ pub async fn link_evidence(id: i64, step: String) -> Result<Hypothesis, ApiError
         version: Some(current.version),
         ..Default::default()
     };
-    notebook.update_hypothesis(id, input).await.inspect_err(crate::backend::set_status)
+    notebook.update_hypothesis(&actor, id, input).await.inspect_err(crate::backend::set_status)
 }
 
 #[server]
 pub async fn unlink_evidence(id: i64, step: i64) -> Result<Hypothesis, ApiError> {
     let notebook = crate::backend::notebook()?;
-    let current = notebook.hypothesis(id).await.inspect_err(crate::backend::set_status)?;
+    let actor = crate::backend::actor()?;
+    let current = notebook.hypothesis(&actor, id).await.inspect_err(crate::backend::set_status)?;
     let mut evidence = current.evidence;
     evidence.retain(|s| *s != step);
     let input = crate::hypotheses::HypothesisInput {
@@ -80,12 +88,15 @@ pub async fn unlink_evidence(id: i64, step: i64) -> Result<Hypothesis, ApiError>
         version: Some(current.version),
         ..Default::default()
     };
-    notebook.update_hypothesis(id, input).await.inspect_err(crate::backend::set_status)
+    notebook.update_hypothesis(&actor, id, input).await.inspect_err(crate::backend::set_status)
 }
 
 #[server]
 pub async fn delete_hypothesis(id: i64) -> Result<(), ApiError> {
-    crate::backend::notebook()?.delete_hypothesis(id).await.inspect_err(crate::backend::set_status)
+    crate::backend::notebook()?
+        .delete_hypothesis(&crate::backend::actor()?, id)
+        .await
+        .inspect_err(crate::backend::set_status)
 }
 
 fn number(value: f64) -> String {
@@ -320,7 +331,7 @@ fn AddHypothesis(investigation: String, commands: Vec<(i64, String)>) -> impl In
 pub async fn add_extractor(investigation: String, name: String, pattern: String, unit: String) -> Result<(), ApiError> {
     let def = crate::metrics::ExtractorDef { name, pattern, unit };
     crate::backend::notebook()?
-        .add_extractor(&investigation, def)
+        .add_extractor(&crate::backend::actor()?, &investigation, def)
         .await
         .map(|_| ())
         .inspect_err(crate::backend::set_status)
@@ -328,7 +339,10 @@ pub async fn add_extractor(investigation: String, name: String, pattern: String,
 
 #[server]
 pub async fn remove_extractor(investigation: String, name: String) -> Result<(), ApiError> {
-    crate::backend::notebook()?.remove_extractor(&investigation, &name).await.inspect_err(crate::backend::set_status)
+    crate::backend::notebook()?
+        .remove_extractor(&crate::backend::actor()?, &investigation, &name)
+        .await
+        .inspect_err(crate::backend::set_status)
 }
 
 /// The investigation's own extractors: for output no built-in one knows.
@@ -400,7 +414,7 @@ pub async fn add_manual_measurement(
         label: Some(label),
     };
     crate::backend::notebook()?
-        .add_measurement(&investigation, new)
+        .add_measurement(&crate::backend::actor()?, &investigation, new)
         .await
         .map(|_| ())
         .inspect_err(crate::backend::set_status)
@@ -408,7 +422,10 @@ pub async fn add_manual_measurement(
 
 #[server]
 pub async fn delete_manual_measurement(id: i64) -> Result<(), ApiError> {
-    crate::backend::notebook()?.delete_measurement(id).await.inspect_err(crate::backend::set_status)
+    crate::backend::notebook()?
+        .delete_measurement(&crate::backend::actor()?, id)
+        .await
+        .inspect_err(crate::backend::set_status)
 }
 
 /// What was measured across the investigation: its chart by configuration, the

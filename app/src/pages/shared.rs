@@ -28,12 +28,18 @@ pub async fn create_share_link(
         days => Some(days.parse().map_err(|_| ApiError::invalid(format!("Not a number of days: {days:?}.")))?),
     };
     let new = crate::shares::NewShareLink { label: Some(label), expires_in_days, hide_hosts: hide_hosts.is_some() };
-    crate::backend::notebook()?.create_share_link(&investigation, new).await.inspect_err(crate::backend::set_status)
+    crate::backend::notebook()?
+        .create_share_link(&crate::backend::actor()?, &investigation, new)
+        .await
+        .inspect_err(crate::backend::set_status)
 }
 
 #[server]
 pub async fn revoke_share_link(id: i64) -> Result<ShareLink, ApiError> {
-    crate::backend::notebook()?.revoke_share_link(id).await.inspect_err(crate::backend::set_status)
+    crate::backend::notebook()?
+        .revoke_share_link(&crate::backend::actor()?, id)
+        .await
+        .inspect_err(crate::backend::set_status)
 }
 
 #[component]

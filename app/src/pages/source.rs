@@ -19,12 +19,13 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 #[server]
 pub async fn source_reference(run_id: i64, file: String, line: u64) -> Result<SourceCandidates, ApiError> {
     let notebook = crate::backend::notebook()?;
+    let actor = crate::backend::actor()?;
     async {
         if file.trim().is_empty() || line == 0 {
             return Err(ApiError::invalid("The link names no file and line (`?file=decoder.py&line=137`)."));
         }
-        let run = notebook.run(run_id).await?;
-        let step = notebook.step(run.step_id).await?;
+        let run = notebook.run(&actor, run_id).await?;
+        let step = notebook.step(&actor, run.step_id).await?;
         Ok(SourceCandidates {
             run_id,
             step_id: step.id,
@@ -44,7 +45,7 @@ pub async fn source_reference(run_id: i64, file: String, line: u64) -> Result<So
 #[server]
 pub async fn find_source(run_id: i64, file: String, line: u64) -> Result<SourceCandidates, ApiError> {
     let found = crate::backend::notebook()?
-        .source_candidates(run_id, &file, line)
+        .source_candidates(&crate::backend::actor()?, run_id, &file, line)
         .await
         .inspect_err(crate::backend::set_status)?;
     if crate::backend::is_plain_form_post() {
@@ -59,22 +60,23 @@ pub async fn find_source(run_id: i64, file: String, line: u64) -> Result<SourceC
 #[server]
 pub async fn open_reference(run_id: i64, file: String, line: u64, path: String) -> Result<String, ApiError> {
     let notebook = crate::backend::notebook()?;
+    let actor = crate::backend::actor()?;
     let opened = async {
         let path = path.trim().to_string();
         let (investigation, host, path) = if path.is_empty() {
-            let found = notebook.source_candidates(run_id, &file, line).await?;
+            let found = notebook.source_candidates(&actor, run_id, &file, line).await?;
             if found.candidates.len() != 1 {
                 return Ok(crate::steps::snippet::candidates_url(&found));
             }
             let path = found.candidates.into_iter().next().unwrap_or_default();
             (found.investigation_id, found.host, path)
         } else {
-            let run = notebook.run(run_id).await?;
-            let step = notebook.step(run.step_id).await?;
+            let run = notebook.run(&actor, run_id).await?;
+            let step = notebook.step(&actor, run.step_id).await?;
             (step.investigation_id, run.host, path)
         };
         let body = crate::steps::snippet::SnippetBody::around(host, path, line);
-        let step = notebook.add_step(&investigation, crate::steps::StepBody::Snippet(body)).await?;
+        let step = notebook.add_step(&actor, &investigation, crate::steps::StepBody::Snippet(body)).await?;
         Ok(format!("/i/{investigation}#{}", crate::steps::snippet::line_anchor(step.id, line)))
     }
     .await

@@ -21,7 +21,10 @@ pub async fn add_annotation(
         body,
         author: Some(author),
     };
-    crate::backend::notebook()?.add_annotation(step_id, new).await.inspect_err(crate::backend::set_status)
+    crate::backend::notebook()?
+        .add_annotation(&crate::backend::actor()?, step_id, new)
+        .await
+        .inspect_err(crate::backend::set_status)
 }
 
 #[server]
@@ -31,12 +34,18 @@ pub async fn edit_annotation(id: i64, start: String, end: String, body: String) 
         end: Some(crate::backend::required_number("The last line", &end)?),
         body: Some(body),
     };
-    crate::backend::notebook()?.update_annotation(id, patch).await.inspect_err(crate::backend::set_status)
+    crate::backend::notebook()?
+        .update_annotation(&crate::backend::actor()?, id, patch)
+        .await
+        .inspect_err(crate::backend::set_status)
 }
 
 #[server]
 pub async fn delete_annotation(id: i64) -> Result<(), ApiError> {
-    crate::backend::notebook()?.delete_annotation(id).await.inspect_err(crate::backend::set_status)
+    crate::backend::notebook()?
+        .delete_annotation(&crate::backend::actor()?, id)
+        .await
+        .inspect_err(crate::backend::set_status)
 }
 
 /// The lines the URL fragment or the reader's selection points at. Empty while

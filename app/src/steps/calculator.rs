@@ -238,7 +238,11 @@ pub async fn add_bandwidth(
         tok_s: number("The measured tok/s", &tok_s)?.unwrap_or(0.0),
     };
     crate::backend::notebook()?
-        .add_step(&investigation, super::StepBody::Calculator(CalculatorBody::Bandwidth(body)))
+        .add_step(
+            &crate::backend::actor()?,
+            &investigation,
+            super::StepBody::Calculator(CalculatorBody::Bandwidth(body)),
+        )
         .await
         .inspect_err(crate::backend::set_status)
 }
@@ -263,7 +267,11 @@ pub async fn add_collective(
         tok_s_from: linked(&tok_s_from)?,
     };
     crate::backend::notebook()?
-        .add_step(&investigation, super::StepBody::Calculator(CalculatorBody::Collective(body)))
+        .add_step(
+            &crate::backend::actor()?,
+            &investigation,
+            super::StepBody::Calculator(CalculatorBody::Collective(body)),
+        )
         .await
         .inspect_err(crate::backend::set_status)
 }

@@ -76,7 +76,7 @@ pub async fn add_command(
 ) -> Result<Step, ApiError> {
     let body = body_from_form(host, command, env, cwd, timeout_s)?;
     crate::backend::notebook()?
-        .add_step(&investigation, super::StepBody::Command(body))
+        .add_step(&crate::backend::actor()?, &investigation, super::StepBody::Command(body))
         .await
         .inspect_err(crate::backend::set_status)
 }
@@ -94,7 +94,7 @@ pub async fn edit_command(
     let body = body_from_form(host, command, env, cwd, timeout_s)?;
     let version = crate::backend::form_number("The version", &version)?;
     crate::backend::notebook()?
-        .update_step(step_id, super::StepBody::Command(body), version)
+        .update_step(&crate::backend::actor()?, step_id, super::StepBody::Command(body), version)
         .await
         .inspect_err(crate::backend::set_status)
 }
@@ -111,17 +111,26 @@ pub async fn start_runs(
         warmup: crate::backend::form_number("Warm-up", &warmup)?,
         version: crate::backend::form_number("The version", version.as_deref().unwrap_or_default())?,
     };
-    crate::backend::notebook()?.start_runs(step_id, request).await.inspect_err(crate::backend::set_status)
+    crate::backend::notebook()?
+        .start_runs(&crate::backend::actor()?, step_id, request)
+        .await
+        .inspect_err(crate::backend::set_status)
 }
 
 #[server]
 pub async fn earlier_output(run_id: i64, before: u64) -> Result<crate::runs::OutputTail, ApiError> {
-    crate::backend::notebook()?.output_before(run_id, before, 64 * 1024).await.inspect_err(crate::backend::set_status)
+    crate::backend::notebook()?
+        .output_before(&crate::backend::actor()?, run_id, before, 64 * 1024)
+        .await
+        .inspect_err(crate::backend::set_status)
 }
 
 #[server]
 pub async fn cancel_run(run_id: i64) -> Result<Run, ApiError> {
-    crate::backend::notebook()?.cancel_run(run_id).await.inspect_err(crate::backend::set_status)
+    crate::backend::notebook()?
+        .cancel_run(&crate::backend::actor()?, run_id)
+        .await
+        .inspect_err(crate::backend::set_status)
 }
 
 #[component]

@@ -65,7 +65,7 @@ pub async fn add_grep(
         max_hits: None,
     };
     crate::backend::notebook()?
-        .add_step(&investigation, super::StepBody::Grep(body))
+        .add_step(&crate::backend::actor()?, &investigation, super::StepBody::Grep(body))
         .await
         .inspect_err(crate::backend::set_status)
 }
@@ -74,7 +74,7 @@ pub async fn add_grep(
 pub async fn open_hit(investigation: String, host: String, file: String, line: u64) -> Result<Step, ApiError> {
     let body = super::snippet::SnippetBody::around(host, file, line);
     let step = crate::backend::notebook()?
-        .add_step(&investigation, super::StepBody::Snippet(body))
+        .add_step(&crate::backend::actor()?, &investigation, super::StepBody::Snippet(body))
         .await
         .inspect_err(crate::backend::set_status)?;
     // Without JavaScript, go straight to the line; with it, the page refreshes in place.

@@ -20,7 +20,7 @@ pub struct NoteBody {
 #[server]
 pub async fn add_note(investigation: String, body: String) -> Result<Step, ApiError> {
     crate::backend::notebook()?
-        .add_step(&investigation, super::StepBody::Note(NoteBody { body }))
+        .add_step(&crate::backend::actor()?, &investigation, super::StepBody::Note(NoteBody { body }))
         .await
         .inspect_err(crate::backend::set_status)
 }
@@ -29,7 +29,7 @@ pub async fn add_note(investigation: String, body: String) -> Result<Step, ApiEr
 pub async fn edit_note(step_id: i64, version: String, body: String) -> Result<Step, ApiError> {
     let version = crate::backend::form_number("The version", &version)?;
     crate::backend::notebook()?
-        .update_step(step_id, super::StepBody::Note(NoteBody { body }), version)
+        .update_step(&crate::backend::actor()?, step_id, super::StepBody::Note(NoteBody { body }), version)
         .await
         .inspect_err(crate::backend::set_status)
 }

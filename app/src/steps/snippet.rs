@@ -221,7 +221,7 @@ use leptos::prelude::*;
 pub async fn refresh_snippet(step_id: i64, start: String, end: String) -> Result<Step, ApiError> {
     let number = |s: &str| s.trim().parse::<u64>().ok();
     crate::backend::notebook()?
-        .refresh_snippet(step_id, number(&start), number(&end))
+        .refresh_snippet(&crate::backend::actor()?, step_id, number(&start), number(&end))
         .await
         .inspect_err(crate::backend::set_status)
 }
@@ -254,7 +254,7 @@ pub async fn add_snippet(
         end: crate::backend::form_number("The end line", &end)?,
     };
     crate::backend::notebook()?
-        .add_step(&investigation, super::StepBody::Snippet(body))
+        .add_step(&crate::backend::actor()?, &investigation, super::StepBody::Snippet(body))
         .await
         .inspect_err(crate::backend::set_status)
 }

@@ -6,10 +6,17 @@
 #[allow(dead_code)]
 mod sshd;
 
+pub use app::backend::Actor;
 use server::AppState;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+/// `SLEUTH_BENCH_QUICK=1`: a few iterations on small inputs, so `./dev test`
+/// runs every benchmark once and none can rot; its figures are not for perf.md.
+pub fn quick() -> bool {
+    std::env::var_os("SLEUTH_BENCH_QUICK").is_some_and(|v| !v.is_empty() && v != "0")
+}
 
 pub struct Peer {
     pub sshd: sshd::Sshd,
@@ -40,22 +47,25 @@ impl Peer {
         )
         .await
         .expect("state");
-        let notebook = state.notebook.clone();
+        let (notebook, actor) = (state.notebook.clone(), Actor::local());
         notebook
-            .add_host(app::hosts::NewHost {
-                name: "bench".into(),
-                hostname: "127.0.0.1".into(),
-                port: Some(sshd.port),
-                user: user.clone(),
-                identity_file: Some(sshd.client_key.display().to_string()),
-                proxy_jump: None,
-            })
+            .add_host(
+                &actor,
+                app::hosts::NewHost {
+                    name: "bench".into(),
+                    hostname: "127.0.0.1".into(),
+                    port: Some(sshd.port),
+                    user: user.clone(),
+                    identity_file: Some(sshd.client_key.display().to_string()),
+                    proxy_jump: None,
+                },
+            )
             .await
             .expect("host");
-        let _ = notebook.test_host("bench").await;
-        notebook.trust_host("bench", &sshd.host_key_fingerprint()).await.expect("trust");
+        let _ = notebook.test_host(&actor, "bench").await;
+        notebook.trust_host(&actor, "bench", &sshd.host_key_fingerprint()).await.expect("trust");
         let investigation = notebook
-            .create_investigation(app::model::NewInvestigation { title: "bench".into(), question: None })
+            .create_investigation(&actor, app::model::NewInvestigation { title: "bench".into(), question: None })
             .await
             .expect("investigation")
             .id;

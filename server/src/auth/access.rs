@@ -14,6 +14,7 @@
 //! investigation did not exist; a role too small is a 403 that names it.
 
 use crate::db::{OwnedBy, Store};
+use app::backend::Actor;
 use app::error::{ApiError, ErrorCode};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -88,22 +89,21 @@ impl Access {
     }
 
     /// The caller's role there (`Owner` for admins); `None` without one.
-    pub async fn role(&self, investigation: &str) -> Result<Option<Role>, ApiError> {
-        let actor = super::actor().ok_or_else(|| ApiError::new(ErrorCode::Unauthenticated, "Sign in first."))?;
-        if actor.user.admin {
+    pub async fn role(&self, actor: &Actor, investigation: &str) -> Result<Option<Role>, ApiError> {
+        if actor.admin {
             return Ok(Some(Role::Owner));
         }
-        let role = self.store.role_of(investigation, &actor.user.name).await.map_err(store_error)?;
+        let role = self.store.role_of(investigation, &actor.name).await.map_err(store_error)?;
         Ok(role.as_deref().and_then(Role::parse))
     }
 
-    pub async fn check(&self, investigation: &str, need: Need) -> Result<(), ApiError> {
-        self.checked_role(investigation, need).await.map(|_| ())
+    pub async fn check(&self, actor: &Actor, investigation: &str, need: Need) -> Result<(), ApiError> {
+        self.checked_role(actor, investigation, need).await.map(|_| ())
     }
 
     /// The caller's role, if it is enough for `need`; else the error `check` gives.
-    pub async fn checked_role(&self, investigation: &str, need: Need) -> Result<Role, ApiError> {
-        match self.role(investigation).await? {
+    pub async fn checked_role(&self, actor: &Actor, investigation: &str, need: Need) -> Result<Role, ApiError> {
+        match self.role(actor, investigation).await? {
             Some(role) if role >= need.role() => Ok(role),
             Some(role) => Err(ApiError::new(
                 ErrorCode::Forbidden,
@@ -120,21 +120,26 @@ impl Access {
 
     /// Checks the investigation `id` of kind `what` belongs to, and returns it; an
     /// unknown id passes as `None` (the notebook answers its own 404).
-    pub async fn check_of(&self, what: OwnedBy, id: i64, need: Need) -> Result<Option<String>, ApiError> {
+    pub async fn check_of(
+        &self,
+        actor: &Actor,
+        what: OwnedBy,
+        id: i64,
+        need: Need,
+    ) -> Result<Option<String>, ApiError> {
         let investigation = self.store.investigation_of(what, id).await.map_err(store_error)?;
         if let Some(investigation) = &investigation {
-            self.check(investigation, need).await?;
+            self.check(actor, investigation, need).await?;
         }
         Ok(investigation)
     }
 
     /// Running on `host` needs its allow-list to include the caller (or be the whole team).
-    pub async fn check_host(&self, host: &str) -> Result<(), ApiError> {
-        let actor = super::actor().ok_or_else(|| ApiError::new(ErrorCode::Unauthenticated, "Sign in first."))?;
-        if actor.user.admin {
+    pub async fn check_host(&self, actor: &Actor, host: &str) -> Result<(), ApiError> {
+        if actor.admin {
             return Ok(());
         }
-        match self.store.host_allows(host, &actor.user.name).await.map_err(store_error)? {
+        match self.store.host_allows(host, &actor.name).await.map_err(store_error)? {
             Some(false) => Err(ApiError::new(
                 ErrorCode::Forbidden,
                 format!("You may not run on {host:?}: it is for the users on its list (ask an admin)."),
@@ -147,14 +152,13 @@ impl Access {
     /// connection, capturing facts) and reading what they found: admins, or
     /// someone who may run somewhere (the runner or owner role in some
     /// investigation) and is on the host's allow-list.
-    pub async fn check_host_use(&self, host: &str) -> Result<(), ApiError> {
-        let actor = super::actor().ok_or_else(|| ApiError::new(ErrorCode::Unauthenticated, "Sign in first."))?;
-        if actor.user.admin {
+    pub async fn check_host_use(&self, actor: &Actor, host: &str) -> Result<(), ApiError> {
+        if actor.admin {
             return Ok(());
         }
         let runs_somewhere = self
             .store
-            .has_role_anywhere(&actor.user.name, &[Role::Runner.as_str(), Role::Owner.as_str()])
+            .has_role_anywhere(&actor.name, &[Role::Runner.as_str(), Role::Owner.as_str()])
             .await
             .map_err(store_error)?;
         if !runs_somewhere {
@@ -166,16 +170,15 @@ impl Access {
                 ),
             ));
         }
-        self.check_host(host).await
+        self.check_host(actor, host).await
     }
 
     /// The investigations the caller may read (`None`: all of them, for admins).
-    pub async fn readable(&self) -> Result<Option<Vec<String>>, ApiError> {
-        let actor = super::actor().ok_or_else(|| ApiError::new(ErrorCode::Unauthenticated, "Sign in first."))?;
-        if actor.user.admin {
+    pub async fn readable(&self, actor: &Actor) -> Result<Option<Vec<String>>, ApiError> {
+        if actor.admin {
             return Ok(None);
         }
-        Ok(Some(self.store.investigations_of(&actor.user.name).await.map_err(store_error)?))
+        Ok(Some(self.store.investigations_of(&actor.name).await.map_err(store_error)?))
     }
 
     pub fn store(&self) -> &Store {

@@ -2,14 +2,15 @@
 
 use super::{Auth, require_admin};
 use app::accounts::AuditEntry;
+use app::backend::Actor;
 use app::error::ApiError;
 
 pub const MAX_ENTRIES: i64 = 100_000;
 
 impl Auth {
     /// The newest `limit` entries, newest first.
-    pub async fn audit_log(&self, limit: i64) -> Result<Vec<AuditEntry>, ApiError> {
-        require_admin("read the audit log")?;
+    pub async fn audit_log(&self, actor: &Actor, limit: i64) -> Result<Vec<AuditEntry>, ApiError> {
+        require_admin(actor, "read the audit log")?;
         let rows = self.store.audit_entries(limit.clamp(1, MAX_ENTRIES)).await.map_err(super::store_error)?;
         Ok(rows
             .into_iter()

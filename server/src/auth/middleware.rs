@@ -9,14 +9,16 @@
 //!    `[::1]`): a page on another domain that rebinds its name to 127.0.0.1
 //!    reaches the port, but its requests carry its own name as `Host` (and as
 //!    `Origin`, which then looks same-site), and would otherwise be the admin.
-//! 3. Who: a `Bearer` API token, else the session cookie. The account goes into
-//!    the request's extensions (`Account`, and `app::accounts::User` for pages
-//!    and server functions). Without one, `/api/…` answers 401 and pages
-//!    redirect to the sign-in page.
+//! 3. Who: a `Bearer` API token, else the session cookie. The request keeps
+//!    its [`Actor`] in its extensions, where handlers (`auth::Caller`) and
+//!    server functions (`app::backend::actor`) take it and pass it on
+//!    explicitly. Without one, `/api/…` answers 401 and pages redirect to the
+//!    sign-in page.
 
-use super::{Account, SESSION_COOKIE};
+use super::SESSION_COOKIE;
 use crate::error::AppError;
 use crate::state::AppState;
+use app::backend::Actor;
 use app::error::{ApiError, ErrorCode};
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, Method, header};
@@ -95,23 +97,23 @@ pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
         .map(|(_, v)| v)
 }
 
-pub(crate) async fn account(state: &AppState, headers: &HeaderMap) -> Result<Option<Account>, ApiError> {
+pub(crate) async fn actor(state: &AppState, headers: &HeaderMap) -> Result<Option<Actor>, ApiError> {
     if state.auth.disabled() {
-        return Ok(Some(super::Auth::local_admin()));
+        return Ok(Some(Actor::local()));
     }
     let bearer =
         headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
     if let Some(token) = bearer {
         // A wrong token is an error even if a cookie would do: scripts should hear about it.
         return match state.auth.token_account(token.trim()).await? {
-            Some(account) => Ok(Some(account)),
+            Some(account) => Ok(Some(account.actor())),
             None => {
                 Err(ApiError::new(ErrorCode::Unauthenticated, "That API token is not valid (revoked, or mistyped)."))
             }
         };
     }
     match cookie(headers, SESSION_COOKIE) {
-        Some(session) => state.auth.session_account(session).await,
+        Some(session) => Ok(state.auth.session_account(session).await?.map(|account| account.actor())),
         None => Ok(None),
     }
 }
@@ -141,15 +143,14 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
     }
     let path = request.uri().path().to_string();
     let headers = request.headers().clone();
-    let found = match account(&state, &headers).await {
+    let found = match actor(&state, &headers).await {
         Ok(found) => found,
         Err(e) => return AppError::from(e).into_response(),
     };
     match found {
-        Some(account) => {
-            request.extensions_mut().insert(account.user.clone());
-            request.extensions_mut().insert(account.clone());
-            super::acting_as(account, next.run(request)).await
+        Some(actor) => {
+            request.extensions_mut().insert(actor);
+            next.run(request).await
         }
         None if is_public(&path) => next.run(request).await,
         None if path.starts_with("/api/") => AppError::from(ApiError::new(
@@ -186,10 +187,8 @@ pub const RECHECK: std::time::Duration = std::time::Duration::from_secs(10);
 pub async fn access_lost(state: AppState, headers: HeaderMap, investigation: String) {
     loop {
         tokio::time::sleep(RECHECK).await;
-        let allowed = match account(&state, &headers).await {
-            Ok(Some(account)) => {
-                super::acting_as(account, state.access.check(&investigation, super::access::Need::Read)).await.is_ok()
-            }
+        let allowed = match actor(&state, &headers).await {
+            Ok(Some(actor)) => state.access.check(&actor, &investigation, super::access::Need::Read).await.is_ok(),
             Ok(None) | Err(_) => false,
         };
         if !allowed {

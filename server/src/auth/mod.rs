@@ -19,6 +19,7 @@ pub mod middleware;
 
 use crate::db::{Store, UserRow};
 use app::accounts::{ApiToken, NewApiToken, User};
+use app::backend::Actor;
 use app::error::{ApiError, ErrorCode};
 use argon2::Argon2;
 use argon2::password_hash::{PasswordHash, PasswordHasher, SaltString};
@@ -27,35 +28,29 @@ use std::sync::Mutex;
 
 pub const SESSION_COOKIE: &str = "sleuth_session";
 
-tokio::task_local! {
-    /// Who the request being handled is for (set by `middleware::guard` around the
-    /// handler, page or server function; server functions run in the request's task).
-    static ACTOR: Account;
-}
+/// The caller of a JSON handler, from the request the sign-in check saw
+/// (`middleware::guard` keeps an [`Actor`] with every request it lets in):
+/// `Caller(actor): Caller`, then `&actor` to the notebook. Without one, 401.
+pub struct Caller(pub Actor);
 
-/// The signed-in account of the current request; `None` outside one (background work).
-/// Handlers and server functions run in the request's task; a page's resources
-/// may render on other tasks, where leptos still has the request in context.
-pub fn actor() -> Option<Account> {
-    ACTOR.try_with(Account::clone).ok().or_else(|| {
-        leptos::prelude::use_context::<axum::http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<Account>().cloned())
-    })
-}
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Caller {
+    type Rejection = crate::error::AppError;
 
-/// Admins manage users and hosts (403 for anyone else).
-pub fn require_admin(what: &str) -> Result<Account, ApiError> {
-    match actor() {
-        Some(a) if a.user.admin => Ok(a),
-        Some(_) => Err(ApiError::new(ErrorCode::Forbidden, format!("Only admins may {what}."))),
-        None => Err(ApiError::new(ErrorCode::Unauthenticated, "Sign in first.")),
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, _: &S) -> Result<Self, Self::Rejection> {
+        parts
+            .extensions
+            .get::<Actor>()
+            .cloned()
+            .map(Caller)
+            .ok_or_else(|| ApiError::new(ErrorCode::Unauthenticated, "Sign in first.").into())
     }
 }
 
-/// Runs `work` as `account` (what the middleware does for each request).
-pub async fn acting_as<F: std::future::Future>(account: Account, work: F) -> F::Output {
-    ACTOR.scope(account, work).await
+/// Admins manage users and hosts, and read the audit log (403 for anyone else).
+pub fn require_admin(actor: &Actor, what: &str) -> Result<(), ApiError> {
+    if actor.admin { Ok(()) } else { Err(ApiError::new(ErrorCode::Forbidden, format!("Only admins may {what}."))) }
 }
+
 pub const SESSION_DAYS: i64 = 14;
 const NAME_CHARS: usize = 40;
 const MIN_PASSWORD_CHARS: usize = 10;
@@ -65,6 +60,13 @@ const MIN_PASSWORD_CHARS: usize = 10;
 pub struct Account {
     pub id: i64,
     pub user: User,
+}
+
+impl Account {
+    /// Who this account's requests are for.
+    pub fn actor(&self) -> Actor {
+        Actor { name: self.user.name.clone(), admin: self.user.admin, local: false }
+    }
 }
 
 impl From<UserRow> for Account {
@@ -157,11 +159,6 @@ impl Auth {
 
     pub fn disabled(&self) -> bool {
         self.disabled
-    }
-
-    /// Who `--no-auth` makes every request.
-    pub fn local_admin() -> Account {
-        Account { id: 0, user: User { name: "local".into(), admin: true } }
     }
 
     /// With no user yet: a new one-time setup token (printed by `serve`).
@@ -338,8 +335,8 @@ impl app::backend::Accounts for Auth {
     async fn revoke_token(&self, user: &str, id: i64) -> Result<(), ApiError> {
         Auth::revoke_token(self, user, id).await
     }
-    async fn audit_log(&self, limit: i64) -> Result<Vec<app::accounts::AuditEntry>, ApiError> {
-        Auth::audit_log(self, limit).await
+    async fn audit_log(&self, actor: &Actor, limit: i64) -> Result<Vec<app::accounts::AuditEntry>, ApiError> {
+        Auth::audit_log(self, actor, limit).await
     }
 }
 

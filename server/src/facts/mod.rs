@@ -6,6 +6,7 @@ pub mod parse;
 use crate::db::Store;
 use crate::notebook::{Service, internal, store_error, timestamp};
 use crate::ssh::{self, Pool, Target, quote::quote};
+use app::backend::Actor;
 use app::error::{ApiError, ErrorCode};
 use app::hosts::HostFacts;
 use std::time::Duration;
@@ -82,12 +83,13 @@ pub async fn capture(
     target: &Target,
     python: &str,
     limit: Duration,
+    who: &str,
 ) -> Result<HostFacts, ApiError> {
     let marker = format!("__sleuth_facts_{:x}", rand::random::<u64>());
     let captured =
         tokio::time::timeout(limit, ssh::exec::capture(pool, target, &script(&marker, python), 1024 * 1024)).await;
     let entry = crate::db::NewAudit {
-        who: crate::audit::actor_name(),
+        who: who.to_string(),
         action: "facts.capture",
         host: Some(target.name.clone()),
         target: format!("nvidia-smi, lscpu, {python} (package versions)"),
@@ -136,14 +138,19 @@ pub async fn capture_if_stale(store: &Store, pool: &Pool, target: &Target) {
         Err(e) => return tracing::error!(host = %target.name, "reading facts: {e}"),
     };
     let python = last_python(latest);
-    if let Err(e) = capture(store, pool, target, &python, Duration::from_secs(30)).await {
+    if let Err(e) = capture(store, pool, target, &python, Duration::from_secs(30), crate::audit::SLEUTH).await {
         tracing::warn!(host = %target.name, "facts before the day's first run: {}", e.message);
     }
 }
 
 impl Service {
     /// Captures the host's facts now (one session on the host) and keeps them.
-    pub(crate) async fn capture_facts_impl(&self, host: &str, python: Option<&str>) -> Result<HostFacts, ApiError> {
+    pub(crate) async fn capture_facts(
+        &self,
+        actor: &Actor,
+        host: &str,
+        python: Option<&str>,
+    ) -> Result<HostFacts, ApiError> {
         let named = python.map(str::trim).filter(|p| !p.is_empty()).map(str::to_string);
         let python = match named {
             Some(python) => python,
@@ -154,17 +161,17 @@ impl Service {
             return Err(ApiError::invalid("The python is a path or command name on one line."));
         }
         let target = self.target(host).await?;
-        capture(&self.store, &self.pool, &target, python, Duration::from_secs(60)).await
+        capture(&self.store, &self.pool, &target, python, Duration::from_secs(60), &actor.name).await
     }
 
     /// Facts by id, as a run refers to them.
-    pub(crate) async fn facts_by_id_impl(&self, id: i64) -> Result<HostFacts, ApiError> {
+    pub(crate) async fn facts_by_id(&self, id: i64) -> Result<HostFacts, ApiError> {
         let row = self.store.facts(id).await.map_err(store_error)?;
         row.map(with_time).transpose()?.ok_or_else(|| ApiError::not_found(format!("There are no host facts {id}.")))
     }
 
-    pub(crate) async fn facts_impl(&self, host: &str) -> Result<Option<HostFacts>, ApiError> {
-        self.host_impl(host).await?;
+    pub(crate) async fn facts(&self, host: &str) -> Result<Option<HostFacts>, ApiError> {
+        self.host(host).await?;
         self.store.latest_facts(host).await.map_err(store_error)?.map(with_time).transpose()
     }
 }

@@ -1,3 +1,4 @@
+use crate::auth::Caller;
 use crate::error::AppError;
 use crate::extract::{ApiJson, ApiPath};
 use crate::state::AppState;
@@ -8,28 +9,38 @@ use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 
 pub async fn create(
+    Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(step_id): ApiPath<i64>,
     ApiJson(new): ApiJson<NewAnnotation>,
 ) -> Result<impl IntoResponse, AppError> {
-    let annotation = state.notebook.add_annotation(step_id, new).await?;
+    let annotation = state.notebook.add_annotation(&actor, step_id, new).await?;
     let location = [(header::LOCATION, format!("/api/v1/annotations/{}", annotation.id))];
     Ok((StatusCode::CREATED, location, Json(annotation)))
 }
 
-pub async fn show(State(state): State<AppState>, ApiPath(id): ApiPath<i64>) -> Result<Json<Annotation>, AppError> {
-    Ok(Json(state.notebook.annotation(id).await?))
+pub async fn show(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+) -> Result<Json<Annotation>, AppError> {
+    Ok(Json(state.notebook.annotation(&actor, id).await?))
 }
 
 pub async fn update(
+    Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
     ApiJson(patch): ApiJson<AnnotationPatch>,
 ) -> Result<Json<Annotation>, AppError> {
-    Ok(Json(state.notebook.update_annotation(id, patch).await?))
+    Ok(Json(state.notebook.update_annotation(&actor, id, patch).await?))
 }
 
-pub async fn delete(State(state): State<AppState>, ApiPath(id): ApiPath<i64>) -> Result<StatusCode, AppError> {
-    state.notebook.delete_annotation(id).await?;
+pub async fn delete(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+) -> Result<StatusCode, AppError> {
+    state.notebook.delete_annotation(&actor, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

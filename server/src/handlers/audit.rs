@@ -1,3 +1,4 @@
+use crate::auth::Caller;
 use crate::error::AppError;
 use crate::extract::ApiQuery;
 use crate::state::AppState;
@@ -16,8 +17,12 @@ pub struct AuditQuery {
 }
 
 /// The audit log, newest first; admins only.
-pub async fn list(State(state): State<AppState>, ApiQuery(query): ApiQuery<AuditQuery>) -> Result<Response, AppError> {
-    let entries = state.auth.audit_log(query.limit.unwrap_or(1000)).await?;
+pub async fn list(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiQuery(query): ApiQuery<AuditQuery>,
+) -> Result<Response, AppError> {
+    let entries = state.auth.audit_log(&actor, query.limit.unwrap_or(1000)).await?;
     Ok(match query.format.as_deref() {
         Some("csv") => (
             [

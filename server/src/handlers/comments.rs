@@ -1,5 +1,6 @@
 //! Comments on steps and annotations, and the signed-in user's mentions.
 
+use crate::auth::Caller;
 use crate::error::AppError;
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::state::AppState;
@@ -10,11 +11,12 @@ use axum::http::StatusCode;
 use serde::Deserialize;
 
 pub async fn create(
+    Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<String>,
     ApiJson(new): ApiJson<NewComment>,
 ) -> Result<(StatusCode, Json<Comment>), AppError> {
-    Ok((StatusCode::CREATED, Json(state.notebook.add_comment(&id, new).await?)))
+    Ok((StatusCode::CREATED, Json(state.notebook.add_comment(&actor, &id, new).await?)))
 }
 
 #[derive(Deserialize)]
@@ -24,11 +26,12 @@ pub struct Resolve {
 
 /// `{"resolved": true}` resolves the comment's thread; `false` reopens it.
 pub async fn resolve(
+    Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
     ApiJson(body): ApiJson<Resolve>,
 ) -> Result<Json<Comment>, AppError> {
-    Ok(Json(state.notebook.resolve_comment(id, body.resolved).await?))
+    Ok(Json(state.notebook.resolve_comment(&actor, id, body.resolved).await?))
 }
 
 #[derive(Deserialize)]
@@ -38,10 +41,11 @@ pub struct MentionsQuery {
 }
 
 pub async fn mentions(
+    Caller(actor): Caller,
     State(state): State<AppState>,
     ApiQuery(query): ApiQuery<MentionsQuery>,
 ) -> Result<Json<Vec<Mention>>, AppError> {
-    Ok(Json(state.notebook.mentions(query.all).await?))
+    Ok(Json(state.notebook.mentions(&actor, query.all).await?))
 }
 
 #[derive(Deserialize)]
@@ -51,7 +55,11 @@ pub struct Read {
 }
 
 /// Marks one comment's mention read (`{"comment_id": 12}`), or all (`{}`).
-pub async fn read(State(state): State<AppState>, ApiJson(body): ApiJson<Read>) -> Result<StatusCode, AppError> {
-    state.notebook.read_mentions(body.comment_id).await?;
+pub async fn read(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<Read>,
+) -> Result<StatusCode, AppError> {
+    state.notebook.read_mentions(&actor, body.comment_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

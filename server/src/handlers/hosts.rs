@@ -1,3 +1,4 @@
+use crate::auth::Caller;
 use crate::error::AppError;
 use crate::extract::{ApiJson, ApiPath};
 use crate::state::AppState;
@@ -9,33 +10,43 @@ use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use serde::Deserialize;
 
-pub async fn list(State(state): State<AppState>) -> Result<Json<Vec<Host>>, AppError> {
-    Ok(Json(state.notebook.hosts().await?))
+pub async fn list(Caller(actor): Caller, State(state): State<AppState>) -> Result<Json<Vec<Host>>, AppError> {
+    Ok(Json(state.notebook.hosts(&actor).await?))
 }
 
 pub async fn create(
+    Caller(actor): Caller,
     State(state): State<AppState>,
     ApiJson(new): ApiJson<NewHost>,
 ) -> Result<impl IntoResponse, AppError> {
-    let host = state.notebook.add_host(new).await?;
+    let host = state.notebook.add_host(&actor, new).await?;
     let location = [(header::LOCATION, format!("/api/v1/hosts/{}", host.name))];
     Ok((StatusCode::CREATED, location, Json(host)))
 }
 
-pub async fn show(State(state): State<AppState>, ApiPath(name): ApiPath<String>) -> Result<Json<Host>, AppError> {
-    Ok(Json(state.notebook.host(&name).await?))
+pub async fn show(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+) -> Result<Json<Host>, AppError> {
+    Ok(Json(state.notebook.host(&actor, &name).await?))
 }
 
 pub async fn update(
+    Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(name): ApiPath<String>,
     ApiJson(new): ApiJson<NewHost>,
 ) -> Result<Json<Host>, AppError> {
-    Ok(Json(state.notebook.update_host(&name, new).await?))
+    Ok(Json(state.notebook.update_host(&actor, &name, new).await?))
 }
 
-pub async fn delete(State(state): State<AppState>, ApiPath(name): ApiPath<String>) -> Result<StatusCode, AppError> {
-    state.notebook.remove_host(&name).await?;
+pub async fn delete(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+) -> Result<StatusCode, AppError> {
+    state.notebook.remove_host(&actor, &name).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -46,11 +57,12 @@ pub struct Trust {
 }
 
 pub async fn trust(
+    Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(name): ApiPath<String>,
     ApiJson(trust): ApiJson<Trust>,
 ) -> Result<Json<Host>, AppError> {
-    Ok(Json(state.notebook.trust_host(&name, &trust.fingerprint).await?))
+    Ok(Json(state.notebook.trust_host(&actor, &name, &trust.fingerprint).await?))
 }
 
 #[derive(Deserialize)]
@@ -60,26 +72,29 @@ pub struct Passphrase {
 }
 
 pub async fn passphrase(
+    Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(name): ApiPath<String>,
     ApiJson(body): ApiJson<Passphrase>,
 ) -> Result<StatusCode, AppError> {
-    state.notebook.set_passphrase(&name, body.passphrase).await?;
+    state.notebook.set_passphrase(&actor, &name, body.passphrase).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
 pub async fn test(
+    Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(name): ApiPath<String>,
 ) -> Result<Json<ConnectionReport>, AppError> {
-    Ok(Json(state.notebook.test_host(&name).await?))
+    Ok(Json(state.notebook.test_host(&actor, &name).await?))
 }
 
 pub async fn import(
+    Caller(actor): Caller,
     State(state): State<AppState>,
     ApiJson(source): ApiJson<HostImport>,
 ) -> Result<Json<ImportReport>, AppError> {
-    Ok(Json(state.notebook.import_hosts(source).await?))
+    Ok(Json(state.notebook.import_hosts(&actor, source).await?))
 }
 
 #[derive(serde::Deserialize, Default)]
@@ -91,6 +106,7 @@ pub struct CaptureFacts {
 
 /// Captures the host's facts now: GPUs, links, CPU/NUMA, package versions.
 pub async fn capture_facts(
+    Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(name): ApiPath<String>,
     body: axum::body::Bytes,
@@ -101,14 +117,15 @@ pub async fn capture_facts(
         serde_json::from_slice(&body)
             .map_err(|e| ApiError::invalid(format!("Send {{\"python\": \"…\"}} or nothing: {e}")))?
     };
-    Ok(Json(state.notebook.capture_facts(&name, request.python).await?))
+    Ok(Json(state.notebook.capture_facts(&actor, &name, request.python).await?))
 }
 
 pub async fn facts(
+    Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(name): ApiPath<String>,
 ) -> Result<Json<app::hosts::HostFacts>, AppError> {
-    let facts = state.notebook.facts(&name).await?;
+    let facts = state.notebook.facts(&actor, &name).await?;
     Ok(Json(facts.ok_or_else(|| {
         ApiError::not_found(format!("No facts captured for {name:?} yet; POST to this address to capture them."))
     })?))
@@ -116,24 +133,27 @@ pub async fn facts(
 
 /// One capture by id, as a run's `facts_id` names it.
 pub async fn facts_by_id(
+    Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
 ) -> Result<Json<app::hosts::HostFacts>, AppError> {
-    Ok(Json(state.notebook.facts_by_id(id).await?))
+    Ok(Json(state.notebook.facts_by_id(&actor, id).await?))
 }
 
 pub async fn access(
+    Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(name): ApiPath<String>,
 ) -> Result<Json<app::accounts::HostAccess>, AppError> {
-    Ok(Json(state.notebook.host_access(&name).await?))
+    Ok(Json(state.notebook.host_access(&actor, &name).await?))
 }
 
 /// Who may run on the host; admins only.
 pub async fn set_access(
+    Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(name): ApiPath<String>,
     ApiJson(access): ApiJson<app::accounts::HostAccess>,
 ) -> Result<Json<app::accounts::HostAccess>, AppError> {
-    Ok(Json(state.notebook.set_host_access(&name, access).await?))
+    Ok(Json(state.notebook.set_host_access(&actor, &name, access).await?))
 }

@@ -1,3 +1,4 @@
+use crate::auth::Caller;
 use crate::error::AppError;
 use crate::extract::{ApiJson, ApiPath};
 use crate::state::AppState;
@@ -7,51 +8,63 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 
-pub async fn list(State(state): State<AppState>) -> Result<Json<Vec<InvestigationSummary>>, AppError> {
-    Ok(Json(state.notebook.list_investigations().await?))
+pub async fn list(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+) -> Result<Json<Vec<InvestigationSummary>>, AppError> {
+    Ok(Json(state.notebook.list_investigations(&actor).await?))
 }
 
 pub async fn create(
+    Caller(actor): Caller,
     State(state): State<AppState>,
     ApiJson(new): ApiJson<NewInvestigation>,
 ) -> Result<impl IntoResponse, AppError> {
-    let investigation = state.notebook.create_investigation(new).await?;
+    let investigation = state.notebook.create_investigation(&actor, new).await?;
     let location = [(header::LOCATION, investigation.url.clone())];
     Ok((StatusCode::CREATED, location, Json(investigation)))
 }
 
 pub async fn show(
+    Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Investigation>, AppError> {
-    Ok(Json(state.notebook.investigation(&id).await?))
+    Ok(Json(state.notebook.investigation(&actor, &id).await?))
 }
 
 pub async fn update(
+    Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<String>,
     ApiJson(patch): ApiJson<InvestigationPatch>,
 ) -> Result<Json<Investigation>, AppError> {
-    Ok(Json(state.notebook.update_investigation(&id, patch).await?))
+    Ok(Json(state.notebook.update_investigation(&actor, &id, patch).await?))
 }
 
-pub async fn delete(State(state): State<AppState>, ApiPath(id): ApiPath<String>) -> Result<StatusCode, AppError> {
-    state.notebook.delete_investigation(&id).await?;
+pub async fn delete(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> Result<StatusCode, AppError> {
+    state.notebook.delete_investigation(&actor, &id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
 pub async fn members(
+    Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Vec<app::accounts::Member>>, AppError> {
-    Ok(Json(state.notebook.members(&id).await?))
+    Ok(Json(state.notebook.members(&actor, &id).await?))
 }
 
 /// Gives a user a role (`"role":"none"` removes it); owners only.
 pub async fn set_member(
+    Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<String>,
     ApiJson(member): ApiJson<app::accounts::Member>,
 ) -> Result<Json<Vec<app::accounts::Member>>, AppError> {
-    Ok(Json(state.notebook.set_member(&id, member).await?))
+    Ok(Json(state.notebook.set_member(&actor, &id, member).await?))
 }

@@ -1,6 +1,8 @@
+use crate::auth::Caller;
 use crate::error::AppError;
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::state::AppState;
+use app::backend::Actor;
 use app::error::ApiError;
 use app::metrics::{ExtractorDef, NewMeasurement, Overview, StoredMeasurement};
 use axum::Json;
@@ -9,18 +11,20 @@ use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 
 pub async fn list(
+    Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(investigation): ApiPath<String>,
 ) -> Result<Json<Vec<StoredMeasurement>>, AppError> {
-    Ok(Json(state.notebook.measurements(&investigation).await?))
+    Ok(Json(state.notebook.measurements(&actor, &investigation).await?))
 }
 
 pub async fn create(
+    Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(investigation): ApiPath<String>,
     ApiJson(new): ApiJson<NewMeasurement>,
 ) -> Result<impl IntoResponse, AppError> {
-    Ok((StatusCode::CREATED, Json(state.notebook.add_measurement(&investigation, new).await?)))
+    Ok((StatusCode::CREATED, Json(state.notebook.add_measurement(&actor, &investigation, new).await?)))
 }
 
 #[derive(serde::Deserialize)]
@@ -31,53 +35,67 @@ pub struct ChartQuery {
 /// The investigation's chart (JSON with the groups and the SVG); 404 while nothing
 /// was measured twice.
 pub async fn overview(
+    Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(investigation): ApiPath<String>,
     ApiQuery(query): ApiQuery<ChartQuery>,
 ) -> Result<Json<Overview>, AppError> {
-    Ok(Json(chart(&state, &investigation, query.metric.as_deref()).await?))
+    Ok(Json(chart(&state, &actor, &investigation, query.metric.as_deref()).await?))
 }
 
 /// The same chart as an SVG file, to embed or export as it is.
 pub async fn chart_svg(
+    Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(investigation): ApiPath<String>,
     ApiQuery(query): ApiQuery<ChartQuery>,
 ) -> Result<impl IntoResponse, AppError> {
-    let overview = chart(&state, &investigation, query.metric.as_deref()).await?;
+    let overview = chart(&state, &actor, &investigation, query.metric.as_deref()).await?;
     Ok(([(header::CONTENT_TYPE, "image/svg+xml")], overview.svg))
 }
 
-async fn chart(state: &AppState, investigation: &str, metric: Option<&str>) -> Result<Overview, AppError> {
-    state.notebook.overview(investigation, metric).await?.ok_or_else(|| {
+async fn chart(
+    state: &AppState,
+    actor: &Actor,
+    investigation: &str,
+    metric: Option<&str>,
+) -> Result<Overview, AppError> {
+    state.notebook.overview(actor, investigation, metric).await?.ok_or_else(|| {
         ApiError::not_found("Nothing was measured in two runs of this investigation yet: no chart.").into()
     })
 }
 
-pub async fn delete(State(state): State<AppState>, ApiPath(id): ApiPath<i64>) -> Result<StatusCode, AppError> {
-    state.notebook.delete_measurement(id).await?;
+pub async fn delete(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+) -> Result<StatusCode, AppError> {
+    state.notebook.delete_measurement(&actor, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
 pub async fn extractors(
+    Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(investigation): ApiPath<String>,
 ) -> Result<Json<Vec<ExtractorDef>>, AppError> {
-    Ok(Json(state.notebook.extractors(&investigation).await?))
+    Ok(Json(state.notebook.extractors(&actor, &investigation).await?))
 }
 
 pub async fn add_extractor(
+    Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(investigation): ApiPath<String>,
     ApiJson(def): ApiJson<ExtractorDef>,
 ) -> Result<impl IntoResponse, AppError> {
-    Ok((StatusCode::CREATED, Json(state.notebook.add_extractor(&investigation, def).await?)))
+    Ok((StatusCode::CREATED, Json(state.notebook.add_extractor(&actor, &investigation, def).await?)))
 }
 
 pub async fn remove_extractor(
+    Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath((investigation, name)): ApiPath<(String, String)>,
 ) -> Result<StatusCode, AppError> {
-    state.notebook.remove_extractor(&investigation, &name).await?;
+    state.notebook.remove_extractor(&actor, &investigation, &name).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -1,3 +1,4 @@
+use crate::auth::Caller;
 use crate::error::AppError;
 use crate::extract::{ApiJson, ApiPath};
 use crate::runs::live::Change;
@@ -18,6 +19,7 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 pub async fn start(
+    Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(step_id): ApiPath<i64>,
     body: axum::body::Bytes,
@@ -28,16 +30,24 @@ pub async fn start(
     } else {
         serde_json::from_slice(&body).map_err(|e| ApiError::invalid(format!("The run request is not valid: {e}")))?
     };
-    let runs = state.notebook.start_runs(step_id, request).await?;
+    let runs = state.notebook.start_runs(&actor, step_id, request).await?;
     Ok((StatusCode::CREATED, Json(runs)))
 }
 
-pub async fn show(State(state): State<AppState>, ApiPath(id): ApiPath<i64>) -> Result<Json<Run>, AppError> {
-    Ok(Json(state.notebook.run(id).await?))
+pub async fn show(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+) -> Result<Json<Run>, AppError> {
+    Ok(Json(state.notebook.run(&actor, id).await?))
 }
 
-pub async fn cancel(State(state): State<AppState>, ApiPath(id): ApiPath<i64>) -> Result<Json<Run>, AppError> {
-    Ok(Json(state.notebook.cancel_run(id).await?))
+pub async fn cancel(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+) -> Result<Json<Run>, AppError> {
+    Ok(Json(state.notebook.cancel_run(&actor, id).await?))
 }
 
 #[derive(Deserialize)]
@@ -52,11 +62,12 @@ pub struct OutputQuery {
 /// The raw bytes of a run's output (both streams, as they arrived), from
 /// `offset`, at most `limit` bytes. `X-Output-Length` tells the total so far.
 pub async fn output(
+    Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
     Query(query): Query<OutputQuery>,
 ) -> Result<Response, AppError> {
-    state.notebook.run(id).await?;
+    state.notebook.run(&actor, id).await?;
     let dir = state.runner.output_dir().to_path_buf();
     let whole = query.limit.is_none() && query.offset == 0;
     let (_, len) = output::read_range(&dir, id, 0, 0).await.map_err(io_error)?;
@@ -113,12 +124,13 @@ pub struct StreamQuery {
 /// offset after it, then `event: end` once the run is over and all was sent.
 /// A client that reconnects sends `Last-Event-ID` and resumes there.
 pub async fn stream(
+    Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
     Query(query): Query<StreamQuery>,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, AppError> {
-    let run = state.notebook.run(id).await?;
+    let run = state.notebook.run(&actor, id).await?;
     let investigation = state
         .access
         .store()
@@ -134,7 +146,7 @@ pub async fn stream(
         for _ in 0..600 {
             tokio::time::sleep(Duration::from_millis(100)).await;
             watch = state.runner.live().watch(id);
-            if watch.is_some() || state.notebook.run(id).await?.status.is_finished() {
+            if watch.is_some() || state.notebook.run(&actor, id).await?.status.is_finished() {
                 break;
             }
         }
@@ -213,12 +225,13 @@ pub struct EventsQuery {
 }
 
 pub async fn investigation_events(
+    Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(investigation): ApiPath<String>,
     Query(query): Query<EventsQuery>,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, AppError> {
-    state.access.check(&investigation, crate::auth::access::Need::Read).await?;
+    state.access.check(&actor, &investigation, crate::auth::access::Need::Read).await?;
     let stop = until_closed_or_lost(&state, headers, investigation.clone());
     // Only the run rows: rendering the whole investigation (output tails,
     // highlighted snippets) on every subscription would be wasted work.
@@ -232,7 +245,7 @@ pub async fn investigation_events(
     let live = state.runner.live().clone();
     // Subscribed before joining, so this stream hears its own arrival too.
     let changes = live.subscribe_changes();
-    let me = crate::audit::actor_name();
+    let me = actor.name.clone();
     let presence = live.join(&investigation, &me);
     let others = {
         let investigation = investigation.clone();
@@ -294,10 +307,11 @@ pub async fn investigation_events(
 
 /// Runs of a step, oldest first.
 pub async fn of_step(
+    Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(step_id): ApiPath<i64>,
 ) -> Result<Json<Vec<Run>>, AppError> {
-    Ok(Json(state.notebook.step(step_id).await?.runs))
+    Ok(Json(state.notebook.step(&actor, step_id).await?.runs))
 }
 
 #[derive(Deserialize)]
@@ -310,9 +324,10 @@ pub struct SourceQuery {
 /// The files on the run's host that a reference in its output may name. A
 /// POST: it runs a search on the host, which no link or image may start.
 pub async fn source(
+    Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
     ApiJson(query): ApiJson<SourceQuery>,
 ) -> Result<Json<SourceCandidates>, AppError> {
-    Ok(Json(state.notebook.source_candidates(id, &query.file, query.line).await?))
+    Ok(Json(state.notebook.source_candidates(&actor, id, &query.file, query.line).await?))
 }

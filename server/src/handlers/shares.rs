@@ -1,6 +1,7 @@
 //! View-only share links: owners create, list and revoke them; anyone with a
 //! link's token reads what it shows (`/api/v1/shared/{token}`, no sign-in).
 
+use crate::auth::Caller;
 use crate::error::AppError;
 use crate::extract::{ApiJson, ApiPath};
 use crate::state::AppState;
@@ -10,23 +11,29 @@ use axum::extract::State;
 use axum::http::StatusCode;
 
 pub async fn list(
+    Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Vec<ShareLink>>, AppError> {
-    Ok(Json(state.notebook.share_links(&id).await?))
+    Ok(Json(state.notebook.share_links(&actor, &id).await?))
 }
 
 /// The answer is the only time the link's URL is seen: only its hash is kept.
 pub async fn create(
+    Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<String>,
     ApiJson(new): ApiJson<NewShareLink>,
 ) -> Result<(StatusCode, Json<CreatedShareLink>), AppError> {
-    Ok((StatusCode::CREATED, Json(state.notebook.create_share_link(&id, new).await?)))
+    Ok((StatusCode::CREATED, Json(state.notebook.create_share_link(&actor, &id, new).await?)))
 }
 
-pub async fn revoke(State(state): State<AppState>, ApiPath(id): ApiPath<i64>) -> Result<Json<ShareLink>, AppError> {
-    Ok(Json(state.notebook.revoke_share_link(id).await?))
+pub async fn revoke(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+) -> Result<Json<ShareLink>, AppError> {
+    Ok(Json(state.notebook.revoke_share_link(&actor, id).await?))
 }
 
 /// 404 for an unknown token, 410 once revoked or expired — never the content.

@@ -1,3 +1,4 @@
+use crate::auth::Caller;
 use crate::error::AppError;
 use crate::extract::{ApiJson, ApiPath};
 use crate::state::AppState;
@@ -11,22 +12,28 @@ use axum::response::IntoResponse;
 use serde_json::{Map, Value};
 
 pub async fn create(
+    Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(investigation): ApiPath<String>,
     ApiJson(body): ApiJson<StepBody>,
 ) -> Result<impl IntoResponse, AppError> {
-    let step = state.notebook.add_step(&investigation, body).await?;
+    let step = state.notebook.add_step(&actor, &investigation, body).await?;
     let location = [(header::LOCATION, step.url.clone())];
     Ok((StatusCode::CREATED, location, Json(step)))
 }
 
-pub async fn show(State(state): State<AppState>, ApiPath(id): ApiPath<i64>) -> Result<Json<Step>, AppError> {
-    Ok(Json(state.notebook.step(id).await?))
+pub async fn show(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+) -> Result<Json<Step>, AppError> {
+    Ok(Json(state.notebook.step(&actor, id).await?))
 }
 
 /// A JSON merge patch of the step's fields (e.g. `{"body":"…"}` for a note), plus
 /// an optional `"position"` (1-based) to move it in the timeline.
 pub async fn update(
+    Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
     ApiJson(mut patch): ApiJson<Map<String, Value>>,
@@ -45,7 +52,7 @@ pub async fn update(
                 .ok_or_else(|| ApiError::invalid("`position` must be a whole number from 1."))?,
         ),
     };
-    let mut step = state.notebook.step(id).await?;
+    let mut step = state.notebook.step(&actor, id).await?;
     if !patch.is_empty() {
         let mut fields = serde_json::to_value(&step.body).map_err(|_| ApiError::internal())?;
         if let Some(fields) = fields.as_object_mut() {
@@ -53,16 +60,20 @@ pub async fn update(
         }
         let body: StepBody = serde_json::from_value(fields)
             .map_err(|e| ApiError::invalid(format!("The patch does not fit a {} step: {e}", step.body.kind())))?;
-        step = state.notebook.update_step(id, body, version).await?;
+        step = state.notebook.update_step(&actor, id, body, version).await?;
     }
     if let Some(position) = position {
-        step = state.notebook.move_step(id, position).await?;
+        step = state.notebook.move_step(&actor, id, position).await?;
     }
     Ok(Json(step))
 }
 
-pub async fn delete(State(state): State<AppState>, ApiPath(id): ApiPath<i64>) -> Result<StatusCode, AppError> {
-    state.notebook.delete_step(id).await?;
+pub async fn delete(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+) -> Result<StatusCode, AppError> {
+    state.notebook.delete_step(&actor, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -77,6 +88,7 @@ pub struct Refresh {
 
 /// Fetches a snippet step's file again as a new snapshot (optionally another range).
 pub async fn refresh(
+    Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
     body: axum::body::Bytes,
@@ -87,5 +99,5 @@ pub async fn refresh(
         serde_json::from_slice(&body)
             .map_err(|e| ApiError::invalid(format!("The refresh request is not valid: {e}")))?
     };
-    Ok(Json(state.notebook.refresh_snippet(id, refresh.start, refresh.end).await?))
+    Ok(Json(state.notebook.refresh_snippet(&actor, id, refresh.start, refresh.end).await?))
 }

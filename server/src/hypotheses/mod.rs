@@ -7,6 +7,7 @@ use crate::db::{HypothesisRow, RunRow};
 use crate::markdown::to_safe_html;
 use crate::metrics::stats;
 use crate::notebook::{Service, internal, store_error, timestamp};
+use app::backend::Actor;
 use app::error::ApiError;
 use app::hypotheses::{Hypothesis, HypothesisInput, RunGroup, STATUSES, hypothesis_anchor};
 use std::collections::HashMap;
@@ -212,7 +213,7 @@ impl Service {
         Ok(())
     }
 
-    pub(crate) async fn hypotheses_impl(&self, investigation: &str) -> Result<Vec<Hypothesis>, ApiError> {
+    pub(crate) async fn hypotheses(&self, investigation: &str) -> Result<Vec<Hypothesis>, ApiError> {
         self.existing_investigation(investigation).await?;
         let rows = self.store.hypotheses(investigation).await.map_err(store_error)?;
         let runs = self.store.runs_of_investigation(investigation).await.map_err(store_error)?;
@@ -223,13 +224,13 @@ impl Service {
         Ok(out)
     }
 
-    pub(crate) async fn hypothesis_impl(&self, id: i64) -> Result<Hypothesis, ApiError> {
+    pub(crate) async fn hypothesis(&self, id: i64) -> Result<Hypothesis, ApiError> {
         let row = self.store.hypothesis(id).await.map_err(store_error)?.ok_or_else(|| not_found(id))?;
         let runs = self.store.runs_of_investigation(&row.investigation_id).await.map_err(store_error)?;
         self.hypothesis_view(row, &runs).await
     }
 
-    pub(crate) async fn add_hypothesis_impl(
+    pub(crate) async fn add_hypothesis(
         &self,
         investigation: &str,
         input: HypothesisInput,
@@ -258,10 +259,15 @@ impl Service {
         apply(&mut row, input)?;
         self.check_evidence(&mut row).await?;
         let id = self.store.insert_hypothesis(&row).await.map_err(store_error)?;
-        self.hypothesis_impl(id).await
+        self.hypothesis(id).await
     }
 
-    pub(crate) async fn update_hypothesis_impl(&self, id: i64, input: HypothesisInput) -> Result<Hypothesis, ApiError> {
+    pub(crate) async fn update_hypothesis(
+        &self,
+        actor: &Actor,
+        id: i64,
+        input: HypothesisInput,
+    ) -> Result<Hypothesis, ApiError> {
         let mut row = self.store.hypothesis(id).await.map_err(store_error)?.ok_or_else(|| not_found(id))?;
         let expected = input.version;
         if expected.is_some_and(|v| v != row.version) {
@@ -270,14 +276,14 @@ impl Service {
         apply(&mut row, input)?;
         self.check_evidence(&mut row).await?;
         // Compare-and-swap: a save between the read above and this write is caught too.
-        if !self.store.update_hypothesis(&row, &crate::audit::actor_name(), expected).await.map_err(store_error)? {
+        if !self.store.update_hypothesis(&row, &actor.name, expected).await.map_err(store_error)? {
             let current = self.store.hypothesis(id).await.map_err(store_error)?.ok_or_else(|| not_found(id))?;
             return Err(stale(&current));
         }
-        self.hypothesis_impl(id).await
+        self.hypothesis(id).await
     }
 
-    pub(crate) async fn delete_hypothesis_impl(&self, id: i64) -> Result<(), ApiError> {
+    pub(crate) async fn delete_hypothesis(&self, id: i64) -> Result<(), ApiError> {
         if !self.store.delete_hypothesis(id).await.map_err(store_error)? {
             return Err(not_found(id));
         }

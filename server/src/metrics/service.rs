@@ -123,13 +123,13 @@ impl Service {
         Ok(row.value * factor)
     }
 
-    pub(crate) async fn measurements_impl(&self, investigation: &str) -> Result<Vec<StoredMeasurement>, ApiError> {
+    pub(crate) async fn measurements(&self, investigation: &str) -> Result<Vec<StoredMeasurement>, ApiError> {
         self.existing_investigation(investigation).await?;
         let rows = self.store.measurements_of_investigation(investigation).await.map_err(store_error)?;
         Ok(rows.into_iter().map(measurement_of).collect())
     }
 
-    pub(crate) async fn add_measurement_impl(
+    pub(crate) async fn add_measurement(
         &self,
         investigation: &str,
         new: NewMeasurement,
@@ -156,7 +156,7 @@ impl Service {
         rows.into_iter().find(|r| r.id == id).map(measurement_of).ok_or_else(ApiError::internal)
     }
 
-    pub(crate) async fn delete_measurement_impl(&self, id: i64) -> Result<(), ApiError> {
+    pub(crate) async fn delete_measurement(&self, id: i64) -> Result<(), ApiError> {
         if !self.store.delete_measurement(id).await.map_err(store_error)? {
             return Err(ApiError::not_found(format!(
                 "There is no manual measurement {id} (measurements from runs go with their run)."
@@ -165,18 +165,14 @@ impl Service {
         Ok(())
     }
 
-    pub(crate) async fn extractors_impl(&self, investigation: &str) -> Result<Vec<ExtractorDef>, ApiError> {
+    pub(crate) async fn extractors(&self, investigation: &str) -> Result<Vec<ExtractorDef>, ApiError> {
         self.existing_investigation(investigation).await?;
         let rows = self.store.extractors(investigation).await.map_err(store_error)?;
         Ok(rows.into_iter().map(|r| ExtractorDef { name: r.name, pattern: r.pattern, unit: r.unit }).collect())
     }
 
     /// Adds the extractor and reads every finished run of the investigation again.
-    pub(crate) async fn add_extractor_impl(
-        &self,
-        investigation: &str,
-        def: ExtractorDef,
-    ) -> Result<ExtractorDef, ApiError> {
+    pub(crate) async fn add_extractor(&self, investigation: &str, def: ExtractorDef) -> Result<ExtractorDef, ApiError> {
         self.existing_investigation(investigation).await?;
         Extractor::new(&def.name, &def.pattern, &def.unit)?;
         let def = ExtractorDef { name: def.name.trim().into(), pattern: def.pattern, unit: def.unit.trim().into() };
@@ -195,7 +191,7 @@ impl Service {
         Ok(def)
     }
 
-    pub(crate) async fn remove_extractor_impl(&self, investigation: &str, name: &str) -> Result<(), ApiError> {
+    pub(crate) async fn remove_extractor(&self, investigation: &str, name: &str) -> Result<(), ApiError> {
         if !self.store.delete_extractor(investigation, name).await.map_err(store_error)? {
             return Err(ApiError::not_found(format!("There is no extractor {name:?} here.")));
         }

@@ -10,6 +10,7 @@ pub use runner::Runner;
 
 use crate::db::RunRow;
 use crate::notebook::timestamp;
+use app::backend::Actor;
 use app::runs::{Run, RunStatus};
 
 pub fn run_from_row(row: RunRow) -> Run {
@@ -154,7 +155,12 @@ impl Service {
         }
     }
 
-    pub(crate) async fn start_runs_impl(&self, step_id: i64, request: RunRequest) -> Result<Vec<Run>, ApiError> {
+    pub(crate) async fn start_runs(
+        &self,
+        actor: &Actor,
+        step_id: i64,
+        request: RunRequest,
+    ) -> Result<Vec<Run>, ApiError> {
         let repeat = request.repeat.unwrap_or(1);
         let warmup = request.warmup.unwrap_or(0);
         if !(1..=MAX_REPEAT).contains(&repeat) {
@@ -207,7 +213,7 @@ impl Service {
                 batch_index: i64::from(if i <= warmup { i } else { i - warmup }),
                 batch_size: i64::from(if i <= warmup { warmup } else { repeat }),
                 warmup: i <= warmup,
-                who: Some(crate::audit::actor_name()),
+                who: Some(actor.name.clone()),
             })
             .collect();
         let runs = self.runner.insert_batch(new_runs).await.map_err(store_error)?;
@@ -219,20 +225,20 @@ impl Service {
         Ok(runs)
     }
 
-    pub(crate) async fn output_before_impl(&self, id: i64, before: u64, bytes: u64) -> Result<OutputTail, ApiError> {
-        self.run_impl(id).await?;
+    pub(crate) async fn output_before(&self, id: i64, before: u64, bytes: u64) -> Result<OutputTail, ApiError> {
+        self.run(id).await?;
         window(self.runner.output_dir(), id, before, bytes.clamp(1, 1024 * 1024))
             .await
             .map_err(|e| internal("output window", e))
     }
 
-    pub(crate) async fn run_impl(&self, id: i64) -> Result<Run, ApiError> {
+    pub(crate) async fn run(&self, id: i64) -> Result<Run, ApiError> {
         let row = self.store.run(id).await.map_err(store_error)?.ok_or_else(|| run_not_found(id))?;
         Ok(run_from_row(row))
     }
 
-    pub(crate) async fn cancel_run_impl(&self, id: i64) -> Result<Run, ApiError> {
-        let run = self.run_impl(id).await?;
+    pub(crate) async fn cancel_run(&self, id: i64) -> Result<Run, ApiError> {
+        let run = self.run(id).await?;
         if run.status.is_finished() {
             return Err(ApiError::new(
                 ErrorCode::Conflict,
@@ -245,12 +251,12 @@ impl Service {
         // A running run finishes once the host has reacted; wait briefly so the
         // answer usually shows the end state.
         for _ in 0..50 {
-            let run = self.run_impl(id).await?;
+            let run = self.run(id).await?;
             if run.status.is_finished() {
                 return Ok(run);
             }
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         }
-        self.run_impl(id).await
+        self.run(id).await
     }
 }

@@ -147,7 +147,7 @@ impl Runner {
         self.publish(investigation, run_id).await;
 
         let run = run_from_row(row);
-        let who = run.who.clone().unwrap_or_else(|| "sleuth".into());
+        let who = run.who.clone().unwrap_or_else(|| crate::audit::SLEUTH.into());
         let entry = |action, outcome| NewAudit {
             who: who.clone(),
             action,

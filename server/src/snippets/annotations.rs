@@ -100,8 +100,8 @@ impl Service {
         }
     }
 
-    pub(crate) async fn add_annotation_impl(&self, step_id: i64, new: NewAnnotation) -> Result<Annotation, ApiError> {
-        let step = app::backend::Notebook::step(self, step_id).await?;
+    pub(crate) async fn add_annotation(&self, step_id: i64, new: NewAnnotation) -> Result<Annotation, ApiError> {
+        let step = self.step(step_id).await?;
         let shown = newest_snapshot(&step)?;
         let range = check_range(new.start, new.end, shown)?;
         let body = check_body(&new.body)?;
@@ -112,18 +112,18 @@ impl Service {
             .await
             .map_err(store_error)?;
         tracing::info!(step = step_id, annotation = id, "annotated lines {}–{}", new.start, new.end);
-        self.annotation_impl(id).await
+        self.annotation(id).await
     }
 
-    pub(crate) async fn annotation_impl(&self, id: i64) -> Result<Annotation, ApiError> {
+    pub(crate) async fn annotation(&self, id: i64) -> Result<Annotation, ApiError> {
         let row = self.store.annotation(id).await.map_err(store_error)?.ok_or_else(|| not_found(id))?;
-        let step = app::backend::Notebook::step(self, row.step_id).await?;
+        let step = self.step(row.step_id).await?;
         Ok(view(row, &step.snapshots))
     }
 
-    pub(crate) async fn update_annotation_impl(&self, id: i64, patch: AnnotationPatch) -> Result<Annotation, ApiError> {
+    pub(crate) async fn update_annotation(&self, id: i64, patch: AnnotationPatch) -> Result<Annotation, ApiError> {
         let current = self.store.annotation(id).await.map_err(store_error)?.ok_or_else(|| not_found(id))?;
-        let step = app::backend::Notebook::step(self, current.step_id).await?;
+        let step = self.step(current.step_id).await?;
         let start = patch.start.unwrap_or(u64::try_from(current.start_line).unwrap_or(1));
         let end = patch.end.unwrap_or(u64::try_from(current.end_line).unwrap_or(1));
         let range = if patch.start.is_some() || patch.end.is_some() {
@@ -138,10 +138,10 @@ impl Service {
         if !self.store.update_annotation(id, range, &body).await.map_err(store_error)? {
             return Err(not_found(id));
         }
-        self.annotation_impl(id).await
+        self.annotation(id).await
     }
 
-    pub(crate) async fn delete_annotation_impl(&self, id: i64) -> Result<(), ApiError> {
+    pub(crate) async fn delete_annotation(&self, id: i64) -> Result<(), ApiError> {
         if !self.store.delete_annotation(id).await.map_err(store_error)? {
             return Err(not_found(id));
         }

@@ -10,6 +10,7 @@ pub mod search;
 
 use crate::db::SnapshotRow;
 use crate::notebook::{Service, internal, store_error, timestamp};
+use app::backend::Actor;
 use app::error::ApiError;
 use app::model::Step;
 use app::steps::StepBody;
@@ -112,13 +113,14 @@ impl Service {
         self.store.insert_snapshot(&row).await.map_err(store_error)
     }
 
-    pub(crate) async fn refresh_snippet_impl(
+    pub(crate) async fn refresh_snippet(
         &self,
+        actor: &Actor,
         step_id: i64,
         start: Option<u64>,
         end: Option<u64>,
     ) -> Result<Step, ApiError> {
-        let step = app::backend::Notebook::step(self, step_id).await?;
+        let step = self.step(step_id).await?;
         let StepBody::Snippet(mut body) = step.body else {
             return Err(ApiError::invalid(format!("Step {step_id} is not a snippet.")));
         };
@@ -127,7 +129,7 @@ impl Service {
             body.end = end.or(body.end);
         }
         let body = crate::steps::validate(StepBody::Snippet(body))?;
-        app::backend::Notebook::update_step(self, step_id, body, None).await
+        self.update_step(actor, step_id, body, None).await
     }
 }
 
@@ -139,7 +141,7 @@ pub(crate) enum Fetched {
 
 impl Service {
     /// Reads from the host what a snippet or grep body asks for.
-    pub(crate) async fn fetch_for(&self, body: &StepBody) -> Result<Option<Fetched>, ApiError> {
+    pub(crate) async fn fetch_for(&self, actor: &Actor, body: &StepBody) -> Result<Option<Fetched>, ApiError> {
         let result = self.fetch_from_host(body).await;
         let (action, host, target) = match body {
             StepBody::Snippet(s) => {
@@ -155,7 +157,7 @@ impl Service {
         };
         let outcome = crate::audit::outcome(&result);
         let entry = crate::db::NewAudit {
-            who: crate::audit::actor_name(),
+            who: actor.name.clone(),
             action,
             host: Some(host.clone()),
             target,

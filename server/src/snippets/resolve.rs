@@ -16,6 +16,7 @@
 use crate::notebook::{Service, store_error};
 use crate::runs::output;
 use crate::ssh::{self, quote::quote};
+use app::backend::Actor;
 use app::error::{ApiError, ErrorCode};
 use app::steps::snippet::SourceCandidates;
 use regex::Regex;
@@ -127,8 +128,9 @@ fn script(
 }
 
 impl Service {
-    pub(crate) async fn source_candidates_impl(
+    pub(crate) async fn source_candidates(
         &self,
+        actor: &Actor,
         run_id: i64,
         file: &str,
         line: u64,
@@ -172,7 +174,7 @@ impl Service {
         .map_err(|_| ApiError::new(ErrorCode::HostUnreachable, "Searching the host took over 60 s."))
         .and_then(|r| r.map_err(ApiError::from));
         let entry = crate::db::NewAudit {
-            who: crate::audit::actor_name(),
+            who: actor.name.clone(),
             action: "source.search",
             host: Some(run.host.clone()),
             target: format!("where is {file} (for run {run_id})"),

@@ -486,3 +486,41 @@ async fn thousands_of_malformed_requests_get_no_5xx() {
     let after = app.investigation("after the fuzz").await;
     assert_eq!(app.get(&format!("/api/v1/investigations/{after}")).await.status, StatusCode::OK);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn source_searches_and_exports_follow_the_roles() {
+    let sshd = crate::sshd::Sshd::start();
+    let team = team(&sshd).await;
+    let (_, command, _) = team.shared_investigation(&sshd).await;
+    let runs = team.ok("own", Method::POST, &format!("/api/v1/steps/{command}/runs"), json!({})).await;
+    let run = runs[0]["id"].as_i64().unwrap();
+    for _ in 0..200 {
+        let now = team.ok("own", Method::GET, &format!("/api/v1/runs/{run}"), Value::Null).await;
+        if now["status"] == "succeeded" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Searching the run's host for a file runs a script there: runners only.
+    let search = format!("/api/v1/runs/{run}/source");
+    let file = json!({ "file": "model.py", "line": 3 });
+    for (who, expected) in [("view", 403), ("edit", 403), ("stranger", 404), ("run", 200), ("admin", 200)] {
+        let found = team.call(who, Method::POST, &search, file.clone()).await;
+        assert_eq!(found.status.as_u16(), expected, "{who}: {}", found.text());
+    }
+    // A run's output, whole or as a download: whoever may read the investigation.
+    let download = format!("/api/v1/runs/{run}/output?download=1");
+    for (who, expected) in [("view", 200), ("stranger", 404)] {
+        let got = team.call(who, Method::GET, &download, Value::Null).await;
+        assert_eq!(got.status.as_u16(), expected, "{who}");
+    }
+    assert_eq!(team.call("view", Method::GET, &download, Value::Null).await.text(), "hi\n");
+    // The audit log and its CSV export: admins only, and the search is in it.
+    for who in ["own", "run", "view"] {
+        let refused = team.call(who, Method::GET, "/api/v1/audit?format=csv", Value::Null).await;
+        assert_eq!(refused.status, StatusCode::FORBIDDEN, "{who}");
+    }
+    let csv = team.call("admin", Method::GET, "/api/v1/audit?format=csv", Value::Null).await;
+    assert_eq!(csv.status, StatusCode::OK);
+    assert!(csv.text().lines().any(|l| l.contains("source.search") && l.contains("\"run\"")), "{}", csv.text());
+}
