@@ -1,5 +1,5 @@
 //! The server-side boundary the UI's server functions call through. The server crate
-//! implements [`Notebook`] and provides it as context, so this crate never links the
+//! implements [`Notebook`] (one trait per domain) and provides it as context, so this crate never links the
 //! store, SSH or anything else server-only.
 
 use crate::accounts::{ApiToken, HostAccess, Member, NewApiToken, User};
@@ -38,8 +38,23 @@ impl Actor {
     }
 }
 
+/// The notebook, as one object the server provides: every operation, in one
+/// trait per domain. The server implements each once, in its policy layer
+/// (`server/src/auth/guarded/`), which checks the actor's rights and calls the
+/// service. Callers hold an `Arc<dyn Notebook>`, whose methods are all of them.
+pub trait Notebook:
+    InvestigationOps + StepOps + HostOps + RunOps + SourceOps + MeasurementOps + HypothesisOps + TeamOps
+{
+}
+
+impl<T> Notebook for T where
+    T: InvestigationOps + StepOps + HostOps + RunOps + SourceOps + MeasurementOps + HypothesisOps + TeamOps
+{
+}
+
+/// Investigations: list, create, read, rename or close, delete.
 #[async_trait::async_trait]
-pub trait Notebook: Send + Sync + 'static {
+pub trait InvestigationOps: Send + Sync + 'static {
     async fn list_investigations(&self, actor: &Actor) -> Result<Vec<InvestigationSummary>, ApiError>;
     async fn create_investigation(&self, actor: &Actor, new: NewInvestigation) -> Result<Investigation, ApiError>;
     async fn investigation(&self, actor: &Actor, id: &str) -> Result<Investigation, ApiError>;
@@ -50,7 +65,11 @@ pub trait Notebook: Send + Sync + 'static {
         patch: InvestigationPatch,
     ) -> Result<Investigation, ApiError>;
     async fn delete_investigation(&self, actor: &Actor, id: &str) -> Result<(), ApiError>;
+}
 
+/// The steps of an investigation's timeline.
+#[async_trait::async_trait]
+pub trait StepOps: Send + Sync + 'static {
     async fn add_step(&self, actor: &Actor, investigation: &str, body: StepBody) -> Result<Step, ApiError>;
     async fn step(&self, actor: &Actor, id: i64) -> Result<Step, ApiError>;
     /// Replaces the step's body; its kind cannot change. With `version`, refused
@@ -60,7 +79,11 @@ pub trait Notebook: Send + Sync + 'static {
     /// Moves the step to `position` (1-based, clamped to the timeline).
     async fn move_step(&self, actor: &Actor, id: i64, position: u32) -> Result<Step, ApiError>;
     async fn delete_step(&self, actor: &Actor, id: i64) -> Result<(), ApiError>;
+}
 
+/// GPU hosts: the list, keys, connection tests, facts, who may run on them.
+#[async_trait::async_trait]
+pub trait HostOps: Send + Sync + 'static {
     async fn hosts(&self, actor: &Actor) -> Result<Vec<Host>, ApiError>;
     async fn host(&self, actor: &Actor, name: &str) -> Result<Host, ApiError>;
     async fn add_host(&self, actor: &Actor, host: NewHost) -> Result<Host, ApiError>;
@@ -80,11 +103,28 @@ pub trait Notebook: Send + Sync + 'static {
     async fn facts(&self, actor: &Actor, host: &str) -> Result<Option<HostFacts>, ApiError>;
     /// One capture, as a run refers to it (`Run::facts_id`).
     async fn facts_by_id(&self, actor: &Actor, id: i64) -> Result<HostFacts, ApiError>;
+    async fn host_access(&self, actor: &Actor, host: &str) -> Result<HostAccess, ApiError>;
+    /// Admins only.
+    async fn set_host_access(&self, actor: &Actor, host: &str, access: HostAccess) -> Result<HostAccess, ApiError>;
+}
 
+/// Runs of command steps.
+#[async_trait::async_trait]
+pub trait RunOps: Send + Sync + 'static {
     /// Queues runs of a command step (warm-ups first); they start right away.
     async fn start_runs(&self, actor: &Actor, step_id: i64, request: RunRequest) -> Result<Vec<Run>, ApiError>;
     async fn run(&self, actor: &Actor, id: i64) -> Result<Run, ApiError>;
     async fn cancel_run(&self, actor: &Actor, id: i64) -> Result<Run, ApiError>;
+    /// The run as soon as it has finished, or as it is after `within` (a long
+    /// poll: scripts wait for a run's end without polling).
+    async fn wait_for_run(&self, actor: &Actor, id: i64, within: std::time::Duration) -> Result<Run, ApiError>;
+    /// Up to `bytes` of a run's output ending at `before`, as HTML, from a line start.
+    async fn output_before(&self, actor: &Actor, id: i64, before: u64, bytes: u64) -> Result<OutputTail, ApiError>;
+}
+
+/// Source on hosts: snippets fetched again, annotations, files named in output.
+#[async_trait::async_trait]
+pub trait SourceOps: Send + Sync + 'static {
     /// Fetches a snippet step's file again (optionally another range) as a new snapshot.
     async fn refresh_snippet(
         &self,
@@ -106,6 +146,11 @@ pub trait Notebook: Send + Sync + 'static {
         file: &str,
         line: u64,
     ) -> Result<SourceCandidates, ApiError>;
+}
+
+/// Numbers: measurements, the chart, extractors.
+#[async_trait::async_trait]
+pub trait MeasurementOps: Send + Sync + 'static {
     /// Every measurement of an investigation (from its runs, and manual ones).
     async fn measurements(&self, actor: &Actor, investigation: &str) -> Result<Vec<StoredMeasurement>, ApiError>;
     async fn add_measurement(
@@ -132,6 +177,11 @@ pub trait Notebook: Send + Sync + 'static {
         def: ExtractorDef,
     ) -> Result<ExtractorDef, ApiError>;
     async fn remove_extractor(&self, actor: &Actor, investigation: &str, name: &str) -> Result<(), ApiError>;
+}
+
+/// Hypotheses and their experiments.
+#[async_trait::async_trait]
+pub trait HypothesisOps: Send + Sync + 'static {
     async fn hypotheses(&self, actor: &Actor, investigation: &str) -> Result<Vec<Hypothesis>, ApiError>;
     async fn hypothesis(&self, actor: &Actor, id: i64) -> Result<Hypothesis, ApiError>;
     async fn add_hypothesis(
@@ -143,17 +193,15 @@ pub trait Notebook: Send + Sync + 'static {
     /// Changes the fields `input` has; the experiment is computed again.
     async fn update_hypothesis(&self, actor: &Actor, id: i64, input: HypothesisInput) -> Result<Hypothesis, ApiError>;
     async fn delete_hypothesis(&self, actor: &Actor, id: i64) -> Result<(), ApiError>;
-    /// Up to `bytes` of a run's output ending at `before`, as HTML, from a line start.
-    async fn output_before(&self, actor: &Actor, id: i64, before: u64, bytes: u64) -> Result<OutputTail, ApiError>;
+}
 
+/// Working together: members, share links, comments and mentions.
+#[async_trait::async_trait]
+pub trait TeamOps: Send + Sync + 'static {
     /// Who has which role in the investigation.
     async fn members(&self, actor: &Actor, investigation: &str) -> Result<Vec<Member>, ApiError>;
     /// Gives `member.user` that role (owners only); a role of `none` removes it.
     async fn set_member(&self, actor: &Actor, investigation: &str, member: Member) -> Result<Vec<Member>, ApiError>;
-    async fn host_access(&self, actor: &Actor, host: &str) -> Result<HostAccess, ApiError>;
-    /// Admins only.
-    async fn set_host_access(&self, actor: &Actor, host: &str, access: HostAccess) -> Result<HostAccess, ApiError>;
-
     /// The investigation's share links (owners only).
     async fn share_links(&self, actor: &Actor, investigation: &str) -> Result<Vec<ShareLink>, ApiError>;
     async fn create_share_link(
@@ -163,6 +211,8 @@ pub trait Notebook: Send + Sync + 'static {
         new: NewShareLink,
     ) -> Result<CreatedShareLink, ApiError>;
     async fn revoke_share_link(&self, actor: &Actor, id: i64) -> Result<ShareLink, ApiError>;
+    /// What the link with this token shows; anyone may ask (the token is the right).
+    async fn shared(&self, token: &str) -> Result<SharedView, ApiError>;
     /// Adds a comment (a thread, or a reply to one); `@name`s become mentions.
     async fn add_comment(&self, actor: &Actor, investigation: &str, new: NewComment) -> Result<Comment, ApiError>;
     /// Resolves (or reopens) the thread the comment is in.
@@ -171,8 +221,6 @@ pub trait Notebook: Send + Sync + 'static {
     async fn mentions(&self, actor: &Actor, all: bool) -> Result<Vec<Mention>, ApiError>;
     /// Marks one comment's mention read, or all of them (`None`).
     async fn read_mentions(&self, actor: &Actor, comment: Option<i64>) -> Result<(), ApiError>;
-    /// What the link with this token shows; anyone may ask (the token is the right).
-    async fn shared(&self, token: &str) -> Result<SharedView, ApiError>;
 }
 
 /// API tokens of the signed-in user (the server's `auth::Auth`).

@@ -1,8 +1,8 @@
 use crate::auth::Caller;
 use crate::error::AppError;
-use crate::extract::{ApiJson, ApiPath};
+use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::runs::live::Change;
-use crate::runs::{Progress, output, output_html};
+use crate::runs::output;
 use crate::state::AppState;
 use app::error::ApiError;
 use app::runs::{Run, RunRequest};
@@ -13,6 +13,7 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use serde::Deserialize;
 use std::convert::Infallible;
@@ -34,12 +35,30 @@ pub async fn start(
     Ok((StatusCode::CREATED, Json(runs)))
 }
 
+/// The longest `?wait=` a script may ask for.
+pub const MAX_WAIT_S: u64 = 60;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShowQuery {
+    /// Seconds to wait for the run to finish before answering (a long poll).
+    wait: Option<u64>,
+}
+
+/// A run; with `?wait=30`, as soon as it has finished (or after 30 s, as it is then).
 pub async fn show(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
+    ApiQuery(query): ApiQuery<ShowQuery>,
 ) -> Result<Json<Run>, AppError> {
-    Ok(Json(state.notebook.run(&actor, id).await?))
+    Ok(Json(match query.wait {
+        None | Some(0) => state.notebook.run(&actor, id).await?,
+        Some(s) if s <= MAX_WAIT_S => state.notebook.wait_for_run(&actor, id, Duration::from_secs(s)).await?,
+        Some(s) => {
+            return Err(ApiError::invalid(format!("`wait` is at most {MAX_WAIT_S} seconds, not {s}.")).into());
+        }
+    }))
 }
 
 pub async fn cancel(
@@ -122,14 +141,15 @@ pub struct StreamQuery {
 /// Server-Sent Events with the run's output from `offset` as HTML (ANSI colors
 /// kept, escaped): `event: output` per batch of complete lines, its id the byte
 /// offset after it, then `event: end` once the run is over and all was sent.
-/// A client that reconnects sends `Last-Event-ID` and resumes there.
+/// A client that reconnects sends `Last-Event-ID` and resumes there. The
+/// frames come from the run's shared feed (`runs::feed`).
 pub async fn stream(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
     Query(query): Query<StreamQuery>,
     headers: HeaderMap,
-) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, AppError> {
+) -> Result<Response, AppError> {
     let run = state.notebook.run(&actor, id).await?;
     let investigation = state
         .access
@@ -139,64 +159,29 @@ pub async fn stream(
         .map_err(crate::notebook::store_error)?
         .unwrap_or_default();
     let stop = until_closed_or_lost(&state, headers.clone(), investigation);
-    // A queued run has no output yet: wait for it to start (or end) rather than
-    // telling the browser it is over.
-    let mut watch = state.runner.live().watch(id);
-    if watch.is_none() && !run.status.is_finished() {
-        for _ in 0..600 {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            watch = state.runner.live().watch(id);
-            if watch.is_some() || state.notebook.run(&actor, id).await?.status.is_finished() {
-                break;
-            }
-        }
-    }
     let resume = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
-    let start = resume.unwrap_or(query.offset);
-    let dir = state.runner.output_dir().to_path_buf();
-    let stream = futures::stream::unfold((start, watch, false), move |(mut offset, mut watch, done)| {
-        let dir = dir.clone();
-        async move {
-            if done {
-                return None;
-            }
-            loop {
-                let progress = watch.as_ref().map(|w| *w.borrow()).unwrap_or(Progress { len: 0, finished: true });
-                let (bytes, len) = match output::read_range(&dir, id, offset, 256 * 1024).await {
-                    Ok(read) => read,
-                    Err(e) => {
-                        tracing::error!(run = id, "stream: {e}");
-                        return Some((Ok(Event::default().event("end").data("error")), (offset, watch, true)));
-                    }
-                };
-                let finished = progress.finished || watch.is_none();
-                // Send whole lines while the run goes; everything once it is over.
-                let cut = if finished && offset + bytes.len() as u64 >= len {
-                    bytes.len()
-                } else {
-                    bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1)
-                };
-                if cut > 0 {
-                    offset += cut as u64;
-                    let event =
-                        Event::default().event("output").id(offset.to_string()).data(output_html(id, &bytes[..cut]));
-                    return Some((Ok(event), (offset, watch, false)));
-                }
-                if finished {
-                    let event = Event::default().event("end").id(offset.to_string()).data("end");
-                    return Some((Ok(event), (offset, watch, true)));
-                }
-                if let Some(w) = watch.as_mut()
-                    && w.changed().await.is_err()
-                {
-                    // The run ended and its watch is gone: read the rest, then end.
-                    watch = None;
-                }
-            }
+    let output = state.runner.feeds().follow(id, resume.unwrap_or(query.offset), run.status.is_finished()).await;
+    let body = with_keep_alive(output).take_until(stop).map(Ok::<_, Infallible>);
+    let headers = [
+        (header::CONTENT_TYPE, "text/event-stream"),
+        (header::CACHE_CONTROL, "no-cache"),
+        // Proxies (nginx) pass each frame on at once.
+        (header::HeaderName::from_static("x-accel-buffering"), "no"),
+    ];
+    Ok((headers, Body::from_stream(body)).into_response())
+}
+
+/// `stream`, with an SSE comment after 15 s without anything, so proxies and
+/// browsers keep a quiet connection open.
+fn with_keep_alive(stream: impl Stream<Item = Bytes> + Send + 'static) -> impl Stream<Item = Bytes> + Send {
+    let stream = Box::pin(stream);
+    futures::stream::unfold(stream, |mut stream| async move {
+        match tokio::time::timeout(Duration::from_secs(15), stream.next()).await {
+            Ok(Some(bytes)) => Some((bytes, stream)),
+            Ok(None) => None,
+            Err(_) => Some((Bytes::from_static(b": keep-alive\n\n"), stream)),
         }
-    });
-    let stream = stream.take_until(stop);
-    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+    })
 }
 
 /// Ends an event stream when the server shuts down or its reader loses access.
@@ -285,8 +270,7 @@ pub async fn investigation_events(
             loop {
                 match receiver.recv().await {
                     Ok(event) if event.investigation_id == investigation => {
-                        let data = serde_json::to_string(&event.run).unwrap_or_default();
-                        return Some((Ok(Event::default().event("run").data(data)), receiver));
+                        return Some((Ok(Event::default().event("run").data(&*event.json)), receiver));
                     }
                     Ok(_) => continue,
                     // Missed events: tell the client to reload everything.

@@ -9,15 +9,23 @@
 //! investigation (one entry per open event stream, see [`Live::join`]).
 
 use app::runs::Run;
-use serde::Serialize;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use tokio::sync::{broadcast, watch};
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct RunEvent {
     pub investigation_id: String,
     pub run: Run,
+    /// The run as JSON, serialized once for every viewer of the investigation.
+    pub json: std::sync::Arc<str>,
+}
+
+impl RunEvent {
+    pub fn new(investigation: &str, run: Run) -> Self {
+        let json = serde_json::to_string(&run).unwrap_or_default().into();
+        Self { investigation_id: investigation.to_string(), run, json }
+    }
 }
 
 #[derive(Clone, Debug)]

@@ -1,10 +1,12 @@
 //! Command runs: queueing, executing over the SSH pool, recording output, and
 //! telling watchers. See `runner` for the life of a run.
 
+pub mod feed;
 pub mod live;
 pub mod output;
 pub mod runner;
 
+pub use feed::Feeds;
 pub use live::{Live, Progress, RunEvent};
 pub use runner::Runner;
 
@@ -219,7 +221,7 @@ impl Service {
         let runs = self.runner.insert_batch(new_runs).await.map_err(store_error)?;
         tracing::info!(step = step_id, host = %command.host, runs = runs.len(), "queued runs");
         for run in &runs {
-            self.runner.live().publish(RunEvent { investigation_id: row.investigation_id.clone(), run: run.clone() });
+            self.runner.live().publish(RunEvent::new(&row.investigation_id, run.clone()));
         }
         self.runner.spawn_batch(row.investigation_id, runs.clone(), target);
         Ok(runs)
@@ -235,6 +237,26 @@ impl Service {
     pub(crate) async fn run(&self, id: i64) -> Result<Run, ApiError> {
         let row = self.store.run(id).await.map_err(store_error)?.ok_or_else(|| run_not_found(id))?;
         Ok(run_from_row(row))
+    }
+
+    /// The run once it has finished (measurements recorded: the runner
+    /// announces the end after them), or as it is when `within` is over.
+    pub(crate) async fn wait_for_run(&self, id: i64, within: std::time::Duration) -> Result<Run, ApiError> {
+        let deadline = tokio::time::Instant::now() + within;
+        // Subscribed before reading, so an end between the two is not missed.
+        let mut events = self.runner.live().subscribe();
+        let mut run = self.run(id).await?;
+        while !run.status.is_finished() {
+            match tokio::time::timeout_at(deadline, events.recv()).await {
+                Err(_) => break,
+                Ok(Ok(event)) if event.run.id == id => run = self.run(id).await?,
+                Ok(Ok(_)) => {}
+                Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => run = self.run(id).await?,
+                // The server is shutting down: answer with what is known.
+                Ok(Err(tokio::sync::broadcast::error::RecvError::Closed)) => break,
+            }
+        }
+        Ok(run)
     }
 
     pub(crate) async fn cancel_run(&self, id: i64) -> Result<Run, ApiError> {

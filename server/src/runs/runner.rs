@@ -11,6 +11,7 @@
 //! not disturb each other's measurements; separate batches run concurrently, and
 //! the pool queues channels beyond the host's session limit.
 
+use super::feed::Feeds;
 use super::live::{Live, RunEvent};
 use super::output::{OutputWriter, Stream};
 use super::run_from_row;
@@ -49,11 +50,22 @@ pub struct Runner {
     /// One day's-first facts capture at a time, so batches started together
     /// capture once.
     facts_capture: tokio::sync::Mutex<()>,
+    /// Live output, rendered once per chunk for all its viewers.
+    feeds: Arc<Feeds>,
 }
 
 impl Runner {
     pub fn new(store: Store, pool: Arc<Pool>, live: Arc<Live>, output_dir: PathBuf) -> Self {
-        Self { store, pool, live, output_dir, cancels: Mutex::new(HashMap::new()), facts_capture: Default::default() }
+        let feeds = Arc::new(Feeds::new(output_dir.clone(), live.clone()));
+        Self {
+            store,
+            pool,
+            live,
+            output_dir,
+            cancels: Mutex::new(HashMap::new()),
+            facts_capture: Default::default(),
+            feeds,
+        }
     }
 
     pub fn output_dir(&self) -> &std::path::Path {
@@ -73,6 +85,10 @@ impl Runner {
 
     pub fn live(&self) -> &Arc<Live> {
         &self.live
+    }
+
+    pub fn feeds(&self) -> &Arc<Feeds> {
+        &self.feeds
     }
 
     /// Queues `runs` (already inserted as `queued`) and executes them in order.
@@ -121,7 +137,7 @@ impl Runner {
 
     async fn publish(&self, investigation: &str, run_id: i64) {
         if let Ok(Some(row)) = self.store.run(run_id).await {
-            self.live.publish(RunEvent { investigation_id: investigation.to_string(), run: run_from_row(row) });
+            self.live.publish(RunEvent::new(investigation, run_from_row(row)));
         }
     }
 

@@ -524,3 +524,84 @@ async fn host_facts_are_captured_on_demand_and_kept() {
     assert!(!std::path::Path::new(&std::env::var("HOME").unwrap_or_default()).join("pwned").exists(), "quoted");
     assert_eq!(app.post_json("/api/v1/hosts/nope/facts", json!({})).await.status, StatusCode::NOT_FOUND);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_script_waits_for_the_end_of_a_run_without_polling() {
+    let sshd = Sshd::start();
+    let app = app_with_host(&sshd).await;
+    let step = command_step(&app, json!({ "command": "sleep 1; echo done" })).await;
+    let run = start(&app, step, json!({})).await[0];
+    let asked = Instant::now();
+    let ended = app.get(&format!("/api/v1/runs/{run}?wait=30")).await;
+    let took = asked.elapsed();
+    assert_eq!(ended.status, StatusCode::OK, "{}", ended.text());
+    assert_eq!(ended.json()["status"], "succeeded", "{}", ended.text());
+    assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(10), "answered after {took:?}");
+    // A finished run is answered at once.
+    let asked = Instant::now();
+    assert_eq!(app.get(&format!("/api/v1/runs/{run}?wait=30")).await.json()["status"], "succeeded");
+    assert!(asked.elapsed() < Duration::from_secs(1));
+    // A run still going when the wait is over is answered as it is then.
+    let long = command_step(&app, json!({ "command": "sleep 30" })).await;
+    let long = start(&app, long, json!({})).await[0];
+    let asked = Instant::now();
+    let going = app.get(&format!("/api/v1/runs/{long}?wait=1")).await.json();
+    assert!(matches!(going["status"].as_str(), Some("queued" | "running")), "{going}");
+    let took = asked.elapsed();
+    assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(5), "answered after {took:?}");
+    assert_eq!(app.post_json(&format!("/api/v1/runs/{long}/cancel"), json!({})).await.status, StatusCode::OK);
+    // Bounds, with reasons.
+    let too_long = app.get(&format!("/api/v1/runs/{run}?wait=61")).await;
+    assert_eq!(too_long.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(too_long.text().contains("at most 60"), "{}", too_long.text());
+    assert_eq!(app.get(&format!("/api/v1/runs/{run}?wait=soon")).await.status, StatusCode::BAD_REQUEST);
+}
+
+/// The numbers in an SSE body's `data:` lines, and whether it ended.
+fn streamed_numbers(body: &[u8]) -> (Vec<u32>, bool) {
+    let text = String::from_utf8_lossy(body);
+    let data: String = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: ").or_else(|| (l == "data:").then_some("")))
+        .collect::<Vec<_>>()
+        .join("\n");
+    (data.split_whitespace().filter_map(|n| n.parse().ok()).collect(), text.contains("event: end"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_viewers_of_a_live_run_each_get_every_line_once() {
+    let sshd = Sshd::start();
+    let app = app_with_host(&sshd).await;
+    // 3 000 lines over about two seconds, in bursts.
+    let command = "for i in $(seq 1 30); do seq $(( (i-1)*100+1 )) $(( i*100 )); sleep 0.07; done";
+    let step = command_step(&app, json!({ "command": command })).await;
+    let run = start(&app, step, json!({})).await[0];
+    let viewer = |delay_ms: u64, offset: u64| {
+        let router = app.router.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+            let request = axum::http::Request::get(format!("/api/v1/runs/{run}/stream?offset={offset}"))
+                .body(axum::body::Body::empty())
+                .unwrap();
+            let response = tower::ServiceExt::oneshot(router, request).await.unwrap();
+            let body = http_body_util::BodyExt::collect(response.into_body()).await.unwrap().to_bytes();
+            streamed_numbers(&body)
+        })
+    };
+    // Viewers from the start, joining late (they catch up from the file), and
+    // one resuming after line 100 (offset 292: "1\n".."100\n").
+    let mut viewers: Vec<_> = (0..12).map(|i| viewer(i * 150, 0)).collect();
+    let resumed = viewer(300, 292);
+    wait_for(&app, run, |r| r["status"] == "succeeded", Duration::from_secs(60)).await;
+    for (i, viewer) in viewers.drain(..).enumerate() {
+        let (numbers, ended) = viewer.await.unwrap();
+        assert!(ended, "viewer {i} got the end");
+        assert_eq!(numbers, (1..=3000).collect::<Vec<_>>(), "viewer {i}: every line, once, in order");
+    }
+    let (numbers, _) = resumed.await.unwrap();
+    assert_eq!(numbers, (101..=3000).collect::<Vec<_>>());
+    // After the end, a new viewer reads it all from the file.
+    let (numbers, ended) = viewer(0, 0).await.unwrap();
+    assert!(ended);
+    assert_eq!(numbers.len(), 3000);
+}

@@ -1,0 +1,299 @@
+//! Live output as Server-Sent Events, rendered once per chunk and shared by
+//! every viewer of a run.
+//!
+//! A running run that someone follows has one feed: a task that waits for its
+//! output file to grow (the run's [`Progress`] watch), reads the new complete
+//! lines, renders them to HTML and formats the SSE frame once, and broadcasts
+//! the frame as reference-counted bytes. A viewer first replays the file from
+//! its offset up to where the feed has got (rendering that part itself), then
+//! forwards the feed's frames as they are. One that falls behind (the broadcast
+//! buffer overflowed), or whose offset is between two frames, fills the gap
+//! from the file by offset: it never holds the others up, and gets every byte
+//! once. When the run ends the feed sends the last bytes (a last line without
+//! a newline too) and closes; viewers then read what is left and send `end`.
+
+use super::live::{Live, Progress};
+use super::{output, output_html};
+use bytes::Bytes;
+use futures::Stream;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{broadcast, watch};
+
+/// The most output one frame carries (a longer line is sent in parts).
+const FRAME_BYTES: u64 = 256 * 1024;
+/// Frames a slow viewer may be behind before it reads from the file instead.
+const BUFFERED_FRAMES: usize = 64;
+/// How long a viewer of a queued run waits for it to start.
+const QUEUED_WAIT: Duration = Duration::from_secs(60);
+
+/// One event, encoded once: `event`, `id` (the byte offset after it) and the
+/// data, each of its lines as a `data:` field.
+pub fn sse_frame(event: &str, id: u64, data: &str) -> Bytes {
+    let mut frame = String::with_capacity(data.len() + 40);
+    frame.push_str("event: ");
+    frame.push_str(event);
+    frame.push_str("\nid: ");
+    frame.push_str(&id.to_string());
+    frame.push('\n');
+    for line in data.split('\n') {
+        frame.push_str("data: ");
+        frame.push_str(line.strip_suffix('\r').unwrap_or(line));
+        frame.push('\n');
+    }
+    frame.push('\n');
+    Bytes::from(frame)
+}
+
+/// Output `[start, end)` of a run, as the SSE frame every viewer gets.
+#[derive(Clone, Debug)]
+struct Frame {
+    start: u64,
+    end: u64,
+    bytes: Bytes,
+}
+
+/// A running run's shared feed.
+#[derive(Clone)]
+struct Feed {
+    frames: broadcast::Sender<Frame>,
+    /// Output up to here has been broadcast (or skipped while nobody listened).
+    published: Arc<AtomicU64>,
+}
+
+/// The feeds of the runs that are being followed on this server.
+pub struct Feeds {
+    dir: PathBuf,
+    live: Arc<Live>,
+    feeds: Mutex<HashMap<i64, Feed>>,
+}
+
+/// How much of `bytes` (read at `start`, the file being `len` long) a frame
+/// takes: whole lines while the run goes, everything once it is over, and a
+/// full frame's worth of a line too long for one.
+fn cut(bytes: &[u8], start: u64, len: u64, finished: bool) -> usize {
+    if finished && start + bytes.len() as u64 >= len {
+        return bytes.len();
+    }
+    match bytes.iter().rposition(|&b| b == b'\n') {
+        Some(i) => i + 1,
+        None if bytes.len() as u64 >= FRAME_BYTES => bytes.len(),
+        None => 0,
+    }
+}
+
+/// The next frame of output at `offset` (at most `until`), rendered here; `None`
+/// when there is no whole line yet (or nothing).
+async fn read_frame(dir: &Path, run: i64, offset: u64, until: u64, finished: bool) -> std::io::Result<Option<Frame>> {
+    if offset >= until {
+        return Ok(None);
+    }
+    let (bytes, _) = output::read_range(dir, run, offset, (until - offset).min(FRAME_BYTES)).await?;
+    let n = cut(&bytes, offset, until, finished);
+    if n == 0 {
+        return Ok(None);
+    }
+    let end = offset + n as u64;
+    Ok(Some(Frame { start: offset, end, bytes: sse_frame("output", end, &output_html(run, &bytes[..n])) }))
+}
+
+impl Feeds {
+    pub fn new(dir: PathBuf, live: Arc<Live>) -> Self {
+        Self { dir, live, feeds: Mutex::new(HashMap::new()) }
+    }
+
+    /// A viewer's hold on the run's feed, started if the run is running here
+    /// and nobody follows it yet. Viewers hold receivers only, never the
+    /// sender: the channel closes when the feed is done.
+    fn feed(self: &Arc<Self>, run: i64) -> Option<Following> {
+        let mut feeds = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(feed) = feeds.get(&run) {
+            return Some(Following { published: feed.published.clone(), frames: feed.frames.subscribe() });
+        }
+        let watch = self.live.watch(run)?;
+        let (frames, receiver) = broadcast::channel(BUFFERED_FRAMES);
+        let feed = Feed { frames, published: Arc::new(AtomicU64::new(0)) };
+        let published = feed.published.clone();
+        feeds.insert(run, feed.clone());
+        tokio::spawn(self.clone().pump(run, feed, watch));
+        Some(Following { published, frames: receiver })
+    }
+
+    /// Broadcasts the run's output as it grows, until it has ended and all is sent.
+    async fn pump(self: Arc<Self>, run: i64, feed: Feed, mut watch: watch::Receiver<Progress>) {
+        let mut at = 0;
+        loop {
+            let progress = *watch.borrow_and_update();
+            loop {
+                // Nobody listening: nothing to render; newcomers read the file.
+                if feed.frames.receiver_count() == 0 {
+                    at = progress.len;
+                    feed.published.store(at, Ordering::Release);
+                    break;
+                }
+                match read_frame(&self.dir, run, at, progress.len, progress.finished).await {
+                    Ok(Some(frame)) => {
+                        at = frame.end;
+                        let _ = feed.frames.send(frame);
+                        feed.published.store(at, Ordering::Release);
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        tracing::error!(run, "live output: {e}");
+                        break;
+                    }
+                }
+            }
+            if progress.finished {
+                break;
+            }
+            if watch.changed().await.is_err() {
+                // The run is over; its last progress says so.
+                continue;
+            }
+        }
+        // Closing the channel tells viewers to read what is left and end.
+        self.feeds.lock().unwrap_or_else(|e| e.into_inner()).remove(&run);
+    }
+
+    /// The run's output from `offset` as SSE bytes: `event: output` frames, then
+    /// `event: end` once the run is over and everything was sent.
+    pub async fn follow(self: &Arc<Self>, run: i64, offset: u64, finished: bool) -> impl Stream<Item = Bytes> + use<> {
+        let mut feed = self.feed(run);
+        if feed.is_none() && !finished {
+            // Queued: wait for it to start (or to end) rather than say it is over.
+            let deadline = tokio::time::Instant::now() + QUEUED_WAIT;
+            let mut events = self.live.subscribe();
+            while feed.is_none() && tokio::time::Instant::now() < deadline {
+                let event = tokio::time::timeout(Duration::from_millis(100), events.recv()).await;
+                if let Ok(Ok(event)) = event
+                    && event.run.id == run
+                    && event.run.status.is_finished()
+                {
+                    break;
+                }
+                feed = self.feed(run);
+            }
+        }
+        let viewer = Viewer { dir: self.dir.clone(), run, offset, feed, pending: None, done: false };
+        futures::stream::unfold(viewer, |mut viewer| async move {
+            let bytes = viewer.next().await?;
+            Some((bytes, viewer))
+        })
+    }
+}
+
+/// What a viewer holds of a feed.
+struct Following {
+    published: Arc<AtomicU64>,
+    frames: broadcast::Receiver<Frame>,
+}
+
+/// One viewer's place in a run's output.
+struct Viewer {
+    dir: PathBuf,
+    run: i64,
+    offset: u64,
+    feed: Option<Following>,
+    /// A frame received ahead of the viewer's offset, sent after the gap is filled.
+    pending: Option<Frame>,
+    done: bool,
+}
+
+impl Viewer {
+    async fn next(&mut self) -> Option<Bytes> {
+        loop {
+            if self.done {
+                return None;
+            }
+            let Some(Following { published, frames }) = &mut self.feed else {
+                return Some(self.drain().await);
+            };
+            // Catching up: what the feed sent before this viewer came, from the file.
+            let published = published.load(Ordering::Acquire);
+            if self.offset < published {
+                return Some(self.from_file(published).await);
+            }
+            let frame = match self.pending.take() {
+                Some(frame) => frame,
+                None => match frames.recv().await {
+                    Ok(frame) => frame,
+                    // Fell behind: the next frame starts past the offset; the gap comes from the file.
+                    Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(broadcast::error::RecvError::Closed) => {
+                        self.feed = None;
+                        continue;
+                    }
+                },
+            };
+            if frame.end <= self.offset {
+                continue;
+            }
+            if frame.start == self.offset {
+                self.offset = frame.end;
+                return Some(frame.bytes);
+            }
+            // A gap before the frame (or a frame this viewer is part-way into).
+            let until = if frame.start > self.offset { frame.start } else { frame.end };
+            if frame.start > self.offset {
+                self.pending = Some(frame);
+            }
+            return Some(self.from_file(until).await);
+        }
+    }
+
+    /// A frame read from the file, up to `until` (a frame boundary, so the
+    /// bytes before it may end without a newline).
+    async fn from_file(&mut self, until: u64) -> Bytes {
+        match read_frame(&self.dir, self.run, self.offset, until, true).await {
+            Ok(Some(frame)) => {
+                self.offset = frame.end;
+                frame.bytes
+            }
+            Ok(None) => self.fail("the output file is shorter than what was sent"),
+            Err(e) => self.fail(&e.to_string()),
+        }
+    }
+
+    /// The run is over (or not running here): the rest of the file, then `end`.
+    async fn drain(&mut self) -> Bytes {
+        let len = match output::read_range(&self.dir, self.run, 0, 0).await {
+            Ok((_, len)) => len,
+            Err(e) => return self.fail(&e.to_string()),
+        };
+        if self.offset < len {
+            return self.from_file(len).await;
+        }
+        self.done = true;
+        sse_frame("end", self.offset, "end")
+    }
+
+    fn fail(&mut self, why: &str) -> Bytes {
+        tracing::error!(run = self.run, "live output: {why}");
+        self.done = true;
+        sse_frame("end", self.offset, "error")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_are_server_sent_events() {
+        let frame = sse_frame("output", 12, "a\nb\r\n");
+        assert_eq!(&frame[..], b"event: output\nid: 12\ndata: a\ndata: b\ndata: \n\n");
+    }
+
+    #[test]
+    fn frames_end_at_a_line_unless_the_run_is_over() {
+        assert_eq!(cut(b"one\ntwo", 0, 7, false), 4);
+        assert_eq!(cut(b"one\ntwo", 0, 7, true), 7);
+        assert_eq!(cut(b"partial", 0, 7, false), 0);
+        let long = vec![b'x'; FRAME_BYTES as usize];
+        assert_eq!(cut(&long, 0, FRAME_BYTES * 2, false), long.len(), "a line longer than a frame goes in parts");
+    }
+}
