@@ -42,6 +42,26 @@ async fn sleuth_run(state: &AppState, step: i64) -> Duration {
     }
 }
 
+/// The same through the JSON API, as a script does it: `POST /steps/{id}/runs`,
+/// then `GET /runs/{id}?wait=30`, which answers as soon as the run has ended.
+async fn api_run(router: &axum::Router, step: i64) -> Duration {
+    use tower::ServiceExt;
+    let started = Instant::now();
+    let post = axum::http::Request::post(format!("/api/v1/steps/{step}/runs"))
+        .body(axum::body::Body::empty())
+        .expect("request");
+    let response = router.clone().oneshot(post).await.expect("infallible");
+    let body = http_body_util::BodyExt::collect(response.into_body()).await.expect("body").to_bytes();
+    let runs: serde_json::Value = serde_json::from_slice(&body).expect("runs");
+    let id = runs[0]["id"].as_i64().expect("a run id");
+    let wait = axum::http::Request::get(format!("/api/v1/runs/{id}?wait=30")).body(axum::body::Body::empty());
+    let response = router.clone().oneshot(wait.expect("request")).await.expect("infallible");
+    let body = http_body_util::BodyExt::collect(response.into_body()).await.expect("body").to_bytes();
+    let run: serde_json::Value = serde_json::from_slice(&body).expect("the run");
+    assert_eq!(run["status"], "succeeded", "{run}");
+    started.elapsed()
+}
+
 #[tokio::main]
 async fn main() {
     let peer = Peer::start().await;
@@ -69,6 +89,11 @@ async fn main() {
     for _ in 0..n {
         sleuth.push(sleuth_run(state, true_step).await);
     }
+    let router = server::app(state.clone());
+    let mut api = Vec::new();
+    for _ in 0..n {
+        api.push(api_run(&router, true_step).await);
+    }
     let mut controlmaster = Vec::new();
     for _ in 0..n {
         controlmaster.push(timed(&mut peer.via_master("true")));
@@ -77,9 +102,14 @@ async fn main() {
     for _ in 0..n / 2 {
         fresh.push(timed(&mut peer.fresh("true")));
     }
-    let (s, c, f) = (median(sleuth), median(controlmaster), median(fresh));
+    let (s, a, c, f) = (median(sleuth), median(api), median(controlmaster), median(fresh));
     println!("(a) `true`, median of {n}:");
     println!("    Sleuth pooled run        {:8.1} ms", ms(s));
+    println!(
+        "    Sleuth via the API       {:8.1} ms   (POST, then GET ?wait=30) API / ControlMaster = {:.2}x (target <= 1.0)",
+        ms(a),
+        ms(a) / ms(c)
+    );
     println!(
         "    ssh via ControlMaster    {:8.1} ms   Sleuth / ControlMaster = {:.2}x (target <= 1.0)",
         ms(c),
