@@ -200,13 +200,22 @@ fn rewrite(value: &mut Value, key: &str, names: &[String], replacements: &[(Stri
                     *text = text.replace(from.as_str(), to);
                 }
             }
-            if !names.is_empty() {
+            if !names.is_empty() && !vocabulary(key) {
                 let markup = key.ends_with("html") || key == "svg";
                 *text = replace_names(text, names, markup);
             }
         }
         _ => {}
     }
+}
+
+/// Fields whose values are the API's own words (a status, a step kind), ids,
+/// addresses or times, not text anyone wrote: a host called `open` must not
+/// turn an investigation's status into `host 1`.
+fn vocabulary(key: &str) -> bool {
+    const KEYS: [&str; 11] =
+        ["status", "kind", "calculator", "direction", "outcome", "role", "state", "metric", "extractor", "id", "url"];
+    KEYS.contains(&key) || key.ends_with("_id") || key.ends_with("_at")
 }
 
 fn alias(i: usize) -> String {
@@ -299,6 +308,20 @@ mod tests {
             replace_names(r#"<text class="gpu">gpu&#32;text</text>"#, &names, true),
             r#"<text class="gpu">host 1&#32;host 2</text>"#
         );
+    }
+
+    #[test]
+    fn the_apis_own_words_are_not_host_names() {
+        let names = vec!["open".to_string(), "command".to_string()];
+        let mut value = json!({ "status": "open", "steps": [{ "body": { "kind": "command", "host": "command",
+            "command": "ssh command true" }, "investigation_id": "open" }], "question": "is open slow?" });
+        rewrite(&mut value, "", &names, &[]);
+        assert_eq!(value["status"], "open");
+        assert_eq!(value["steps"][0]["body"]["kind"], "command");
+        assert_eq!(value["steps"][0]["body"]["host"], "host 2");
+        assert_eq!(value["steps"][0]["body"]["command"], "ssh host 2 true");
+        assert_eq!(value["steps"][0]["investigation_id"], "open");
+        assert_eq!(value["question"], "is host 1 slow?", "text is text");
     }
 
     #[test]
