@@ -51,6 +51,21 @@ impl Service {
     }
 }
 
+impl Service {
+    /// A step's body alone, without its runs, snapshots or highlighting: what
+    /// a permission check needs (which host it runs on).
+    pub(crate) async fn step_body(&self, id: i64) -> Result<StepBody, ApiError> {
+        let row = self.store.step(id).await.map_err(store_error)?.ok_or_else(|| step_not_found(id))?;
+        steps::from_stored(&row.kind, &row.body).map_err(|e| internal(&format!("step {id} has an unreadable body"), e))
+    }
+
+    /// Whether a run of the step is queued or running.
+    pub(crate) async fn has_active_run(&self, step: i64) -> Result<bool, ApiError> {
+        let runs = self.store.runs_of_step(step).await.map_err(store_error)?;
+        Ok(runs.iter().any(|r| app::runs::RunStatus::parse(&r.status).is_some_and(|s| !s.is_finished())))
+    }
+}
+
 fn step_not_found(id: i64) -> ApiError {
     ApiError::not_found(format!("There is no step {id}."))
 }

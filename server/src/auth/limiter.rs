@@ -89,14 +89,10 @@ impl Attempt<'_> {
     /// The password was right: the reservation is taken back and the pair's
     /// earlier failures forgotten.
     pub fn succeeded(self) {
+        let [(pair, _), (client, _)] = keys(&self.name, &self.client);
         let mut table = self.limiter.table();
-        for (i, (key, _)) in keys(&self.name, &self.client).into_iter().enumerate() {
-            if i == 0 {
-                table.failures.remove(&key);
-            } else {
-                remove_one(&mut table.failures, &key, self.at);
-            }
-        }
+        table.failures.remove(&pair);
+        remove_one(&mut table.failures, &client, self.at);
     }
 }
 

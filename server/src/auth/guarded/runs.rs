@@ -11,7 +11,7 @@ use app::steps::StepBody;
 impl app::backend::RunOps for super::Guarded {
     async fn start_runs(&self, actor: &Actor, step_id: i64, request: RunRequest) -> Result<Vec<Run>, ApiError> {
         let inner = &self.inner;
-        self.check_run(actor, OwnedBy::Step, step_id, async || match inner.step(step_id).await?.body {
+        self.check_run(actor, OwnedBy::Step, step_id, async || match inner.step_body(step_id).await? {
             StepBody::Command(c) => Ok(c.host),
             _ => Ok(String::new()),
         })

@@ -19,7 +19,7 @@ impl app::backend::SourceOps for super::Guarded {
     ) -> Result<Step, ApiError> {
         let inner = &self.inner;
         let at = self
-            .check_run(actor, OwnedBy::Step, step_id, async || match inner.step(step_id).await?.body {
+            .check_run(actor, OwnedBy::Step, step_id, async || match inner.step_body(step_id).await? {
                 StepBody::Snippet(s) => Ok(s.host),
                 _ => Ok(String::new()),
             })

@@ -41,7 +41,7 @@ impl app::backend::StepOps for super::Guarded {
     async fn delete_step(&self, actor: &Actor, id: i64) -> Result<(), ApiError> {
         let at = self.access.check_of(actor, OwnedBy::Step, id, Need::Edit).await?;
         if let Some(investigation) = &at
-            && self.inner.step(id).await?.runs.iter().any(|run| !run.status.is_finished())
+            && self.inner.has_active_run(id).await?
         {
             self.access.check(actor, investigation, Need::Run).await.map_err(|_| {
                 ApiError::new(
