@@ -120,9 +120,14 @@ test('long output shows its tail and loads earlier parts on demand', async () =>
   let text = await output.textContent();
   assert.match(text, /\n40000\n$/);
   assert.doesNotMatch(text, /^1\n2\n/, 'only the tail is on the page');
+  assert.equal(text.trim().split('\n')[0], '39961', 'the tail is the last 40 lines');
+  // Without JavaScript "show more" is a link to the raw bytes just before the tail.
+  const href = await page.locator('.run a.load-earlier').getAttribute('href');
+  const before = await fetch(server.url + href).then((r) => r.text());
+  assert.match(before, /\n39960\n$/, 'the raw range ends where the tail begins');
   // Each load prepends the previous 64 KB; 229 KB of output takes a few.
-  for (let i = 0; i < 5 && !/^1\n2\n3\n/.test(text); i++) {
-    await page.click('.run button.load-earlier');
+  for (let i = 0; i < 6 && !/^1\n2\n3\n/.test(text); i++) {
+    await page.click('.run a.load-earlier');
     await page.waitForFunction((before) => document.querySelector('.run pre.output').textContent.length > before, text.length);
     text = await output.textContent();
   }
@@ -130,7 +135,7 @@ test('long output shows its tail and loads earlier parts on demand', async () =>
   const numbers = text.trim().split('\n').map(Number);
   assert.equal(numbers.length, 40000);
   assert.ok(numbers.every((n, i) => n === i + 1), 'no gaps, no duplicates');
-  assert.equal(await page.locator('.run button.load-earlier').count(), 0);
+  assert.equal(await page.locator('.run a.load-earlier').count(), 0);
   assert.deepEqual(page.problems, []);
 });
 

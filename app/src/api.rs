@@ -15,13 +15,21 @@ pub async fn list_investigations() -> Result<Vec<InvestigationSummary>, ApiError
     notebook()?.list_investigations(&actor()?).await.inspect_err(crate::backend::set_status)
 }
 
+/// As the page shows it: `steps` (`"21-60,101-140"`) names the parts of a long
+/// timeline shown in full besides its first and last steps.
 #[server]
-pub async fn get_investigation(id: String) -> Result<Investigation, ApiError> {
-    let result = notebook()?.investigation(&actor()?, &id).await;
+pub async fn get_investigation(id: String, steps: String) -> Result<Investigation, ApiError> {
+    let window = crate::model::StepWindow::parse(&steps);
+    let result = notebook()?.investigation(&actor()?, &id, Some(&window)).await;
     if let Err(e) = &result {
         crate::backend::set_status(e);
     }
     result
+}
+
+#[server]
+pub async fn get_step(id: i64) -> Result<Step, ApiError> {
+    notebook()?.step(&actor()?, id).await.inspect_err(crate::backend::set_status)
 }
 
 #[server]

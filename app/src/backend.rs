@@ -8,7 +8,7 @@ use crate::error::ApiError;
 use crate::hosts::{ConnectionReport, Host, HostFacts, HostImport, ImportReport, NewHost};
 use crate::hypotheses::{Hypothesis, HypothesisInput};
 use crate::metrics::{ExtractorDef, NewMeasurement, Overview, StoredMeasurement};
-use crate::model::{Investigation, InvestigationPatch, InvestigationSummary, NewInvestigation, Step};
+use crate::model::{Investigation, InvestigationPatch, InvestigationSummary, NewInvestigation, Step, StepWindow};
 use crate::runs::{OutputTail, Run, RunRequest};
 use crate::shares::{CreatedShareLink, NewShareLink, ShareLink, SharedView};
 use crate::steps::StepBody;
@@ -57,7 +57,10 @@ impl<T> Notebook for T where
 pub trait InvestigationOps: Send + Sync + 'static {
     async fn list_investigations(&self, actor: &Actor) -> Result<Vec<InvestigationSummary>, ApiError>;
     async fn create_investigation(&self, actor: &Actor, new: NewInvestigation) -> Result<Investigation, ApiError>;
-    async fn investigation(&self, actor: &Actor, id: &str) -> Result<Investigation, ApiError>;
+    /// `window`: only the steps a page shows in full, the rest as an outline;
+    /// `None`: everything (the API).
+    async fn investigation(&self, actor: &Actor, id: &str, window: Option<&StepWindow>)
+    -> Result<Investigation, ApiError>;
     async fn update_investigation(
         &self,
         actor: &Actor,
@@ -212,7 +215,7 @@ pub trait TeamOps: Send + Sync + 'static {
     ) -> Result<CreatedShareLink, ApiError>;
     async fn revoke_share_link(&self, actor: &Actor, id: i64) -> Result<ShareLink, ApiError>;
     /// What the link with this token shows; anyone may ask (the token is the right).
-    async fn shared(&self, token: &str) -> Result<SharedView, ApiError>;
+    async fn shared(&self, token: &str, window: Option<&StepWindow>) -> Result<SharedView, ApiError>;
     /// Adds a comment (a thread, or a reply to one); `@name`s become mentions.
     async fn add_comment(&self, actor: &Actor, investigation: &str, new: NewComment) -> Result<Comment, ApiError>;
     /// Resolves (or reopens) the thread the comment is in.

@@ -103,5 +103,9 @@ pub fn hydrate() {
     // A signal for tests and scripts that the page is now interactive.
     if let Some(body) = document().body() {
         let _ = body.set_attribute("data-hydrated", "");
+        // When, in ms since navigation started (the big-investigation benchmark reads it).
+        if let Some(now) = window().performance().map(|p| p.now()) {
+            let _ = body.set_attribute("data-hydrated-at", &format!("{now:.0}"));
+        }
     }
 }

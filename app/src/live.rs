@@ -145,3 +145,89 @@ pub fn go_to(url: &str) {
         let _ = location.assign(url);
     }
 }
+
+/// Opens the part of a long timeline that the address's fragment names (a folded
+/// step, or a comment or annotation on one), on load and on every `hashchange`,
+/// and goes to the target once the part is drawn. `data` is the page's resource
+/// (read with tracking, so this runs again when it loads).
+pub fn reveal_fragment(
+    data: impl Fn() -> Option<crate::model::Investigation> + 'static,
+    open: impl Fn((u32, u32)) + 'static,
+) {
+    let changed = RwSignal::new(0u32);
+    let handle = window_event_listener(leptos::ev::hashchange, move |_| changed.update(|n| *n += 1));
+    on_cleanup(move || handle.remove());
+    // A part was opened for the fragment: go to it once it is on the page.
+    let waiting = StoredValue::new(false);
+    Effect::new(move |_| {
+        changed.track();
+        let Some(inv) = data() else { return };
+        let hash = window().location().hash().unwrap_or_default();
+        match crate::model::StepWindow::part_for_fragment(&inv, &hash) {
+            Some(range) => {
+                waiting.set_value(true);
+                open(range);
+            }
+            None if waiting.get_value() => {
+                waiting.set_value(false);
+                go_to_fragment(20);
+            }
+            None => {}
+        }
+    });
+}
+
+/// Scrolls to what the fragment names, trying again for a second while the
+/// page draws the part it is in.
+fn go_to_fragment(tries: u32) {
+    let hash = window().location().hash().unwrap_or_default();
+    let id = hash.trim_start_matches('#');
+    let target = document().get_element_by_id(id).or_else(|| match crate::steps::snippet::Focus::parse(&hash) {
+        Some(crate::steps::snippet::Focus::Lines { step_id, start, .. }) => {
+            document().get_element_by_id(&crate::steps::snippet::line_anchor(step_id, start))
+        }
+        _ => None,
+    });
+    let drawn = target.filter(|t| t.closest(".folded").ok().flatten().is_none());
+    match drawn {
+        Some(target) => {
+            let options = web_sys::ScrollIntoViewOptions::new();
+            options.set_block(web_sys::ScrollLogicalPosition::Center);
+            target.scroll_into_view_with_scroll_into_view_options(&options);
+        }
+        None if tries > 0 => {
+            set_timeout(move || go_to_fragment(tries - 1), std::time::Duration::from_millis(50));
+        }
+        None => {}
+    }
+}
+
+/// Calls `on_near` once, when `node` comes within a screenful of the window
+/// (the reader scrolls towards a folded part of the timeline).
+pub fn when_near(node: NodeRef<leptos::html::Li>, on_near: impl Fn() + 'static) {
+    use web_sys::{IntersectionObserver, IntersectionObserverEntry, IntersectionObserverInit, js_sys};
+    let on_near = std::rc::Rc::new(on_near);
+    Effect::new(move |_| {
+        let Some(element) = node.get() else { return };
+        let on_near = on_near.clone();
+        let fired = std::cell::Cell::new(false);
+        let callback = Closure::<dyn FnMut(js_sys::Array)>::new(move |entries: js_sys::Array| {
+            let near = entries.iter().any(|e| e.unchecked_into::<IntersectionObserverEntry>().is_intersecting());
+            if near && !fired.replace(true) {
+                on_near();
+            }
+        });
+        let options = IntersectionObserverInit::new();
+        options.set_root_margin("100% 0px");
+        let Ok(observer) = IntersectionObserver::new_with_options(callback.as_ref().unchecked_ref(), &options) else {
+            return;
+        };
+        observer.observe(&element);
+        let held = SendWrapper::new((observer, callback));
+        on_cleanup(move || {
+            let (observer, callback) = held.take();
+            observer.disconnect();
+            drop(callback);
+        });
+    });
+}

@@ -85,6 +85,165 @@ pub struct Investigation {
     /// forms. The server checks every change regardless.
     #[serde(default)]
     pub abilities: Abilities,
+    /// Every step in order, when `steps` holds only those a page shows in full
+    /// (see [`StepWindow`]); empty when `steps` is the whole timeline.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outline: Vec<StepOutline>,
+    /// [`crate::runs::runs_fingerprint`] of every run, folded steps' included.
+    #[serde(default)]
+    pub runs_fingerprint: u64,
+}
+
+/// A step the page does not show in full: enough to list it, link to it, and
+/// land on it from a permalink (its comments' and annotations' anchors too).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StepOutline {
+    pub id: i64,
+    pub position: u32,
+    pub kind: String,
+    /// [`StepBody::headline`].
+    pub headline: String,
+    /// A command step's environment, `NCCL_PROTO=LL` (empty: none); `None` for other kinds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<String>,
+    pub runs: u32,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub comments: Vec<i64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub annotations: Vec<i64>,
+    pub created_at: String,
+}
+
+impl Investigation {
+    /// Every step as (id, position, kind, headline, config), folded or not.
+    pub fn step_labels(&self) -> Vec<StepOutline> {
+        if !self.outline.is_empty() {
+            return self.outline.clone();
+        }
+        self.steps.iter().map(Step::outline).collect()
+    }
+
+    /// Leaves out what the server already rendered into the page: HTML (output,
+    /// notes, code lines, charts) and the raw text it was rendered from. What
+    /// hydration needs stays: the shape of every list and option, ids, numbers.
+    /// The browser keeps the server's DOM for `inner_html` while hydrating; views
+    /// that are drawn again in the browser get fresh data from the server first.
+    pub fn lighten(&mut self) {
+        for step in &mut self.steps {
+            step.lighten();
+        }
+        for h in &mut self.hypotheses {
+            h.rationale_html.clear();
+            if let Some(svg) = &mut h.chart_svg {
+                svg.clear();
+            }
+        }
+        if let Some(overview) = &mut self.overview {
+            overview.svg.clear();
+        }
+        for c in &mut self.comments {
+            c.html.clear();
+        }
+    }
+}
+
+/// Which steps of a long investigation a page shows in full: the first and last
+/// few, and the parts the reader asked for (`?steps=21-60`, or by scrolling).
+/// The rest are listed as [`StepOutline`]s. Short investigations show everything.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct StepWindow {
+    /// Inclusive position ranges asked for, in order, merged.
+    pub ranges: Vec<(u32, u32)>,
+}
+
+impl StepWindow {
+    /// Investigations with at most this many steps show every step.
+    pub const SHOW_ALL_UP_TO: u32 = 60;
+    /// Steps always shown at the start and at the end of a long one.
+    pub const HEAD: u32 = 20;
+    pub const TAIL: u32 = 20;
+    /// Folded steps load in parts of this many.
+    pub const PART: u32 = 40;
+    /// More ranges than this in a query are ignored (the query is the reader's).
+    const MAX_RANGES: usize = 32;
+
+    /// `"21-60,101-140"`; pieces that are not `a-b` with 1 ≤ a ≤ b are skipped.
+    pub fn parse(text: &str) -> Self {
+        let ranges = text
+            .split(',')
+            .filter_map(|piece| {
+                let (a, b) = piece.trim().split_once('-')?;
+                let (a, b): (u32, u32) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+                (a >= 1 && a <= b).then_some((a, b))
+            })
+            .take(Self::MAX_RANGES)
+            .collect();
+        Self::merged(ranges)
+    }
+
+    fn merged(mut ranges: Vec<(u32, u32)>) -> Self {
+        ranges.sort_unstable();
+        let mut out: Vec<(u32, u32)> = Vec::with_capacity(ranges.len());
+        for (a, b) in ranges {
+            match out.last_mut() {
+                Some(last) if a <= last.1.saturating_add(1) => last.1 = last.1.max(b),
+                _ => out.push((a, b)),
+            }
+        }
+        Self { ranges: out }
+    }
+
+    /// The query value that asks for the same: `"21-60,101-140"`.
+    pub fn query(&self) -> String {
+        self.ranges.iter().map(|(a, b)| format!("{a}-{b}")).collect::<Vec<_>>().join(",")
+    }
+
+    /// The same window with `range` shown as well.
+    pub fn with(&self, range: (u32, u32)) -> Self {
+        let mut ranges = self.ranges.clone();
+        ranges.push(range);
+        Self::merged(ranges)
+    }
+
+    /// Whether the step at `position` of `count` is shown in full.
+    pub fn shows(&self, position: u32, count: u32) -> bool {
+        count <= Self::SHOW_ALL_UP_TO
+            || position <= Self::HEAD
+            || position > count.saturating_sub(Self::TAIL)
+            || self.ranges.iter().any(|(a, b)| (*a..=*b).contains(&position))
+    }
+
+    /// The part a folded position belongs to: parts are counted from the end of
+    /// the head, so every reader's "steps 21–60" is the same part.
+    pub fn part_of(position: u32, count: u32) -> (u32, u32) {
+        let first = Self::HEAD + 1;
+        let start = first + position.saturating_sub(first) / Self::PART * Self::PART;
+        (start, (start + Self::PART - 1).min(count.saturating_sub(Self::TAIL).max(start)))
+    }
+
+    /// The part to load so that a permalink's target is on the page: `#step-412`,
+    /// `#step-12-L130-L180`, `#comment-9`, `#annotation-7` naming a folded step.
+    /// `None` when the target is shown already, or names nothing here.
+    pub fn part_for_fragment(inv: &Investigation, fragment: &str) -> Option<(u32, u32)> {
+        let fragment = fragment.strip_prefix('#').unwrap_or(fragment);
+        let number = |prefix: &str| -> Option<i64> {
+            let rest = fragment.strip_prefix(prefix)?;
+            let digits = rest.find(|c: char| !c.is_ascii_digit()).map_or(rest, |end| &rest[..end]);
+            digits.parse().ok()
+        };
+        let entry = if let Some(step) = number("step-") {
+            inv.outline.iter().find(|s| s.id == step)
+        } else if let Some(comment) = number("comment-") {
+            inv.outline.iter().find(|s| s.comments.contains(&comment))
+        } else if let Some(annotation) = number("annotation-") {
+            inv.outline.iter().find(|s| s.annotations.contains(&annotation))
+        } else {
+            None
+        }?;
+        let count = u32::try_from(inv.outline.len()).unwrap_or(u32::MAX);
+        let folded = !inv.steps.iter().any(|s| s.id == entry.id);
+        folded.then(|| Self::part_of(entry.position, count))
+    }
 }
 
 /// What one reader may do in an investigation. A share link's reader: nothing.
@@ -160,6 +319,53 @@ pub struct Step {
 impl Step {
     pub fn anchor(&self) -> String {
         step_anchor(self.id)
+    }
+
+    pub fn outline(&self) -> StepOutline {
+        StepOutline {
+            id: self.id,
+            position: self.position,
+            kind: self.body.kind().to_string(),
+            headline: self.body.headline(),
+            config: match &self.body {
+                StepBody::Command(c) => {
+                    Some(c.env.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" "))
+                }
+                _ => None,
+            },
+            runs: u32::try_from(self.runs.len()).unwrap_or(u32::MAX),
+            comments: Vec::new(),
+            annotations: self.annotations.iter().map(|a| a.id).collect(),
+            created_at: self.created_at.clone(),
+        }
+    }
+
+    /// See [`Investigation::lighten`]. A note's Markdown goes too: its editor
+    /// asks the server for it when opened.
+    pub fn lighten(&mut self) {
+        if let Some(html) = &mut self.html {
+            html.clear();
+        }
+        if let StepBody::Note(note) = &mut self.body {
+            note.body.clear();
+        }
+        for run in &mut self.runs {
+            if let Some(tail) = &mut run.tail {
+                tail.html.clear();
+            }
+        }
+        for snapshot in &mut self.snapshots {
+            snapshot.lines.iter_mut().chain(snapshot.html_lines.iter_mut()).for_each(String::clear);
+        }
+        for annotation in &mut self.annotations {
+            annotation.html.clear();
+        }
+        if let Some(search) = &mut self.search {
+            for hit in &mut search.hits {
+                hit.text.clear();
+                hit.html.clear();
+            }
+        }
     }
 }
 

@@ -12,9 +12,10 @@ use app::error::ApiError;
 use app::metrics::Overview;
 use app::model::{
     Investigation, InvestigationPatch, InvestigationStatus, InvestigationSummary, NewInvestigation, Step,
-    investigation_url, limits, step_url,
+    StepWindow, investigation_url, limits, step_url,
 };
 use app::steps::StepBody;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 pub struct Service {
@@ -149,6 +150,13 @@ fn stale(current: &Step) -> ApiError {
 }
 
 fn step(row: StepRow) -> Result<Step, ApiError> {
+    let mut step = unrendered_step(row)?;
+    step.html = steps::render(&step.body);
+    Ok(step)
+}
+
+/// A step without its HTML: what a folded step of a long timeline needs.
+fn unrendered_step(row: StepRow) -> Result<Step, ApiError> {
     let body = steps::from_stored(&row.kind, &row.body)
         .map_err(|e| internal(&format!("step {} has an unreadable body", row.id), e))?;
     Ok(Step {
@@ -157,7 +165,7 @@ fn step(row: StepRow) -> Result<Step, ApiError> {
         snapshots: Vec::new(),
         annotations: Vec::new(),
         search: None,
-        html: steps::render(&body),
+        html: None,
         body,
         id: row.id,
         position: u32::try_from(row.position).unwrap_or(0),
@@ -183,36 +191,74 @@ impl Service {
             let id = ids::new_investigation_id();
             if self.store.insert_investigation(&id, &title, &question).await.map_err(store_error)? {
                 tracing::info!(investigation = %id, "created investigation");
-                return self.investigation(&id).await;
+                return self.investigation(&id, None).await;
             }
         }
         Err(internal("create_investigation", "no free id after 4 tries"))
     }
 
-    pub(crate) async fn investigation(&self, id: &str) -> Result<Investigation, ApiError> {
+    /// The whole investigation (`window` `None`, as the API answers), or as a
+    /// page shows it: only the steps `window` shows are rendered and carry runs'
+    /// output, snapshots, searches and comments; `outline` lists every step. What
+    /// a page costs then follows what it shows, not what the runs printed.
+    pub(crate) async fn investigation(&self, id: &str, window: Option<&StepWindow>) -> Result<Investigation, ApiError> {
         if !ids::is_investigation_id(id) {
             return Err(investigation_not_found(id));
         }
         let row =
             self.store.investigation(id).await.map_err(store_error)?.ok_or_else(|| investigation_not_found(id))?;
-        let mut steps =
-            self.store.steps(id).await.map_err(store_error)?.into_iter().map(step).collect::<Result<Vec<_>, _>>()?;
+        let mut steps = self
+            .store
+            .steps(id)
+            .await
+            .map_err(store_error)?
+            .into_iter()
+            .map(unrendered_step)
+            .collect::<Result<Vec<_>, _>>()?;
+        let count = u32::try_from(steps.len()).unwrap_or(u32::MAX);
+        let shown: HashSet<i64> = steps
+            .iter()
+            .filter(|s| window.is_none_or(|w| w.shows(s.position, count)))
+            .map(|s| s.id)
+            .collect();
+        for step in steps.iter_mut().filter(|s| shown.contains(&s.id)) {
+            step.html = steps::render(&step.body);
+        }
         let runs = self.store.runs_of_investigation(id).await.map_err(store_error)?;
-        self.attach_runs(&mut steps, runs).await;
-        let snapshots = self.store.snapshots_of_investigation(id).await.map_err(store_error)?;
+        self.attach_runs(&mut steps, runs, &shown).await;
+        let runs_fingerprint = app::runs::runs_fingerprint(steps.iter().flat_map(|s| s.runs.iter()));
+        let mut snapshots = self.store.snapshots_of_investigation(id).await.map_err(store_error)?;
+        snapshots.retain(|row| shown.contains(&row.step_id));
         self.attach_snapshots(&mut steps, snapshots).await;
         let annotations = self.store.annotations_of_investigation(id).await.map_err(store_error)?;
-        self.attach_annotations(&mut steps, annotations);
-        let searches = self.store.searches_of_investigation(id).await.map_err(store_error)?;
+        let mut annotated: HashMap<i64, Vec<i64>> = HashMap::new();
+        for row in &annotations {
+            annotated.entry(row.step_id).or_default().push(row.id);
+        }
+        self.attach_annotations(&mut steps, annotations.into_iter().filter(|row| shown.contains(&row.step_id)).collect());
+        let mut searches = self.store.searches_of_investigation(id).await.map_err(store_error)?;
+        searches.retain(|row| shown.contains(&row.step_id));
         self.attach_searches(&mut steps, searches);
         let hypotheses = self.hypotheses(id).await?;
         let extractors = self.extractors(id).await?;
         let measurements = self.measurements(id).await?;
         let overview = crate::metrics::overview::overview(None, &steps, &measurements, &hypotheses);
         let members = self.store.members(id).await.map_err(store_error)?;
-        let comments = self.comments(id).await?;
+        let mut comments = self.comments(id).await?;
+        let mut outline = Vec::new();
+        if shown.len() < steps.len() {
+            outline = steps.iter().map(Step::outline).collect();
+            for entry in &mut outline {
+                entry.annotations = annotated.remove(&entry.id).unwrap_or_default();
+                entry.comments = comments.iter().filter(|c| c.step_id == entry.id).map(|c| c.id).collect();
+            }
+            comments.retain(|c| shown.contains(&c.step_id));
+            steps.retain(|s| shown.contains(&s.id));
+        }
         let summary = summary(row);
         Ok(Investigation {
+            outline,
+            runs_fingerprint,
             members: members.into_iter().map(|(user, role)| Member { user, role }).collect(),
             share_links: Vec::new(),
             comments,
@@ -254,7 +300,7 @@ impl Service {
         if !found {
             return Err(investigation_not_found(id));
         }
-        self.investigation(id).await
+        self.investigation(id, None).await
     }
 
     pub(crate) async fn delete_investigation(&self, id: &str) -> Result<(), ApiError> {
@@ -298,7 +344,7 @@ impl Service {
         let row = self.store.step(id).await.map_err(store_error)?.ok_or_else(|| step_not_found(id))?;
         let mut steps = vec![step(row)?];
         let runs = self.store.runs_of_step(id).await.map_err(store_error)?;
-        self.attach_runs(&mut steps, runs).await;
+        self.attach_runs(&mut steps, runs, &HashSet::from([id])).await;
         let snapshots = self.store.snapshots_of_step(id).await.map_err(store_error)?;
         self.attach_snapshots(&mut steps, snapshots).await;
         let annotations = self.store.annotations_of_step(id).await.map_err(store_error)?;
@@ -371,7 +417,7 @@ impl Service {
         investigation: &str,
         metric: Option<&str>,
     ) -> Result<Option<Overview>, ApiError> {
-        let inv = self.investigation(investigation).await?;
+        let inv = self.investigation(investigation, None).await?;
         match (metric, &inv.overview) {
             (None, overview) => Ok(overview.clone()),
             (Some(metric), _) => {

@@ -14,7 +14,7 @@
 use crate::notebook::{Service, store_error, timestamp};
 use app::backend::Actor;
 use app::error::{ApiError, ErrorCode};
-use app::model::{Abilities, Investigation};
+use app::model::{Abilities, Investigation, StepWindow};
 use app::shares::{CreatedShareLink, MAX_DAYS, NewShareLink, ShareLink, SharedView};
 use serde_json::Value;
 
@@ -87,7 +87,7 @@ impl Service {
         Ok(link(row, crate::db::now_ms()))
     }
 
-    pub(crate) async fn shared(&self, token: &str) -> Result<SharedView, ApiError> {
+    pub(crate) async fn shared(&self, token: &str, window: Option<&StepWindow>) -> Result<SharedView, ApiError> {
         let unknown = || {
             ApiError::not_found("This share link does not exist: it may be mistyped, or its investigation was deleted.")
         };
@@ -106,10 +106,11 @@ impl Service {
                 format!("This share link expired on {}. Ask whoever sent it for a new one.", day(at)),
             ));
         }
-        let mut investigation = self.investigation(&row.investigation_id).await?;
+        let mut investigation = self.investigation(&row.investigation_id, window).await?;
         investigation.members.clear();
         investigation.share_links.clear();
         investigation.comments.clear();
+        investigation.outline.iter_mut().for_each(|step| step.comments.clear());
         investigation.abilities = Abilities::default();
         investigation = self.for_outsiders(investigation, row.hide_hosts != 0).await?;
         Ok(SharedView {

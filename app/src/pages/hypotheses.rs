@@ -5,7 +5,6 @@ use crate::error::ApiError;
 use crate::hypotheses::{Hypothesis, STATUSES, hypothesis_anchor};
 use crate::model::Investigation;
 use crate::pages::investigation::timeline_action;
-use crate::steps::StepBody;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 
@@ -105,12 +104,10 @@ fn number(value: f64) -> String {
 
 #[component]
 pub fn HypothesesSection(inv: Investigation) -> impl IntoView {
-    // Every step as "#3 note · Custom allreduce is disabled…", for evidence.
-    let steps: Vec<(i64, String)> = inv
-        .steps
-        .iter()
-        .map(|s| (s.id, format!("#{} {} · {}", s.position, s.body.kind(), s.body.headline())))
-        .collect();
+    // Every step (folded ones too) as "#3 note · Custom allreduce is disabled…", for evidence.
+    let labels = inv.step_labels();
+    let steps: Vec<(i64, String)> =
+        labels.iter().map(|s| (s.id, format!("#{} {} · {}", s.position, s.kind, s.headline))).collect();
     let rows = inv.hypotheses.iter().cloned().map(|h| view! { <HypothesisRow h steps=steps.clone()/> }).collect_view();
     let charts = inv
         .hypotheses
@@ -128,19 +125,15 @@ pub fn HypothesesSection(inv: Investigation) -> impl IntoView {
         .collect_view();
     let empty = inv.hypotheses.is_empty();
     // Command steps, for choosing the runs of each side.
-    let commands: Vec<(i64, String)> = inv
-        .steps
+    let commands: Vec<(i64, String)> = labels
         .iter()
-        .filter_map(|s| match &s.body {
-            StepBody::Command(c) => {
-                let env: Vec<String> = c.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                let mut label = format!("#{} {}", s.position, c.command.chars().take(60).collect::<String>());
-                if !env.is_empty() {
-                    label = format!("{label} [{}]", env.join(" "));
-                }
-                Some((s.id, label))
+        .filter_map(|s| {
+            let config = s.config.as_ref()?;
+            let mut label = format!("#{} {}", s.position, s.headline);
+            if !config.is_empty() {
+                label = format!("{label} [{config}]");
             }
-            _ => None,
+            Some((s.id, label))
         })
         .collect();
     view! {

@@ -5,12 +5,35 @@ use crate::api::{
 };
 use crate::components::PageTitle;
 use crate::components::{Ability, ActionError, Can, Confirm, StatusBadge};
-use crate::model::{Investigation, InvestigationStatus, Step, limits, short_time};
+use crate::model::{Investigation, InvestigationStatus, Step, StepOutline, StepWindow, limits, short_time};
 use crate::steps::{StepContent, command::AddCommand, grep::AddGrep, note::AddNote, snippet::AddSnippet};
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
-use leptos_router::hooks::use_params_map;
+use leptos_router::hooks::{use_params_map, use_query_map};
+
+/// The steps of a long investigation the page shows in full: `?steps=` from the
+/// address, and the parts the reader opened since (by scrolling, a click, or a
+/// permalink to a folded step).
+#[derive(Clone, Copy)]
+pub(crate) struct Shown(pub RwSignal<StepWindow>);
+
+impl Shown {
+    pub fn provide() -> Self {
+        let query = use_query_map();
+        let asked = query.with_untracked(|q| StepWindow::parse(&q.get("steps").unwrap_or_default()));
+        let shown = Shown(RwSignal::new(asked));
+        provide_context(shown);
+        shown
+    }
+
+    /// Shows the part `range` too (the page fetches it).
+    pub(crate) fn open(self, range: (u32, u32)) {
+        if !self.0.with_untracked(|w| w.ranges.iter().any(|(a, b)| *a <= range.0 && range.1 <= *b)) {
+            self.0.update(|w| *w = w.with(range));
+        }
+    }
+}
 
 /// The names of everyone else with this investigation open.
 #[derive(Clone, Copy)]
@@ -67,15 +90,24 @@ pub fn InvestigationPage() -> impl IntoView {
     let viewers = Viewers(RwSignal::new(Vec::new()));
     provide_context(viewers);
     crate::steps::annotation::LineFocus::provide();
-    let investigation = Resource::new(move || (id(), version.0.get()), |(id, _)| get_investigation(id));
+    let shown = Shown::provide();
+    let investigation = Resource::<_, super::Light>::new_with_options(
+        move || (id(), version.0.get(), shown.0.get()),
+        |(id, _, shown)| get_investigation(id, shown.query()),
+        false,
+    );
     // Runs started here or in another browser refresh the page as they change.
     #[cfg(feature = "hydrate")]
     Effect::new(move |_| {
-        let known = investigation.get_untracked().and_then(Result::ok).map_or(0, |inv| {
-            crate::runs::runs_fingerprint(inv.steps.iter().flat_map(|s| s.runs.iter()).collect::<Vec<_>>().into_iter())
-        });
+        let known = investigation.get_untracked().and_then(Result::ok).map_or(0, |inv| inv.runs_fingerprint);
         crate::live::follow_investigation(id(), known, refresher(), viewers.0)
     });
+    // A permalink to a folded step opens its part, then goes to it.
+    #[cfg(feature = "hydrate")]
+    crate::live::reveal_fragment(
+        move || investigation.get().and_then(Result::ok),
+        move |range| shown.open(range),
+    );
     view! {
         <Transition fallback=|| view! { <p class="muted">"Loading investigation…"</p> }>
             <ErrorBoundary fallback=super::error_fallback>
@@ -96,9 +128,8 @@ pub(crate) fn InvestigationView(inv: Investigation, #[prop(optional)] notice: Op
         investigation: inv.id.clone(),
         comments: std::sync::Arc::new(inv.comments.clone()),
     });
-    let count = inv.steps.len() as u32;
     let (id, run_id) = (inv.id.clone(), inv.id.clone());
-    let steps = inv.steps.iter().cloned().map(|step| view! { <StepItem step last=count/> }).collect_view();
+    let steps = timeline(&inv);
     view! {
         <PageTitle text=format!("{} · Sleuth", inv.title)/>
         <nav class="crumbs"><a href="/">"Investigations"</a> " / " <span>{inv.id.clone()}</span></nav>
@@ -110,7 +141,7 @@ pub(crate) fn InvestigationView(inv: Investigation, #[prop(optional)] notice: Op
         <super::hypotheses::HypothesesSection inv=inv.clone()/>
         <super::hypotheses::MeasurementsSection inv=inv.clone()/>
         <section class="timeline" aria-label="Steps">
-            {if inv.steps.is_empty() {
+            {if inv.steps.is_empty() && inv.outline.is_empty() {
                 Some(view! {
                     <p class="empty">"No steps yet. Write down what you know so far as a first note."</p>
                 })
@@ -128,6 +159,103 @@ pub(crate) fn InvestigationView(inv: Investigation, #[prop(optional)] notice: Op
             <AddSnippet investigation=run_id.clone()/>
             <AddGrep investigation=run_id/>
         </Can>
+    }
+}
+
+/// The steps in order: in full, or (in a long investigation, outside the parts
+/// shown) one line each under a "Show steps 21–60" head that loads its part.
+fn timeline(inv: &Investigation) -> Vec<AnyView> {
+    if inv.outline.is_empty() {
+        let count = inv.steps.len() as u32;
+        return inv.steps.iter().cloned().map(|step| view! { <StepItem step last=count/> }.into_any()).collect();
+    }
+    let count = inv.outline.len() as u32;
+    let mut full: std::collections::HashMap<i64, Step> = inv.steps.iter().map(|s| (s.id, s.clone())).collect();
+    let mut items = Vec::with_capacity(inv.outline.len() + 16);
+    let mut part = None;
+    for entry in &inv.outline {
+        if let Some(step) = full.remove(&entry.id) {
+            items.push(view! { <StepItem step last=count/> }.into_any());
+            continue;
+        }
+        let this = StepWindow::part_of(entry.position, count);
+        if part != Some(this) {
+            part = Some(this);
+            items.push(view! { <PartHead range=this first=entry.id/> }.into_any());
+        }
+        items.push(view! { <FoldedStep step=entry.clone() part=this/> }.into_any());
+    }
+    items
+}
+
+/// The address that shows `range` as well as what is shown now; without
+/// JavaScript it is a plain link, and the server renders that part.
+fn part_href(range: (u32, u32), target: &str) -> String {
+    let shown = use_context::<Shown>().map(|s| s.0.get_untracked()).unwrap_or_default();
+    format!("?steps={}#{target}", shown.with(range).query())
+}
+
+/// "Steps 21–60 · show": opens the part when clicked, or when it scrolls near.
+#[component]
+fn PartHead(range: (u32, u32), first: i64) -> impl IntoView {
+    let href = part_href(range, &crate::model::step_anchor(first));
+    let shown = use_context::<Shown>();
+    let node = NodeRef::<leptos::html::Li>::new();
+    #[cfg(feature = "hydrate")]
+    if let Some(shown) = shown {
+        crate::live::when_near(node, move || shown.open(range));
+    }
+    view! {
+        <li class="part" node_ref=node data-from=range.0 data-to=range.1>
+            <a
+                class="show-part"
+                href=href
+                on:click=move |ev| {
+                    if let Some(shown) = shown {
+                        ev.prevent_default();
+                        shown.open(range);
+                    }
+                }
+            >
+                {format!("Show steps {}–{}", range.0, range.1)}
+            </a>
+        </li>
+    }
+}
+
+/// One line for a step outside the parts shown. Its anchors (and those of its
+/// comments and annotations) are here, so a permalink lands on it.
+#[component]
+fn FoldedStep(step: StepOutline, part: (u32, u32)) -> impl IntoView {
+    let anchor = crate::model::step_anchor(step.id);
+    let href = part_href(part, &anchor);
+    let details = [
+        step.config.clone().filter(|c| !c.is_empty()),
+        (step.runs > 0).then(|| format!("{} run{}", step.runs, if step.runs == 1 { "" } else { "s" })),
+        Some(short_time(&step.created_at)),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>()
+    .join(" · ");
+    let targets = step
+        .comments
+        .iter()
+        .map(|c| crate::comments::comment_anchor(*c))
+        .chain(step.annotations.iter().map(|a| crate::steps::snippet::annotation_anchor(*a)))
+        .map(|id| view! { <span class="anchor" id=id></span> })
+        .collect_view();
+    view! {
+        <li class="step folded" id=anchor data-kind=step.kind.clone()>
+            <a class="step-link" href=href title="Show this part of the timeline">"#" {step.position}</a>
+            " "
+            <span class="kind">{step.kind.clone()}</span>
+            " "
+            <span class="headline">{step.headline.clone()}</span>
+            " "
+            <span class="muted">{details}</span>
+            {targets}
+        </li>
     }
 }
 

@@ -11,6 +11,56 @@ pub mod source;
 use crate::components::ErrorPanel;
 use crate::error::ApiError;
 use leptos::prelude::*;
+use leptos::server::codee::{Decoder, Encoder};
+
+/// Page data whose hydration copy can leave out what the server rendered into
+/// the page (see [`crate::model::Investigation::lighten`]).
+pub trait Lighten: Clone + serde::Serialize {
+    fn lighten(&mut self);
+}
+
+impl Lighten for crate::model::Investigation {
+    fn lighten(&mut self) {
+        crate::model::Investigation::lighten(self);
+    }
+}
+
+impl Lighten for crate::shares::SharedView {
+    fn lighten(&mut self) {
+        self.investigation.lighten();
+    }
+}
+
+/// The hydration encoding of a page resource: JSON of the value lightened, so
+/// output, notes and code are in the page once, as HTML, not again as data.
+/// Only the server encodes (into the page); fetches after hydration go through
+/// server functions and carry everything.
+pub struct Light;
+
+impl<T: Lighten> Encoder<Result<T, ApiError>> for Light {
+    type Error = serde_json::Error;
+    type Encoded = String;
+
+    fn encode(value: &Result<T, ApiError>) -> Result<String, Self::Error> {
+        match value {
+            Ok(data) => {
+                let mut light = data.clone();
+                light.lighten();
+                serde_json::to_string(&Ok::<&T, &ApiError>(&light))
+            }
+            Err(e) => serde_json::to_string(&Err::<&T, &ApiError>(e)),
+        }
+    }
+}
+
+impl<T: serde::de::DeserializeOwned> Decoder<Result<T, ApiError>> for Light {
+    type Error = serde_json::Error;
+    type Encoded = str;
+
+    fn decode(text: &str) -> Result<Result<T, ApiError>, Self::Error> {
+        serde_json::from_str(text)
+    }
+}
 
 /// The fallback of the pages' error boundaries: our own errors keep their wording,
 /// anything else is shown as text.

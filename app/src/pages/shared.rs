@@ -12,8 +12,9 @@ use leptos_router::hooks::use_params_map;
 
 /// Reachable without signing in (the token is the right to read).
 #[server(endpoint = "shared_investigation")]
-pub async fn shared_investigation(token: String) -> Result<SharedView, ApiError> {
-    crate::backend::notebook()?.shared(&token).await.inspect_err(crate::backend::set_status)
+pub async fn shared_investigation(token: String, steps: String) -> Result<SharedView, ApiError> {
+    let window = crate::model::StepWindow::parse(&steps);
+    crate::backend::notebook()?.shared(&token, Some(&window)).await.inspect_err(crate::backend::set_status)
 }
 
 #[server]
@@ -46,8 +47,18 @@ pub async fn revoke_share_link(id: i64) -> Result<ShareLink, ApiError> {
 pub fn SharedPage() -> impl IntoView {
     let params = use_params_map();
     let token = move || params.read().get("token").unwrap_or_default();
-    let shared = Resource::new(token, shared_investigation);
     crate::steps::annotation::LineFocus::provide();
+    let shown = super::investigation::Shown::provide();
+    let shared = Resource::<_, super::Light>::new_with_options(
+        move || (token(), shown.0.get()),
+        |(token, shown)| shared_investigation(token, shown.query()),
+        false,
+    );
+    #[cfg(feature = "hydrate")]
+    crate::live::reveal_fragment(
+        move || shared.get().and_then(Result::ok).map(|view| view.investigation),
+        move |range| shown.open(range),
+    );
     view! {
         // The token is in the URL: keep it out of search engines and out of the
         // Referer header of links the notes point to.

@@ -117,10 +117,13 @@ pub async fn start_runs(
         .inspect_err(crate::backend::set_status)
 }
 
+/// How much "show more" adds above a run's output.
+const EARLIER_BYTES: u64 = 64 * 1024;
+
 #[server]
 pub async fn earlier_output(run_id: i64, before: u64) -> Result<crate::runs::OutputTail, ApiError> {
     crate::backend::notebook()?
-        .output_before(&crate::backend::actor()?, run_id, before, 64 * 1024)
+        .output_before(&crate::backend::actor()?, run_id, before, EARLIER_BYTES)
         .await
         .inspect_err(crate::backend::set_status)
 }
@@ -146,24 +149,18 @@ pub fn CommandContent(step: Step, editing: RwSignal<bool>) -> impl IntoView {
     let history = step.runs.clone();
     let step_id = step.id;
     let view_body = body.clone();
+    let version = step.version;
+    // Hidden, not dropped, while editing: the browser keeps the server's HTML,
+    // which its hydration data leaves out.
     view! {
-        <Show
-            when=move || editing.get()
-            fallback=move || {
-                let body = view_body.clone();
-                view! {
-                    <div class="command-meta">
-                        <span class="host" title="Host">{body.host.clone()}</span>
-                        <span class="env" title="Environment">{label.clone()}</span>
-                        {body.cwd.clone().map(|c| view! { <span class="cwd" title="Working directory">"cd " {c}</span> })}
-                        {body.timeout_s.map(|t| view! { <span class="timeout">"timeout " {t} " s"</span> })}
-                    </div>
-                    <pre class="command-line" inner_html=html.clone()></pre>
-                }
-            }
-        >
-            <CommandEditor step_id version=step.version body=body.clone() editing edit/>
-        </Show>
+        <div class="command-meta" hidden=move || editing.get()>
+            <span class="host" title="Host">{view_body.host.clone()}</span>
+            <span class="env" title="Environment">{label}</span>
+            {view_body.cwd.clone().map(|c| view! { <span class="cwd" title="Working directory">"cd " {c}</span> })}
+            {view_body.timeout_s.map(|t| view! { <span class="timeout">"timeout " {t} " s"</span> })}
+        </div>
+        <pre class="command-line" inner_html=html hidden=move || editing.get()></pre>
+        {move || editing.get().then(|| view! { <CommandEditor step_id version body=body.clone() editing edit/> })}
         <RunControls step_id version=step.version newest=newest.clone()/>
         {newest.map(|run| view! { <RunOutput run/> })}
         <RunHistory runs=history/>
@@ -371,9 +368,23 @@ fn RunOutput(run: Run) -> impl IntoView {
             <Show when=move || { first.get() > 0 }>
                 <p class="muted earlier">
                     {move || human_bytes(first.get())} " earlier — "
-                    <button type="button" class="quiet load-earlier" on:click=move |_| load_more()>"load earlier output"</button>
+                    // Without JavaScript, the raw bytes just before what is shown.
+                    <a
+                        class="load-earlier"
+                        href=move || {
+                            let end = first.get();
+                            let from = end.saturating_sub(EARLIER_BYTES);
+                            format!("/api/v1/runs/{run_id}/output?offset={from}&limit={}", end - from)
+                        }
+                        on:click=move |ev| {
+                            ev.prevent_default();
+                            load_more();
+                        }
+                    >
+                        "show more"
+                    </a>
                     " · "
-                    <a href=format!("/api/v1/runs/{run_id}/output")>"full output"</a>
+                    <a href=format!("/api/v1/runs/{run_id}/output")>"show all (raw)"</a>
                 </p>
             </Show>
             <pre

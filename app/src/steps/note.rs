@@ -44,13 +44,12 @@ pub fn NoteContent(step: Step, editing: RwSignal<bool>) -> impl IntoView {
     let html = step.html.clone().unwrap_or_default();
     let edit = crate::pages::investigation::timeline_action::<EditNote>();
     crate::components::on_success(edit, move || editing.set(false));
+    let (step_id, version) = (step.id, step.version);
+    // Hidden, not dropped, while editing: the browser keeps the server's HTML,
+    // which its hydration data leaves out.
     view! {
-        <Show
-            when=move || editing.get()
-            fallback=move || view! { <div class="markdown" inner_html=html.clone()></div> }
-        >
-            <NoteEditor step_id=step.id version=step.version body=body.clone() editing edit/>
-        </Show>
+        <div class="markdown" inner_html=html hidden=move || editing.get()></div>
+        {move || editing.get().then(|| view! { <NoteEditor step_id version body=body.clone() editing edit/> })}
     }
 }
 
@@ -63,11 +62,23 @@ fn NoteEditor(
     editing: RwSignal<bool>,
     edit: ServerAction<EditNote>,
 ) -> impl IntoView {
+    // A page's hydration data leaves the Markdown out (the note is in the page
+    // as HTML); the editor asks for it. The version stays the page's, so a
+    // change made meanwhile is still refused rather than overwritten.
+    let text = RwSignal::new(body.clone());
+    #[cfg(feature = "hydrate")]
+    if body.is_empty() {
+        leptos::task::spawn_local(async move {
+            if let Ok(crate::model::Step { body: super::StepBody::Note(note), .. }) = crate::api::get_step(step_id).await {
+                text.try_set(note.body);
+            }
+        });
+    }
     view! {
         <ActionForm action=edit attr:class="note-editor">
             <input type="hidden" name="step_id" value=step_id/>
             <input type="hidden" name="version" value=version/>
-            <textarea name="body" rows="8" maxlength=MAX_BYTES aria-label="Note (Markdown)">
+            <textarea name="body" rows="8" maxlength=MAX_BYTES aria-label="Note (Markdown)" prop:value=move || text.get()>
                 {crate::components::textarea_text(&body)}
             </textarea>
             <crate::components::ActionError action=edit/>

@@ -40,9 +40,12 @@ impl Peer {
         let known_hosts = dir.path().join("known_hosts");
         std::fs::write(&known_hosts, format!("[127.0.0.1]:{} {host_key}", sshd.port)).expect("known_hosts");
         let control = dir.path().join("cm");
+        // A built site (`./dev build`) lets a browser hydrate the pages; without
+        // one they are served all the same.
+        let site = std::env::var_os("SLEUTH_SITE").map_or_else(|| dir.path().join("site"), PathBuf::from);
         let state = server::serve::state(
             &dir.path().join("data"),
-            &dir.path().join("site"),
+            &site,
             server::serve::Options { no_auth: true, ..Default::default() },
         )
         .await

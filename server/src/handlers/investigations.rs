@@ -30,7 +30,7 @@ pub async fn show(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<Investigation>, AppError> {
-    Ok(Json(state.notebook.investigation(&actor, &id).await?))
+    Ok(Json(state.notebook.investigation(&actor, &id, None).await?))
 }
 
 pub async fn update(

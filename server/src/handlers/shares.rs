@@ -41,5 +41,5 @@ pub async fn shared(
     State(state): State<AppState>,
     ApiPath(token): ApiPath<String>,
 ) -> Result<Json<SharedView>, AppError> {
-    Ok(Json(state.notebook.shared(&token).await?))
+    Ok(Json(state.notebook.shared(&token, None).await?))
 }

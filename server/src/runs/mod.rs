@@ -61,8 +61,11 @@ use app::runs::{MAX_REPEAT, MAX_WARMUP, OutputTail, RunRequest};
 use app::steps::StepBody;
 use std::collections::HashMap;
 
-/// How much of the newest run's output a page shows before "load earlier output".
-pub const TAIL_BYTES: u64 = 64 * 1024;
+/// How much of the newest run's output a page shows before "show earlier
+/// output": the last `TAIL_LINES` lines, at most `TAIL_BYTES`. A page's cost
+/// follows what it shows, not what the runs printed.
+pub const TAIL_BYTES: u64 = 8 * 1024;
+pub const TAIL_LINES: usize = 40;
 
 fn run_not_found(id: i64) -> ApiError {
     ApiError::not_found(format!("There is no run {id}."))
@@ -80,30 +83,53 @@ pub fn output_html(run: i64, bytes: &[u8]) -> String {
     crate::snippets::refs::linkify(&ansi_html(bytes), run)
 }
 
-/// The end of a run's output, starting at a line boundary.
+/// The end of a run's output: its last `TAIL_LINES` lines within `bytes`.
 pub async fn tail(dir: &std::path::Path, run: i64, bytes: u64) -> std::io::Result<OutputTail> {
     let (_, len) = output::read_range(dir, run, 0, 0).await?;
-    window(dir, run, len, bytes).await
+    window(dir, run, len, bytes, TAIL_LINES).await
 }
 
-/// Up to `bytes` of output ending at `end`, starting at a line boundary (or 0).
-pub async fn window(dir: &std::path::Path, run: i64, end: u64, bytes: u64) -> std::io::Result<OutputTail> {
+/// Up to `bytes` and `lines` lines of output ending at `end`, starting at a
+/// line boundary (or 0).
+pub async fn window(
+    dir: &std::path::Path,
+    run: i64,
+    end: u64,
+    bytes: u64,
+    lines: usize,
+) -> std::io::Result<OutputTail> {
     let (_, len) = output::read_range(dir, run, 0, 0).await?;
     let len = end.min(len);
     let mut start = len.saturating_sub(bytes);
     let (mut data, _) = output::read_range(dir, run, start, len - start).await?;
-    if start > 0
-        && let Some(nl) = data.iter().position(|&b| b == b'\n')
-    {
-        data.drain(..=nl);
-        start += nl as u64 + 1;
-    }
+    let cut = line_start(&data, start > 0, lines);
+    data.drain(..cut);
+    start += cut as u64;
     Ok(OutputTail { html: output_html(run, &data), start, end: len })
 }
 
+/// Where the last `lines` lines of `data` begin; a first line that began before
+/// `data` (`partial`) does not count and is never shown cut.
+fn line_start(data: &[u8], partial: bool, lines: usize) -> usize {
+    // The text's own last newline ends its last line; it does not start one.
+    let body = data.strip_suffix(b"\n").unwrap_or(data);
+    let from_end = body.iter().rev().enumerate().filter(|(_, b)| **b == b'\n').nth(lines.saturating_sub(1));
+    match from_end {
+        Some((i, _)) => body.len() - i,
+        None if partial => body.iter().position(|&b| b == b'\n').map_or(0, |nl| nl + 1),
+        None => 0,
+    }
+}
+
 impl Service {
-    /// Fills in the runs of command steps, and the output tail of each step's newest run.
-    pub(crate) async fn attach_runs(&self, steps: &mut [Step], rows: Vec<crate::db::RunRow>) {
+    /// Fills in the runs of command steps, and the output tail of the newest run
+    /// of each step in `tails_for`.
+    pub(crate) async fn attach_runs(
+        &self,
+        steps: &mut [Step],
+        rows: Vec<crate::db::RunRow>,
+        tails_for: &std::collections::HashSet<i64>,
+    ) {
         let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
         let mut measured: HashMap<i64, Vec<app::metrics::Measurement>> = HashMap::new();
         match self.store.measurements_of_runs(&ids).await {
@@ -124,7 +150,7 @@ impl Service {
         }
         for step in steps.iter_mut() {
             if let Some(mut runs) = by_step.remove(&step.id) {
-                if let Some(newest) = runs.last_mut() {
+                if let Some(newest) = runs.last_mut().filter(|_| tails_for.contains(&step.id)) {
                     match tail(self.runner.output_dir(), newest.id, TAIL_BYTES).await {
                         Ok(t) => newest.tail = Some(t),
                         Err(e) => tracing::error!(run = newest.id, "cannot read output: {e}"),
@@ -229,7 +255,7 @@ impl Service {
 
     pub(crate) async fn output_before(&self, id: i64, before: u64, bytes: u64) -> Result<OutputTail, ApiError> {
         self.run(id).await?;
-        window(self.runner.output_dir(), id, before, bytes.clamp(1, 1024 * 1024))
+        window(self.runner.output_dir(), id, before, bytes.clamp(1, 1024 * 1024), usize::MAX)
             .await
             .map_err(|e| internal("output window", e))
     }
@@ -280,5 +306,23 @@ impl Service {
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         }
         self.run(id).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::line_start;
+
+    #[test]
+    fn tails_start_at_a_whole_line() {
+        let text = b"one\ntwo\nthree\nfour\n";
+        assert_eq!(&text[line_start(text, false, 2)..], b"three\nfour\n");
+        assert_eq!(&text[line_start(text, false, 10)..], text, "fewer lines than asked: all of them");
+        assert_eq!(&text[line_start(text, true, 10)..], b"two\nthree\nfour\n", "a cut first line is dropped");
+        assert_eq!(&text[line_start(text, true, 1)..], b"four\n");
+        let unended = b"one\ntwo\nthr";
+        assert_eq!(&unended[line_start(unended, false, 1)..], b"thr", "a line still being printed counts");
+        let one_long_line = b"progress 10%\rprogress 20%";
+        assert_eq!(line_start(one_long_line, true, 40), 0, "no newline at all: keep what there is");
     }
 }

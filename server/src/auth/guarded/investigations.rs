@@ -4,7 +4,7 @@ use crate::auth::access::{Need, Role};
 use crate::notebook::store_error;
 use app::backend::Actor;
 use app::error::ApiError;
-use app::model::{Investigation, InvestigationPatch, InvestigationSummary, NewInvestigation};
+use app::model::{Investigation, InvestigationPatch, InvestigationSummary, NewInvestigation, StepWindow};
 
 #[async_trait::async_trait]
 impl app::backend::InvestigationOps for super::Guarded {
@@ -20,9 +20,14 @@ impl app::backend::InvestigationOps for super::Guarded {
         self.access.store().set_member(&created.id, &actor.name, Role::Owner.as_str()).await.map_err(store_error)?;
         Ok(created)
     }
-    async fn investigation(&self, actor: &Actor, id: &str) -> Result<Investigation, ApiError> {
+    async fn investigation(
+        &self,
+        actor: &Actor,
+        id: &str,
+        window: Option<&StepWindow>,
+    ) -> Result<Investigation, ApiError> {
         let role = self.access.checked_role(actor, id, Need::Read).await?;
-        let mut investigation = self.inner.investigation(id).await?;
+        let mut investigation = self.inner.investigation(id, window).await?;
         investigation.abilities = role.abilities();
         if role == Role::Owner {
             investigation.share_links = self.inner.share_links(id).await?;

@@ -6,6 +6,7 @@ use app::accounts::Member;
 use app::backend::Actor;
 use app::comments::{Comment, Mention, NewComment};
 use app::error::ApiError;
+use app::model::StepWindow;
 use app::shares::{CreatedShareLink, NewShareLink, ShareLink, SharedView};
 
 #[async_trait::async_trait]
@@ -37,8 +38,8 @@ impl app::backend::TeamOps for super::Guarded {
         self.inner.revoke_share_link(actor, id).await
     }
     /// No role needed: the token is the right to read, and the view is read-only.
-    async fn shared(&self, token: &str) -> Result<SharedView, ApiError> {
-        self.inner.shared(token).await
+    async fn shared(&self, token: &str, window: Option<&StepWindow>) -> Result<SharedView, ApiError> {
+        self.inner.shared(token, window).await
     }
     async fn add_comment(&self, actor: &Actor, investigation: &str, new: NewComment) -> Result<Comment, ApiError> {
         self.access.check(actor, investigation, Need::Edit).await?;
