@@ -77,8 +77,9 @@ fn note(i: usize) -> String {
 }
 
 /// Creates `steps` steps (every second one a command whose run prints about
-/// `bytes` of log lines) and waits for every run to end.
-async fn build(addr: SocketAddr, steps: usize, bytes: usize) -> String {
+/// `bytes` of log lines) and waits for every run to end; answers the
+/// investigation's id and the output bytes its runs printed.
+async fn build(addr: SocketAddr, steps: usize, bytes: usize) -> (String, u64) {
     let created = json(addr, "POST", "/api/v1/investigations", serde_json::json!({"title": format!("{steps} steps")})).await;
     let id = created["id"].as_str().expect("id").to_string();
     let lines = bytes / 100;
@@ -99,18 +100,24 @@ async fn build(addr: SocketAddr, steps: usize, bytes: usize) -> String {
             runs.extend(started.as_array().expect("runs").iter().map(|r| r["id"].as_i64().expect("run id")));
         }
     }
+    let mut printed = 0;
     for run in runs {
         loop {
             let (_, answer) = http(addr, "GET", &format!("/api/v1/runs/{run}?wait=60"), None).await;
             let run: serde_json::Value = serde_json::from_slice(&answer).expect("run JSON");
             match run["status"].as_str() {
-                Some("succeeded") => break,
+                Some("succeeded") => {
+                    let out = run["stdout_bytes"].as_u64().unwrap_or(0);
+                    assert!(out as usize >= bytes * 9 / 10, "run {} printed {out} bytes", run["id"]);
+                    printed += out;
+                    break;
+                }
                 Some("queued" | "running") => continue,
                 other => panic!("run {run} ended {other:?}"),
             }
         }
     }
-    id
+    (id, printed)
 }
 
 /// Bytes inside `<script>` elements: the hydration data.
@@ -229,8 +236,13 @@ async fn main() {
     let mut figures = Vec::new();
     for steps in sizes {
         let started = Instant::now();
-        let id = build(addr, steps, bytes).await;
-        println!("built {steps} steps ({} runs of ~{} KB) in {:.1} s", steps / 2, bytes / 1000, started.elapsed().as_secs_f64());
+        let (id, printed) = build(addr, steps, bytes).await;
+        println!(
+            "built {steps} steps ({} runs, {:.1} MB of output) in {:.1} s",
+            steps / 2,
+            printed as f64 / 1e6,
+            started.elapsed().as_secs_f64()
+        );
         let f = measure(addr, &id, steps, renders).await;
         print(&f);
         figures.push(f);

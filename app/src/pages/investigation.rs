@@ -195,7 +195,7 @@ fn part_href(range: (u32, u32), target: &str) -> String {
     format!("?steps={}#{target}", shown.with(range).query())
 }
 
-/// "Steps 21–60 · show": opens the part when clicked, or when it scrolls near.
+/// "Show steps 21–60": opens the part when clicked, or when it scrolls near.
 #[component]
 fn PartHead(range: (u32, u32), first: i64) -> impl IntoView {
     let href = part_href(range, &crate::model::step_anchor(first));
