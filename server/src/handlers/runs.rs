@@ -1,7 +1,6 @@
 use crate::auth::Caller;
 use crate::error::AppError;
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
-use crate::runs::live::Change;
 use crate::runs::output;
 use crate::state::AppState;
 use app::error::ApiError;
@@ -11,7 +10,6 @@ use axum::Json;
 use axum::body::Body;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
-use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
@@ -161,14 +159,18 @@ pub async fn stream(
     let stop = until_closed_or_lost(&state, headers.clone(), investigation);
     let resume = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
     let output = state.runner.feeds().follow(id, resume.unwrap_or(query.offset), run.status.is_finished()).await;
-    let body = with_keep_alive(output).take_until(stop).map(Ok::<_, Infallible>);
+    Ok(event_stream(with_keep_alive(output).take_until(stop)))
+}
+
+/// A response of SSE frames.
+fn event_stream(frames: impl Stream<Item = Bytes> + Send + 'static) -> Response {
     let headers = [
         (header::CONTENT_TYPE, "text/event-stream"),
         (header::CACHE_CONTROL, "no-cache"),
         // Proxies (nginx) pass each frame on at once.
         (header::HeaderName::from_static("x-accel-buffering"), "no"),
     ];
-    Ok((headers, Body::from_stream(body)).into_response())
+    (headers, Body::from_stream(frames.map(Ok::<_, Infallible>))).into_response()
 }
 
 /// `stream`, with an SSE comment after 15 s without anything, so proxies and
@@ -215,7 +217,7 @@ pub async fn investigation_events(
     ApiPath(investigation): ApiPath<String>,
     Query(query): Query<EventsQuery>,
     headers: HeaderMap,
-) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, AppError> {
+) -> Result<Response, AppError> {
     state.access.check(&actor, &investigation, crate::auth::access::Need::Read).await?;
     let stop = until_closed_or_lost(&state, headers, investigation.clone());
     // Only the run rows: rendering the whole investigation (output tails,
@@ -227,66 +229,8 @@ pub async fn investigation_events(
     }
     .ok_or_else(|| ApiError::not_found(format!("There is no investigation {investigation:?}.")))?;
     let in_sync = query.known == Some(fingerprint);
-    let live = state.runner.live().clone();
-    // Subscribed before joining, so this stream hears its own arrival too.
-    let changes = live.subscribe_changes();
-    let me = actor.name.clone();
-    let presence = live.join(&investigation, &me);
-    let others = {
-        let investigation = investigation.clone();
-        futures::stream::unfold((changes, presence), move |(mut changes, presence)| {
-            let (investigation, me) = (investigation.clone(), me.clone());
-            async move {
-                loop {
-                    match changes.recv().await {
-                        Ok(change) if change.investigation_id() == investigation => {
-                            let event = match change {
-                                Change::Edited { by, .. } => {
-                                    Event::default().event("change").data(serde_json::json!({ "by": by }).to_string())
-                                }
-                                // Everyone but this reader (their other tabs are them too).
-                                Change::Viewers { names, .. } => {
-                                    let others: Vec<&String> = names.iter().filter(|n| **n != me).collect();
-                                    Event::default().event("presence").data(serde_json::json!(others).to_string())
-                                }
-                            };
-                            return Some((Ok(event), (changes, presence)));
-                        }
-                        Ok(_) => continue,
-                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                            let event = Event::default().event("change").data("{}");
-                            return Some((Ok(event), (changes, presence)));
-                        }
-                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
-                    }
-                }
-            }
-        })
-    };
-    let receiver = live.subscribe();
-    let stream = futures::stream::unfold(receiver, move |mut receiver| {
-        let investigation = investigation.clone();
-        async move {
-            loop {
-                match receiver.recv().await {
-                    Ok(event) if event.investigation_id == investigation => {
-                        return Some((Ok(Event::default().event("run").data(&*event.json)), receiver));
-                    }
-                    Ok(_) => continue,
-                    // Missed events: tell the client to reload everything.
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                        return Some((Ok(Event::default().event("run").data("{}")), receiver));
-                    }
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
-                }
-            }
-        }
-    });
-    // First a sync event if the client's view is behind: runs that changed
-    // between its page load and this subscription would otherwise be missed.
-    let sync = futures::stream::iter((!in_sync).then(|| Ok(Event::default().event("run").data("{\"sync\":true}"))));
-    let stream = futures::stream::select(sync.chain(stream), others).take_until(stop);
-    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+    let events = crate::runs::events::follow(state.runner.live(), investigation, actor.name.clone(), in_sync);
+    Ok(event_stream(with_keep_alive(events).take_until(stop)))
 }
 
 /// Runs of a step, oldest first.

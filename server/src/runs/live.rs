@@ -17,14 +17,15 @@ use tokio::sync::{broadcast, watch};
 pub struct RunEvent {
     pub investigation_id: String,
     pub run: Run,
-    /// The run as JSON, serialized once for every viewer of the investigation.
-    pub json: std::sync::Arc<str>,
+    /// The event stream's frame of it (`event: run`, the run as JSON), made once
+    /// for every reader of the investigation.
+    pub frame: bytes::Bytes,
 }
 
 impl RunEvent {
     pub fn new(investigation: &str, run: Run) -> Self {
-        let json = serde_json::to_string(&run).unwrap_or_default().into();
-        Self { investigation_id: investigation.to_string(), run, json }
+        let frame = super::events::run_frame(&serde_json::to_string(&run).unwrap_or_default());
+        Self { investigation_id: investigation.to_string(), run, frame }
     }
 }
 
