@@ -191,7 +191,7 @@ fn browser(addr: SocketAddr, page: &str) -> Option<(f64, f64)> {
         println!("  (no built site at {}: no browser timings; run ./dev build)", site.to_string_lossy());
         return None;
     }
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../end2end/tools/page-timing.mjs");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tools/page-timing.mjs");
     let times = if quick() { "1" } else { "3" };
     let out = std::process::Command::new("node").arg(script).arg(format!("http://{addr}{page}")).arg(times).output();
     let out = match out {

@@ -139,7 +139,7 @@ async fn calculator_steps_check_the_story_and_refuse_nonsense() {
         .await;
     assert_eq!(budget.status, axum::http::StatusCode::CREATED, "{}", budget.text());
     let page = app.get(&format!("/i/{id}")).await.text();
-    for needle in ["17.4 ms", "200 of 1500 GB/s", "13 %", "431 tok/s", "<td>156</td>", "6.24 ms", "36 % of 17.4 ms"] {
+    for needle in ["17.4 ms", "200 of 1500 GB/s", "13 %", "431 tok/s", "<td>156<", "6.24 ms", "36 % of 17.4 ms"] {
         assert!(page.contains(needle), "{needle} in the page");
     }
     for bad in [

@@ -1,7 +1,7 @@
 // Opens a page in headless Chromium N times and prints, as JSON, the median time
 // from navigation start to `load` and to hydrated (`body[data-hydrated]`, set by
 // the app once the page is interactive). Used by `cargo bench --bench big`.
-//   node end2end/tools/page-timing.mjs URL [N]
+//   node tools/page-timing.mjs URL [N]
 import { chromium } from 'playwright-core';
 
 const [url, times = '3'] = process.argv.slice(2);
