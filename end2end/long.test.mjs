@@ -69,11 +69,11 @@ test('scrolling opens the parts as the reader gets near them', async () => {
   const page = await newPage(browser);
   await page.goto(`${server.url}/i/${inv.id}`);
   await hydrated(page);
-  assert.equal(await page.locator('.step.folded').count(), 90);
+  assert.equal(await page.locator('.step.folded').count(), 100);
   assert.equal(await full(page, 30).count(), 0);
   await page.locator('li.part').first().scrollIntoViewIfNeeded();
   await full(page, 30).waitFor();
-  await page.waitForFunction(() => document.querySelectorAll('.step.folded').length <= 50);
+  await page.waitForFunction(() => document.querySelectorAll('.step.folded').length <= 60);
   // The click works as well.
   const head = page.locator('li.part a.show-part').last();
   const label = await head.textContent();

@@ -59,8 +59,12 @@ pub trait InvestigationOps: Send + Sync + 'static {
     async fn create_investigation(&self, actor: &Actor, new: NewInvestigation) -> Result<Investigation, ApiError>;
     /// `window`: only the steps a page shows in full, the rest as an outline;
     /// `None`: everything (the API).
-    async fn investigation(&self, actor: &Actor, id: &str, window: Option<&StepWindow>)
-    -> Result<Investigation, ApiError>;
+    async fn investigation(
+        &self,
+        actor: &Actor,
+        id: &str,
+        window: Option<&StepWindow>,
+    ) -> Result<Investigation, ApiError>;
     async fn update_investigation(
         &self,
         actor: &Actor,

@@ -143,6 +143,7 @@ impl Investigation {
         }
         for c in &mut self.comments {
             c.html.clear();
+            c.body.clear();
         }
     }
 }
@@ -159,9 +160,10 @@ pub struct StepWindow {
 impl StepWindow {
     /// Investigations with at most this many steps show every step.
     pub const SHOW_ALL_UP_TO: u32 = 60;
-    /// Steps always shown at the start and at the end of a long one.
+    /// Steps always shown at the start and at the end of a long one: where
+    /// the story begins, and where the work is now.
     pub const HEAD: u32 = 20;
-    pub const TAIL: u32 = 20;
+    pub const TAIL: u32 = 10;
     /// Folded steps load in parts of this many.
     pub const PART: u32 = 40;
     /// More ranges than this in a query are ignored (the query is the reader's).
@@ -425,5 +427,123 @@ mod tests {
         assert_eq!(json["url"], "/i/abc#step-7");
         let back: Step = serde_json::from_value(json).unwrap();
         assert_eq!(back, step);
+    }
+
+    fn note(id: i64, position: u32, text: &str) -> Step {
+        Step {
+            id,
+            investigation_id: "abc".into(),
+            position,
+            body: StepBody::Note(crate::steps::note::NoteBody { body: text.into() }),
+            html: Some(format!("<p>{text}</p>")),
+            url: step_url("abc", id),
+            runs: vec![],
+            snapshots: vec![],
+            annotations: vec![],
+            search: None,
+            created_at: "t".into(),
+            updated_at: "t".into(),
+            version: 1,
+            updated_by: None,
+        }
+    }
+
+    #[test]
+    fn windows_parse_merge_and_ignore_nonsense() {
+        let w = StepWindow::parse("61-100, 21-60,9-1,abc,0-3,<script>,101-101");
+        assert_eq!(w.ranges, vec![(21, 101)], "adjacent ranges merge; bad pieces are skipped");
+        assert_eq!(w.query(), "21-101");
+        assert_eq!(StepWindow::parse("").ranges, vec![]);
+        assert_eq!(StepWindow::parse(&"1-2,".repeat(1000)).ranges, vec![(1, 2)]);
+        let w = StepWindow::default().with((61, 100));
+        // 60 steps: everything; 500: head, tail, and what was asked.
+        assert!((1..=60).all(|p| w.shows(p, 60)));
+        assert!(w.shows(20, 500) && !w.shows(21, 500) && w.shows(61, 500) && !w.shows(101, 500));
+        assert!(w.shows(491, 500) && !w.shows(490, 500));
+    }
+
+    #[test]
+    fn parts_are_the_same_for_every_reader() {
+        assert_eq!(StepWindow::part_of(21, 500), (21, 60));
+        assert_eq!(StepWindow::part_of(60, 500), (21, 60));
+        assert_eq!(StepWindow::part_of(412, 500), (381, 420));
+        // The last part stops where the tail begins.
+        assert_eq!(StepWindow::part_of(470, 500), (461, 490));
+        assert_eq!(StepWindow::part_of(62, 75), (61, 65), "a short last part");
+    }
+
+    #[test]
+    fn fragments_name_the_part_of_a_folded_step() {
+        let steps: Vec<Step> = (1..=130).map(|p| note(p as i64 + 1000, p, &format!("n{p}"))).collect();
+        let mut outline: Vec<StepOutline> = steps.iter().map(Step::outline).collect();
+        outline[69].comments = vec![9];
+        outline[99].annotations = vec![7];
+        let shown = StepWindow::default();
+        let inv = Investigation {
+            id: "abc".into(),
+            url: "/i/abc".into(),
+            title: "t".into(),
+            question: String::new(),
+            status: InvestigationStatus::Open,
+            created_at: "t".into(),
+            updated_at: "t".into(),
+            steps: steps.into_iter().filter(|s| shown.shows(s.position, 130)).collect(),
+            hypotheses: vec![],
+            extractors: vec![],
+            measurements: vec![],
+            overview: None,
+            members: vec![],
+            comments: vec![],
+            share_links: vec![],
+            abilities: Abilities::default(),
+            outline,
+            runs_fingerprint: 0,
+        };
+        assert_eq!(StepWindow::part_for_fragment(&inv, "#step-1070"), Some((61, 100)));
+        assert_eq!(StepWindow::part_for_fragment(&inv, "#step-1070-L130-L180"), Some((61, 100)));
+        assert_eq!(StepWindow::part_for_fragment(&inv, "#comment-9"), Some((61, 100)));
+        assert_eq!(StepWindow::part_for_fragment(&inv, "annotation-7"), Some((61, 100)));
+        assert_eq!(StepWindow::part_for_fragment(&inv, "#step-1005"), None, "shown already");
+        assert_eq!(StepWindow::part_for_fragment(&inv, "#step-99999"), None, "not here");
+        assert_eq!(StepWindow::part_for_fragment(&inv, "#hypothesis-3"), None);
+        assert_eq!(StepWindow::part_for_fragment(&inv, "#step-"), None);
+    }
+
+    #[test]
+    fn lightened_data_keeps_shapes_and_drops_text() {
+        let mut step = note(1, 1, "a long note");
+        step.runs.push(crate::runs::Run {
+            id: 5,
+            step_id: 1,
+            host: "h".into(),
+            command: "c".into(),
+            env: vec![],
+            cwd: None,
+            timeout_s: None,
+            status: crate::runs::RunStatus::Succeeded,
+            exit_code: Some(0),
+            exit_signal: None,
+            error: None,
+            batch_index: 1,
+            batch_size: 1,
+            warmup: false,
+            stdout_bytes: 10,
+            stderr_bytes: 0,
+            lines: 1,
+            queued_at: "t".into(),
+            started_at: None,
+            finished_at: None,
+            duration_ms: Some(3),
+            who: None,
+            facts_id: None,
+            tail: Some(crate::runs::OutputTail { html: "output".into(), start: 0, end: 10 }),
+            measurements: vec![],
+        });
+        step.lighten();
+        assert_eq!(step.html.as_deref(), Some(""), "Some stays Some, so the view has the same shape");
+        assert!(matches!(&step.body, StepBody::Note(n) if n.body.is_empty()));
+        let tail = step.runs[0].tail.as_ref().unwrap();
+        assert_eq!((tail.html.as_str(), tail.start, tail.end), ("", 0, 10), "offsets stay");
+        assert_eq!(step.runs[0].duration_ms, Some(3));
     }
 }

@@ -80,7 +80,8 @@ fn note(i: usize) -> String {
 /// `bytes` of log lines) and waits for every run to end; answers the
 /// investigation's id and the output bytes its runs printed.
 async fn build(addr: SocketAddr, steps: usize, bytes: usize) -> (String, u64) {
-    let created = json(addr, "POST", "/api/v1/investigations", serde_json::json!({"title": format!("{steps} steps")})).await;
+    let created =
+        json(addr, "POST", "/api/v1/investigations", serde_json::json!({"title": format!("{steps} steps")})).await;
     let id = created["id"].as_str().expect("id").to_string();
     let lines = bytes / 100;
     let mut runs = Vec::new();
@@ -96,7 +97,8 @@ async fn build(addr: SocketAddr, steps: usize, bytes: usize) -> (String, u64) {
         };
         let step = json(addr, "POST", &format!("/api/v1/investigations/{id}/steps"), step).await;
         if i % 2 == 1 {
-            let started = json(addr, "POST", &format!("/api/v1/steps/{}/runs", step["id"]), serde_json::json!({})).await;
+            let started =
+                json(addr, "POST", &format!("/api/v1/steps/{}/runs", step["id"]), serde_json::json!({})).await;
             runs.extend(started.as_array().expect("runs").iter().map(|r| r["id"].as_i64().expect("run id")));
         }
     }

@@ -6,7 +6,7 @@
 //! thread resolves the thread.
 
 use crate::db::{CommentRow, NewCommentRow};
-use crate::notebook::{Service, store_error, timestamp};
+use crate::notebook::{Service, timestamp};
 use app::backend::Actor;
 use app::comments::{BODY_CHARS, Comment, Mention, NewComment, comment_anchor, mentioned_names};
 use app::error::ApiError;
@@ -45,7 +45,7 @@ fn comment_not_found(id: i64) -> ApiError {
 
 impl Service {
     pub(crate) async fn comments(&self, investigation: &str) -> Result<Vec<Comment>, ApiError> {
-        let rows = self.store.comments_of_investigation(investigation).await.map_err(store_error)?;
+        let rows = self.store.comments_of_investigation(investigation).await?;
         Ok(rows.into_iter().map(comment_view).collect())
     }
 
@@ -60,8 +60,7 @@ impl Service {
         // Where the thread sits: a reply follows its thread; a new thread names a
         // step, or an annotation (whose step it then is on).
         let (step_id, annotation_id, parent_id) = if let Some(parent) = new.parent_id {
-            let parent =
-                self.store.comment(parent).await.map_err(store_error)?.ok_or_else(|| comment_not_found(parent))?;
+            let parent = self.store.comment(parent).await?.ok_or_else(|| comment_not_found(parent))?;
             if parent.investigation_id != investigation {
                 return Err(elsewhere());
             }
@@ -70,8 +69,7 @@ impl Service {
             let row = self
                 .store
                 .annotation(annotation)
-                .await
-                .map_err(store_error)?
+                .await?
                 .ok_or_else(|| ApiError::invalid(format!("There is no annotation {annotation}.")))?;
             (row.step_id, Some(annotation), None)
         } else if let Some(step) = new.step_id {
@@ -79,17 +77,13 @@ impl Service {
         } else {
             return Err(ApiError::invalid("Say what the comment is on: step_id, annotation_id or parent_id."));
         };
-        let step = self
-            .store
-            .step(step_id)
-            .await
-            .map_err(store_error)?
-            .ok_or_else(|| ApiError::invalid(format!("There is no step {step_id}.")))?;
+        let step =
+            self.store.step(step_id).await?.ok_or_else(|| ApiError::invalid(format!("There is no step {step_id}.")))?;
         if step.investigation_id != investigation {
             return Err(elsewhere());
         }
         let author = actor.name.clone();
-        let mentions = self.store.existing_users(&mentioned_names(&body)).await.map_err(store_error)?;
+        let mentions = self.store.existing_users(&mentioned_names(&body)).await?;
         let mentions: Vec<String> = mentions.into_iter().filter(|m| !m.eq_ignore_ascii_case(&author)).collect();
         let row = self
             .store
@@ -102,24 +96,23 @@ impl Service {
                 body: &body,
                 mentions: &mentions,
             })
-            .await
-            .map_err(store_error)?;
+            .await?;
         tracing::info!(investigation, comment = row.id, mentions = mentions.len(), "comment added");
         Ok(comment_view(row))
     }
 
     pub(crate) async fn resolve_comment(&self, actor: &Actor, id: i64, resolved: bool) -> Result<Comment, ApiError> {
-        let row = self.store.comment(id).await.map_err(store_error)?.ok_or_else(|| comment_not_found(id))?;
+        let row = self.store.comment(id).await?.ok_or_else(|| comment_not_found(id))?;
         let root = row.parent_id.unwrap_or(row.id);
         let by = actor.name.clone();
-        self.store.resolve_comment(root, resolved.then_some(by.as_str())).await.map_err(store_error)?;
-        let row = self.store.comment(root).await.map_err(store_error)?.ok_or_else(|| comment_not_found(root))?;
+        self.store.resolve_comment(root, resolved.then_some(by.as_str())).await?;
+        let row = self.store.comment(root).await?.ok_or_else(|| comment_not_found(root))?;
         Ok(comment_view(row))
     }
 
     pub(crate) async fn mentions(&self, actor: &Actor, all: bool) -> Result<Vec<Mention>, ApiError> {
         let user = actor.name.clone();
-        let rows = self.store.mentions_of(&user, all).await.map_err(store_error)?;
+        let rows = self.store.mentions_of(&user, all).await?;
         Ok(rows
             .into_iter()
             .map(|m| {
@@ -143,6 +136,6 @@ impl Service {
 
     pub(crate) async fn read_mentions(&self, actor: &Actor, comment: Option<i64>) -> Result<(), ApiError> {
         let user = actor.name.clone();
-        self.store.read_mentions(&user, comment).await.map_err(store_error)
+        Ok(self.store.read_mentions(&user, comment).await?)
     }
 }

@@ -17,6 +17,12 @@ impl From<ApiError> for AppError {
     }
 }
 
+impl From<crate::db::StoreError> for AppError {
+    fn from(e: crate::db::StoreError) -> Self {
+        Self(e.into())
+    }
+}
+
 impl IntoResponse for AppError {
     fn into_response(self) -> Response {
         let status = StatusCode::from_u16(self.0.code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);

@@ -2,7 +2,7 @@
 //! SSH target, trusting keys and testing connections.
 
 use crate::db::HostRow;
-use crate::notebook::{Service, internal, store_error, timestamp};
+use crate::notebook::{Service, internal, timestamp};
 use crate::ssh::{self, Target};
 use app::backend::Actor;
 use app::error::{ApiError, ErrorCode};
@@ -85,7 +85,7 @@ impl Service {
         if !is_host_name(name) {
             return Err(host_not_found(name));
         }
-        self.store.host(name).await.map_err(store_error)?.ok_or_else(|| host_not_found(name))
+        self.store.host(name).await?.ok_or_else(|| host_not_found(name))
     }
 
     /// The SSH target for a host, with its jump hosts resolved.
@@ -112,7 +112,7 @@ impl Service {
     }
 
     pub(crate) async fn hosts(&self) -> Result<Vec<Host>, ApiError> {
-        let rows = self.store.hosts().await.map_err(store_error)?;
+        let rows = self.store.hosts().await?;
         Ok(rows.into_iter().map(|row| self.host_view(row)).collect())
     }
 
@@ -122,7 +122,7 @@ impl Service {
 
     pub(crate) async fn add_host(&self, new: NewHost) -> Result<Host, ApiError> {
         let row = check(new)?;
-        if self.store.host(&row.name).await.map_err(store_error)?.is_some() {
+        if self.store.host(&row.name).await?.is_some() {
             return Err(ApiError::new(ErrorCode::Conflict, format!("There is already a host {:?}.", row.name)));
         }
         self.save(&row).await?;
@@ -146,14 +146,14 @@ impl Service {
                 .await
                 .map_err(|_| ApiError::invalid(format!("The jump host {jump:?} does not exist.")))?;
         }
-        self.store.upsert_host(row).await.map_err(store_error)?;
+        self.store.upsert_host(row).await?;
         tracing::info!(host = %row.name, "saved host");
         Ok(())
     }
 
     pub(crate) async fn remove_host(&self, name: &str) -> Result<(), ApiError> {
         self.host_row(name).await?;
-        let dependents = self.store.hosts_jumping_through(name).await.map_err(store_error)?;
+        let dependents = self.store.hosts_jumping_through(name).await?;
         if !dependents.is_empty() {
             return Err(ApiError::new(
                 ErrorCode::Conflict,
@@ -161,7 +161,7 @@ impl Service {
             ));
         }
         self.pool.forget(name).await;
-        self.store.delete_host(name).await.map_err(store_error)?;
+        self.store.delete_host(name).await?;
         Ok(())
     }
 
@@ -303,7 +303,7 @@ impl Service {
             for host in pending {
                 let ready = match &host.proxy_jump {
                     None => true,
-                    Some(jump) => self.store.host(jump).await.map_err(store_error)?.is_some(),
+                    Some(jump) => self.store.host(jump).await?.is_some(),
                 };
                 if !ready {
                     waiting.push(host);

@@ -2,19 +2,19 @@
 //! allow-list. Who may change them is checked in `auth::guarded`.
 
 use crate::auth::access::Role;
-use crate::notebook::{Service, store_error};
+use crate::notebook::Service;
 use app::accounts::{HostAccess, Member};
 use app::error::ApiError;
 
 impl Service {
     async fn existing_user(&self, name: &str) -> Result<String, ApiError> {
-        let row = self.store.user_by_name(name.trim()).await.map_err(store_error)?;
+        let row = self.store.user_by_name(name.trim()).await?;
         row.map(|r| r.name).ok_or_else(|| ApiError::invalid(format!("There is no user {:?}.", name.trim())))
     }
 
     pub(crate) async fn members(&self, investigation: &str) -> Result<Vec<Member>, ApiError> {
         self.existing_investigation(investigation).await?;
-        let rows = self.store.members(investigation).await.map_err(store_error)?;
+        let rows = self.store.members(investigation).await?;
         Ok(rows.into_iter().map(|(user, role)| Member { user, role }).collect())
     }
 
@@ -33,9 +33,9 @@ impl Service {
             return Err(ApiError::invalid("An investigation keeps at least one owner; make someone else owner first."));
         }
         match role {
-            Some(role) => self.store.set_member(investigation, &user, role.as_str()).await.map_err(store_error)?,
+            Some(role) => self.store.set_member(investigation, &user, role.as_str()).await?,
             None => {
-                self.store.remove_member(investigation, &user).await.map_err(store_error)?;
+                self.store.remove_member(investigation, &user).await?;
             }
         }
         tracing::info!(investigation, user, role = role.map_or("none", Role::as_str), "membership changed");
@@ -44,7 +44,7 @@ impl Service {
 
     pub(crate) async fn host_access(&self, host: &str) -> Result<HostAccess, ApiError> {
         self.host(host).await?;
-        let (whole_team, users) = self.store.host_access(host).await.map_err(store_error)?;
+        let (whole_team, users) = self.store.host_access(host).await?;
         Ok(HostAccess { whole_team, users })
     }
 
@@ -54,7 +54,7 @@ impl Service {
         for user in &access.users {
             users.push(self.existing_user(user).await?);
         }
-        self.store.set_host_access(host, access.whole_team, &users).await.map_err(store_error)?;
+        self.store.set_host_access(host, access.whole_team, &users).await?;
         self.host_access(host).await
     }
 }

@@ -11,8 +11,8 @@ use app::backend::Actor;
 use app::error::ApiError;
 use app::metrics::Overview;
 use app::model::{
-    Investigation, InvestigationPatch, InvestigationStatus, InvestigationSummary, NewInvestigation, Step,
-    StepWindow, investigation_url, limits, step_url,
+    Investigation, InvestigationPatch, InvestigationStatus, InvestigationSummary, NewInvestigation, Step, StepWindow,
+    investigation_url, limits, step_url,
 };
 use app::steps::StepBody;
 use std::collections::{HashMap, HashSet};
@@ -36,10 +36,6 @@ pub(crate) fn internal(context: &str, cause: impl std::fmt::Display) -> ApiError
     ApiError::internal()
 }
 
-pub(crate) fn store_error(cause: sqlx::Error) -> ApiError {
-    internal("store", cause)
-}
-
 fn investigation_not_found(id: &str) -> ApiError {
     ApiError::not_found(format!("There is no investigation {id:?}."))
 }
@@ -47,7 +43,7 @@ fn investigation_not_found(id: &str) -> ApiError {
 impl Service {
     /// Only whether it exists: loading the whole investigation would render it.
     pub(crate) async fn existing_investigation(&self, id: &str) -> Result<(), ApiError> {
-        let found = ids::is_investigation_id(id) && self.store.investigation(id).await.map_err(store_error)?.is_some();
+        let found = ids::is_investigation_id(id) && self.store.investigation(id).await?.is_some();
         if found { Ok(()) } else { Err(investigation_not_found(id)) }
     }
 }
@@ -56,13 +52,13 @@ impl Service {
     /// A step's body alone, without its runs, snapshots or highlighting: what
     /// a permission check needs (which host it runs on).
     pub(crate) async fn step_body(&self, id: i64) -> Result<StepBody, ApiError> {
-        let row = self.store.step(id).await.map_err(store_error)?.ok_or_else(|| step_not_found(id))?;
+        let row = self.store.step(id).await?.ok_or_else(|| step_not_found(id))?;
         steps::from_stored(&row.kind, &row.body).map_err(|e| internal(&format!("step {id} has an unreadable body"), e))
     }
 
     /// Whether a run of the step is queued or running.
     pub(crate) async fn has_active_run(&self, step: i64) -> Result<bool, ApiError> {
-        let runs = self.store.runs_of_step(step).await.map_err(store_error)?;
+        let runs = self.store.runs_of_step(step).await?;
         Ok(runs.iter().any(|r| app::runs::RunStatus::parse(&r.status).is_some_and(|s| !s.is_finished())))
     }
 }
@@ -179,7 +175,7 @@ fn unrendered_step(row: StepRow) -> Result<Step, ApiError> {
 
 impl Service {
     pub(crate) async fn list_investigations(&self) -> Result<Vec<InvestigationSummary>, ApiError> {
-        let rows = self.store.list_investigations().await.map_err(store_error)?;
+        let rows = self.store.list_investigations().await?;
         Ok(rows.into_iter().map(summary).collect())
     }
 
@@ -189,7 +185,7 @@ impl Service {
         // 50 random bits: a collision is all but impossible, but never fatal.
         for _ in 0..4 {
             let id = ids::new_investigation_id();
-            if self.store.insert_investigation(&id, &title, &question).await.map_err(store_error)? {
+            if self.store.insert_investigation(&id, &title, &question).await? {
                 tracing::info!(investigation = %id, "created investigation");
                 return self.investigation(&id, None).await;
             }
@@ -205,45 +201,37 @@ impl Service {
         if !ids::is_investigation_id(id) {
             return Err(investigation_not_found(id));
         }
-        let row =
-            self.store.investigation(id).await.map_err(store_error)?.ok_or_else(|| investigation_not_found(id))?;
-        let mut steps = self
-            .store
-            .steps(id)
-            .await
-            .map_err(store_error)?
-            .into_iter()
-            .map(unrendered_step)
-            .collect::<Result<Vec<_>, _>>()?;
+        let row = self.store.investigation(id).await?.ok_or_else(|| investigation_not_found(id))?;
+        let mut steps = self.store.steps(id).await?.into_iter().map(unrendered_step).collect::<Result<Vec<_>, _>>()?;
         let count = u32::try_from(steps.len()).unwrap_or(u32::MAX);
-        let shown: HashSet<i64> = steps
-            .iter()
-            .filter(|s| window.is_none_or(|w| w.shows(s.position, count)))
-            .map(|s| s.id)
-            .collect();
+        let shown: HashSet<i64> =
+            steps.iter().filter(|s| window.is_none_or(|w| w.shows(s.position, count))).map(|s| s.id).collect();
         for step in steps.iter_mut().filter(|s| shown.contains(&s.id)) {
             step.html = steps::render(&step.body);
         }
-        let runs = self.store.runs_of_investigation(id).await.map_err(store_error)?;
+        let runs = self.store.runs_of_investigation(id).await?;
         self.attach_runs(&mut steps, runs, &shown).await;
         let runs_fingerprint = app::runs::runs_fingerprint(steps.iter().flat_map(|s| s.runs.iter()));
-        let mut snapshots = self.store.snapshots_of_investigation(id).await.map_err(store_error)?;
+        let mut snapshots = self.store.snapshots_of_investigation(id).await?;
         snapshots.retain(|row| shown.contains(&row.step_id));
         self.attach_snapshots(&mut steps, snapshots).await;
-        let annotations = self.store.annotations_of_investigation(id).await.map_err(store_error)?;
+        let annotations = self.store.annotations_of_investigation(id).await?;
         let mut annotated: HashMap<i64, Vec<i64>> = HashMap::new();
         for row in &annotations {
             annotated.entry(row.step_id).or_default().push(row.id);
         }
-        self.attach_annotations(&mut steps, annotations.into_iter().filter(|row| shown.contains(&row.step_id)).collect());
-        let mut searches = self.store.searches_of_investigation(id).await.map_err(store_error)?;
+        self.attach_annotations(
+            &mut steps,
+            annotations.into_iter().filter(|row| shown.contains(&row.step_id)).collect(),
+        );
+        let mut searches = self.store.searches_of_investigation(id).await?;
         searches.retain(|row| shown.contains(&row.step_id));
         self.attach_searches(&mut steps, searches);
         let hypotheses = self.hypotheses(id).await?;
         let extractors = self.extractors(id).await?;
         let measurements = self.measurements(id).await?;
         let overview = crate::metrics::overview::overview(None, &steps, &measurements, &hypotheses);
-        let members = self.store.members(id).await.map_err(store_error)?;
+        let members = self.store.members(id).await?;
         let mut comments = self.comments(id).await?;
         let mut outline = Vec::new();
         if shown.len() < steps.len() {
@@ -295,8 +283,7 @@ impl Service {
                     question.as_deref(),
                     patch.status.map(InvestigationStatus::as_str),
                 )
-                .await
-                .map_err(store_error)?;
+                .await?;
         if !found {
             return Err(investigation_not_found(id));
         }
@@ -304,13 +291,9 @@ impl Service {
     }
 
     pub(crate) async fn delete_investigation(&self, id: &str) -> Result<(), ApiError> {
-        let runs = if ids::is_investigation_id(id) {
-            self.store.runs_of_investigation(id).await.map_err(store_error)?
-        } else {
-            Vec::new()
-        };
+        let runs = if ids::is_investigation_id(id) { self.store.runs_of_investigation(id).await? } else { Vec::new() };
         self.forget_runs(id, runs.iter().map(|r| r.id)).await;
-        let found = ids::is_investigation_id(id) && self.store.delete_investigation(id).await.map_err(store_error)?;
+        let found = ids::is_investigation_id(id) && self.store.delete_investigation(id).await?;
         if !found {
             return Err(investigation_not_found(id));
         }
@@ -331,8 +314,7 @@ impl Service {
         let row = self
             .store
             .insert_step(investigation, kind, &fields)
-            .await
-            .map_err(store_error)?
+            .await?
             .ok_or_else(|| investigation_not_found(investigation))?;
         if let Some(fetched) = fetched {
             self.store_fetched(row.id, fetched).await?;
@@ -341,15 +323,15 @@ impl Service {
     }
 
     pub(crate) async fn step(&self, id: i64) -> Result<Step, ApiError> {
-        let row = self.store.step(id).await.map_err(store_error)?.ok_or_else(|| step_not_found(id))?;
+        let row = self.store.step(id).await?.ok_or_else(|| step_not_found(id))?;
         let mut steps = vec![step(row)?];
-        let runs = self.store.runs_of_step(id).await.map_err(store_error)?;
+        let runs = self.store.runs_of_step(id).await?;
         self.attach_runs(&mut steps, runs, &HashSet::from([id])).await;
-        let snapshots = self.store.snapshots_of_step(id).await.map_err(store_error)?;
+        let snapshots = self.store.snapshots_of_step(id).await?;
         self.attach_snapshots(&mut steps, snapshots).await;
-        let annotations = self.store.annotations_of_step(id).await.map_err(store_error)?;
+        let annotations = self.store.annotations_of_step(id).await?;
         self.attach_annotations(&mut steps, annotations);
-        let searches = self.store.search_of_step(id).await.map_err(store_error)?;
+        let searches = self.store.search_of_step(id).await?;
         self.attach_searches(&mut steps, searches.into_iter().collect());
         Ok(steps.remove(0))
     }
@@ -377,8 +359,7 @@ impl Service {
         self.check_references(&body).await?;
         let fetched = self.fetch_for(actor, &body).await?;
         let (_, fields) = steps::to_stored(&body).map_err(|e| internal("to_stored", e))?;
-        let Some(row) = self.store.update_step_body(id, &fields, &actor.name, version).await.map_err(store_error)?
-        else {
+        let Some(row) = self.store.update_step_body(id, &fields, &actor.name, version).await? else {
             // Gone, or saved by someone else between our read and our write.
             return Err(match self.step(id).await {
                 Ok(newer) => stale(&newer),
@@ -392,21 +373,16 @@ impl Service {
     }
 
     pub(crate) async fn move_step(&self, id: i64, position: u32) -> Result<Step, ApiError> {
-        let row = self
-            .store
-            .move_step(id, i64::from(position))
-            .await
-            .map_err(store_error)?
-            .ok_or_else(|| step_not_found(id))?;
+        let row = self.store.move_step(id, i64::from(position)).await?.ok_or_else(|| step_not_found(id))?;
         step(row)
     }
 
     pub(crate) async fn delete_step(&self, id: i64) -> Result<(), ApiError> {
-        let runs = self.store.runs_of_step(id).await.map_err(store_error)?;
-        if let Some(row) = self.store.step(id).await.map_err(store_error)? {
+        let runs = self.store.runs_of_step(id).await?;
+        if let Some(row) = self.store.step(id).await? {
             self.forget_runs(&row.investigation_id, runs.iter().map(|r| r.id)).await;
         }
-        if !self.store.delete_step(id).await.map_err(store_error)? {
+        if !self.store.delete_step(id).await? {
             return Err(step_not_found(id));
         }
         Ok(())

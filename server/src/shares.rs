@@ -11,7 +11,7 @@
 //! `--query-gpu` or `/home/gpu/`; in HTML and SVG only outside tags), and their
 //! addresses (and jump hosts) are replaced wherever they appear.
 
-use crate::notebook::{Service, store_error, timestamp};
+use crate::notebook::{Service, timestamp};
 use app::backend::Actor;
 use app::error::{ApiError, ErrorCode};
 use app::model::{Abilities, Investigation, StepWindow};
@@ -46,7 +46,7 @@ fn not_found(id: i64) -> ApiError {
 impl Service {
     pub(crate) async fn share_links(&self, investigation: &str) -> Result<Vec<ShareLink>, ApiError> {
         let now = crate::db::now_ms();
-        let rows = self.store.shares_of(investigation).await.map_err(store_error)?;
+        let rows = self.store.shares_of(investigation).await?;
         Ok(rows.into_iter().map(|r| link(r, now)).collect())
     }
 
@@ -72,17 +72,13 @@ impl Service {
         };
         let (token, hash) = crate::auth::new_secret();
         let who = actor.name.clone();
-        let row = self
-            .store
-            .insert_share(investigation, &hash, &label, new.hide_hosts, &who, expires_at)
-            .await
-            .map_err(store_error)?;
+        let row = self.store.insert_share(investigation, &hash, &label, new.hide_hosts, &who, expires_at).await?;
         tracing::info!(investigation, link = row.id, by = %who, "created a share link");
         Ok(CreatedShareLink { url: format!("/s/{token}"), link: link(row, crate::db::now_ms()) })
     }
 
     pub(crate) async fn revoke_share_link(&self, actor: &Actor, id: i64) -> Result<ShareLink, ApiError> {
-        let row = self.store.revoke_share(id).await.map_err(store_error)?.ok_or_else(|| not_found(id))?;
+        let row = self.store.revoke_share(id).await?.ok_or_else(|| not_found(id))?;
         tracing::info!(link = id, by = %actor.name, "revoked a share link");
         Ok(link(row, crate::db::now_ms()))
     }
@@ -91,7 +87,7 @@ impl Service {
         let unknown = || {
             ApiError::not_found("This share link does not exist: it may be mistyped, or its investigation was deleted.")
         };
-        let row = self.store.share_by_hash(&crate::auth::hash_secret(token)).await.map_err(store_error)?;
+        let row = self.store.share_by_hash(&crate::auth::hash_secret(token)).await?;
         let row = row.ok_or_else(unknown)?;
         let now = crate::db::now_ms();
         if let Some(at) = row.revoked_at {
@@ -130,7 +126,7 @@ impl Service {
         if hide_hosts {
             collect_hosts(&value, &mut names);
             for name in &names {
-                if let Some(host) = self.store.host(name).await.map_err(store_error)? {
+                if let Some(host) = self.store.host(name).await? {
                     replacements.push((host.hostname.clone(), "(address hidden)".to_string()));
                     if let Some(jump) = host.proxy_jump.filter(|j| !j.is_empty()) {
                         replacements.push((jump, "(address hidden)".to_string()));

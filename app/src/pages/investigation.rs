@@ -104,10 +104,7 @@ pub fn InvestigationPage() -> impl IntoView {
     });
     // A permalink to a folded step opens its part, then goes to it.
     #[cfg(feature = "hydrate")]
-    crate::live::reveal_fragment(
-        move || investigation.get().and_then(Result::ok),
-        move |range| shown.open(range),
-    );
+    crate::live::reveal_fragment(move || investigation.get().and_then(Result::ok), move |range| shown.open(range));
     view! {
         <Transition fallback=|| view! { <p class="muted">"Loading investigation…"</p> }>
             <ErrorBoundary fallback=super::error_fallback>

@@ -69,7 +69,9 @@ fn NoteEditor(
     #[cfg(feature = "hydrate")]
     if body.is_empty() {
         leptos::task::spawn_local(async move {
-            if let Ok(crate::model::Step { body: super::StepBody::Note(note), .. }) = crate::api::get_step(step_id).await {
+            if let Ok(crate::model::Step { body: super::StepBody::Note(note), .. }) =
+                crate::api::get_step(step_id).await
+            {
                 text.try_set(note.body);
             }
         });

@@ -79,10 +79,6 @@ pub struct Access {
     store: Store,
 }
 
-fn store_error(e: sqlx::Error) -> ApiError {
-    crate::notebook::store_error(e)
-}
-
 impl Access {
     pub fn new(store: Store) -> Self {
         Self { store }
@@ -93,7 +89,7 @@ impl Access {
         if actor.admin {
             return Ok(Some(Role::Owner));
         }
-        let role = self.store.role_of(investigation, &actor.name).await.map_err(store_error)?;
+        let role = self.store.role_of(investigation, &actor.name).await?;
         Ok(role.as_deref().and_then(Role::parse))
     }
 
@@ -127,7 +123,7 @@ impl Access {
         id: i64,
         need: Need,
     ) -> Result<Option<String>, ApiError> {
-        let investigation = self.store.investigation_of(what, id).await.map_err(store_error)?;
+        let investigation = self.store.investigation_of(what, id).await?;
         if let Some(investigation) = &investigation {
             self.check(actor, investigation, need).await?;
         }
@@ -139,7 +135,7 @@ impl Access {
         if actor.admin {
             return Ok(());
         }
-        match self.store.host_allows(host, &actor.name).await.map_err(store_error)? {
+        match self.store.host_allows(host, &actor.name).await? {
             Some(false) => Err(ApiError::new(
                 ErrorCode::Forbidden,
                 format!("You may not run on {host:?}: it is for the users on its list (ask an admin)."),
@@ -156,11 +152,8 @@ impl Access {
         if actor.admin {
             return Ok(());
         }
-        let runs_somewhere = self
-            .store
-            .has_role_anywhere(&actor.name, &[Role::Runner.as_str(), Role::Owner.as_str()])
-            .await
-            .map_err(store_error)?;
+        let runs_somewhere =
+            self.store.has_role_anywhere(&actor.name, &[Role::Runner.as_str(), Role::Owner.as_str()]).await?;
         if !runs_somewhere {
             return Err(ApiError::new(
                 ErrorCode::Forbidden,
@@ -178,7 +171,7 @@ impl Access {
         if actor.admin {
             return Ok(None);
         }
-        Ok(Some(self.store.investigations_of(&actor.name).await.map_err(store_error)?))
+        Ok(Some(self.store.investigations_of(&actor.name).await?))
     }
 
     pub fn store(&self) -> &Store {

@@ -11,7 +11,7 @@ impl Auth {
     /// The newest `limit` entries, newest first.
     pub async fn audit_log(&self, actor: &Actor, limit: i64) -> Result<Vec<AuditEntry>, ApiError> {
         require_admin(actor, "read the audit log")?;
-        let rows = self.store.audit_entries(limit.clamp(1, MAX_ENTRIES)).await.map_err(super::store_error)?;
+        let rows = self.store.audit_entries(limit.clamp(1, MAX_ENTRIES)).await?;
         Ok(rows
             .into_iter()
             .map(|r| AuditEntry {

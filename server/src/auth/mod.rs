@@ -148,10 +148,6 @@ pub fn check_new_user(name: &str, password: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
-fn store_error(e: sqlx::Error) -> ApiError {
-    crate::notebook::store_error(e)
-}
-
 impl Auth {
     pub fn new(store: Store, disabled: bool, secure_cookies: bool) -> Self {
         Self { store, disabled, secure_cookies, setup_token: Mutex::new(None), limiter: limiter::Limiter::default() }
@@ -163,7 +159,7 @@ impl Auth {
 
     /// With no user yet: a new one-time setup token (printed by `serve`).
     pub async fn setup_token_if_empty(&self) -> Result<Option<String>, ApiError> {
-        if self.disabled || self.store.user_count().await.map_err(store_error)? > 0 {
+        if self.disabled || self.store.user_count().await? > 0 {
             return Ok(None);
         }
         let (token, _) = new_secret();
@@ -174,7 +170,7 @@ impl Auth {
     pub async fn add_user(&self, name: &str, password: &str, admin: bool) -> Result<Account, ApiError> {
         check_new_user(name, password)?;
         let hash = hash_password(password)?;
-        let row = self.store.insert_user(name, &hash, admin).await.map_err(store_error)?;
+        let row = self.store.insert_user(name, &hash, admin).await?;
         let row =
             row.ok_or_else(|| ApiError::new(ErrorCode::Conflict, format!("There is a user {name:?} already.")))?;
         tracing::info!(user = %row.name, admin, "added user");
@@ -182,7 +178,7 @@ impl Auth {
     }
 
     pub async fn users(&self) -> Result<Vec<User>, ApiError> {
-        let rows = self.store.users().await.map_err(store_error)?;
+        let rows = self.store.users().await?;
         Ok(rows.into_iter().map(|r| Account::from(r).user).collect())
     }
 
@@ -190,7 +186,7 @@ impl Auth {
     pub async fn set_password(&self, name: &str, password: &str) -> Result<(), ApiError> {
         check_new_user(name, password)?;
         let hash = hash_password(password)?;
-        if !self.store.set_password(name, &hash).await.map_err(store_error)? {
+        if !self.store.set_password(name, &hash).await? {
             return Err(ApiError::not_found(format!("There is no user {name:?}.")));
         }
         tracing::info!(user = name, "password changed; sessions ended");
@@ -207,7 +203,7 @@ impl Auth {
         if user.admin && users.iter().filter(|u| u.admin).count() == 1 {
             return Err(ApiError::invalid("That is the last admin; add another admin first."));
         }
-        self.store.delete_user(&user.name).await.map_err(store_error)?;
+        self.store.delete_user(&user.name).await?;
         tracing::info!(user = %user.name, "removed user");
         Ok(())
     }
@@ -216,7 +212,7 @@ impl Auth {
     pub async fn create_first_admin(&self, token: &str, name: &str, password: &str) -> Result<Account, ApiError> {
         let expected = self.setup_token.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let matches = expected.as_deref().is_some_and(|t| constant_time_eq(t.as_bytes(), token.as_bytes()));
-        if !matches || self.store.user_count().await.map_err(store_error)? > 0 {
+        if !matches || self.store.user_count().await? > 0 {
             return Err(ApiError::new(
                 ErrorCode::Forbidden,
                 "This setup link is not valid (used already, or from an earlier start). Sign in instead.",
@@ -231,7 +227,7 @@ impl Auth {
     /// `limiter`) and opens a session; returns its cookie value.
     pub async fn sign_in(&self, name: &str, password: &str, client: &str) -> Result<(Account, String), ApiError> {
         let attempt = self.limiter.reserve(name, client).await?;
-        let row = self.store.user_by_name(name).await.map_err(store_error)?;
+        let row = self.store.user_by_name(name).await?;
         // Verify against a real hash even for unknown names, so timing does not tell them apart.
         let hash = row.as_ref().map_or(DUMMY_HASH, |r| r.password_hash.as_str()).to_string();
         let password = password.to_string();
@@ -244,21 +240,21 @@ impl Auth {
         attempt.succeeded();
         let (secret, hash) = new_secret();
         let expires = crate::db::now_ms() + SESSION_DAYS * 86_400_000;
-        self.store.insert_session(&hash, row.id, expires).await.map_err(store_error)?;
+        self.store.insert_session(&hash, row.id, expires).await?;
         tracing::info!(user = %row.name, "signed in");
         Ok((row.into(), secret))
     }
 
     pub async fn sign_out(&self, session: &str) -> Result<(), ApiError> {
-        self.store.delete_session(&hash_secret(session)).await.map_err(store_error)
+        Ok(self.store.delete_session(&hash_secret(session)).await?)
     }
 
     pub async fn session_account(&self, session: &str) -> Result<Option<Account>, ApiError> {
-        Ok(self.store.session_user(&hash_secret(session)).await.map_err(store_error)?.map(Account::from))
+        Ok(self.store.session_user(&hash_secret(session)).await?.map(Account::from))
     }
 
     pub async fn token_account(&self, token: &str) -> Result<Option<Account>, ApiError> {
-        Ok(self.store.token_user(&hash_secret(token)).await.map_err(store_error)?.map(Account::from))
+        Ok(self.store.token_user(&hash_secret(token)).await?.map(Account::from))
     }
 
     /// `Set-Cookie` for a session (or, with `None`, one that removes it).
@@ -278,7 +274,7 @@ impl Auth {
     }
 
     async fn user_id(&self, name: &str) -> Result<i64, ApiError> {
-        let row = self.store.user_by_name(name).await.map_err(store_error)?;
+        let row = self.store.user_by_name(name).await?;
         row.map(|r| r.id).ok_or_else(|| ApiError::not_found(format!("There is no user {name:?}.")))
     }
 
@@ -289,19 +285,19 @@ impl Auth {
         }
         let id = self.user_id(user).await?;
         let (token, hash) = new_secret();
-        let row = self.store.insert_token(id, label, &hash).await.map_err(store_error)?;
+        let row = self.store.insert_token(id, label, &hash).await?;
         tracing::info!(user, token = row.id, "created API token");
         Ok(NewApiToken { token, info: token_of(row) })
     }
 
     pub async fn tokens(&self, user: &str) -> Result<Vec<ApiToken>, ApiError> {
         let id = self.user_id(user).await?;
-        Ok(self.store.tokens_of(id).await.map_err(store_error)?.into_iter().map(token_of).collect())
+        Ok(self.store.tokens_of(id).await?.into_iter().map(token_of).collect())
     }
 
     pub async fn revoke_token(&self, user: &str, token: i64) -> Result<(), ApiError> {
         let id = self.user_id(user).await?;
-        if !self.store.revoke_token(id, token).await.map_err(store_error)? {
+        if !self.store.revoke_token(id, token).await? {
             return Err(ApiError::not_found(format!("You have no active API token {token}.")));
         }
         tracing::info!(user, token, "revoked API token");

@@ -37,13 +37,13 @@ impl Store {
 
     /// `(user, role)`, owners first.
     pub async fn members(&self, investigation: &str) -> StoreResult<Vec<(String, String)>> {
-        sqlx::query_as(
+        Ok(sqlx::query_as(
             "SELECT user_name, role FROM investigation_members WHERE investigation_id = ?
              ORDER BY CASE role WHEN 'owner' THEN 0 WHEN 'runner' THEN 1 WHEN 'editor' THEN 2 ELSE 3 END, user_name",
         )
         .bind(investigation)
         .fetch_all(&self.pool)
-        .await
+        .await?)
     }
 
     /// Ids of the investigations `user` is a member of.
@@ -125,7 +125,7 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
         }
-        tx.commit().await
+        Ok(tx.commit().await?)
     }
 
     /// The investigation a step, annotation, hypothesis or measurement belongs to.

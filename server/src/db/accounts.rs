@@ -31,7 +31,7 @@ impl Store {
 
     /// `None` when the name is taken (names compare case-insensitively).
     pub async fn insert_user(&self, name: &str, password_hash: &str, admin: bool) -> StoreResult<Option<UserRow>> {
-        sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "INSERT INTO users (name, password_hash, is_admin, created_at) VALUES (?, ?, ?, ?)
              ON CONFLICT (name) DO NOTHING RETURNING {USER_COLUMNS}"
         )))
@@ -40,20 +40,20 @@ impl Store {
         .bind(i64::from(admin))
         .bind(now_ms())
         .fetch_optional(&self.pool)
-        .await
+        .await?)
     }
 
     pub async fn user_by_name(&self, name: &str) -> StoreResult<Option<UserRow>> {
-        sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {USER_COLUMNS} FROM users WHERE name = ?")))
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {USER_COLUMNS} FROM users WHERE name = ?")))
             .bind(name)
             .fetch_optional(&self.pool)
-            .await
+            .await?)
     }
 
     pub async fn users(&self) -> StoreResult<Vec<UserRow>> {
-        sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {USER_COLUMNS} FROM users ORDER BY name")))
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {USER_COLUMNS} FROM users ORDER BY name")))
             .fetch_all(&self.pool)
-            .await
+            .await?)
     }
 
     /// New password hash; every session of the user ends. `false`: no such user.
@@ -99,14 +99,14 @@ impl Store {
 
     /// The user of an unexpired session.
     pub async fn session_user(&self, token_hash: &str) -> StoreResult<Option<UserRow>> {
-        sqlx::query_as(
+        Ok(sqlx::query_as(
             "SELECT u.id, u.name, u.password_hash, u.is_admin, u.created_at FROM sessions s
              JOIN users u ON u.id = s.user_id WHERE s.token_hash = ? AND s.expires_at > ?",
         )
         .bind(token_hash)
         .bind(now_ms())
         .fetch_optional(&self.pool)
-        .await
+        .await?)
     }
 
     pub async fn delete_session(&self, token_hash: &str) -> StoreResult<()> {
@@ -119,7 +119,7 @@ impl Store {
     }
 
     pub async fn insert_token(&self, user: i64, label: &str, token_hash: &str) -> StoreResult<TokenRow> {
-        sqlx::query_as(
+        Ok(sqlx::query_as(
             "INSERT INTO api_tokens (user_id, label, token_hash, created_at) VALUES (?, ?, ?, ?)
              RETURNING id, user_id, label, created_at, last_used_at, revoked_at",
         )
@@ -128,7 +128,7 @@ impl Store {
         .bind(token_hash)
         .bind(now_ms())
         .fetch_one(&self.pool)
-        .await
+        .await?)
     }
 
     /// The user of an unrevoked token, noting that it was used.
@@ -151,13 +151,13 @@ impl Store {
     }
 
     pub async fn tokens_of(&self, user: i64) -> StoreResult<Vec<TokenRow>> {
-        sqlx::query_as(
+        Ok(sqlx::query_as(
             "SELECT id, user_id, label, created_at, last_used_at, revoked_at FROM api_tokens
              WHERE user_id = ? ORDER BY id",
         )
         .bind(user)
         .fetch_all(&self.pool)
-        .await
+        .await?)
     }
 
     /// `false` when the user has no such unrevoked token.

@@ -49,10 +49,10 @@ impl Store {
     }
 
     pub async fn annotation(&self, id: i64) -> StoreResult<Option<AnnotationRow>> {
-        sqlx::query_as(sqlx::AssertSqlSafe(format!("{SELECT} WHERE a.id = ?")))
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!("{SELECT} WHERE a.id = ?")))
             .bind(id)
             .fetch_optional(&self.pool)
-            .await
+            .await?)
     }
 
     /// Returns whether the annotation exists.
@@ -75,18 +75,18 @@ impl Store {
     }
 
     pub async fn annotations_of_investigation(&self, investigation: &str) -> StoreResult<Vec<AnnotationRow>> {
-        sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "{SELECT} WHERE s.investigation_id = ? ORDER BY a.step_id, a.start_line, a.id"
         )))
         .bind(investigation)
         .fetch_all(&self.pool)
-        .await
+        .await?)
     }
 
     pub async fn annotations_of_step(&self, step_id: i64) -> StoreResult<Vec<AnnotationRow>> {
-        sqlx::query_as(sqlx::AssertSqlSafe(format!("{SELECT} WHERE a.step_id = ? ORDER BY a.start_line, a.id")))
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!("{SELECT} WHERE a.step_id = ? ORDER BY a.start_line, a.id")))
             .bind(step_id)
             .fetch_all(&self.pool)
-            .await
+            .await?)
     }
 }

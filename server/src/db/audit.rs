@@ -48,12 +48,12 @@ impl Store {
 
     /// The newest `limit` entries, newest first.
     pub async fn audit_entries(&self, limit: i64) -> StoreResult<Vec<AuditRow>> {
-        sqlx::query_as(
+        Ok(sqlx::query_as(
             "SELECT id, at, who, action, host, target, env, outcome, run_id FROM audit_log ORDER BY id DESC LIMIT ?",
         )
         .bind(limit)
         .fetch_all(&self.pool)
-        .await
+        .await?)
     }
 }
 

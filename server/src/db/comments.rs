@@ -71,19 +71,19 @@ impl Store {
     }
 
     pub async fn comment(&self, id: i64) -> StoreResult<Option<CommentRow>> {
-        sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM comments WHERE id = ?")))
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM comments WHERE id = ?")))
             .bind(id)
             .fetch_optional(&self.pool)
-            .await
+            .await?)
     }
 
     pub async fn comments_of_investigation(&self, investigation: &str) -> StoreResult<Vec<CommentRow>> {
-        sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "SELECT {COLUMNS} FROM comments WHERE investigation_id = ? ORDER BY id"
         )))
         .bind(investigation)
         .fetch_all(&self.pool)
-        .await
+        .await?)
     }
 
     /// `by` resolves the thread; `None` reopens it.
@@ -99,7 +99,7 @@ impl Store {
 
     /// Newest first; unread only unless `all`.
     pub async fn mentions_of(&self, user: &str, all: bool) -> StoreResult<Vec<MentionRow>> {
-        sqlx::query_as(
+        Ok(sqlx::query_as(
             "SELECT m.comment_id, c.investigation_id, i.title, c.step_id, c.author, c.body, c.created_at, m.read_at
              FROM mentions m JOIN comments c ON c.id = m.comment_id JOIN investigations i ON i.id = c.investigation_id
              WHERE m.user_name = ? AND (? OR m.read_at IS NULL) ORDER BY c.id DESC LIMIT 200",
@@ -107,7 +107,7 @@ impl Store {
         .bind(user)
         .bind(all)
         .fetch_all(&self.pool)
-        .await
+        .await?)
     }
 
     /// Marks `user`'s mentions read: one comment's, or all (`None`).

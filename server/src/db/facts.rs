@@ -13,7 +13,7 @@ pub struct FactsRow {
 
 impl Store {
     pub async fn insert_facts(&self, host: &str, facts: &str) -> StoreResult<FactsRow> {
-        sqlx::query_as(
+        Ok(sqlx::query_as(
             "INSERT INTO host_facts (host_name, facts, captured_at) VALUES (?, ?, ?)
              RETURNING id, host_name, facts, captured_at",
         )
@@ -21,22 +21,22 @@ impl Store {
         .bind(facts)
         .bind(now_ms())
         .fetch_one(&self.pool)
-        .await
+        .await?)
     }
 
     pub async fn facts(&self, id: i64) -> StoreResult<Option<FactsRow>> {
-        sqlx::query_as("SELECT id, host_name, facts, captured_at FROM host_facts WHERE id = ?")
+        Ok(sqlx::query_as("SELECT id, host_name, facts, captured_at FROM host_facts WHERE id = ?")
             .bind(id)
             .fetch_optional(&self.pool)
-            .await
+            .await?)
     }
 
     pub async fn latest_facts(&self, host: &str) -> StoreResult<Option<FactsRow>> {
-        sqlx::query_as(
+        Ok(sqlx::query_as(
             "SELECT id, host_name, facts, captured_at FROM host_facts WHERE host_name = ? ORDER BY id DESC LIMIT 1",
         )
         .bind(host)
         .fetch_optional(&self.pool)
-        .await
+        .await?)
     }
 }

@@ -6,16 +6,16 @@ const COLUMNS: &str = "name, hostname, port, user, identity_file, proxy_jump, cr
 
 impl Store {
     pub async fn hosts(&self) -> StoreResult<Vec<HostRow>> {
-        sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM hosts ORDER BY name")))
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM hosts ORDER BY name")))
             .fetch_all(&self.pool)
-            .await
+            .await?)
     }
 
     pub async fn host(&self, name: &str) -> StoreResult<Option<HostRow>> {
-        sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM hosts WHERE name = ?")))
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM hosts WHERE name = ?")))
             .bind(name)
             .fetch_optional(&self.pool)
-            .await
+            .await?)
     }
 
     /// Inserts or replaces the host called `row.name`; `true` if it was new.

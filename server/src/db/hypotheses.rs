@@ -81,19 +81,19 @@ impl Store {
     }
 
     pub async fn hypothesis(&self, id: i64) -> StoreResult<Option<HypothesisRow>> {
-        sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM hypotheses WHERE id = ?")))
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM hypotheses WHERE id = ?")))
             .bind(id)
             .fetch_optional(&self.pool)
-            .await
+            .await?)
     }
 
     pub async fn hypotheses(&self, investigation: &str) -> StoreResult<Vec<HypothesisRow>> {
-        sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "SELECT {COLUMNS} FROM hypotheses WHERE investigation_id = ? ORDER BY id"
         )))
         .bind(investigation)
         .fetch_all(&self.pool)
-        .await
+        .await?)
     }
 
     pub async fn delete_hypothesis(&self, id: i64) -> StoreResult<bool> {

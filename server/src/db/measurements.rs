@@ -60,7 +60,7 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         }
-        tx.commit().await
+        Ok(tx.commit().await?)
     }
 
     pub async fn insert_manual_measurement(
@@ -88,19 +88,19 @@ impl Store {
     }
 
     pub async fn measurements_of_investigation(&self, investigation: &str) -> StoreResult<Vec<MeasurementRow>> {
-        sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "SELECT {MEASUREMENT_COLUMNS} FROM measurements WHERE investigation_id = ? ORDER BY id"
         )))
         .bind(investigation)
         .fetch_all(&self.pool)
-        .await
+        .await?)
     }
 
     pub async fn measurement(&self, id: i64) -> StoreResult<Option<MeasurementRow>> {
-        sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {MEASUREMENT_COLUMNS} FROM measurements WHERE id = ?")))
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {MEASUREMENT_COLUMNS} FROM measurements WHERE id = ?")))
             .bind(id)
             .fetch_optional(&self.pool)
-            .await
+            .await?)
     }
 
     pub async fn measurements_of_runs(&self, runs: &[i64]) -> StoreResult<Vec<MeasurementRow>> {
@@ -113,7 +113,7 @@ impl Store {
         for run in runs {
             query = query.bind(run);
         }
-        query.fetch_all(&self.pool).await
+        Ok(query.fetch_all(&self.pool).await?)
     }
 
     pub async fn delete_measurement(&self, id: i64) -> StoreResult<bool> {
@@ -147,12 +147,12 @@ impl Store {
     }
 
     pub async fn extractors(&self, investigation: &str) -> StoreResult<Vec<ExtractorRow>> {
-        sqlx::query_as(
+        Ok(sqlx::query_as(
             "SELECT id, investigation_id, name, pattern, unit, created_at FROM extractors WHERE investigation_id = ? ORDER BY id",
         )
         .bind(investigation)
         .fetch_all(&self.pool)
-        .await
+        .await?)
     }
 
     pub async fn delete_extractor(&self, investigation: &str, name: &str) -> StoreResult<bool> {

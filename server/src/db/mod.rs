@@ -47,7 +47,21 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePo
 use std::path::Path;
 use std::time::Duration;
 
-pub type StoreResult<T> = Result<T, sqlx::Error>;
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// A store operation that failed. Its cause is for the log: users see one
+/// sentence ([`ApiError::internal`](app::error::ApiError::internal)), and a
+/// handler or service passes it on with `?`.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct StoreError(#[from] sqlx::Error);
+
+impl From<StoreError> for app::error::ApiError {
+    fn from(e: StoreError) -> Self {
+        tracing::error!("store: {e}");
+        app::error::ApiError::internal()
+    }
+}
 
 #[derive(Clone)]
 pub struct Store {
@@ -85,25 +99,25 @@ impl Store {
     // ---- investigations ------------------------------------------------------
 
     pub async fn list_investigations(&self) -> StoreResult<Vec<InvestigationRow>> {
-        sqlx::query_as(
+        Ok(sqlx::query_as(
             "SELECT i.id, i.title, i.question, i.status, i.created_at, i.updated_at,
                     (SELECT COUNT(*) FROM steps s WHERE s.investigation_id = i.id) AS step_count
              FROM investigations i
              ORDER BY i.created_at DESC, i.rowid DESC",
         )
         .fetch_all(&self.pool)
-        .await
+        .await?)
     }
 
     pub async fn investigation(&self, id: &str) -> StoreResult<Option<InvestigationRow>> {
-        sqlx::query_as(
+        Ok(sqlx::query_as(
             "SELECT i.id, i.title, i.question, i.status, i.created_at, i.updated_at,
                     (SELECT COUNT(*) FROM steps s WHERE s.investigation_id = i.id) AS step_count
              FROM investigations i WHERE i.id = ?",
         )
         .bind(id)
         .fetch_optional(&self.pool)
-        .await
+        .await?)
     }
 
     /// Inserts a new investigation; `false` if `id` is taken.
@@ -158,23 +172,23 @@ impl Store {
     // ---- steps ---------------------------------------------------------------
 
     pub async fn steps(&self, investigation: &str) -> StoreResult<Vec<StepRow>> {
-        sqlx::query_as(
+        Ok(sqlx::query_as(
             "SELECT id, investigation_id, position, kind, body, created_at, updated_at, version, updated_by
              FROM steps WHERE investigation_id = ? ORDER BY position, id",
         )
         .bind(investigation)
         .fetch_all(&self.pool)
-        .await
+        .await?)
     }
 
     pub async fn step(&self, id: i64) -> StoreResult<Option<StepRow>> {
-        sqlx::query_as(
+        Ok(sqlx::query_as(
             "SELECT id, investigation_id, position, kind, body, created_at, updated_at, version, updated_by
              FROM steps WHERE id = ?",
         )
         .bind(id)
         .fetch_optional(&self.pool)
-        .await
+        .await?)
     }
 
     /// Appends a step to the end of the timeline; `None` if there is no such investigation.

@@ -8,7 +8,7 @@ const COLUMNS: &str = "id, step_id, host, command, env, cwd, timeout_s, status, 
 
 impl Store {
     pub async fn insert_run(&self, run: &NewRun) -> StoreResult<RunRow> {
-        sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "INSERT INTO runs (step_id, host, command, env, cwd, timeout_s, status, batch_index, batch_size, warmup, queued_at, who)
              VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?) RETURNING {COLUMNS}"
         )))
@@ -24,31 +24,31 @@ impl Store {
         .bind(now_ms())
         .bind(&run.who)
         .fetch_one(&self.pool)
-        .await
+        .await?)
     }
 
     pub async fn run(&self, id: i64) -> StoreResult<Option<RunRow>> {
-        sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM runs WHERE id = ?")))
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM runs WHERE id = ?")))
             .bind(id)
             .fetch_optional(&self.pool)
-            .await
+            .await?)
     }
 
     /// Runs of the given steps, oldest first.
     pub async fn runs_of_investigation(&self, investigation: &str) -> StoreResult<Vec<RunRow>> {
-        sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "SELECT {COLUMNS} FROM runs WHERE step_id IN (SELECT id FROM steps WHERE investigation_id = ?) ORDER BY id"
         )))
         .bind(investigation)
         .fetch_all(&self.pool)
-        .await
+        .await?)
     }
 
     pub async fn runs_of_step(&self, step_id: i64) -> StoreResult<Vec<RunRow>> {
-        sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM runs WHERE step_id = ? ORDER BY id")))
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM runs WHERE step_id = ? ORDER BY id")))
             .bind(step_id)
             .fetch_all(&self.pool)
-            .await
+            .await?)
     }
 
     /// The investigation a run belongs to.

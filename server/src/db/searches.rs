@@ -28,22 +28,22 @@ impl Store {
 
     /// The newest search of each grep step of an investigation.
     pub async fn searches_of_investigation(&self, investigation: &str) -> StoreResult<Vec<SearchRow>> {
-        sqlx::query_as(
+        Ok(sqlx::query_as(
             "SELECT id, step_id, hits, total, error, searched_at FROM searches
              WHERE id IN (SELECT MAX(id) FROM searches WHERE step_id IN
                           (SELECT id FROM steps WHERE investigation_id = ?) GROUP BY step_id)",
         )
         .bind(investigation)
         .fetch_all(&self.pool)
-        .await
+        .await?)
     }
 
     pub async fn search_of_step(&self, step_id: i64) -> StoreResult<Option<SearchRow>> {
-        sqlx::query_as(
+        Ok(sqlx::query_as(
             "SELECT id, step_id, hits, total, error, searched_at FROM searches WHERE step_id = ? ORDER BY id DESC LIMIT 1",
         )
         .bind(step_id)
         .fetch_optional(&self.pool)
-        .await
+        .await?)
     }
 }

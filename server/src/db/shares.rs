@@ -26,7 +26,7 @@ impl Store {
         created_by: &str,
         expires_at: Option<i64>,
     ) -> StoreResult<ShareRow> {
-        sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "INSERT INTO share_links (investigation_id, token_hash, label, hide_hosts, created_by, created_at, expires_at)
              VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING {COLUMNS}"
         )))
@@ -38,34 +38,34 @@ impl Store {
         .bind(now_ms())
         .bind(expires_at)
         .fetch_one(&self.pool)
-        .await
+        .await?)
     }
 
     pub async fn shares_of(&self, investigation: &str) -> StoreResult<Vec<ShareRow>> {
-        sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "SELECT {COLUMNS} FROM share_links WHERE investigation_id = ? ORDER BY id"
         )))
         .bind(investigation)
         .fetch_all(&self.pool)
-        .await
+        .await?)
     }
 
     pub async fn share_by_hash(&self, token_hash: &str) -> StoreResult<Option<ShareRow>> {
-        sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM share_links WHERE token_hash = ?")))
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM share_links WHERE token_hash = ?")))
             .bind(token_hash)
             .fetch_optional(&self.pool)
-            .await
+            .await?)
     }
 
     /// The link as revoked; `None` if there is no such link. Revoking twice keeps
     /// the first time.
     pub async fn revoke_share(&self, id: i64) -> StoreResult<Option<ShareRow>> {
-        sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "UPDATE share_links SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ? RETURNING {COLUMNS}"
         )))
         .bind(now_ms())
         .bind(id)
         .fetch_optional(&self.pool)
-        .await
+        .await?)
     }
 }

@@ -49,18 +49,20 @@ impl Store {
     }
 
     pub async fn snapshots_of_investigation(&self, investigation: &str) -> StoreResult<Vec<SnapshotRow>> {
-        sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "SELECT {COLUMNS} FROM snapshots WHERE step_id IN (SELECT id FROM steps WHERE investigation_id = ?) ORDER BY id"
         )))
         .bind(investigation)
         .fetch_all(&self.pool)
-        .await
+        .await?)
     }
 
     pub async fn snapshots_of_step(&self, step_id: i64) -> StoreResult<Vec<SnapshotRow>> {
-        sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM snapshots WHERE step_id = ? ORDER BY id")))
-            .bind(step_id)
-            .fetch_all(&self.pool)
-            .await
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT {COLUMNS} FROM snapshots WHERE step_id = ? ORDER BY id"
+        )))
+        .bind(step_id)
+        .fetch_all(&self.pool)
+        .await?)
     }
 }

@@ -4,7 +4,7 @@
 pub mod parse;
 
 use crate::db::Store;
-use crate::notebook::{Service, internal, store_error, timestamp};
+use crate::notebook::{Service, internal, timestamp};
 use crate::ssh::{self, Pool, Target, quote::quote};
 use app::backend::Actor;
 use app::error::{ApiError, ErrorCode};
@@ -109,7 +109,7 @@ pub async fn capture(
     })??;
     let facts = from_output(&String::from_utf8_lossy(&captured.stdout), &marker, python);
     let json = serde_json::to_string(&facts).map_err(|e| internal("facts json", e))?;
-    let row = store.insert_facts(&target.name, &json).await.map_err(store_error)?;
+    let row = store.insert_facts(&target.name, &json).await?;
     tracing::info!(host = %target.name, gpus = facts.gpus.len(), "captured host facts");
     with_time(row)
 }
@@ -154,7 +154,7 @@ impl Service {
         let named = python.map(str::trim).filter(|p| !p.is_empty()).map(str::to_string);
         let python = match named {
             Some(python) => python,
-            None => last_python(self.store.latest_facts(host).await.map_err(store_error)?),
+            None => last_python(self.store.latest_facts(host).await?),
         };
         let python = python.as_str();
         if python.len() > 500 || python.chars().any(char::is_control) {
@@ -166,13 +166,13 @@ impl Service {
 
     /// Facts by id, as a run refers to them.
     pub(crate) async fn facts_by_id(&self, id: i64) -> Result<HostFacts, ApiError> {
-        let row = self.store.facts(id).await.map_err(store_error)?;
+        let row = self.store.facts(id).await?;
         row.map(with_time).transpose()?.ok_or_else(|| ApiError::not_found(format!("There are no host facts {id}.")))
     }
 
     pub(crate) async fn facts(&self, host: &str) -> Result<Option<HostFacts>, ApiError> {
         self.host(host).await?;
-        self.store.latest_facts(host).await.map_err(store_error)?.map(with_time).transpose()
+        self.store.latest_facts(host).await?.map(with_time).transpose()
     }
 }
 

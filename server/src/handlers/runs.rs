@@ -149,13 +149,7 @@ pub async fn stream(
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
     let run = state.notebook.run(&actor, id).await?;
-    let investigation = state
-        .access
-        .store()
-        .investigation_of(crate::db::OwnedBy::Run, id)
-        .await
-        .map_err(crate::notebook::store_error)?
-        .unwrap_or_default();
+    let investigation = state.access.store().investigation_of(crate::db::OwnedBy::Run, id).await?.unwrap_or_default();
     let stop = until_closed_or_lost(&state, headers.clone(), investigation);
     let resume = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
     let output = state.runner.feeds().follow(id, resume.unwrap_or(query.offset), run.status.is_finished()).await;
@@ -223,7 +217,7 @@ pub async fn investigation_events(
     // Only the run rows: rendering the whole investigation (output tails,
     // highlighted snippets) on every subscription would be wasted work.
     let fingerprint = if crate::ids::is_investigation_id(&investigation) {
-        state.runner.fingerprint(&investigation).await.map_err(crate::notebook::store_error)?
+        state.runner.fingerprint(&investigation).await?
     } else {
         None
     }

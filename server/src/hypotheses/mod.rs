@@ -6,7 +6,7 @@ mod provenance;
 use crate::db::{HypothesisRow, RunRow};
 use crate::markdown::to_safe_html;
 use crate::metrics::stats;
-use crate::notebook::{Service, internal, store_error, timestamp};
+use crate::notebook::{Service, internal, timestamp};
 use app::backend::Actor;
 use app::error::ApiError;
 use app::hypotheses::{Hypothesis, HypothesisInput, RunGroup, STATUSES, hypothesis_anchor};
@@ -119,7 +119,7 @@ impl Service {
         let mut facts: HashMap<i64, app::hosts::HostFacts> = HashMap::new();
         for id in b.iter().chain(&t).filter_map(|r| r.facts_id) {
             if let std::collections::hash_map::Entry::Vacant(slot) = facts.entry(id)
-                && let Some(row) = self.store.facts(id).await.map_err(store_error)?
+                && let Some(row) = self.store.facts(id).await?
             {
                 slot.insert(serde_json::from_str(&row.facts).map_err(|e| internal("stored facts", e))?);
             }
@@ -147,7 +147,7 @@ impl Service {
         let mut unit = None;
         if let Some(metric) = &row.metric {
             let ids: Vec<i64> = b_runs.iter().chain(&t_runs).copied().collect();
-            for m in self.store.measurements_of_runs(&ids).await.map_err(store_error)? {
+            for m in self.store.measurements_of_runs(&ids).await? {
                 // One value per run: the first the output gave (tools print a summary once).
                 if &m.metric == metric
                     && let Some(run) = m.run_id
@@ -203,7 +203,7 @@ impl Service {
     /// Evidence names steps of the hypothesis's own investigation, each once.
     async fn check_evidence(&self, row: &mut HypothesisRow) -> Result<(), ApiError> {
         let mut evidence: Vec<i64> = serde_json::from_str(&row.evidence).unwrap_or_default();
-        let steps = self.store.steps(&row.investigation_id).await.map_err(store_error)?;
+        let steps = self.store.steps(&row.investigation_id).await?;
         if let Some(stranger) = evidence.iter().find(|id| !steps.iter().any(|s| s.id == **id)) {
             return Err(ApiError::invalid(format!("Step {stranger} is not a step of this investigation.")));
         }
@@ -215,8 +215,8 @@ impl Service {
 
     pub(crate) async fn hypotheses(&self, investigation: &str) -> Result<Vec<Hypothesis>, ApiError> {
         self.existing_investigation(investigation).await?;
-        let rows = self.store.hypotheses(investigation).await.map_err(store_error)?;
-        let runs = self.store.runs_of_investigation(investigation).await.map_err(store_error)?;
+        let rows = self.store.hypotheses(investigation).await?;
+        let runs = self.store.runs_of_investigation(investigation).await?;
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
             out.push(self.hypothesis_view(row, &runs).await?);
@@ -225,8 +225,8 @@ impl Service {
     }
 
     pub(crate) async fn hypothesis(&self, id: i64) -> Result<Hypothesis, ApiError> {
-        let row = self.store.hypothesis(id).await.map_err(store_error)?.ok_or_else(|| not_found(id))?;
-        let runs = self.store.runs_of_investigation(&row.investigation_id).await.map_err(store_error)?;
+        let row = self.store.hypothesis(id).await?.ok_or_else(|| not_found(id))?;
+        let runs = self.store.runs_of_investigation(&row.investigation_id).await?;
         self.hypothesis_view(row, &runs).await
     }
 
@@ -258,7 +258,7 @@ impl Service {
         };
         apply(&mut row, input)?;
         self.check_evidence(&mut row).await?;
-        let id = self.store.insert_hypothesis(&row).await.map_err(store_error)?;
+        let id = self.store.insert_hypothesis(&row).await?;
         self.hypothesis(id).await
     }
 
@@ -268,7 +268,7 @@ impl Service {
         id: i64,
         input: HypothesisInput,
     ) -> Result<Hypothesis, ApiError> {
-        let mut row = self.store.hypothesis(id).await.map_err(store_error)?.ok_or_else(|| not_found(id))?;
+        let mut row = self.store.hypothesis(id).await?.ok_or_else(|| not_found(id))?;
         let expected = input.version;
         if expected.is_some_and(|v| v != row.version) {
             return Err(stale(&row));
@@ -276,15 +276,15 @@ impl Service {
         apply(&mut row, input)?;
         self.check_evidence(&mut row).await?;
         // Compare-and-swap: a save between the read above and this write is caught too.
-        if !self.store.update_hypothesis(&row, &actor.name, expected).await.map_err(store_error)? {
-            let current = self.store.hypothesis(id).await.map_err(store_error)?.ok_or_else(|| not_found(id))?;
+        if !self.store.update_hypothesis(&row, &actor.name, expected).await? {
+            let current = self.store.hypothesis(id).await?.ok_or_else(|| not_found(id))?;
             return Err(stale(&current));
         }
         self.hypothesis(id).await
     }
 
     pub(crate) async fn delete_hypothesis(&self, id: i64) -> Result<(), ApiError> {
-        if !self.store.delete_hypothesis(id).await.map_err(store_error)? {
+        if !self.store.delete_hypothesis(id).await? {
             return Err(not_found(id));
         }
         Ok(())

@@ -3,7 +3,7 @@
 
 use super::custom::Extractor;
 use crate::db::MeasurementRow;
-use crate::notebook::{Service, store_error, timestamp};
+use crate::notebook::{Service, timestamp};
 use app::error::ApiError;
 use app::metrics::{ExtractorDef, Measurement, NewMeasurement, StoredMeasurement};
 use app::steps::StepBody;
@@ -95,8 +95,7 @@ impl Service {
         let row = self
             .store
             .measurement(id)
-            .await
-            .map_err(store_error)?
+            .await?
             .filter(|m| m.investigation_id == investigation)
             .ok_or_else(|| ApiError::invalid(format!("This investigation has no measurement {id}.")))?;
         let factor = wanted.factor(&row.unit).ok_or_else(|| {
@@ -108,7 +107,7 @@ impl Service {
             ))
         })?;
         let step = match row.run_id {
-            Some(run) => self.store.run(run).await.map_err(store_error)?.map(|r| r.step_id),
+            Some(run) => self.store.run(run).await?.map(|r| r.step_id),
             None => None,
         };
         *from = MeasuredFrom {
@@ -125,7 +124,7 @@ impl Service {
 
     pub(crate) async fn measurements(&self, investigation: &str) -> Result<Vec<StoredMeasurement>, ApiError> {
         self.existing_investigation(investigation).await?;
-        let rows = self.store.measurements_of_investigation(investigation).await.map_err(store_error)?;
+        let rows = self.store.measurements_of_investigation(investigation).await?;
         Ok(rows.into_iter().map(measurement_of).collect())
     }
 
@@ -147,17 +146,13 @@ impl Service {
         let label = check_text("label", new.label.as_deref(), 200)?;
         let m =
             Measurement { metric, value: new.value, unit, extractor: "manual".into(), stddev: new.stddev, key: None };
-        let id = self
-            .store
-            .insert_manual_measurement(investigation, &m, note.as_deref(), label.as_deref())
-            .await
-            .map_err(store_error)?;
-        let rows = self.store.measurements_of_investigation(investigation).await.map_err(store_error)?;
+        let id = self.store.insert_manual_measurement(investigation, &m, note.as_deref(), label.as_deref()).await?;
+        let rows = self.store.measurements_of_investigation(investigation).await?;
         rows.into_iter().find(|r| r.id == id).map(measurement_of).ok_or_else(ApiError::internal)
     }
 
     pub(crate) async fn delete_measurement(&self, id: i64) -> Result<(), ApiError> {
-        if !self.store.delete_measurement(id).await.map_err(store_error)? {
+        if !self.store.delete_measurement(id).await? {
             return Err(ApiError::not_found(format!(
                 "There is no manual measurement {id} (measurements from runs go with their run)."
             )));
@@ -167,7 +162,7 @@ impl Service {
 
     pub(crate) async fn extractors(&self, investigation: &str) -> Result<Vec<ExtractorDef>, ApiError> {
         self.existing_investigation(investigation).await?;
-        let rows = self.store.extractors(investigation).await.map_err(store_error)?;
+        let rows = self.store.extractors(investigation).await?;
         Ok(rows.into_iter().map(|r| ExtractorDef { name: r.name, pattern: r.pattern, unit: r.unit }).collect())
     }
 
@@ -176,11 +171,7 @@ impl Service {
         self.existing_investigation(investigation).await?;
         Extractor::new(&def.name, &def.pattern, &def.unit)?;
         let def = ExtractorDef { name: def.name.trim().into(), pattern: def.pattern, unit: def.unit.trim().into() };
-        let added = self
-            .store
-            .insert_extractor(investigation, &def.name, &def.pattern, &def.unit)
-            .await
-            .map_err(store_error)?;
+        let added = self.store.insert_extractor(investigation, &def.name, &def.pattern, &def.unit).await?;
         if added.is_none() {
             return Err(ApiError::new(
                 app::error::ErrorCode::Conflict,
@@ -192,7 +183,7 @@ impl Service {
     }
 
     pub(crate) async fn remove_extractor(&self, investigation: &str, name: &str) -> Result<(), ApiError> {
-        if !self.store.delete_extractor(investigation, name).await.map_err(store_error)? {
+        if !self.store.delete_extractor(investigation, name).await? {
             return Err(ApiError::not_found(format!("There is no extractor {name:?} here.")));
         }
         self.reextract(investigation).await;

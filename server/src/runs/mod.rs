@@ -55,7 +55,7 @@ pub fn run_from_row(row: RunRow) -> Run {
 // ---- the notebook's run operations --------------------------------------------
 
 use crate::db::NewRun;
-use crate::notebook::{Service, internal, store_error};
+use crate::notebook::{Service, internal};
 use app::error::{ApiError, ErrorCode};
 use app::model::Step;
 use app::runs::{MAX_REPEAT, MAX_WARMUP, OutputTail, RunRequest};
@@ -170,7 +170,7 @@ impl Service {
             StepBody::Grep(grep) => &grep.host,
             StepBody::Note(_) | StepBody::Calculator(_) => return Ok(()),
         };
-        if self.store.host(host).await.map_err(store_error)?.is_none() {
+        if self.store.host(host).await?.is_none() {
             return Err(ApiError::invalid(format!("There is no host {host:?}; add it on the Hosts page first.")));
         }
         Ok(())
@@ -201,8 +201,7 @@ impl Service {
         let row = self
             .store
             .step(step_id)
-            .await
-            .map_err(store_error)?
+            .await?
             .ok_or_else(|| ApiError::not_found(format!("There is no step {step_id}.")))?;
         let body = crate::steps::from_stored(&row.kind, &row.body).map_err(|e| internal("step body", e))?;
         let StepBody::Command(command) = body else {
@@ -245,7 +244,7 @@ impl Service {
                 who: Some(actor.name.clone()),
             })
             .collect();
-        let runs = self.runner.insert_batch(new_runs).await.map_err(store_error)?;
+        let runs = self.runner.insert_batch(new_runs).await?;
         tracing::info!(step = step_id, host = %command.host, runs = runs.len(), "queued runs");
         for run in &runs {
             self.runner.live().publish(RunEvent::new(&row.investigation_id, run.clone()));
@@ -262,7 +261,7 @@ impl Service {
     }
 
     pub(crate) async fn run(&self, id: i64) -> Result<Run, ApiError> {
-        let row = self.store.run(id).await.map_err(store_error)?.ok_or_else(|| run_not_found(id))?;
+        let row = self.store.run(id).await?.ok_or_else(|| run_not_found(id))?;
         Ok(run_from_row(row))
     }
 
@@ -294,9 +293,8 @@ impl Service {
                 format!("Run {id} has already finished ({}).", run.status.as_str()),
             ));
         }
-        let investigation =
-            self.store.run_investigation(id).await.map_err(store_error)?.ok_or_else(|| run_not_found(id))?;
-        self.runner.cancel(&investigation, id).await.map_err(store_error)?;
+        let investigation = self.store.run_investigation(id).await?.ok_or_else(|| run_not_found(id))?;
+        self.runner.cancel(&investigation, id).await?;
         // A running run finishes once the host has reacted; wait briefly so the
         // answer usually shows the end state.
         for _ in 0..50 {

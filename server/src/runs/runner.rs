@@ -74,7 +74,7 @@ impl Runner {
 
     /// The runs fingerprint of an investigation (see `app::runs::runs_fingerprint`),
     /// from the run rows alone; `None` if there is no such investigation.
-    pub async fn fingerprint(&self, investigation: &str) -> Result<Option<u64>, sqlx::Error> {
+    pub async fn fingerprint(&self, investigation: &str) -> crate::db::StoreResult<Option<u64>> {
         if self.store.investigation(investigation).await?.is_none() {
             return Ok(None);
         }
@@ -111,7 +111,7 @@ impl Runner {
     }
 
     /// Cancels a queued or running run. `false` if it had already finished.
-    pub async fn cancel(&self, investigation: &str, run_id: i64) -> Result<bool, sqlx::Error> {
+    pub async fn cancel(&self, investigation: &str, run_id: i64) -> crate::db::StoreResult<bool> {
         let switch = self.cancels.lock().unwrap_or_else(|e| e.into_inner()).get(&run_id).cloned();
         // A queued run is finished right here; a running one by its task.
         let was_queued = self.store.cancel_queued_run(run_id).await?;
@@ -127,7 +127,7 @@ impl Runner {
         }
     }
 
-    pub async fn insert_batch(&self, new_runs: Vec<NewRun>) -> Result<Vec<Run>, sqlx::Error> {
+    pub async fn insert_batch(&self, new_runs: Vec<NewRun>) -> crate::db::StoreResult<Vec<Run>> {
         let mut runs = Vec::with_capacity(new_runs.len());
         for new in &new_runs {
             runs.push(run_from_row(self.store.insert_run(new).await?));

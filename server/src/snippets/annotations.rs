@@ -7,7 +7,7 @@
 
 use crate::db::AnnotationRow;
 use crate::markdown::to_safe_html;
-use crate::notebook::{Service, store_error, timestamp};
+use crate::notebook::{Service, timestamp};
 use app::error::ApiError;
 use app::model::Step;
 use app::steps::StepBody;
@@ -106,23 +106,19 @@ impl Service {
         let range = check_range(new.start, new.end, shown)?;
         let body = check_body(&new.body)?;
         let author = check_author(new.author.as_deref())?;
-        let id = self
-            .store
-            .insert_annotation(step_id, Some(shown.id), range, &body, author.as_deref())
-            .await
-            .map_err(store_error)?;
+        let id = self.store.insert_annotation(step_id, Some(shown.id), range, &body, author.as_deref()).await?;
         tracing::info!(step = step_id, annotation = id, "annotated lines {}–{}", new.start, new.end);
         self.annotation(id).await
     }
 
     pub(crate) async fn annotation(&self, id: i64) -> Result<Annotation, ApiError> {
-        let row = self.store.annotation(id).await.map_err(store_error)?.ok_or_else(|| not_found(id))?;
+        let row = self.store.annotation(id).await?.ok_or_else(|| not_found(id))?;
         let step = self.step(row.step_id).await?;
         Ok(view(row, &step.snapshots))
     }
 
     pub(crate) async fn update_annotation(&self, id: i64, patch: AnnotationPatch) -> Result<Annotation, ApiError> {
-        let current = self.store.annotation(id).await.map_err(store_error)?.ok_or_else(|| not_found(id))?;
+        let current = self.store.annotation(id).await?.ok_or_else(|| not_found(id))?;
         let step = self.step(current.step_id).await?;
         let start = patch.start.unwrap_or(u64::try_from(current.start_line).unwrap_or(1));
         let end = patch.end.unwrap_or(u64::try_from(current.end_line).unwrap_or(1));
@@ -135,14 +131,14 @@ impl Service {
             Some(body) => check_body(body)?,
             None => current.body.clone(),
         };
-        if !self.store.update_annotation(id, range, &body).await.map_err(store_error)? {
+        if !self.store.update_annotation(id, range, &body).await? {
             return Err(not_found(id));
         }
         self.annotation(id).await
     }
 
     pub(crate) async fn delete_annotation(&self, id: i64) -> Result<(), ApiError> {
-        if !self.store.delete_annotation(id).await.map_err(store_error)? {
+        if !self.store.delete_annotation(id).await? {
             return Err(not_found(id));
         }
         Ok(())

@@ -9,7 +9,7 @@ pub mod resolve;
 pub mod search;
 
 use crate::db::SnapshotRow;
-use crate::notebook::{Service, internal, store_error, timestamp};
+use crate::notebook::{Service, internal, timestamp};
 use app::backend::Actor;
 use app::error::ApiError;
 use app::model::Step;
@@ -110,7 +110,7 @@ impl Service {
 
     pub(crate) async fn store_snapshot(&self, step_id: i64, mut row: SnapshotRow) -> Result<(), ApiError> {
         row.step_id = step_id;
-        self.store.insert_snapshot(&row).await.map_err(store_error)
+        Ok(self.store.insert_snapshot(&row).await?)
     }
 
     pub(crate) async fn refresh_snippet(
@@ -191,7 +191,7 @@ impl Service {
             Fetched::Search(found) => {
                 let hits = serde_json::to_string(&found.hits).map_err(|e| internal("hits", e))?;
                 let total = i64::try_from(found.total).unwrap_or(i64::MAX);
-                self.store.insert_search(step_id, &hits, total, found.error.as_deref()).await.map_err(store_error)
+                Ok(self.store.insert_search(step_id, &hits, total, found.error.as_deref()).await?)
             }
         }
     }

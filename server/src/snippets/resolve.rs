@@ -13,7 +13,7 @@
 //!
 //! Every name, path and directory is single-quoted into the script.
 
-use crate::notebook::{Service, store_error};
+use crate::notebook::Service;
 use crate::runs::output;
 use crate::ssh::{self, quote::quote};
 use app::backend::Actor;
@@ -136,13 +136,12 @@ impl Service {
         line: u64,
     ) -> Result<SourceCandidates, ApiError> {
         check_reference(file, line)?;
-        let run = self.store.run(run_id).await.map_err(store_error)?;
+        let run = self.store.run(run_id).await?;
         let run = run.ok_or_else(|| ApiError::not_found(format!("There is no run {run_id}.")))?;
         let investigation_id = self
             .store
             .run_investigation(run_id)
-            .await
-            .map_err(store_error)?
+            .await?
             .ok_or_else(|| ApiError::not_found(format!("There is no run {run_id}.")))?;
         let dir = self.runner.output_dir();
         let mut text = String::new();

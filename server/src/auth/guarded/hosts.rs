@@ -2,7 +2,7 @@
 
 use crate::auth::access::Need;
 use crate::auth::require_admin;
-use crate::notebook::store_error;
+
 use app::accounts::HostAccess;
 use app::backend::Actor;
 use app::error::ApiError;
@@ -68,10 +68,10 @@ impl app::backend::HostOps for super::Guarded {
     /// that points at these facts (its provenance shows them).
     async fn facts_by_id(&self, actor: &Actor, id: i64) -> Result<HostFacts, ApiError> {
         let hidden = || ApiError::not_found(format!("There are no host facts {id} that you may read."));
-        let Some(row) = self.access.store().facts(id).await.map_err(store_error)? else { return Err(hidden()) };
+        let Some(row) = self.access.store().facts(id).await? else { return Err(hidden()) };
         let mut allowed = self.access.check_host_use(actor, &row.host_name).await.is_ok();
         if !allowed {
-            for investigation in self.access.store().investigations_with_facts(id).await.map_err(store_error)? {
+            for investigation in self.access.store().investigations_with_facts(id).await? {
                 if self.access.check(actor, &investigation, Need::Read).await.is_ok() {
                     allowed = true;
                     break;

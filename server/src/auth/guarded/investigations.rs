@@ -1,7 +1,7 @@
 //! Investigations: anyone signed in creates one (and owns it); the rest by role.
 
 use crate::auth::access::{Need, Role};
-use crate::notebook::store_error;
+
 use app::backend::Actor;
 use app::error::ApiError;
 use app::model::{Investigation, InvestigationPatch, InvestigationSummary, NewInvestigation, StepWindow};
@@ -17,7 +17,7 @@ impl app::backend::InvestigationOps for super::Guarded {
     }
     async fn create_investigation(&self, actor: &Actor, new: NewInvestigation) -> Result<Investigation, ApiError> {
         let created = self.inner.create_investigation(new).await?;
-        self.access.store().set_member(&created.id, &actor.name, Role::Owner.as_str()).await.map_err(store_error)?;
+        self.access.store().set_member(&created.id, &actor.name, Role::Owner.as_str()).await?;
         Ok(created)
     }
     async fn investigation(

@@ -14,7 +14,7 @@ mod team;
 
 use super::access::{Access, Need};
 use crate::db::OwnedBy;
-use crate::notebook::{Service, store_error};
+use crate::notebook::Service;
 use app::backend::Actor;
 use app::error::ApiError;
 use app::steps::StepBody;
@@ -64,7 +64,7 @@ impl Guarded {
     }
 
     async fn step_investigation(&self, step: i64) -> Result<Option<String>, ApiError> {
-        self.access.store().investigation_of(OwnedBy::Step, step).await.map_err(store_error)
+        Ok(self.access.store().investigation_of(OwnedBy::Step, step).await?)
     }
 
     /// Run on a step's or run's host: runner role, and the host's allow-list.
