@@ -200,6 +200,11 @@ impl StepWindow {
         self.ranges.iter().map(|(a, b)| format!("{a}-{b}")).collect::<Vec<_>>().join(",")
     }
 
+    /// Whether `range` is shown already (asked for, not counting head and tail).
+    pub fn covers(&self, range: (u32, u32)) -> bool {
+        self.ranges.iter().any(|(a, b)| *a <= range.0 && range.1 <= *b)
+    }
+
     /// The same window with `range` shown as well.
     pub fn with(&self, range: (u32, u32)) -> Self {
         let mut ranges = self.ranges.clone();
@@ -456,6 +461,7 @@ mod tests {
         assert_eq!(StepWindow::parse("").ranges, vec![]);
         assert_eq!(StepWindow::parse(&"1-2,".repeat(1000)).ranges, vec![(1, 2)]);
         let w = StepWindow::default().with((61, 100));
+        assert!(w.covers((61, 100)) && w.covers((70, 80)) && !w.covers((21, 60)));
         // 60 steps: everything; 500: head, tail, and what was asked.
         assert!((1..=60).all(|p| w.shows(p, 60)));
         assert!(w.shows(20, 500) && !w.shows(21, 500) && w.shows(61, 500) && !w.shows(101, 500));

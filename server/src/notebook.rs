@@ -235,10 +235,14 @@ impl Service {
         let mut comments = self.comments(id).await?;
         let mut outline = Vec::new();
         if shown.len() < steps.len() {
+            let mut commented: HashMap<i64, Vec<i64>> = HashMap::new();
+            for c in &comments {
+                commented.entry(c.step_id).or_default().push(c.id);
+            }
             outline = steps.iter().map(Step::outline).collect();
             for entry in &mut outline {
                 entry.annotations = annotated.remove(&entry.id).unwrap_or_default();
-                entry.comments = comments.iter().filter(|c| c.step_id == entry.id).map(|c| c.id).collect();
+                entry.comments = commented.remove(&entry.id).unwrap_or_default();
             }
             comments.retain(|c| shown.contains(&c.step_id));
             steps.retain(|s| shown.contains(&s.id));

@@ -29,7 +29,7 @@ impl Shown {
 
     /// Shows the part `range` too (the page fetches it).
     pub(crate) fn open(self, range: (u32, u32)) {
-        if !self.0.with_untracked(|w| w.ranges.iter().any(|(a, b)| *a <= range.0 && range.1 <= *b)) {
+        if !self.0.with_untracked(|w| w.covers(range)) {
             self.0.update(|w| *w = w.with(range));
         }
     }
