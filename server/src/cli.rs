@@ -30,6 +30,9 @@ pub struct DataArg {
     /// Directory for the SQLite database and everything else Sleuth keeps.
     #[arg(long, env = "SLEUTH_DATA", default_value = "data")]
     pub data: PathBuf,
+    /// The server's PostgreSQL database (`postgres://user@host/db`), when it uses one.
+    #[arg(long, env = "SLEUTH_DATABASE", hide_env_values = true)]
+    pub database: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -103,6 +106,11 @@ pub struct ServeArgs {
     /// Directory for the SQLite database and everything else Sleuth keeps.
     #[arg(long, env = "SLEUTH_DATA", default_value = "data")]
     pub data: PathBuf,
+    /// Keep the store in PostgreSQL instead of SQLite in --data: `postgres://user@host/db`
+    /// (a team server; the database must exist). Prefer the environment variable or
+    /// ~/.pgpass for the password: command lines are visible to other local users.
+    #[arg(long, env = "SLEUTH_DATABASE", hide_env_values = true)]
+    pub database: Option<String>,
     /// The built site (JS/wasm bundle, CSS, static files), as `./dev build` makes it.
     #[arg(long, env = "SLEUTH_SITE", default_value = "target/site")]
     pub site: PathBuf,

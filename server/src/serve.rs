@@ -5,7 +5,8 @@ use crate::notebook::Service;
 use crate::runs::{Live, Runner};
 use crate::ssh::{KnownHosts, Pool};
 use crate::state::AppState;
-use crate::{db::Store, router};
+use crate::db::{Database, Store};
+use crate::router;
 use leptos::config::{Env, LeptosOptions};
 use std::path::Path;
 use std::sync::Arc;
@@ -14,8 +15,10 @@ use std::sync::Arc;
 pub const OUTPUT_NAME: &str = "sleuth";
 
 /// How `serve` was asked to run.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Options {
+    /// `--database`: where the store lives; `None` is SQLite in the data dir.
+    pub database: Option<Database>,
     pub trust_on_first_use: bool,
     /// `--no-auth`: every request is the local admin (loopback only; checked by `run`).
     pub no_auth: bool,
@@ -26,7 +29,11 @@ pub struct Options {
 /// Everything a running Sleuth needs, from a data dir and a built site.
 pub async fn state(data: &Path, site: &Path, options: Options) -> Result<AppState, crate::db::OpenError> {
     let trust_on_first_use = options.trust_on_first_use;
-    let store = Store::open(data).await?;
+    // Known hosts and run output live here whichever store holds the rest.
+    std::fs::create_dir_all(data)
+        .map_err(|source| crate::db::OpenError::DataDir { path: data.display().to_string(), source })?;
+    let database = options.database.clone().unwrap_or_else(|| Database::Sqlite(data.to_path_buf()));
+    let store = Store::open(&database).await?;
     match store.interrupt_unfinished_runs().await {
         Ok(ids) if !ids.is_empty() => tracing::warn!(?ids, "runs left open by the last server are now `interrupted`"),
         Ok(_) => {}
@@ -61,7 +68,10 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
             args.addr
         ));
     }
+    let database = Database::from_flag(args.database.as_deref(), &args.data).map_err(|e| e.to_string())?;
+    let described = database.describe();
     let options = Options {
+        database: Some(database),
         trust_on_first_use: args.trust_on_first_use,
         no_auth: args.no_auth,
         secure_cookies: args.secure_cookies,
@@ -71,7 +81,7 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
         tokio::net::TcpListener::bind(args.addr).await.map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     // Tests and scripts read this line to find the port when --addr ends in :0.
-    println!("Sleuth is running at http://{local}/ (data in {})", args.data.display());
+    println!("Sleuth is running at http://{local}/ (store: {described}; run output in {})", args.data.display());
     match state.auth.setup_token_if_empty().await {
         Ok(Some(token)) => println!(
             "No users yet. Create the first admin at http://{local}/setup?token={token} \

@@ -1,14 +1,14 @@
 //! `sleuth user …` and `sleuth token …`: accounts from a shell, on the same data
-//! directory a running server uses (SQLite in WAL mode takes both).
+//! store a running server uses (SQLite in WAL mode takes both; so does Postgres).
 
 use super::Auth;
-use crate::cli::{TokenCommand, UserCommand};
-use crate::db::Store;
+use crate::cli::{DataArg, TokenCommand, UserCommand};
+use crate::db::{Database, Store};
 use std::io::BufRead;
-use std::path::Path;
 
-async fn open(data: &Path) -> Result<Auth, String> {
-    let store = Store::open(data).await.map_err(|e| e.to_string())?;
+async fn open(data: &DataArg) -> Result<Auth, String> {
+    let database = Database::from_flag(data.database.as_deref(), &data.data).map_err(|e| e.to_string())?;
+    let store = Store::open(&database).await.map_err(|e| e.to_string())?;
     Ok(Auth::new(store, false, false))
 }
 
@@ -23,14 +23,14 @@ pub async fn user(command: UserCommand) -> Result<(), String> {
     let (auth, done) = match command {
         UserCommand::Add { name, admin, password_stdin: _, data } => {
             let password = password_from_stdin()?;
-            let auth = open(&data.data).await?;
+            let auth = open(&data).await?;
             let done = auth.add_user(name.trim(), &password, admin).await.map(|account| {
                 println!("added {}{}", account.user.name, if account.user.admin { " (admin)" } else { "" })
             });
             (auth, done)
         }
         UserCommand::List { data } => {
-            let auth = open(&data.data).await?;
+            let auth = open(&data).await?;
             let done = auth.users().await.map(|users| {
                 for user in users {
                     println!("{}{}", user.name, if user.admin { " (admin)" } else { "" });
@@ -40,14 +40,14 @@ pub async fn user(command: UserCommand) -> Result<(), String> {
         }
         UserCommand::Password { name, password_stdin: _, data } => {
             let password = password_from_stdin()?;
-            let auth = open(&data.data).await?;
+            let auth = open(&data).await?;
             let done = auth.set_password(name.trim(), &password).await.map(|()| {
                 println!("password of {} changed; their sessions ended", name.trim());
             });
             (auth, done)
         }
         UserCommand::Remove { name, data } => {
-            let auth = open(&data.data).await?;
+            let auth = open(&data).await?;
             let done = auth.remove_user(name.trim()).await.map(|()| println!("removed {}", name.trim()));
             (auth, done)
         }
@@ -59,7 +59,7 @@ pub async fn user(command: UserCommand) -> Result<(), String> {
 pub async fn token(command: TokenCommand) -> Result<(), String> {
     match command {
         TokenCommand::Create { user, label, data } => {
-            let auth = open(&data.data).await?;
+            let auth = open(&data).await?;
             let created = auth.create_token(&user, &label).await.map_err(|e| e.message)?;
             // The token alone on stdout, so `TOKEN=$(sleuth token create …)` works.
             println!("{}", created.token);

@@ -5,7 +5,7 @@ use super::{Store, StoreResult};
 impl Store {
     pub async fn role_of(&self, investigation: &str, user: &str) -> StoreResult<Option<String>> {
         let row: Option<(String,)> =
-            sqlx::query_as("SELECT role FROM investigation_members WHERE investigation_id = ? AND user_name = ?")
+            sqlx::query_as("SELECT role FROM investigation_members WHERE investigation_id = $1 AND user_name = $2")
                 .bind(investigation)
                 .bind(user)
                 .fetch_optional(&self.pool)
@@ -15,7 +15,7 @@ impl Store {
 
     pub async fn set_member(&self, investigation: &str, user: &str, role: &str) -> StoreResult<()> {
         sqlx::query(
-            "INSERT INTO investigation_members (investigation_id, user_name, role) VALUES (?, ?, ?)
+            "INSERT INTO investigation_members (investigation_id, user_name, role) VALUES ($1, $2, $3)
              ON CONFLICT (investigation_id, user_name) DO UPDATE SET role = excluded.role",
         )
         .bind(investigation)
@@ -27,7 +27,7 @@ impl Store {
     }
 
     pub async fn remove_member(&self, investigation: &str, user: &str) -> StoreResult<bool> {
-        let done = sqlx::query("DELETE FROM investigation_members WHERE investigation_id = ? AND user_name = ?")
+        let done = sqlx::query("DELETE FROM investigation_members WHERE investigation_id = $1 AND user_name = $2")
             .bind(investigation)
             .bind(user)
             .execute(&self.pool)
@@ -38,7 +38,7 @@ impl Store {
     /// `(user, role)`, owners first.
     pub async fn members(&self, investigation: &str) -> StoreResult<Vec<(String, String)>> {
         Ok(sqlx::query_as(
-            "SELECT user_name, role FROM investigation_members WHERE investigation_id = ?
+            "SELECT user_name, role FROM investigation_members WHERE investigation_id = $1
              ORDER BY CASE role WHEN 'owner' THEN 0 WHEN 'runner' THEN 1 WHEN 'editor' THEN 2 ELSE 3 END, user_name",
         )
         .bind(investigation)
@@ -49,7 +49,7 @@ impl Store {
     /// Ids of the investigations `user` is a member of.
     pub async fn investigations_of(&self, user: &str) -> StoreResult<Vec<String>> {
         let rows: Vec<(String,)> =
-            sqlx::query_as("SELECT investigation_id FROM investigation_members WHERE user_name = ?")
+            sqlx::query_as("SELECT investigation_id FROM investigation_members WHERE user_name = $1")
                 .bind(user)
                 .fetch_all(&self.pool)
                 .await?;
@@ -61,7 +61,7 @@ impl Store {
         let mut found = false;
         for role in roles {
             let (any,): (i64,) =
-                sqlx::query_as("SELECT EXISTS (SELECT 1 FROM investigation_members WHERE user_name = ? AND role = ?)")
+                sqlx::query_as("SELECT CASE WHEN EXISTS (SELECT 1 FROM investigation_members WHERE user_name = $1 AND role = $2) THEN 1 ELSE 0 END")
                     .bind(user)
                     .bind(role)
                     .fetch_one(&self.pool)
@@ -74,7 +74,7 @@ impl Store {
     /// The investigations with a run that points at host facts `facts_id`.
     pub async fn investigations_with_facts(&self, facts_id: i64) -> StoreResult<Vec<String>> {
         let rows: Vec<(String,)> = sqlx::query_as(
-            "SELECT DISTINCT s.investigation_id FROM runs r JOIN steps s ON s.id = r.step_id WHERE r.facts_id = ?",
+            "SELECT DISTINCT s.investigation_id FROM runs r JOIN steps s ON s.id = r.step_id WHERE r.facts_id = $1",
         )
         .bind(facts_id)
         .fetch_all(&self.pool)
@@ -85,8 +85,9 @@ impl Store {
     /// `None` when there is no such host.
     pub async fn host_allows(&self, host: &str, user: &str) -> StoreResult<Option<bool>> {
         let row: Option<(i64, i64)> = sqlx::query_as(
-            "SELECT whole_team, EXISTS (SELECT 1 FROM host_users WHERE host_name = h.name AND user_name = ?)
-             FROM hosts h WHERE name = ?",
+            "SELECT whole_team, CASE WHEN EXISTS (SELECT 1 FROM host_users WHERE host_name = h.name AND user_name = $1)
+                                 THEN 1 ELSE 0 END
+             FROM hosts h WHERE name = $2",
         )
         .bind(user)
         .bind(host)
@@ -97,13 +98,13 @@ impl Store {
 
     /// `(whole_team, users)`.
     pub async fn host_access(&self, host: &str) -> StoreResult<(bool, Vec<String>)> {
-        let (team,): (i64,) = sqlx::query_as("SELECT whole_team FROM hosts WHERE name = ?")
+        let (team,): (i64,) = sqlx::query_as("SELECT whole_team FROM hosts WHERE name = $1")
             .bind(host)
             .fetch_optional(&self.pool)
             .await?
             .unwrap_or((1,));
         let users: Vec<(String,)> =
-            sqlx::query_as("SELECT user_name FROM host_users WHERE host_name = ? ORDER BY user_name")
+            sqlx::query_as("SELECT user_name FROM host_users WHERE host_name = $1 ORDER BY user_name")
                 .bind(host)
                 .fetch_all(&self.pool)
                 .await?;
@@ -112,14 +113,14 @@ impl Store {
 
     pub async fn set_host_access(&self, host: &str, whole_team: bool, users: &[String]) -> StoreResult<()> {
         let mut tx = self.pool.begin().await?;
-        sqlx::query("UPDATE hosts SET whole_team = ? WHERE name = ?")
+        sqlx::query("UPDATE hosts SET whole_team = $1 WHERE name = $2")
             .bind(i64::from(whole_team))
             .bind(host)
             .execute(&mut *tx)
             .await?;
-        sqlx::query("DELETE FROM host_users WHERE host_name = ?").bind(host).execute(&mut *tx).await?;
+        sqlx::query("DELETE FROM host_users WHERE host_name = $1").bind(host).execute(&mut *tx).await?;
         for user in users {
-            sqlx::query("INSERT OR IGNORE INTO host_users (host_name, user_name) VALUES (?, ?)")
+            sqlx::query("INSERT INTO host_users (host_name, user_name) VALUES ($1, $2) ON CONFLICT DO NOTHING")
                 .bind(host)
                 .bind(user)
                 .execute(&mut *tx)
@@ -131,15 +132,15 @@ impl Store {
     /// The investigation a step, annotation, hypothesis or measurement belongs to.
     pub async fn investigation_of(&self, what: OwnedBy, id: i64) -> StoreResult<Option<String>> {
         let sql = match what {
-            OwnedBy::Step => "SELECT investigation_id FROM steps WHERE id = ?",
-            OwnedBy::Run => "SELECT s.investigation_id FROM runs r JOIN steps s ON s.id = r.step_id WHERE r.id = ?",
+            OwnedBy::Step => "SELECT investigation_id FROM steps WHERE id = $1",
+            OwnedBy::Run => "SELECT s.investigation_id FROM runs r JOIN steps s ON s.id = r.step_id WHERE r.id = $1",
             OwnedBy::Annotation => {
-                "SELECT s.investigation_id FROM annotations a JOIN steps s ON s.id = a.step_id WHERE a.id = ?"
+                "SELECT s.investigation_id FROM annotations a JOIN steps s ON s.id = a.step_id WHERE a.id = $1"
             }
-            OwnedBy::Hypothesis => "SELECT investigation_id FROM hypotheses WHERE id = ?",
-            OwnedBy::Measurement => "SELECT investigation_id FROM measurements WHERE id = ?",
-            OwnedBy::ShareLink => "SELECT investigation_id FROM share_links WHERE id = ?",
-            OwnedBy::Comment => "SELECT investigation_id FROM comments WHERE id = ?",
+            OwnedBy::Hypothesis => "SELECT investigation_id FROM hypotheses WHERE id = $1",
+            OwnedBy::Measurement => "SELECT investigation_id FROM measurements WHERE id = $1",
+            OwnedBy::ShareLink => "SELECT investigation_id FROM share_links WHERE id = $1",
+            OwnedBy::Comment => "SELECT investigation_id FROM comments WHERE id = $1",
         };
         let row: Option<(String,)> = sqlx::query_as(sql).bind(id).fetch_optional(&self.pool).await?;
         Ok(row.map(|(i,)| i))

@@ -32,7 +32,7 @@ impl Store {
     /// `None` when the name is taken (names compare case-insensitively).
     pub async fn insert_user(&self, name: &str, password_hash: &str, admin: bool) -> StoreResult<Option<UserRow>> {
         Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "INSERT INTO users (name, password_hash, is_admin, created_at) VALUES (?, ?, ?, ?)
+            "INSERT INTO users (name, password_hash, is_admin, created_at) VALUES ($1, $2, $3, $4)
              ON CONFLICT (name) DO NOTHING RETURNING {USER_COLUMNS}"
         )))
         .bind(name)
@@ -44,7 +44,7 @@ impl Store {
     }
 
     pub async fn user_by_name(&self, name: &str) -> StoreResult<Option<UserRow>> {
-        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {USER_COLUMNS} FROM users WHERE name = ?")))
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {USER_COLUMNS} FROM users WHERE name = $1")))
             .bind(name)
             .fetch_optional(&self.pool)
             .await?)
@@ -59,12 +59,12 @@ impl Store {
     /// New password hash; every session of the user ends. `false`: no such user.
     pub async fn set_password(&self, name: &str, password_hash: &str) -> StoreResult<bool> {
         let mut tx = self.pool.begin().await?;
-        let done = sqlx::query("UPDATE users SET password_hash = ? WHERE name = ?")
+        let done = sqlx::query("UPDATE users SET password_hash = $1 WHERE name = $2")
             .bind(password_hash)
             .bind(name)
             .execute(&mut *tx)
             .await?;
-        sqlx::query("DELETE FROM sessions WHERE user_id = (SELECT id FROM users WHERE name = ?)")
+        sqlx::query("DELETE FROM sessions WHERE user_id = (SELECT id FROM users WHERE name = $1)")
             .bind(name)
             .execute(&mut *tx)
             .await?;
@@ -77,17 +77,17 @@ impl Store {
     pub async fn delete_user(&self, name: &str) -> StoreResult<bool> {
         let mut tx = self.pool.begin().await?;
         for sql in
-            ["DELETE FROM investigation_members WHERE user_name = ?", "DELETE FROM host_users WHERE user_name = ?"]
+            ["DELETE FROM investigation_members WHERE user_name = $1", "DELETE FROM host_users WHERE user_name = $1"]
         {
             sqlx::query(sql).bind(name).execute(&mut *tx).await?;
         }
-        let done = sqlx::query("DELETE FROM users WHERE name = ?").bind(name).execute(&mut *tx).await?;
+        let done = sqlx::query("DELETE FROM users WHERE name = $1").bind(name).execute(&mut *tx).await?;
         tx.commit().await?;
         Ok(done.rows_affected() == 1)
     }
 
     pub async fn insert_session(&self, token_hash: &str, user: i64, expires_at: i64) -> StoreResult<()> {
-        sqlx::query("INSERT INTO sessions (token_hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)")
+        sqlx::query("INSERT INTO sessions (token_hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)")
             .bind(token_hash)
             .bind(user)
             .bind(now_ms())
@@ -101,7 +101,7 @@ impl Store {
     pub async fn session_user(&self, token_hash: &str) -> StoreResult<Option<UserRow>> {
         Ok(sqlx::query_as(
             "SELECT u.id, u.name, u.password_hash, u.is_admin, u.created_at FROM sessions s
-             JOIN users u ON u.id = s.user_id WHERE s.token_hash = ? AND s.expires_at > ?",
+             JOIN users u ON u.id = s.user_id WHERE s.token_hash = $1 AND s.expires_at > $2",
         )
         .bind(token_hash)
         .bind(now_ms())
@@ -110,7 +110,7 @@ impl Store {
     }
 
     pub async fn delete_session(&self, token_hash: &str) -> StoreResult<()> {
-        sqlx::query("DELETE FROM sessions WHERE token_hash = ? OR expires_at <= ?")
+        sqlx::query("DELETE FROM sessions WHERE token_hash = $1 OR expires_at <= $2")
             .bind(token_hash)
             .bind(now_ms())
             .execute(&self.pool)
@@ -120,7 +120,7 @@ impl Store {
 
     pub async fn insert_token(&self, user: i64, label: &str, token_hash: &str) -> StoreResult<TokenRow> {
         Ok(sqlx::query_as(
-            "INSERT INTO api_tokens (user_id, label, token_hash, created_at) VALUES (?, ?, ?, ?)
+            "INSERT INTO api_tokens (user_id, label, token_hash, created_at) VALUES ($1, $2, $3, $4)
              RETURNING id, user_id, label, created_at, last_used_at, revoked_at",
         )
         .bind(user)
@@ -135,13 +135,13 @@ impl Store {
     pub async fn token_user(&self, token_hash: &str) -> StoreResult<Option<UserRow>> {
         let user = sqlx::query_as(
             "SELECT u.id, u.name, u.password_hash, u.is_admin, u.created_at FROM api_tokens t
-             JOIN users u ON u.id = t.user_id WHERE t.token_hash = ? AND t.revoked_at IS NULL",
+             JOIN users u ON u.id = t.user_id WHERE t.token_hash = $1 AND t.revoked_at IS NULL",
         )
         .bind(token_hash)
         .fetch_optional(&self.pool)
         .await?;
         if user.is_some() {
-            sqlx::query("UPDATE api_tokens SET last_used_at = ? WHERE token_hash = ?")
+            sqlx::query("UPDATE api_tokens SET last_used_at = $1 WHERE token_hash = $2")
                 .bind(now_ms())
                 .bind(token_hash)
                 .execute(&self.pool)
@@ -153,7 +153,7 @@ impl Store {
     pub async fn tokens_of(&self, user: i64) -> StoreResult<Vec<TokenRow>> {
         Ok(sqlx::query_as(
             "SELECT id, user_id, label, created_at, last_used_at, revoked_at FROM api_tokens
-             WHERE user_id = ? ORDER BY id",
+             WHERE user_id = $1 ORDER BY id",
         )
         .bind(user)
         .fetch_all(&self.pool)
@@ -163,7 +163,7 @@ impl Store {
     /// `false` when the user has no such unrevoked token.
     pub async fn revoke_token(&self, user: i64, id: i64) -> StoreResult<bool> {
         let done =
-            sqlx::query("UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND user_id = ? AND revoked_at IS NULL")
+            sqlx::query("UPDATE api_tokens SET revoked_at = $1 WHERE id = $2 AND user_id = $3 AND revoked_at IS NULL")
                 .bind(now_ms())
                 .bind(id)
                 .bind(user)

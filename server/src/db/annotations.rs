@@ -31,9 +31,10 @@ impl Store {
         author: Option<&str>,
     ) -> StoreResult<i64> {
         let now = now_ms();
-        let done = sqlx::query(
+        let (id,): (i64,) = sqlx::query_as(
             "INSERT INTO annotations (step_id, snapshot_id, start_line, end_line, body, author, created_at, updated_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+             RETURNING id",
         )
         .bind(step_id)
         .bind(snapshot_id)
@@ -43,13 +44,13 @@ impl Store {
         .bind(author)
         .bind(now)
         .bind(now)
-        .execute(&self.pool)
+        .fetch_one(&self.pool)
         .await?;
-        Ok(done.last_insert_rowid())
+        Ok(id)
     }
 
     pub async fn annotation(&self, id: i64) -> StoreResult<Option<AnnotationRow>> {
-        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!("{SELECT} WHERE a.id = ?")))
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!("{SELECT} WHERE a.id = $1")))
             .bind(id)
             .fetch_optional(&self.pool)
             .await?)
@@ -58,7 +59,7 @@ impl Store {
     /// Returns whether the annotation exists.
     pub async fn update_annotation(&self, id: i64, (start, end): (i64, i64), body: &str) -> StoreResult<bool> {
         let done =
-            sqlx::query("UPDATE annotations SET start_line = ?, end_line = ?, body = ?, updated_at = ? WHERE id = ?")
+            sqlx::query("UPDATE annotations SET start_line = $1, end_line = $2, body = $3, updated_at = $4 WHERE id = $5")
                 .bind(start)
                 .bind(end)
                 .bind(body)
@@ -70,13 +71,13 @@ impl Store {
     }
 
     pub async fn delete_annotation(&self, id: i64) -> StoreResult<bool> {
-        let done = sqlx::query("DELETE FROM annotations WHERE id = ?").bind(id).execute(&self.pool).await?;
+        let done = sqlx::query("DELETE FROM annotations WHERE id = $1").bind(id).execute(&self.pool).await?;
         Ok(done.rows_affected() == 1)
     }
 
     pub async fn annotations_of_investigation(&self, investigation: &str) -> StoreResult<Vec<AnnotationRow>> {
         Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "{SELECT} WHERE s.investigation_id = ? ORDER BY a.step_id, a.start_line, a.id"
+            "{SELECT} WHERE s.investigation_id = $1 ORDER BY a.step_id, a.start_line, a.id"
         )))
         .bind(investigation)
         .fetch_all(&self.pool)
@@ -84,7 +85,7 @@ impl Store {
     }
 
     pub async fn annotations_of_step(&self, step_id: i64) -> StoreResult<Vec<AnnotationRow>> {
-        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!("{SELECT} WHERE a.step_id = ? ORDER BY a.start_line, a.id")))
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!("{SELECT} WHERE a.step_id = $1 ORDER BY a.start_line, a.id")))
             .bind(step_id)
             .fetch_all(&self.pool)
             .await?)

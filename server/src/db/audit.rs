@@ -31,7 +31,7 @@ pub struct NewAudit {
 impl Store {
     pub async fn append_audit(&self, entry: &NewAudit) -> StoreResult<()> {
         sqlx::query(
-            "INSERT INTO audit_log (at, who, action, host, target, env, outcome, run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO audit_log (at, who, action, host, target, env, outcome, run_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
         )
         .bind(now_ms())
         .bind(&entry.who)
@@ -49,7 +49,7 @@ impl Store {
     /// The newest `limit` entries, newest first.
     pub async fn audit_entries(&self, limit: i64) -> StoreResult<Vec<AuditRow>> {
         Ok(sqlx::query_as(
-            "SELECT id, at, who, action, host, target, env, outcome, run_id FROM audit_log ORDER BY id DESC LIMIT ?",
+            "SELECT id, at, who, action, host, target, env, outcome, run_id FROM audit_log ORDER BY id DESC LIMIT $1",
         )
         .bind(limit)
         .fetch_all(&self.pool)
@@ -63,14 +63,14 @@ mod tests {
 
     #[tokio::test]
     async fn the_audit_log_refuses_changes_and_deletes() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).await.unwrap();
-        let entry = NewAudit { who: "ada".into(), action: "grep", target: "x".into(), ..Default::default() };
-        store.append_audit(&entry).await.unwrap();
-        for sql in ["UPDATE audit_log SET who = 'eve'", "DELETE FROM audit_log"] {
-            let refused = sqlx::query(sql).execute(&store.pool).await.unwrap_err();
-            assert!(refused.to_string().contains("append-only"), "{sql}: {refused}");
+        for (_dir, _database, store) in crate::db::test_stores().await {
+            let entry = NewAudit { who: "ada".into(), action: "grep", target: "x".into(), ..Default::default() };
+            store.append_audit(&entry).await.unwrap();
+            for sql in ["UPDATE audit_log SET who = 'eve'", "DELETE FROM audit_log"] {
+                let refused = sqlx::query(sql).execute(&store.pool).await.unwrap_err();
+                assert!(refused.to_string().contains("append-only"), "{:?} {sql}: {refused}", store.backend());
+            }
+            assert_eq!(store.audit_entries(10).await.unwrap()[0].who, "ada");
         }
-        assert_eq!(store.audit_entries(10).await.unwrap()[0].who, "ada");
     }
 }

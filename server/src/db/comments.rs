@@ -48,7 +48,7 @@ impl Store {
         let mut tx = self.pool.begin().await?;
         let row: CommentRow = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "INSERT INTO comments (investigation_id, step_id, annotation_id, parent_id, author, body, created_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING {COLUMNS}"
+             VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING {COLUMNS}"
         )))
         .bind(new.investigation)
         .bind(new.step_id)
@@ -60,7 +60,7 @@ impl Store {
         .fetch_one(&mut *tx)
         .await?;
         for user in new.mentions {
-            sqlx::query("INSERT OR IGNORE INTO mentions (comment_id, user_name) VALUES (?, ?)")
+            sqlx::query("INSERT INTO mentions (comment_id, user_name) VALUES ($1, $2) ON CONFLICT DO NOTHING")
                 .bind(row.id)
                 .bind(user)
                 .execute(&mut *tx)
@@ -71,7 +71,7 @@ impl Store {
     }
 
     pub async fn comment(&self, id: i64) -> StoreResult<Option<CommentRow>> {
-        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM comments WHERE id = ?")))
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM comments WHERE id = $1")))
             .bind(id)
             .fetch_optional(&self.pool)
             .await?)
@@ -79,7 +79,7 @@ impl Store {
 
     pub async fn comments_of_investigation(&self, investigation: &str) -> StoreResult<Vec<CommentRow>> {
         Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT {COLUMNS} FROM comments WHERE investigation_id = ? ORDER BY id"
+            "SELECT {COLUMNS} FROM comments WHERE investigation_id = $1 ORDER BY id"
         )))
         .bind(investigation)
         .fetch_all(&self.pool)
@@ -88,7 +88,7 @@ impl Store {
 
     /// `by` resolves the thread; `None` reopens it.
     pub async fn resolve_comment(&self, id: i64, by: Option<&str>) -> StoreResult<()> {
-        sqlx::query("UPDATE comments SET resolved_at = ?, resolved_by = ? WHERE id = ?")
+        sqlx::query("UPDATE comments SET resolved_at = $1, resolved_by = $2 WHERE id = $3")
             .bind(by.map(|_| now_ms()))
             .bind(by)
             .bind(id)
@@ -102,7 +102,7 @@ impl Store {
         Ok(sqlx::query_as(
             "SELECT m.comment_id, c.investigation_id, i.title, c.step_id, c.author, c.body, c.created_at, m.read_at
              FROM mentions m JOIN comments c ON c.id = m.comment_id JOIN investigations i ON i.id = c.investigation_id
-             WHERE m.user_name = ? AND (? OR m.read_at IS NULL) ORDER BY c.id DESC LIMIT 200",
+             WHERE m.user_name = $1 AND ($2 OR m.read_at IS NULL) ORDER BY c.id DESC LIMIT 200",
         )
         .bind(user)
         .bind(all)
@@ -113,7 +113,7 @@ impl Store {
     /// Marks `user`'s mentions read: one comment's, or all (`None`).
     pub async fn read_mentions(&self, user: &str, comment: Option<i64>) -> StoreResult<()> {
         sqlx::query(
-            "UPDATE mentions SET read_at = ? WHERE user_name = ? AND read_at IS NULL AND (? IS NULL OR comment_id = ?)",
+            "UPDATE mentions SET read_at = $1 WHERE user_name = $2 AND read_at IS NULL AND ($3 IS NULL OR comment_id = $4)",
         )
         .bind(now_ms())
         .bind(user)

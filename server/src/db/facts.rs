@@ -14,7 +14,7 @@ pub struct FactsRow {
 impl Store {
     pub async fn insert_facts(&self, host: &str, facts: &str) -> StoreResult<FactsRow> {
         Ok(sqlx::query_as(
-            "INSERT INTO host_facts (host_name, facts, captured_at) VALUES (?, ?, ?)
+            "INSERT INTO host_facts (host_name, facts, captured_at) VALUES ($1, $2, $3)
              RETURNING id, host_name, facts, captured_at",
         )
         .bind(host)
@@ -25,7 +25,7 @@ impl Store {
     }
 
     pub async fn facts(&self, id: i64) -> StoreResult<Option<FactsRow>> {
-        Ok(sqlx::query_as("SELECT id, host_name, facts, captured_at FROM host_facts WHERE id = ?")
+        Ok(sqlx::query_as("SELECT id, host_name, facts, captured_at FROM host_facts WHERE id = $1")
             .bind(id)
             .fetch_optional(&self.pool)
             .await?)
@@ -33,7 +33,7 @@ impl Store {
 
     pub async fn latest_facts(&self, host: &str) -> StoreResult<Option<FactsRow>> {
         Ok(sqlx::query_as(
-            "SELECT id, host_name, facts, captured_at FROM host_facts WHERE host_name = ? ORDER BY id DESC LIMIT 1",
+            "SELECT id, host_name, facts, captured_at FROM host_facts WHERE host_name = $1 ORDER BY id DESC LIMIT 1",
         )
         .bind(host)
         .fetch_optional(&self.pool)

@@ -2,7 +2,7 @@
 
 use super::{HostRow, Store, StoreResult, now_ms};
 
-const COLUMNS: &str = "name, hostname, port, user, identity_file, proxy_jump, created_at, updated_at";
+const COLUMNS: &str = r#"name, hostname, port, "user", identity_file, proxy_jump, created_at, updated_at"#;
 
 impl Store {
     pub async fn hosts(&self) -> StoreResult<Vec<HostRow>> {
@@ -12,7 +12,7 @@ impl Store {
     }
 
     pub async fn host(&self, name: &str) -> StoreResult<Option<HostRow>> {
-        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM hosts WHERE name = ?")))
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM hosts WHERE name = $1")))
             .bind(name)
             .fetch_optional(&self.pool)
             .await?)
@@ -23,11 +23,11 @@ impl Store {
         let now = now_ms();
         let existed = self.host(&row.name).await?.is_some();
         sqlx::query(
-            "INSERT INTO hosts (name, hostname, port, user, identity_file, proxy_jump, created_at, updated_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            r#"INSERT INTO hosts (name, hostname, port, "user", identity_file, proxy_jump, created_at, updated_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
              ON CONFLICT (name) DO UPDATE SET hostname = excluded.hostname, port = excluded.port,
-                 user = excluded.user, identity_file = excluded.identity_file,
-                 proxy_jump = excluded.proxy_jump, updated_at = excluded.updated_at",
+                 "user" = excluded."user", identity_file = excluded.identity_file,
+                 proxy_jump = excluded.proxy_jump, updated_at = excluded.updated_at"#,
         )
         .bind(&row.name)
         .bind(&row.hostname)
@@ -44,12 +44,12 @@ impl Store {
 
     /// `false` if there is no such host. Fails (foreign key) while another host jumps through it.
     pub async fn delete_host(&self, name: &str) -> StoreResult<bool> {
-        let done = sqlx::query("DELETE FROM hosts WHERE name = ?").bind(name).execute(&self.pool).await?;
+        let done = sqlx::query("DELETE FROM hosts WHERE name = $1").bind(name).execute(&self.pool).await?;
         Ok(done.rows_affected() == 1)
     }
 
     pub async fn hosts_jumping_through(&self, name: &str) -> StoreResult<Vec<String>> {
-        let rows: Vec<(String,)> = sqlx::query_as("SELECT name FROM hosts WHERE proxy_jump = ? ORDER BY name")
+        let rows: Vec<(String,)> = sqlx::query_as("SELECT name FROM hosts WHERE proxy_jump = $1 ORDER BY name")
             .bind(name)
             .fetch_all(&self.pool)
             .await?;

@@ -29,10 +29,11 @@ const COLUMNS: &str = "id, investigation_id, statement, rationale, metric, direc
 impl Store {
     pub async fn insert_hypothesis(&self, row: &HypothesisRow) -> StoreResult<i64> {
         let now = now_ms();
-        let done = sqlx::query(
+        let (id,): (i64,) = sqlx::query_as(
             "INSERT INTO hypotheses (investigation_id, statement, rationale, metric, direction, expected_pct, status,
                                      baseline, treatment, evidence, created_at, updated_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+             RETURNING id",
         )
         .bind(&row.investigation_id)
         .bind(&row.statement)
@@ -46,9 +47,9 @@ impl Store {
         .bind(&row.evidence)
         .bind(now)
         .bind(now)
-        .execute(&self.pool)
+        .fetch_one(&self.pool)
         .await?;
-        Ok(done.last_insert_rowid())
+        Ok(id)
     }
 
     /// Writes every field but the id, investigation and creation time.
@@ -56,10 +57,10 @@ impl Store {
     /// or (with `expected`) its version is no longer that one.
     pub async fn update_hypothesis(&self, row: &HypothesisRow, by: &str, expected: Option<i64>) -> StoreResult<bool> {
         let done = sqlx::query(
-            "UPDATE hypotheses SET statement = ?, rationale = ?, metric = ?, direction = ?, expected_pct = ?, status = ?,
-                                   baseline = ?, treatment = ?, evidence = ?, updated_at = ?,
-                                   version = version + 1, updated_by = ?
-             WHERE id = ? AND (? IS NULL OR version = ?)",
+            "UPDATE hypotheses SET statement = $1, rationale = $2, metric = $3, direction = $4, expected_pct = $5, status = $6,
+                                   baseline = $7, treatment = $8, evidence = $9, updated_at = $10,
+                                   version = version + 1, updated_by = $11
+             WHERE id = $12 AND ($13 IS NULL OR version = $14)",
         )
         .bind(&row.statement)
         .bind(&row.rationale)
@@ -81,7 +82,7 @@ impl Store {
     }
 
     pub async fn hypothesis(&self, id: i64) -> StoreResult<Option<HypothesisRow>> {
-        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM hypotheses WHERE id = ?")))
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM hypotheses WHERE id = $1")))
             .bind(id)
             .fetch_optional(&self.pool)
             .await?)
@@ -89,7 +90,7 @@ impl Store {
 
     pub async fn hypotheses(&self, investigation: &str) -> StoreResult<Vec<HypothesisRow>> {
         Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT {COLUMNS} FROM hypotheses WHERE investigation_id = ? ORDER BY id"
+            "SELECT {COLUMNS} FROM hypotheses WHERE investigation_id = $1 ORDER BY id"
         )))
         .bind(investigation)
         .fetch_all(&self.pool)
@@ -97,7 +98,7 @@ impl Store {
     }
 
     pub async fn delete_hypothesis(&self, id: i64) -> StoreResult<bool> {
-        let done = sqlx::query("DELETE FROM hypotheses WHERE id = ?").bind(id).execute(&self.pool).await?;
+        let done = sqlx::query("DELETE FROM hypotheses WHERE id = $1").bind(id).execute(&self.pool).await?;
         Ok(done.rows_affected() == 1)
     }
 }

@@ -41,12 +41,12 @@ impl Store {
         found: &[Measurement],
     ) -> StoreResult<()> {
         let mut tx = self.pool.begin().await?;
-        sqlx::query("DELETE FROM measurements WHERE run_id = ?").bind(run).execute(&mut *tx).await?;
+        sqlx::query("DELETE FROM measurements WHERE run_id = $1").bind(run).execute(&mut *tx).await?;
         let now = now_ms();
         for m in found {
             sqlx::query(
                 "INSERT INTO measurements (investigation_id, run_id, metric, value, unit, extractor, stddev, key, created_at)
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
             )
             .bind(investigation)
             .bind(run)
@@ -70,9 +70,10 @@ impl Store {
         note: Option<&str>,
         label: Option<&str>,
     ) -> StoreResult<i64> {
-        let done = sqlx::query(
+        let (id,): (i64,) = sqlx::query_as(
             "INSERT INTO measurements (investigation_id, run_id, metric, value, unit, extractor, stddev, key, note, label, created_at)
-             VALUES (?, NULL, ?, ?, ?, 'manual', ?, NULL, ?, ?, ?)",
+             VALUES ($1, NULL, $2, $3, $4, 'manual', $5, NULL, $6, $7, $8)
+             RETURNING id",
         )
         .bind(investigation)
         .bind(&m.metric)
@@ -82,14 +83,14 @@ impl Store {
         .bind(note)
         .bind(label)
         .bind(now_ms())
-        .execute(&self.pool)
+        .fetch_one(&self.pool)
         .await?;
-        Ok(done.last_insert_rowid())
+        Ok(id)
     }
 
     pub async fn measurements_of_investigation(&self, investigation: &str) -> StoreResult<Vec<MeasurementRow>> {
         Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT {MEASUREMENT_COLUMNS} FROM measurements WHERE investigation_id = ? ORDER BY id"
+            "SELECT {MEASUREMENT_COLUMNS} FROM measurements WHERE investigation_id = $1 ORDER BY id"
         )))
         .bind(investigation)
         .fetch_all(&self.pool)
@@ -97,7 +98,7 @@ impl Store {
     }
 
     pub async fn measurement(&self, id: i64) -> StoreResult<Option<MeasurementRow>> {
-        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {MEASUREMENT_COLUMNS} FROM measurements WHERE id = ?")))
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {MEASUREMENT_COLUMNS} FROM measurements WHERE id = $1")))
             .bind(id)
             .fetch_optional(&self.pool)
             .await?)
@@ -107,7 +108,7 @@ impl Store {
         if runs.is_empty() {
             return Ok(Vec::new());
         }
-        let marks = vec!["?"; runs.len()].join(", ");
+        let marks = (1..=runs.len()).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ");
         let sql = format!("SELECT {MEASUREMENT_COLUMNS} FROM measurements WHERE run_id IN ({marks}) ORDER BY id");
         let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql));
         for run in runs {
@@ -117,7 +118,7 @@ impl Store {
     }
 
     pub async fn delete_measurement(&self, id: i64) -> StoreResult<bool> {
-        let done = sqlx::query("DELETE FROM measurements WHERE id = ? AND run_id IS NULL")
+        let done = sqlx::query("DELETE FROM measurements WHERE id = $1 AND run_id IS NULL")
             .bind(id)
             .execute(&self.pool)
             .await?;
@@ -132,23 +133,24 @@ impl Store {
         pattern: &str,
         unit: &str,
     ) -> StoreResult<Option<i64>> {
-        let done = sqlx::query(
-            "INSERT INTO extractors (investigation_id, name, pattern, unit, created_at) VALUES (?, ?, ?, ?, ?)
-             ON CONFLICT (investigation_id, name) DO NOTHING",
+        let id: Option<(i64,)> = sqlx::query_as(
+            "INSERT INTO extractors (investigation_id, name, pattern, unit, created_at) VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (investigation_id, name) DO NOTHING
+             RETURNING id",
         )
         .bind(investigation)
         .bind(name)
         .bind(pattern)
         .bind(unit)
         .bind(now_ms())
-        .execute(&self.pool)
+        .fetch_optional(&self.pool)
         .await?;
-        Ok((done.rows_affected() == 1).then(|| done.last_insert_rowid()))
+        Ok(id.map(|(id,)| id))
     }
 
     pub async fn extractors(&self, investigation: &str) -> StoreResult<Vec<ExtractorRow>> {
         Ok(sqlx::query_as(
-            "SELECT id, investigation_id, name, pattern, unit, created_at FROM extractors WHERE investigation_id = ? ORDER BY id",
+            "SELECT id, investigation_id, name, pattern, unit, created_at FROM extractors WHERE investigation_id = $1 ORDER BY id",
         )
         .bind(investigation)
         .fetch_all(&self.pool)
@@ -156,7 +158,7 @@ impl Store {
     }
 
     pub async fn delete_extractor(&self, investigation: &str, name: &str) -> StoreResult<bool> {
-        let done = sqlx::query("DELETE FROM extractors WHERE investigation_id = ? AND name = ?")
+        let done = sqlx::query("DELETE FROM extractors WHERE investigation_id = $1 AND name = $2")
             .bind(investigation)
             .bind(name)
             .execute(&self.pool)

@@ -2,18 +2,22 @@
 //! names SQL or sqlx types.
 //!
 //! Design notes
-//! - SQLite in WAL mode with foreign keys on, in `DATA_DIR/sleuth.db`; migrations
-//!   are embedded in the binary and applied at open, so a new binary upgrades an
-//!   old data dir by itself.
+//! - Two backends behind one [`Store`]: SQLite in `DATA_DIR/sleuth.db` (the
+//!   default: one process, nothing to set up) and PostgreSQL (`--database
+//!   postgres://…`: a team server, several replicas). Both go through sqlx's
+//!   `Any` driver, so each query is written once: `$1` placeholders (SQLite
+//!   reads them too), `RETURNING`, `ON CONFLICT`, integers for times and flags,
+//!   JSON as text. The two schemas keep the same names and kinds of values
+//!   (`migrations/postgres/0001_schema.sql` says how); where the dialects differ,
+//!   [`Backend`] picks the SQL (today only how a serialised write begins).
+//! - Migrations are embedded per backend and applied at open, so a new binary
+//!   upgrades an old database by itself; a database migrated by a newer binary
+//!   is refused with [`OpenError::TooNew`] rather than half understood.
 //! - Rows come out as plain structs (`*Row`); turning them into API types and
 //!   checking input is the job of [`crate::notebook`], not of the store.
-//! - Writes that touch several rows (moving a step, deleting one) run in one
-//!   `BEGIN IMMEDIATE` transaction, so concurrent writers queue on SQLite's lock
-//!   (busy timeout 5 s) instead of failing half way.
-//! - Postgres (for team clusters) is meant to arrive as a second implementation of
-//!   this same surface: the queries are plain SQL, times are integers, ids are
-//!   text or 64-bit integers, and nothing relies on SQLite-only behaviour except
-//!   `STRICT` tables and `json_valid` checks in the migrations.
+//! - Writes that renumber steps run in one serialised transaction
+//!   ([`Store::begin_serialised`]), so concurrent writers queue instead of
+//!   failing half way or handing out one position twice.
 
 mod access;
 mod accounts;
@@ -43,8 +47,10 @@ pub use searches::SearchRow;
 pub use shares::ShareRow;
 pub use snapshots::SnapshotRow;
 
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
-use std::path::Path;
+use sqlx::any::AnyPoolOptions;
+use sqlx::AnyPool;
+use sqlx::{Any, Executor, Transaction};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub type StoreResult<T> = Result<T, StoreError>;
@@ -56,17 +62,106 @@ pub type StoreResult<T> = Result<T, StoreError>;
 #[error(transparent)]
 pub struct StoreError(#[from] sqlx::Error);
 
+impl StoreError {
+    /// Text PostgreSQL cannot hold: a NUL character (SQLite stores it). It comes
+    /// from what someone typed or sent, so it is their error to fix, not ours.
+    fn is_unstorable_text(&self) -> bool {
+        // 22021 character_not_in_repertoire, 22P05 untranslatable_character.
+        self.0.as_database_error().and_then(|e| e.code()).is_some_and(|code| code == "22021" || code == "22P05")
+    }
+}
+
 impl From<StoreError> for app::error::ApiError {
     fn from(e: StoreError) -> Self {
+        if e.is_unstorable_text() {
+            return app::error::ApiError::invalid("Text with a NUL character (\\0) cannot be stored; remove it and try again.");
+        }
         tracing::error!("store: {e}");
         app::error::ApiError::internal()
     }
 }
 
+/// Where the store lives.
+#[derive(Clone)]
+pub enum Database {
+    /// `sleuth.db` in this directory, created if missing.
+    Sqlite(PathBuf),
+    /// A `postgres://` (or `postgresql://`) URL; the database must exist.
+    Postgres(String),
+}
+
+impl Database {
+    /// `--database` as given (or `SLEUTH_DATABASE`); without it, SQLite in `data_dir`.
+    pub fn from_flag(flag: Option<&str>, data_dir: &Path) -> Result<Self, OpenError> {
+        match flag.map(str::trim).filter(|f| !f.is_empty()) {
+            None => Ok(Database::Sqlite(data_dir.to_path_buf())),
+            Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+                Ok(Database::Postgres(url.to_string()))
+            }
+            Some(other) => Err(OpenError::Url(format!(
+                "--database takes a postgres://user@host/db URL (got \"{}\"); without it Sleuth keeps SQLite in --data",
+                redact(other)
+            ))),
+        }
+    }
+
+    /// The sqlx connection URL (for SQLite: the file, created if missing).
+    pub fn url(&self) -> String {
+        match self {
+            Database::Sqlite(dir) => {
+                format!("sqlite://{}?mode=rwc", percent_encode_path(&dir.join("sleuth.db").to_string_lossy()))
+            }
+            Database::Postgres(url) => url.clone(),
+        }
+    }
+
+    /// For logs and messages: never the password.
+    pub fn describe(&self) -> String {
+        match self {
+            Database::Sqlite(dir) => format!("SQLite in {}", dir.join("sleuth.db").display()),
+            Database::Postgres(url) => format!("PostgreSQL at {}", redact(url)),
+        }
+    }
+}
+
+impl std::fmt::Debug for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.describe())
+    }
+}
+
+/// `scheme://user:secret@host/db?password=x` → `scheme://user:***@host/db?…`.
+fn redact(url: &str) -> String {
+    let (head, query) = match url.split_once('?') {
+        Some((head, _)) => (head, "?…"),
+        None => (url, ""),
+    };
+    let Some((scheme, rest)) = head.split_once("://") else { return format!("{head}{query}") };
+    let rest = match rest.rsplit_once('@') {
+        Some((credentials, host)) => match credentials.split_once(':') {
+            Some((user, _)) => format!("{user}:***@{host}"),
+            None => format!("{credentials}@{host}"),
+        },
+        None => rest.to_string(),
+    };
+    format!("{scheme}://{rest}{query}")
+}
+
+/// Which SQL dialect a [`Store`] speaks, where the two differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
 #[derive(Clone)]
 pub struct Store {
-    pool: SqlitePool,
+    pool: AnyPool,
+    backend: Backend,
 }
+
+static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
+static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
 
 /// Current time as stored: Unix milliseconds.
 pub fn now_ms() -> i64 {
@@ -75,25 +170,53 @@ pub fn now_ms() -> i64 {
 }
 
 impl Store {
-    /// Opens (creating if needed) the database in `data_dir` and migrates it.
-    pub async fn open(data_dir: &Path) -> Result<Self, OpenError> {
-        std::fs::create_dir_all(data_dir)
-            .map_err(|source| OpenError::DataDir { path: data_dir.display().to_string(), source })?;
-        let options = SqliteConnectOptions::new()
-            .filename(data_dir.join("sleuth.db"))
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal)
-            .foreign_keys(true)
-            .busy_timeout(Duration::from_secs(5));
-        let pool =
-            SqlitePoolOptions::new().max_connections(8).connect_with(options).await.map_err(OpenError::Connect)?;
-        sqlx::migrate!("./migrations").run(&pool).await.map_err(OpenError::Migrate)?;
-        Ok(Self { pool })
+    /// Opens the database (for SQLite, creating it if needed) and migrates it.
+    pub async fn open(database: &Database) -> Result<Self, OpenError> {
+        sqlx::any::install_default_drivers();
+        let (pool, backend) = match database {
+            Database::Sqlite(dir) => (open_sqlite(dir).await?, Backend::Sqlite),
+            Database::Postgres(url) => {
+                let pool = AnyPoolOptions::new()
+                    .max_connections(16)
+                    .acquire_timeout(Duration::from_secs(10))
+                    .connect(url)
+                    .await
+                    .map_err(|e| OpenError::Connect(database.describe(), e))?;
+                (pool, Backend::Postgres)
+            }
+        };
+        let migrator = match backend {
+            Backend::Sqlite => &SQLITE_MIGRATIONS,
+            Backend::Postgres => &POSTGRES_MIGRATIONS,
+        };
+        migrator.run(&pool).await.map_err(|e| match e {
+            sqlx::migrate::MigrateError::VersionMissing(version) => OpenError::TooNew(database.describe(), version),
+            other => OpenError::Migrate(database.describe(), other),
+        })?;
+        Ok(Self { pool, backend })
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.backend
     }
 
     pub async fn close(&self) {
         self.pool.close().await;
+    }
+
+    /// A write transaction that waits for other serialised writers first: SQLite
+    /// takes its write lock up front (`BEGIN IMMEDIATE`, not on the first write,
+    /// which could fail with "database is locked" half way); Postgres takes one
+    /// transaction-scoped advisory lock, the same queue across every replica.
+    async fn begin_serialised(&self) -> StoreResult<Transaction<'static, Any>> {
+        Ok(match self.backend {
+            Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await?,
+            Backend::Postgres => {
+                let mut tx = self.pool.begin().await?;
+                (&mut *tx).execute("SELECT pg_advisory_xact_lock(7355608)").await?;
+                tx
+            }
+        })
     }
 
     // ---- investigations ------------------------------------------------------
@@ -113,7 +236,7 @@ impl Store {
         Ok(sqlx::query_as(
             "SELECT i.id, i.title, i.question, i.status, i.created_at, i.updated_at,
                     (SELECT COUNT(*) FROM steps s WHERE s.investigation_id = i.id) AS step_count
-             FROM investigations i WHERE i.id = ?",
+             FROM investigations i WHERE i.id = $1",
         )
         .bind(id)
         .fetch_optional(&self.pool)
@@ -125,7 +248,7 @@ impl Store {
         let now = now_ms();
         let done = sqlx::query(
             "INSERT INTO investigations (id, title, question, status, created_at, updated_at)
-             VALUES (?, ?, ?, 'open', ?, ?) ON CONFLICT (id) DO NOTHING",
+             VALUES ($1, $2, $3, 'open', $4, $5) ON CONFLICT (id) DO NOTHING",
         )
         .bind(id)
         .bind(title)
@@ -147,11 +270,11 @@ impl Store {
     ) -> StoreResult<bool> {
         let done = sqlx::query(
             "UPDATE investigations SET
-                 title = COALESCE(?, title),
-                 question = COALESCE(?, question),
-                 status = COALESCE(?, status),
-                 updated_at = ?
-             WHERE id = ?",
+                 title = COALESCE($1, title),
+                 question = COALESCE($2, question),
+                 status = COALESCE($3, status),
+                 updated_at = $4
+             WHERE id = $5",
         )
         .bind(title)
         .bind(question)
@@ -165,7 +288,7 @@ impl Store {
 
     /// Deletes the investigation and (by cascade) its steps.
     pub async fn delete_investigation(&self, id: &str) -> StoreResult<bool> {
-        let done = sqlx::query("DELETE FROM investigations WHERE id = ?").bind(id).execute(&self.pool).await?;
+        let done = sqlx::query("DELETE FROM investigations WHERE id = $1").bind(id).execute(&self.pool).await?;
         Ok(done.rows_affected() == 1)
     }
 
@@ -174,7 +297,7 @@ impl Store {
     pub async fn steps(&self, investigation: &str) -> StoreResult<Vec<StepRow>> {
         Ok(sqlx::query_as(
             "SELECT id, investigation_id, position, kind, body, created_at, updated_at, version, updated_by
-             FROM steps WHERE investigation_id = ? ORDER BY position, id",
+             FROM steps WHERE investigation_id = $1 ORDER BY position, id",
         )
         .bind(investigation)
         .fetch_all(&self.pool)
@@ -184,7 +307,7 @@ impl Store {
     pub async fn step(&self, id: i64) -> StoreResult<Option<StepRow>> {
         Ok(sqlx::query_as(
             "SELECT id, investigation_id, position, kind, body, created_at, updated_at, version, updated_by
-             FROM steps WHERE id = ?",
+             FROM steps WHERE id = $1",
         )
         .bind(id)
         .fetch_optional(&self.pool)
@@ -194,14 +317,14 @@ impl Store {
     /// Appends a step to the end of the timeline; `None` if there is no such investigation.
     pub async fn insert_step(&self, investigation: &str, kind: &str, body: &str) -> StoreResult<Option<StepRow>> {
         let now = now_ms();
-        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        let mut tx = self.begin_serialised().await?;
         let touched = touch_investigation(&mut tx, investigation, now).await?;
         if !touched {
             return Ok(None);
         }
         let row = sqlx::query_as(
             "INSERT INTO steps (investigation_id, position, kind, body, created_at, updated_at)
-             VALUES (?, (SELECT COALESCE(MAX(position), 0) + 1 FROM steps WHERE investigation_id = ?), ?, ?, ?, ?)
+             VALUES ($1, (SELECT COALESCE(MAX(position), 0) + 1 FROM steps WHERE investigation_id = $2), $3, $4, $5, $6)
              RETURNING id, investigation_id, position, kind, body, created_at, updated_at, version, updated_by",
         )
         .bind(investigation)
@@ -226,10 +349,10 @@ impl Store {
         expected: Option<i64>,
     ) -> StoreResult<Option<StepRow>> {
         let now = now_ms();
-        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        let mut tx = self.begin_serialised().await?;
         let row: Option<StepRow> = sqlx::query_as(
-            "UPDATE steps SET body = ?, updated_at = ?, version = version + 1, updated_by = ?
-             WHERE id = ? AND (? IS NULL OR version = ?)
+            "UPDATE steps SET body = $1, updated_at = $2, version = version + 1, updated_by = $3
+             WHERE id = $4 AND ($5 IS NULL OR version = $6)
              RETURNING id, investigation_id, position, kind, body, created_at, updated_at, version, updated_by",
         )
         .bind(body)
@@ -251,16 +374,16 @@ impl Store {
     /// steps in between; `None` if there is no such step.
     pub async fn move_step(&self, id: i64, position: i64) -> StoreResult<Option<StepRow>> {
         let now = now_ms();
-        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        let mut tx = self.begin_serialised().await?;
         let Some((investigation, from)): Option<(String, i64)> =
-            sqlx::query_as("SELECT investigation_id, position FROM steps WHERE id = ?")
+            sqlx::query_as("SELECT investigation_id, position FROM steps WHERE id = $1")
                 .bind(id)
                 .fetch_optional(&mut *tx)
                 .await?
         else {
             return Ok(None);
         };
-        let (count,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM steps WHERE investigation_id = ?")
+        let (count,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM steps WHERE investigation_id = $1")
             .bind(&investigation)
             .fetch_one(&mut *tx)
             .await?;
@@ -268,8 +391,8 @@ impl Store {
         if to != from {
             let (lo, hi, shift) = if to < from { (to, from - 1, 1) } else { (from + 1, to, -1) };
             sqlx::query(
-                "UPDATE steps SET position = position + ?
-                 WHERE investigation_id = ? AND position BETWEEN ? AND ?",
+                "UPDATE steps SET position = position + $1
+                 WHERE investigation_id = $2 AND position BETWEEN $3 AND $4",
             )
             .bind(shift)
             .bind(&investigation)
@@ -277,7 +400,7 @@ impl Store {
             .bind(hi)
             .execute(&mut *tx)
             .await?;
-            sqlx::query("UPDATE steps SET position = ?, updated_at = ? WHERE id = ?")
+            sqlx::query("UPDATE steps SET position = $1, updated_at = $2 WHERE id = $3")
                 .bind(to)
                 .bind(now)
                 .bind(id)
@@ -287,7 +410,7 @@ impl Store {
         }
         let row = sqlx::query_as(
             "SELECT id, investigation_id, position, kind, body, created_at, updated_at, version, updated_by
-             FROM steps WHERE id = ?",
+             FROM steps WHERE id = $1",
         )
         .bind(id)
         .fetch_optional(&mut *tx)
@@ -298,16 +421,16 @@ impl Store {
 
     /// Deletes a step and closes the gap it leaves; `false` if there is no such step.
     pub async fn delete_step(&self, id: i64) -> StoreResult<bool> {
-        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        let mut tx = self.begin_serialised().await?;
         let Some((investigation, position)): Option<(String, i64)> =
-            sqlx::query_as("DELETE FROM steps WHERE id = ? RETURNING investigation_id, position")
+            sqlx::query_as("DELETE FROM steps WHERE id = $1 RETURNING investigation_id, position")
                 .bind(id)
                 .fetch_optional(&mut *tx)
                 .await?
         else {
             return Ok(false);
         };
-        sqlx::query("UPDATE steps SET position = position - 1 WHERE investigation_id = ? AND position > ?")
+        sqlx::query("UPDATE steps SET position = position - 1 WHERE investigation_id = $1 AND position > $2")
             .bind(&investigation)
             .bind(position)
             .execute(&mut *tx)
@@ -319,11 +442,11 @@ impl Store {
 }
 
 async fn touch_investigation(
-    tx: &mut sqlx::Transaction<'static, sqlx::Sqlite>,
+    tx: &mut Transaction<'static, Any>,
     id: &str,
     now: i64,
 ) -> StoreResult<bool> {
-    let done = sqlx::query("UPDATE investigations SET updated_at = ? WHERE id = ?")
+    let done = sqlx::query("UPDATE investigations SET updated_at = $1 WHERE id = $2")
         .bind(now)
         .bind(id)
         .execute(&mut **tx)
@@ -331,12 +454,139 @@ async fn touch_investigation(
     Ok(done.rows_affected() == 1)
 }
 
+/// A new, empty database on the PostgreSQL server whose maintenance database
+/// `admin_url` names (`postgres://postgres@127.0.0.1:5432/postgres`), for test
+/// harnesses and benchmarks: each gets its own. Returns the new database's URL.
+pub async fn scratch_postgres_database(admin_url: &str) -> Result<String, String> {
+    use sqlx::Connection;
+    sqlx::any::install_default_drivers();
+    let name = format!("sleuth_{:016x}", rand::random::<u64>());
+    let mut admin = sqlx::AnyConnection::connect(admin_url).await.map_err(|e| format!("{}: {e}", redact(admin_url)))?;
+    admin.execute(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).await.map_err(|e| e.to_string())?;
+    admin.close().await.map_err(|e| e.to_string())?;
+    let (base, query) = admin_url.split_once('?').map_or((admin_url, None), |(b, q)| (b, Some(q)));
+    let server = base.rsplit_once('/').map_or(base, |(server, _)| server);
+    Ok(format!("{server}/{name}{}", query.map(|q| format!("?{q}")).unwrap_or_default()))
+}
+
+/// The stores a store test runs against: SQLite always, and PostgreSQL when
+/// `SLEUTH_TEST_POSTGRES` names a server (`./dev test` starts a scratch one).
+#[cfg(test)]
+pub(crate) async fn test_stores() -> Vec<(tempfile::TempDir, Database, Store)> {
+    let sqlite_dir = tempfile::tempdir().expect("temp dir");
+    let sqlite = Database::Sqlite(sqlite_dir.path().to_path_buf());
+    let mut stores = vec![(sqlite_dir, sqlite.clone(), Store::open(&sqlite).await.expect("sqlite"))];
+    if let Ok(admin) = std::env::var("SLEUTH_TEST_POSTGRES") {
+        let postgres = Database::Postgres(scratch_postgres_database(&admin).await.expect("scratch database"));
+        let store = Store::open(&postgres).await.expect("postgres");
+        stores.push((tempfile::tempdir().expect("temp dir"), postgres, store));
+    }
+    stores
+}
+
+async fn open_sqlite(dir: &Path) -> Result<AnyPool, OpenError> {
+    std::fs::create_dir_all(dir).map_err(|source| OpenError::DataDir { path: dir.display().to_string(), source })?;
+    let file = dir.join("sleuth.db");
+    let url = Database::Sqlite(dir.to_path_buf()).url();
+    AnyPoolOptions::new()
+        .max_connections(8)
+        // Per connection: WAL lets readers run beside the writer; foreign keys
+        // are off in SQLite unless asked for; writers wait for each other.
+        .after_connect(|conn, _| {
+            Box::pin(async move {
+                for pragma in [
+                    "PRAGMA journal_mode = WAL",
+                    "PRAGMA synchronous = NORMAL",
+                    "PRAGMA foreign_keys = ON",
+                    "PRAGMA busy_timeout = 5000",
+                ] {
+                    conn.execute(pragma).await?;
+                }
+                Ok(())
+            })
+        })
+        .connect(&url)
+        .await
+        .map_err(|e| OpenError::Connect(format!("SQLite in {}", file.display()), e))
+}
+
+/// A file path as the path of a `sqlite://` URL (`?`, `#`, `%` and spaces are legal in paths).
+fn percent_encode_path(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for byte in path.bytes() {
+        match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'/' | b'.' | b'_' | b'-' | b'~' => out.push(byte as char),
+            other => out.push_str(&format!("%{other:02X}")),
+        }
+    }
+    out
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
+    #[error("{0}")]
+    Url(String),
     #[error("cannot create the data directory {path}: {source}")]
     DataDir { path: String, source: std::io::Error },
-    #[error("cannot open the database: {0}")]
-    Connect(sqlx::Error),
-    #[error("cannot migrate the database: {0}")]
-    Migrate(sqlx::migrate::MigrateError),
+    #[error("cannot open {0}: {1}")]
+    Connect(String, sqlx::Error),
+    #[error("cannot migrate {0}: {1}")]
+    Migrate(String, sqlx::migrate::MigrateError),
+    #[error(
+        "{0} was migrated by a newer Sleuth (it has migration {1}, which this binary does not know); \
+         run that version or newer"
+    )]
+    TooNew(String, i64),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn database_flags() {
+        let data = Path::new("/srv/sleuth");
+        assert!(matches!(Database::from_flag(None, data), Ok(Database::Sqlite(d)) if d == data));
+        assert!(matches!(Database::from_flag(Some("  "), data), Ok(Database::Sqlite(_))));
+        assert!(matches!(Database::from_flag(Some("postgres://u@h/db"), data), Ok(Database::Postgres(_))));
+        assert!(matches!(Database::from_flag(Some("postgresql://u@h/db"), data), Ok(Database::Postgres(_))));
+        let wrong = Database::from_flag(Some("mysql://root:hunter2@h/db"), data).err().map(|e| e.to_string());
+        let wrong = wrong.unwrap_or_default();
+        assert!(wrong.contains("postgres://") && !wrong.contains("hunter2"), "{wrong}");
+    }
+
+    #[test]
+    fn descriptions_hide_passwords() {
+        let db = Database::Postgres("postgres://sleuth:s3cret@db.internal:5432/sleuth?password=also".into());
+        let text = db.describe();
+        assert_eq!(text, "PostgreSQL at postgres://sleuth:***@db.internal:5432/sleuth?…");
+        assert!(!format!("{db:?}").contains("s3cret"));
+        assert_eq!(redact("postgres://sleuth@h/db"), "postgres://sleuth@h/db");
+        assert_eq!(redact("postgres://a:b:c@d@h/db"), "postgres://a:***@h/db");
+    }
+
+    #[tokio::test]
+    async fn a_database_from_a_newer_sleuth_is_refused_with_a_reason() {
+        for (_dir, database, store) in test_stores().await {
+            let future = match store.backend() {
+                Backend::Sqlite => {
+                    "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time)
+                     VALUES (99999, 'from the future', TRUE, X'00', 0)"
+                }
+                Backend::Postgres => {
+                    "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time)
+                     VALUES (99999, 'from the future', TRUE, '\\x00'::bytea, 0)"
+                }
+            };
+            sqlx::query(future).execute(&store.pool).await.unwrap();
+            store.close().await;
+            let refused = Store::open(&database).await.err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(refused.contains("newer Sleuth") && refused.contains("99999"), "{refused}");
+        }
+    }
+
+    #[test]
+    fn sqlite_paths_survive_the_url() {
+        assert_eq!(percent_encode_path("/tmp/a b/x?#%.db"), "/tmp/a%20b/x%3F%23%25.db");
+    }
 }

@@ -10,7 +10,7 @@ impl Store {
     pub async fn insert_run(&self, run: &NewRun) -> StoreResult<RunRow> {
         Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "INSERT INTO runs (step_id, host, command, env, cwd, timeout_s, status, batch_index, batch_size, warmup, queued_at, who)
-             VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?) RETURNING {COLUMNS}"
+             VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7, $8, $9, $10, $11) RETURNING {COLUMNS}"
         )))
         .bind(run.step_id)
         .bind(&run.host)
@@ -20,7 +20,7 @@ impl Store {
         .bind(run.timeout_s)
         .bind(run.batch_index)
         .bind(run.batch_size)
-        .bind(run.warmup)
+        .bind(i64::from(run.warmup))
         .bind(now_ms())
         .bind(&run.who)
         .fetch_one(&self.pool)
@@ -28,7 +28,7 @@ impl Store {
     }
 
     pub async fn run(&self, id: i64) -> StoreResult<Option<RunRow>> {
-        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM runs WHERE id = ?")))
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM runs WHERE id = $1")))
             .bind(id)
             .fetch_optional(&self.pool)
             .await?)
@@ -37,7 +37,7 @@ impl Store {
     /// Runs of the given steps, oldest first.
     pub async fn runs_of_investigation(&self, investigation: &str) -> StoreResult<Vec<RunRow>> {
         Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT {COLUMNS} FROM runs WHERE step_id IN (SELECT id FROM steps WHERE investigation_id = ?) ORDER BY id"
+            "SELECT {COLUMNS} FROM runs WHERE step_id IN (SELECT id FROM steps WHERE investigation_id = $1) ORDER BY id"
         )))
         .bind(investigation)
         .fetch_all(&self.pool)
@@ -45,7 +45,7 @@ impl Store {
     }
 
     pub async fn runs_of_step(&self, step_id: i64) -> StoreResult<Vec<RunRow>> {
-        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM runs WHERE step_id = ? ORDER BY id")))
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM runs WHERE step_id = $1 ORDER BY id")))
             .bind(step_id)
             .fetch_all(&self.pool)
             .await?)
@@ -54,7 +54,7 @@ impl Store {
     /// The investigation a run belongs to.
     pub async fn run_investigation(&self, id: i64) -> StoreResult<Option<String>> {
         let row: Option<(String,)> =
-            sqlx::query_as("SELECT s.investigation_id FROM runs r JOIN steps s ON s.id = r.step_id WHERE r.id = ?")
+            sqlx::query_as("SELECT s.investigation_id FROM runs r JOIN steps s ON s.id = r.step_id WHERE r.id = $1")
                 .bind(id)
                 .fetch_optional(&self.pool)
                 .await?;
@@ -65,9 +65,9 @@ impl Store {
     /// no longer queued (cancelled meanwhile).
     pub async fn start_run(&self, id: i64) -> StoreResult<bool> {
         let done = sqlx::query(
-            "UPDATE runs SET status = 'running', started_at = ?,
+            "UPDATE runs SET status = 'running', started_at = $1,
                  facts_id = (SELECT max(id) FROM host_facts WHERE host_name = runs.host)
-             WHERE id = ? AND status = 'queued'",
+             WHERE id = $2 AND status = 'queued'",
         )
         .bind(now_ms())
         .bind(id)
@@ -77,7 +77,7 @@ impl Store {
     }
 
     pub async fn update_run_counts(&self, id: i64, stdout: u64, stderr: u64, lines: u64) -> StoreResult<()> {
-        sqlx::query("UPDATE runs SET stdout_bytes = ?, stderr_bytes = ?, lines = ? WHERE id = ?")
+        sqlx::query("UPDATE runs SET stdout_bytes = $1, stderr_bytes = $2, lines = $3 WHERE id = $4")
             .bind(stdout as i64)
             .bind(stderr as i64)
             .bind(lines as i64)
@@ -90,8 +90,8 @@ impl Store {
     /// Records how a run ended, unless it already has.
     pub async fn finish_run(&self, id: i64, end: &RunEnd<'_>) -> StoreResult<bool> {
         let done = sqlx::query(
-            "UPDATE runs SET status = ?, exit_code = ?, exit_signal = ?, error = ?, finished_at = ?
-             WHERE id = ? AND status IN ('queued', 'running')",
+            "UPDATE runs SET status = $1, exit_code = $2, exit_signal = $3, error = $4, finished_at = $5
+             WHERE id = $6 AND status IN ('queued', 'running')",
         )
         .bind(end.status)
         .bind(end.exit_code)
@@ -107,8 +107,8 @@ impl Store {
     /// Cancels a run that has not started; `false` if it had.
     pub async fn cancel_queued_run(&self, id: i64) -> StoreResult<bool> {
         let done = sqlx::query(
-            "UPDATE runs SET status = 'cancelled', error = 'Cancelled before it started.', finished_at = ?
-             WHERE id = ? AND status = 'queued'",
+            "UPDATE runs SET status = 'cancelled', error = 'Cancelled before it started.', finished_at = $1
+             WHERE id = $2 AND status = 'queued'",
         )
         .bind(now_ms())
         .bind(id)
@@ -120,7 +120,7 @@ impl Store {
     /// At start: runs a crashed or stopped server left open. Returns their ids.
     pub async fn interrupt_unfinished_runs(&self) -> StoreResult<Vec<i64>> {
         let rows: Vec<(i64,)> = sqlx::query_as(
-            "UPDATE runs SET status = 'interrupted', finished_at = ?,
+            "UPDATE runs SET status = 'interrupted', finished_at = $1,
                  error = 'The Sleuth server stopped while this run was ' || status || '.'
              WHERE status IN ('queued', 'running') RETURNING id",
         )

@@ -15,7 +15,7 @@ pub struct SearchRow {
 
 impl Store {
     pub async fn insert_search(&self, step_id: i64, hits: &str, total: i64, error: Option<&str>) -> StoreResult<()> {
-        sqlx::query("INSERT INTO searches (step_id, hits, total, error, searched_at) VALUES (?, ?, ?, ?, ?)")
+        sqlx::query("INSERT INTO searches (step_id, hits, total, error, searched_at) VALUES ($1, $2, $3, $4, $5)")
             .bind(step_id)
             .bind(hits)
             .bind(total)
@@ -31,7 +31,7 @@ impl Store {
         Ok(sqlx::query_as(
             "SELECT id, step_id, hits, total, error, searched_at FROM searches
              WHERE id IN (SELECT MAX(id) FROM searches WHERE step_id IN
-                          (SELECT id FROM steps WHERE investigation_id = ?) GROUP BY step_id)",
+                          (SELECT id FROM steps WHERE investigation_id = $1) GROUP BY step_id)",
         )
         .bind(investigation)
         .fetch_all(&self.pool)
@@ -40,7 +40,7 @@ impl Store {
 
     pub async fn search_of_step(&self, step_id: i64) -> StoreResult<Option<SearchRow>> {
         Ok(sqlx::query_as(
-            "SELECT id, step_id, hits, total, error, searched_at FROM searches WHERE step_id = ? ORDER BY id DESC LIMIT 1",
+            "SELECT id, step_id, hits, total, error, searched_at FROM searches WHERE step_id = $1 ORDER BY id DESC LIMIT 1",
         )
         .bind(step_id)
         .fetch_optional(&self.pool)

@@ -28,7 +28,7 @@ impl Store {
     ) -> StoreResult<ShareRow> {
         Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "INSERT INTO share_links (investigation_id, token_hash, label, hide_hosts, created_by, created_at, expires_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING {COLUMNS}"
+             VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING {COLUMNS}"
         )))
         .bind(investigation)
         .bind(token_hash)
@@ -43,7 +43,7 @@ impl Store {
 
     pub async fn shares_of(&self, investigation: &str) -> StoreResult<Vec<ShareRow>> {
         Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT {COLUMNS} FROM share_links WHERE investigation_id = ? ORDER BY id"
+            "SELECT {COLUMNS} FROM share_links WHERE investigation_id = $1 ORDER BY id"
         )))
         .bind(investigation)
         .fetch_all(&self.pool)
@@ -51,7 +51,7 @@ impl Store {
     }
 
     pub async fn share_by_hash(&self, token_hash: &str) -> StoreResult<Option<ShareRow>> {
-        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM share_links WHERE token_hash = ?")))
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM share_links WHERE token_hash = $1")))
             .bind(token_hash)
             .fetch_optional(&self.pool)
             .await?)
@@ -61,7 +61,7 @@ impl Store {
     /// the first time.
     pub async fn revoke_share(&self, id: i64) -> StoreResult<Option<ShareRow>> {
         Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "UPDATE share_links SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ? RETURNING {COLUMNS}"
+            "UPDATE share_links SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2 RETURNING {COLUMNS}"
         )))
         .bind(now_ms())
         .bind(id)

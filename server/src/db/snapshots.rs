@@ -29,7 +29,7 @@ impl Store {
     pub async fn insert_snapshot(&self, row: &SnapshotRow) -> StoreResult<()> {
         sqlx::query(
             "INSERT INTO snapshots (step_id, path, start_line, end_line, lines, total_lines, size, mtime, sha256, notes, fetched_at, html_lines)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
         )
         .bind(row.step_id)
         .bind(&row.path)
@@ -50,7 +50,7 @@ impl Store {
 
     pub async fn snapshots_of_investigation(&self, investigation: &str) -> StoreResult<Vec<SnapshotRow>> {
         Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT {COLUMNS} FROM snapshots WHERE step_id IN (SELECT id FROM steps WHERE investigation_id = ?) ORDER BY id"
+            "SELECT {COLUMNS} FROM snapshots WHERE step_id IN (SELECT id FROM steps WHERE investigation_id = $1) ORDER BY id"
         )))
         .bind(investigation)
         .fetch_all(&self.pool)
@@ -59,7 +59,7 @@ impl Store {
 
     pub async fn snapshots_of_step(&self, step_id: i64) -> StoreResult<Vec<SnapshotRow>> {
         Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT {COLUMNS} FROM snapshots WHERE step_id = ? ORDER BY id"
+            "SELECT {COLUMNS} FROM snapshots WHERE step_id = $1 ORDER BY id"
         )))
         .bind(step_id)
         .fetch_all(&self.pool)

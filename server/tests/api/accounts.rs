@@ -13,7 +13,7 @@ const PASSWORD: &str = "correct horse battery";
 fn sleuth(app: &TestApp, args: &[&str], stdin: &str) -> std::process::Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_sleuth"))
         .args(args)
-        .env("SLEUTH_DATA", app.data.path().join("db"))
+        .envs(app.store_env())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

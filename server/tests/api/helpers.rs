@@ -4,11 +4,15 @@ use axum::http::{HeaderMap, Method, Request, StatusCode};
 use http_body_util::BodyExt;
 use serde_json::Value;
 use tempfile::TempDir;
+use server::db::Database;
 use tower::ServiceExt;
 
 pub struct TestApp {
     pub router: Router,
     pub data: TempDir,
+    /// Where its store lives: SQLite in `data/db`, or (with `SLEUTH_TEST_POSTGRES`)
+    /// a database of its own on that PostgreSQL server.
+    pub database: Database,
     /// With accounts on (`spawn_app_with_accounts`): the server's side of them.
     pub auth: Option<std::sync::Arc<server::auth::Auth>>,
 }
@@ -40,34 +44,68 @@ impl Response {
 /// The feature tests use it; `accounts.rs` tests signing in.
 pub async fn spawn_app() -> TestApp {
     let data = tempfile::tempdir().expect("temp dir");
-    let router = router_for(&data).await;
-    TestApp { router, data, auth: None }
+    let database = test_database(&data).await;
+    let router = router_for(&data, &database).await;
+    TestApp { router, data, database, auth: None }
 }
 
 /// A server with accounts, as `sleuth serve` runs by default.
 pub async fn spawn_app_with_accounts() -> TestApp {
     let data = tempfile::tempdir().expect("temp dir");
-    let state = server::serve::state(&data.path().join("db"), &data.path().join("site"), Default::default())
+    let database = test_database(&data).await;
+    let options = server::serve::Options { database: Some(database.clone()), ..Default::default() };
+    let state = server::serve::state(&data.path().join("db"), &data.path().join("site"), options)
         .await
         .expect("state");
     let auth = state.auth.clone();
-    TestApp { router: server::app(state), data, auth: Some(auth) }
+    TestApp { router: server::app(state), data, database, auth: Some(auth) }
 }
 
-async fn router_for(data: &TempDir) -> Router {
+/// The backend the suite runs on: SQLite in the app's data dir, or a fresh
+/// database on the PostgreSQL server `SLEUTH_TEST_POSTGRES` names (`./dev test`
+/// runs the suite both ways).
+async fn test_database(data: &TempDir) -> Database {
+    match std::env::var("SLEUTH_TEST_POSTGRES") {
+        Ok(admin) => Database::Postgres(server::db::scratch_postgres_database(&admin).await.expect("scratch database")),
+        Err(_) => Database::Sqlite(data.path().join("db")),
+    }
+}
+
+/// Whether the suite runs on PostgreSQL (for the few checks that look at files).
+pub fn on_postgres() -> bool {
+    std::env::var_os("SLEUTH_TEST_POSTGRES").is_some()
+}
+
+async fn router_for(data: &TempDir, database: &Database) -> Router {
     // No site is needed: these tests read server-rendered HTML and JSON only.
     let site = data.path().join("site");
-    let options = server::serve::Options { no_auth: true, ..Default::default() };
+    let options = server::serve::Options { no_auth: true, database: Some(database.clone()), ..Default::default() };
     let state = server::serve::state(&data.path().join("db"), &site, options).await.expect("state");
     server::app(state)
 }
 
 impl TestApp {
-    /// A new server process on the same data dir, as after a restart.
+    /// A new server process on the same data dir and database, as after a restart.
     pub async fn restart(self) -> TestApp {
         drop(self.router);
-        let router = router_for(&self.data).await;
-        TestApp { router, data: self.data, auth: None }
+        let router = router_for(&self.data, &self.database).await;
+        TestApp { router, data: self.data, database: self.database, auth: None }
+    }
+
+    /// A connection of its own to the app's database, for tests that set up
+    /// what no API can (an expired link).
+    pub async fn sql(&self) -> sqlx::AnyPool {
+        sqlx::any::install_default_drivers();
+        sqlx::AnyPool::connect(&self.database.url()).await.expect("the test database")
+    }
+
+    /// The command-line flags that point `sleuth user …` at this app's store.
+    pub fn store_env(&self) -> Vec<(&'static str, String)> {
+        let mut env = vec![("SLEUTH_DATA", self.data.path().join("db").display().to_string())];
+        if let Database::Postgres(url) = &self.database {
+            env.push(("SLEUTH_DATABASE", url.clone()));
+        }
+        env
     }
 
     pub async fn send(&self, method: Method, uri: &str, content_type: Option<&str>, body: Vec<u8>) -> Response {

@@ -89,10 +89,8 @@ async fn share_links_show_one_investigation_read_only_until_revoked_or_expired()
 
     // Expired: as if a week had passed.
     let soon = team.ok("own", Method::POST, &shares, json!({ "expires_in_days": 1 })).await;
-    let db = sqlx::SqlitePool::connect(&format!("sqlite://{}", team.app.data.path().join("db/sleuth.db").display()))
-        .await
-        .unwrap();
-    sqlx::query("UPDATE share_links SET expires_at = 1 WHERE id = ?")
+    let db = team.app.sql().await;
+    sqlx::query("UPDATE share_links SET expires_at = 1 WHERE id = $1")
         .bind(soon["link"]["id"].as_i64())
         .execute(&db)
         .await
