@@ -5,7 +5,7 @@ use crate::notebook::Service;
 use crate::runs::{Live, Runner};
 use crate::ssh::{KnownHosts, Pool};
 use crate::state::AppState;
-use crate::db::{Database, Store};
+use crate::db::{Backend, Database, Store};
 use crate::router;
 use leptos::config::{Env, LeptosOptions};
 use std::path::Path;
@@ -34,13 +34,27 @@ pub async fn state(data: &Path, site: &Path, options: Options) -> Result<AppStat
         .map_err(|source| crate::db::OpenError::DataDir { path: data.display().to_string(), source })?;
     let database = options.database.clone().unwrap_or_else(|| Database::Sqlite(data.to_path_buf()));
     let store = Store::open(&database).await?;
-    match store.interrupt_unfinished_runs().await {
-        Ok(ids) if !ids.is_empty() => tracing::warn!(?ids, "runs left open by the last server are now `interrupted`"),
-        Ok(_) => {}
-        Err(e) => tracing::error!("cannot mark unfinished runs: {e}"),
-    }
     let pool = Arc::new(Pool::new(KnownHosts::new(data.join("known_hosts")), trust_on_first_use));
     let runner = Arc::new(Runner::new(store.clone(), pool.clone(), Arc::new(Live::default()), data.join("runs")));
+    match store.backend() {
+        // One server per SQLite file: whatever is unfinished was left by its
+        // previous process.
+        Backend::Sqlite => match store.interrupt_unfinished_runs().await {
+            Ok(ids) if !ids.is_empty() => {
+                tracing::warn!(?ids, "runs left open by the last server are now `interrupted`")
+            }
+            Ok(_) => {}
+            Err(e) => tracing::error!("cannot mark unfinished runs: {e}"),
+        },
+        // Replicas share the database: only runs whose replica stopped renewing
+        // its lease are over (db/replicas.rs).
+        Backend::Postgres => {
+            if let Err(e) = store.renew_lease().await {
+                tracing::error!("cannot take a replica lease: {e}");
+            }
+            runner.spawn_leases();
+        }
+    }
     let leptos = LeptosOptions::builder()
         .output_name(OUTPUT_NAME)
         .site_root(site.to_string_lossy().as_ref())

@@ -28,6 +28,7 @@ mod facts;
 mod hosts;
 mod hypotheses;
 mod measurements;
+mod replicas;
 mod rows;
 mod runs;
 mod searches;
@@ -42,6 +43,7 @@ pub use comments::{CommentRow, MentionRow, NewCommentRow};
 pub use facts::FactsRow;
 pub use hypotheses::HypothesisRow;
 pub use measurements::{ExtractorRow, MeasurementRow};
+pub use replicas::{EXPIRY as LEASE_EXPIRY, RENEW as LEASE_RENEW};
 pub use rows::{HostRow, InvestigationRow, NewRun, RunEnd, RunRow, StepRow};
 pub use searches::SearchRow;
 pub use shares::ShareRow;
@@ -158,6 +160,8 @@ pub enum Backend {
 pub struct Store {
     pool: AnyPool,
     backend: Backend,
+    /// See [`Store::replica`].
+    replica: std::sync::Arc<str>,
 }
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -193,7 +197,15 @@ impl Store {
             sqlx::migrate::MigrateError::VersionMissing(version) => OpenError::TooNew(database.describe(), version),
             other => OpenError::Migrate(database.describe(), other),
         })?;
-        Ok(Self { pool, backend })
+        let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
+        let host = host.trim();
+        let replica = format!(
+            "{}-{}-{:04x}",
+            if host.is_empty() { "sleuth" } else { host },
+            std::process::id(),
+            rand::random::<u16>()
+        );
+        Ok(Self { pool, backend, replica: replica.into() })
     }
 
     pub fn backend(&self) -> Backend {

@@ -9,8 +9,9 @@ const COLUMNS: &str = "id, step_id, host, command, env, cwd, timeout_s, status, 
 impl Store {
     pub async fn insert_run(&self, run: &NewRun) -> StoreResult<RunRow> {
         Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "INSERT INTO runs (step_id, host, command, env, cwd, timeout_s, status, batch_index, batch_size, warmup, queued_at, who)
-             VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7, $8, $9, $10, $11) RETURNING {COLUMNS}"
+            "INSERT INTO runs (step_id, host, command, env, cwd, timeout_s, status, batch_index, batch_size, warmup, queued_at, who,
+                               replica)
+             VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7, $8, $9, $10, $11, $12) RETURNING {COLUMNS}"
         )))
         .bind(run.step_id)
         .bind(&run.host)
@@ -23,6 +24,7 @@ impl Store {
         .bind(i64::from(run.warmup))
         .bind(now_ms())
         .bind(&run.who)
+        .bind(self.replica())
         .fetch_one(&self.pool)
         .await?)
     }

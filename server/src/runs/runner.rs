@@ -135,6 +135,38 @@ impl Runner {
         Ok(runs)
     }
 
+    /// On a shared database: renews this replica's lease every
+    /// [`LEASE_RENEW`](crate::db::LEASE_RENEW) and ends the runs of replicas
+    /// whose lease expired, telling their viewers. Runs until the server stops.
+    pub fn spawn_leases(self: &Arc<Self>) {
+        let runner = self.clone();
+        tokio::spawn(async move {
+            let closed = runner.live.closed();
+            tokio::pin!(closed);
+            loop {
+                if let Err(e) = runner.store.renew_lease().await {
+                    tracing::error!("cannot renew the replica lease: {e}");
+                }
+                match runner.store.interrupt_runs_of_dead_replicas().await {
+                    Ok(ended) => {
+                        for (investigation, run) in ended {
+                            tracing::warn!(run, "the replica driving this run stopped: now `interrupted`");
+                            runner.publish(&investigation, run).await;
+                        }
+                    }
+                    Err(e) => tracing::error!("cannot look for runs of stopped replicas: {e}"),
+                }
+                tokio::select! {
+                    () = tokio::time::sleep(crate::db::LEASE_RENEW) => {}
+                    () = &mut closed => break,
+                }
+            }
+            if let Err(e) = runner.store.release_lease().await {
+                tracing::error!("cannot release the replica lease: {e}");
+            }
+        });
+    }
+
     async fn publish(&self, investigation: &str, run_id: i64) {
         if let Ok(Some(row)) = self.store.run(run_id).await {
             self.live.publish(RunEvent::new(investigation, run_from_row(row)));

@@ -9,6 +9,7 @@ mod investigations;
 mod metrics;
 mod pages;
 mod permissions;
+mod replicas;
 mod runs;
 mod security;
 mod shares;

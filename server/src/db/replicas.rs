@@ -1,0 +1,77 @@
+//! Which replica drives which run, and leases that tell a live replica from a
+//! dead one. Every run row names the replica that queued it (`runs.replica`);
+//! a replica renews its row in `replicas` every [`RENEW`], and any replica
+//! interrupts the unfinished runs of one not seen for [`EXPIRY`].
+//!
+//! Queued runs of a dead replica end too (with a reason) rather than being
+//! taken over: its SSH connections, host-key prompts and batch order died with
+//! it, and silently running a command later, from elsewhere, is worse than
+//! asking the person to press Run again.
+
+use super::{Store, StoreResult, now_ms};
+use std::time::Duration;
+
+/// How often a replica renews its lease (and looks for dead ones).
+pub const RENEW: Duration = Duration::from_secs(5);
+/// A replica unseen for this long is dead. With [`RENEW`], its runs are
+/// interrupted at most EXPIRY + RENEW after it died.
+pub const EXPIRY: Duration = Duration::from_secs(20);
+
+impl Store {
+    /// This process's replica id: the host's name, the process id and a random
+    /// part (a restart is a new replica).
+    pub fn replica(&self) -> &str {
+        &self.replica
+    }
+
+    /// Announces this replica, or renews its lease.
+    pub async fn renew_lease(&self) -> StoreResult<()> {
+        let now = now_ms();
+        sqlx::query(
+            "INSERT INTO replicas (id, started_at, seen_at) VALUES ($1, $2, $3)
+             ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at",
+        )
+        .bind(self.replica())
+        .bind(now)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// A replica that stops cleanly gives its lease back; what it drove was
+    /// ended by its own shutdown.
+    pub async fn release_lease(&self) -> StoreResult<()> {
+        sqlx::query("DELETE FROM replicas WHERE id = $1").bind(self.replica()).execute(&self.pool).await?;
+        Ok(())
+    }
+
+    /// Ends the queued and running runs of replicas whose lease expired (or that
+    /// never had one: runs from before leases, or from a replica whose row is
+    /// gone), with a reason. Returns `(investigation, run)` of each.
+    pub async fn interrupt_runs_of_dead_replicas(&self) -> StoreResult<Vec<(String, i64)>> {
+        let now = now_ms();
+        let cutoff = now - EXPIRY.as_millis() as i64;
+        let rows: Vec<(i64,)> = sqlx::query_as(
+            "UPDATE runs SET status = 'interrupted', finished_at = $1,
+                 error = 'The Sleuth replica driving this run (' || COALESCE(replica, 'unknown') ||
+                         ') stopped answering while it was ' || status || '; output up to then is kept.'
+             WHERE status IN ('queued', 'running')
+               AND (replica IS NULL
+                    OR replica NOT IN (SELECT id FROM replicas WHERE seen_at >= $2))
+             RETURNING id",
+        )
+        .bind(now)
+        .bind(cutoff)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut ended = Vec::with_capacity(rows.len());
+        for (run,) in rows {
+            if let Some(investigation) = self.investigation_of(super::OwnedBy::Run, run).await? {
+                ended.push((investigation, run));
+            }
+        }
+        sqlx::query("DELETE FROM replicas WHERE seen_at < $1").bind(cutoff).execute(&self.pool).await?;
+        Ok(ended)
+    }
+}
