@@ -35,6 +35,8 @@ test('every curl example in docs/api.md works', () => {
   ].join('\n').replaceAll('http://127.0.0.1:3000', server.url);
   const out = execFileSync('bash', ['-c', script], {
     encoding: 'utf8',
+    // Examples that write files (chart.svg) write them there.
+    cwd: tempDataDir(),
     env: { ...process.env, SLEUTH_TOKEN: 'not-needed-under-no-auth', GPU_HOST: '127.0.0.1', GPU_PORT: String(sshd.port), GPU_USER: sshd.user, GPU_KEY: sshd.key },
     timeout: 60_000,
   });

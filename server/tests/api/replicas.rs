@@ -34,16 +34,25 @@ impl Replica {
             .spawn()
             .expect("sleuth serve");
         let stdout = child.stdout.take().expect("stdout");
-        let mut lines = std::io::BufRead::lines(std::io::BufReader::new(stdout));
-        let line = lines.next().expect("a first line").expect("readable");
+        // The first line names the address; read it on a thread so a replica
+        // that never starts fails the test instead of hanging it.
+        let (first, line_rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut lines = std::io::BufRead::lines(std::io::BufReader::new(stdout));
+            let _ = first.send(lines.next());
+            // Keep reading so the replica never blocks on a full pipe.
+            lines.for_each(drop);
+        });
+        let line = match line_rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(Some(Ok(line))) => line,
+            other => panic!("sleuth serve printed no address within 60 s: {other:?}"),
+        };
         let addr = line
             .split("http://")
             .nth(1)
             .and_then(|rest| rest.split('/').next())
             .unwrap_or_else(|| panic!("no address in {line:?}"))
             .to_string();
-        // Keep reading so the replica never blocks on a full pipe.
-        std::thread::spawn(move || lines.for_each(drop));
         Replica { child, addr }
     }
 
