@@ -97,6 +97,8 @@ pub trait HostOps: Send + Sync + 'static {
     /// Replaces the host called `name` (which may be renamed by `host.name`).
     async fn update_host(&self, actor: &Actor, name: &str, host: NewHost) -> Result<Host, ApiError>;
     async fn remove_host(&self, actor: &Actor, name: &str) -> Result<(), ApiError>;
+    /// Every pinned host key as an OpenSSH known_hosts file.
+    async fn known_hosts(&self, actor: &Actor) -> Result<String, ApiError>;
     /// Trusts the key the host offered, if `fingerprint` is its SHA256 fingerprint.
     async fn trust_host(&self, actor: &Actor, name: &str, fingerprint: &str) -> Result<Host, ApiError>;
     /// Keeps the passphrase of the host's key file in memory (never stored).

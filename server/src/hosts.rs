@@ -61,14 +61,11 @@ fn expand_home(path: &str) -> PathBuf {
 }
 
 impl Service {
-    fn host_view(&self, row: HostRow) -> Host {
+    async fn host_view(&self, row: HostRow) -> Host {
         let port = u16::try_from(row.port).unwrap_or(22);
-        let trusted_keys =
-            russh::keys::known_hosts::known_host_keys_path(&row.hostname, port, self.pool.known_hosts().path())
-                .map(|keys| keys.iter().map(|(_, key)| ssh::fingerprint(key)).collect())
-                .unwrap_or_default();
+        let trusted_keys = self.pool.known_hosts().fingerprints(&row.hostname, port).await;
         Host {
-            pending_key: self.pool.pending_fingerprint(&row.hostname, port),
+            pending_key: self.pool.pending_fingerprint(&row.hostname, port).await,
             trusted_keys,
             port,
             created_at: timestamp(row.created_at),
@@ -113,11 +110,15 @@ impl Service {
 
     pub(crate) async fn hosts(&self) -> Result<Vec<Host>, ApiError> {
         let rows = self.store.hosts().await?;
-        Ok(rows.into_iter().map(|row| self.host_view(row)).collect())
+        let mut hosts = Vec::with_capacity(rows.len());
+        for row in rows {
+            hosts.push(self.host_view(row).await);
+        }
+        Ok(hosts)
     }
 
     pub(crate) async fn host(&self, name: &str) -> Result<Host, ApiError> {
-        Ok(self.host_view(self.host_row(name).await?))
+        Ok(self.host_view(self.host_row(name).await?).await)
     }
 
     pub(crate) async fn add_host(&self, new: NewHost) -> Result<Host, ApiError> {
@@ -165,6 +166,10 @@ impl Service {
         Ok(())
     }
 
+    pub(crate) async fn known_hosts(&self) -> Result<String, ApiError> {
+        self.pool.known_hosts().openssh().await.map_err(|e| crate::notebook::internal("host keys", e))
+    }
+
     pub(crate) async fn trust_host(&self, actor: &Actor, name: &str, fingerprint: &str) -> Result<Host, ApiError> {
         let result = self.trust(name, fingerprint).await;
         let entry = crate::db::NewAudit {
@@ -182,7 +187,7 @@ impl Service {
     async fn trust(&self, name: &str, fingerprint: &str) -> Result<Host, ApiError> {
         let row = self.host_row(name).await?;
         let port = u16::try_from(row.port).unwrap_or(22);
-        if self.pool.pending_fingerprint(&row.hostname, port).is_none() {
+        if self.pool.pending_fingerprint(&row.hostname, port).await.is_none() {
             // Ask the host for its key first; the expected outcome is "unknown key".
             let target = self.target(name).await?;
             match self.pool.connection(&target).await {
@@ -191,7 +196,7 @@ impl Service {
                 Err(e) => return Err(e.into()),
             }
         }
-        self.pool.trust(&row.hostname, port, fingerprint).map_err(ApiError::invalid)?;
+        self.pool.trust(&row.hostname, port, fingerprint).await.map_err(ApiError::invalid)?;
         tracing::info!(host = %name, %fingerprint, "host key trusted");
         self.host(name).await
     }

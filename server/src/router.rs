@@ -75,6 +75,7 @@ pub fn app(state: AppState) -> Router {
         .route("/audit", get(audit::list))
         .route("/hosts", get(hosts::list).post(hosts::create))
         .route("/hosts/import", post(hosts::import))
+        .route("/known_hosts", get(hosts::known_hosts))
         .route("/hosts/{name}", get(hosts::show).put(hosts::update).delete(hosts::delete))
         .route("/hosts/{name}/trust", post(hosts::trust))
         .route("/hosts/{name}/passphrase", post(hosts::passphrase))

@@ -34,8 +34,11 @@ pub async fn state(data: &Path, site: &Path, options: Options) -> Result<AppStat
         .map_err(|source| crate::db::OpenError::DataDir { path: data.display().to_string(), source })?;
     let database = options.database.clone().unwrap_or_else(|| Database::Sqlite(data.to_path_buf()));
     let store = Store::open(&database).await?;
-    let pool = Arc::new(Pool::new(KnownHosts::new(data.join("known_hosts")), trust_on_first_use));
-    let runner = Arc::new(Runner::new(store.clone(), pool.clone(), Arc::new(Live::default()), data.join("runs")));
+    let known_hosts = KnownHosts::new(store.clone());
+    import_known_hosts(&known_hosts, &data.join("known_hosts")).await;
+    let pool = Arc::new(Pool::new(known_hosts, trust_on_first_use));
+    let outputs = crate::runs::output::Outputs::for_store(&store, data.join("runs"));
+    let runner = Arc::new(Runner::new(store.clone(), pool.clone(), Arc::new(Live::default()), outputs));
     match store.backend() {
         // One server per SQLite file: whatever is unfinished was left by its
         // previous process.
@@ -66,6 +69,29 @@ pub async fn state(data: &Path, site: &Path, options: Options) -> Result<AppStat
     let service = Arc::new(Service::new(store, pool, runner.clone()));
     let notebook = Arc::new(crate::auth::guarded::Guarded::new(service, access.clone()));
     Ok(AppState { notebook, runner, leptos, auth, access })
+}
+
+/// Host keys used to live in `DATA/known_hosts`; a data dir that still has the
+/// file has its keys taken into the store once, and the file is renamed so that
+/// nobody edits a file that no longer counts.
+async fn import_known_hosts(known_hosts: &KnownHosts, file: &Path) {
+    if !file.exists() {
+        return;
+    }
+    match known_hosts.import(file).await {
+        Ok(n) => {
+            let moved = file.with_extension("imported");
+            match std::fs::rename(file, &moved) {
+                Ok(()) => tracing::info!(
+                    "took {n} host keys from {} into the store; the file is now {}",
+                    file.display(),
+                    moved.display()
+                ),
+                Err(e) => tracing::warn!("took {n} host keys from {}, but cannot rename it: {e}", file.display()),
+            }
+        }
+        Err(e) => tracing::error!("cannot take in the host keys of {}: {e}", file.display()),
+    }
 }
 
 pub async fn run(args: ServeArgs) -> Result<(), String> {

@@ -16,11 +16,14 @@
 //!   no allocator keeps a freed 19 MiB per thread that once verified). A sign-in
 //!   that cannot start within `QUEUE_WAIT` is answered 429 at once (its
 //!   reservation is given back: nothing was tried).
-//! - Entries whose failures have all aged out are swept, so the table holds only
-//!   what the window still counts — at most what verification throughput allows.
+//! - Failures are rows in the store, so every replica of a team server counts
+//!   the same ones (the verification slots are per process: they bound this
+//!   machine's memory). Failures that have aged out are swept, so the table
+//!   holds only what the window still counts — at most what verification
+//!   throughput allows.
 
 use app::error::{ApiError, ErrorCode};
-use std::collections::{HashMap, VecDeque};
+use crate::db::{Store, now_ms};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -33,25 +36,16 @@ pub const QUEUE_WAIT: Duration = Duration::from_secs(2);
 const SWEEP_EVERY: Duration = Duration::from_secs(60);
 
 pub struct Limiter {
-    state: Mutex<Table>,
+    store: Store,
+    /// When this process last swept aged-out failures.
+    swept: Mutex<Instant>,
     checks: Arc<Semaphore>,
     /// argon2's working memory, one per check slot (empty until first used).
     memory: Arc<Mutex<Vec<Vec<argon2::Block>>>>,
 }
 
-struct Table {
-    failures: HashMap<String, VecDeque<Instant>>,
-    swept: Instant,
-}
-
-impl Default for Limiter {
-    fn default() -> Self {
-        Self {
-            state: Mutex::new(Table { failures: HashMap::new(), swept: Instant::now() }),
-            checks: Arc::new(Semaphore::new(CONCURRENT_CHECKS)),
-            memory: Arc::new(Mutex::new(vec![Vec::new(); CONCURRENT_CHECKS])),
-        }
-    }
+fn window_ms() -> i64 {
+    i64::try_from(WINDOW.as_millis()).unwrap_or(i64::MAX)
 }
 
 fn keys(name: &str, client: &str) -> [(String, usize); 2] {
@@ -64,7 +58,8 @@ pub struct Attempt<'a> {
     limiter: &'a Limiter,
     name: String,
     client: String,
-    at: Instant,
+    /// The failure rows recorded for it (pair, client).
+    rows: Vec<i64>,
     _slot: OwnedSemaphorePermit,
 }
 
@@ -88,81 +83,75 @@ impl Attempt<'_> {
 
     /// The password was right: the reservation is taken back and the pair's
     /// earlier failures forgotten.
-    pub fn succeeded(self) {
-        let [(pair, _), (client, _)] = keys(&self.name, &self.client);
-        let mut table = self.limiter.table();
-        table.failures.remove(&pair);
-        remove_one(&mut table.failures, &client, self.at);
-    }
-}
-
-fn remove_one(failures: &mut HashMap<String, VecDeque<Instant>>, key: &str, at: Instant) {
-    if let Some(times) = failures.get_mut(key) {
-        if let Some(i) = times.iter().position(|t| *t == at) {
-            times.remove(i);
-        }
-        if times.is_empty() {
-            failures.remove(key);
-        }
+    pub async fn succeeded(self) -> Result<(), ApiError> {
+        let [(pair, _), _] = keys(&self.name, &self.client);
+        self.limiter.store.forget_sign_in_failures(&pair).await?;
+        self.limiter.store.delete_sign_in_failures(&self.rows).await?;
+        Ok(())
     }
 }
 
 impl Limiter {
-    fn table(&self) -> std::sync::MutexGuard<'_, Table> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    pub fn new(store: Store) -> Self {
+        Self {
+            store,
+            swept: Mutex::new(Instant::now()),
+            checks: Arc::new(Semaphore::new(CONCURRENT_CHECKS)),
+            memory: Arc::new(Mutex::new(vec![Vec::new(); CONCURRENT_CHECKS])),
+        }
     }
 
     /// Reserves an attempt for `name` from `client`: refused (429) when either
     /// limit is reached or no verification slot frees up in time.
     pub async fn reserve(&self, name: &str, client: &str) -> Result<Attempt<'_>, ApiError> {
-        let at = self.count(name, client)?;
+        let rows = self.count(name, client).await?;
         let slot = match tokio::time::timeout(QUEUE_WAIT, self.checks.clone().acquire_owned()).await {
             Ok(Ok(slot)) => slot,
             _ => {
-                let mut table = self.table();
-                for (key, _) in keys(name, client) {
-                    remove_one(&mut table.failures, &key, at);
-                }
+                self.store.delete_sign_in_failures(&rows).await?;
                 return Err(ApiError::new(
                     ErrorCode::TooManyRequests,
                     "Too many sign-ins at once; try again in a few seconds.",
                 ));
             }
         };
-        Ok(Attempt { limiter: self, name: name.to_string(), client: client.to_string(), at, _slot: slot })
+        Ok(Attempt { limiter: self, name: name.to_string(), client: client.to_string(), rows, _slot: slot })
     }
 
     /// Checks both limits and, if neither is reached, records the attempt as a failure.
-    fn count(&self, name: &str, client: &str) -> Result<Instant, ApiError> {
-        let now = Instant::now();
-        let mut table = self.table();
-        if now.duration_since(table.swept) > SWEEP_EVERY {
-            table.failures.retain(|_, times| times.back().is_some_and(|t| now.duration_since(*t) <= WINDOW));
-            table.swept = now;
-        }
-        let keys = keys(name, client);
-        for (key, limit) in &keys {
-            let Some(times) = table.failures.get_mut(key) else { continue };
-            while times.front().is_some_and(|t| now.duration_since(*t) > WINDOW) {
-                times.pop_front();
+    async fn count(&self, name: &str, client: &str) -> Result<Vec<i64>, ApiError> {
+        let now = now_ms();
+        let due = {
+            let mut swept = self.swept.lock().unwrap_or_else(|e| e.into_inner());
+            let due = swept.elapsed() > SWEEP_EVERY;
+            if due {
+                *swept = Instant::now();
             }
-            if times.len() >= *limit {
-                let wait = times.front().map_or(WINDOW, |t| WINDOW.saturating_sub(now.duration_since(*t)));
-                return Err(ApiError::new(
+            due
+        };
+        if due {
+            self.sweep(now).await?;
+        }
+        match self.store.reserve_sign_in(&keys(name, client), now - window_ms(), now).await? {
+            Ok(rows) => Ok(rows),
+            Err(oldest) => {
+                let wait_ms = u64::try_from(oldest + window_ms() - now).unwrap_or(0);
+                Err(ApiError::new(
                     ErrorCode::TooManyRequests,
-                    format!("Too many wrong passwords; try again in {} minutes.", wait.as_secs().div_ceil(60).max(1)),
-                ));
+                    format!("Too many wrong passwords; try again in {} minutes.", wait_ms.div_ceil(60_000).max(1)),
+                ))
             }
         }
-        for (key, _) in keys {
-            table.failures.entry(key).or_default().push_back(now);
-        }
-        Ok(now)
     }
 
-    /// How many keys the table holds (for tests of the sweep and of bursts).
-    pub fn entries(&self) -> usize {
-        self.table().failures.len()
+    /// Deletes the failures that no longer count at `now`.
+    pub(crate) async fn sweep(&self, now: i64) -> Result<(), ApiError> {
+        Ok(self.store.sweep_sign_in_failures(now - window_ms()).await?)
+    }
+
+    /// How many keys have failures recorded (for tests of the sweep and of bursts).
+    pub async fn entries(&self) -> usize {
+        self.store.sign_in_failure_keys().await.ok().and_then(|n| usize::try_from(n).ok()).unwrap_or(0)
     }
 
     /// Verification slots free right now.
@@ -175,9 +164,16 @@ impl Limiter {
 mod tests {
     use super::*;
 
+    /// A limiter on a store of its own (SQLite; the API suite runs on both).
+    async fn limiter() -> (tempfile::TempDir, Limiter) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&crate::db::Database::Sqlite(dir.path().to_path_buf())).await.unwrap();
+        (dir, Limiter::new(store))
+    }
+
     #[tokio::test]
     async fn five_failures_lock_the_name_from_that_address_only() {
-        let limiter = Limiter::default();
+        let (_dir, limiter) = limiter().await;
         for _ in 0..PAIR_FAILURES {
             drop(limiter.reserve("ada", "10.0.0.1").await.expect("allowed"));
         }
@@ -190,7 +186,7 @@ mod tests {
 
     #[tokio::test]
     async fn one_address_guessing_many_names_is_stopped() {
-        let limiter = Limiter::default();
+        let (_dir, limiter) = limiter().await;
         for i in 0..CLIENT_FAILURES {
             drop(limiter.reserve(&format!("user{i}"), "10.0.0.9").await.expect("allowed"));
         }
@@ -200,11 +196,11 @@ mod tests {
 
     #[tokio::test]
     async fn a_success_takes_its_reservation_back() {
-        let limiter = Limiter::default();
+        let (_dir, limiter) = limiter().await;
         for _ in 0..PAIR_FAILURES - 1 {
             drop(limiter.reserve("ada", "10.0.0.1").await.expect("allowed"));
         }
-        limiter.reserve("ada", "10.0.0.1").await.expect("allowed").succeeded();
+        limiter.reserve("ada", "10.0.0.1").await.expect("allowed").succeeded().await.unwrap();
         for _ in 0..PAIR_FAILURES {
             drop(limiter.reserve("ada", "10.0.0.1").await.expect("the pair starts over after a success"));
         }
@@ -214,7 +210,7 @@ mod tests {
     async fn reservations_count_before_the_check_finishes() {
         // Attempts held open (being verified) use up the pair's budget: the
         // next is refused although none has failed yet.
-        let limiter = Limiter::default();
+        let (_dir, limiter) = limiter().await;
         let mut open = Vec::new();
         for _ in 0..CONCURRENT_CHECKS - 1 {
             open.push(limiter.reserve("ada", "10.0.0.1").await.expect("allowed"));
@@ -229,7 +225,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_full_queue_is_refused_quickly_and_costs_nothing() {
-        let limiter = Limiter::default();
+        let (_dir, limiter) = limiter().await;
         let mut held = Vec::new();
         for i in 0..CONCURRENT_CHECKS {
             held.push(limiter.reserve(&format!("u{i}"), &format!("10.1.0.{i}")).await.expect("a slot"));
@@ -247,19 +243,25 @@ mod tests {
 
     #[tokio::test]
     async fn aged_out_entries_are_swept() {
-        let limiter = Limiter::default();
+        let (_dir, limiter) = limiter().await;
         drop(limiter.reserve("ada", "10.0.0.1").await.expect("allowed"));
-        assert_eq!(limiter.entries(), 2);
-        {
-            let mut table = limiter.table();
-            let old = Instant::now().checked_sub(WINDOW + SWEEP_EVERY + Duration::from_secs(1));
-            let Some(old) = old else { return }; // a machine up for less than 16 minutes
-            for times in table.failures.values_mut() {
-                times.iter_mut().for_each(|t| *t = old);
-            }
-            table.swept = old;
+        assert_eq!(limiter.entries().await, 2);
+        limiter.sweep(now_ms() + window_ms() - 1000).await.unwrap();
+        assert_eq!(limiter.entries().await, 2, "still inside the window");
+        limiter.sweep(now_ms() + window_ms() + 1000).await.unwrap();
+        assert_eq!(limiter.entries().await, 0, "aged out");
+    }
+
+    #[tokio::test]
+    async fn two_limiters_on_one_store_count_together() {
+        // Two replicas of a team server: guesses through both add up.
+        let (dir, a) = limiter().await;
+        let b = Limiter::new(Store::open(&crate::db::Database::Sqlite(dir.path().to_path_buf())).await.unwrap());
+        for i in 0..PAIR_FAILURES {
+            let through = if i % 2 == 0 { &a } else { &b };
+            drop(through.reserve("ada", "10.0.0.1").await.expect("allowed"));
         }
-        drop(limiter.reserve("bob", "10.0.0.2").await.expect("allowed"));
-        assert_eq!(limiter.entries(), 2, "ada's aged-out entries went, bob's are new");
+        assert!(a.reserve("ada", "10.0.0.1").await.is_err());
+        assert!(b.reserve("ada", "10.0.0.1").await.is_err());
     }
 }

@@ -150,7 +150,8 @@ pub fn check_new_user(name: &str, password: &str) -> Result<(), ApiError> {
 
 impl Auth {
     pub fn new(store: Store, disabled: bool, secure_cookies: bool) -> Self {
-        Self { store, disabled, secure_cookies, setup_token: Mutex::new(None), limiter: limiter::Limiter::default() }
+        let limiter = limiter::Limiter::new(store.clone());
+        Self { store, disabled, secure_cookies, setup_token: Mutex::new(None), limiter }
     }
 
     pub fn disabled(&self) -> bool {
@@ -237,7 +238,7 @@ impl Auth {
             tracing::warn!(user = name, client, "failed sign-in");
             return Err(ApiError::new(ErrorCode::Unauthenticated, "Wrong name or password."));
         };
-        attempt.succeeded();
+        attempt.succeeded().await?;
         let (secret, hash) = new_secret();
         let expires = crate::db::now_ms() + SESSION_DAYS * 86_400_000;
         self.store.insert_session(&hash, row.id, expires).await?;

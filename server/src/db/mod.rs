@@ -25,14 +25,17 @@ mod annotations;
 mod audit;
 mod comments;
 mod facts;
+mod host_keys;
 mod hosts;
 mod hypotheses;
 mod measurements;
+mod output;
 mod replicas;
 mod rows;
 mod runs;
 mod searches;
 mod shares;
+mod sign_in;
 mod snapshots;
 
 pub use access::OwnedBy;
@@ -43,6 +46,7 @@ pub use comments::{CommentRow, MentionRow, NewCommentRow};
 pub use facts::FactsRow;
 pub use hypotheses::HypothesisRow;
 pub use measurements::{ExtractorRow, MeasurementRow};
+pub use output::OutputBlock;
 pub use replicas::{EXPIRY as LEASE_EXPIRY, RENEW as LEASE_RENEW};
 pub use rows::{HostRow, InvestigationRow, NewRun, RunEnd, RunRow, StepRow};
 pub use searches::SearchRow;
@@ -156,6 +160,16 @@ pub enum Backend {
     Postgres,
 }
 
+/// Writers that must not interleave, each queue apart (PostgreSQL advisory
+/// lock keys; SQLite has one write lock for everything).
+#[derive(Debug, Clone, Copy)]
+enum Queue {
+    /// Renumbering a timeline's steps.
+    Steps = 7_355_608,
+    /// Counting and recording sign-in attempts.
+    SignIn = 7_355_609,
+}
+
 #[derive(Clone)]
 pub struct Store {
     pool: AnyPool,
@@ -216,16 +230,17 @@ impl Store {
         self.pool.close().await;
     }
 
-    /// A write transaction that waits for other serialised writers first: SQLite
-    /// takes its write lock up front (`BEGIN IMMEDIATE`, not on the first write,
-    /// which could fail with "database is locked" half way); Postgres takes one
-    /// transaction-scoped advisory lock, the same queue across every replica.
-    async fn begin_serialised(&self) -> StoreResult<Transaction<'static, Any>> {
+    /// A write transaction that waits for the other writers of its queue first:
+    /// SQLite takes its (one, database-wide) write lock up front (`BEGIN
+    /// IMMEDIATE`, not on the first write, which could fail with "database is
+    /// locked" half way); Postgres takes the queue's transaction-scoped advisory
+    /// lock, the same queue across every replica.
+    async fn begin_serialised(&self, queue: Queue) -> StoreResult<Transaction<'static, Any>> {
         Ok(match self.backend {
             Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await?,
             Backend::Postgres => {
                 let mut tx = self.pool.begin().await?;
-                (&mut *tx).execute("SELECT pg_advisory_xact_lock(7355608)").await?;
+                sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(queue as i64).execute(&mut *tx).await?;
                 tx
             }
         })
@@ -329,7 +344,7 @@ impl Store {
     /// Appends a step to the end of the timeline; `None` if there is no such investigation.
     pub async fn insert_step(&self, investigation: &str, kind: &str, body: &str) -> StoreResult<Option<StepRow>> {
         let now = now_ms();
-        let mut tx = self.begin_serialised().await?;
+        let mut tx = self.begin_serialised(Queue::Steps).await?;
         let touched = touch_investigation(&mut tx, investigation, now).await?;
         if !touched {
             return Ok(None);
@@ -361,7 +376,7 @@ impl Store {
         expected: Option<i64>,
     ) -> StoreResult<Option<StepRow>> {
         let now = now_ms();
-        let mut tx = self.begin_serialised().await?;
+        let mut tx = self.begin_serialised(Queue::Steps).await?;
         let row: Option<StepRow> = sqlx::query_as(
             "UPDATE steps SET body = $1, updated_at = $2, version = version + 1, updated_by = $3
              WHERE id = $4 AND ($5 IS NULL OR version = $6)
@@ -386,7 +401,7 @@ impl Store {
     /// steps in between; `None` if there is no such step.
     pub async fn move_step(&self, id: i64, position: i64) -> StoreResult<Option<StepRow>> {
         let now = now_ms();
-        let mut tx = self.begin_serialised().await?;
+        let mut tx = self.begin_serialised(Queue::Steps).await?;
         let Some((investigation, from)): Option<(String, i64)> =
             sqlx::query_as("SELECT investigation_id, position FROM steps WHERE id = $1")
                 .bind(id)
@@ -433,7 +448,7 @@ impl Store {
 
     /// Deletes a step and closes the gap it leaves; `false` if there is no such step.
     pub async fn delete_step(&self, id: i64) -> StoreResult<bool> {
-        let mut tx = self.begin_serialised().await?;
+        let mut tx = self.begin_serialised(Queue::Steps).await?;
         let Some((investigation, position)): Option<(String, i64)> =
             sqlx::query_as("DELETE FROM steps WHERE id = $1 RETURNING investigation_id, position")
                 .bind(id)
@@ -494,6 +509,32 @@ pub(crate) async fn test_stores() -> Vec<(tempfile::TempDir, Database, Store)> {
         stores.push((tempfile::tempdir().expect("temp dir"), postgres, store));
     }
     stores
+}
+
+/// Rows other modules' tests need to exist.
+#[cfg(test)]
+pub(crate) mod tests_support {
+    use super::{NewRun, Store};
+
+    /// A queued run of a command step in a new investigation.
+    pub async fn a_run(store: &Store) -> i64 {
+        let id = format!("t{:09x}", rand::random::<u32>());
+        assert!(store.insert_investigation(&id, "t", "").await.unwrap());
+        let step = store.insert_step(&id, "command", "{}").await.unwrap().unwrap();
+        let run = NewRun {
+            step_id: step.id,
+            host: "h".into(),
+            command: "true".into(),
+            env: "[]".into(),
+            cwd: None,
+            timeout_s: None,
+            batch_index: 1,
+            batch_size: 1,
+            warmup: false,
+            who: None,
+        };
+        store.insert_run(&run).await.unwrap().id
+    }
 }
 
 async fn open_sqlite(dir: &Path) -> Result<AnyPool, OpenError> {

@@ -24,6 +24,13 @@ pub async fn create(
     Ok((StatusCode::CREATED, location, Json(host)))
 }
 
+/// The pinned host keys as an OpenSSH known_hosts file (`ssh-keygen -lf -`,
+/// `ssh -o UserKnownHostsFile=`).
+pub async fn known_hosts(Caller(actor): Caller, State(state): State<AppState>) -> Result<impl IntoResponse, AppError> {
+    let text = state.notebook.known_hosts(&actor).await?;
+    Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text))
+}
+
 pub async fn show(
     Caller(actor): Caller,
     State(state): State<AppState>,

@@ -1,7 +1,6 @@
 use crate::auth::Caller;
 use crate::error::AppError;
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
-use crate::runs::output;
 use crate::state::AppState;
 use app::error::ApiError;
 use app::runs::{Run, RunRequest};
@@ -85,9 +84,9 @@ pub async fn output(
     Query(query): Query<OutputQuery>,
 ) -> Result<Response, AppError> {
     state.notebook.run(&actor, id).await?;
-    let dir = state.runner.output_dir().to_path_buf();
+    let outputs = state.runner.outputs();
     let whole = query.limit.is_none() && query.offset == 0;
-    let (_, len) = output::read_range(&dir, id, 0, 0).await.map_err(io_error)?;
+    let len = outputs.len(id).await.map_err(io_error)?;
     let mut headers = HeaderMap::new();
     headers.insert(header::CONTENT_TYPE, "text/plain; charset=utf-8".parse().map_err(|_| ApiError::internal())?);
     headers.insert("x-output-length", len.into());
@@ -96,33 +95,12 @@ pub async fn output(
         headers.insert(header::CONTENT_DISPOSITION, value.parse().map_err(|_| ApiError::internal())?);
     }
     if whole {
-        // Stream the file: output can be gigabytes.
-        let file = match tokio::fs::File::open(output::out_path(&dir, id)).await {
-            Ok(file) => file,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((headers, Body::empty()).into_response()),
-            Err(e) => return Err(io_error(e)),
-        };
-        let body = Body::from_stream(tokio_util_stream(file));
-        return Ok((headers, body).into_response());
+        // A stream, never all at once: output can be gigabytes.
+        return Ok((headers, Body::from_stream(outputs.whole(id))).into_response());
     }
     let limit = query.limit.unwrap_or(1024 * 1024).min(16 * 1024 * 1024);
-    let (bytes, _) = output::read_range(&dir, id, query.offset, limit).await.map_err(io_error)?;
+    let (bytes, _) = outputs.read_range(id, query.offset, limit).await.map_err(io_error)?;
     Ok((headers, bytes).into_response())
-}
-
-fn tokio_util_stream(file: tokio::fs::File) -> impl Stream<Item = std::io::Result<bytes::Bytes>> {
-    futures::stream::unfold(file, |mut file| async move {
-        use tokio::io::AsyncReadExt;
-        let mut buf = vec![0u8; 256 * 1024];
-        match file.read(&mut buf).await {
-            Ok(0) => None,
-            Ok(n) => {
-                buf.truncate(n);
-                Some((Ok(bytes::Bytes::from(buf)), file))
-            }
-            Err(e) => Some((Err(e), file)),
-        }
-    })
 }
 
 fn io_error(e: std::io::Error) -> AppError {

@@ -2,18 +2,17 @@
 
 use super::custom::Extractor;
 use crate::db::Store;
-use crate::runs::output;
-use std::path::Path;
+use crate::runs::output::Outputs;
 
 /// Benchmarks print their results at the end: a longer output is read from here.
 const READ_BYTES: u64 = 32 * 1024 * 1024;
 
 /// Runs every extractor (built-in, and the investigation's own) over the run's
 /// output and replaces what was stored for it. Returns how many were found.
-pub async fn for_run(store: &Store, output_dir: &Path, investigation: &str, run: i64) -> Result<usize, String> {
-    let (_, len) = output::read_range(output_dir, run, 0, 0).await.map_err(|e| e.to_string())?;
+pub async fn for_run(store: &Store, outputs: &Outputs, investigation: &str, run: i64) -> Result<usize, String> {
+    let len = outputs.len(run).await.map_err(|e| e.to_string())?;
     let from = len.saturating_sub(READ_BYTES);
-    let (bytes, _) = output::read_range(output_dir, run, from, READ_BYTES).await.map_err(|e| e.to_string())?;
+    let (bytes, _) = outputs.read_range(run, from, READ_BYTES).await.map_err(|e| e.to_string())?;
     let definitions = store.extractors(investigation).await.map_err(|e| e.to_string())?;
     let found = tokio::task::spawn_blocking(move || {
         let text = String::from_utf8_lossy(&bytes);

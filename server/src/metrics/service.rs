@@ -193,7 +193,7 @@ impl Service {
     async fn reextract(&self, investigation: &str) {
         let runs = self.store.runs_of_investigation(investigation).await.unwrap_or_default();
         for run in runs.iter().filter(|r| r.finished_at.is_some()) {
-            if let Err(e) = super::record::for_run(&self.store, self.runner.output_dir(), investigation, run.id).await {
+            if let Err(e) = super::record::for_run(&self.store, self.runner.outputs(), investigation, run.id).await {
                 tracing::error!(run = run.id, "cannot extract measurements: {e}");
             }
         }

@@ -13,11 +13,11 @@
 //! a newline too) and closes; viewers then read what is left and send `end`.
 
 use super::live::{Live, Progress};
-use super::{output, output_html};
+use super::output::Outputs;
+use super::output_html;
 use bytes::Bytes;
 use futures::Stream;
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -66,7 +66,7 @@ struct Feed {
 
 /// The feeds of the runs that are being followed on this server.
 pub struct Feeds {
-    dir: PathBuf,
+    outputs: Outputs,
     live: Arc<Live>,
     feeds: Mutex<HashMap<i64, Feed>>,
 }
@@ -87,11 +87,17 @@ fn cut(bytes: &[u8], start: u64, len: u64, finished: bool) -> usize {
 
 /// The next frame of output at `offset` (at most `until`), rendered here; `None`
 /// when there is no whole line yet (or nothing).
-async fn read_frame(dir: &Path, run: i64, offset: u64, until: u64, finished: bool) -> std::io::Result<Option<Frame>> {
+async fn read_frame(
+    outputs: &Outputs,
+    run: i64,
+    offset: u64,
+    until: u64,
+    finished: bool,
+) -> std::io::Result<Option<Frame>> {
     if offset >= until {
         return Ok(None);
     }
-    let (bytes, _) = output::read_range(dir, run, offset, (until - offset).min(FRAME_BYTES)).await?;
+    let (bytes, _) = outputs.read_range(run, offset, (until - offset).min(FRAME_BYTES)).await?;
     let n = cut(&bytes, offset, until, finished);
     if n == 0 {
         return Ok(None);
@@ -101,8 +107,8 @@ async fn read_frame(dir: &Path, run: i64, offset: u64, until: u64, finished: boo
 }
 
 impl Feeds {
-    pub fn new(dir: PathBuf, live: Arc<Live>) -> Self {
-        Self { dir, live, feeds: Mutex::new(HashMap::new()) }
+    pub fn new(outputs: Outputs, live: Arc<Live>) -> Self {
+        Self { outputs, live, feeds: Mutex::new(HashMap::new()) }
     }
 
     /// A viewer's hold on the run's feed, started if the run is running here
@@ -134,7 +140,7 @@ impl Feeds {
                     feed.published.store(at, Ordering::Release);
                     break;
                 }
-                match read_frame(&self.dir, run, at, progress.len, progress.finished).await {
+                match read_frame(&self.outputs, run, at, progress.len, progress.finished).await {
                     Ok(Some(frame)) => {
                         at = frame.end;
                         let _ = feed.frames.send(frame);
@@ -178,7 +184,7 @@ impl Feeds {
                 feed = self.feed(run);
             }
         }
-        let viewer = Viewer { dir: self.dir.clone(), run, offset, feed, pending: None, done: false };
+        let viewer = Viewer { outputs: self.outputs.clone(), run, offset, feed, pending: None, done: false };
         futures::stream::unfold(viewer, |mut viewer| async move {
             let bytes = viewer.next().await?;
             Some((bytes, viewer))
@@ -194,7 +200,7 @@ struct Following {
 
 /// One viewer's place in a run's output.
 struct Viewer {
-    dir: PathBuf,
+    outputs: Outputs,
     run: i64,
     offset: u64,
     feed: Option<Following>,
@@ -248,7 +254,7 @@ impl Viewer {
     /// A frame read from the file, up to `until` (a frame boundary, so the
     /// bytes before it may end without a newline).
     async fn from_file(&mut self, until: u64) -> Bytes {
-        match read_frame(&self.dir, self.run, self.offset, until, true).await {
+        match read_frame(&self.outputs, self.run, self.offset, until, true).await {
             Ok(Some(frame)) => {
                 self.offset = frame.end;
                 frame.bytes
@@ -260,8 +266,8 @@ impl Viewer {
 
     /// The run is over (or not running here): the rest of the file, then `end`.
     async fn drain(&mut self) -> Bytes {
-        let len = match output::read_range(&self.dir, self.run, 0, 0).await {
-            Ok((_, len)) => len,
+        let len = match self.outputs.len(self.run).await {
+            Ok(len) => len,
             Err(e) => return self.fail(&e.to_string()),
         };
         if self.offset < len {

@@ -85,24 +85,23 @@ pub fn output_html(run: i64, bytes: &[u8]) -> String {
 }
 
 /// The end of a run's output: its last `TAIL_LINES` lines within `bytes`.
-pub async fn tail(dir: &std::path::Path, run: i64, bytes: u64) -> std::io::Result<OutputTail> {
-    let (_, len) = output::read_range(dir, run, 0, 0).await?;
-    window(dir, run, len, bytes, TAIL_LINES).await
+pub async fn tail(outputs: &output::Outputs, run: i64, bytes: u64) -> std::io::Result<OutputTail> {
+    let len = outputs.len(run).await?;
+    window(outputs, run, len, bytes, TAIL_LINES).await
 }
 
 /// Up to `bytes` and `lines` lines of output ending at `end`, starting at a
 /// line boundary (or 0).
 pub async fn window(
-    dir: &std::path::Path,
+    outputs: &output::Outputs,
     run: i64,
     end: u64,
     bytes: u64,
     lines: usize,
 ) -> std::io::Result<OutputTail> {
-    let (_, len) = output::read_range(dir, run, 0, 0).await?;
-    let len = end.min(len);
+    let len = end.min(outputs.len(run).await?);
     let mut start = len.saturating_sub(bytes);
-    let (mut data, _) = output::read_range(dir, run, start, len - start).await?;
+    let (mut data, _) = outputs.read_range(run, start, len - start).await?;
     let cut = line_start(&data, start > 0, lines);
     data.drain(..cut);
     start += cut as u64;
@@ -152,7 +151,7 @@ impl Service {
         for step in steps.iter_mut() {
             if let Some(mut runs) = by_step.remove(&step.id) {
                 if let Some(newest) = runs.last_mut().filter(|_| tails_for.contains(&step.id)) {
-                    match tail(self.runner.output_dir(), newest.id, TAIL_BYTES).await {
+                    match tail(self.runner.outputs(), newest.id, TAIL_BYTES).await {
                         Ok(t) => newest.tail = Some(t),
                         Err(e) => tracing::error!(run = newest.id, "cannot read output: {e}"),
                     }
@@ -180,7 +179,7 @@ impl Service {
     pub(crate) async fn forget_runs(&self, investigation: &str, runs: impl Iterator<Item = i64>) {
         for id in runs {
             let _ = self.runner.cancel(investigation, id).await;
-            output::remove(self.runner.output_dir(), id).await;
+            self.runner.outputs().remove(id).await;
         }
     }
 
@@ -255,7 +254,7 @@ impl Service {
 
     pub(crate) async fn output_before(&self, id: i64, before: u64, bytes: u64) -> Result<OutputTail, ApiError> {
         self.run(id).await?;
-        window(self.runner.output_dir(), id, before, bytes.clamp(1, 1024 * 1024), usize::MAX)
+        window(self.runner.outputs(), id, before, bytes.clamp(1, 1024 * 1024), usize::MAX)
             .await
             .map_err(|e| internal("output window", e))
     }

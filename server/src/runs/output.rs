@@ -1,21 +1,51 @@
-//! A run's output on disk, so memory stays flat whatever a command prints.
+//! A run's output, stored so that memory stays flat whatever a command prints.
+//! Two places, one interface ([`Outputs`]):
 //!
-//! - `runs/{id}.out`: every byte as it arrived, stdout and stderr interleaved in
-//!   arrival order. Offsets in the API are offsets into this file, and the raw
-//!   download is this file.
-//! - `runs/{id}.idx`: one 13-byte record per chunk: arrival time (Unix ms, i64
-//!   LE), stream (1 stdout, 2 stderr), length (u32 LE). It tells which bytes came
-//!   from which stream and when.
+//! - **Files** (SQLite, one server): `DATA/runs/{id}.out` holds every byte as it
+//!   arrived, stdout and stderr interleaved in arrival order — offsets in the API
+//!   are offsets into it, and the raw download is this file — and
+//!   `DATA/runs/{id}.idx` one 13-byte record per chunk: arrival time (Unix ms,
+//!   i64 LE), stream (1 stdout, 2 stderr), length (u32 LE).
+//! - **The store** (PostgreSQL, replicas): the same bytes and records as blocks
+//!   in `run_output` (`crate::db::output`), so every replica reads what any
+//!   replica's runs printed.
+//!
+//! Readers only ever see what is stored: the writer announces a new length on
+//! the run's [`Progress`] once the bytes are readable (flushed to the file, or
+//! committed), and live viewers read up to it.
+
+use super::live::Progress;
+use crate::db::Store;
+use bytes::Bytes;
 
 use std::io::{BufWriter, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use tokio::fs::File;
 use tokio::io::{AsyncReadExt, AsyncSeekExt};
+use tokio::sync::{mpsc, watch};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stream {
     Stdout = 1,
     Stderr = 2,
+}
+
+/// Where run output is kept: files on SQLite, the database on PostgreSQL.
+#[derive(Clone)]
+pub enum Outputs {
+    Files(PathBuf),
+    Store(Store),
+}
+
+/// A block for the store is sent at about this size (or at each flush).
+const BLOCK_BYTES: usize = 1024 * 1024;
+/// Blocks on their way to the database: how far ingest may run ahead of it.
+const BLOCKS_IN_FLIGHT: usize = 4;
+/// Blocks read per query when walking a run's whole output in the store.
+const BLOCKS_PER_READ: i64 = 8;
+
+fn store_error(e: crate::db::StoreError) -> std::io::Error {
+    std::io::Error::other(e)
 }
 
 pub fn out_path(dir: &Path, run: i64) -> PathBuf {
@@ -26,67 +56,179 @@ fn idx_path(dir: &Path, run: i64) -> PathBuf {
     dir.join(format!("{run}.idx"))
 }
 
-/// Appends chunks for one run. Counters are what the run row reports.
-///
-/// Writes are plain blocking writes into the page cache (memcpy speed, a 1 MB
-/// buffer at a time). tokio::fs would copy every buffer once more and hop to a
-/// blocking thread per write, which cost a third of the ingest rate here.
-pub struct OutputWriter {
-    out: BufWriter<std::fs::File>,
-    idx: BufWriter<std::fs::File>,
-    pub len: u64,
-    pub stdout: u64,
-    pub stderr: u64,
-    pub lines: u64,
+/// The chunk index record of `len` bytes of `stream` that arrived at `at_ms`.
+fn chunk_record(stream: Stream, len: usize, at_ms: i64) -> [u8; 13] {
+    // SSH packets are at most 256 KB: a chunk always fits the u32 length.
+    let len = u32::try_from(len).unwrap_or(u32::MAX);
+    let mut record = [0u8; 13];
+    record[0..8].copy_from_slice(&at_ms.to_le_bytes());
+    record[8] = stream as u8;
+    record[9..13].copy_from_slice(&len.to_le_bytes());
+    record
 }
 
-impl OutputWriter {
-    pub fn create(dir: &Path, run: i64) -> std::io::Result<Self> {
-        std::fs::create_dir_all(dir)?;
-        let open = |path: PathBuf| std::fs::OpenOptions::new().create(true).append(true).open(path);
-        let out = open(out_path(dir, run))?;
-        let len = out.metadata()?.len();
-        let idx = open(idx_path(dir, run))?;
-        Ok(Self {
-            out: BufWriter::with_capacity(1024 * 1024, out),
-            idx: BufWriter::new(idx),
-            len,
-            stdout: 0,
-            stderr: 0,
-            lines: 0,
+/// The bytes of `stream` in `data`, as the chunk `records` describe it.
+fn select_stream(data: &[u8], records: &[u8], stream: Stream, into: &mut Vec<u8>) {
+    let mut at = 0usize;
+    for record in records.chunks_exact(13) {
+        let len = u32::from_le_bytes([record[9], record[10], record[11], record[12]]) as usize;
+        if record[8] == stream as u8
+            && let Some(bytes) = data.get(at..at + len)
+        {
+            into.extend_from_slice(bytes);
+        }
+        at += len;
+    }
+}
+
+impl Outputs {
+    /// Where a store's run output goes: the database for PostgreSQL, files in
+    /// `dir` for SQLite.
+    pub fn for_store(store: &Store, dir: PathBuf) -> Self {
+        match store.backend() {
+            crate::db::Backend::Sqlite => Outputs::Files(dir),
+            crate::db::Backend::Postgres => Outputs::Store(store.clone()),
+        }
+    }
+
+    /// A writer appending to run `run`'s output, which tells `progress` what
+    /// readers can see.
+    pub fn writer(&self, run: i64, progress: watch::Sender<Progress>) -> std::io::Result<OutputWriter> {
+        let sink = match self {
+            Outputs::Files(dir) => {
+                std::fs::create_dir_all(dir)?;
+                let open = |path: PathBuf| std::fs::OpenOptions::new().create(true).append(true).open(path);
+                let out = open(out_path(dir, run))?;
+                let idx = open(idx_path(dir, run))?;
+                Sink::Files { out: BufWriter::with_capacity(BLOCK_BYTES, out), idx: BufWriter::new(idx) }
+            }
+            Outputs::Store(store) => {
+                let (blocks, receiver) = mpsc::channel(BLOCKS_IN_FLIGHT);
+                let task = tokio::spawn(commit_blocks(store.clone(), run, receiver, progress.clone()));
+                Sink::Store { blocks, task, data: Vec::with_capacity(BLOCK_BYTES), chunks: Vec::new(), start: 0 }
+            }
+        };
+        let len = match self {
+            Outputs::Files(dir) => std::fs::metadata(out_path(dir, run)).map_or(0, |m| m.len()),
+            // A run's output is written once, by the run: it starts empty.
+            Outputs::Store(_) => 0,
+        };
+        Ok(OutputWriter { sink, progress, len, stdout: 0, stderr: 0, lines: 0 })
+    }
+
+    /// How many bytes of output the run has (so far).
+    pub async fn len(&self, run: i64) -> std::io::Result<u64> {
+        match self {
+            Outputs::Files(dir) => match tokio::fs::metadata(out_path(dir, run)).await {
+                Ok(meta) => Ok(meta.len()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
+                Err(e) => Err(e),
+            },
+            Outputs::Store(store) => store.output_len(run).await.map_err(store_error),
+        }
+    }
+
+    /// Up to `limit` bytes from `offset`, and the output's length.
+    pub async fn read_range(&self, run: i64, offset: u64, limit: u64) -> std::io::Result<(Vec<u8>, u64)> {
+        match self {
+            Outputs::Files(dir) => read_file_range(dir, run, offset, limit).await,
+            Outputs::Store(store) => {
+                let len = store.output_len(run).await.map_err(store_error)?;
+                if offset >= len || limit == 0 {
+                    return Ok((Vec::new(), len));
+                }
+                let to = offset.saturating_add(limit).min(len);
+                Ok((store.output_range(run, offset, to).await.map_err(store_error)?, len))
+            }
+        }
+    }
+
+    /// One stream's bytes (stdout or stderr), from the chunk index. For tests and exports.
+    pub async fn read_stream(&self, run: i64, stream: Stream) -> std::io::Result<Vec<u8>> {
+        let mut result = Vec::new();
+        match self {
+            Outputs::Files(dir) => {
+                let out = tokio::fs::read(out_path(dir, run)).await?;
+                let idx = tokio::fs::read(idx_path(dir, run)).await?;
+                select_stream(&out, &idx, stream, &mut result);
+            }
+            Outputs::Store(store) => {
+                let mut from = 0;
+                loop {
+                    let blocks = store.output_blocks(run, from, BLOCKS_PER_READ).await.map_err(store_error)?;
+                    let Some(last) = blocks.last() else { break };
+                    from = last.start + last.data.len() as u64;
+                    for block in &blocks {
+                        select_stream(&block.data, &block.chunks, stream, &mut result);
+                    }
+                }
+            }
+        }
+        Ok(result)
+    }
+
+    /// The whole output as a stream of byte buffers, for downloads: output can be
+    /// gigabytes, so it is never read at once.
+    pub fn whole(&self, run: i64) -> impl futures::Stream<Item = std::io::Result<Bytes>> + Send + use<> {
+        enum Cursor {
+            File(PathBuf, Option<File>),
+            Store(Store, u64),
+            Done,
+        }
+        let cursor = match self {
+            Outputs::Files(dir) => Cursor::File(out_path(dir, run), None),
+            Outputs::Store(store) => Cursor::Store(store.clone(), 0),
+        };
+        futures::stream::unfold(cursor, move |cursor| async move {
+            match cursor {
+                Cursor::Done => None,
+                Cursor::File(path, file) => {
+                    let mut file = match file {
+                        Some(file) => file,
+                        None => match File::open(&path).await {
+                            Ok(file) => file,
+                            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+                            Err(e) => return Some((Err(e), Cursor::Done)),
+                        },
+                    };
+                    let mut buf = vec![0u8; 256 * 1024];
+                    match file.read(&mut buf).await {
+                        Ok(0) => None,
+                        Ok(n) => {
+                            buf.truncate(n);
+                            Some((Ok(Bytes::from(buf)), Cursor::File(path, Some(file))))
+                        }
+                        Err(e) => Some((Err(e), Cursor::Done)),
+                    }
+                }
+                Cursor::Store(store, from) => match store.output_blocks(run, from, 1).await {
+                    Ok(mut blocks) => {
+                        let block = blocks.pop()?;
+                        let next = block.start + block.data.len() as u64;
+                        Some((Ok(Bytes::from(block.data)), Cursor::Store(store, next)))
+                    }
+                    Err(e) => Some((Err(store_error(e)), Cursor::Done)),
+                },
+            }
         })
     }
 
-    pub fn append(&mut self, stream: Stream, bytes: &[u8], at_ms: i64) -> std::io::Result<()> {
-        if bytes.is_empty() {
-            return Ok(());
+    pub async fn remove(&self, run: i64) {
+        match self {
+            Outputs::Files(dir) => {
+                let _ = tokio::fs::remove_file(out_path(dir, run)).await;
+                let _ = tokio::fs::remove_file(idx_path(dir, run)).await;
+            }
+            Outputs::Store(store) => {
+                if let Err(e) = store.delete_output(run).await {
+                    tracing::error!(run, "cannot delete output: {e}");
+                }
+            }
         }
-        // SSH packets are at most 256 KB: a chunk always fits the u32 length.
-        let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
-        self.out.write_all(bytes)?;
-        let mut record = [0u8; 13];
-        record[0..8].copy_from_slice(&at_ms.to_le_bytes());
-        record[8] = stream as u8;
-        record[9..13].copy_from_slice(&len.to_le_bytes());
-        self.idx.write_all(&record)?;
-        self.len += bytes.len() as u64;
-        match stream {
-            Stream::Stdout => self.stdout += bytes.len() as u64,
-            Stream::Stderr => self.stderr += bytes.len() as u64,
-        }
-        self.lines += bytes.iter().filter(|&&b| b == b'\n').count() as u64;
-        Ok(())
-    }
-
-    /// Makes everything appended so far visible to readers.
-    pub fn flush(&mut self) -> std::io::Result<()> {
-        self.out.flush()?;
-        self.idx.flush()
     }
 }
 
-/// Up to `limit` bytes from `offset`, and the file's length.
-pub async fn read_range(dir: &Path, run: i64, offset: u64, limit: u64) -> std::io::Result<(Vec<u8>, u64)> {
+async fn read_file_range(dir: &Path, run: i64, offset: u64, limit: u64) -> std::io::Result<(Vec<u8>, u64)> {
     let mut file = match File::open(out_path(dir, run)).await {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), 0)),
@@ -103,27 +245,131 @@ pub async fn read_range(dir: &Path, run: i64, offset: u64, limit: u64) -> std::i
     Ok((buf, len))
 }
 
-/// One stream's bytes (stdout or stderr), from the index. For tests and exports.
-pub async fn read_stream(dir: &Path, run: i64, stream: Stream) -> std::io::Result<Vec<u8>> {
-    let out = tokio::fs::read(out_path(dir, run)).await?;
-    let idx = tokio::fs::read(idx_path(dir, run)).await?;
-    let mut result = Vec::new();
-    let mut at = 0usize;
-    for record in idx.chunks_exact(13) {
-        let len = u32::from_le_bytes([record[9], record[10], record[11], record[12]]) as usize;
-        if record[8] == stream as u8
-            && let Some(bytes) = out.get(at..at + len)
-        {
-            result.extend_from_slice(bytes);
-        }
-        at += len;
-    }
-    Ok(result)
+enum Sink {
+    /// Plain blocking writes into the page cache (memcpy speed, a 1 MB buffer at
+    /// a time). tokio::fs would copy every buffer once more and hop to a
+    /// blocking thread per write, which cost a third of the ingest rate here.
+    Files { out: BufWriter<std::fs::File>, idx: BufWriter<std::fs::File> },
+    /// Blocks go to a task that commits them in order, so reading from SSH and
+    /// writing to the database overlap; the bounded channel is the back-pressure.
+    Store {
+        blocks: mpsc::Sender<Block>,
+        task: tokio::task::JoinHandle<Result<(), String>>,
+        data: Vec<u8>,
+        chunks: Vec<u8>,
+        start: u64,
+    },
 }
 
-pub async fn remove(dir: &Path, run: i64) {
-    let _ = tokio::fs::remove_file(out_path(dir, run)).await;
-    let _ = tokio::fs::remove_file(idx_path(dir, run)).await;
+struct Block {
+    start: u64,
+    data: Vec<u8>,
+    chunks: Vec<u8>,
+}
+
+/// Commits blocks as they come and announces each new length; after a failure
+/// it keeps draining (the run goes on) and reports the first error at the end.
+async fn commit_blocks(
+    store: Store,
+    run: i64,
+    mut blocks: mpsc::Receiver<Block>,
+    progress: watch::Sender<Progress>,
+) -> Result<(), String> {
+    let mut failed = None;
+    while let Some(block) = blocks.recv().await {
+        if failed.is_some() {
+            continue;
+        }
+        let stop = block.start + block.data.len() as u64;
+        match store.append_output(run, block.start, &block.data, &block.chunks).await {
+            Ok(()) => progress.send_modify(|p| p.len = stop),
+            Err(e) => failed = Some(e.to_string()),
+        }
+    }
+    failed.map_or(Ok(()), Err)
+}
+
+/// Appends chunks for one run. Counters are what the run row reports.
+pub struct OutputWriter {
+    sink: Sink,
+    progress: watch::Sender<Progress>,
+    pub len: u64,
+    pub stdout: u64,
+    pub stderr: u64,
+    pub lines: u64,
+}
+
+impl OutputWriter {
+    pub async fn append(&mut self, stream: Stream, bytes: &[u8], at_ms: i64) -> std::io::Result<()> {
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        let record = chunk_record(stream, bytes.len(), at_ms);
+        match &mut self.sink {
+            Sink::Files { out, idx } => {
+                out.write_all(bytes)?;
+                idx.write_all(&record)?;
+            }
+            Sink::Store { data, chunks, .. } => {
+                data.extend_from_slice(bytes);
+                chunks.extend_from_slice(&record);
+            }
+        }
+        self.len += bytes.len() as u64;
+        match stream {
+            Stream::Stdout => self.stdout += bytes.len() as u64,
+            Stream::Stderr => self.stderr += bytes.len() as u64,
+        }
+        self.lines += bytes.iter().filter(|&&b| b == b'\n').count() as u64;
+        if matches!(&self.sink, Sink::Store { data, .. } if data.len() >= BLOCK_BYTES) {
+            self.send_block().await?;
+        }
+        Ok(())
+    }
+
+    /// Makes everything appended so far readable (at once for files; once the
+    /// block is committed for the store), and says so on the run's progress.
+    pub async fn flush(&mut self) -> std::io::Result<()> {
+        match &mut self.sink {
+            Sink::Files { out, idx } => {
+                out.flush()?;
+                idx.flush()?;
+                let len = self.len;
+                self.progress.send_modify(|p| p.len = len);
+                Ok(())
+            }
+            Sink::Store { .. } => self.send_block().await,
+        }
+    }
+
+    async fn send_block(&mut self) -> std::io::Result<()> {
+        let Sink::Store { blocks, data, chunks, start, .. } = &mut self.sink else { return Ok(()) };
+        if data.is_empty() {
+            return Ok(());
+        }
+        let block = Block {
+            start: *start,
+            data: std::mem::replace(data, Vec::with_capacity(BLOCK_BYTES)),
+            chunks: std::mem::take(chunks),
+        };
+        *start += block.data.len() as u64;
+        blocks.send(block).await.map_err(|_| std::io::Error::other("the output writer stopped"))
+    }
+
+    /// Flushes and waits until everything is stored.
+    pub async fn finish(mut self) -> std::io::Result<()> {
+        self.flush().await?;
+        match self.sink {
+            Sink::Files { .. } => Ok(()),
+            Sink::Store { blocks, task, .. } => {
+                drop(blocks);
+                match task.await {
+                    Ok(result) => result.map_err(std::io::Error::other),
+                    Err(e) => Err(std::io::Error::other(e)),
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -131,18 +377,57 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn chunks_round_trip_by_stream_and_range() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut w = OutputWriter::create(dir.path(), 7).unwrap();
-        w.append(Stream::Stdout, b"out1\n", 1).unwrap();
-        w.append(Stream::Stderr, b"err\xff\n", 2).unwrap();
-        w.append(Stream::Stdout, b"out2", 3).unwrap();
-        w.flush().unwrap();
-        assert_eq!((w.len, w.stdout, w.stderr, w.lines), (14, 9, 5, 2));
-        assert_eq!(read_stream(dir.path(), 7, Stream::Stdout).await.unwrap(), b"out1\nout2");
-        assert_eq!(read_stream(dir.path(), 7, Stream::Stderr).await.unwrap(), b"err\xff\n");
-        assert_eq!(read_range(dir.path(), 7, 5, 5).await.unwrap(), (b"err\xff\n".to_vec(), 14));
-        assert_eq!(read_range(dir.path(), 7, 99, 5).await.unwrap(), (vec![], 14));
-        assert_eq!(read_range(dir.path(), 8, 0, 5).await.unwrap(), (vec![], 0));
+    async fn chunks_round_trip_by_stream_and_range_on_both_backends() {
+        for (dir, _database, store) in crate::db::test_stores().await {
+            let outputs = Outputs::for_store(&store, dir.path().join("runs"));
+            let run = crate::db::tests_support::a_run(&store).await;
+            let (progress, seen) = watch::channel(Progress::default());
+            let mut w = outputs.writer(run, progress).unwrap();
+            w.append(Stream::Stdout, b"out1\n", 1).await.unwrap();
+            w.append(Stream::Stderr, b"err\xff\n", 2).await.unwrap();
+            w.flush().await.unwrap();
+            w.append(Stream::Stdout, b"out2", 3).await.unwrap();
+            assert_eq!((w.len, w.stdout, w.stderr, w.lines), (14, 9, 5, 2));
+            w.finish().await.unwrap();
+            assert_eq!(seen.borrow().len, 14, "the last length readers may read is announced");
+            assert_eq!(outputs.len(run).await.unwrap(), 14);
+            assert_eq!(outputs.read_stream(run, Stream::Stdout).await.unwrap(), b"out1\nout2");
+            assert_eq!(outputs.read_stream(run, Stream::Stderr).await.unwrap(), b"err\xff\n");
+            assert_eq!(outputs.read_range(run, 5, 5).await.unwrap(), (b"err\xff\n".to_vec(), 14));
+            assert_eq!(outputs.read_range(run, 3, 8).await.unwrap(), (b"1\nerr\xff\no".to_vec(), 14), "across blocks");
+            assert_eq!(outputs.read_range(run, 99, 5).await.unwrap(), (vec![], 14));
+            assert_eq!(outputs.read_range(run + 1, 0, 5).await.unwrap(), (vec![], 0));
+            let whole: Vec<Bytes> = futures::StreamExt::collect::<Vec<_>>(outputs.whole(run))
+                .await
+                .into_iter()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            assert_eq!(whole.concat(), b"out1\nerr\xff\nout2");
+            outputs.remove(run).await;
+            assert_eq!(outputs.len(run).await.unwrap(), 0);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_megabyte_block_boundary_keeps_every_byte_in_order() {
+        for (dir, _database, store) in crate::db::test_stores().await {
+            let outputs = Outputs::for_store(&store, dir.path().join("runs"));
+            let run = crate::db::tests_support::a_run(&store).await;
+            let (progress, _) = watch::channel(Progress::default());
+            let mut w = outputs.writer(run, progress).unwrap();
+            let mut expected = Vec::new();
+            for i in 0..300u32 {
+                let line = format!("{i:05} {}\n", "x".repeat(10_000));
+                w.append(Stream::Stdout, line.as_bytes(), i64::from(i)).await.unwrap();
+                expected.extend_from_slice(line.as_bytes());
+            }
+            w.finish().await.unwrap();
+            let (all, len) = outputs.read_range(run, 0, u64::MAX).await.unwrap();
+            assert_eq!(len as usize, expected.len());
+            assert!(all == expected, "{} bytes differ", all.len());
+            let mid = BLOCK_BYTES as u64 - 7;
+            let (part, _) = outputs.read_range(run, mid, 20).await.unwrap();
+            assert_eq!(part, &expected[mid as usize..mid as usize + 20]);
+        }
     }
 }

@@ -13,14 +13,13 @@
 
 use super::feed::Feeds;
 use super::live::{Live, RunEvent};
-use super::output::{OutputWriter, Stream};
+use super::output::{Outputs, Stream};
 use super::run_from_row;
 use crate::db::{NewAudit, NewRun, RunEnd, Store, now_ms};
 use crate::ssh::{Pool, Target, quote};
 use app::runs::Run;
 use russh::{ChannelMsg, Sig};
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
@@ -44,7 +43,7 @@ pub struct Runner {
     store: Store,
     pool: Arc<Pool>,
     live: Arc<Live>,
-    output_dir: PathBuf,
+    outputs: Outputs,
     /// Cancel switches of runs that are queued or running here.
     cancels: Mutex<HashMap<i64, watch::Sender<bool>>>,
     /// One day's-first facts capture at a time, so batches started together
@@ -55,21 +54,22 @@ pub struct Runner {
 }
 
 impl Runner {
-    pub fn new(store: Store, pool: Arc<Pool>, live: Arc<Live>, output_dir: PathBuf) -> Self {
-        let feeds = Arc::new(Feeds::new(output_dir.clone(), live.clone()));
+    pub fn new(store: Store, pool: Arc<Pool>, live: Arc<Live>, outputs: Outputs) -> Self {
+        let feeds = Arc::new(Feeds::new(outputs.clone(), live.clone()));
         Self {
             store,
             pool,
             live,
-            output_dir,
+            outputs,
             cancels: Mutex::new(HashMap::new()),
             facts_capture: Default::default(),
             feeds,
         }
     }
 
-    pub fn output_dir(&self) -> &std::path::Path {
-        &self.output_dir
+    /// Where run output is kept (files or the database).
+    pub fn outputs(&self) -> &Outputs {
+        &self.outputs
     }
 
     /// The runs fingerprint of an investigation (see `app::runs::runs_fingerprint`),
@@ -221,7 +221,7 @@ impl Runner {
             error: end.error.as_deref(),
         };
         // Before the run is marked finished, so whoever sees it finished sees its numbers.
-        match crate::metrics::record::for_run(&self.store, &self.output_dir, investigation, run_id).await {
+        match crate::metrics::record::for_run(&self.store, &self.outputs, investigation, run_id).await {
             Ok(0) => {}
             Ok(n) => tracing::info!(run = run_id, "{n} measurements"),
             Err(e) => tracing::error!(run = run_id, "cannot extract measurements: {e}"),
@@ -269,7 +269,7 @@ impl Runner {
             return OwnedEnd::error("lost", format!("Could not start the command: {e}"));
         }
 
-        let mut writer = match OutputWriter::create(&self.output_dir, run.id) {
+        let mut writer = match self.outputs.writer(run.id, progress.clone()) {
             Ok(w) => w,
             Err(e) => {
                 let _ = channel.close().await;
@@ -299,12 +299,12 @@ impl Runner {
                     let Some(msg) = msg else { break };
                     match msg {
                         ChannelMsg::Data { data } => {
-                            if let Err(e) = writer.append(Stream::Stdout, &data, now_ms()) {
+                            if let Err(e) = writer.append(Stream::Stdout, &data, now_ms()).await {
                                 write_error.get_or_insert(e.to_string());
                             }
                         }
                         ChannelMsg::ExtendedData { data, ext: 1 } => {
-                            if let Err(e) = writer.append(Stream::Stderr, &data, now_ms()) {
+                            if let Err(e) = writer.append(Stream::Stderr, &data, now_ms()).await {
                                 write_error.get_or_insert(e.to_string());
                             }
                         }
@@ -316,11 +316,10 @@ impl Runner {
                     unflushed = true;
                 }
                 _ = flushes.tick(), if unflushed => {
-                    // Readers only see what is flushed.
-                    if let Err(e) = writer.flush() {
+                    // Readers only see what is flushed (the writer tells them).
+                    if let Err(e) = writer.flush().await {
                         write_error.get_or_insert(e.to_string());
                     }
-                    progress.send_modify(|p| p.len = writer.len);
                     unflushed = false;
                 }
                 _ = cancel_requested(cancelled), if stop.is_none() => {
@@ -343,9 +342,11 @@ impl Runner {
                 }
             }
         }
-        let _ = writer.flush();
-        progress.send_modify(|p| p.len = writer.len);
-        if let Err(e) = self.store.update_run_counts(run.id, writer.stdout, writer.stderr, writer.lines).await {
+        let (stdout, stderr, lines) = (writer.stdout, writer.stderr, writer.lines);
+        if let Err(e) = writer.finish().await {
+            write_error.get_or_insert(e.to_string());
+        }
+        if let Err(e) = self.store.update_run_counts(run.id, stdout, stderr, lines).await {
             tracing::error!(run = run.id, "cannot record output counts: {e}");
         }
 

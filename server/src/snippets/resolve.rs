@@ -14,7 +14,6 @@
 //! Every name, path and directory is single-quoted into the script.
 
 use crate::notebook::Service;
-use crate::runs::output;
 use crate::ssh::{self, quote::quote};
 use app::backend::Actor;
 use app::error::{ApiError, ErrorCode};
@@ -143,14 +142,14 @@ impl Service {
             .run_investigation(run_id)
             .await?
             .ok_or_else(|| ApiError::not_found(format!("There is no run {run_id}.")))?;
-        let dir = self.runner.output_dir();
+        let outputs = self.runner.outputs();
         let mut text = String::new();
         if !file.starts_with('/') {
-            let (head, len) = output::read_range(dir, run_id, 0, HINT_BYTES).await.unwrap_or_default();
+            let (head, len) = outputs.read_range(run_id, 0, HINT_BYTES).await.unwrap_or_default();
             text.push_str(&String::from_utf8_lossy(&head));
             if len > HINT_BYTES {
                 let from = len.saturating_sub(HINT_BYTES).max(HINT_BYTES);
-                let (tail, _) = output::read_range(dir, run_id, from, HINT_BYTES).await.unwrap_or_default();
+                let (tail, _) = outputs.read_range(run_id, from, HINT_BYTES).await.unwrap_or_default();
                 text.push_str(&String::from_utf8_lossy(&tail));
             }
         }

@@ -1,12 +1,16 @@
-//! Sleuth's own known_hosts file (OpenSSH format) in the data dir. Hosts are
-//! written as OpenSSH does: `name` for port 22, `[name]:port` otherwise, so the
-//! file can be read with `ssh-keygen -lf` or reused with `ssh -o UserKnownHostsFile=`.
+//! Sleuth's pinned host keys, in the store so that every replica of a team
+//! server trusts the same keys and a key confirmed through one replica is
+//! trusted by all. Hosts are named as OpenSSH does — `name` for port 22,
+//! `[name]:port` otherwise — and [`KnownHosts::openssh`] writes them as a
+//! known_hosts file (`GET /api/v1/known_hosts`), which `ssh-keygen -lf` reads
+//! and `ssh -o UserKnownHostsFile=` can use.
+//!
+//! Before the store held them, `DATA/known_hosts` did: [`KnownHosts::import`]
+//! takes such a file in once.
 
-use russh::keys::known_hosts::known_host_keys_path;
+use crate::db::Store;
 use russh::keys::{HashAlg, PublicKey};
-use std::io::Write;
-use std::path::PathBuf;
-use std::sync::Mutex;
+use std::path::Path;
 
 /// The fingerprint as `ssh-keygen -lf` prints it: `SHA256:` and unpadded base64.
 pub fn fingerprint(key: &PublicKey) -> String {
@@ -17,36 +21,47 @@ pub fn fingerprint(key: &PublicKey) -> String {
 pub enum KeyCheck {
     Trusted,
     Unknown,
-    /// The file holds another key of the same algorithm for this host.
+    /// Another key of the same algorithm is pinned for this host.
     Changed {
         old: String,
     },
 }
 
 pub struct KnownHosts {
-    path: PathBuf,
-    /// Serializes appends from concurrent trust decisions.
-    write: Mutex<()>,
+    store: Store,
+}
+
+fn host_pattern(host: &str, port: u16) -> String {
+    if port == 22 { host.to_string() } else { format!("[{host}]:{port}") }
+}
+
+/// `algorithm base64` (a known_hosts line without host and comment).
+fn encode(key: &PublicKey) -> Result<String, String> {
+    let encoded = key.to_openssh().map_err(|e| format!("cannot encode the key: {e}"))?;
+    let mut parts = encoded.split_whitespace();
+    Ok(format!("{} {}", parts.next().unwrap_or_default(), parts.next().unwrap_or_default()))
+}
+
+fn decode(stored: &str) -> Option<PublicKey> {
+    let base64 = stored.split_whitespace().nth(1)?;
+    russh::keys::parse_public_key_base64(base64).ok()
 }
 
 impl KnownHosts {
-    pub fn new(path: PathBuf) -> Self {
-        Self { path, write: Mutex::new(()) }
+    pub fn new(store: Store) -> Self {
+        Self { store }
     }
 
-    pub fn path(&self) -> &std::path::Path {
-        &self.path
-    }
-
-    pub fn check(&self, host: &str, port: u16, key: &PublicKey) -> Result<KeyCheck, String> {
-        let known = known_host_keys_path(host, port, &self.path)
-            .map_err(|e| format!("cannot read {}: {e}", self.path.display()))?;
+    pub async fn check(&self, host: &str, port: u16, key: &PublicKey) -> Result<KeyCheck, String> {
+        let pinned = self.store.host_keys(&host_pattern(host, port)).await.map_err(|e| e.to_string())?;
+        let algorithm = key.algorithm().to_string();
         let mut changed = None;
-        for (_, recorded) in known {
+        for (pinned_algorithm, stored) in pinned {
+            let Some(recorded) = decode(&stored) else { continue };
             if recorded.key_data() == key.key_data() {
                 return Ok(KeyCheck::Trusted);
             }
-            if recorded.algorithm() == key.algorithm() {
+            if pinned_algorithm == algorithm {
                 changed = Some(fingerprint(&recorded));
             }
         }
@@ -56,39 +71,73 @@ impl KnownHosts {
         })
     }
 
-    /// Records `key` as the host's key, replacing any key of the same algorithm
+    /// Pins `key` as the host's key, replacing any key of the same algorithm
     /// (the caller has had a person confirm the new fingerprint).
-    pub fn trust(&self, host: &str, port: u16, key: &PublicKey) -> Result<(), String> {
-        let _guard = self.write.lock().map_err(|_| "known_hosts lock poisoned".to_string())?;
-        let pattern = host_pattern(host, port);
-        let existing = std::fs::read_to_string(&self.path).unwrap_or_default();
-        let algorithm = key.algorithm().to_string();
-        let mut kept: Vec<&str> = existing
-            .lines()
-            .filter(|line| {
-                let mut fields = line.split_whitespace();
-                let same_host = fields.next().is_some_and(|h| h.split(',').any(|h| h == pattern));
-                let same_algorithm = fields.next() == Some(algorithm.as_str());
-                !(same_host && same_algorithm)
-            })
-            .collect();
-        let encoded = key.to_openssh().map_err(|e| format!("cannot encode the key: {e}"))?;
-        // to_openssh gives "algorithm base64 [comment]"; keep the first two fields.
-        let mut parts = encoded.split_whitespace();
-        let line = format!("{pattern} {} {}", parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
-        kept.push(&line);
-        let tmp = self.path.with_extension("tmp");
-        let mut file = std::fs::File::create(&tmp).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-        for line in kept {
-            writeln!(file, "{line}").map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-        }
-        file.sync_all().map_err(|e| e.to_string())?;
-        std::fs::rename(&tmp, &self.path).map_err(|e| format!("cannot replace {}: {e}", self.path.display()))
+    pub async fn trust(&self, host: &str, port: u16, key: &PublicKey) -> Result<(), String> {
+        let stored = encode(key)?;
+        self.store
+            .pin_host_key(&host_pattern(host, port), &key.algorithm().to_string(), &stored)
+            .await
+            .map_err(|e| e.to_string())
     }
-}
 
-fn host_pattern(host: &str, port: u16) -> String {
-    if port == 22 { host.to_string() } else { format!("[{host}]:{port}") }
+    /// The fingerprints pinned for the host.
+    pub async fn fingerprints(&self, host: &str, port: u16) -> Vec<String> {
+        match self.store.host_keys(&host_pattern(host, port)).await {
+            Ok(keys) => keys.iter().filter_map(|(_, stored)| decode(stored)).map(|k| fingerprint(&k)).collect(),
+            Err(e) => {
+                tracing::error!("cannot read host keys: {e}");
+                Vec::new()
+            }
+        }
+    }
+
+    /// Keeps the key a host offered until a person confirms (or not) its fingerprint.
+    pub async fn offer(&self, host: &str, port: u16, key: &PublicKey) -> Result<(), String> {
+        self.store.offer_host_key(&host_pattern(host, port), &encode(key)?).await.map_err(|e| e.to_string())
+    }
+
+    /// The key the host offered that is waiting for confirmation.
+    pub async fn offered(&self, host: &str, port: u16) -> Option<PublicKey> {
+        match self.store.host_key_offer(&host_pattern(host, port)).await {
+            Ok(stored) => stored.as_deref().and_then(decode),
+            Err(e) => {
+                tracing::error!("cannot read host key offers: {e}");
+                None
+            }
+        }
+    }
+
+    /// Every pinned key as known_hosts lines.
+    pub async fn openssh(&self) -> Result<String, String> {
+        let keys = self.store.all_host_keys().await.map_err(|e| e.to_string())?;
+        Ok(keys.iter().map(|(pattern, key)| format!("{pattern} {key}\n")).collect())
+    }
+
+    /// Pins the keys of an OpenSSH known_hosts file (`host[,host] algorithm
+    /// base64`; hashed names and markers are skipped, since they name no host
+    /// Sleuth could look up). Returns how many keys were taken in.
+    pub async fn import(&self, path: &Path) -> Result<usize, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let mut taken = 0;
+        for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+            let mut fields = line.split_whitespace();
+            let (Some(hosts), Some(algorithm), Some(base64)) = (fields.next(), fields.next(), fields.next()) else {
+                continue;
+            };
+            if hosts.starts_with('|') || hosts.starts_with('@') || decode(&format!("{algorithm} {base64}")).is_none() {
+                continue;
+            }
+            for pattern in hosts.split(',') {
+                self.store
+                    .pin_host_key(pattern, algorithm, &format!("{algorithm} {base64}"))
+                    .await
+                    .map_err(|e| e.to_string())?;
+                taken += 1;
+            }
+        }
+        Ok(taken)
+    }
 }
 
 #[cfg(test)]
@@ -101,22 +150,47 @@ mod tests {
         private.public_key().clone()
     }
 
-    #[test]
-    fn unknown_then_trusted_then_changed() {
-        let dir = tempfile::tempdir().unwrap();
-        let hosts = KnownHosts::new(dir.path().join("known_hosts"));
-        let (a, b) = (key(1), key(2));
-        assert_eq!(hosts.check("gpu1", 2222, &a).unwrap(), KeyCheck::Unknown);
-        hosts.trust("gpu1", 2222, &a).unwrap();
-        assert_eq!(hosts.check("gpu1", 2222, &a).unwrap(), KeyCheck::Trusted);
-        assert_eq!(hosts.check("gpu1", 22, &a).unwrap(), KeyCheck::Unknown, "ports are distinct hosts");
-        assert_eq!(hosts.check("gpu1", 2222, &b).unwrap(), KeyCheck::Changed { old: fingerprint(&a) });
-        hosts.trust("gpu1", 2222, &b).unwrap();
-        assert_eq!(hosts.check("gpu1", 2222, &b).unwrap(), KeyCheck::Trusted);
-        assert_eq!(hosts.check("gpu1", 2222, &a).unwrap(), KeyCheck::Changed { old: fingerprint(&b) });
-        let text = std::fs::read_to_string(hosts.path()).unwrap();
-        assert_eq!(text.lines().count(), 1, "{text}");
-        assert!(text.starts_with("[gpu1]:2222 ssh-ed25519 "), "{text}");
-        assert!(fingerprint(&a).starts_with("SHA256:"));
+    #[tokio::test]
+    async fn unknown_then_trusted_then_changed() {
+        for (_dir, _database, store) in crate::db::test_stores().await {
+            let hosts = KnownHosts::new(store);
+            let (a, b) = (key(1), key(2));
+            assert_eq!(hosts.check("gpu1", 2222, &a).await.unwrap(), KeyCheck::Unknown);
+            hosts.offer("gpu1", 2222, &a).await.unwrap();
+            assert_eq!(hosts.offered("gpu1", 2222).await, Some(a.clone()));
+            hosts.trust("gpu1", 2222, &a).await.unwrap();
+            assert_eq!(hosts.offered("gpu1", 2222).await, None, "trusting withdraws the offer");
+            assert_eq!(hosts.check("gpu1", 2222, &a).await.unwrap(), KeyCheck::Trusted);
+            assert_eq!(hosts.check("gpu1", 22, &a).await.unwrap(), KeyCheck::Unknown, "ports are distinct hosts");
+            assert_eq!(hosts.check("gpu1", 2222, &b).await.unwrap(), KeyCheck::Changed { old: fingerprint(&a) });
+            hosts.trust("gpu1", 2222, &b).await.unwrap();
+            assert_eq!(hosts.check("gpu1", 2222, &b).await.unwrap(), KeyCheck::Trusted);
+            assert_eq!(hosts.check("gpu1", 2222, &a).await.unwrap(), KeyCheck::Changed { old: fingerprint(&b) });
+            assert_eq!(hosts.fingerprints("gpu1", 2222).await, vec![fingerprint(&b)]);
+            let text = hosts.openssh().await.unwrap();
+            assert_eq!(text.lines().count(), 1, "{text}");
+            assert!(text.starts_with("[gpu1]:2222 ssh-ed25519 "), "{text}");
+            assert!(fingerprint(&a).starts_with("SHA256:"));
+        }
+    }
+
+    #[tokio::test]
+    async fn an_old_known_hosts_file_is_taken_in() {
+        for (dir, _database, store) in crate::db::test_stores().await {
+            let hosts = KnownHosts::new(store);
+            let (a, b) = (key(3), key(4));
+            let line = |pattern: &str, key: &PublicKey| format!("{pattern} {}\n", encode(key).unwrap());
+            let file = dir.path().join("known_hosts");
+            let text = format!(
+                "# a comment\n{}{}|1|hashed= ssh-ed25519 AAAA\n@cert-authority * ssh-ed25519 AAAA\ngarbage\n",
+                line("[gpu1]:2222,gpu1-alias", &a),
+                line("gpu2", &b)
+            );
+            std::fs::write(&file, text).unwrap();
+            assert_eq!(hosts.import(&file).await.unwrap(), 3);
+            assert_eq!(hosts.check("gpu1", 2222, &a).await.unwrap(), KeyCheck::Trusted);
+            assert_eq!(hosts.check("gpu1-alias", 22, &a).await.unwrap(), KeyCheck::Trusted);
+            assert_eq!(hosts.check("gpu2", 22, &b).await.unwrap(), KeyCheck::Trusted);
+        }
     }
 }

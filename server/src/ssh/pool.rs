@@ -75,11 +75,11 @@ impl client::Handler for ClientHandler {
         let PublicKeyOrCertificate::PublicKey { key, .. } = offered else {
             return Ok(false);
         };
-        match self.known_hosts.check(&self.hostname, self.port, key) {
+        match self.known_hosts.check(&self.hostname, self.port, key).await {
             Ok(KeyCheck::Trusted) => Ok(true),
             Ok(KeyCheck::Unknown) if self.trust_on_first_use => {
                 tracing::warn!(host = %self.hostname, fingerprint = %fingerprint(key), "trusting a new host key (--trust-on-first-use)");
-                Ok(self.known_hosts.trust(&self.hostname, self.port, key).is_ok())
+                Ok(self.known_hosts.trust(&self.hostname, self.port, key).await.is_ok())
             }
             Ok(KeyCheck::Unknown) => {
                 self.record(KeyOutcome::Unknown(key.clone()));
@@ -175,8 +175,6 @@ pub struct Pool {
     trust_on_first_use: bool,
     /// One slot per host name; the slot's lock serializes connecting.
     slots: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<Arc<Connection>>>>>>,
-    /// Keys that hosts offered and nobody has confirmed yet, by "hostname:port".
-    pending: Mutex<HashMap<String, PublicKey>>,
     /// Passphrases for protected keys, by host name; memory only.
     passphrases: Mutex<HashMap<String, String>>,
 }
@@ -187,7 +185,6 @@ impl Pool {
             known_hosts: Arc::new(known_hosts),
             trust_on_first_use,
             slots: Mutex::new(HashMap::new()),
-            pending: Mutex::new(HashMap::new()),
             passphrases: Mutex::new(HashMap::new()),
         }
     }
@@ -260,26 +257,22 @@ impl Pool {
         self.passphrases.lock().unwrap_or_else(|e| e.into_inner()).insert(host.to_string(), passphrase);
     }
 
-    /// The fingerprint a host offered that is waiting for confirmation.
-    pub fn pending_fingerprint(&self, hostname: &str, port: u16) -> Option<String> {
-        let pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-        pending.get(&format!("{hostname}:{port}")).map(fingerprint)
+    /// The fingerprint a host offered that is waiting for confirmation (offered
+    /// to this replica or another).
+    pub async fn pending_fingerprint(&self, hostname: &str, port: u16) -> Option<String> {
+        self.known_hosts.offered(hostname, port).await.map(|key| fingerprint(&key))
     }
 
     /// Trusts the key the host offered, if its fingerprint is `confirmed`.
-    pub fn trust(&self, hostname: &str, port: u16, confirmed: &str) -> Result<(), String> {
-        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-        let id = format!("{hostname}:{port}");
-        let Some(key) = pending.get(&id) else {
+    pub async fn trust(&self, hostname: &str, port: u16, confirmed: &str) -> Result<(), String> {
+        let Some(key) = self.known_hosts.offered(hostname, port).await else {
             return Err("This host has not offered a key to confirm; test the connection first.".into());
         };
-        let offered = fingerprint(key);
+        let offered = fingerprint(&key);
         if offered != confirmed.trim() {
             return Err(format!("The fingerprint does not match: the host offered {offered}."));
         }
-        self.known_hosts.trust(hostname, port, key)?;
-        pending.remove(&id);
-        Ok(())
+        self.known_hosts.trust(hostname, port, &key).await
     }
 
     pub fn known_hosts(&self) -> &KnownHosts {
@@ -342,7 +335,10 @@ impl Pool {
         let mut handle = match connecting {
             Err(_) => return Err(cannot(format!("no answer within {} s", CONNECT_TIMEOUT.as_secs()))),
             Ok(Ok(handle)) => handle,
-            Ok(Err(e)) => return Err(self.key_error(target, &outcome).unwrap_or_else(|| cannot(e.to_string()))),
+            Ok(Err(e)) => {
+                let refused = self.key_error(target, &outcome).await;
+                return Err(refused.unwrap_or_else(|| cannot(e.to_string())));
+            }
         };
 
         let passphrase = self.passphrases.lock().unwrap_or_else(|e| e.into_inner()).get(&target.name).cloned();
@@ -364,33 +360,26 @@ impl Pool {
         })
     }
 
-    /// Turns a refused host key into its error, remembering an unknown key so a
+    /// Turns a refused host key into its error, keeping the offered key so a
     /// person can confirm it.
-    fn key_error(&self, target: &Target, outcome: &Mutex<Option<KeyOutcome>>) -> Option<SshError> {
+    async fn key_error(&self, target: &Target, outcome: &Mutex<Option<KeyOutcome>>) -> Option<SshError> {
         let outcome = outcome.lock().ok()?.take()?;
         let host = target.label();
-        Some(match outcome {
+        let (error, offered) = match outcome {
             KeyOutcome::Unknown(key) => {
                 let error = SshError::UnknownHostKey {
                     host,
                     fingerprint: fingerprint(&key),
                     algorithm: key.algorithm().to_string(),
                 };
-                self.pending
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(format!("{}:{}", target.hostname, target.port), key);
-                error
+                (error, key)
             }
-            KeyOutcome::Changed { old, new } => {
-                // A changed key can be confirmed too, after a person read both fingerprints.
-                let error = SshError::HostKeyChanged { host, old, new: fingerprint(&new) };
-                self.pending
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(format!("{}:{}", target.hostname, target.port), new);
-                error
-            }
-        })
+            // A changed key can be confirmed too, after a person read both fingerprints.
+            KeyOutcome::Changed { old, new } => (SshError::HostKeyChanged { host, old, new: fingerprint(&new) }, new),
+        };
+        if let Err(e) = self.known_hosts.offer(&target.hostname, target.port, &offered).await {
+            tracing::error!("cannot keep the offered host key: {e}");
+        }
+        Some(error)
     }
 }

@@ -99,9 +99,32 @@ async fn unknown_host_key_must_be_confirmed_before_anything_runs() {
     assert_eq!(finished(&app, run).await["status"], "succeeded");
     assert!(marker.exists());
 
-    // Sleuth's known_hosts is OpenSSH's format: ssh-keygen reads it.
-    let known = app.data.path().join("db").join("known_hosts");
+    // The pinned keys as an OpenSSH known_hosts file: ssh-keygen reads it.
+    let exported = app.get("/api/v1/known_hosts").await;
+    assert_eq!(exported.headers["content-type"], "text/plain; charset=utf-8");
+    let known = sshd.dir.path().join("exported_known_hosts");
+    std::fs::write(&known, &exported.body).unwrap();
     assert_eq!(fingerprint_of(&known), expected);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_data_dir_from_before_the_store_held_host_keys_keeps_them() {
+    // Until host keys moved into the store, DATA/known_hosts held them.
+    let sshd = Sshd::start();
+    let app = spawn_app().await;
+    add_host(&app, "gpu", &sshd, &sshd.client_key.display().to_string()).await;
+    let host_key = std::fs::read_to_string(sshd.dir.path().join("hostkey.pub")).unwrap();
+    let key: Vec<&str> = host_key.split_whitespace().take(2).collect();
+    let file = app.data.path().join("db").join("known_hosts");
+    std::fs::write(&file, format!("# an old file\n[127.0.0.1]:{} {}\n", sshd.port, key.join(" "))).unwrap();
+
+    let app = app.restart().await;
+    let host = app.get("/api/v1/hosts/gpu").await.json();
+    assert_eq!(host["trusted_keys"], json!([sshd.host_key_fingerprint()]), "{host}");
+    assert!(!file.exists() && file.with_extension("imported").exists(), "the old file is set aside");
+    let step = command_step(&app, json!({ "command": "echo still trusted" })).await;
+    let run = finished(&app, start(&app, step, json!({})).await[0]).await;
+    assert_eq!(run["status"], "succeeded", "{run}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -30,6 +30,9 @@ impl app::backend::HostOps for super::Guarded {
         require_admin(actor, "remove hosts")?;
         self.inner.remove_host(name).await
     }
+    async fn known_hosts(&self, _: &Actor) -> Result<String, ApiError> {
+        self.inner.known_hosts().await
+    }
     async fn trust_host(&self, actor: &Actor, name: &str, fingerprint: &str) -> Result<Host, ApiError> {
         require_admin(actor, "trust host keys")?;
         self.inner.trust_host(actor, name, fingerprint).await

@@ -1,0 +1,96 @@
+//! Run output in the database (PostgreSQL only: SQLite's server keeps it in
+//! files, `crate::runs::output`). Every replica reads what any replica's runs
+//! printed from here, by byte offset, as it reads the files on SQLite.
+//!
+//! A run's output is a sequence of blocks, each the bytes `[start, stop)` and
+//! its part of the chunk index (13-byte records, as in the `.idx` files). A
+//! writer appends a block per flush (at most about a megabyte), so a gigabyte is
+//! a thousand rows, and a range read touches only the blocks it overlaps.
+
+use super::{Store, StoreResult};
+
+/// One block of a run's output as stored.
+pub struct OutputBlock {
+    pub start: u64,
+    pub data: Vec<u8>,
+    pub chunks: Vec<u8>,
+}
+
+fn offset(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+impl Store {
+    /// Appends the block that starts at `start` (the output's length so far).
+    pub async fn append_output(&self, run: i64, start: u64, data: &[u8], chunks: &[u8]) -> StoreResult<()> {
+        sqlx::query("INSERT INTO run_output (run_id, start, stop, data, chunks) VALUES ($1, $2, $3, $4, $5)")
+            .bind(run)
+            .bind(offset(start))
+            .bind(offset(start + data.len() as u64))
+            .bind(data)
+            .bind(chunks)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// How many bytes of the run's output are stored.
+    pub async fn output_len(&self, run: i64) -> StoreResult<u64> {
+        let row: Option<(i64,)> =
+            sqlx::query_as("SELECT stop FROM run_output WHERE run_id = $1 ORDER BY start DESC LIMIT 1")
+                .bind(run)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(row.map_or(0, |(stop,)| u64::try_from(stop).unwrap_or(0)))
+    }
+
+    /// Bytes `[from, to)` of the run's output (fewer if it is shorter). Each
+    /// overlapping block gives only its part (`substring` of an uncompressed
+    /// TOAST value reads just those pages).
+    pub async fn output_range(&self, run: i64, from: u64, to: u64) -> StoreResult<Vec<u8>> {
+        if to <= from {
+            return Ok(Vec::new());
+        }
+        let parts: Vec<(Vec<u8>,)> = sqlx::query_as(
+            "SELECT substring(data FROM (GREATEST($2, start) - start + 1)::int
+                                  FOR (LEAST($3, stop) - GREATEST($2, start))::int)
+             FROM run_output
+             WHERE run_id = $1
+               AND start >= COALESCE((SELECT MAX(start) FROM run_output WHERE run_id = $1 AND start <= $2), 0)
+               AND start < $3 AND stop > $2
+             ORDER BY start",
+        )
+        .bind(run)
+        .bind(offset(from))
+        .bind(offset(to))
+        .fetch_all(&self.pool)
+        .await?;
+        let mut bytes = Vec::with_capacity(parts.iter().map(|(p,)| p.len()).sum());
+        for (part,) in parts {
+            bytes.extend_from_slice(&part);
+        }
+        Ok(bytes)
+    }
+
+    /// Up to `limit` whole blocks from the one starting at `from` on, for
+    /// readers that walk the whole output (downloads, per-stream reads, copies).
+    pub async fn output_blocks(&self, run: i64, from: u64, limit: i64) -> StoreResult<Vec<OutputBlock>> {
+        let rows: Vec<(i64, Vec<u8>, Vec<u8>)> = sqlx::query_as(
+            "SELECT start, data, chunks FROM run_output WHERE run_id = $1 AND start >= $2 ORDER BY start LIMIT $3",
+        )
+        .bind(run)
+        .bind(offset(from))
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(start, data, chunks)| OutputBlock { start: u64::try_from(start).unwrap_or(0), data, chunks })
+            .collect())
+    }
+
+    pub async fn delete_output(&self, run: i64) -> StoreResult<()> {
+        sqlx::query("DELETE FROM run_output WHERE run_id = $1").bind(run).execute(&self.pool).await?;
+        Ok(())
+    }
+}
