@@ -56,6 +56,7 @@ pub async fn state(data: &Path, site: &Path, options: Options) -> Result<AppStat
                 tracing::error!("cannot take a replica lease: {e}");
             }
             runner.spawn_leases();
+            crate::runs::bridge::spawn(&runner);
         }
     }
     let leptos = LeptosOptions::builder()

@@ -47,7 +47,7 @@ pub use facts::FactsRow;
 pub use hypotheses::HypothesisRow;
 pub use measurements::{ExtractorRow, MeasurementRow};
 pub use output::OutputBlock;
-pub use replicas::{EXPIRY as LEASE_EXPIRY, RENEW as LEASE_RENEW};
+pub use replicas::{EXPIRY as LEASE_EXPIRY, Notices, RENEW as LEASE_RENEW};
 pub use rows::{HostRow, InvestigationRow, NewRun, RunEnd, RunRow, StepRow};
 pub use searches::SearchRow;
 pub use shares::ShareRow;
@@ -176,6 +176,8 @@ pub struct Store {
     backend: Backend,
     /// See [`Store::replica`].
     replica: std::sync::Arc<str>,
+    /// PostgreSQL's URL, for the connection that listens (`Store::listen`).
+    url: Option<std::sync::Arc<str>>,
 }
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -219,7 +221,11 @@ impl Store {
             std::process::id(),
             rand::random::<u16>()
         );
-        Ok(Self { pool, backend, replica: replica.into() })
+        let url = match database {
+            Database::Postgres(url) => Some(url.as_str().into()),
+            Database::Sqlite(_) => None,
+        };
+        Ok(Self { pool, backend, replica: replica.into(), url })
     }
 
     pub fn backend(&self) -> Backend {

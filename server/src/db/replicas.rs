@@ -11,6 +11,20 @@
 use super::{Store, StoreResult, now_ms};
 use std::time::Duration;
 
+/// The NOTIFY channel replicas tell each other what happened on.
+const LIVE_CHANNEL: &str = "sleuth_live";
+
+/// What other replicas tell this one (PostgreSQL's LISTEN).
+pub struct Notices(sqlx::postgres::PgListener);
+
+impl Notices {
+    /// The next notice's payload; `None` when the connection was lost (and is
+    /// being made again): notices sent meanwhile are gone.
+    pub async fn next(&mut self) -> StoreResult<Option<String>> {
+        Ok(self.0.try_recv().await?.map(|n| n.payload().to_string()))
+    }
+}
+
 /// How often a replica renews its lease (and looks for dead ones).
 pub const RENEW: Duration = Duration::from_secs(5);
 /// A replica unseen for this long is dead. With [`RENEW`], its runs are
@@ -22,6 +36,20 @@ impl Store {
     /// part (a restart is a new replica).
     pub fn replica(&self) -> &str {
         &self.replica
+    }
+
+    /// Listens to the other replicas; `None` on SQLite (there are none).
+    pub async fn listen(&self) -> StoreResult<Option<Notices>> {
+        let Some(url) = &self.url else { return Ok(None) };
+        let mut listener = sqlx::postgres::PgListener::connect(url).await?;
+        listener.listen(LIVE_CHANNEL).await?;
+        Ok(Some(Notices(listener)))
+    }
+
+    /// Tells every listening replica (this one too) `payload` (at most 8000 bytes).
+    pub async fn notify(&self, payload: &str) -> StoreResult<()> {
+        sqlx::query("SELECT pg_notify($1, $2)").bind(LIVE_CHANNEL).bind(payload).execute(&self.pool).await?;
+        Ok(())
     }
 
     /// Announces this replica, or renews its lease.

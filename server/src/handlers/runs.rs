@@ -130,7 +130,7 @@ pub async fn stream(
     let investigation = state.access.store().investigation_of(crate::db::OwnedBy::Run, id).await?.unwrap_or_default();
     let stop = until_closed_or_lost(&state, headers.clone(), investigation);
     let resume = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
-    let output = state.runner.feeds().follow(id, resume.unwrap_or(query.offset), run.status.is_finished()).await;
+    let output = state.runner.feeds().follow(id, resume.unwrap_or(query.offset), run.status).await;
     Ok(event_stream(with_keep_alive(output).take_until(stop)))
 }
 

@@ -57,7 +57,7 @@ async fn next_run(receiver: &mut Receiver<RunEvent>, investigation: &str) -> Opt
 async fn next_change(changes: &mut Receiver<Change>, investigation: &str, me: &str) -> Option<Bytes> {
     loop {
         match changes.recv().await {
-            Ok(change) if change.investigation_id() == investigation => {
+            Ok(change) if change.investigation_id().is_none_or(|i| i == investigation) => {
                 return Some(match change {
                     Change::Edited { by, .. } => frame("change", &serde_json::json!({ "by": by }).to_string()),
                     // Everyone but this reader (their other tabs are them too).
@@ -65,6 +65,8 @@ async fn next_change(changes: &mut Receiver<Change>, investigation: &str, me: &s
                         let others: Vec<&String> = names.iter().filter(|n| *n != me).collect();
                         frame("presence", &serde_json::json!(others).to_string())
                     }
+                    // News may have been lost: an empty `run` makes the page read everything.
+                    Change::Resync => frame("run", "{}"),
                 });
             }
             Ok(_) => continue,

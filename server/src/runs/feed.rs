@@ -167,9 +167,22 @@ impl Feeds {
 
     /// The run's output from `offset` as SSE bytes: `event: output` frames, then
     /// `event: end` once the run is over and everything was sent.
-    pub async fn follow(self: &Arc<Self>, run: i64, offset: u64, finished: bool) -> impl Stream<Item = Bytes> + use<> {
+    /// `status` is the run's as stored: a run that is running with no feed here
+    /// is driven by another replica, whose output this replica follows through
+    /// the store (and the notices of its growth, `live.rs`).
+    pub async fn follow(
+        self: &Arc<Self>,
+        run: i64,
+        offset: u64,
+        status: app::runs::RunStatus,
+    ) -> impl Stream<Item = Bytes> + use<> {
         let mut feed = self.feed(run);
-        if feed.is_none() && !finished {
+        if feed.is_none() && status == app::runs::RunStatus::Running {
+            let stored = self.outputs.len(run).await.unwrap_or(0);
+            self.live.watch_remote(run, stored);
+            feed = self.feed(run);
+        }
+        if feed.is_none() && !status.is_finished() {
             // Queued: wait for it to start (or to end) rather than say it is over.
             let deadline = tokio::time::Instant::now() + QUEUED_WAIT;
             let mut events = self.live.subscribe();

@@ -1,17 +1,25 @@
 //! What browsers watching an investigation are told as it happens: run events
 //! (queued, started, finished, counters) on a broadcast channel, and per running
-//! run a watch of how many output bytes are on disk. Output itself is always read
-//! from the run's file, so a reader that reconnects at an offset gets every byte
-//! once: no gaps, no duplicates.
+//! run a watch of how many output bytes are stored. Output itself is always read
+//! from the store of output (`output::Outputs`), so a reader that reconnects at
+//! an offset gets every byte once: no gaps, no duplicates.
 //!
 //! Besides runs: every other change (a step, an edit, an annotation, a comment,
 //! a hypothesis) as a [`Change`] naming who made it, and who is viewing each
 //! investigation (one entry per open event stream, see [`Live::join`]).
+//!
+//! Replicas: on a shared database every replica's `Live` hears the others
+//! (`bridge.rs` carries [`Notice`]s over PostgreSQL's NOTIFY). What happens here
+//! goes out as a notice; what arrives is applied with the `*_remote` methods,
+//! which never send it on again. A run driven by another replica has a
+//! *remote* progress watch here, moved by the notices of its output.
 
 use app::runs::Run;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-use std::sync::Mutex;
-use tokio::sync::{broadcast, watch};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+use tokio::sync::{broadcast, mpsc, watch};
 
 #[derive(Clone, Debug)]
 pub struct RunEvent {
@@ -35,14 +43,33 @@ pub enum Change {
     Edited { investigation_id: String, by: String },
     /// Who has it open now (names, sorted, once each).
     Viewers { investigation_id: String, names: Vec<String> },
+    /// Some news from other replicas may have been missed: every page reads
+    /// everything again.
+    Resync,
 }
 
 impl Change {
-    pub fn investigation_id(&self) -> &str {
+    /// The investigation it is about (`None`: all of them).
+    pub fn investigation_id(&self) -> Option<&str> {
         match self {
-            Self::Edited { investigation_id, .. } | Self::Viewers { investigation_id, .. } => investigation_id,
+            Self::Edited { investigation_id, .. } | Self::Viewers { investigation_id, .. } => Some(investigation_id),
+            Self::Resync => None,
         }
     }
+}
+
+/// What one replica tells the others; small (ids and offsets), the rest is read
+/// from the store.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "t", rename_all = "snake_case")]
+pub enum Notice {
+    /// A run of the investigation was queued, started, ended or counted.
+    Run { investigation: String, run: i64 },
+    /// A running run's stored output is now `len` bytes long.
+    Output { run: i64, len: u64 },
+    Change { investigation: String, by: String },
+    /// The sender's own viewers of the investigation (all of them, each time).
+    Viewers { investigation: String, names: Vec<String> },
 }
 
 /// One viewer of one investigation while it lives (its event stream is open).
@@ -60,17 +87,36 @@ impl Drop for Presence {
 
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Progress {
-    /// Bytes of output on disk.
+    /// Bytes of output stored (readable).
     pub len: u64,
     pub finished: bool,
+}
+
+/// A running run's progress, and whether another replica drives it.
+struct Tracked {
+    progress: watch::Sender<Progress>,
+    remote: bool,
+}
+
+/// How long another replica's viewer list counts without being repeated
+/// (replicas repeat theirs every `crate::db::LEASE_RENEW`).
+const REMOTE_VIEWERS_FOR: Duration = Duration::from_secs(15);
+
+struct RemoteViewers {
+    seen: Instant,
+    names: Vec<String>,
 }
 
 pub struct Live {
     events: broadcast::Sender<RunEvent>,
     changes: broadcast::Sender<Change>,
-    /// Investigation → the names of its open event streams (a name repeats per tab).
+    /// Investigation → the names of its open event streams here (a name repeats per tab).
     viewers: Mutex<HashMap<String, Vec<String>>>,
-    runs: Mutex<HashMap<i64, watch::Sender<Progress>>>,
+    /// (replica, investigation) → the viewers that replica last reported.
+    remote_viewers: Mutex<HashMap<(String, String), RemoteViewers>>,
+    runs: Mutex<HashMap<i64, Tracked>>,
+    /// Notices for the other replicas, when there are any (see `bridge.rs`).
+    outbox: OnceLock<mpsc::UnboundedSender<Notice>>,
     /// Set when the server shuts down: event streams end so it can.
     closing: watch::Sender<bool>,
 }
@@ -81,10 +127,16 @@ impl Default for Live {
             events: broadcast::channel(1024).0,
             changes: broadcast::channel(1024).0,
             viewers: Mutex::new(HashMap::new()),
+            remote_viewers: Mutex::new(HashMap::new()),
             runs: Mutex::new(HashMap::new()),
+            outbox: OnceLock::new(),
             closing: watch::channel(false).0,
         }
     }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Live {
@@ -101,7 +153,34 @@ impl Live {
         }
     }
 
+    /// From now on, what happens here is also sent as notices to the returned
+    /// receiver (once: a second call gets `None`).
+    pub fn bridge(&self) -> Option<mpsc::UnboundedReceiver<Notice>> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.outbox.set(tx).ok()?;
+        Some(rx)
+    }
+
+    fn tell_others(&self, notice: Notice) {
+        if let Some(outbox) = self.outbox.get() {
+            let _ = outbox.send(notice);
+        }
+    }
+
     pub fn publish(&self, event: RunEvent) {
+        self.tell_others(Notice::Run { investigation: event.investigation_id.clone(), run: event.run.id });
+        self.publish_remote(event);
+    }
+
+    /// A run event from another replica (or this one's, once told).
+    pub fn publish_remote(&self, event: RunEvent) {
+        let run = &event.run;
+        if run.status.is_finished() {
+            self.finish_remote(run.id);
+        } else if run.status == app::runs::RunStatus::Running {
+            // Viewers here may follow it from now on.
+            self.watch_remote(run.id, 0);
+        }
         // No subscribers is fine: nobody is watching.
         let _ = self.events.send(event);
     }
@@ -111,7 +190,17 @@ impl Live {
     }
 
     pub fn changed(&self, investigation: &str, by: &str) {
+        self.tell_others(Notice::Change { investigation: investigation.into(), by: by.into() });
+        self.changed_remote(investigation, by);
+    }
+
+    pub fn changed_remote(&self, investigation: &str, by: &str) {
         let _ = self.changes.send(Change::Edited { investigation_id: investigation.into(), by: by.into() });
+    }
+
+    /// Pages read everything again (news from other replicas may be lost).
+    pub fn resync(&self) {
+        let _ = self.changes.send(Change::Resync);
     }
 
     pub fn subscribe_changes(&self) -> broadcast::Receiver<Change> {
@@ -121,19 +210,14 @@ impl Live {
     /// `name` is viewing `investigation` until the returned guard is dropped;
     /// everyone watching it hears the new list each time.
     pub fn join(self: &std::sync::Arc<Self>, investigation: &str, name: &str) -> Presence {
-        self.viewers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entry(investigation.into())
-            .or_default()
-            .push(name.into());
-        self.announce(investigation);
+        lock(&self.viewers).entry(investigation.into()).or_default().push(name.into());
+        self.local_viewers_changed(investigation);
         Presence { live: self.clone(), investigation: investigation.into(), name: name.into() }
     }
 
     fn leave(&self, investigation: &str, name: &str) {
         {
-            let mut viewers = self.viewers.lock().unwrap_or_else(|e| e.into_inner());
+            let mut viewers = lock(&self.viewers);
             if let Some(names) = viewers.get_mut(investigation) {
                 if let Some(i) = names.iter().position(|n| n == name) {
                     names.swap_remove(i);
@@ -143,12 +227,57 @@ impl Live {
                 }
             }
         }
+        self.local_viewers_changed(investigation);
+    }
+
+    fn local_viewers_changed(&self, investigation: &str) {
+        let names = lock(&self.viewers).get(investigation).cloned().unwrap_or_default();
+        self.tell_others(Notice::Viewers { investigation: investigation.into(), names });
         self.announce(investigation);
     }
 
+    /// Tells the others who views what here (they forget a replica that stops
+    /// saying so); called every lease renewal.
+    pub fn repeat_viewers(&self) {
+        let viewers: Vec<(String, Vec<String>)> =
+            lock(&self.viewers).iter().map(|(i, names)| (i.clone(), names.clone())).collect();
+        for (investigation, names) in viewers {
+            self.tell_others(Notice::Viewers { investigation, names });
+        }
+        // And forgets, here, the replicas that stopped repeating theirs.
+        let gone: Vec<String> = {
+            let mut remote = lock(&self.remote_viewers);
+            let stale: Vec<(String, String)> =
+                remote.iter().filter(|(_, v)| v.seen.elapsed() > REMOTE_VIEWERS_FOR).map(|(k, _)| k.clone()).collect();
+            stale.into_iter().filter_map(|key| remote.remove(&key).map(|_| key.1)).collect()
+        };
+        for investigation in gone {
+            self.announce(&investigation);
+        }
+    }
+
+    /// Another replica's viewers of `investigation`.
+    pub fn viewers_remote(&self, replica: &str, investigation: &str, names: Vec<String>) {
+        {
+            let mut remote = lock(&self.remote_viewers);
+            let key = (replica.to_string(), investigation.to_string());
+            if names.is_empty() {
+                remote.remove(&key);
+            } else {
+                remote.insert(key, RemoteViewers { seen: Instant::now(), names });
+            }
+        }
+        self.announce(investigation);
+    }
+
+    /// Everyone viewing it, on every replica: names sorted, once each.
     pub fn viewers(&self, investigation: &str) -> Vec<String> {
-        let viewers = self.viewers.lock().unwrap_or_else(|e| e.into_inner());
-        let mut names = viewers.get(investigation).cloned().unwrap_or_default();
+        let mut names = lock(&self.viewers).get(investigation).cloned().unwrap_or_default();
+        for ((_, i), remote) in lock(&self.remote_viewers).iter() {
+            if i == investigation && remote.seen.elapsed() <= REMOTE_VIEWERS_FOR {
+                names.extend(remote.names.iter().cloned());
+            }
+        }
         names.sort();
         names.dedup();
         names
@@ -159,20 +288,182 @@ impl Live {
         let _ = self.changes.send(Change::Viewers { investigation_id: investigation.into(), names });
     }
 
+    /// This replica drives the run from now on: its output writer moves the
+    /// returned progress (and, with other replicas, each move is told them).
     pub fn start(&self, run: i64) -> watch::Sender<Progress> {
-        let (tx, _) = watch::channel(Progress::default());
-        self.runs.lock().unwrap_or_else(|e| e.into_inner()).insert(run, tx.clone());
-        tx
+        let progress = {
+            let mut runs = lock(&self.runs);
+            let tracked = runs.entry(run).or_insert_with(|| Tracked {
+                progress: watch::channel(Progress::default()).0,
+                remote: false,
+            });
+            // A viewer may have come first and taken it for another replica's.
+            tracked.remote = false;
+            tracked.progress.clone()
+        };
+        if let Some(outbox) = self.outbox.get().cloned() {
+            let mut moves = progress.subscribe();
+            tokio::spawn(async move {
+                while moves.changed().await.is_ok() {
+                    let Progress { len, finished } = *moves.borrow_and_update();
+                    if outbox.send(Notice::Output { run, len }).is_err() || finished {
+                        break;
+                    }
+                }
+            });
+        }
+        progress
     }
 
     pub fn finish(&self, run: i64) {
-        if let Some(tx) = self.runs.lock().unwrap_or_else(|e| e.into_inner()).remove(&run) {
-            tx.send_modify(|p| p.finished = true);
+        if let Some(tracked) = lock(&self.runs).remove(&run) {
+            tracked.progress.send_modify(|p| p.finished = true);
         }
     }
 
-    /// A watch of the run's progress, or `None` if it is not running here.
+    /// Another replica stored more of its run's output. Only runs heard to be
+    /// running are followed: a late notice of one that ended is dropped.
+    pub fn output_remote(&self, run: i64, len: u64) {
+        let runs = lock(&self.runs);
+        if let Some(tracked) = runs.get(&run).filter(|t| t.remote) {
+            tracked.progress.send_if_modified(|p| {
+                let grew = len > p.len;
+                p.len = p.len.max(len);
+                grew
+            });
+        }
+    }
+
+    fn finish_remote(&self, run: i64) {
+        let mut runs = lock(&self.runs);
+        if runs.get(&run).is_some_and(|t| t.remote)
+            && let Some(tracked) = runs.remove(&run)
+        {
+            tracked.progress.send_modify(|p| p.finished = true);
+        }
+    }
+
+    /// A watch of the run's progress, or `None` if it is not running (here, or
+    /// as far as this replica has heard, elsewhere).
     pub fn watch(&self, run: i64) -> Option<watch::Receiver<Progress>> {
-        self.runs.lock().unwrap_or_else(|e| e.into_inner()).get(&run).map(|tx| tx.subscribe())
+        lock(&self.runs).get(&run).map(|t| t.progress.subscribe())
+    }
+
+    /// A watch of a run that is running but not here: another replica drives it
+    /// and has stored `len` bytes so far. (The watch that exists, if any.)
+    pub fn watch_remote(&self, run: i64, len: u64) -> watch::Receiver<Progress> {
+        let mut runs = lock(&self.runs);
+        let tracked = runs.entry(run).or_insert_with(|| Tracked {
+            progress: watch::channel(Progress { len, finished: false }).0,
+            remote: true,
+        });
+        if tracked.remote {
+            tracked.progress.send_if_modified(|p| {
+                let grew = len > p.len;
+                p.len = p.len.max(len);
+                grew
+            });
+        }
+        tracked.progress.subscribe()
+    }
+
+    /// The runs this replica follows for others, for a resync.
+    pub fn remote_runs(&self) -> Vec<i64> {
+        lock(&self.runs).iter().filter(|(_, t)| t.remote).map(|(run, _)| *run).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(id: i64, status: &str) -> Run {
+        super::super::run_from_row(crate::db::RunRow {
+            id,
+            step_id: 1,
+            host: "h".into(),
+            command: "true".into(),
+            env: "[]".into(),
+            cwd: None,
+            timeout_s: None,
+            status: status.into(),
+            exit_code: None,
+            exit_signal: None,
+            error: None,
+            batch_index: 1,
+            batch_size: 1,
+            warmup: 0,
+            stdout_bytes: 0,
+            stderr_bytes: 0,
+            lines: 0,
+            queued_at: 0,
+            started_at: None,
+            finished_at: None,
+            who: None,
+            facts_id: None,
+        })
+    }
+
+    #[test]
+    fn notices_are_small_tagged_json() {
+        let notice = Notice::Output { run: 7, len: 1234 };
+        let json = serde_json::to_string(&notice).unwrap();
+        assert_eq!(json, r#"{"t":"output","run":7,"len":1234}"#);
+        assert_eq!(serde_json::from_str::<Notice>(&json).unwrap(), notice);
+        assert!(serde_json::from_str::<Notice>(r#"{"t":"nonsense"}"#).is_err());
+    }
+
+    #[tokio::test]
+    async fn a_remote_run_moves_with_its_notices_and_ends_with_its_event() {
+        let live = Live::default();
+        let mut watch = live.watch_remote(9, 10);
+        live.output_remote(9, 5);
+        assert_eq!(watch.borrow_and_update().len, 10, "never backwards");
+        live.output_remote(9, 50);
+        assert!(watch.has_changed().unwrap());
+        assert_eq!(watch.borrow_and_update().len, 50);
+        live.publish_remote(RunEvent::new("i", run(9, "interrupted")));
+        assert!(watch.borrow().finished);
+        assert!(live.watch(9).is_none());
+    }
+
+    #[tokio::test]
+    async fn a_local_start_takes_over_a_watch_a_viewer_made_first() {
+        let live = Live::default();
+        let viewer = live.watch_remote(3, 0);
+        let progress = live.start(3);
+        live.output_remote(3, 99); // nobody else drives it: ignored
+        progress.send_modify(|p| p.len = 7);
+        assert_eq!(viewer.borrow().len, 7, "the viewer sees the local writer");
+    }
+
+    #[test]
+    fn viewers_of_other_replicas_count_until_they_stop_repeating() {
+        let live = std::sync::Arc::new(Live::default());
+        let _me = live.join("i", "ada");
+        live.viewers_remote("replica-b", "i", vec!["bob".into(), "ada".into()]);
+        assert_eq!(live.viewers("i"), vec!["ada", "bob"]);
+        live.viewers_remote("replica-b", "i", vec![]);
+        assert_eq!(live.viewers("i"), vec!["ada"]);
+    }
+
+    #[tokio::test]
+    async fn what_happens_here_is_told_once_and_remote_news_is_not_sent_back() {
+        let live = std::sync::Arc::new(Live::default());
+        let mut outbox = live.bridge().expect("a first bridge");
+        assert!(live.bridge().is_none(), "one bridge");
+        live.changed("i", "ada");
+        live.changed_remote("i", "bob");
+        let presence = live.join("i", "ada");
+        drop(presence);
+        let told: Vec<Notice> = std::iter::from_fn(|| outbox.try_recv().ok()).collect();
+        assert_eq!(
+            told,
+            vec![
+                Notice::Change { investigation: "i".into(), by: "ada".into() },
+                Notice::Viewers { investigation: "i".into(), names: vec!["ada".into()] },
+                Notice::Viewers { investigation: "i".into(), names: vec![] },
+            ]
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! Command runs: queueing, executing over the SSH pool, recording output, and
 //! telling watchers. See `runner` for the life of a run.
 
+pub mod bridge;
 pub mod events;
 pub mod feed;
 pub mod live;

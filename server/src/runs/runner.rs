@@ -83,6 +83,10 @@ impl Runner {
         Ok(Some(app::runs::runs_fingerprint(&runs)))
     }
 
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
     pub fn live(&self) -> &Arc<Live> {
         &self.live
     }
@@ -156,6 +160,7 @@ impl Runner {
                     }
                     Err(e) => tracing::error!("cannot look for runs of stopped replicas: {e}"),
                 }
+                runner.live.repeat_viewers();
                 tokio::select! {
                     () = tokio::time::sleep(crate::db::LEASE_RENEW) => {}
                     () = &mut closed => break,

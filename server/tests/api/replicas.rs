@@ -1,33 +1,42 @@
-//! Several replicas on one PostgreSQL database (the team server): a run belongs
-//! to the replica that started it, and when that replica dies another one ends
-//! the run within 30 s, keeping its output. Runs only on PostgreSQL (`./dev test`
-//! runs the suite there too); on SQLite there is one server by design.
+//! Several replicas on one PostgreSQL database (the team server), each with a
+//! data dir of its own: what one does, the others show — runs, their output
+//! as it arrives, changes, presence, sessions — and when the replica driving a
+//! run dies, another ends the run within 30 s, keeping its output. Runs only on
+//! PostgreSQL (`./dev test` runs the suite there too); on SQLite there is one
+//! server by design.
 
-use crate::helpers::on_postgres;
+use crate::helpers::{TestApp, on_postgres, spawn_app_with_accounts};
 use crate::runs::{app_with_host, command_step};
 use crate::sshd::Sshd;
-use server::db::Database;
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use http_body_util::BodyExt;
 use serde_json::{Value, json};
+use server::db::Database;
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tower::ServiceExt;
 
-/// `sleuth serve` in a process of its own, on the same store and data dir as
-/// the in-process app.
+/// `sleuth serve` in a process of its own, with its own data dir, on a database.
 struct Replica {
     child: Child,
     addr: String,
+    _data: tempfile::TempDir,
 }
 
 impl Replica {
-    fn start(data: &std::path::Path, database: &Database) -> Replica {
+    fn start(database: &Database, flags: &[&str]) -> Replica {
         let Database::Postgres(url) = database else { panic!("replicas share a PostgreSQL database") };
+        let data = tempfile::tempdir().expect("temp dir");
         let mut child = Command::new(env!("CARGO_BIN_EXE_sleuth"))
-            .args(["serve", "--no-auth", "--addr", "127.0.0.1:0"])
+            .args(["serve", "--addr", "127.0.0.1:0"])
+            .args(flags)
             .arg("--data")
-            .arg(data)
+            .arg(data.path())
             .arg("--site")
-            .arg(data.join("site"))
+            .arg(data.path().join("site"))
             .env("SLEUTH_DATABASE", url)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -53,26 +62,53 @@ impl Replica {
             .and_then(|rest| rest.split('/').next())
             .unwrap_or_else(|| panic!("no address in {line:?}"))
             .to_string();
-        Replica { child, addr }
+        Replica { child, addr, _data: data }
     }
 
-    /// One HTTP/1.1 request, the answer's status and body.
-    async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+    /// One HTTP/1.1 request: the answer's status, head and body.
+    async fn request(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String, String) {
         let mut stream = tokio::net::TcpStream::connect(&self.addr).await.expect("connect");
-        let body = body.to_string();
-        let request = format!(
-            "POST {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
-             Connection: close\r\n\r\n{body}",
-            self.addr,
-            body.len()
-        );
+        let mut request = format!("{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n", self.addr);
+        for (name, value) in headers {
+            request.push_str(&format!("{name}: {value}\r\n"));
+        }
+        request.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
         stream.write_all(request.as_bytes()).await.expect("send");
         let mut answer = Vec::new();
         stream.read_to_end(&mut answer).await.expect("answer");
-        let answer = String::from_utf8_lossy(&answer);
-        let status = answer.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-        let json = answer.split("\r\n\r\n").nth(1).and_then(|b| serde_json::from_str(b).ok()).unwrap_or(Value::Null);
-        (status, json)
+        let answer = String::from_utf8_lossy(&answer).to_string();
+        let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+        let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+        (status, head.to_string(), body.to_string())
+    }
+
+    async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        let (status, _, body) =
+            self.request("POST", path, &[("Content-Type", "application/json")], &body.to_string()).await;
+        (status, serde_json::from_str(&body).unwrap_or(Value::Null))
+    }
+
+    /// A streaming GET: everything it sends, as it arrives (chunk sizes and all).
+    fn follow(&self, path: &str, headers: &[(&str, &str)]) -> Followed {
+        let (addr, path) = (self.addr.clone(), path.to_string());
+        let headers: String = headers.iter().map(|(n, v)| format!("{n}: {v}\r\n")).collect();
+        let seen = Arc::new(Mutex::new(String::new()));
+        let task = tokio::spawn({
+            let seen = seen.clone();
+            async move {
+                let mut stream = tokio::net::TcpStream::connect(&addr).await.expect("connect");
+                let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n{headers}\r\n");
+                stream.write_all(request.as_bytes()).await.expect("send");
+                let mut buf = vec![0u8; 64 * 1024];
+                while let Ok(n) = stream.read(&mut buf).await {
+                    if n == 0 {
+                        break;
+                    }
+                    seen.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
+                }
+            }
+        });
+        Followed { seen, task }
     }
 }
 
@@ -83,33 +119,105 @@ impl Drop for Replica {
     }
 }
 
-#[tokio::test]
-async fn when_a_replica_dies_another_interrupts_its_runs_and_keeps_the_output() {
+/// A stream being read in the background.
+struct Followed {
+    seen: Arc<Mutex<String>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Followed {
+    fn text(&self) -> String {
+        self.seen.lock().unwrap().clone()
+    }
+
+    /// Waits until what arrived satisfies `ready` (or fails the test after `within`).
+    async fn wait_for(&self, what: &str, within: Duration, ready: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + within;
+        loop {
+            let text = self.text();
+            if ready(&text) {
+                return text;
+            }
+            assert!(Instant::now() < deadline, "{what} did not arrive in {within:?}; got:\n{text}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+impl Drop for Followed {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// A streaming GET on the in-process app.
+fn follow_in_process(app: &TestApp, path: &str, token: Option<&str>) -> Followed {
+    let mut request = Request::get(path);
+    if let Some(token) = token {
+        request = request.header("authorization", format!("Bearer {token}"));
+    }
+    let request = request.body(Body::empty()).unwrap();
+    let router = app.router.clone();
+    let seen = Arc::new(Mutex::new(String::new()));
+    let task = tokio::spawn({
+        let seen = seen.clone();
+        async move {
+            let response = router.oneshot(request).await.unwrap();
+            let mut body = response.into_body();
+            while let Some(Ok(frame)) = body.frame().await {
+                if let Some(data) = frame.data_ref() {
+                    seen.lock().unwrap().push_str(&String::from_utf8_lossy(data));
+                }
+            }
+        }
+    });
+    Followed { seen, task }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_replica_shows_a_run_live_and_ends_it_when_its_replica_dies() {
     if !on_postgres() {
         eprintln!("skipped: replicas need PostgreSQL (SLEUTH_TEST_POSTGRES)");
         return;
     }
     let sshd = Sshd::start();
-    // B: in process. A: `sleuth serve` beside it on the same database and data.
+    // B: in process, where the host key was confirmed. A: `sleuth serve` on the
+    // same database with a data dir of its own, so it trusts that key and
+    // stores output only through the database.
     let b = app_with_host(&sshd).await;
-    let mut a = Replica::start(&b.data.path().join("db"), &b.database);
-    let step = command_step(&b, json!({ "command": "for i in 1 2 3 4 5; do echo line-$i; done; sleep 120" })).await;
+    let mut a = Replica::start(&b.database, &["--no-auth"]);
+    let step = command_step(
+        &b,
+        json!({ "command": "for i in 1 2 3 4 5; do echo line-$i; sleep 0.3; done; echo line-late >&2; sleep 120" }),
+    )
+    .await;
+    let investigation = b.get(&format!("/api/v1/steps/{step}")).await.json()["investigation_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let events = follow_in_process(&b, &format!("/api/v1/investigations/{investigation}/events"), None);
 
     let (status, runs) = a.post(&format!("/api/v1/steps/{step}/runs"), json!({})).await;
     assert_eq!(status, 201, "{runs}");
     let run = runs[0]["id"].as_i64().expect("run id");
 
-    // B sees A's run going, and its output.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let output = b.get(&format!("/api/v1/runs/{run}/output")).await.text();
-        if output.contains("line-5") {
-            break;
-        }
-        assert!(Instant::now() < deadline, "B never saw A's output: {output:?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    // B's viewer of the run gets its output as A's run prints it, line by line.
+    let output = follow_in_process(&b, &format!("/api/v1/runs/{run}/stream?offset=0"), None);
+    let first = output.wait_for("line-1 on B", Duration::from_secs(20), |t| t.contains("line-1")).await;
+    assert!(!first.contains("line-5"), "arrived as it was printed, not at the end: {first}");
+    output.wait_for("line-late on B", Duration::from_secs(20), |t| t.contains("line-late")).await;
+    events
+        .wait_for("the run starting, on B's event stream", Duration::from_secs(10), |t| {
+            t.contains(&format!("\"id\":{run},")) && t.contains("\"status\":\"running\"")
+        })
+        .await;
     assert_eq!(b.get(&format!("/api/v1/runs/{run}")).await.json()["status"], "running");
+
+    // A change made through A: B's pages hear of it.
+    let (status, note) =
+        a.post(&format!("/api/v1/investigations/{investigation}/steps"), json!({ "kind": "note", "body": "from A" })).await;
+    assert_eq!(status, 201, "{note}");
+    events.wait_for("a change event on B", Duration::from_secs(10), |t| t.contains("event: change")).await;
 
     // SIGKILL: no shutdown, no lease given back.
     a.child.kill().expect("kill -9");
@@ -124,14 +232,89 @@ async fn when_a_replica_dies_another_interrupts_its_runs_and_keeps_the_output() 
     };
     assert_eq!(ended["status"], "interrupted", "{ended}");
     assert!(ended["error"].as_str().unwrap_or_default().contains("stopped answering"), "{ended}");
-    let output = b.get(&format!("/api/v1/runs/{run}/output")).await.text();
-    for i in 1..=5 {
-        assert!(output.contains(&format!("line-{i}")), "output lost: {output:?}");
+    // B's viewers are told; the stored output holds all they were shown.
+    let shown = output.wait_for("the end of B's stream", Duration::from_secs(10), |t| t.contains("event: end")).await;
+    events.wait_for("the interrupted run on B", Duration::from_secs(10), |t| t.contains("interrupted")).await;
+    let stored = b.get(&format!("/api/v1/runs/{run}/output")).await.text();
+    for line in shown.lines().filter_map(|l| l.strip_prefix("data: ")).filter(|l| l.starts_with("line-")) {
+        assert!(stored.contains(line), "{line} was shown but is not stored: {stored:?}");
     }
+    assert!(stored.contains("line-5\n") && stored.contains("line-late"), "{stored:?}");
 
     // B itself keeps running runs: its own lease is renewed.
     let own = crate::runs::start(&b, step, json!({})).await[0];
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(b.get(&format!("/api/v1/runs/{own}")).await.json()["status"], "running");
     assert_eq!(b.post_json(&format!("/api/v1/runs/{own}/cancel"), json!({})).await.status, 200);
+}
+
+const PASSWORD: &str = "correct horse battery staple";
+
+/// The session cookie a sign-in through `replica` sets (`name=value`).
+async fn sign_in(replica: &Replica, name: &str, password: &str) -> Option<String> {
+    let form = format!("name={name}&password={}", password.replace(' ', "+"));
+    let (status, head, _) =
+        replica.request("POST", "/auth/login", &[("Content-Type", "application/x-www-form-urlencoded")], &form).await;
+    assert_eq!(status, 303, "{head}");
+    head.lines()
+        .filter_map(|l| l.strip_prefix("set-cookie: ").or_else(|| l.strip_prefix("Set-Cookie: ")))
+        .find(|c| !c.contains("Max-Age=0"))
+        .and_then(|c| c.split(';').next())
+        .map(str::to_string)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_presence_and_the_sign_in_limiter_span_replicas() {
+    if !on_postgres() {
+        eprintln!("skipped: replicas need PostgreSQL (SLEUTH_TEST_POSTGRES)");
+        return;
+    }
+    let setup = spawn_app_with_accounts().await;
+    let auth = setup.auth.clone().unwrap();
+    auth.add_user("ada", PASSWORD, true).await.unwrap();
+    auth.add_user("bob", PASSWORD, false).await.unwrap();
+    let a = Replica::start(&setup.database, &[]);
+    let c = Replica::start(&setup.database, &[]);
+
+    // Signed in through A, working through C: sessions are shared.
+    let cookie = sign_in(&a, "ada", PASSWORD).await.expect("a session cookie");
+    let session = [("Cookie", cookie.as_str()), ("Content-Type", "application/json")];
+    let (status, _, body) =
+        c.request("POST", "/api/v1/investigations", &session, &json!({ "title": "across replicas" }).to_string()).await;
+    assert_eq!(status, 201, "{body}");
+    let investigation = serde_json::from_str::<Value>(&body).unwrap()["id"].as_str().unwrap().to_string();
+    let member = json!({ "user": "bob", "role": "viewer" }).to_string();
+    let (status, _, body) =
+        a.request("PUT", &format!("/api/v1/investigations/{investigation}/members"), &session, &member).await;
+    assert_eq!(status, 200, "{body}");
+
+    // Presence: ada has it open through A; bob, through C, sees her there.
+    let events = format!("/api/v1/investigations/{investigation}/events");
+    let _ada = a.follow(&events, &[("Cookie", cookie.as_str())]);
+    let bob_cookie = sign_in(&c, "bob", PASSWORD).await.expect("bob's session");
+    let bob = c.follow(&events, &[("Cookie", bob_cookie.as_str())]);
+    bob.wait_for("ada's presence on C", Duration::from_secs(10), |t| t.contains("event: presence\ndata: [\"ada\"]"))
+        .await;
+    // And a change through A reaches bob on C.
+    let note = json!({ "kind": "note", "body": "hello bob" }).to_string();
+    let (status, _, _) = a.request("POST", &format!("{}/steps", events.trim_end_matches("/events")), &session, &note).await;
+    assert_eq!(status, 201);
+    bob.wait_for("ada's change on C", Duration::from_secs(10), |t| t.contains("event: change\ndata: {\"by\":\"ada\"}"))
+        .await;
+
+    // Wrong passwords through A and C count together.
+    for i in 0..server::auth::limiter::PAIR_FAILURES {
+        let through = if i % 2 == 0 { &a } else { &c };
+        assert_eq!(sign_in(through, "bob", "wrong wrong wrong").await, None);
+    }
+    let (_, head, _) = c
+        .request(
+            "POST",
+            "/auth/login",
+            &[("Content-Type", "application/x-www-form-urlencoded")],
+            &format!("name=bob&password={}", PASSWORD.replace(' ', "+")),
+        )
+        .await;
+    assert!(head.contains("Too%20many") || head.contains("Too+many"), "the right password is refused now: {head}");
+    assert_eq!(setup.get("/api/v1/investigations").await.status, StatusCode::UNAUTHORIZED);
 }
