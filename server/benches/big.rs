@@ -11,6 +11,7 @@
 //! - with a built site (`SLEUTH_SITE`, as `./dev test` sets it) and Chromium,
 //!   the median of 3 loads: time to `load` and to hydrated (the app marks
 //!   `body[data-hydrated-at]`).
+//!
 //! How the big page's figures grow over the small one's is the point: a page
 //! should cost what it shows, not what the runs printed.
 //!

@@ -23,6 +23,22 @@ pub enum Command {
     /// Manage API tokens (works while a server runs on the same data).
     #[command(subcommand)]
     Token(TokenCommand),
+    /// Copy a SQLite notebook (a --data dir) into an empty PostgreSQL database:
+    /// every investigation, run output, user, session, token, host key and
+    /// audit entry. Stop the server on that data dir first.
+    Migrate(MigrateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    /// The data dir of the SQLite notebook (what `sleuth serve --data` used).
+    #[arg(long)]
+    pub from: PathBuf,
+    /// The PostgreSQL database to fill: `postgres://user@host/db`, empty (Sleuth
+    /// creates its tables). Or set SLEUTH_DATABASE, which keeps the password off
+    /// the command line.
+    #[arg(long, env = "SLEUTH_DATABASE", hide_env_values = true)]
+    pub to: String,
 }
 
 #[derive(Debug, Args)]

@@ -22,6 +22,7 @@ pub(crate) mod ids;
 mod markdown;
 mod members;
 pub mod metrics;
+pub mod migrate;
 pub mod notebook;
 pub mod router;
 pub mod runs;

@@ -15,6 +15,7 @@ async fn main() -> ExitCode {
         Command::Extract(args) => server::metrics::command::run(args),
         Command::User(command) => server::auth::command::user(command).await,
         Command::Token(command) => server::auth::command::token(command).await,
+        Command::Migrate(args) => server::migrate::run(args).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

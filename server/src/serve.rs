@@ -1,12 +1,12 @@
 //! `sleuth serve`: open the store, bind, serve until Ctrl-C or SIGTERM.
 
 use crate::cli::ServeArgs;
+use crate::db::{Backend, Database, Store};
 use crate::notebook::Service;
+use crate::router;
 use crate::runs::{Live, Runner};
 use crate::ssh::{KnownHosts, Pool};
 use crate::state::AppState;
-use crate::db::{Backend, Database, Store};
-use crate::router;
 use leptos::config::{Env, LeptosOptions};
 use std::path::Path;
 use std::sync::Arc;

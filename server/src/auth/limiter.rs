@@ -22,8 +22,8 @@
 //!   holds only what the window still counts — at most what verification
 //!   throughput allows.
 
-use app::error::{ApiError, ErrorCode};
 use crate::db::{Store, now_ms};
+use app::error::{ApiError, ErrorCode};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};

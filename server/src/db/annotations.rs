@@ -58,15 +58,16 @@ impl Store {
 
     /// Returns whether the annotation exists.
     pub async fn update_annotation(&self, id: i64, (start, end): (i64, i64), body: &str) -> StoreResult<bool> {
-        let done =
-            sqlx::query("UPDATE annotations SET start_line = $1, end_line = $2, body = $3, updated_at = $4 WHERE id = $5")
-                .bind(start)
-                .bind(end)
-                .bind(body)
-                .bind(now_ms())
-                .bind(id)
-                .execute(&self.pool)
-                .await?;
+        let done = sqlx::query(
+            "UPDATE annotations SET start_line = $1, end_line = $2, body = $3, updated_at = $4 WHERE id = $5",
+        )
+        .bind(start)
+        .bind(end)
+        .bind(body)
+        .bind(now_ms())
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
         Ok(done.rows_affected() == 1)
     }
 

@@ -15,7 +15,9 @@ impl Store {
 
     /// Every pinned key as `(pattern, key)`, for the known_hosts export.
     pub async fn all_host_keys(&self) -> StoreResult<Vec<(String, String)>> {
-        Ok(sqlx::query_as("SELECT pattern, key FROM host_keys ORDER BY pattern, algorithm").fetch_all(&self.pool).await?)
+        Ok(sqlx::query_as("SELECT pattern, key FROM host_keys ORDER BY pattern, algorithm")
+            .fetch_all(&self.pool)
+            .await?)
     }
 
     /// Pins `key` for `pattern`, replacing the key of the same algorithm, and

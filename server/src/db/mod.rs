@@ -24,6 +24,7 @@ mod accounts;
 mod annotations;
 mod audit;
 mod comments;
+mod copy;
 mod facts;
 mod host_keys;
 mod hosts;
@@ -43,6 +44,7 @@ pub use accounts::{TokenRow, UserRow};
 pub use annotations::AnnotationRow;
 pub use audit::{AuditRow, NewAudit};
 pub use comments::{CommentRow, MentionRow, NewCommentRow};
+pub use copy::{Copy, CopyError};
 pub use facts::FactsRow;
 pub use hypotheses::HypothesisRow;
 pub use measurements::{ExtractorRow, MeasurementRow};
@@ -53,8 +55,8 @@ pub use searches::SearchRow;
 pub use shares::ShareRow;
 pub use snapshots::SnapshotRow;
 
-use sqlx::any::AnyPoolOptions;
 use sqlx::AnyPool;
+use sqlx::any::AnyPoolOptions;
 use sqlx::{Any, Executor, Transaction};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -80,7 +82,9 @@ impl StoreError {
 impl From<StoreError> for app::error::ApiError {
     fn from(e: StoreError) -> Self {
         if e.is_unstorable_text() {
-            return app::error::ApiError::invalid("Text with a NUL character (\\0) cannot be stored; remove it and try again.");
+            return app::error::ApiError::invalid(
+                "Text with a NUL character (\\0) cannot be stored; remove it and try again.",
+            );
         }
         tracing::error!("store: {e}");
         app::error::ApiError::internal()
@@ -474,11 +478,7 @@ impl Store {
     }
 }
 
-async fn touch_investigation(
-    tx: &mut Transaction<'static, Any>,
-    id: &str,
-    now: i64,
-) -> StoreResult<bool> {
+async fn touch_investigation(tx: &mut Transaction<'static, Any>, id: &str, now: i64) -> StoreResult<bool> {
     let done = sqlx::query("UPDATE investigations SET updated_at = $1 WHERE id = $2")
         .bind(now)
         .bind(id)

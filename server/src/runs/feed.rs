@@ -234,7 +234,7 @@ impl Viewer {
             // Catching up: what the feed sent before this viewer came, from the file.
             let published = published.load(Ordering::Acquire);
             if self.offset < published {
-                return Some(self.from_file(published).await);
+                return Some(self.read_from_file(published).await);
             }
             let frame = match self.pending.take() {
                 Some(frame) => frame,
@@ -260,13 +260,13 @@ impl Viewer {
             if frame.start > self.offset {
                 self.pending = Some(frame);
             }
-            return Some(self.from_file(until).await);
+            return Some(self.read_from_file(until).await);
         }
     }
 
     /// A frame read from the file, up to `until` (a frame boundary, so the
     /// bytes before it may end without a newline).
-    async fn from_file(&mut self, until: u64) -> Bytes {
+    async fn read_from_file(&mut self, until: u64) -> Bytes {
         match read_frame(&self.outputs, self.run, self.offset, until, true).await {
             Ok(Some(frame)) => {
                 self.offset = frame.end;
@@ -284,7 +284,7 @@ impl Viewer {
             Err(e) => return self.fail(&e.to_string()),
         };
         if self.offset < len {
-            return self.from_file(len).await;
+            return self.read_from_file(len).await;
         }
         self.done = true;
         sse_frame("end", self.offset, "end")

@@ -64,12 +64,24 @@ impl Change {
 #[serde(tag = "t", rename_all = "snake_case")]
 pub enum Notice {
     /// A run of the investigation was queued, started, ended or counted.
-    Run { investigation: String, run: i64 },
+    Run {
+        investigation: String,
+        run: i64,
+    },
     /// A running run's stored output is now `len` bytes long.
-    Output { run: i64, len: u64 },
-    Change { investigation: String, by: String },
+    Output {
+        run: i64,
+        len: u64,
+    },
+    Change {
+        investigation: String,
+        by: String,
+    },
     /// The sender's own viewers of the investigation (all of them, each time).
-    Viewers { investigation: String, names: Vec<String> },
+    Viewers {
+        investigation: String,
+        names: Vec<String>,
+    },
 }
 
 /// One viewer of one investigation while it lives (its event stream is open).
@@ -293,10 +305,9 @@ impl Live {
     pub fn start(&self, run: i64) -> watch::Sender<Progress> {
         let progress = {
             let mut runs = lock(&self.runs);
-            let tracked = runs.entry(run).or_insert_with(|| Tracked {
-                progress: watch::channel(Progress::default()).0,
-                remote: false,
-            });
+            let tracked = runs
+                .entry(run)
+                .or_insert_with(|| Tracked { progress: watch::channel(Progress::default()).0, remote: false });
             // A viewer may have come first and taken it for another replica's.
             tracked.remote = false;
             tracked.progress.clone()
@@ -353,10 +364,9 @@ impl Live {
     /// and has stored `len` bytes so far. (The watch that exists, if any.)
     pub fn watch_remote(&self, run: i64, len: u64) -> watch::Receiver<Progress> {
         let mut runs = lock(&self.runs);
-        let tracked = runs.entry(run).or_insert_with(|| Tracked {
-            progress: watch::channel(Progress { len, finished: false }).0,
-            remote: true,
-        });
+        let tracked = runs
+            .entry(run)
+            .or_insert_with(|| Tracked { progress: watch::channel(Progress { len, finished: false }).0, remote: true });
         if tracked.remote {
             tracked.progress.send_if_modified(|p| {
                 let grew = len > p.len;

@@ -245,6 +245,68 @@ async fn read_file_range(dir: &Path, run: i64, offset: u64, limit: u64) -> std::
     Ok((buf, len))
 }
 
+/// A run's output files read back as store blocks (`sleuth migrate`): about a
+/// megabyte each, cut at chunk boundaries, each with its index records. Bytes
+/// the index does not cover (a server that died between the two writes) come
+/// last, as stdout.
+pub struct FileBlocks {
+    out: std::io::BufReader<std::fs::File>,
+    records: std::vec::IntoIter<[u8; 13]>,
+    start: u64,
+    len: u64,
+}
+
+impl FileBlocks {
+    /// `None` when the run has no output file.
+    pub fn open(dir: &Path, run: i64) -> std::io::Result<Option<Self>> {
+        let out = match std::fs::File::open(out_path(dir, run)) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let len = out.metadata()?.len();
+        let idx = match std::fs::read(idx_path(dir, run)) {
+            Ok(idx) => idx,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(e),
+        };
+        let records: Vec<[u8; 13]> = idx.chunks_exact(13).filter_map(|r| r.try_into().ok()).collect();
+        Ok(Some(Self { out: std::io::BufReader::new(out), records: records.into_iter(), start: 0, len }))
+    }
+
+    /// The next block.
+    pub fn next_block(&mut self) -> std::io::Result<Option<crate::db::OutputBlock>> {
+        use std::io::Read;
+        let start = self.start;
+        let mut data = Vec::new();
+        let mut chunks = Vec::new();
+        while data.len() < BLOCK_BYTES {
+            let Some(record) = self.records.next() else { break };
+            let len = u64::from(u32::from_le_bytes([record[9], record[10], record[11], record[12]]));
+            let len = len.min(self.len - (start + data.len() as u64));
+            let before = data.len();
+            (&mut self.out).take(len).read_to_end(&mut data)?;
+            let read = data.len() - before;
+            if read == 0 {
+                break;
+            }
+            let at = i64::from_le_bytes(record[0..8].try_into().unwrap_or_default());
+            let stream = if record[8] == Stream::Stderr as u8 { Stream::Stderr } else { Stream::Stdout };
+            chunks.extend_from_slice(&chunk_record(stream, read, at));
+        }
+        if data.is_empty() {
+            // Past the index: whatever is left, unindexed.
+            (&mut self.out).take(BLOCK_BYTES as u64).read_to_end(&mut data)?;
+            if data.is_empty() {
+                return Ok(None);
+            }
+            chunks.extend_from_slice(&chunk_record(Stream::Stdout, data.len(), 0));
+        }
+        self.start += data.len() as u64;
+        Ok(Some(crate::db::OutputBlock { start, data, chunks }))
+    }
+}
+
 enum Sink {
     /// Plain blocking writes into the page cache (memcpy speed, a 1 MB buffer at
     /// a time). tokio::fs would copy every buffer once more and hop to a

@@ -76,7 +76,7 @@ impl KnownHosts {
     pub async fn trust(&self, host: &str, port: u16, key: &PublicKey) -> Result<(), String> {
         let stored = encode(key)?;
         self.store
-            .pin_host_key(&host_pattern(host, port), &key.algorithm().to_string(), &stored)
+            .pin_host_key(&host_pattern(host, port), key.algorithm().as_ref(), &stored)
             .await
             .map_err(|e| e.to_string())
     }

@@ -170,11 +170,14 @@ impl Connection {
     }
 }
 
+/// A host's pooled connection, if open; its lock serializes connecting.
+type Slot = Arc<tokio::sync::Mutex<Option<Arc<Connection>>>>;
+
 pub struct Pool {
     known_hosts: Arc<KnownHosts>,
     trust_on_first_use: bool,
     /// One slot per host name; the slot's lock serializes connecting.
-    slots: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<Arc<Connection>>>>>>,
+    slots: Mutex<HashMap<String, Slot>>,
     /// Passphrases for protected keys, by host name; memory only.
     passphrases: Mutex<HashMap<String, String>>,
 }
@@ -248,7 +251,7 @@ impl Pool {
         }
     }
 
-    fn slot(&self, name: &str) -> Arc<tokio::sync::Mutex<Option<Arc<Connection>>>> {
+    fn slot(&self, name: &str) -> Slot {
         let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
         slots.entry(name.to_string()).or_default().clone()
     }

@@ -3,8 +3,8 @@ use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode};
 use http_body_util::BodyExt;
 use serde_json::Value;
-use tempfile::TempDir;
 use server::db::Database;
+use tempfile::TempDir;
 use tower::ServiceExt;
 
 pub struct TestApp {
@@ -53,10 +53,20 @@ pub async fn spawn_app() -> TestApp {
 pub async fn spawn_app_with_accounts() -> TestApp {
     let data = tempfile::tempdir().expect("temp dir");
     let database = test_database(&data).await;
+    with_accounts(data, database).await
+}
+
+/// A server with accounts on a given store (`None`: SQLite in its data dir),
+/// with a data dir of its own.
+pub async fn spawn_app_with_accounts_on(database: Option<Database>) -> TestApp {
+    let data = tempfile::tempdir().expect("temp dir");
+    let database = database.unwrap_or_else(|| Database::Sqlite(data.path().join("db")));
+    with_accounts(data, database).await
+}
+
+async fn with_accounts(data: TempDir, database: Database) -> TestApp {
     let options = server::serve::Options { database: Some(database.clone()), ..Default::default() };
-    let state = server::serve::state(&data.path().join("db"), &data.path().join("site"), options)
-        .await
-        .expect("state");
+    let state = server::serve::state(&data.path().join("db"), &data.path().join("site"), options).await.expect("state");
     let auth = state.auth.clone();
     TestApp { router: server::app(state), data, database, auth: Some(auth) }
 }

@@ -7,6 +7,7 @@ mod helpers;
 mod hypotheses;
 mod investigations;
 mod metrics;
+mod migrate;
 mod pages;
 mod permissions;
 mod replicas;

@@ -191,10 +191,8 @@ async fn another_replica_shows_a_run_live_and_ends_it_when_its_replica_dies() {
         json!({ "command": "for i in 1 2 3 4 5; do echo line-$i; sleep 0.3; done; echo line-late >&2; sleep 120" }),
     )
     .await;
-    let investigation = b.get(&format!("/api/v1/steps/{step}")).await.json()["investigation_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let investigation =
+        b.get(&format!("/api/v1/steps/{step}")).await.json()["investigation_id"].as_str().unwrap().to_string();
     let events = follow_in_process(&b, &format!("/api/v1/investigations/{investigation}/events"), None);
 
     let (status, runs) = a.post(&format!("/api/v1/steps/{step}/runs"), json!({})).await;
@@ -214,8 +212,9 @@ async fn another_replica_shows_a_run_live_and_ends_it_when_its_replica_dies() {
     assert_eq!(b.get(&format!("/api/v1/runs/{run}")).await.json()["status"], "running");
 
     // A change made through A: B's pages hear of it.
-    let (status, note) =
-        a.post(&format!("/api/v1/investigations/{investigation}/steps"), json!({ "kind": "note", "body": "from A" })).await;
+    let (status, note) = a
+        .post(&format!("/api/v1/investigations/{investigation}/steps"), json!({ "kind": "note", "body": "from A" }))
+        .await;
     assert_eq!(status, 201, "{note}");
     events.wait_for("a change event on B", Duration::from_secs(10), |t| t.contains("event: change")).await;
 
@@ -297,7 +296,8 @@ async fn sessions_presence_and_the_sign_in_limiter_span_replicas() {
         .await;
     // And a change through A reaches bob on C.
     let note = json!({ "kind": "note", "body": "hello bob" }).to_string();
-    let (status, _, _) = a.request("POST", &format!("{}/steps", events.trim_end_matches("/events")), &session, &note).await;
+    let (status, _, _) =
+        a.request("POST", &format!("{}/steps", events.trim_end_matches("/events")), &session, &note).await;
     assert_eq!(status, 201);
     bob.wait_for("ada's change on C", Duration::from_secs(10), |t| t.contains("event: change\ndata: {\"by\":\"ada\"}"))
         .await;
