@@ -18,15 +18,21 @@ export function tempDataDir() {
 /**
  * Starts `sleuth serve` on 127.0.0.1:0 and resolves once it printed its URL.
  * Feature tests run it as a single local user (`--no-auth`); `accounts.test.mjs`
- * passes `{ accounts: true }` and gets the printed setup URL as `setupUrl`.
+ * passes `{ accounts: true }` and gets the printed setup URL as `setupUrl`
+ * (`setup: false` when users exist already, and none is printed). `database`:
+ * a `postgres://` URL for the store (a replica of a team server).
  */
-export function startServer(dataDir, { accounts = false, logLevel } = {}) {
+export function startServer(dataDir, { accounts = false, logLevel, database, setup = accounts } = {}) {
   const bin = process.env.SLEUTH_BIN ?? join(root, 'target', 'debug', 'sleuth');
   const site = process.env.SLEUTH_SITE ?? join(root, 'target', 'site');
   const args = ['serve', '--addr', '127.0.0.1:0', '--data', dataDir, '--site', site, ...(accounts ? [] : ['--no-auth'])];
   const child = spawn(bin, args, {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, RUST_LOG: logLevel ?? process.env.RUST_LOG ?? 'warn' },
+    env: {
+      ...process.env,
+      RUST_LOG: logLevel ?? process.env.RUST_LOG ?? 'warn',
+      SLEUTH_DATABASE: database ?? '',
+    },
   });
   let log = '';
   child.stderr.on('data', (d) => { log += d; });
@@ -37,12 +43,12 @@ export function startServer(dataDir, { accounts = false, logLevel } = {}) {
     child.stdout.on('data', (d) => {
       out += d;
       const m = out.match(/running at (http:\/\/127\.0\.0\.1:\d+)\//);
-      const setup = out.match(/(http:\/\/\S+\/setup\?token=[\w-]+)/);
-      if (m && (!accounts || setup)) {
+      const printedSetup = out.match(/(http:\/\/\S+\/setup\?token=[\w-]+)/);
+      if (m && (!setup || printedSetup)) {
         clearTimeout(timer);
         resolve({
           url: m[1],
-          setupUrl: setup?.[1],
+          setupUrl: printedSetup?.[1],
           log: () => log,
           // Resolves when the server has exited; a server that does not exit within
           // 10 s of SIGTERM (e.g. held by open event streams) fails the test.

@@ -5,7 +5,10 @@
 //!     vs a fresh `ssh host true`;
 //! (b) ingesting 1 GB of output: a Sleuth run of `head -c 1000000000 /dev/zero`
 //!     (every byte written to the run's output file) vs the same command through
-//!     the ControlMaster into /dev/null, with the growth of this process's peak RSS.
+//!     the ControlMaster into /dev/null, with the growth of this process's peak RSS;
+//! (c) the same on PostgreSQL (a team server: every byte committed to the
+//!     database), against a scratch cluster (`tools/pg-scratch`, or the one
+//!     `SLEUTH_TEST_POSTGRES` names) — skipped, saying why, without PostgreSQL.
 //!
 //! Prints medians and ratios. Needs Debian's openssh-server and openssh-client.
 
@@ -13,7 +16,7 @@ mod peer;
 
 use app::runs::RunRequest;
 use app::steps::{StepBody, command::CommandBody};
-use peer::{Actor, Peer, median, ms, quick, timed};
+use peer::{Actor, Peer, Postgres, median, ms, quick, timed};
 use server::AppState;
 use std::time::{Duration, Instant};
 
@@ -62,6 +65,16 @@ async fn api_run(router: &axum::Router, step: i64) -> Duration {
     started.elapsed()
 }
 
+fn command_step(command: &str) -> StepBody {
+    StepBody::Command(CommandBody {
+        host: "bench".into(),
+        command: command.into(),
+        env: Default::default(),
+        cwd: None,
+        timeout_s: None,
+    })
+}
+
 #[tokio::main]
 async fn main() {
     let peer = Peer::start().await;
@@ -71,15 +84,6 @@ async fn main() {
     let (n, bytes) = if quick() { (3, 10_000_000_u64) } else { (20, 1_000_000_000) };
     let ingest = format!("head -c {bytes} /dev/zero");
     let size = if quick() { "10 MB (quick mode: not for perf.md)" } else { "1 GB" };
-    let command_step = |command: &str| {
-        StepBody::Command(CommandBody {
-            host: "bench".into(),
-            command: command.into(),
-            env: Default::default(),
-            cwd: None,
-            timeout_s: None,
-        })
-    };
     let true_step = notebook.add_step(&actor, investigation, command_step("true")).await.expect("step").id;
     let gigabyte = notebook.add_step(&actor, investigation, command_step(&ingest)).await.expect("step").id;
 
@@ -121,20 +125,39 @@ async fn main() {
         ms(f) / ms(s)
     );
 
-    // (b) 1 GB of output
+    // (b) 1 GB of output, to files (SQLite's server)
+    println!("(b) {size} of output, SQLite (output in files):");
+    ingest_vs_ssh(&peer, gigabyte, bytes, &ingest, 0.8).await;
+
+    // (c) the same on PostgreSQL
+    match Postgres::start() {
+        Ok(postgres) => {
+            let peer = Peer::start_on(Some(postgres.database().await)).await;
+            let step = command_step(&ingest);
+            let gigabyte = peer.state.notebook.add_step(&actor, &peer.investigation, step).await.expect("step").id;
+            sleuth_run(&peer.state, gigabyte).await; // connects the pool; a first ingest warms the cluster
+            println!("(c) {size} of output, PostgreSQL (output committed to the database):");
+            ingest_vs_ssh(&peer, gigabyte, bytes, &ingest, 0.5).await;
+        }
+        Err(why) => println!("(c) PostgreSQL: skipped ({why})"),
+    }
+}
+
+/// Sleuth ingesting the step's output vs OpenSSH's ControlMaster into /dev/null,
+/// one after the other on the same sshd, and this process's peak RSS growth.
+async fn ingest_vs_ssh(peer: &Peer, step: i64, bytes: u64, command: &str, target: f64) {
     let _ = std::fs::write("/proc/self/clear_refs", "5"); // resets the peak RSS counter
     let rss_before = status_kb("VmRSS:");
-    let sleuth_gb = sleuth_run(state, gigabyte).await;
+    let sleuth = sleuth_run(&peer.state, step).await;
     let peak_growth = status_kb("VmHWM:").saturating_sub(rss_before);
-    let ssh_gb = timed(&mut peer.via_master(&ingest));
+    let ssh = timed(&mut peer.via_master(command));
     let rate = |d: Duration| bytes as f64 / 1e6 / d.as_secs_f64();
-    println!("(b) {size} of output:");
-    println!("    Sleuth run (to disk)     {:8.2} s  {:6.0} MB/s", sleuth_gb.as_secs_f64(), rate(sleuth_gb));
+    println!("    Sleuth run               {:8.2} s  {:6.0} MB/s", sleuth.as_secs_f64(), rate(sleuth));
     println!(
-        "    ssh via ControlMaster    {:8.2} s  {:6.0} MB/s   Sleuth / ssh throughput = {:.2}x (target >= 0.8)",
-        ssh_gb.as_secs_f64(),
-        rate(ssh_gb),
-        rate(sleuth_gb) / rate(ssh_gb)
+        "    ssh via ControlMaster    {:8.2} s  {:6.0} MB/s   Sleuth / ssh throughput = {:.2}x (target >= {target})",
+        ssh.as_secs_f64(),
+        rate(ssh),
+        rate(sleuth) / rate(ssh)
     );
     println!("    peak RSS growth during the Sleuth run: {} MB (target <= 64)", peak_growth / 1024);
 }

@@ -30,8 +30,55 @@ pub struct Peer {
     master: Child,
 }
 
+/// A PostgreSQL server for the benchmarks' team-server parts: the one
+/// `SLEUTH_TEST_POSTGRES` names, or a scratch cluster of Debian's binaries
+/// (`tools/pg-scratch`), removed when this is dropped. `Err` says why there is none.
+pub struct Postgres {
+    pub admin_url: String,
+    scratch: Option<String>,
+}
+
+fn pg_scratch() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../tools/pg-scratch"))
+}
+
+impl Postgres {
+    pub fn start() -> Result<Postgres, String> {
+        if let Ok(admin_url) = std::env::var("SLEUTH_TEST_POSTGRES") {
+            return Ok(Postgres { admin_url, scratch: None });
+        }
+        let out = Command::new(pg_scratch()).arg("start").output().map_err(|e| format!("tools/pg-scratch: {e}"))?;
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
+        }
+        let line = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let (dir, url) = line.split_once(' ').ok_or_else(|| format!("tools/pg-scratch said {line:?}"))?;
+        Ok(Postgres { admin_url: url.to_string(), scratch: Some(dir.to_string()) })
+    }
+
+    /// A new empty database on it, as a `--database` value.
+    pub async fn database(&self) -> server::db::Database {
+        server::db::Database::Postgres(
+            server::db::scratch_postgres_database(&self.admin_url).await.expect("a scratch database"),
+        )
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        if let Some(dir) = &self.scratch {
+            let _ = Command::new(pg_scratch()).args(["stop", dir]).status();
+        }
+    }
+}
+
 impl Peer {
     pub async fn start() -> Peer {
+        Self::start_on(None).await
+    }
+
+    /// A peer whose Sleuth keeps its store in `database` (`None`: SQLite in its data dir).
+    pub async fn start_on(database: Option<server::db::Database>) -> Peer {
         let sshd = sshd::Sshd::start();
         let dir = tempfile::tempdir().expect("temp dir");
         let user = sshd::whoami();
@@ -43,13 +90,7 @@ impl Peer {
         // A built site (`./dev build`) lets a browser hydrate the pages; without
         // one they are served all the same.
         let site = std::env::var_os("SLEUTH_SITE").map_or_else(|| dir.path().join("site"), PathBuf::from);
-        let state = server::serve::state(
-            &dir.path().join("data"),
-            &site,
-            server::serve::Options { no_auth: true, ..Default::default() },
-        )
-        .await
-        .expect("state");
+        let state = Self::sleuth(&dir.path().join("data"), &site, database).await;
         let (notebook, actor) = (state.notebook.clone(), Actor::local());
         notebook
             .add_host(
@@ -92,6 +133,16 @@ impl Peer {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         peer
+    }
+
+    /// A Sleuth (another replica, on PostgreSQL) with a data dir of its own.
+    pub async fn sleuth(
+        data: &std::path::Path,
+        site: &std::path::Path,
+        database: Option<server::db::Database>,
+    ) -> AppState {
+        let options = server::serve::Options { no_auth: true, database, ..Default::default() };
+        server::serve::state(data, site, options).await.expect("state")
     }
 
     fn ssh(&self, extra: &[&str]) -> Command {

@@ -42,3 +42,10 @@ CREATE TABLE run_output (
 );
 ALTER TABLE run_output ALTER COLUMN data SET STORAGE EXTERNAL;
 ALTER TABLE run_output ALTER COLUMN chunks SET STORAGE EXTERNAL;
+
+-- While there is no user: the hashes of the first-admin setup links that
+-- servers printed (each replica prints one; any of them works, once).
+CREATE TABLE setup_tokens (
+    token_hash  TEXT PRIMARY KEY NOT NULL,
+    created_at  BIGINT NOT NULL
+);

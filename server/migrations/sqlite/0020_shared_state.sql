@@ -32,3 +32,10 @@ CREATE TABLE sign_in_failures (
 ) STRICT;
 CREATE INDEX sign_in_failures_by_key ON sign_in_failures (key, at);
 CREATE INDEX sign_in_failures_by_age ON sign_in_failures (at);
+
+-- While there is no user: the hashes of the first-admin setup links that
+-- servers printed (each replica prints one; any of them works, once).
+CREATE TABLE setup_tokens (
+    token_hash  TEXT PRIMARY KEY NOT NULL,
+    created_at  INTEGER NOT NULL
+) STRICT;

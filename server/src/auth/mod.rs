@@ -24,7 +24,6 @@ use app::error::{ApiError, ErrorCode};
 use argon2::Argon2;
 use argon2::password_hash::{PasswordHash, PasswordHasher, SaltString};
 use sha2::{Digest, Sha256};
-use std::sync::Mutex;
 
 pub const SESSION_COOKIE: &str = "sleuth_session";
 
@@ -81,8 +80,6 @@ pub struct Auth {
     disabled: bool,
     /// Cookies get `Secure` (Sleuth is served over https, behind a proxy).
     pub secure_cookies: bool,
-    /// While there is no user: the one-time token of the setup URL.
-    setup_token: Mutex<Option<String>>,
     pub limiter: limiter::Limiter,
 }
 
@@ -151,20 +148,21 @@ pub fn check_new_user(name: &str, password: &str) -> Result<(), ApiError> {
 impl Auth {
     pub fn new(store: Store, disabled: bool, secure_cookies: bool) -> Self {
         let limiter = limiter::Limiter::new(store.clone());
-        Self { store, disabled, secure_cookies, setup_token: Mutex::new(None), limiter }
+        Self { store, disabled, secure_cookies, limiter }
     }
 
     pub fn disabled(&self) -> bool {
         self.disabled
     }
 
-    /// With no user yet: a new one-time setup token (printed by `serve`).
+    /// With no user yet: a new one-time setup token (printed by `serve`). It is
+    /// kept (hashed) in the store, so behind a load balancer any replica takes it.
     pub async fn setup_token_if_empty(&self) -> Result<Option<String>, ApiError> {
         if self.disabled || self.store.user_count().await? > 0 {
             return Ok(None);
         }
-        let (token, _) = new_secret();
-        *self.setup_token.lock().unwrap_or_else(|e| e.into_inner()) = Some(token.clone());
+        let (token, hash) = new_secret();
+        self.store.insert_setup_token(&hash).await?;
         Ok(Some(token))
     }
 
@@ -211,17 +209,22 @@ impl Auth {
 
     /// The first admin, from the setup URL's token (used up on success).
     pub async fn create_first_admin(&self, token: &str, name: &str, password: &str) -> Result<Account, ApiError> {
-        let expected = self.setup_token.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let matches = expected.as_deref().is_some_and(|t| constant_time_eq(t.as_bytes(), token.as_bytes()));
-        if !matches || self.store.user_count().await? > 0 {
+        // A name or password that would be refused must not use the link up.
+        check_new_user(name, password)?;
+        if self.store.user_count().await? > 0 || !self.store.take_setup_tokens(&hash_secret(token)).await? {
             return Err(ApiError::new(
                 ErrorCode::Forbidden,
-                "This setup link is not valid (used already, or from an earlier start). Sign in instead.",
+                "This setup link is not valid (used already, or more than a day old). Sign in instead.",
             ));
         }
-        let account = self.add_user(name, password, true).await?;
-        *self.setup_token.lock().unwrap_or_else(|e| e.into_inner()) = None;
-        Ok(account)
+        match self.add_user(name, password, true).await {
+            Ok(account) => Ok(account),
+            Err(e) => {
+                // The link was not used after all.
+                let _ = self.store.insert_setup_token(&hash_secret(token)).await;
+                Err(e)
+            }
+        }
     }
 
     /// Checks a password (the attempt reserved with the limiter first, see

@@ -171,4 +171,35 @@ impl Store {
                 .await?;
         Ok(done.rows_affected() == 1)
     }
+
+    /// Keeps the hash of a first-admin setup link; links older than a day go.
+    pub async fn insert_setup_token(&self, token_hash: &str) -> StoreResult<()> {
+        let now = now_ms();
+        sqlx::query("DELETE FROM setup_tokens WHERE created_at < $1").bind(now - 86_400_000).execute(&self.pool).await?;
+        sqlx::query("INSERT INTO setup_tokens (token_hash, created_at) VALUES ($1, $2)")
+            .bind(token_hash)
+            .bind(now)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Uses up every setup link at once, if `token_hash` is one of them: of two
+    /// replicas asked at the same moment, one gets `true`.
+    pub async fn take_setup_tokens(&self, token_hash: &str) -> StoreResult<bool> {
+        let taken: Vec<(String,)> =
+            sqlx::query_as("DELETE FROM setup_tokens RETURNING token_hash").fetch_all(&self.pool).await?;
+        let found = taken.iter().any(|(hash,)| hash == token_hash);
+        if !found {
+            // Not ours to use up: the links stay valid.
+            for (hash,) in &taken {
+                sqlx::query("INSERT INTO setup_tokens (token_hash, created_at) VALUES ($1, $2) ON CONFLICT DO NOTHING")
+                    .bind(hash)
+                    .bind(now_ms())
+                    .execute(&self.pool)
+                    .await?;
+            }
+        }
+        Ok(found)
+    }
 }

@@ -270,10 +270,18 @@ async fn sessions_presence_and_the_sign_in_limiter_span_replicas() {
     }
     let setup = spawn_app_with_accounts().await;
     let auth = setup.auth.clone().unwrap();
-    auth.add_user("ada", PASSWORD, true).await.unwrap();
-    auth.add_user("bob", PASSWORD, false).await.unwrap();
     let a = Replica::start(&setup.database, &[]);
     let c = Replica::start(&setup.database, &[]);
+
+    // The setup link one replica printed works through another (once).
+    let token = auth.setup_token_if_empty().await.unwrap().expect("no users yet");
+    let form = format!("token={token}&name=ada&password={}", PASSWORD.replace(' ', "+"));
+    let form_type = [("Content-Type", "application/x-www-form-urlencoded")];
+    let (status, head, _) = a.request("POST", "/auth/setup", &form_type, &form).await;
+    assert!(status == 303 && head.contains("location: /\r\n"), "{head}");
+    let (_, again, _) = c.request("POST", "/auth/setup", &form_type, &form.replace("ada", "eve")).await;
+    assert!(again.contains("not%20valid"), "used up everywhere: {again}");
+    auth.add_user("bob", PASSWORD, false).await.unwrap();
 
     // Signed in through A, working through C: sessions are shared.
     let cookie = sign_in(&a, "ada", PASSWORD).await.expect("a session cookie");
