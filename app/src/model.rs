@@ -313,6 +313,9 @@ pub struct Step {
     /// The newest result of a grep step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search: Option<crate::steps::grep::SearchResult>,
+    /// What a calculator step works out from its inputs (the page shows the same).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub results: Option<crate::steps::calculator::CalculatorResults>,
     pub created_at: String,
     pub updated_at: String,
     /// Bumped by every save; a save that names an older one is refused (409).
@@ -420,6 +423,7 @@ mod tests {
             snapshots: vec![],
             annotations: vec![],
             search: None,
+            results: None,
             created_at: "t".into(),
             updated_at: "t".into(),
             version: 3,
@@ -446,6 +450,7 @@ mod tests {
             snapshots: vec![],
             annotations: vec![],
             search: None,
+            results: None,
             created_at: "t".into(),
             updated_at: "t".into(),
             version: 1,

@@ -8,7 +8,9 @@
 //!     the ControlMaster into /dev/null, with the growth of this process's peak RSS;
 //! (c) the same on PostgreSQL (a team server: every byte committed to the
 //!     database), against a scratch cluster (`tools/pg-scratch`, or the one
-//!     `SLEUTH_TEST_POSTGRES` names) — skipped, saying why, without PostgreSQL.
+//!     `SLEUTH_TEST_POSTGRES` names) — skipped, saying why, without PostgreSQL;
+//! (d) on PostgreSQL again, output that does not compress much (random bytes in
+//!     base64, 1 GB of text): zeros compress to nothing, real logs in between.
 //!
 //! Prints medians and ratios. Needs Debian's openssh-server and openssh-client.
 
@@ -138,6 +140,12 @@ async fn main() {
             sleuth_run(&peer.state, gigabyte).await; // connects the pool; a first ingest warms the cluster
             println!("(c) {size} of output, PostgreSQL (output committed to the database):");
             ingest_vs_ssh(&peer, gigabyte, bytes, &ingest, 0.5).await;
+            let random = format!("head -c {} /dev/urandom | base64 -w 100", bytes / 4 * 3);
+            let step = command_step(&random);
+            let step = peer.state.notebook.add_step(&actor, &peer.investigation, step).await.expect("step").id;
+            println!("(d) {size} of base64 text, PostgreSQL:");
+            // Base64 makes 4 characters of 3 bytes, and `-w 100` a newline every 100.
+            ingest_vs_ssh(&peer, step, bytes + bytes / 100, &random, 0.5).await;
         }
         Err(why) => println!("(c) PostgreSQL: skipped ({why})"),
     }

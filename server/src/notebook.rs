@@ -148,6 +148,9 @@ fn stale(current: &Step) -> ApiError {
 fn step(row: StepRow) -> Result<Step, ApiError> {
     let mut step = unrendered_step(row)?;
     step.html = steps::render(&step.body);
+    if let StepBody::Calculator(calculator) = &step.body {
+        step.results = calculator.results();
+    }
     Ok(step)
 }
 
@@ -161,6 +164,7 @@ fn unrendered_step(row: StepRow) -> Result<Step, ApiError> {
         snapshots: Vec::new(),
         annotations: Vec::new(),
         search: None,
+        results: None,
         html: None,
         body,
         id: row.id,

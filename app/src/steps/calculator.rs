@@ -105,7 +105,7 @@ pub struct Collective {
     pub tok_s_from: Option<MeasuredFrom>,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BandwidthResult {
     pub peak_gb_s: f64,
     pub bytes_per_token_per_gpu: f64,
@@ -115,7 +115,7 @@ pub struct BandwidthResult {
     pub ceiling_tok_s: f64,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CollectiveResult {
     pub calls_per_token: u32,
     pub ms_per_token: f64,
@@ -204,7 +204,23 @@ impl Collective {
     }
 }
 
+/// A calculator step's results, as its JSON carries them (`results`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum CalculatorResults {
+    Bandwidth(BandwidthResult),
+    Collective(CollectiveResult),
+}
+
 impl CalculatorBody {
+    /// Its results (`None` for a roofline whose inputs do not add up).
+    pub fn results(&self) -> Option<CalculatorResults> {
+        match self {
+            Self::Bandwidth(b) => b.result().map(CalculatorResults::Bandwidth),
+            Self::Collective(c) => Some(CalculatorResults::Collective(c.result())),
+        }
+    }
+
     pub fn check(&self) -> Result<(), ApiError> {
         match self {
             Self::Bandwidth(b) => b.check(),

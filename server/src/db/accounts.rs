@@ -175,7 +175,10 @@ impl Store {
     /// Keeps the hash of a first-admin setup link; links older than a day go.
     pub async fn insert_setup_token(&self, token_hash: &str) -> StoreResult<()> {
         let now = now_ms();
-        sqlx::query("DELETE FROM setup_tokens WHERE created_at < $1").bind(now - 86_400_000).execute(&self.pool).await?;
+        sqlx::query("DELETE FROM setup_tokens WHERE created_at < $1")
+            .bind(now - 86_400_000)
+            .execute(&self.pool)
+            .await?;
         sqlx::query("INSERT INTO setup_tokens (token_hash, created_at) VALUES ($1, $2)")
             .bind(token_hash)
             .bind(now)

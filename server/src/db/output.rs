@@ -45,8 +45,8 @@ impl Store {
     }
 
     /// Bytes `[from, to)` of the run's output (fewer if it is shorter). Each
-    /// overlapping block gives only its part (`substring` of an uncompressed
-    /// TOAST value reads just those pages).
+    /// overlapping block gives only its part (`substring` of a TOASTed value
+    /// reads and decompresses only up to the part's end).
     pub async fn output_range(&self, run: i64, from: u64, to: u64) -> StoreResult<Vec<u8>> {
         if to <= from {
             return Ok(Vec::new());

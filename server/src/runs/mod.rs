@@ -260,9 +260,20 @@ impl Service {
             .map_err(|e| internal("output window", e))
     }
 
+    /// The run with its measurements (none until it has finished).
     pub(crate) async fn run(&self, id: i64) -> Result<Run, ApiError> {
         let row = self.store.run(id).await?.ok_or_else(|| run_not_found(id))?;
-        Ok(run_from_row(row))
+        let mut run = run_from_row(row);
+        if run.status.is_finished() {
+            run.measurements = self
+                .store
+                .measurements_of_runs(&[id])
+                .await?
+                .into_iter()
+                .map(|row| crate::metrics::service::measurement_of(row).measurement)
+                .collect();
+        }
+        Ok(run)
     }
 
     /// The run once it has finished (measurements recorded: the runner

@@ -302,8 +302,9 @@ impl Pool {
                 ]),
                 ..russh::Preferred::DEFAULT
             },
-            // A larger window lets the host send ahead while we write to disk.
-            window_size: 16 * 1024 * 1024,
+            // A larger window than russh's 2 MB lets the host send ahead while we
+            // store output; 8 MB ingests as fast as 16 MB did (perf.md), in less memory.
+            window_size: 8 * 1024 * 1024,
             keepalive_interval: Some(Duration::from_secs(15)),
             keepalive_max: 4,
             inactivity_timeout: None,

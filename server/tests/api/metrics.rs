@@ -67,6 +67,9 @@ async fn finished_runs_keep_their_measurements_and_extractors_reread_them() {
     let measured = shown["runs"][0]["measurements"].as_array().unwrap().clone();
     assert!(measured.iter().any(|m| m["metric"] == "output_throughput" && m["value"] == 1049.39), "{measured:?}");
     assert!(measured.iter().all(|m| m["extractor"] == "vllm-bench-serve"), "nothing else matches yet");
+    // The run's own JSON carries them too (as docs/api.md says).
+    let alone = app.get(&format!("/api/v1/runs/{run}")).await.json();
+    assert_eq!(alone["measurements"].as_array(), Some(&measured), "{alone}");
     let investigation = shown["investigation_id"].as_str().unwrap().to_string();
 
     // An extractor added afterwards reads the runs already there.

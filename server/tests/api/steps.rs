@@ -130,6 +130,11 @@ async fn calculator_steps_check_the_story_and_refuse_nonsense() {
         .await;
     assert_eq!(roofline.status, axum::http::StatusCode::CREATED, "{}", roofline.text());
     assert_eq!(roofline.json()["calculator"], "bandwidth");
+    // The results as the page shows them, for scripts.
+    let results = &roofline.json()["results"];
+    let near = |v: &serde_json::Value, x: f64| (v.as_f64().unwrap_or(f64::NAN) - x).abs() < 0.05;
+    assert!(near(&results["ms_per_token"], 17.39) && near(&results["pct_of_peak"], 13.34), "{results}");
+    assert!(near(&results["achieved_gb_s"], 200.03) && near(&results["ceiling_tok_s"], 431.2), "{results}");
     let budget = app
         .post_json(
             &steps,
@@ -138,6 +143,11 @@ async fn calculator_steps_check_the_story_and_refuse_nonsense() {
         )
         .await;
     assert_eq!(budget.status, axum::http::StatusCode::CREATED, "{}", budget.text());
+    let results = &budget.json()["results"];
+    assert_eq!(results["calls_per_token"], 156, "{results}");
+    assert!(near(&results["ms_per_token"], 6.24) && near(&results["share_pct"], 35.88), "{results}");
+    let again = app.get(&format!("/api/v1/steps/{}", budget.json()["id"])).await.json();
+    assert_eq!(&again["results"], results, "GET gives them too");
     let page = app.get(&format!("/i/{id}")).await.text();
     for needle in ["17.4 ms", "200 of 1500 GB/s", "13 %", "431 tok/s", "<td>156<", "6.24 ms", "36 % of 17.4 ms"] {
         assert!(page.contains(needle), "{needle} in the page");
