@@ -129,6 +129,12 @@ pub trait RunOps: Send + Sync + 'static {
     async fn wait_for_run(&self, actor: &Actor, id: i64, within: std::time::Duration) -> Result<Run, ApiError>;
     /// Up to `bytes` of a run's output ending at `before`, as HTML, from a line start.
     async fn output_before(&self, actor: &Actor, id: i64, before: u64, bytes: u64) -> Result<OutputTail, ApiError>;
+    /// The GPUs' telemetry during a run.
+    async fn telemetry(&self, actor: &Actor, run: i64) -> Result<crate::telemetry::Telemetry, ApiError>;
+    /// A sweep and how far it got.
+    async fn sweep(&self, actor: &Actor, id: i64) -> Result<crate::sweeps::Sweep, ApiError>;
+    /// Cancels a sweep's runs that have not finished.
+    async fn cancel_sweep(&self, actor: &Actor, id: i64) -> Result<crate::sweeps::Sweep, ApiError>;
 }
 
 /// Source on hosts: snippets fetched again, annotations, files named in output.
@@ -175,7 +181,7 @@ pub trait MeasurementOps: Send + Sync + 'static {
         &self,
         actor: &Actor,
         investigation: &str,
-        metric: Option<&str>,
+        query: &crate::metrics::OverviewQuery,
     ) -> Result<Option<Overview>, ApiError>;
     async fn extractors(&self, actor: &Actor, investigation: &str) -> Result<Vec<ExtractorDef>, ApiError>;
     /// Adds an extractor and extracts every finished run of the investigation again.

@@ -7,8 +7,10 @@ use serde::{Deserialize, Serialize};
 
 pub const STATUSES: [&str; 4] = ["open", "supported", "refuted", "inconclusive"];
 
-/// Runs named one by one, and every run of the named (command) steps. Warm-up
-/// runs and runs without the metric are left out.
+/// Runs named one by one, every run of the named (command) steps, and the runs
+/// of a sweep's step whose configuration agrees with the one named (a partial
+/// one picks every configuration that agrees: `{"NCCL_PROTO": "LL"}` is LL
+/// with every NCCL_ALGO). Warm-up runs and runs without the metric are left out.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunGroup {
@@ -16,11 +18,31 @@ pub struct RunGroup {
     pub runs: Vec<i64>,
     #[serde(default)]
     pub steps: Vec<i64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub configs: Vec<ConfigPick>,
+}
+
+/// Runs of step `step` whose configuration has every value of `config`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigPick {
+    pub step: i64,
+    #[serde(default, deserialize_with = "deserialize_config")]
+    pub config: crate::sweeps::Config,
+}
+
+/// A configuration with values as a matrix takes them (text, numbers, null).
+fn deserialize_config<'de, D: serde::Deserializer<'de>>(d: D) -> Result<crate::sweeps::Config, D::Error> {
+    let raw: std::collections::BTreeMap<String, serde_json::Value> = serde::Deserialize::deserialize(d)?;
+    let as_matrix: serde_json::Value =
+        serde_json::Value::Object(raw.into_iter().map(|(k, v)| (k, serde_json::Value::Array(vec![v]))).collect());
+    let matrix = crate::sweeps::deserialize_matrix(as_matrix).map_err(serde::de::Error::custom)?;
+    Ok(matrix.into_iter().filter_map(|(k, mut levels)| levels.pop().map(|l| (k, l))).collect())
 }
 
 impl RunGroup {
     pub fn is_empty(&self) -> bool {
-        self.runs.is_empty() && self.steps.is_empty()
+        self.runs.is_empty() && self.steps.is_empty() && self.configs.is_empty()
     }
 }
 

@@ -21,6 +21,8 @@ pub mod pages;
 pub mod runs;
 pub mod shares;
 pub mod steps;
+pub mod sweeps;
+pub mod telemetry;
 
 use leptos::prelude::*;
 use leptos_meta::{MetaTags, provide_meta_context};

@@ -95,12 +95,28 @@ pub struct Comparison {
 /// Runs (and manual numbers) of one configuration, on one metric.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ConfigGroup {
-    /// `NCCL_PROTO=LL`, `(default env)`, a manual measurement's label; prefixed with
-    /// the step (`#3 · …`) when several commands share an env.
+    /// `NCCL_PROTO=LL`, `(default env)`, a sweep's configuration
+    /// (`NCCL_ALGO=Ring NCCL_PROTO=(unset)`), a manual measurement's label;
+    /// prefixed with the step (`#3 · …`) when several commands share a label.
     pub label: String,
     /// `(run id, value)`; manual measurements have no run.
     pub values: Vec<(Option<i64>, f64)>,
     pub summary: GroupSummary,
+    /// (mean − baseline) / baseline, in percent.
+    #[serde(default)]
+    pub delta_pct: Option<f64>,
+}
+
+/// Which chart: the metric (default: the main one) and the configuration
+/// whose mean the others are compared with (default: the first hypothesis's
+/// baseline, else the first configuration measured).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct OverviewQuery {
+    #[serde(default)]
+    pub metric: Option<String>,
+    /// A group's label, as the overview lists them.
+    #[serde(default)]
+    pub baseline: Option<String>,
 }
 
 /// The investigation's chart: one metric across every configuration measured.

@@ -106,6 +106,9 @@ pub struct StepOutline {
     /// A command step's environment, `NCCL_PROTO=LL` (empty: none); `None` for other kinds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<String>,
+    /// A sweep's configurations (a command step with a matrix).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sweep: Vec<crate::sweeps::Config>,
     pub runs: u32,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub comments: Vec<i64>,
@@ -343,6 +346,10 @@ impl Step {
                 }
                 _ => None,
             },
+            sweep: match &self.body {
+                StepBody::Command(c) => crate::sweeps::configurations(&c.matrix),
+                _ => Vec::new(),
+            },
             runs: u32::try_from(self.runs.len()).unwrap_or(u32::MAX),
             comments: Vec::new(),
             annotations: self.annotations.iter().map(|a| a.id).collect(),
@@ -362,6 +369,9 @@ impl Step {
         for run in &mut self.runs {
             if let Some(tail) = &mut run.tail {
                 tail.html.clear();
+            }
+            if let Some(svg) = &mut run.telemetry_svg {
+                svg.clear();
             }
         }
         for snapshot in &mut self.snapshots {
@@ -549,8 +559,15 @@ mod tests {
             facts_id: None,
             tail: Some(crate::runs::OutputTail { html: "output".into(), start: 0, end: 10 }),
             measurements: vec![],
+            config: None,
+            sweep_id: None,
+            sweep_index: None,
+            telemetry: true,
+            telemetry_svg: Some("<svg>…</svg>".into()),
+            telemetry_notes: vec![],
         });
         step.lighten();
+        assert_eq!(step.runs[0].telemetry_svg.as_deref(), Some(""), "the chart is in the page's HTML already");
         assert_eq!(step.html.as_deref(), Some(""), "Some stays Some, so the view has the same shape");
         assert!(matches!(&step.body, StepBody::Note(n) if n.body.is_empty()));
         let tail = step.runs[0].tail.as_ref().unwrap();

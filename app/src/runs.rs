@@ -89,6 +89,23 @@ pub struct Run {
     /// What the extractors found in the output once the run ended.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub measurements: Vec<crate::metrics::Measurement>,
+    /// A sweep's run: the matrix values it ran with (`null`: unset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<crate::sweeps::Config>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep_id: Option<i64>,
+    /// Its place in the sweep's order, 1-based.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep_index: Option<u32>,
+    /// Whether the host's GPUs were sampled during it.
+    #[serde(default)]
+    pub telemetry: bool,
+    /// On pages, for the newest run of a step: its telemetry drawn (SVG), and
+    /// what kept it from being sampled (no nvidia-smi, a failed sampler).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry_svg: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub telemetry_notes: Vec<String>,
 }
 
 /// Part of a run's output rendered as HTML (ANSI colors kept, everything escaped).
@@ -102,8 +119,12 @@ pub struct OutputTail {
 
 impl Run {
     /// The run's configuration as people talk about it: `NCCL_PROTO=LL`.
+    /// A sweep's run is named by its configuration; another by its env.
     pub fn config_label(&self) -> String {
-        config_label(&self.env)
+        match &self.config {
+            Some(config) => crate::sweeps::config_label(config),
+            None => config_label(&self.env),
+        }
     }
 
     pub fn output_bytes(&self) -> u64 {
@@ -132,6 +153,15 @@ pub struct RunRequest {
     /// runs (409, with who changed it and what it now runs).
     #[serde(default)]
     pub version: Option<i64>,
+    /// A sweep's order (default interleaved); only for steps with a matrix.
+    #[serde(default)]
+    pub order: Option<crate::sweeps::Order>,
+    /// The shuffled order's seed (0 to 2^53 − 1; default: a random one, recorded).
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// After a run that does not succeed: go on (default) or cancel the rest.
+    #[serde(default)]
+    pub keep_going: Option<bool>,
 }
 
 pub const MAX_REPEAT: u32 = 100;

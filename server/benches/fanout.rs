@@ -154,6 +154,9 @@ async fn main() {
         env: Default::default(),
         cwd: None,
         timeout_s: None,
+        matrix: Default::default(),
+        // Sleuth's own path, as before telemetry; its cost is measured apart.
+        telemetry: false,
     });
     let step = notebook.add_step(&actor, &peer.investigation, body).await.expect("step").id;
     let run_once = |viewers: usize| {

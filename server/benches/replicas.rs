@@ -81,6 +81,9 @@ async fn main() {
         env: Default::default(),
         cwd: None,
         timeout_s: None,
+        matrix: Default::default(),
+        // Sleuth's own path, as before telemetry; its cost is measured apart.
+        telemetry: false,
     });
     let actor = Actor::local();
     let step = a.state.notebook.add_step(&actor, &a.investigation, step).await.expect("step").id;

@@ -74,6 +74,9 @@ fn command_step(command: &str) -> StepBody {
         env: Default::default(),
         cwd: None,
         timeout_s: None,
+        matrix: Default::default(),
+        // Sleuth's own path, as before telemetry; its cost is measured apart.
+        telemetry: false,
     })
 }
 

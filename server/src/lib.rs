@@ -32,6 +32,7 @@ pub mod snippets;
 pub mod ssh;
 pub mod state;
 mod steps;
+pub mod telemetry;
 pub mod user_regex;
 
 pub use router::app;

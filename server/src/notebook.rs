@@ -234,7 +234,7 @@ impl Service {
         let hypotheses = self.hypotheses(id).await?;
         let extractors = self.extractors(id).await?;
         let measurements = self.measurements(id).await?;
-        let overview = crate::metrics::overview::overview(None, &steps, &measurements, &hypotheses);
+        let overview = crate::metrics::overview::overview(None, None, &steps, &measurements, &hypotheses);
         let members = self.store.members(id).await?;
         let mut comments = self.comments(id).await?;
         let mut outline = Vec::new();
@@ -399,29 +399,41 @@ impl Service {
     pub(crate) async fn overview(
         &self,
         investigation: &str,
-        metric: Option<&str>,
+        query: &app::metrics::OverviewQuery,
     ) -> Result<Option<Overview>, ApiError> {
         let inv = self.investigation(investigation, None).await?;
-        match (metric, &inv.overview) {
-            (None, overview) => Ok(overview.clone()),
-            (Some(metric), _) => {
-                crate::metrics::overview::overview(Some(metric), &inv.steps, &inv.measurements, &inv.hypotheses)
-                    .map(Some)
-                    .ok_or_else(|| {
-                        let measured = inv.overview.iter().flat_map(|o| std::iter::once(&o.metric).chain(&o.metrics));
-                        let measured: Vec<&String> = measured.collect();
-                        ApiError::not_found(format!(
-                            "{metric:?} was not measured in two runs of this investigation{}.",
-                            if measured.is_empty() {
-                                String::new()
-                            } else {
-                                format!(
-                                    "; these were: {}",
-                                    measured.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(", ")
-                                )
-                            }
-                        ))
-                    })
+        let metric = query.metric.as_deref().map(str::trim).filter(|m| !m.is_empty());
+        let baseline = query.baseline.as_deref().map(str::trim).filter(|b| !b.is_empty());
+        if metric.is_none() && baseline.is_none() {
+            return Ok(inv.overview);
+        }
+        let found =
+            crate::metrics::overview::overview(metric, baseline, &inv.steps, &inv.measurements, &inv.hypotheses);
+        match (found, metric) {
+            (Some(found), _) => {
+                if let Some(baseline) = baseline
+                    && !found.groups.iter().any(|g| g.label == baseline)
+                {
+                    let labels: Vec<&str> = found.groups.iter().map(|g| g.label.as_str()).collect();
+                    return Err(ApiError::not_found(format!(
+                        "No configuration is called {baseline:?}; the groups are: {}.",
+                        labels.join(", ")
+                    )));
+                }
+                Ok(Some(found))
+            }
+            (None, None) => Ok(None),
+            (None, Some(metric)) => {
+                let measured: Vec<&str> = inv
+                    .overview
+                    .iter()
+                    .flat_map(|o| std::iter::once(&o.metric).chain(&o.metrics))
+                    .map(String::as_str)
+                    .collect();
+                Err(ApiError::not_found(format!(
+                    "{metric:?} was not measured in two runs of this investigation{}.",
+                    if measured.is_empty() { String::new() } else { format!("; these were: {}", measured.join(", ")) }
+                )))
             }
         }
     }

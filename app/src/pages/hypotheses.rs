@@ -8,10 +8,19 @@ use crate::pages::investigation::timeline_action;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 
+/// A choice of the form's group selects: every run of a step (`12`), or the
+/// runs of one configuration of a sweep step (`12|{"NCCL_PROTO":"LL"}`).
 #[cfg(feature = "ssr")]
 fn step_group(text: &str) -> Result<Option<crate::hypotheses::RunGroup>, ApiError> {
+    use crate::hypotheses::{ConfigPick, RunGroup};
+    if let Some((step, config)) = text.split_once('|') {
+        let step = crate::backend::required_number("The step", step)?;
+        let config = serde_json::from_str(config)
+            .map_err(|_| ApiError::invalid("That configuration is not one of the sweep's."))?;
+        return Ok(Some(RunGroup { configs: vec![ConfigPick { step, config }], ..RunGroup::default() }));
+    }
     let step = crate::backend::form_number("The step", text)?;
-    Ok(step.map(|step| crate::hypotheses::RunGroup { runs: vec![], steps: vec![step] }))
+    Ok(step.map(|step| RunGroup { steps: vec![step], ..RunGroup::default() }))
 }
 
 #[server]
@@ -125,7 +134,7 @@ pub fn HypothesesSection(inv: Investigation) -> impl IntoView {
         .collect_view();
     let empty = inv.hypotheses.is_empty();
     // Command steps, for choosing the runs of each side.
-    let commands: Vec<(i64, String)> = labels
+    let commands: Vec<(String, String)> = labels
         .iter()
         .filter_map(|s| {
             let config = s.config.as_ref()?;
@@ -133,7 +142,15 @@ pub fn HypothesesSection(inv: Investigation) -> impl IntoView {
             if !config.is_empty() {
                 label = format!("{label} [{config}]");
             }
-            Some((s.id, label))
+            Some((s, label))
+        })
+        .flat_map(|(s, label)| {
+            // A sweep: every run of it, or one configuration's.
+            let picks = s.sweep.iter().map(move |config| {
+                let value = format!("{}|{}", s.id, serde_json::to_string(config).unwrap_or_default());
+                (value, format!("#{} · {}", s.position, crate::sweeps::config_label(config)))
+            });
+            std::iter::once((s.id.to_string(), label)).chain(picks).collect::<Vec<_>>()
         })
         .collect();
     view! {
@@ -277,11 +294,11 @@ fn HypothesisRow(h: Hypothesis, steps: Vec<(i64, String)>) -> impl IntoView {
 }
 
 #[component]
-fn AddHypothesis(investigation: String, commands: Vec<(i64, String)>) -> impl IntoView {
+fn AddHypothesis(investigation: String, commands: Vec<(String, String)>) -> impl IntoView {
     let add = timeline_action::<AddHypothesis>();
     let form = crate::components::reset_on_success(add);
-    let options = move |commands: &Vec<(i64, String)>| {
-        commands.iter().map(|(id, label)| view! { <option value=*id>{label.clone()}</option> }).collect_view()
+    let options = move |commands: &Vec<(String, String)>| {
+        commands.iter().map(|(id, label)| view! { <option value=id.clone()>{label.clone()}</option> }).collect_view()
     };
     let (baseline_options, treatment_options) = (options(&commands), options(&commands));
     view! {
@@ -305,10 +322,10 @@ fn AddHypothesis(investigation: String, commands: Vec<(i64, String)>) -> impl In
                     <label class="narrow">"by %" <input name="expected_pct" inputmode="decimal" placeholder="15"/></label>
                 </div>
                 <div class="row">
-                    <label>"Baseline runs: every run of"
+                    <label>"Baseline runs: the runs of"
                         <select name="baseline_step"><option value="">"—"</option>{baseline_options}</select>
                     </label>
-                    <label>"Treatment runs: every run of"
+                    <label>"Treatment runs: the runs of"
                         <select name="treatment_step"><option value="">"—"</option>{treatment_options}</select>
                     </label>
                 </div>

@@ -21,6 +21,21 @@ pub struct CommandBody {
     /// Seconds before the run is stopped and recorded as `timed_out`; none by default.
     #[serde(default)]
     pub timeout_s: Option<u64>,
+    /// A sweep's settings: environment variables and `{placeholders}` in the
+    /// command, each with its values (`null`: unset). Empty: a plain command.
+    #[serde(
+        default,
+        deserialize_with = "crate::sweeps::deserialize_matrix",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    pub matrix: crate::sweeps::Matrix,
+    /// Sample the host's GPUs (`nvidia-smi`) while a run goes; on by default.
+    #[serde(default = "on")]
+    pub telemetry: bool,
+}
+
+fn on() -> bool {
+    true
 }
 
 use crate::components::ActionError;
@@ -52,29 +67,41 @@ pub fn env_text(env: &BTreeMap<String, String>) -> String {
     env.iter().map(|(k, v)| format!("{k}={v}\n")).collect()
 }
 
+/// What the command form sends.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CommandForm {
+    pub host: String,
+    pub command: String,
+    pub env: String,
+    pub cwd: String,
+    pub timeout_s: String,
+    /// The sweep, as `NAME = a, b` lines.
+    #[serde(default)]
+    pub matrix: String,
+    /// The checkbox: present (`on`) when ticked.
+    #[serde(default)]
+    pub telemetry: Option<String>,
+}
+
 #[cfg(feature = "ssr")]
-fn body_from_form(
-    host: String,
-    command: String,
-    env: String,
-    cwd: String,
-    timeout_s: String,
-) -> Result<CommandBody, ApiError> {
-    let env = parse_env(&env).map_err(ApiError::invalid)?;
-    let timeout_s = crate::backend::form_number("The timeout in seconds", &timeout_s)?;
-    Ok(CommandBody { host, command, env, cwd: Some(cwd).filter(|c| !c.trim().is_empty()), timeout_s })
+fn body_from_form(form: CommandForm) -> Result<CommandBody, ApiError> {
+    let env = parse_env(&form.env).map_err(ApiError::invalid)?;
+    let matrix = crate::sweeps::parse_matrix(&form.matrix).map_err(ApiError::invalid)?;
+    let timeout_s = crate::backend::form_number("The timeout in seconds", &form.timeout_s)?;
+    Ok(CommandBody {
+        host: form.host,
+        command: form.command,
+        env,
+        cwd: Some(form.cwd).filter(|c| !c.trim().is_empty()),
+        timeout_s,
+        matrix,
+        telemetry: form.telemetry.is_some(),
+    })
 }
 
 #[server]
-pub async fn add_command(
-    investigation: String,
-    host: String,
-    command: String,
-    env: String,
-    cwd: String,
-    timeout_s: String,
-) -> Result<Step, ApiError> {
-    let body = body_from_form(host, command, env, cwd, timeout_s)?;
+pub async fn add_command(investigation: String, #[server(flatten)] form: CommandForm) -> Result<Step, ApiError> {
+    let body = body_from_form(form)?;
     crate::backend::notebook()?
         .add_step(&crate::backend::actor()?, &investigation, super::StepBody::Command(body))
         .await
@@ -85,13 +112,9 @@ pub async fn add_command(
 pub async fn edit_command(
     step_id: i64,
     version: String,
-    host: String,
-    command: String,
-    env: String,
-    cwd: String,
-    timeout_s: String,
+    #[server(flatten)] form: CommandForm,
 ) -> Result<Step, ApiError> {
-    let body = body_from_form(host, command, env, cwd, timeout_s)?;
+    let body = body_from_form(form)?;
     let version = crate::backend::form_number("The version", &version)?;
     crate::backend::notebook()?
         .update_step(&crate::backend::actor()?, step_id, super::StepBody::Command(body), version)
@@ -105,11 +128,26 @@ pub async fn start_runs(
     repeat: String,
     warmup: String,
     version: Option<String>,
+    /// A sweep's: `interleaved`, `shuffled` or `grouped`; its seed; `continue`
+    /// or `stop` after a run that does not succeed.
+    order: Option<String>,
+    seed: Option<String>,
+    on_failure: Option<String>,
 ) -> Result<Vec<Run>, ApiError> {
+    let order = match order.as_deref().map(str::trim).filter(|o| !o.is_empty()) {
+        None => None,
+        Some(o) => Some(
+            crate::sweeps::Order::parse(o)
+                .ok_or_else(|| ApiError::invalid("The order is interleaved, shuffled or grouped."))?,
+        ),
+    };
     let request = crate::runs::RunRequest {
         repeat: crate::backend::form_number("Repeat", &repeat)?,
         warmup: crate::backend::form_number("Warm-up", &warmup)?,
         version: crate::backend::form_number("The version", version.as_deref().unwrap_or_default())?,
+        order,
+        seed: crate::backend::form_number("The seed", seed.as_deref().unwrap_or_default())?,
+        keep_going: on_failure.as_deref().map(|f| f != "stop"),
     };
     crate::backend::notebook()?
         .start_runs(&crate::backend::actor()?, step_id, request)
@@ -126,6 +164,30 @@ pub async fn earlier_output(run_id: i64, before: u64) -> Result<crate::runs::Out
         .output_before(&crate::backend::actor()?, run_id, before, EARLIER_BYTES)
         .await
         .inspect_err(crate::backend::set_status)
+}
+
+#[server]
+pub async fn cancel_sweep(sweep_id: i64) -> Result<crate::sweeps::Sweep, ApiError> {
+    crate::backend::notebook()?
+        .cancel_sweep(&crate::backend::actor()?, sweep_id)
+        .await
+        .inspect_err(crate::backend::set_status)
+}
+
+/// The newest sweep among a step's runs, and how far it got: (sweep, line).
+fn sweep_progress(runs: &[Run]) -> Option<(i64, bool, String)> {
+    let sweep = runs.iter().filter_map(|r| r.sweep_id).max()?;
+    let of: Vec<&Run> = runs.iter().filter(|r| r.sweep_id == Some(sweep)).collect();
+    let done = of.iter().filter(|r| r.status.is_finished()).count();
+    let failed = of.iter().filter(|r| r.status.is_finished() && r.status != RunStatus::Succeeded).count();
+    let running = of.iter().find(|r| r.status == RunStatus::Running);
+    let line = match running {
+        _ if done == of.len() && failed > 0 => format!("sweep done: {} runs, {failed} not succeeded", of.len()),
+        _ if done == of.len() => format!("sweep done: {} runs", of.len()),
+        Some(run) => format!("sweep {} of {} · running {}", done + 1, of.len(), run.config_label()),
+        None => format!("sweep {} of {} · queued", done + 1, of.len()),
+    };
+    Some((sweep, done < of.len(), line))
 }
 
 #[server]
@@ -146,6 +208,16 @@ pub fn CommandContent(step: Step, editing: RwSignal<bool>) -> impl IntoView {
     let html = step.html.clone().unwrap_or_default();
     let label = crate::runs::config_label(&body.env.clone().into_iter().collect::<Vec<_>>());
     let newest = step.runs.last().cloned();
+    let sweep = sweep_progress(&step.runs);
+    let configs = crate::sweeps::configurations(&body.matrix).len();
+    let settings: Vec<String> = body
+        .matrix
+        .iter()
+        .map(|(key, levels)| {
+            let values: Vec<&str> = levels.iter().map(|l| l.as_deref().unwrap_or("(unset)")).collect();
+            format!("{} ∈ {{{}}}", crate::sweeps::placeholder(key).unwrap_or(key), values.join(", "))
+        })
+        .collect();
     let history = step.runs.clone();
     let step_id = step.id;
     let view_body = body.clone();
@@ -158,10 +230,17 @@ pub fn CommandContent(step: Step, editing: RwSignal<bool>) -> impl IntoView {
             <span class="env" title="Environment">{label}</span>
             {view_body.cwd.clone().map(|c| view! { <span class="cwd" title="Working directory">"cd " {c}</span> })}
             {view_body.timeout_s.map(|t| view! { <span class="timeout">"timeout " {t} " s"</span> })}
+            {(!view_body.telemetry).then(|| view! { <span class="muted">"no GPU telemetry"</span> })}
         </div>
+        {(configs > 0).then(|| view! {
+            <p class="sweep-matrix" hidden=move || editing.get()>
+                "Sweep of " {configs} " configurations: "
+                {settings.iter().map(|s| view! { <code>{s.clone()}</code> " " }).collect_view()}
+            </p>
+        })}
         <pre class="command-line" inner_html=html hidden=move || editing.get()></pre>
         {move || editing.get().then(|| view! { <CommandEditor step_id version body=body.clone() editing edit/> })}
-        <RunControls step_id version=step.version newest=newest.clone()/>
+        <RunControls step_id version=step.version newest=newest.clone() sweeping={configs > 0} sweep=sweep/>
         {newest.map(|run| view! { <RunOutput run/> })}
         <RunHistory runs=history/>
     }
@@ -199,6 +278,8 @@ fn CommandFields(body: Option<CommandBody>) -> impl IntoView {
         env: BTreeMap::new(),
         cwd: None,
         timeout_s: None,
+        matrix: BTreeMap::new(),
+        telemetry: true,
     });
     let chosen = body.host.clone();
     view! {
@@ -211,10 +292,19 @@ fn CommandFields(body: Option<CommandBody>) -> impl IntoView {
             <span>"Environment " <span class="muted">"(NAME=value, one per line)"</span></span>
             <textarea name="env" rows="2" placeholder="NCCL_PROTO=LL">{crate::components::textarea_text(&env_text(&body.env))}</textarea>
         </label>
+        <label>
+            <span>"Sweep " <span class="muted">"(optional: NAME = a, b, unset or {placeholder} = 1, 8 — one setting per line; every combination runs)"</span></span>
+            <textarea name="matrix" rows="2" placeholder="NCCL_PROTO = unset, LL, SIMPLE
+    {batch} = 1, 8, 32">{crate::components::textarea_text(&crate::sweeps::matrix_text(&body.matrix))}</textarea>
+        </label>
         <div class="row">
             <label>"Working directory" <input name="cwd" value=body.cwd.clone().unwrap_or_default() placeholder="~"/></label>
             <label>"Timeout (s)" <input name="timeout_s" inputmode="numeric" value=body.timeout_s.map(|t| t.to_string()).unwrap_or_default() placeholder="none"/></label>
         </div>
+        <label class="check">
+            <input type="checkbox" name="telemetry" checked=body.telemetry/>
+            " Sample the GPUs while it runs (nvidia-smi)"
+        </label>
     }
 }
 
@@ -237,20 +327,49 @@ pub fn AddCommand(investigation: String) -> impl IntoView {
 }
 
 #[component]
-fn RunControls(step_id: i64, version: i64, newest: Option<Run>) -> impl IntoView {
+fn RunControls(
+    step_id: i64,
+    version: i64,
+    newest: Option<Run>,
+    /// The step has a matrix: runs go over every configuration.
+    sweeping: bool,
+    /// The newest sweep: (id, still going, progress line).
+    sweep: Option<(i64, bool, String)>,
+) -> impl IntoView {
     let start = crate::pages::investigation::timeline_action::<StartRuns>();
     let cancel = crate::pages::investigation::timeline_action::<CancelRun>();
+    let cancel_all = crate::pages::investigation::timeline_action::<CancelSweep>();
     let active = newest.filter(|r| !r.status.is_finished());
+    let going = sweep.as_ref().filter(|(_, going, _)| *going).map(|(id, _, _)| *id);
     view! {
+        {sweep.map(|(_, going, line)| view! {
+            <p class="sweep-progress" data-going=going.to_string()>{line}</p>
+        })}
         <crate::components::Can what=crate::components::Ability::Run>
         <div class="run-controls">
             <ActionForm action=start attr:class="inline run-form">
                 <input type="hidden" name="step_id" value=step_id/>
                 // What the runner sees is what runs: a changed command is refused.
                 <input type="hidden" name="version" value=version/>
-                <button type="submit" class="primary run-button">"Run"</button>
-                <label class="small">"repeat" <input name="repeat" class="num-input" inputmode="numeric" value="1"/></label>
+                <button type="submit" class="primary run-button">{if sweeping { "Run sweep" } else { "Run" }}</button>
+                <label class="small">{if sweeping { "repeat each" } else { "repeat" }} <input name="repeat" class="num-input" inputmode="numeric" value="1"/></label>
                 <label class="small">"+ warm-up" <input name="warmup" class="num-input" inputmode="numeric" value="0"/></label>
+                {sweeping.then(|| view! {
+                    <label class="small">"order"
+                        <select name="order">
+                            <option value="interleaved" selected>"interleaved"</option>
+                            <option value="shuffled">"shuffled"</option>
+                            <option value="grouped">"grouped"</option>
+                        </select>
+                    </label>
+                    <label class="small">"seed" <input name="seed" class="num-input" inputmode="numeric" placeholder="random"/></label>
+                    <label class="small">"after a failure"
+                        <select name="on_failure">
+                            <option value="continue" selected>"go on"</option>
+                            <option value="stop">"stop"</option>
+                        </select>
+                    </label>
+                })}
             </ActionForm>
             {active.map(|run| view! {
                 <ActionForm action=cancel attr:class="inline">
@@ -258,10 +377,17 @@ fn RunControls(step_id: i64, version: i64, newest: Option<Run>) -> impl IntoView
                     <button type="submit" class="danger cancel-button">"Cancel run " {run.id}</button>
                 </ActionForm>
             })}
+            {going.map(|sweep| view! {
+                <ActionForm action=cancel_all attr:class="inline">
+                    <input type="hidden" name="sweep_id" value=sweep/>
+                    <button type="submit" class="danger cancel-sweep">"Cancel sweep"</button>
+                </ActionForm>
+            })}
         </div>
         </crate::components::Can>
         <ActionError action=start/>
         <ActionError action=cancel/>
+        <ActionError action=cancel_all/>
     }
 }
 
@@ -362,7 +488,17 @@ fn RunOutput(run: Run) -> impl IntoView {
                 <a href=format!("/api/v1/runs/{}/output?download=1", run.id) class="quiet">"raw"</a>
             </div>
             {run.error.clone().map(|e| view! { <p class="run-error">{e}</p> })}
+            {run.config.as_ref().map(|c| view! { <p class="run-config">"configuration " <code>{crate::sweeps::config_label(c)}</code></p> })}
             <Measurements found=run.measurements.clone()/>
+            {run.telemetry_svg.clone().map(|svg| view! {
+                <details class="telemetry" open>
+                    <summary>"GPU telemetry " <a href=format!("/api/v1/runs/{run_id}/telemetry") class="quiet">"JSON"</a></summary>
+                    <div class="svg" inner_html=svg></div>
+                </details>
+            })}
+            {(!run.telemetry_notes.is_empty()).then(|| view! {
+                <ul class="telemetry-notes muted">{run.telemetry_notes.iter().map(|n| view! { <li>{n.clone()}</li> }).collect_view()}</ul>
+            })}
             {move || opening.get().then(|| view! { <p class="muted opening">"Finding the file on the host…"</p> })}
             {move || open_error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
             <Show when=move || { first.get() > 0 }>
@@ -452,7 +588,7 @@ fn RunHistory(runs: Vec<Run>) -> impl IntoView {
         <details class="run-history">
             <summary>{count} " runs"</summary>
             <table class="list">
-                <thead><tr><th class="num">"Run"</th><th>"Status"</th><th>"Env"</th><th></th><th class="num">"Exit"</th><th class="num">"Time"</th><th class="num">"Output"</th><th>"Queued"</th></tr></thead>
+                <thead><tr><th class="num">"Run"</th><th>"Status"</th><th>"Configuration"</th><th></th><th class="num">"Exit"</th><th class="num">"Time"</th><th class="num">"Output"</th><th>"Queued"</th></tr></thead>
                 <tbody>{rows}</tbody>
             </table>
         </details>

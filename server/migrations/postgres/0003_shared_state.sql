@@ -48,3 +48,10 @@ BEGIN
 EXCEPTION WHEN others THEN
     RAISE NOTICE 'this PostgreSQL has no lz4: run output is compressed with pglz';
 END $$;
+
+-- While there is no user: the hashes of the first-admin setup links that
+-- servers printed (each replica prints one; any of them works, once).
+CREATE TABLE setup_tokens (
+    token_hash  TEXT PRIMARY KEY NOT NULL,
+    created_at  BIGINT NOT NULL
+);

@@ -141,6 +141,9 @@ impl Store {
             OwnedBy::Measurement => "SELECT investigation_id FROM measurements WHERE id = $1",
             OwnedBy::ShareLink => "SELECT investigation_id FROM share_links WHERE id = $1",
             OwnedBy::Comment => "SELECT investigation_id FROM comments WHERE id = $1",
+            OwnedBy::Sweep => {
+                "SELECT s.investigation_id FROM sweeps w JOIN steps s ON s.id = w.step_id WHERE w.id = $1"
+            }
         };
         let row: Option<(String,)> = sqlx::query_as(sql).bind(id).fetch_optional(&self.pool).await?;
         Ok(row.map(|(i,)| i))
@@ -156,4 +159,5 @@ pub enum OwnedBy {
     Measurement,
     ShareLink,
     Comment,
+    Sweep,
 }

@@ -38,6 +38,8 @@ mod searches;
 mod shares;
 mod sign_in;
 mod snapshots;
+mod sweeps;
+mod telemetry;
 
 pub use access::OwnedBy;
 pub use accounts::{TokenRow, UserRow};
@@ -54,6 +56,7 @@ pub use rows::{HostRow, InvestigationRow, NewRun, RunEnd, RunRow, StepRow};
 pub use searches::SearchRow;
 pub use shares::ShareRow;
 pub use snapshots::SnapshotRow;
+pub use sweeps::{NewSweep, SweepRow};
 
 use sqlx::AnyPool;
 use sqlx::any::AnyPoolOptions;
@@ -538,6 +541,10 @@ pub(crate) mod tests_support {
             batch_size: 1,
             warmup: false,
             who: None,
+            config: None,
+            sweep_id: None,
+            sweep_index: None,
+            telemetry: false,
         };
         store.insert_run(&run).await.unwrap().id
     }

@@ -64,6 +64,12 @@ pub struct RunRow {
     pub who: Option<String>,
     /// The host facts current when it started (see migration 0011).
     pub facts_id: Option<i64>,
+    /// A sweep's run: the matrix values it ran with (JSON), its sweep, its place (0021).
+    pub config: Option<String>,
+    pub sweep_id: Option<i64>,
+    pub sweep_index: Option<i64>,
+    /// Whether GPU telemetry is sampled (1) or not (0).
+    pub telemetry: i64,
 }
 
 /// What a new run records; the rest starts at zero.
@@ -79,6 +85,11 @@ pub struct NewRun {
     pub batch_size: i64,
     pub warmup: bool,
     pub who: Option<String>,
+    /// A sweep's run: its configuration (JSON), sweep and place in it.
+    pub config: Option<String>,
+    pub sweep_id: Option<i64>,
+    pub sweep_index: Option<i64>,
+    pub telemetry: bool,
 }
 
 /// Where a run ended.

@@ -3,15 +3,16 @@
 
 use super::{NewRun, RunEnd, RunRow, Store, StoreResult, now_ms};
 
-const COLUMNS: &str = "id, step_id, host, command, env, cwd, timeout_s, status, exit_code, exit_signal, error,
-    batch_index, batch_size, warmup, stdout_bytes, stderr_bytes, lines, queued_at, started_at, finished_at, who, facts_id";
+pub(super) const COLUMNS: &str = "id, step_id, host, command, env, cwd, timeout_s, status, exit_code, exit_signal, error,
+    batch_index, batch_size, warmup, stdout_bytes, stderr_bytes, lines, queued_at, started_at, finished_at, who, facts_id,
+    config, sweep_id, sweep_index, telemetry";
 
 impl Store {
     pub async fn insert_run(&self, run: &NewRun) -> StoreResult<RunRow> {
         Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "INSERT INTO runs (step_id, host, command, env, cwd, timeout_s, status, batch_index, batch_size, warmup, queued_at, who,
-                               replica)
-             VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7, $8, $9, $10, $11, $12) RETURNING {COLUMNS}"
+                               replica, config, sweep_id, sweep_index, telemetry)
+             VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING {COLUMNS}"
         )))
         .bind(run.step_id)
         .bind(&run.host)
@@ -25,6 +26,10 @@ impl Store {
         .bind(now_ms())
         .bind(&run.who)
         .bind(self.replica())
+        .bind(&run.config)
+        .bind(run.sweep_id)
+        .bind(run.sweep_index)
+        .bind(i64::from(run.telemetry))
         .fetch_one(&self.pool)
         .await?)
     }

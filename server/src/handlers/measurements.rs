@@ -27,20 +27,15 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(state.notebook.add_measurement(&actor, &investigation, new).await?)))
 }
 
-#[derive(serde::Deserialize)]
-pub struct ChartQuery {
-    metric: Option<String>,
-}
-
 /// The investigation's chart (JSON with the groups and the SVG); 404 while nothing
 /// was measured twice.
 pub async fn overview(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(investigation): ApiPath<String>,
-    ApiQuery(query): ApiQuery<ChartQuery>,
+    ApiQuery(query): ApiQuery<app::metrics::OverviewQuery>,
 ) -> Result<Json<Overview>, AppError> {
-    Ok(Json(chart(&state, &actor, &investigation, query.metric.as_deref()).await?))
+    Ok(Json(chart(&state, &actor, &investigation, &query).await?))
 }
 
 /// The same chart as an SVG file, to embed or export as it is.
@@ -48,9 +43,9 @@ pub async fn chart_svg(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(investigation): ApiPath<String>,
-    ApiQuery(query): ApiQuery<ChartQuery>,
+    ApiQuery(query): ApiQuery<app::metrics::OverviewQuery>,
 ) -> Result<impl IntoResponse, AppError> {
-    let overview = chart(&state, &actor, &investigation, query.metric.as_deref()).await?;
+    let overview = chart(&state, &actor, &investigation, &query).await?;
     Ok(([(header::CONTENT_TYPE, "image/svg+xml")], overview.svg))
 }
 
@@ -58,9 +53,9 @@ async fn chart(
     state: &AppState,
     actor: &Actor,
     investigation: &str,
-    metric: Option<&str>,
+    query: &app::metrics::OverviewQuery,
 ) -> Result<Overview, AppError> {
-    state.notebook.overview(actor, investigation, metric).await?.ok_or_else(|| {
+    state.notebook.overview(actor, investigation, query).await?.ok_or_else(|| {
         ApiError::not_found("Nothing was measured in two runs of this investigation yet: no chart.").into()
     })
 }

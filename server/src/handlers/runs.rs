@@ -58,6 +58,31 @@ pub async fn show(
     }))
 }
 
+/// The GPUs' telemetry during the run (`app::telemetry::Telemetry`).
+pub async fn telemetry(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+) -> Result<Json<app::telemetry::Telemetry>, AppError> {
+    Ok(Json(state.notebook.telemetry(&actor, id).await?))
+}
+
+pub async fn sweep(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+) -> Result<Json<app::sweeps::Sweep>, AppError> {
+    Ok(Json(state.notebook.sweep(&actor, id).await?))
+}
+
+pub async fn cancel_sweep(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+) -> Result<Json<app::sweeps::Sweep>, AppError> {
+    Ok(Json(state.notebook.cancel_sweep(&actor, id).await?))
+}
+
 pub async fn cancel(
     Caller(actor): Caller,
     State(state): State<AppState>,

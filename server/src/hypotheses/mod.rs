@@ -98,8 +98,17 @@ fn apply(row: &mut HypothesisRow, input: HypothesisInput) -> Result<(), ApiError
 
 /// The non-warm-up runs a group names, in this investigation, oldest first.
 fn resolve(group: &RunGroup, runs: &[RunRow]) -> Vec<i64> {
+    let picked = |r: &RunRow| {
+        group.configs.iter().any(|pick| {
+            pick.step == r.step_id
+                && r.config
+                    .as_deref()
+                    .and_then(|c| serde_json::from_str::<app::sweeps::Config>(c).ok())
+                    .is_some_and(|config| app::sweeps::matches(&config, &pick.config))
+        })
+    };
     runs.iter()
-        .filter(|r| r.warmup == 0 && (group.runs.contains(&r.id) || group.steps.contains(&r.step_id)))
+        .filter(|r| r.warmup == 0 && (group.runs.contains(&r.id) || group.steps.contains(&r.step_id) || picked(r)))
         .map(|r| r.id)
         .collect()
 }

@@ -20,9 +20,11 @@ fn default_metric<'a>(candidates: &'a [(String, usize)], hypotheses: &[Hypothesi
         .and_then(|m| candidates.iter().find(|(c, _)| c == m).map(|(c, _)| c.as_str()))
 }
 
-/// `metric`: the one asked for (a 4xx is the caller's business when it is unknown).
+/// `metric`: the one asked for (a 4xx is the caller's business when it is
+/// unknown); `baseline`: the label of the group the others are compared with.
 pub fn overview(
     metric: Option<&str>,
+    baseline: Option<&str>,
     steps: &[Step],
     measurements: &[StoredMeasurement],
     hypotheses: &[Hypothesis],
@@ -53,7 +55,9 @@ pub fn overview(
     };
 
     // Group in order of first measurement, so the oldest configuration is drawn first.
-    // ((command, label), values); manual numbers have no command.
+    // ((what ran, label), values): a sweep's runs by their step (their commands
+    // differ by the values put in), others by their command; manual numbers by
+    // their label alone.
     type Key = (Option<String>, String);
     type Values = Vec<(Option<i64>, f64)>;
     let mut groups: Vec<(Key, Values)> = Vec::new();
@@ -63,7 +67,8 @@ pub fn overview(
             unit = m.measurement.unit.clone();
         }
         let key = match m.run_id.and_then(|id| runs.get(&id)) {
-            Some((_, run)) => (Some(run.command.clone()), run.config_label()),
+            Some((step, run)) if run.config.is_some() => (Some(format!("step:{}", step.id)), run.config_label()),
+            Some((_, run)) => (Some(format!("command:{}", run.command)), run.config_label()),
             None => (None, m.label.clone().unwrap_or_else(|| "entered by hand".into())),
         };
         let value = (m.run_id, m.measurement.value);
@@ -72,9 +77,15 @@ pub fn overview(
             None => groups.push((key, vec![value])),
         }
     }
-    // Same env, different commands: the step tells them apart.
-    let position_of =
-        |command: &str| runs.values().find(|(_, r)| r.command == command).map(|(s, _)| s.position).unwrap_or_default();
+    // Same label, different commands: the step tells them apart.
+    let position_of = |what: &str| {
+        let found = match what.split_once(':') {
+            Some(("step", id)) => steps.iter().find(|s| s.id.to_string() == id),
+            Some((_, command)) => runs.values().find(|(_, r)| r.command == command).map(|(s, _)| *s),
+            None => None,
+        };
+        found.map(|s| s.position).unwrap_or_default()
+    };
     let ambiguous = |label: &str| groups.iter().filter(|((c, l), _)| c.is_some() && l == label).count() > 1;
     let groups: Vec<ConfigGroup> = groups
         .iter()
@@ -84,17 +95,25 @@ pub fn overview(
                 _ => label.clone(),
             };
             let summary = summarize(&values.iter().map(|(_, v)| *v).collect::<Vec<_>>())?;
-            Some(ConfigGroup { label, values: values.clone(), summary })
+            Some(ConfigGroup { label, values: values.clone(), summary, delta_pct: None })
         })
         .collect();
     let first = groups.first()?;
-    let (baseline, baseline_label) = hypotheses
-        .iter()
-        .find_map(|h| {
-            let c = h.comparison.as_ref().filter(|_| h.metric.as_deref() == Some(metric))?;
-            Some((c.baseline.mean, format!("baseline of “{}”", h.statement)))
-        })
-        .unwrap_or_else(|| (first.summary.mean, first.label.clone()));
+    let chosen = baseline.and_then(|b| groups.iter().find(|g| g.label == b));
+    let (baseline, baseline_label) = match chosen {
+        Some(group) => (group.summary.mean, group.label.clone()),
+        None => hypotheses
+            .iter()
+            .find_map(|h| {
+                let c = h.comparison.as_ref().filter(|_| h.metric.as_deref() == Some(metric))?;
+                Some((c.baseline.mean, format!("baseline of “{}”", h.statement)))
+            })
+            .unwrap_or_else(|| (first.summary.mean, first.label.clone())),
+    };
+    let mut groups = groups;
+    for group in &mut groups {
+        group.delta_pct = (baseline != 0.0).then(|| (group.summary.mean - baseline) / baseline * 100.0);
+    }
     let columns: Vec<(&str, &app::metrics::GroupSummary)> =
         groups.iter().map(|g| (g.label.as_str(), &g.summary)).collect();
     let svg = crate::charts::by_group(metric, &unit, &columns, baseline)

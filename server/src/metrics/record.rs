@@ -29,6 +29,10 @@ pub async fn for_run(store: &Store, outputs: &Outputs, investigation: &str, run:
     })
     .await
     .map_err(|e| e.to_string())?;
+    // The GPUs' telemetry during the run, as numbers like the output's.
+    let mut found = found;
+    let samples = store.samples(run).await.map_err(|e| e.to_string())?;
+    found.extend(crate::telemetry::summary::summarize(&samples));
     store.replace_run_measurements(investigation, run, &found).await.map_err(|e| e.to_string())?;
     Ok(found.len())
 }

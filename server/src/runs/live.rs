@@ -411,6 +411,10 @@ mod tests {
             finished_at: None,
             who: None,
             facts_id: None,
+            config: None,
+            sweep_id: None,
+            sweep_index: None,
+            telemetry: 0,
         })
     }
 

@@ -7,6 +7,7 @@ pub mod feed;
 pub mod live;
 pub mod output;
 pub mod runner;
+pub mod sweep;
 
 pub use feed::Feeds;
 pub use live::{Live, Progress, RunEvent};
@@ -16,6 +17,20 @@ use crate::db::RunRow;
 use crate::notebook::timestamp;
 use app::backend::Actor;
 use app::runs::{Run, RunStatus};
+
+/// The variables a sweep's configuration leaves unset (not its placeholders).
+pub fn unset_in(config: &app::sweeps::Config) -> Vec<String> {
+    config
+        .iter()
+        .filter(|(key, level)| level.is_none() && app::sweeps::placeholder(key).is_none())
+        .map(|(key, _)| key.clone())
+        .collect()
+}
+
+/// The same from a run row's stored configuration (JSON).
+pub fn unset_by(config: Option<&str>) -> Vec<String> {
+    config.and_then(|c| serde_json::from_str(c).ok()).map(|c| unset_in(&c)).unwrap_or_default()
+}
 
 pub fn run_from_row(row: RunRow) -> Run {
     let env: Vec<(String, String)> = serde_json::from_str(&row.env).unwrap_or_default();
@@ -50,6 +65,12 @@ pub fn run_from_row(row: RunRow) -> Run {
         facts_id: row.facts_id,
         tail: None,
         measurements: Vec::new(),
+        config: row.config.as_deref().and_then(|c| serde_json::from_str(c).ok()),
+        sweep_id: row.sweep_id,
+        sweep_index: row.sweep_index.and_then(|i| u32::try_from(i).ok()),
+        telemetry: row.telemetry != 0,
+        telemetry_svg: None,
+        telemetry_notes: Vec::new(),
     }
 }
 
@@ -156,6 +177,15 @@ impl Service {
                         Ok(t) => newest.tail = Some(t),
                         Err(e) => tracing::error!(run = newest.id, "cannot read output: {e}"),
                     }
+                    if newest.telemetry && newest.status.is_finished() {
+                        match self.store.telemetry_svg(newest.id).await {
+                            Ok(svg) => newest.telemetry_svg = svg,
+                            Err(e) => tracing::error!(run = newest.id, "cannot read the telemetry chart: {e}"),
+                        }
+                        if let Ok(Some((_, Some(notes)))) = self.store.telemetry_info(newest.id).await {
+                            newest.telemetry_notes = serde_json::from_str(&notes).unwrap_or_default();
+                        }
+                    }
                 }
                 step.runs = runs;
             }
@@ -226,6 +256,19 @@ impl Service {
             ));
         }
         let target = self.target(&command.host).await?;
+        // A failed run cancels the rest only when asked.
+        let stop_on_failure = request.keep_going == Some(false);
+        if !command.matrix.is_empty() {
+            let (sweep, new_runs) = self.sweep_runs(step_id, &command, &request, repeat, warmup, &actor.name).await?;
+            let runs = self.runner.insert_batch(new_runs).await?;
+            tracing::info!(step = step_id, sweep = sweep.id, host = %command.host, runs = runs.len(), "queued a sweep");
+            for run in &runs {
+                self.runner.live().publish(RunEvent::new(&row.investigation_id, run.clone()));
+            }
+            self.runner.spawn_batch(row.investigation_id, runs.clone(), target, stop_on_failure);
+            return Ok(runs);
+        }
+        sweep::check_plain_request(&request)?;
         let env: Vec<(String, String)> = command.env.into_iter().collect();
         let env_json = serde_json::to_string(&env).map_err(|e| internal("env", e))?;
         let total = warmup + repeat;
@@ -242,6 +285,10 @@ impl Service {
                 batch_size: i64::from(if i <= warmup { warmup } else { repeat }),
                 warmup: i <= warmup,
                 who: Some(actor.name.clone()),
+                config: None,
+                sweep_id: None,
+                sweep_index: None,
+                telemetry: command.telemetry,
             })
             .collect();
         let runs = self.runner.insert_batch(new_runs).await?;
@@ -249,8 +296,13 @@ impl Service {
         for run in &runs {
             self.runner.live().publish(RunEvent::new(&row.investigation_id, run.clone()));
         }
-        self.runner.spawn_batch(row.investigation_id, runs.clone(), target);
+        self.runner.spawn_batch(row.investigation_id, runs.clone(), target, stop_on_failure);
         Ok(runs)
+    }
+
+    pub(crate) async fn telemetry(&self, run: i64) -> Result<app::telemetry::Telemetry, ApiError> {
+        let found = self.run(run).await?;
+        Ok(crate::telemetry::of_run(&self.store, run, found.telemetry).await?)
     }
 
     pub(crate) async fn output_before(&self, id: i64, before: u64, bytes: u64) -> Result<OutputTail, ApiError> {

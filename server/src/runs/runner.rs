@@ -95,8 +95,9 @@ impl Runner {
         &self.feeds
     }
 
-    /// Queues `runs` (already inserted as `queued`) and executes them in order.
-    pub fn spawn_batch(self: &Arc<Self>, investigation: String, runs: Vec<Run>, target: Target) {
+    /// Queues `runs` (already inserted as `queued`) and executes them in order;
+    /// with `stop_on_failure`, a run that does not succeed cancels the rest.
+    pub fn spawn_batch(self: &Arc<Self>, investigation: String, runs: Vec<Run>, target: Target, stop_on_failure: bool) {
         for run in &runs {
             let (tx, _) = watch::channel(false);
             self.cancels.lock().unwrap_or_else(|e| e.into_inner()).insert(run.id, tx);
@@ -107,8 +108,21 @@ impl Runner {
                 let _one = runner.facts_capture.lock().await;
                 crate::facts::capture_if_stale(&runner.store, &runner.pool, &target).await;
             }
+            let mut failed: Option<i64> = None;
             for run in runs {
-                runner.execute(&investigation, run.id, &target).await;
+                if let Some(first) = failed {
+                    let reason =
+                        format!("Not run: run {first} before it did not succeed, and the batch stops at a failure.");
+                    if let Ok(true) = runner.store.cancel_queued_run_because(run.id, &reason).await {
+                        runner.publish(&investigation, run.id).await;
+                    }
+                } else {
+                    runner.execute(&investigation, run.id, &target).await;
+                    let ended = runner.store.run(run.id).await.ok().flatten().map(|r| r.status);
+                    if stop_on_failure && ended.as_deref().is_some_and(|s| s != "succeeded" && s != "cancelled") {
+                        failed = Some(run.id);
+                    }
+                }
                 runner.cancels.lock().unwrap_or_else(|e| e.into_inner()).remove(&run.id);
             }
         });
@@ -231,12 +245,31 @@ impl Runner {
             Ok(n) => tracing::info!(run = run_id, "{n} measurements"),
             Err(e) => tracing::error!(run = run_id, "cannot extract measurements: {e}"),
         }
+        if run.telemetry {
+            self.draw_telemetry(run_id).await;
+        }
         if let Err(e) = self.store.finish_run(run_id, &end_ref).await {
             tracing::error!(run = run_id, "cannot record the end of the run: {e}");
         }
         self.live.finish(run_id);
         tracing::info!(run = run_id, host = %target.name, status = end.status, "run finished");
         self.publish(investigation, run_id).await;
+    }
+
+    /// Keeps the run's telemetry drawn, for its page.
+    async fn draw_telemetry(&self, run: i64) {
+        let drawn = match crate::telemetry::of_run(&self.store, run, true).await {
+            Ok(telemetry) => crate::charts::telemetry(&telemetry),
+            Err(e) => Err(e.to_string()),
+        };
+        match drawn {
+            Ok(svg) => {
+                if let Err(e) = self.store.set_telemetry_svg(run, svg.as_deref()).await {
+                    tracing::error!(run, "cannot keep the telemetry chart: {e}");
+                }
+            }
+            Err(e) => tracing::error!(run, "cannot draw the telemetry: {e}"),
+        }
     }
 
     /// Runs the command and records its output; returns how it ended.
@@ -269,10 +302,23 @@ impl Runner {
         };
         let mut channel = session.channel;
         let env: Vec<(&str, &str)> = run.env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        let script = quote::remote_script(&run.command, env, run.cwd.as_deref());
+        let unset = run.config.as_ref().map(super::unset_in).unwrap_or_default();
+        let script = quote::remote_script(&run.command, env, unset.iter().map(String::as_str), run.cwd.as_deref());
+        let started = std::time::Instant::now();
         if let Err(e) = channel.exec(true, script.into_bytes()).await {
             return OwnedEnd::error("lost", format!("Could not start the command: {e}"));
         }
+        // The GPUs, sampled on a second channel while the command runs.
+        let sampler = run.telemetry.then(|| {
+            crate::telemetry::Sampler::start(
+                self.pool.clone(),
+                self.store.clone(),
+                target.clone(),
+                run.env.clone(),
+                run.id,
+                started,
+            )
+        });
 
         let mut writer = match self.outputs.writer(run.id, progress.clone()) {
             Ok(w) => w,
@@ -346,6 +392,9 @@ impl Runner {
                     let _ = self.store.update_run_counts(run.id, writer.stdout, writer.stderr, writer.lines).await;
                 }
             }
+        }
+        if let Some(sampler) = sampler {
+            sampler.stop().await;
         }
         let (stdout, stderr, lines) = (writer.stdout, writer.stderr, writer.lines);
         if let Err(e) = writer.finish().await {

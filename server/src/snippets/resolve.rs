@@ -158,7 +158,9 @@ impl Service {
         let program = first_program(&run.command).filter(|p| !p.contains('/'));
         let body = script(file, &direct, &roots, &pythons, program);
         let env: Vec<(String, String)> = serde_json::from_str(&run.env).unwrap_or_default();
-        let mut full = ssh::quote::remote_script(&body, env.iter().map(|(k, v)| (k.as_str(), v.as_str())), None);
+        let unset = crate::runs::unset_by(run.config.as_deref());
+        let pairs = env.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+        let mut full = ssh::quote::remote_script(&body, pairs, unset.iter().map(String::as_str), None);
         if let Some(cwd) = run.cwd.as_deref().filter(|c| !c.is_empty()) {
             // A directory that is gone since the run still leaves the other places.
             full = format!("cd {} 2>/dev/null\n{full}", quote(cwd));

@@ -26,17 +26,24 @@ pub fn is_env_name(name: &str) -> bool {
 }
 
 /// The script sent with `exec`: optional `cd`, the environment as quoted
-/// `export`s (sshd's AcceptEnv usually refuses `setenv` requests), then the
-/// command exactly as the user wrote it.
+/// `export`s (sshd's AcceptEnv usually refuses `setenv` requests) and `unset`s
+/// (a sweep's "leave it unset", even where the login environment sets it), then
+/// the command exactly as the user wrote it.
 ///
 /// Panics never: names are checked by the caller ([`is_env_name`]); an invalid
 /// one here is skipped rather than spliced in.
 pub fn remote_script<'a>(
     command: &str,
     env: impl IntoIterator<Item = (&'a str, &'a str)>,
+    unset: impl IntoIterator<Item = &'a str>,
     cwd: Option<&str>,
 ) -> String {
     let mut script = String::new();
+    for name in unset {
+        if is_env_name(name) {
+            script.push_str(&format!("unset {name}\n"));
+        }
+    }
     for (name, value) in env {
         if is_env_name(name) {
             script.push_str(&format!("export {name}={}\n", quote(value)));
@@ -94,7 +101,14 @@ mod tests {
 
     #[test]
     fn script_exports_then_changes_dir_then_runs() {
-        let script = remote_script("echo \"$A\"", [("A", "x y"), ("bad name", "z")], Some("/tmp/a b"));
-        assert_eq!(script, "export A='x y'\ncd '/tmp/a b' || exit 126\necho \"$A\"");
+        let script = remote_script("echo \"$A\"", [("A", "x y"), ("bad name", "z")], ["U", "no;"], Some("/tmp/a b"));
+        assert_eq!(script, "unset U\nexport A='x y'\ncd '/tmp/a b' || exit 126\necho \"$A\"");
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(remote_script("echo \"${NCCL_PROTO-unset}\"", [], ["NCCL_PROTO"], None))
+            .env("NCCL_PROTO", "LL")
+            .output()
+            .expect("sh");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "unset\n", "unset even where the login environment sets it");
     }
 }

@@ -44,7 +44,69 @@ pub fn validate(mut body: CommandBody) -> Result<CommandBody, ApiError> {
     {
         return Err(ApiError::invalid(format!("The timeout must be from 1 to {MAX_TIMEOUT_S} seconds.")));
     }
+    check_matrix(&body)?;
     Ok(body)
+}
+
+/// A sweep's settings: real variable names or placeholders the command uses,
+/// a few values each, and a grid that stays a size one can wait for.
+fn check_matrix(body: &CommandBody) -> Result<(), ApiError> {
+    use app::sweeps::{MAX_CONFIGS, MAX_LEVELS, MAX_SETTINGS, placeholder};
+    if body.matrix.len() > MAX_SETTINGS {
+        return Err(ApiError::invalid(format!("A sweep has at most {MAX_SETTINGS} settings.")));
+    }
+    let mut configs = 1usize;
+    for (key, levels) in &body.matrix {
+        match placeholder(key) {
+            Some(name) => {
+                if name.is_empty() || !name.chars().all(|c| c == '_' || c.is_ascii_alphanumeric()) {
+                    return Err(ApiError::invalid(format!(
+                        "{key:?} is not a placeholder: letters, digits and _ in braces, like {{batch}}."
+                    )));
+                }
+                if !body.command.contains(key.as_str()) {
+                    return Err(ApiError::invalid(format!("The sweep sets {key}, but the command has no {key}.")));
+                }
+                if levels.iter().any(Option::is_none) {
+                    return Err(ApiError::invalid(format!(
+                        "{key} is replaced in the command, so each of its values must be something (not unset)."
+                    )));
+                }
+            }
+            None if !is_env_name(key) => {
+                return Err(ApiError::invalid(format!(
+                    "{key:?} is neither an environment variable name nor a {{placeholder}} of the command."
+                )));
+            }
+            None if body.env.contains_key(key) => {
+                return Err(ApiError::invalid(format!(
+                    "{key} is both in the environment and in the sweep; keep it in one of them."
+                )));
+            }
+            None => {}
+        }
+        if levels.is_empty() || levels.len() > MAX_LEVELS {
+            return Err(ApiError::invalid(format!("{key} needs 1 to {MAX_LEVELS} values.")));
+        }
+        for (i, level) in levels.iter().enumerate() {
+            if let Some(value) = level
+                && (value.len() > MAX_VALUE_BYTES || value.contains('\0'))
+            {
+                return Err(ApiError::invalid(format!("A value of {key} is too long or contains a NUL byte.")));
+            }
+            if levels[..i].contains(level) {
+                let shown = level.as_deref().unwrap_or("unset");
+                return Err(ApiError::invalid(format!("{key} has the value {shown:?} twice.")));
+            }
+        }
+        configs = configs.saturating_mul(levels.len());
+    }
+    if configs > MAX_CONFIGS {
+        return Err(ApiError::invalid(format!(
+            "The sweep has {configs} configurations; at most {MAX_CONFIGS} (fewer values, or two sweeps)."
+        )));
+    }
+    Ok(())
 }
 
 /// The command as a shell transcript line, for the page.

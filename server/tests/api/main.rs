@@ -17,3 +17,4 @@ mod shares;
 mod snippets;
 mod sshd;
 mod steps;
+mod sweeps;

@@ -31,10 +31,10 @@ impl app::backend::MeasurementOps for super::Guarded {
         &self,
         actor: &Actor,
         investigation: &str,
-        metric: Option<&str>,
+        query: &app::metrics::OverviewQuery,
     ) -> Result<Option<Overview>, ApiError> {
         self.access.check(actor, investigation, Need::Read).await?;
-        self.inner.overview(investigation, metric).await
+        self.inner.overview(investigation, query).await
     }
     async fn extractors(&self, actor: &Actor, investigation: &str) -> Result<Vec<ExtractorDef>, ApiError> {
         self.access.check(actor, investigation, Need::Read).await?;

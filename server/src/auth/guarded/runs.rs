@@ -34,4 +34,16 @@ impl app::backend::RunOps for super::Guarded {
         self.access.check_of(actor, OwnedBy::Run, id, Need::Read).await?;
         self.inner.output_before(id, before, bytes).await
     }
+    async fn telemetry(&self, actor: &Actor, run: i64) -> Result<app::telemetry::Telemetry, ApiError> {
+        self.access.check_of(actor, OwnedBy::Run, run, Need::Read).await?;
+        self.inner.telemetry(run).await
+    }
+    async fn sweep(&self, actor: &Actor, id: i64) -> Result<app::sweeps::Sweep, ApiError> {
+        self.access.check_of(actor, OwnedBy::Sweep, id, Need::Read).await?;
+        self.inner.sweep(id).await
+    }
+    async fn cancel_sweep(&self, actor: &Actor, id: i64) -> Result<app::sweeps::Sweep, ApiError> {
+        self.access.check_of(actor, OwnedBy::Sweep, id, Need::Run).await?;
+        self.inner.cancel_sweep(id).await
+    }
 }
