@@ -184,6 +184,19 @@ pub trait MeasurementOps: Send + Sync + 'static {
         query: &crate::metrics::OverviewQuery,
     ) -> Result<Option<Overview>, ApiError>;
     async fn extractors(&self, actor: &Actor, investigation: &str) -> Result<Vec<ExtractorDef>, ApiError>;
+    async fn derived_metrics(
+        &self,
+        actor: &Actor,
+        investigation: &str,
+    ) -> Result<Vec<crate::metrics::DerivedDef>, ApiError>;
+    /// Adds a derived metric and computes it for every finished run of the investigation.
+    async fn add_derived(
+        &self,
+        actor: &Actor,
+        investigation: &str,
+        def: crate::metrics::DerivedDef,
+    ) -> Result<crate::metrics::DerivedDef, ApiError>;
+    async fn remove_derived(&self, actor: &Actor, investigation: &str, name: &str) -> Result<(), ApiError>;
     /// Adds an extractor and extracts every finished run of the investigation again.
     async fn add_extractor(
         &self,

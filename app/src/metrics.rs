@@ -64,6 +64,29 @@ pub struct ExtractorDef {
     pub unit: String,
 }
 
+/// A metric computed from a run's other measurements (`server/src/metrics/derived.rs`):
+/// `hbm_gbps = output_throughput * weights_gb` with `weights_gb = 6.4`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DerivedDef {
+    pub name: String,
+    #[serde(default)]
+    pub unit: String,
+    /// `+ - * /` (or × ÷), parentheses, numbers, metric names and constants.
+    pub formula: String,
+    #[serde(default)]
+    pub constants: std::collections::BTreeMap<String, f64>,
+}
+
+impl DerivedDef {
+    /// `hbm_gbps = output_throughput * weights_gb (weights_gb = 6.4) GB/s`
+    pub fn describe(&self) -> String {
+        let constants: Vec<String> = self.constants.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+        let constants = if constants.is_empty() { String::new() } else { format!(" ({})", constants.join(", ")) };
+        format!("{} = {}{constants} {}", self.name, self.formula.trim(), self.unit).trim_end().to_string()
+    }
+}
+
 /// One side of a comparison.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GroupSummary {

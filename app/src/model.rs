@@ -66,6 +66,9 @@ pub struct Investigation {
     /// The investigation's own extractors (regexes over run output).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extractors: Vec<crate::metrics::ExtractorDef>,
+    /// Its derived metrics (formulas over a run's measurements).
+    #[serde(default)]
+    pub derived: Vec<crate::metrics::DerivedDef>,
     /// Every measurement: from runs (also on each run) and entered by hand.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub measurements: Vec<crate::metrics::StoredMeasurement>,
@@ -511,6 +514,7 @@ mod tests {
             steps: steps.into_iter().filter(|s| shown.shows(s.position, 130)).collect(),
             hypotheses: vec![],
             extractors: vec![],
+            derived: vec![],
             measurements: vec![],
             overview: None,
             members: vec![],

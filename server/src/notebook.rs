@@ -233,6 +233,7 @@ impl Service {
         self.attach_searches(&mut steps, searches);
         let hypotheses = self.hypotheses(id).await?;
         let extractors = self.extractors(id).await?;
+        let derived = crate::metrics::record::derived_defs(&self.store, id).await?;
         let measurements = self.measurements(id).await?;
         let overview = crate::metrics::overview::overview(None, None, &steps, &measurements, &hypotheses);
         let members = self.store.members(id).await?;
@@ -262,6 +263,7 @@ impl Service {
             abilities: app::model::Abilities::ALL,
             hypotheses,
             extractors,
+            derived,
             measurements,
             overview,
             id: summary.id,

@@ -58,6 +58,8 @@ pub fn app(state: AppState) -> Router {
         .route("/investigations/{id}/chart.svg", get(measurements::chart_svg))
         .route("/investigations/{id}/extractors", get(measurements::extractors).post(measurements::add_extractor))
         .route("/investigations/{id}/extractors/{name}", delete(measurements::remove_extractor))
+        .route("/investigations/{id}/derived", get(measurements::derived).post(measurements::add_derived))
+        .route("/investigations/{id}/derived/{name}", delete(measurements::remove_derived))
         .route("/measurements/{id}", delete(measurements::delete))
         .route("/investigations/{id}/hypotheses", get(hypotheses::list).post(hypotheses::create))
         .route("/hypotheses/{id}", get(hypotheses::show).patch(hypotheses::update).delete(hypotheses::delete))

@@ -355,6 +355,88 @@ pub async fn remove_extractor(investigation: String, name: String) -> Result<(),
         .inspect_err(crate::backend::set_status)
 }
 
+#[server]
+pub async fn add_derived(
+    investigation: String,
+    name: String,
+    unit: String,
+    formula: String,
+    constants: String,
+) -> Result<(), ApiError> {
+    // `weights_gb = 6.4, gpus = 8` (commas or new lines between).
+    let mut parsed = std::collections::BTreeMap::new();
+    for part in constants.split([',', '\n']).map(str::trim).filter(|p| !p.is_empty()) {
+        let Some((k, v)) = part.split_once('=') else {
+            return Err(ApiError::invalid(format!("A constant is NAME = number, not {part:?}.")));
+        };
+        parsed.insert(k.trim().to_string(), crate::backend::required_number(k.trim(), v.trim())?);
+    }
+    let def = crate::metrics::DerivedDef { name, unit, formula, constants: parsed };
+    crate::backend::notebook()?
+        .add_derived(&crate::backend::actor()?, &investigation, def)
+        .await
+        .map(|_| ())
+        .inspect_err(crate::backend::set_status)
+}
+
+#[server]
+pub async fn remove_derived(investigation: String, name: String) -> Result<(), ApiError> {
+    crate::backend::notebook()?
+        .remove_derived(&crate::backend::actor()?, &investigation, &name)
+        .await
+        .inspect_err(crate::backend::set_status)
+}
+
+/// The investigation's derived metrics, each formula shown as written.
+#[component]
+fn DerivedMetrics(investigation: String, defs: Vec<crate::metrics::DerivedDef>) -> impl IntoView {
+    let add = timeline_action::<AddDerived>();
+    let remove = timeline_action::<RemoveDerived>();
+    let form = crate::components::reset_on_success(add);
+    let count = defs.len();
+    let rows = defs
+        .into_iter()
+        .map(|d| {
+            let investigation = investigation.clone();
+            let (name, described) = (d.name.clone(), d.describe());
+            view! {
+                <li data-derived=d.name.clone()>
+                    <code>{described}</code>
+                    <crate::components::Can what=crate::components::Ability::Edit>
+                    <ActionForm action=remove attr:class="inline">
+                        <input type="hidden" name="investigation" value=investigation/>
+                        <input type="hidden" name="name" value=name/>
+                        <button type="submit" class="quiet">"Remove"</button>
+                    </ActionForm>
+                    </crate::components::Can>
+                </li>
+            }
+        })
+        .collect_view();
+    view! {
+        <details class="add-step" id="derived">
+            <summary>{format!("Derived metrics ({count})")}</summary>
+            <p class="muted">"A formula over each run's measurements (+ − × ÷, parentheses, numbers, metric names, your constants), computed for every finished run — e.g. hbm_gbps = output_throughput * weights_gb / gpus."</p>
+            <ul class="derived">{rows}</ul>
+            <crate::components::Can what=crate::components::Ability::Edit>
+            <ActionForm action=add node_ref=form attr:class="stacked">
+                <input type="hidden" name="investigation" value=investigation.clone()/>
+                <div class="row">
+                    <label class="narrow">"Name" <input name="name" required placeholder="hbm_gbps"/></label>
+                    <label class="wide">"Formula" <input name="formula" required placeholder="output_throughput * weights_gb / gpus"/></label>
+                    <label class="narrow">"Unit" <input name="unit" placeholder="GB/s"/></label>
+                </div>
+                <label>"Constants " <input name="constants" placeholder="weights_gb = 27.83, gpus = 8"/></label>
+                <crate::components::ActionError action=add/>
+                <crate::components::ActionError action=remove/>
+                <div class="form-actions"><button type="submit" class="primary">"Add derived metric"</button></div>
+            </ActionForm>
+            </crate::components::Can>
+        </details>
+    }
+    .into_any()
+}
+
 /// The investigation's own extractors: for output no built-in one knows.
 #[component]
 fn Extractors(investigation: String, defs: Vec<crate::metrics::ExtractorDef>) -> impl IntoView {
@@ -499,6 +581,7 @@ pub fn MeasurementsSection(inv: Investigation) -> impl IntoView {
             }}
             <ManualMeasurements investigation=inv.id.clone() measurements=inv.measurements.clone()/>
             <Extractors investigation=inv.id.clone() defs=inv.extractors.clone()/>
+            <DerivedMetrics investigation=inv.id.clone() defs=inv.derived.clone()/>
         </section>
     }
     .into_any()

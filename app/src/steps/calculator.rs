@@ -45,6 +45,13 @@ pub struct Bandwidth {
     pub tok_s: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tok_s_from: Option<MeasuredFrom>,
+    /// What nvidia-smi said of the memory while the run went (`mem_util_mean`
+    /// of its telemetry: the share of time memory was read or written), shown
+    /// beside the estimate; copied from `mem_util_from` when that is given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_util_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_util_from: Option<MeasuredFrom>,
 }
 
 /// A calculator input taken from a measurement of the investigation. The value
@@ -113,6 +120,9 @@ pub struct BandwidthResult {
     pub achieved_gb_s: f64,
     pub pct_of_peak: f64,
     pub ceiling_tok_s: f64,
+    /// The measured memory utilisation beside the estimate, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_mem_util_pct: Option<f64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -159,6 +169,9 @@ impl Bandwidth {
                 "The measured speed must be a positive number of tok/s (type it, or choose a measurement).",
             ));
         }
+        if self.mem_util_pct.is_some_and(|p| !(p.is_finite() && (0.0..=100.0).contains(&p))) {
+            return Err(ApiError::invalid("The measured memory utilisation is a percentage, 0 to 100."));
+        }
         Ok(())
     }
 
@@ -173,6 +186,7 @@ impl Bandwidth {
             achieved_gb_s,
             pct_of_peak: achieved_gb_s / peak_gb_s * 100.0,
             ceiling_tok_s: peak_gb_s * 1e9 / bytes,
+            measured_mem_util_pct: self.mem_util_pct,
         })
     }
 }
@@ -241,10 +255,13 @@ pub async fn add_bandwidth(
     bytes_per_param: String,
     tok_s: String,
     tok_s_from: String,
+    #[server(default)] mem_util_from: String,
 ) -> Result<Step, ApiError> {
     use crate::backend::{form_number as number, required_number as required};
     let body = Bandwidth {
         tok_s_from: linked(&tok_s_from)?,
+        mem_util_from: linked(&mem_util_from)?,
+        mem_util_pct: None,
         gpu,
         peak_tb_s: number("Peak TB/s", &peak_tb_s)?,
         gpus: required("GPUs", &gpus)?,
@@ -342,6 +359,13 @@ pub fn CalculatorContent(step: Step) -> impl IntoView {
                 ("read per token".into(), format!("{bytes} ÷ {} GPUs", b.gpus)),
             ];
             linked_rows.push(("measured".into(), format!("{} tok/s", fmt(b.tok_s)), b.tok_s_from.clone()));
+            if let Some(pct) = b.mem_util_pct {
+                linked_rows.push((
+                    "nvidia-smi memory busy".into(),
+                    format!("{pct:.0} % of the time"),
+                    b.mem_util_from.clone(),
+                ));
+            }
             let r = b.result();
             (
                 "Bandwidth roofline",
@@ -350,7 +374,13 @@ pub fn CalculatorContent(step: Step) -> impl IntoView {
                         ("time per token".into(), format!("{} ms", fmt(r.ms_per_token))),
                         ("read per token per GPU".into(), format!("{} GB", fmt(r.bytes_per_token_per_gpu / 1e9))),
                         ("achieved per GPU".into(), format!("{} of {} GB/s", fmt(r.achieved_gb_s), fmt(r.peak_gb_s))),
-                        ("share of peak".into(), format!("{:.0} %", r.pct_of_peak)),
+                        (
+                            "share of peak".into(),
+                            match r.measured_mem_util_pct {
+                                Some(busy) => format!("{:.0} % (memory busy {busy:.0} % of the time)", r.pct_of_peak),
+                                None => format!("{:.0} %", r.pct_of_peak),
+                            },
+                        ),
                         ("bandwidth-bound ceiling".into(), format!("{} tok/s", fmt(r.ceiling_tok_s))),
                     ]
                 })
@@ -433,6 +463,9 @@ const LATENCY_UNITS: [&str; 4] = ["us", "µs", "ms", "s"];
 #[component]
 pub fn AddCalculator(investigation: String, measurements: Vec<StoredMeasurement>) -> impl IntoView {
     let roofline_speed = measurement_choice("tok_s_from", &measurements, &SPEED_UNITS);
+    let mem_util: Vec<StoredMeasurement> =
+        measurements.iter().filter(|m| m.measurement.metric == "mem_util_mean").cloned().collect();
+    let roofline_mem = measurement_choice("mem_util_from", &mem_util, &["%"]);
     let budget_latency = measurement_choice("latency_from", &measurements, &LATENCY_UNITS);
     let budget_speed = measurement_choice("tok_s_from", &measurements, &SPEED_UNITS);
     let bandwidth = crate::pages::investigation::timeline_action::<AddBandwidth>();
@@ -460,6 +493,9 @@ pub fn AddCalculator(investigation: String, measurements: Vec<StoredMeasurement>
                     <label class="narrow">"× bytes/param" <input name="bytes_per_param" inputmode="decimal" placeholder="1"/></label>
                     <label class="narrow">"measured tok/s" <input name="tok_s" inputmode="decimal" placeholder="57.5"/></label>
                     <label>"or from a measurement" {roofline_speed}</label>
+                </div>
+                <div class="row">
+                    <label>"memory utilisation measured by nvidia-smi (optional)" {roofline_mem}</label>
                 </div>
                 <crate::components::ActionError action=bandwidth/>
                 <div class="form-actions"><button type="submit" class="primary">"Add roofline"</button></div>
@@ -503,6 +539,8 @@ mod tests {
             bytes_per_param: None,
             tok_s: 57.5,
             tok_s_from: None,
+            mem_util_pct: None,
+            mem_util_from: None,
         };
         b.check().unwrap();
         let r = b.result().unwrap();
@@ -536,6 +574,8 @@ mod tests {
             bytes_per_param: Some(1.0),
             tok_s: 100.0,
             tok_s_from: None,
+            mem_util_pct: None,
+            mem_util_from: None,
         };
         assert_eq!(b.peak_tb_s(), Some(4.8));
         assert_eq!(b.bytes_per_token_per_gpu(), Some(37e9 / 8.0));

@@ -165,4 +165,47 @@ impl Store {
             .await?;
         Ok(done.rows_affected() == 1)
     }
+
+    /// `false` when the investigation already has a derived metric of that name.
+    pub async fn insert_derived(
+        &self,
+        investigation: &str,
+        name: &str,
+        unit: &str,
+        formula: &str,
+        constants: &str,
+    ) -> StoreResult<bool> {
+        let done = sqlx::query(
+            "INSERT INTO derived_metrics (investigation_id, name, unit, formula, constants, created_at)
+             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (investigation_id, name) DO NOTHING",
+        )
+        .bind(investigation)
+        .bind(name)
+        .bind(unit)
+        .bind(formula)
+        .bind(constants)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// `(name, unit, formula, constants JSON)`, oldest first.
+    pub async fn derived(&self, investigation: &str) -> StoreResult<Vec<(String, String, String, String)>> {
+        Ok(sqlx::query_as(
+            "SELECT name, unit, formula, constants FROM derived_metrics WHERE investigation_id = $1 ORDER BY created_at, name",
+        )
+        .bind(investigation)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    pub async fn delete_derived(&self, investigation: &str, name: &str) -> StoreResult<bool> {
+        let done = sqlx::query("DELETE FROM derived_metrics WHERE investigation_id = $1 AND name = $2")
+            .bind(investigation)
+            .bind(name)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
 }

@@ -86,6 +86,32 @@ pub async fn add_extractor(
     Ok((StatusCode::CREATED, Json(state.notebook.add_extractor(&actor, &investigation, def).await?)))
 }
 
+pub async fn derived(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiPath(investigation): ApiPath<String>,
+) -> Result<Json<Vec<app::metrics::DerivedDef>>, AppError> {
+    Ok(Json(state.notebook.derived_metrics(&actor, &investigation).await?))
+}
+
+pub async fn add_derived(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiPath(investigation): ApiPath<String>,
+    ApiJson(def): ApiJson<app::metrics::DerivedDef>,
+) -> Result<impl IntoResponse, AppError> {
+    Ok((StatusCode::CREATED, Json(state.notebook.add_derived(&actor, &investigation, def).await?)))
+}
+
+pub async fn remove_derived(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiPath((investigation, name)): ApiPath<(String, String)>,
+) -> Result<StatusCode, AppError> {
+    state.notebook.remove_derived(&actor, &investigation, &name).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
 pub async fn remove_extractor(
     Caller(actor): Caller,
     State(state): State<AppState>,

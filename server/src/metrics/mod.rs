@@ -10,6 +10,7 @@
 pub mod collectives;
 pub mod command;
 pub mod custom;
+pub mod derived;
 pub mod llama_bench;
 pub mod overview;
 pub mod record;

@@ -29,10 +29,29 @@ pub async fn for_run(store: &Store, outputs: &Outputs, investigation: &str, run:
     })
     .await
     .map_err(|e| e.to_string())?;
-    // The GPUs' telemetry during the run, as numbers like the output's.
+    // The GPUs' telemetry during the run, as numbers like the output's; then
+    // what the investigation's formulas make of all of them.
     let mut found = found;
     let samples = store.samples(run).await.map_err(|e| e.to_string())?;
     found.extend(crate::telemetry::summary::summarize(&samples));
+    let defs = derived_defs(store, investigation).await.map_err(|e| e.to_string())?;
+    let derived = super::derived::apply(&defs, &found);
+    found.extend(derived);
     store.replace_run_measurements(investigation, run, &found).await.map_err(|e| e.to_string())?;
     Ok(found.len())
+}
+
+/// The investigation's derived metrics.
+pub async fn derived_defs(store: &Store, investigation: &str) -> crate::db::StoreResult<Vec<app::metrics::DerivedDef>> {
+    Ok(store
+        .derived(investigation)
+        .await?
+        .into_iter()
+        .map(|(name, unit, formula, constants)| app::metrics::DerivedDef {
+            name,
+            unit,
+            formula,
+            constants: serde_json::from_str(&constants).unwrap_or_default(),
+        })
+        .collect())
 }

@@ -40,6 +40,7 @@ fn check_text(what: &str, text: Option<&str>, max: usize) -> Result<Option<Strin
 enum Wanted {
     TokensPerSecond,
     Microseconds,
+    Percent,
 }
 
 impl Wanted {
@@ -50,6 +51,7 @@ impl Wanted {
             (Self::Microseconds, "us" | "µs") => Some(1.0),
             (Self::Microseconds, "ms") => Some(1e3),
             (Self::Microseconds, "s") => Some(1e6),
+            (Self::Percent, "%") => Some(1.0),
             _ => None,
         }
     }
@@ -58,6 +60,7 @@ impl Wanted {
         match self {
             Self::TokensPerSecond => "a speed in tok/s",
             Self::Microseconds => "a latency in µs, ms or s",
+            Self::Percent => "a percentage (%), such as mem_util_mean of a run's telemetry",
         }
     }
 }
@@ -71,6 +74,9 @@ impl Service {
             CalculatorBody::Bandwidth(b) => {
                 if let Some(from) = &mut b.tok_s_from {
                     b.tok_s = self.linked_value(investigation, from, Wanted::TokensPerSecond).await?;
+                }
+                if let Some(from) = &mut b.mem_util_from {
+                    b.mem_util_pct = Some(self.linked_value(investigation, from, Wanted::Percent).await?);
                 }
             }
             CalculatorBody::Collective(c) => {
@@ -185,6 +191,39 @@ impl Service {
     pub(crate) async fn remove_extractor(&self, investigation: &str, name: &str) -> Result<(), ApiError> {
         if !self.store.delete_extractor(investigation, name).await? {
             return Err(ApiError::not_found(format!("There is no extractor {name:?} here.")));
+        }
+        self.reextract(investigation).await;
+        Ok(())
+    }
+
+    pub(crate) async fn derived_metrics(&self, investigation: &str) -> Result<Vec<app::metrics::DerivedDef>, ApiError> {
+        self.existing_investigation(investigation).await?;
+        Ok(super::record::derived_defs(&self.store, investigation).await?)
+    }
+
+    /// Adds the derived metric and computes it for every finished run.
+    pub(crate) async fn add_derived(
+        &self,
+        investigation: &str,
+        def: app::metrics::DerivedDef,
+    ) -> Result<app::metrics::DerivedDef, ApiError> {
+        self.existing_investigation(investigation).await?;
+        let def = app::metrics::DerivedDef { name: def.name.trim().into(), unit: def.unit.trim().into(), ..def };
+        super::derived::check(&def)?;
+        let constants = serde_json::to_string(&def.constants).map_err(|e| crate::notebook::internal("constants", e))?;
+        if !self.store.insert_derived(investigation, &def.name, &def.unit, &def.formula, &constants).await? {
+            return Err(ApiError::new(
+                app::error::ErrorCode::Conflict,
+                format!("This investigation already has a derived metric {:?}.", def.name),
+            ));
+        }
+        self.reextract(investigation).await;
+        Ok(def)
+    }
+
+    pub(crate) async fn remove_derived(&self, investigation: &str, name: &str) -> Result<(), ApiError> {
+        if !self.store.delete_derived(investigation, name).await? {
+            return Err(ApiError::not_found(format!("There is no derived metric {name:?} here.")));
         }
         self.reextract(investigation).await;
         Ok(())

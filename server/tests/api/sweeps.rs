@@ -117,6 +117,26 @@ async fn a_sweep_runs_every_configuration_with_its_values_in_the_order_asked() {
         (Some(80.0), Some(81.0))
     );
 
+    // A derived metric: a formula over each run's numbers, on every run of the sweep.
+    let derived = format!("/api/v1/investigations/{investigation}/derived");
+    let def = json!({ "name": "hbm_gbps", "unit": "GB/s", "formula": "decode × weights_gb", "constants": { "weights_gb": 6.4 } });
+    assert_eq!(app.post_json(&derived, def.clone()).await.status, StatusCode::CREATED);
+    assert_eq!(app.post_json(&derived, def).await.status, StatusCode::CONFLICT);
+    let bad = app.post_json(&derived, json!({ "name": "x", "formula": "decode ^ 2" })).await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(bad.text().contains("unexpected '^'"), "{}", bad.text());
+    let hbm = app.get(&format!("/api/v1/investigations/{investigation}/overview?metric=hbm_gbps")).await.json();
+    let means: Vec<f64> =
+        hbm["groups"].as_array().unwrap().iter().map(|g| g["summary"]["mean"].as_f64().unwrap()).collect();
+    for expected in [64.0, 70.4, 512.0, 518.4] {
+        assert!(means.iter().any(|m| (m - expected).abs() < 1e-9), "{expected} in {means:?}");
+    }
+    let page = app.get(&format!("/i/{investigation}")).await.text();
+    assert!(page.contains("hbm_gbps = decode × weights_gb (weights_gb = 6.4) GB/s"), "the formula is shown");
+    assert_eq!(app.delete(&format!("{derived}/hbm_gbps")).await.status, StatusCode::NO_CONTENT);
+    let gone = app.get(&format!("/api/v1/investigations/{investigation}/overview?metric=hbm_gbps")).await;
+    assert_eq!(gone.status, StatusCode::NOT_FOUND, "its values went with it");
+
     // Shuffled with a seed: recorded, and the same seed gives the same order.
     let order_of = |runs: &[Value]| runs.iter().map(label).collect::<Vec<_>>();
     let a = app
@@ -275,10 +295,36 @@ async fn telemetry_is_sampled_stored_summarised_and_nothing_is_left_running() {
     assert!(measured.iter().any(|m| m["metric"] == "gpu_util_mean" && m["key"] == "gpu 0"), "per GPU too");
     assert!(measured.iter().all(|m| m["extractor"] == "telemetry"), "{measured:?}");
 
-    // The page draws it beside the run.
+    // The roofline shows the measured memory utilisation beside its estimate.
     let investigation = investigation_of(&app, step).await;
+    let all = app.get(&format!("/api/v1/investigations/{investigation}/measurements")).await.json();
+    let mem =
+        all.as_array().unwrap().iter().find(|m| m["metric"] == "mem_util_mean" && m["key"].is_null()).unwrap().clone();
+    let roofline = app
+        .post_json(
+            &format!("/api/v1/investigations/{investigation}/steps"),
+            json!({ "kind": "calculator", "calculator": "bandwidth", "gpu": "H200", "gpus": 1, "weights_gb": 6.4,
+                    "tok_s": 343, "mem_util_from": { "measurement": mem["id"] } }),
+        )
+        .await;
+    assert_eq!(roofline.status, StatusCode::CREATED, "{}", roofline.text());
+    let results = &roofline.json()["results"];
+    assert_eq!(results["measured_mem_util_pct"], mem["value"], "{results}");
+    assert!((results["pct_of_peak"].as_f64().unwrap() - 45.73).abs() < 0.01, "343 × 6.4 GB of 4.8 TB/s: {results}");
+    let not_percent = all.as_array().unwrap().iter().find(|m| m["metric"] == "power_w_mean").unwrap();
+    let refused = app
+        .post_json(
+            &format!("/api/v1/investigations/{investigation}/steps"),
+            json!({ "kind": "calculator", "calculator": "bandwidth", "gpu": "H200", "gpus": 1, "weights_gb": 6.4,
+                    "tok_s": 343, "mem_util_from": { "measurement": not_percent["id"] } }),
+        )
+        .await;
+    assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "watts are not a percentage: {}", refused.text());
+
+    // The page draws it beside the run.
     let page = app.get(&format!("/i/{investigation}")).await.text();
     assert!(page.contains("GPU telemetry") && page.contains("SM / mem util %"), "the chart is on the page");
+    assert!(page.contains("memory busy"), "the roofline says what nvidia-smi measured");
 
     // Nothing of the sampler is left on the host.
     let deadline = Instant::now() + Duration::from_secs(5);

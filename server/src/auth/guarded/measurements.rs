@@ -55,4 +55,27 @@ impl app::backend::MeasurementOps for super::Guarded {
         let done = self.inner.remove_extractor(investigation, name).await;
         self.announce(actor, Some(investigation), done)
     }
+    async fn derived_metrics(
+        &self,
+        actor: &Actor,
+        investigation: &str,
+    ) -> Result<Vec<app::metrics::DerivedDef>, ApiError> {
+        self.access.check(actor, investigation, Need::Read).await?;
+        self.inner.derived_metrics(investigation).await
+    }
+    async fn add_derived(
+        &self,
+        actor: &Actor,
+        investigation: &str,
+        def: app::metrics::DerivedDef,
+    ) -> Result<app::metrics::DerivedDef, ApiError> {
+        self.access.check(actor, investigation, Need::Edit).await?;
+        let done = self.inner.add_derived(investigation, def).await;
+        self.announce(actor, Some(investigation), done)
+    }
+    async fn remove_derived(&self, actor: &Actor, investigation: &str, name: &str) -> Result<(), ApiError> {
+        self.access.check(actor, investigation, Need::Edit).await?;
+        let done = self.inner.remove_derived(investigation, name).await;
+        self.announce(actor, Some(investigation), done)
+    }
 }
