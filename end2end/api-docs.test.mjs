@@ -67,5 +67,11 @@ test('every curl example in docs/api.md works', () => {
   assert.match(out, /"resolved_by":"local"/);
   assert.match(out, /^<svg width=/m);
   assert.match(out, /"tok_s":57\.5,"tok_s_from":\{"measurement":\d+,"metric":"output_throughput"/);
+  assert.match(out, /"configs":12,"repeat":2,"warmup":1,"order":"shuffled","seed":7,"keep_going":true,"runs":36/);
+  assert.match(out, /"done":36,"failed":0,"running":null/);
+  assert.match(out, /"config":\{"NCCL_ALGO":"(Ring|Tree)","NCCL_PROTO":(null|"LL"|"SIMPLE"),"\{batch\}":"(1|8)"\}/);
+  assert.match(out, /\{"gpus":\[\],"notes":\["No nvidia-smi on gpu1: no GPU telemetry."\]\}/);
+  assert.match(out, /"name":"hbm_gbps","unit":"GB\/s","formula":"ticks \* weights_gb \/ gpus"/);
+  assert.match(out, /"results":\{"calls_per_token":156,"ms_per_token":6.24/);
   assert.doesNotMatch(out, /"code":"internal"/);
 });

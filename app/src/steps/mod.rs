@@ -13,6 +13,9 @@ use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 
 /// What a step holds, tagged by `kind` on the wire and in the store.
+// A calculator's inputs (with where each came from) make it the largest
+// variant; steps are few per page, so boxing it would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum StepBody {
