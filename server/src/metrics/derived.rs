@@ -3,7 +3,8 @@
 //! output_throughput * weights_gb`, with `weights_gb = 6.4` a named constant —
 //! so "13 % of peak" is a number on every run of a sweep, not arithmetic done by
 //! hand. Formulas are explicit and shown: `+ - * /`, parentheses, numbers,
-//! metric names (a run's first unkeyed value of that metric) and constants.
+//! metric names (a run's first unkeyed value of that metric), constants, and
+//! the numeric settings of a sweep's run by name (`batch` for `{batch}`).
 //! A run that lacks a metric the formula names, or divides by zero, gets no
 //! value rather than a wrong one.
 
@@ -195,8 +196,21 @@ pub fn check(def: &DerivedDef) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// The derived values of a run whose measurements are `found`.
-pub fn apply(defs: &[DerivedDef], found: &[Measurement]) -> Vec<Measurement> {
+/// A sweep run's numeric settings as formula variables: `{batch}` = 8 is `batch`.
+pub fn settings_of(config: &app::sweeps::Config) -> BTreeMap<String, f64> {
+    config
+        .iter()
+        .filter_map(|(key, level)| {
+            let name = app::sweeps::placeholder(key).unwrap_or(key);
+            Some((name.to_string(), level.as_deref()?.trim().parse::<f64>().ok().filter(|v| v.is_finite())?))
+        })
+        .collect()
+}
+
+/// The derived values of a run whose measurements are `found`; `settings` are
+/// its sweep configuration's numbers. A name is looked up as a constant, then
+/// a setting, then a metric.
+pub fn apply(defs: &[DerivedDef], found: &[Measurement], settings: &BTreeMap<String, f64>) -> Vec<Measurement> {
     // A metric's value in a run: its first unkeyed measurement, else its first.
     let mut values: BTreeMap<&str, f64> = BTreeMap::new();
     for m in found.iter().filter(|m| m.key.is_none()).chain(found.iter().filter(|m| m.key.is_some())) {
@@ -205,7 +219,9 @@ pub fn apply(defs: &[DerivedDef], found: &[Measurement]) -> Vec<Measurement> {
     defs.iter()
         .filter_map(|def| {
             let expr = parse(&def.formula).ok()?;
-            let value_of = |name: &str| def.constants.get(name).copied().or_else(|| values.get(name).copied());
+            let value_of = |name: &str| {
+                def.constants.get(name).or_else(|| settings.get(name)).or_else(|| values.get(name)).copied()
+            };
             let value = eval(&expr, &value_of)?;
             Some(Measurement {
                 metric: def.name.clone(),
@@ -250,7 +266,7 @@ mod tests {
             def("hbm_gbps", "output_throughput * weights_gb / gpus", &[("weights_gb", 27.83), ("gpus", 8.0)]),
             def("pct_of_peak", "100 × output_throughput × weights_gb ÷ 8 / 1.5e3", &[("weights_gb", 27.83)]),
         ];
-        let got = apply(&defs, &[m("output_throughput", 57.5, None)]);
+        let got = apply(&defs, &[m("output_throughput", 57.5, None)], &BTreeMap::new());
         assert_eq!(got.len(), 2);
         assert!((got[0].value - 200.028_125).abs() < 1e-6, "{got:?}");
         assert!((got[1].value - 13.335).abs() < 1e-3, "{got:?}");
@@ -260,7 +276,7 @@ mod tests {
     #[test]
     fn precedence_signs_and_what_gives_no_value() {
         let one =
-            |formula: &str, found: &[Measurement]| apply(&[def("d", formula, &[])], found).first().map(|m| m.value);
+            |formula: &str, found: &[Measurement]| apply(&[def("d", formula, &[])], found, &BTreeMap::new()).first().map(|m| m.value);
         assert_eq!(one("1 + 2 * 3", &[]), Some(7.0));
         assert_eq!(one("(1 + 2) * 3", &[]), Some(9.0));
         assert_eq!(one("-2 * -3", &[]), Some(6.0));
@@ -269,6 +285,14 @@ mod tests {
         assert_eq!(one("missing * 2", &[]), None, "a run without the metric gets no value");
         let keyed = [m("tg128", 10.0, Some("model a")), m("tg128", 20.0, None)];
         assert_eq!(one("tg128", &keyed), Some(20.0), "the unkeyed value first");
+        // A sweep's numeric settings are variables too: tok/s per sequence.
+        let config: app::sweeps::Config =
+            [("{batch}".to_string(), Some("8".to_string())), ("NCCL_PROTO".to_string(), Some("LL".to_string()))].into();
+        let settings = settings_of(&config);
+        assert_eq!(settings.get("batch"), Some(&8.0));
+        assert!(!settings.contains_key("NCCL_PROTO"), "only numbers");
+        let per_seq = apply(&[def("per_seq", "decode / batch", &[])], &[m("decode", 400.0, None)], &settings);
+        assert_eq!(per_seq[0].value, 50.0);
     }
 
     #[test]

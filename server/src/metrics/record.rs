@@ -35,7 +35,12 @@ pub async fn for_run(store: &Store, outputs: &Outputs, investigation: &str, run:
     let samples = store.samples(run).await.map_err(|e| e.to_string())?;
     found.extend(crate::telemetry::summary::summarize(&samples));
     let defs = derived_defs(store, investigation).await.map_err(|e| e.to_string())?;
-    let derived = super::derived::apply(&defs, &found);
+    let config = store.run(run).await.map_err(|e| e.to_string())?.and_then(|r| r.config);
+    let settings = config
+        .and_then(|c| serde_json::from_str::<app::sweeps::Config>(&c).ok())
+        .map(|c| super::derived::settings_of(&c))
+        .unwrap_or_default();
+    let derived = super::derived::apply(&defs, &found, &settings);
     found.extend(derived);
     store.replace_run_measurements(investigation, run, &found).await.map_err(|e| e.to_string())?;
     Ok(found.len())
