@@ -29,7 +29,10 @@ pub fn by_group(metric: &str, unit: &str, groups: &[(&str, &GroupSummary)], base
     let pad = ((hi - lo) * 0.15).max(hi.abs() * 0.01).max(1e-9);
     let (y0, y1) = (lo - pad, hi + pad);
     let n = groups.len().max(1);
-    let width = WIDTH.max(120 * n as u32 + 100).min(1400);
+    // Room for each label under its column (about 7 px a character at 12 px).
+    let longest = groups.iter().map(|(label, _)| label.chars().count().min(LABEL_CHARS)).max().unwrap_or(0) as u32;
+    let per_group = (longest * 7 + 16).max(120);
+    let width = WIDTH.max(per_group * n as u32 + 100).min(1800);
     let labels: Vec<String> = groups
         .iter()
         .map(|(label, _)| {

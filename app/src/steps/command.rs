@@ -294,8 +294,7 @@ fn CommandFields(body: Option<CommandBody>) -> impl IntoView {
         </label>
         <label>
             <span>"Sweep " <span class="muted">"(optional: NAME = a, b, unset or {placeholder} = 1, 8 — one setting per line; every combination runs)"</span></span>
-            <textarea name="matrix" rows="2" placeholder="NCCL_PROTO = unset, LL, SIMPLE
-    {batch} = 1, 8, 32">{crate::components::textarea_text(&crate::sweeps::matrix_text(&body.matrix))}</textarea>
+            <textarea name="matrix" rows="2" placeholder="NCCL_PROTO = unset, LL, SIMPLE\n{batch} = 1, 8, 32">{crate::components::textarea_text(&crate::sweeps::matrix_text(&body.matrix))}</textarea>
         </label>
         <div class="row">
             <label>"Working directory" <input name="cwd" value=body.cwd.clone().unwrap_or_default() placeholder="~"/></label>
@@ -621,6 +620,9 @@ const HEADLINE: &[&str] = &[
     "latency_s_avg",
     "ttft_ms_median",
     "tpot_ms_median",
+    "gpu_util_mean",
+    "mem_util_mean",
+    "power_w_mean",
 ];
 
 fn format_value(value: f64) -> String {
@@ -637,8 +639,11 @@ fn Measurements(found: Vec<crate::metrics::Measurement>) -> impl IntoView {
         Some(key) => format!("{} [{key}]", m.metric),
         None => m.metric.clone(),
     };
-    let mut headline: Vec<&crate::metrics::Measurement> =
-        found.iter().filter(|m| HEADLINE.contains(&m.metric.as_str()) || m.extractor.starts_with("custom:")).collect();
+    let mut headline: Vec<&crate::metrics::Measurement> = found
+        .iter()
+        .filter(|m| m.key.is_none() || m.extractor.starts_with("custom:"))
+        .filter(|m| HEADLINE.contains(&m.metric.as_str()) || m.extractor.starts_with("custom:") || m.extractor == "derived")
+        .collect();
     headline.sort_by_key(|m| HEADLINE.iter().position(|h| *h == m.metric).unwrap_or(HEADLINE.len()));
     headline.truncate(4);
     let chips = headline

@@ -1,6 +1,8 @@
 //! GPU telemetry while a run goes: on a second channel of the run's pooled
-//! connection, `nvidia-smi` samples every GPU every 500 ms (`--query-gpu … -lms`)
-//! and PCIe throughput every second (`dmon -s t`); the readings are stored with
+//! connection, `nvidia-smi` samples every GPU every 500 ms (`--query-gpu … -lms`,
+//! on the channel's stdout) and PCIe throughput every second (`dmon -s t`, on
+//! its stderr: two processes writing one pipe can interleave their lines, and a
+//! mangled header once cost a whole run its samples); the readings are stored with
 //! the run as they come, summarised into measurements when it ends
 //! ([`summary`]), and drawn beside its output (`crate::charts::telemetry`).
 //!
@@ -46,8 +48,8 @@ pub fn sampler_script() -> String {
     format!(
         "command -v nvidia-smi >/dev/null 2>&1 || {{ echo '{NO_NVIDIA_SMI}'; exit 0; }}\n\
          trap 'kill 0 2>/dev/null' EXIT HUP INT TERM\n\
-         nvidia-smi --query-gpu={QUERY} --format=csv,nounits -lms {SAMPLE_MS} &\n\
-         nvidia-smi dmon -s t -d 1 2>/dev/null &\n\
+         nvidia-smi --query-gpu={QUERY} --format=csv,noheader,nounits -lms {SAMPLE_MS} &\n\
+         {{ nvidia-smi dmon -s t -d 1 2>/dev/null; }} >&2 &\n\
          read _ignored || true\n"
     )
 }
@@ -138,10 +140,13 @@ async fn sample(
     if let Err(e) = channel.exec(false, script.into_bytes()).await {
         return collected.notes.push(format!("GPU telemetry could not start: {e}"));
     }
-    let mut lines = Lines::default();
+    let mut lines = Lines::new();
+    let mut errors = Lines::new();
     let mut pending: Vec<(u32, Sample)> = Vec::new();
     let mut last_store = Instant::now();
     let mut stop_by: Option<tokio::time::Instant> = None;
+    // Lines that were neither a header nor a reading: if nothing was sampled, they say why.
+    let (mut sampled, mut unread) = (0usize, Vec::<String>::new());
     loop {
         let deadline = async {
             match stop_by {
@@ -158,12 +163,19 @@ async fn sample(
                             collected.notes.push(format!("No nvidia-smi on {}: no GPU telemetry.", target.name));
                         } else if let Some(sample) = lines.read(&line, t_ms, collected) {
                             pending.push(sample);
+                            sampled += 1;
+                        } else if unread.len() < 3 && !line.trim().is_empty() {
+                            unread.push(line);
                         }
                     }
                 }
                 Some(ChannelMsg::ExtendedData { data, .. }) => {
-                    if collected.stderr.len() < 4096 {
-                        collected.stderr.push_str(&String::from_utf8_lossy(&data));
+                    let t_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+                    for line in errors.push(&data) {
+                        if !lines.read_dmon(&line, t_ms) && collected.stderr.len() < 4096 {
+                            collected.stderr.push_str(&line);
+                            collected.stderr.push('\n');
+                        }
                     }
                 }
                 Some(ChannelMsg::Close) | None => break,
@@ -187,6 +199,10 @@ async fn sample(
         }
     }
     store_samples(store, run, &mut pending).await;
+    if sampled == 0 && !unread.is_empty() {
+        let said: String = unread.join(" | ").chars().take(300).collect();
+        collected.notes.push(format!("nvidia-smi answered, but not with readings Sleuth understands: {said}"));
+    }
 }
 
 async fn store_samples(store: &Store, run: i64, pending: &mut Vec<(u32, Sample)>) {
@@ -199,7 +215,7 @@ async fn store_samples(store: &Store, run: i64, pending: &mut Vec<(u32, Sample)>
     pending.clear();
 }
 
-/// The sampler's stdout, cut into lines, and what each line is.
+/// The sampler's output, cut into lines, and what each line is.
 #[derive(Default)]
 struct Lines {
     partial: Vec<u8>,
@@ -210,6 +226,12 @@ struct Lines {
 }
 
 impl Lines {
+    /// The query's columns are known ([`QUERY`], asked without a header); a
+    /// header line, where one comes, names them instead.
+    fn new() -> Self {
+        Self { query: QueryColumns::from_header(QUERY), ..Self::default() }
+    }
+
     fn push(&mut self, data: &[u8]) -> Vec<String> {
         self.partial.extend_from_slice(data);
         let mut lines = Vec::new();
@@ -249,9 +271,22 @@ impl Lines {
             };
             return Some((reading.gpu, sample_of(&reading, t_ms, rx, tx)));
         }
-        let reading = self.dmon.as_ref()?.reading(line)?;
-        self.pcie.insert(reading.gpu, (reading.pcie_rx_mbs, reading.pcie_tx_mbs, t_ms));
+        self.read_dmon(line, t_ms);
         None
+    }
+
+    /// Whether `line` was dmon's (a header or a reading, kept for the next sample).
+    fn read_dmon(&mut self, line: &str, t_ms: u64) -> bool {
+        if let Some(columns) = DmonColumns::from_header(line) {
+            self.dmon = Some(columns);
+            return true;
+        }
+        if line.trim_start().starts_with('#') {
+            return true;
+        }
+        let Some(reading) = self.dmon.as_ref().and_then(|d| d.reading(line)) else { return false };
+        self.pcie.insert(reading.gpu, (reading.pcie_rx_mbs, reading.pcie_tx_mbs, t_ms));
+        true
     }
 }
 
@@ -308,7 +343,7 @@ mod tests {
 
     #[test]
     fn a_stream_of_both_formats_becomes_samples_with_fresh_pcie() {
-        let mut lines = Lines::default();
+        let mut lines = Lines::new();
         let mut collected = Collected::default();
         let text = "index, utilization.gpu [%], utilization.memory [%], memory.used [MiB], power.draw [W], \
                     clocks.sm [MHz], clocks.mem [MHz], temperature.gpu, name\n\
@@ -329,6 +364,20 @@ mod tests {
         // Much later, the PCIe reading is stale and not attached.
         let later = lines.read("0, 1, 1, 1, 1, 1, 1, 1, NVIDIA H200", 9000, &mut collected).unwrap();
         assert_eq!(later.1.pcie_rx_mbs, None);
+    }
+
+    #[test]
+    fn headerless_readings_and_dmon_on_stderr_need_no_header_on_stdout() {
+        // As the script asks: query lines without a header on stdout, dmon on stderr.
+        let (mut lines, mut collected) = (Lines::new(), Collected::default());
+        for line in ["# gpu  rxpci  txpci", "# Idx   MB/s   MB/s", "    0    162     24"] {
+            assert!(lines.read_dmon(line, 900), "{line}");
+        }
+        assert!(!lines.read_dmon("Failed to initialize NVML: Driver/library version mismatch", 900));
+        let (gpu, s) = lines.read("0, 100, 63, 7087, 522.5, 1830, 3201, 45, NVIDIA H200", 1000, &mut collected).unwrap();
+        assert_eq!((gpu, s.gpu_util, s.mem_util, s.sm_clock_mhz), (0, Some(100.0), Some(63.0), Some(1830.0)));
+        assert_eq!(s.pcie_rx_mbs, Some(162.0));
+        assert_eq!(collected.names.get(&0).map(String::as_str), Some("NVIDIA H200"));
     }
 
     #[test]
