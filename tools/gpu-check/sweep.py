@@ -63,6 +63,10 @@ def main():
     mem = call("GET", f"/api/v1/investigations/{iid}/overview?metric=mem_util_mean&baseline=batch%3D1")
     power = call("GET", f"/api/v1/investigations/{iid}/overview?metric=power_w_mean&baseline=batch%3D1")
     telemetry = call("GET", f"/api/v1/runs/{done[-1]['id']}/telemetry")
+    per_run = {}
+    for r in done:
+        t = call("GET", f"/api/v1/runs/{r['id']}/telemetry")
+        per_run[r["id"]] = {"samples": sum(len(g["samples"]) for g in t["gpus"]), "notes": t["notes"]}
 
     # Sampling overhead: batch 1, telemetry off and on, alternating.
     off = call("POST", f"/api/v1/investigations/{iid}/steps",
@@ -77,7 +81,7 @@ def main():
             overhead[name].append(value)
     page = call("GET", f"/i/{iid}")
     result = {"investigation": iid, "sweep": sweep, "runs": done, "decode": overview, "gpu_util": util,
-              "mem_util": mem, "power": power, "telemetry_of_last_run": telemetry, "overhead": overhead,
+              "mem_util": mem, "power": power, "telemetry_of_last_run": telemetry, "telemetry_per_run": per_run, "overhead": overhead,
               "elapsed_s": time.time() - started}
     with open(os.path.join(OUT, "sweep.json"), "w") as f:
         json.dump(result, f, indent=1)
@@ -97,6 +101,8 @@ def main():
                            "mem_used_mib_max", "sm_clock_mhz_mean", "pcie_rx_mbs_mean", "pcie_tx_mbs_mean")})
     samples = sum(len(g["samples"]) for g in telemetry["gpus"])
     print(f"  telemetry of the last run: {len(telemetry['gpus'])} GPU(s), {samples} samples, notes {telemetry['notes']}")
+    print("  samples per run:", {k: v["samples"] for k, v in per_run.items()},
+          "notes:", [v["notes"] for v in per_run.values() if v["notes"]])
     print(f"  overhead, batch 1 decode_mean tok/s: telemetry off {overhead['off']} on {overhead['on']}")
     print(f"elapsed {time.time() - started:.0f} s")
 
