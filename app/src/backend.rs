@@ -10,6 +10,7 @@ use crate::hypotheses::{Hypothesis, HypothesisInput};
 use crate::metrics::{ExtractorDef, NewMeasurement, Overview, StoredMeasurement};
 use crate::model::{Investigation, InvestigationPatch, InvestigationSummary, NewInvestigation, Step, StepWindow};
 use crate::runs::{OutputTail, Run, RunRequest};
+use crate::search::{Export, ExportFormat, SearchRequest, SearchResults};
 use crate::shares::{CreatedShareLink, NewShareLink, ShareLink, SharedView};
 use crate::steps::StepBody;
 use crate::steps::snippet::{Annotation, AnnotationPatch, NewAnnotation, SourceCandidates};
@@ -43,12 +44,12 @@ impl Actor {
 /// (`server/src/auth/guarded/`), which checks the actor's rights and calls the
 /// service. Callers hold an `Arc<dyn Notebook>`, whose methods are all of them.
 pub trait Notebook:
-    InvestigationOps + StepOps + HostOps + RunOps + SourceOps + MeasurementOps + HypothesisOps + TeamOps
+    InvestigationOps + StepOps + HostOps + RunOps + SourceOps + MeasurementOps + HypothesisOps + TeamOps + FindOps
 {
 }
 
 impl<T> Notebook for T where
-    T: InvestigationOps + StepOps + HostOps + RunOps + SourceOps + MeasurementOps + HypothesisOps + TeamOps
+    T: InvestigationOps + StepOps + HostOps + RunOps + SourceOps + MeasurementOps + HypothesisOps + TeamOps + FindOps
 {
 }
 
@@ -221,6 +222,23 @@ pub trait HypothesisOps: Send + Sync + 'static {
     /// Changes the fields `input` has; the experiment is computed again.
     async fn update_hypothesis(&self, actor: &Actor, id: i64, input: HypothesisInput) -> Result<Hypothesis, ApiError>;
     async fn delete_hypothesis(&self, actor: &Actor, id: i64) -> Result<(), ApiError>;
+}
+
+/// Finding and handing over: search over everything the reader may read, and
+/// an investigation as one file for people without an account.
+#[async_trait::async_trait]
+pub trait FindOps: Send + Sync + 'static {
+    async fn search(&self, actor: &Actor, request: SearchRequest) -> Result<SearchResults, ApiError>;
+    /// `comments`: with the investigation's comment threads.
+    async fn export(
+        &self,
+        actor: &Actor,
+        investigation: &str,
+        format: ExportFormat,
+        comments: bool,
+    ) -> Result<Export, ApiError>;
+    /// What a share link shows, as a file (hosts hidden when the link hides them).
+    async fn export_shared(&self, token: &str, format: ExportFormat) -> Result<Export, ApiError>;
 }
 
 /// Working together: members, share links, comments and mentions.

@@ -19,6 +19,7 @@ pub mod metrics;
 pub mod model;
 pub mod pages;
 pub mod runs;
+pub mod search;
 pub mod shares;
 pub mod steps;
 pub mod sweeps;
@@ -62,6 +63,7 @@ pub fn App() -> impl IntoView {
             <header class="topbar">
                 <A href="/" attr:class="brand">"Sleuth"</A>
                 <span class="tagline">"LLM-serving performance notebook"</span>
+                <pages::search::SearchBox/>
                 <nav class="topnav">
                     <A href="/">"Investigations"</A>
                     <A href="/hosts">"Hosts"</A>
@@ -79,6 +81,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/tokens") view=pages::accounts::TokensPage ssr=SsrMode::Async/>
                     <Route path=path!("/audit") view=pages::accounts::AuditPage ssr=SsrMode::Async/>
                     <Route path=path!("/mentions") view=pages::comments::MentionsPage ssr=SsrMode::Async/>
+                    <Route path=path!("/search") view=pages::search::SearchPage ssr=SsrMode::Async/>
                     <Route
                         path=path!("/runs/:id/source")
                         view=pages::source::SourcePage

@@ -9,6 +9,7 @@ pub mod cli;
 mod comments;
 pub mod db;
 pub mod error;
+mod export;
 mod extract;
 pub mod facts;
 /// Test support: where the shared real-output fixtures are.
@@ -26,6 +27,7 @@ pub mod migrate;
 pub mod notebook;
 pub mod router;
 pub mod runs;
+pub mod search;
 pub mod serve;
 mod shares;
 pub mod snippets;

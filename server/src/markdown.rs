@@ -8,7 +8,9 @@
 use pulldown_cmark::{Options, Parser, html};
 use std::sync::LazyLock;
 
-static SANITIZER: LazyLock<ammonia::Builder<'static>> = LazyLock::new(|| {
+static SANITIZER: LazyLock<ammonia::Builder<'static>> = LazyLock::new(sanitizer);
+
+fn sanitizer() -> ammonia::Builder<'static> {
     let mut builder = ammonia::Builder::default();
     // Task-list checkboxes, shown but not clickable.
     builder
@@ -17,14 +19,58 @@ static SANITIZER: LazyLock<ammonia::Builder<'static>> = LazyLock::new(|| {
         .set_tag_attribute_value("input", "type", "checkbox")
         .set_tag_attribute_value("input", "disabled", "");
     builder
+}
+
+/// The same without images: a report opened offline loads nothing.
+static OFFLINE: LazyLock<ammonia::Builder<'static>> = LazyLock::new(|| {
+    let mut builder = sanitizer();
+    builder.rm_tags(["img"]);
+    builder
 });
 
-pub fn to_safe_html(markdown: &str) -> String {
-    let options =
-        Options::ENABLE_TABLES | Options::ENABLE_TASKLISTS | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_FOOTNOTES;
+const OPTIONS: Options = Options::ENABLE_TABLES
+    .union(Options::ENABLE_TASKLISTS)
+    .union(Options::ENABLE_STRIKETHROUGH)
+    .union(Options::ENABLE_FOOTNOTES);
+
+fn unsafe_html(markdown: &str) -> String {
     let mut unsafe_html = String::with_capacity(markdown.len() * 3 / 2);
-    html::push_html(&mut unsafe_html, Parser::new_ext(markdown, options));
-    SANITIZER.clean(&unsafe_html).to_string()
+    html::push_html(&mut unsafe_html, Parser::new_ext(markdown, OPTIONS));
+    unsafe_html
+}
+
+pub fn to_safe_html(markdown: &str) -> String {
+    SANITIZER.clean(&unsafe_html(markdown)).to_string()
+}
+
+/// For exports: safe, and without anything that would load from the network.
+pub fn to_offline_html(markdown: &str) -> String {
+    OFFLINE.clean(&unsafe_html(markdown)).to_string()
+}
+
+/// Markdown as written, with its raw HTML made text (`<` → `&lt;` inside HTML
+/// blocks and inline HTML only), so a renderer that passes HTML through shows
+/// the tags instead of running them; everything else is left as it was.
+pub fn with_html_as_text(markdown: &str) -> String {
+    use pulldown_cmark::Event;
+    let mut ranges: Vec<std::ops::Range<usize>> = Parser::new_ext(markdown, OPTIONS)
+        .into_offset_iter()
+        .filter(|(event, _)| matches!(event, Event::Html(_) | Event::InlineHtml(_)))
+        .map(|(_, range)| range)
+        .collect();
+    ranges.sort_by_key(|r| r.start);
+    let mut out = String::with_capacity(markdown.len());
+    let mut at = 0;
+    for range in ranges {
+        if range.start < at {
+            continue;
+        }
+        out.push_str(&markdown[at..range.start]);
+        out.push_str(&markdown[range.clone()].replace('<', "&lt;"));
+        at = range.end;
+    }
+    out.push_str(&markdown[at..]);
+    out
 }
 
 #[cfg(test)]
@@ -39,6 +85,15 @@ mod tests {
         assert!(html.contains(r#"type="checkbox""#), "{html}");
         assert!(html.contains("checked"), "{html}");
         assert!(html.contains("disabled"), "{html}");
+    }
+
+    #[test]
+    fn offline_html_loads_nothing_and_markdown_keeps_html_as_text() {
+        let html = super::to_offline_html("![x](https://example.com/a.png) <img src=https://example.com/b.png> [ok](https://example.com)");
+        assert!(!html.contains("<img"), "{html}");
+        assert!(html.contains("href=\"https://example.com\""), "links are kept: {html}");
+        let md = super::with_html_as_text("Hi <script>alert(1)</script> `a<b`\n\n<div onclick=x>\n\n```\n<b>\n```\n");
+        assert_eq!(md, "Hi &lt;script>alert(1)&lt;/script> `a<b`\n\n&lt;div onclick=x>\n\n```\n<b>\n```\n");
     }
 
     #[test]

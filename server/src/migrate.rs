@@ -55,6 +55,8 @@ pub async fn run(args: MigrateArgs) -> Result<(), String> {
     }
     eprintln!("  run output: {} runs, {bytes} bytes ({})", runs.len(), elapsed());
     copy.commit().await.map_err(|e| e.to_string())?;
+    // Runs marked indexed in the source are not in this database's index yet.
+    target_store.forget_index().await.map_err(|e| e.to_string())?;
 
     let old_keys = from.join("known_hosts");
     if old_keys.is_file() {

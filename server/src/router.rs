@@ -2,7 +2,7 @@
 
 use crate::handlers::{
     self, annotations, audit, auth, comments, extract, health, highlight, hosts, hypotheses, investigations,
-    measurements, runs, shares, steps,
+    measurements, runs, search, shares, steps,
 };
 use crate::state::AppState;
 use app::{App, model::limits, shell};
@@ -52,6 +52,9 @@ pub fn app(state: AppState) -> Router {
         .route("/investigations/{id}/shares", get(shares::list).post(shares::create))
         .route("/shares/{id}", delete(shares::revoke))
         .route("/shared/{token}", get(shares::shared))
+        .route("/shared/{token}/export", get(search::export_shared))
+        .route("/search", get(search::search))
+        .route("/investigations/{id}/export", get(search::export))
         .route("/investigations/{id}/events", get(runs::investigation_events))
         .route("/investigations/{id}/measurements", get(measurements::list).post(measurements::create))
         .route("/investigations/{id}/overview", get(measurements::overview))

@@ -11,10 +11,12 @@
 //! `--query-gpu` or `/home/gpu/`; in HTML and SVG only outside tags), and their
 //! addresses (and jump hosts) are replaced wherever they appear.
 
+use crate::export::Report;
 use crate::notebook::{Service, timestamp};
 use app::backend::Actor;
 use app::error::{ApiError, ErrorCode};
 use app::model::{Abilities, Investigation, StepWindow};
+use app::search::{Export, ExportFormat};
 use app::shares::{CreatedShareLink, MAX_DAYS, NewShareLink, ShareLink, SharedView};
 use serde_json::Value;
 
@@ -84,6 +86,53 @@ impl Service {
     }
 
     pub(crate) async fn shared(&self, token: &str, window: Option<&StepWindow>) -> Result<SharedView, ApiError> {
+        let (row, investigation) = self.shared_unhidden(token, window).await?;
+        let investigation = self.for_outsiders(investigation, row.hide_hosts != 0).await?;
+        Ok(SharedView {
+            investigation,
+            expires_at: row.expires_at.map(timestamp),
+            hide_hosts: row.hide_hosts != 0,
+            shared_by: row.created_by,
+        })
+    }
+
+    /// A share link's investigation as a file, hidden as the link hides it
+    /// (its output excerpts too), and audited.
+    pub(crate) async fn export_shared(&self, token: &str, format: ExportFormat) -> Result<Export, ApiError> {
+        let (row, investigation) = self.shared_unhidden(token, None).await?;
+        let id = investigation.id.clone();
+        let report = Report::gather(investigation, self.runner.outputs(), false, "Shared through a Sleuth link".into()).await;
+        // One JSON of the investigation and its excerpts, so hosts and people go from both alike.
+        let mut value = serde_json::to_value(&report.parts()).map_err(internal)?;
+        self.hide_for_outsiders(&mut value, row.hide_hosts != 0).await?;
+        let report = report.with_parts(serde_json::from_value(value).map_err(internal)?);
+        let export = report.render(format).map_err(|e| crate::notebook::internal("export", e));
+        crate::audit::record(
+            &self.store,
+            crate::db::NewAudit {
+                who: format!("share link {}", row.label),
+                action: "share.export",
+                host: None,
+                target: id,
+                env: None,
+                outcome: Some(match &export {
+                    Ok(e) => format!("{} ({} bytes)", e.format.extension(), e.bytes.len()),
+                    Err(e) => format!("error: {}", e.message),
+                }),
+                run_id: None,
+            },
+        )
+        .await;
+        export
+    }
+
+    /// The link's investigation as its readers may see it, before hosts and
+    /// people are hidden; 404 or 410 for a link that does not work.
+    async fn shared_unhidden(
+        &self,
+        token: &str,
+        window: Option<&StepWindow>,
+    ) -> Result<(crate::db::ShareRow, Investigation), ApiError> {
         let unknown = || {
             ApiError::not_found("This share link does not exist: it may be mistyped, or its investigation was deleted.")
         };
@@ -108,23 +157,23 @@ impl Service {
         investigation.comments.clear();
         investigation.outline.iter_mut().for_each(|step| step.comments.clear());
         investigation.abilities = Abilities::default();
-        investigation = self.for_outsiders(investigation, row.hide_hosts != 0).await?;
-        Ok(SharedView {
-            investigation,
-            expires_at: row.expires_at.map(timestamp),
-            hide_hosts: row.hide_hosts != 0,
-            shared_by: row.created_by,
-        })
+        Ok((row, investigation))
     }
 
     /// Takes people's names out and, with `hide_hosts`, renames the hosts the
     /// investigation mentions and blanks their addresses.
     async fn for_outsiders(&self, investigation: Investigation, hide_hosts: bool) -> Result<Investigation, ApiError> {
         let mut value = serde_json::to_value(&investigation).map_err(internal)?;
+        self.hide_for_outsiders(&mut value, hide_hosts).await?;
+        serde_json::from_value(value).map_err(internal)
+    }
+
+    /// [`Self::for_outsiders`] on any JSON (an investigation and what goes with it).
+    async fn hide_for_outsiders(&self, value: &mut Value, hide_hosts: bool) -> Result<(), ApiError> {
         let mut names = Vec::new();
         let mut replacements = Vec::new();
         if hide_hosts {
-            collect_hosts(&value, &mut names);
+            collect_hosts(value, &mut names);
             for name in &names {
                 if let Some(host) = self.store.host(name).await? {
                     replacements.push((host.hostname.clone(), "(address hidden)".to_string()));
@@ -137,8 +186,8 @@ impl Service {
             replacements.retain(|(from, _)| from.len() >= 3);
             replacements.sort_by_key(|(from, _)| std::cmp::Reverse(from.len()));
         }
-        rewrite(&mut value, "", &names, &replacements);
-        serde_json::from_value(value).map_err(internal)
+        rewrite(value, "", &names, &replacements);
+        Ok(())
     }
 }
 

@@ -119,7 +119,13 @@ pub fn InvestigationPage() -> impl IntoView {
 /// The investigation as its reader may see it: forms only for what their role
 /// allows. `notice` replaces the "you can read…" line (a share link's terms).
 #[component]
-pub(crate) fn InvestigationView(inv: Investigation, #[prop(optional)] notice: Option<String>) -> impl IntoView {
+pub(crate) fn InvestigationView(
+    inv: Investigation,
+    #[prop(optional)] notice: Option<String>,
+    /// Where its exports come from (a share link's own); the investigation's by default.
+    #[prop(optional)]
+    export: Option<String>,
+) -> impl IntoView {
     provide_context(inv.abilities);
     provide_context(super::comments::AllComments {
         investigation: inv.id.clone(),
@@ -130,7 +136,7 @@ pub(crate) fn InvestigationView(inv: Investigation, #[prop(optional)] notice: Op
     view! {
         <PageTitle text=format!("{} · Sleuth", inv.title)/>
         <nav class="crumbs"><a href="/">"Investigations"</a> " / " <span>{inv.id.clone()}</span></nav>
-        <Header inv=inv.clone()/>
+        <Header inv=inv.clone() export=export.unwrap_or_else(|| format!("/api/v1/investigations/{}/export", inv.id))/>
         {match notice {
             Some(text) => Some(view! { <p class="notice read-only shared-terms">{text}</p> }.into_any()),
             None => read_only_notice(&inv).map(IntoAny::into_any),
@@ -271,7 +277,7 @@ fn read_only_notice(inv: &Investigation) -> Option<impl IntoView + use<>> {
 }
 
 #[component]
-fn Header(inv: Investigation) -> impl IntoView {
+fn Header(inv: Investigation, export: String) -> impl IntoView {
     let rename = timeline_action::<RenameInvestigation>();
     let set_status = timeline_action::<SetInvestigationStatus>();
     let delete = ServerAction::<DeleteInvestigation>::new();
@@ -312,6 +318,7 @@ fn Header(inv: Investigation) -> impl IntoView {
                     </ActionForm>
                 </details>
                 </Can>
+                <ExportMenu base=export/>
                 <super::members::Members investigation=inv.id.clone() members=inv.members.clone()/>
                 <Can what=Ability::Own>
                     <super::shared::SharePanel investigation=inv.id.clone() links=inv.share_links.clone()/>
@@ -335,6 +342,27 @@ fn Header(inv: Investigation) -> impl IntoView {
             <ActionError action=set_status/>
             <ActionError action=delete/>
         </header>
+    }
+}
+
+/// Downloads of the investigation as one file (plain links: GET, no JavaScript needed).
+#[component]
+fn ExportMenu(base: String) -> impl IntoView {
+    let shared = base.starts_with("/api/v1/shared/");
+    view! {
+        <details class="inline-form export-menu">
+            <summary class="button">"Export…"</summary>
+            <ul class="export-links">
+                <li><a href=format!("{base}?format=html") download>"HTML report"</a>
+                    <span class="muted">" one file: opens offline, no scripts"</span></li>
+                {(!shared).then(|| view! {
+                    <li><a href=format!("{base}?format=html&comments=true") download>"HTML report with comments"</a></li>
+                })}
+                <li><a href=format!("{base}?format=md") download>"Markdown"</a>
+                    <span class="muted">" for a GitHub issue or a wiki"</span></li>
+                <li><a href=format!("{base}?format=zip") download>"Markdown and charts (.zip)"</a></li>
+            </ul>
+        </details>
     }
 }
 

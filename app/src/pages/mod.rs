@@ -5,6 +5,7 @@ pub mod hosts;
 pub mod hypotheses;
 pub mod investigation;
 pub mod members;
+pub mod search;
 pub mod shared;
 pub mod source;
 

@@ -69,7 +69,8 @@ pub fn SharedPage() -> impl IntoView {
                 {move || Suspend::new(async move {
                     shared.await.map(|view| {
                         let notice = terms(&view);
-                        view! { <super::investigation::InvestigationView inv=view.investigation notice/> }
+                        let export = format!("/api/v1/shared/{}/export", token());
+                        view! { <super::investigation::InvestigationView inv=view.investigation notice export/> }
                     })
                 })}
             </ErrorBoundary>

@@ -12,9 +12,14 @@ use sqlx::{Any, Row, Transaction};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Tables that are not copied: the migrations' own, what lives only while a
-/// server does (replica leases, sign-in failures), and run output, which
-/// SQLite keeps in files (`crate::migrate` copies those).
+/// server does (replica leases, sign-in failures), run output, which SQLite
+/// keeps in files (`crate::migrate` copies those), and the search index
+/// (`search_*`: FTS5's tables have no PostgreSQL twin; the new server builds it).
 const NOT_COPIED: [&str; 4] = ["_sqlx_migrations", "replicas", "sign_in_failures", "run_output"];
+
+fn copied(table: &str) -> bool {
+    !NOT_COPIED.contains(&table) && !table.starts_with("search_")
+}
 /// Rows per INSERT (PostgreSQL takes at most 65 535 parameters a statement).
 const ROWS_PER_INSERT: usize = 200;
 
@@ -102,7 +107,7 @@ impl Copy {
         let mut tables: BTreeMap<String, Table> = BTreeMap::new();
         for row in columns {
             let table: String = row.try_get(0)?;
-            if NOT_COPIED.contains(&table.as_str()) {
+            if !copied(&table) {
                 continue;
             }
             let entry = tables.entry(table.clone()).or_insert_with(|| Table {
@@ -361,7 +366,7 @@ impl Store {
             }
         };
         let mut counts = BTreeMap::new();
-        for (table,) in tables.into_iter().filter(|(t,)| !NOT_COPIED.contains(&t.as_str())) {
+        for (table,) in tables.into_iter().filter(|(t,)| copied(t)) {
             let (n,): (i64,) = sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT COUNT(*) FROM {}", quoted(&table))))
                 .fetch_one(&self.pool)
                 .await?;

@@ -34,6 +34,7 @@ mod output;
 mod replicas;
 mod rows;
 mod runs;
+mod search;
 mod searches;
 mod shares;
 mod sign_in;
@@ -53,6 +54,7 @@ pub use measurements::{ExtractorRow, MeasurementRow};
 pub use output::OutputBlock;
 pub use replicas::{EXPIRY as LEASE_EXPIRY, Notices, RENEW as LEASE_RENEW};
 pub use rows::{HostRow, InvestigationRow, NewRun, RunEnd, RunRow, StepRow};
+pub use search::{DocQuery, DocRow, NewDoc};
 pub use searches::SearchRow;
 pub use shares::ShareRow;
 pub use snapshots::SnapshotRow;
@@ -175,6 +177,8 @@ enum Queue {
     Steps = 7_355_608,
     /// Counting and recording sign-in attempts.
     SignIn = 7_355_609,
+    /// Writing the search index (SQLite: the one write lock anyway).
+    Search = 7_355_610,
 }
 
 #[derive(Clone)]

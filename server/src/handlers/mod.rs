@@ -13,6 +13,7 @@ pub mod hypotheses;
 pub mod investigations;
 pub mod measurements;
 pub mod runs;
+pub mod search;
 pub mod shares;
 pub mod steps;
 

@@ -51,12 +51,16 @@ pub struct Runner {
     facts_capture: tokio::sync::Mutex<()>,
     /// Live output, rendered once per chunk for all its viewers.
     feeds: Arc<Feeds>,
+    /// The search index, told what ended.
+    search: Arc<crate::search::Index>,
 }
 
 impl Runner {
     pub fn new(store: Store, pool: Arc<Pool>, live: Arc<Live>, outputs: Outputs) -> Self {
         let feeds = Arc::new(Feeds::new(outputs.clone(), live.clone()));
+        let search = crate::search::Index::start(store.clone(), outputs.clone());
         Self {
+            search,
             store,
             pool,
             live,
@@ -65,6 +69,11 @@ impl Runner {
             facts_capture: Default::default(),
             feeds,
         }
+    }
+
+    /// The search index (what changed goes to it).
+    pub fn search(&self) -> &crate::search::Index {
+        &self.search
     }
 
     /// Where run output is kept (files or the database).
@@ -253,6 +262,7 @@ impl Runner {
         }
         self.live.finish(run_id);
         tracing::info!(run = run_id, host = %target.name, status = end.status, "run finished");
+        self.search.run_ended(run_id);
         self.publish(investigation, run_id).await;
     }
 

@@ -12,6 +12,7 @@ mod pages;
 mod permissions;
 mod replicas;
 mod runs;
+mod search;
 mod security;
 mod shares;
 mod snippets;

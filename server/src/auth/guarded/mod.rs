@@ -4,6 +4,7 @@
 //! one file per domain, one method per operation (the traits of `app::backend`).
 
 mod hosts;
+mod find;
 mod hypotheses;
 mod investigations;
 mod measurements;
@@ -59,6 +60,7 @@ impl Guarded {
     ) -> Result<T, ApiError> {
         if let (Ok(_), Some(investigation)) = (&result, investigation) {
             self.inner.runner.live().changed(investigation, &actor.name);
+            self.inner.runner.search().changed(investigation);
         }
         result
     }

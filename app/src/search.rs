@@ -1,0 +1,109 @@
+//! Finding what the team has seen: the shapes of `GET /api/v1/search` and of the
+//! search page. The query language and the index are the server's
+//! (`server/src/search/`); a result carries everything a page needs to show it.
+
+use serde::{Deserialize, Serialize};
+
+/// `GET /api/v1/search?q=…&sort=relevance|newest&limit=&offset=`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SearchRequest {
+    #[serde(default)]
+    pub q: String,
+    /// `relevance` (the default) or `newest`.
+    #[serde(default)]
+    pub sort: Option<String>,
+    #[serde(default)]
+    pub limit: Option<u32>,
+    #[serde(default)]
+    pub offset: Option<u32>,
+}
+
+/// At most this many results in one answer.
+pub const MAX_LIMIT: u32 = 100;
+pub const DEFAULT_LIMIT: u32 = 20;
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SearchResults {
+    /// How many results the reader may see in all (not only this page).
+    pub total: u64,
+    pub results: Vec<SearchHit>,
+    /// The query as understood: words and phrases, then filters (`host:gpu`).
+    pub understood: String,
+    pub sort: String,
+    pub offset: u32,
+    pub limit: u32,
+    /// Runs whose output is still being indexed: their words are not found yet.
+    #[serde(default)]
+    pub indexing: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SearchHit {
+    /// `investigation`, `note`, `command`, `output`, `snippet`, `hypothesis`,
+    /// `annotation`, `comment`, `measurement`, `grep` or `calculator`.
+    pub kind: String,
+    pub investigation_id: String,
+    /// The investigation's title.
+    pub title: String,
+    pub step_id: Option<i64>,
+    pub run_id: Option<i64>,
+    /// A permalink: the investigation, a step, a hypothesis, an annotation, a
+    /// comment, or a snippet's lines (`#step-12-L130-L130`).
+    pub url: String,
+    /// The excerpt: escaped text with the matched words in `<mark>`.
+    pub html: String,
+    /// For output and snippets: the line the excerpt is from (1-based).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
+    /// For output: that line in the run's raw output (a byte range).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_url: Option<String>,
+    /// When what matched was written or run (RFC 3339).
+    pub at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author: Option<String>,
+}
+
+/// `GET /api/v1/investigations/{id}/export?format=html|md|zip&comments=true`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExportFormat {
+    Html,
+    Md,
+    Zip,
+}
+
+impl ExportFormat {
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "html" => Some(Self::Html),
+            "md" | "markdown" => Some(Self::Md),
+            "zip" => Some(Self::Zip),
+            _ => None,
+        }
+    }
+
+    pub fn extension(self) -> &'static str {
+        match self {
+            Self::Html => "html",
+            Self::Md => "md",
+            Self::Zip => "zip",
+        }
+    }
+
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Self::Html => "text/html; charset=utf-8",
+            Self::Md => "text/markdown; charset=utf-8",
+            Self::Zip => "application/zip",
+        }
+    }
+}
+
+/// A finished export: a file to download.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Export {
+    pub filename: String,
+    pub format: ExportFormat,
+    pub bytes: Vec<u8>,
+}

@@ -1,0 +1,47 @@
+//! Search (what the reader may read, enforced inside the query) and exports
+//! (readers of the investigation; share links by their token), both audited
+//! where they hand content out.
+
+use crate::auth::access::Need;
+use app::backend::Actor;
+use app::error::ApiError;
+use app::search::{Export, ExportFormat, SearchRequest, SearchResults};
+
+#[async_trait::async_trait]
+impl app::backend::FindOps for super::Guarded {
+    async fn search(&self, actor: &Actor, request: SearchRequest) -> Result<SearchResults, ApiError> {
+        // Admins read everything; anyone else the investigations they are a member of.
+        let reader = (!actor.admin).then_some(actor.name.as_str());
+        crate::search::search(&self.inner.store, self.inner.runner.outputs(), reader, &request).await
+    }
+    async fn export(
+        &self,
+        actor: &Actor,
+        investigation: &str,
+        format: ExportFormat,
+        comments: bool,
+    ) -> Result<Export, ApiError> {
+        self.access.check(actor, investigation, Need::Read).await?;
+        let export = self.inner.export(investigation, format, comments, &actor.name).await;
+        crate::audit::record(
+            &self.inner.store,
+            crate::db::NewAudit {
+                who: actor.name.clone(),
+                action: "investigation.export",
+                host: None,
+                target: investigation.to_string(),
+                env: None,
+                outcome: Some(match &export {
+                    Ok(e) => format!("{} ({} bytes{})", e.format.extension(), e.bytes.len(), if comments { ", with comments" } else { "" }),
+                    Err(e) => format!("error: {}", e.message),
+                }),
+                run_id: None,
+            },
+        )
+        .await;
+        export
+    }
+    async fn export_shared(&self, token: &str, format: ExportFormat) -> Result<Export, ApiError> {
+        self.inner.export_shared(token, format).await
+    }
+}

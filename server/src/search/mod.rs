@@ -1,0 +1,383 @@
+//! Search over everything the team has seen, with the database's own full-text
+//! engine (SQLite FTS5, PostgreSQL tsvector; `db/search.rs`).
+//!
+//! Design notes
+//! - What can be found is a row in `search_docs`: an investigation's title and
+//!   question, each note, command (with its env and sweep), snippet (path and
+//!   the newest snapshot's lines), grep, hypothesis, annotation, comment, a
+//!   run's measurement labels, and a run's output in pieces of about
+//!   [`PIECE_BYTES`] cut at line ends. Each row knows where a result links to
+//!   and what filters narrow by (host, env, author, time).
+//! - The index holds words only ([`query::words`]): the same cut on both
+//!   backends and for queries, so phrases and prefixes mean the same everywhere
+//!   and nothing typed reaches the engine's syntax.
+//! - Output is indexed once a run has ended, by one background task
+//!   ([`Index`]), in short transactions, so runs that are printing are not
+//!   held up; until then a search says how many runs are still being indexed.
+//!   Everything else is indexed again (replaced whole, per investigation) a
+//!   moment after it changes. A server that starts catches up on what an older
+//!   binary, a restart or a migration left out.
+//! - Output text is not copied into the index: an excerpt reads its piece back
+//!   from the run's output by byte range.
+
+pub mod excerpt;
+mod find;
+pub mod query;
+
+pub use find::search;
+
+use crate::db::{NewDoc, OwnedBy, Store};
+use crate::runs::output::Outputs;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// Output is indexed in pieces of about this many bytes (cut at a line end).
+pub const PIECE_BYTES: usize = 32 * 1024;
+/// Pieces written per transaction.
+const PIECES_PER_WRITE: usize = 64;
+/// A change is indexed this long after it happened (later changes join it).
+const SETTLE: Duration = Duration::from_millis(300);
+
+enum Job {
+    Investigation(String),
+    Run(i64),
+}
+
+/// The indexer: takes what changed and what ended, and keeps the index up to date.
+pub struct Index {
+    jobs: mpsc::UnboundedSender<Job>,
+}
+
+impl Index {
+    /// Starts indexing (and catching up on what is not indexed yet).
+    pub fn start(store: Store, outputs: Outputs) -> Arc<Self> {
+        let (jobs, rx) = mpsc::unbounded_channel();
+        tokio::spawn(work(store, outputs, rx, jobs.clone()));
+        Arc::new(Self { jobs })
+    }
+
+    /// `investigation` changed: index its notes, steps, hypotheses… again.
+    pub fn changed(&self, investigation: &str) {
+        let _ = self.jobs.send(Job::Investigation(investigation.to_string()));
+    }
+
+    /// `run` ended: index its output and measurements.
+    pub fn run_ended(&self, run: i64) {
+        let _ = self.jobs.send(Job::Run(run));
+    }
+}
+
+async fn work(store: Store, outputs: Outputs, mut rx: mpsc::UnboundedReceiver<Job>, me: mpsc::UnboundedSender<Job>) {
+    catch_up(&store, &me).await;
+    while let Some(job) = rx.recv().await {
+        let mut investigations = BTreeSet::new();
+        let mut runs = BTreeSet::new();
+        let mut take = |job: Job| match job {
+            Job::Investigation(id) => {
+                investigations.insert(id);
+            }
+            Job::Run(id) => {
+                runs.insert(id);
+            }
+        };
+        take(job);
+        // Changes come in bursts (a sweep's runs, a form's saves): index each once.
+        tokio::time::sleep(SETTLE).await;
+        while let Ok(job) = rx.try_recv() {
+            take(job);
+        }
+        for run in runs {
+            match index_run(&store, &outputs, run).await {
+                Ok(Some(investigation)) => {
+                    // Its measurements are in the investigation's rows.
+                    investigations.insert(investigation);
+                }
+                Ok(None) => {}
+                Err(e) => tracing::error!(run, "cannot index the run's output: {e}"),
+            }
+        }
+        for investigation in investigations {
+            if let Err(e) = index_investigation(&store, &investigation).await {
+                tracing::error!(investigation, "cannot index the investigation: {e}");
+            }
+        }
+    }
+}
+
+async fn catch_up(store: &Store, me: &mpsc::UnboundedSender<Job>) {
+    // One process per SQLite file: a run claimed but never finished was cut short by a stop.
+    if store.backend() == crate::db::Backend::Sqlite
+        && let Err(e) = store.release_index_claims().await
+    {
+        tracing::error!("cannot release the search index's claims: {e}");
+    }
+    match store.unindexed_investigations().await {
+        Ok(ids) => {
+            if !ids.is_empty() {
+                tracing::info!("indexing {} investigations for search", ids.len());
+            }
+            for id in ids {
+                let _ = me.send(Job::Investigation(id));
+            }
+        }
+        Err(e) => tracing::error!("cannot list what search has not indexed: {e}"),
+    }
+    match store.unindexed_runs().await {
+        Ok(ids) => {
+            if !ids.is_empty() {
+                tracing::info!("indexing the output of {} runs for search", ids.len());
+            }
+            for id in ids {
+                let _ = me.send(Job::Run(id));
+            }
+        }
+        Err(e) => tracing::error!("cannot list the runs search has not indexed: {e}"),
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error(transparent)]
+    Store(#[from] crate::db::StoreError),
+    #[error("reading output: {0}")]
+    Output(#[from] std::io::Error),
+}
+
+/// The words to index for `text`.
+pub fn index_words(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for word in query::words(text).filter(|w| w.chars().count() <= query::MAX_WORD) {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(&word);
+    }
+    out
+}
+
+/// `"\nNAME=value\n…"` for the env filter; a sweep's unset variable is `NAME=unset`.
+pub fn env_text<'a>(pairs: impl IntoIterator<Item = (&'a str, Option<&'a str>)>) -> Option<String> {
+    let mut out = String::from("\n");
+    for (k, v) in pairs {
+        out.push_str(k);
+        out.push('=');
+        out.push_str(v.unwrap_or("unset"));
+        out.push('\n');
+    }
+    (out.len() > 1).then_some(out)
+}
+
+fn run_env(row: &crate::db::RunRow) -> Option<String> {
+    let env: Vec<(String, String)> = serde_json::from_str(&row.env).unwrap_or_default();
+    let config: serde_json::Map<String, serde_json::Value> =
+        row.config.as_deref().and_then(|c| serde_json::from_str(c).ok()).unwrap_or_default();
+    let config: Vec<(String, Option<String>)> = config
+        .into_iter()
+        .map(|(k, v)| {
+            let v = match v {
+                serde_json::Value::Null => None,
+                serde_json::Value::String(s) => Some(s),
+                other => Some(other.to_string()),
+            };
+            (k, v)
+        })
+        .collect();
+    env_text(
+        env.iter()
+            .map(|(k, v)| (k.as_str(), Some(v.as_str())))
+            .chain(config.iter().filter(|(k, _)| !env.iter().any(|(e, _)| e == k)).map(|(k, v)| (k.as_str(), v.as_deref()))),
+    )
+}
+
+/// Indexes a finished run's output; the investigation it is in.
+async fn index_run(store: &Store, outputs: &Outputs, run: i64) -> Result<Option<String>, IndexError> {
+    let Some(row) = store.run(run).await? else { return Ok(None) };
+    if matches!(row.status.as_str(), "queued" | "running") {
+        return Ok(None);
+    }
+    let Some(investigation) = store.investigation_of(OwnedBy::Run, run).await? else { return Ok(None) };
+    // One indexer per run, across replicas too.
+    if !store.claim_run_for_index(run).await? {
+        return Ok(None);
+    }
+    let env = run_env(&row);
+    let at = row.finished_at.or(row.started_at).unwrap_or(row.queued_at);
+    let len = outputs.len(run).await.unwrap_or(0);
+    let (mut offset, mut line) = (0u64, 1i64);
+    let mut batch = Vec::with_capacity(PIECES_PER_WRITE);
+    let mut carry: Vec<u8> = Vec::new();
+    while offset < len || !carry.is_empty() {
+        let (bytes, _) = outputs.read_range(run, offset, PIECE_BYTES as u64).await?;
+        let read = bytes.len() as u64;
+        let start = offset - carry.len() as u64;
+        let mut piece = std::mem::take(&mut carry);
+        piece.extend_from_slice(&bytes);
+        offset += read;
+        // Cut after the last line end, unless this is the end of the output
+        // (or a line longer than two pieces, which is cut where it is).
+        let end = if offset >= len || read == 0 {
+            piece.len()
+        } else {
+            match piece.iter().rposition(|&b| b == b'\n') {
+                Some(i) => i + 1,
+                None if piece.len() >= 2 * PIECE_BYTES => piece.len(),
+                None => {
+                    carry = piece;
+                    continue;
+                }
+            }
+        };
+        carry = piece.split_off(end);
+        let text = String::from_utf8_lossy(&piece);
+        let lines = piece.iter().filter(|&&b| b == b'\n').count() as i64;
+        let words = index_words(&text);
+        if !words.is_empty() {
+            batch.push(NewDoc {
+                kind: "output",
+                step_id: Some(row.step_id),
+                run_id: Some(run),
+                start_byte: Some(start as i64),
+                len: Some(piece.len() as i64),
+                first_line: Some(line),
+                host: Some(row.host.clone()),
+                env: env.clone(),
+                author: row.who.clone(),
+                created_at: at,
+                words,
+                ..NewDoc::default()
+            });
+        }
+        line += lines;
+        if batch.len() >= PIECES_PER_WRITE {
+            store.add_run_docs(&investigation, run, &batch, false).await?;
+            batch.clear();
+        }
+        if read == 0 {
+            break;
+        }
+    }
+    store.add_run_docs(&investigation, run, &batch, true).await?;
+    Ok(Some(investigation))
+}
+
+/// Indexes everything of `investigation` but run output again.
+async fn index_investigation(store: &Store, investigation: &str) -> Result<(), IndexError> {
+    let Some(row) = store.investigation(investigation).await? else { return Ok(()) };
+    let mut docs = vec![doc("investigation", row.created_at, format!("{}\n{}", row.title, row.question))];
+    let steps = store.steps(investigation).await?;
+    let runs = store.runs_of_investigation(investigation).await?;
+    let snapshots = store.snapshots_of_investigation(investigation).await?;
+    for step in &steps {
+        let Ok(body) = crate::steps::from_stored(&step.kind, &step.body) else { continue };
+        let base = NewDoc { step_id: Some(step.id), author: step.updated_by.clone(), ..NewDoc::default() };
+        use app::steps::StepBody;
+        let (kind, host, env, text) = match &body {
+            StepBody::Note(n) => ("note", None, None, n.body.clone()),
+            StepBody::Command(c) => {
+                let env = env_text(c.env.iter().map(|(k, v)| (k.as_str(), Some(v.as_str()))));
+                let sweep = app::sweeps::matrix_text(&c.matrix);
+                let env_lines: String = c.env.iter().map(|(k, v)| format!("\n{k}={v}")).collect();
+                ("command", Some(c.host.clone()), env, format!("{}{env_lines}\n{sweep}", c.command))
+            }
+            StepBody::Snippet(s) => {
+                let what = s.path.clone().or_else(|| s.module.clone()).unwrap_or_default();
+                ("snippet", Some(s.host.clone()), None, what)
+            }
+            StepBody::Grep(g) => ("grep", Some(g.host.clone()), None, format!("{}\n{}", g.pattern, g.path)),
+            StepBody::Calculator(_) => continue,
+        };
+        docs.push(NewDoc { kind, host, env, ..with_text(base.clone(), step.updated_at, text) });
+        if kind == "snippet"
+            && let Some(snap) = snapshots.iter().filter(|s| s.step_id == step.id).max_by_key(|s| s.id)
+        {
+            let lines: Vec<String> = serde_json::from_str(&snap.lines).unwrap_or_default();
+            docs.push(NewDoc {
+                kind: "snippet",
+                first_line: Some(snap.start_line),
+                ..with_text(base, snap.fetched_at, format!("{}\n{}", snap.path, lines.join("\n")))
+            });
+        }
+    }
+    for h in store.hypotheses(investigation).await? {
+        let text = format!("{}\n{}\n{}", h.statement, h.rationale, h.status);
+        docs.push(NewDoc { kind: "hypothesis", ref_id: Some(h.id), author: h.updated_by.clone(), ..with_text(NewDoc::default(), h.updated_at, text) });
+    }
+    for a in store.annotations_of_investigation(investigation).await? {
+        docs.push(NewDoc {
+            kind: "annotation",
+            step_id: Some(a.step_id),
+            ref_id: Some(a.id),
+            first_line: Some(a.start_line),
+            author: a.author.clone(),
+            ..with_text(NewDoc::default(), a.updated_at, a.body.clone())
+        });
+    }
+    for c in store.comments_of_investigation(investigation).await? {
+        docs.push(NewDoc {
+            kind: "comment",
+            step_id: Some(c.step_id),
+            ref_id: Some(c.id),
+            author: Some(c.author.clone()),
+            ..with_text(NewDoc::default(), c.created_at, c.body.clone())
+        });
+    }
+    // Measurement labels, one row per run (and one for those entered by hand).
+    let measurements = store.measurements_of_investigation(investigation).await?;
+    let mut by_run: std::collections::BTreeMap<Option<i64>, Vec<String>> = Default::default();
+    for m in &measurements {
+        let mut label = m.metric.clone();
+        for part in [m.key.as_deref(), Some(m.unit.as_str()), m.label.as_deref(), m.note.as_deref()].into_iter().flatten() {
+            if !part.is_empty() {
+                label.push(' ');
+                label.push_str(part);
+            }
+        }
+        by_run.entry(m.run_id).or_default().push(label);
+    }
+    for (run, labels) in by_run {
+        let row = run.and_then(|id| runs.iter().find(|r| r.id == id));
+        let first = measurements.iter().filter(|m| m.run_id == run).map(|m| m.created_at).min();
+        let at = row.map_or(first.unwrap_or(0), |r| r.finished_at.unwrap_or(r.queued_at));
+        docs.push(NewDoc {
+            kind: "measurement",
+            step_id: row.map(|r| r.step_id),
+            run_id: run,
+            host: row.map(|r| r.host.clone()),
+            env: row.and_then(run_env),
+            author: row.and_then(|r| r.who.clone()),
+            ..with_text(NewDoc::default(), at, labels.join("\n"))
+        });
+    }
+    store.replace_investigation_docs(investigation, &docs).await?;
+    Ok(())
+}
+
+fn doc(kind: &'static str, at: i64, text: String) -> NewDoc {
+    NewDoc { kind, ..with_text(NewDoc::default(), at, text) }
+}
+
+fn with_text(base: NewDoc, at: i64, text: String) -> NewDoc {
+    NewDoc { created_at: at, words: index_words(&text), body: Some(text), ..base }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_for_the_index_skip_what_nobody_types() {
+        let hash = "a".repeat(65);
+        assert_eq!(index_words(&format!("NCCL_PROTO=LL {hash} 57.5 tok/s")), "nccl proto ll 57 5 tok s");
+    }
+
+    #[test]
+    fn env_text_brackets_every_pair() {
+        assert_eq!(
+            env_text([("NCCL_PROTO", None), ("NCCL_ALGO", Some("Ring"))]).as_deref(),
+            Some("\nNCCL_PROTO=unset\nNCCL_ALGO=Ring\n")
+        );
+        assert_eq!(env_text([]), None);
+    }
+}
