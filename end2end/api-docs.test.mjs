@@ -73,5 +73,10 @@ test('every curl example in docs/api.md works', () => {
   assert.match(out, /\{"gpus":\[\],"notes":\["No nvidia-smi on gpu1: no GPU telemetry."\]\}/);
   assert.match(out, /"name":"hbm_gbps","unit":"GB\/s","formula":"ticks \* weights_gb \/ gpus"/);
   assert.match(out, /"results":\{"calls_per_token":156,"ms_per_token":6.24/);
+  assert.match(out, /"results":\[\{"kind":"command","investigation_id":"[a-z0-9]+","title":"NCCL_PROTO sweep: no effect"/);
+  assert.match(out, /<mark>proto<\/mark>/);
+  assert.match(out, /"yesterday\\" is not a date/);
+  assert.match(out, /^<title>NCCL_PROTO sweep: no effect — Sleuth report<\/title>$/m);
+  assert.match(out, /^\| Run \| Status \| Exit \| Duration \| Configuration \| Measurements \|$/m);
   assert.doesNotMatch(out, /"code":"internal"/);
 });

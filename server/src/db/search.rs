@@ -187,10 +187,10 @@ impl Store {
         Ok(rows.into_iter().map(|(id,)| id).collect())
     }
 
-    /// How many finished runs wait for their output to be indexed.
+    /// How many finished runs wait for their output to be indexed (or are being indexed).
     pub async fn runs_waiting_for_index(&self) -> StoreResult<i64> {
         let (n,): (i64,) =
-            sqlx::query_as("SELECT COUNT(*) FROM runs WHERE indexed = 0 AND status NOT IN ('queued', 'running')")
+            sqlx::query_as("SELECT COUNT(*) FROM runs WHERE indexed <> 1 AND status NOT IN ('queued', 'running')")
                 .fetch_one(&self.pool)
                 .await?;
         Ok(n)

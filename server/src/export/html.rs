@@ -156,7 +156,7 @@ fn step_html(h: &mut String, report: &Report, step: &Step) {
         StepBody::Command(c) => {
             let mut shown = String::new();
             for (k, v) in &c.env {
-                let _ = write!(shown, "{k}={} ", crate::ssh::quote::quote(v));
+                let _ = write!(shown, "{k}={} ", super::shell_word(v));
             }
             shown.push_str(&c.command);
             let _ = write!(h, "<pre><code>{}</code></pre>", esc(&shown));

@@ -235,6 +235,13 @@ fn headline(step: &app::model::Step) -> String {
     }
 }
 
+/// A value as a shell word: bare when nothing in it needs quoting.
+fn shell_word(value: &str) -> String {
+    let plain = !value.is_empty()
+        && value.chars().all(|c| c.is_ascii_alphanumeric() || "_./:=,+-@%".contains(c));
+    if plain { value.to_string() } else { crate::ssh::quote::quote(value) }
+}
+
 fn format_value(value: f64) -> String {
     if value.abs() >= 100.0 || value.fract() == 0.0 { format!("{value:.1}") } else { format!("{value:.3}") }
 }

@@ -128,6 +128,14 @@ impl Outputs {
         }
     }
 
+    /// The directory of output files (`None`: output lives in the database).
+    pub fn dir(&self) -> Option<&std::path::Path> {
+        match self {
+            Outputs::Files(dir) => Some(dir),
+            Outputs::Store(_) => None,
+        }
+    }
+
     /// Up to `limit` bytes from `offset`, and the output's length.
     pub async fn read_range(&self, run: i64, offset: u64, limit: u64) -> std::io::Result<(Vec<u8>, u64)> {
         match self {
