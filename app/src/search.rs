@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 pub struct SearchRequest {
     #[serde(default)]
     pub q: String,
-    /// `relevance` (the default) or `newest`.
+    /// `relevance` (the default; newest first past 10 000 matches, or with
+    /// filters alone) or `newest`.
     #[serde(default)]
     pub sort: Option<String>,
     #[serde(default)]
@@ -35,6 +36,9 @@ pub struct SearchResults {
     /// Runs whose output is still being indexed: their words are not found yet.
     #[serde(default)]
     pub indexing: u64,
+    /// Why the order is not the one asked for (too many matches to rank).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -8,7 +8,8 @@
 //!   the first, against the first's with the indexer idle;
 //! - how long indexing took (MB/s) and the index's size against the text indexed.
 //!
-//! `SLEUTH_BENCH_QUICK=1`: 5 × 20 notes and 2 × 4 MB of output.
+//! `SLEUTH_BENCH_QUICK=1`: 5 × 20 notes and 2 × 4 MB of output;
+//! `SLEUTH_BENCH_SQLITE_ONLY=1`: SQLite alone.
 
 #[allow(dead_code)] // not every benchmark uses every part of the peer
 mod peer;
@@ -190,6 +191,9 @@ async fn bench(label: &str, database: Option<server::db::Database>) {
 #[tokio::main]
 async fn main() {
     bench("SQLite", None).await;
+    if std::env::var_os("SLEUTH_BENCH_SQLITE_ONLY").is_some() {
+        return;
+    }
     match Postgres::start() {
         Ok(postgres) => {
             let database = postgres.database().await;

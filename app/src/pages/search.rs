@@ -120,6 +120,7 @@ fn Results(found: SearchResults, asked: String) -> impl IntoView {
             {format!(", {}", if found.sort == "newest" { "newest first" } else { "most relevant first" })}
             {(found.indexing > 0).then(|| format!(" · {} runs still being indexed", found.indexing))}
         </p>
+        {found.note.clone().map(|note| view! { <p class="notice">{note}</p> })}
         {groups}
         <nav class="pager">
             {previous.map(|url| view! { <a href=url rel="prev">"← Previous"</a> })}

@@ -54,7 +54,7 @@ pub use measurements::{ExtractorRow, MeasurementRow};
 pub use output::OutputBlock;
 pub use replicas::{EXPIRY as LEASE_EXPIRY, Notices, RENEW as LEASE_RENEW};
 pub use rows::{HostRow, InvestigationRow, NewRun, RunEnd, RunRow, StepRow};
-pub use search::{DocQuery, DocRow, NewDoc};
+pub use search::{DocQuery, DocRow, Found, NewDoc, RANK_AT_MOST};
 pub use searches::SearchRow;
 pub use shares::ShareRow;
 pub use snapshots::SnapshotRow;

@@ -63,6 +63,17 @@ pub struct DocQuery {
     pub offset: i64,
 }
 
+/// Matches ranked by relevance at most; more are shown newest first.
+pub const RANK_AT_MOST: i64 = 10_000;
+
+/// A page of what a search found.
+pub struct Found {
+    pub rows: Vec<DocRow>,
+    pub total: i64,
+    /// Ordered by relevance (`false`: newest first, asked or because there were too many).
+    pub ranked: bool,
+}
+
 /// `LIKE` pattern matching `text` literally anywhere (`\` escapes).
 fn contains_pattern(text: &str) -> String {
     let mut p = String::from("%");
@@ -208,7 +219,7 @@ impl Store {
     }
 
     /// The rows `query` finds (a page of them) and how many there are in all.
-    pub async fn search_docs(&self, query: &DocQuery) -> StoreResult<(Vec<DocRow>, i64)> {
+    pub async fn search_docs(&self, query: &DocQuery) -> StoreResult<Found> {
         let mut binds: Vec<String> = Vec::new();
         let slot = |value: String, binds: &mut Vec<String>| {
             binds.push(value);
@@ -228,8 +239,8 @@ impl Store {
             match self.backend {
                 Backend::Sqlite => {
                     conditions.push(format!("search_words MATCH {s}"));
-                    // bm25: smaller is better.
-                    rank = "bm25(search_words)".into();
+                    // bm25 (FTS5's rank column: smaller is better).
+                    rank = "search_words.rank".into();
                 }
                 Backend::Postgres => {
                     conditions.push(format!("d.words @@ to_tsquery('simple', {s})"));
@@ -279,7 +290,20 @@ impl Store {
             conditions.push(format!("{cond} ${}", first_number + i + 1));
         }
         let filter = if conditions.is_empty() { String::new() } else { format!("WHERE {}", conditions.join(" AND ")) };
-        let order = if query.newest_first { "d.created_at DESC, d.id DESC".to_string() } else { format!("{rank}, d.created_at DESC, d.id DESC") };
+        let count = format!("SELECT COUNT(*) FROM {from} {filter}");
+        let mut total = sqlx::query_as::<_, (i64,)>(sqlx::AssertSqlSafe(count));
+        for value in &binds {
+            total = total.bind(value.clone());
+        }
+        for (_, ms) in &numbers {
+            total = total.bind(*ms);
+        }
+        let (total,) = total.fetch_one(&self.pool).await?;
+        // Ranking reads every match (PostgreSQL: every match's tsvector): past
+        // RANK_AT_MOST, the newest come first instead.
+        let ranked = !query.newest_first && total <= RANK_AT_MOST;
+        let order =
+            if ranked { format!("{rank}, d.created_at DESC, d.id DESC") } else { "d.created_at DESC, d.id DESC".to_string() };
         let n = binds.len() + numbers.len();
         let select = format!(
             "SELECT d.id, d.investigation_id, i.title, d.kind, d.step_id, d.run_id, d.ref_id, d.start_byte, d.len,
@@ -288,21 +312,15 @@ impl Store {
             n + 1,
             n + 2
         );
-        let count = format!("SELECT COUNT(*) FROM {from} {filter}");
-
         let mut rows = sqlx::query_as::<_, DocRow>(sqlx::AssertSqlSafe(select));
-        let mut total = sqlx::query_as::<_, (i64,)>(sqlx::AssertSqlSafe(count));
         for value in &binds {
             rows = rows.bind(value.clone());
-            total = total.bind(value.clone());
         }
         for (_, ms) in &numbers {
             rows = rows.bind(*ms);
-            total = total.bind(*ms);
         }
         let rows = rows.bind(query.limit).bind(query.offset).fetch_all(&self.pool).await?;
-        let (total,) = total.fetch_one(&self.pool).await?;
-        Ok((rows, total))
+        Ok(Found { rows, total, ranked })
     }
 
     /// Bytes the index takes (SQLite: the FTS5 shadow tables and the rows'

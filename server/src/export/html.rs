@@ -176,12 +176,15 @@ fn step_html(h: &mut String, report: &Report, step: &Step) {
                 h.push_str(html);
             }
         }
-        StepBody::Calculator(_) => {
-            if let Some(html) = &step.html {
-                h.push_str(html);
-            }
-            if let Some(results) = &step.results {
-                let _ = write!(h, "<pre>{}</pre>", esc(&serde_json::to_string_pretty(results).unwrap_or_default()));
+        StepBody::Calculator(c) => {
+            let _ = write!(h, "<p class=\"meta\">{}</p>", esc(&super::calculator_inputs(c)));
+            let rows = super::result_rows(step);
+            if !rows.is_empty() {
+                h.push_str("<table class=\"results\"><tbody>");
+                for (name, value) in rows {
+                    let _ = write!(h, "<tr><th>{}</th><td>{}</td></tr>", esc(&name), esc(&value));
+                }
+                h.push_str("</tbody></table>");
             }
         }
     }

@@ -160,9 +160,15 @@ fn step_md(md: &mut String, report: &Report, step: &Step) {
                 code_block(md, "text", &serde_json::to_string_pretty(result).unwrap_or_default());
             }
         }
-        StepBody::Calculator(_) => {
-            if let Some(results) = &step.results {
-                code_block(md, "json", &serde_json::to_string_pretty(results).unwrap_or_default());
+        StepBody::Calculator(c) => {
+            let _ = writeln!(md, "{}\n", inline(&super::calculator_inputs(c)));
+            let rows = super::result_rows(step);
+            if !rows.is_empty() {
+                md.push_str("| Result | Value |\n|---|---|\n");
+                for (name, value) in rows {
+                    let _ = writeln!(md, "| {} | {} |", inline(&name), inline(&value));
+                }
+                md.push('\n');
             }
         }
     }

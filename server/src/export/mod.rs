@@ -231,7 +231,8 @@ fn headline(step: &app::model::Step) -> String {
             format!("Source: {path}")
         }
         StepBody::Grep(g) => format!("Search for {:?} in {}", g.pattern, g.path),
-        StepBody::Calculator(_) => "Calculation".into(),
+        StepBody::Calculator(app::steps::calculator::CalculatorBody::Bandwidth(_)) => "Bandwidth roofline".into(),
+        StepBody::Calculator(app::steps::calculator::CalculatorBody::Collective(_)) => "Collective budget".into(),
     }
 }
 
@@ -240,6 +241,51 @@ fn shell_word(value: &str) -> String {
     let plain = !value.is_empty()
         && value.chars().all(|c| c.is_ascii_alphanumeric() || "_./:=,+-@%".contains(c));
     if plain { value.to_string() } else { crate::ssh::quote::quote(value) }
+}
+
+/// A calculator's inputs, `name = value, …` (where a value came from a measurement, it says so).
+fn calculator_inputs(body: &app::steps::calculator::CalculatorBody) -> String {
+    let mut parts = Vec::new();
+    if let Ok(serde_json::Value::Object(map)) = serde_json::to_value(body) {
+        for (name, value) in map {
+            match value {
+                serde_json::Value::Null => {}
+                serde_json::Value::String(s) => parts.push(format!("{name} = {s}")),
+                serde_json::Value::Number(n) => parts.push(format!("{name} = {n}")),
+                other if name.ends_with("_from") => {
+                    let metric = other["metric"].as_str().unwrap_or("a measurement");
+                    let run = other["run"].as_i64().map_or(String::new(), |r| format!(" of run {r}"));
+                    parts.push(format!("{name} = {metric}{run}"));
+                }
+                _ => {}
+            }
+        }
+    }
+    parts.join(", ")
+}
+
+/// A calculator step's results as `(name, value)` rows, in the order the API gives them.
+fn result_rows(step: &app::model::Step) -> Vec<(String, String)> {
+    let results = match (&step.results, &step.body) {
+        (Some(r), _) => Some(r.clone()),
+        (None, app::steps::StepBody::Calculator(c)) => c.results(),
+        _ => None,
+    };
+    let mut rows = Vec::new();
+    if let Some(results) = results
+        && let Ok(serde_json::Value::Object(map)) = serde_json::to_value(&results)
+    {
+        for (name, value) in map {
+            let shown = match &value {
+                serde_json::Value::Number(n) => n.as_f64().map_or_else(|| n.to_string(), format_value),
+                serde_json::Value::String(s) => s.clone(),
+                serde_json::Value::Null => continue,
+                other => other.to_string(),
+            };
+            rows.push((name, shown));
+        }
+    }
+    rows
 }
 
 fn format_value(value: f64) -> String {

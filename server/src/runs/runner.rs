@@ -53,14 +53,34 @@ pub struct Runner {
     feeds: Arc<Feeds>,
     /// The search index, told what ended.
     search: Arc<crate::search::Index>,
+    /// Runs this replica is driving now (the indexer holds back while there are any).
+    driving: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+/// Counts a run as driven while it lives.
+struct Driving(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Driving {
+    fn start(count: &Arc<std::sync::atomic::AtomicUsize>) -> Self {
+        count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Self(count.clone())
+    }
+}
+
+impl Drop for Driving {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 impl Runner {
     pub fn new(store: Store, pool: Arc<Pool>, live: Arc<Live>, outputs: Outputs) -> Self {
         let feeds = Arc::new(Feeds::new(outputs.clone(), live.clone()));
-        let search = crate::search::Index::start(store.clone(), outputs.clone());
+        let driving = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let search = crate::search::Index::start(store.clone(), outputs.clone(), driving.clone());
         Self {
             search,
+            driving,
             store,
             pool,
             live,
@@ -234,7 +254,9 @@ impl Runner {
             run_id: Some(run_id),
         };
         crate::audit::record(&self.store, entry("run.start", run.cwd.as_ref().map(|c| format!("in {c}")))).await;
+        let driving = Driving::start(&self.driving);
         let end = self.drive(&run, target, &mut cancelled, &progress).await;
+        drop(driving);
         let how = match (end.exit_code, &end.exit_signal, &end.error) {
             (Some(code), _, _) => format!("{} (exit {code})", end.status),
             (None, Some(signal), _) => format!("{} (signal {signal})", end.status),

@@ -57,7 +57,13 @@ pub async fn search(
         limit: i64::from(limit),
         offset: i64::from(offset),
     };
-    let (rows, total) = store.search_docs(&doc_query).await?;
+    let crate::db::Found { rows, total, ranked } = store.search_docs(&doc_query).await?;
+    let note = (!newest_first && !ranked).then(|| {
+        format!(
+            "{total} matches are too many to rank (at most {}): newest first. A phrase or a filter narrows them.",
+            crate::db::RANK_AT_MOST
+        )
+    });
     let marks = query.marks();
     let mut results = Vec::with_capacity(rows.len());
     for row in rows {
@@ -67,7 +73,8 @@ pub async fn search(
         total: u64::try_from(total).unwrap_or(0),
         results,
         understood: query.understood(),
-        sort: if newest_first { "newest" } else { "relevance" }.into(),
+        sort: if ranked { "relevance" } else { "newest" }.into(),
+        note,
         offset,
         limit,
         indexing: u64::try_from(store.runs_waiting_for_index().await?).unwrap_or(0),

@@ -69,14 +69,22 @@ async fn story(team: &Team, sshd: &crate::sshd::Sshd, title: &str) -> (String, i
          echo \"proto=$NCCL_PROTO on 127.0.0.1\"; echo 'decode 57.5 tok/s'; \
          echo '  File \"/opt/vllm/custom_all_reduce.py\", line 137, in should_custom_ar'"
     );
+    // The NCCL_PROTO sweep: unset and LL, a run each.
     let step = team.ok("own", Method::POST, &steps, json!({ "kind": "command", "host": "gpu", "command": script,
-        "env": { "NCCL_PROTO": "LL" } })).await;
+        "matrix": { "NCCL_PROTO": [null, "LL"] } })).await;
     let step = step["id"].as_i64().unwrap();
-    let runs = team.ok("own", Method::POST, &format!("/api/v1/steps/{step}/runs"), json!({ "repeat": 2 })).await;
-    let run = runs[1]["id"].as_i64().unwrap();
-    finished(team, runs[0]["id"].as_i64().unwrap()).await;
+    let runs = team.ok("own", Method::POST, &format!("/api/v1/steps/{step}/runs"), json!({})).await;
+    let config = |r: &Value| r["config"]["NCCL_PROTO"].clone();
+    let baseline = runs.as_array().unwrap().iter().find(|r| config(r).is_null()).unwrap()["id"].as_i64().unwrap();
+    let run = runs.as_array().unwrap().iter().find(|r| config(r) == "LL").unwrap()["id"].as_i64().unwrap();
+    finished(team, baseline).await;
     let done = finished(team, run).await;
     assert_eq!(done["status"], "succeeded", "{done}");
+    // The roofline from the measured tok/s.
+    let measured = team.ok("own", Method::GET, &format!("/api/v1/investigations/{id}/measurements"), Value::Null).await;
+    let tok_s = measured.as_array().unwrap().iter().find(|m| m["metric"] == "decode" && m["run_id"] == run).unwrap()["id"].clone();
+    team.ok("own", Method::POST, &steps, json!({ "kind": "calculator", "calculator": "bandwidth", "gpu": "H200",
+        "gpus": 8, "weights_gb": 140, "tok_s_from": { "measurement": tok_s } })).await;
 
     let file = sshd.dir.path().join(format!("custom_all_reduce_{}.py", id));
     let source: String = (1..=200)
@@ -91,7 +99,7 @@ async fn story(team: &Team, sshd: &crate::sshd::Sshd, title: &str) -> (String, i
     team.ok("own", Method::POST, &format!("/api/v1/investigations/{id}/hypotheses"), json!({
         "statement": "NCCL allreduce bounds decode", "rationale": "156 calls per token over PCIe",
         "metric": "decode", "direction": "increase",
-        "baseline": { "runs": [runs[0]["id"]] }, "treatment": { "runs": [run] } })).await;
+        "baseline": { "runs": [baseline] }, "treatment": { "runs": [run] } })).await;
     (id, step, run)
 }
 
@@ -145,7 +153,8 @@ async fn search_finds_output_lines_and_what_was_written_for_those_who_may_read_i
     let excluded = search(&team, "own", "allreduce -warning kind:output").await;
     assert_eq!(excluded["total"], 0, "every output line with allreduce also says WARNING: {excluded}");
     for (q, expect) in [
-        ("allreduce env:NCCL_PROTO=LL", 2),
+        ("allreduce env:NCCL_PROTO=LL", 1),
+        ("allreduce env:NCCL_PROTO=unset", 1),
         ("allreduce env:NCCL_PROTO=SIMPLE", 0),
         ("allreduce env:NCCL_PROTO", 2),
         ("allreduce status:succeeded", 2),
@@ -237,6 +246,8 @@ async fn exports_tell_the_story_offline_and_share_links_hide_what_they_hide() {
     assert!(html.contains("lines left out"), "what was left out is counted");
     assert!(html.contains("id=\"step-") && html.contains("-L137\""), "source lines as anchors");
     assert!(html.contains("no custom allreduce"), "the annotation beside its lines");
+    assert!(html.contains("pct_of_peak") && html.contains("ms_per_token"), "the roofline's results");
+    assert!(html.contains("NCCL_PROTO=LL") && html.contains("NCCL_PROTO = unset, LL"), "the sweep and each run's configuration");
 
     // Markdown: a CommonMark parser sees tables and fenced code with languages.
     let md = team.call("own", Method::GET, &export("md"), Value::Null).await;
