@@ -82,7 +82,8 @@ fn command_step(command: &str) -> StepBody {
 
 #[tokio::main]
 async fn main() {
-    let peer = Peer::start().await;
+    // Ingest alone: the search benchmark measures what indexing adds.
+    let peer = Peer::start_with(None, false).await;
     let (state, notebook, investigation) = (&peer.state, peer.state.notebook.clone(), &peer.investigation);
     let actor = Actor::local();
     // Quick mode: the same paths on 10 MB and a few iterations.
@@ -137,7 +138,7 @@ async fn main() {
     // (c) the same on PostgreSQL
     match Postgres::start() {
         Ok(postgres) => {
-            let peer = Peer::start_on(Some(postgres.database().await)).await;
+            let peer = Peer::start_with(Some(postgres.database().await), false).await;
             let step = command_step(&ingest);
             let gigabyte = peer.state.notebook.add_step(&actor, &peer.investigation, step).await.expect("step").id;
             sleuth_run(&peer.state, gigabyte).await; // connects the pool; a first ingest warms the cluster

@@ -24,6 +24,9 @@ pub struct Options {
     pub no_auth: bool,
     /// `--secure-cookies`: served over https (behind a proxy).
     pub secure_cookies: bool,
+    /// No search index kept (the ssh benchmark measures ingest alone; the
+    /// search benchmark measures what indexing costs it).
+    pub no_search_index: bool,
 }
 
 /// Everything a running Sleuth needs, from a data dir and a built site.
@@ -38,7 +41,8 @@ pub async fn state(data: &Path, site: &Path, options: Options) -> Result<AppStat
     import_known_hosts(&known_hosts, &data.join("known_hosts")).await;
     let pool = Arc::new(Pool::new(known_hosts, trust_on_first_use));
     let outputs = crate::runs::output::Outputs::for_store(&store, data.join("runs"));
-    let runner = Arc::new(Runner::new(store.clone(), pool.clone(), Arc::new(Live::default()), outputs));
+    let live = Arc::new(Live::default());
+    let runner = Arc::new(Runner::new(store.clone(), pool.clone(), live, outputs, !options.no_search_index));
     match store.backend() {
         // One server per SQLite file: whatever is unfinished was left by its
         // previous process.
@@ -116,6 +120,7 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
         trust_on_first_use: args.trust_on_first_use,
         no_auth: args.no_auth,
         secure_cookies: args.secure_cookies,
+        no_search_index: false,
     };
     let state = state(&args.data, &args.site, options).await.map_err(|e| e.to_string())?;
     let listener =

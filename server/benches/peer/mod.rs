@@ -79,6 +79,12 @@ impl Peer {
 
     /// A peer whose Sleuth keeps its store in `database` (`None`: SQLite in its data dir).
     pub async fn start_on(database: Option<server::db::Database>) -> Peer {
+        Self::start_with(database, true).await
+    }
+
+    /// `search`: whether this Sleuth keeps a search index (indexing a run's
+    /// output after it ends would run beside the next measurement).
+    pub async fn start_with(database: Option<server::db::Database>, search: bool) -> Peer {
         let sshd = sshd::Sshd::start();
         let dir = tempfile::tempdir().expect("temp dir");
         let user = sshd::whoami();
@@ -90,7 +96,7 @@ impl Peer {
         // A built site (`./dev build`) lets a browser hydrate the pages; without
         // one they are served all the same.
         let site = std::env::var_os("SLEUTH_SITE").map_or_else(|| dir.path().join("site"), PathBuf::from);
-        let state = Self::sleuth(&dir.path().join("data"), &site, database).await;
+        let state = Self::sleuth_with(&dir.path().join("data"), &site, database, search).await;
         let (notebook, actor) = (state.notebook.clone(), Actor::local());
         notebook
             .add_host(
@@ -141,7 +147,17 @@ impl Peer {
         site: &std::path::Path,
         database: Option<server::db::Database>,
     ) -> AppState {
-        let options = server::serve::Options { no_auth: true, database, ..Default::default() };
+        Self::sleuth_with(data, site, database, true).await
+    }
+
+    pub async fn sleuth_with(
+        data: &std::path::Path,
+        site: &std::path::Path,
+        database: Option<server::db::Database>,
+        search: bool,
+    ) -> AppState {
+        let options =
+            server::serve::Options { no_auth: true, database, no_search_index: !search, ..Default::default() };
         server::serve::state(data, site, options).await.expect("state")
     }
 

@@ -74,10 +74,15 @@ impl Drop for Driving {
 }
 
 impl Runner {
-    pub fn new(store: Store, pool: Arc<Pool>, live: Arc<Live>, outputs: Outputs) -> Self {
+    /// `search`: keep the search index (see `crate::search`).
+    pub fn new(store: Store, pool: Arc<Pool>, live: Arc<Live>, outputs: Outputs, search: bool) -> Self {
         let feeds = Arc::new(Feeds::new(outputs.clone(), live.clone()));
         let driving = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let search = crate::search::Index::start(store.clone(), outputs.clone(), driving.clone());
+        let search = if search {
+            crate::search::Index::start(store.clone(), outputs.clone(), driving.clone())
+        } else {
+            crate::search::Index::off()
+        };
         Self {
             search,
             driving,

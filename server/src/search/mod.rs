@@ -64,6 +64,12 @@ impl Index {
         Arc::new(Self { jobs })
     }
 
+    /// An index that is not kept: what it is told goes nowhere.
+    pub fn off() -> Arc<Self> {
+        let (jobs, _) = mpsc::unbounded_channel();
+        Arc::new(Self { jobs })
+    }
+
     /// `investigation` changed: index its notes, steps, hypotheses… again.
     pub fn changed(&self, investigation: &str) {
         let _ = self.jobs.send(Job::Investigation(investigation.to_string()));
