@@ -95,7 +95,14 @@ test('GPU telemetry from a fake nvidia-smi is drawn beside the run', async () =>
   const step = await api('POST', `/api/v1/investigations/${inv.id}/steps`,
     { kind: 'command', host: 'gpu', command: 'sleep 3; echo decode done', env: { PATH: `${bin}:/usr/bin:/bin` } });
   const [run] = await api('POST', `/api/v1/steps/${step.id}/runs`, {});
-  await api('GET', `/api/v1/runs/${run.id}?wait=30`);
+  let done = run;
+  for (let i = 0; i < 4 && ['queued', 'running'].includes(done.status); i++) {
+    done = await api('GET', `/api/v1/runs/${run.id}?wait=30`);
+  }
+  assert.equal(done.status, 'succeeded', JSON.stringify(done));
+  const telemetry = await api('GET', `/api/v1/runs/${run.id}/telemetry`);
+  assert.ok(telemetry.gpus.length === 1 && telemetry.gpus[0].samples.length > 0,
+    `no samples: ${JSON.stringify(telemetry.notes)}\n${server.log().slice(-4000)}`);
   const page = await newPage(browser);
   await page.goto(server.url + inv.url);
   await hydrated(page);

@@ -31,7 +31,7 @@ pub const SAMPLE_MS: u32 = 500;
 /// Samples are stored at least this often while a run goes.
 const STORE_EVERY: Duration = Duration::from_secs(2);
 /// A sampler channel that does not open within this is given up (a note).
-const OPEN_WITHIN: Duration = Duration::from_secs(5);
+const OPEN_WITHIN: Duration = Duration::from_secs(10);
 /// After the run: how long the sampler may take to stop before its channel is closed.
 const STOP_WITHIN: Duration = Duration::from_secs(3);
 /// A PCIe reading older than this is not attached to a sample.
@@ -202,6 +202,11 @@ async fn sample(
     if sampled == 0 && !unread.is_empty() {
         let said: String = unread.join(" | ").chars().take(300).collect();
         collected.notes.push(format!("nvidia-smi answered, but not with readings Sleuth understands: {said}"));
+    } else if sampled == 0 && collected.notes.is_empty() {
+        collected.notes.push(format!(
+            "No GPU reading came in the {:.1} s the sampler ran (nvidia-smi's first can take a while).",
+            started.elapsed().as_secs_f64()
+        ));
     }
 }
 
