@@ -108,3 +108,22 @@ export async function hydrated(page) {
 export async function screenshot(page, name) {
   await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
 }
+
+/** JSON calls to a `--no-auth` server; an answer of 300 or more fails the test with its body. */
+export function apiClient(server) {
+  return async (method, path, body) => {
+    const response = await fetch(server.url + path, {
+      method, headers: { 'content-type': 'application/json' }, body: body && JSON.stringify(body),
+    });
+    const text = await response.text();
+    if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${text}`);
+    return text ? JSON.parse(text) : null;
+  };
+}
+
+/** Adds the host `gpu` for the loopback `sshd` and trusts its key. */
+export async function addLoopbackHost(api, server, sshd) {
+  await api('POST', '/api/v1/hosts', { name: 'gpu', hostname: '127.0.0.1', port: sshd.port, user: sshd.user, identity_file: sshd.key });
+  await fetch(server.url + '/api/v1/hosts/gpu/test', { method: 'POST' }); // 409: the key is unknown until trusted
+  await api('POST', '/api/v1/hosts/gpu/trust', { fingerprint: sshd.fingerprint });
+}

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
-import { startServer, launchBrowser, newPage, hydrated, screenshot, tempDataDir } from './harness.mjs';
+import { startServer, launchBrowser, newPage, hydrated, screenshot, tempDataDir, apiClient, addLoopbackHost } from './harness.mjs';
 import { startSshd } from './sshd.mjs';
 
 let server;
@@ -16,17 +16,14 @@ let sshd;
 
 const XSS = `<img src=x onerror=alert("xss")><script>window.__pwned=1</script>`;
 
-const api = (method, path, body) => fetch(server.url + path, {
-  method, headers: { 'content-type': 'application/json' }, body: body && JSON.stringify(body),
-}).then(async (r) => { assert.ok(r.status < 300, `${method} ${path}: ${r.status} ${await r.clone().text()}`); return r.json(); });
+let api;
 
 before(async () => {
   sshd = await startSshd();
   server = await startServer(tempDataDir());
   browser = await launchBrowser();
-  await api('POST', '/api/v1/hosts', { name: 'gpu', hostname: '127.0.0.1', port: sshd.port, user: sshd.user, identity_file: sshd.key });
-  await fetch(server.url + '/api/v1/hosts/gpu/test', { method: 'POST' });
-  await api('POST', '/api/v1/hosts/gpu/trust', { fingerprint: sshd.fingerprint });
+  api = apiClient(server);
+  await addLoopbackHost(api, server, sshd);
 });
 
 after(async () => {
@@ -89,6 +86,14 @@ test('the top bar finds output lines and notes; hostile text stays text', async 
   assert.match(await hostile.textContent(), /<img src=x onerror=alert\("xss"\)><script>window.__pwned=1<\/script> zanzibar/);
   assert.equal(await page.evaluate(() => window.__pwned), undefined);
   assert.equal(await page.locator('.search-hit img, .search-hit script').count(), 0);
+
+  // A hostile query: in the page's title, the box and "nothing found", text only.
+  await page.goto(server.url + '/search?q=' + encodeURIComponent(XSS));
+  await hydrated(page);
+  assert.equal(await page.title(), `${XSS} · Search · Sleuth`);
+  assert.equal(await page.inputValue('.search-form input[name=q]'), XSS);
+  assert.equal(await page.evaluate(() => window.__pwned), undefined);
+  assert.equal(await page.locator('main img, main script').count(), 0);
 
   // The permalink opens the step.
   await page.goto(server.url + '/search?q=%22custom+allreduce%22');

@@ -8,7 +8,7 @@ import { mkdirSync, writeFileSync, chmodSync, mkdtempSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { startServer, launchBrowser, newPage, hydrated, screenshot, tempDataDir } from './harness.mjs';
+import { startServer, launchBrowser, newPage, hydrated, screenshot, tempDataDir, apiClient, addLoopbackHost } from './harness.mjs';
 import { startSshd } from './sshd.mjs';
 
 let server;
@@ -34,17 +34,14 @@ exec sleep 600
   return bin;
 }
 
-const api = (method, path, body) => fetch(server.url + path, {
-  method, headers: { 'content-type': 'application/json' }, body: body && JSON.stringify(body),
-}).then(async (r) => { assert.ok(r.status < 300, `${method} ${path}: ${r.status} ${await r.clone().text()}`); return r.json(); });
+let api;
 
 before(async () => {
   sshd = await startSshd();
   server = await startServer(tempDataDir());
   browser = await launchBrowser();
-  await api('POST', '/api/v1/hosts', { name: 'gpu', hostname: '127.0.0.1', port: sshd.port, user: sshd.user, identity_file: sshd.key });
-  await fetch(server.url + '/api/v1/hosts/gpu/test', { method: 'POST' });
-  await api('POST', '/api/v1/hosts/gpu/trust', { fingerprint: sshd.fingerprint });
+  api = apiClient(server);
+  await addLoopbackHost(api, server, sshd);
 });
 
 after(async () => {

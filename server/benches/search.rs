@@ -75,7 +75,10 @@ async fn bench(label: &str, database: Option<server::db::Database>) {
     let mut note_bytes = 0u64;
     for i in 0..investigations {
         let inv = notebook
-            .create_investigation(&actor, app::model::NewInvestigation { title: format!("investigation {i} of the PCIe box"), question: None })
+            .create_investigation(
+                &actor,
+                app::model::NewInvestigation { title: format!("investigation {i} of the PCIe box"), question: None },
+            )
             .await
             .expect("investigation")
             .id;
@@ -127,17 +130,23 @@ async fn bench(label: &str, database: Option<server::db::Database>) {
     }
     let ingested_at = Instant::now();
     idle().await;
-    let indexing = ingested_at.elapsed() + Duration::ZERO;
+    let indexing = ingested_at.elapsed();
     let index_span = index_started.elapsed();
     let size = store.search_index_bytes().await.unwrap_or(-1);
 
     // Queries: a page of 20 and its total, as the search box asks.
     let rounds = if quick() { 3 } else { 30 };
     let outputs_dir = peer.state.runner.outputs().dir().map(std::path::Path::to_path_buf);
-    println!("search, {label}: {} steps, {} MB of output in 2 runs{}", investigations * notes + 1, total_bytes >> 20,
-        if quick() { " (quick mode: not for perf.md)" } else { "" });
+    println!(
+        "search, {label}: {} steps, {} MB of output in 2 runs{}",
+        investigations * notes + 1,
+        total_bytes >> 20,
+        if quick() { " (quick mode: not for perf.md)" } else { "" }
+    );
     println!("    notes added and indexed in {:.1} s", notes_took.as_secs_f64());
-    for (name, q, word) in [("rare word", RARE, RARE), ("common word", COMMON, COMMON), ("phrase", PHRASE, "Custom allreduce is disabled")] {
+    for (name, q, word) in
+        [("rare word", RARE, RARE), ("common word", COMMON, COMMON), ("phrase", PHRASE, "Custom allreduce is disabled")]
+    {
         let first = search(&notebook, q).await;
         assert!(first.total > 0, "{q} found nothing");
         let mut times = Vec::new();
@@ -161,7 +170,11 @@ async fn bench(label: &str, database: Option<server::db::Database>) {
             first.total,
             ms(percentile(&times, 0.5)),
             ms(percentile(&times, 0.99)),
-            grep.map_or(String::new(), |g| format!("   grep -rlF p50 {:7.1} ms ({:.3}x)", ms(g), ms(percentile(&times, 0.5)) / ms(g)))
+            grep.map_or(String::new(), |g| format!(
+                "   grep -rlF p50 {:7.1} ms ({:.3}x)",
+                ms(g),
+                ms(percentile(&times, 0.5)) / ms(g)
+            ))
         );
     }
     println!(

@@ -89,7 +89,9 @@ mod tests {
 
     #[test]
     fn offline_html_loads_nothing_and_markdown_keeps_html_as_text() {
-        let html = super::to_offline_html("![x](https://example.com/a.png) <img src=https://example.com/b.png> [ok](https://example.com)");
+        let html = super::to_offline_html(
+            "![x](https://example.com/a.png) <img src=https://example.com/b.png> [ok](https://example.com)",
+        );
         assert!(!html.contains("<img"), "{html}");
         assert!(html.contains("href=\"https://example.com\""), "links are kept: {html}");
         let md = super::with_html_as_text("Hi <script>alert(1)</script> `a<b`\n\n<div onclick=x>\n\n```\n<b>\n```\n");

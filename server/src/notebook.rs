@@ -104,6 +104,11 @@ pub(crate) fn timestamp(ms: i64) -> String {
         .unwrap_or_default()
 }
 
+/// Unix milliseconds → the UTC day, `2026-11-30`.
+pub(crate) fn day(ms: i64) -> String {
+    timestamp(ms).chars().take(10).collect()
+}
+
 fn status(row: &InvestigationRow) -> InvestigationStatus {
     // The schema's CHECK constraint allows nothing else.
     InvestigationStatus::parse(&row.status).unwrap_or(InvestigationStatus::Open)

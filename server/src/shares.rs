@@ -12,7 +12,7 @@
 //! addresses (and jump hosts) are replaced wherever they appear.
 
 use crate::export::Report;
-use crate::notebook::{Service, timestamp};
+use crate::notebook::{Service, day, timestamp};
 use app::backend::Actor;
 use app::error::{ApiError, ErrorCode};
 use app::model::{Abilities, Investigation, StepWindow};
@@ -101,29 +101,15 @@ impl Service {
     pub(crate) async fn export_shared(&self, token: &str, format: ExportFormat) -> Result<Export, ApiError> {
         let (row, investigation) = self.shared_unhidden(token, None).await?;
         let id = investigation.id.clone();
-        let report = Report::gather(investigation, self.runner.outputs(), false, "Shared through a Sleuth link".into()).await;
+        let report =
+            Report::gather(investigation, self.runner.outputs(), false, "Shared through a Sleuth link".into()).await;
         // One JSON of the investigation and its excerpts, so hosts and people go from both alike.
         let mut value = serde_json::to_value(&report.parts()).map_err(internal)?;
         self.hide_for_outsiders(&mut value, row.hide_hosts != 0).await?;
         let report = report.with_parts(serde_json::from_value(value).map_err(internal)?);
         let export = report.render(format).map_err(|e| crate::notebook::internal("export", e));
-        crate::audit::record(
-            &self.store,
-            crate::db::NewAudit {
-                who: format!("share link {}", row.label),
-                action: "share.export",
-                host: None,
-                target: id,
-                env: None,
-                outcome: Some(match &export {
-                    Ok(e) => format!("{} ({} bytes)", e.format.extension(), e.bytes.len()),
-                    Err(e) => format!("error: {}", e.message),
-                }),
-                run_id: None,
-            },
-        )
-        .await;
-        export
+        crate::export::audited(&self.store, format!("share link {}", row.label), "share.export", &id, false, export)
+            .await
     }
 
     /// The link's investigation as its readers may see it, before hosts and
@@ -193,11 +179,6 @@ impl Service {
 
 fn internal(e: serde_json::Error) -> ApiError {
     crate::notebook::internal("share link view", e)
-}
-
-/// `2026-11-30` of a stored time.
-fn day(ms: i64) -> String {
-    timestamp(ms).chars().take(10).collect()
 }
 
 /// The distinct values of every `host` field, in order of appearance.

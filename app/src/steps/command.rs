@@ -642,7 +642,9 @@ fn Measurements(found: Vec<crate::metrics::Measurement>) -> impl IntoView {
     let mut headline: Vec<&crate::metrics::Measurement> = found
         .iter()
         .filter(|m| m.key.is_none() || m.extractor.starts_with("custom:"))
-        .filter(|m| HEADLINE.contains(&m.metric.as_str()) || m.extractor.starts_with("custom:") || m.extractor == "derived")
+        .filter(|m| {
+            HEADLINE.contains(&m.metric.as_str()) || m.extractor.starts_with("custom:") || m.extractor == "derived"
+        })
         .collect();
     headline.sort_by_key(|m| HEADLINE.iter().position(|h| *h == m.metric).unwrap_or(HEADLINE.len()));
     headline.truncate(4);

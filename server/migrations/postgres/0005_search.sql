@@ -22,3 +22,5 @@ CREATE INDEX search_docs_by_run ON search_docs (run_id);
 CREATE INDEX search_docs_words ON search_docs USING GIN (words);
 
 ALTER TABLE runs ADD COLUMN indexed BIGINT NOT NULL DEFAULT 0;
+-- Every search counts the runs still waiting; only those are in this index.
+CREATE INDEX runs_waiting_for_index ON runs (indexed) WHERE indexed <> 1;

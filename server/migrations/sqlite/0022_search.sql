@@ -37,3 +37,5 @@ END;
 -- Whether a finished run's output is in the index (0: not yet; a start-up
 -- catches up on runs left out, e.g. by a restart or an older binary).
 ALTER TABLE runs ADD COLUMN indexed INTEGER NOT NULL DEFAULT 0;
+-- Every search counts the runs still waiting; only those are in this index.
+CREATE INDEX runs_waiting_for_index ON runs (indexed) WHERE indexed <> 1;

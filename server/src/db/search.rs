@@ -147,7 +147,12 @@ impl Store {
         Ok(())
     }
 
-    async fn insert_doc(&self, tx: &mut Transaction<'static, Any>, investigation: &str, doc: &NewDoc) -> StoreResult<()> {
+    async fn insert_doc(
+        &self,
+        tx: &mut Transaction<'static, Any>,
+        investigation: &str,
+        doc: &NewDoc,
+    ) -> StoreResult<()> {
         let columns = "investigation_id, kind, step_id, run_id, ref_id, start_byte, len, first_line, host, env, author, \
                        created_at, body";
         let insert = match self.backend {
@@ -190,11 +195,10 @@ impl Store {
 
     /// Finished runs whose output is not in the index yet, oldest first.
     pub async fn unindexed_runs(&self) -> StoreResult<Vec<i64>> {
-        let rows: Vec<(i64,)> = sqlx::query_as(
-            "SELECT id FROM runs WHERE indexed = 0 AND status NOT IN ('queued', 'running') ORDER BY id",
-        )
-        .fetch_all(&self.pool)
-        .await?;
+        let rows: Vec<(i64,)> =
+            sqlx::query_as("SELECT id FROM runs WHERE indexed = 0 AND status NOT IN ('queued', 'running') ORDER BY id")
+                .fetch_all(&self.pool)
+                .await?;
         Ok(rows.into_iter().map(|(id,)| id).collect())
     }
 
@@ -302,8 +306,11 @@ impl Store {
         // Ranking reads every match (PostgreSQL: every match's tsvector): past
         // RANK_AT_MOST, the newest come first instead.
         let ranked = !query.newest_first && total <= RANK_AT_MOST;
-        let order =
-            if ranked { format!("{rank}, d.created_at DESC, d.id DESC") } else { "d.created_at DESC, d.id DESC".to_string() };
+        let order = if ranked {
+            format!("{rank}, d.created_at DESC, d.id DESC")
+        } else {
+            "d.created_at DESC, d.id DESC".to_string()
+        };
         let n = binds.len() + numbers.len();
         let select = format!(
             "SELECT d.id, d.investigation_id, i.title, d.kind, d.step_id, d.run_id, d.ref_id, d.start_byte, d.len,
@@ -327,9 +334,7 @@ impl Store {
     /// table; PostgreSQL: the table with its indexes), for the benchmark.
     pub async fn search_index_bytes(&self) -> StoreResult<i64> {
         let sql = match self.backend {
-            Backend::Sqlite => {
-                "SELECT COALESCE(SUM(pgsize), 0) FROM dbstat WHERE name LIKE 'search_%'"
-            }
+            Backend::Sqlite => "SELECT COALESCE(SUM(pgsize), 0) FROM dbstat WHERE name LIKE 'search_%'",
             Backend::Postgres => "SELECT pg_total_relation_size('search_docs')",
         };
         let (n,): (i64,) = sqlx::query_as(sql).fetch_one(&self.pool).await?;

@@ -4,6 +4,7 @@
 //! through ammonia without images, highlighted source lines, our own SVG).
 
 use super::{Excerpt, Report, duration, format_value, headline};
+use app::components::escape_text as esc;
 use app::model::Step;
 use app::steps::StepBody;
 use std::fmt::Write as _;
@@ -33,22 +34,6 @@ figure { margin: 12px 0; } figure svg { max-width: 100%; height: auto; }
 .comment { border-left: 3px solid var(--line); padding: 2px 10px; margin: 6px 0; }
 .badge { display: inline-block; padding: 0 6px; border-radius: 8px; background: var(--soft); font-size: 12px; }
 "#;
-
-/// `text` with `& < > " '` escaped.
-pub fn esc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 pub fn render(report: &Report) -> String {
     let inv = &report.investigation;
@@ -108,12 +93,7 @@ fn hypotheses(h: &mut String, report: &Report) {
             Some(g) => format!("{} (n={})", format_value(g.mean), g.n),
             None => "—".into(),
         };
-        let _ = write!(
-            h,
-            "<tr id=\"{}\"><td>{}",
-            app::hypotheses::hypothesis_anchor(hyp.id),
-            esc(&hyp.statement)
-        );
+        let _ = write!(h, "<tr id=\"{}\"><td>{}", app::hypotheses::hypothesis_anchor(hyp.id), esc(&hyp.statement));
         if let Some(p) = &hyp.provenance {
             let _ = write!(h, "<br><span class=\"meta\">{}</span>", esc(&p.summary));
             for w in &p.warnings {
@@ -156,7 +136,7 @@ fn step_html(h: &mut String, report: &Report, step: &Step) {
         StepBody::Command(c) => {
             let mut shown = String::new();
             for (k, v) in &c.env {
-                let _ = write!(shown, "{k}={} ", super::shell_word(v));
+                let _ = write!(shown, "{k}={} ", crate::ssh::quote::quote_if_needed(v));
             }
             shown.push_str(&c.command);
             let _ = write!(h, "<pre><code>{}</code></pre>", esc(&shown));
@@ -274,7 +254,8 @@ fn snippet(h: &mut String, step: &Step) {
         let anchor = app::steps::snippet::line_anchor(step.id, n);
         // Highlighted lines are the server's own spans around escaped text.
         let code = snap.html_lines.get(i).cloned().unwrap_or_else(|| esc(plain));
-        let _ = write!(h, "<tr id=\"{anchor}\"><td class=\"ln\"><a href=\"#{anchor}\">{n}</a></td><td>{code}</td></tr>");
+        let _ =
+            write!(h, "<tr id=\"{anchor}\"><td class=\"ln\"><a href=\"#{anchor}\">{n}</a></td><td>{code}</td></tr>");
         for a in step.annotations.iter().filter(|a| a.end == n) {
             let range = app::steps::snippet::range_anchor(step.id, a.start, a.end);
             let _ = write!(

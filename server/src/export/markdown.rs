@@ -142,7 +142,7 @@ fn step_md(md: &mut String, report: &Report, step: &Step) {
         StepBody::Command(c) => {
             let mut shown = String::new();
             for (k, v) in &c.env {
-                let _ = write!(shown, "{k}={} ", super::shell_word(v));
+                let _ = write!(shown, "{k}={} ", crate::ssh::quote::quote_if_needed(v));
             }
             shown.push_str(&c.command);
             code_block(md, "sh", &shown);
@@ -248,7 +248,14 @@ fn snippet(md: &mut String, step: &Step) {
         md.push_str("_Not fetched._\n\n");
         return;
     };
-    let _ = writeln!(md, "`{}`, lines {}–{}, fetched {}:\n", snap.path.replace('`', "'"), snap.start, snap.end, snap.fetched_at);
+    let _ = writeln!(
+        md,
+        "`{}`, lines {}–{}, fetched {}:\n",
+        snap.path.replace('`', "'"),
+        snap.start,
+        snap.end,
+        snap.fetched_at
+    );
     let mut text = String::new();
     for (i, line) in snap.lines.iter().enumerate() {
         let _ = writeln!(text, "{:>5}  {line}", snap.start + i as u64);

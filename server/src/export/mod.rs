@@ -67,6 +67,34 @@ impl crate::notebook::Service {
     }
 }
 
+/// Writes the export's audit row (`action`: `investigation.export` or
+/// `share.export`), whatever came of it, and hands the export on.
+pub async fn audited(
+    store: &crate::db::Store,
+    who: String,
+    action: &'static str,
+    investigation: &str,
+    comments: bool,
+    export: Result<Export, app::error::ApiError>,
+) -> Result<Export, app::error::ApiError> {
+    let with = if comments { ", with comments" } else { "" };
+    let outcome = match &export {
+        Ok(e) => format!("{} ({} bytes{with})", e.format.extension(), e.bytes.len()),
+        Err(e) => format!("error: {}", e.message),
+    };
+    let entry = crate::db::NewAudit {
+        who,
+        action,
+        host: None,
+        target: investigation.to_string(),
+        env: None,
+        outcome: Some(outcome),
+        run_id: None,
+    };
+    crate::audit::record(store, entry).await;
+    export
+}
+
 impl Report {
     pub fn parts(&self) -> Parts {
         Parts { investigation: self.investigation.clone(), excerpts: self.excerpts.values().cloned().collect() }
@@ -78,12 +106,7 @@ impl Report {
     }
 
     /// Reads the excerpts of `investigation`'s runs.
-    pub async fn gather(
-        investigation: Investigation,
-        outputs: &Outputs,
-        comments: bool,
-        provenance: String,
-    ) -> Self {
+    pub async fn gather(investigation: Investigation, outputs: &Outputs, comments: bool, provenance: String) -> Self {
         let mut excerpts = std::collections::HashMap::new();
         for step in &investigation.steps {
             for run in step.runs.iter().rev().take(RUNS_WITH_EXCERPTS) {
@@ -234,13 +257,6 @@ fn headline(step: &app::model::Step) -> String {
         StepBody::Calculator(app::steps::calculator::CalculatorBody::Bandwidth(_)) => "Bandwidth roofline".into(),
         StepBody::Calculator(app::steps::calculator::CalculatorBody::Collective(_)) => "Collective budget".into(),
     }
-}
-
-/// A value as a shell word: bare when nothing in it needs quoting.
-fn shell_word(value: &str) -> String {
-    let plain = !value.is_empty()
-        && value.chars().all(|c| c.is_ascii_alphanumeric() || "_./:=,+-@%".contains(c));
-    if plain { value.to_string() } else { crate::ssh::quote::quote(value) }
 }
 
 /// A calculator's inputs, `name = value, …` (where a value came from a measurement, it says so).

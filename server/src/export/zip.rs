@@ -61,7 +61,8 @@ pub fn stored(files: &[(String, Vec<u8>)]) -> Result<Vec<u8>, &'static str> {
 mod tests {
     #[test]
     fn python_reads_it_back() {
-        let files = vec![("report.md".to_string(), b"# Hi\n".to_vec()), ("charts/a b.svg".to_string(), b"<svg/>".to_vec())];
+        let files =
+            vec![("report.md".to_string(), b"# Hi\n".to_vec()), ("charts/a b.svg".to_string(), b"<svg/>".to_vec())];
         let zip = super::stored(&files).unwrap();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r.zip");
@@ -72,6 +73,9 @@ mod tests {
             .output()
             .expect("python3");
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "[('report.md', '# Hi\\n'), ('charts/a b.svg', '<svg/>')]");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            "[('report.md', '# Hi\\n'), ('charts/a b.svg', '<svg/>')]"
+        );
     }
 }

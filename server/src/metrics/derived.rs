@@ -275,8 +275,9 @@ mod tests {
 
     #[test]
     fn precedence_signs_and_what_gives_no_value() {
-        let one =
-            |formula: &str, found: &[Measurement]| apply(&[def("d", formula, &[])], found, &BTreeMap::new()).first().map(|m| m.value);
+        let one = |formula: &str, found: &[Measurement]| {
+            apply(&[def("d", formula, &[])], found, &BTreeMap::new()).first().map(|m| m.value)
+        };
         assert_eq!(one("1 + 2 * 3", &[]), Some(7.0));
         assert_eq!(one("(1 + 2) * 3", &[]), Some(9.0));
         assert_eq!(one("-2 * -3", &[]), Some(6.0));

@@ -85,22 +85,18 @@ pub fn excerpt(text: &str, marks: &Marks) -> String {
     html
 }
 
+/// One line of a result list: line ends and tabs as spaces, other control
+/// characters dropped, then escaped as any text is.
 fn escape(chars: &[char]) -> String {
-    let mut out = String::with_capacity(chars.len());
-    for &c in chars {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            // Line ends and tabs as spaces: an excerpt is one line of a result list.
-            '\n' | '\r' | '\t' => out.push(' '),
-            c if c.is_control() => {}
-            c => out.push(c),
-        }
-    }
-    out
+    let text: String = chars
+        .iter()
+        .filter_map(|&c| match c {
+            '\n' | '\r' | '\t' => Some(' '),
+            c if c.is_control() => None,
+            c => Some(c),
+        })
+        .collect();
+    app::components::escape_text(&text)
 }
 
 #[cfg(test)]

@@ -202,11 +202,9 @@ fn run_env(row: &crate::db::RunRow) -> Option<String> {
             (k, v)
         })
         .collect();
-    env_text(
-        env.iter()
-            .map(|(k, v)| (k.as_str(), Some(v.as_str())))
-            .chain(config.iter().filter(|(k, _)| !env.iter().any(|(e, _)| e == k)).map(|(k, v)| (k.as_str(), v.as_deref()))),
-    )
+    env_text(env.iter().map(|(k, v)| (k.as_str(), Some(v.as_str()))).chain(
+        config.iter().filter(|(k, _)| !env.iter().any(|(e, _)| e == k)).map(|(k, v)| (k.as_str(), v.as_deref())),
+    ))
 }
 
 /// Indexes a finished run's output; the investigation it is in.
@@ -316,21 +314,31 @@ async fn index_investigation(store: &Store, investigation: &str) -> Result<(), I
             StepBody::Grep(g) => ("grep", Some(g.host.clone()), None, format!("{}\n{}", g.pattern, g.path)),
             StepBody::Calculator(_) => continue,
         };
-        docs.push(NewDoc { kind, host, env, ..with_text(base.clone(), step.updated_at, text) });
-        if kind == "snippet"
-            && let Some(snap) = snapshots.iter().filter(|s| s.step_id == step.id).max_by_key(|s| s.id)
-        {
-            let lines: Vec<String> = serde_json::from_str(&snap.lines).unwrap_or_default();
-            docs.push(NewDoc {
-                kind: "snippet",
-                first_line: Some(snap.start_line),
-                ..with_text(base, snap.fetched_at, format!("{}\n{}", snap.path, lines.join("\n")))
-            });
+        // A snippet is found by its newest snapshot (path, then lines), the others by their text.
+        let snapshot = snapshots.iter().filter(|s| s.step_id == step.id).max_by_key(|s| s.id);
+        match (kind, snapshot) {
+            ("snippet", Some(snap)) => {
+                let lines: Vec<String> = serde_json::from_str(&snap.lines).unwrap_or_default();
+                // A module's name too, before the file it resolved to.
+                let head = if text == snap.path { text } else { format!("{text} {}", snap.path) };
+                docs.push(NewDoc {
+                    kind,
+                    host,
+                    first_line: Some(snap.start_line),
+                    ..with_text(base, snap.fetched_at, format!("{head}\n{}", lines.join("\n")))
+                });
+            }
+            _ => docs.push(NewDoc { kind, host, env, ..with_text(base, step.updated_at, text) }),
         }
     }
     for h in store.hypotheses(investigation).await? {
         let text = format!("{}\n{}\n{}", h.statement, h.rationale, h.status);
-        docs.push(NewDoc { kind: "hypothesis", ref_id: Some(h.id), author: h.updated_by.clone(), ..with_text(NewDoc::default(), h.updated_at, text) });
+        docs.push(NewDoc {
+            kind: "hypothesis",
+            ref_id: Some(h.id),
+            author: h.updated_by.clone(),
+            ..with_text(NewDoc::default(), h.updated_at, text)
+        });
     }
     for a in store.annotations_of_investigation(investigation).await? {
         docs.push(NewDoc {
@@ -356,7 +364,9 @@ async fn index_investigation(store: &Store, investigation: &str) -> Result<(), I
     let mut by_run: std::collections::BTreeMap<Option<i64>, Vec<String>> = Default::default();
     for m in &measurements {
         let mut label = m.metric.clone();
-        for part in [m.key.as_deref(), Some(m.unit.as_str()), m.label.as_deref(), m.note.as_deref()].into_iter().flatten() {
+        for part in
+            [m.key.as_deref(), Some(m.unit.as_str()), m.label.as_deref(), m.note.as_deref()].into_iter().flatten()
+        {
             if !part.is_empty() {
                 label.push(' ');
                 label.push_str(part);

@@ -200,10 +200,10 @@ impl Query {
             });
         }
         if let Some(ms) = f.after_ms {
-            parts.push(format!("after:{}", day_of(ms)));
+            parts.push(format!("after:{}", crate::notebook::day(ms)));
         }
         if let Some(ms) = f.before_ms {
-            parts.push(format!("before:{}", day_of(ms)));
+            parts.push(format!("before:{}", crate::notebook::day(ms)));
         }
         parts.join(" ")
     }
@@ -272,47 +272,9 @@ fn tokens(text: &str) -> Vec<Token> {
 
 /// `YYYY-MM-DD` as Unix milliseconds at 00:00 UTC.
 fn day_ms(text: &str) -> Result<i64, QueryError> {
-    let bad = || QueryError::BadDate(text.to_string());
-    let mut parts = text.splitn(3, '-');
-    let mut next = |len: usize| -> Result<i64, QueryError> {
-        let p = parts.next().ok_or_else(bad)?;
-        if p.len() != len || !p.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(bad());
-        }
-        p.parse().map_err(|_| bad())
-    };
-    let (y, m, d) = (next(4)?, next(2)?, next(2)?);
-    if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
-        return Err(bad());
-    }
-    Ok(days_from_civil(y, m, d) * 86_400_000)
-}
-
-/// Days since 1970-01-01 (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * (m + if m > 2 { -3 } else { 9 }) + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-fn day_of(ms: i64) -> String {
-    chrono_like(ms.div_euclid(86_400_000))
-}
-
-fn chrono_like(days: i64) -> String {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}")
+    let format = time::macros::format_description!("[year]-[month]-[day]");
+    let day = time::Date::parse(text, format).map_err(|_| QueryError::BadDate(text.to_string()))?;
+    Ok(day.midnight().assume_utc().unix_timestamp() * 1000)
 }
 
 #[cfg(test)]
@@ -330,10 +292,7 @@ mod tests {
         assert_eq!(q.terms[1], term(&["custom", "allreduce", "is", "disabled"]));
         assert_eq!(q.terms[2], Term { prefix: true, ..term(&["allred"]) });
         assert_eq!(q.terms[3], Term { excluded: true, ..term(&["tree"]) });
-        assert_eq!(
-            q.fts5().unwrap(),
-            r#""nccl proto ll" AND "custom allreduce is disabled" AND "allred"* NOT "tree""#
-        );
+        assert_eq!(q.fts5().unwrap(), r#""nccl proto ll" AND "custom allreduce is disabled" AND "allred"* NOT "tree""#);
         assert_eq!(
             q.tsquery().unwrap(),
             "('nccl' <-> 'proto' <-> 'll') & ('custom' <-> 'allreduce' <-> 'is' <-> 'disabled') & 'allred':* & !('tree')"
@@ -351,7 +310,10 @@ mod tests {
         assert_eq!(f.status.as_deref(), Some("failed"));
         assert_eq!((f.author.as_deref(), f.kind.as_deref()), (Some("ana"), Some("output")));
         assert_eq!(f.after_ms, Some(1_793_491_200_000), "2026-11-01T00:00Z");
-        assert_eq!(q.understood(), "tok host:pcie-box metric:tok_s status:failed author:ana kind:output env:NCCL_PROTO=LL env:NCCL_ALGO after:2026-11-01 before:2026-12-01");
+        assert_eq!(
+            q.understood(),
+            "tok host:pcie-box metric:tok_s status:failed author:ana kind:output env:NCCL_PROTO=LL env:NCCL_ALGO after:2026-11-01 before:2026-12-01"
+        );
         // Filters alone are a search (newest first on the page).
         assert!(Query::parse("status:failed").unwrap().fts5().is_none());
     }
@@ -359,16 +321,36 @@ mod tests {
     #[test]
     fn nothing_a_user_types_is_a_syntax_error() {
         for hostile in [
-            r#"""#, r#"" OR 1=1 --"#, "NEAR(a b)", "a AND", "col:word", "*", "^x", "(((", "'; DROP TABLE runs; --",
-            "<script>alert(1)</script>", "x:", ":y", "-", "--", "-\"a b\"", "\u{0}", "a\u{0}b", "ünïcödé ß 漢字",
-            "word*word", "a:b:c",
+            r#"""#,
+            r#"" OR 1=1 --"#,
+            "NEAR(a b)",
+            "a AND",
+            "col:word",
+            "*",
+            "^x",
+            "(((",
+            "'; DROP TABLE runs; --",
+            "<script>alert(1)</script>",
+            "x:",
+            ":y",
+            "-",
+            "--",
+            "-\"a b\"",
+            "\u{0}",
+            "a\u{0}b",
+            "ünïcödé ß 漢字",
+            "word*word",
+            "a:b:c",
         ] {
             match Query::parse(hostile) {
                 Ok(q) => {
                     // Outside the quoted words (letters, digits, spaces) only our operators.
                     if let Some(expr) = q.fts5() {
                         let rest = outside_quotes(&expr, '"');
-                        assert!(rest.split_whitespace().all(|w| ["AND", "NOT", "*"].contains(&w)), "{hostile:?} → {expr}");
+                        assert!(
+                            rest.split_whitespace().all(|w| ["AND", "NOT", "*"].contains(&w)),
+                            "{hostile:?} → {expr}"
+                        );
                     }
                     if let Some(expr) = q.tsquery() {
                         let rest = outside_quotes(&expr, '\'');
@@ -405,7 +387,7 @@ mod tests {
     #[test]
     fn dates_round_trip() {
         for day in ["1970-01-01", "2000-02-29", "2026-12-01", "2099-12-31"] {
-            assert_eq!(day_of(day_ms(day).unwrap()), day);
+            assert_eq!(crate::notebook::day(day_ms(day).unwrap()), day);
         }
     }
 }

@@ -18,6 +18,13 @@ pub fn quote(value: &str) -> String {
     out
 }
 
+/// `value` as a shell word for people to read: bare when nothing in it needs
+/// quoting (`LL`, `/opt/x.py`), else [`quote`]d.
+pub fn quote_if_needed(value: &str) -> String {
+    let plain = !value.is_empty() && value.chars().all(|c| c.is_ascii_alphanumeric() || "_./:=,+-@%".contains(c));
+    if plain { value.to_string() } else { quote(value) }
+}
+
 /// Whether `name` can be an environment variable name in a POSIX shell.
 pub fn is_env_name(name: &str) -> bool {
     let mut chars = name.chars();
@@ -65,6 +72,15 @@ mod tests {
     fn through_sh(value: &str) -> String {
         let out = Command::new("sh").arg("-c").arg(format!("printf %s {}", quote(value))).output().expect("sh runs");
         String::from_utf8(out.stdout).expect("utf8")
+    }
+
+    #[test]
+    fn only_words_that_need_it_are_quoted() {
+        assert_eq!(quote_if_needed("LL"), "LL");
+        assert_eq!(quote_if_needed("/opt/x.py"), "/opt/x.py");
+        assert_eq!(quote_if_needed("a b"), "'a b'");
+        assert_eq!(quote_if_needed(""), "''");
+        assert_eq!(quote_if_needed("$(x)"), "'$(x)'");
     }
 
     #[test]

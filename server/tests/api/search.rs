@@ -54,24 +54,54 @@ async fn finished(team: &Team, run: i64) -> Value {
 /// tok/s figure, a custom extractor for it, a note, the source with an
 /// annotation, and a hypothesis. Returns (investigation, command step, run).
 async fn story(team: &Team, sshd: &crate::sshd::Sshd, title: &str) -> (String, i64, i64) {
-    let inv = team.ok("own", Method::POST, "/api/v1/investigations", json!({ "title": title,
-        "question": "Why is vLLM stuck at 57.5 tok/s on 8 PCIe GPUs?" })).await;
-    let id = inv["id"].as_str().unwrap().to_string();
-    team.ok("own", Method::PUT, &format!("/api/v1/investigations/{id}/members"), json!({ "user": "view", "role": "viewer" }))
+    let inv = team
+        .ok(
+            "own",
+            Method::POST,
+            "/api/v1/investigations",
+            json!({ "title": title,
+        "question": "Why is vLLM stuck at 57.5 tok/s on 8 PCIe GPUs?" }),
+        )
         .await;
-    team.ok("own", Method::POST, &format!("/api/v1/investigations/{id}/extractors"),
-        json!({ "name": "decode", "pattern": r"decode ([\d.]+) tok/s", "unit": "tok/s" })).await;
+    let id = inv["id"].as_str().unwrap().to_string();
+    team.ok(
+        "own",
+        Method::PUT,
+        &format!("/api/v1/investigations/{id}/members"),
+        json!({ "user": "view", "role": "viewer" }),
+    )
+    .await;
+    team.ok(
+        "own",
+        Method::POST,
+        &format!("/api/v1/investigations/{id}/extractors"),
+        json!({ "name": "decode", "pattern": r"decode ([\d.]+) tok/s", "unit": "tok/s" }),
+    )
+    .await;
     let steps = format!("/api/v1/investigations/{id}/steps");
-    team.ok("own", Method::POST, &steps, json!({ "kind": "note",
-        "body": "Sweeping **NCCL_PROTO** changed nothing; bandwidth is 13 % of HBM peak." })).await;
+    team.ok(
+        "own",
+        Method::POST,
+        &steps,
+        json!({ "kind": "note",
+        "body": "Sweeping **NCCL_PROTO** changed nothing; bandwidth is 13 % of HBM peak." }),
+    )
+    .await;
     let script = format!(
         "for i in $(seq 1 300); do echo \"INFO worker $i ready\"; done; echo \"WARNING {LOG_LINE}\"; \
          echo \"proto=$NCCL_PROTO on 127.0.0.1\"; echo 'decode 57.5 tok/s'; \
          echo '  File \"/opt/vllm/custom_all_reduce.py\", line 137, in should_custom_ar'"
     );
     // The NCCL_PROTO sweep: unset and LL, a run each.
-    let step = team.ok("own", Method::POST, &steps, json!({ "kind": "command", "host": "gpu", "command": script,
-        "matrix": { "NCCL_PROTO": [null, "LL"] } })).await;
+    let step = team
+        .ok(
+            "own",
+            Method::POST,
+            &steps,
+            json!({ "kind": "command", "host": "gpu", "command": script,
+        "matrix": { "NCCL_PROTO": [null, "LL"] } }),
+        )
+        .await;
     let step = step["id"].as_i64().unwrap();
     let runs = team.ok("own", Method::POST, &format!("/api/v1/steps/{step}/runs"), json!({})).await;
     let config = |r: &Value| r["config"]["NCCL_PROTO"].clone();
@@ -82,24 +112,57 @@ async fn story(team: &Team, sshd: &crate::sshd::Sshd, title: &str) -> (String, i
     assert_eq!(done["status"], "succeeded", "{done}");
     // The roofline from the measured tok/s.
     let measured = team.ok("own", Method::GET, &format!("/api/v1/investigations/{id}/measurements"), Value::Null).await;
-    let tok_s = measured.as_array().unwrap().iter().find(|m| m["metric"] == "decode" && m["run_id"] == run).unwrap()["id"].clone();
-    team.ok("own", Method::POST, &steps, json!({ "kind": "calculator", "calculator": "bandwidth", "gpu": "H200",
-        "gpus": 8, "weights_gb": 140, "tok_s_from": { "measurement": tok_s } })).await;
+    let tok_s =
+        measured.as_array().unwrap().iter().find(|m| m["metric"] == "decode" && m["run_id"] == run).unwrap()["id"]
+            .clone();
+    team.ok(
+        "own",
+        Method::POST,
+        &steps,
+        json!({ "kind": "calculator", "calculator": "bandwidth", "gpu": "H200",
+        "gpus": 8, "weights_gb": 140, "tok_s_from": { "measurement": tok_s } }),
+    )
+    .await;
 
     let file = sshd.dir.path().join(format!("custom_all_reduce_{}.py", id));
     let source: String = (1..=200)
-        .map(|i| if i == 137 { "    if world_size > 2 and not full_nvlink:  # PCIe\n".to_string() } else { format!("x_{i} = {i}\n") })
+        .map(|i| {
+            if i == 137 {
+                "    if world_size > 2 and not full_nvlink:  # PCIe\n".to_string()
+            } else {
+                format!("x_{i} = {i}\n")
+            }
+        })
         .collect();
     std::fs::write(&file, source).unwrap();
-    let snippet = team.ok("own", Method::POST, &steps, json!({ "kind": "snippet", "host": "gpu",
-        "path": file.display().to_string(), "start": 130, "end": 180 })).await;
+    let snippet = team
+        .ok(
+            "own",
+            Method::POST,
+            &steps,
+            json!({ "kind": "snippet", "host": "gpu",
+        "path": file.display().to_string(), "start": 130, "end": 180 }),
+        )
+        .await;
     let snippet = snippet["id"].as_i64().unwrap();
-    team.ok("own", Method::POST, &format!("/api/v1/steps/{snippet}/annotations"), json!({ "start": 137, "end": 138,
-        "body": "More than two PCIe GPUs: **no custom allreduce**, NCCL does all 156 calls per token." })).await;
-    team.ok("own", Method::POST, &format!("/api/v1/investigations/{id}/hypotheses"), json!({
+    team.ok(
+        "own",
+        Method::POST,
+        &format!("/api/v1/steps/{snippet}/annotations"),
+        json!({ "start": 137, "end": 138,
+        "body": "More than two PCIe GPUs: **no custom allreduce**, NCCL does all 156 calls per token." }),
+    )
+    .await;
+    team.ok(
+        "own",
+        Method::POST,
+        &format!("/api/v1/investigations/{id}/hypotheses"),
+        json!({
         "statement": "NCCL allreduce bounds decode", "rationale": "156 calls per token over PCIe",
         "metric": "decode", "direction": "increase",
-        "baseline": { "runs": [baseline] }, "treatment": { "runs": [run] } })).await;
+        "baseline": { "runs": [baseline] }, "treatment": { "runs": [run] } }),
+    )
+    .await;
     (id, step, run)
 }
 
@@ -109,11 +172,16 @@ async fn search_finds_output_lines_and_what_was_written_for_those_who_may_read_i
     let team = team(&sshd).await;
     let (id, step, run) = story(&team, &sshd, "PCIe box at 57.5 tok/s").await;
     // Someone else's investigation with the same words, which `own` must not see.
-    let other = team.ok("stranger", Method::POST, "/api/v1/investigations",
-        json!({ "title": "secret allreduce notes" })).await;
+    let other =
+        team.ok("stranger", Method::POST, "/api/v1/investigations", json!({ "title": "secret allreduce notes" })).await;
     let other = other["id"].as_str().unwrap().to_string();
-    team.ok("stranger", Method::POST, &format!("/api/v1/investigations/{other}/steps"),
-        json!({ "kind": "note", "body": format!("{LOG_LINE} (stranger's copy)") })).await;
+    team.ok(
+        "stranger",
+        Method::POST,
+        &format!("/api/v1/investigations/{other}/steps"),
+        json!({ "kind": "note", "body": format!("{LOG_LINE} (stranger's copy)") }),
+    )
+    .await;
 
     // A phrase from the output: the run line, its number, its bytes.
     let answer = found(&team, "own", &format!("\"{LOG_LINE}\"")).await;
@@ -124,7 +192,11 @@ async fn search_finds_output_lines_and_what_was_written_for_those_who_may_read_i
     assert_eq!(hit["line"], 301, "300 INFO lines, then the warning: {hit}");
     assert_eq!(hit["url"], format!("/i/{id}#step-{step}"));
     assert_eq!(hit["title"], "PCIe box at 57.5 tok/s");
-    assert_eq!(hit["html"], format!("WARNING <mark>{}</mark>", LOG_LINE.replace('\'', "&#39;")), "escaped, then marked");
+    assert_eq!(
+        hit["html"],
+        format!("WARNING <mark>{}</mark>", LOG_LINE.replace('\'', "&#39;")),
+        "escaped, then marked"
+    );
     let raw = team.call("own", Method::GET, hit["output_url"].as_str().unwrap(), Value::Null).await;
     assert_eq!(raw.text(), format!("WARNING {LOG_LINE}"), "the output URL is exactly that line");
 
@@ -135,11 +207,16 @@ async fn search_finds_output_lines_and_what_was_written_for_those_who_may_read_i
     let note = found(&team, "own", "hbm peak").await;
     assert_eq!(kinds(&note), ["note"], "{note}");
     let annotation = found(&team, "own", "\"156 calls\"").await;
-    assert!(kinds(&annotation).contains(&"annotation".to_string()) && kinds(&annotation).contains(&"hypothesis".to_string()), "{annotation}");
+    assert!(
+        kinds(&annotation).contains(&"annotation".to_string())
+            && kinds(&annotation).contains(&"hypothesis".to_string()),
+        "{annotation}"
+    );
     let a = annotation["results"].as_array().unwrap().iter().find(|r| r["kind"] == "annotation").unwrap();
     assert!(a["url"].as_str().unwrap().contains("#annotation-"), "{a}");
     let source = found(&team, "own", "full_nvlink").await;
-    let s = source["results"].as_array().unwrap().iter().find(|r| r["kind"] == "snippet").expect("the snapshot's lines");
+    let s =
+        source["results"].as_array().unwrap().iter().find(|r| r["kind"] == "snippet").expect("the snapshot's lines");
     assert_eq!(s["line"], 137, "{s}");
     assert!(s["url"].as_str().unwrap().ends_with("-L137"), "{s}");
     let question = found(&team, "own", "stuck").await;
@@ -176,7 +253,8 @@ async fn search_finds_output_lines_and_what_was_written_for_those_who_may_read_i
     let total = all["total"].as_u64().unwrap();
     assert!(total >= 5, "{all}");
     let first = team.ok("own", Method::GET, "/api/v1/search?q=allreduce&limit=2", Value::Null).await;
-    let second = team.ok("own", Method::GET, "/api/v1/search?q=allreduce&limit=2&offset=2&sort=newest", Value::Null).await;
+    let second =
+        team.ok("own", Method::GET, "/api/v1/search?q=allreduce&limit=2&offset=2&sort=newest", Value::Null).await;
     assert_eq!((first["results"].as_array().unwrap().len(), first["total"].as_u64().unwrap()), (2, total));
     assert_eq!(second["sort"], "newest");
 
@@ -189,9 +267,15 @@ async fn search_finds_output_lines_and_what_was_written_for_those_who_may_read_i
     assert_eq!(search(&team, "edit", "allreduce").await["total"], 0, "not a member of either");
 
     // Hostile queries: never a 500; an empty or malformed one is a 422 with a reason.
-    for q in ["\"", "\" OR 1=1 --", "NEAR(a b)", "a AND", "*", "'; DROP TABLE runs; --", "<script>alert(1)</script>", "((("] {
+    for q in
+        ["\"", "\" OR 1=1 --", "NEAR(a b)", "a AND", "*", "'; DROP TABLE runs; --", "<script>alert(1)</script>", "((("]
+    {
         let response = team.call("own", Method::GET, &format!("/api/v1/search?q={}", urlencode(q)), Value::Null).await;
-        assert!(matches!(response.status, StatusCode::OK | StatusCode::UNPROCESSABLE_ENTITY), "{q}: {}", response.text());
+        assert!(
+            matches!(response.status, StatusCode::OK | StatusCode::UNPROCESSABLE_ENTITY),
+            "{q}: {}",
+            response.text()
+        );
         if response.status == StatusCode::OK {
             assert!(!response.text().contains("<script>"), "{q}: {}", response.text());
         }
@@ -208,7 +292,8 @@ async fn search_finds_output_lines_and_what_was_written_for_those_who_may_read_i
     let notes = format!("/api/v1/investigations/{other}/steps");
     let inv = team.ok("stranger", Method::GET, &format!("/api/v1/investigations/{other}"), Value::Null).await;
     let note_step = inv["steps"][0]["id"].as_i64().unwrap();
-    team.ok("stranger", Method::PATCH, &format!("/api/v1/steps/{note_step}"), json!({ "body": "rewritten: zebra" })).await;
+    team.ok("stranger", Method::PATCH, &format!("/api/v1/steps/{note_step}"), json!({ "body": "rewritten: zebra" }))
+        .await;
     found(&team, "stranger", "zebra").await;
     let after = search(&team, "stranger", "allreduce").await;
     assert_eq!(kinds(&after), ["investigation"], "the old note is gone from the index, the title stays: {after}");
@@ -229,7 +314,12 @@ async fn exports_tell_the_story_offline_and_share_links_hide_what_they_hide() {
     let response = team.call("view", Method::GET, &export("html"), Value::Null).await;
     assert_eq!(response.status, StatusCode::OK, "{}", response.text());
     assert_eq!(response.headers["content-type"], "text/html; charset=utf-8");
-    assert!(response.headers["content-disposition"].to_str().unwrap().starts_with("attachment; filename=\"script-alert-1-script-pcie-57-5-tok-s-"));
+    assert!(
+        response.headers["content-disposition"]
+            .to_str()
+            .unwrap()
+            .starts_with("attachment; filename=\"script-alert-1-script-pcie-57-5-tok-s-")
+    );
     let html = response.text();
     assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt; PCIe | 57.5 tok/s"), "the title, escaped");
     assert!(!html.to_lowercase().contains("<script"), "no scripts");
@@ -238,7 +328,10 @@ async fn exports_tell_the_story_offline_and_share_links_hide_what_they_hide() {
     }
     assert!(html.contains("default-src 'none'"), "the file declares its own policy");
     assert!(html.contains("NCCL allreduce bounds decode") && html.contains("<svg"), "hypothesis table and chart");
-    assert!(html.contains(&format!("id=\"step-{step}\"")) && html.contains(&format!("href=\"#step-{step}\"")), "anchors");
+    assert!(
+        html.contains(&format!("id=\"step-{step}\"")) && html.contains(&format!("href=\"#step-{step}\"")),
+        "anchors"
+    );
     assert!(html.contains("NCCL_PROTO=LL"), "command with its env");
     assert!(html.contains(&format!("WARNING {LOG_LINE}").replace('\'', "&#39;")), "the log line in the excerpt");
     assert!(html.contains("decode 57.5 tok/s"), "the measured line");
@@ -247,7 +340,10 @@ async fn exports_tell_the_story_offline_and_share_links_hide_what_they_hide() {
     assert!(html.contains("id=\"step-") && html.contains("-L137\""), "source lines as anchors");
     assert!(html.contains("no custom allreduce"), "the annotation beside its lines");
     assert!(html.contains("pct_of_peak") && html.contains("ms_per_token"), "the roofline's results");
-    assert!(html.contains("NCCL_PROTO=LL") && html.contains("NCCL_PROTO = unset, LL"), "the sweep and each run's configuration");
+    assert!(
+        html.contains("NCCL_PROTO=LL") && html.contains("NCCL_PROTO = unset, LL"),
+        "the sweep and each run's configuration"
+    );
 
     // Markdown: a CommonMark parser sees tables and fenced code with languages.
     let md = team.call("own", Method::GET, &export("md"), Value::Null).await;
@@ -265,8 +361,16 @@ async fn exports_tell_the_story_offline_and_share_links_hide_what_they_hide() {
         }
     }
     assert!(tables >= 2, "hypotheses and runs as tables: {md}");
-    assert!(fences.contains(&"sh".to_string()) && fences.contains(&"python".to_string()) && fences.contains(&"text".to_string()), "{fences:?}");
-    assert!(html_events.iter().all(|h| h.starts_with("<a id=") || h == "</a>" || h == "<br>"), "only our anchors: {html_events:?}");
+    assert!(
+        fences.contains(&"sh".to_string())
+            && fences.contains(&"python".to_string())
+            && fences.contains(&"text".to_string()),
+        "{fences:?}"
+    );
+    assert!(
+        html_events.iter().all(|h| h.starts_with("<a id=") || h == "</a>" || h == "<br>"),
+        "only our anchors: {html_events:?}"
+    );
     assert!(md.contains("&lt;script\\>alert(1)&lt;/script\\> PCIe \\| 57.5 tok/s"), "the title, escaped for Markdown");
 
     // Zip: the Markdown and its charts as files.
@@ -284,29 +388,48 @@ async fn exports_tell_the_story_offline_and_share_links_hide_what_they_hide() {
     assert!(names.lines().any(|n| n.ends_with(".md")) && names.contains("charts/hypothesis-"), "{names}");
 
     // Comments only when asked; bad formats are 422; strangers get 404.
-    team.ok("own", Method::POST, &format!("/api/v1/investigations/{id}/comments"), json!({ "step_id": step, "body": "check run <b>this</b>" })).await;
+    team.ok(
+        "own",
+        Method::POST,
+        &format!("/api/v1/investigations/{id}/comments"),
+        json!({ "step_id": step, "body": "check run <b>this</b>" }),
+    )
+    .await;
     let with = team.call("own", Method::GET, &format!("{}&comments=true", export("html")), Value::Null).await.text();
     let without = team.call("own", Method::GET, &export("html"), Value::Null).await.text();
     assert!(with.contains("check run &lt;b&gt;") || with.contains("check run <b>"), "the comment");
     assert!(!without.contains("check run"));
-    assert_eq!(team.call("own", Method::GET, &export("pdf"), Value::Null).await.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        team.call("own", Method::GET, &export("pdf"), Value::Null).await.status,
+        StatusCode::UNPROCESSABLE_ENTITY
+    );
     assert_eq!(team.call("stranger", Method::GET, &export("html"), Value::Null).await.status, StatusCode::NOT_FOUND);
 
     // A share link's export: hosts hidden as the link hides them, no names, audited.
-    let link = team.ok("own", Method::POST, &format!("/api/v1/investigations/{id}/shares"), json!({ "hide_hosts": true, "label": "vendor" })).await;
+    let link = team
+        .ok(
+            "own",
+            Method::POST,
+            &format!("/api/v1/investigations/{id}/shares"),
+            json!({ "hide_hosts": true, "label": "vendor" }),
+        )
+        .await;
     let token = link["url"].as_str().unwrap().trim_start_matches("/s/").to_string();
-    let shared = team.app.send_with(Method::GET, &format!("/api/v1/shared/{token}/export?format=html"), &[], vec![]).await;
+    let shared =
+        team.app.send_with(Method::GET, &format!("/api/v1/shared/{token}/export?format=html"), &[], vec![]).await;
     assert_eq!(shared.status, StatusCode::OK, "{}", shared.text());
     let shared = shared.text();
     assert!(shared.contains("proto=LL on (address hidden)") && !shared.contains("127.0.0.1"), "output hidden too");
     assert!(shared.contains("Command on host 1") && !shared.contains("Command on gpu"));
     assert!(!shared.contains("Exported by own"), "no names");
-    let md = team.app.send_with(Method::GET, &format!("/api/v1/shared/{token}/export?format=md"), &[], vec![]).await.text();
+    let md =
+        team.app.send_with(Method::GET, &format!("/api/v1/shared/{token}/export?format=md"), &[], vec![]).await.text();
     assert!(!md.contains("127.0.0.1") && md.contains("host 1"));
     let audit = team.ok("admin", Method::GET, "/api/v1/audit?limit=200", Value::Null).await.to_string();
     assert!(audit.contains("share.export") && audit.contains("investigation.export"), "{audit}");
     let revoked = format!("/api/v1/shares/{}", link["link"]["id"]);
     team.ok("own", Method::DELETE, &revoked, Value::Null).await;
-    let gone = team.app.send_with(Method::GET, &format!("/api/v1/shared/{token}/export?format=html"), &[], vec![]).await;
+    let gone =
+        team.app.send_with(Method::GET, &format!("/api/v1/shared/{token}/export?format=html"), &[], vec![]).await;
     assert_eq!(gone.status, StatusCode::GONE);
 }

@@ -1,6 +1,6 @@
 //! Search (what the reader may read, enforced inside the query) and exports
-//! (readers of the investigation; share links by their token), both audited
-//! where they hand content out.
+//! (readers of the investigation; share links by their token, in `shares.rs`),
+//! each export audited.
 
 use crate::auth::access::Need;
 use app::backend::Actor;
@@ -23,23 +23,8 @@ impl app::backend::FindOps for super::Guarded {
     ) -> Result<Export, ApiError> {
         self.access.check(actor, investigation, Need::Read).await?;
         let export = self.inner.export(investigation, format, comments, &actor.name).await;
-        crate::audit::record(
-            &self.inner.store,
-            crate::db::NewAudit {
-                who: actor.name.clone(),
-                action: "investigation.export",
-                host: None,
-                target: investigation.to_string(),
-                env: None,
-                outcome: Some(match &export {
-                    Ok(e) => format!("{} ({} bytes{})", e.format.extension(), e.bytes.len(), if comments { ", with comments" } else { "" }),
-                    Err(e) => format!("error: {}", e.message),
-                }),
-                run_id: None,
-            },
-        )
-        .await;
-        export
+        let who = actor.name.clone();
+        crate::export::audited(&self.inner.store, who, "investigation.export", investigation, comments, export).await
     }
     async fn export_shared(&self, token: &str, format: ExportFormat) -> Result<Export, ApiError> {
         self.inner.export_shared(token, format).await

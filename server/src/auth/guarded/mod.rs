@@ -3,8 +3,8 @@
 //! unguarded [`Service`]. One place, so no route or server function can forget:
 //! one file per domain, one method per operation (the traits of `app::backend`).
 
-mod hosts;
 mod find;
+mod hosts;
 mod hypotheses;
 mod investigations;
 mod measurements;
