@@ -87,10 +87,25 @@ async fn story(team: &Team, sshd: &crate::sshd::Sshd, title: &str) -> (String, i
         "body": "Sweeping **NCCL_PROTO** changed nothing; bandwidth is 13 % of HBM peak." }),
     )
     .await;
+    // The source the run's traceback names, on the host.
+    let dir = sshd.dir.path().join(format!("vllm-{id}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("custom_all_reduce.py");
+    let source: String = (1..=200)
+        .map(|i| {
+            if i == 137 {
+                "    if world_size > 2 and not full_nvlink:  # PCIe\n".to_string()
+            } else {
+                format!("x_{i} = {i}\n")
+            }
+        })
+        .collect();
+    std::fs::write(&file, source).unwrap();
     let script = format!(
         "for i in $(seq 1 300); do echo \"INFO worker $i ready\"; done; echo \"WARNING {LOG_LINE}\"; \
          echo \"proto=$NCCL_PROTO on 127.0.0.1\"; echo 'decode 57.5 tok/s'; \
-         echo '  File \"/opt/vllm/custom_all_reduce.py\", line 137, in should_custom_ar'"
+         echo '  File \"{}\", line 137, in should_custom_ar'",
+        file.display()
     );
     // The NCCL_PROTO sweep: unset and LL, a run each.
     let step = team
@@ -124,24 +139,23 @@ async fn story(team: &Team, sshd: &crate::sshd::Sshd, title: &str) -> (String, i
     )
     .await;
 
-    let file = sshd.dir.path().join(format!("custom_all_reduce_{}.py", id));
-    let source: String = (1..=200)
-        .map(|i| {
-            if i == 137 {
-                "    if world_size > 2 and not full_nvlink:  # PCIe\n".to_string()
-            } else {
-                format!("x_{i} = {i}\n")
-            }
-        })
-        .collect();
-    std::fs::write(&file, source).unwrap();
+    // Log line → snippet: the traceback's file, found on the run's host, opened around its line.
+    let found = team
+        .ok(
+            "own",
+            Method::POST,
+            &format!("/api/v1/runs/{run}/source"),
+            json!({ "file": "custom_all_reduce.py", "line": 137 }),
+        )
+        .await;
+    assert_eq!(found["candidates"], json!([file.display().to_string()]), "{found}");
     let snippet = team
         .ok(
             "own",
             Method::POST,
             &steps,
             json!({ "kind": "snippet", "host": "gpu",
-        "path": file.display().to_string(), "start": 130, "end": 180 }),
+        "path": found["candidates"][0], "start": 130, "end": 180 }),
         )
         .await;
     let snippet = snippet["id"].as_i64().unwrap();
