@@ -3,13 +3,13 @@
 
 use crate::components::PageTitle;
 use crate::error::ApiError;
-use crate::search::{SearchHit, SearchRequest, SearchResults};
+use crate::search::{SearchHit, SearchResults};
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
 #[server]
 pub async fn find(q: String, sort: Option<String>, offset: Option<u32>) -> Result<SearchResults, ApiError> {
-    let request = SearchRequest { q, sort, limit: None, offset };
+    let request = crate::search::SearchRequest { q, sort, limit: None, offset };
     crate::backend::notebook()?.search(&crate::backend::actor()?, request).await.inspect_err(crate::backend::set_status)
 }
 
