@@ -128,6 +128,12 @@ impl Store {
         Ok(())
     }
 
+    /// A claim whose indexing failed: the run waits to be indexed again.
+    pub async fn release_index_claim(&self, run: i64) -> StoreResult<()> {
+        sqlx::query("UPDATE runs SET indexed = 0 WHERE id = $1 AND indexed = 2").bind(run).execute(&self.pool).await?;
+        Ok(())
+    }
+
     /// After a migration: every run's output is indexed again by the new server.
     pub async fn forget_index(&self) -> StoreResult<()> {
         sqlx::query("UPDATE runs SET indexed = 0").execute(&self.pool).await?;

@@ -30,7 +30,7 @@ pub use find::search;
 
 use crate::db::{NewDoc, OwnedBy, Store};
 use crate::runs::output::Outputs;
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -44,10 +44,14 @@ const PIECES_PER_WRITE: usize = 64;
 const SETTLE: Duration = Duration::from_millis(300);
 /// While runs go, the indexer rests this many times as long as each batch took.
 const IDLE_SHARE: u32 = 4;
+/// A job that failed (a busy database, a replica's connection lost) is tried
+/// again after 1, 2, 4… s, this many times, before it is left to the next
+/// change or start.
+const ATTEMPTS: u32 = 6;
 
 enum Job {
-    Investigation(String),
-    Run(i64),
+    Investigation(String, u32),
+    Run(i64, u32),
 }
 
 /// The indexer: takes what changed and what ended, and keeps the index up to date.
@@ -72,12 +76,12 @@ impl Index {
 
     /// `investigation` changed: index its notes, steps, hypotheses… again.
     pub fn changed(&self, investigation: &str) {
-        let _ = self.jobs.send(Job::Investigation(investigation.to_string()));
+        let _ = self.jobs.send(Job::Investigation(investigation.to_string(), 0));
     }
 
     /// `run` ended: index its output and measurements.
     pub fn run_ended(&self, run: i64) {
-        let _ = self.jobs.send(Job::Run(run));
+        let _ = self.jobs.send(Job::Run(run, 0));
     }
 }
 
@@ -90,14 +94,17 @@ async fn work(
 ) {
     catch_up(&store, &me).await;
     while let Some(job) = rx.recv().await {
-        let mut investigations = BTreeSet::new();
-        let mut runs = BTreeSet::new();
+        // What to index, with the attempts made so far (the fewest when a job comes twice).
+        let mut investigations = BTreeMap::new();
+        let mut runs = BTreeMap::new();
         let mut take = |job: Job| match job {
-            Job::Investigation(id) => {
-                investigations.insert(id);
+            Job::Investigation(id, n) => {
+                let at = investigations.entry(id).or_insert(n);
+                *at = (*at).min(n);
             }
-            Job::Run(id) => {
-                runs.insert(id);
+            Job::Run(id, n) => {
+                let at = runs.entry(id).or_insert(n);
+                *at = (*at).min(n);
             }
         };
         take(job);
@@ -106,22 +113,39 @@ async fn work(
         while let Ok(job) = rx.try_recv() {
             take(job);
         }
-        for run in runs {
+        for (run, attempts) in runs {
             match index_run(&store, &outputs, &driving, run).await {
                 Ok(Some(investigation)) => {
                     // Its measurements are in the investigation's rows.
-                    investigations.insert(investigation);
+                    investigations.entry(investigation).or_insert(0);
                 }
                 Ok(None) => {}
-                Err(e) => tracing::error!(run, "cannot index the run's output: {e}"),
+                Err(e) => {
+                    tracing::error!(run, attempts, "cannot index the run's output: {e}");
+                    again(&me, Job::Run(run, attempts + 1), attempts);
+                }
             }
         }
-        for investigation in investigations {
+        for (investigation, attempts) in investigations {
             if let Err(e) = index_investigation(&store, &investigation).await {
-                tracing::error!(investigation, "cannot index the investigation: {e}");
+                tracing::error!(investigation, attempts, "cannot index the investigation: {e}");
+                again(&me, Job::Investigation(investigation, attempts + 1), attempts);
             }
         }
     }
+}
+
+/// Sends `job` again after a back-off, unless it failed [`ATTEMPTS`] times.
+fn again(me: &mpsc::UnboundedSender<Job>, job: Job, attempts: u32) {
+    if attempts + 1 >= ATTEMPTS {
+        tracing::error!("search gives up on it until it changes again or the server starts");
+        return;
+    }
+    let me = me.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(1 << attempts)).await;
+        let _ = me.send(job);
+    });
 }
 
 async fn catch_up(store: &Store, me: &mpsc::UnboundedSender<Job>) {
@@ -137,7 +161,7 @@ async fn catch_up(store: &Store, me: &mpsc::UnboundedSender<Job>) {
                 tracing::info!("indexing {} investigations for search", ids.len());
             }
             for id in ids {
-                let _ = me.send(Job::Investigation(id));
+                let _ = me.send(Job::Investigation(id, 0));
             }
         }
         Err(e) => tracing::error!("cannot list what search has not indexed: {e}"),
@@ -148,7 +172,7 @@ async fn catch_up(store: &Store, me: &mpsc::UnboundedSender<Job>) {
                 tracing::info!("indexing the output of {} runs for search", ids.len());
             }
             for id in ids {
-                let _ = me.send(Job::Run(id));
+                let _ = me.send(Job::Run(id, 0));
             }
         }
         Err(e) => tracing::error!("cannot list the runs search has not indexed: {e}"),
@@ -223,7 +247,27 @@ async fn index_run(
     if !store.claim_run_for_index(run).await? {
         return Ok(None);
     }
-    let env = run_env(&row);
+    match index_claimed(store, outputs, driving, &row, &investigation).await {
+        Ok(()) => Ok(Some(investigation)),
+        Err(e) => {
+            // Released, so that this replica (or another) takes it again.
+            if let Err(e) = store.release_index_claim(run).await {
+                tracing::error!(run, "cannot release the run's claim on the index: {e}");
+            }
+            Err(e)
+        }
+    }
+}
+
+async fn index_claimed(
+    store: &Store,
+    outputs: &Outputs,
+    driving: &AtomicUsize,
+    row: &crate::db::RunRow,
+    investigation: &str,
+) -> Result<(), IndexError> {
+    let run = row.id;
+    let env = run_env(row);
     let at = row.finished_at.or(row.started_at).unwrap_or(row.queued_at);
     let len = outputs.len(run).await.unwrap_or(0);
     let (mut offset, mut line) = (0u64, 1i64);
@@ -273,7 +317,7 @@ async fn index_run(
         }
         line += lines;
         if batch.len() >= PIECES_PER_WRITE {
-            store.add_run_docs(&investigation, run, &batch, false).await?;
+            store.add_run_docs(investigation, run, &batch, false).await?;
             batch.clear();
             if driving.load(Ordering::Relaxed) > 0 {
                 tokio::time::sleep(batch_started.elapsed() * IDLE_SHARE).await;
@@ -284,8 +328,8 @@ async fn index_run(
             break;
         }
     }
-    store.add_run_docs(&investigation, run, &batch, true).await?;
-    Ok(Some(investigation))
+    store.add_run_docs(investigation, run, &batch, true).await?;
+    Ok(())
 }
 
 /// Indexes everything of `investigation` but run output again.

@@ -149,7 +149,6 @@ impl Connection {
                 let session = self.open_session().await?;
                 // The SFTP channel lives as long as the connection: keep its place.
                 let SessionChannel { channel, _permit: permit, .. } = session;
-                permit.forget();
                 channel.request_subsystem(true, "sftp").await.map_err(|e| self.lost(&e.to_string()))?;
                 // A host without an SFTP subsystem never answers the handshake.
                 let sftp = tokio::time::timeout(
@@ -159,6 +158,8 @@ impl Connection {
                 .await
                 .map_err(|_| self.lost("the host did not start an SFTP session (is its `Subsystem sftp` enabled?)"))?
                 .map_err(|e| self.lost(&format!("the host's SFTP subsystem did not start: {e}")))?;
+                // Only once it started: a failed start gives its place back.
+                permit.forget();
                 Ok(Arc::new(sftp))
             })
             .await

@@ -7,6 +7,9 @@ use server::db::Database;
 use tempfile::TempDir;
 use tower::ServiceExt;
 
+/// Longer than anything a test asks should take on a loaded 2-core machine.
+pub const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
 pub struct TestApp {
     pub router: Router,
     pub data: TempDir,
@@ -124,17 +127,25 @@ impl TestApp {
     }
 
     /// A request with any headers (cookies, `Authorization`, `Origin`…).
+    /// A request that takes longer than [`REQUEST_TIMEOUT`] fails the test, naming
+    /// itself, rather than hanging the suite.
     pub async fn send_with(&self, method: Method, uri: &str, headers: &[(&str, &str)], body: Vec<u8>) -> Response {
-        let mut request = Request::builder().method(method).uri(uri);
+        let mut request = Request::builder().method(method.clone()).uri(uri);
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
-        let response =
-            self.router.clone().oneshot(request.body(Body::from(body)).expect("request")).await.expect("infallible");
-        let status = response.status();
-        let headers = response.headers().clone();
-        let body = response.into_body().collect().await.expect("body").to_bytes().to_vec();
-        Response { status, headers, body }
+        let request = request.body(Body::from(body)).expect("request");
+        let answer = async {
+            let response = self.router.clone().oneshot(request).await.expect("infallible");
+            let status = response.status();
+            let headers = response.headers().clone();
+            let body = response.into_body().collect().await.expect("body").to_bytes().to_vec();
+            Response { status, headers, body }
+        };
+        match tokio::time::timeout(REQUEST_TIMEOUT, answer).await {
+            Ok(response) => response,
+            Err(_) => panic!("{method} {uri} got no answer in {REQUEST_TIMEOUT:?}"),
+        }
     }
 
     pub async fn get(&self, uri: &str) -> Response {
