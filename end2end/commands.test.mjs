@@ -3,7 +3,7 @@
 // two browsers at once.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launchBrowser, newPage, hydrated, screenshot, tempDataDir } from './harness.mjs';
+import { startServer, launchBrowser, newPage, hydrated, screenshot, tempDataDir, fixturesDir } from './harness.mjs';
 import { startSshd } from './sshd.mjs';
 
 let server;
@@ -279,7 +279,7 @@ test('a log line opens its source: one click when unambiguous, a choice when not
   const lines = Array.from({ length: 200 }, (_, i) => `x_${i + 1} = ${i + 1}`);
   lines[136] = '            logger.warning("Custom allreduce is disabled because it\'s not supported on more than two PCIe-only GPUs.")';
   writeFileSync(`${pkg}/custom_all_reduce.py`, lines.join('\n') + '\n');
-  const fixtures = process.env.SLEUTH_FIXTURES ?? '/work/shared/fixtures';
+  const fixtures = fixturesDir();
   const log = `${fixtures}/bench-outputs/vllm_startup_custom_allreduce_issue15340.txt`;
   const command = `${venv}/bin/python -c 'import sys; sys.stdout.write(open(sys.argv[1]).read())' ${log}`;
 

@@ -1,7 +1,7 @@
 // Shared pieces of the browser tests: a real `sleuth` server on a free port with
 // a temp data dir, and Debian's Chromium driven by playwright-core.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, mkdirSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +10,18 @@ import { chromium } from 'playwright-core';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const SCREENSHOTS = join(root, 'end2end', 'screenshots');
 mkdirSync(SCREENSHOTS, { recursive: true });
+
+/**
+ * The real tool outputs the tests replay (shared/fixtures beside the
+ * repository, never copied into it), found as server/src/fixtures.rs finds
+ * them: SLEUTH_FIXTURES, beside the checkout, or /work/shared/fixtures.
+ */
+export function fixturesDir() {
+  const candidates = [process.env.SLEUTH_FIXTURES, join(root, '..', 'shared', 'fixtures'), '/work/shared/fixtures'];
+  const found = candidates.find((dir) => dir && existsSync(dir));
+  if (!found) throw new Error(`no fixtures in ${candidates.filter(Boolean).join(', ')}: set SLEUTH_FIXTURES`);
+  return found;
+}
 
 export function tempDataDir() {
   return mkdtempSync(join(tmpdir(), 'sleuth-e2e-'));

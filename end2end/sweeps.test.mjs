@@ -5,17 +5,15 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync, chmodSync, mkdtempSync } from 'node:fs';
-import { join, dirname } from 'node:path';
+import { join } from 'node:path';
 import { tmpdir } from 'node:os';
-import { fileURLToPath } from 'node:url';
-import { startServer, launchBrowser, newPage, hydrated, screenshot, tempDataDir, apiClient, addLoopbackHost } from './harness.mjs';
+import { startServer, launchBrowser, newPage, hydrated, screenshot, tempDataDir, apiClient, addLoopbackHost, fixturesDir } from './harness.mjs';
 import { startSshd } from './sshd.mjs';
 
 let server;
 let browser;
 let sshd;
-const fixtures = process.env.SLEUTH_FIXTURES
-  ?? join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'shared', 'fixtures');
+const fixtures = fixturesDir();
 
 /** A fake nvidia-smi replaying the H200 fixtures, on a PATH of its own. */
 function fakeNvidiaSmi() {
