@@ -28,7 +28,7 @@ pub mod telemetry;
 use leptos::prelude::*;
 use leptos_meta::{MetaTags, provide_meta_context};
 use leptos_router::{
-    SsrMode,
+    Lazy, SsrMode,
     components::{A, Route, Router, Routes},
     path,
 };
@@ -75,18 +75,14 @@ pub fn App() -> impl IntoView {
                 // and a missing investigation is a real 404.
                 <Routes fallback=pages::NotFound>
                     <Route path=path!("/") view=pages::home::HomePage ssr=SsrMode::Async/>
-                    <Route path=path!("/hosts") view=pages::hosts::HostsPage ssr=SsrMode::Async/>
-                    <Route path=path!("/login") view=pages::accounts::LoginPage ssr=SsrMode::Async/>
-                    <Route path=path!("/setup") view=pages::accounts::SetupPage ssr=SsrMode::Async/>
-                    <Route path=path!("/tokens") view=pages::accounts::TokensPage ssr=SsrMode::Async/>
-                    <Route path=path!("/audit") view=pages::accounts::AuditPage ssr=SsrMode::Async/>
-                    <Route path=path!("/mentions") view=pages::comments::MentionsPage ssr=SsrMode::Async/>
-                    <Route path=path!("/search") view=pages::search::SearchPage ssr=SsrMode::Async/>
-                    <Route
-                        path=path!("/runs/:id/source")
-                        view=pages::source::SourcePage
-                        ssr=SsrMode::Async
-                    />
+                    <Route path=path!("/hosts") view={Lazy::<pages::Hosts>::new()} ssr=SsrMode::Async/>
+                    <Route path=path!("/login") view={Lazy::<pages::Login>::new()} ssr=SsrMode::Async/>
+                    <Route path=path!("/setup") view={Lazy::<pages::Setup>::new()} ssr=SsrMode::Async/>
+                    <Route path=path!("/tokens") view={Lazy::<pages::Tokens>::new()} ssr=SsrMode::Async/>
+                    <Route path=path!("/audit") view={Lazy::<pages::Audit>::new()} ssr=SsrMode::Async/>
+                    <Route path=path!("/mentions") view={Lazy::<pages::Mentions>::new()} ssr=SsrMode::Async/>
+                    <Route path=path!("/search") view={Lazy::<pages::Search>::new()} ssr=SsrMode::Async/>
+                    <Route path=path!("/runs/:id/source") view={Lazy::<pages::Source>::new()} ssr=SsrMode::Async/>
                     <Route path=path!("/s/:token") view=pages::shared::SharedPage ssr=SsrMode::Async/>
                     <Route
                         path=path!("/i/:id")
@@ -99,18 +95,23 @@ pub fn App() -> impl IntoView {
     }
 }
 
-/// Entry point of the wasm bundle: attaches to the server-rendered page.
+/// Entry point of the wasm bundle: attaches to the server-rendered page. The
+/// page's own code is a chunk loaded first (its route is lazy), so hydration
+/// is asynchronous.
 #[cfg(feature = "hydrate")]
 #[wasm_bindgen::prelude::wasm_bindgen]
 pub fn hydrate() {
     console_error_panic_hook::set_once();
-    leptos::mount::hydrate_body(App);
-    // A signal for tests and scripts that the page is now interactive.
-    if let Some(body) = document().body() {
-        let _ = body.set_attribute("data-hydrated", "");
-        // When, in ms since navigation started (the big-investigation benchmark reads it).
-        if let Some(now) = window().performance().map(|p| p.now()) {
-            let _ = body.set_attribute("data-hydrated-at", &format!("{now:.0}"));
+    wasm_bindgen_futures::spawn_local(async {
+        let owner = leptos::mount::hydrate_from_async(document().body().expect("a page has a body"), App).await;
+        owner.forget();
+        // A signal for tests and scripts that the page is now interactive.
+        if let Some(body) = document().body() {
+            let _ = body.set_attribute("data-hydrated", "");
+            // When, in ms since navigation started (the big-investigation benchmark reads it).
+            if let Some(now) = window().performance().map(|p| p.now()) {
+                let _ = body.set_attribute("data-hydrated-at", &format!("{now:.0}"));
+            }
         }
-    }
+    });
 }

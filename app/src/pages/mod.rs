@@ -10,6 +10,38 @@ pub mod shared;
 pub mod source;
 
 use crate::components::ErrorPanel;
+use leptos_router::{LazyRoute, lazy_route};
+
+/// A page whose code is a chunk of its own in the browser bundle (`./dev build`
+/// splits the wasm with wasm-split): a reader downloads the code of the pages
+/// they open, when they open them. Pages load their data themselves (it comes
+/// with the server's HTML on a first load), so `data` has nothing to start.
+macro_rules! lazy_page {
+    ($route:ident, $page:path) => {
+        pub struct $route;
+
+        #[lazy_route]
+        impl LazyRoute for $route {
+            fn data() -> Self {
+                Self
+            }
+
+            fn view(_this: Self) -> AnyView {
+                $page().into_any()
+            }
+        }
+    };
+}
+
+lazy_page!(Hosts, hosts::HostsPage);
+lazy_page!(Login, accounts::LoginPage);
+lazy_page!(Setup, accounts::SetupPage);
+lazy_page!(Tokens, accounts::TokensPage);
+lazy_page!(Audit, accounts::AuditPage);
+lazy_page!(Mentions, comments::MentionsPage);
+lazy_page!(Search, search::SearchPage);
+lazy_page!(Source, source::SourcePage);
+
 use crate::error::ApiError;
 use leptos::prelude::*;
 use leptos::server::codee::{Decoder, Encoder};
