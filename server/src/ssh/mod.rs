@@ -15,7 +15,7 @@ mod pool;
 pub mod quote;
 
 pub use known_hosts::{KnownHosts, fingerprint};
-pub use pool::{Connection, Pool, SessionChannel, Target};
+pub use pool::{Connection, MAX_CHANNELS, Pool, SessionChannel, Target};
 
 /// Why talking to a host failed, in terms a person can act on.
 #[derive(Debug, Clone, thiserror::Error)]

@@ -29,6 +29,26 @@ fn joined(step: &Value) -> Vec<u8> {
     text.into_bytes()
 }
 
+/// A host whose SFTP subsystem never starts: every snippet is refused with the
+/// reason, and no failed start keeps a channel of the pooled connection — after
+/// more failures than it has channels, a command still runs there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_without_sftp_refuses_snippets_and_still_runs_commands() {
+    let sshd = Sshd::start_with_sftp("/bin/false");
+    let app = crate::runs::app_with_host(&sshd).await;
+    let file = sshd.dir.path().join("model.py");
+    std::fs::write(&file, "line 1\nline 2\n").unwrap();
+    for _ in 0..=server::ssh::MAX_CHANNELS {
+        let refused = snippet(&app, json!({ "path": file.display().to_string(), "start": 1, "end": 2 })).await;
+        assert_eq!(refused.status, StatusCode::BAD_GATEWAY, "{}", refused.text());
+        assert!(refused.text().contains("SFTP"), "says why: {}", refused.text());
+    }
+    let step = crate::runs::command_step(&app, json!({ "command": "echo still here" })).await;
+    let run = crate::runs::start(&app, step, json!({})).await[0];
+    let done = crate::runs::finished(&app, run).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_python_module_resolves_and_its_lines_match_sed() {
     let sshd = Sshd::start();

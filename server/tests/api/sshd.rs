@@ -11,6 +11,8 @@ pub struct Sshd {
     pub port: u16,
     pub dir: TempDir,
     pub client_key: PathBuf,
+    /// What `Subsystem sftp` runs.
+    sftp: String,
     child: Option<Child>,
 }
 
@@ -42,12 +44,17 @@ fn free_port() -> u16 {
 
 impl Sshd {
     pub fn start() -> Sshd {
+        Self::start_with_sftp("internal-sftp")
+    }
+
+    /// An sshd whose SFTP subsystem is `subsystem` (`/bin/false`: one that never starts).
+    pub fn start_with_sftp(subsystem: &str) -> Sshd {
         let dir = tempfile::tempdir().expect("temp dir");
         let client_key = dir.path().join("client");
         keygen(&client_key);
         std::fs::copy(dir.path().join("client.pub"), dir.path().join("authorized_keys")).expect("authorized_keys");
         keygen(&dir.path().join("hostkey"));
-        let mut sshd = Sshd { port: free_port(), dir, client_key, child: None };
+        let mut sshd = Sshd { port: free_port(), dir, client_key, sftp: subsystem.to_string(), child: None };
         sshd.spawn();
         sshd
     }
@@ -70,9 +77,10 @@ impl Sshd {
             "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/hostkey\nPidFile {d}/sshd.pid\n\
              AuthorizedKeysFile {d}/authorized_keys\nStrictModes no\nUsePAM no\n\
              PasswordAuthentication no\nKbdInteractiveAuthentication no\nPubkeyAuthentication yes\n\
-             PermitRootLogin prohibit-password\nLogLevel ERROR\nSubsystem sftp internal-sftp\n\
+             PermitRootLogin prohibit-password\nLogLevel ERROR\nSubsystem sftp {sftp}\n\
              SetEnv SHLVL=1\n",
-            port = self.port
+            port = self.port,
+            sftp = self.sftp
         );
         let config_path = self.dir.path().join("sshd_config");
         std::fs::write(&config_path, config).expect("sshd_config");
