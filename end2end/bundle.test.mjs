@@ -3,22 +3,11 @@
 // tokens, audit, search, mentions, source, sign-in) are chunks a page loads
 // when it is opened, cold or by a client-side navigation, and they still work.
 // Prints the compressed wasm bytes each page fetched (docs/perf.md quotes them).
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launchBrowser, newPage, hydrated, tempDataDir, apiClient } from './harness.mjs';
+import { newPage, hydrated, apiClient, serverAndBrowser } from './harness.mjs';
 
-let server;
-let browser;
-
-before(async () => {
-  server = await startServer(tempDataDir());
-  browser = await launchBrowser();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.stop();
-});
+const env = serverAndBrowser();
 
 /** The wasm modules `page` fetches from now on: name → bytes as sent (compressed). */
 function wasmFetched(page) {
@@ -37,14 +26,14 @@ const chunks = (fetched) => [...fetched.keys()].filter((n) => n !== 'sleuth_bg.w
 const pageChunk = (fetched, route) => chunks(fetched).some((n) => n.startsWith(`split___${route}_view_`));
 
 test('the notebook\'s pages load the main module only; the others load their code when opened', async () => {
-  const api = apiClient(server);
+  const api = apiClient(env.server);
   const inv = await api('POST', '/api/v1/investigations', { title: 'split bundle' });
   await api('POST', `/api/v1/investigations/${inv.id}/steps`, { kind: 'note', body: 'first note' });
 
   // The investigations and an investigation: the main module, nothing split off.
-  const page = await newPage(browser);
+  const page = await newPage(env.browser);
   const fetched = wasmFetched(page);
-  await page.goto(server.url + '/');
+  await page.goto(env.server.url + '/');
   await hydrated(page);
   await page.click(`a[href="/i/${inv.id}"]`);
   await page.waitForSelector('.step .markdown:has-text("first note")');
@@ -74,9 +63,9 @@ test('the notebook\'s pages load the main module only; the others load their cod
   assert.deepEqual(page.problems.filter((p) => !/^http 422: .*\/api\/add_host/.test(p)), []);
 
   // A cold load of a split-off page fetches the main module and its chunks.
-  const cold = await newPage(browser);
+  const cold = await newPage(env.browser);
   const coldFetched = wasmFetched(cold);
-  await cold.goto(`${server.url}/search?q=note`);
+  await cold.goto(`${env.server.url}/search?q=note`);
   await hydrated(cold);
   await cold.waitForLoadState('networkidle');
   assert.ok(coldFetched.has('sleuth_bg.wasm') && pageChunk(coldFetched, 'search'), `${[...coldFetched.keys()]}`);

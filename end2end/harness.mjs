@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { before, after } from 'node:test';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const SCREENSHOTS = join(root, 'end2end', 'screenshots');
@@ -88,6 +89,24 @@ export async function launchBrowser() {
       '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic',
     ],
   });
+}
+
+/**
+ * For a test file that needs only a `--no-auth` server on a fresh data dir and
+ * Chromium: both start before its tests and stop after them. Read
+ * `env.server` / `env.browser` inside the tests.
+ */
+export function serverAndBrowser() {
+  const env = {};
+  before(async () => {
+    env.server = await startServer(tempDataDir());
+    env.browser = await launchBrowser();
+  });
+  after(async () => {
+    await env.browser?.close();
+    await env.server?.stop();
+  });
+  return env;
 }
 
 /** A page that records uncaught errors, console errors and dialogs (alert = XSS). */

@@ -1,25 +1,14 @@
 // With JavaScript off, Sleuth is still a working notebook: pages are complete,
 // and the forms post to the server and come back to the page.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launchBrowser, newPage, tempDataDir } from './harness.mjs';
+import { newPage, serverAndBrowser } from './harness.mjs';
 
-let server;
-let browser;
-
-before(async () => {
-  server = await startServer(tempDataDir());
-  browser = await launchBrowser();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.stop();
-});
+const env = serverAndBrowser();
 
 test('create an investigation and add notes without JavaScript', async () => {
-  const page = await newPage(browser, { javaScriptEnabled: false });
-  await page.goto(server.url + '/');
+  const page = await newPage(env.browser, { javaScriptEnabled: false });
+  await page.goto(env.server.url + '/');
   await page.fill('#new-title', 'No-JS investigation');
   await page.click('button:has-text("Create investigation")');
   await page.waitForURL(/\/i\/[a-z0-9]{10}$/);
