@@ -2,7 +2,7 @@
 //! their words in SQLite's FTS5 or PostgreSQL's tsvector, and the one query that
 //! finds them — permissions and filters inside it, so counts and pages are right.
 
-use super::{Backend, Queue, Store, StoreResult};
+use super::{Backend, Queue, Store, StoreResult, now_ms};
 use sqlx::{Any, Transaction};
 
 /// A findable thing, as the indexer makes it (see `crate::search::docs`).
@@ -106,8 +106,9 @@ impl Store {
     /// any output rows a cut-short attempt left; `false` when another took it.
     pub async fn claim_run_for_index(&self, run: i64) -> StoreResult<bool> {
         let mut tx = self.begin_serialised(Queue::Search).await?;
-        let claimed = sqlx::query("UPDATE runs SET indexed = 2 WHERE id = $1 AND indexed = 0")
+        let claimed = sqlx::query("UPDATE runs SET indexed = 2, index_claimed_by = $2 WHERE id = $1 AND indexed = 0")
             .bind(run)
+            .bind(self.replica())
             .execute(&mut *tx)
             .await?
             .rows_affected()
@@ -124,19 +125,42 @@ impl Store {
 
     /// Claims left by a process that stopped while indexing (SQLite: the only one).
     pub async fn release_index_claims(&self) -> StoreResult<()> {
-        sqlx::query("UPDATE runs SET indexed = 0 WHERE indexed = 2").execute(&self.pool).await?;
+        sqlx::query("UPDATE runs SET indexed = 0, index_claimed_by = NULL WHERE indexed = 2")
+            .execute(&self.pool)
+            .await?;
         Ok(())
+    }
+
+    /// Gives back to the index the runs that replicas whose lease expired (or
+    /// that have none) claimed and never finished indexing; returns them, for
+    /// this replica to index.
+    pub async fn release_index_claims_of_dead_replicas(&self) -> StoreResult<Vec<i64>> {
+        let cutoff = now_ms() - super::replicas::EXPIRY.as_millis() as i64;
+        let rows: Vec<(i64,)> = sqlx::query_as(
+            "UPDATE runs SET indexed = 0, index_claimed_by = NULL
+             WHERE indexed = 2
+               AND (index_claimed_by IS NULL
+                    OR index_claimed_by NOT IN (SELECT id FROM replicas WHERE seen_at >= $1))
+             RETURNING id",
+        )
+        .bind(cutoff)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.into_iter().map(|(id,)| id).collect())
     }
 
     /// A claim whose indexing failed: the run waits to be indexed again.
     pub async fn release_index_claim(&self, run: i64) -> StoreResult<()> {
-        sqlx::query("UPDATE runs SET indexed = 0 WHERE id = $1 AND indexed = 2").bind(run).execute(&self.pool).await?;
+        sqlx::query("UPDATE runs SET indexed = 0, index_claimed_by = NULL WHERE id = $1 AND indexed = 2")
+            .bind(run)
+            .execute(&self.pool)
+            .await?;
         Ok(())
     }
 
     /// After a migration: every run's output is indexed again by the new server.
     pub async fn forget_index(&self) -> StoreResult<()> {
-        sqlx::query("UPDATE runs SET indexed = 0").execute(&self.pool).await?;
+        sqlx::query("UPDATE runs SET indexed = 0, index_claimed_by = NULL").execute(&self.pool).await?;
         Ok(())
     }
 

@@ -204,9 +204,20 @@ impl Runner {
                         for (investigation, run) in ended {
                             tracing::warn!(run, "the replica driving this run stopped: now `interrupted`");
                             runner.publish(&investigation, run).await;
+                            // Its driver would have indexed it at the end; this replica does.
+                            runner.search.run_ended(run);
                         }
                     }
                     Err(e) => tracing::error!("cannot look for runs of stopped replicas: {e}"),
+                }
+                match runner.store.release_index_claims_of_dead_replicas().await {
+                    Ok(released) => {
+                        for run in released {
+                            tracing::warn!(run, "the replica indexing this run's output stopped: indexing it here");
+                            runner.search.run_ended(run);
+                        }
+                    }
+                    Err(e) => tracing::error!("cannot look for index claims of stopped replicas: {e}"),
                 }
                 runner.live.repeat_viewers();
                 tokio::select! {

@@ -16,6 +16,10 @@
 //!   works a fifth of the time at most ([`IDLE_SHARE`]), so ingest keeps the
 //!   machine (on 2 cores, indexing flat out beside a 512 MB ingest slowed it by
 //!   35 %). Until a run is indexed a search says how many runs still wait.
+//!   A run is claimed by the replica indexing it (`runs.indexed` = 2 and
+//!   `index_claimed_by`); when that replica dies, the others' lease loop gives
+//!   the run back and indexes it, as it indexes the runs it interrupts for a
+//!   dead replica (`runs/runner.rs`).
 //!   Everything else is indexed again (replaced whole, per investigation) a
 //!   moment after it changes. A server that starts catches up on what an older
 //!   binary, a restart or a migration left out.

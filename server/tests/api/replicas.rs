@@ -239,12 +239,62 @@ async fn another_replica_shows_a_run_live_and_ends_it_when_its_replica_dies() {
         assert!(stored.contains(line), "{line} was shown but is not stored: {stored:?}");
     }
     assert!(stored.contains("line-5\n") && stored.contains("line-late"), "{stored:?}");
+    // Its driver would have indexed its output at the end; B does.
+    searched_output(&b, "\"line late\"", run).await;
 
     // B itself keeps running runs: its own lease is renewed.
     let own = crate::runs::start(&b, step, json!({})).await[0];
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(b.get(&format!("/api/v1/runs/{own}")).await.json()["status"], "running");
     assert_eq!(b.post_json(&format!("/api/v1/runs/{own}/cancel"), json!({})).await.status, 200);
+}
+
+/// Searches `app` until `q` finds output of `run` and nothing waits to be indexed.
+async fn searched_output(app: &TestApp, q: &str, run: i64) -> Value {
+    let uri = format!("/api/v1/search?q={}", q.replace('"', "%22").replace(' ', "%20").replace(':', "%3A"));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let answer = app.get(&uri).await.json();
+        let hit = answer["results"].as_array().is_some_and(|r| r.iter().any(|r| r["run_id"] == run));
+        if hit && answer["indexing"] == 0 {
+            return answer;
+        }
+        assert!(Instant::now() < deadline, "{q} did not find run {run}'s output in 30 s: {answer}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// A replica that dies while indexing a run's output leaves the run claimed;
+/// a live one gives it back to the index (within a lease renewal) and indexes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_a_dead_replica_was_indexing_is_indexed_by_another() {
+    if !on_postgres() {
+        eprintln!("skipped: replicas need PostgreSQL (SLEUTH_TEST_POSTGRES)");
+        return;
+    }
+    let sshd = Sshd::start();
+    let b = app_with_host(&sshd).await;
+    let step = command_step(&b, json!({ "command": "echo quetzal-marker" })).await;
+    let run = crate::runs::start(&b, step, json!({})).await[0];
+    crate::runs::finished(&b, run).await;
+    searched_output(&b, "quetzal kind:output", run).await;
+
+    // Another replica takes the run for indexing (dropping what was indexed) and
+    // dies before it is done: it never renews a lease, as after a SIGKILL.
+    let dead = server::db::Store::open(&b.database).await.expect("a second store on the database");
+    dead.forget_index().await.expect("runs waiting again");
+    assert!(dead.claim_run_for_index(run).await.expect("claim"), "the dead replica's claim");
+    let waiting = b.get("/api/v1/search?q=quetzal%20kind%3Aoutput").await.json();
+    assert_eq!(waiting["results"].as_array().map(Vec::len), Some(0), "its rows went with the claim: {waiting}");
+    assert_eq!(waiting["indexing"], 1, "and the run waits: {waiting}");
+
+    let released = Instant::now();
+    searched_output(&b, "quetzal kind:output", run).await;
+    assert!(
+        released.elapsed() < server::db::LEASE_RENEW + server::db::LEASE_EXPIRY + Duration::from_secs(5),
+        "given back within a renewal after the lease expired: {:?}",
+        released.elapsed()
+    );
 }
 
 const PASSWORD: &str = "correct horse battery staple";

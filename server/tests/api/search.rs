@@ -39,6 +39,21 @@ async fn found(team: &Team, who: &str, q: &str) -> Value {
     }
 }
 
+/// Searches until results of every one of `kinds` are found (a change is
+/// indexed a moment after it is made, so an older row can be found first).
+async fn found_kinds(team: &Team, who: &str, q: &str, kinds: &[&str]) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let answer = found(team, who, q).await;
+        let results = answer["results"].as_array().cloned().unwrap_or_default();
+        if kinds.iter().all(|k| results.iter().any(|r| r["kind"] == *k)) {
+            return answer;
+        }
+        assert!(Instant::now() < deadline, "{q:?} did not find all of {kinds:?} in 30 s: {answer}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 async fn finished(team: &Team, run: i64) -> Value {
     for _ in 0..600 {
         let now = team.ok("own", Method::GET, &format!("/api/v1/runs/{run}"), Value::Null).await;
@@ -220,12 +235,7 @@ async fn search_finds_output_lines_and_what_was_written_for_those_who_may_read_i
     };
     let note = found(&team, "own", "hbm peak").await;
     assert_eq!(kinds(&note), ["note"], "{note}");
-    let annotation = found(&team, "own", "\"156 calls\"").await;
-    assert!(
-        kinds(&annotation).contains(&"annotation".to_string())
-            && kinds(&annotation).contains(&"hypothesis".to_string()),
-        "{annotation}"
-    );
+    let annotation = found_kinds(&team, "own", "\"156 calls\"", &["annotation", "hypothesis"]).await;
     let a = annotation["results"].as_array().unwrap().iter().find(|r| r["kind"] == "annotation").unwrap();
     assert!(a["url"].as_str().unwrap().contains("#annotation-"), "{a}");
     let source = found(&team, "own", "full_nvlink").await;
