@@ -12,8 +12,9 @@ use axum::extract::DefaultBodyLimit;
 use axum::http::Request;
 use axum::routing::{delete, get, patch, post};
 use leptos::prelude::provide_context;
-use leptos_axum::{LeptosRoutes, generate_route_list};
+use leptos_axum::{AxumRouteListing, LeptosRoutes, generate_route_list};
 use std::convert::Infallible;
+use std::sync::OnceLock;
 use tower::Service;
 use tower_http::services::ServeDir;
 use tower_http::trace::TraceLayer;
@@ -144,7 +145,7 @@ pub fn app(state: AppState) -> Router {
         .route("/auth/setup", post(auth::setup))
         .route("/highlight.css", get(highlight::stylesheet_css))
         .nest("/api/v1", api)
-        .leptos_routes_with_context(&state, generate_route_list(App), context, move || shell(leptos.clone()))
+        .leptos_routes_with_context(&state, page_routes(), context, move || shell(leptos.clone()))
         .fallback_service(static_files)
         // Who is asking, and refusing cross-site changes: before anything else runs.
         .layer(axum::middleware::from_fn_with_state(state.clone(), crate::auth::middleware::guard))
@@ -153,6 +154,16 @@ pub fn app(state: AppState) -> Router {
         .layer(axum::middleware::from_fn(crate::headers::secure))
         .layer(TraceLayer::new_for_http().make_span_with(request_span))
         .with_state(state)
+}
+
+/// The app's page routes, worked out once per process. leptos finds them by
+/// running the app with resource loading suppressed through a process-global
+/// flag, and a page whose data starts loading meanwhile waits for it forever
+/// (leptos-rs/leptos#4773): with a router built per test, a page render in one
+/// test hung while another test built its router.
+fn page_routes() -> Vec<AxumRouteListing> {
+    static ROUTES: OnceLock<Vec<AxumRouteListing>> = OnceLock::new();
+    ROUTES.get_or_init(|| generate_route_list(App)).clone()
 }
 
 #[cfg(test)]

@@ -141,3 +141,25 @@ async fn static_files_revalidate_instead_of_404() {
     let body = http_body_util::BodyExt::collect(plain.into_body()).await.unwrap().to_bytes();
     assert_eq!(&body[..], b"\0asm raw");
 }
+
+/// Pages keep rendering while other routers are built in the same process (a
+/// router per test here): leptos works out the routes under a process-global
+/// flag that leaves a page's data waiting forever if it starts loading
+/// meanwhile (leptos-rs/leptos#4773), so the routes are worked out once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_render_while_other_routers_are_built() {
+    let app = crate::helpers::spawn_app().await;
+    let id = app.investigation("render under construction").await;
+    let building = tokio::spawn(async {
+        for _ in 0..20 {
+            drop(crate::helpers::spawn_app().await);
+        }
+    });
+    for _ in 0..60 {
+        let page = tokio::time::timeout(std::time::Duration::from_secs(20), app.get(&format!("/i/{id}")))
+            .await
+            .expect("a page render does not wait forever while routers are built");
+        assert_eq!(page.status, axum::http::StatusCode::OK);
+    }
+    building.await.expect("routers built");
+}
