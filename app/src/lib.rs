@@ -102,16 +102,14 @@ pub fn App() -> impl IntoView {
 #[wasm_bindgen::prelude::wasm_bindgen]
 pub fn hydrate() {
     console_error_panic_hook::set_once();
-    wasm_bindgen_futures::spawn_local(async {
-        let owner = leptos::mount::hydrate_from_async(document().body().expect("a page has a body"), App).await;
-        owner.forget();
+    let Some(body) = document().body() else { return };
+    wasm_bindgen_futures::spawn_local(async move {
+        leptos::mount::hydrate_from_async(body.clone(), App).await.forget();
         // A signal for tests and scripts that the page is now interactive.
-        if let Some(body) = document().body() {
-            let _ = body.set_attribute("data-hydrated", "");
-            // When, in ms since navigation started (the big-investigation benchmark reads it).
-            if let Some(now) = window().performance().map(|p| p.now()) {
-                let _ = body.set_attribute("data-hydrated-at", &format!("{now:.0}"));
-            }
+        let _ = body.set_attribute("data-hydrated", "");
+        // When, in ms since navigation started (the big-investigation benchmark reads it).
+        if let Some(now) = window().performance().map(|p| p.now()) {
+            let _ = body.set_attribute("data-hydrated-at", &format!("{now:.0}"));
         }
     });
 }

@@ -1,7 +1,8 @@
 //! Which replica drives which run, and leases that tell a live replica from a
 //! dead one. Every run row names the replica that queued it (`runs.replica`);
 //! a replica renews its row in `replicas` every [`RENEW`], and any replica
-//! interrupts the unfinished runs of one not seen for [`EXPIRY`].
+//! interrupts the unfinished runs of one not seen for [`EXPIRY`] and gives back
+//! the runs it was indexing for search.
 //!
 //! Queued runs of a dead replica end too (with a reason) rather than being
 //! taken over: its SSH connections, host-key prompts and batch order died with
@@ -79,7 +80,7 @@ impl Store {
     /// gone), with a reason. Returns `(investigation, run)` of each.
     pub async fn interrupt_runs_of_dead_replicas(&self) -> StoreResult<Vec<(String, i64)>> {
         let now = now_ms();
-        let cutoff = now - EXPIRY.as_millis() as i64;
+        let cutoff = lease_cutoff();
         let rows: Vec<(i64,)> = sqlx::query_as(
             "UPDATE runs SET status = 'interrupted', finished_at = $1,
                  error = 'The Sleuth replica driving this run (' || COALESCE(replica, 'unknown') ||
@@ -102,4 +103,27 @@ impl Store {
         sqlx::query("DELETE FROM replicas WHERE seen_at < $1").bind(cutoff).execute(&self.pool).await?;
         Ok(ended)
     }
+
+    /// Gives back to the index the runs that replicas whose lease expired (or
+    /// that have none) claimed and never finished indexing; returns them, for
+    /// this replica to index.
+    pub async fn release_index_claims_of_dead_replicas(&self) -> StoreResult<Vec<i64>> {
+        let cutoff = lease_cutoff();
+        let rows: Vec<(i64,)> = sqlx::query_as(
+            "UPDATE runs SET indexed = 0, index_claimed_by = NULL
+             WHERE indexed = 2
+               AND (index_claimed_by IS NULL
+                    OR index_claimed_by NOT IN (SELECT id FROM replicas WHERE seen_at >= $1))
+             RETURNING id",
+        )
+        .bind(cutoff)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.into_iter().map(|(id,)| id).collect())
+    }
+}
+
+/// Replicas seen since this moment (ms) are alive; the others are dead.
+fn lease_cutoff() -> i64 {
+    now_ms() - EXPIRY.as_millis() as i64
 }

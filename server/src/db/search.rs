@@ -2,7 +2,7 @@
 //! their words in SQLite's FTS5 or PostgreSQL's tsvector, and the one query that
 //! finds them — permissions and filters inside it, so counts and pages are right.
 
-use super::{Backend, Queue, Store, StoreResult, now_ms};
+use super::{Backend, Queue, Store, StoreResult};
 use sqlx::{Any, Transaction};
 
 /// A findable thing, as the indexer makes it (see `crate::search::docs`).
@@ -129,24 +129,6 @@ impl Store {
             .execute(&self.pool)
             .await?;
         Ok(())
-    }
-
-    /// Gives back to the index the runs that replicas whose lease expired (or
-    /// that have none) claimed and never finished indexing; returns them, for
-    /// this replica to index.
-    pub async fn release_index_claims_of_dead_replicas(&self) -> StoreResult<Vec<i64>> {
-        let cutoff = now_ms() - super::replicas::EXPIRY.as_millis() as i64;
-        let rows: Vec<(i64,)> = sqlx::query_as(
-            "UPDATE runs SET indexed = 0, index_claimed_by = NULL
-             WHERE indexed = 2
-               AND (index_claimed_by IS NULL
-                    OR index_claimed_by NOT IN (SELECT id FROM replicas WHERE seen_at >= $1))
-             RETURNING id",
-        )
-        .bind(cutoff)
-        .fetch_all(&self.pool)
-        .await?;
-        Ok(rows.into_iter().map(|(id,)| id).collect())
     }
 
     /// A claim whose indexing failed: the run waits to be indexed again.

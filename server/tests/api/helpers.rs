@@ -201,3 +201,13 @@ impl TestApp {
             .collect()
     }
 }
+
+/// `text` as a query-string value (everything but unreserved characters percent-encoded).
+pub fn urlencode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            b => format!("%{b:02X}"),
+        })
+        .collect()
+}

@@ -251,7 +251,7 @@ async fn another_replica_shows_a_run_live_and_ends_it_when_its_replica_dies() {
 
 /// Searches `app` until `q` finds output of `run` and nothing waits to be indexed.
 async fn searched_output(app: &TestApp, q: &str, run: i64) -> Value {
-    let uri = format!("/api/v1/search?q={}", q.replace('"', "%22").replace(' ', "%20").replace(':', "%3A"));
+    let uri = format!("/api/v1/search?q={}", crate::helpers::urlencode(q));
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let answer = app.get(&uri).await.json();
@@ -284,7 +284,7 @@ async fn a_run_a_dead_replica_was_indexing_is_indexed_by_another() {
     let dead = server::db::Store::open(&b.database).await.expect("a second store on the database");
     dead.forget_index().await.expect("runs waiting again");
     assert!(dead.claim_run_for_index(run).await.expect("claim"), "the dead replica's claim");
-    let waiting = b.get("/api/v1/search?q=quetzal%20kind%3Aoutput").await.json();
+    let waiting = b.get(&format!("/api/v1/search?q={}", crate::helpers::urlencode("quetzal kind:output"))).await.json();
     assert_eq!(waiting["results"].as_array().map(Vec::len), Some(0), "its rows went with the claim: {waiting}");
     assert_eq!(waiting["indexing"], 1, "and the run waits: {waiting}");
 

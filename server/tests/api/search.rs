@@ -4,6 +4,7 @@
 //! HTML (no scripts, nothing loaded), Markdown (parsed by a CommonMark library)
 //! and a zip, and a share link's export hides what the link hides.
 
+use crate::helpers::urlencode;
 use crate::permissions::{Team, team};
 use axum::http::{Method, StatusCode};
 use pulldown_cmark::{CodeBlockKind, Event, Options, Parser, Tag};
@@ -15,15 +16,6 @@ const LOG_LINE: &str = "Custom allreduce is disabled because it's not supported 
 async fn search(team: &Team, who: &str, q: &str) -> Value {
     let uri = format!("/api/v1/search?q={}", urlencode(q));
     team.ok(who, Method::GET, &uri, Value::Null).await
-}
-
-fn urlencode(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
-            b => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 /// Searches until something is found (indexing runs a moment after a change).
