@@ -293,7 +293,7 @@ test('two people on one investigation: presence, live edits, a comment thread an
   await hydrated(ada);
   await ada.waitForSelector('p.also-here:has-text("bob")');
   await bob.context().close();
-  await ada.waitForSelector('p.also-here', { state: 'detached' });
+  await ada.waitForSelector('p.also-here', { state: 'hidden' });
   assert.deepEqual(ada.problems, []);
   await ada.context().close();
 });

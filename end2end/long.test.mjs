@@ -87,10 +87,11 @@ test('notes keep their text through edit and cancel after hydration', async () =
   await page.goto(`${server.url}/i/${inv.id}`);
   await hydrated(page);
   const step = page.locator(`#step-${steps[1]}`);
-  await step.locator('button.edit').click();
-  // The Markdown was not in the page's data: the editor asks for it.
+  await step.locator('a.edit').click();
+  // The page had the note as HTML only: the editor comes from the server with its Markdown.
   await page.waitForFunction((id) => document.querySelector(`#${id} textarea`)?.value.includes('**2 tok/s**'), `step-${steps[1]}`);
-  await step.locator('button:has-text("Cancel")').click();
+  await step.locator('a:has-text("Cancel")').click();
+  await step.locator('.markdown').waitFor();
   assert.match(await step.locator('.markdown').textContent(), /Decode at 2 tok\/s/);
   assert.equal(await step.locator('.markdown').isVisible(), true);
   assert.deepEqual(page.problems, []);

@@ -77,9 +77,10 @@ test('edit in place (only works once hydrated), reorder and delete steps', async
   await page.click('button:has-text("Add note")');
   await page.waitForSelector('.step:nth-child(2) strong:has-text("bandwidth")');
 
-  // "Edit" is a plain button with a click handler: it does nothing without wasm.
+  // "Edit" opens the step's editor in place (without JavaScript it loads the
+  // page with the editor open).
   const second = page.locator('.step').nth(1);
-  await second.locator('button.edit').click();
+  await second.locator('a.edit').click();
   const editor = second.locator('.step-body textarea[name=body]');
   await editor.waitFor();
   assert.match(await editor.inputValue(), /Second note/);

@@ -322,6 +322,22 @@ pub fn is_plain_form_post() -> bool {
     })
 }
 
+/// After an editor's form was saved without JavaScript: back to the page it was
+/// posted from, without `?edit=` (the editor stays closed), at the step. The
+/// browser's own posts (`browser::forms`) close the editor themselves.
+pub fn close_editor(step_id: i64) {
+    if !is_plain_form_post() {
+        return;
+    }
+    let referer = leptos::prelude::use_context::<http::request::Parts>()
+        .and_then(|parts| parts.headers.get(http::header::REFERER)?.to_str().ok()?.parse::<http::Uri>().ok());
+    let Some(referer) = referer else { return };
+    let query: Vec<&str> =
+        referer.query().unwrap_or_default().split('&').filter(|p| !p.is_empty() && !p.starts_with("edit=")).collect();
+    let query = if query.is_empty() { String::new() } else { format!("?{}", query.join("&")) };
+    leptos_axum::redirect(&format!("{}{query}#{}", referer.path(), crate::model::step_anchor(step_id)));
+}
+
 pub fn set_status(error: &ApiError) {
     // A form posted without JavaScript is answered with a redirect back to its
     // page (which then shows the error); a status here would replace that redirect.

@@ -6,6 +6,11 @@ use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
 
 /// The message of the last failed run of `action`, if any, in words a person can act on.
+///
+/// On the server this shows the error of a form posted without JavaScript (its
+/// redirect back carries it); in the browser, forms are posted by
+/// `browser::forms`, which puts the message in the same place: a `p.error`
+/// inside the form, before its buttons.
 #[component]
 pub fn ActionError<S>(action: ServerAction<S>) -> impl IntoView
 where
@@ -96,41 +101,41 @@ pub fn ErrorPanel(error: ApiError) -> impl IntoView {
     }
 }
 
-/// A form reference that empties the form once `action` succeeded; on failure
-/// the form keeps what the user typed.
-pub fn reset_on_success<S>(action: ServerAction<S>) -> NodeRef<leptos::html::Form>
+/// The action of a form inside an island. The server renders the island as it
+/// first is, with no answer: a form posted without JavaScript carries its error
+/// back in the address, which the browser's copy of the island does not read,
+/// and the two must draw the same.
+pub fn island_action<S>() -> ServerAction<S>
 where
     S: ServerFn + Clone + Send + Sync + 'static,
     S::Output: Send + Sync + 'static,
     S::Error: Send + Sync + 'static,
 {
-    let form = NodeRef::<leptos::html::Form>::new();
-    on_success(action, move || {
-        if let Some(form) = form.try_get().flatten() {
-            form.reset();
-        }
-    });
-    form
+    let action = ServerAction::<S>::new();
+    #[cfg(feature = "ssr")]
+    action.value().set(None);
+    action
 }
 
-/// Calls `then` each time `action` succeeds.
-///
-/// The result is read through a signal taken now, which reads nothing once the
-/// form is gone: a page refresh disposes a form's action while an effect for it
-/// may still be queued, and reading a disposed action panics, which stops the
-/// page's wasm (every later click does nothing).
-pub fn on_success<S>(action: ServerAction<S>, then: impl Fn() + 'static)
+/// In an island: draws the page anew from the server each time `action`
+/// succeeds (what `browser::forms` does after any other form).
+pub fn refresh_page_on_success<S>(action: ServerAction<S>)
 where
     S: ServerFn + Clone + Send + Sync + 'static,
     S::Output: Send + Sync + 'static,
     S::Error: Send + Sync + 'static,
 {
-    let value = action.value();
-    Effect::new(move |_| {
-        if value.try_with(|v| matches!(v, Some(Ok(_)))).unwrap_or(false) {
-            then();
-        }
-    });
+    #[cfg(feature = "hydrate")]
+    {
+        let value = action.value();
+        Effect::new(move |_| {
+            if value.with(|v| matches!(v, Some(Ok(_)))) {
+                crate::browser::page::refresh_now();
+            }
+        });
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = action;
 }
 
 /// A `<select name="host">` of the known hosts, `chosen` preselected, with a

@@ -1,20 +1,26 @@
 //! Sleuth's user interface and the domain types shared by the server and the browser.
 //!
-//! Compiled twice: with `ssr` into the server (which renders every page to HTML and
-//! answers server functions), and with `hydrate` to wasm32, which makes the served
-//! HTML interactive. Nothing server-only may be reached from `hydrate`.
+//! Compiled twice: with `ssr` into the server, which renders every page to
+//! complete HTML and answers server functions, and with `hydrate` to wasm32.
+//! Pages are server components (leptos "islands" mode): the browser gets their
+//! HTML and none of their code. What makes a page interactive in the browser is
+//! [`browser`] (forms posted without leaving the page, live output and edits,
+//! line selection, long timelines opening in parts), which works on the server's
+//! HTML through its data attributes, and a few `#[island]`s: widgets that show
+//! what an action answered (a new share link, a new token, a host's connection
+//! test). Nothing server-only may be reached from `hydrate`.
 
 pub mod accounts;
 pub mod api;
 #[cfg(feature = "ssr")]
 pub mod backend;
+#[cfg(feature = "hydrate")]
+mod browser;
 pub mod comments;
 pub mod components;
 pub mod error;
 pub mod hosts;
 pub mod hypotheses;
-#[cfg(feature = "hydrate")]
-mod live;
 pub mod metrics;
 pub mod model;
 pub mod pages;
@@ -28,7 +34,7 @@ pub mod telemetry;
 use leptos::prelude::*;
 use leptos_meta::{MetaTags, provide_meta_context};
 use leptos_router::{
-    Lazy, SsrMode,
+    SsrMode,
     components::{A, Route, Router, Routes},
     path,
 };
@@ -45,13 +51,43 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <link rel="stylesheet" href="/pkg/sleuth.css"/>
                 <link rel="stylesheet" href="/highlight.css"/>
                 <link rel="icon" href="/favicon.svg" type="image/svg+xml"/>
-                <HydrationScripts options/>
+                <Loader options/>
                 <MetaTags/>
             </head>
             <body>
                 <App/>
             </body>
         </html>
+    }
+}
+
+/// Loads the browser bundle and starts it ([`start`]). leptos's own
+/// `HydrationScripts` in islands mode hydrates every island as a child of one
+/// owner that lives forever; Sleuth's pages draw parts of themselves anew from
+/// the server (`browser::page`), so each island gets an owner of its own that
+/// is cleaned up when its element leaves the page — hence this loader, which
+/// hands the bundle's exports (the islands' hydration functions among them) to
+/// `start`.
+#[component]
+fn Loader(options: LeptosOptions) -> impl IntoView {
+    // Everything outside an island is server HTML only: no hydration markers,
+    // and no resource data written into the page (what HydrationScripts does
+    // with `islands=true`).
+    if let Some(context) = Owner::current_shared_context() {
+        context.set_is_hydrating(false);
+    }
+    let pkg = format!("/{}/{}", options.site_pkg_dir, options.output_name);
+    let script = format!(
+        "import init, * as sleuth from {js:?};\
+         init({{ module_or_path: {wasm:?} }}).then(() => sleuth.start(sleuth));",
+        js = format!("{pkg}.js"),
+        wasm = format!("{pkg}_bg.wasm"),
+    );
+    let nonce = leptos::nonce::use_nonce();
+    view! {
+        <link rel="modulepreload" href=format!("{pkg}.js")/>
+        <link rel="preload" href=format!("{pkg}_bg.wasm") r#as="fetch" r#type="application/wasm" crossorigin="anonymous"/>
+        <script type="module" nonce=nonce>{script}</script>
     }
 }
 
@@ -75,14 +111,14 @@ pub fn App() -> impl IntoView {
                 // and a missing investigation is a real 404.
                 <Routes fallback=pages::NotFound>
                     <Route path=path!("/") view=pages::home::HomePage ssr=SsrMode::Async/>
-                    <Route path=path!("/hosts") view={Lazy::<pages::Hosts>::new()} ssr=SsrMode::Async/>
-                    <Route path=path!("/login") view={Lazy::<pages::Login>::new()} ssr=SsrMode::Async/>
-                    <Route path=path!("/setup") view={Lazy::<pages::Setup>::new()} ssr=SsrMode::Async/>
-                    <Route path=path!("/tokens") view={Lazy::<pages::Tokens>::new()} ssr=SsrMode::Async/>
-                    <Route path=path!("/audit") view={Lazy::<pages::Audit>::new()} ssr=SsrMode::Async/>
-                    <Route path=path!("/mentions") view={Lazy::<pages::Mentions>::new()} ssr=SsrMode::Async/>
-                    <Route path=path!("/search") view={Lazy::<pages::Search>::new()} ssr=SsrMode::Async/>
-                    <Route path=path!("/runs/:id/source") view={Lazy::<pages::Source>::new()} ssr=SsrMode::Async/>
+                    <Route path=path!("/hosts") view=pages::hosts::HostsPage ssr=SsrMode::Async/>
+                    <Route path=path!("/login") view=pages::accounts::LoginPage ssr=SsrMode::Async/>
+                    <Route path=path!("/setup") view=pages::accounts::SetupPage ssr=SsrMode::Async/>
+                    <Route path=path!("/tokens") view=pages::accounts::TokensPage ssr=SsrMode::Async/>
+                    <Route path=path!("/audit") view=pages::accounts::AuditPage ssr=SsrMode::Async/>
+                    <Route path=path!("/mentions") view=pages::comments::MentionsPage ssr=SsrMode::Async/>
+                    <Route path=path!("/search") view=pages::search::SearchPage ssr=SsrMode::Async/>
+                    <Route path=path!("/runs/:id/source") view=pages::source::SourcePage ssr=SsrMode::Async/>
                     <Route path=path!("/s/:token") view=pages::shared::SharedPage ssr=SsrMode::Async/>
                     <Route
                         path=path!("/i/:id")
@@ -95,21 +131,11 @@ pub fn App() -> impl IntoView {
     }
 }
 
-/// Entry point of the wasm bundle: attaches to the server-rendered page. The
-/// page's own code is a chunk loaded first (its route is lazy), so hydration
-/// is asynchronous.
+/// Entry point of the browser bundle, called by [`Loader`]'s script with the
+/// bundle's exports: makes the server-rendered page interactive.
 #[cfg(feature = "hydrate")]
 #[wasm_bindgen::prelude::wasm_bindgen]
-pub fn hydrate() {
+pub fn start(exports: wasm_bindgen::JsValue) {
     console_error_panic_hook::set_once();
-    let Some(body) = document().body() else { return };
-    wasm_bindgen_futures::spawn_local(async move {
-        leptos::mount::hydrate_from_async(body.clone(), App).await.forget();
-        // A signal for tests and scripts that the page is now interactive.
-        let _ = body.set_attribute("data-hydrated", "");
-        // When, in ms since navigation started (the big-investigation benchmark reads it).
-        if let Some(now) = window().performance().map(|p| p.now()) {
-            let _ = body.set_attribute("data-hydrated-at", &format!("{now:.0}"));
-        }
-    });
+    browser::start(exports);
 }

@@ -128,30 +128,6 @@ impl Investigation {
         }
         self.steps.iter().map(Step::outline).collect()
     }
-
-    /// Leaves out what the server already rendered into the page: HTML (output,
-    /// notes, code lines, charts) and the raw text it was rendered from. What
-    /// hydration needs stays: the shape of every list and option, ids, numbers.
-    /// The browser keeps the server's DOM for `inner_html` while hydrating; views
-    /// that are drawn again in the browser get fresh data from the server first.
-    pub fn lighten(&mut self) {
-        for step in &mut self.steps {
-            step.lighten();
-        }
-        for h in &mut self.hypotheses {
-            h.rationale_html.clear();
-            if let Some(svg) = &mut h.chart_svg {
-                svg.clear();
-            }
-        }
-        if let Some(overview) = &mut self.overview {
-            overview.svg.clear();
-        }
-        for c in &mut self.comments {
-            c.html.clear();
-            c.body.clear();
-        }
-    }
 }
 
 /// Which steps of a long investigation a page shows in full: the first and last
@@ -232,30 +208,6 @@ impl StepWindow {
         let first = Self::HEAD + 1;
         let start = first + position.saturating_sub(first) / Self::PART * Self::PART;
         (start, (start + Self::PART - 1).min(count.saturating_sub(Self::TAIL).max(start)))
-    }
-
-    /// The part to load so that a permalink's target is on the page: `#step-412`,
-    /// `#step-12-L130-L180`, `#comment-9`, `#annotation-7` naming a folded step.
-    /// `None` when the target is shown already, or names nothing here.
-    pub fn part_for_fragment(inv: &Investigation, fragment: &str) -> Option<(u32, u32)> {
-        let fragment = fragment.strip_prefix('#').unwrap_or(fragment);
-        let number = |prefix: &str| -> Option<i64> {
-            let rest = fragment.strip_prefix(prefix)?;
-            let digits = rest.find(|c: char| !c.is_ascii_digit()).map_or(rest, |end| &rest[..end]);
-            digits.parse().ok()
-        };
-        let entry = if let Some(step) = number("step-") {
-            inv.outline.iter().find(|s| s.id == step)
-        } else if let Some(comment) = number("comment-") {
-            inv.outline.iter().find(|s| s.comments.contains(&comment))
-        } else if let Some(annotation) = number("annotation-") {
-            inv.outline.iter().find(|s| s.annotations.contains(&annotation))
-        } else {
-            None
-        }?;
-        let count = u32::try_from(inv.outline.len()).unwrap_or(u32::MAX);
-        let folded = !inv.steps.iter().any(|s| s.id == entry.id);
-        folded.then(|| Self::part_of(entry.position, count))
     }
 }
 
@@ -359,37 +311,6 @@ impl Step {
             created_at: self.created_at.clone(),
         }
     }
-
-    /// See [`Investigation::lighten`]. A note's Markdown goes too: its editor
-    /// asks the server for it when opened.
-    pub fn lighten(&mut self) {
-        if let Some(html) = &mut self.html {
-            html.clear();
-        }
-        if let StepBody::Note(note) = &mut self.body {
-            note.body.clear();
-        }
-        for run in &mut self.runs {
-            if let Some(tail) = &mut run.tail {
-                tail.html.clear();
-            }
-            if let Some(svg) = &mut run.telemetry_svg {
-                svg.clear();
-            }
-        }
-        for snapshot in &mut self.snapshots {
-            snapshot.lines.iter_mut().chain(snapshot.html_lines.iter_mut()).for_each(String::clear);
-        }
-        for annotation in &mut self.annotations {
-            annotation.html.clear();
-        }
-        if let Some(search) = &mut self.search {
-            for hit in &mut search.hits {
-                hit.text.clear();
-                hit.html.clear();
-            }
-        }
-    }
 }
 
 pub fn investigation_url(id: &str) -> String {
@@ -451,26 +372,6 @@ mod tests {
         assert_eq!(back, step);
     }
 
-    fn note(id: i64, position: u32, text: &str) -> Step {
-        Step {
-            id,
-            investigation_id: "abc".into(),
-            position,
-            body: StepBody::Note(crate::steps::note::NoteBody { body: text.into() }),
-            html: Some(format!("<p>{text}</p>")),
-            url: step_url("abc", id),
-            runs: vec![],
-            snapshots: vec![],
-            annotations: vec![],
-            search: None,
-            results: None,
-            created_at: "t".into(),
-            updated_at: "t".into(),
-            version: 1,
-            updated_by: None,
-        }
-    }
-
     #[test]
     fn windows_parse_merge_and_ignore_nonsense() {
         let w = StepWindow::parse("61-100, 21-60,9-1,abc,0-3,<script>,101-101");
@@ -494,88 +395,5 @@ mod tests {
         // The last part stops where the tail begins.
         assert_eq!(StepWindow::part_of(470, 500), (461, 490));
         assert_eq!(StepWindow::part_of(62, 75), (61, 65), "a short last part");
-    }
-
-    #[test]
-    fn fragments_name_the_part_of_a_folded_step() {
-        let steps: Vec<Step> = (1..=130).map(|p| note(p as i64 + 1000, p, &format!("n{p}"))).collect();
-        let mut outline: Vec<StepOutline> = steps.iter().map(Step::outline).collect();
-        outline[69].comments = vec![9];
-        outline[99].annotations = vec![7];
-        let shown = StepWindow::default();
-        let inv = Investigation {
-            id: "abc".into(),
-            url: "/i/abc".into(),
-            title: "t".into(),
-            question: String::new(),
-            status: InvestigationStatus::Open,
-            created_at: "t".into(),
-            updated_at: "t".into(),
-            steps: steps.into_iter().filter(|s| shown.shows(s.position, 130)).collect(),
-            hypotheses: vec![],
-            extractors: vec![],
-            derived: vec![],
-            measurements: vec![],
-            overview: None,
-            members: vec![],
-            comments: vec![],
-            share_links: vec![],
-            abilities: Abilities::default(),
-            outline,
-            runs_fingerprint: 0,
-        };
-        assert_eq!(StepWindow::part_for_fragment(&inv, "#step-1070"), Some((61, 100)));
-        assert_eq!(StepWindow::part_for_fragment(&inv, "#step-1070-L130-L180"), Some((61, 100)));
-        assert_eq!(StepWindow::part_for_fragment(&inv, "#comment-9"), Some((61, 100)));
-        assert_eq!(StepWindow::part_for_fragment(&inv, "annotation-7"), Some((61, 100)));
-        assert_eq!(StepWindow::part_for_fragment(&inv, "#step-1005"), None, "shown already");
-        assert_eq!(StepWindow::part_for_fragment(&inv, "#step-99999"), None, "not here");
-        assert_eq!(StepWindow::part_for_fragment(&inv, "#hypothesis-3"), None);
-        assert_eq!(StepWindow::part_for_fragment(&inv, "#step-"), None);
-    }
-
-    #[test]
-    fn lightened_data_keeps_shapes_and_drops_text() {
-        let mut step = note(1, 1, "a long note");
-        step.runs.push(crate::runs::Run {
-            id: 5,
-            step_id: 1,
-            host: "h".into(),
-            command: "c".into(),
-            env: vec![],
-            cwd: None,
-            timeout_s: None,
-            status: crate::runs::RunStatus::Succeeded,
-            exit_code: Some(0),
-            exit_signal: None,
-            error: None,
-            batch_index: 1,
-            batch_size: 1,
-            warmup: false,
-            stdout_bytes: 10,
-            stderr_bytes: 0,
-            lines: 1,
-            queued_at: "t".into(),
-            started_at: None,
-            finished_at: None,
-            duration_ms: Some(3),
-            who: None,
-            facts_id: None,
-            tail: Some(crate::runs::OutputTail { html: "output".into(), start: 0, end: 10 }),
-            measurements: vec![],
-            config: None,
-            sweep_id: None,
-            sweep_index: None,
-            telemetry: true,
-            telemetry_svg: Some("<svg>…</svg>".into()),
-            telemetry_notes: vec![],
-        });
-        step.lighten();
-        assert_eq!(step.runs[0].telemetry_svg.as_deref(), Some(""), "the chart is in the page's HTML already");
-        assert_eq!(step.html.as_deref(), Some(""), "Some stays Some, so the view has the same shape");
-        assert!(matches!(&step.body, StepBody::Note(n) if n.body.is_empty()));
-        let tail = step.runs[0].tail.as_ref().unwrap();
-        assert_eq!((tail.html.as_str(), tail.start, tail.end), ("", 0, 10), "offsets stay");
-        assert_eq!(step.runs[0].duration_ms, Some(3));
     }
 }

@@ -116,12 +116,35 @@ pub fn SetupPage() -> impl IntoView {
 
 #[component]
 pub fn TokensPage() -> impl IntoView {
-    let create = ServerAction::<CreateToken>::new();
     let revoke = ServerAction::<RevokeToken>::new();
-    let form = crate::components::reset_on_success(create);
-    let tokens = Resource::new(move || (create.version().get(), revoke.version().get()), |_| list_tokens());
+    let tokens = Resource::new(|| (), |_| list_tokens());
+    view! {
+        <PageTitle text="API tokens · Sleuth"/>
+        <section class="narrow-page">
+            <h1>"API tokens"</h1>
+            <p class="muted">"For scripts: every " <code>"/api/v1"</code> " route takes " <code>"Authorization: Bearer TOKEN"</code> "."</p>
+            <NewToken/>
+            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                <ErrorBoundary fallback=super::error_fallback>
+                    {move || Suspend::new(async move {
+                        tokens.await.map(|list| view! { <TokenList list revoke/> })
+                    })}
+                </ErrorBoundary>
+            </Transition>
+        </section>
+    }
+}
+
+/// The form that makes a token, and the token it made, shown this once: an
+/// island, since the token is in nothing the server renders later. The page is
+/// drawn anew with the token in its list, and the island keeps its place.
+#[island]
+fn NewToken() -> impl IntoView {
+    let create = crate::components::island_action::<CreateToken>();
+    crate::components::refresh_page_on_success(create);
+    let value = create.value();
     let fresh = move || {
-        create.value().get().and_then(Result::ok).map(|t| {
+        value.get().and_then(Result::ok).map(|t| {
             view! {
                 <div class="new-token" role="status">
                     <p>"Your new token (shown this once; send it as " <code>"Authorization: Bearer …"</code> "):"</p>
@@ -131,25 +154,12 @@ pub fn TokensPage() -> impl IntoView {
         })
     };
     view! {
-        <PageTitle text="API tokens · Sleuth"/>
-        <section class="narrow-page">
-            <h1>"API tokens"</h1>
-            <p class="muted">"For scripts: every " <code>"/api/v1"</code> " route takes " <code>"Authorization: Bearer TOKEN"</code> "."</p>
-            {fresh}
-            <ActionForm action=create node_ref=form attr:class="inline" attr:id="create-token">
-                <input name="label" required maxlength="100" placeholder="what it is for (e.g. CI benchmarks)"/>
-                <button type="submit" class="primary">"Create token"</button>
-            </ActionForm>
+        {fresh}
+        <ActionForm action=create attr:class="inline" attr:id="create-token">
+            <input name="label" required maxlength="100" placeholder="what it is for (e.g. CI benchmarks)"/>
+            <button type="submit" class="primary">"Create token"</button>
             <crate::components::ActionError action=create/>
-            <crate::components::ActionError action=revoke/>
-            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                <ErrorBoundary fallback=super::error_fallback>
-                    {move || Suspend::new(async move {
-                        tokens.await.map(|list| view! { <TokenList list revoke/> })
-                    })}
-                </ErrorBoundary>
-            </Transition>
-        </section>
+        </ActionForm>
     }
 }
 
@@ -176,6 +186,7 @@ fn TokenList(list: Vec<ApiToken>, revoke: ServerAction<RevokeToken>) -> impl Int
                         <ActionForm action=revoke attr:class="inline">
                             <input type="hidden" name="id" value=t.id/>
                             <button type="submit" class="danger">"Revoke"</button>
+                            <crate::components::ActionError action=revoke/>
                         </ActionForm>
                     })}</td>
                 </tr>

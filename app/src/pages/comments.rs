@@ -6,7 +6,6 @@ use crate::components::PageTitle;
 use crate::components::{Ability, ActionError, Can};
 use crate::error::ApiError;
 use crate::model::short_time;
-use crate::pages::investigation::timeline_action;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 use std::sync::Arc;
@@ -81,8 +80,7 @@ pub fn Threads(step_id: i64, #[prop(optional)] annotation: Option<i64>) -> impl 
             view! { <Thread root replies investigation=all.investigation.clone()/> }
         })
         .collect_view();
-    let add = timeline_action::<AddComment>();
-    let form = crate::components::reset_on_success(add);
+    let add = ServerAction::<AddComment>::new();
     let label = if annotation.is_some() { "Comment on this annotation" } else { "Comment" };
     view! {
         <div class="threads">
@@ -90,7 +88,7 @@ pub fn Threads(step_id: i64, #[prop(optional)] annotation: Option<i64>) -> impl 
             <Can what=Ability::Edit>
                 <details class="new-thread">
                     <summary class="quiet">{label}</summary>
-                    <ActionForm action=add node_ref=form attr:class="stacked comment-form">
+                    <ActionForm action=add attr:class="stacked comment-form">
                         <input type="hidden" name="investigation" value=all.investigation.clone()/>
                         <input type="hidden" name="step_id" value=step_id/>
                         {annotation.map(|a| view! { <input type="hidden" name="annotation_id" value=a/> })}
@@ -108,9 +106,8 @@ pub fn Threads(step_id: i64, #[prop(optional)] annotation: Option<i64>) -> impl 
 
 #[component]
 fn Thread(root: Comment, replies: Vec<Comment>, investigation: String) -> impl IntoView {
-    let reply = timeline_action::<AddComment>();
-    let form = crate::components::reset_on_success(reply);
-    let resolve = timeline_action::<ResolveComment>();
+    let reply = ServerAction::<AddComment>::new();
+    let resolve = ServerAction::<ResolveComment>::new();
     let resolved = root.resolved_at.is_some();
     let status = root
         .resolved_by
@@ -130,20 +127,20 @@ fn Thread(root: Comment, replies: Vec<Comment>, investigation: String) -> impl I
             {comments}
             <Can what=Ability::Edit>
                 <div class="thread-actions">
-                    <ActionForm action=reply node_ref=form attr:class="inline reply-form">
+                    <ActionForm action=reply attr:class="inline reply-form">
                         <input type="hidden" name="investigation" value=investigation/>
                         <input type="hidden" name="parent_id" value=root.id/>
                         <input name="body" required placeholder="Reply…" aria-label="Reply"/>
                         <button type="submit">"Reply"</button>
+                        <ActionError action=reply/>
                     </ActionForm>
                     <ActionForm action=resolve attr:class="inline">
                         <input type="hidden" name="id" value=root.id/>
                         <input type="hidden" name="resolved" value=(!resolved).to_string()/>
                         <button type="submit" class="quiet">{if resolved { "Reopen" } else { "Resolve" }}</button>
+                        <ActionError action=resolve/>
                     </ActionForm>
                 </div>
-                <ActionError action=reply/>
-                <ActionError action=resolve/>
             </Can>
         </details>
     }
@@ -166,7 +163,7 @@ fn CommentView(c: Comment) -> impl IntoView {
 #[component]
 pub fn MentionsPage() -> impl IntoView {
     let read = ServerAction::<ReadMentions>::new();
-    let list = Resource::new(move || read.version().get(), |_| my_mentions(true));
+    let list = Resource::new(|| (), |_| my_mentions(true));
     view! {
         <PageTitle text="Mentions · Sleuth"/>
         <section class="narrow-page wide">
@@ -174,7 +171,7 @@ pub fn MentionsPage() -> impl IntoView {
             <ActionForm action=read attr:class="inline">
                 <button type="submit" class="quiet">"Mark all read"</button>
             </ActionForm>
-            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+            <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 <ErrorBoundary fallback=super::error_fallback>
                     {move || Suspend::new(async move {
                         list.await.map(|mentions| {
@@ -186,32 +183,18 @@ pub fn MentionsPage() -> impl IntoView {
                         })
                     })}
                 </ErrorBoundary>
-            </Transition>
+            </Suspense>
         </section>
     }
 }
 
+/// Opening one marks it read first (`browser::misc`); without JavaScript the
+/// link works, unmarked.
 #[component]
 fn MentionItem(m: Mention) -> impl IntoView {
-    let url = m.url.clone();
-    let id = m.comment_id;
-    // Marks it read, then follows the link (also without JavaScript: the link works, unmarked).
-    let open = move |ev: leptos::ev::MouseEvent| {
-        #[cfg(feature = "hydrate")]
-        {
-            ev.prevent_default();
-            let url = url.clone();
-            leptos::task::spawn_local(async move {
-                let _ = read_mentions(Some(id)).await;
-                let _ = window().location().assign(&url);
-            });
-        }
-        #[cfg(not(feature = "hydrate"))]
-        let _ = (ev, &url, id);
-    };
     view! {
         <li class="mention" data-read=m.read.to_string() data-comment=m.comment_id>
-            <a href=m.url.clone() on:click=open>
+            <a href=m.url.clone() data-mention=m.comment_id>
                 <strong>{m.author.clone()}</strong> " in " <span class="title">{m.investigation_title.clone()}</span>
             </a>
             " " <span class="muted">{short_time(&m.created_at)}</span>

@@ -108,25 +108,7 @@ pub async fn set_passphrase(name: String, passphrase: String) -> Result<(), ApiE
 #[component]
 pub fn HostsPage() -> impl IntoView {
     let add = ServerAction::<AddHost>::new();
-    let add_form = crate::components::reset_on_success(add);
-    let remove = ServerAction::<RemoveHost>::new();
-    let trust = ServerAction::<TrustHost>::new();
-    let passphrase = ServerAction::<SetPassphrase>::new();
-    let update = ServerAction::<UpdateHost>::new();
-    let import = ServerAction::<ImportHosts>::new();
-    let hosts = Resource::new(
-        move || {
-            (
-                add.version().get(),
-                remove.version().get(),
-                trust.version().get(),
-                passphrase.version().get(),
-                update.version().get(),
-                import.version().get(),
-            )
-        },
-        |_| list_hosts(),
-    );
+    let hosts = Resource::new(|| (), |_| list_hosts());
     view! {
         <PageTitle text="Hosts · Sleuth"/>
         <div class="page-head"><h1>"Hosts"</h1></div>
@@ -142,15 +124,15 @@ pub fn HostsPage() -> impl IntoView {
                         if hosts.is_empty() {
                             view! { <p class="empty">"No hosts yet. Add the GPU box you are investigating below."</p> }.into_any()
                         } else {
-                            hosts.into_iter().map(|host| view! { <HostCard host remove trust passphrase update/> }).collect_view().into_any()
+                            hosts.into_iter().map(|host| view! { <HostCard host/> }).collect_view().into_any()
                         }
                     })
                 })}
             </ErrorBoundary>
         </Transition>
-        <details class="panel" open=true>
+        <details class="panel" id="add-host" open=true>
             <summary>"Add a host"</summary>
-            <ActionForm action=add node_ref=add_form attr:class="stacked host-form">
+            <ActionForm action=add attr:class="stacked host-form">
                 <div class="row">
                     <label>"Name" <input name="name" required placeholder="h200-box" pattern="[A-Za-z0-9._\\-]+"/></label>
                     <label>"Hostname" <input name="hostname" required placeholder="10.0.0.12 or gpu1.example.com"/></label>
@@ -169,37 +151,45 @@ pub fn HostsPage() -> impl IntoView {
         </details>
         <details class="panel" id="import-hosts">
             <summary>"Import from ssh_config"</summary>
-            <ActionForm action=import attr:class="stacked">
-                <label><span>"A file on this server"</span><input name="path" value="~/.ssh/config"/></label>
-                <label><span>"or its text " <span class="muted">"(wins when filled)"</span></span>
-                    <textarea name="text" rows="4" placeholder="Host h200-box\n  HostName 10.0.0.12\n  User ubuntu"></textarea></label>
-                <ActionError action=import/>
-                {move || import.value().with(|v| match v {
-                    Some(Ok(report)) => Some(view! {
-                        <p class="import-report">
-                            "Imported: " {if report.imported.is_empty() { "nothing".to_string() } else {
-                                report.imported.iter().map(|h| h.name.clone()).collect::<Vec<_>>().join(", ")
-                            }}
-                        </p>
-                        <ul class="muted">{report.skipped.iter().map(|s| view! { <li>{s.clone()}</li> }).collect_view()}</ul>
-                    }),
-                    _ => None,
-                })}
-                <div class="form-actions"><button type="submit">"Import hosts"</button></div>
-            </ActionForm>
+            <ImportHosts/>
         </details>
     }
 }
 
+/// The import form and what it imported and skipped: an island, since its
+/// report is in nothing the server renders later (the hosts it added are, in
+/// the list the page is drawn anew with).
+#[island]
+fn ImportHosts() -> impl IntoView {
+    let import = crate::components::island_action::<ImportHosts>();
+    crate::components::refresh_page_on_success(import);
+    view! {
+        <ActionForm action=import attr:class="stacked">
+            <label><span>"A file on this server"</span><input name="path" value="~/.ssh/config"/></label>
+            <label><span>"or its text " <span class="muted">"(wins when filled)"</span></span>
+                <textarea name="text" rows="4" placeholder="Host h200-box\n  HostName 10.0.0.12\n  User ubuntu"></textarea></label>
+            <ActionError action=import/>
+            {move || import.value().with(|v| match v {
+                Some(Ok(report)) => Some(view! {
+                    <p class="import-report">
+                        "Imported: " {if report.imported.is_empty() { "nothing".to_string() } else {
+                            report.imported.iter().map(|h| h.name.clone()).collect::<Vec<_>>().join(", ")
+                        }}
+                    </p>
+                    <ul class="muted">{report.skipped.iter().map(|s| view! { <li>{s.clone()}</li> }).collect_view()}</ul>
+                }),
+                _ => None,
+            })}
+            <div class="form-actions"><button type="submit">"Import hosts"</button></div>
+        </ActionForm>
+    }
+}
+
 #[component]
-fn HostCard(
-    host: Host,
-    remove: ServerAction<RemoveHost>,
-    trust: ServerAction<TrustHost>,
-    passphrase: ServerAction<SetPassphrase>,
-    update: ServerAction<UpdateHost>,
-) -> impl IntoView {
-    let test = ServerAction::<TestHost>::new();
+fn HostCard(host: Host) -> impl IntoView {
+    let remove = ServerAction::<RemoveHost>::new();
+    let trust = ServerAction::<TrustHost>::new();
+    let update = ServerAction::<UpdateHost>::new();
     let edit = host.clone();
     let name = host.name.clone();
     let address = format!(
@@ -209,41 +199,34 @@ fn HostCard(
         if host.port == 22 { String::new() } else { format!(":{}", host.port) }
     );
     let auth = host.identity_file.clone().map(|f| format!("key {f}")).unwrap_or_else(|| "ssh-agent".to_string());
-    let (trust_name, remove_name, test_name, pass_name) = (name.clone(), name.clone(), name.clone(), name.clone());
     let trusted = host.trusted_keys.clone();
-    let pending = host.pending_key.clone();
-    // A test that says a key is waiting to be confirmed offers the Trust button.
-    let pending_now = move || {
-        test.value().with(|v| match v {
-            Some(Err(e))
-                if matches!(
-                    e.code,
-                    crate::error::ErrorCode::HostKeyUnknown | crate::error::ErrorCode::HostKeyChanged
-                ) =>
-            {
-                e.message
-                    .split_whitespace()
-                    .find(|w| w.starts_with("SHA256:"))
-                    .map(|w| w.trim_end_matches(['.', ',', ')']).to_string())
-            }
-            _ => None,
-        })
-    };
-    let needs_passphrase =
-        move || test.value().with(|v| matches!(v, Some(Err(e)) if e.code == crate::error::ErrorCode::NeedsPassphrase));
+    // A key the host offered (at a test or a run) that nobody confirmed yet.
+    let trust_name = name.clone();
+    let pending = host.pending_key.clone().map(move |fingerprint| {
+        view! {
+            <div class="trust">
+                <p>"The host offered the key " <code class="fingerprint pending">{fingerprint.clone()}</code>
+                   ". Compare it with " <code>"ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub"</code> " on the host, then:"</p>
+                <ActionForm action=trust attr:class="inline">
+                    <input type="hidden" name="name" value=trust_name/>
+                    <input type="hidden" name="fingerprint" value=fingerprint/>
+                    <button type="submit" class="primary trust-button">"Trust this key"</button>
+                    <ActionError action=trust/>
+                </ActionForm>
+            </div>
+        }
+    });
+    let (section_id, edit_id) = (format!("host-{name}"), format!("edit-host-{name}"));
+    let (test_name, facts_name, remove_name) = (name.clone(), name.clone(), name.clone());
     view! {
-        <section class="panel host" id=format!("host-{name}") data-host=name.clone()>
+        <section class="panel host" id=section_id data-host=name.clone()>
             <div class="host-head">
                 <h2>{name.clone()}</h2>
                 <code>{address}</code>
                 <span class="muted">{auth}</span>
                 {host.proxy_jump.clone().map(|j| view! { <span class="muted">"via " {j}</span> })}
                 <span class="spacer"></span>
-                <ActionForm action=test attr:class="inline">
-                    <input type="hidden" name="name" value=test_name/>
-                    <button type="submit" class="test-button">"Test connection"</button>
-                </ActionForm>
-                <details class="inline-form">
+                <details class="inline-form" id=edit_id>
                     <summary class="button">"Edit…"</summary>
                     <ActionForm action=update attr:class="stacked">
                         <input type="hidden" name="name" value=edit.name.clone()/>
@@ -261,6 +244,7 @@ fn HostCard(
                     <ActionForm action=remove attr:class="inline">
                         <input type="hidden" name="name" value=remove_name/>
                         <button type="submit" class="danger">"Remove host"</button>
+                        <ActionError action=remove/>
                     </ActionForm>
                 </Confirm>
             </div>
@@ -271,23 +255,46 @@ fn HostCard(
                     view! { <span>"Trusted key: " {trusted.into_iter().map(|k| view! { <code class="fingerprint">{k}</code> " " }).collect_view()}</span> }.into_any()
                 }}
             </p>
-            {move || {
-                let offered = pending_now().or_else(|| pending.clone());
-                offered.map(|fingerprint| {
-                    let trust_name = trust_name.clone();
-                    view! {
-                        <div class="trust">
-                            <p>"The host offered the key " <code class="fingerprint pending">{fingerprint.clone()}</code>
-                               ". Compare it with " <code>"ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub"</code> " on the host, then:"</p>
-                            <ActionForm action=trust attr:class="inline">
-                                <input type="hidden" name="name" value=trust_name/>
-                                <input type="hidden" name="fingerprint" value=fingerprint/>
-                                <button type="submit" class="primary trust-button">"Trust this key"</button>
-                            </ActionForm>
-                        </div>
-                    }
-                })
-            }}
+            {pending}
+            <ConnectionTest name=test_name/>
+            <FactsPanel name=facts_name/>
+        </section>
+    }
+}
+
+/// "Test connection" and what the test found: how long it took and what the
+/// host is, or why it failed, with a passphrase field when the key needs one.
+/// An island: the report is in nothing the server renders. A key the host
+/// offered is (the trust form above), so a finished test draws the page anew;
+/// this island keeps its place and its report.
+#[island]
+fn ConnectionTest(name: String) -> impl IntoView {
+    let test = crate::components::island_action::<TestHost>();
+    let passphrase = crate::components::island_action::<SetPassphrase>();
+    let value = test.value();
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |_| {
+        if value.with(Option::is_some) {
+            crate::browser::page::refresh_now();
+        }
+    });
+    // An unlocked key is tried at once.
+    let unlocked = passphrase.value();
+    let again = name.clone();
+    Effect::new(move |_| {
+        if unlocked.with(|v| matches!(v, Some(Ok(())))) {
+            test.dispatch(TestHost { name: again.clone() });
+        }
+    });
+    let needs_passphrase =
+        move || value.with(|v| matches!(v, Some(Err(e)) if e.code == crate::error::ErrorCode::NeedsPassphrase));
+    let pass_name = name.clone();
+    view! {
+        <div class="connection">
+            <ActionForm action=test attr:class="inline">
+                <input type="hidden" name="name" value=name/>
+                <button type="submit" class="test-button">"Test connection"</button>
+            </ActionForm>
             {move || needs_passphrase().then(|| {
                 let pass_name = pass_name.clone();
                 view! {
@@ -295,10 +302,11 @@ fn HostCard(
                         <input type="hidden" name="name" value=pass_name/>
                         <input type="password" name="passphrase" placeholder="Key passphrase (kept in memory only)" autocomplete="off"/>
                         <button type="submit">"Unlock key"</button>
+                        <ActionError action=passphrase/>
                     </ActionForm>
                 }
             })}
-            {move || test.value().with(|v| match v {
+            {move || value.with(|v| match v {
                 Some(Ok(report)) => Some(view! {
                     <dl class="report">
                         <dt>"Latency"</dt><dd>{format!("{:.1} ms", report.latency_ms)}</dd>
@@ -309,9 +317,7 @@ fn HostCard(
                 Some(Err(e)) => Some(view! { <p class="error" role="alert">{e.message.clone()}</p> }.into_any()),
                 None => None,
             })}
-            <ActionError action=trust/>
-            <FactsPanel name=name.clone()/>
-        </section>
+        </div>
     }
 }
 
@@ -335,7 +341,7 @@ pub async fn capture_host_facts(name: String, python: String) -> Result<crate::h
 fn FactsPanel(name: String) -> impl IntoView {
     let capture = ServerAction::<CaptureHostFacts>::new();
     let key = name.clone();
-    let facts = Resource::new(move || (key.clone(), capture.version().get()), |(name, _)| host_facts(name));
+    let facts = Resource::new(move || key.clone(), host_facts);
     view! {
         <details class="facts" open=true>
             <summary>"Facts"</summary>
@@ -352,8 +358,8 @@ fn FactsPanel(name: String) -> impl IntoView {
                 <input type="hidden" name="name" value=name/>
                 <input name="python" placeholder="python3 (or /root/ml-env/bin/python)" aria-label="Python for package versions"/>
                 <button type="submit">"Capture facts"</button>
+                <ActionError action=capture/>
             </ActionForm>
-            <ActionError action=capture/>
         </details>
     }
 }

@@ -4,7 +4,6 @@
 use crate::error::ApiError;
 use crate::hypotheses::{Hypothesis, STATUSES, hypothesis_anchor};
 use crate::model::Investigation;
-use crate::pages::investigation::timeline_action;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 
@@ -178,9 +177,9 @@ pub fn HypothesesSection(inv: Investigation) -> impl IntoView {
 
 #[component]
 fn HypothesisRow(h: Hypothesis, steps: Vec<(i64, String)>) -> impl IntoView {
-    let set_status = timeline_action::<SetHypothesisStatus>();
-    let link = timeline_action::<LinkEvidence>();
-    let unlink = timeline_action::<UnlinkEvidence>();
+    let set_status = ServerAction::<SetHypothesisStatus>::new();
+    let link = ServerAction::<LinkEvidence>::new();
+    let unlink = ServerAction::<UnlinkEvidence>::new();
     let label_of = |id: i64| steps.iter().find(|(s, _)| *s == id).map(|(_, l)| l.clone());
     let evidence = h
         .evidence
@@ -210,7 +209,7 @@ fn HypothesisRow(h: Hypothesis, steps: Vec<(i64, String)>) -> impl IntoView {
         let warnings = p.warnings.into_iter().map(|w| view! { <p class="warning">{w}</p> }).collect_view();
         view! { <div class="provenance"><p class="muted">{p.summary}</p>{warnings}</div> }
     });
-    let delete = timeline_action::<DeleteHypothesis>();
+    let delete = ServerAction::<DeleteHypothesis>::new();
     let unit = h.unit.clone().unwrap_or_default();
     let side = |g: Option<&crate::metrics::GroupSummary>| {
         g.map(|g| format!("{} {unit} (n={})", number(g.mean), g.n)).unwrap_or_else(|| "—".into())
@@ -295,8 +294,7 @@ fn HypothesisRow(h: Hypothesis, steps: Vec<(i64, String)>) -> impl IntoView {
 
 #[component]
 fn AddHypothesis(investigation: String, commands: Vec<(String, String)>) -> impl IntoView {
-    let add = timeline_action::<AddHypothesis>();
-    let form = crate::components::reset_on_success(add);
+    let add = ServerAction::<AddHypothesis>::new();
     let options = move |commands: &Vec<(String, String)>| {
         commands.iter().map(|(id, label)| view! { <option value=id.clone()>{label.clone()}</option> }).collect_view()
     };
@@ -304,7 +302,7 @@ fn AddHypothesis(investigation: String, commands: Vec<(String, String)>) -> impl
     view! {
         <details class="add-step" id="add-hypothesis">
             <summary>"Add a hypothesis"</summary>
-            <ActionForm action=add node_ref=form attr:class="stacked">
+            <ActionForm action=add attr:class="stacked">
                 <input type="hidden" name="investigation" value=investigation/>
                 <label>"Hypothesis" <input name="statement" required maxlength="500" placeholder="NCCL allreduce (156 calls per token) is the bottleneck"/></label>
                 <label>"Why " <span class="muted">"(Markdown)"</span>
@@ -390,9 +388,8 @@ pub async fn remove_derived(investigation: String, name: String) -> Result<(), A
 /// The investigation's derived metrics, each formula shown as written.
 #[component]
 fn DerivedMetrics(investigation: String, defs: Vec<crate::metrics::DerivedDef>) -> impl IntoView {
-    let add = timeline_action::<AddDerived>();
-    let remove = timeline_action::<RemoveDerived>();
-    let form = crate::components::reset_on_success(add);
+    let add = ServerAction::<AddDerived>::new();
+    let remove = ServerAction::<RemoveDerived>::new();
     let count = defs.len();
     let rows = defs
         .into_iter()
@@ -419,7 +416,7 @@ fn DerivedMetrics(investigation: String, defs: Vec<crate::metrics::DerivedDef>) 
             <p class="muted">"A formula over each run's measurements (+ − × ÷, parentheses, numbers, metric names, your constants), computed for every finished run — e.g. hbm_gbps = output_throughput * weights_gb / gpus."</p>
             <ul class="derived">{rows}</ul>
             <crate::components::Can what=crate::components::Ability::Edit>
-            <ActionForm action=add node_ref=form attr:class="stacked">
+            <ActionForm action=add attr:class="stacked">
                 <input type="hidden" name="investigation" value=investigation.clone()/>
                 <div class="row">
                     <label class="narrow">"Name" <input name="name" required placeholder="hbm_gbps"/></label>
@@ -440,9 +437,8 @@ fn DerivedMetrics(investigation: String, defs: Vec<crate::metrics::DerivedDef>) 
 /// The investigation's own extractors: for output no built-in one knows.
 #[component]
 fn Extractors(investigation: String, defs: Vec<crate::metrics::ExtractorDef>) -> impl IntoView {
-    let add = timeline_action::<AddExtractor>();
-    let remove = timeline_action::<RemoveExtractor>();
-    let form = crate::components::reset_on_success(add);
+    let add = ServerAction::<AddExtractor>::new();
+    let remove = ServerAction::<RemoveExtractor>::new();
     let count = defs.len();
     let rows = defs
         .into_iter()
@@ -469,7 +465,7 @@ fn Extractors(investigation: String, defs: Vec<crate::metrics::ExtractorDef>) ->
             <p class="muted">"A regex with one capture group, run over every finished run's output (existing runs are read again)."</p>
             <ul class="extractors">{rows}</ul>
             <crate::components::Can what=crate::components::Ability::Edit>
-            <ActionForm action=add node_ref=form attr:class="stacked">
+            <ActionForm action=add attr:class="stacked">
                 <input type="hidden" name="investigation" value=investigation.clone()/>
                 <div class="row">
                     <label class="narrow">"Name" <input name="name" required placeholder="decode"/></label>
@@ -589,9 +585,8 @@ pub fn MeasurementsSection(inv: Investigation) -> impl IntoView {
 
 #[component]
 fn ManualMeasurements(investigation: String, measurements: Vec<crate::metrics::StoredMeasurement>) -> impl IntoView {
-    let add = timeline_action::<AddManualMeasurement>();
-    let delete = timeline_action::<DeleteManualMeasurement>();
-    let form = crate::components::reset_on_success(add);
+    let add = ServerAction::<AddManualMeasurement>::new();
+    let delete = ServerAction::<DeleteManualMeasurement>::new();
     let manual: Vec<_> = measurements.into_iter().filter(|m| m.run_id.is_none()).collect();
     let count = manual.len();
     let rows = manual
@@ -620,7 +615,7 @@ fn ManualMeasurements(investigation: String, measurements: Vec<crate::metrics::S
             <p class="muted">"Measured elsewhere (another tool, a colleague's run): say where in the note. A label groups it in the chart."</p>
             <ul class="manual">{rows}</ul>
             <crate::components::Can what=crate::components::Ability::Edit>
-            <ActionForm action=add node_ref=form attr:class="stacked">
+            <ActionForm action=add attr:class="stacked">
                 <input type="hidden" name="investigation" value=investigation/>
                 <div class="row">
                     <label>"Metric" <input name="metric" required placeholder="output_throughput"/></label>

@@ -1,4 +1,11 @@
 //! `/i/{id}`: one investigation and its timeline of steps.
+//!
+//! Rendered whole on the server. In the browser, `browser::page` draws it anew
+//! from the server when it changes (a form posted here, an edit or run in
+//! anyone's browser: the `data-live` event stream), with the same address
+//! query this page reads: `?steps=` for the parts of a long timeline shown, and
+//! `?edit=` for the step whose editor is open. Both are plain links too, so the
+//! page works without JavaScript.
 
 use crate::api::{
     DeleteInvestigation, DeleteStep, MoveStep, RenameInvestigation, SetInvestigationStatus, get_investigation,
@@ -9,115 +16,73 @@ use crate::model::{Investigation, InvestigationStatus, Step, StepOutline, StepWi
 use crate::steps::{StepContent, command::AddCommand, grep::AddGrep, note::AddNote, snippet::AddSnippet};
 use leptos::form::ActionForm;
 use leptos::prelude::*;
-use leptos::server_fn::ServerFn;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
-/// The steps of a long investigation the page shows in full: `?steps=` from the
-/// address, and the parts the reader opened since (by scrolling, a click, or a
-/// permalink to a folded step).
-#[derive(Clone, Copy)]
-pub(crate) struct Shown(pub RwSignal<StepWindow>);
+/// The address of this page with step `step_id`'s editor open, or closed: the
+/// editor is the page with `?edit=`, and Cancel (and saving) the page without.
+pub(crate) fn editor_href(step_id: i64, open: bool) -> String {
+    let shown = Shown::get();
+    Shown::href(&shown.window, open.then_some(step_id), &crate::model::step_anchor(step_id))
+}
+
+/// What the address asks a timeline page to show besides its first and last
+/// steps: the parts of a long timeline (`?steps=21-60`) and the step being
+/// edited (`?edit=12`).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Shown {
+    pub window: StepWindow,
+    pub edit: Option<i64>,
+}
 
 impl Shown {
     pub fn provide() -> Self {
         let query = use_query_map();
-        let asked = query.with_untracked(|q| StepWindow::parse(&q.get("steps").unwrap_or_default()));
-        let shown = Shown(RwSignal::new(asked));
-        provide_context(shown);
+        let shown = query.with_untracked(|q| Shown {
+            window: StepWindow::parse(&q.get("steps").unwrap_or_default()),
+            edit: q.get("edit").and_then(|e| e.parse().ok()),
+        });
+        provide_context(shown.clone());
         shown
     }
 
-    /// Shows the part `range` too (the page fetches it).
-    pub(crate) fn open(self, range: (u32, u32)) {
-        if !self.0.with_untracked(|w| w.covers(range)) {
-            self.0.update(|w| *w = w.with(range));
+    fn get() -> Self {
+        use_context::<Self>().unwrap_or_default()
+    }
+
+    /// The address of this page showing `window` and editing `edit`, at `#target`.
+    fn href(window: &StepWindow, edit: Option<i64>, target: &str) -> String {
+        let mut query = Vec::new();
+        if let Some(step) = edit {
+            query.push(format!("edit={step}"));
         }
-    }
-}
-
-/// The names of everyone else with this investigation open.
-#[derive(Clone, Copy)]
-struct Viewers(RwSignal<Vec<String>>);
-
-/// "Also here: bob, carol" — nothing when you are alone.
-#[component]
-fn AlsoHere() -> impl IntoView {
-    let viewers = use_context::<Viewers>();
-    move || {
-        let others = viewers.and_then(|v| v.0.try_get()).unwrap_or_default();
-        (!others.is_empty()).then(|| view! { <p class="also-here muted">"Also here: " {others.join(", ")}</p> })
-    }
-}
-
-/// Bumped after every successful change, so the page refetches the investigation.
-#[derive(Clone, Copy)]
-struct TimelineVersion(RwSignal<u64>);
-
-/// Refreshes the investigation page from anywhere (callbacks outside the
-/// reactive tree included); captures the page's version signal now.
-pub fn refresher() -> impl Fn() + Clone + 'static {
-    let version = use_context::<TimelineVersion>();
-    move || {
-        if let Some(v) = version {
-            v.0.update(|n| *n += 1);
+        if !window.ranges.is_empty() {
+            query.push(format!("steps={}", window.query()));
         }
+        format!("?{}#{target}", query.join("&"))
     }
-}
-
-/// A server action whose success refreshes the investigation page. Failures leave
-/// the page as it is, so whatever the user typed stays in its form.
-pub fn timeline_action<S>() -> ServerAction<S>
-where
-    S: ServerFn + Clone + Send + Sync + 'static,
-    S::Output: Send + Sync + 'static,
-    S::Error: Send + Sync + 'static,
-{
-    let action = ServerAction::<S>::new();
-    if let Some(version) = use_context::<TimelineVersion>() {
-        crate::components::on_success(action, move || version.0.update(|v| *v += 1));
-    }
-    action
 }
 
 #[component]
 pub fn InvestigationPage() -> impl IntoView {
     let params = use_params_map();
-    let id = move || params.read().get("id").unwrap_or_default();
-    let version = TimelineVersion(RwSignal::new(0));
-    provide_context(version);
-    provide_context(super::shared::CreatedLink(RwSignal::new(None)));
-    // Who else has the page open: told by the event stream, kept across refreshes.
-    let viewers = Viewers(RwSignal::new(Vec::new()));
-    provide_context(viewers);
-    crate::steps::annotation::LineFocus::provide();
+    let id = params.with_untracked(|p| p.get("id").unwrap_or_default());
     let shown = Shown::provide();
-    let investigation = Resource::<_, super::Light>::new_with_options(
-        move || (id(), version.0.get(), shown.0.get()),
-        |(id, _, shown)| get_investigation(id, shown.query()),
-        false,
-    );
-    // Runs started here or in another browser refresh the page as they change.
-    #[cfg(feature = "hydrate")]
-    Effect::new(move |_| {
-        let known = investigation.get_untracked().and_then(Result::ok).map_or(0, |inv| inv.runs_fingerprint);
-        crate::live::follow_investigation(id(), known, refresher(), viewers.0)
-    });
-    // A permalink to a folded step opens its part, then goes to it.
-    #[cfg(feature = "hydrate")]
-    crate::live::reveal_fragment(move || investigation.get().and_then(Result::ok), move |range| shown.open(range));
+    let investigation = Resource::new(move || (), move |_| get_investigation(id.clone(), shown.window.query()));
     view! {
-        <Transition fallback=|| view! { <p class="muted">"Loading investigation…"</p> }>
+        <Suspense fallback=|| view! { <p class="muted">"Loading investigation…"</p> }>
             <ErrorBoundary fallback=super::error_fallback>
                 {move || Suspend::new(async move {
-                    investigation.await.map(|inv| view! { <InvestigationView inv/> })
+                    investigation.await.map(|inv| view! { <InvestigationView inv live=true/> })
                 })}
             </ErrorBoundary>
-        </Transition>
+        </Suspense>
     }
 }
 
 /// The investigation as its reader may see it: forms only for what their role
 /// allows. `notice` replaces the "you can read…" line (a share link's terms).
+/// `live`: the browser follows its changes (`browser::live`); a share link's
+/// page is not.
 #[component]
 pub(crate) fn InvestigationView(
     inv: Investigation,
@@ -125,6 +90,7 @@ pub(crate) fn InvestigationView(
     /// Where its exports come from (a share link's own); the investigation's by default.
     #[prop(optional)]
     export: Option<String>,
+    #[prop(optional)] live: bool,
 ) -> impl IntoView {
     provide_context(inv.abilities);
     provide_context(super::comments::AllComments {
@@ -135,6 +101,12 @@ pub(crate) fn InvestigationView(
     let steps = timeline(&inv);
     view! {
         <PageTitle text=format!("{} · Sleuth", inv.title)/>
+        <article
+            class="investigation"
+            data-investigation=inv.id.clone()
+            data-live=live.then_some("")
+            data-known=inv.runs_fingerprint.to_string()
+        >
         <nav class="crumbs"><a href="/">"Investigations"</a> " / " <span>{inv.id.clone()}</span></nav>
         <Header inv=inv.clone() export=export.unwrap_or_else(|| format!("/api/v1/investigations/{}/export", inv.id))/>
         {match notice {
@@ -162,11 +134,12 @@ pub(crate) fn InvestigationView(
             <AddSnippet investigation=run_id.clone()/>
             <AddGrep investigation=run_id/>
         </Can>
+        </article>
     }
 }
 
 /// The steps in order: in full, or (in a long investigation, outside the parts
-/// shown) one line each under a "Show steps 21–60" head that loads its part.
+/// shown) one line each under a "Show steps 21–60" head that opens its part.
 fn timeline(inv: &Investigation) -> Vec<AnyView> {
     if inv.outline.is_empty() {
         let count = inv.steps.len() as u32;
@@ -191,37 +164,21 @@ fn timeline(inv: &Investigation) -> Vec<AnyView> {
     items
 }
 
-/// The address that shows `range` as well as what is shown now; without
-/// JavaScript it is a plain link, and the server renders that part.
+/// The address that shows `range` as well as what is shown now. The browser
+/// (`browser::timeline`) opens the part in place; without JavaScript the
+/// server renders it.
 fn part_href(range: (u32, u32), target: &str) -> String {
-    let shown = use_context::<Shown>().map(|s| s.0.get_untracked()).unwrap_or_default();
-    format!("?steps={}#{target}", shown.with(range).query())
+    let shown = Shown::get();
+    Shown::href(&shown.window.with(range), shown.edit, target)
 }
 
 /// "Show steps 21–60": opens the part when clicked, or when it scrolls near.
 #[component]
 fn PartHead(range: (u32, u32), first: i64) -> impl IntoView {
     let href = part_href(range, &crate::model::step_anchor(first));
-    let shown = use_context::<Shown>();
-    let node = NodeRef::<leptos::html::Li>::new();
-    #[cfg(feature = "hydrate")]
-    if let Some(shown) = shown {
-        crate::live::when_near(node, move || shown.open(range));
-    }
     view! {
-        <li class="part" node_ref=node data-from=range.0 data-to=range.1>
-            <a
-                class="show-part"
-                href=href
-                on:click=move |ev| {
-                    if let Some(shown) = shown {
-                        ev.prevent_default();
-                        shown.open(range);
-                    }
-                }
-            >
-                {format!("Show steps {}–{}", range.0, range.1)}
-            </a>
+        <li class="part" data-from=range.0 data-to=range.1>
+            <a class="show-part" href=href>{format!("Show steps {}–{}", range.0, range.1)}</a>
         </li>
     }
 }
@@ -278,8 +235,8 @@ fn read_only_notice(inv: &Investigation) -> Option<impl IntoView + use<>> {
 
 #[component]
 fn Header(inv: Investigation, export: String) -> impl IntoView {
-    let rename = timeline_action::<RenameInvestigation>();
-    let set_status = timeline_action::<SetInvestigationStatus>();
+    let rename = ServerAction::<RenameInvestigation>::new();
+    let set_status = ServerAction::<SetInvestigationStatus>::new();
     let delete = ServerAction::<DeleteInvestigation>::new();
     let (next_status, toggle_label) = match inv.status {
         InvestigationStatus::Open => ("closed", "Close"),
@@ -298,7 +255,8 @@ fn Header(inv: Investigation, export: String) -> impl IntoView {
             <p class="muted meta">
                 "Started " {short_time(&inv.created_at)} " · updated " {short_time(&inv.updated_at)}
             </p>
-            <AlsoHere/>
+            // Who else has it open: filled in by the browser (`browser::live`).
+            <p class="also-here muted" hidden></p>
             <div class="toolbar">
                 <Can what=Ability::Edit>
                 <details class="inline-form">
@@ -328,6 +286,7 @@ fn Header(inv: Investigation, export: String) -> impl IntoView {
                     <input type="hidden" name="id" value=status_id/>
                     <input type="hidden" name="status" value=next_status/>
                     <button type="submit">{toggle_label}</button>
+                    <ActionError action=set_status/>
                 </ActionForm>
                 </Can>
                 <Can what=Ability::Own>
@@ -335,12 +294,11 @@ fn Header(inv: Investigation, export: String) -> impl IntoView {
                     <ActionForm action=delete attr:class="inline">
                         <input type="hidden" name="id" value=delete_id/>
                         <button type="submit" class="danger">"Delete investigation"</button>
+                        <ActionError action=delete/>
                     </ActionForm>
                 </Confirm>
                 </Can>
             </div>
-            <ActionError action=set_status/>
-            <ActionError action=delete/>
         </header>
     }
 }
@@ -368,14 +326,16 @@ fn ExportMenu(base: String) -> impl IntoView {
 
 #[component]
 fn StepItem(step: Step, last: u32) -> impl IntoView {
-    let editing = RwSignal::new(false);
-    let move_step = timeline_action::<MoveStep>();
-    let delete = timeline_action::<DeleteStep>();
+    let shown = Shown::get();
+    let editing = shown.edit == Some(step.id);
+    let move_step = ServerAction::<MoveStep>::new();
+    let delete = ServerAction::<DeleteStep>::new();
     let position = step.position;
     let anchor = step.anchor();
     let editable = matches!(step.body, crate::steps::StepBody::Note(_) | crate::steps::StepBody::Command(_));
+    let toggle = editor_href(step.id, !editing);
     view! {
-        <li class="step" id=anchor.clone() data-kind=step.body.kind()>
+        <li class="step" id=anchor.clone() data-kind=step.body.kind() data-editing=editing.then_some("")>
             <div class="step-head">
                 <a class="step-link" href=format!("#{anchor}") title="Link to this step">
                     "#" {position}
@@ -386,9 +346,9 @@ fn StepItem(step: Step, last: u32) -> impl IntoView {
                 // Snippets and greps change by refreshing, not by editing.
                 <Can what=Ability::Edit>
                 {editable.then(|| view! {
-                    <button type="button" class="quiet edit" on:click=move |_| editing.update(|e| *e = !*e)>
-                        "Edit"
-                    </button>
+                    <a class="button quiet edit" href=toggle data-view=if editing { "close" } else { "edit" }>
+                        {if editing { "Close editor" } else { "Edit" }}
+                    </a>
                 })}
                 <ActionForm action=move_step attr:class="inline">
                     <input type="hidden" name="step_id" value=step.id/>
@@ -404,16 +364,16 @@ fn StepItem(step: Step, last: u32) -> impl IntoView {
                     <ActionForm action=delete attr:class="inline">
                         <input type="hidden" name="step_id" value=step.id/>
                         <button type="submit" class="danger">"Delete step"</button>
+                        <ActionError action=delete/>
                     </ActionForm>
                 </Confirm>
                 </Can>
             </div>
+            <ActionError action=move_step/>
             <div class="step-body">
                 <StepContent step=step.clone() editing/>
             </div>
             <super::comments::Threads step_id=step.id/>
-            <ActionError action=move_step/>
-            <ActionError action=delete/>
         </li>
     }
 }

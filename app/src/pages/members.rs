@@ -15,11 +15,11 @@ pub async fn set_member(investigation: String, user: String, role: String) -> Re
         .inspect_err(crate::backend::set_status)
 }
 
-/// The list comes with the investigation, and a change refreshes the page like
-/// every other header form: no second resource to race the page's refreshes.
+/// The list comes with the investigation, and a change draws the page anew like
+/// every other header form.
 #[component]
 pub fn Members(investigation: String, members: Vec<Member>) -> impl IntoView {
-    let set = super::investigation::timeline_action::<SetMember>();
+    let set = ServerAction::<SetMember>::new();
     // The count stays visible when the page refresh closes the form.
     let summary = format!("Members ({})…", members.len());
     let items = members
@@ -45,9 +45,9 @@ pub fn Members(investigation: String, members: Vec<Member>) -> impl IntoView {
                     <option value="none">"remove"</option>
                 </select>
                 <button type="submit">"Set role"</button>
+                <crate::components::ActionError action=set/>
             </ActionForm>
             </crate::components::Can>
-            <crate::components::ActionError action=set/>
         </details>
     }
 }

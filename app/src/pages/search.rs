@@ -20,7 +20,7 @@ pub fn SearchBox() -> impl IntoView {
     let value = move || query.with(|q| q.get("q").unwrap_or_default());
     view! {
         <form class="search-box" action="/search" method="get" role="search">
-            <input type="search" name="q" prop:value=value placeholder="Search notes, commands, output…" aria-label="Search"/>
+            <input type="search" name="q" value=value placeholder="Search notes, commands, output…" aria-label="Search"/>
         </form>
     }
 }
@@ -41,7 +41,7 @@ pub fn SearchPage() -> impl IntoView {
         <section class="narrow-page wide search-page">
             <h1>"Search"</h1>
             <form class="search-form" action="/search" method="get" role="search">
-                <input type="search" name="q" prop:value=move || asked().0 aria-label="Search for"
+                <input type="search" name="q" value=move || asked().0 aria-label="Search for"
                     placeholder=r#"words, "a phrase", prefix*, -not, host:gpu env:NCCL_PROTO=LL status:failed"#/>
                 <select name="sort" aria-label="Order">
                     <option value="relevance" selected=move || asked().1.as_deref() != Some("newest")>"Most relevant"</option>

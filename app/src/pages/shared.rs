@@ -46,35 +46,28 @@ pub async fn revoke_share_link(id: i64) -> Result<ShareLink, ApiError> {
 #[component]
 pub fn SharedPage() -> impl IntoView {
     let params = use_params_map();
-    let token = move || params.read().get("token").unwrap_or_default();
-    crate::steps::annotation::LineFocus::provide();
+    let token = params.with_untracked(|p| p.get("token").unwrap_or_default());
     let shown = super::investigation::Shown::provide();
-    let shared = Resource::<_, super::Light>::new_with_options(
-        move || (token(), shown.0.get()),
-        |(token, shown)| shared_investigation(token, shown.query()),
-        false,
-    );
-    #[cfg(feature = "hydrate")]
-    crate::live::reveal_fragment(
-        move || shared.get().and_then(Result::ok).map(|view| view.investigation),
-        move |range| shown.open(range),
-    );
+    let export = format!("/api/v1/shared/{token}/export");
+    let shared = Resource::new(move || (), move |_| shared_investigation(token.clone(), shown.window.query()));
     view! {
         // The token is in the URL: keep it out of search engines and out of the
         // Referer header of links the notes point to.
         <Meta name="robots" content="noindex"/>
         <Meta name="referrer" content="no-referrer"/>
-        <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+        <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
             <ErrorBoundary fallback=super::error_fallback>
-                {move || Suspend::new(async move {
-                    shared.await.map(|view| {
-                        let notice = terms(&view);
-                        let export = format!("/api/v1/shared/{}/export", token());
-                        view! { <super::investigation::InvestigationView inv=view.investigation notice export/> }
+                {move || {
+                    let export = export.clone();
+                    Suspend::new(async move {
+                        shared.await.map(|view| {
+                            let notice = terms(&view);
+                            view! { <super::investigation::InvestigationView inv=view.investigation notice export/> }
+                        })
                     })
-                })}
+                }}
             </ErrorBoundary>
-        </Transition>
+        </Suspense>
     }
 }
 
@@ -92,27 +85,10 @@ fn terms(view: &SharedView) -> String {
     text
 }
 
-/// The link just created, kept by the page: the header (and this panel) are
-/// drawn anew on every refresh, and the URL is shown only once.
-#[derive(Clone, Copy)]
-pub struct CreatedLink(pub RwSignal<Option<CreatedShareLink>>);
-
 /// Owners' panel: create a link (label, expiry, hide hosts), see and revoke links.
 #[component]
 pub fn SharePanel(investigation: String, links: Vec<ShareLink>) -> impl IntoView {
-    let create = ServerAction::<CreateShareLink>::new();
-    let revoke = super::investigation::timeline_action::<RevokeShareLink>();
-    let created = use_context::<CreatedLink>();
-    let refresh = super::investigation::refresher();
-    let value = create.value();
-    Effect::new(move |_| {
-        if let Some(Some(Ok(link))) = value.try_get() {
-            if let Some(created) = created {
-                created.0.set(Some(link));
-            }
-            refresh();
-        }
-    });
+    let revoke = ServerAction::<RevokeShareLink>::new();
     let count = links.iter().filter(|l| l.state == "active").count();
     let any = !links.is_empty();
     let rows = links
@@ -133,6 +109,7 @@ pub fn SharePanel(investigation: String, links: Vec<ShareLink>) -> impl IntoView
                             <ActionForm action=revoke attr:class="inline">
                                 <input type="hidden" name="id" value=l.id/>
                                 <button type="submit" class="danger quiet">"Revoke"</button>
+                                <crate::components::ActionError action=revoke/>
                             </ActionForm>
                         })}
                     </td>
@@ -140,14 +117,39 @@ pub fn SharePanel(investigation: String, links: Vec<ShareLink>) -> impl IntoView
             }
         })
         .collect_view();
+    view! {
+        <details class="inline-form share" id="share">
+            <summary class="button">{format!("Share ({count})…")}</summary>
+            <div class="popover">
+            <NewShareLink investigation/>
+            {any.then(|| view! {
+                <table class="share-links">
+                    <thead><tr><th>"Label"</th><th>"Created"</th><th>"Expires"</th><th>"Hosts"</th><th>"State"</th><th></th></tr></thead>
+                    <tbody>{rows}</tbody>
+                </table>
+            })}
+            </div>
+        </details>
+    }
+}
+
+/// The form that makes a link, and the link it made: its URL is shown this
+/// once and is in nothing the server renders later, so this is an island. The
+/// page is drawn anew with the link in its list; the island, whose props did
+/// not change, keeps its place and what it shows (`browser::islands`).
+#[island]
+fn NewShareLink(investigation: String) -> impl IntoView {
+    let create = crate::components::island_action::<CreateShareLink>();
+    let created = create.value();
+    crate::components::refresh_page_on_success(create);
     let fresh = move || {
-        created.and_then(|c| c.0.get()).map(|link| {
+        created.get().and_then(Result::ok).map(|link| {
             let url = absolute(&link.url);
             view! {
                 <div class="notice created-link">
                     <p>"Copy this link now: it is shown only once. Add " <code>"#step-N"</code>
                         " or " <code>"#step-N-L130-L180"</code> " to point at a step or lines."</p>
-                    <input class="link-url" readonly value=url.clone() aria-label="The new link" on:focus=|ev| {
+                    <input class="link-url" readonly value=url aria-label="The new link" on:focus=|ev| {
                         #[cfg(feature = "hydrate")]
                         {
                             use wasm_bindgen::JsCast;
@@ -163,41 +165,28 @@ pub fn SharePanel(investigation: String, links: Vec<ShareLink>) -> impl IntoView
         })
     };
     view! {
-        // Kept open across the page's refreshes once a link was made: it shows the URL.
-        <details class="inline-form share" id="share" open=created.is_some_and(|c| c.0.get_untracked().is_some())>
-            <summary class="button">{format!("Share ({count})…")}</summary>
-            <div class="popover">
-            {fresh}
-            <ActionForm action=create attr:class="stacked">
-                <input type="hidden" name="investigation" value=investigation/>
-                <div class="row">
-                    <label>"Label" <input name="label" maxlength="100" placeholder="for the vLLM maintainers"/></label>
-                    <label class="narrow">"Works for"
-                        <select name="expires">
-                            <option value="1">"1 day"</option>
-                            <option value="7" selected=true>"7 days"</option>
-                            <option value="30">"30 days"</option>
-                            <option value="never">"until revoked"</option>
-                        </select>
-                    </label>
-                </div>
-                <label class="check"><input type="checkbox" name="hide_hosts" value="on"/> " Hide host names and addresses"</label>
-                <crate::components::ActionError action=create/>
-                <div class="form-actions"><button type="submit" class="primary">"Create view-only link"</button></div>
-            </ActionForm>
-            {any.then(|| view! {
-                <table class="share-links">
-                    <thead><tr><th>"Label"</th><th>"Created"</th><th>"Expires"</th><th>"Hosts"</th><th>"State"</th><th></th></tr></thead>
-                    <tbody>{rows}</tbody>
-                </table>
-            })}
-            <crate::components::ActionError action=revoke/>
+        {fresh}
+        <ActionForm action=create attr:class="stacked">
+            <input type="hidden" name="investigation" value=investigation/>
+            <div class="row">
+                <label>"Label" <input name="label" maxlength="100" placeholder="for the vLLM maintainers"/></label>
+                <label class="narrow">"Works for"
+                    <select name="expires">
+                        <option value="1">"1 day"</option>
+                        <option value="7" selected=true>"7 days"</option>
+                        <option value="30">"30 days"</option>
+                        <option value="never">"until revoked"</option>
+                    </select>
+                </label>
             </div>
-        </details>
+            <label class="check"><input type="checkbox" name="hide_hosts" value="on"/> " Hide host names and addresses"</label>
+            <crate::components::ActionError action=create/>
+            <div class="form-actions"><button type="submit" class="primary">"Create view-only link"</button></div>
+        </ActionForm>
     }
 }
 
-/// The link with this server's origin (known in the browser; the panel shows
+/// The link with this server's origin (known in the browser; the island shows
 /// links only after a click there).
 fn absolute(path: &str) -> String {
     #[cfg(feature = "hydrate")]

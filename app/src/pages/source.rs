@@ -5,8 +5,8 @@
 //!
 //! Looking for the file runs a script on the host, so it is never done on GET:
 //! a link or an image pointing here (in a note, say) shows the reference and a
-//! **Search** button; the search is a POST (`find_source`). Without JavaScript
-//! its answer comes back as this page's address (`searched=1&c=…`).
+//! **Search** button; the search is a POST (`find_source`). Its answer comes
+//! back as this page's address (`searched=1&c=…`), with or without JavaScript.
 
 use crate::components::PageTitle;
 use crate::error::ApiError;
@@ -48,9 +48,7 @@ pub async fn find_source(run_id: i64, file: String, line: u64) -> Result<SourceC
         .source_candidates(&crate::backend::actor()?, run_id, &file, line)
         .await
         .inspect_err(crate::backend::set_status)?;
-    if crate::backend::is_plain_form_post() {
-        leptos_axum::redirect(&crate::steps::snippet::candidates_url(&found));
-    }
+    leptos_axum::redirect(&crate::steps::snippet::candidates_url(&found));
     Ok(found)
 }
 
@@ -81,9 +79,7 @@ pub async fn open_reference(run_id: i64, file: String, line: u64, path: String) 
     }
     .await
     .inspect_err(crate::backend::set_status)?;
-    if crate::backend::is_plain_form_post() {
-        leptos_axum::redirect(&opened);
-    }
+    leptos_axum::redirect(&opened);
     Ok(opened)
 }
 
@@ -106,7 +102,8 @@ pub fn SourcePage() -> impl IntoView {
     // A search's answer carried in the address (see the module comment).
     let listed = move || {
         let query = query.read();
-        (query.get("searched").is_some()).then(|| query.get_all("c").unwrap_or_default())
+        (query.get("searched").is_some())
+            .then(|| (query.get_all("c").unwrap_or_default(), query.get_all("d").unwrap_or_default()))
     };
     view! {
         <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
@@ -114,8 +111,9 @@ pub fn SourcePage() -> impl IntoView {
                 {move || Suspend::new(async move {
                     reference.await.map(|mut found| {
                         let searched = listed();
-                        if let Some(paths) = &searched {
+                        if let Some((paths, dirs)) = &searched {
                             found.candidates = paths.clone();
+                            found.searched = dirs.clone();
                         }
                         view! { <Candidates found searched=searched.is_some()/> }
                     })
@@ -129,22 +127,14 @@ pub fn SourcePage() -> impl IntoView {
 fn Candidates(found: SourceCandidates, searched: bool) -> impl IntoView {
     let open = ServerAction::<OpenReference>::new();
     let search = ServerAction::<FindSource>::new();
-    #[cfg(feature = "hydrate")]
-    Effect::new(move |_| {
-        if let Some(Ok(url)) = open.value().get() {
-            crate::live::go_to(&url);
-        }
-    });
     let reference = format!("{}:{}", found.file, found.line);
     let back = format!("/i/{}#step-{}", found.investigation_id, found.step_id);
     let host = found.host.clone();
-    let initial = searched.then(|| found.clone());
-    let shown = move || search.value().get().and_then(Result::ok).or_else(|| initial.clone());
-    let results = {
+    let results = searched.then(|| {
         let host = host.clone();
-        move || {
-            shown().map(|found| {
-                let lines = format!(
+        let found = found.clone();
+        {
+            let lines = format!(
                     "lines {}–{}",
                     found.line.saturating_sub(CONTEXT_LINES).max(1),
                     found.line + CONTEXT_LINES
@@ -179,9 +169,8 @@ fn Candidates(found: SourceCandidates, searched: bool) -> impl IntoView {
                         </details>
                     })}
                 }
-            })
         }
-    };
+    });
     let search_label = format!("{} {host} for {}", if searched { "Search again on" } else { "Search" }, found.file);
     let (file, other_file) = (found.file.clone(), found.file.clone());
     view! {
@@ -201,8 +190,8 @@ fn Candidates(found: SourceCandidates, searched: bool) -> impl IntoView {
                 <input type="hidden" name="file" value=file/>
                 <input type="hidden" name="line" value=found.line/>
                 <button type="submit" class=if searched { "" } else { "primary" }>{search_label}</button>
+                <crate::components::ActionError action=search/>
             </ActionForm>
-            <crate::components::ActionError action=search/>
             {results}
             <ActionForm action=open attr:class="stacked other-path">
                 <input type="hidden" name="run_id" value=found.run_id/>
@@ -211,9 +200,9 @@ fn Candidates(found: SourceCandidates, searched: bool) -> impl IntoView {
                 <label>"Another path on " {host}
                     <input name="path" required placeholder="/root/ml-env/lib/python3.12/site-packages/vllm/…/custom_all_reduce.py"/>
                 </label>
+                <crate::components::ActionError action=open/>
                 <div class="form-actions"><button type="submit">"Open this file"</button></div>
             </ActionForm>
-            <crate::components::ActionError action=open/>
         </section>
     }
 }

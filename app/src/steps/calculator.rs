@@ -468,8 +468,8 @@ pub fn AddCalculator(investigation: String, measurements: Vec<StoredMeasurement>
     let roofline_mem = measurement_choice("mem_util_from", &mem_util, &["%"]);
     let budget_latency = measurement_choice("latency_from", &measurements, &LATENCY_UNITS);
     let budget_speed = measurement_choice("tok_s_from", &measurements, &SPEED_UNITS);
-    let bandwidth = crate::pages::investigation::timeline_action::<AddBandwidth>();
-    let collective = crate::pages::investigation::timeline_action::<AddCollective>();
+    let bandwidth = ServerAction::<AddBandwidth>::new();
+    let collective = ServerAction::<AddCollective>::new();
     let inv2 = investigation.clone();
     view! {
         <details class="add-step" id="add-calculator">

@@ -116,10 +116,12 @@ pub async fn edit_command(
 ) -> Result<Step, ApiError> {
     let body = body_from_form(form)?;
     let version = crate::backend::form_number("The version", &version)?;
-    crate::backend::notebook()?
+    let step = crate::backend::notebook()?
         .update_step(&crate::backend::actor()?, step_id, super::StepBody::Command(body), version)
         .await
-        .inspect_err(crate::backend::set_status)
+        .inspect_err(crate::backend::set_status)?;
+    crate::backend::close_editor(step_id);
+    Ok(step)
 }
 
 #[server]
@@ -156,7 +158,7 @@ pub async fn start_runs(
 }
 
 /// How much "show more" adds above a run's output.
-const EARLIER_BYTES: u64 = 64 * 1024;
+pub const EARLIER_BYTES: u64 = 64 * 1024;
 
 #[server]
 pub async fn earlier_output(run_id: i64, before: u64) -> Result<crate::runs::OutputTail, ApiError> {
@@ -199,12 +201,10 @@ pub async fn cancel_run(run_id: i64) -> Result<Run, ApiError> {
 }
 
 #[component]
-pub fn CommandContent(step: Step, editing: RwSignal<bool>) -> impl IntoView {
+pub fn CommandContent(step: Step, editing: bool) -> impl IntoView {
     let super::StepBody::Command(body) = step.body.clone() else {
         return ().into_any();
     };
-    let edit = crate::pages::investigation::timeline_action::<EditCommand>();
-    crate::components::on_success(edit, move || editing.set(false));
     let html = step.html.clone().unwrap_or_default();
     let label = crate::runs::config_label(&body.env.clone().into_iter().collect::<Vec<_>>());
     let newest = step.runs.last().cloned();
@@ -220,26 +220,30 @@ pub fn CommandContent(step: Step, editing: RwSignal<bool>) -> impl IntoView {
         .collect();
     let history = step.runs.clone();
     let step_id = step.id;
-    let view_body = body.clone();
     let version = step.version;
-    // Hidden, not dropped, while editing: the browser keeps the server's HTML,
-    // which its hydration data leaves out.
+    let command = if editing {
+        view! { <CommandEditor step_id version body=body.clone()/> }.into_any()
+    } else {
+        view! {
+            <div class="command-meta">
+                <span class="host" title="Host">{body.host.clone()}</span>
+                <span class="env" title="Environment">{label}</span>
+                {body.cwd.clone().map(|c| view! { <span class="cwd" title="Working directory">"cd " {c}</span> })}
+                {body.timeout_s.map(|t| view! { <span class="timeout">"timeout " {t} " s"</span> })}
+                {(!body.telemetry).then(|| view! { <span class="muted">"no GPU telemetry"</span> })}
+            </div>
+            {(configs > 0).then(|| view! {
+                <p class="sweep-matrix">
+                    "Sweep of " {configs} " configurations: "
+                    {settings.iter().map(|s| view! { <code>{s.clone()}</code> " " }).collect_view()}
+                </p>
+            })}
+            <pre class="command-line" inner_html=html></pre>
+        }
+        .into_any()
+    };
     view! {
-        <div class="command-meta" hidden=move || editing.get()>
-            <span class="host" title="Host">{view_body.host.clone()}</span>
-            <span class="env" title="Environment">{label}</span>
-            {view_body.cwd.clone().map(|c| view! { <span class="cwd" title="Working directory">"cd " {c}</span> })}
-            {view_body.timeout_s.map(|t| view! { <span class="timeout">"timeout " {t} " s"</span> })}
-            {(!view_body.telemetry).then(|| view! { <span class="muted">"no GPU telemetry"</span> })}
-        </div>
-        {(configs > 0).then(|| view! {
-            <p class="sweep-matrix" hidden=move || editing.get()>
-                "Sweep of " {configs} " configurations: "
-                {settings.iter().map(|s| view! { <code>{s.clone()}</code> " " }).collect_view()}
-            </p>
-        })}
-        <pre class="command-line" inner_html=html hidden=move || editing.get()></pre>
-        {move || editing.get().then(|| view! { <CommandEditor step_id version body=body.clone() editing edit/> })}
+        {command}
         <RunControls step_id version=step.version newest=newest.clone() sweeping={configs > 0} sweep=sweep/>
         {newest.map(|run| view! { <RunOutput run/> })}
         <RunHistory runs=history/>
@@ -248,22 +252,17 @@ pub fn CommandContent(step: Step, editing: RwSignal<bool>) -> impl IntoView {
 }
 
 #[component]
-fn CommandEditor(
-    step_id: i64,
-    version: i64,
-    body: CommandBody,
-    editing: RwSignal<bool>,
-    edit: ServerAction<EditCommand>,
-) -> impl IntoView {
+fn CommandEditor(step_id: i64, version: i64, body: CommandBody) -> impl IntoView {
+    let edit = ServerAction::<EditCommand>::new();
     view! {
-        <ActionForm action=edit attr:class="command-form stacked">
+        <ActionForm action=edit attr:class="command-form stacked" attr:data-ends-edit="">
             <input type="hidden" name="step_id" value=step_id/>
             <input type="hidden" name="version" value=version/>
             <CommandFields body=Some(body)/>
             <ActionError action=edit/>
             <div class="form-actions">
                 <button type="submit" class="primary">"Save"</button>
-                <button type="button" on:click=move |_| editing.set(false)>"Cancel"</button>
+                <a class="button" href=crate::pages::investigation::editor_href(step_id, false) data-view="close">"Cancel"</a>
             </div>
         </ActionForm>
     }
@@ -310,12 +309,11 @@ fn CommandFields(body: Option<CommandBody>) -> impl IntoView {
 /// "Add a command" at the end of the timeline.
 #[component]
 pub fn AddCommand(investigation: String) -> impl IntoView {
-    let add = crate::pages::investigation::timeline_action::<AddCommand>();
-    let form = crate::components::reset_on_success(add);
+    let add = ServerAction::<AddCommand>::new();
     view! {
         <details class="add-step" id="add-command">
             <summary>"Add a command"</summary>
-            <ActionForm action=add node_ref=form attr:class="command-form stacked">
+            <ActionForm action=add attr:class="command-form stacked">
                 <input type="hidden" name="investigation" value=investigation/>
                 <CommandFields body=None/>
                 <ActionError action=add/>
@@ -335,9 +333,9 @@ fn RunControls(
     /// The newest sweep: (id, still going, progress line).
     sweep: Option<(i64, bool, String)>,
 ) -> impl IntoView {
-    let start = crate::pages::investigation::timeline_action::<StartRuns>();
-    let cancel = crate::pages::investigation::timeline_action::<CancelRun>();
-    let cancel_all = crate::pages::investigation::timeline_action::<CancelSweep>();
+    let start = ServerAction::<StartRuns>::new();
+    let cancel = ServerAction::<CancelRun>::new();
+    let cancel_all = ServerAction::<CancelSweep>::new();
     let active = newest.filter(|r| !r.status.is_finished());
     let going = sweep.as_ref().filter(|(_, going, _)| *going).map(|(id, _, _)| *id);
     view! {
@@ -369,24 +367,24 @@ fn RunControls(
                         </select>
                     </label>
                 })}
+                <ActionError action=start/>
             </ActionForm>
             {active.map(|run| view! {
                 <ActionForm action=cancel attr:class="inline">
                     <input type="hidden" name="run_id" value=run.id/>
                     <button type="submit" class="danger cancel-button">"Cancel run " {run.id}</button>
+                    <ActionError action=cancel/>
                 </ActionForm>
             })}
             {going.map(|sweep| view! {
                 <ActionForm action=cancel_all attr:class="inline">
                     <input type="hidden" name="sweep_id" value=sweep/>
                     <button type="submit" class="danger cancel-sweep">"Cancel sweep"</button>
+                    <ActionError action=cancel_all/>
                 </ActionForm>
             })}
         </div>
         </crate::components::Can>
-        <ActionError action=start/>
-        <ActionError action=cancel/>
-        <ActionError action=cancel_all/>
     }
 }
 
@@ -403,87 +401,26 @@ pub fn RunStatusBadge(status: RunStatus) -> impl IntoView {
     view! { <span class=format!("badge run-{}", status.as_str())>{status.as_str().replace('_', " ")}</span> }
 }
 
-/// The newest run: its status line and the end of its output, live while it runs.
+/// The newest run: its status line and the end of its output. In the browser
+/// (`browser::output`) the output grows while the run goes (`data-status`,
+/// from byte `data-end`), "show more" adds earlier output above (before byte
+/// `data-first`), and a source reference in it opens as a snippet step.
 #[component]
 fn RunOutput(run: Run) -> impl IntoView {
-    let tail = run.tail.clone();
-    let (html, start, end) = tail.map(|t| (t.html, t.start, t.end)).unwrap_or_default();
-    let live_html = RwSignal::new(String::new());
-    let live_bytes = RwSignal::new(end);
-    #[cfg(feature = "hydrate")]
-    if !run.status.is_finished() {
-        crate::live::follow_output(run.id, end, live_html, live_bytes, crate::pages::investigation::refresher());
-    }
+    let (html, start, end) = run.tail.clone().map(|t| (t.html, t.start, t.end)).unwrap_or_default();
     let summary = run_summary(&run);
     let position = run_position(&run);
     let run_id = run.id;
-    // Older output is fetched on demand: a button, or scrolling to the top.
-    let first = RwSignal::new(start);
-    let earlier_html = RwSignal::new(String::new());
-    let load = Action::new(move |before: &u64| earlier_output(run_id, *before));
-    let loaded = load.value();
-    Effect::new(move |_| {
-        if let Some(Some(Ok(part))) = loaded.try_get() {
-            earlier_html.update(|h| h.insert_str(0, &part.html));
-            first.set(part.start);
-        }
-    });
-    let load_more = move || {
-        if first.get_untracked() > 0 && load.pending().try_get_untracked() == Some(false) {
-            load.dispatch(first.get_untracked());
-        }
-    };
-    // A source reference in the output (`[custom_all_reduce.py:137]`) opens as a
-    // snippet step in one click when its file is unambiguous; otherwise its link's
-    // page offers the choice. Modified clicks keep the browser's meaning (new tab).
-    // The call outlives this component: a run finishing meanwhile re-renders the
-    // timeline, and the answer must still take the reader to the file.
-    let opening = RwSignal::new(false);
-    let open_error = RwSignal::new(None::<String>);
-    let on_output_click = move |ev: leptos::ev::MouseEvent| {
-        #[cfg(feature = "hydrate")]
-        {
-            use wasm_bindgen::JsCast;
-            if ev.button() != 0 || ev.ctrl_key() || ev.meta_key() || ev.shift_key() || ev.alt_key() {
-                return;
-            }
-            let Some(link) = ev
-                .target()
-                .and_then(|t| t.dyn_into::<leptos::web_sys::Element>().ok())
-                .and_then(|e| e.closest("a.src-ref").ok().flatten())
-            else {
-                return;
-            };
-            let (Some(file), Some(line)) =
-                (link.get_attribute("data-file"), link.get_attribute("data-line").and_then(|l| l.parse().ok()))
-            else {
-                return;
-            };
-            ev.prevent_default();
-            opening.set(true);
-            open_error.set(None);
-            leptos::task::spawn_local(async move {
-                match crate::pages::source::open_reference(run_id, file, line, String::new()).await {
-                    Ok(url) => crate::live::go_to(&url),
-                    Err(e) => {
-                        opening.try_set(false);
-                        open_error.try_set(Some(e.message));
-                    }
-                }
-            });
-        }
-        #[cfg(not(feature = "hydrate"))]
-        let _ = (ev, opening, open_error);
-    };
+    let earlier_from = start.saturating_sub(EARLIER_BYTES);
     view! {
-        <div class="run" data-run=run.id data-status=run.status.as_str()>
+        <div class="run" data-run=run.id data-status=run.status.as_str() data-first=start data-end=end>
             <div class="run-head">
                 <RunStatusBadge status=run.status/>
                 <span class="run-id">"run " {run.id}</span>
                 {(!position.is_empty()).then(|| view! { <span class="muted">{position}</span> })}
                 <span class="muted">{summary}</span>
                 <span class="spacer"></span>
-                <span class="muted bytes">{move || human_bytes(live_bytes.get())}</span>
+                <span class="muted bytes">{human_bytes(end)}</span>
                 <a href=format!("/api/v1/runs/{}/output?download=1", run.id) class="quiet">"raw"</a>
             </div>
             {run.error.clone().map(|e| view! { <p class="run-error">{e}</p> })}
@@ -498,43 +435,21 @@ fn RunOutput(run: Run) -> impl IntoView {
             {(!run.telemetry_notes.is_empty()).then(|| view! {
                 <ul class="telemetry-notes muted">{run.telemetry_notes.iter().map(|n| view! { <li>{n.clone()}</li> }).collect_view()}</ul>
             })}
-            {move || opening.get().then(|| view! { <p class="muted opening">"Finding the file on the host…"</p> })}
-            {move || open_error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
-            <Show when=move || { first.get() > 0 }>
+            {(start > 0).then(|| view! {
                 <p class="muted earlier">
-                    {move || human_bytes(first.get())} " earlier — "
+                    <span class="earlier-bytes">{human_bytes(start)}</span> " earlier — "
                     // Without JavaScript, the raw bytes just before what is shown.
-                    <a
-                        class="load-earlier"
-                        href=move || {
-                            let end = first.get();
-                            let from = end.saturating_sub(EARLIER_BYTES);
-                            format!("/api/v1/runs/{run_id}/output?offset={from}&limit={}", end - from)
-                        }
-                        on:click=move |ev| {
-                            ev.prevent_default();
-                            load_more();
-                        }
-                    >
+                    <a class="load-earlier" href=format!("/api/v1/runs/{run_id}/output?offset={earlier_from}&limit={}", start - earlier_from)>
                         "show more"
                     </a>
                     " · "
                     <a href=format!("/api/v1/runs/{run_id}/output")>"show all (raw)"</a>
                 </p>
-            </Show>
-            <pre
-                class="output"
-                on:click=on_output_click
-                on:scroll=move |ev| {
-                    let top = event_target::<leptos::web_sys::Element>(&ev).scroll_top();
-                    if top <= 0 {
-                        load_more();
-                    }
-                }
-            >
-                <code class="earlier-output" inner_html=move || earlier_html.get()></code>
+            })}
+            <pre class="output">
+                <code class="earlier-output"></code>
                 <code inner_html=html></code>
-                <code class="live" inner_html=move || live_html.get()></code>
+                <code class="live"></code>
             </pre>
         </div>
     }

@@ -92,7 +92,7 @@ pub fn GrepContent(step: Step) -> impl IntoView {
     let Some(result) = step.search.clone() else {
         return view! { <p class="muted">"Not searched yet."</p> }.into_any();
     };
-    let open = crate::pages::investigation::timeline_action::<OpenHit>();
+    let open = ServerAction::<OpenHit>::new();
 
     let more = result.total.saturating_sub(result.hits.len() as u64);
     let investigation = step.investigation_id.clone();
@@ -141,12 +141,11 @@ pub fn GrepContent(step: Step) -> impl IntoView {
 /// "Add a grep" at the end of the timeline.
 #[component]
 pub fn AddGrep(investigation: String) -> impl IntoView {
-    let add = crate::pages::investigation::timeline_action::<AddGrep>();
-    let form = crate::components::reset_on_success(add);
+    let add = ServerAction::<AddGrep>::new();
     view! {
         <details class="add-step" id="add-grep">
             <summary>"Add a grep"</summary>
-            <ActionForm action=add node_ref=form attr:class="stacked">
+            <ActionForm action=add attr:class="stacked">
                 <input type="hidden" name="investigation" value=investigation/>
                 <div class="row">
                     <label>"Host" <crate::components::HostSelect/></label>

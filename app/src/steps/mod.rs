@@ -67,9 +67,9 @@ impl StepBody {
     }
 }
 
-/// The body of a step in the timeline.
+/// The body of a step in the timeline; `editing`: its editor (notes and commands).
 #[component]
-pub fn StepContent(step: crate::model::Step, editing: RwSignal<bool>) -> impl IntoView {
+pub fn StepContent(step: crate::model::Step, editing: bool) -> impl IntoView {
     match step.body.clone() {
         StepBody::Note(_) => view! { <note::NoteContent step editing/> }.into_any(),
         StepBody::Command(_) => view! { <command::CommandContent step editing/> }.into_any(),

@@ -67,7 +67,7 @@ pub fn source_url(run_id: i64, file: &str, line: u64) -> String {
 }
 
 /// The same page showing the result of a search (`searched=1`, one `c=` per
-/// candidate), where a search made without JavaScript, or an output link whose
+/// candidate, one `d=` per directory searched), where a search made without JavaScript, or an output link whose
 /// name matched several files, lands.
 pub fn candidates_url(found: &SourceCandidates) -> String {
     let mut url = source_url(found.run_id, &found.file, found.line);
@@ -75,6 +75,10 @@ pub fn candidates_url(found: &SourceCandidates) -> String {
     for path in &found.candidates {
         url.push_str("&c=");
         url.push_str(&url_component(path));
+    }
+    for dir in &found.searched {
+        url.push_str("&d=");
+        url.push_str(&url_component(dir));
     }
     url
 }
@@ -276,7 +280,7 @@ pub fn SnippetContent(step: Step) -> impl IntoView {
                 snapshot.sha256.as_deref().map(|s| &s[..12.min(s.len())]).unwrap_or("?"),
             )
         });
-    let refresh = crate::pages::investigation::timeline_action::<RefreshSnippet>();
+    let refresh = ServerAction::<RefreshSnippet>::new();
     let step_id = step.id;
     let total = snapshot.total_lines.map(|t| format!(" of {t}")).unwrap_or_default();
     let facts = format!(
@@ -287,9 +291,6 @@ pub fn SnippetContent(step: Step) -> impl IntoView {
         snapshot.mtime.as_deref().map(|m| format!("modified {} · ", short_time(m))).unwrap_or_default(),
         short_time(&snapshot.fetched_at),
     );
-    let ranges: std::sync::Arc<Vec<(i64, u64, u64)>> =
-        std::sync::Arc::new(step.annotations.iter().map(|a| (a.id, a.start, a.end)).collect());
-    let focus = super::annotation::LineFocus::get();
     let mut seen_ranges = std::collections::HashSet::new();
     let mut annotations_after: std::collections::HashMap<u64, Vec<(super::snippet::Annotation, bool)>> =
         Default::default();
@@ -306,19 +307,12 @@ pub fn SnippetContent(step: Step) -> impl IntoView {
         .map(|(i, html)| {
             let n = snapshot.start + i as u64;
             let anchor = line_anchor(step_id, n);
-            let ranges = ranges.clone();
-            let selected =
-                move || focus.and_then(|f| f.lines_of(step_id, &ranges)).is_some_and(|(a, b)| (a..=b).contains(&n));
-            let click = move |ev: leptos::ev::MouseEvent| {
-                if let Some(focus) = focus {
-                    ev.prevent_default();
-                    focus.click(step_id, n, ev.shift_key());
-                }
-            };
             let notes = annotations_after.remove(&n).unwrap_or_default();
+            // A click on a line number selects the line (`browser::lines`), Shift
+            // extends the selection; without JavaScript it is a link to the line.
             view! {
-                <tr id=anchor.clone() data-line=n class:selected=selected>
-                    <td class="ln"><a href=format!("#{anchor}") on:click=click>{n}</a></td>
+                <tr id=anchor.clone() data-line=n>
+                    <td class="ln"><a href=format!("#{anchor}")>{n}</a></td>
                     <td class="code"><code inner_html=html.clone()></code></td>
                 </tr>
                 {notes
@@ -351,7 +345,7 @@ pub fn SnippetContent(step: Step) -> impl IntoView {
         {changed.map(|c| view! { <p class="notice">{c}</p> })}
         {snapshot.notes.iter().map(|n| view! { <p class="notice">{n.clone()}</p> }).collect_view()}
         <div class="code-view hl-code">
-            <table class="code-lines"><tbody>{rows}</tbody></table>
+            <table class="code-lines" data-step=step_id><tbody>{rows}</tbody></table>
         </div>
         <div class="snippet-controls">
             <crate::components::Can what=crate::components::Ability::Run>
@@ -360,6 +354,7 @@ pub fn SnippetContent(step: Step) -> impl IntoView {
                 <input type="hidden" name="start" value=up_start/>
                 <input type="hidden" name="end" value=up_end/>
                 <button type="submit" class="quiet">"± 20 lines"</button>
+                <crate::components::ActionError action=refresh/>
             </ActionForm>
             <ActionForm action=refresh attr:class="inline">
                 <input type="hidden" name="step_id" value=step_id/>
@@ -370,9 +365,8 @@ pub fn SnippetContent(step: Step) -> impl IntoView {
             </crate::components::Can>
             <span class="muted">{step.snapshots.len()} " snapshot(s)"</span>
         </div>
-        <crate::components::ActionError action=refresh/>
         <crate::components::Can what=crate::components::Ability::Edit>
-            <super::annotation::AnnotateForm step_id shown=(start, end) ranges/>
+            <super::annotation::AnnotateForm step_id shown=(start, end)/>
         </crate::components::Can>
     }
     .into_any()
@@ -381,12 +375,11 @@ pub fn SnippetContent(step: Step) -> impl IntoView {
 /// "Add a snippet" at the end of the timeline.
 #[component]
 pub fn AddSnippet(investigation: String) -> impl IntoView {
-    let add = crate::pages::investigation::timeline_action::<AddSnippet>();
-    let form = crate::components::reset_on_success(add);
+    let add = ServerAction::<AddSnippet>::new();
     view! {
         <details class="add-step" id="add-snippet">
             <summary>"Add a source snippet"</summary>
-            <ActionForm action=add node_ref=form attr:class="stacked">
+            <ActionForm action=add attr:class="stacked">
                 <input type="hidden" name="investigation" value=investigation/>
                 <div class="row">
                     <label>"Host" <crate::components::HostSelect/></label>

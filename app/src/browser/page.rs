@@ -1,0 +1,295 @@
+//! Drawing the page anew: the same address (with what the reader opened since:
+//! parts of a long timeline, an editor) fetched from the server, and its
+//! `<main>` put in place of the old one. The server is the only place pages are
+//! drawn, so a change shows the same way as a reload would show it.
+//!
+//! Kept across a refresh: the scroll position (the new `<main>` is put where
+//! the old one was), `<details>` the reader opened (by id), what was typed into
+//! fields and not yet sent, and islands whose props did not change
+//! ([`super::islands::carry_over`]).
+
+use super::dom;
+use std::cell::RefCell;
+use wasm_bindgen::JsCast;
+use web_sys::{Element, HtmlFormElement, UrlSearchParams};
+
+/// What the reader asked this page to show beyond what its address shows.
+#[derive(Default)]
+struct View {
+    /// `?steps=`: parts of a long timeline (merged).
+    steps: Option<String>,
+    /// `?edit=`: the step whose editor is open (`Some(None)`: closed).
+    edit: Option<Option<String>>,
+}
+
+/// Refreshes asked for while one runs are one more refresh after it; what is
+/// to happen after a refresh waits for the first that started after it was asked.
+#[derive(Default)]
+struct Queue {
+    running: bool,
+    again: bool,
+    after: Vec<Box<dyn FnOnce()>>,
+}
+
+thread_local! {
+    static VIEW: RefCell<View> = RefCell::default();
+    static QUEUE: RefCell<Queue> = RefCell::default();
+}
+
+/// Shows the parts `steps` (`"21-60"`) of a long timeline too, from the next refresh on.
+pub fn show_steps(steps: &str) {
+    let current = current_param("steps");
+    let merged = crate::model::StepWindow::parse(&format!("{},{steps}", current.unwrap_or_default())).query();
+    VIEW.with_borrow_mut(|v| v.steps = Some(merged));
+}
+
+/// Opens the editor of step `step` (`None`: closes it) from the next refresh on.
+pub fn set_edit(step: Option<String>) {
+    VIEW.with_borrow_mut(|v| v.edit = Some(step));
+}
+
+/// `name`'s value in what this page shows now.
+fn current_param(name: &str) -> Option<String> {
+    let from_view = VIEW.with_borrow(|v| match name {
+        "steps" => v.steps.clone().map(Some),
+        "edit" => v.edit.clone(),
+        _ => None,
+    });
+    from_view.unwrap_or_else(|| {
+        UrlSearchParams::new_with_str(&dom::window().location().search().unwrap_or_default()).ok()?.get(name)
+    })
+}
+
+/// The address that draws the page as it is shown now.
+fn address() -> String {
+    let location = dom::window().location();
+    let path = location.pathname().unwrap_or_else(|_| "/".into());
+    let Ok(query) = UrlSearchParams::new_with_str(&location.search().unwrap_or_default()) else { return path };
+    // A form's error carried back without JavaScript belongs to that one load.
+    for stale in ["__err", "__path"] {
+        query.delete(stale);
+    }
+    for name in ["steps", "edit"] {
+        query.delete(name);
+        if let Some(value) = current_param(name).filter(|v| !v.is_empty()) {
+            query.append(name, &value);
+        }
+    }
+    let query = String::from(query.to_string());
+    if query.is_empty() { path } else { format!("{path}?{query}") }
+}
+
+/// Draws the page anew now.
+pub fn refresh_now() {
+    refresh_then(|| ());
+}
+
+/// Draws the page anew now, or, while the reader is typing in a field (which
+/// the new page would replace), once the field loses focus. For changes made by
+/// others: the reader's own are drawn at once.
+pub fn refresh_when_idle() {
+    let typing = dom::document()
+        .active_element()
+        .filter(|e| matches!(e.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT"));
+    let Some(field) = typing else {
+        refresh_now();
+        return;
+    };
+    // Several changes while typing: one refresh at the end is enough.
+    if field.has_attribute("data-refresh-pending") {
+        return;
+    }
+    let _ = field.set_attribute("data-refresh-pending", "");
+    let target = field.clone();
+    let once = wasm_bindgen::closure::Closure::once_into_js(move || {
+        let _ = target.remove_attribute("data-refresh-pending");
+        refresh_now();
+    });
+    let options = web_sys::AddEventListenerOptions::new();
+    options.set_once(true);
+    let _ = field.add_event_listener_with_callback_and_add_event_listener_options("blur", once.unchecked_ref(), &options);
+}
+
+/// Draws the page anew, then calls `after` (also when the server could not be
+/// reached: the page stays as it was, with a notice).
+pub fn refresh_then(after: impl FnOnce() + 'static) {
+    let start = QUEUE.with_borrow_mut(|q| {
+        q.after.push(Box::new(after));
+        if q.running {
+            q.again = true;
+            false
+        } else {
+            q.running = true;
+            true
+        }
+    });
+    if start {
+        wasm_bindgen_futures::spawn_local(run_queue());
+    }
+}
+
+async fn run_queue() {
+    loop {
+        let after = QUEUE.with_borrow_mut(|q| {
+            q.again = false;
+            std::mem::take(&mut q.after)
+        });
+        let outcome = fetch_and_swap(&address()).await;
+        notice(outcome.err().as_deref());
+        for f in after {
+            f();
+        }
+        let done = QUEUE.with_borrow_mut(|q| {
+            if !q.again {
+                q.running = false;
+            }
+            !q.again
+        });
+        if done {
+            return;
+        }
+    }
+}
+
+async fn fetch_and_swap(url: &str) -> Result<(), String> {
+    let response = dom::fetch(url, None, "text/html").await?;
+    // Signed out meanwhile, say: go where the server sent us, as a reload would.
+    if response.redirected() {
+        let _ = dom::window().location().assign(&response.url());
+        return Ok(());
+    }
+    let html = dom::text(&response).await?;
+    let parsed = web_sys::DomParser::new()
+        .and_then(|p| p.parse_from_string(&html, web_sys::SupportedType::TextHtml))
+        .map_err(|e| dom::describe(&e))?;
+    let (Some(old), Some(new)) = (dom::find("main"), parsed.query_selector("main").ok().flatten()) else {
+        return Err("the server's answer has no page in it".into());
+    };
+    let new = dom::document().adopt_node(&new).map_err(|e| dom::describe(&e))?.unchecked_into::<Element>();
+    let opened: Vec<String> = dom::all(&old, "details[open][id]").iter().map(Element::id).collect();
+    let drafts = drafts(&old);
+    super::islands::carry_over(&old, &new);
+    old.replace_with_with_node_1(&new).map_err(|e| dom::describe(&e))?;
+    for id in opened {
+        if let Some(details) = dom::document().get_element_by_id(&id).filter(|d| d.tag_name() == "DETAILS") {
+            let _ = details.set_attribute("open", "");
+        }
+    }
+    restore(&new, drafts);
+    if !parsed.title().is_empty() {
+        dom::document().set_title(&parsed.title());
+    }
+    super::islands::dispose_detached();
+    super::drawn(&new);
+    Ok(())
+}
+
+/// A line at the top of the page while it could not be drawn anew.
+fn notice(problem: Option<&str>) {
+    let existing = dom::find("#page-notice");
+    match (problem, existing) {
+        (None, Some(old)) => old.remove(),
+        (None, None) => {}
+        (Some(problem), existing) => {
+            let element = existing.or_else(|| {
+                let p = dom::document().create_element("p").ok()?;
+                p.set_id("page-notice");
+                let _ = p.set_attribute("class", "notice page-notice");
+                let _ = p.set_attribute("role", "status");
+                dom::find("main")?.before_with_node_1(&p).ok()?;
+                Some(p)
+            });
+            if let Some(p) = element {
+                p.set_text_content(Some(&format!("This page may be out of date: {problem}")));
+            }
+        }
+    }
+}
+
+/// A field's value the reader changed and did not send: (form, field name, value).
+type Draft = (String, String, String);
+
+/// Which form a field is in, the same before and after a refresh: its id, or
+/// where it posts and the ids it sends (`step_id`, `parent_id` …).
+fn form_key(form: &HtmlFormElement) -> String {
+    // Attributes, not properties: a form's `id` property is its field named "id", if it has one.
+    if let Some(id) = form.get_attribute("id").filter(|id| !id.is_empty()) {
+        return id;
+    }
+    let hidden: Vec<String> = dom::all(form, "input[type=hidden]")
+        .iter()
+        .filter_map(|i| i.dyn_ref::<web_sys::HtmlInputElement>().map(|i| format!("{}={}", i.name(), i.value())))
+        .collect();
+    format!("{} {}", form.get_attribute("action").unwrap_or_default(), hidden.join("&"))
+}
+
+fn drafts(root: &Element) -> Vec<Draft> {
+    let mut out = Vec::new();
+    for form in dom::all(root, "form").into_iter().filter_map(|f| f.dyn_into::<HtmlFormElement>().ok()) {
+        let key = form_key(&form);
+        for field in dom::all(&form, "input[name], textarea[name], select[name]") {
+            let changed = if let Some(input) = field.dyn_ref::<web_sys::HtmlInputElement>() {
+                match input.type_().as_str() {
+                    "hidden" | "password" | "submit" | "button" | "file" => None,
+                    "checkbox" | "radio" => (input.checked() != input.default_checked()).then(|| input.checked().to_string()),
+                    _ => (input.value() != input.default_value()).then(|| input.value()),
+                }
+            } else if let Some(text) = field.dyn_ref::<web_sys::HtmlTextAreaElement>() {
+                (Ok(text.value()) != text.default_value()).then(|| text.value())
+            } else if let Some(select) = field.dyn_ref::<web_sys::HtmlSelectElement>() {
+                let options: Vec<web_sys::HtmlOptionElement> =
+                    dom::all(select, "option").into_iter().filter_map(|o| o.dyn_into().ok()).collect();
+                // With no option marked selected, the first one is.
+                let default = options.iter().find(|o| o.default_selected()).or(options.first()).map(|o| o.value());
+                (Some(select.value()) != default).then(|| select.value())
+            } else {
+                None
+            };
+            if let Some(value) = changed {
+                out.push((key.clone(), field.get_attribute("name").unwrap_or_default(), value));
+            }
+        }
+    }
+    out
+}
+
+fn restore(root: &Element, drafts: Vec<Draft>) {
+    if drafts.is_empty() {
+        return;
+    }
+    for form in dom::all(root, "form").into_iter().filter_map(|f| f.dyn_into::<HtmlFormElement>().ok()) {
+        let key = form_key(&form);
+        for (_, name, value) in drafts.iter().filter(|(k, ..)| *k == key) {
+            let Some(field) = dom::all(&form, &format!("[name=\"{name}\"]")).into_iter().next() else { continue };
+            if let Some(input) = field.dyn_ref::<web_sys::HtmlInputElement>() {
+                match input.type_().as_str() {
+                    "checkbox" | "radio" => input.set_checked(value == "true"),
+                    _ => input.set_value(value),
+                }
+            } else if let Some(text) = field.dyn_ref::<web_sys::HtmlTextAreaElement>() {
+                text.set_value(value);
+            } else if let Some(select) = field.dyn_ref::<web_sys::HtmlSelectElement>() {
+                select.set_value(value);
+            }
+        }
+    }
+}
+
+/// Goes to `url`: on this same page (only the fragment differs) by drawing it
+/// anew and scrolling to the fragment, elsewhere by loading it.
+pub fn go_to(url: &str) {
+    let location = dom::window().location();
+    let (path, fragment) = url.split_once('#').unwrap_or((url, ""));
+    if location.pathname().ok().as_deref() == Some(path) {
+        dom::replace_fragment(fragment);
+        let fragment = fragment.to_string();
+        refresh_then(move || {
+            super::lines::from_fragment();
+            if let Some(target) = dom::fragment_target(&fragment) {
+                dom::scroll_to(&target);
+            }
+        });
+    } else {
+        let _ = location.assign(url);
+    }
+}
