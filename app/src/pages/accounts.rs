@@ -125,12 +125,10 @@ pub fn TokensPage() -> impl IntoView {
             <p class="muted">"For scripts: every " <code>"/api/v1"</code> " route takes " <code>"Authorization: Bearer TOKEN"</code> "."</p>
             <NewToken/>
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                <ErrorBoundary fallback=super::error_fallback>
-                    {move || Suspend::new(async move {
-                        tokens.await.map(|list| view! { <TokenList list revoke/> })
+                        {move || Suspend::new(async move {
+                        super::or_error(tokens.await.map(|list| view! { <TokenList list revoke/> }))
                     })}
-                </ErrorBoundary>
-            </Transition>
+                </Transition>
         </section>
     }
 }
@@ -215,9 +213,7 @@ pub fn AuditPage() -> impl IntoView {
             <a href="/api/v1/audit?format=json&limit=100000">"JSON"</a>
         </p>
         <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-            <ErrorBoundary fallback=super::error_fallback>
-                {move || Suspend::new(async move { entries.await.map(|list| view! { <AuditTable list/> }) })}
-            </ErrorBoundary>
+                {move || Suspend::new(async move { super::or_error(entries.await.map(|list| view! { <AuditTable list/> })) })}
         </Transition>
     }
 }

@@ -172,18 +172,16 @@ pub fn MentionsPage() -> impl IntoView {
                 <button type="submit" class="quiet">"Mark all read"</button>
             </ActionForm>
             <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                <ErrorBoundary fallback=super::error_fallback>
-                    {move || Suspend::new(async move {
-                        list.await.map(|mentions| {
+                        {move || Suspend::new(async move {
+                        super::or_error(list.await.map(|mentions| {
                             if mentions.is_empty() {
                                 return view! { <p class="empty">"Nobody has mentioned you yet. Comments with @your-name show up here."</p> }.into_any();
                             }
                             let items = mentions.into_iter().map(|m| view! { <MentionItem m/> }).collect_view();
                             view! { <ul class="mentions">{items}</ul> }.into_any()
-                        })
+                        }))
                     })}
-                </ErrorBoundary>
-            </Suspense>
+                </Suspense>
         </section>
     }
 }

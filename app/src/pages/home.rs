@@ -17,11 +17,9 @@ pub fn HomePage() -> impl IntoView {
         </div>
         <NewInvestigation/>
         <Transition fallback=|| view! { <p class="muted">"Loading investigations…"</p> }>
-            <ErrorBoundary fallback=super::error_fallback>
                 {move || Suspend::new(async move {
-                    investigations.await.map(|list| view! { <InvestigationTable list/> })
+                    super::or_error(investigations.await.map(|list| view! { <InvestigationTable list/> }))
                 })}
-            </ErrorBoundary>
         </Transition>
     }
 }

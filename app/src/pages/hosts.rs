@@ -118,17 +118,15 @@ pub fn HostsPage() -> impl IntoView {
             "and nothing runs until you confirm it."
         </p>
         <Transition fallback=|| view! { <p class="muted">"Loading hosts…"</p> }>
-            <ErrorBoundary fallback=super::error_fallback>
                 {move || Suspend::new(async move {
-                    hosts.await.map(|hosts| {
+                    super::or_error(hosts.await.map(|hosts| {
                         if hosts.is_empty() {
                             view! { <p class="empty">"No hosts yet. Add the GPU box you are investigating below."</p> }.into_any()
                         } else {
                             hosts.into_iter().map(|host| view! { <HostCard host/> }).collect_view().into_any()
                         }
-                    })
+                    }))
                 })}
-            </ErrorBoundary>
         </Transition>
         <details class="panel" id="add-host" open=true>
             <summary>"Add a host"</summary>

@@ -70,11 +70,9 @@ pub fn InvestigationPage() -> impl IntoView {
     let investigation = Resource::new(move || (), move |_| get_investigation(id.clone(), shown.window.query()));
     view! {
         <Suspense fallback=|| view! { <p class="muted">"Loading investigation…"</p> }>
-            <ErrorBoundary fallback=super::error_fallback>
                 {move || Suspend::new(async move {
-                    investigation.await.map(|inv| view! { <InvestigationView inv live=true/> })
+                    super::or_error(investigation.await.map(|inv| view! { <InvestigationView inv live=true/> }))
                 })}
-            </ErrorBoundary>
         </Suspense>
     }
 }

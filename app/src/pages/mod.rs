@@ -13,19 +13,12 @@ use crate::components::ErrorPanel;
 use crate::error::ApiError;
 use leptos::prelude::*;
 
-/// The fallback of the pages' error boundaries: our own errors keep their wording,
-/// anything else is shown as text.
-pub fn error_fallback(errors: ArcRwSignal<Errors>) -> impl IntoView {
-    move || {
-        errors
-            .read()
-            .iter()
-            .map(|(_, e)| {
-                let error =
-                    e.downcast_ref::<ApiError>().cloned().unwrap_or_else(|| ApiError::bad_request(e.to_string()));
-                view! { <ErrorPanel error/> }
-            })
-            .collect_view()
+/// A page's data as the page, or the panel that says why it could not be
+/// loaded (with its status: `backend::set_status` gave the response one).
+pub fn or_error<V: IntoView + 'static>(loaded: Result<V, ApiError>) -> AnyView {
+    match loaded {
+        Ok(page) => page.into_any(),
+        Err(error) => view! { <ErrorPanel error/> }.into_any(),
     }
 }
 

@@ -55,15 +55,13 @@ pub fn SearchPage() -> impl IntoView {
                 <code>"after:2026-11-01"</code> " " <code>"before:…"</code>
             </p>
             <Transition fallback=|| view! { <p class="muted">"Searching…"</p> }>
-                <ErrorBoundary fallback=super::error_fallback>
-                    {move || Suspend::new(async move {
-                        results.await.map(|found| match found {
+                        {move || Suspend::new(async move {
+                        super::or_error(results.await.map(|found| match found {
                             None => view! { <p class="empty">"Type what you are looking for: an error line, a setting, a file."</p> }.into_any(),
                             Some(found) => view! { <Results found asked=asked().0/> }.into_any(),
-                        })
+                        }))
                     })}
-                </ErrorBoundary>
-            </Transition>
+                </Transition>
         </section>
     }
 }

@@ -56,17 +56,15 @@ pub fn SharedPage() -> impl IntoView {
         <Meta name="robots" content="noindex"/>
         <Meta name="referrer" content="no-referrer"/>
         <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
-            <ErrorBoundary fallback=super::error_fallback>
                 {move || {
                     let export = export.clone();
                     Suspend::new(async move {
-                        shared.await.map(|view| {
+                        super::or_error(shared.await.map(|view| {
                             let notice = terms(&view);
                             view! { <super::investigation::InvestigationView inv=view.investigation notice export/> }
-                        })
+                        }))
                     })
                 }}
-            </ErrorBoundary>
         </Suspense>
     }
 }

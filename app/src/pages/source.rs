@@ -107,18 +107,16 @@ pub fn SourcePage() -> impl IntoView {
     };
     view! {
         <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
-            <ErrorBoundary fallback=super::error_fallback>
                 {move || Suspend::new(async move {
-                    reference.await.map(|mut found| {
+                    super::or_error(reference.await.map(|mut found| {
                         let searched = listed();
                         if let Some((paths, dirs)) = &searched {
                             found.candidates = paths.clone();
                             found.searched = dirs.clone();
                         }
                         view! { <Candidates found searched=searched.is_some()/> }
-                    })
+                    }))
                 })}
-            </ErrorBoundary>
         </Transition>
     }
 }
