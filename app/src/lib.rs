@@ -77,16 +77,20 @@ fn Loader(options: LeptosOptions) -> impl IntoView {
         context.set_is_hydrating(false);
     }
     let pkg = format!("/{}/{}", options.site_pkg_dir, options.output_name);
+    // wasm-bindgen names the module `…_bg.wasm`; cargo-leptos (which sets
+    // LEPTOS_OUTPUT_NAME when it builds) renames it.
+    let (js, wasm) = match option_env!("LEPTOS_OUTPUT_NAME") {
+        Some(_) => (format!("{pkg}.js"), format!("{pkg}.wasm")),
+        None => (format!("{pkg}.js"), format!("{pkg}_bg.wasm")),
+    };
     let script = format!(
         "import init, * as sleuth from {js:?};\
-         init({{ module_or_path: {wasm:?} }}).then(() => sleuth.start(sleuth));",
-        js = format!("{pkg}.js"),
-        wasm = format!("{pkg}_bg.wasm"),
+         init({{ module_or_path: {wasm:?} }}).then(() => sleuth.start(sleuth));"
     );
     let nonce = leptos::nonce::use_nonce();
     view! {
-        <link rel="modulepreload" href=format!("{pkg}.js")/>
-        <link rel="preload" href=format!("{pkg}_bg.wasm") r#as="fetch" r#type="application/wasm" crossorigin="anonymous"/>
+        <link rel="modulepreload" href=js/>
+        <link rel="preload" href=wasm r#as="fetch" r#type="application/wasm" crossorigin="anonymous"/>
         <script type="module" nonce=nonce>{script}</script>
     }
 }

@@ -5,7 +5,8 @@
 //! and a big one (500 steps: 250 notes and 250 commands with one run each, each
 //! run printing 200 KB of log lines, 50 MB in all). For each it reports
 //! - server-side rendering: p50/p90 of 15 `GET /i/{id}` (to the last byte);
-//! - the page's bytes, and how much of it is hydration data (`<script>` text);
+//! - the page's bytes, and how much of it is `<script>` text (hydration data,
+//!   before pages became server components; now the loader);
 //! - the same investigation as the API's JSON (everything, as a script reads
 //!   it), the peer the page is measured against: page time / API time;
 //! - with a built site (`SLEUTH_SITE`, as `./dev test` sets it) and Chromium,
@@ -229,7 +230,9 @@ fn print(f: &Figures) {
 
 #[tokio::main]
 async fn main() {
-    let peer = Peer::start().await;
+    // Without the search index: indexing the 50 MB just printed would run
+    // beside the renders being timed (the search benchmark measures it).
+    let peer = Peer::start_with(None, false).await;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
     let addr = listener.local_addr().expect("its address");
     let app = server::app(peer.state.clone()).into_make_service_with_connect_info::<SocketAddr>();
