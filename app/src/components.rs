@@ -117,25 +117,32 @@ where
     action
 }
 
-/// In an island: draws the page anew from the server each time `action`
-/// succeeds (what `browser::forms` does after any other form).
-pub fn refresh_page_on_success<S>(action: ServerAction<S>)
+/// In an island: each time `action` succeeds, empties its form (the returned
+/// reference's) and draws the page anew from the server — what
+/// `browser::forms` does after any other form. The island, its props the same,
+/// keeps its place and what it shows.
+pub fn refresh_page_on_success<S>(action: ServerAction<S>) -> NodeRef<leptos::html::Form>
 where
     S: ServerFn + Clone + Send + Sync + 'static,
     S::Output: Send + Sync + 'static,
     S::Error: Send + Sync + 'static,
 {
+    let form = NodeRef::<leptos::html::Form>::new();
     #[cfg(feature = "hydrate")]
     {
         let value = action.value();
         Effect::new(move |_| {
             if value.with(|v| matches!(v, Some(Ok(_)))) {
+                if let Some(form) = form.get_untracked() {
+                    form.reset();
+                }
                 crate::browser::page::refresh_now();
             }
         });
     }
     #[cfg(not(feature = "hydrate"))]
     let _ = action;
+    form
 }
 
 /// A `<select name="host">` of the known hosts, `chosen` preselected, with a

@@ -216,7 +216,9 @@ fn form_key(form: &HtmlFormElement) -> String {
     if let Some(id) = form.get_attribute("id").filter(|id| !id.is_empty()) {
         return id;
     }
-    let hidden: Vec<String> = dom::all(form, "input[type=hidden]")
+    // Not the version: an editor's draft is the same form after someone else
+    // saved the step (and keeps the version it was begun on, see `drafts`).
+    let hidden: Vec<String> = dom::all(form, "input[type=hidden]:not([name=version])")
         .iter()
         .filter_map(|i| i.dyn_ref::<web_sys::HtmlInputElement>().map(|i| format!("{}={}", i.name(), i.value())))
         .collect();
@@ -248,6 +250,15 @@ fn drafts(root: &Element) -> Vec<Draft> {
             if let Some(value) = changed {
                 out.push((key.clone(), field.get_attribute("name").unwrap_or_default(), value));
             }
+        }
+        // A draft goes back with the version it was written against: saved over
+        // a newer one, it is refused with who changed it, rather than
+        // overwriting their change.
+        let drafted = out.last().is_some_and(|(k, ..)| *k == key);
+        if let (true, Ok(Some(version))) = (drafted, form.query_selector("input[type=hidden][name=version]"))
+            && let Some(version) = version.dyn_ref::<web_sys::HtmlInputElement>()
+        {
+            out.push((key.clone(), "version".into(), version.value()));
         }
     }
     out

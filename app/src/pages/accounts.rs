@@ -139,7 +139,7 @@ pub fn TokensPage() -> impl IntoView {
 #[island]
 fn NewToken() -> impl IntoView {
     let create = crate::components::island_action::<CreateToken>();
-    crate::components::refresh_page_on_success(create);
+    let form = crate::components::refresh_page_on_success(create);
     let value = create.value();
     let fresh = move || {
         value.get().and_then(Result::ok).map(|t| {
@@ -153,7 +153,7 @@ fn NewToken() -> impl IntoView {
     };
     view! {
         {fresh}
-        <ActionForm action=create attr:class="inline" attr:id="create-token">
+        <ActionForm node_ref=form action=create attr:class="inline" attr:id="create-token">
             <input name="label" required maxlength="100" placeholder="what it is for (e.g. CI benchmarks)"/>
             <button type="submit" class="primary">"Create token"</button>
             <crate::components::ActionError action=create/>

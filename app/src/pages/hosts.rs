@@ -160,9 +160,9 @@ pub fn HostsPage() -> impl IntoView {
 #[island]
 fn ImportHosts() -> impl IntoView {
     let import = crate::components::island_action::<ImportHosts>();
-    crate::components::refresh_page_on_success(import);
+    let form = crate::components::refresh_page_on_success(import);
     view! {
-        <ActionForm action=import attr:class="stacked">
+        <ActionForm node_ref=form action=import attr:class="stacked">
             <label><span>"A file on this server"</span><input name="path" value="~/.ssh/config"/></label>
             <label><span>"or its text " <span class="muted">"(wins when filled)"</span></span>
                 <textarea name="text" rows="4" placeholder="Host h200-box\n  HostName 10.0.0.12\n  User ubuntu"></textarea></label>

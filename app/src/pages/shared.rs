@@ -139,7 +139,7 @@ pub fn SharePanel(investigation: String, links: Vec<ShareLink>) -> impl IntoView
 fn NewShareLink(investigation: String) -> impl IntoView {
     let create = crate::components::island_action::<CreateShareLink>();
     let created = create.value();
-    crate::components::refresh_page_on_success(create);
+    let form = crate::components::refresh_page_on_success(create);
     let fresh = move || {
         created.get().and_then(Result::ok).map(|link| {
             let url = absolute(&link.url);
@@ -164,7 +164,7 @@ fn NewShareLink(investigation: String) -> impl IntoView {
     };
     view! {
         {fresh}
-        <ActionForm action=create attr:class="stacked">
+        <ActionForm node_ref=form action=create attr:class="stacked">
             <input type="hidden" name="investigation" value=investigation/>
             <div class="row">
                 <label>"Label" <input name="label" maxlength="100" placeholder="for the vLLM maintainers"/></label>

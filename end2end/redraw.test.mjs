@@ -1,0 +1,63 @@
+// A page is drawn anew from the server whenever anything in it changes, here
+// or in anyone else's browser (app/src/browser/page.rs). Nothing the reader
+// had in hand may go with the old page: what they typed and did not send, the
+// panels they opened, an editor's text — even when someone else saved the
+// same step meanwhile (their save is not overwritten; the reader's text stays
+// to be merged) — and what an island shows (a share link made a moment ago).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { newPage, hydrated, apiClient, serverAndBrowser, screenshot } from './harness.mjs';
+
+const env = serverAndBrowser();
+
+test('a page drawn anew keeps drafts, open panels, an editor\'s text and an island\'s answer', async () => {
+  const api = apiClient(env.server);
+  const inv = await api('POST', '/api/v1/investigations', { title: 'drawn anew' });
+  const first = await api('POST', `/api/v1/investigations/${inv.id}/steps`, { kind: 'note', body: 'first note' });
+  const page = await newPage(env.browser);
+  await page.goto(`${env.server.url}/i/${inv.id}`);
+  await hydrated(page);
+
+  // A draft, an open panel, then a change made elsewhere.
+  await page.fill('#new-note-body', 'half a thought, not sent');
+  await page.click('#add-command summary');
+  await page.fill('#add-command textarea[name=command]', 'nvidia-smi topo -m');
+  await page.click('h1');
+  await api('POST', `/api/v1/investigations/${inv.id}/steps`, { kind: 'note', body: 'written **elsewhere**' });
+  await page.waitForSelector('.step .markdown strong:has-text("elsewhere")');
+  assert.equal(await page.inputValue('#new-note-body'), 'half a thought, not sent');
+  assert.equal(await page.inputValue('#add-command textarea[name=command]'), 'nvidia-smi topo -m');
+  assert.equal(await page.locator('#add-command').getAttribute('open'), '', 'the panel stays open');
+
+  // While the reader edits the first note, someone else saves it.
+  const step = page.locator(`#step-${first.id}`);
+  await step.locator('a.edit').click();
+  const editor = step.locator('.note-editor textarea[name=body]');
+  await editor.waitFor();
+  await editor.fill('first note, as I see it');
+  await page.click('h1');
+  await api('PATCH', `/api/v1/steps/${first.id}`, { body: 'first note, as they saw it' });
+  // Drawn anew: the editor comes with their text, and the reader's goes back in.
+  await page.waitForFunction(() => document.querySelector('.note-editor textarea')?.defaultValue.includes('as they saw it'));
+  assert.equal(await editor.inputValue(), 'first note, as I see it', 'the editor kept its text');
+  await step.locator('button:has-text("Save")').click();
+  const refused = step.locator('.note-editor p.error[role=alert]');
+  await refused.waitFor();
+  assert.match(await refused.textContent(), /Not saved: this step was changed by local .*version 2/);
+  assert.equal(await editor.inputValue(), 'first note, as I see it', 'nothing lost');
+  await screenshot(page, 'redraw-conflict');
+
+  // An island's answer outlives the redraw its own success causes; its form is emptied.
+  await page.click('#share summary');
+  await page.fill('#share input[name=label]', 'for review');
+  await page.click('#share button:has-text("Create view-only link")');
+  await page.waitForSelector('#share table.share-links tr[data-state=active]', { state: 'attached' });
+  const url = await page.inputValue('#share input.link-url');
+  assert.match(url, /\/s\/[A-Za-z0-9_-]{43}$/);
+  assert.equal(await page.inputValue('#share input[name=label]'), '', 'the form is ready for another link');
+  await api('POST', `/api/v1/investigations/${inv.id}/steps`, { kind: 'note', body: 'one more change' });
+  await page.waitForSelector('.step .markdown:has-text("one more change")');
+  assert.equal(await page.inputValue('#share input.link-url'), url, 'still shown after another redraw');
+  // The page's own share-link POST answered 2xx; the stale save's 409 is what was asked for.
+  assert.deepEqual(page.problems.filter((p) => !/^http 409: .*\/api\/edit_note/.test(p)), []);
+});
