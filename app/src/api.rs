@@ -28,11 +28,6 @@ pub async fn get_investigation(id: String, steps: String) -> Result<Investigatio
 }
 
 #[server]
-pub async fn get_step(id: i64) -> Result<Step, ApiError> {
-    notebook()?.step(&actor()?, id).await.inspect_err(crate::backend::set_status)
-}
-
-#[server]
 pub async fn create_investigation(title: String, question: String) -> Result<Investigation, ApiError> {
     let new = crate::model::NewInvestigation { title, question: Some(question) };
     let investigation =
