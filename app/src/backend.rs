@@ -332,10 +332,29 @@ pub fn close_editor(step_id: i64) {
     let referer = leptos::prelude::use_context::<http::request::Parts>()
         .and_then(|parts| parts.headers.get(http::header::REFERER)?.to_str().ok()?.parse::<http::Uri>().ok());
     let Some(referer) = referer else { return };
-    let query: Vec<&str> =
-        referer.query().unwrap_or_default().split('&').filter(|p| !p.is_empty() && !p.starts_with("edit=")).collect();
-    let query = if query.is_empty() { String::new() } else { format!("?{}", query.join("&")) };
-    leptos_axum::redirect(&format!("{}{query}#{}", referer.path(), crate::model::step_anchor(step_id)));
+    leptos_axum::redirect(&without_editor(referer.path(), referer.query(), step_id));
+}
+
+/// `path?query` without its `edit=`, at step `step_id`.
+fn without_editor(path: &str, query: Option<&str>, step_id: i64) -> String {
+    let kept: Vec<&str> =
+        query.unwrap_or_default().split('&').filter(|p| !p.is_empty() && !p.starts_with("edit=")).collect();
+    let query = if kept.is_empty() { String::new() } else { format!("?{}", kept.join("&")) };
+    format!("{path}{query}#{}", crate::model::step_anchor(step_id))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_saved_editor_goes_back_to_the_page_without_it() {
+        use super::without_editor;
+        assert_eq!(without_editor("/i/abc", Some("edit=12"), 12), "/i/abc#step-12");
+        assert_eq!(without_editor("/i/abc", Some("edit=12&steps=61-100"), 12), "/i/abc?steps=61-100#step-12");
+        assert_eq!(without_editor("/i/abc", Some("steps=61-100&edit=12&"), 12), "/i/abc?steps=61-100#step-12");
+        assert_eq!(without_editor("/i/abc", None, 3), "/i/abc#step-3");
+        // Only the `edit` parameter goes, not one that merely contains it.
+        assert_eq!(without_editor("/i/abc", Some("reedit=1&edit=2"), 2), "/i/abc?reedit=1#step-2");
+    }
 }
 
 pub fn set_status(error: &ApiError) {

@@ -375,3 +375,18 @@ fn StepItem(step: Step, last: u32) -> impl IntoView {
         </li>
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Shown;
+    use crate::model::StepWindow;
+
+    #[test]
+    fn page_addresses_keep_the_parts_shown_and_name_the_editor() {
+        let parts = StepWindow::parse("61-100,21-60");
+        assert_eq!(Shown::href(&parts, Some(12), "step-12"), "?edit=12&steps=21-100#step-12");
+        assert_eq!(Shown::href(&parts, None, "step-12"), "?steps=21-100#step-12");
+        // Nothing asked for: an empty query, which drops an `?edit=` the page had.
+        assert_eq!(Shown::href(&StepWindow::default(), None, "step-3"), "?#step-3");
+    }
+}
