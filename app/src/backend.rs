@@ -343,20 +343,6 @@ fn without_editor(path: &str, query: Option<&str>, step_id: i64) -> String {
     format!("{path}{query}#{}", crate::model::step_anchor(step_id))
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn a_saved_editor_goes_back_to_the_page_without_it() {
-        use super::without_editor;
-        assert_eq!(without_editor("/i/abc", Some("edit=12"), 12), "/i/abc#step-12");
-        assert_eq!(without_editor("/i/abc", Some("edit=12&steps=61-100"), 12), "/i/abc?steps=61-100#step-12");
-        assert_eq!(without_editor("/i/abc", Some("steps=61-100&edit=12&"), 12), "/i/abc?steps=61-100#step-12");
-        assert_eq!(without_editor("/i/abc", None, 3), "/i/abc#step-3");
-        // Only the `edit` parameter goes, not one that merely contains it.
-        assert_eq!(without_editor("/i/abc", Some("reedit=1&edit=2"), 2), "/i/abc?reedit=1#step-2");
-    }
-}
-
 pub fn set_status(error: &ApiError) {
     // A form posted without JavaScript is answered with a redirect back to its
     // page (which then shows the error); a status here would replace that redirect.
@@ -397,4 +383,18 @@ pub fn required_number<T: std::str::FromStr>(what: &str, text: &str) -> Result<T
         set_status(&error);
         error
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_saved_editor_goes_back_to_the_page_without_it() {
+        use super::without_editor;
+        assert_eq!(without_editor("/i/abc", Some("edit=12"), 12), "/i/abc#step-12");
+        assert_eq!(without_editor("/i/abc", Some("edit=12&steps=61-100"), 12), "/i/abc?steps=61-100#step-12");
+        assert_eq!(without_editor("/i/abc", Some("steps=61-100&edit=12&"), 12), "/i/abc?steps=61-100#step-12");
+        assert_eq!(without_editor("/i/abc", None, 3), "/i/abc#step-3");
+        // Only the `edit` parameter goes, not one that merely contains it.
+        assert_eq!(without_editor("/i/abc", Some("reedit=1&edit=2"), 2), "/i/abc?reedit=1#step-2");
+    }
 }

@@ -41,9 +41,9 @@ pub fn listen(target: &EventTarget, event: &str, capture: bool, listener: impl F
 /// A click with the main button and no modifier: one the page may handle
 /// itself (others keep the browser's meaning, such as opening a new tab).
 pub fn plain_click(event: &Event) -> bool {
-    event.dyn_ref::<web_sys::MouseEvent>().is_some_and(|e| {
-        e.button() == 0 && !e.ctrl_key() && !e.meta_key() && !e.shift_key() && !e.alt_key()
-    })
+    event
+        .dyn_ref::<web_sys::MouseEvent>()
+        .is_some_and(|e| e.button() == 0 && !e.ctrl_key() && !e.meta_key() && !e.shift_key() && !e.alt_key())
 }
 
 /// A `data-` attribute read as a number.

@@ -74,7 +74,8 @@ pub fn carry_over(old: &Element, new: &Element) {
 /// Cleans up the islands no longer on the page.
 pub fn dispose_detached() {
     let gone: Vec<Owner> = ISLANDS.with_borrow_mut(|i| {
-        let (kept, gone): (Vec<_>, Vec<_>) = std::mem::take(&mut i.live).into_iter().partition(|(e, _)| e.is_connected());
+        let (kept, gone): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut i.live).into_iter().partition(|(e, _)| e.is_connected());
         i.live = kept;
         gone.into_iter().map(|(_, owner)| owner).collect()
     });

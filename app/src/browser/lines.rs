@@ -92,7 +92,8 @@ pub fn apply() {
     }
     let Some(form) = dom::document().get_element_by_id(&format!("annotate-{step_id}")) else { return };
     if let Ok(Some(summary)) = form.query_selector("summary") {
-        let text = if start == end { format!("Annotate line {start}") } else { format!("Annotate lines {start}–{end}") };
+        let text =
+            if start == end { format!("Annotate line {start}") } else { format!("Annotate lines {start}–{end}") };
         summary.set_text_content(Some(&text));
     }
     for (name, value) in [("start", start), ("end", end)] {

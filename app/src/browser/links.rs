@@ -28,7 +28,8 @@ fn toggle_editor(link: &web_sys::Element) {
     super::page::set_edit(opening.then(|| id.trim_start_matches("step-").to_string()));
     super::page::refresh_then(move || {
         if opening
-            && let Some(field) = dom::find(&format!("#{id} .step-body textarea, #{id} .step-body input:not([type=hidden])"))
+            && let Some(field) =
+                dom::find(&format!("#{id} .step-body textarea, #{id} .step-body input:not([type=hidden])"))
             && let Some(field) = wasm_bindgen::JsCast::dyn_ref::<web_sys::HtmlElement>(&field)
         {
             let _ = field.focus();

@@ -88,9 +88,8 @@ pub fn refresh_now() {
 /// the new page would replace), once the field loses focus. For changes made by
 /// others: the reader's own are drawn at once.
 pub fn refresh_when_idle() {
-    let typing = dom::document()
-        .active_element()
-        .filter(|e| matches!(e.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT"));
+    let typing =
+        dom::document().active_element().filter(|e| matches!(e.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT"));
     let Some(field) = typing else {
         refresh_now();
         return;
@@ -107,7 +106,8 @@ pub fn refresh_when_idle() {
     });
     let options = web_sys::AddEventListenerOptions::new();
     options.set_once(true);
-    let _ = field.add_event_listener_with_callback_and_add_event_listener_options("blur", once.unchecked_ref(), &options);
+    let _ =
+        field.add_event_listener_with_callback_and_add_event_listener_options("blur", once.unchecked_ref(), &options);
 }
 
 /// Draws the page anew, then calls `after` (also when the server could not be
@@ -233,7 +233,9 @@ fn drafts(root: &Element) -> Vec<Draft> {
             let changed = if let Some(input) = field.dyn_ref::<web_sys::HtmlInputElement>() {
                 match input.type_().as_str() {
                     "hidden" | "password" | "submit" | "button" | "file" => None,
-                    "checkbox" | "radio" => (input.checked() != input.default_checked()).then(|| input.checked().to_string()),
+                    "checkbox" | "radio" => {
+                        (input.checked() != input.default_checked()).then(|| input.checked().to_string())
+                    }
                     _ => (input.value() != input.default_value()).then(|| input.value()),
                 }
             } else if let Some(text) = field.dyn_ref::<web_sys::HtmlTextAreaElement>() {

@@ -10,10 +10,14 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen::closure::Closure;
 use web_sys::{Element, Event, IntersectionObserver, IntersectionObserverEntry, js_sys};
 
+/// Watches the part heads of the page as drawn now.
+struct Near {
+    observer: IntersectionObserver,
+    _callback: Closure<dyn FnMut(js_sys::Array)>,
+}
+
 thread_local! {
-    /// Watches the part heads of the page as drawn now.
-    static NEAR: RefCell<Option<(IntersectionObserver, Closure<dyn FnMut(js_sys::Array)>)>> =
-        const { RefCell::new(None) };
+    static NEAR: RefCell<Option<Near>> = const { RefCell::new(None) };
 }
 
 pub fn install() {
@@ -21,7 +25,8 @@ pub fn install() {
         if !dom::plain_click(&event) {
             return;
         }
-        let link = dom::closest(&event, "li.part a.show-part").or_else(|| dom::closest(&event, "li.folded a.step-link"));
+        let link =
+            dom::closest(&event, "li.part a.show-part").or_else(|| dom::closest(&event, "li.folded a.step-link"));
         let Some(link) = link else { return };
         event.prevent_default();
         // A folded step's own link goes to the step; a part's head stays put.
@@ -42,7 +47,8 @@ pub fn install() {
 fn open(link: &Element, then: impl FnOnce() + 'static) {
     let Some(href) = link.get_attribute("href") else { return };
     let base = dom::window().location().href().unwrap_or_default();
-    let Some(steps) = web_sys::Url::new_with_base(&href, &base).ok().and_then(|u| u.search_params().get("steps")) else {
+    let Some(steps) = web_sys::Url::new_with_base(&href, &base).ok().and_then(|u| u.search_params().get("steps"))
+    else {
         return;
     };
     super::page::show_steps(&steps);
@@ -67,8 +73,8 @@ fn reveal() {
 /// Opens a part when its head comes within a screenful of the window.
 pub fn attach(root: &Element) {
     NEAR.with_borrow_mut(|near| {
-        if let Some((observer, _)) = near.take() {
-            observer.disconnect();
+        if let Some(old) = near.take() {
+            old.observer.disconnect();
         }
     });
     let heads = dom::all(root, "li.part");
@@ -95,5 +101,5 @@ pub fn attach(root: &Element) {
     for head in &heads {
         observer.observe(head);
     }
-    NEAR.set(Some((observer, callback)));
+    NEAR.set(Some(Near { observer, _callback: callback }));
 }

@@ -132,41 +132,38 @@ fn Candidates(found: SourceCandidates, searched: bool) -> impl IntoView {
         let host = host.clone();
         let found = found.clone();
         {
-            let lines = format!(
-                    "lines {}–{}",
-                    found.line.saturating_sub(CONTEXT_LINES).max(1),
-                    found.line + CONTEXT_LINES
-                );
-                let rows = found
-                    .candidates
-                    .iter()
-                    .map(|path| {
-                        view! {
-                            <li class="candidate">
-                                <code>{path.clone()}</code>
-                                <OpenButton open run_id=found.run_id file=found.file.clone() line=found.line
-                                    path=path.clone() label=format!("Open {lines}")/>
-                            </li>
-                        }
-                    })
-                    .collect_view();
-                let summary = match found.candidates.len() {
-                    0 => format!("No file matching {} was found on {host}.", found.file),
-                    1 => "One file matches:".to_string(),
-                    n => format!("{n} files match; which one did the program run?"),
-                };
-                let searched = found.searched.join("\n");
-                let dirs = found.searched.len();
-                view! {
-                    <p class=if found.candidates.is_empty() { "notice" } else { "" }>{summary}</p>
-                    <ul class="candidates">{rows}</ul>
-                    {(dirs > 0).then(|| view! {
-                        <details class="searched">
-                            <summary>{format!("Searched {dirs} director{}", if dirs == 1 { "y" } else { "ies" })}</summary>
-                            <pre>{searched}</pre>
-                        </details>
-                    })}
-                }
+            let lines =
+                format!("lines {}–{}", found.line.saturating_sub(CONTEXT_LINES).max(1), found.line + CONTEXT_LINES);
+            let rows = found
+                .candidates
+                .iter()
+                .map(|path| {
+                    view! {
+                        <li class="candidate">
+                            <code>{path.clone()}</code>
+                            <OpenButton open run_id=found.run_id file=found.file.clone() line=found.line
+                                path=path.clone() label=format!("Open {lines}")/>
+                        </li>
+                    }
+                })
+                .collect_view();
+            let summary = match found.candidates.len() {
+                0 => format!("No file matching {} was found on {host}.", found.file),
+                1 => "One file matches:".to_string(),
+                n => format!("{n} files match; which one did the program run?"),
+            };
+            let searched = found.searched.join("\n");
+            let dirs = found.searched.len();
+            view! {
+                <p class=if found.candidates.is_empty() { "notice" } else { "" }>{summary}</p>
+                <ul class="candidates">{rows}</ul>
+                {(dirs > 0).then(|| view! {
+                    <details class="searched">
+                        <summary>{format!("Searched {dirs} director{}", if dirs == 1 { "y" } else { "ies" })}</summary>
+                        <pre>{searched}</pre>
+                    </details>
+                })}
+            }
         }
     });
     let search_label = format!("{} {host} for {}", if searched { "Search again on" } else { "Search" }, found.file);

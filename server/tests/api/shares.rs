@@ -63,7 +63,10 @@ async fn share_links_show_one_investigation_read_only_until_revoked_or_expired()
     assert_eq!(page.status, StatusCode::OK);
     let html = page.text();
     // The command (highlighted, so in pieces) and its output, "via 127.0.0.1".
-    assert!(html.contains("shared") && html.contains("class=\"command-line\"") && html.contains("via 127.0.0.1"), "the investigation and its steps");
+    assert!(
+        html.contains("shared") && html.contains("class=\"command-line\"") && html.contains("via 127.0.0.1"),
+        "the investigation and its steps"
+    );
     assert!(html.contains("A view-only link shared by own"), "its terms");
     assert!(!html.contains("action=\"/api/"), "no forms");
     assert!(!html.contains(&key));
