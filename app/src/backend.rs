@@ -335,8 +335,10 @@ pub fn close_editor(step_id: i64) {
     leptos_axum::redirect(&without_editor(referer.path(), referer.query(), step_id));
 }
 
-/// `path?query` without its `edit=`, at step `step_id`.
+/// `path?query` without its `edit=`, at step `step_id`. Only a path of this
+/// site (`//host/…` and `/\host/…` would leave it: the Referer is the browser's to say).
 fn without_editor(path: &str, query: Option<&str>, step_id: i64) -> String {
+    let path = if path.starts_with('/') && !path[1..].starts_with(['/', '\\']) { path } else { "/" };
     let kept: Vec<&str> =
         query.unwrap_or_default().split('&').filter(|p| !p.is_empty() && !p.starts_with("edit=")).collect();
     let query = if kept.is_empty() { String::new() } else { format!("?{}", kept.join("&")) };
@@ -396,5 +398,8 @@ mod tests {
         assert_eq!(without_editor("/i/abc", None, 3), "/i/abc#step-3");
         // Only the `edit` parameter goes, not one that merely contains it.
         assert_eq!(without_editor("/i/abc", Some("reedit=1&edit=2"), 2), "/i/abc?reedit=1#step-2");
+        // Never another site, whatever the Referer said.
+        assert_eq!(without_editor("//evil.example/x", None, 2), "/#step-2");
+        assert_eq!(without_editor("/\\evil.example/x", None, 2), "/#step-2");
     }
 }

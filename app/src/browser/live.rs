@@ -115,7 +115,7 @@ fn follow(run: i64, offset: u64) -> Option<Stream> {
         if let Some(source) = event.target().and_then(|t| t.dyn_into::<EventSource>().ok()) {
             source.close();
         }
-        super::page::refresh_now();
+        super::page::refresh_when_idle();
     });
     open(&format!("/api/v1/runs/{run}/stream?offset={offset}"), vec![("output", on_output), ("end", on_end)])
 }

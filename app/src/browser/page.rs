@@ -34,6 +34,8 @@ struct Queue {
 thread_local! {
     static VIEW: RefCell<View> = RefCell::default();
     static QUEUE: RefCell<Queue> = RefCell::default();
+    /// A redraw for changes made elsewhere is waiting ([`refresh_when_idle`]).
+    static REMOTE_PENDING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// Shows the parts `steps` (`"21-60"`) of a long timeline too, from the next refresh on.
@@ -84,14 +86,33 @@ pub fn refresh_now() {
     refresh_then(|| ());
 }
 
-/// Draws the page anew now, or, while the reader is typing in a field (which
-/// the new page would replace), once the field loses focus. For changes made by
-/// others: the reader's own are drawn at once.
+/// Draws the page anew after a change made elsewhere: a moment later, so a
+/// burst of changes (a sweep's runs ending one after another) is one redraw,
+/// and the pages open on it do not all ask the server in the same instant; and
+/// while the reader is typing in a field (which the new page would replace),
+/// once the field loses focus. The reader's own changes are drawn at once.
 pub fn refresh_when_idle() {
-    let typing =
-        dom::document().active_element().filter(|e| matches!(e.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT"));
+    if REMOTE_PENDING.replace(true) {
+        return;
+    }
+    // 100–400 ms: spread over the open pages.
+    let wait = 100.0 + 300.0 * web_sys::js_sys::Math::random();
+    leptos::prelude::set_timeout(
+        || {
+            REMOTE_PENDING.set(false);
+            when_not_typing(refresh_now);
+        },
+        std::time::Duration::from_millis(wait as u64),
+    );
+}
+
+/// Calls `then` now, or once the field the reader is typing in loses focus.
+fn when_not_typing(then: fn()) {
+    let typing = dom::document()
+        .active_element()
+        .filter(|e| matches!(e.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT"));
     let Some(field) = typing else {
-        refresh_now();
+        then();
         return;
     };
     // Several changes while typing: one refresh at the end is enough.
@@ -102,12 +123,11 @@ pub fn refresh_when_idle() {
     let target = field.clone();
     let once = wasm_bindgen::closure::Closure::once_into_js(move || {
         let _ = target.remove_attribute("data-refresh-pending");
-        refresh_now();
+        then();
     });
     let options = web_sys::AddEventListenerOptions::new();
     options.set_once(true);
-    let _ =
-        field.add_event_listener_with_callback_and_add_event_listener_options("blur", once.unchecked_ref(), &options);
+    let _ = field.add_event_listener_with_callback_and_add_event_listener_options("blur", once.unchecked_ref(), &options);
 }
 
 /// Draws the page anew, then calls `after` (also when the server could not be
