@@ -16,7 +16,13 @@
 //! How the big page's figures grow over the small one's is the point: a page
 //! should cost what it shows, not what the runs printed.
 //!
-//! `SLEUTH_BENCH_QUICK=1`: 50 and 120 steps, 10 KB per run, 3 renders.
+//! Then what a change costs when many have the big page open: every open page
+//! draws itself anew from the server (spread over 100–400 ms by the browser),
+//! so 50 and 200 viewers are 50 and 200 renders: all of them at once here (the
+//! worst case), the time until each viewer has its page (p50, p99, the last),
+//! against the same number of API reads of the investigation at once.
+//!
+//! `SLEUTH_BENCH_QUICK=1`: 50 and 120 steps, 10 KB per run, 3 renders, 10 viewers.
 
 #[allow(dead_code)] // not every benchmark uses every part of the peer
 mod peer;
@@ -138,6 +144,27 @@ fn script_bytes(html: &str) -> usize {
     total
 }
 
+/// `n` GETs of `path` at once, each on its own connection: (p50, p99, the last).
+async fn burst(addr: SocketAddr, path: &str, n: usize) -> (Duration, Duration, Duration) {
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..n)
+        .map(|_| {
+            let path = path.to_string();
+            tokio::spawn(async move {
+                let (status, _) = http(addr, "GET", &path, None).await;
+                assert_eq!(status, 200, "{path}");
+                started.elapsed()
+            })
+        })
+        .collect();
+    let mut times = Vec::with_capacity(n);
+    for task in tasks {
+        times.push(task.await.expect("a viewer"));
+    }
+    let last = times.iter().copied().max().unwrap_or_default();
+    (percentile(times.clone(), 0.5), percentile(times, 0.99), last)
+}
+
 fn percentile(mut samples: Vec<Duration>, p: f64) -> Duration {
     samples.sort();
     samples[((samples.len() - 1) as f64 * p).round() as usize]
@@ -240,6 +267,7 @@ async fn main() {
 
     let (sizes, bytes, renders) = if quick() { ([50, 120], 10_000, 3) } else { ([50, 500], 200_000, 15) };
     let mut figures = Vec::new();
+    let mut ids = Vec::new();
     for steps in sizes {
         let started = Instant::now();
         let (id, printed) = build(addr, steps, bytes).await;
@@ -252,6 +280,22 @@ async fn main() {
         let f = measure(addr, &id, steps, renders).await;
         print(&f);
         figures.push(f);
+        ids.push(id);
+    }
+    let big_id = ids.last().expect("the big investigation");
+    for viewers in if quick() { vec![10] } else { vec![50, 200] } {
+        let pages = burst(addr, &format!("/i/{big_id}"), viewers).await;
+        let api = burst(addr, &format!("/api/v1/investigations/{big_id}"), viewers).await;
+        println!(
+            "{viewers:>4} viewers redraw the {}-step page at once: p50 {:7.1} ms p99 {:7.1} ms, all in {:7.1} ms · \
+             the API read as often: all in {:7.1} ms · pages/API {:.2}×",
+            figures[1].steps,
+            ms(pages.0),
+            ms(pages.1),
+            ms(pages.2),
+            ms(api.2),
+            ms(pages.2) / ms(api.2),
+        );
     }
     let (small, big) = (&figures[0], &figures[1]);
     println!(
