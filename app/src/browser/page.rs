@@ -108,9 +108,8 @@ pub fn refresh_when_idle() {
 
 /// Calls `then` now, or once the field the reader is typing in loses focus.
 fn when_not_typing(then: fn()) {
-    let typing = dom::document()
-        .active_element()
-        .filter(|e| matches!(e.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT"));
+    let typing =
+        dom::document().active_element().filter(|e| matches!(e.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT"));
     let Some(field) = typing else {
         then();
         return;
@@ -127,7 +126,8 @@ fn when_not_typing(then: fn()) {
     });
     let options = web_sys::AddEventListenerOptions::new();
     options.set_once(true);
-    let _ = field.add_event_listener_with_callback_and_add_event_listener_options("blur", once.unchecked_ref(), &options);
+    let _ =
+        field.add_event_listener_with_callback_and_add_event_listener_options("blur", once.unchecked_ref(), &options);
 }
 
 /// Draws the page anew, then calls `after` (also when the server could not be

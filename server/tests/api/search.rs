@@ -207,7 +207,25 @@ async fn search_finds_output_lines_and_what_was_written_for_those_who_may_read_i
     // A phrase from the output: the run line, its number, its bytes.
     let answer = found(&team, "own", &format!("\"{LOG_LINE}\"")).await;
     let outputs: Vec<&Value> = answer["results"].as_array().unwrap().iter().filter(|r| r["kind"] == "output").collect();
-    assert_eq!(outputs.len(), 2, "both runs' output, and nothing of the stranger's: {answer}");
+    if outputs.len() != 2 {
+        // Seen once (2026-12-02, 1 run in 10 of the suite): one run's line not found
+        // with nothing left to index. Whether its output has the line tells a run
+        // that lost bytes from an index that missed them.
+        let runs = team.ok("own", Method::GET, &format!("/api/v1/steps/{step}/runs"), Value::Null).await;
+        let mut seen = Vec::new();
+        for r in runs.as_array().unwrap() {
+            let out =
+                team.call("own", Method::GET, &format!("/api/v1/runs/{}/output", r["id"]), Value::Null).await.text();
+            seen.push(format!(
+                "run {} {} {} bytes, has the line: {}",
+                r["id"],
+                r["status"],
+                out.len(),
+                out.contains(LOG_LINE)
+            ));
+        }
+        panic!("both runs' output, and nothing of the stranger's: {answer}\n{}", seen.join("\n"));
+    }
     assert!(answer["results"].as_array().unwrap().iter().all(|r| r["investigation_id"] == id.as_str()), "{answer}");
     let hit = outputs.iter().find(|r| r["run_id"] == run).expect("the run");
     assert_eq!(hit["line"], 301, "300 INFO lines, then the warning: {hit}");
