@@ -144,7 +144,7 @@ fn busy_line(form: &HtmlFormElement) -> Option<Element> {
 
 /// Shows `message` in `form` (`None`: takes an earlier one away), where the
 /// server puts a refused form's error without JavaScript: before the buttons.
-fn show_error(form: &HtmlFormElement, message: Option<&str>) {
+pub fn show_error(form: &HtmlFormElement, message: Option<&str>) {
     let existing = form.query_selector(":scope > p.error[role=alert]").ok().flatten();
     match (message, existing) {
         (None, Some(old)) => old.remove(),
@@ -154,6 +154,8 @@ fn show_error(form: &HtmlFormElement, message: Option<&str>) {
                 let p = dom::document().create_element("p").ok()?;
                 let _ = p.set_attribute("class", "error");
                 let _ = p.set_attribute("role", "alert");
+                // The page keeps it when drawn anew (`page::drafts`).
+                let _ = p.set_attribute("data-browser", "");
                 place(form, &p);
                 Some(p)
             }) else {

@@ -4,9 +4,9 @@
 //! drawn, so a change shows the same way as a reload would show it.
 //!
 //! Kept across a refresh: the scroll position (the new `<main>` is put where
-//! the old one was), `<details>` the reader opened (by id), what was typed into
-//! fields and not yet sent, and islands whose props did not change
-//! ([`super::islands::carry_over`]).
+//! the old one was), the `<details>` the reader opened or closed, what was
+//! typed into fields and not yet sent (and forms being sent, as they are), and
+//! islands whose props did not change ([`super::islands::carry_over`]).
 
 use super::dom;
 use std::cell::RefCell;
@@ -36,6 +36,10 @@ thread_local! {
     static QUEUE: RefCell<Queue> = RefCell::default();
     /// A redraw for changes made elsewhere is waiting ([`refresh_when_idle`]).
     static REMOTE_PENDING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// When the fetch of the page drawn last began (ms since the epoch).
+    static DRAWN_FROM: std::cell::Cell<f64> = const { std::cell::Cell::new(0.0) };
+    /// When the newest change made elsewhere was heard of.
+    static CHANGED_AT: std::cell::Cell<f64> = const { std::cell::Cell::new(0.0) };
 }
 
 /// Shows the parts `steps` (`"21-60"`) of a long timeline too, from the next refresh on.
@@ -47,7 +51,25 @@ pub fn show_steps(steps: &str) {
 
 /// Opens the editor of step `step` (`None`: closes it) from the next refresh on.
 pub fn set_edit(step: Option<String>) {
+    let closing = step.is_none();
     VIEW.with_borrow_mut(|v| v.edit = Some(step));
+    // A page opened at `?edit=` (a link followed before the bundle loaded)
+    // would open the editor again on a reload: the address loses it too.
+    let location = dom::window().location();
+    let search = location.search().unwrap_or_default();
+    if closing
+        && let Ok(query) = UrlSearchParams::new_with_str(&search)
+        && query.has("edit")
+    {
+        query.delete("edit");
+        let query = String::from(query.to_string());
+        let path = location.pathname().unwrap_or_default();
+        let hash = location.hash().unwrap_or_default();
+        let url = if query.is_empty() { format!("{path}{hash}") } else { format!("{path}?{query}{hash}") };
+        if let Ok(history) = dom::window().history() {
+            let _ = history.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&url));
+        }
+    }
 }
 
 /// `name`'s value in what this page shows now.
@@ -92,6 +114,8 @@ pub fn refresh_now() {
 /// while the reader is typing in a field (which the new page would replace),
 /// once the field loses focus. The reader's own changes are drawn at once.
 pub fn refresh_when_idle() {
+    // The newest change the redraw must show.
+    CHANGED_AT.set(web_sys::js_sys::Date::now());
     if REMOTE_PENDING.replace(true) {
         return;
     }
@@ -100,7 +124,11 @@ pub fn refresh_when_idle() {
     leptos::prelude::set_timeout(
         || {
             REMOTE_PENDING.set(false);
-            when_not_typing(refresh_now);
+            // Drawn meanwhile from a fetch that began after the newest change
+            // (the reader's own change comes back on the stream too): nothing to do.
+            if DRAWN_FROM.get() < CHANGED_AT.get() {
+                when_not_typing(refresh_now);
+            }
         },
         std::time::Duration::from_millis(wait as u64),
     );
@@ -154,7 +182,11 @@ async fn run_queue() {
             q.again = false;
             std::mem::take(&mut q.after)
         });
+        let began = web_sys::js_sys::Date::now();
         let outcome = fetch_and_swap(&address()).await;
+        if outcome.is_ok() {
+            DRAWN_FROM.set(began);
+        }
         notice(outcome.err().as_deref());
         for f in after {
             f();
@@ -186,15 +218,12 @@ async fn fetch_and_swap(url: &str) -> Result<(), String> {
         return Err("the server's answer has no page in it".into());
     };
     let new = dom::document().adopt_node(&new).map_err(|e| dom::describe(&e))?.unchecked_into::<Element>();
-    let opened: Vec<String> = dom::all(&old, "details[open][id]").iter().map(Element::id).collect();
+    let folds = folds(&old);
     let drafts = drafts(&old);
+    carry_sending(&old, &new);
     super::islands::carry_over(&old, &new);
     old.replace_with_with_node_1(&new).map_err(|e| dom::describe(&e))?;
-    for id in opened {
-        if let Some(details) = dom::document().get_element_by_id(&id).filter(|d| d.tag_name() == "DETAILS") {
-            let _ = details.set_attribute("open", "");
-        }
-    }
+    unfold(&new, &folds);
     restore(&new, drafts);
     if !parsed.title().is_empty() {
         dom::document().set_title(&parsed.title());
@@ -226,8 +255,75 @@ fn notice(problem: Option<&str>) {
     }
 }
 
+/// Which `<details>` each is, the same before and after a redraw: its id, or
+/// the id of the nearest element around it that has one and its summary's
+/// words ("step-12 Delete…"), and which of those it is, in order.
+fn fold_keys(root: &Element) -> Vec<(String, Element)> {
+    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    dom::all(root, "details")
+        .into_iter()
+        .map(|details| {
+            let key = match details.get_attribute("id").filter(|id| !id.is_empty()) {
+                Some(id) => format!("#{id}"),
+                None => {
+                    let around = details.parent_element().and_then(|p| p.closest("[id]").ok().flatten());
+                    let summary = details.query_selector(":scope > summary").ok().flatten();
+                    format!(
+                        "{} {}",
+                        around.map(|a| a.id()).unwrap_or_default(),
+                        summary.and_then(|s| s.text_content()).unwrap_or_default().trim()
+                    )
+                }
+            };
+            let n = seen.entry(key.clone()).or_default();
+            *n += 1;
+            (format!("{key} {n}"), details)
+        })
+        .collect()
+}
+
+/// Whether each `<details>` is open, by [`fold_keys`].
+fn folds(root: &Element) -> std::collections::HashMap<String, bool> {
+    fold_keys(root).into_iter().map(|(key, d)| (key, d.has_attribute("open"))).collect()
+}
+
+/// Opens and closes the `<details>` of the new page as the reader had them;
+/// those that are new keep what the server says.
+fn unfold(root: &Element, folds: &std::collections::HashMap<String, bool>) {
+    for (key, details) in fold_keys(root) {
+        match folds.get(&key) {
+            Some(true) => {
+                let _ = details.set_attribute("open", "");
+            }
+            Some(false) => {
+                let _ = details.remove_attribute("open");
+            }
+            None => {}
+        }
+    }
+}
+
+/// A form being sent (`browser::forms` marks it `aria-busy`) goes into the new
+/// page as it is, in place of its fresh copy: its answer is still to come, and
+/// must empty it, or show why it was refused, where the reader sees it.
+fn carry_sending(old: &Element, new: &Element) {
+    for sending in dom::all(old, "form[aria-busy]").into_iter().filter_map(|f| f.dyn_into::<HtmlFormElement>().ok()) {
+        let key = form_key(&sending);
+        let fresh = dom::all(new, "form")
+            .into_iter()
+            .filter_map(|f| f.dyn_into::<HtmlFormElement>().ok())
+            .find(|f| form_key(f) == key);
+        if let Some(fresh) = fresh {
+            let _ = fresh.replace_with_with_node_1(&sending);
+        }
+    }
+}
+
 /// A field's value the reader changed and did not send: (form, field name, value).
 type Draft = (String, String, String);
+
+/// The name a form's refusal goes by among its drafts (no field has it).
+const ERROR: &str = "\u{0}error";
 
 /// Which form a field is in, the same before and after a refresh: its id, or
 /// where it posts and the ids it sends (`step_id`, `parent_id` …).
@@ -273,6 +369,10 @@ fn drafts(root: &Element) -> Vec<Draft> {
                 out.push((key.clone(), field.get_attribute("name").unwrap_or_default(), value));
             }
         }
+        // A refusal the reader has not acted on yet stays with what they typed.
+        if let Ok(Some(error)) = form.query_selector(":scope > p.error[data-browser]") {
+            out.push((key.clone(), ERROR.into(), error.text_content().unwrap_or_default()));
+        }
         // A draft goes back with the version it was written against: saved over
         // a newer one, it is refused with who changed it, rather than
         // overwriting their change.
@@ -293,6 +393,10 @@ fn restore(root: &Element, drafts: Vec<Draft>) {
     for form in dom::all(root, "form").into_iter().filter_map(|f| f.dyn_into::<HtmlFormElement>().ok()) {
         let key = form_key(&form);
         for (_, name, value) in drafts.iter().filter(|(k, ..)| *k == key) {
+            if name == ERROR {
+                super::forms::show_error(&form, Some(value));
+                continue;
+            }
             let Some(field) = dom::all(&form, &format!("[name=\"{name}\"]")).into_iter().next() else { continue };
             if let Some(input) = field.dyn_ref::<web_sys::HtmlInputElement>() {
                 match input.type_().as_str() {
