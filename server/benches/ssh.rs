@@ -14,6 +14,7 @@
 //!
 //! Prints medians and ratios. Needs Debian's openssh-server and openssh-client.
 
+#[allow(dead_code)] // not every benchmark uses every part of the peer
 mod peer;
 
 use app::runs::RunRequest;

@@ -104,7 +104,7 @@ impl Service {
         let report =
             Report::gather(investigation, self.runner.outputs(), false, "Shared through a Sleuth link".into()).await;
         // One JSON of the investigation and its excerpts, so hosts and people go from both alike.
-        let mut value = serde_json::to_value(&report.parts()).map_err(internal)?;
+        let mut value = serde_json::to_value(report.parts()).map_err(internal)?;
         self.hide_for_outsiders(&mut value, row.hide_hosts != 0).await?;
         let report = report.with_parts(serde_json::from_value(value).map_err(internal)?);
         let export = report.render(format).map_err(|e| crate::notebook::internal("export", e));

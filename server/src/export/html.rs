@@ -51,9 +51,9 @@ pub fn render(report: &Report) -> String {
     if !inv.question.trim().is_empty() {
         let _ = write!(h, "<p class=\"question\">{}</p>", esc(&inv.question));
     }
-    let _ = write!(
+    let _ = writeln!(
         h,
-        "<p class=\"meta\">{} · {} steps · {} · exported {}</p></header>\n",
+        "<p class=\"meta\">{} · {} steps · {} · exported {}</p></header>",
         esc(&report.provenance),
         inv.steps.len(),
         esc(inv.status.as_str()),
@@ -61,9 +61,9 @@ pub fn render(report: &Report) -> String {
     );
     hypotheses(&mut h, report);
     if let Some(overview) = &inv.overview {
-        let _ = write!(
+        let _ = writeln!(
             h,
-            "<section id=\"overview\"><h2>{} by configuration</h2><figure>{}</figure></section>\n",
+            "<section id=\"overview\"><h2>{} by configuration</h2><figure>{}</figure></section>",
             esc(&overview.metric),
             overview.svg
         );
@@ -100,9 +100,9 @@ fn hypotheses(h: &mut String, report: &Report) {
                 let _ = write!(h, "<br><span class=\"meta\">⚠ {}</span>", esc(w));
             }
         }
-        let _ = write!(
+        let _ = writeln!(
             h,
-            "</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"verdict\">{}</td></tr>\n",
+            "</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"verdict\">{}</td></tr>",
             esc(hyp.metric.as_deref().unwrap_or("—")),
             group(c.map(|c| &c.baseline)),
             group(c.map(|c| &c.treatment)),
@@ -116,16 +116,16 @@ fn hypotheses(h: &mut String, report: &Report) {
         if let (Some(c), Some(metric)) = (&hyp.comparison, &hyp.metric)
             && let Ok(svg) = crate::charts::experiment(metric, hyp.unit.as_deref().unwrap_or(""), c)
         {
-            let _ = write!(h, "<figure><figcaption>{}</figcaption>{svg}</figure>\n", esc(&hyp.statement));
+            let _ = writeln!(h, "<figure><figcaption>{}</figcaption>{svg}</figure>", esc(&hyp.statement));
         }
     }
     h.push_str("</section>\n");
 }
 
 fn step_html(h: &mut String, report: &Report, step: &Step) {
-    let _ = write!(
+    let _ = writeln!(
         h,
-        "<article class=\"step\" id=\"{}\"><h3><a href=\"#{}\">#{}</a> {}</h3>\n",
+        "<article class=\"step\" id=\"{}\"><h3><a href=\"#{}\">#{}</a> {}</h3>",
         step.anchor(),
         step.anchor(),
         step.position,

@@ -106,7 +106,7 @@ pub fn render(report: &Report, mut charts: Option<&mut Vec<(String, String)>>) -
     }
     if let Some(overview) = &inv.overview {
         let _ = writeln!(md, "## {} by configuration\n", inline(&overview.metric));
-        match charts.as_deref_mut() {
+        match charts {
             Some(charts) => {
                 let _ = writeln!(md, "![{} by configuration](charts/overview.svg)\n", inline(&overview.metric));
                 charts.push(("charts/overview.svg".into(), overview.svg.clone()));

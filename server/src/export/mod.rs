@@ -172,7 +172,9 @@ fn shows_value(line: &str, value: f64) -> bool {
             let mut after = line[at + form.len()..].chars();
             let (a1, a2) = (after.next(), after.next());
             // Not the end of a longer number, nor its start ("12" in "125", "57.5" in "1.57.5").
-            !(digit(before) || before == Some('.')) && !digit(a1) && !(a1 == Some('.') && digit(a2))
+            let continues_before = digit(before) || before == Some('.');
+            let continues_after = digit(a1) || (a1 == Some('.') && digit(a2));
+            !(continues_before || continues_after)
         })
     })
 }
