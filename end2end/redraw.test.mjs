@@ -61,3 +61,72 @@ test('a page drawn anew keeps drafts, open panels, an editor\'s text and an isla
   // The page's own share-link POST answered 2xx; the stale save's 409 is what was asked for.
   assert.deepEqual(page.problems.filter((p) => !/^http 409: .*\/api\/edit_note/.test(p)), []);
 });
+
+test('what the reader types while a form is on its way stays when it succeeds', async () => {
+  const api = apiClient(env.server);
+  const inv = await api('POST', `/api/v1/investigations`, { title: 'typed while sending' });
+  const page = await newPage(env.browser);
+  await page.goto(`${env.server.url}/i/${inv.id}`);
+  await hydrated(page);
+
+  // The server saves the note at once; its answer reaches the page only when let go.
+  let letGo;
+  const held = new Promise((resolve) => { letGo = resolve; });
+  await page.route('**/api/add_note*', async (route) => {
+    const response = await route.fetch();
+    await held;
+    await route.fulfill({ response });
+  });
+  await page.fill('#new-note-body', 'the first note');
+  await page.click('button:has-text("Add note")');
+  await page.waitForSelector('form[aria-busy]', { state: 'attached' });
+  // Saved, so the change is heard and the page drawn anew while the answer is held.
+  await page.waitForSelector('.step .markdown:has-text("the first note")');
+  await page.fill('#new-note-body', 'the second, begun before the first was answered');
+  letGo();
+  await page.waitForFunction(() => !document.querySelector('form[aria-busy]'));
+  await page.unroute('**/api/add_note*');
+  assert.equal(await page.inputValue('#new-note-body'), 'the second, begun before the first was answered');
+
+  await page.click('button:has-text("Add note")');
+  await page.waitForFunction(() => document.querySelectorAll('.step').length === 2);
+  assert.equal(await page.inputValue('#new-note-body'), '', 'sent as typed, it is emptied');
+  const steps = await api('GET', `/api/v1/investigations/${inv.id}`);
+  assert.deepEqual(steps.steps.map((s) => s.body), ['the first note', 'the second, begun before the first was answered']);
+  assert.deepEqual(page.problems, []);
+});
+
+test('the field being typed in keeps the focus and the caret when the page is drawn anew', async () => {
+  const api = apiClient(env.server);
+  const inv = await api('POST', `/api/v1/investigations`, { title: 'typing through a redraw' });
+  const page = await newPage(env.browser);
+  await page.goto(`${env.server.url}/i/${inv.id}`);
+  await hydrated(page);
+
+  // The page's redraw after its own note is held until the reader is typing the next one.
+  let letGo;
+  const held = new Promise((resolve) => { letGo = resolve; });
+  let drawing;
+  const fetched = new Promise((resolve) => { drawing = resolve; });
+  await page.route(`**/i/${inv.id}*`, async (route) => {
+    if (route.request().resourceType() !== 'fetch') return route.continue();
+    drawing();
+    const response = await route.fetch();
+    await held;
+    await route.fulfill({ response });
+  });
+  await page.fill('#new-note-body', 'a note');
+  await page.click('button:has-text("Add note")');
+  await fetched;
+  await page.click('#new-note-body');
+  await page.keyboard.type('next: ');
+  letGo();
+  await page.waitForSelector('.step .markdown:has-text("a note")');
+  await page.unroute(`**/i/${inv.id}*`);
+  assert.equal(await page.evaluate(() => document.activeElement?.id), 'new-note-body', 'still in the field');
+  await page.keyboard.type('more');
+  await page.keyboard.press('Home');
+  await page.keyboard.type('>');
+  assert.equal(await page.inputValue('#new-note-body'), '>next: more', 'typing goes on where the caret was');
+  assert.deepEqual(page.problems, []);
+});

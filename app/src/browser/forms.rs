@@ -34,6 +34,7 @@ fn on_submit(event: Event) {
 
 async fn send(form: HtmlFormElement, action: String, submitter: Option<web_sys::HtmlElement>) {
     let Some(body) = encode(&form, submitter.as_ref()) else { return };
+    let sent = encode(&form, None);
     let busy = Busy::start(&form);
     let answer = post(&action, body).await;
     drop(busy);
@@ -41,7 +42,11 @@ async fn send(form: HtmlFormElement, action: String, submitter: Option<web_sys::
         Ok(Some(location)) => super::page::go_to(&location),
         Ok(None) => {
             show_error(&form, None);
-            form.reset();
+            // Emptied for the next one, unless the reader began it while this
+            // one was on its way: what they typed since stays.
+            if encode(&form, None) == sent {
+                form.reset();
+            }
             if form.has_attribute("data-ends-edit") {
                 super::page::set_edit(None);
             }

@@ -5,8 +5,9 @@
 //!
 //! Kept across a refresh: the scroll position (the new `<main>` is put where
 //! the old one was), the `<details>` the reader opened or closed, what was
-//! typed into fields and not yet sent (and forms being sent, as they are), and
-//! islands whose props did not change ([`super::islands::carry_over`]).
+//! typed into fields and not yet sent (and forms being sent, as they are), the
+//! field being typed in with its caret, and islands whose props did not change
+//! ([`super::islands::carry_over`]).
 
 use super::dom;
 use std::cell::RefCell;
@@ -220,11 +221,15 @@ async fn fetch_and_swap(url: &str) -> Result<(), String> {
     let new = dom::document().adopt_node(&new).map_err(|e| dom::describe(&e))?.unchecked_into::<Element>();
     let folds = folds(&old);
     let drafts = drafts(&old);
+    let caret = caret(&old);
     carry_sending(&old, &new);
     super::islands::carry_over(&old, &new);
     old.replace_with_with_node_1(&new).map_err(|e| dom::describe(&e))?;
     unfold(&new, &folds);
     restore(&new, drafts);
+    if let Some(caret) = caret {
+        put_back(&new, &caret);
+    }
     if !parsed.title().is_empty() {
         dom::document().set_title(&parsed.title());
     }
@@ -408,6 +413,53 @@ fn restore(root: &Element, drafts: Vec<Draft>) {
             } else if let Some(select) = field.dyn_ref::<web_sys::HtmlSelectElement>() {
                 select.set_value(value);
             }
+        }
+    }
+}
+
+/// Where the reader is typing: the field (by its form's [`form_key`] and its
+/// name) and what is selected in it. Without it the keys typed after a redraw
+/// would go nowhere: the focused field is the old page's.
+struct Caret {
+    form: String,
+    name: String,
+    selection: Option<(u32, u32)>,
+}
+
+fn caret(old: &Element) -> Option<Caret> {
+    let active = dom::document().active_element()?;
+    if !old.contains(Some(&active)) {
+        return None;
+    }
+    let form = active.closest("form").ok().flatten()?.dyn_into::<HtmlFormElement>().ok()?;
+    let name = active.get_attribute("name")?;
+    // Only text has a selection (the others throw, hence `ok()`).
+    let selection = if let Some(text) = active.dyn_ref::<web_sys::HtmlTextAreaElement>() {
+        text.selection_start().ok().flatten().zip(text.selection_end().ok().flatten())
+    } else if let Some(input) = active.dyn_ref::<web_sys::HtmlInputElement>() {
+        input.selection_start().ok().flatten().zip(input.selection_end().ok().flatten())
+    } else {
+        None
+    };
+    Some(Caret { form: form_key(&form), name, selection })
+}
+
+/// Focuses the field of the new page that `caret` was in, with its selection.
+fn put_back(new: &Element, caret: &Caret) {
+    let field = dom::all(new, "form")
+        .into_iter()
+        .filter_map(|f| f.dyn_into::<HtmlFormElement>().ok())
+        .filter(|f| form_key(f) == caret.form)
+        .find_map(|f| f.query_selector(&format!("[name=\"{}\"]", caret.name)).ok().flatten());
+    let Some(field) = field.and_then(|f| f.dyn_into::<web_sys::HtmlElement>().ok()) else { return };
+    let options = web_sys::FocusOptions::new();
+    options.set_prevent_scroll(true);
+    let _ = field.focus_with_options(&options);
+    if let Some((start, end)) = caret.selection {
+        if let Some(text) = field.dyn_ref::<web_sys::HtmlTextAreaElement>() {
+            let _ = text.set_selection_range(start, end);
+        } else if let Some(input) = field.dyn_ref::<web_sys::HtmlInputElement>() {
+            let _ = input.set_selection_range(start, end);
         }
     }
 }
