@@ -62,30 +62,49 @@ test('a page drawn anew keeps drafts, open panels, an editor\'s text and an isla
   assert.deepEqual(page.problems.filter((p) => !/^http 409: .*\/api\/edit_note/.test(p)), []);
 });
 
-test('what the reader types while a form is on its way stays when it succeeds', async () => {
+/** A new investigation open in a hydrated page: [api, investigation, page]. */
+async function openInvestigation(title) {
   const api = apiClient(env.server);
-  const inv = await api('POST', `/api/v1/investigations`, { title: 'typed while sending' });
+  const inv = await api('POST', '/api/v1/investigations', { title });
   const page = await newPage(env.browser);
   await page.goto(`${env.server.url}/i/${inv.id}`);
   await hydrated(page);
+  return [api, inv, page];
+}
 
-  // The server saves the note at once; its answer reaches the page only when let go.
-  let letGo;
-  const held = new Promise((resolve) => { letGo = resolve; });
-  await page.route('**/api/add_note*', async (route) => {
+/**
+ * The page's requests to `url` that `which` picks reach the server at once, and
+ * their answers reach the page only after `release()`; `reached` resolves when
+ * the first one is asked. `stop()` lets later ones through untouched.
+ */
+async function holdAnswers(page, url, which = () => true) {
+  let release;
+  const released = new Promise((resolve) => { release = resolve; });
+  let asked;
+  const reached = new Promise((resolve) => { asked = resolve; });
+  await page.route(url, async (route) => {
+    if (!which(route.request())) return route.continue();
+    asked();
     const response = await route.fetch();
-    await held;
+    await released;
     await route.fulfill({ response });
   });
+  return { release, reached, stop: () => page.unroute(url) };
+}
+
+test('what the reader types while a form is on its way stays when it succeeds', async () => {
+  const [api, inv, page] = await openInvestigation('typed while sending');
+  // The server saves the note at once; its answer reaches the page only when let go.
+  const answer = await holdAnswers(page, '**/api/add_note*');
   await page.fill('#new-note-body', 'the first note');
   await page.click('button:has-text("Add note")');
   await page.waitForSelector('form[aria-busy]', { state: 'attached' });
   // Saved, so the change is heard and the page drawn anew while the answer is held.
   await page.waitForSelector('.step .markdown:has-text("the first note")');
   await page.fill('#new-note-body', 'the second, begun before the first was answered');
-  letGo();
+  answer.release();
   await page.waitForFunction(() => !document.querySelector('form[aria-busy]'));
-  await page.unroute('**/api/add_note*');
+  await answer.stop();
   assert.equal(await page.inputValue('#new-note-body'), 'the second, begun before the first was answered');
 
   await page.click('button:has-text("Add note")');
@@ -97,32 +116,17 @@ test('what the reader types while a form is on its way stays when it succeeds', 
 });
 
 test('the field being typed in keeps the focus and the caret when the page is drawn anew', async () => {
-  const api = apiClient(env.server);
-  const inv = await api('POST', `/api/v1/investigations`, { title: 'typing through a redraw' });
-  const page = await newPage(env.browser);
-  await page.goto(`${env.server.url}/i/${inv.id}`);
-  await hydrated(page);
-
+  const [, inv, page] = await openInvestigation('typing through a redraw');
   // The page's redraw after its own note is held until the reader is typing the next one.
-  let letGo;
-  const held = new Promise((resolve) => { letGo = resolve; });
-  let drawing;
-  const fetched = new Promise((resolve) => { drawing = resolve; });
-  await page.route(`**/i/${inv.id}*`, async (route) => {
-    if (route.request().resourceType() !== 'fetch') return route.continue();
-    drawing();
-    const response = await route.fetch();
-    await held;
-    await route.fulfill({ response });
-  });
+  const redraw = await holdAnswers(page, `**/i/${inv.id}*`, (request) => request.resourceType() === 'fetch');
   await page.fill('#new-note-body', 'a note');
   await page.click('button:has-text("Add note")');
-  await fetched;
+  await redraw.reached;
   await page.click('#new-note-body');
   await page.keyboard.type('next: ');
-  letGo();
+  redraw.release();
   await page.waitForSelector('.step .markdown:has-text("a note")');
-  await page.unroute(`**/i/${inv.id}*`);
+  await redraw.stop();
   assert.equal(await page.evaluate(() => document.activeElement?.id), 'new-note-body', 'still in the field');
   await page.keyboard.type('more');
   await page.keyboard.press('Home');

@@ -84,10 +84,9 @@ fn Loader(options: LeptosOptions) -> impl IntoView {
     let pkg = format!("/{}/{}", options.site_pkg_dir, options.output_name);
     // wasm-bindgen names the module `…_bg.wasm`; cargo-leptos (which sets
     // LEPTOS_OUTPUT_NAME when it builds) renames it.
-    let (js, wasm) = match option_env!("LEPTOS_OUTPUT_NAME") {
-        Some(_) => (format!("{pkg}.js"), format!("{pkg}.wasm")),
-        None => (format!("{pkg}.js"), format!("{pkg}_bg.wasm")),
-    };
+    let js = format!("{pkg}.js");
+    let wasm =
+        if option_env!("LEPTOS_OUTPUT_NAME").is_some() { format!("{pkg}.wasm") } else { format!("{pkg}_bg.wasm") };
     let script = format!(
         "import init, * as sleuth from {js:?};\
          init({{ module_or_path: {wasm:?} }}).then(() => sleuth.start(sleuth));"

@@ -63,10 +63,8 @@ pub fn set_edit(step: Option<String>) {
         && query.has("edit")
     {
         query.delete("edit");
-        let query = String::from(query.to_string());
         let path = location.pathname().unwrap_or_default();
-        let hash = location.hash().unwrap_or_default();
-        let url = if query.is_empty() { format!("{path}{hash}") } else { format!("{path}?{query}{hash}") };
+        let url = format!("{}{}", with_query(path, &query), location.hash().unwrap_or_default());
         if let Ok(history) = dom::window().history() {
             let _ = history.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&url));
         }
@@ -100,6 +98,11 @@ fn address() -> String {
             query.append(name, &value);
         }
     }
+    with_query(path, &query)
+}
+
+/// `path?query`, or `path` when the query is empty.
+fn with_query(path: String, query: &UrlSearchParams) -> String {
     let query = String::from(query.to_string());
     if query.is_empty() { path } else { format!("{path}?{query}") }
 }
@@ -312,16 +315,17 @@ fn unfold(root: &Element, folds: &std::collections::HashMap<String, bool>) {
 /// page as it is, in place of its fresh copy: its answer is still to come, and
 /// must empty it, or show why it was refused, where the reader sees it.
 fn carry_sending(old: &Element, new: &Element) {
-    for sending in dom::all(old, "form[aria-busy]").into_iter().filter_map(|f| f.dyn_into::<HtmlFormElement>().ok()) {
+    for sending in forms(old, "form[aria-busy]") {
         let key = form_key(&sending);
-        let fresh = dom::all(new, "form")
-            .into_iter()
-            .filter_map(|f| f.dyn_into::<HtmlFormElement>().ok())
-            .find(|f| form_key(f) == key);
-        if let Some(fresh) = fresh {
+        if let Some(fresh) = forms(new, "form").into_iter().find(|f| form_key(f) == key) {
             let _ = fresh.replace_with_with_node_1(&sending);
         }
     }
+}
+
+/// The forms under `root` that match `selector`.
+fn forms(root: &Element, selector: &str) -> Vec<HtmlFormElement> {
+    dom::all(root, selector).into_iter().filter_map(|f| f.dyn_into().ok()).collect()
 }
 
 /// A field's value the reader changed and did not send: (form, field name, value).
@@ -348,7 +352,7 @@ fn form_key(form: &HtmlFormElement) -> String {
 
 fn drafts(root: &Element) -> Vec<Draft> {
     let mut out = Vec::new();
-    for form in dom::all(root, "form").into_iter().filter_map(|f| f.dyn_into::<HtmlFormElement>().ok()) {
+    for form in forms(root, "form") {
         let key = form_key(&form);
         for field in dom::all(&form, "input[name], textarea[name], select[name]") {
             let changed = if let Some(input) = field.dyn_ref::<web_sys::HtmlInputElement>() {
@@ -395,7 +399,7 @@ fn restore(root: &Element, drafts: Vec<Draft>) {
     if drafts.is_empty() {
         return;
     }
-    for form in dom::all(root, "form").into_iter().filter_map(|f| f.dyn_into::<HtmlFormElement>().ok()) {
+    for form in forms(root, "form") {
         let key = form_key(&form);
         for (_, name, value) in drafts.iter().filter(|(k, ..)| *k == key) {
             if name == ERROR {
@@ -446,9 +450,8 @@ fn caret(old: &Element) -> Option<Caret> {
 
 /// Focuses the field of the new page that `caret` was in, with its selection.
 fn put_back(new: &Element, caret: &Caret) {
-    let field = dom::all(new, "form")
+    let field = forms(new, "form")
         .into_iter()
-        .filter_map(|f| f.dyn_into::<HtmlFormElement>().ok())
         .filter(|f| form_key(f) == caret.form)
         .find_map(|f| f.query_selector(&format!("[name=\"{}\"]", caret.name)).ok().flatten());
     let Some(field) = field.and_then(|f| f.dyn_into::<web_sys::HtmlElement>().ok()) else { return };
