@@ -269,14 +269,14 @@ pub trait TeamOps: Send + Sync + 'static {
     async fn read_mentions(&self, actor: &Actor, comment: Option<i64>) -> Result<(), ApiError>;
 }
 
-/// API tokens of the signed-in user (the server's `auth::Auth`).
+/// The signed-in user's API tokens, and what admins read about accounts.
 #[async_trait::async_trait]
 pub trait Accounts: Send + Sync + 'static {
     /// `false` under `--no-auth` (one local user, nothing to sign into).
     fn enabled(&self) -> bool;
-    async fn tokens(&self, user: &str) -> Result<Vec<ApiToken>, ApiError>;
-    async fn create_token(&self, user: &str, label: &str) -> Result<NewApiToken, ApiError>;
-    async fn revoke_token(&self, user: &str, id: i64) -> Result<(), ApiError>;
+    async fn tokens(&self, actor: &Actor) -> Result<Vec<ApiToken>, ApiError>;
+    async fn create_token(&self, actor: &Actor, label: &str) -> Result<NewApiToken, ApiError>;
+    async fn revoke_token(&self, actor: &Actor, id: i64) -> Result<(), ApiError>;
     /// Admins only: the newest remote actions.
     async fn audit_log(&self, actor: &Actor, limit: i64) -> Result<Vec<crate::accounts::AuditEntry>, ApiError>;
 }

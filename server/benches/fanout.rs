@@ -19,6 +19,8 @@ mod peer;
 use app::runs::RunRequest;
 use app::steps::{StepBody, command::CommandBody};
 use peer::{Actor, Peer, quick};
+#[allow(unused_imports)]
+use peer::{FindOps, HostOps, InvestigationOps, RunOps, StepOps};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 

@@ -14,11 +14,12 @@
 #[allow(dead_code)] // not every benchmark uses every part of the peer
 mod peer;
 
-use app::backend::Notebook;
 use app::runs::RunRequest;
 use app::search::SearchRequest;
 use app::steps::{StepBody, command::CommandBody, note::NoteBody};
 use peer::{Actor, Peer, Postgres, quick};
+#[allow(unused_imports)]
+use peer::{FindOps, HostOps, InvestigationOps, RunOps, StepOps};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -48,7 +49,7 @@ fn log_command(lines: u64) -> String {
     )
 }
 
-async fn wait_finished(notebook: &Arc<dyn Notebook>, run: i64) -> app::runs::Run {
+async fn wait_finished(notebook: &Arc<server::guarded::Guarded>, run: i64) -> app::runs::Run {
     loop {
         let r = notebook.wait_for_run(&Actor::local(), run, Duration::from_secs(60)).await.expect("run");
         if !matches!(r.status, app::runs::RunStatus::Queued | app::runs::RunStatus::Running) {
@@ -57,7 +58,7 @@ async fn wait_finished(notebook: &Arc<dyn Notebook>, run: i64) -> app::runs::Run
     }
 }
 
-async fn search(notebook: &Arc<dyn Notebook>, q: &str) -> app::search::SearchResults {
+async fn search(notebook: &Arc<server::guarded::Guarded>, q: &str) -> app::search::SearchResults {
     let request = SearchRequest { q: q.into(), ..Default::default() };
     notebook.search(&Actor::local(), request).await.expect("search")
 }
@@ -107,7 +108,7 @@ async fn bench(label: &str, database: Option<server::db::Database>) {
         telemetry: false,
     });
     let step = notebook.add_step(&actor, &peer.investigation, step).await.expect("step").id;
-    let store = peer.state.access.store().clone();
+    let store = peer.store.clone();
     let idle = async || {
         while store.runs_waiting_for_index().await.expect("count") > 0 {
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -136,7 +137,7 @@ async fn bench(label: &str, database: Option<server::db::Database>) {
 
     // Queries: a page of 20 and its total, as the search box asks.
     let rounds = if quick() { 3 } else { 30 };
-    let outputs_dir = peer.state.runner.outputs().dir().map(std::path::Path::to_path_buf);
+    let outputs_dir = peer.outputs.dir().map(std::path::Path::to_path_buf);
     println!(
         "search, {label}: {} steps, {} MB of output in 2 runs{}",
         investigations * notes + 1,

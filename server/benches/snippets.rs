@@ -15,6 +15,8 @@ mod peer;
 
 use app::steps::{StepBody, snippet::SnippetBody};
 use peer::{Actor, Peer, median, ms, quick, timed};
+#[allow(unused_imports)]
+use peer::{FindOps, HostOps, InvestigationOps, RunOps, StepOps};
 use std::time::{Duration, Instant};
 
 /// `lines` lines of plausible Python: functions, docstrings, strings, comments.

@@ -20,7 +20,8 @@ mod peer;
 use app::runs::RunRequest;
 use app::steps::{StepBody, command::CommandBody};
 use peer::{Actor, Peer, Postgres, median, ms, quick, timed};
-use server::AppState;
+#[allow(unused_imports)]
+use peer::{FindOps, HostOps, InvestigationOps, RunOps, StepOps};
 use std::time::{Duration, Instant};
 
 fn status_kb(field: &str) -> u64 {
@@ -34,8 +35,8 @@ fn status_kb(field: &str) -> u64 {
 }
 
 /// Runs the step once through Sleuth and waits for the run to finish.
-async fn sleuth_run(state: &AppState, step: i64) -> Duration {
-    let mut events = state.runner.live().subscribe();
+async fn sleuth_run(peer: &Peer, step: i64) -> Duration {
+    let (state, mut events) = (&peer.state, peer.live.subscribe());
     let started = Instant::now();
     let runs = state.notebook.start_runs(&Actor::local(), step, RunRequest::default()).await.expect("start");
     let id = runs[0].id;
@@ -95,10 +96,10 @@ async fn main() {
     let gigabyte = notebook.add_step(&actor, investigation, command_step(&ingest)).await.expect("step").id;
 
     // (a) latency of `true`
-    sleuth_run(state, true_step).await; // connects the pool
+    sleuth_run(&peer, true_step).await; // connects the pool
     let mut sleuth = Vec::new();
     for _ in 0..n {
-        sleuth.push(sleuth_run(state, true_step).await);
+        sleuth.push(sleuth_run(&peer, true_step).await);
     }
     let router = server::app(state.clone());
     let mut api = Vec::new();
@@ -142,7 +143,7 @@ async fn main() {
             let peer = Peer::start_with(Some(postgres.database().await), false).await;
             let step = command_step(&ingest);
             let gigabyte = peer.state.notebook.add_step(&actor, &peer.investigation, step).await.expect("step").id;
-            sleuth_run(&peer.state, gigabyte).await; // connects the pool; a first ingest warms the cluster
+            sleuth_run(&peer, gigabyte).await; // connects the pool; a first ingest warms the cluster
             println!("(c) {size} of output, PostgreSQL (output committed to the database):");
             ingest_vs_ssh(&peer, gigabyte, bytes, &ingest, 0.5).await;
             let random = format!("head -c {} /dev/urandom | base64 -w 100", bytes / 4 * 3);
@@ -161,7 +162,7 @@ async fn main() {
 async fn ingest_vs_ssh(peer: &Peer, step: i64, bytes: u64, command: &str, target: f64) {
     let _ = std::fs::write("/proc/self/clear_refs", "5"); // resets the peak RSS counter
     let rss_before = status_kb("VmRSS:");
-    let sleuth = sleuth_run(&peer.state, step).await;
+    let sleuth = sleuth_run(&peer, step).await;
     let peak_growth = status_kb("VmHWM:").saturating_sub(rss_before);
     let ssh = timed(&mut peer.via_master(command));
     let rate = |d: Duration| bytes as f64 / 1e6 / d.as_secs_f64();

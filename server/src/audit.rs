@@ -10,14 +10,15 @@ pub const SLEUTH: &str = "sleuth";
 
 pub async fn record(store: &Store, entry: NewAudit) {
     if let Err(e) = store.append_audit(&entry).await {
-        tracing::error!(action = entry.action, host = ?entry.host, "cannot write the audit log: {e}");
+        tracing::error!(action = entry.action, host = ?entry.host, "cannot write the audit log: {}", crate::error::chain(&e));
     }
 }
 
-/// "ok", or the error's message.
-pub fn outcome<T>(result: &Result<T, app::error::ApiError>) -> Option<String> {
+/// "ok", or what the user was told (an internal error's cause is in the server log).
+pub fn outcome<T>(result: &crate::error::Result<T>) -> Option<String> {
     Some(match result {
         Ok(_) => "ok".to_string(),
-        Err(e) => format!("error: {}", e.message),
+        Err(crate::error::Error::User(e)) => format!("error: {}", e.message),
+        Err(crate::error::Error::Internal(_)) => format!("error: {}", app::error::ApiError::internal().message),
     })
 }

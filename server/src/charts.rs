@@ -4,13 +4,19 @@
 use app::metrics::{Comparison, GroupSummary};
 use plotters::prelude::*;
 
+/// plotters could not draw a chart (its SVG backend writes to a string, so
+/// this is a bug of ours or of plotters, never the user's).
+#[derive(Debug, thiserror::Error)]
+#[error("drawing a chart: {0}")]
+pub struct ChartError(String);
+
 const WIDTH: u32 = 520;
 const HEIGHT: u32 = 260;
 const BASELINE: RGBColor = RGBColor(87, 96, 106);
 const TREATMENT: RGBColor = RGBColor(9, 105, 218);
 
 /// One experiment: the baseline group against the treatment group.
-pub fn experiment(metric: &str, unit: &str, comparison: &Comparison) -> Result<String, String> {
+pub fn experiment(metric: &str, unit: &str, comparison: &Comparison) -> Result<String, ChartError> {
     let groups = [("baseline", &comparison.baseline), ("treatment", &comparison.treatment)];
     by_group(metric, unit, &groups, comparison.baseline.mean)
 }
@@ -21,7 +27,12 @@ const LABEL_CHARS: usize = 28;
 /// A metric per configuration: every value as a dot in its group, each group's mean
 /// with ±1 stddev bars when repeated (a ring when measured once), and `baseline`
 /// as a dashed line across. The first group is drawn grey, the others blue.
-pub fn by_group(metric: &str, unit: &str, groups: &[(&str, &GroupSummary)], baseline: f64) -> Result<String, String> {
+pub fn by_group(
+    metric: &str,
+    unit: &str,
+    groups: &[(&str, &GroupSummary)],
+    baseline: f64,
+) -> Result<String, ChartError> {
     let all = groups.iter().flat_map(|(_, g)| g.values.iter().copied()).chain([baseline]);
     let (lo, hi) = all.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| (lo.min(v), hi.max(v)));
     let spread = groups.iter().filter_map(|(_, g)| g.stddev.map(|s| (g.mean - s, g.mean + s)));
@@ -47,7 +58,7 @@ pub fn by_group(metric: &str, unit: &str, groups: &[(&str, &GroupSummary)], base
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (width, HEIGHT)).into_drawing_area();
-        let err = |e: DrawingAreaErrorKind<_>| e.to_string();
+        let err = |e: DrawingAreaErrorKind<_>| ChartError(e.to_string());
         root.fill(&WHITE).map_err(err)?;
         let right = n as f64 - 0.5;
         let mut chart = ChartBuilder::on(&root)
@@ -127,7 +138,7 @@ const PANEL_H: u32 = 118;
 /// A run's GPU telemetry: a row of small panels per GPU (utilisation, power,
 /// memory used, SM clock, PCIe), every panel on the same time axis — seconds
 /// since the run started, as its output's chunk times count. `None` without samples.
-pub fn telemetry(telemetry: &app::telemetry::Telemetry) -> Result<Option<String>, String> {
+pub fn telemetry(telemetry: &app::telemetry::Telemetry) -> Result<Option<String>, ChartError> {
     let gpus: Vec<&app::telemetry::GpuSeries> = telemetry.gpus.iter().filter(|g| !g.samples.is_empty()).collect();
     if gpus.is_empty() {
         return Ok(None);
@@ -146,7 +157,7 @@ pub fn telemetry(telemetry: &app::telemetry::Telemetry) -> Result<Option<String>
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
-        let err = |e: DrawingAreaErrorKind<_>| e.to_string();
+        let err = |e: DrawingAreaErrorKind<_>| ChartError(e.to_string());
         root.fill(&WHITE).map_err(err)?;
         for (row, gpu) in root.split_evenly((gpus.len(), 1)).iter().zip(&gpus) {
             let (label, cells) = row.split_horizontally(90);

@@ -5,11 +5,17 @@
 //! same thread (one level, as in code review), and resolving any comment of a
 //! thread resolves the thread.
 
-use crate::db::{CommentRow, NewCommentRow};
-use crate::notebook::{Service, timestamp};
-use app::backend::Actor;
+use crate::db::{CommentRow, NewCommentRow, Store};
+use crate::error::Result;
+use crate::policy::{Anyone, Edit, Permit, Read, Readers};
+use crate::time::timestamp;
 use app::comments::{BODY_CHARS, Comment, Mention, NewComment, comment_anchor, mentioned_names};
 use app::error::ApiError;
+
+#[derive(Clone)]
+pub struct Comments {
+    store: Store,
+}
 
 pub(crate) fn comment_view(row: CommentRow) -> Comment {
     Comment {
@@ -27,14 +33,14 @@ pub(crate) fn comment_view(row: CommentRow) -> Comment {
     }
 }
 
-fn check_body(body: &str) -> Result<String, ApiError> {
+fn check_body(body: &str) -> Result<String> {
     let body = body.trim();
     if body.is_empty() {
-        return Err(ApiError::invalid("The comment is empty."));
+        return Err(ApiError::invalid("The comment is empty.").into());
     }
     let chars = body.chars().count();
     if chars > BODY_CHARS {
-        return Err(ApiError::invalid(format!("The comment is {chars} characters; the limit is {BODY_CHARS}.")));
+        return Err(ApiError::invalid(format!("The comment is {chars} characters; the limit is {BODY_CHARS}.")).into());
     }
     Ok(body.to_string())
 }
@@ -43,18 +49,20 @@ fn comment_not_found(id: i64) -> ApiError {
     ApiError::not_found(format!("There is no comment {id}."))
 }
 
-impl Service {
-    pub(crate) async fn comments(&self, investigation: &str) -> Result<Vec<Comment>, ApiError> {
-        let rows = self.store.comments_of_investigation(investigation).await?;
+impl Comments {
+    pub fn new(store: Store) -> Self {
+        Self { store }
+    }
+
+    /// Every comment of the investigation, oldest first.
+    pub async fn of(&self, permit: &Permit<Read>) -> Result<Vec<Comment>> {
+        let rows = self.store.comments_of_investigation(permit.investigation()).await?;
         Ok(rows.into_iter().map(comment_view).collect())
     }
 
-    pub(crate) async fn add_comment(
-        &self,
-        actor: &Actor,
-        investigation: &str,
-        new: NewComment,
-    ) -> Result<Comment, ApiError> {
+    /// A comment (a thread, or a reply to one); its `@name`s become mentions.
+    pub async fn add(&self, permit: &Permit<Edit>, new: NewComment) -> Result<Comment> {
+        let investigation = permit.investigation();
         let body = check_body(&new.body)?;
         let elsewhere = || ApiError::invalid("That is in another investigation.");
         // Where the thread sits: a reply follows its thread; a new thread names a
@@ -62,7 +70,7 @@ impl Service {
         let (step_id, annotation_id, parent_id) = if let Some(parent) = new.parent_id {
             let parent = self.store.comment(parent).await?.ok_or_else(|| comment_not_found(parent))?;
             if parent.investigation_id != investigation {
-                return Err(elsewhere());
+                return Err(elsewhere().into());
             }
             (parent.step_id, parent.annotation_id, Some(parent.parent_id.unwrap_or(parent.id)))
         } else if let Some(annotation) = new.annotation_id {
@@ -75,14 +83,14 @@ impl Service {
         } else if let Some(step) = new.step_id {
             (step, None, None)
         } else {
-            return Err(ApiError::invalid("Say what the comment is on: step_id, annotation_id or parent_id."));
+            return Err(ApiError::invalid("Say what the comment is on: step_id, annotation_id or parent_id.").into());
         };
         let step =
             self.store.step(step_id).await?.ok_or_else(|| ApiError::invalid(format!("There is no step {step_id}.")))?;
         if step.investigation_id != investigation {
-            return Err(elsewhere());
+            return Err(elsewhere().into());
         }
-        let author = actor.name.clone();
+        let author = permit.actor().name.clone();
         let mentions = self.store.existing_users(&mentioned_names(&body)).await?;
         let mentions: Vec<String> = mentions.into_iter().filter(|m| !m.eq_ignore_ascii_case(&author)).collect();
         let row = self
@@ -101,20 +109,25 @@ impl Service {
         Ok(comment_view(row))
     }
 
-    pub(crate) async fn resolve_comment(&self, actor: &Actor, id: i64, resolved: bool) -> Result<Comment, ApiError> {
-        let row = self.store.comment(id).await?.ok_or_else(|| comment_not_found(id))?;
+    /// Resolves (or reopens) the thread the comment is in.
+    pub async fn resolve(&self, permit: &Permit<Edit>, id: i64, resolved: bool) -> Result<Comment> {
+        let row = self.store.comment(id).await?.filter(|c| c.investigation_id == permit.investigation());
+        let row = row.ok_or_else(|| comment_not_found(id))?;
         let root = row.parent_id.unwrap_or(row.id);
-        let by = actor.name.clone();
+        let by = permit.actor().name.clone();
         self.store.resolve_comment(root, resolved.then_some(by.as_str())).await?;
         let row = self.store.comment(root).await?.ok_or_else(|| comment_not_found(root))?;
         Ok(comment_view(row))
     }
 
-    pub(crate) async fn mentions(&self, actor: &Actor, all: bool) -> Result<Vec<Mention>, ApiError> {
-        let user = actor.name.clone();
+    /// The caller's mentions, newest first (unread ones, or `all`), in
+    /// investigations they may still read.
+    pub async fn mentions(&self, readers: &Readers, all: bool) -> Result<Vec<Mention>> {
+        let user = readers.actor().name.clone();
         let rows = self.store.mentions_of(&user, all).await?;
         Ok(rows
             .into_iter()
+            .filter(|m| readers.may_read(&m.investigation_id))
             .map(|m| {
                 let mut excerpt: String = m.body.chars().take(200).collect();
                 if m.body.chars().count() > 200 {
@@ -134,8 +147,9 @@ impl Service {
             .collect())
     }
 
-    pub(crate) async fn read_mentions(&self, actor: &Actor, comment: Option<i64>) -> Result<(), ApiError> {
-        let user = actor.name.clone();
+    /// Marks one comment's mention read, or all of them (`None`).
+    pub async fn read_mentions(&self, permit: &Anyone, comment: Option<i64>) -> Result<()> {
+        let user = permit.actor().name.clone();
         Ok(self.store.read_mentions(&user, comment).await?)
     }
 }

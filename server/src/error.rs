@@ -1,13 +1,205 @@
-//! How errors leave the JSON API: `{"error":{"code","message"}}` with the status
-//! that fits the code. Causes were logged where they happened (see `notebook`);
-//! here only the user-facing part exists.
+//! Errors inside Sleuth, and the one place they become what a user reads.
+//!
+//! Services answer [`Error`]: either [`Error::User`] — the [`ApiError`] a person
+//! reads, a code and a sentence that says what to do — or [`Error::Internal`]: a
+//! failure of ours, with the operation that failed (named by the code, or the
+//! place of the `?` that met it) and its cause, kept whole as the error chain.
+//!
+//! An internal error becomes the wire error in one place, `From<Error> for
+//! ApiError`, which logs it there — once, inside the request's span (the router
+//! gives every request one: method, path and a number) — and answers with the
+//! generic sentence. Handlers return [`AppError`], which is how an `ApiError`
+//! leaves the JSON API: `{"error":{"code","message"}}` with the status that fits
+//! the code. (The crates.io design: `src/util/errors.rs`.)
 
 use app::error::{ApiError, ErrorCode};
 use axum::Json;
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use std::borrow::Cow;
+use std::panic::Location;
 
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A cause of any kind, kept for the log.
+pub type Cause = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+#[derive(Debug)]
+pub enum Error {
+    /// For the user: what went wrong in their terms, and what to do.
+    User(ApiError),
+    /// Ours: logged with its operation and cause, shown as a generic sentence.
+    Internal(Internal),
+}
+
+pub struct Internal {
+    /// What was being done ("recording the end of run 12"); `""` when only
+    /// the place is known.
+    operation: Cow<'static, str>,
+    /// Where the error was met: the `?` or the call that named the operation.
+    at: &'static Location<'static>,
+    cause: Cause,
+}
+
+impl std::fmt::Debug for Internal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{self}")
+    }
+}
+
+impl std::fmt::Display for Internal {
+    /// `operation (at file:line): cause: its cause: …`
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.operation.is_empty() {
+            write!(f, "at {}:{}", self.at.file(), self.at.line())?;
+        } else {
+            write!(f, "{} (at {}:{})", self.operation, self.at.file(), self.at.line())?;
+        }
+        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(self.cause.as_ref());
+        while let Some(e) = cause {
+            write!(f, ": {e}")?;
+            cause = e.source();
+        }
+        Ok(())
+    }
+}
+
+impl Error {
+    /// An internal failure of `operation`, caused by `cause`.
+    #[track_caller]
+    pub fn internal(operation: impl Into<Cow<'static, str>>, cause: impl Into<Cause>) -> Self {
+        Self::Internal(Internal { operation: operation.into(), at: Location::caller(), cause: cause.into() })
+    }
+
+    /// An internal failure known by its description alone (no error value caused it).
+    #[track_caller]
+    pub fn bug(what: impl Into<String>) -> Self {
+        let what: String = what.into();
+        Self::internal("", what)
+    }
+
+    /// A command used wrongly: what to do instead (the CLI prints it as is).
+    pub fn usage(message: impl Into<String>) -> Self {
+        Self::User(ApiError::invalid(message))
+    }
+
+    /// The user's error, if it is one (tests and callers that pass it on as is).
+    pub fn user(&self) -> Option<&ApiError> {
+        match self {
+            Self::User(e) => Some(e),
+            Self::Internal(_) => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::User(e) => write!(f, "{}", e.message),
+            Self::Internal(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// An error and its causes, for a log line of its own: `outer: inner: innermost`.
+pub fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(inner) = cause {
+        text.push_str(": ");
+        text.push_str(&inner.to_string());
+        cause = inner.source();
+    }
+    text
+}
+
+/// Names the operation of a failing `Result`: `.context("reading run 12's output")?`.
+pub trait Context<T> {
+    #[track_caller]
+    fn context(self, operation: impl Into<Cow<'static, str>>) -> Result<T>;
+}
+
+impl<T, E: Into<Cause>> Context<T> for std::result::Result<T, E> {
+    #[track_caller]
+    fn context(self, operation: impl Into<Cow<'static, str>>) -> Result<T> {
+        let at = Location::caller();
+        self.map_err(|cause| Error::Internal(Internal { operation: operation.into(), at, cause: cause.into() }))
+    }
+}
+
+impl From<ApiError> for Error {
+    fn from(e: ApiError) -> Self {
+        Self::User(e)
+    }
+}
+
+impl From<crate::charts::ChartError> for Error {
+    #[track_caller]
+    fn from(e: crate::charts::ChartError) -> Self {
+        Self::Internal(Internal { operation: "".into(), at: Location::caller(), cause: Box::new(e) })
+    }
+}
+
+impl From<crate::db::StoreError> for Error {
+    /// The place of the `?` names the operation: a store error is always ours,
+    /// unless it says the user sent text the database cannot hold.
+    #[track_caller]
+    fn from(e: crate::db::StoreError) -> Self {
+        if e.is_unstorable_text() {
+            return Self::User(ApiError::invalid(
+                "Text with a NUL character (\\0) cannot be stored; remove it and try again.",
+            ));
+        }
+        Self::Internal(Internal { operation: "the store".into(), at: Location::caller(), cause: Box::new(e) })
+    }
+}
+
+impl From<crate::ssh::SshError> for Error {
+    /// A host that cannot be reached, or a key to confirm: the user's to act on.
+    fn from(e: crate::ssh::SshError) -> Self {
+        use crate::ssh::SshError;
+        let code = match &e {
+            SshError::UnknownHostKey { .. } => ErrorCode::HostKeyUnknown,
+            SshError::HostKeyChanged { .. } => ErrorCode::HostKeyChanged,
+            SshError::NeedsPassphrase { .. } => ErrorCode::NeedsPassphrase,
+            SshError::KeyFile { .. } => ErrorCode::Invalid,
+            SshError::Connect { .. } | SshError::Auth { .. } | SshError::Lost { .. } => ErrorCode::HostUnreachable,
+        };
+        Self::User(ApiError::new(code, e.to_string()))
+    }
+}
+
+impl From<Error> for ApiError {
+    /// The one place an internal error is logged, and becomes the generic sentence.
+    fn from(e: Error) -> Self {
+        match e {
+            Error::User(e) => e,
+            Error::Internal(e) => {
+                tracing::error!("{e}");
+                ApiError::internal()
+            }
+        }
+    }
+}
+
+/// A save that started from an older version of `what` (a step, a hypothesis):
+/// who changed it since, when (RFC 3339), its version now, and `then` — what it
+/// says now and what to do — so nothing is lost on either side.
+pub fn stale_save(what: &str, who: Option<&str>, at: &str, version: i64, then: &str) -> ApiError {
+    ApiError::new(
+        ErrorCode::Conflict,
+        format!(
+            "Not saved: this {what} was changed by {} at {} (version {version}) after you opened it. {then}",
+            who.unwrap_or("someone"),
+            app::model::short_time(at),
+        ),
+    )
+}
+
+/// An [`ApiError`] on its way out of a JSON handler.
 #[derive(Debug)]
 pub struct AppError(pub ApiError);
 
@@ -18,7 +210,14 @@ impl From<ApiError> for AppError {
 }
 
 impl From<crate::db::StoreError> for AppError {
+    #[track_caller]
     fn from(e: crate::db::StoreError) -> Self {
+        Self(Error::from(e).into())
+    }
+}
+
+impl From<Error> for AppError {
+    fn from(e: Error) -> Self {
         Self(e.into())
     }
 }
@@ -96,4 +295,32 @@ pub async fn server_fn_status(request: axum::extract::Request, next: axum::middl
         parts.status = status;
     }
     Response::from_parts(parts, axum::body::Body::from(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("outer")]
+    struct Outer(#[source] std::io::Error);
+
+    #[test]
+    fn an_internal_error_names_its_operation_place_and_whole_cause() {
+        let failed: std::result::Result<(), Outer> = Err(Outer(std::io::Error::other("disk on fire")));
+        let e = failed.context("writing run 12's output").unwrap_err();
+        let text = e.to_string();
+        assert!(text.starts_with("writing run 12's output (at server/src/error.rs:"), "{text}");
+        assert!(text.ends_with(": outer: disk on fire"), "{text}");
+        assert!(e.user().is_none());
+        let wire: ApiError = e.into();
+        assert_eq!(wire.code, ErrorCode::Internal);
+        assert!(!wire.message.contains("disk"), "causes never reach users: {}", wire.message);
+    }
+
+    #[test]
+    fn user_errors_pass_through_unchanged() {
+        let e: Error = ApiError::invalid("The title cannot be empty.").into();
+        assert_eq!(ApiError::from(e).message, "The title cannot be empty.");
+    }
 }

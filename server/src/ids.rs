@@ -1,6 +1,9 @@
-//! Investigation ids: short, URL-safe, unguessable enough to not enumerate.
+//! Ids and secrets: investigation ids (short, URL-safe, unguessable enough
+//! not to enumerate), and the random secrets of sessions, API tokens and share
+//! links, of which only a hash is stored.
 
 use rand::Rng;
+use sha2::{Digest, Sha256};
 
 const ALPHABET: &[u8] = b"23456789abcdefghijkmnpqrstuvwxyz";
 /// 10 symbols of 32 = 50 bits.
@@ -15,6 +18,20 @@ pub fn new_investigation_id() -> String {
 /// Whether `id` could be an investigation id; anything else is a 404 without a query.
 pub fn is_investigation_id(id: &str) -> bool {
     id.len() == LEN && id.bytes().all(|b| ALPHABET.contains(&b))
+}
+
+/// A fresh random secret (256 bits, base64url) and the hash it is stored as.
+pub fn new_secret() -> (String, String) {
+    use base64::Engine;
+    let bytes: [u8; 32] = rand::random();
+    let secret = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
+    let hash = hash_secret(&secret);
+    (secret, hash)
+}
+
+/// A secret as it is stored: its SHA-256, hex.
+pub fn hash_secret(secret: &str) -> String {
+    Sha256::digest(secret.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

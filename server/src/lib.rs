@@ -15,16 +15,20 @@ pub mod facts;
 /// Test support: where the shared real-output fixtures are.
 #[doc(hidden)]
 pub mod fixtures;
+pub mod guarded;
 pub mod handlers;
 pub mod headers;
 pub mod hosts;
 mod hypotheses;
 pub(crate) mod ids;
+mod investigations;
 mod markdown;
 mod members;
 pub mod metrics;
 pub mod migrate;
 pub mod notebook;
+pub mod output;
+pub mod policy;
 pub mod router;
 pub mod runs;
 pub mod search;
@@ -35,6 +39,7 @@ pub mod ssh;
 pub mod state;
 mod steps;
 pub mod telemetry;
+pub mod time;
 pub mod user_regex;
 
 pub use router::app;

@@ -19,8 +19,8 @@ async fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("sleuth: {message}");
+        Err(error) => {
+            eprintln!("sleuth: {error}");
             ExitCode::FAILURE
         }
     }

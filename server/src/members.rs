@@ -1,25 +1,45 @@
-//! The notebook's side of sharing: an investigation's members and a host's
-//! allow-list. Who may change them is checked in `auth::guarded`.
+//! An investigation's members: who has which role there. Who may change them
+//! (owners) is decided in `crate::guarded`.
 
-use crate::auth::access::Role;
-use crate::notebook::Service;
-use app::accounts::{HostAccess, Member};
+use crate::db::Store;
+use crate::error::Result;
+use crate::policy::{Own, Permit, Read, Role};
+use app::accounts::Member;
 use app::error::ApiError;
 
-impl Service {
-    async fn existing_user(&self, name: &str) -> Result<String, ApiError> {
-        let row = self.store.user_by_name(name.trim()).await?;
-        row.map(|r| r.name).ok_or_else(|| ApiError::invalid(format!("There is no user {:?}.", name.trim())))
+#[derive(Clone)]
+pub struct Members {
+    store: Store,
+}
+
+impl Members {
+    pub fn new(store: Store) -> Self {
+        Self { store }
     }
 
-    pub(crate) async fn members(&self, investigation: &str) -> Result<Vec<Member>, ApiError> {
-        self.existing_investigation(investigation).await?;
+    async fn existing_user(&self, name: &str) -> Result<String> {
+        let row = self.store.user_by_name(name.trim()).await?;
+        Ok(row.map(|r| r.name).ok_or_else(|| ApiError::invalid(format!("There is no user {:?}.", name.trim())))?)
+    }
+
+    async fn of(&self, investigation: &str) -> Result<Vec<Member>> {
+        if self.store.investigation(investigation).await?.is_none() {
+            return Err(crate::investigations::not_found(investigation).into());
+        }
         let rows = self.store.members(investigation).await?;
         Ok(rows.into_iter().map(|(user, role)| Member { user, role }).collect())
     }
 
-    pub(crate) async fn set_member(&self, investigation: &str, member: Member) -> Result<Vec<Member>, ApiError> {
-        self.existing_investigation(investigation).await?;
+    /// Who has which role, owners first.
+    pub async fn list(&self, permit: &Permit<Read>) -> Result<Vec<Member>> {
+        self.of(permit.investigation()).await
+    }
+
+    /// Gives `member.user` that role; a role of `none` removes it. An
+    /// investigation keeps at least one owner.
+    pub async fn set(&self, permit: &Permit<Own>, member: Member) -> Result<Vec<Member>> {
+        let investigation = permit.investigation();
+        let members = self.of(investigation).await?;
         let role = match member.role.as_str() {
             "none" => None,
             other => Some(Role::parse(other).ok_or_else(|| {
@@ -27,10 +47,10 @@ impl Service {
             })?),
         };
         let user = self.existing_user(&member.user).await?;
-        let members = self.members(investigation).await?;
         let owners = members.iter().filter(|m| m.role == "owner" && !m.user.eq_ignore_ascii_case(&user)).count();
         if owners == 0 && role != Some(Role::Owner) {
-            return Err(ApiError::invalid("An investigation keeps at least one owner; make someone else owner first."));
+            let why = "An investigation keeps at least one owner; make someone else owner first.";
+            return Err(ApiError::invalid(why).into());
         }
         match role {
             Some(role) => self.store.set_member(investigation, &user, role.as_str()).await?,
@@ -38,23 +58,7 @@ impl Service {
                 self.store.remove_member(investigation, &user).await?;
             }
         }
-        tracing::info!(investigation, user, role = role.map_or("none", Role::as_str), "membership changed");
-        self.members(investigation).await
-    }
-
-    pub(crate) async fn host_access(&self, host: &str) -> Result<HostAccess, ApiError> {
-        self.host(host).await?;
-        let (whole_team, users) = self.store.host_access(host).await?;
-        Ok(HostAccess { whole_team, users })
-    }
-
-    pub(crate) async fn set_host_access(&self, host: &str, access: HostAccess) -> Result<HostAccess, ApiError> {
-        self.host(host).await?;
-        let mut users = Vec::with_capacity(access.users.len());
-        for user in &access.users {
-            users.push(self.existing_user(user).await?);
-        }
-        self.store.set_host_access(host, access.whole_team, &users).await?;
-        self.host_access(host).await
+        tracing::info!(investigation, user, role = role.map_or("none", Role::as_str), by = %permit.actor().name, "membership changed");
+        self.of(investigation).await
     }
 }

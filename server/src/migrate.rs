@@ -12,40 +12,42 @@
 
 use crate::cli::MigrateArgs;
 use crate::db::{Database, Store};
-use crate::runs::output::{FileBlocks, Outputs};
+use crate::error::{Context, Error, Result};
+use crate::output::{FileBlocks, Outputs};
 use crate::ssh::KnownHosts;
 use std::time::{Duration, Instant};
 
-pub async fn run(args: MigrateArgs) -> Result<(), String> {
+pub async fn run(args: MigrateArgs) -> Result<()> {
     let from = args.from;
     if !from.join("sleuth.db").is_file() {
-        return Err(format!("{} holds no Sleuth notebook (no sleuth.db)", from.display()));
+        return Err(Error::usage(format!("{} holds no Sleuth notebook (no sleuth.db)", from.display())));
     }
-    let target = Database::from_flag(Some(&args.to), &from).map_err(|e| e.to_string())?;
+    let target = Database::from_flag(Some(&args.to), &from).map_err(|e| Error::usage(e.to_string()))?;
     if !matches!(target, Database::Postgres(_)) {
-        return Err("--to takes a postgres://user@host/db URL".into());
+        return Err(Error::usage("--to takes a postgres://user@host/db URL"));
     }
     let started = Instant::now();
     let elapsed = || format!("{:.1} s", started.elapsed().as_secs_f64());
-    let source = Store::open(&Database::Sqlite(from.clone())).await.map_err(|e| e.to_string())?;
-    let target_store = Store::open(&target).await.map_err(|e| e.to_string())?;
+    let source = Store::open(&Database::Sqlite(from.clone())).await.context("opening the source")?;
+    let target_store = Store::open(&target).await.context("opening the target")?;
     eprintln!("copying {} into {}", Database::Sqlite(from.clone()).describe(), target.describe());
 
-    let mut copy = target_store.begin_copy().await.map_err(|e| e.to_string())?;
+    let mut copy = target_store.begin_copy().await.context("beginning the copy")?;
     copy.rows_from(&source, |table, rows| eprintln!("  {table}: {rows} rows ({})", elapsed()))
         .await
-        .map_err(|e| e.to_string())?;
+        .context("copying rows")?;
 
-    let runs = source.run_ids().await.map_err(|e| e.to_string())?;
+    let runs = source.run_ids().await?;
     let dir = from.join("runs");
     let (mut bytes, mut last_report) = (0u64, Instant::now());
     for (k, run) in runs.iter().enumerate() {
-        let mut blocks = FileBlocks::open(&dir, *run).map_err(|e| format!("run {run}'s output: {e}"))?;
+        let mut blocks = FileBlocks::open(&dir, *run).context(format!("opening run {run}'s output"))?;
         while let Some(file) = blocks.as_mut() {
-            let Some(block) = file.next_block().map_err(|e| format!("run {run}'s output: {e}"))? else {
+            let Some(block) = file.next_block().context(format!("reading run {run}'s output"))? else {
                 break;
             };
-            copy.output_block(*run, block.start, &block.data, &block.chunks).await.map_err(|e| e.to_string())?;
+            let copied = copy.output_block(*run, block.start, &block.data, &block.chunks).await;
+            copied.context(format!("copying run {run}'s output"))?;
             bytes += block.data.len() as u64;
             if last_report.elapsed() > Duration::from_secs(2) {
                 eprintln!("  run output: {} of {} runs, {} MB ({})", k + 1, runs.len(), bytes / 1_000_000, elapsed());
@@ -54,21 +56,19 @@ pub async fn run(args: MigrateArgs) -> Result<(), String> {
         }
     }
     eprintln!("  run output: {} runs, {bytes} bytes ({})", runs.len(), elapsed());
-    copy.commit().await.map_err(|e| e.to_string())?;
+    copy.commit().await.context("committing the copy")?;
     // Runs marked indexed in the source are not in this database's index yet.
-    target_store.forget_index().await.map_err(|e| e.to_string())?;
+    target_store.forget_index().await?;
 
     let old_keys = from.join("known_hosts");
     if old_keys.is_file() {
-        let n = KnownHosts::new(target_store.clone()).import(&old_keys).await?;
+        let keys = KnownHosts::new(std::sync::Arc::new(crate::hosts::keys::StoredKeys::new(target_store.clone())));
+        let n = keys.import(&old_keys).await.context(format!("taking in the host keys of {}", old_keys.display()))?;
         eprintln!("  host keys from {}: {n}", old_keys.display());
     }
 
     // Checked, not assumed.
-    let (expected, copied) = (
-        source.row_counts().await.map_err(|e| e.to_string())?,
-        target_store.row_counts().await.map_err(|e| e.to_string())?,
-    );
+    let (expected, copied) = (source.row_counts().await?, target_store.row_counts().await?);
     let differ: Vec<String> = expected
         .iter()
         .filter(|(table, n)| copied.get(*table) != Some(n))
@@ -83,7 +83,8 @@ pub async fn run(args: MigrateArgs) -> Result<(), String> {
         }
     }
     if !differ.is_empty() || !outputs_differ.is_empty() {
-        return Err(format!("the copy differs from the source:\n{}", [differ, outputs_differ].concat().join("\n")));
+        let differ = [differ, outputs_differ].concat().join("\n");
+        return Err(Error::bug(format!("the copy differs from the source:\n{differ}")));
     }
     println!(
         "Copied {} rows in {} tables and {bytes} bytes of output of {} runs in {}. Serve it with \

@@ -96,8 +96,8 @@ pub fn app(state: AppState) -> Router {
         .method_not_allowed_fallback(handlers::method_not_allowed);
 
     // Pages and server functions see the same notebook as the API.
-    let notebook = state.notebook.clone();
-    let accounts: std::sync::Arc<dyn app::backend::Accounts> = state.auth.clone();
+    let notebook: std::sync::Arc<dyn app::backend::Notebook> = state.notebook.clone();
+    let accounts: std::sync::Arc<dyn app::backend::Accounts> = state.notebook.clone();
     let context = move || {
         provide_context(notebook.clone());
         provide_context(accounts.clone());

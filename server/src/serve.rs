@@ -2,7 +2,8 @@
 
 use crate::cli::ServeArgs;
 use crate::db::{Backend, Database, Store};
-use crate::notebook::Service;
+use crate::notebook::Notebook;
+use crate::output::Outputs;
 use crate::router;
 use crate::runs::{Live, Runner};
 use crate::ssh::{KnownHosts, Pool};
@@ -29,20 +30,35 @@ pub struct Options {
     pub no_search_index: bool,
 }
 
+/// A running Sleuth's state, and the handles under it that tools and
+/// benchmarks watch (requests see only `state`).
+pub struct Opened {
+    pub state: AppState,
+    pub store: Store,
+    pub live: Arc<Live>,
+    pub outputs: Outputs,
+}
+
 /// Everything a running Sleuth needs, from a data dir and a built site.
 pub async fn state(data: &Path, site: &Path, options: Options) -> Result<AppState, crate::db::OpenError> {
+    Ok(open(data, site, options).await?.state)
+}
+
+/// [`state`], with the handles under it.
+pub async fn open(data: &Path, site: &Path, options: Options) -> Result<Opened, crate::db::OpenError> {
     let trust_on_first_use = options.trust_on_first_use;
     // Known hosts and run output live here whichever store holds the rest.
     std::fs::create_dir_all(data)
         .map_err(|source| crate::db::OpenError::DataDir { path: data.display().to_string(), source })?;
     let database = options.database.clone().unwrap_or_else(|| Database::Sqlite(data.to_path_buf()));
     let store = Store::open(&database).await?;
-    let known_hosts = KnownHosts::new(store.clone());
+    let known_hosts = KnownHosts::new(Arc::new(crate::hosts::keys::StoredKeys::new(store.clone())));
     import_known_hosts(&known_hosts, &data.join("known_hosts")).await;
     let pool = Arc::new(Pool::new(known_hosts, trust_on_first_use));
-    let outputs = crate::runs::output::Outputs::for_store(&store, data.join("runs"));
+    let outputs = Outputs::for_store(&store, data.join("runs"));
     let live = Arc::new(Live::default());
-    let runner = Arc::new(Runner::new(store.clone(), pool.clone(), live, outputs, !options.no_search_index));
+    let runner =
+        Arc::new(Runner::new(store.clone(), pool.clone(), live.clone(), outputs.clone(), !options.no_search_index));
     match store.backend() {
         // One server per SQLite file: whatever is unfinished was left by its
         // previous process.
@@ -70,10 +86,11 @@ pub async fn state(data: &Path, site: &Path, options: Options) -> Result<AppStat
         .env(Env::PROD)
         .build();
     let auth = Arc::new(crate::auth::Auth::new(store.clone(), options.no_auth, options.secure_cookies));
-    let access = crate::auth::access::Access::new(store.clone());
-    let service = Arc::new(Service::new(store, pool, runner.clone()));
-    let notebook = Arc::new(crate::auth::guarded::Guarded::new(service, access.clone()));
-    Ok(AppState { notebook, runner, leptos, auth, access })
+    let access = crate::policy::Access::new(store.clone());
+    let index = runner.search().clone();
+    let notebook = Notebook::new(store.clone(), pool, runner);
+    let notebook = Arc::new(crate::guarded::Guarded::new(notebook, access, live.clone(), index, auth.clone()));
+    Ok(Opened { state: AppState { notebook, leptos, auth }, store, live, outputs })
 }
 
 /// Host keys used to live in `DATA/known_hosts`; a data dir that still has the
@@ -99,7 +116,8 @@ async fn import_known_hosts(known_hosts: &KnownHosts, file: &Path) {
     }
 }
 
-pub async fn run(args: ServeArgs) -> Result<(), String> {
+pub async fn run(args: ServeArgs) -> crate::error::Result<()> {
+    use crate::error::{Context, Error};
     let bundle = args.site.join("pkg").join(format!("{OUTPUT_NAME}.js"));
     if !bundle.exists() {
         tracing::warn!(
@@ -108,12 +126,13 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
         );
     }
     if args.no_auth && !args.addr.ip().is_loopback() {
-        return Err(format!(
+        return Err(Error::usage(format!(
             "--no-auth lets anyone who can reach {} run commands on your hosts; it is allowed on 127.0.0.1 / ::1 only.",
             args.addr
-        ));
+        )));
     }
-    let database = Database::from_flag(args.database.as_deref(), &args.data).map_err(|e| e.to_string())?;
+    let database =
+        Database::from_flag(args.database.as_deref(), &args.data).map_err(|e| Error::usage(e.to_string()))?;
     let described = database.describe();
     let options = Options {
         database: Some(database),
@@ -122,10 +141,9 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
         secure_cookies: args.secure_cookies,
         no_search_index: false,
     };
-    let state = state(&args.data, &args.site, options).await.map_err(|e| e.to_string())?;
-    let listener =
-        tokio::net::TcpListener::bind(args.addr).await.map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
-    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    let Opened { state, live, .. } = open(&args.data, &args.site, options).await.context("starting")?;
+    let listener = tokio::net::TcpListener::bind(args.addr).await.context(format!("listening on {}", args.addr))?;
+    let local = listener.local_addr().context("the address listened on")?;
     // Tests and scripts read this line to find the port when --addr ends in :0.
     println!("Sleuth is running at http://{local}/ (store: {described}; run output in {})", args.data.display());
     match state.auth.setup_token_if_empty().await {
@@ -135,9 +153,8 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
         ),
         Ok(None) if args.no_auth => println!("--no-auth: every request is the local admin."),
         Ok(None) => {}
-        Err(e) => return Err(format!("cannot read users: {}", e.message)),
+        Err(e) => return Err(e),
     }
-    let live = state.runner.live().clone();
     let app = router::app(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
     axum::serve(listener, app)
         .with_graceful_shutdown(async move {
@@ -146,7 +163,7 @@ pub async fn run(args: ServeArgs) -> Result<(), String> {
             live.close();
         })
         .await
-        .map_err(|e| format!("server error: {e}"))
+        .context("serving")
 }
 
 async fn shutdown_signal() {

@@ -11,14 +11,19 @@
 //! `--query-gpu` or `/home/gpu/`; in HTML and SVG only outside tags), and their
 //! addresses (and jump hosts) are replaced wherever they appear.
 
-use crate::export::Report;
-use crate::notebook::{Service, day, timestamp};
-use app::backend::Actor;
-use app::error::{ApiError, ErrorCode};
-use app::model::{Abilities, Investigation, StepWindow};
-use app::search::{Export, ExportFormat};
-use app::shares::{CreatedShareLink, MAX_DAYS, NewShareLink, ShareLink, SharedView};
+use crate::db::Store;
+use crate::error::{Context, Result};
+use crate::policy::{Own, Permit, Shared};
+use crate::time::{now_ms, timestamp};
+use app::error::ApiError;
+use app::model::{Abilities, Investigation};
+use app::shares::{CreatedShareLink, MAX_DAYS, NewShareLink, ShareLink};
 use serde_json::Value;
+
+#[derive(Clone)]
+pub struct Shares {
+    store: Store,
+}
 
 const LABEL_CHARS: usize = 100;
 const DAY_MS: i64 = 24 * 60 * 60 * 1000;
@@ -45,120 +50,68 @@ fn not_found(id: i64) -> ApiError {
     ApiError::not_found(format!("There is no share link {id}."))
 }
 
-impl Service {
-    pub(crate) async fn share_links(&self, investigation: &str) -> Result<Vec<ShareLink>, ApiError> {
-        let now = crate::db::now_ms();
-        let rows = self.store.shares_of(investigation).await?;
+impl Shares {
+    pub fn new(store: Store) -> Self {
+        Self { store }
+    }
+
+    /// The investigation's share links.
+    pub async fn links(&self, permit: &Permit<Own>) -> Result<Vec<ShareLink>> {
+        let now = now_ms();
+        let rows = self.store.shares_of(permit.investigation()).await?;
         Ok(rows.into_iter().map(|r| link(r, now)).collect())
     }
 
-    pub(crate) async fn create_share_link(
-        &self,
-        actor: &Actor,
-        investigation: &str,
-        new: NewShareLink,
-    ) -> Result<CreatedShareLink, ApiError> {
-        self.existing_investigation(investigation).await?;
+    /// A new link; its URL (with the token) is in the answer and nowhere else.
+    pub async fn create(&self, permit: &Permit<Own>, new: NewShareLink) -> Result<CreatedShareLink> {
+        let investigation = permit.investigation();
+        if self.store.investigation(investigation).await?.is_none() {
+            return Err(crate::investigations::not_found(investigation).into());
+        }
         let label = new.label.unwrap_or_default().trim().to_string();
         if label.chars().count() > LABEL_CHARS {
-            return Err(ApiError::invalid(format!("A link's label has at most {LABEL_CHARS} characters.")));
+            return Err(ApiError::invalid(format!("A link's label has at most {LABEL_CHARS} characters.")).into());
         }
         let expires_at = match new.expires_in_days {
-            Some(days @ 1..=MAX_DAYS) => Some(crate::db::now_ms() + i64::from(days) * DAY_MS),
+            Some(days @ 1..=MAX_DAYS) => Some(now_ms() + i64::from(days) * DAY_MS),
             Some(days) => {
                 return Err(ApiError::invalid(format!(
                     "A link expires after 1 to {MAX_DAYS} days (or never: leave it out); not {days}."
-                )));
+                ))
+                .into());
             }
             None => None,
         };
-        let (token, hash) = crate::auth::new_secret();
-        let who = actor.name.clone();
+        let (token, hash) = crate::ids::new_secret();
+        let who = permit.actor().name.clone();
         let row = self.store.insert_share(investigation, &hash, &label, new.hide_hosts, &who, expires_at).await?;
         tracing::info!(investigation, link = row.id, by = %who, "created a share link");
-        Ok(CreatedShareLink { url: format!("/s/{token}"), link: link(row, crate::db::now_ms()) })
+        Ok(CreatedShareLink { url: format!("/s/{token}"), link: link(row, now_ms()) })
     }
 
-    pub(crate) async fn revoke_share_link(&self, actor: &Actor, id: i64) -> Result<ShareLink, ApiError> {
+    pub async fn revoke(&self, permit: &Permit<Own>, id: i64) -> Result<ShareLink> {
         let row = self.store.revoke_share(id).await?.ok_or_else(|| not_found(id))?;
-        tracing::info!(link = id, by = %actor.name, "revoked a share link");
-        Ok(link(row, crate::db::now_ms()))
+        tracing::info!(link = id, by = %permit.actor().name, "revoked a share link");
+        Ok(link(row, now_ms()))
     }
 
-    pub(crate) async fn shared(&self, token: &str, window: Option<&StepWindow>) -> Result<SharedView, ApiError> {
-        let (row, investigation) = self.shared_unhidden(token, window).await?;
-        let investigation = self.for_outsiders(investigation, row.hide_hosts != 0).await?;
-        Ok(SharedView {
-            investigation,
-            expires_at: row.expires_at.map(timestamp),
-            hide_hosts: row.hide_hosts != 0,
-            shared_by: row.created_by,
-        })
+    /// The investigation as the link's readers may see it: nothing about the
+    /// team (members, comments, links), no forms, no names of people, and with
+    /// `hide_hosts` no host names or addresses.
+    pub async fn for_outsiders(&self, permit: &Shared, mut investigation: Investigation) -> Result<Investigation> {
+        without_team(&mut investigation);
+        let mut value = serde_json::to_value(&investigation).context("a shared investigation as JSON")?;
+        self.hide(permit, &mut value).await?;
+        Ok(serde_json::from_value(value).context("a shared investigation from JSON")?)
     }
 
-    /// A share link's investigation as a file, hidden as the link hides it
-    /// (its output excerpts too), and audited.
-    pub(crate) async fn export_shared(&self, token: &str, format: ExportFormat) -> Result<Export, ApiError> {
-        let (row, investigation) = self.shared_unhidden(token, None).await?;
-        let id = investigation.id.clone();
-        let report =
-            Report::gather(investigation, self.runner.outputs(), false, "Shared through a Sleuth link".into()).await;
-        // One JSON of the investigation and its excerpts, so hosts and people go from both alike.
-        let mut value = serde_json::to_value(report.parts()).map_err(internal)?;
-        self.hide_for_outsiders(&mut value, row.hide_hosts != 0).await?;
-        let report = report.with_parts(serde_json::from_value(value).map_err(internal)?);
-        let export = report.render(format).map_err(|e| crate::notebook::internal("export", e));
-        crate::export::audited(&self.store, format!("share link {}", row.label), "share.export", &id, false, export)
-            .await
-    }
-
-    /// The link's investigation as its readers may see it, before hosts and
-    /// people are hidden; 404 or 410 for a link that does not work.
-    async fn shared_unhidden(
-        &self,
-        token: &str,
-        window: Option<&StepWindow>,
-    ) -> Result<(crate::db::ShareRow, Investigation), ApiError> {
-        let unknown = || {
-            ApiError::not_found("This share link does not exist: it may be mistyped, or its investigation was deleted.")
-        };
-        let row = self.store.share_by_hash(&crate::auth::hash_secret(token)).await?;
-        let row = row.ok_or_else(unknown)?;
-        let now = crate::db::now_ms();
-        if let Some(at) = row.revoked_at {
-            return Err(ApiError::new(
-                ErrorCode::Gone,
-                format!("This share link was revoked on {}. Ask whoever sent it for a new one.", day(at)),
-            ));
-        }
-        if let Some(at) = row.expires_at.filter(|at| *at <= now) {
-            return Err(ApiError::new(
-                ErrorCode::Gone,
-                format!("This share link expired on {}. Ask whoever sent it for a new one.", day(at)),
-            ));
-        }
-        let mut investigation = self.investigation(&row.investigation_id, window).await?;
-        investigation.members.clear();
-        investigation.share_links.clear();
-        investigation.comments.clear();
-        investigation.outline.iter_mut().for_each(|step| step.comments.clear());
-        investigation.abilities = Abilities::default();
-        Ok((row, investigation))
-    }
-
-    /// Takes people's names out and, with `hide_hosts`, renames the hosts the
-    /// investigation mentions and blanks their addresses.
-    async fn for_outsiders(&self, investigation: Investigation, hide_hosts: bool) -> Result<Investigation, ApiError> {
-        let mut value = serde_json::to_value(&investigation).map_err(internal)?;
-        self.hide_for_outsiders(&mut value, hide_hosts).await?;
-        serde_json::from_value(value).map_err(internal)
-    }
-
-    /// [`Self::for_outsiders`] on any JSON (an investigation and what goes with it).
-    async fn hide_for_outsiders(&self, value: &mut Value, hide_hosts: bool) -> Result<(), ApiError> {
+    /// Takes people's names out of any JSON (an investigation and what goes
+    /// with it) and, if the link hides hosts, renames the hosts it mentions and
+    /// blanks their addresses.
+    pub async fn hide(&self, permit: &Shared, value: &mut Value) -> Result<()> {
         let mut names = Vec::new();
         let mut replacements = Vec::new();
-        if hide_hosts {
+        if permit.hide_hosts() {
             collect_hosts(value, &mut names);
             for name in &names {
                 if let Some(host) = self.store.host(name).await? {
@@ -177,8 +130,14 @@ impl Service {
     }
 }
 
-fn internal(e: serde_json::Error) -> ApiError {
-    crate::notebook::internal("share link view", e)
+/// The investigation without what is the team's own: members, comments,
+/// share links, and the forms of any role.
+pub fn without_team(investigation: &mut Investigation) {
+    investigation.members.clear();
+    investigation.share_links.clear();
+    investigation.comments.clear();
+    investigation.outline.iter_mut().for_each(|step| step.comments.clear());
+    investigation.abilities = Abilities::default();
 }
 
 /// The distinct values of every `host` field, in order of appearance.

@@ -1,19 +1,17 @@
-use app::backend::Notebook;
+use crate::guarded::Guarded;
 use axum::extract::FromRef;
 use leptos::config::LeptosOptions;
 use std::sync::Arc;
 
-/// What every request can reach.
+/// What every request can reach: the notebook only through its policy layer
+/// (there is no runner, store or access check here to reach around it), and
+/// accounts for signing in.
 #[derive(Clone)]
 pub struct AppState {
-    pub notebook: Arc<dyn Notebook>,
-    /// Run output and live progress, for the streaming and download routes.
-    pub runner: Arc<crate::runs::Runner>,
+    pub notebook: Arc<Guarded>,
     pub leptos: LeptosOptions,
     /// Accounts, sessions, API tokens (see `crate::auth`).
     pub auth: Arc<crate::auth::Auth>,
-    /// Roles, for the few routes that do not go through the notebook (event streams).
-    pub access: crate::auth::access::Access,
 }
 
 impl FromRef<AppState> for LeptosOptions {

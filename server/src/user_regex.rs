@@ -13,9 +13,20 @@ const DFA_BYTES: usize = 2 * 1024 * 1024;
 
 /// Compiles `pattern` (`multi_line`: `^`/`$` at line ends) within the bounds
 /// above; the error says what is wrong in words.
-pub fn compile(pattern: &str, multi_line: bool) -> Result<Regex, String> {
+/// Why a pattern was not taken, in words for whoever wrote it.
+#[derive(Debug, thiserror::Error)]
+pub enum PatternError {
+    #[error("the pattern is over {MAX_PATTERN} bytes")]
+    TooLong,
+    #[error("the pattern compiles too large (a repetition like `{{1000}}` of a group?); simplify it")]
+    TooBig,
+    #[error("{0}")]
+    Invalid(regex::Error),
+}
+
+pub fn compile(pattern: &str, multi_line: bool) -> Result<Regex, PatternError> {
     if pattern.len() > MAX_PATTERN {
-        return Err(format!("the pattern is over {MAX_PATTERN} bytes"));
+        return Err(PatternError::TooLong);
     }
     RegexBuilder::new(pattern)
         .multi_line(multi_line)
@@ -23,10 +34,8 @@ pub fn compile(pattern: &str, multi_line: bool) -> Result<Regex, String> {
         .dfa_size_limit(DFA_BYTES)
         .build()
         .map_err(|e| match e {
-            regex::Error::CompiledTooBig(_) => {
-                "the pattern compiles too large (a repetition like `{1000}` of a group?); simplify it".to_string()
-            }
-            e => e.to_string(),
+            regex::Error::CompiledTooBig(_) => PatternError::TooBig,
+            e => PatternError::Invalid(e),
         })
 }
 
@@ -38,8 +47,8 @@ mod tests {
     fn patterns_are_bounded() {
         assert!(compile(r"decode: ([\d.]+) tok/s", true).is_ok());
         let huge = compile(r"(\w{100}){100}", false).unwrap_err();
-        assert!(huge.contains("too large"), "{huge}");
-        assert!(compile(&"a".repeat(MAX_PATTERN + 1), false).unwrap_err().contains("over"));
+        assert!(huge.to_string().contains("too large"), "{huge}");
+        assert!(compile(&"a".repeat(MAX_PATTERN + 1), false).unwrap_err().to_string().contains("over"));
         assert!(compile("(", false).is_err());
     }
 }

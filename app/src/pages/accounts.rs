@@ -20,20 +20,23 @@ pub async fn whoami() -> Result<Option<User>, ApiError> {
 
 #[server]
 pub async fn list_tokens() -> Result<Vec<ApiToken>, ApiError> {
-    let user = crate::backend::current_user()?;
-    crate::backend::accounts()?.tokens(&user.name).await.inspect_err(crate::backend::set_status)
+    crate::backend::accounts()?.tokens(&crate::backend::actor()?).await.inspect_err(crate::backend::set_status)
 }
 
 #[server]
 pub async fn create_token(label: String) -> Result<NewApiToken, ApiError> {
-    let user = crate::backend::current_user()?;
-    crate::backend::accounts()?.create_token(&user.name, &label).await.inspect_err(crate::backend::set_status)
+    crate::backend::accounts()?
+        .create_token(&crate::backend::actor()?, &label)
+        .await
+        .inspect_err(crate::backend::set_status)
 }
 
 #[server]
 pub async fn revoke_token(id: i64) -> Result<(), ApiError> {
-    let user = crate::backend::current_user()?;
-    crate::backend::accounts()?.revoke_token(&user.name, id).await.inspect_err(crate::backend::set_status)
+    crate::backend::accounts()?
+        .revoke_token(&crate::backend::actor()?, id)
+        .await
+        .inspect_err(crate::backend::set_status)
 }
 
 #[server]

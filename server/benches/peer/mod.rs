@@ -7,7 +7,10 @@
 mod sshd;
 
 pub use app::backend::Actor;
+#[allow(unused_imports)]
+pub use app::backend::{FindOps, HostOps, InvestigationOps, RunOps, StepOps};
 use server::AppState;
+use server::serve::Opened;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -23,6 +26,10 @@ pub struct Peer {
     /// Holds the data dir and the OpenSSH files until the benchmark ends.
     _dir: tempfile::TempDir,
     pub state: AppState,
+    /// What runs and the store do, which benchmarks watch from outside.
+    pub live: std::sync::Arc<server::runs::Live>,
+    pub store: server::db::Store,
+    pub outputs: server::output::Outputs,
     pub investigation: String,
     destination: String,
     known_hosts: PathBuf,
@@ -96,7 +103,8 @@ impl Peer {
         // A built site (`./dev build`) lets a browser hydrate the pages; without
         // one they are served all the same.
         let site = std::env::var_os("SLEUTH_SITE").map_or_else(|| dir.path().join("site"), PathBuf::from);
-        let state = Self::sleuth_with(&dir.path().join("data"), &site, database, search).await;
+        let Opened { state, live, store, outputs } =
+            Self::sleuth_with(&dir.path().join("data"), &site, database, search).await;
         let (notebook, actor) = (state.notebook.clone(), Actor::local());
         notebook
             .add_host(
@@ -125,6 +133,9 @@ impl Peer {
             sshd,
             _dir: dir,
             state,
+            live,
+            store,
+            outputs,
             investigation,
             known_hosts,
             control,
@@ -147,7 +158,7 @@ impl Peer {
         site: &std::path::Path,
         database: Option<server::db::Database>,
     ) -> AppState {
-        Self::sleuth_with(data, site, database, true).await
+        Self::sleuth_with(data, site, database, true).await.state
     }
 
     pub async fn sleuth_with(
@@ -155,10 +166,10 @@ impl Peer {
         site: &std::path::Path,
         database: Option<server::db::Database>,
         search: bool,
-    ) -> AppState {
+    ) -> Opened {
         let options =
             server::serve::Options { no_auth: true, database, no_search_index: !search, ..Default::default() };
-        server::serve::state(data, site, options).await.expect("state")
+        server::serve::open(data, site, options).await.expect("state")
     }
 
     fn ssh(&self, extra: &[&str]) -> Command {

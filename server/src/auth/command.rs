@@ -4,22 +4,23 @@
 use super::Auth;
 use crate::cli::{DataArg, TokenCommand, UserCommand};
 use crate::db::{Database, Store};
+use crate::error::{Context, Result};
 use std::io::BufRead;
 
-async fn open(data: &DataArg) -> Result<Auth, String> {
-    let database = Database::from_flag(data.database.as_deref(), &data.data).map_err(|e| e.to_string())?;
-    let store = Store::open(&database).await.map_err(|e| e.to_string())?;
+async fn open(data: &DataArg) -> Result<Auth> {
+    let database = Database::from_flag(data.database.as_deref(), &data.data).context("--database")?;
+    let store = Store::open(&database).await.context("opening the store")?;
     Ok(Auth::new(store, false, false))
 }
 
 /// One line of standard input, without its line end.
-fn password_from_stdin() -> Result<String, String> {
+fn password_from_stdin() -> Result<String> {
     let mut password = String::new();
-    std::io::stdin().lock().read_line(&mut password).map_err(|e| format!("reading the password: {e}"))?;
+    std::io::stdin().lock().read_line(&mut password).context("reading the password from stdin")?;
     Ok(password.trim_end_matches(['\n', '\r']).to_string())
 }
 
-pub async fn user(command: UserCommand) -> Result<(), String> {
+pub async fn user(command: UserCommand) -> Result<()> {
     let (auth, done) = match command {
         UserCommand::Add { name, admin, password_stdin: _, data } => {
             let password = password_from_stdin()?;
@@ -53,14 +54,14 @@ pub async fn user(command: UserCommand) -> Result<(), String> {
         }
     };
     auth.store().close().await;
-    done.map_err(|e| e.message)
+    done
 }
 
-pub async fn token(command: TokenCommand) -> Result<(), String> {
+pub async fn token(command: TokenCommand) -> Result<()> {
     match command {
         TokenCommand::Create { user, label, data } => {
             let auth = open(&data).await?;
-            let created = auth.create_token(&user, &label).await.map_err(|e| e.message)?;
+            let created = auth.create_token(&user, &label).await?;
             // The token alone on stdout, so `TOKEN=$(sleuth token create …)` works.
             println!("{}", created.token);
             eprintln!("API token {:?} for {user}: send it as `Authorization: Bearer …`; it is not shown again.", label);

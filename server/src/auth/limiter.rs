@@ -22,7 +22,9 @@
 //!   holds only what the window still counts — at most what verification
 //!   throughput allows.
 
-use crate::db::{Store, now_ms};
+use crate::db::Store;
+use crate::error::Context;
+use crate::time::now_ms;
 use app::error::{ApiError, ErrorCode};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -65,7 +67,7 @@ pub struct Attempt<'a> {
 
 impl Attempt<'_> {
     /// Runs `check` on a blocking thread with this slot's argon2 memory.
-    pub async fn verify<F>(&self, check: F) -> Result<bool, ApiError>
+    pub async fn verify<F>(&self, check: F) -> crate::error::Result<bool>
     where
         F: FnOnce(&mut Vec<argon2::Block>) -> bool + Send + 'static,
     {
@@ -78,12 +80,12 @@ impl Attempt<'_> {
             verified
         })
         .await;
-        verified.map_err(|e| crate::notebook::internal("password check", e))
+        verified.context("checking a password")
     }
 
     /// The password was right: the reservation is taken back and the pair's
     /// earlier failures forgotten.
-    pub async fn succeeded(self) -> Result<(), ApiError> {
+    pub async fn succeeded(self) -> crate::error::Result<()> {
         let [(pair, _), _] = keys(&self.name, &self.client);
         self.limiter.store.forget_sign_in_failures(&pair).await?;
         self.limiter.store.delete_sign_in_failures(&self.rows).await?;
@@ -103,7 +105,7 @@ impl Limiter {
 
     /// Reserves an attempt for `name` from `client`: refused (429) when either
     /// limit is reached or no verification slot frees up in time.
-    pub async fn reserve(&self, name: &str, client: &str) -> Result<Attempt<'_>, ApiError> {
+    pub async fn reserve(&self, name: &str, client: &str) -> crate::error::Result<Attempt<'_>> {
         let rows = self.count(name, client).await?;
         let slot = match tokio::time::timeout(QUEUE_WAIT, self.checks.clone().acquire_owned()).await {
             Ok(Ok(slot)) => slot,
@@ -112,14 +114,15 @@ impl Limiter {
                 return Err(ApiError::new(
                     ErrorCode::TooManyRequests,
                     "Too many sign-ins at once; try again in a few seconds.",
-                ));
+                )
+                .into());
             }
         };
         Ok(Attempt { limiter: self, name: name.to_string(), client: client.to_string(), rows, _slot: slot })
     }
 
     /// Checks both limits and, if neither is reached, records the attempt as a failure.
-    async fn count(&self, name: &str, client: &str) -> Result<Vec<i64>, ApiError> {
+    async fn count(&self, name: &str, client: &str) -> crate::error::Result<Vec<i64>> {
         let now = now_ms();
         let due = {
             let mut swept = self.swept.lock().unwrap_or_else(|e| e.into_inner());
@@ -139,13 +142,14 @@ impl Limiter {
                 Err(ApiError::new(
                     ErrorCode::TooManyRequests,
                     format!("Too many wrong passwords; try again in {} minutes.", wait_ms.div_ceil(60_000).max(1)),
-                ))
+                )
+                .into())
             }
         }
     }
 
     /// Deletes the failures that no longer count at `now`.
-    pub(crate) async fn sweep(&self, now: i64) -> Result<(), ApiError> {
+    pub(crate) async fn sweep(&self, now: i64) -> crate::error::Result<()> {
         Ok(self.store.sweep_sign_in_failures(now - window_ms()).await?)
     }
 
@@ -178,8 +182,8 @@ mod tests {
             drop(limiter.reserve("ada", "10.0.0.1").await.expect("allowed"));
         }
         let refused = limiter.reserve("ADA", "10.0.0.1").await.err().expect("locked");
-        assert_eq!(refused.code, ErrorCode::TooManyRequests);
-        assert!(refused.message.contains("15 minutes"), "{}", refused.message);
+        assert_eq!(refused.user().map(|e| e.code), Some(ErrorCode::TooManyRequests));
+        assert!(refused.to_string().contains("15 minutes"), "{}", refused.to_string());
         assert!(limiter.reserve("ada", "10.0.0.2").await.is_ok(), "ada herself, from her own address");
         assert!(limiter.reserve("bob", "10.0.0.1").await.is_ok(), "another name from the same address");
     }
@@ -219,7 +223,7 @@ mod tests {
             drop(limiter.reserve("ada", "10.0.0.1").await.expect("allowed"));
         }
         let refused = limiter.reserve("ada", "10.0.0.1").await.err().expect("over the budget");
-        assert!(refused.message.contains("wrong passwords"), "{}", refused.message);
+        assert!(refused.to_string().contains("wrong passwords"), "{}", refused.to_string());
         assert_eq!(open.len(), CONCURRENT_CHECKS - 1, "still being checked");
     }
 
@@ -234,7 +238,7 @@ mod tests {
         let started = Instant::now();
         let busy = limiter.reserve("ada", "10.0.0.1").await.err().expect("no slot");
         assert!(started.elapsed() < QUEUE_WAIT + Duration::from_secs(1));
-        assert!(busy.message.contains("at once"), "{}", busy.message);
+        assert!(busy.to_string().contains("at once"), "{}", busy.to_string());
         drop(held);
         for _ in 0..PAIR_FAILURES {
             drop(limiter.reserve("ada", "10.0.0.1").await.expect("the refused attempt did not count"));

@@ -15,7 +15,7 @@
 //!    explicitly. Without one, `/api/…` answers 401 and pages redirect to the
 //!    sign-in page.
 
-use super::SESSION_COOKIE;
+use super::{Auth, SESSION_COOKIE};
 use crate::error::AppError;
 use crate::state::AppState;
 use app::backend::Actor;
@@ -97,23 +97,24 @@ pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
         .map(|(_, v)| v)
 }
 
-pub(crate) async fn actor(state: &AppState, headers: &HeaderMap) -> Result<Option<Actor>, ApiError> {
-    if state.auth.disabled() {
+pub(crate) async fn actor(auth: &Auth, headers: &HeaderMap) -> crate::error::Result<Option<Actor>> {
+    if auth.disabled() {
         return Ok(Some(Actor::local()));
     }
     let bearer =
         headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
     if let Some(token) = bearer {
         // A wrong token is an error even if a cookie would do: scripts should hear about it.
-        return match state.auth.token_account(token.trim()).await? {
+        return match auth.token_account(token.trim()).await? {
             Some(account) => Ok(Some(account.actor())),
             None => {
-                Err(ApiError::new(ErrorCode::Unauthenticated, "That API token is not valid (revoked, or mistyped)."))
+                Err(ApiError::new(ErrorCode::Unauthenticated, "That API token is not valid (revoked, or mistyped).")
+                    .into())
             }
         };
     }
     match cookie(headers, SESSION_COOKIE) {
-        Some(session) => Ok(state.auth.session_account(session).await?.map(|account| account.actor())),
+        Some(session) => Ok(auth.session_account(session).await?.map(|account| account.actor())),
         None => Ok(None),
     }
 }
@@ -143,7 +144,7 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
     }
     let path = request.uri().path().to_string();
     let headers = request.headers().clone();
-    let found = match actor(&state, &headers).await {
+    let found = match actor(&state.auth, &headers).await {
         Ok(found) => found,
         Err(e) => return AppError::from(e).into_response(),
     };
@@ -176,25 +177,24 @@ pub fn url_encode(text: &str) -> String {
         .collect()
 }
 
-/// How often a long-lived response (an event stream) checks that its reader
-/// may still read it.
-pub const RECHECK: std::time::Duration = std::time::Duration::from_secs(10);
+/// Who a request's session or token signs in now: asked again while a
+/// long-lived response (an event stream) goes, which ends once its reader is
+/// signed out, loses the token, or loses the right to read
+/// (`crate::guarded::streams`).
+#[derive(Clone)]
+pub struct Reauth {
+    auth: std::sync::Arc<Auth>,
+    headers: HeaderMap,
+}
 
-/// Resolves once the request's session or token no longer signs anyone in, or
-/// its reader lost the right to read `investigation` (membership removed, token
-/// revoked, signed out, password changed): an event stream ends then, within
-/// `RECHECK`, instead of sending runs and commands to someone who may no longer see them.
-pub async fn access_lost(state: AppState, headers: HeaderMap, investigation: String) {
-    loop {
-        tokio::time::sleep(RECHECK).await;
-        let allowed = match actor(&state, &headers).await {
-            Ok(Some(actor)) => state.access.check(&actor, &investigation, super::access::Need::Read).await.is_ok(),
-            Ok(None) | Err(_) => false,
-        };
-        if !allowed {
-            tracing::info!(investigation, "an event stream ended: its reader lost access");
-            return;
-        }
+impl Reauth {
+    pub fn new(auth: std::sync::Arc<Auth>, headers: HeaderMap) -> Self {
+        Self { auth, headers }
+    }
+
+    /// The actor the request's credentials sign in now, if any.
+    pub async fn actor(&self) -> Option<Actor> {
+        actor(&self.auth, &self.headers).await.ok().flatten()
     }
 }
 

@@ -10,20 +10,18 @@
 //! - `--no-auth` makes every request the local admin; `serve` refuses it on any
 //!   address but loopback.
 
-pub mod access;
 pub mod audit_view;
 pub mod command;
-pub mod guarded;
 pub mod limiter;
 pub mod middleware;
 
 use crate::db::{Store, UserRow};
+use crate::ids::{hash_secret, new_secret};
 use app::accounts::{ApiToken, NewApiToken, User};
 use app::backend::Actor;
 use app::error::{ApiError, ErrorCode};
 use argon2::Argon2;
 use argon2::password_hash::{PasswordHash, PasswordHasher, SaltString};
-use sha2::{Digest, Sha256};
 
 pub const SESSION_COOKIE: &str = "sleuth_session";
 
@@ -43,11 +41,6 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Caller {
             .map(Caller)
             .ok_or_else(|| ApiError::new(ErrorCode::Unauthenticated, "Sign in first.").into())
     }
-}
-
-/// Admins manage users and hosts, and read the audit log (403 for anyone else).
-pub fn require_admin(actor: &Actor, what: &str) -> Result<(), ApiError> {
-    if actor.admin { Ok(()) } else { Err(ApiError::new(ErrorCode::Forbidden, format!("Only admins may {what}."))) }
 }
 
 pub const SESSION_DAYS: i64 = 14;
@@ -83,26 +76,13 @@ pub struct Auth {
     pub limiter: limiter::Limiter,
 }
 
-/// A fresh random secret and the hash it is stored as.
-pub fn new_secret() -> (String, String) {
-    use base64::Engine;
-    let bytes: [u8; 32] = rand::random();
-    let secret = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
-    let hash = hash_secret(&secret);
-    (secret, hash)
-}
-
-pub fn hash_secret(secret: &str) -> String {
-    Sha256::digest(secret.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
-}
-
-pub fn hash_password(password: &str) -> Result<String, ApiError> {
+pub fn hash_password(password: &str) -> crate::error::Result<String> {
     let salt = SaltString::encode_b64(&rand::random::<[u8; 16]>())
-        .map_err(|e| crate::notebook::internal("password salt", e))?;
+        .map_err(|e| crate::error::Error::internal("a password's salt", e.to_string()))?;
     Argon2::default()
         .hash_password(password.as_bytes(), &salt)
         .map(|h| h.to_string())
-        .map_err(|e| crate::notebook::internal("password hash", e))
+        .map_err(|e| crate::error::Error::internal("hashing a password", e.to_string()))
 }
 
 /// Whether `password` matches the PHC-format `hash`, computed in `memory`
@@ -130,17 +110,18 @@ fn verify_password(password: &str, hash: &str, memory: &mut Vec<argon2::Block>) 
 }
 
 /// Names are what @mentions and audit lines show: short, no spaces.
-pub fn check_new_user(name: &str, password: &str) -> Result<(), ApiError> {
+pub fn check_new_user(name: &str, password: &str) -> crate::error::Result<()> {
     let valid = !name.is_empty()
         && name.chars().count() <= NAME_CHARS
         && name.chars().all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'));
     if !valid {
         return Err(ApiError::invalid(format!(
             "A user name is 1–{NAME_CHARS} letters, digits, `_`, `-` or `.` (it is how @mentions name you)."
-        )));
+        ))
+        .into());
     }
     if password.chars().count() < MIN_PASSWORD_CHARS {
-        return Err(ApiError::invalid(format!("Choose a password of at least {MIN_PASSWORD_CHARS} characters.")));
+        return Err(ApiError::invalid(format!("Choose a password of at least {MIN_PASSWORD_CHARS} characters.")).into());
     }
     Ok(())
 }
@@ -157,7 +138,7 @@ impl Auth {
 
     /// With no user yet: a new one-time setup token (printed by `serve`). It is
     /// kept (hashed) in the store, so behind a load balancer any replica takes it.
-    pub async fn setup_token_if_empty(&self) -> Result<Option<String>, ApiError> {
+    pub async fn setup_token_if_empty(&self) -> crate::error::Result<Option<String>> {
         if self.disabled || self.store.user_count().await? > 0 {
             return Ok(None);
         }
@@ -166,7 +147,7 @@ impl Auth {
         Ok(Some(token))
     }
 
-    pub async fn add_user(&self, name: &str, password: &str, admin: bool) -> Result<Account, ApiError> {
+    pub async fn add_user(&self, name: &str, password: &str, admin: bool) -> crate::error::Result<Account> {
         check_new_user(name, password)?;
         let hash = hash_password(password)?;
         let row = self.store.insert_user(name, &hash, admin).await?;
@@ -176,31 +157,31 @@ impl Auth {
         Ok(row.into())
     }
 
-    pub async fn users(&self) -> Result<Vec<User>, ApiError> {
+    pub async fn users(&self) -> crate::error::Result<Vec<User>> {
         let rows = self.store.users().await?;
         Ok(rows.into_iter().map(|r| Account::from(r).user).collect())
     }
 
     /// A new password; the user is signed out everywhere (API tokens stay).
-    pub async fn set_password(&self, name: &str, password: &str) -> Result<(), ApiError> {
+    pub async fn set_password(&self, name: &str, password: &str) -> crate::error::Result<()> {
         check_new_user(name, password)?;
         let hash = hash_password(password)?;
         if !self.store.set_password(name, &hash).await? {
-            return Err(ApiError::not_found(format!("There is no user {name:?}.")));
+            return Err(ApiError::not_found(format!("There is no user {name:?}.")).into());
         }
         tracing::info!(user = name, "password changed; sessions ended");
         Ok(())
     }
 
     /// Removes a user (not the last admin): sessions, tokens, roles, host lists.
-    pub async fn remove_user(&self, name: &str) -> Result<(), ApiError> {
+    pub async fn remove_user(&self, name: &str) -> crate::error::Result<()> {
         let users = self.users().await?;
         let user = users
             .iter()
             .find(|u| u.name.eq_ignore_ascii_case(name))
             .ok_or_else(|| ApiError::not_found(format!("There is no user {name:?}.")))?;
         if user.admin && users.iter().filter(|u| u.admin).count() == 1 {
-            return Err(ApiError::invalid("That is the last admin; add another admin first."));
+            return Err(ApiError::invalid("That is the last admin; add another admin first.").into());
         }
         self.store.delete_user(&user.name).await?;
         tracing::info!(user = %user.name, "removed user");
@@ -208,14 +189,15 @@ impl Auth {
     }
 
     /// The first admin, from the setup URL's token (used up on success).
-    pub async fn create_first_admin(&self, token: &str, name: &str, password: &str) -> Result<Account, ApiError> {
+    pub async fn create_first_admin(&self, token: &str, name: &str, password: &str) -> crate::error::Result<Account> {
         // A name or password that would be refused must not use the link up.
         check_new_user(name, password)?;
         if self.store.user_count().await? > 0 || !self.store.take_setup_tokens(&hash_secret(token)).await? {
             return Err(ApiError::new(
                 ErrorCode::Forbidden,
                 "This setup link is not valid (used already, or more than a day old). Sign in instead.",
-            ));
+            )
+            .into());
         }
         match self.add_user(name, password, true).await {
             Ok(account) => Ok(account),
@@ -229,7 +211,7 @@ impl Auth {
 
     /// Checks a password (the attempt reserved with the limiter first, see
     /// `limiter`) and opens a session; returns its cookie value.
-    pub async fn sign_in(&self, name: &str, password: &str, client: &str) -> Result<(Account, String), ApiError> {
+    pub async fn sign_in(&self, name: &str, password: &str, client: &str) -> crate::error::Result<(Account, String)> {
         let attempt = self.limiter.reserve(name, client).await?;
         let row = self.store.user_by_name(name).await?;
         // Verify against a real hash even for unknown names, so timing does not tell them apart.
@@ -239,25 +221,25 @@ impl Auth {
         let Some(row) = row.filter(|_| verified) else {
             drop(attempt);
             tracing::warn!(user = name, client, "failed sign-in");
-            return Err(ApiError::new(ErrorCode::Unauthenticated, "Wrong name or password."));
+            return Err(ApiError::new(ErrorCode::Unauthenticated, "Wrong name or password.").into());
         };
         attempt.succeeded().await?;
         let (secret, hash) = new_secret();
-        let expires = crate::db::now_ms() + SESSION_DAYS * 86_400_000;
+        let expires = crate::time::now_ms() + SESSION_DAYS * 86_400_000;
         self.store.insert_session(&hash, row.id, expires).await?;
         tracing::info!(user = %row.name, "signed in");
         Ok((row.into(), secret))
     }
 
-    pub async fn sign_out(&self, session: &str) -> Result<(), ApiError> {
+    pub async fn sign_out(&self, session: &str) -> crate::error::Result<()> {
         Ok(self.store.delete_session(&hash_secret(session)).await?)
     }
 
-    pub async fn session_account(&self, session: &str) -> Result<Option<Account>, ApiError> {
+    pub async fn session_account(&self, session: &str) -> crate::error::Result<Option<Account>> {
         Ok(self.store.session_user(&hash_secret(session)).await?.map(Account::from))
     }
 
-    pub async fn token_account(&self, token: &str) -> Result<Option<Account>, ApiError> {
+    pub async fn token_account(&self, token: &str) -> crate::error::Result<Option<Account>> {
         Ok(self.store.token_user(&hash_secret(token)).await?.map(Account::from))
     }
 
@@ -277,15 +259,15 @@ impl Auth {
         &self.store
     }
 
-    async fn user_id(&self, name: &str) -> Result<i64, ApiError> {
+    async fn user_id(&self, name: &str) -> crate::error::Result<i64> {
         let row = self.store.user_by_name(name).await?;
-        row.map(|r| r.id).ok_or_else(|| ApiError::not_found(format!("There is no user {name:?}.")))
+        Ok(row.map(|r| r.id).ok_or_else(|| ApiError::not_found(format!("There is no user {name:?}.")))?)
     }
 
-    pub async fn create_token(&self, user: &str, label: &str) -> Result<NewApiToken, ApiError> {
+    pub async fn create_token(&self, user: &str, label: &str) -> crate::error::Result<NewApiToken> {
         let label = label.trim();
         if label.is_empty() || label.chars().count() > 100 {
-            return Err(ApiError::invalid("Label the token (1–100 characters): what is it for?"));
+            return Err(ApiError::invalid("Label the token (1–100 characters): what is it for?").into());
         }
         let id = self.user_id(user).await?;
         let (token, hash) = new_secret();
@@ -294,15 +276,15 @@ impl Auth {
         Ok(NewApiToken { token, info: token_of(row) })
     }
 
-    pub async fn tokens(&self, user: &str) -> Result<Vec<ApiToken>, ApiError> {
+    pub async fn tokens(&self, user: &str) -> crate::error::Result<Vec<ApiToken>> {
         let id = self.user_id(user).await?;
         Ok(self.store.tokens_of(id).await?.into_iter().map(token_of).collect())
     }
 
-    pub async fn revoke_token(&self, user: &str, token: i64) -> Result<(), ApiError> {
+    pub async fn revoke_token(&self, user: &str, token: i64) -> crate::error::Result<()> {
         let id = self.user_id(user).await?;
         if !self.store.revoke_token(id, token).await? {
-            return Err(ApiError::not_found(format!("You have no active API token {token}.")));
+            return Err(ApiError::not_found(format!("You have no active API token {token}.")).into());
         }
         tracing::info!(user, token, "revoked API token");
         Ok(())
@@ -310,33 +292,13 @@ impl Auth {
 }
 
 fn token_of(row: crate::db::TokenRow) -> ApiToken {
-    use crate::notebook::timestamp;
+    use crate::time::timestamp;
     ApiToken {
         id: row.id,
         label: row.label,
         created_at: timestamp(row.created_at),
         last_used_at: row.last_used_at.map(timestamp),
         revoked_at: row.revoked_at.map(timestamp),
-    }
-}
-
-/// The pages' server functions reach accounts through this (see `app::backend`).
-#[async_trait::async_trait]
-impl app::backend::Accounts for Auth {
-    fn enabled(&self) -> bool {
-        !self.disabled
-    }
-    async fn tokens(&self, user: &str) -> Result<Vec<ApiToken>, ApiError> {
-        Auth::tokens(self, user).await
-    }
-    async fn create_token(&self, user: &str, label: &str) -> Result<NewApiToken, ApiError> {
-        Auth::create_token(self, user, label).await
-    }
-    async fn revoke_token(&self, user: &str, id: i64) -> Result<(), ApiError> {
-        Auth::revoke_token(self, user, id).await
-    }
-    async fn audit_log(&self, actor: &Actor, limit: i64) -> Result<Vec<app::accounts::AuditEntry>, ApiError> {
-        Auth::audit_log(self, actor, limit).await
     }
 }
 
@@ -380,6 +342,6 @@ mod tests {
         assert!(check_new_user("ada", "long enough!").is_ok());
         assert!(check_new_user("a b", "long enough!").is_err());
         assert!(check_new_user("<script>", "long enough!").is_err());
-        assert!(check_new_user("ada", "short").unwrap_err().message.contains("10"));
+        assert!(check_new_user("ada", "short").unwrap_err().to_string().contains("10"));
     }
 }

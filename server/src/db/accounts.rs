@@ -1,6 +1,7 @@
 //! Users, sessions and API tokens. Tokens are looked up by their SHA-256 hash.
 
-use super::{Store, StoreResult, now_ms};
+use super::{Store, StoreResult};
+use crate::time::now_ms;
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct UserRow {

@@ -1,6 +1,7 @@
 //! The audit log: appended to, read by admins, never changed (see migration 0013).
 
-use super::{Store, StoreResult, now_ms};
+use super::{Store, StoreResult};
+use crate::time::now_ms;
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct AuditRow {

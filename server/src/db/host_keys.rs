@@ -2,7 +2,8 @@
 //! is the logic). Patterns are OpenSSH's: `name` for port 22, `[name]:port`
 //! otherwise; keys are `algorithm base64` as in a known_hosts line.
 
-use super::{Store, StoreResult, now_ms};
+use super::{Store, StoreResult};
+use crate::time::now_ms;
 
 impl Store {
     /// The keys pinned for `pattern`, as `(algorithm, "algorithm base64")`.

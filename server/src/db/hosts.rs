@@ -1,6 +1,7 @@
 //! Host rows.
 
-use super::{HostRow, Store, StoreResult, now_ms};
+use super::{HostRow, Store, StoreResult};
+use crate::time::now_ms;
 
 const COLUMNS: &str = r#"name, hostname, port, "user", identity_file, proxy_jump, created_at, updated_at"#;
 

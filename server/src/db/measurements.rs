@@ -1,6 +1,7 @@
 //! Measurements and user-defined extractors.
 
-use super::{Store, StoreResult, now_ms};
+use super::{Store, StoreResult};
+use crate::time::now_ms;
 use app::metrics::Measurement;
 
 #[derive(Debug, Clone, sqlx::FromRow)]

@@ -60,6 +60,7 @@ pub use shares::ShareRow;
 pub use snapshots::SnapshotRow;
 pub use sweeps::{NewSweep, SweepRow};
 
+use crate::time::now_ms;
 use sqlx::AnyPool;
 use sqlx::any::AnyPoolOptions;
 use sqlx::{Any, Executor, Transaction};
@@ -69,8 +70,8 @@ use std::time::Duration;
 pub type StoreResult<T> = Result<T, StoreError>;
 
 /// A store operation that failed. Its cause is for the log: users see one
-/// sentence ([`ApiError::internal`](app::error::ApiError::internal)), and a
-/// handler or service passes it on with `?`.
+/// sentence; services pass it on with `?` as a `crate::error::Error`, which
+/// names where it happened (`error.rs`).
 #[derive(Debug, thiserror::Error)]
 #[error(transparent)]
 pub struct StoreError(#[from] sqlx::Error);
@@ -78,21 +79,9 @@ pub struct StoreError(#[from] sqlx::Error);
 impl StoreError {
     /// Text PostgreSQL cannot hold: a NUL character (SQLite stores it). It comes
     /// from what someone typed or sent, so it is their error to fix, not ours.
-    fn is_unstorable_text(&self) -> bool {
+    pub(crate) fn is_unstorable_text(&self) -> bool {
         // 22021 character_not_in_repertoire, 22P05 untranslatable_character.
         self.0.as_database_error().and_then(|e| e.code()).is_some_and(|code| code == "22021" || code == "22P05")
-    }
-}
-
-impl From<StoreError> for app::error::ApiError {
-    fn from(e: StoreError) -> Self {
-        if e.is_unstorable_text() {
-            return app::error::ApiError::invalid(
-                "Text with a NUL character (\\0) cannot be stored; remove it and try again.",
-            );
-        }
-        tracing::error!("store: {e}");
-        app::error::ApiError::internal()
     }
 }
 
@@ -193,12 +182,6 @@ pub struct Store {
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
-
-/// Current time as stored: Unix milliseconds.
-pub fn now_ms() -> i64 {
-    let now = time::OffsetDateTime::now_utc();
-    (now.unix_timestamp_nanos() / 1_000_000) as i64
-}
 
 impl Store {
     /// Opens the database (for SQLite, creating it if needed) and migrates it.
@@ -497,13 +480,13 @@ async fn touch_investigation(tx: &mut Transaction<'static, Any>, id: &str, now: 
 /// A new, empty database on the PostgreSQL server whose maintenance database
 /// `admin_url` names (`postgres://postgres@127.0.0.1:5432/postgres`), for test
 /// harnesses and benchmarks: each gets its own. Returns the new database's URL.
-pub async fn scratch_postgres_database(admin_url: &str) -> Result<String, String> {
+pub async fn scratch_postgres_database(admin_url: &str) -> StoreResult<String> {
     use sqlx::Connection;
     sqlx::any::install_default_drivers();
     let name = format!("sleuth_{:016x}", rand::random::<u64>());
-    let mut admin = sqlx::AnyConnection::connect(admin_url).await.map_err(|e| format!("{}: {e}", redact(admin_url)))?;
-    admin.execute(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).await.map_err(|e| e.to_string())?;
-    admin.close().await.map_err(|e| e.to_string())?;
+    let mut admin = sqlx::AnyConnection::connect(admin_url).await?;
+    admin.execute(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).await?;
+    admin.close().await?;
     let (base, query) = admin_url.split_once('?').map_or((admin_url, None), |(b, q)| (b, Some(q)));
     let server = base.rsplit_once('/').map_or(base, |(server, _)| server);
     Ok(format!("{server}/{name}{}", query.map(|q| format!("?{q}")).unwrap_or_default()))

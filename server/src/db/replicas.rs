@@ -9,7 +9,8 @@
 //! it, and silently running a command later, from elsewhere, is worse than
 //! asking the person to press Run again.
 
-use super::{Store, StoreResult, now_ms};
+use super::{Store, StoreResult};
+use crate::time::now_ms;
 use std::time::Duration;
 
 /// The NOTIFY channel replicas tell each other what happened on.

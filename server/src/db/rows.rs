@@ -95,7 +95,7 @@ pub struct NewRun {
 /// Where a run ended.
 #[derive(Debug, Clone)]
 pub struct RunEnd<'a> {
-    pub status: &'a str,
+    pub status: app::runs::RunStatus,
     pub exit_code: Option<i64>,
     pub exit_signal: Option<&'a str>,
     pub error: Option<&'a str>,

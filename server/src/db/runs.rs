@@ -1,7 +1,8 @@
 //! Run rows. Output bytes live in files (see `crate::runs::output`); the row
 //! holds the counters, refreshed while the run goes and final at its end.
 
-use super::{NewRun, RunEnd, RunRow, Store, StoreResult, now_ms};
+use super::{NewRun, RunEnd, RunRow, Store, StoreResult};
+use crate::time::now_ms;
 
 pub(super) const COLUMNS: &str = "id, step_id, host, command, env, cwd, timeout_s, status, exit_code, exit_signal, error,
     batch_index, batch_size, warmup, stdout_bytes, stderr_bytes, lines, queued_at, started_at, finished_at, who, facts_id,
@@ -100,7 +101,7 @@ impl Store {
             "UPDATE runs SET status = $1, exit_code = $2, exit_signal = $3, error = $4, finished_at = $5
              WHERE id = $6 AND status IN ('queued', 'running')",
         )
-        .bind(end.status)
+        .bind(end.status.as_str())
         .bind(end.exit_code)
         .bind(end.exit_signal)
         .bind(end.error)

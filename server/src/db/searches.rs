@@ -1,6 +1,7 @@
 //! Search rows of grep steps.
 
-use super::{Store, StoreResult, now_ms};
+use super::{Store, StoreResult};
+use crate::time::now_ms;
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct SearchRow {

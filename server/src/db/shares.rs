@@ -1,6 +1,7 @@
 //! Share links, looked up by the SHA-256 of their token.
 
-use super::{Store, StoreResult, now_ms};
+use super::{Store, StoreResult};
+use crate::time::now_ms;
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ShareRow {

@@ -1,7 +1,8 @@
 //! Sweeps (`app::sweeps`): the row that groups a sweep's runs and keeps how
 //! they were ordered.
 
-use super::{Store, StoreResult, now_ms};
+use super::{Store, StoreResult};
+use crate::time::now_ms;
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct SweepRow {

@@ -3,10 +3,13 @@
 //! taken as is was made safe on the server before (notes and annotations
 //! through ammonia without images, highlighted source lines, our own SVG).
 
-use super::{Excerpt, Report, duration, format_value, headline};
+use super::report::{Excerpt, Report};
+use super::walk::{Chart, HypothesisLine, RunLine, Writer, excerpt_caption, excerpt_lines, walk};
+use app::comments::Comment;
 use app::components::escape_text as esc;
+use app::metrics::Overview;
 use app::model::Step;
-use app::steps::StepBody;
+use app::steps::snippet::Snapshot;
 use std::fmt::Write as _;
 
 const STYLE: &str = r#"
@@ -25,7 +28,8 @@ pre, code { font: 13px/1.45 ui-monospace, SFMono-Regular, Menlo, monospace; }
 pre { background: var(--soft); padding: 8px 10px; overflow-x: auto; border-radius: 4px; }
 pre.output { max-height: none; white-space: pre-wrap; word-break: break-all; }
 .gap { color: var(--muted); font-style: italic; }
-table.source { border: none; } table.source td { border: none; padding: 0 8px; white-space: pre; }
+table.source { border: none; } table.source td { border: none; padding: 0 8px; white-space: pre; font: 13px/1.45 ui-monospace, SFMono-Regular, Menlo, monospace; }
+table.source tr.annotated td:last-child { background: #fff8db; box-shadow: inset 3px 0 #e0b100; }
 table.source td.ln { color: var(--muted); text-align: right; user-select: none; width: 1%; }
 table.source td.ln a { color: inherit; text-decoration: none; }
 tr.note td { white-space: normal; background: #fff8db; border-left: 3px solid #e0b100; font: 14px/1.45 system-ui, sans-serif; }
@@ -36,260 +40,243 @@ figure { margin: 12px 0; } figure svg { max-width: 100%; height: auto; }
 "#;
 
 pub fn render(report: &Report) -> String {
-    let inv = &report.investigation;
-    let mut h = String::new();
-    let _ = write!(
-        h,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <meta name=\"generator\" content=\"Sleuth\"><title>{} — Sleuth report</title><style>{STYLE}{}</style></head><body>\n",
-        esc(&inv.title),
-        crate::snippets::highlight::stylesheet()
-    );
-    let _ = write!(h, "<header><h1>{}</h1>", esc(&inv.title));
-    if !inv.question.trim().is_empty() {
-        let _ = write!(h, "<p class=\"question\">{}</p>", esc(&inv.question));
-    }
-    let _ = writeln!(
-        h,
-        "<p class=\"meta\">{} · {} steps · {} · exported {}</p></header>",
-        esc(&report.provenance),
-        inv.steps.len(),
-        esc(inv.status.as_str()),
-        esc(&report.exported_at)
-    );
-    hypotheses(&mut h, report);
-    if let Some(overview) = &inv.overview {
+    let mut html = Html(String::new());
+    walk(report, &mut html);
+    html.0
+}
+
+struct Html(String);
+
+impl Writer for Html {
+    fn header(&mut self, report: &Report) {
+        let (h, inv) = (&mut self.0, &report.investigation);
+        let _ = write!(
+            h,
+            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+             <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\
+             <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+             <meta name=\"generator\" content=\"Sleuth\"><title>{} — Sleuth report</title><style>{STYLE}{}</style></head><body>\n",
+            esc(&inv.title),
+            crate::snippets::highlight::stylesheet()
+        );
+        let _ = write!(h, "<header><h1>{}</h1>", esc(&inv.title));
+        if !inv.question.trim().is_empty() {
+            let _ = write!(h, "<p class=\"question\">{}</p>", esc(&inv.question));
+        }
         let _ = writeln!(
             h,
+            "<p class=\"meta\">{} · {} steps · {} · exported {}</p></header>",
+            esc(&report.provenance),
+            inv.steps.len(),
+            esc(inv.status.as_str()),
+            esc(&report.exported_at)
+        );
+    }
+
+    fn hypotheses(&mut self, lines: &[HypothesisLine<'_>], charts: Vec<Chart<'_>>) {
+        let h = &mut self.0;
+        h.push_str(
+            "<section id=\"hypotheses\"><h2>Hypotheses</h2><table><thead><tr><th>Hypothesis</th><th>Metric</th>\
+             <th>Baseline</th><th>Treatment</th><th>Δ</th><th>95 % CI</th><th>Verdict</th></tr></thead><tbody>\n",
+        );
+        for line in lines {
+            let _ = write!(h, "<tr id=\"{}\"><td>{}", app::hypotheses::hypothesis_anchor(line.id), esc(line.statement));
+            if let Some((summary, warnings)) = line.provenance {
+                let _ = write!(h, "<br><span class=\"meta\">{}</span>", esc(summary));
+                for w in warnings {
+                    let _ = write!(h, "<br><span class=\"meta\">⚠ {}</span>", esc(w));
+                }
+            }
+            let _ = writeln!(
+                h,
+                "</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"verdict\">{}</td></tr>",
+                esc(line.metric),
+                esc(&line.baseline),
+                esc(&line.treatment),
+                esc(&line.delta),
+                esc(&line.ci),
+                esc(&line.verdict)
+            );
+        }
+        h.push_str("</tbody></table>\n");
+        for chart in charts {
+            let _ = writeln!(h, "<figure><figcaption>{}</figcaption>{}</figure>", esc(chart.caption), chart.svg);
+        }
+        h.push_str("</section>\n");
+    }
+
+    fn overview(&mut self, overview: &Overview) {
+        let _ = writeln!(
+            self.0,
             "<section id=\"overview\"><h2>{} by configuration</h2><figure>{}</figure></section>",
             esc(&overview.metric),
             overview.svg
         );
     }
-    h.push_str("<section id=\"timeline\"><h2>Timeline</h2>\n");
-    for step in &inv.steps {
-        step_html(&mut h, report, step);
-    }
-    h.push_str("</section>\n<footer class=\"meta\"><p>Written by Sleuth from the investigation ");
-    let _ = write!(h, "<code>{}</code>. Links inside this file point at its own sections.</p></footer>", esc(&inv.id));
-    h.push_str("</body></html>\n");
-    h
-}
 
-fn hypotheses(h: &mut String, report: &Report) {
-    let list = &report.investigation.hypotheses;
-    if list.is_empty() {
-        return;
+    fn timeline(&mut self) {
+        self.0.push_str("<section id=\"timeline\"><h2>Timeline</h2>\n");
     }
-    h.push_str(
-        "<section id=\"hypotheses\"><h2>Hypotheses</h2><table><thead><tr><th>Hypothesis</th><th>Metric</th>\
-         <th>Baseline</th><th>Treatment</th><th>Δ</th><th>95 % CI</th><th>Verdict</th></tr></thead><tbody>\n",
-    );
-    for hyp in list {
-        let c = hyp.comparison.as_ref();
-        let group = |g: Option<&app::metrics::GroupSummary>| match g {
-            Some(g) => format!("{} (n={})", format_value(g.mean), g.n),
-            None => "—".into(),
-        };
-        let _ = write!(h, "<tr id=\"{}\"><td>{}", app::hypotheses::hypothesis_anchor(hyp.id), esc(&hyp.statement));
-        if let Some(p) = &hyp.provenance {
-            let _ = write!(h, "<br><span class=\"meta\">{}</span>", esc(&p.summary));
-            for w in &p.warnings {
-                let _ = write!(h, "<br><span class=\"meta\">⚠ {}</span>", esc(w));
-            }
-        }
+
+    fn step_start(&mut self, step: &Step, headline: &str) {
         let _ = writeln!(
-            h,
-            "</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"verdict\">{}</td></tr>",
-            esc(hyp.metric.as_deref().unwrap_or("—")),
-            group(c.map(|c| &c.baseline)),
-            group(c.map(|c| &c.treatment)),
-            c.map_or("—".into(), |c| format!("{:+.1} %", c.delta_pct)),
-            c.and_then(|c| c.ci_pct).map_or("—".into(), |(lo, hi)| format!("{lo:+.1} … {hi:+.1} %")),
-            esc(&c.map_or_else(|| hyp.status.clone(), |c| format!("{} — {}", hyp.status, c.verdict)))
+            self.0,
+            "<article class=\"step\" id=\"{}\"><h3><a href=\"#{}\">#{}</a> {}</h3>",
+            step.anchor(),
+            step.anchor(),
+            step.position,
+            esc(headline)
         );
     }
-    h.push_str("</tbody></table>\n");
-    for hyp in list {
-        if let (Some(c), Some(metric)) = (&hyp.comparison, &hyp.metric)
-            && let Ok(svg) = crate::charts::experiment(metric, hyp.unit.as_deref().unwrap_or(""), c)
-        {
-            let _ = writeln!(h, "<figure><figcaption>{}</figcaption>{svg}</figure>", esc(&hyp.statement));
-        }
-    }
-    h.push_str("</section>\n");
-}
 
-fn step_html(h: &mut String, report: &Report, step: &Step) {
-    let _ = writeln!(
-        h,
-        "<article class=\"step\" id=\"{}\"><h3><a href=\"#{}\">#{}</a> {}</h3>",
-        step.anchor(),
-        step.anchor(),
-        step.position,
-        esc(&headline(step))
-    );
-    match &step.body {
-        StepBody::Note(n) => h.push_str(&crate::markdown::to_offline_html(&n.body)),
-        StepBody::Command(c) => {
-            let mut shown = String::new();
-            for (k, v) in &c.env {
-                let _ = write!(shown, "{k}={} ", crate::ssh::quote::quote_if_needed(v));
-            }
-            shown.push_str(&c.command);
-            let _ = write!(h, "<pre><code>{}</code></pre>", esc(&shown));
-            if let Some(cwd) = &c.cwd {
-                let _ = write!(h, "<p class=\"meta\">in <code>{}</code></p>", esc(cwd));
-            }
-            let sweep = app::sweeps::matrix_text(&c.matrix);
-            if !sweep.trim().is_empty() {
-                let _ = write!(h, "<p class=\"meta\">Sweep:</p><pre>{}</pre>", esc(&sweep));
-            }
-            runs(h, report, step);
-        }
-        StepBody::Snippet(_) => snippet(h, step),
-        StepBody::Grep(g) => {
-            let _ = write!(h, "<p>Searched <code>{}</code> for <code>{}</code>.</p>", esc(&g.path), esc(&g.pattern));
-            if let Some(html) = &step.html {
-                h.push_str(html);
-            }
-        }
-        StepBody::Calculator(c) => {
-            let _ = write!(h, "<p class=\"meta\">{}</p>", esc(&super::calculator_inputs(c)));
-            let rows = super::result_rows(step);
-            if !rows.is_empty() {
-                h.push_str("<table class=\"results\"><tbody>");
-                for (name, value) in rows {
-                    let _ = write!(h, "<tr><th>{}</th><td>{}</td></tr>", esc(&name), esc(&value));
-                }
-                h.push_str("</tbody></table>");
-            }
-        }
+    fn note(&mut self, markdown: &str) {
+        self.0.push_str(&crate::markdown::to_offline_html(markdown));
     }
-    if report.comments {
-        comments(h, report, step.id);
-    }
-    h.push_str("</article>\n");
-}
 
-fn runs(h: &mut String, report: &Report, step: &Step) {
-    if step.runs.is_empty() {
-        h.push_str("<p class=\"meta\">Not run.</p>");
-        return;
+    fn command(&mut self, shown: &str, cwd: Option<&str>, sweep: &str) {
+        let h = &mut self.0;
+        let _ = write!(h, "<pre><code>{}</code></pre>", esc(shown));
+        if let Some(cwd) = cwd {
+            let _ = write!(h, "<p class=\"meta\">in <code>{}</code></p>", esc(cwd));
+        }
+        if !sweep.trim().is_empty() {
+            let _ = write!(h, "<p class=\"meta\">Sweep:</p><pre>{}</pre>", esc(sweep));
+        }
     }
-    h.push_str(
-        "<table><thead><tr><th>Run</th><th>Status</th><th>Exit</th><th>Duration</th><th>Configuration</th>\
-         <th>Measurements</th></tr></thead><tbody>",
-    );
-    for run in &step.runs {
-        let measured: Vec<String> = run
-            .measurements
-            .iter()
-            .filter(|m| m.key.is_none())
-            .map(|m| format!("{} = {} {}", esc(&m.metric), format_value(m.value), esc(&m.unit)))
-            .collect();
-        let _ = write!(
-            h,
-            "<tr id=\"run-{}\"><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            run.id,
-            run.id,
-            if run.warmup { " <span class=\"badge\">warm-up</span>" } else { "" },
-            esc(run.status.as_str()),
-            run.exit_code.map_or_else(|| esc(run.exit_signal.as_deref().unwrap_or("—")), |c| c.to_string()),
-            duration(run.duration_ms),
-            run.config.as_ref().map_or(String::new(), |c| esc(&app::sweeps::config_label(c))),
-            measured.join("<br>")
+
+    fn runs(&mut self, lines: &[RunLine]) {
+        let h = &mut self.0;
+        h.push_str(
+            "<table><thead><tr><th>Run</th><th>Status</th><th>Exit</th><th>Duration</th><th>Configuration</th>\
+             <th>Measurements</th></tr></thead><tbody>",
         );
-    }
-    h.push_str("</tbody></table>");
-    for run in step.runs.iter().rev() {
-        if let Some(e) = report.excerpts.get(&run.id) {
-            output(h, e);
-        }
-    }
-}
-
-fn output(h: &mut String, e: &Excerpt) {
-    let shown = e.lines.len() as u64;
-    let _ = write!(
-        h,
-        "<p class=\"meta\">Output of run {}: {} of {} lines shown (its end, and the lines its measurements and source references are on){}.</p><pre class=\"output\">",
-        e.run,
-        shown,
-        e.total_lines,
-        if e.unread_bytes > 0 { format!("; the first {} bytes were not read", e.unread_bytes) } else { String::new() }
-    );
-    let mut last = 0u64;
-    for (n, text) in &e.lines {
-        if *n > last + 1 {
-            let _ = writeln!(h, "<span class=\"gap\">… {} lines left out …</span>", n - last - 1);
-        }
-        let _ = writeln!(h, "<span class=\"muted\">{n:>6}</span>  {}", esc(text));
-        last = *n;
-    }
-    if e.total_lines > last {
-        let _ = writeln!(h, "<span class=\"gap\">… {} lines left out …</span>", e.total_lines - last);
-    }
-    h.push_str("</pre>");
-}
-
-fn snippet(h: &mut String, step: &Step) {
-    let Some(snap) = step.snapshots.last() else {
-        h.push_str("<p class=\"meta\">Not fetched.</p>");
-        return;
-    };
-    let _ = write!(
-        h,
-        "<p class=\"meta\"><code>{}</code>, lines {}–{}{}, fetched {}</p><table class=\"source\">",
-        esc(&snap.path),
-        snap.start,
-        snap.end,
-        snap.sha256.as_ref().map_or(String::new(), |s| format!(", sha256 {}", esc(&s[..s.len().min(12)]))),
-        esc(&snap.fetched_at)
-    );
-    for (i, plain) in snap.lines.iter().enumerate() {
-        let n = snap.start + i as u64;
-        let anchor = app::steps::snippet::line_anchor(step.id, n);
-        // Highlighted lines are the server's own spans around escaped text.
-        let code = snap.html_lines.get(i).cloned().unwrap_or_else(|| esc(plain));
-        let _ =
-            write!(h, "<tr id=\"{anchor}\"><td class=\"ln\"><a href=\"#{anchor}\">{n}</a></td><td>{code}</td></tr>");
-        for a in step.annotations.iter().filter(|a| a.end == n) {
-            let range = app::steps::snippet::range_anchor(step.id, a.start, a.end);
+        for run in lines {
+            let measured: Vec<String> = run.measured.iter().map(|m| esc(m)).collect();
             let _ = write!(
                 h,
-                "<tr class=\"note\"><td class=\"ln\"></td><td><a id=\"{range}\"></a><div class=\"annotation\" id=\"{}\">\
-                 <strong><a href=\"#{range}\">Lines {}–{}</a></strong>{} {}</div></td></tr>",
-                app::steps::snippet::annotation_anchor(a.id),
-                a.start,
-                a.end,
-                a.author.as_ref().map_or(String::new(), |w| format!(" <span class=\"meta\">{}</span>", esc(w))),
-                crate::markdown::to_offline_html(&a.body)
+                "<tr id=\"run-{}\"><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                run.id,
+                run.id,
+                if run.warmup { " <span class=\"badge\">warm-up</span>" } else { "" },
+                esc(run.status),
+                esc(&run.exit),
+                esc(&run.duration),
+                esc(&run.config),
+                measured.join("<br>")
             );
         }
+        h.push_str("</tbody></table>");
     }
-    h.push_str("</table>");
-}
 
-fn comments(h: &mut String, report: &Report, step: i64) {
-    let threads: Vec<&app::comments::Comment> =
-        report.investigation.comments.iter().filter(|c| c.step_id == step).collect();
-    if threads.is_empty() {
-        return;
+    fn not_run(&mut self) {
+        self.0.push_str("<p class=\"meta\">Not run.</p>");
     }
-    h.push_str("<div class=\"comments\"><p class=\"meta\">Comments</p>");
-    for c in threads {
+
+    fn output(&mut self, e: &Excerpt) {
+        let h = &mut self.0;
+        let _ = write!(h, "<p class=\"meta\">{}.</p><pre class=\"output\">", esc(&excerpt_caption(e)));
+        for (n, text) in excerpt_lines(e) {
+            if n == 0 {
+                let _ = writeln!(h, "<span class=\"gap\">{}</span>", esc(&text));
+            } else {
+                let _ = writeln!(h, "<span class=\"muted\">{n:>6}</span>  {}", esc(&text));
+            }
+        }
+        h.push_str("</pre>");
+    }
+
+    fn snippet(&mut self, step: &Step, snapshot: Option<&Snapshot>) {
+        let h = &mut self.0;
+        let Some(snap) = snapshot else {
+            h.push_str("<p class=\"meta\">Not fetched.</p>");
+            return;
+        };
         let _ = write!(
             h,
-            "<div class=\"comment\" id=\"{}\"><p class=\"meta\">{} · {}{}</p>{}</div>",
-            app::comments::comment_anchor(c.id),
-            esc(&c.author),
-            esc(&c.created_at),
-            if c.parent_id.is_some() { " · reply" } else { "" },
-            crate::markdown::to_offline_html(&c.body)
+            "<p class=\"meta\"><code>{}</code>, lines {}–{}{}, fetched {}</p><table class=\"source\">",
+            esc(&snap.path),
+            snap.start,
+            snap.end,
+            snap.sha256.as_ref().map_or(String::new(), |s| format!(", sha256 {}", esc(&s[..s.len().min(12)]))),
+            esc(&snap.fetched_at)
         );
+        for (i, plain) in snap.lines.iter().enumerate() {
+            let n = snap.start + i as u64;
+            let anchor = app::steps::snippet::line_anchor(step.id, n);
+            // Highlighted lines are the server's own spans around escaped text.
+            let code = snap.html_lines.get(i).cloned().unwrap_or_else(|| esc(plain));
+            // Lines an annotation covers are marked, as on the page.
+            let annotated = step.annotations.iter().any(|a| a.start <= n && n <= a.end);
+            let class = if annotated { " class=\"annotated\"" } else { "" };
+            let _ = write!(
+                h,
+                "<tr id=\"{anchor}\"{class}><td class=\"ln\"><a href=\"#{anchor}\">{n}</a></td><td>{code}</td></tr>"
+            );
+            for a in step.annotations.iter().filter(|a| a.end == n) {
+                let range = app::steps::snippet::range_anchor(step.id, a.start, a.end);
+                let _ = write!(
+                    h,
+                    "<tr class=\"note\"><td class=\"ln\"></td><td><a id=\"{range}\"></a><div class=\"annotation\" id=\"{}\">\
+                     <strong><a href=\"#{range}\">Lines {}–{}</a></strong>{} {}</div></td></tr>",
+                    app::steps::snippet::annotation_anchor(a.id),
+                    a.start,
+                    a.end,
+                    a.author.as_ref().map_or(String::new(), |w| format!(" <span class=\"meta\">{}</span>", esc(w))),
+                    crate::markdown::to_offline_html(&a.body)
+                );
+            }
+        }
+        h.push_str("</table>");
     }
-    h.push_str("</div>");
+
+    fn grep(&mut self, step: &Step, path: &str, pattern: &str) {
+        let _ = write!(self.0, "<p>Searched <code>{}</code> for <code>{}</code>.</p>", esc(path), esc(pattern));
+        if let Some(html) = &step.html {
+            self.0.push_str(html);
+        }
+    }
+
+    fn calculator(&mut self, inputs: &str, results: &[(String, String)]) {
+        let h = &mut self.0;
+        let _ = write!(h, "<p class=\"meta\">{}</p>", esc(inputs));
+        if !results.is_empty() {
+            h.push_str("<table class=\"results\"><tbody>");
+            for (name, value) in results {
+                let _ = write!(h, "<tr><th>{}</th><td>{}</td></tr>", esc(name), esc(value));
+            }
+            h.push_str("</tbody></table>");
+        }
+    }
+
+    fn comments(&mut self, comments: &[&Comment]) {
+        let h = &mut self.0;
+        h.push_str("<div class=\"comments\"><p class=\"meta\">Comments</p>");
+        for c in comments {
+            let _ = write!(
+                h,
+                "<div class=\"comment\" id=\"{}\"><p class=\"meta\">{} · {}{}</p>{}</div>",
+                app::comments::comment_anchor(c.id),
+                esc(&c.author),
+                esc(&c.created_at),
+                if c.parent_id.is_some() { " · reply" } else { "" },
+                crate::markdown::to_offline_html(&c.body)
+            );
+        }
+        h.push_str("</div>");
+    }
+
+    fn step_end(&mut self) {
+        self.0.push_str("</article>\n");
+    }
+
+    fn end(&mut self, report: &Report) {
+        let h = &mut self.0;
+        h.push_str("</section>\n<footer class=\"meta\"><p>Written by Sleuth from the investigation ");
+        let _ = write!(
+            h,
+            "<code>{}</code>. Links inside this file point at its own sections.</p></footer>",
+            esc(&report.investigation.id)
+        );
+        h.push_str("</body></html>\n");
+    }
 }

@@ -4,9 +4,12 @@
 //! annotations are Markdown already and keep their formatting, with any raw
 //! HTML in them turned into text.
 
-use super::{Excerpt, Report, duration, format_value, headline, language};
+use super::report::{Excerpt, Report, format_value, language};
+use super::walk::{Chart, HypothesisLine, RunLine, Writer, excerpt_caption, excerpt_lines, walk};
+use app::comments::Comment;
+use app::metrics::Overview;
 use app::model::Step;
-use app::steps::StepBody;
+use app::steps::snippet::Snapshot;
 use std::fmt::Write as _;
 
 /// Inline text: Markdown's punctuation and HTML's `<` escaped, one line.
@@ -54,62 +57,75 @@ fn code_block(md: &mut String, lang: &str, text: &str) {
 
 /// `charts`: where to put the charts as files (a zip); `None` leaves them out
 /// with a note (a single Markdown file cannot hold images).
-pub fn render(report: &Report, mut charts: Option<&mut Vec<(String, String)>>) -> String {
-    let inv = &report.investigation;
-    let mut md = String::new();
-    let _ = writeln!(md, "# {}\n", inline(&inv.title));
-    if !inv.question.trim().is_empty() {
-        let _ = writeln!(md, "> {}\n", inline(&inv.question));
+pub fn render(report: &Report, charts: Option<&mut Vec<(String, String)>>) -> String {
+    let mut markdown = Markdown { md: String::new(), charts };
+    walk(report, &mut markdown);
+    markdown.md
+}
+
+struct Markdown<'a> {
+    md: String,
+    charts: Option<&'a mut Vec<(String, String)>>,
+}
+
+impl Writer for Markdown<'_> {
+    fn header(&mut self, report: &Report) {
+        let (md, inv) = (&mut self.md, &report.investigation);
+        let _ = writeln!(md, "# {}\n", inline(&inv.title));
+        if !inv.question.trim().is_empty() {
+            let _ = writeln!(md, "> {}\n", inline(&inv.question));
+        }
+        let _ = writeln!(
+            md,
+            "_{} · {} steps · {} · exported {}_\n",
+            inline(&report.provenance),
+            inv.steps.len(),
+            inv.status.as_str(),
+            inline(&report.exported_at)
+        );
     }
-    let _ = writeln!(
-        md,
-        "_{} · {} steps · {} · exported {}_\n",
-        inline(&report.provenance),
-        inv.steps.len(),
-        inv.status.as_str(),
-        inline(&report.exported_at)
-    );
-    if !inv.hypotheses.is_empty() {
+
+    fn hypotheses(&mut self, lines: &[HypothesisLine<'_>], charts: Vec<Chart<'_>>) {
+        let md = &mut self.md;
         md.push_str("## Hypotheses\n\n| Hypothesis | Metric | Baseline | Treatment | Δ | 95 % CI | Verdict |\n");
         md.push_str("|---|---|---|---|---|---|---|\n");
-        for h in &inv.hypotheses {
-            let c = h.comparison.as_ref();
-            let group = |g: Option<&app::metrics::GroupSummary>| {
-                g.map_or("—".into(), |g| format!("{} (n={})", format_value(g.mean), g.n))
-            };
-            let mut statement = inline(&h.statement);
-            if let Some(p) = &h.provenance {
-                let _ = write!(statement, "<br>{}", inline(&p.summary));
+        for line in lines {
+            let mut statement = inline(line.statement);
+            if let Some((summary, warnings)) = line.provenance {
+                let _ = write!(statement, "<br>{}", inline(summary));
+                for w in warnings {
+                    let _ = write!(statement, "<br>⚠ {}", inline(w));
+                }
             }
             let _ = writeln!(
                 md,
                 "| <a id=\"{}\"></a>{statement} | {} | {} | {} | {} | {} | **{}** |",
-                app::hypotheses::hypothesis_anchor(h.id),
-                inline(h.metric.as_deref().unwrap_or("—")),
-                group(c.map(|c| &c.baseline)),
-                group(c.map(|c| &c.treatment)),
-                c.map_or("—".into(), |c| format!("{:+.1} %", c.delta_pct)),
-                c.and_then(|c| c.ci_pct).map_or("—".into(), |(lo, hi)| format!("{lo:+.1} … {hi:+.1} %")),
-                inline(&c.map_or_else(|| h.status.clone(), |c| format!("{} — {}", h.status, c.verdict)))
+                app::hypotheses::hypothesis_anchor(line.id),
+                inline(line.metric),
+                inline(&line.baseline),
+                inline(&line.treatment),
+                inline(&line.delta),
+                inline(&line.ci),
+                inline(&line.verdict)
             );
         }
         md.push('\n');
-        for h in &inv.hypotheses {
-            if let (Some(c), Some(metric), Some(charts)) = (&h.comparison, &h.metric, charts.as_deref_mut())
-                && let Ok(svg) = crate::charts::experiment(metric, h.unit.as_deref().unwrap_or(""), c)
-            {
-                let file = format!("charts/hypothesis-{}.svg", h.id);
-                let _ = writeln!(md, "![{}]({file})\n", inline(&h.statement));
-                charts.push((file, svg));
+        if let Some(files) = self.charts.as_deref_mut() {
+            for chart in charts {
+                let file = format!("charts/hypothesis-{}.svg", chart.id);
+                let _ = writeln!(md, "![{}]({file})\n", inline(chart.caption));
+                files.push((file, chart.svg));
             }
         }
     }
-    if let Some(overview) = &inv.overview {
+
+    fn overview(&mut self, overview: &Overview) {
+        let md = &mut self.md;
         let _ = writeln!(md, "## {} by configuration\n", inline(&overview.metric));
-        match charts {
-            Some(charts) => {
+        match self.charts.as_deref_mut() {
+            Some(files) => {
                 let _ = writeln!(md, "![{} by configuration](charts/overview.svg)\n", inline(&overview.metric));
-                charts.push(("charts/overview.svg".into(), overview.svg.clone()));
+                files.push(("charts/overview.svg".into(), overview.svg.clone()));
             }
             None => md.push_str("_The chart is in the .zip export (charts/overview.svg)._\n\n"),
         }
@@ -126,56 +142,125 @@ pub fn render(report: &Report, mut charts: Option<&mut Vec<(String, String)>>) -
         }
         md.push('\n');
     }
-    md.push_str("## Timeline\n\n");
-    for step in &inv.steps {
-        step_md(&mut md, report, step);
-    }
-    md
-}
 
-fn step_md(md: &mut String, report: &Report, step: &Step) {
-    let _ = writeln!(md, "### <a id=\"{}\"></a>{}. {}\n", step.anchor(), step.position, inline(&headline(step)));
-    match &step.body {
-        StepBody::Note(n) => {
-            let _ = writeln!(md, "{}\n", crate::markdown::with_html_as_text(n.body.trim_end()));
+    fn timeline(&mut self) {
+        self.md.push_str("## Timeline\n\n");
+    }
+
+    fn step_start(&mut self, step: &Step, headline: &str) {
+        let _ = writeln!(self.md, "### <a id=\"{}\"></a>{}. {}\n", step.anchor(), step.position, inline(headline));
+    }
+
+    fn note(&mut self, markdown: &str) {
+        let _ = writeln!(self.md, "{}\n", crate::markdown::with_html_as_text(markdown.trim_end()));
+    }
+
+    fn command(&mut self, shown: &str, cwd: Option<&str>, sweep: &str) {
+        code_block(&mut self.md, "sh", shown);
+        if let Some(cwd) = cwd {
+            let _ = writeln!(self.md, "in `{}`\n", cwd.replace('`', "'"));
         }
-        StepBody::Command(c) => {
-            let mut shown = String::new();
-            for (k, v) in &c.env {
-                let _ = write!(shown, "{k}={} ", crate::ssh::quote::quote_if_needed(v));
-            }
-            shown.push_str(&c.command);
-            code_block(md, "sh", &shown);
-            let sweep = app::sweeps::matrix_text(&c.matrix);
-            if !sweep.trim().is_empty() {
-                md.push_str("Sweep:\n\n");
-                code_block(md, "text", &sweep);
-            }
-            runs(md, report, step);
-        }
-        StepBody::Snippet(_) => snippet(md, step),
-        StepBody::Grep(g) => {
-            let _ = writeln!(md, "Searched `{}` for `{}`.\n", g.path.replace('`', "'"), g.pattern.replace('`', "'"));
-            if let Some(result) = &step.search {
-                code_block(md, "text", &serde_json::to_string_pretty(result).unwrap_or_default());
-            }
-        }
-        StepBody::Calculator(c) => {
-            let _ = writeln!(md, "{}\n", inline(&super::calculator_inputs(c)));
-            let rows = super::result_rows(step);
-            if !rows.is_empty() {
-                md.push_str("| Result | Value |\n|---|---|\n");
-                for (name, value) in rows {
-                    let _ = writeln!(md, "| {} | {} |", inline(&name), inline(&value));
-                }
-                md.push('\n');
-            }
+        if !sweep.trim().is_empty() {
+            self.md.push_str("Sweep:\n\n");
+            code_block(&mut self.md, "text", sweep);
         }
     }
-    if report.comments {
-        for c in report.investigation.comments.iter().filter(|c| c.step_id == step.id) {
+
+    fn runs(&mut self, lines: &[RunLine]) {
+        let md = &mut self.md;
+        md.push_str("| Run | Status | Exit | Duration | Configuration | Measurements |\n|---|---|---|---|---|---|\n");
+        for run in lines {
+            let measured: Vec<String> = run.measured.iter().map(|m| inline(m)).collect();
             let _ = writeln!(
                 md,
+                "| {}{} | {} | {} | {} | {} | {} |",
+                run.id,
+                if run.warmup { " (warm-up)" } else { "" },
+                run.status,
+                inline(&run.exit),
+                inline(&run.duration),
+                inline(&run.config),
+                measured.join("<br>")
+            );
+        }
+        md.push('\n');
+    }
+
+    fn not_run(&mut self) {
+        self.md.push_str("_Not run._\n\n");
+    }
+
+    fn output(&mut self, e: &Excerpt) {
+        let _ = writeln!(self.md, "{}:\n", inline(&excerpt_caption(e)));
+        let mut text = String::new();
+        for (n, line) in excerpt_lines(e) {
+            if n == 0 {
+                let _ = writeln!(text, "{line}");
+            } else {
+                let _ = writeln!(text, "{n:>6}  {line}");
+            }
+        }
+        code_block(&mut self.md, "text", &text);
+    }
+
+    fn snippet(&mut self, step: &Step, snapshot: Option<&Snapshot>) {
+        let md = &mut self.md;
+        let Some(snap) = snapshot else {
+            md.push_str("_Not fetched._\n\n");
+            return;
+        };
+        let _ = writeln!(
+            md,
+            "`{}`, lines {}–{}, fetched {}:\n",
+            snap.path.replace('`', "'"),
+            snap.start,
+            snap.end,
+            snap.fetched_at
+        );
+        let mut text = String::new();
+        for (i, line) in snap.lines.iter().enumerate() {
+            let n = snap.start + i as u64;
+            // Lines an annotation covers are marked in the margin, as on the page.
+            let mark = if step.annotations.iter().any(|a| a.start <= n && n <= a.end) { '▌' } else { ' ' };
+            let _ = writeln!(text, "{n:>5}{mark} {line}");
+        }
+        code_block(md, language(&snap.path), &text);
+        for a in &step.annotations {
+            let _ = writeln!(
+                md,
+                "> <a id=\"{}\"></a>**Lines {}–{}**{}: {}\n",
+                app::steps::snippet::annotation_anchor(a.id),
+                a.start,
+                a.end,
+                a.author.as_ref().map_or(String::new(), |w| format!(" ({})", inline(w))),
+                crate::markdown::with_html_as_text(a.body.trim()).replace('\n', "\n> ")
+            );
+        }
+    }
+
+    fn grep(&mut self, step: &Step, path: &str, pattern: &str) {
+        let _ = writeln!(self.md, "Searched `{}` for `{}`.\n", path.replace('`', "'"), pattern.replace('`', "'"));
+        if let Some(result) = &step.search {
+            code_block(&mut self.md, "text", &serde_json::to_string_pretty(result).unwrap_or_default());
+        }
+    }
+
+    fn calculator(&mut self, inputs: &str, results: &[(String, String)]) {
+        let md = &mut self.md;
+        let _ = writeln!(md, "{}\n", inline(inputs));
+        if !results.is_empty() {
+            md.push_str("| Result | Value |\n|---|---|\n");
+            for (name, value) in results {
+                let _ = writeln!(md, "| {} | {} |", inline(name), inline(value));
+            }
+            md.push('\n');
+        }
+    }
+
+    fn comments(&mut self, comments: &[&Comment]) {
+        for c in comments {
+            let _ = writeln!(
+                self.md,
                 "> <a id=\"{}\"></a>**{}** · {}\n>\n> {}\n",
                 app::comments::comment_anchor(c.id),
                 inline(&c.author),
@@ -184,94 +269,10 @@ fn step_md(md: &mut String, report: &Report, step: &Step) {
             );
         }
     }
-}
 
-fn runs(md: &mut String, report: &Report, step: &Step) {
-    if step.runs.is_empty() {
-        md.push_str("_Not run._\n\n");
-        return;
-    }
-    md.push_str("| Run | Status | Exit | Duration | Configuration | Measurements |\n|---|---|---|---|---|---|\n");
-    for run in &step.runs {
-        let measured: Vec<String> = run
-            .measurements
-            .iter()
-            .filter(|m| m.key.is_none())
-            .map(|m| format!("{} = {} {}", inline(&m.metric), format_value(m.value), inline(&m.unit)))
-            .collect();
-        let _ = writeln!(
-            md,
-            "| {}{} | {} | {} | {} | {} | {} |",
-            run.id,
-            if run.warmup { " (warm-up)" } else { "" },
-            run.status.as_str(),
-            run.exit_code.map_or_else(|| inline(run.exit_signal.as_deref().unwrap_or("—")), |c| c.to_string()),
-            duration(run.duration_ms),
-            run.config.as_ref().map_or(String::new(), |c| inline(&app::sweeps::config_label(c))),
-            measured.join("<br>")
-        );
-    }
-    md.push('\n');
-    for run in step.runs.iter().rev() {
-        if let Some(e) = report.excerpts.get(&run.id) {
-            output(md, e);
-        }
-    }
-}
+    fn step_end(&mut self) {}
 
-fn output(md: &mut String, e: &Excerpt) {
-    let _ = writeln!(
-        md,
-        "Output of run {}: {} of {} lines (its end, and the lines its measurements and source references are on){}:\n",
-        e.run,
-        e.lines.len(),
-        e.total_lines,
-        if e.unread_bytes > 0 { format!("; the first {} bytes were not read", e.unread_bytes) } else { String::new() }
-    );
-    let mut text = String::new();
-    let mut last = 0u64;
-    for (n, line) in &e.lines {
-        if *n > last + 1 {
-            let _ = writeln!(text, "… {} lines left out …", n - last - 1);
-        }
-        let _ = writeln!(text, "{n:>6}  {line}");
-        last = *n;
-    }
-    if e.total_lines > last {
-        let _ = writeln!(text, "… {} lines left out …", e.total_lines - last);
-    }
-    code_block(md, "text", &text);
-}
-
-fn snippet(md: &mut String, step: &Step) {
-    let Some(snap) = step.snapshots.last() else {
-        md.push_str("_Not fetched._\n\n");
-        return;
-    };
-    let _ = writeln!(
-        md,
-        "`{}`, lines {}–{}, fetched {}:\n",
-        snap.path.replace('`', "'"),
-        snap.start,
-        snap.end,
-        snap.fetched_at
-    );
-    let mut text = String::new();
-    for (i, line) in snap.lines.iter().enumerate() {
-        let _ = writeln!(text, "{:>5}  {line}", snap.start + i as u64);
-    }
-    code_block(md, language(&snap.path), &text);
-    for a in &step.annotations {
-        let _ = writeln!(
-            md,
-            "> <a id=\"{}\"></a>**Lines {}–{}**{}: {}\n",
-            app::steps::snippet::annotation_anchor(a.id),
-            a.start,
-            a.end,
-            a.author.as_ref().map_or(String::new(), |w| format!(" ({})", inline(w))),
-            crate::markdown::with_html_as_text(a.body.trim()).replace('\n', "\n> ")
-        );
-    }
+    fn end(&mut self, _: &Report) {}
 }
 
 #[cfg(test)]

@@ -4,12 +4,21 @@
 pub mod parse;
 
 use crate::db::Store;
-use crate::notebook::{Service, internal, timestamp};
+use crate::error::{Context, Result};
+use crate::hosts::Hosts;
+use crate::policy::{FactsPermit, HostUse};
 use crate::ssh::{self, Pool, Target, quote::quote};
-use app::backend::Actor;
+use crate::time::timestamp;
 use app::error::{ApiError, ErrorCode};
 use app::hosts::HostFacts;
 use std::time::Duration;
+
+/// Capturing and reading host facts.
+#[derive(Clone)]
+pub struct Facts {
+    store: Store,
+    hosts: Hosts,
+}
 
 /// Packages whose versions matter for serving performance.
 const PACKAGES: &[&str] =
@@ -70,8 +79,8 @@ pub fn from_output(out: &str, marker: &str, python: &str) -> HostFacts {
     facts
 }
 
-fn with_time(row: crate::db::FactsRow) -> Result<HostFacts, ApiError> {
-    let mut facts: HostFacts = serde_json::from_str(&row.facts).map_err(|e| internal("stored facts", e))?;
+fn with_time(row: crate::db::FactsRow) -> Result<HostFacts> {
+    let mut facts: HostFacts = serde_json::from_str(&row.facts).context("reading stored host facts")?;
     facts.captured_at = timestamp(row.captured_at);
     Ok(facts)
 }
@@ -84,7 +93,7 @@ pub async fn capture(
     python: &str,
     limit: Duration,
     who: &str,
-) -> Result<HostFacts, ApiError> {
+) -> Result<HostFacts> {
     let marker = format!("__sleuth_facts_{:x}", rand::random::<u64>());
     let captured =
         tokio::time::timeout(limit, ssh::exec::capture(pool, target, &script(&marker, python), 1024 * 1024)).await;
@@ -108,7 +117,7 @@ pub async fn capture(
         )
     })??;
     let facts = from_output(&String::from_utf8_lossy(&captured.stdout), &marker, python);
-    let json = serde_json::to_string(&facts).map_err(|e| internal("facts json", e))?;
+    let json = serde_json::to_string(&facts).context("host facts as JSON")?;
     let row = store.insert_facts(&target.name, &json).await?;
     tracing::info!(host = %target.name, gpus = facts.gpus.len(), "captured host facts");
     with_time(row)
@@ -123,34 +132,30 @@ fn last_python(latest: Option<crate::db::FactsRow>) -> String {
         .unwrap_or_else(|| "python3".into())
 }
 
-/// Whether two epoch-millisecond times fall on the same UTC day.
-pub fn same_day(a_ms: i64, b_ms: i64) -> bool {
-    a_ms.div_euclid(86_400_000) == b_ms.div_euclid(86_400_000)
-}
-
 /// Before a host's first run of a (UTC) day: captures its facts unless some were
 /// captured today, with the python the last capture used. Failing to capture
 /// never stops the run; the run then points at older facts, or none.
 pub async fn capture_if_stale(store: &Store, pool: &Pool, target: &Target) {
     let latest = match store.latest_facts(&target.name).await {
-        Ok(Some(row)) if same_day(row.captured_at, crate::db::now_ms()) => return,
+        Ok(Some(row)) if crate::time::same_day(row.captured_at, crate::time::now_ms()) => return,
         Ok(latest) => latest,
-        Err(e) => return tracing::error!(host = %target.name, "reading facts: {e}"),
+        Err(e) => return tracing::error!(host = %target.name, "reading facts: {}", crate::error::chain(&e)),
     };
     let python = last_python(latest);
     if let Err(e) = capture(store, pool, target, &python, Duration::from_secs(30), crate::audit::SLEUTH).await {
-        tracing::warn!(host = %target.name, "facts before the day's first run: {}", e.message);
+        tracing::warn!(host = %target.name, "facts before the day's first run: {e}");
     }
 }
 
-impl Service {
-    /// Captures the host's facts now (one session on the host) and keeps them.
-    pub(crate) async fn capture_facts(
-        &self,
-        actor: &Actor,
-        host: &str,
-        python: Option<&str>,
-    ) -> Result<HostFacts, ApiError> {
+impl Facts {
+    pub fn new(store: Store, hosts: Hosts) -> Self {
+        Self { store, hosts }
+    }
+
+    /// Captures the host's facts now (one session on the host) and keeps them;
+    /// with the python the last capture used unless `python` names one.
+    pub async fn capture(&self, permit: &HostUse, python: Option<&str>) -> Result<HostFacts> {
+        let host = permit.host();
         let named = python.map(str::trim).filter(|p| !p.is_empty()).map(str::to_string);
         let python = match named {
             Some(python) => python,
@@ -158,21 +163,32 @@ impl Service {
         };
         let python = python.as_str();
         if python.len() > 500 || python.chars().any(char::is_control) {
-            return Err(ApiError::invalid("The python is a path or command name on one line."));
+            return Err(ApiError::invalid("The python is a path or command name on one line.").into());
         }
-        let target = self.target(host).await?;
-        capture(&self.store, &self.pool, &target, python, Duration::from_secs(60), &actor.name).await
+        let target = self.hosts.target(host).await?;
+        let who = &permit.actor().name;
+        capture(&self.store, self.hosts.pool(), &target, python, Duration::from_secs(60), who).await
     }
 
-    /// Facts by id, as a run refers to them.
-    pub(crate) async fn facts_by_id(&self, id: i64) -> Result<HostFacts, ApiError> {
+    /// One capture, as a run refers to it.
+    pub async fn by_id(&self, permit: &FactsPermit) -> Result<HostFacts> {
+        let id = permit.id();
         let row = self.store.facts(id).await?;
-        row.map(with_time).transpose()?.ok_or_else(|| ApiError::not_found(format!("There are no host facts {id}.")))
+        row.map(with_time)
+            .transpose()?
+            .ok_or_else(|| ApiError::not_found(format!("There are no host facts {id}.")).into())
     }
 
-    pub(crate) async fn facts(&self, host: &str) -> Result<Option<HostFacts>, ApiError> {
-        self.host(host).await?;
-        self.store.latest_facts(host).await?.map(with_time).transpose()
+    /// The newest capture, if any.
+    pub async fn latest(&self, permit: &HostUse) -> Result<Option<HostFacts>> {
+        if !self.hosts.exists(permit.host()).await? {
+            return Err(ApiError::not_found(format!(
+                "There is no host {:?}; add it on the Hosts page.",
+                permit.host()
+            ))
+            .into());
+        }
+        self.store.latest_facts(permit.host()).await?.map(with_time).transpose()
     }
 }
 

@@ -2,6 +2,7 @@ use crate::auth::Caller;
 use crate::error::AppError;
 use crate::extract::{ApiJson, ApiPath};
 use crate::state::AppState;
+use app::backend::SourceOps;
 use app::steps::snippet::{Annotation, AnnotationPatch, NewAnnotation};
 use axum::Json;
 use axum::extract::State;

@@ -4,6 +4,7 @@
 
 use crate::auth::{Account, SESSION_COOKIE, middleware::url_encode};
 use crate::state::AppState;
+use app::error::ApiError;
 use axum::Form;
 use axum::extract::{ConnectInfo, FromRequestParts, State};
 use axum::http::request::Parts;
@@ -63,7 +64,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Client {
 
 pub async fn sign_in(State(state): State<AppState>, Client(client): Client, Form(form): Form<SignIn>) -> Response {
     let next = safe_next(&form.next);
-    match state.auth.sign_in(form.name.trim(), &form.password, &client).await {
+    match state.auth.sign_in(form.name.trim(), &form.password, &client).await.map_err(ApiError::from) {
         Ok((_, session)) => with_cookie(state.auth.session_cookie(Some(&session)), next),
         Err(e) => redirect(&format!(
             "/login?error={}&name={}&next={}",
@@ -78,7 +79,7 @@ pub async fn sign_out(State(state): State<AppState>, headers: HeaderMap) -> Resp
     if let Some(session) = crate::auth::middleware::cookie(&headers, SESSION_COOKIE)
         && let Err(e) = state.auth.sign_out(session).await
     {
-        tracing::error!("sign-out: {}", e.message);
+        tracing::error!("sign-out: {e}");
     }
     with_cookie(state.auth.session_cookie(None), "/login")
 }
@@ -90,7 +91,7 @@ pub async fn setup(State(state): State<AppState>, Client(client): Client, Form(f
         Ok(_) => state.auth.sign_in(form.name.trim(), &form.password, &client).await.map(|(_, s)| s),
         Err(e) => Err(e),
     };
-    match signed_in {
+    match signed_in.map_err(ApiError::from) {
         Ok(session) => with_cookie(state.auth.session_cookie(Some(&session)), "/"),
         Err(e) => redirect(&format!(
             "/setup?token={}&error={}&name={}",

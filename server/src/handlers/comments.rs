@@ -4,6 +4,7 @@ use crate::auth::Caller;
 use crate::error::AppError;
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::state::AppState;
+use app::backend::TeamOps;
 use app::comments::{Comment, Mention, NewComment};
 use axum::Json;
 use axum::extract::State;

@@ -2,6 +2,7 @@ use crate::auth::Caller;
 use crate::error::AppError;
 use crate::extract::{ApiJson, ApiPath};
 use crate::state::AppState;
+use app::backend::HostOps;
 use app::error::ApiError;
 use app::hosts::{ConnectionReport, Host, HostImport, ImportReport, NewHost};
 use axum::Json;

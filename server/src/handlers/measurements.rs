@@ -3,6 +3,7 @@ use crate::error::AppError;
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::state::AppState;
 use app::backend::Actor;
+use app::backend::MeasurementOps;
 use app::error::ApiError;
 use app::metrics::{ExtractorDef, NewMeasurement, Overview, StoredMeasurement};
 use axum::Json;

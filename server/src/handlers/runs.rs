@@ -1,14 +1,17 @@
 use crate::auth::Caller;
+use crate::auth::middleware::Reauth;
 use crate::error::AppError;
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::guarded::streams::Output;
 use crate::state::AppState;
+use app::backend::{RunOps, SourceOps, StepOps};
 use app::error::ApiError;
 use app::runs::{Run, RunRequest};
 use app::steps::snippet::SourceCandidates;
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
@@ -108,29 +111,24 @@ pub async fn output(
     ApiPath(id): ApiPath<i64>,
     Query(query): Query<OutputQuery>,
 ) -> Result<Response, AppError> {
-    state.notebook.run(&actor, id).await?;
-    let outputs = state.runner.outputs();
-    let whole = query.limit.is_none() && query.offset == 0;
-    let len = outputs.len(id).await.map_err(io_error)?;
+    let output = state.notebook.output(&actor, id, query.offset, query.limit).await?;
+    let len = match &output {
+        Output::Whole(_, len) | Output::Range(_, len) => *len,
+    };
     let mut headers = HeaderMap::new();
-    headers.insert(header::CONTENT_TYPE, "text/plain; charset=utf-8".parse().map_err(|_| ApiError::internal())?);
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
     headers.insert("x-output-length", len.into());
     if query.download.is_some() {
         let value = format!("attachment; filename=\"sleuth-run-{id}.log\"");
-        headers.insert(header::CONTENT_DISPOSITION, value.parse().map_err(|_| ApiError::internal())?);
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            headers.insert(header::CONTENT_DISPOSITION, value);
+        }
     }
-    if whole {
+    Ok(match output {
         // A stream, never all at once: output can be gigabytes.
-        return Ok((headers, Body::from_stream(outputs.whole(id))).into_response());
-    }
-    let limit = query.limit.unwrap_or(1024 * 1024).min(16 * 1024 * 1024);
-    let (bytes, _) = outputs.read_range(id, query.offset, limit).await.map_err(io_error)?;
-    Ok((headers, bytes).into_response())
-}
-
-fn io_error(e: std::io::Error) -> AppError {
-    tracing::error!("run output: {e}");
-    AppError(ApiError::internal())
+        Output::Whole(stream, _) => (headers, Body::from_stream(stream)).into_response(),
+        Output::Range(bytes, _) => (headers, bytes).into_response(),
+    })
 }
 
 #[derive(Deserialize)]
@@ -151,12 +149,10 @@ pub async fn stream(
     Query(query): Query<StreamQuery>,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    let run = state.notebook.run(&actor, id).await?;
-    let investigation = state.access.store().investigation_of(crate::db::OwnedBy::Run, id).await?.unwrap_or_default();
-    let stop = until_closed_or_lost(&state, headers.clone(), investigation);
     let resume = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
-    let output = state.runner.feeds().follow(id, resume.unwrap_or(query.offset), run.status).await;
-    Ok(event_stream(with_keep_alive(output).take_until(stop)))
+    let reauth = Reauth::new(state.auth.clone(), headers);
+    let output = state.notebook.follow_run(&actor, id, resume.unwrap_or(query.offset), reauth).await?;
+    Ok(event_stream(with_keep_alive(output)))
 }
 
 /// A response of SSE frames.
@@ -183,22 +179,6 @@ fn with_keep_alive(stream: impl Stream<Item = Bytes> + Send + 'static) -> impl S
     })
 }
 
-/// Ends an event stream when the server shuts down or its reader loses access.
-fn until_closed_or_lost(
-    state: &AppState,
-    headers: HeaderMap,
-    investigation: String,
-) -> impl std::future::Future<Output = ()> + Send + use<> {
-    let closed = state.runner.live().closed();
-    let lost = crate::auth::middleware::access_lost(state.clone(), headers, investigation);
-    async move {
-        tokio::select! {
-            () = closed => {}
-            () = lost => {}
-        }
-    }
-}
-
 /// Server-Sent Events for an investigation: `event: run` with the run as JSON
 /// whenever one of its runs is queued, starts or ends (and `{"sync":true}` on
 /// connecting if `?known=` is not the current runs fingerprint).
@@ -215,19 +195,9 @@ pub async fn investigation_events(
     Query(query): Query<EventsQuery>,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
-    state.access.check(&actor, &investigation, crate::auth::access::Need::Read).await?;
-    let stop = until_closed_or_lost(&state, headers, investigation.clone());
-    // Only the run rows: rendering the whole investigation (output tails,
-    // highlighted snippets) on every subscription would be wasted work.
-    let fingerprint = if crate::ids::is_investigation_id(&investigation) {
-        state.runner.fingerprint(&investigation).await?
-    } else {
-        None
-    }
-    .ok_or_else(|| ApiError::not_found(format!("There is no investigation {investigation:?}.")))?;
-    let in_sync = query.known == Some(fingerprint);
-    let events = crate::runs::events::follow(state.runner.live(), investigation, actor.name.clone(), in_sync);
-    Ok(event_stream(with_keep_alive(events).take_until(stop)))
+    let reauth = Reauth::new(state.auth.clone(), headers);
+    let events = state.notebook.follow_investigation(&actor, &investigation, query.known, reauth).await?;
+    Ok(event_stream(with_keep_alive(events)))
 }
 
 /// Runs of a step, oldest first.

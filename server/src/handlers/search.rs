@@ -5,6 +5,7 @@ use crate::auth::Caller;
 use crate::error::AppError;
 use crate::extract::{ApiPath, ApiQuery};
 use crate::state::AppState;
+use app::backend::FindOps;
 use app::error::ApiError;
 use app::search::{Export, ExportFormat, SearchRequest, SearchResults};
 use axum::Json;

@@ -5,6 +5,7 @@ use crate::auth::Caller;
 use crate::error::AppError;
 use crate::extract::{ApiJson, ApiPath};
 use crate::state::AppState;
+use app::backend::TeamOps;
 use app::shares::{CreatedShareLink, NewShareLink, ShareLink, SharedView};
 use axum::Json;
 use axum::extract::State;

@@ -2,6 +2,7 @@ use crate::auth::Caller;
 use crate::error::AppError;
 use crate::extract::{ApiJson, ApiPath};
 use crate::state::AppState;
+use app::backend::{SourceOps, StepOps};
 use app::error::ApiError;
 use app::model::Step;
 use app::steps::StepBody;

@@ -3,11 +3,12 @@
 
 mod provenance;
 
-use crate::db::{HypothesisRow, RunRow};
+use crate::db::{HypothesisRow, RunRow, Store};
+use crate::error::{Context, Result};
 use crate::markdown::to_safe_html;
 use crate::metrics::stats;
-use crate::notebook::{Service, internal, timestamp};
-use app::backend::Actor;
+use crate::policy::{Edit, Permit, Read};
+use crate::time::timestamp;
 use app::error::ApiError;
 use app::hypotheses::{Hypothesis, HypothesisInput, RunGroup, STATUSES, hypothesis_anchor};
 use std::collections::HashMap;
@@ -21,12 +22,17 @@ fn not_found(id: i64) -> ApiError {
 
 /// A save that started from an older version: who changed it since, when, and
 /// what it says now.
+#[derive(Clone)]
+pub struct Hypotheses {
+    store: Store,
+}
+
 fn stale(current: &HypothesisRow) -> ApiError {
     let then = format!(
         "It now reads: {:?} (status {}). Reload and apply your change again.",
         current.statement, current.status
     );
-    crate::notebook::stale_save(
+    crate::error::stale_save(
         "hypothesis",
         current.updated_by.as_deref(),
         &timestamp(current.updated_at),
@@ -36,17 +42,17 @@ fn stale(current: &HypothesisRow) -> ApiError {
 }
 
 /// Applies `input` to `row` (a new one starts empty), checking every field.
-fn apply(row: &mut HypothesisRow, input: HypothesisInput) -> Result<(), ApiError> {
+fn apply(row: &mut HypothesisRow, input: HypothesisInput) -> Result<()> {
     if let Some(statement) = input.statement {
         let statement = statement.trim();
         if statement.is_empty() || statement.chars().count() > STATEMENT_CHARS {
-            return Err(ApiError::invalid(format!("State the hypothesis in 1–{STATEMENT_CHARS} characters.")));
+            return Err(ApiError::invalid(format!("State the hypothesis in 1–{STATEMENT_CHARS} characters.")).into());
         }
         row.statement = statement.to_string();
     }
     if let Some(rationale) = input.rationale {
         if rationale.chars().count() > RATIONALE_CHARS {
-            return Err(ApiError::invalid(format!("The rationale is over {RATIONALE_CHARS} characters.")));
+            return Err(ApiError::invalid(format!("The rationale is over {RATIONALE_CHARS} characters.")).into());
         }
         row.rationale = rationale.trim().to_string();
     }
@@ -57,7 +63,7 @@ fn apply(row: &mut HypothesisRow, input: HypothesisInput) -> Result<(), ApiError
         } else if metric.len() <= 80 && metric.chars().all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.')) {
             Some(metric.to_string())
         } else {
-            return Err(ApiError::invalid(format!("{metric:?} is not a metric name (e.g. output_throughput).")));
+            return Err(ApiError::invalid(format!("{metric:?} is not a metric name (e.g. output_throughput).")).into());
         };
     }
     if let Some(direction) = input.direction {
@@ -67,31 +73,35 @@ fn apply(row: &mut HypothesisRow, input: HypothesisInput) -> Result<(), ApiError
             other => {
                 return Err(ApiError::invalid(format!(
                     "The expected direction is increase or decrease, not {other:?}."
-                )));
+                ))
+                .into());
             }
         };
     }
     if let Some(pct) = input.expected_pct {
         if !pct.is_finite() || pct < 0.0 {
-            return Err(ApiError::invalid("The expected size is a percentage from 0 (its sign is the direction)."));
+            return Err(
+                ApiError::invalid("The expected size is a percentage from 0 (its sign is the direction).").into()
+            );
         }
         row.expected_pct = Some(pct);
     }
     if let Some(status) = input.status {
         if !STATUSES.contains(&status.as_str()) {
-            return Err(ApiError::invalid(format!("The status is one of {}, not {status:?}.", STATUSES.join(", "))));
+            return Err(
+                ApiError::invalid(format!("The status is one of {}, not {status:?}.", STATUSES.join(", "))).into()
+            );
         }
         row.status = status;
     }
-    let json = |e: serde_json::Error| internal("hypothesis json", e);
     if let Some(group) = input.baseline {
-        row.baseline = serde_json::to_string(&group).map_err(json)?;
+        row.baseline = serde_json::to_string(&group).context("a run group as JSON")?;
     }
     if let Some(group) = input.treatment {
-        row.treatment = serde_json::to_string(&group).map_err(json)?;
+        row.treatment = serde_json::to_string(&group).context("a run group as JSON")?;
     }
     if let Some(evidence) = input.evidence {
-        row.evidence = serde_json::to_string(&evidence).map_err(json)?;
+        row.evidence = serde_json::to_string(&evidence).context("evidence as JSON")?;
     }
     Ok(())
 }
@@ -113,14 +123,18 @@ fn resolve(group: &RunGroup, runs: &[RunRow]) -> Vec<i64> {
         .collect()
 }
 
-impl Service {
+impl Hypotheses {
+    pub fn new(store: Store) -> Self {
+        Self { store }
+    }
+
     /// How the measured runs of each side ran (host, facts, command, env).
     async fn provenance<'a>(
         &self,
         baseline: &[(i64, f64)],
         treatment: &[(i64, f64)],
         runs: &'a [RunRow],
-    ) -> Result<Option<app::hypotheses::Provenance>, ApiError> {
+    ) -> Result<Option<app::hypotheses::Provenance>> {
         let rows = |values: &[(i64, f64)]| -> Vec<&'a RunRow> {
             values.iter().filter_map(|(id, _)| runs.iter().find(|r| r.id == *id)).collect()
         };
@@ -130,7 +144,7 @@ impl Service {
             if let std::collections::hash_map::Entry::Vacant(slot) = facts.entry(id)
                 && let Some(row) = self.store.facts(id).await?
             {
-                slot.insert(serde_json::from_str(&row.facts).map_err(|e| internal("stored facts", e))?);
+                slot.insert(serde_json::from_str(&row.facts).context("reading stored host facts")?);
             }
         }
         let facts = &facts;
@@ -148,7 +162,7 @@ impl Service {
     }
 
     /// `runs`: the investigation's runs (loaded once for all its hypotheses).
-    async fn hypothesis_view(&self, row: HypothesisRow, runs: &[RunRow]) -> Result<Hypothesis, ApiError> {
+    async fn view(&self, row: HypothesisRow, runs: &[RunRow]) -> Result<Hypothesis> {
         let baseline: RunGroup = serde_json::from_str(&row.baseline).unwrap_or_default();
         let treatment: RunGroup = serde_json::from_str(&row.treatment).unwrap_or_default();
         let (b_runs, t_runs) = (resolve(&baseline, runs), resolve(&treatment, runs));
@@ -210,43 +224,52 @@ impl Service {
     }
 
     /// Evidence names steps of the hypothesis's own investigation, each once.
-    async fn check_evidence(&self, row: &mut HypothesisRow) -> Result<(), ApiError> {
+    async fn check_evidence(&self, row: &mut HypothesisRow) -> Result<()> {
         let mut evidence: Vec<i64> = serde_json::from_str(&row.evidence).unwrap_or_default();
         let steps = self.store.steps(&row.investigation_id).await?;
         if let Some(stranger) = evidence.iter().find(|id| !steps.iter().any(|s| s.id == **id)) {
-            return Err(ApiError::invalid(format!("Step {stranger} is not a step of this investigation.")));
+            return Err(ApiError::invalid(format!("Step {stranger} is not a step of this investigation.")).into());
         }
         let mut seen = std::collections::HashSet::new();
         evidence.retain(|id| seen.insert(*id));
-        row.evidence = serde_json::to_string(&evidence).map_err(|e| internal("evidence json", e))?;
+        row.evidence = serde_json::to_string(&evidence).context("evidence as JSON")?;
         Ok(())
     }
 
-    pub(crate) async fn hypotheses(&self, investigation: &str) -> Result<Vec<Hypothesis>, ApiError> {
-        self.existing_investigation(investigation).await?;
+    /// The investigation's hypotheses, each with its experiment computed.
+    pub async fn list(&self, permit: &Permit<Read>) -> Result<Vec<Hypothesis>> {
+        let investigation = permit.investigation();
+        if self.store.investigation(investigation).await?.is_none() {
+            return Err(crate::investigations::not_found(investigation).into());
+        }
         let rows = self.store.hypotheses(investigation).await?;
         let runs = self.store.runs_of_investigation(investigation).await?;
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
-            out.push(self.hypothesis_view(row, &runs).await?);
+            out.push(self.view(row, &runs).await?);
         }
         Ok(out)
     }
 
-    pub(crate) async fn hypothesis(&self, id: i64) -> Result<Hypothesis, ApiError> {
-        let row = self.store.hypothesis(id).await?.ok_or_else(|| not_found(id))?;
-        let runs = self.store.runs_of_investigation(&row.investigation_id).await?;
-        self.hypothesis_view(row, &runs).await
+    /// The hypothesis, if it is of the permit's investigation.
+    async fn row(&self, permit: &Permit<impl crate::policy::Right>, id: i64) -> Result<HypothesisRow> {
+        let row = self.store.hypothesis(id).await?.filter(|r| r.investigation_id == permit.investigation());
+        Ok(row.ok_or_else(|| not_found(id))?)
     }
 
-    pub(crate) async fn add_hypothesis(
-        &self,
-        investigation: &str,
-        input: HypothesisInput,
-    ) -> Result<Hypothesis, ApiError> {
-        self.existing_investigation(investigation).await?;
+    pub async fn get(&self, permit: &Permit<Read>, id: i64) -> Result<Hypothesis> {
+        let row = self.row(permit, id).await?;
+        let runs = self.store.runs_of_investigation(&row.investigation_id).await?;
+        self.view(row, &runs).await
+    }
+
+    pub async fn add(&self, permit: &Permit<Edit>, input: HypothesisInput) -> Result<Hypothesis> {
+        let investigation = permit.investigation();
+        if self.store.investigation(investigation).await?.is_none() {
+            return Err(crate::investigations::not_found(investigation).into());
+        }
         if input.statement.as_deref().is_none_or(|s| s.trim().is_empty()) {
-            return Err(ApiError::invalid("State the hypothesis (`statement`)."));
+            return Err(ApiError::invalid("State the hypothesis (`statement`).").into());
         }
         let mut row = HypothesisRow {
             id: 0,
@@ -268,33 +291,30 @@ impl Service {
         apply(&mut row, input)?;
         self.check_evidence(&mut row).await?;
         let id = self.store.insert_hypothesis(&row).await?;
-        self.hypothesis(id).await
+        self.get(&permit.read(), id).await
     }
 
-    pub(crate) async fn update_hypothesis(
-        &self,
-        actor: &Actor,
-        id: i64,
-        input: HypothesisInput,
-    ) -> Result<Hypothesis, ApiError> {
-        let mut row = self.store.hypothesis(id).await?.ok_or_else(|| not_found(id))?;
+    /// Changes the fields `input` has; with `version`, only if it is still that one.
+    pub async fn update(&self, permit: &Permit<Edit>, id: i64, input: HypothesisInput) -> Result<Hypothesis> {
+        let mut row = self.row(permit, id).await?;
         let expected = input.version;
         if expected.is_some_and(|v| v != row.version) {
-            return Err(stale(&row));
+            return Err(stale(&row).into());
         }
         apply(&mut row, input)?;
         self.check_evidence(&mut row).await?;
         // Compare-and-swap: a save between the read above and this write is caught too.
-        if !self.store.update_hypothesis(&row, &actor.name, expected).await? {
+        if !self.store.update_hypothesis(&row, &permit.actor().name, expected).await? {
             let current = self.store.hypothesis(id).await?.ok_or_else(|| not_found(id))?;
-            return Err(stale(&current));
+            return Err(stale(&current).into());
         }
-        self.hypothesis(id).await
+        self.get(&permit.read(), id).await
     }
 
-    pub(crate) async fn delete_hypothesis(&self, id: i64) -> Result<(), ApiError> {
+    pub async fn delete(&self, permit: &Permit<Edit>, id: i64) -> Result<()> {
+        self.row(permit, id).await?;
         if !self.store.delete_hypothesis(id).await? {
-            return Err(not_found(id));
+            return Err(not_found(id).into());
         }
         Ok(())
     }

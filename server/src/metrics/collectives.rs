@@ -12,7 +12,7 @@
 //!
 //! Log lines between rows (NCCL INFO, torch warnings) are skipped, not fatal.
 
-use super::{measurement, number};
+use super::found::{measurement, number};
 use app::metrics::Measurement;
 
 const EXTRACTOR: &str = "collective-sweep";

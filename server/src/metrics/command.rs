@@ -3,18 +3,19 @@
 
 use super::custom::Extractor;
 use crate::cli::ExtractArgs;
+use crate::error::{Context, Error, Result};
 use std::io::{Read, Write};
 
 /// `NAME:UNIT:REGEX` (the regex may contain `:`).
-pub fn parse_extractor(spec: &str) -> Result<Extractor, String> {
+pub fn parse_extractor(spec: &str) -> Result<Extractor> {
     let mut parts = spec.splitn(3, ':');
     match (parts.next(), parts.next(), parts.next()) {
-        (Some(name), Some(unit), Some(pattern)) => Extractor::new(name, pattern, unit).map_err(|e| e.message),
-        _ => Err(format!("--extractor {spec:?}: write NAME:UNIT:REGEX")),
+        (Some(name), Some(unit), Some(pattern)) => Ok(Extractor::new(name, pattern, unit)?),
+        _ => Err(Error::usage(format!("--extractor {spec:?}: write NAME:UNIT:REGEX"))),
     }
 }
 
-pub fn run(args: ExtractArgs) -> Result<(), String> {
+pub fn run(args: ExtractArgs) -> Result<()> {
     let extractors = args.extractors.iter().map(|s| parse_extractor(s)).collect::<Result<Vec<_>, _>>()?;
     let several = args.files.len() > 1;
     let mut out = Vec::new();
@@ -25,7 +26,7 @@ pub fn run(args: ExtractArgs) -> Result<(), String> {
         } else {
             std::fs::File::open(file).and_then(|mut f| f.read_to_end(&mut bytes)).map(|_| ())
         };
-        read.map_err(|e| format!("{}: {e}", file.display()))?;
+        read.context(format!("reading {}", file.display()))?;
         let text = String::from_utf8_lossy(&bytes);
         let mut found = super::extract(&text);
         for extractor in &extractors {
@@ -34,11 +35,11 @@ pub fn run(args: ExtractArgs) -> Result<(), String> {
         let source = several.then(|| file.display().to_string());
         out.extend(found.into_iter().map(|measurement| Sourced { measurement, source: source.clone() }));
     }
-    let json = serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?;
+    let json = serde_json::to_string_pretty(&out).context("measurements as JSON")?;
     let mut stdout = std::io::stdout().lock();
     match writeln!(stdout, "{json}") {
         // `sleuth extract … | head` closing the pipe early is not an error.
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(format!("writing the output: {e}")),
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::internal("writing the output", e)),
         _ => Ok(()),
     }
 }

@@ -1,7 +1,7 @@
 //! Extractors people define for their own output: a name, a regex with one
 //! capture group (the number) and a unit. Each match is a measurement.
 
-use super::number;
+use super::found::number;
 use app::error::ApiError;
 use app::metrics::Measurement;
 use regex::Regex;

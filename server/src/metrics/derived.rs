@@ -41,11 +41,11 @@ impl Parser<'_> {
         self.text[self.at..].chars().next()
     }
 
-    fn error(&self, what: &str) -> String {
-        format!("{what} at character {} of the formula", self.at + 1)
+    fn error(&self, what: &str) -> FormulaError {
+        FormulaError { what: what.to_string(), at: self.at + 1 }
     }
 
-    fn expr(&mut self) -> Result<Expr, String> {
+    fn expr(&mut self) -> Result<Expr, FormulaError> {
         let mut left = self.term()?;
         while let Some(op @ ('+' | '-')) = self.peek() {
             self.at += 1;
@@ -54,7 +54,7 @@ impl Parser<'_> {
         Ok(left)
     }
 
-    fn term(&mut self) -> Result<Expr, String> {
+    fn term(&mut self) -> Result<Expr, FormulaError> {
         let mut left = self.factor()?;
         while let Some(op @ ('*' | '/' | '×' | '÷')) = self.peek() {
             self.at += op.len_utf8();
@@ -68,7 +68,7 @@ impl Parser<'_> {
         Ok(left)
     }
 
-    fn factor(&mut self) -> Result<Expr, String> {
+    fn factor(&mut self) -> Result<Expr, FormulaError> {
         match self.peek() {
             Some('-') => {
                 self.at += 1;
@@ -111,7 +111,16 @@ impl Parser<'_> {
     }
 }
 
-fn parse(text: &str) -> Result<Expr, String> {
+/// Where a formula stops making sense.
+#[derive(Debug, thiserror::Error)]
+#[error("{what} at character {at} of the formula")]
+struct FormulaError {
+    what: String,
+    /// 1-based, in characters.
+    at: usize,
+}
+
+fn parse(text: &str) -> Result<Expr, FormulaError> {
     let mut parser = Parser { text, at: 0 };
     let expr = parser.expr()?;
     match parser.peek() {

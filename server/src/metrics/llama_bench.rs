@@ -2,7 +2,7 @@
 //! (`pp512`, `tg128`; old builds print `pp 512`), with the `t/s` column's mean ±
 //! stddev, keyed by model. Columns are found by their header names.
 
-use super::number;
+use super::found::number;
 use app::metrics::Measurement;
 
 fn cells(line: &str) -> Option<Vec<String>> {

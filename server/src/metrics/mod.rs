@@ -11,13 +11,17 @@ pub mod collectives;
 pub mod command;
 pub mod custom;
 pub mod derived;
+mod found;
 pub mod llama_bench;
 pub mod overview;
 pub mod record;
-pub(crate) mod service;
+mod service;
 pub mod serving;
 pub mod stats;
 pub mod vllm;
+
+pub use found::{measurement, number, slug};
+pub use service::{Metrics, measurement_of};
 
 use app::metrics::Measurement;
 
@@ -30,36 +34,6 @@ pub fn extract(text: &str) -> Vec<Measurement> {
     found.extend(llama_bench::extract(text));
     found.extend(collectives::extract(text));
     found
-}
-
-/// A label as a metric name: `Peak concurrent requests` → `peak_concurrent_requests`.
-pub(crate) fn slug(label: &str) -> String {
-    let mut out = String::with_capacity(label.len());
-    for c in label.trim().chars() {
-        if c.is_ascii_alphanumeric() {
-            out.push(c.to_ascii_lowercase());
-        } else if !out.ends_with('_') && !out.is_empty() {
-            out.push('_');
-        }
-    }
-    out.trim_end_matches('_').to_string()
-}
-
-/// A number as tools print it (`1049.39`, `3.50`, `1e-3`, `1,234.5`).
-pub(crate) fn number(text: &str) -> Option<f64> {
-    let cleaned: String = text.trim().chars().filter(|c| *c != ',').collect();
-    cleaned.parse::<f64>().ok().filter(|v| v.is_finite())
-}
-
-pub(crate) fn measurement(metric: impl Into<String>, value: f64, unit: &str, extractor: &str) -> Measurement {
-    Measurement {
-        metric: metric.into(),
-        value,
-        unit: unit.into(),
-        extractor: extractor.into(),
-        stddev: None,
-        key: None,
-    }
 }
 
 #[cfg(test)]

@@ -2,7 +2,8 @@
 
 use super::custom::Extractor;
 use crate::db::Store;
-use crate::runs::output::Outputs;
+use crate::error::{Context, Result};
+use crate::output::Outputs;
 
 /// Benchmarks print their results at the end: of a longer output, the last
 /// this many bytes are read. (32 MB here made a gigabyte's ingest peak 30 MB
@@ -11,11 +12,11 @@ pub const READ_BYTES: u64 = 8 * 1024 * 1024;
 
 /// Runs every extractor (built-in, and the investigation's own) over the run's
 /// output and replaces what was stored for it. Returns how many were found.
-pub async fn for_run(store: &Store, outputs: &Outputs, investigation: &str, run: i64) -> Result<usize, String> {
-    let len = outputs.len(run).await.map_err(|e| e.to_string())?;
+pub async fn for_run(store: &Store, outputs: &Outputs, investigation: &str, run: i64) -> Result<usize> {
+    let len = outputs.len(run).await.context(format!("reading the output length of run {run}"))?;
     let from = len.saturating_sub(READ_BYTES);
-    let (bytes, _) = outputs.read_range(run, from, READ_BYTES).await.map_err(|e| e.to_string())?;
-    let definitions = store.extractors(investigation).await.map_err(|e| e.to_string())?;
+    let (bytes, _) = outputs.read_range(run, from, READ_BYTES).await.context(format!("reading run {run}'s output"))?;
+    let definitions = store.extractors(investigation).await?;
     let found = tokio::task::spawn_blocking(move || {
         let text = String::from_utf8_lossy(&bytes);
         let mut found = super::extract(&text);
@@ -28,21 +29,21 @@ pub async fn for_run(store: &Store, outputs: &Outputs, investigation: &str, run:
         found
     })
     .await
-    .map_err(|e| e.to_string())?;
+    .context("extracting measurements")?;
     // The GPUs' telemetry during the run, as numbers like the output's; then
     // what the investigation's formulas make of all of them.
     let mut found = found;
-    let samples = store.samples(run).await.map_err(|e| e.to_string())?;
+    let samples = store.samples(run).await?;
     found.extend(crate::telemetry::summary::summarize(&samples));
-    let defs = derived_defs(store, investigation).await.map_err(|e| e.to_string())?;
-    let config = store.run(run).await.map_err(|e| e.to_string())?.and_then(|r| r.config);
+    let defs = derived_defs(store, investigation).await?;
+    let config = store.run(run).await?.and_then(|r| r.config);
     let settings = config
         .and_then(|c| serde_json::from_str::<app::sweeps::Config>(&c).ok())
         .map(|c| super::derived::settings_of(&c))
         .unwrap_or_default();
     let derived = super::derived::apply(&defs, &found, &settings);
     found.extend(derived);
-    store.replace_run_measurements(investigation, run, &found).await.map_err(|e| e.to_string())?;
+    store.replace_run_measurements(investigation, run, &found).await?;
     Ok(found.len())
 }
 

@@ -1,15 +1,25 @@
-//! The notebook's measurement operations: manual numbers, an investigation's own
-//! extractors (adding one re-reads the runs it already has).
+//! The measurement operations: manual numbers, an investigation's own
+//! extractors and derived metrics (adding one re-reads the runs it already has),
+//! and calculator inputs linked to measurements.
 
 use super::custom::Extractor;
-use crate::db::MeasurementRow;
-use crate::notebook::{Service, timestamp};
+use crate::db::{MeasurementRow, Store};
+use crate::error::{Context, Error, Result};
+use crate::output::Outputs;
+use crate::policy::{Edit, Permit, Read};
+use crate::time::timestamp;
 use app::error::ApiError;
-use app::metrics::{ExtractorDef, Measurement, NewMeasurement, StoredMeasurement};
+use app::metrics::{DerivedDef, ExtractorDef, Measurement, NewMeasurement, StoredMeasurement};
 use app::steps::StepBody;
 use app::steps::calculator::{CalculatorBody, MeasuredFrom};
 
-pub(crate) fn measurement_of(row: MeasurementRow) -> StoredMeasurement {
+#[derive(Clone)]
+pub struct Metrics {
+    store: Store,
+    outputs: Outputs,
+}
+
+pub fn measurement_of(row: MeasurementRow) -> StoredMeasurement {
     StoredMeasurement {
         id: row.id,
         run_id: row.run_id,
@@ -27,10 +37,10 @@ pub(crate) fn measurement_of(row: MeasurementRow) -> StoredMeasurement {
     }
 }
 
-fn check_text(what: &str, text: Option<&str>, max: usize) -> Result<Option<String>, ApiError> {
+fn check_text(what: &str, text: Option<&str>, max: usize) -> Result<Option<String>> {
     let Some(text) = text.map(str::trim).filter(|t| !t.is_empty()) else { return Ok(None) };
     if text.chars().count() > max {
-        return Err(ApiError::invalid(format!("The {what} is over {max} characters.")));
+        return Err(ApiError::invalid(format!("The {what} is over {max} characters.")).into());
     }
     Ok(Some(text.to_string()))
 }
@@ -65,10 +75,23 @@ impl Wanted {
     }
 }
 
-impl Service {
+impl Metrics {
+    pub fn new(store: Store, outputs: Outputs) -> Self {
+        Self { store, outputs }
+    }
+
+    async fn existing(&self, investigation: &str) -> Result<()> {
+        if crate::ids::is_investigation_id(investigation) && self.store.investigation(investigation).await?.is_some() {
+            Ok(())
+        } else {
+            Err(crate::investigations::not_found(investigation).into())
+        }
+    }
+
     /// Fills calculator inputs linked to measurements (`tok_s_from`, `latency_from`)
     /// with their values, checking each is of this investigation and of a fitting unit.
-    pub(crate) async fn link_measurements(&self, investigation: &str, body: StepBody) -> Result<StepBody, ApiError> {
+    pub async fn link(&self, permit: &Permit<Edit>, body: StepBody) -> Result<StepBody> {
+        let investigation = permit.investigation();
         let StepBody::Calculator(mut calculator) = body else { return Ok(body) };
         match &mut calculator {
             CalculatorBody::Bandwidth(b) => {
@@ -91,12 +114,7 @@ impl Service {
         Ok(StepBody::Calculator(calculator))
     }
 
-    async fn linked_value(
-        &self,
-        investigation: &str,
-        from: &mut MeasuredFrom,
-        wanted: Wanted,
-    ) -> Result<f64, ApiError> {
+    async fn linked_value(&self, investigation: &str, from: &mut MeasuredFrom, wanted: Wanted) -> Result<f64> {
         let id = from.measurement;
         let row = self
             .store
@@ -128,24 +146,24 @@ impl Service {
         Ok(row.value * factor)
     }
 
-    pub(crate) async fn measurements(&self, investigation: &str) -> Result<Vec<StoredMeasurement>, ApiError> {
-        self.existing_investigation(investigation).await?;
+    /// Every measurement of the investigation (from its runs, and manual ones).
+    pub async fn measurements(&self, permit: &Permit<Read>) -> Result<Vec<StoredMeasurement>> {
+        let investigation = permit.investigation();
+        self.existing(investigation).await?;
         let rows = self.store.measurements_of_investigation(investigation).await?;
         Ok(rows.into_iter().map(measurement_of).collect())
     }
 
-    pub(crate) async fn add_measurement(
-        &self,
-        investigation: &str,
-        new: NewMeasurement,
-    ) -> Result<StoredMeasurement, ApiError> {
-        self.existing_investigation(investigation).await?;
-        let metric = super::slug(&new.metric);
+    pub async fn add(&self, permit: &Permit<Edit>, new: NewMeasurement) -> Result<StoredMeasurement> {
+        let investigation = permit.investigation();
+        self.existing(investigation).await?;
+        let metric = super::found::slug(&new.metric);
         if metric.is_empty() || metric.len() > 80 {
-            return Err(ApiError::invalid("Name the metric (letters, digits, `_`), e.g. output_throughput."));
+            return Err(ApiError::invalid("Name the metric (letters, digits, `_`), e.g. output_throughput.").into());
         }
         if !new.value.is_finite() || new.stddev.is_some_and(|s| !s.is_finite() || s < 0.0) {
-            return Err(ApiError::invalid("The value (and stddev) must be finite numbers, the stddev not negative."));
+            let why = "The value (and stddev) must be finite numbers, the stddev not negative.";
+            return Err(ApiError::invalid(why).into());
         }
         let unit = check_text("unit", Some(&new.unit), 20)?.unwrap_or_default();
         let note = check_text("note", new.note.as_deref(), 2_000)?;
@@ -154,27 +172,33 @@ impl Service {
             Measurement { metric, value: new.value, unit, extractor: "manual".into(), stddev: new.stddev, key: None };
         let id = self.store.insert_manual_measurement(investigation, &m, note.as_deref(), label.as_deref()).await?;
         let rows = self.store.measurements_of_investigation(investigation).await?;
-        rows.into_iter().find(|r| r.id == id).map(measurement_of).ok_or_else(ApiError::internal)
+        rows.into_iter()
+            .find(|r| r.id == id)
+            .map(measurement_of)
+            .ok_or_else(|| Error::bug(format!("manual measurement {id} is gone right after it was stored")))
     }
 
-    pub(crate) async fn delete_measurement(&self, id: i64) -> Result<(), ApiError> {
+    pub async fn delete(&self, _: &Permit<Edit>, id: i64) -> Result<()> {
         if !self.store.delete_measurement(id).await? {
             return Err(ApiError::not_found(format!(
                 "There is no manual measurement {id} (measurements from runs go with their run)."
-            )));
+            ))
+            .into());
         }
         Ok(())
     }
 
-    pub(crate) async fn extractors(&self, investigation: &str) -> Result<Vec<ExtractorDef>, ApiError> {
-        self.existing_investigation(investigation).await?;
+    pub async fn extractors(&self, permit: &Permit<Read>) -> Result<Vec<ExtractorDef>> {
+        let investigation = permit.investigation();
+        self.existing(investigation).await?;
         let rows = self.store.extractors(investigation).await?;
         Ok(rows.into_iter().map(|r| ExtractorDef { name: r.name, pattern: r.pattern, unit: r.unit }).collect())
     }
 
     /// Adds the extractor and reads every finished run of the investigation again.
-    pub(crate) async fn add_extractor(&self, investigation: &str, def: ExtractorDef) -> Result<ExtractorDef, ApiError> {
-        self.existing_investigation(investigation).await?;
+    pub async fn add_extractor(&self, permit: &Permit<Edit>, def: ExtractorDef) -> Result<ExtractorDef> {
+        let investigation = permit.investigation();
+        self.existing(investigation).await?;
         Extractor::new(&def.name, &def.pattern, &def.unit)?;
         let def = ExtractorDef { name: def.name.trim().into(), pattern: def.pattern, unit: def.unit.trim().into() };
         let added = self.store.insert_extractor(investigation, &def.name, &def.pattern, &def.unit).await?;
@@ -182,57 +206,60 @@ impl Service {
             return Err(ApiError::new(
                 app::error::ErrorCode::Conflict,
                 format!("This investigation already has an extractor {:?}.", def.name),
-            ));
+            )
+            .into());
         }
         self.reextract(investigation).await;
         Ok(def)
     }
 
-    pub(crate) async fn remove_extractor(&self, investigation: &str, name: &str) -> Result<(), ApiError> {
+    pub async fn remove_extractor(&self, permit: &Permit<Edit>, name: &str) -> Result<()> {
+        let investigation = permit.investigation();
         if !self.store.delete_extractor(investigation, name).await? {
-            return Err(ApiError::not_found(format!("There is no extractor {name:?} here.")));
+            return Err(ApiError::not_found(format!("There is no extractor {name:?} here.")).into());
         }
         self.reextract(investigation).await;
         Ok(())
     }
 
-    pub(crate) async fn derived_metrics(&self, investigation: &str) -> Result<Vec<app::metrics::DerivedDef>, ApiError> {
-        self.existing_investigation(investigation).await?;
+    pub async fn derived(&self, permit: &Permit<Read>) -> Result<Vec<DerivedDef>> {
+        let investigation = permit.investigation();
+        self.existing(investigation).await?;
         Ok(super::record::derived_defs(&self.store, investigation).await?)
     }
 
     /// Adds the derived metric and computes it for every finished run.
-    pub(crate) async fn add_derived(
-        &self,
-        investigation: &str,
-        def: app::metrics::DerivedDef,
-    ) -> Result<app::metrics::DerivedDef, ApiError> {
-        self.existing_investigation(investigation).await?;
-        let def = app::metrics::DerivedDef { name: def.name.trim().into(), unit: def.unit.trim().into(), ..def };
+    pub async fn add_derived(&self, permit: &Permit<Edit>, def: DerivedDef) -> Result<DerivedDef> {
+        let investigation = permit.investigation();
+        self.existing(investigation).await?;
+        let def = DerivedDef { name: def.name.trim().into(), unit: def.unit.trim().into(), ..def };
         super::derived::check(&def)?;
-        let constants = serde_json::to_string(&def.constants).map_err(|e| crate::notebook::internal("constants", e))?;
+        let constants = serde_json::to_string(&def.constants).context("a derived metric's constants as JSON")?;
         if !self.store.insert_derived(investigation, &def.name, &def.unit, &def.formula, &constants).await? {
             return Err(ApiError::new(
                 app::error::ErrorCode::Conflict,
                 format!("This investigation already has a derived metric {:?}.", def.name),
-            ));
+            )
+            .into());
         }
         self.reextract(investigation).await;
         Ok(def)
     }
 
-    pub(crate) async fn remove_derived(&self, investigation: &str, name: &str) -> Result<(), ApiError> {
+    pub async fn remove_derived(&self, permit: &Permit<Edit>, name: &str) -> Result<()> {
+        let investigation = permit.investigation();
         if !self.store.delete_derived(investigation, name).await? {
-            return Err(ApiError::not_found(format!("There is no derived metric {name:?} here.")));
+            return Err(ApiError::not_found(format!("There is no derived metric {name:?} here.")).into());
         }
         self.reextract(investigation).await;
         Ok(())
     }
 
+    /// Every finished run's measurements again (after its definitions changed).
     async fn reextract(&self, investigation: &str) {
         let runs = self.store.runs_of_investigation(investigation).await.unwrap_or_default();
         for run in runs.iter().filter(|r| r.finished_at.is_some()) {
-            if let Err(e) = super::record::for_run(&self.store, self.runner.outputs(), investigation, run.id).await {
+            if let Err(e) = super::record::for_run(&self.store, &self.outputs, investigation, run.id).await {
                 tracing::error!(run = run.id, "cannot extract measurements: {e}");
             }
         }

@@ -2,7 +2,7 @@
 //! `benchmark_serving.py`) and of SGLang's `bench_serving`: `Label (unit): value`
 //! lines between `=== Serving Benchmark Result ===` and the closing `=====` rule.
 
-use super::{measurement, number, slug};
+use super::found::{measurement, number, slug};
 use app::metrics::Measurement;
 use regex::Regex;
 use std::sync::LazyLock;

@@ -2,7 +2,7 @@
 //! anywhere in a line, so log prefixes (`INFO 03-22 18:40:47 [...]`) and quoting
 //! around them do not matter.
 
-use super::{measurement, number};
+use super::found::{measurement, number};
 use app::metrics::Measurement;
 use regex::Regex;
 use std::sync::LazyLock;

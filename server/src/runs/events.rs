@@ -5,6 +5,7 @@
 //! an empty `run` or `change`, which makes a page read everything again.
 
 use super::live::{Change, Live, RunEvent};
+use super::sse::frame;
 use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use std::sync::Arc;
@@ -38,11 +39,6 @@ pub fn follow(live: &Arc<Live>, investigation: String, me: String, in_sync: bool
     futures::stream::select(sync.chain(runs), others)
 }
 
-/// `event: NAME` and one `data:` line, without an id (these are not resumable).
-fn frame(event: &str, data: &str) -> Bytes {
-    Bytes::from(format!("event: {event}\ndata: {data}\n\n"))
-}
-
 async fn next_run(receiver: &mut Receiver<RunEvent>, investigation: &str) -> Option<Bytes> {
     loop {
         match receiver.recv().await {
@@ -74,9 +70,4 @@ async fn next_change(changes: &mut Receiver<Change>, investigation: &str, me: &s
             Err(RecvError::Closed) => return None,
         }
     }
-}
-
-/// The frame of a run event, made once per event for all its readers.
-pub(super) fn run_frame(json: &str) -> Bytes {
-    frame("run", json)
 }

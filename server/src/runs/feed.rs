@@ -13,8 +13,8 @@
 //! a newline too) and closes; viewers then read what is left and send `end`.
 
 use super::live::{Live, Progress};
-use super::output::Outputs;
 use super::output_html;
+use crate::output::Outputs;
 use bytes::Bytes;
 use futures::Stream;
 use std::collections::HashMap;
@@ -29,24 +29,6 @@ const FRAME_BYTES: u64 = 256 * 1024;
 const BUFFERED_FRAMES: usize = 64;
 /// How long a viewer of a queued run waits for it to start.
 const QUEUED_WAIT: Duration = Duration::from_secs(60);
-
-/// One event, encoded once: `event`, `id` (the byte offset after it) and the
-/// data, each of its lines as a `data:` field.
-pub fn sse_frame(event: &str, id: u64, data: &str) -> Bytes {
-    let mut frame = String::with_capacity(data.len() + 40);
-    frame.push_str("event: ");
-    frame.push_str(event);
-    frame.push_str("\nid: ");
-    frame.push_str(&id.to_string());
-    frame.push('\n');
-    for line in data.split('\n') {
-        frame.push_str("data: ");
-        frame.push_str(line.strip_suffix('\r').unwrap_or(line));
-        frame.push('\n');
-    }
-    frame.push('\n');
-    Bytes::from(frame)
-}
 
 /// Output `[start, end)` of a run, as the SSE frame every viewer gets.
 #[derive(Clone, Debug)]
@@ -103,7 +85,11 @@ async fn read_frame(
         return Ok(None);
     }
     let end = offset + n as u64;
-    Ok(Some(Frame { start: offset, end, bytes: sse_frame("output", end, &output_html(run, &bytes[..n])) }))
+    Ok(Some(Frame {
+        start: offset,
+        end,
+        bytes: super::sse::frame_with_id("output", end, &output_html(run, &bytes[..n])),
+    }))
 }
 
 impl Feeds {
@@ -287,25 +273,19 @@ impl Viewer {
             return self.read_from_file(len).await;
         }
         self.done = true;
-        sse_frame("end", self.offset, "end")
+        super::sse::frame_with_id("end", self.offset, "end")
     }
 
     fn fail(&mut self, why: &str) -> Bytes {
         tracing::error!(run = self.run, "live output: {why}");
         self.done = true;
-        sse_frame("end", self.offset, "error")
+        super::sse::frame_with_id("end", self.offset, "error")
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn frames_are_server_sent_events() {
-        let frame = sse_frame("output", 12, "a\nb\r\n");
-        assert_eq!(&frame[..], b"event: output\nid: 12\ndata: a\ndata: b\ndata: \n\n");
-    }
 
     #[test]
     fn frames_end_at_a_line_unless_the_run_is_over() {

@@ -14,6 +14,7 @@
 //! which never send it on again. A run driven by another replica has a
 //! *remote* progress watch here, moved by the notices of its output.
 
+pub use crate::output::Progress;
 use app::runs::Run;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -32,7 +33,7 @@ pub struct RunEvent {
 
 impl RunEvent {
     pub fn new(investigation: &str, run: Run) -> Self {
-        let frame = super::events::run_frame(&serde_json::to_string(&run).unwrap_or_default());
+        let frame = super::sse::frame("run", &serde_json::to_string(&run).unwrap_or_default());
         Self { investigation_id: investigation.to_string(), run, frame }
     }
 }
@@ -95,13 +96,6 @@ impl Drop for Presence {
     fn drop(&mut self) {
         self.live.leave(&self.investigation, &self.name);
     }
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Progress {
-    /// Bytes of output stored (readable).
-    pub len: u64,
-    pub finished: bool,
 }
 
 /// A running run's progress, and whether another replica drives it.

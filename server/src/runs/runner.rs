@@ -13,12 +13,14 @@
 
 use super::feed::Feeds;
 use super::live::{Live, RunEvent};
-use super::output::{Outputs, Stream};
 use super::run_from_row;
-use crate::db::{NewAudit, NewRun, RunEnd, Store, now_ms};
+use crate::db::{NewAudit, NewRun, RunEnd, Store};
+use crate::output::{Outputs, Stream};
+use crate::ssh::exec::{self, Event, Exit};
 use crate::ssh::{Pool, Target, quote};
-use app::runs::Run;
-use russh::{ChannelMsg, Sig};
+use crate::time::now_ms;
+use app::runs::{Run, RunStatus};
+use russh::Sig;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -97,7 +99,7 @@ impl Runner {
     }
 
     /// The search index (what changed goes to it).
-    pub fn search(&self) -> &crate::search::Index {
+    pub fn search(&self) -> &Arc<crate::search::Index> {
         &self.search
     }
 
@@ -152,8 +154,9 @@ impl Runner {
                     }
                 } else {
                     runner.execute(&investigation, run.id, &target).await;
-                    let ended = runner.store.run(run.id).await.ok().flatten().map(|r| r.status);
-                    if stop_on_failure && ended.as_deref().is_some_and(|s| s != "succeeded" && s != "cancelled") {
+                    let ended = runner.store.run(run.id).await.ok().flatten().and_then(|r| RunStatus::parse(&r.status));
+                    if stop_on_failure && ended.is_some_and(|s| s != RunStatus::Succeeded && s != RunStatus::Cancelled)
+                    {
                         failed = Some(run.id);
                     }
                 }
@@ -274,10 +277,10 @@ impl Runner {
         let end = self.drive(&run, target, &mut cancelled, &progress).await;
         drop(driving);
         let how = match (end.exit_code, &end.exit_signal, &end.error) {
-            (Some(code), _, _) => format!("{} (exit {code})", end.status),
-            (None, Some(signal), _) => format!("{} (signal {signal})", end.status),
-            (None, None, Some(error)) => format!("{}: {error}", end.status),
-            _ => end.status.to_string(),
+            (Some(code), _, _) => format!("{} (exit {code})", end.status.as_str()),
+            (None, Some(signal), _) => format!("{} (signal {signal})", end.status.as_str()),
+            (None, None, Some(error)) => format!("{}: {error}", end.status.as_str()),
+            _ => end.status.as_str().to_string(),
         };
         crate::audit::record(&self.store, entry("run.end", Some(how))).await;
         let end_ref = RunEnd {
@@ -299,7 +302,7 @@ impl Runner {
             tracing::error!(run = run_id, "cannot record the end of the run: {e}");
         }
         self.live.finish(run_id);
-        tracing::info!(run = run_id, host = %target.name, status = end.status, "run finished");
+        tracing::info!(run = run_id, host = %target.name, status = end.status.as_str(), "run finished");
         self.search.run_ended(run_id);
         self.publish(investigation, run_id).await;
     }
@@ -307,8 +310,8 @@ impl Runner {
     /// Keeps the run's telemetry drawn, for its page.
     async fn draw_telemetry(&self, run: i64) {
         let drawn = match crate::telemetry::of_run(&self.store, run, true).await {
-            Ok(telemetry) => crate::charts::telemetry(&telemetry),
-            Err(e) => Err(e.to_string()),
+            Ok(telemetry) => crate::charts::telemetry(&telemetry).map_err(crate::error::Error::from),
+            Err(e) => Err(crate::error::Error::from(e)),
         };
         match drawn {
             Ok(svg) => {
@@ -339,23 +342,23 @@ impl Runner {
         tokio::pin!(sleep_until_deadline);
 
         // Connecting counts against the timeout and can be cancelled.
-        let session = tokio::select! {
-            session = self.pool.session(target) => session,
+        let opened = tokio::select! {
+            opened = exec::open(&self.pool, target) => opened,
             _ = cancel_requested(cancelled) => return OwnedEnd::stopped(Stop::Cancel, "Cancelled while connecting."),
             () = &mut sleep_until_deadline => return OwnedEnd::stopped(Stop::Timeout, "Timed out while connecting."),
         };
-        let session = match session {
-            Ok(s) => s,
-            Err(e) => return OwnedEnd::error("failed", e.to_string()),
+        let opened = match opened {
+            Ok(opened) => opened,
+            Err(e) => return OwnedEnd::error(RunStatus::Failed, e.to_string()),
         };
-        let mut channel = session.channel;
         let env: Vec<(&str, &str)> = run.env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         let unset = run.config.as_ref().map(super::unset_in).unwrap_or_default();
         let script = quote::remote_script(&run.command, env, unset.iter().map(String::as_str), run.cwd.as_deref());
         let started = std::time::Instant::now();
-        if let Err(e) = channel.exec(true, script.into_bytes()).await {
-            return OwnedEnd::error("lost", format!("Could not start the command: {e}"));
-        }
+        let mut command = match opened.start(&script).await {
+            Ok(command) => command,
+            Err(e) => return OwnedEnd::error(RunStatus::Lost, e.to_string()),
+        };
         // The GPUs, sampled on a second channel while the command runs.
         let sampler = run.telemetry.then(|| {
             crate::telemetry::Sampler::start(
@@ -371,8 +374,8 @@ impl Runner {
         let mut writer = match self.outputs.writer(run.id, progress.clone()) {
             Ok(w) => w,
             Err(e) => {
-                let _ = channel.close().await;
-                return OwnedEnd::error("failed", format!("Cannot store output: {e}"));
+                command.close().await;
+                return OwnedEnd::error(RunStatus::Failed, format!("Cannot store output: {e}"));
             }
         };
         let mut exit_code: Option<i64> = None;
@@ -394,23 +397,21 @@ impl Runner {
                 }
             };
             tokio::select! {
-                msg = channel.wait() => {
-                    let Some(msg) = msg else { break };
-                    match msg {
-                        ChannelMsg::Data { data } => {
+                event = command.next() => {
+                    let Some(event) = event else { break };
+                    match event {
+                        Event::Stdout(data) => {
                             if let Err(e) = writer.append(Stream::Stdout, &data, now_ms()).await {
                                 write_error.get_or_insert(e.to_string());
                             }
                         }
-                        ChannelMsg::ExtendedData { data, ext: 1 } => {
+                        Event::Stderr(data) => {
                             if let Err(e) = writer.append(Stream::Stderr, &data, now_ms()).await {
                                 write_error.get_or_insert(e.to_string());
                             }
                         }
-                        ChannelMsg::ExitStatus { exit_status } => exit_code = Some(i64::from(exit_status)),
-                        ChannelMsg::ExitSignal { signal_name, .. } => exit_signal = Some(signal_name_of(&signal_name)),
-                        ChannelMsg::Close => break,
-                        _ => {}
+                        Event::Exit(Exit::Code(code)) => exit_code = Some(i64::from(code)),
+                        Event::Exit(Exit::Signal(signal)) => exit_signal = Some(signal),
                     }
                     unflushed = true;
                 }
@@ -423,17 +424,17 @@ impl Runner {
                 }
                 _ = cancel_requested(cancelled), if stop.is_none() => {
                     stop = Some(Stop::Cancel);
-                    let _ = channel.signal(Sig::INT).await;
+                    command.signal(Sig::INT).await;
                     kill_at = Some(tokio::time::Instant::now() + GRACE);
                 }
                 () = &mut sleep_until_deadline, if stop.is_none() => {
                     stop = Some(Stop::Timeout);
-                    let _ = channel.signal(Sig::INT).await;
+                    command.signal(Sig::INT).await;
                     kill_at = Some(tokio::time::Instant::now() + GRACE);
                 }
                 () = kill => {
-                    let _ = channel.signal(Sig::KILL).await;
-                    let _ = channel.close().await;
+                    command.signal(Sig::KILL).await;
+                    command.close().await;
                     break;
                 }
                 _ = counts.tick() => {
@@ -452,17 +453,17 @@ impl Runner {
             tracing::error!(run = run.id, "cannot record output counts: {e}");
         }
 
-        let connection_lost = session.connection.is_closed();
+        let connection_lost = command.connection_lost();
         let mut end = match (stop, exit_code, &exit_signal) {
             (Some(Stop::Cancel), ..) => OwnedEnd::stopped(Stop::Cancel, "Cancelled."),
             (Some(Stop::Timeout), ..) => OwnedEnd::stopped(
                 Stop::Timeout,
                 &format!("Stopped after the step's timeout of {} s.", run.timeout_s.unwrap_or_default()),
             ),
-            (None, Some(0), _) => OwnedEnd::new("succeeded"),
-            (None, Some(_), _) | (None, None, Some(_)) => OwnedEnd::new("failed"),
+            (None, Some(0), _) => OwnedEnd::new(RunStatus::Succeeded),
+            (None, Some(_), _) | (None, None, Some(_)) => OwnedEnd::new(RunStatus::Failed),
             (None, None, None) => OwnedEnd::error(
-                "lost",
+                RunStatus::Lost,
                 if connection_lost {
                     format!("The connection to {} was lost; the output received until then is kept.", target.name)
                 } else {
@@ -486,31 +487,24 @@ async fn cancel_requested(switch: &mut watch::Receiver<bool>) {
     }
 }
 
-fn signal_name_of(sig: &Sig) -> String {
-    match sig {
-        Sig::Custom(name) => name.clone(),
-        other => format!("{other:?}"),
-    }
-}
-
 struct OwnedEnd {
-    status: &'static str,
+    status: RunStatus,
     exit_code: Option<i64>,
     exit_signal: Option<String>,
     error: Option<String>,
 }
 
 impl OwnedEnd {
-    fn new(status: &'static str) -> Self {
+    fn new(status: RunStatus) -> Self {
         Self { status, exit_code: None, exit_signal: None, error: None }
     }
-    fn error(status: &'static str, error: String) -> Self {
+    fn error(status: RunStatus, error: String) -> Self {
         Self { error: Some(error), ..Self::new(status) }
     }
     fn stopped(stop: Stop, why: &str) -> Self {
         let status = match stop {
-            Stop::Cancel => "cancelled",
-            Stop::Timeout => "timed_out",
+            Stop::Cancel => RunStatus::Cancelled,
+            Stop::Timeout => RunStatus::TimedOut,
         };
         Self::error(status, why.to_string())
     }

@@ -4,7 +4,9 @@
 use super::excerpt;
 use super::query::{Query, QueryError};
 use crate::db::{DocQuery, DocRow, Store};
-use crate::runs::output::Outputs;
+use crate::error::Result;
+use crate::output::Outputs;
+use crate::policy::Readers;
 use app::error::ApiError;
 use app::search::{DEFAULT_LIMIT, MAX_LIMIT, SearchHit, SearchRequest, SearchResults};
 
@@ -14,19 +16,38 @@ impl From<QueryError> for ApiError {
     }
 }
 
+/// Searching what the reader may read.
+#[derive(Clone)]
+pub struct Search {
+    store: Store,
+    outputs: Outputs,
+}
+
+impl Search {
+    pub fn new(store: Store, outputs: Outputs) -> Self {
+        Self { store, outputs }
+    }
+
+    /// What the reader may read that matches, with its permalinks and excerpts
+    /// (rights are part of the store's query).
+    pub async fn find(&self, readers: &Readers, request: &SearchRequest) -> Result<SearchResults> {
+        search(&self.store, &self.outputs, readers.member(), request).await
+    }
+}
+
 /// `reader`: `None` for an admin (everything), else the user whose memberships count.
-pub async fn search(
+async fn search(
     store: &Store,
     outputs: &Outputs,
     reader: Option<&str>,
     request: &SearchRequest,
-) -> Result<SearchResults, ApiError> {
-    let query = Query::parse(&request.q)?;
+) -> Result<SearchResults> {
+    let query = Query::parse(&request.q).map_err(ApiError::from)?;
     let newest_first = match request.sort.as_deref() {
         None | Some("" | "relevance") => query.terms.is_empty(),
         Some("newest") => true,
         Some(other) => {
-            return Err(ApiError::invalid(format!("sort is relevance or newest, not {other:?}.")));
+            return Err(ApiError::invalid(format!("sort is relevance or newest, not {other:?}.")).into());
         }
     };
     let limit = request.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
@@ -145,7 +166,7 @@ async fn hit(outputs: &Outputs, row: DocRow, marks: &excerpt::Marks) -> SearchHi
         html,
         line,
         output_url,
-        at: crate::notebook::timestamp(row.created_at),
+        at: crate::time::timestamp(row.created_at),
         author: row.author,
     }
 }

@@ -30,10 +30,10 @@ pub mod excerpt;
 mod find;
 pub mod query;
 
-pub use find::search;
+pub use find::Search;
 
 use crate::db::{NewDoc, OwnedBy, Store};
-use crate::runs::output::Outputs;
+use crate::output::Outputs;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -243,7 +243,7 @@ async fn index_run(
     run: i64,
 ) -> Result<Option<String>, IndexError> {
     let Some(row) = store.run(run).await? else { return Ok(None) };
-    if matches!(row.status.as_str(), "queued" | "running") {
+    if app::runs::RunStatus::parse(&row.status).is_none_or(|s| !s.is_finished()) {
         return Ok(None);
     }
     let Some(investigation) = store.investigation_of(OwnedBy::Run, run).await? else { return Ok(None) };

@@ -200,10 +200,10 @@ impl Query {
             });
         }
         if let Some(ms) = f.after_ms {
-            parts.push(format!("after:{}", crate::notebook::day(ms)));
+            parts.push(format!("after:{}", crate::time::day(ms)));
         }
         if let Some(ms) = f.before_ms {
-            parts.push(format!("before:{}", crate::notebook::day(ms)));
+            parts.push(format!("before:{}", crate::time::day(ms)));
         }
         parts.join(" ")
     }
@@ -387,7 +387,7 @@ mod tests {
     #[test]
     fn dates_round_trip() {
         for day in ["1970-01-01", "2000-02-29", "2026-12-01", "2099-12-31"] {
-            assert_eq!(crate::notebook::day(day_ms(day).unwrap()), day);
+            assert_eq!(crate::time::day(day_ms(day).unwrap()), day);
         }
     }
 }

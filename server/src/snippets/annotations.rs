@@ -5,9 +5,12 @@
 //! written against; when a refresh brings a file with another sha256 it is marked
 //! `outdated` rather than moved, since lines cannot be matched reliably.
 
+use super::Source;
 use crate::db::AnnotationRow;
+use crate::error::Result;
 use crate::markdown::to_safe_html;
-use crate::notebook::{Service, timestamp};
+use crate::policy::{Edit, Permit, Read};
+use crate::time::timestamp;
 use app::error::ApiError;
 use app::model::Step;
 use app::steps::StepBody;
@@ -91,8 +94,9 @@ fn view(row: AnnotationRow, snapshots: &[Snapshot]) -> Annotation {
     }
 }
 
-impl Service {
-    pub(crate) fn attach_annotations(&self, steps: &mut [Step], rows: Vec<AnnotationRow>) {
+impl Source {
+    /// The annotations of snippet steps (after their snapshots, which say what is outdated).
+    pub fn attach_annotations(&self, _: &Permit<Read>, steps: &mut [Step], rows: Vec<AnnotationRow>) {
         for row in rows {
             let Some(step) = steps.iter_mut().find(|s| s.id == row.step_id) else { continue };
             let annotation = view(row, &step.snapshots);
@@ -100,26 +104,56 @@ impl Service {
         }
     }
 
-    pub(crate) async fn add_annotation(&self, step_id: i64, new: NewAnnotation) -> Result<Annotation, ApiError> {
-        let step = self.step(step_id).await?;
+    /// A step as annotations see it: its body and snapshots, if it is of the permit's investigation.
+    async fn annotated_step(&self, permit: &Permit<impl crate::policy::Right>, step_id: i64) -> Result<Step> {
+        let row = self.store.step(step_id).await?.filter(|s| s.investigation_id == permit.investigation());
+        let row = row.ok_or_else(|| ApiError::not_found(format!("There is no step {step_id}.")))?;
+        let mut step = crate::steps::unrendered(row)?;
+        step.snapshots = self.store.snapshots_of_step(step_id).await?.into_iter().map(super::snapshot_view).collect();
+        Ok(step)
+    }
+
+    /// The annotation, if it is of the permit's investigation.
+    async fn row(&self, permit: &Permit<impl crate::policy::Right>, id: i64) -> Result<(AnnotationRow, Step)> {
+        let row = self.store.annotation(id).await?.ok_or_else(|| not_found(id))?;
+        let step = self.annotated_step(permit, row.step_id).await.map_err(|_| not_found(id))?;
+        Ok((row, step))
+    }
+
+    /// Writes an annotation beside lines the snippet step shows.
+    pub async fn add_annotation(
+        &self,
+        permit: &Permit<Edit>,
+        step_id: i64,
+        mut new: NewAnnotation,
+    ) -> Result<Annotation> {
+        // With accounts, the author is whoever is signed in, not what they type.
+        // Without (`--no-auth`, one person), a typed name is kept.
+        if !permit.actor().local {
+            new.author = Some(permit.actor().name.clone());
+        }
+        let step = self.annotated_step(permit, step_id).await?;
         let shown = newest_snapshot(&step)?;
         let range = check_range(new.start, new.end, shown)?;
         let body = check_body(&new.body)?;
         let author = check_author(new.author.as_deref())?;
         let id = self.store.insert_annotation(step_id, Some(shown.id), range, &body, author.as_deref()).await?;
         tracing::info!(step = step_id, annotation = id, "annotated lines {}–{}", new.start, new.end);
-        self.annotation(id).await
+        self.annotation(&permit.read(), id).await
     }
 
-    pub(crate) async fn annotation(&self, id: i64) -> Result<Annotation, ApiError> {
-        let row = self.store.annotation(id).await?.ok_or_else(|| not_found(id))?;
-        let step = self.step(row.step_id).await?;
+    pub async fn annotation(&self, permit: &Permit<Read>, id: i64) -> Result<Annotation> {
+        let (row, step) = self.row(permit, id).await?;
         Ok(view(row, &step.snapshots))
     }
 
-    pub(crate) async fn update_annotation(&self, id: i64, patch: AnnotationPatch) -> Result<Annotation, ApiError> {
-        let current = self.store.annotation(id).await?.ok_or_else(|| not_found(id))?;
-        let step = self.step(current.step_id).await?;
+    pub async fn update_annotation(
+        &self,
+        permit: &Permit<Edit>,
+        id: i64,
+        patch: AnnotationPatch,
+    ) -> Result<Annotation> {
+        let (current, step) = self.row(permit, id).await?;
         let start = patch.start.unwrap_or(u64::try_from(current.start_line).unwrap_or(1));
         let end = patch.end.unwrap_or(u64::try_from(current.end_line).unwrap_or(1));
         let range = if patch.start.is_some() || patch.end.is_some() {
@@ -132,14 +166,15 @@ impl Service {
             None => current.body.clone(),
         };
         if !self.store.update_annotation(id, range, &body).await? {
-            return Err(not_found(id));
+            return Err(not_found(id).into());
         }
-        self.annotation(id).await
+        self.annotation(&permit.read(), id).await
     }
 
-    pub(crate) async fn delete_annotation(&self, id: i64) -> Result<(), ApiError> {
+    pub async fn delete_annotation(&self, permit: &Permit<Edit>, id: i64) -> Result<()> {
+        self.row(permit, id).await?;
         if !self.store.delete_annotation(id).await? {
-            return Err(not_found(id));
+            return Err(not_found(id).into());
         }
         Ok(())
     }

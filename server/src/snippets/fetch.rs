@@ -50,29 +50,35 @@ fn sftp_error(path: &str, e: russh_sftp::client::error::Error) -> ApiError {
 }
 
 /// Lines `start..=end` (or the whole file, up to [`WHOLE_FILE_LIMIT`]).
-pub async fn fetch(pool: &Pool, target: &Target, path: &str, range: Option<(u64, u64)>) -> Result<Fetched, ApiError> {
+pub async fn fetch(
+    pool: &Pool,
+    target: &Target,
+    path: &str,
+    range: Option<(u64, u64)>,
+) -> crate::error::Result<Fetched> {
     if !path.starts_with('/') {
-        return Err(ApiError::invalid("Give an absolute path (starting with /)."));
+        return Err(ApiError::invalid("Give an absolute path (starting with /).").into());
     }
     if let Some((start, end)) = range {
         if start == 0 {
-            return Err(ApiError::invalid("Lines are numbered from 1."));
+            return Err(ApiError::invalid("Lines are numbered from 1.").into());
         }
         if start > end {
-            return Err(ApiError::invalid(format!("The range starts after it ends ({start} > {end}).")));
+            return Err(ApiError::invalid(format!("The range starts after it ends ({start} > {end}).")).into());
         }
     }
     let sftp = pool.sftp(target).await?;
     let meta = sftp.metadata(path).await.map_err(|e| sftp_error(path, e))?;
     if meta.is_dir() {
-        return Err(ApiError::invalid(format!("{path:?} is a directory; give a file (or grep the directory).")));
+        return Err(ApiError::invalid(format!("{path:?} is a directory; give a file (or grep the directory).")).into());
     }
     let size = meta.size.unwrap_or(0);
     if range.is_none() && size > WHOLE_FILE_LIMIT {
         return Err(ApiError::invalid(format!(
             "{path:?} is {} bytes; give a line range for files over {WHOLE_FILE_LIMIT} bytes.",
             size
-        )));
+        ))
+        .into());
     }
     let mut file = sftp.open(path).await.map_err(|e| sftp_error(path, e))?;
 
@@ -98,7 +104,9 @@ pub async fn fetch(pool: &Pool, target: &Target, path: &str, range: Option<(u64,
         if !checked_binary {
             checked_binary = true;
             if chunk[..chunk.len().min(8000)].contains(&0) {
-                return Err(ApiError::invalid(format!("{path:?} looks like a binary file (it contains NUL bytes).")));
+                return Err(
+                    ApiError::invalid(format!("{path:?} looks like a binary file (it contains NUL bytes).")).into()
+                );
             }
         }
         if digest_here {
@@ -144,7 +152,7 @@ pub async fn fetch(pool: &Pool, target: &Target, path: &str, range: Option<(u64,
     let last = first + lines.len() as u64 - 1;
     if lines.is_empty() {
         let total = total_lines.unwrap_or(line_no - 1);
-        return Err(ApiError::invalid(format!("{path:?} has {total} lines; line {want_start} is past its end.")));
+        return Err(ApiError::invalid(format!("{path:?} has {total} lines; line {want_start} is past its end.")).into());
     }
     if range.is_some() && last < want_end {
         notes.push(format!("The file has {last} lines: showing {first}–{last} instead of {first}–{want_end}."));
@@ -202,7 +210,7 @@ async fn host_facts(
     target: &Target,
     path: &str,
     notes: &mut Vec<String>,
-) -> Result<(Option<String>, Option<u64>), ApiError> {
+) -> crate::error::Result<(Option<String>, Option<u64>)> {
     let q = quote(path);
     // awk counts a last line without a newline, as an editor does (wc -l does not).
     let facts =
@@ -219,12 +227,12 @@ async fn host_facts(
 
 /// `module` (e.g. `vllm.distributed.device_communicators.custom_all_reduce`) →
 /// its source file, as `python` on the host resolves it (without importing it).
-pub async fn resolve_module(pool: &Pool, target: &Target, python: &str, module: &str) -> Result<String, ApiError> {
+pub async fn resolve_module(pool: &Pool, target: &Target, python: &str, module: &str) -> crate::error::Result<String> {
     let valid = |s: &str| {
         !s.is_empty() && s.split('.').all(|p| !p.is_empty() && p.chars().all(|c| c == '_' || c.is_ascii_alphanumeric()))
     };
     if !valid(module) {
-        return Err(ApiError::invalid(format!("{module:?} is not a Python module name.")));
+        return Err(ApiError::invalid(format!("{module:?} is not a Python module name.")).into());
     }
     let program = "import importlib.util, sys\nspec = importlib.util.find_spec(sys.argv[1])\nprint(spec.origin if spec and spec.origin else '')";
     let script = format!("{} -c {} {}", quote(python), quote(program), quote(module));
@@ -233,7 +241,7 @@ pub async fn resolve_module(pool: &Pool, target: &Target, python: &str, module: 
     if out.exit_code != Some(0) || !origin.starts_with('/') {
         let err = String::from_utf8_lossy(&out.stderr);
         let why = err.lines().last().unwrap_or("no source file").to_string();
-        return Err(ApiError::invalid(format!("{python} could not resolve {module}: {why}")));
+        return Err(ApiError::invalid(format!("{python} could not resolve {module}: {why}")).into());
     }
     Ok(origin)
 }

@@ -8,14 +8,26 @@ pub mod refs;
 pub mod resolve;
 pub mod search;
 
-use crate::db::SnapshotRow;
-use crate::notebook::{Service, internal, timestamp};
-use app::backend::Actor;
+use crate::db::{SnapshotRow, Store};
+use crate::error::{Context, Error, Result};
+use crate::hosts::Hosts;
+use crate::output::Outputs;
+use crate::policy::{Edit, ForBody, Permit, Read, RunOn};
+use crate::time::timestamp;
 use app::error::ApiError;
 use app::model::Step;
 use app::steps::StepBody;
 use app::steps::snippet::{Snapshot, SnippetBody};
 use std::collections::HashMap;
+
+/// Source on hosts: snippets fetched into snapshots, greps, annotations, and
+/// the files a run's output names.
+#[derive(Clone)]
+pub struct Source {
+    store: Store,
+    hosts: Hosts,
+    outputs: Outputs,
+}
 
 fn highlight_row(path: &str, start_line: i64, lines: &[String]) -> Vec<String> {
     // A shebang or modeline names the language only on line 1.
@@ -23,7 +35,7 @@ fn highlight_row(path: &str, start_line: i64, lines: &[String]) -> Vec<String> {
     highlight::highlight(path, first, lines)
 }
 
-fn snapshot_view(row: SnapshotRow) -> Snapshot {
+pub(crate) fn snapshot_view(row: SnapshotRow) -> Snapshot {
     let lines: Vec<String> = serde_json::from_str(&row.lines).unwrap_or_default();
     let stored: Option<Vec<String>> = row.html_lines.as_deref().and_then(|h| serde_json::from_str(h).ok());
     let html_lines = match stored {
@@ -46,21 +58,26 @@ fn snapshot_view(row: SnapshotRow) -> Snapshot {
     }
 }
 
-impl Service {
+impl Source {
+    pub fn new(store: Store, hosts: Hosts, outputs: Outputs) -> Self {
+        Self { store, hosts, outputs }
+    }
+
     /// Reads what a snippet names from its host (step_id left 0 for the caller).
-    pub(crate) async fn fetch_snapshot(&self, body: &SnippetBody) -> Result<SnapshotRow, ApiError> {
-        let target = self.target(&body.host).await?;
+    async fn fetch_snapshot(&self, body: &SnippetBody) -> Result<SnapshotRow> {
+        let target = self.hosts.target(&body.host).await?;
+        let pool = self.hosts.pool();
         let path = match (&body.path, &body.module) {
             (Some(path), _) => path.clone(),
             (None, Some(module)) => {
                 let python = body.python.as_deref().unwrap_or("python3");
-                fetch::resolve_module(&self.pool, &target, python, module).await?
+                fetch::resolve_module(pool, &target, python, module).await?
             }
-            (None, None) => return Err(ApiError::invalid("Give either `path` or `module`.")),
+            (None, None) => return Err(ApiError::invalid("Give either `path` or `module`.").into()),
         };
         let range = body.start.zip(body.end);
         let fetched =
-            tokio::time::timeout(std::time::Duration::from_secs(60), fetch::fetch(&self.pool, &target, &path, range))
+            tokio::time::timeout(std::time::Duration::from_secs(60), fetch::fetch(pool, &target, &path, range))
                 .await
                 .map_err(|_| {
                     ApiError::new(app::error::ErrorCode::HostUnreachable, format!("Reading {path:?} took over 60 s."))
@@ -72,26 +89,27 @@ impl Service {
         // Highlighting thousands of lines takes a while: off the async threads.
         let html = tokio::task::spawn_blocking(move || highlight_row(&path, start, &lines))
             .await
-            .map_err(|e| internal("highlight", e))?;
-        let html_lines = serde_json::to_string(&html).map_err(|e| internal("snapshot html", e))?;
+            .context("highlighting a snippet")?;
+        let html_lines = serde_json::to_string(&html).context("a snapshot's HTML lines as JSON")?;
         Ok(SnapshotRow {
             id: 0,
             step_id: 0,
             path: fetched.path,
             start_line: i64::try_from(fetched.start).unwrap_or(1),
             end_line: i64::try_from(fetched.end).unwrap_or(1),
-            lines: serde_json::to_string(&fetched.lines).map_err(|e| internal("snapshot lines", e))?,
+            lines: serde_json::to_string(&fetched.lines).context("a snapshot's lines as JSON")?,
             total_lines: fetched.total_lines.and_then(|t| i64::try_from(t).ok()),
             size: i64::try_from(fetched.size).unwrap_or(i64::MAX),
             mtime: fetched.mtime.and_then(|m| i64::try_from(m).ok()),
             sha256: fetched.sha256,
-            notes: serde_json::to_string(&fetched.notes).map_err(|e| internal("snapshot notes", e))?,
+            notes: serde_json::to_string(&fetched.notes).context("a snapshot's notes as JSON")?,
             fetched_at: 0,
             html_lines: Some(html_lines),
         })
     }
 
-    pub(crate) async fn attach_snapshots(&self, steps: &mut [Step], rows: Vec<SnapshotRow>) {
+    /// The snapshots of snippet steps: the newest highlighted, older ones as text.
+    pub fn attach_snapshots(&self, _: &Permit<Read>, steps: &mut [Step], rows: Vec<SnapshotRow>) {
         let mut by_step: HashMap<i64, Vec<Snapshot>> = HashMap::new();
         for row in rows {
             by_step.entry(row.step_id).or_default().push(snapshot_view(row));
@@ -107,41 +125,29 @@ impl Service {
             }
         }
     }
-
-    pub(crate) async fn store_snapshot(&self, step_id: i64, mut row: SnapshotRow) -> Result<(), ApiError> {
-        row.step_id = step_id;
-        Ok(self.store.insert_snapshot(&row).await?)
-    }
-
-    pub(crate) async fn refresh_snippet(
-        &self,
-        actor: &Actor,
-        step_id: i64,
-        start: Option<u64>,
-        end: Option<u64>,
-    ) -> Result<Step, ApiError> {
-        let step = self.step(step_id).await?;
-        let StepBody::Snippet(mut body) = step.body else {
-            return Err(ApiError::invalid(format!("Step {step_id} is not a snippet.")));
-        };
-        if start.is_some() || end.is_some() {
-            body.start = start.or(body.start);
-            body.end = end.or(body.end);
-        }
-        let body = crate::steps::validate(StepBody::Snippet(body))?;
-        self.update_step(actor, step_id, body, None).await
-    }
 }
 
 /// What a step fetched from its host before it is stored.
-pub(crate) enum Fetched {
+pub enum Fetched {
     Snapshot(SnapshotRow),
     Search(search::Found),
 }
 
-impl Service {
-    /// Reads from the host what a snippet or grep body asks for.
-    pub(crate) async fn fetch_for(&self, actor: &Actor, body: &StepBody) -> Result<Option<Fetched>, ApiError> {
+impl Source {
+    /// Reads from the host what a snippet or grep body asks for (audited).
+    pub async fn fetch_for(&self, permit: &ForBody, body: &StepBody) -> Result<Option<Fetched>> {
+        let host = match body {
+            StepBody::Snippet(s) => &s.host,
+            StepBody::Grep(g) => &g.host,
+            _ => return Ok(None),
+        };
+        let Some(run_on) = permit.fetch_on(host) else {
+            return Err(Error::bug(format!("saving a step that reads {host} without a permit to run there")));
+        };
+        self.fetch(run_on, body).await
+    }
+
+    async fn fetch(&self, permit: &RunOn, body: &StepBody) -> Result<Option<Fetched>> {
         let result = self.fetch_from_host(body).await;
         let (action, host, target) = match body {
             StepBody::Snippet(s) => {
@@ -157,7 +163,7 @@ impl Service {
         };
         let outcome = crate::audit::outcome(&result);
         let entry = crate::db::NewAudit {
-            who: actor.name.clone(),
+            who: permit.actor().name.clone(),
             action,
             host: Some(host.clone()),
             target,
@@ -168,13 +174,14 @@ impl Service {
         result
     }
 
-    async fn fetch_from_host(&self, body: &StepBody) -> Result<Option<Fetched>, ApiError> {
+    async fn fetch_from_host(&self, body: &StepBody) -> Result<Option<Fetched>> {
         Ok(match body {
             StepBody::Snippet(snippet) => Some(Fetched::Snapshot(self.fetch_snapshot(snippet).await?)),
             StepBody::Grep(grep) => {
-                let target = self.target(&grep.host).await?;
+                let target = self.hosts.target(&grep.host).await?;
+                let pool = self.hosts.pool();
                 let found =
-                    tokio::time::timeout(std::time::Duration::from_secs(120), search::grep(&self.pool, &target, grep))
+                    tokio::time::timeout(std::time::Duration::from_secs(120), search::grep(pool, &target, grep))
                         .await
                         .map_err(|_| {
                             ApiError::new(app::error::ErrorCode::HostUnreachable, "The search took over 120 s.")
@@ -185,18 +192,23 @@ impl Service {
         })
     }
 
-    pub(crate) async fn store_fetched(&self, step_id: i64, fetched: Fetched) -> Result<(), ApiError> {
+    /// Keeps what was fetched for a step, as its newest snapshot or search.
+    pub async fn store_fetched(&self, _: &Permit<Edit>, step_id: i64, fetched: Fetched) -> Result<()> {
         match fetched {
-            Fetched::Snapshot(row) => self.store_snapshot(step_id, row).await,
+            Fetched::Snapshot(mut row) => {
+                row.step_id = step_id;
+                Ok(self.store.insert_snapshot(&row).await?)
+            }
             Fetched::Search(found) => {
-                let hits = serde_json::to_string(&found.hits).map_err(|e| internal("hits", e))?;
+                let hits = serde_json::to_string(&found.hits).context("grep hits as JSON")?;
                 let total = i64::try_from(found.total).unwrap_or(i64::MAX);
                 Ok(self.store.insert_search(step_id, &hits, total, found.error.as_deref()).await?)
             }
         }
     }
 
-    pub(crate) fn attach_searches(&self, steps: &mut [Step], rows: Vec<crate::db::SearchRow>) {
+    /// The newest search of each grep step, its matches marked.
+    pub fn attach_searches(&self, _: &Permit<Read>, steps: &mut [Step], rows: Vec<crate::db::SearchRow>) {
         for row in rows {
             let Some(step) = steps.iter_mut().find(|s| s.id == row.step_id) else { continue };
             let StepBody::Grep(body) = &step.body else { continue };

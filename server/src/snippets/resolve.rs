@@ -13,9 +13,10 @@
 //!
 //! Every name, path and directory is single-quoted into the script.
 
-use crate::notebook::Service;
+use super::Source;
+use crate::error::Result;
+use crate::policy::RunOn;
 use crate::ssh::{self, quote::quote};
-use app::backend::Actor;
 use app::error::{ApiError, ErrorCode};
 use app::steps::snippet::SourceCandidates;
 use regex::Regex;
@@ -126,23 +127,16 @@ fn script(
     s
 }
 
-impl Service {
-    pub(crate) async fn source_candidates(
-        &self,
-        actor: &Actor,
-        run_id: i64,
-        file: &str,
-        line: u64,
-    ) -> Result<SourceCandidates, ApiError> {
+impl Source {
+    /// The files on the run's host that a reference in its output (`x.py:137`)
+    /// may name, found by one search on the host (audited).
+    pub async fn candidates(&self, permit: &RunOn, run_id: i64, file: &str, line: u64) -> Result<SourceCandidates> {
         check_reference(file, line)?;
-        let run = self.store.run(run_id).await?;
-        let run = run.ok_or_else(|| ApiError::not_found(format!("There is no run {run_id}.")))?;
-        let investigation_id = self
-            .store
-            .run_investigation(run_id)
-            .await?
-            .ok_or_else(|| ApiError::not_found(format!("There is no run {run_id}.")))?;
-        let outputs = self.runner.outputs();
+        let gone = || ApiError::not_found(format!("There is no run {run_id}."));
+        let run = self.store.run(run_id).await?.filter(|r| r.host == permit.host()).ok_or_else(gone)?;
+        let investigation_id =
+            self.store.run_investigation(run_id).await?.filter(|i| i == permit.investigation()).ok_or_else(gone)?;
+        let outputs = &self.outputs;
         let mut text = String::new();
         if !file.starts_with('/') {
             let (head, len) = outputs.read_range(run_id, 0, HINT_BYTES).await.unwrap_or_default();
@@ -165,16 +159,18 @@ impl Service {
             // A directory that is gone since the run still leaves the other places.
             full = format!("cd {} 2>/dev/null\n{full}", quote(cwd));
         }
-        let target = self.target(&run.host).await?;
-        let captured = tokio::time::timeout(
+        let target = self.hosts.target(&run.host).await?;
+        let captured: Result<ssh::exec::Captured> = match tokio::time::timeout(
             std::time::Duration::from_secs(60),
-            ssh::exec::capture(&self.pool, &target, &full, 1024 * 1024),
+            ssh::exec::capture(self.hosts.pool(), &target, &full, 1024 * 1024),
         )
         .await
-        .map_err(|_| ApiError::new(ErrorCode::HostUnreachable, "Searching the host took over 60 s."))
-        .and_then(|r| r.map_err(ApiError::from));
+        {
+            Err(_) => Err(ApiError::new(ErrorCode::HostUnreachable, "Searching the host took over 60 s.").into()),
+            Ok(captured) => captured.map_err(Into::into),
+        };
         let entry = crate::db::NewAudit {
-            who: actor.name.clone(),
+            who: permit.actor().name.clone(),
             action: "source.search",
             host: Some(run.host.clone()),
             target: format!("where is {file} (for run {run_id})"),

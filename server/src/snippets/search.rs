@@ -12,7 +12,7 @@ pub struct Found {
     pub error: Option<String>,
 }
 
-pub async fn grep(pool: &Pool, target: &Target, body: &GrepBody) -> Result<Found, ApiError> {
+pub async fn grep(pool: &Pool, target: &Target, body: &GrepBody) -> crate::error::Result<Found> {
     let max = body.max_hits.unwrap_or(app::steps::grep::DEFAULT_MAX_HITS);
     let nonce: u64 = rand::random();
     let marker = format!("__sleuth_total_{nonce:x}=");
@@ -44,9 +44,9 @@ pub async fn grep(pool: &Pool, target: &Target, body: &GrepBody) -> Result<Found
         && let Some(e) = &error
     {
         if e.contains("No such file or directory") {
-            return Err(ApiError::not_found(format!("There is no {:?} on the host.", body.path)));
+            return Err(ApiError::not_found(format!("There is no {:?} on the host.", body.path)).into());
         }
-        return Err(ApiError::invalid(format!("grep failed: {e}")));
+        return Err(ApiError::invalid(format!("grep failed: {e}")).into());
     }
     Ok(Found { hits, total, error })
 }

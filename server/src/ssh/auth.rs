@@ -3,14 +3,13 @@
 //! Key material and passphrases stay in this process; errors name paths only.
 
 use super::SshError;
-use super::pool::ClientHandler;
-use russh::client::Handle;
+use russh::client::{Handle, Handler};
 use russh::keys::PrivateKeyWithHashAlg;
 use std::path::Path;
 use std::sync::Arc;
 
-pub async fn authenticate(
-    handle: &mut Handle<ClientHandler>,
+pub async fn authenticate<H: Handler>(
+    handle: &mut Handle<H>,
     host: &str,
     user: &str,
     identity_file: Option<&Path>,

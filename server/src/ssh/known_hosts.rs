@@ -7,10 +7,43 @@
 //!
 //! Before the store held them, `DATA/known_hosts` did: [`KnownHosts::import`]
 //! takes such a file in once.
+//!
+//! Where the keys are kept is a [`KeyStore`]: the SSH layer knows what it
+//! needs from one, not the database behind it (`crate::hosts::keys` gives it
+//! Sleuth's store).
 
-use crate::db::Store;
 use russh::keys::{HashAlg, PublicKey};
 use std::path::Path;
+use std::sync::Arc;
+
+/// Why a host key could not be read, kept or written out.
+#[derive(Debug, thiserror::Error)]
+pub enum KeysError {
+    #[error("the host key store failed")]
+    Store(#[source] Box<dyn std::error::Error + Send + Sync>),
+    #[error("cannot encode the key")]
+    Encode(#[source] russh::keys::ssh_key::Error),
+    #[error("cannot read {path}")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Where pinned keys and offered keys are kept, by OpenSSH host pattern
+/// (`name`, or `[name]:port`). Keys are `algorithm base64`.
+#[async_trait::async_trait]
+pub trait KeyStore: Send + Sync + 'static {
+    /// `(algorithm, key)` pinned for the pattern.
+    async fn pinned(&self, pattern: &str) -> Result<Vec<(String, String)>, KeysError>;
+    /// `(pattern, key)` of every pinned key.
+    async fn all_pinned(&self) -> Result<Vec<(String, String)>, KeysError>;
+    /// Pins `key`, replacing the pattern's key of the same algorithm and any offer.
+    async fn pin(&self, pattern: &str, algorithm: &str, key: &str) -> Result<(), KeysError>;
+    async fn offer(&self, pattern: &str, key: &str) -> Result<(), KeysError>;
+    async fn offered(&self, pattern: &str) -> Result<Option<String>, KeysError>;
+}
 
 /// The fingerprint as `ssh-keygen -lf` prints it: `SHA256:` and unpadded base64.
 pub fn fingerprint(key: &PublicKey) -> String {
@@ -28,7 +61,7 @@ pub enum KeyCheck {
 }
 
 pub struct KnownHosts {
-    store: Store,
+    store: Arc<dyn KeyStore>,
 }
 
 fn host_pattern(host: &str, port: u16) -> String {
@@ -36,8 +69,8 @@ fn host_pattern(host: &str, port: u16) -> String {
 }
 
 /// `algorithm base64` (a known_hosts line without host and comment).
-fn encode(key: &PublicKey) -> Result<String, String> {
-    let encoded = key.to_openssh().map_err(|e| format!("cannot encode the key: {e}"))?;
+fn encode(key: &PublicKey) -> Result<String, KeysError> {
+    let encoded = key.to_openssh().map_err(KeysError::Encode)?;
     let mut parts = encoded.split_whitespace();
     Ok(format!("{} {}", parts.next().unwrap_or_default(), parts.next().unwrap_or_default()))
 }
@@ -48,12 +81,12 @@ fn decode(stored: &str) -> Option<PublicKey> {
 }
 
 impl KnownHosts {
-    pub fn new(store: Store) -> Self {
+    pub fn new(store: Arc<dyn KeyStore>) -> Self {
         Self { store }
     }
 
-    pub async fn check(&self, host: &str, port: u16, key: &PublicKey) -> Result<KeyCheck, String> {
-        let pinned = self.store.host_keys(&host_pattern(host, port)).await.map_err(|e| e.to_string())?;
+    pub async fn check(&self, host: &str, port: u16, key: &PublicKey) -> Result<KeyCheck, KeysError> {
+        let pinned = self.store.pinned(&host_pattern(host, port)).await?;
         let algorithm = key.algorithm().to_string();
         let mut changed = None;
         for (pinned_algorithm, stored) in pinned {
@@ -73,52 +106,50 @@ impl KnownHosts {
 
     /// Pins `key` as the host's key, replacing any key of the same algorithm
     /// (the caller has had a person confirm the new fingerprint).
-    pub async fn trust(&self, host: &str, port: u16, key: &PublicKey) -> Result<(), String> {
+    pub async fn trust(&self, host: &str, port: u16, key: &PublicKey) -> Result<(), KeysError> {
         let stored = encode(key)?;
-        self.store
-            .pin_host_key(&host_pattern(host, port), key.algorithm().as_ref(), &stored)
-            .await
-            .map_err(|e| e.to_string())
+        self.store.pin(&host_pattern(host, port), key.algorithm().as_ref(), &stored).await
     }
 
     /// The fingerprints pinned for the host.
     pub async fn fingerprints(&self, host: &str, port: u16) -> Vec<String> {
-        match self.store.host_keys(&host_pattern(host, port)).await {
+        match self.store.pinned(&host_pattern(host, port)).await {
             Ok(keys) => keys.iter().filter_map(|(_, stored)| decode(stored)).map(|k| fingerprint(&k)).collect(),
             Err(e) => {
-                tracing::error!("cannot read host keys: {e}");
+                tracing::error!("cannot read the host keys of {host}: {}", crate::error::chain(&e));
                 Vec::new()
             }
         }
     }
 
     /// Keeps the key a host offered until a person confirms (or not) its fingerprint.
-    pub async fn offer(&self, host: &str, port: u16, key: &PublicKey) -> Result<(), String> {
-        self.store.offer_host_key(&host_pattern(host, port), &encode(key)?).await.map_err(|e| e.to_string())
+    pub async fn offer(&self, host: &str, port: u16, key: &PublicKey) -> Result<(), KeysError> {
+        self.store.offer(&host_pattern(host, port), &encode(key)?).await
     }
 
     /// The key the host offered that is waiting for confirmation.
     pub async fn offered(&self, host: &str, port: u16) -> Option<PublicKey> {
-        match self.store.host_key_offer(&host_pattern(host, port)).await {
+        match self.store.offered(&host_pattern(host, port)).await {
             Ok(stored) => stored.as_deref().and_then(decode),
             Err(e) => {
-                tracing::error!("cannot read host key offers: {e}");
+                tracing::error!("cannot read the host key {host} offered: {}", crate::error::chain(&e));
                 None
             }
         }
     }
 
     /// Every pinned key as known_hosts lines.
-    pub async fn openssh(&self) -> Result<String, String> {
-        let keys = self.store.all_host_keys().await.map_err(|e| e.to_string())?;
+    pub async fn openssh(&self) -> Result<String, KeysError> {
+        let keys = self.store.all_pinned().await?;
         Ok(keys.iter().map(|(pattern, key)| format!("{pattern} {key}\n")).collect())
     }
 
     /// Pins the keys of an OpenSSH known_hosts file (`host[,host] algorithm
     /// base64`; hashed names and markers are skipped, since they name no host
     /// Sleuth could look up). Returns how many keys were taken in.
-    pub async fn import(&self, path: &Path) -> Result<usize, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    pub async fn import(&self, path: &Path) -> Result<usize, KeysError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| KeysError::Read { path: path.display().to_string(), source })?;
         let mut taken = 0;
         for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
             let mut fields = line.split_whitespace();
@@ -129,10 +160,7 @@ impl KnownHosts {
                 continue;
             }
             for pattern in hosts.split(',') {
-                self.store
-                    .pin_host_key(pattern, algorithm, &format!("{algorithm} {base64}"))
-                    .await
-                    .map_err(|e| e.to_string())?;
+                self.store.pin(pattern, algorithm, &format!("{algorithm} {base64}")).await?;
                 taken += 1;
             }
         }
@@ -153,7 +181,7 @@ mod tests {
     #[tokio::test]
     async fn unknown_then_trusted_then_changed() {
         for (_dir, _database, store) in crate::db::test_stores().await {
-            let hosts = KnownHosts::new(store);
+            let hosts = KnownHosts::new(std::sync::Arc::new(crate::hosts::keys::StoredKeys::new(store)));
             let (a, b) = (key(1), key(2));
             assert_eq!(hosts.check("gpu1", 2222, &a).await.unwrap(), KeyCheck::Unknown);
             hosts.offer("gpu1", 2222, &a).await.unwrap();
@@ -177,7 +205,7 @@ mod tests {
     #[tokio::test]
     async fn an_old_known_hosts_file_is_taken_in() {
         for (dir, _database, store) in crate::db::test_stores().await {
-            let hosts = KnownHosts::new(store);
+            let hosts = KnownHosts::new(std::sync::Arc::new(crate::hosts::keys::StoredKeys::new(store)));
             let (a, b) = (key(3), key(4));
             let line = |pattern: &str, key: &PublicKey| format!("{pattern} {}\n", encode(key).unwrap());
             let file = dir.path().join("known_hosts");

@@ -14,8 +14,8 @@ pub mod known_hosts;
 mod pool;
 pub mod quote;
 
-pub use known_hosts::{KnownHosts, fingerprint};
-pub use pool::{Connection, MAX_CHANNELS, Pool, SessionChannel, Target};
+pub use known_hosts::{KeyStore, KeysError, KnownHosts, fingerprint};
+pub use pool::{Connection, MAX_CHANNELS, Pool, SessionChannel, Target, TrustError};
 
 /// Why talking to a host failed, in terms a person can act on.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -41,18 +41,4 @@ pub enum SshError {
     KeyFile { path: String, reason: String },
     #[error("The connection to {host} was lost: {reason}")]
     Lost { host: String, reason: String },
-}
-
-impl From<SshError> for app::error::ApiError {
-    fn from(e: SshError) -> Self {
-        use app::error::{ApiError, ErrorCode};
-        let code = match &e {
-            SshError::UnknownHostKey { .. } => ErrorCode::HostKeyUnknown,
-            SshError::HostKeyChanged { .. } => ErrorCode::HostKeyChanged,
-            SshError::NeedsPassphrase { .. } => ErrorCode::NeedsPassphrase,
-            SshError::KeyFile { .. } => ErrorCode::Invalid,
-            SshError::Connect { .. } | SshError::Auth { .. } | SshError::Lost { .. } => ErrorCode::HostUnreachable,
-        };
-        ApiError::new(code, e.to_string())
-    }
 }

@@ -91,7 +91,7 @@ impl client::Handler for ClientHandler {
                 Ok(false)
             }
             Err(e) => {
-                tracing::error!("known_hosts: {e}");
+                tracing::error!("cannot check the key of {}: {}", self.hostname, crate::error::chain(&e));
                 Ok(false)
             }
         }
@@ -169,6 +169,17 @@ impl Connection {
     fn lost(&self, reason: &str) -> SshError {
         SshError::Lost { host: self.host.clone(), reason: reason.to_string() }
     }
+}
+
+/// Why a fingerprint was not trusted.
+#[derive(Debug, thiserror::Error)]
+pub enum TrustError {
+    #[error("This host has not offered a key to confirm; test the connection first.")]
+    NothingOffered,
+    #[error("The fingerprint does not match: the host offered {offered}.")]
+    Mismatch { offered: String },
+    #[error(transparent)]
+    Keys(#[from] super::known_hosts::KeysError),
 }
 
 /// A host's pooled connection, if open; its lock serializes connecting.
@@ -268,15 +279,15 @@ impl Pool {
     }
 
     /// Trusts the key the host offered, if its fingerprint is `confirmed`.
-    pub async fn trust(&self, hostname: &str, port: u16, confirmed: &str) -> Result<(), String> {
+    pub async fn trust(&self, hostname: &str, port: u16, confirmed: &str) -> Result<(), TrustError> {
         let Some(key) = self.known_hosts.offered(hostname, port).await else {
-            return Err("This host has not offered a key to confirm; test the connection first.".into());
+            return Err(TrustError::NothingOffered);
         };
         let offered = fingerprint(&key);
         if offered != confirmed.trim() {
-            return Err(format!("The fingerprint does not match: the host offered {offered}."));
+            return Err(TrustError::Mismatch { offered });
         }
-        self.known_hosts.trust(hostname, port, &key).await
+        Ok(self.known_hosts.trust(hostname, port, &key).await?)
     }
 
     pub fn known_hosts(&self) -> &KnownHosts {
@@ -383,7 +394,7 @@ impl Pool {
             KeyOutcome::Changed { old, new } => (SshError::HostKeyChanged { host, old, new: fingerprint(&new) }, new),
         };
         if let Err(e) = self.known_hosts.offer(&target.hostname, target.port, &offered).await {
-            tracing::error!("cannot keep the offered host key: {e}");
+            tracing::error!("cannot keep the key {} offered: {}", target.hostname, crate::error::chain(&e));
         }
         Some(error)
     }

@@ -16,7 +16,7 @@ pub fn validate(mut body: GrepBody) -> Result<GrepBody, ApiError> {
     }
     if body.regex
         && let Err(e) = crate::user_regex::compile(&body.pattern, false)
-        && (body.pattern.contains(['(', '[']) || e.contains("too large"))
+        && (body.pattern.contains(['(', '[']) || matches!(e, crate::user_regex::PatternError::TooBig))
     {
         // The host's grep decides what matches; this catches obvious typos early,
         // and patterns too large to mark hits with here.

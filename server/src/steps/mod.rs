@@ -4,9 +4,16 @@
 mod command;
 mod grep;
 mod note;
+mod service;
 mod snippet;
 
+pub use service::Steps;
+
+use crate::db::StepRow;
+use crate::error::{Context, Result};
+use crate::time::timestamp;
 use app::error::ApiError;
+use app::model::{Step, step_url};
 use app::steps::StepBody;
 
 /// Checks and normalizes a body a user sent.
@@ -48,6 +55,39 @@ pub fn from_stored(kind: &str, fields: &str) -> Result<StepBody, serde_json::Err
         fields.insert("kind".into(), kind.into());
     }
     serde_json::from_value(value)
+}
+
+/// A step as stored, without its HTML, runs, snapshots or searches: what a
+/// folded step of a long timeline needs, and what the rest is added to.
+pub fn unrendered(row: StepRow) -> Result<Step> {
+    let body = from_stored(&row.kind, &row.body).context(format!("step {} has an unreadable body", row.id))?;
+    Ok(Step {
+        url: step_url(&row.investigation_id, row.id),
+        runs: Vec::new(),
+        snapshots: Vec::new(),
+        annotations: Vec::new(),
+        search: None,
+        results: None,
+        html: None,
+        body,
+        id: row.id,
+        position: u32::try_from(row.position).unwrap_or(0),
+        created_at: timestamp(row.created_at),
+        updated_at: timestamp(row.updated_at),
+        version: row.version,
+        updated_by: row.updated_by,
+        investigation_id: row.investigation_id,
+    })
+}
+
+/// [`unrendered`], with its HTML and a calculator's results.
+pub fn rendered(row: StepRow) -> Result<Step> {
+    let mut step = unrendered(row)?;
+    step.html = render(&step.body);
+    if let StepBody::Calculator(calculator) = &step.body {
+        step.results = calculator.results();
+    }
+    Ok(step)
 }
 
 #[cfg(test)]

@@ -17,10 +17,10 @@ pub mod parse;
 pub mod summary;
 
 use crate::db::Store;
+use crate::ssh::exec::{self, Event};
 use crate::ssh::{Pool, Target, quote};
 use app::telemetry::Sample;
 use parse::{DmonColumns, QueryColumns, Reading};
-use russh::ChannelMsg;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -120,12 +120,12 @@ async fn sample(
     mut stopped: oneshot::Receiver<()>,
     collected: &mut Collected,
 ) {
-    let session = tokio::select! {
-        session = tokio::time::timeout(OPEN_WITHIN, pool.session(target)) => session,
+    let opened = tokio::select! {
+        opened = tokio::time::timeout(OPEN_WITHIN, exec::open(pool, target)) => opened,
         _ = &mut stopped => return,
     };
-    let mut channel = match session {
-        Ok(Ok(session)) => session.channel,
+    let opened = match opened {
+        Ok(Ok(opened)) => opened,
         Ok(Err(e)) => return collected.notes.push(format!("GPU telemetry could not start: {e}")),
         Err(_) => {
             return collected.notes.push(format!(
@@ -137,9 +137,10 @@ async fn sample(
     };
     let env = env.iter().map(|(k, v)| (k.as_str(), v.as_str()));
     let script = quote::remote_script(&sampler_script(), env, std::iter::empty(), None);
-    if let Err(e) = channel.exec(false, script.into_bytes()).await {
-        return collected.notes.push(format!("GPU telemetry could not start: {e}"));
-    }
+    let mut channel = match opened.start(&script).await {
+        Ok(exec) => exec,
+        Err(e) => return collected.notes.push(format!("GPU telemetry could not start: {e}")),
+    };
     let mut lines = Lines::new();
     let mut errors = Lines::new();
     let mut pending: Vec<(u32, Sample)> = Vec::new();
@@ -155,8 +156,8 @@ async fn sample(
             }
         };
         tokio::select! {
-            msg = channel.wait() => match msg {
-                Some(ChannelMsg::Data { data }) => {
+            event = channel.next() => match event {
+                Some(Event::Stdout(data)) => {
                     let t_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
                     for line in lines.push(&data) {
                         if line.trim() == NO_NVIDIA_SMI {
@@ -169,7 +170,7 @@ async fn sample(
                         }
                     }
                 }
-                Some(ChannelMsg::ExtendedData { data, .. }) => {
+                Some(Event::Stderr(data)) => {
                     let t_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
                     for line in errors.push(&data) {
                         if !lines.read_dmon(&line, t_ms) && collected.stderr.len() < 4096 {
@@ -178,17 +179,17 @@ async fn sample(
                         }
                     }
                 }
-                Some(ChannelMsg::Close) | None => break,
-                Some(_) => {}
+                Some(Event::Exit(_)) => {}
+                None => break,
             },
             _ = &mut stopped, if stop_by.is_none() => {
                 // EOF on stdin: the script's `read` returns, its trap kills the samplers.
-                let _ = channel.eof().await;
+                channel.eof().await;
                 stop_by = Some(tokio::time::Instant::now() + STOP_WITHIN);
             }
             () = deadline => {
-                let _ = channel.signal(russh::Sig::TERM).await;
-                let _ = channel.close().await;
+                channel.signal(russh::Sig::TERM).await;
+                channel.close().await;
                 collected.notes.push("The GPU sampler did not stop when asked; its channel was closed.".into());
                 break;
             }

@@ -14,7 +14,6 @@
 //! the run's [`Progress`] once the bytes are readable (flushed to the file, or
 //! committed), and live viewers read up to it.
 
-use super::live::Progress;
 use crate::db::Store;
 use bytes::Bytes;
 
@@ -23,6 +22,14 @@ use std::path::{Path, PathBuf};
 use tokio::fs::File;
 use tokio::io::{AsyncReadExt, AsyncSeekExt};
 use tokio::sync::{mpsc, watch};
+
+/// How much of a run's output readers can see, and whether there is more to come.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Progress {
+    /// Bytes of output stored (readable).
+    pub len: u64,
+    pub finished: bool,
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stream {
@@ -324,7 +331,7 @@ enum Sink {
     /// writing to the database overlap; the bounded channel is the back-pressure.
     Store {
         blocks: mpsc::Sender<Block>,
-        task: tokio::task::JoinHandle<Result<(), String>>,
+        task: tokio::task::JoinHandle<Result<(), crate::db::StoreError>>,
         data: Vec<u8>,
         chunks: Vec<u8>,
         start: u64,
@@ -344,7 +351,7 @@ async fn commit_blocks(
     run: i64,
     mut blocks: mpsc::Receiver<Block>,
     progress: watch::Sender<Progress>,
-) -> Result<(), String> {
+) -> Result<(), crate::db::StoreError> {
     let mut failed = None;
     while let Some(block) = blocks.recv().await {
         if failed.is_some() {
@@ -353,7 +360,7 @@ async fn commit_blocks(
         let stop = block.start + block.data.len() as u64;
         match store.append_output(run, block.start, &block.data, &block.chunks).await {
             Ok(()) => progress.send_modify(|p| p.len = stop),
-            Err(e) => failed = Some(e.to_string()),
+            Err(e) => failed = Some(e),
         }
     }
     failed.map_or(Ok(()), Err)

@@ -1,14 +1,26 @@
 //! Hosts: checking what users enter, resolving a host (and its jump hosts) to an
-//! SSH target, trusting keys and testing connections.
+//! SSH target, trusting keys, testing connections, and who may run on each.
 
-use crate::db::HostRow;
-use crate::notebook::{Service, internal, timestamp};
-use crate::ssh::{self, Target};
-use app::backend::Actor;
+pub mod keys;
+
+use crate::db::{HostRow, Store};
+use crate::error::{Context, Error, Result};
+use crate::policy::{Admin, Anyone, HostUse};
+use crate::ssh::{self, Pool, Target};
+use crate::time::timestamp;
+use app::accounts::HostAccess;
 use app::error::{ApiError, ErrorCode};
 use app::hosts::{ConnectionReport, Host, HostImport, ImportReport, NewHost, is_host_name};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Instant;
+
+/// The host list and what is done to hosts: the store's rows and the SSH pool.
+#[derive(Clone)]
+pub struct Hosts {
+    store: Store,
+    pool: Arc<Pool>,
+}
 
 /// A chain of jumps longer than this is surely a mistake (or a loop).
 const MAX_JUMPS: usize = 4;
@@ -17,25 +29,26 @@ fn host_not_found(name: &str) -> ApiError {
     ApiError::not_found(format!("There is no host {name:?}; add it on the Hosts page."))
 }
 
-fn check(new: NewHost) -> Result<HostRow, ApiError> {
+fn check(new: NewHost) -> Result<HostRow> {
     let name = new.name.trim().to_string();
     if !is_host_name(&name) {
         return Err(ApiError::invalid(format!(
             "{name:?} cannot be a host name: use 1 to {} letters, digits, '-', '_' or '.'.",
             app::hosts::NAME_CHARS
-        )));
+        ))
+        .into());
     }
     let hostname = new.hostname.trim().to_string();
     if hostname.is_empty() || hostname.len() > 255 || hostname.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(ApiError::invalid("The hostname must be a DNS name or an IP address."));
+        return Err(ApiError::invalid("The hostname must be a DNS name or an IP address.").into());
     }
     let user = new.user.trim().to_string();
     if user.is_empty() || user.len() > 64 || user.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(ApiError::invalid("The user must be a login name without spaces."));
+        return Err(ApiError::invalid("The user must be a login name without spaces.").into());
     }
     let port = new.port.unwrap_or(22);
     if port == 0 {
-        return Err(ApiError::invalid("The port must be from 1 to 65535."));
+        return Err(ApiError::invalid("The port must be from 1 to 65535.").into());
     }
     let identity_file = new.identity_file.map(|p| p.trim().to_string()).filter(|p| !p.is_empty());
     if let Some(path) = &identity_file
@@ -44,11 +57,12 @@ fn check(new: NewHost) -> Result<HostRow, ApiError> {
     {
         return Err(ApiError::invalid(
             "The identity file must be an absolute path on the Sleuth server (or start with ~/).",
-        ));
+        )
+        .into());
     }
     let proxy_jump = new.proxy_jump.map(|p| p.trim().to_string()).filter(|p| !p.is_empty());
     if proxy_jump.as_deref() == Some(name.as_str()) {
-        return Err(ApiError::invalid("A host cannot jump through itself."));
+        return Err(ApiError::invalid("A host cannot jump through itself.").into());
     }
     Ok(HostRow { name, hostname, port: i64::from(port), user, identity_file, proxy_jump, created_at: 0, updated_at: 0 })
 }
@@ -60,8 +74,12 @@ fn expand_home(path: &str) -> PathBuf {
     }
 }
 
-impl Service {
-    async fn host_view(&self, row: HostRow) -> Host {
+impl Hosts {
+    pub fn new(store: Store, pool: Arc<Pool>) -> Self {
+        Self { store, pool }
+    }
+
+    async fn view(&self, row: HostRow) -> Host {
         let port = u16::try_from(row.port).unwrap_or(22);
         let trusted_keys = self.pool.known_hosts().fingerprints(&row.hostname, port).await;
         Host {
@@ -78,21 +96,26 @@ impl Service {
         }
     }
 
-    async fn host_row(&self, name: &str) -> Result<HostRow, ApiError> {
+    async fn row(&self, name: &str) -> Result<HostRow> {
         if !is_host_name(name) {
-            return Err(host_not_found(name));
+            return Err(host_not_found(name).into());
         }
-        self.store.host(name).await?.ok_or_else(|| host_not_found(name))
+        self.store.host(name).await?.ok_or_else(|| host_not_found(name).into())
+    }
+
+    /// Whether a host of that name exists (what a step names must).
+    pub async fn exists(&self, name: &str) -> Result<bool> {
+        Ok(is_host_name(name) && self.store.host(name).await?.is_some())
     }
 
     /// The SSH target for a host, with its jump hosts resolved.
-    pub async fn target(&self, name: &str) -> Result<Target, ApiError> {
-        let mut chain = vec![self.host_row(name).await?];
+    pub async fn target(&self, name: &str) -> Result<Target> {
+        let mut chain = vec![self.row(name).await?];
         while let Some(jump) = chain.last().and_then(|h| h.proxy_jump.clone()) {
             if chain.len() > MAX_JUMPS || chain.iter().any(|h| h.name == jump) {
-                return Err(ApiError::invalid(format!("The ProxyJump chain of {name} loops or is too long.")));
+                return Err(ApiError::invalid(format!("The ProxyJump chain of {name} loops or is too long.")).into());
             }
-            chain.push(self.host_row(&jump).await?);
+            chain.push(self.row(&jump).await?);
         }
         let mut target: Option<Target> = None;
         for row in chain.into_iter().rev() {
@@ -105,75 +128,83 @@ impl Service {
                 user: row.user,
             });
         }
-        target.ok_or_else(|| host_not_found(name))
+        target.ok_or_else(|| host_not_found(name).into())
     }
 
-    pub(crate) async fn hosts(&self) -> Result<Vec<Host>, ApiError> {
+    /// The SSH pool the hosts are reached through.
+    pub fn pool(&self) -> &Arc<Pool> {
+        &self.pool
+    }
+
+    pub async fn list(&self, _: &Anyone) -> Result<Vec<Host>> {
         let rows = self.store.hosts().await?;
         let mut hosts = Vec::with_capacity(rows.len());
         for row in rows {
-            hosts.push(self.host_view(row).await);
+            hosts.push(self.view(row).await);
         }
         Ok(hosts)
     }
 
-    pub(crate) async fn host(&self, name: &str) -> Result<Host, ApiError> {
-        Ok(self.host_view(self.host_row(name).await?).await)
+    pub async fn get(&self, _: &Anyone, name: &str) -> Result<Host> {
+        Ok(self.view(self.row(name).await?).await)
     }
 
-    pub(crate) async fn add_host(&self, new: NewHost) -> Result<Host, ApiError> {
+    pub async fn add(&self, admin: &Admin, new: NewHost) -> Result<Host> {
         let row = check(new)?;
         if self.store.host(&row.name).await?.is_some() {
-            return Err(ApiError::new(ErrorCode::Conflict, format!("There is already a host {:?}.", row.name)));
+            return Err(ApiError::new(ErrorCode::Conflict, format!("There is already a host {:?}.", row.name)).into());
         }
         self.save(&row).await?;
-        self.host(&row.name).await
+        Ok(self.view(self.row(&row.name).await?).await).inspect(|_| {
+            tracing::info!(host = %row.name, by = %admin.actor().name, "added host");
+        })
     }
 
-    pub(crate) async fn update_host(&self, name: &str, new: NewHost) -> Result<Host, ApiError> {
-        self.host_row(name).await?;
+    pub async fn update(&self, _: &Admin, name: &str, new: NewHost) -> Result<Host> {
+        self.row(name).await?;
         let row = check(new)?;
         if row.name != name {
-            return Err(ApiError::invalid("A host cannot be renamed; add it under the new name."));
+            return Err(ApiError::invalid("A host cannot be renamed; add it under the new name.").into());
         }
         self.save(&row).await?;
         self.pool.forget(name).await;
-        self.host(name).await
+        Ok(self.view(self.row(name).await?).await)
     }
 
-    async fn save(&self, row: &HostRow) -> Result<(), ApiError> {
-        if let Some(jump) = &row.proxy_jump {
-            self.host_row(jump)
-                .await
-                .map_err(|_| ApiError::invalid(format!("The jump host {jump:?} does not exist.")))?;
+    async fn save(&self, row: &HostRow) -> Result<()> {
+        if let Some(jump) = &row.proxy_jump
+            && !self.exists(jump).await?
+        {
+            return Err(ApiError::invalid(format!("The jump host {jump:?} does not exist.")).into());
         }
         self.store.upsert_host(row).await?;
         tracing::info!(host = %row.name, "saved host");
         Ok(())
     }
 
-    pub(crate) async fn remove_host(&self, name: &str) -> Result<(), ApiError> {
-        self.host_row(name).await?;
+    pub async fn remove(&self, _: &Admin, name: &str) -> Result<()> {
+        self.row(name).await?;
         let dependents = self.store.hosts_jumping_through(name).await?;
         if !dependents.is_empty() {
             return Err(ApiError::new(
                 ErrorCode::Conflict,
                 format!("{name} is the jump host of {}; change those first.", dependents.join(", ")),
-            ));
+            )
+            .into());
         }
         self.pool.forget(name).await;
         self.store.delete_host(name).await?;
         Ok(())
     }
 
-    pub(crate) async fn known_hosts(&self) -> Result<String, ApiError> {
-        self.pool.known_hosts().openssh().await.map_err(|e| crate::notebook::internal("host keys", e))
+    pub async fn known_hosts(&self, _: &Anyone) -> Result<String> {
+        self.pool.known_hosts().openssh().await.context("writing the pinned host keys out")
     }
 
-    pub(crate) async fn trust_host(&self, actor: &Actor, name: &str, fingerprint: &str) -> Result<Host, ApiError> {
-        let result = self.trust(name, fingerprint).await;
+    pub async fn trust(&self, admin: &Admin, name: &str, fingerprint: &str) -> Result<Host> {
+        let result = self.trust_key(name, fingerprint).await;
         let entry = crate::db::NewAudit {
-            who: actor.name.clone(),
+            who: admin.actor().name.clone(),
             action: "host.trust",
             host: Some(name.to_string()),
             target: fingerprint.to_string(),
@@ -184,34 +215,41 @@ impl Service {
         result
     }
 
-    async fn trust(&self, name: &str, fingerprint: &str) -> Result<Host, ApiError> {
-        let row = self.host_row(name).await?;
+    async fn trust_key(&self, name: &str, fingerprint: &str) -> Result<Host> {
+        let row = self.row(name).await?;
         let port = u16::try_from(row.port).unwrap_or(22);
         if self.pool.pending_fingerprint(&row.hostname, port).await.is_none() {
             // Ask the host for its key first; the expected outcome is "unknown key".
             let target = self.target(name).await?;
             match self.pool.connection(&target).await {
-                Ok(_) => return self.host(name).await, // already trusted
+                Ok(_) => return Ok(self.view(row).await), // already trusted
                 Err(ssh::SshError::UnknownHostKey { .. } | ssh::SshError::HostKeyChanged { .. }) => {}
                 Err(e) => return Err(e.into()),
             }
         }
-        self.pool.trust(&row.hostname, port, fingerprint).await.map_err(ApiError::invalid)?;
+        match self.pool.trust(&row.hostname, port, fingerprint).await {
+            Ok(()) => {}
+            Err(e @ (ssh::TrustError::NothingOffered | ssh::TrustError::Mismatch { .. })) => {
+                return Err(ApiError::invalid(e.to_string()).into());
+            }
+            Err(ssh::TrustError::Keys(e)) => return Err(Error::internal("pinning a host key", e)),
+        }
         tracing::info!(host = %name, %fingerprint, "host key trusted");
-        self.host(name).await
+        Ok(self.view(self.row(name).await?).await)
     }
 
-    pub(crate) async fn set_passphrase(&self, name: &str, passphrase: String) -> Result<(), ApiError> {
-        self.host_row(name).await?;
+    pub async fn set_passphrase(&self, _: &Admin, name: &str, passphrase: String) -> Result<()> {
+        self.row(name).await?;
         self.pool.set_passphrase(name, passphrase);
         self.pool.forget(name).await;
         Ok(())
     }
 
-    pub(crate) async fn test_host(&self, actor: &Actor, name: &str) -> Result<ConnectionReport, ApiError> {
+    pub async fn test(&self, permit: &HostUse) -> Result<ConnectionReport> {
+        let name = permit.host();
         let result = self.probe(name).await;
         let entry = crate::db::NewAudit {
-            who: actor.name.clone(),
+            who: permit.actor().name.clone(),
             action: "host.test",
             host: Some(name.to_string()),
             target: "true; uname -a; nvidia-smi -L".into(),
@@ -222,7 +260,7 @@ impl Service {
         result
     }
 
-    async fn probe(&self, name: &str) -> Result<ConnectionReport, ApiError> {
+    async fn probe(&self, name: &str) -> Result<ConnectionReport> {
         let target = self.target(name).await?;
         // Connect first so the latency is a round trip on the pooled connection.
         self.pool.connection(&target).await?;
@@ -230,7 +268,7 @@ impl Service {
         let ping = ssh::exec::capture(&self.pool, &target, "true", 0).await?;
         let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
         if ping.exit_code != Some(0) {
-            return Err(internal("test connection", "`true` did not exit 0"));
+            return Err(Error::bug(format!("`true` exited with {:?} on {name}", ping.exit_code)));
         }
         let probe = "uname -a; if command -v nvidia-smi >/dev/null 2>&1; then nvidia-smi -L 2>&1 | head -n 1; fi";
         let out = ssh::exec::capture(&self.pool, &target, probe, 64 * 1024).await?;
@@ -239,6 +277,31 @@ impl Service {
         let uname = lines.next().unwrap_or_default().to_string();
         let nvidia_smi = lines.next().map(str::to_string).filter(|l| !l.is_empty());
         Ok(ConnectionReport { latency_ms, uname, nvidia_smi })
+    }
+
+    /// Who may run on the host (everyone, or the users listed).
+    pub async fn access(&self, _: &Anyone, host: &str) -> Result<HostAccess> {
+        self.access_of(host).await
+    }
+
+    async fn access_of(&self, host: &str) -> Result<HostAccess> {
+        self.row(host).await?;
+        let (whole_team, users) = self.store.host_access(host).await?;
+        Ok(HostAccess { whole_team, users })
+    }
+
+    pub async fn set_access(&self, admin: &Admin, host: &str, access: HostAccess) -> Result<HostAccess> {
+        self.row(host).await?;
+        let mut users = Vec::with_capacity(access.users.len());
+        for user in &access.users {
+            let row = self.store.user_by_name(user.trim()).await?;
+            users.push(
+                row.map(|r| r.name).ok_or_else(|| ApiError::invalid(format!("There is no user {:?}.", user.trim())))?,
+            );
+        }
+        self.store.set_host_access(host, access.whole_team, &users).await?;
+        tracing::info!(host, by = %admin.actor().name, whole_team = access.whole_team, users = users.len(), "host access changed");
+        self.access_of(host).await
     }
 }
 
@@ -252,8 +315,9 @@ fn name_for(hostname: &str) -> String {
     if name.is_empty() { "jump".to_string() } else { name }
 }
 
-impl Service {
-    pub(crate) async fn import_hosts(&self, source: HostImport) -> Result<ImportReport, ApiError> {
+impl Hosts {
+    /// Adds the hosts an ssh_config defines (existing names are left alone).
+    pub async fn import(&self, admin: &Admin, source: HostImport) -> Result<ImportReport> {
         let text = match (source.text, source.path) {
             (Some(text), None) => text,
             (None, Some(path)) => {
@@ -262,7 +326,7 @@ impl Service {
                     .await
                     .map_err(|e| ApiError::invalid(format!("Cannot read {}: {e}", path.display())))?
             }
-            _ => return Err(ApiError::invalid("Give either `path` (a file on the Sleuth server) or `text`.")),
+            _ => return Err(ApiError::invalid("Give either `path` (a file on the Sleuth server) or `text`.").into()),
         };
         let parsed = ssh::config::parse(&text);
         let default_user = std::env::var("USER").unwrap_or_else(|_| "root".to_string());
@@ -315,9 +379,9 @@ impl Service {
                     continue;
                 }
                 let name = host.name.clone();
-                match self.add_host(host).await {
+                match self.add(admin, host).await {
                     Ok(host) => imported.push(host),
-                    Err(e) => skipped.push(format!("{name}: {}", e.message)),
+                    Err(e) => skipped.push(format!("{name}: {}", ApiError::from(e).message)),
                 }
             }
             if waiting.len() == before {

@@ -1,0 +1,275 @@
+//! A report: the investigation as the API answers it, plus each run's output
+//! excerpt — its last lines and every line a measurement's value or a source
+//! reference is on, with what was left out counted — and the small formatters
+//! both writers share.
+
+use crate::output::Outputs;
+use app::model::Investigation;
+
+/// Lines of each run's end in its excerpt.
+pub const TAIL_LINES: usize = 12;
+/// Lines of evidence (measured values, source references) per run at most.
+pub const EVIDENCE_LINES: usize = 40;
+/// Runs per step with an excerpt (the newest); the rest are rows of the table.
+pub const RUNS_WITH_EXCERPTS: usize = 12;
+
+/// A run's output, as much as a report keeps.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct Excerpt {
+    pub run: i64,
+    /// `(1-based line number, text)`, in order; a gap between numbers is elided lines.
+    pub lines: Vec<(u64, String)>,
+    /// Lines of the output in all (as far as they were read).
+    pub total_lines: u64,
+    /// Bytes before the part that was read (the report says they were not looked at).
+    pub unread_bytes: u64,
+}
+
+pub struct Report {
+    pub investigation: Investigation,
+    pub excerpts: std::collections::HashMap<i64, Excerpt>,
+    pub comments: bool,
+    /// Where it came from, for the header: "Shared by …" or the exporter.
+    pub provenance: String,
+    pub exported_at: String,
+}
+
+/// What of a report a share link hides hosts and people in (`crate::shares`).
+#[derive(serde::Serialize, serde::Deserialize)]
+pub struct Parts {
+    pub investigation: Investigation,
+    pub excerpts: Vec<Excerpt>,
+}
+
+impl Report {
+    pub fn parts(&self) -> Parts {
+        Parts { investigation: self.investigation.clone(), excerpts: self.excerpts.values().cloned().collect() }
+    }
+
+    pub fn with_parts(self, parts: Parts) -> Self {
+        let excerpts = parts.excerpts.into_iter().map(|e| (e.run, e)).collect();
+        Self { investigation: parts.investigation, excerpts, ..self }
+    }
+
+    /// Reads the excerpts of `investigation`'s runs.
+    pub async fn gather(investigation: Investigation, outputs: &Outputs, comments: bool, provenance: String) -> Self {
+        let mut excerpts = std::collections::HashMap::new();
+        for step in &investigation.steps {
+            for run in step.runs.iter().rev().take(RUNS_WITH_EXCERPTS) {
+                match excerpt(outputs, run).await {
+                    Ok(Some(e)) => {
+                        excerpts.insert(run.id, e);
+                    }
+                    Ok(None) => {}
+                    Err(e) => tracing::warn!(run = run.id, "cannot read output for an export: {e}"),
+                }
+            }
+        }
+        let exported_at = crate::time::timestamp(crate::time::now_ms());
+        Self { investigation, excerpts, comments, provenance, exported_at }
+    }
+}
+
+/// A file name from the title: letters, digits and dashes, with the id.
+pub fn file_stem(title: &str, id: &str) -> String {
+    let mut stem = String::new();
+    for c in title.chars().flat_map(char::to_lowercase) {
+        if c.is_ascii_alphanumeric() {
+            stem.push(c);
+        } else if !stem.ends_with('-') && !stem.is_empty() {
+            stem.push('-');
+        }
+        if stem.len() >= 48 {
+            break;
+        }
+    }
+    let stem = stem.trim_matches('-');
+    if stem.is_empty() { format!("sleuth-{id}") } else { format!("{stem}-{id}") }
+}
+
+/// Whether `line` shows `value` as a number (not inside a longer one).
+fn shows_value(line: &str, value: f64) -> bool {
+    let mut forms = vec![format!("{value}")];
+    if value.fract() != 0.0 {
+        for digits in 1..=3 {
+            forms.push(format!("{value:.digits$}"));
+        }
+    }
+    let digit = |c: Option<char>| c.is_some_and(|c| c.is_ascii_digit());
+    forms.iter().any(|form| {
+        line.match_indices(form.as_str()).any(|(at, _)| {
+            let before = line[..at].chars().next_back();
+            let mut after = line[at + form.len()..].chars();
+            let (a1, a2) = (after.next(), after.next());
+            // Not the end of a longer number, nor its start ("12" in "125", "57.5" in "1.57.5").
+            let continues_before = digit(before) || before == Some('.');
+            let continues_after = digit(a1) || (a1 == Some('.') && digit(a2));
+            !(continues_before || continues_after)
+        })
+    })
+}
+
+pub(super) async fn excerpt(outputs: &Outputs, run: &app::runs::Run) -> std::io::Result<Option<Excerpt>> {
+    let len = outputs.len(run.id).await?;
+    if len == 0 {
+        return Ok(None);
+    }
+    let from = len.saturating_sub(crate::metrics::record::READ_BYTES);
+    let (bytes, _) = outputs.read_range(run.id, from, crate::metrics::record::READ_BYTES).await?;
+    let text = String::from_utf8_lossy(&bytes);
+    let mut lines: Vec<&str> = text.split('\n').collect();
+    if lines.last() == Some(&"") {
+        lines.pop();
+    }
+    // A read that starts mid-output starts mid-line: that partial line is not shown.
+    let skip = usize::from(from > 0);
+    let total = lines.len() as u64;
+    let values: Vec<f64> = run.measurements.iter().map(|m| m.value).filter(|v| v.is_finite()).collect();
+    let mut keep: Vec<usize> = Vec::new();
+    for (i, line) in lines.iter().enumerate().skip(skip) {
+        if keep.len() >= EVIDENCE_LINES {
+            break;
+        }
+        let evidence = values.iter().any(|v| shows_value(line, *v)) || !crate::snippets::refs::find(line).is_empty();
+        if evidence {
+            keep.push(i);
+        }
+    }
+    keep.extend(lines.len().saturating_sub(TAIL_LINES).max(skip)..lines.len());
+    keep.sort_unstable();
+    keep.dedup();
+    let lines = keep
+        .into_iter()
+        .map(|i| {
+            let text: String = lines[i].chars().take(2000).collect();
+            (i as u64 + 1, strip_ansi(&text))
+        })
+        .collect();
+    Ok(Some(Excerpt { run: run.id, lines, total_lines: total, unread_bytes: from }))
+}
+
+/// Output without terminal colour codes (a report shows plain text).
+fn strip_ansi(text: &str) -> String {
+    static ANSI: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r"\x1b\[[0-9;?]*[ -/]*[@-~]").expect("valid regex"));
+    ANSI.replace_all(text, "").chars().filter(|c| *c == '\t' || !c.is_control()).collect()
+}
+
+/// A code fence's language for a source path (GitHub's names).
+pub fn language(path: &str) -> &'static str {
+    let ext = path.rsplit('.').next().unwrap_or("");
+    match ext {
+        "py" | "pyi" | "pyx" => "python",
+        "rs" => "rust",
+        "c" | "h" => "c",
+        "cc" | "cpp" | "cxx" | "hh" | "hpp" => "cpp",
+        "cu" | "cuh" => "cuda",
+        "go" => "go",
+        "js" | "mjs" => "javascript",
+        "ts" => "typescript",
+        "sh" => "sh",
+        "toml" => "toml",
+        "yaml" | "yml" => "yaml",
+        "json" => "json",
+        _ => "text",
+    }
+}
+
+/// What a step is, in a few words, for headings.
+pub fn headline(step: &app::model::Step) -> String {
+    use app::steps::StepBody;
+    match &step.body {
+        StepBody::Note(_) => "Note".into(),
+        StepBody::Command(c) => format!("Command on {}", c.host),
+        StepBody::Snippet(s) => {
+            let path = s.path.clone().or_else(|| s.module.clone()).unwrap_or_default();
+            format!("Source: {path}")
+        }
+        StepBody::Grep(g) => format!("Search for {:?} in {}", g.pattern, g.path),
+        StepBody::Calculator(app::steps::calculator::CalculatorBody::Bandwidth(_)) => "Bandwidth roofline".into(),
+        StepBody::Calculator(app::steps::calculator::CalculatorBody::Collective(_)) => "Collective budget".into(),
+    }
+}
+
+/// A calculator's inputs, `name = value, …` (where a value came from a measurement, it says so).
+pub fn calculator_inputs(body: &app::steps::calculator::CalculatorBody) -> String {
+    let mut parts = Vec::new();
+    if let Ok(serde_json::Value::Object(map)) = serde_json::to_value(body) {
+        for (name, value) in map {
+            match value {
+                serde_json::Value::Null => {}
+                serde_json::Value::String(s) => parts.push(format!("{name} = {s}")),
+                serde_json::Value::Number(n) => parts.push(format!("{name} = {n}")),
+                other if name.ends_with("_from") => {
+                    let metric = other["metric"].as_str().unwrap_or("a measurement");
+                    let run = other["run"].as_i64().map_or(String::new(), |r| format!(" of run {r}"));
+                    parts.push(format!("{name} = {metric}{run}"));
+                }
+                _ => {}
+            }
+        }
+    }
+    parts.join(", ")
+}
+
+/// A calculator step's results as `(name, value)` rows, in the order the API gives them.
+pub fn result_rows(step: &app::model::Step) -> Vec<(String, String)> {
+    let results = match (&step.results, &step.body) {
+        (Some(r), _) => Some(r.clone()),
+        (None, app::steps::StepBody::Calculator(c)) => c.results(),
+        _ => None,
+    };
+    let mut rows = Vec::new();
+    if let Some(results) = results
+        && let Ok(serde_json::Value::Object(map)) = serde_json::to_value(&results)
+    {
+        for (name, value) in map {
+            let shown = match &value {
+                serde_json::Value::Number(n) => n.as_f64().map_or_else(|| n.to_string(), format_value),
+                serde_json::Value::String(s) => s.clone(),
+                serde_json::Value::Null => continue,
+                other => other.to_string(),
+            };
+            rows.push((name, shown));
+        }
+    }
+    rows
+}
+
+pub fn format_value(value: f64) -> String {
+    if value.abs() >= 100.0 || value.fract() == 0.0 { format!("{value:.1}") } else { format!("{value:.3}") }
+}
+
+pub fn duration(ms: Option<u64>) -> String {
+    match ms {
+        Some(ms) if ms >= 60_000 => format!("{}m {:02}s", ms / 60_000, (ms % 60_000) / 1000),
+        Some(ms) => format!("{:.1} s", ms as f64 / 1000.0),
+        None => "—".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_are_found_as_numbers_not_inside_longer_ones() {
+        assert!(shows_value("Output token throughput (tok/s):   57.5", 57.5));
+        assert!(shows_value("decode mean 375.71 tok/s", 375.71));
+        assert!(shows_value("took 12 ms", 12.0));
+        assert!(!shows_value("took 125 ms", 12.0));
+        assert!(!shows_value("version 1.57.5", 57.5));
+        assert!(shows_value("rate 2916.7.", 2916.7));
+    }
+
+    #[test]
+    fn file_names_are_plain() {
+        assert_eq!(file_stem("vLLM on 8× PCIe: <b>57.5</b> tok/s?", "abc"), "vllm-on-8-pcie-b-57-5-b-tok-s-abc");
+        assert_eq!(file_stem("«»", "abc"), "sleuth-abc");
+    }
+
+    #[test]
+    fn colour_codes_go() {
+        assert_eq!(strip_ansi("\x1b[1;32mINFO\x1b[0m ok\x07"), "INFO ok");
+    }
+}

@@ -1,0 +1,193 @@
+//! One walk through a report, for every format: what comes in which order, and
+//! every value already worked out as plain text (numbers formatted, commands
+//! with their env, runs' cells). A [`Writer`] only turns each part into its
+//! format and escapes what it is given; `html.rs` and `markdown.rs` are the two.
+
+use super::report::{Excerpt, Report, calculator_inputs, duration, format_value, headline, result_rows};
+use app::comments::Comment;
+use app::metrics::Overview;
+use app::model::Step;
+use app::steps::StepBody;
+use app::steps::snippet::Snapshot;
+
+/// A row of the hypotheses table, as plain text.
+pub struct HypothesisLine<'a> {
+    pub id: i64,
+    pub statement: &'a str,
+    /// What differed between the two sides, and warnings about it.
+    pub provenance: Option<(&'a str, &'a [String])>,
+    pub metric: &'a str,
+    pub baseline: String,
+    pub treatment: String,
+    pub delta: String,
+    pub ci: String,
+    pub verdict: String,
+}
+
+/// A hypothesis's chart.
+pub struct Chart<'a> {
+    pub id: i64,
+    pub caption: &'a str,
+    pub svg: String,
+}
+
+/// A row of a step's runs table, as plain text.
+pub struct RunLine {
+    pub id: i64,
+    pub warmup: bool,
+    pub status: &'static str,
+    pub exit: String,
+    pub duration: String,
+    pub config: String,
+    /// `metric = value unit`, one per measurement.
+    pub measured: Vec<String>,
+}
+
+/// What a format does with each part of a report, in the order [`walk`] gives them.
+pub trait Writer {
+    fn header(&mut self, report: &Report);
+    fn hypotheses(&mut self, lines: &[HypothesisLine<'_>], charts: Vec<Chart<'_>>);
+    fn overview(&mut self, overview: &Overview);
+    fn timeline(&mut self);
+    fn step_start(&mut self, step: &Step, headline: &str);
+    fn note(&mut self, markdown: &str);
+    /// `shown`: the command with its env in front.
+    fn command(&mut self, shown: &str, cwd: Option<&str>, sweep: &str);
+    fn runs(&mut self, lines: &[RunLine]);
+    fn not_run(&mut self);
+    fn output(&mut self, excerpt: &Excerpt);
+    fn snippet(&mut self, step: &Step, snapshot: Option<&Snapshot>);
+    fn grep(&mut self, step: &Step, path: &str, pattern: &str);
+    fn calculator(&mut self, inputs: &str, results: &[(String, String)]);
+    fn comments(&mut self, comments: &[&Comment]);
+    fn step_end(&mut self);
+    fn end(&mut self, report: &Report);
+}
+
+/// Gives `writer` the report, part by part.
+pub fn walk(report: &Report, writer: &mut impl Writer) {
+    let inv = &report.investigation;
+    writer.header(report);
+    if !inv.hypotheses.is_empty() {
+        let lines: Vec<HypothesisLine<'_>> = inv.hypotheses.iter().map(hypothesis_line).collect();
+        let charts = inv
+            .hypotheses
+            .iter()
+            .filter_map(|h| {
+                let (c, metric) = (h.comparison.as_ref()?, h.metric.as_ref()?);
+                let svg = crate::charts::experiment(metric, h.unit.as_deref().unwrap_or(""), c)
+                    .inspect_err(|e| tracing::warn!(hypothesis = h.id, "an export's chart: {e}"))
+                    .ok()?;
+                Some(Chart { id: h.id, caption: &h.statement, svg })
+            })
+            .collect();
+        writer.hypotheses(&lines, charts);
+    }
+    if let Some(overview) = &inv.overview {
+        writer.overview(overview);
+    }
+    writer.timeline();
+    for step in &inv.steps {
+        walk_step(report, step, writer);
+    }
+    writer.end(report);
+}
+
+fn hypothesis_line(h: &app::hypotheses::Hypothesis) -> HypothesisLine<'_> {
+    let c = h.comparison.as_ref();
+    let group = |g: Option<&app::metrics::GroupSummary>| {
+        g.map_or("—".into(), |g| format!("{} (n={})", format_value(g.mean), g.n))
+    };
+    HypothesisLine {
+        id: h.id,
+        statement: &h.statement,
+        provenance: h.provenance.as_ref().map(|p| (p.summary.as_str(), p.warnings.as_slice())),
+        metric: h.metric.as_deref().unwrap_or("—"),
+        baseline: group(c.map(|c| &c.baseline)),
+        treatment: group(c.map(|c| &c.treatment)),
+        delta: c.map_or("—".into(), |c| format!("{:+.1} %", c.delta_pct)),
+        ci: c.and_then(|c| c.ci_pct).map_or("—".into(), |(lo, hi)| format!("{lo:+.1} … {hi:+.1} %")),
+        verdict: c.map_or_else(|| h.status.clone(), |c| format!("{} — {}", h.status, c.verdict)),
+    }
+}
+
+fn walk_step(report: &Report, step: &Step, writer: &mut impl Writer) {
+    writer.step_start(step, &headline(step));
+    match &step.body {
+        StepBody::Note(n) => writer.note(&n.body),
+        StepBody::Command(c) => {
+            let mut shown = String::new();
+            for (k, v) in &c.env {
+                shown.push_str(&format!("{k}={} ", crate::ssh::quote::quote_if_needed(v)));
+            }
+            shown.push_str(&c.command);
+            writer.command(&shown, c.cwd.as_deref(), &app::sweeps::matrix_text(&c.matrix));
+            if step.runs.is_empty() {
+                writer.not_run();
+            } else {
+                writer.runs(&step.runs.iter().map(run_line).collect::<Vec<_>>());
+                for run in step.runs.iter().rev() {
+                    if let Some(e) = report.excerpts.get(&run.id) {
+                        writer.output(e);
+                    }
+                }
+            }
+        }
+        StepBody::Snippet(_) => writer.snippet(step, step.snapshots.last()),
+        StepBody::Grep(g) => writer.grep(step, &g.path, &g.pattern),
+        StepBody::Calculator(c) => writer.calculator(&calculator_inputs(c), &result_rows(step)),
+    }
+    if report.comments {
+        let on_step: Vec<&Comment> = report.investigation.comments.iter().filter(|c| c.step_id == step.id).collect();
+        if !on_step.is_empty() {
+            writer.comments(&on_step);
+        }
+    }
+    writer.step_end();
+}
+
+fn run_line(run: &app::runs::Run) -> RunLine {
+    RunLine {
+        id: run.id,
+        warmup: run.warmup,
+        status: run.status.as_str(),
+        exit: run.exit_code.map_or_else(|| run.exit_signal.clone().unwrap_or_else(|| "—".into()), |c| c.to_string()),
+        duration: duration(run.duration_ms),
+        config: run.config.as_ref().map_or(String::new(), app::sweeps::config_label),
+        measured: run
+            .measurements
+            .iter()
+            .filter(|m| m.key.is_none())
+            .map(|m| format!("{} = {} {}", m.metric, format_value(m.value), m.unit))
+            .collect(),
+    }
+}
+
+/// An excerpt's lines with the gaps between them said: `(number, text)`, or
+/// `(0, "… n lines left out …")`.
+pub fn excerpt_lines(e: &Excerpt) -> Vec<(u64, String)> {
+    let mut out = Vec::with_capacity(e.lines.len() + 2);
+    let mut last = 0u64;
+    for (n, text) in &e.lines {
+        if *n > last + 1 {
+            out.push((0, format!("… {} lines left out …", n - last - 1)));
+        }
+        out.push((*n, text.clone()));
+        last = *n;
+    }
+    if e.total_lines > last {
+        out.push((0, format!("… {} lines left out …", e.total_lines - last)));
+    }
+    out
+}
+
+/// The sentence before an excerpt.
+pub fn excerpt_caption(e: &Excerpt) -> String {
+    format!(
+        "Output of run {}: {} of {} lines shown (its end, and the lines its measurements and source references are on){}",
+        e.run,
+        e.lines.len(),
+        e.total_lines,
+        if e.unread_bytes > 0 { format!("; the first {} bytes were not read", e.unread_bytes) } else { String::new() }
+    )
+}

@@ -1,0 +1,29 @@
+//! Search (what the reader may read, enforced inside the query) and exports
+//! (readers of the investigation; share links by their token), each export audited.
+
+use crate::policy::Read;
+use app::backend::Actor;
+use app::error::ApiError;
+use app::search::{Export, ExportFormat, SearchRequest, SearchResults};
+
+#[async_trait::async_trait]
+impl app::backend::FindOps for super::Guarded {
+    async fn search(&self, actor: &Actor, request: SearchRequest) -> Result<SearchResults, ApiError> {
+        let readers = self.access.readers(actor).await?;
+        Ok(self.notebook.search.find(&readers, &request).await?)
+    }
+    async fn export(
+        &self,
+        actor: &Actor,
+        investigation: &str,
+        format: ExportFormat,
+        comments: bool,
+    ) -> Result<Export, ApiError> {
+        let permit = self.access.permit::<Read>(actor, investigation).await?;
+        Ok(self.notebook.export(&permit, format, comments).await?)
+    }
+    async fn export_shared(&self, token: &str, format: ExportFormat) -> Result<Export, ApiError> {
+        let permit = self.access.shared(token).await?;
+        Ok(self.notebook.export_shared(&permit, format).await?)
+    }
+}

@@ -1,0 +1,79 @@
+//! Hosts: everyone signed in sees them; admins change them; testing and
+//! capturing facts are remote actions (`Access::host_use`).
+
+use app::accounts::HostAccess;
+use app::backend::Actor;
+use app::error::{ApiError, ErrorCode};
+use app::hosts::{ConnectionReport, Host, HostFacts, HostImport, ImportReport, NewHost};
+
+#[async_trait::async_trait]
+impl app::backend::HostOps for super::Guarded {
+    async fn hosts(&self, actor: &Actor) -> Result<Vec<Host>, ApiError> {
+        Ok(self.notebook.hosts.list(&self.access.anyone(actor)).await?)
+    }
+    async fn host(&self, actor: &Actor, name: &str) -> Result<Host, ApiError> {
+        Ok(self.notebook.hosts.get(&self.access.anyone(actor), name).await?)
+    }
+    async fn add_host(&self, actor: &Actor, host: NewHost) -> Result<Host, ApiError> {
+        let admin = self.access.admin(actor, "add hosts")?;
+        Ok(self.notebook.hosts.add(&admin, host).await?)
+    }
+    async fn update_host(&self, actor: &Actor, name: &str, host: NewHost) -> Result<Host, ApiError> {
+        let admin = self.access.admin(actor, "change hosts")?;
+        Ok(self.notebook.hosts.update(&admin, name, host).await?)
+    }
+    async fn remove_host(&self, actor: &Actor, name: &str) -> Result<(), ApiError> {
+        let admin = self.access.admin(actor, "remove hosts")?;
+        Ok(self.notebook.hosts.remove(&admin, name).await?)
+    }
+    async fn known_hosts(&self, actor: &Actor) -> Result<String, ApiError> {
+        Ok(self.notebook.hosts.known_hosts(&self.access.anyone(actor)).await?)
+    }
+    async fn trust_host(&self, actor: &Actor, name: &str, fingerprint: &str) -> Result<Host, ApiError> {
+        let admin = self.access.admin(actor, "trust host keys")?;
+        Ok(self.notebook.hosts.trust(&admin, name, fingerprint).await?)
+    }
+    async fn set_passphrase(&self, actor: &Actor, name: &str, passphrase: String) -> Result<(), ApiError> {
+        let admin = self.access.admin(actor, "unlock host keys")?;
+        Ok(self.notebook.hosts.set_passphrase(&admin, name, passphrase).await?)
+    }
+    async fn test_host(&self, actor: &Actor, name: &str) -> Result<ConnectionReport, ApiError> {
+        let permit = self.access.host_use(actor, name).await?;
+        Ok(self.notebook.hosts.test(&permit).await?)
+    }
+    async fn import_hosts(&self, actor: &Actor, source: HostImport) -> Result<ImportReport, ApiError> {
+        let admin = self.access.admin(actor, "import hosts")?;
+        Ok(self.notebook.hosts.import(&admin, source).await?)
+    }
+    /// The python a capture names is used again by every automatic capture
+    /// before a day's first run, so only admins choose it.
+    async fn capture_facts(&self, actor: &Actor, host: &str, python: Option<String>) -> Result<HostFacts, ApiError> {
+        let permit = self.access.host_use(actor, host).await?;
+        let names_python = python.as_deref().is_some_and(|p| !p.trim().is_empty());
+        if names_python && !actor.admin {
+            return Err(ApiError::new(
+                ErrorCode::Forbidden,
+                "Only admins choose the python that fact captures use (every automatic capture uses it again); \
+                 capture without naming one.",
+            ));
+        }
+        Ok(self.notebook.facts.capture(&permit, python.as_deref()).await?)
+    }
+    async fn facts(&self, actor: &Actor, host: &str) -> Result<Option<HostFacts>, ApiError> {
+        let permit = self.access.host_use(actor, host).await?;
+        Ok(self.notebook.facts.latest(&permit).await?)
+    }
+    /// Those who may use the host, and readers of an investigation with a run
+    /// that points at these facts (its provenance shows them).
+    async fn facts_by_id(&self, actor: &Actor, id: i64) -> Result<HostFacts, ApiError> {
+        let permit = self.access.facts(actor, id).await?;
+        Ok(self.notebook.facts.by_id(&permit).await?)
+    }
+    async fn host_access(&self, actor: &Actor, host: &str) -> Result<HostAccess, ApiError> {
+        Ok(self.notebook.hosts.access(&self.access.anyone(actor), host).await?)
+    }
+    async fn set_host_access(&self, actor: &Actor, host: &str, access: HostAccess) -> Result<HostAccess, ApiError> {
+        let admin = self.access.admin(actor, "decide who runs on hosts")?;
+        Ok(self.notebook.hosts.set_access(&admin, host, access).await?)
+    }
+}

@@ -1,0 +1,39 @@
+//! Hypotheses: readers read, editors change.
+
+use crate::db::OwnedBy;
+use crate::policy::{Edit, Read};
+use app::backend::Actor;
+use app::error::ApiError;
+use app::hypotheses::{Hypothesis, HypothesisInput};
+
+#[async_trait::async_trait]
+impl app::backend::HypothesisOps for super::Guarded {
+    async fn hypotheses(&self, actor: &Actor, investigation: &str) -> Result<Vec<Hypothesis>, ApiError> {
+        let permit = self.access.permit::<Read>(actor, investigation).await?;
+        Ok(self.notebook.hypotheses.list(&permit).await?)
+    }
+    async fn hypothesis(&self, actor: &Actor, id: i64) -> Result<Hypothesis, ApiError> {
+        let permit = self.access.permit_for::<Read>(actor, OwnedBy::Hypothesis, id).await?;
+        Ok(self.notebook.hypotheses.get(&permit, id).await?)
+    }
+    async fn add_hypothesis(
+        &self,
+        actor: &Actor,
+        investigation: &str,
+        input: HypothesisInput,
+    ) -> Result<Hypothesis, ApiError> {
+        let permit = self.access.permit::<Edit>(actor, investigation).await?;
+        let done = self.notebook.hypotheses.add(&permit, input).await;
+        Ok(self.announce(actor, investigation, done)?)
+    }
+    async fn update_hypothesis(&self, actor: &Actor, id: i64, input: HypothesisInput) -> Result<Hypothesis, ApiError> {
+        let permit = self.access.permit_for::<Edit>(actor, OwnedBy::Hypothesis, id).await?;
+        let done = self.notebook.hypotheses.update(&permit, id, input).await;
+        Ok(self.announce(actor, permit.investigation(), done)?)
+    }
+    async fn delete_hypothesis(&self, actor: &Actor, id: i64) -> Result<(), ApiError> {
+        let permit = self.access.permit_for::<Edit>(actor, OwnedBy::Hypothesis, id).await?;
+        let done = self.notebook.hypotheses.delete(&permit, id).await;
+        Ok(self.announce(actor, permit.investigation(), done)?)
+    }
+}

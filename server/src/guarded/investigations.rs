@@ -1,0 +1,48 @@
+//! Investigations: anyone signed in creates one (and owns it); the rest by role.
+
+use crate::policy::{Edit, Own, Read, Role};
+use app::backend::Actor;
+use app::error::ApiError;
+use app::model::{Investigation, InvestigationPatch, InvestigationSummary, NewInvestigation, StepWindow};
+
+#[async_trait::async_trait]
+impl app::backend::InvestigationOps for super::Guarded {
+    async fn list_investigations(&self, actor: &Actor) -> Result<Vec<InvestigationSummary>, ApiError> {
+        let readers = self.access.readers(actor).await?;
+        Ok(self.notebook.investigations.list(&readers).await?)
+    }
+    async fn create_investigation(&self, actor: &Actor, new: NewInvestigation) -> Result<Investigation, ApiError> {
+        let id = self.notebook.investigations.create(&self.access.anyone(actor), new).await?;
+        let permit = self.access.permit::<Read>(actor, &id).await?;
+        Ok(self.notebook.investigation(&permit, None).await?)
+    }
+    async fn investigation(
+        &self,
+        actor: &Actor,
+        id: &str,
+        window: Option<&StepWindow>,
+    ) -> Result<Investigation, ApiError> {
+        let permit = self.access.permit::<Read>(actor, id).await?;
+        let mut investigation = self.notebook.investigation(&permit, window).await?;
+        if permit.role() == Role::Owner {
+            let owner = self.access.permit::<Own>(actor, id).await?;
+            investigation.share_links = self.notebook.shares.links(&owner).await?;
+        }
+        Ok(investigation)
+    }
+    async fn update_investigation(
+        &self,
+        actor: &Actor,
+        id: &str,
+        patch: InvestigationPatch,
+    ) -> Result<Investigation, ApiError> {
+        let permit = self.access.permit::<Edit>(actor, id).await?;
+        let done = self.notebook.investigations.update(&permit, patch).await;
+        self.announce(actor, id, done)?;
+        Ok(self.notebook.investigation(&permit.read(), None).await?)
+    }
+    async fn delete_investigation(&self, actor: &Actor, id: &str) -> Result<(), ApiError> {
+        let permit = self.access.permit::<Own>(actor, id).await?;
+        Ok(self.notebook.delete_investigation(&permit).await?)
+    }
+}

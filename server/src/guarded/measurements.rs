@@ -1,0 +1,72 @@
+//! Measurements, the chart and extractors: readers read, editors change.
+
+use crate::db::OwnedBy;
+use crate::policy::{Edit, Read};
+use app::backend::Actor;
+use app::error::ApiError;
+use app::metrics::{DerivedDef, ExtractorDef, NewMeasurement, Overview, OverviewQuery, StoredMeasurement};
+
+#[async_trait::async_trait]
+impl app::backend::MeasurementOps for super::Guarded {
+    async fn measurements(&self, actor: &Actor, investigation: &str) -> Result<Vec<StoredMeasurement>, ApiError> {
+        let permit = self.access.permit::<Read>(actor, investigation).await?;
+        Ok(self.notebook.metrics.measurements(&permit).await?)
+    }
+    async fn add_measurement(
+        &self,
+        actor: &Actor,
+        investigation: &str,
+        new: NewMeasurement,
+    ) -> Result<StoredMeasurement, ApiError> {
+        let permit = self.access.permit::<Edit>(actor, investigation).await?;
+        let done = self.notebook.metrics.add(&permit, new).await;
+        Ok(self.announce(actor, investigation, done)?)
+    }
+    async fn delete_measurement(&self, actor: &Actor, id: i64) -> Result<(), ApiError> {
+        let permit = self.access.permit_for::<Edit>(actor, OwnedBy::Measurement, id).await?;
+        let done = self.notebook.metrics.delete(&permit, id).await;
+        Ok(self.announce(actor, permit.investigation(), done)?)
+    }
+    async fn overview(
+        &self,
+        actor: &Actor,
+        investigation: &str,
+        query: &OverviewQuery,
+    ) -> Result<Option<Overview>, ApiError> {
+        let permit = self.access.permit::<Read>(actor, investigation).await?;
+        Ok(self.notebook.overview(&permit, query).await?)
+    }
+    async fn extractors(&self, actor: &Actor, investigation: &str) -> Result<Vec<ExtractorDef>, ApiError> {
+        let permit = self.access.permit::<Read>(actor, investigation).await?;
+        Ok(self.notebook.metrics.extractors(&permit).await?)
+    }
+    async fn add_extractor(
+        &self,
+        actor: &Actor,
+        investigation: &str,
+        def: ExtractorDef,
+    ) -> Result<ExtractorDef, ApiError> {
+        let permit = self.access.permit::<Edit>(actor, investigation).await?;
+        let done = self.notebook.metrics.add_extractor(&permit, def).await;
+        Ok(self.announce(actor, investigation, done)?)
+    }
+    async fn remove_extractor(&self, actor: &Actor, investigation: &str, name: &str) -> Result<(), ApiError> {
+        let permit = self.access.permit::<Edit>(actor, investigation).await?;
+        let done = self.notebook.metrics.remove_extractor(&permit, name).await;
+        Ok(self.announce(actor, investigation, done)?)
+    }
+    async fn derived_metrics(&self, actor: &Actor, investigation: &str) -> Result<Vec<DerivedDef>, ApiError> {
+        let permit = self.access.permit::<Read>(actor, investigation).await?;
+        Ok(self.notebook.metrics.derived(&permit).await?)
+    }
+    async fn add_derived(&self, actor: &Actor, investigation: &str, def: DerivedDef) -> Result<DerivedDef, ApiError> {
+        let permit = self.access.permit::<Edit>(actor, investigation).await?;
+        let done = self.notebook.metrics.add_derived(&permit, def).await;
+        Ok(self.announce(actor, investigation, done)?)
+    }
+    async fn remove_derived(&self, actor: &Actor, investigation: &str, name: &str) -> Result<(), ApiError> {
+        let permit = self.access.permit::<Edit>(actor, investigation).await?;
+        let done = self.notebook.metrics.remove_derived(&permit, name).await;
+        Ok(self.announce(actor, investigation, done)?)
+    }
+}

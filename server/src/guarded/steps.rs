@@ -1,0 +1,44 @@
+//! Steps: editors change notes and commands; saving a snippet or grep reads the host, so it needs a runner.
+
+use crate::db::OwnedBy;
+use crate::policy::Read;
+use app::backend::Actor;
+use app::error::ApiError;
+use app::model::Step;
+use app::steps::StepBody;
+
+#[async_trait::async_trait]
+impl app::backend::StepOps for super::Guarded {
+    async fn add_step(&self, actor: &Actor, investigation: &str, body: StepBody) -> Result<Step, ApiError> {
+        let permit = self.access.for_body(actor, investigation, &body).await?;
+        let done = self.notebook.steps.add(&permit, body).await;
+        Ok(self.announce(actor, investigation, done)?)
+    }
+    async fn step(&self, actor: &Actor, id: i64) -> Result<Step, ApiError> {
+        let permit = self.access.permit_for::<Read>(actor, OwnedBy::Step, id).await?;
+        Ok(self.notebook.steps.get(&permit, id).await?)
+    }
+    async fn update_step(
+        &self,
+        actor: &Actor,
+        id: i64,
+        body: StepBody,
+        version: Option<i64>,
+    ) -> Result<Step, ApiError> {
+        let investigation = self.access.investigation_of(OwnedBy::Step, id).await?;
+        let permit = self.access.for_body(actor, &investigation, &body).await?;
+        let done = self.notebook.steps.update(&permit, id, body, version).await;
+        Ok(self.announce(actor, &investigation, done)?)
+    }
+    async fn move_step(&self, actor: &Actor, id: i64, position: u32) -> Result<Step, ApiError> {
+        let permit = self.access.permit_for(actor, OwnedBy::Step, id).await?;
+        let done = self.notebook.steps.move_to(&permit, id, position).await;
+        Ok(self.announce(actor, permit.investigation(), done)?)
+    }
+    /// Deleting a step cancels its runs, and cancelling needs the runner role.
+    async fn delete_step(&self, actor: &Actor, id: i64) -> Result<(), ApiError> {
+        let permit = self.access.step_deletion(actor, id).await?;
+        let done = self.notebook.steps.delete(&permit, id).await;
+        Ok(self.announce(actor, permit.investigation(), done)?)
+    }
+}

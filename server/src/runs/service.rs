@@ -1,0 +1,349 @@
+//! The run operations: queueing a step's runs (a batch or a sweep), reading
+//! them, their output and telemetry, waiting for and cancelling them. The runs
+//! themselves are driven by the [`Runner`].
+
+use super::sweep;
+use super::{Runner, TAIL_BYTES, run_from_row, tail, window};
+use crate::db::{NewRun, RunRow, Store};
+use crate::error::{Context, Error, Result};
+use crate::hosts::Hosts;
+use crate::output::Outputs;
+use crate::policy::{Edit, Permit, Read, Run as RunRight, RunOn};
+use app::error::{ApiError, ErrorCode};
+use app::model::Step;
+use app::runs::{MAX_REPEAT, MAX_WARMUP, OutputTail, Run, RunRequest, RunStatus};
+use app::steps::StepBody;
+use bytes::Bytes;
+use futures::Stream;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+#[derive(Clone)]
+pub struct Runs {
+    store: Store,
+    runner: Arc<Runner>,
+    hosts: Hosts,
+}
+
+fn not_found(id: i64) -> ApiError {
+    ApiError::not_found(format!("There is no run {id}."))
+}
+
+/// A run's output as the raw download gives it.
+pub enum Output {
+    /// Everything, streamed (output can be gigabytes); the length so far.
+    Whole(std::pin::Pin<Box<dyn Stream<Item = std::io::Result<Bytes>> + Send>>, u64),
+    /// A range; the length so far.
+    Range(Vec<u8>, u64),
+}
+
+impl Runs {
+    pub fn new(store: Store, runner: Arc<Runner>, hosts: Hosts) -> Self {
+        Self { store, runner, hosts }
+    }
+
+    fn outputs(&self) -> &Outputs {
+        self.runner.outputs()
+    }
+
+    /// The run row, if it is of the permit's investigation.
+    async fn row(&self, permit: &Permit<impl crate::policy::Right>, id: i64) -> Result<RunRow> {
+        let row = self.store.run(id).await?.ok_or_else(|| not_found(id))?;
+        let investigation = self.store.run_investigation(id).await?;
+        if investigation.as_deref() != Some(permit.investigation()) {
+            return Err(not_found(id).into());
+        }
+        Ok(row)
+    }
+
+    /// Fills in the runs of command steps, and the output tail of the newest run
+    /// of each step in `tails_for`.
+    pub async fn attach(&self, _: &Permit<Read>, steps: &mut [Step], rows: Vec<RunRow>, tails_for: &HashSet<i64>) {
+        let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
+        let mut measured: HashMap<i64, Vec<app::metrics::Measurement>> = HashMap::new();
+        match self.store.measurements_of_runs(&ids).await {
+            Ok(found) => {
+                for row in found {
+                    if let Some(run) = row.run_id {
+                        measured.entry(run).or_default().push(crate::metrics::measurement_of(row).measurement);
+                    }
+                }
+            }
+            Err(e) => tracing::error!("cannot read measurements: {}", crate::error::chain(&e)),
+        }
+        let mut by_step: HashMap<i64, Vec<Run>> = HashMap::new();
+        for row in rows {
+            let mut run = run_from_row(row);
+            run.measurements = measured.remove(&run.id).unwrap_or_default();
+            by_step.entry(run.step_id).or_default().push(run);
+        }
+        for step in steps.iter_mut() {
+            if let Some(mut runs) = by_step.remove(&step.id) {
+                if let Some(newest) = runs.last_mut().filter(|_| tails_for.contains(&step.id)) {
+                    match tail(self.outputs(), newest.id, TAIL_BYTES).await {
+                        Ok(t) => newest.tail = Some(t),
+                        Err(e) => tracing::error!(run = newest.id, "cannot read output: {e}"),
+                    }
+                    if newest.telemetry && newest.status.is_finished() {
+                        match self.store.telemetry_svg(newest.id).await {
+                            Ok(svg) => newest.telemetry_svg = svg,
+                            Err(e) => tracing::error!(run = newest.id, "cannot read the telemetry chart: {e}"),
+                        }
+                        if let Ok(Some((_, Some(notes)))) = self.store.telemetry_info(newest.id).await {
+                            newest.telemetry_notes = serde_json::from_str(&notes).unwrap_or_default();
+                        }
+                    }
+                }
+                step.runs = runs;
+            }
+        }
+    }
+
+    /// Cancels and deletes the output of runs whose step is going away.
+    pub async fn forget(&self, permit: &Permit<Edit>, runs: impl Iterator<Item = i64>) {
+        for id in runs {
+            if let Err(e) = self.runner.cancel(permit.investigation(), id).await {
+                tracing::error!(run = id, "cannot cancel a run of a deleted step: {}", crate::error::chain(&e));
+            }
+            self.outputs().remove(id).await;
+        }
+    }
+
+    /// Queues runs of a command step (warm-ups first, or a sweep's plan); they start right away.
+    pub async fn start(&self, permit: &RunOn, step_id: i64, request: RunRequest) -> Result<Vec<Run>> {
+        let repeat = request.repeat.unwrap_or(1);
+        let warmup = request.warmup.unwrap_or(0);
+        if !(1..=MAX_REPEAT).contains(&repeat) {
+            return Err(ApiError::invalid(format!("repeat must be from 1 to {MAX_REPEAT}.")).into());
+        }
+        if warmup > MAX_WARMUP {
+            return Err(ApiError::invalid(format!("warmup must be from 0 to {MAX_WARMUP}.")).into());
+        }
+        let row = self
+            .store
+            .step(step_id)
+            .await?
+            .filter(|s| s.investigation_id == permit.investigation())
+            .ok_or_else(|| ApiError::not_found(format!("There is no step {step_id}.")))?;
+        let body = crate::steps::from_stored(&row.kind, &row.body).context("reading a stored step")?;
+        let StepBody::Command(command) = body else {
+            return Err(
+                ApiError::invalid(format!("Step {step_id} is a {} step; only command steps run.", row.kind)).into()
+            );
+        };
+        if command.host != permit.host() {
+            return Err(Error::bug(format!(
+                "a permit for {} to run step {step_id} on {}",
+                permit.host(),
+                command.host
+            )));
+        }
+        if let Some(seen) = request.version
+            && seen != row.version
+        {
+            let env: Vec<(String, String)> = command.env.clone().into_iter().collect();
+            let now = format!(
+                "Nothing ran. It now runs on {} with {}:\n\n{}\n\nReload to read it, then run again.",
+                command.host,
+                app::runs::config_label(&env),
+                command.command
+            );
+            return Err(crate::error::stale_save(
+                "command",
+                row.updated_by.as_deref(),
+                &crate::time::timestamp(row.updated_at),
+                row.version,
+                &now,
+            )
+            .into());
+        }
+        let target = self.hosts.target(&command.host).await?;
+        // A failed run cancels the rest only when asked.
+        let stop_on_failure = request.keep_going == Some(false);
+        let who = &permit.actor().name;
+        let new_runs = if command.matrix.is_empty() {
+            sweep::check_plain_request(&request)?;
+            plain_runs(step_id, &command, repeat, warmup, who)?
+        } else {
+            let (new_sweep, mut runs) = sweep::plan(step_id, &command, &request, repeat, warmup, who)?;
+            let sweep = self.store.insert_sweep(&new_sweep).await?;
+            for run in &mut runs {
+                run.sweep_id = Some(sweep.id);
+            }
+            tracing::info!(step = step_id, sweep = sweep.id, host = %command.host, runs = runs.len(), "queued a sweep");
+            runs
+        };
+        let runs = self.runner.insert_batch(new_runs).await?;
+        tracing::info!(step = step_id, host = %command.host, runs = runs.len(), "queued runs");
+        for run in &runs {
+            self.runner.live().publish(super::RunEvent::new(&row.investigation_id, run.clone()));
+        }
+        self.runner.spawn_batch(row.investigation_id, runs.clone(), target, stop_on_failure);
+        Ok(runs)
+    }
+
+    /// The GPUs' telemetry during a run.
+    pub async fn telemetry(&self, permit: &Permit<Read>, id: i64) -> Result<app::telemetry::Telemetry> {
+        let found = self.run(permit, id).await?;
+        Ok(crate::telemetry::of_run(&self.store, id, found.telemetry).await?)
+    }
+
+    /// Up to `bytes` of a run's output ending at `before`, as HTML, from a line start.
+    pub async fn output_before(&self, permit: &Permit<Read>, id: i64, before: u64, bytes: u64) -> Result<OutputTail> {
+        self.row(permit, id).await?;
+        window(self.outputs(), id, before, bytes.clamp(1, 1024 * 1024), usize::MAX)
+            .await
+            .context(format!("reading the output of run {id}"))
+    }
+
+    /// The raw output: all of it (a stream), or `limit` bytes from `offset`.
+    pub async fn output(&self, permit: &Permit<Read>, id: i64, offset: u64, limit: Option<u64>) -> Result<Output> {
+        self.row(permit, id).await?;
+        let len = self.outputs().len(id).await.context(format!("reading the output length of run {id}"))?;
+        if limit.is_none() && offset == 0 {
+            return Ok(Output::Whole(Box::pin(self.outputs().whole(id)), len));
+        }
+        let limit = limit.unwrap_or(1024 * 1024).min(16 * 1024 * 1024);
+        let (bytes, len) =
+            self.outputs().read_range(id, offset, limit).await.context(format!("reading the output of run {id}"))?;
+        Ok(Output::Range(bytes, len))
+    }
+
+    /// The run's output from `offset` as SSE frames, live while it runs (`runs::feed`).
+    pub async fn follow(
+        &self,
+        permit: &Permit<Read>,
+        id: i64,
+        offset: u64,
+    ) -> Result<impl Stream<Item = Bytes> + Send + use<>> {
+        let run = self.run(permit, id).await?;
+        Ok(self.runner.feeds().follow(id, offset, run.status).await)
+    }
+
+    /// The investigation's runs fingerprint (`app::runs::runs_fingerprint`), from the rows alone.
+    pub async fn fingerprint(&self, permit: &Permit<Read>) -> Result<u64> {
+        let investigation = permit.investigation();
+        if self.store.investigation(investigation).await?.is_none() {
+            return Err(crate::investigations::not_found(investigation).into());
+        }
+        let runs: Vec<Run> =
+            self.store.runs_of_investigation(investigation).await?.into_iter().map(run_from_row).collect();
+        Ok(app::runs::runs_fingerprint(&runs))
+    }
+
+    /// The run with its measurements (none until it has finished).
+    pub async fn run(&self, permit: &Permit<Read>, id: i64) -> Result<Run> {
+        let mut run = run_from_row(self.row(permit, id).await?);
+        if run.status.is_finished() {
+            run.measurements = self
+                .store
+                .measurements_of_runs(&[id])
+                .await?
+                .into_iter()
+                .map(|row| crate::metrics::measurement_of(row).measurement)
+                .collect();
+        }
+        Ok(run)
+    }
+
+    /// The run once it has finished (measurements recorded: the runner
+    /// announces the end after them), or as it is when `within` is over.
+    pub async fn wait(&self, permit: &Permit<Read>, id: i64, within: std::time::Duration) -> Result<Run> {
+        let deadline = tokio::time::Instant::now() + within;
+        // Subscribed before reading, so an end between the two is not missed.
+        let mut events = self.runner.live().subscribe();
+        let mut run = self.run(permit, id).await?;
+        while !run.status.is_finished() {
+            match tokio::time::timeout_at(deadline, events.recv()).await {
+                Err(_) => break,
+                Ok(Ok(event)) if event.run.id == id => run = self.run(permit, id).await?,
+                Ok(Ok(_)) => {}
+                Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => run = self.run(permit, id).await?,
+                // The server is shutting down: answer with what is known.
+                Ok(Err(tokio::sync::broadcast::error::RecvError::Closed)) => break,
+            }
+        }
+        Ok(run)
+    }
+
+    pub async fn cancel(&self, permit: &Permit<RunRight>, id: i64) -> Result<Run> {
+        let read = permit.read();
+        let run = self.run(&read, id).await?;
+        if run.status.is_finished() {
+            return Err(ApiError::new(
+                ErrorCode::Conflict,
+                format!("Run {id} has already finished ({}).", run.status.as_str()),
+            )
+            .into());
+        }
+        self.runner.cancel(permit.investigation(), id).await?;
+        // A running run finishes once the host has reacted; wait briefly so the
+        // answer usually shows the end state.
+        for _ in 0..50 {
+            let run = self.run(&read, id).await?;
+            if run.status.is_finished() {
+                return Ok(run);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        self.run(&read, id).await
+    }
+
+    /// A sweep and how far it got.
+    pub async fn sweep(&self, permit: &Permit<Read>, id: i64) -> Result<app::sweeps::Sweep> {
+        let row = self.store.sweep(id).await?.ok_or_else(|| sweep::not_found(id))?;
+        if self.store.investigation_of(crate::db::OwnedBy::Sweep, id).await?.as_deref() != Some(permit.investigation())
+        {
+            return Err(sweep::not_found(id).into());
+        }
+        let runs: Vec<Run> = self.store.runs_of_sweep(id).await?.into_iter().map(run_from_row).collect();
+        Ok(sweep::view(row, &runs))
+    }
+
+    /// Cancels a sweep's runs that have not finished: the queued first, so none
+    /// starts while the running one stops.
+    pub async fn cancel_sweep(&self, permit: &Permit<RunRight>, id: i64) -> Result<app::sweeps::Sweep> {
+        self.sweep(&permit.read(), id).await?;
+        let runs: Vec<Run> = self.store.runs_of_sweep(id).await?.into_iter().map(run_from_row).collect();
+        for run in runs.iter().filter(|r| r.status == RunStatus::Queued) {
+            self.runner.cancel(permit.investigation(), run.id).await?;
+        }
+        for run in runs.iter().filter(|r| r.status == RunStatus::Running) {
+            self.runner.cancel(permit.investigation(), run.id).await?;
+        }
+        tracing::info!(sweep = id, "sweep cancelled");
+        self.sweep(&permit.read(), id).await
+    }
+}
+
+/// The runs of a plain command (no matrix): warm-ups, then the measured runs.
+fn plain_runs(
+    step_id: i64,
+    command: &app::steps::command::CommandBody,
+    repeat: u32,
+    warmup: u32,
+    who: &str,
+) -> Result<Vec<NewRun>> {
+    let env: Vec<(String, String)> = command.env.clone().into_iter().collect();
+    let env_json = serde_json::to_string(&env).context("a run's environment as JSON")?;
+    let total = warmup + repeat;
+    Ok((1..=total)
+        .map(|i| NewRun {
+            step_id,
+            host: command.host.clone(),
+            command: command.command.clone(),
+            env: env_json.clone(),
+            cwd: command.cwd.clone(),
+            timeout_s: command.timeout_s.and_then(|t| i64::try_from(t).ok()),
+            // Warm-ups are numbered apart from the measured runs: "warm-up 1/2", "run 3/10".
+            batch_index: i64::from(if i <= warmup { i } else { i - warmup }),
+            batch_size: i64::from(if i <= warmup { warmup } else { repeat }),
+            warmup: i <= warmup,
+            who: Some(who.to_string()),
+            config: None,
+            sweep_id: None,
+            sweep_index: None,
+            telemetry: command.telemetry,
+        })
+        .collect())
+}

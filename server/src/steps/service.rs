@@ -1,0 +1,169 @@
+//! The steps of an investigation's timeline: adding, reading, editing (with
+//! the version the editor began on), moving and deleting them. A snippet or a
+//! grep reads its host when saved; a calculator's inputs may be linked to
+//! measurements.
+
+use crate::db::Store;
+use crate::error::Result;
+use crate::hosts::Hosts;
+use crate::metrics::Metrics;
+use crate::policy::{Edit, ForBody, Permit, Read, RunOn};
+use crate::runs::Runs;
+use crate::snippets::Source;
+use app::error::ApiError;
+use app::model::Step;
+use app::steps::StepBody;
+use std::collections::HashSet;
+
+#[derive(Clone)]
+pub struct Steps {
+    store: Store,
+    hosts: Hosts,
+    source: Source,
+    metrics: Metrics,
+    runs: Runs,
+}
+
+fn not_found(id: i64) -> ApiError {
+    ApiError::not_found(format!("There is no step {id}."))
+}
+
+/// A save begun on an older version: who changed it since, and (for a note) their text.
+fn stale(current: &Step) -> ApiError {
+    let theirs = match &current.body {
+        StepBody::Note(note) => format!(" Their text:\n\n{}", note.body),
+        _ => String::new(),
+    };
+    let then = format!("Copy your text, reload, and merge.{theirs}");
+    crate::error::stale_save("step", current.updated_by.as_deref(), &current.updated_at, current.version, &then)
+}
+
+impl Steps {
+    pub fn new(store: Store, hosts: Hosts, source: Source, metrics: Metrics, runs: Runs) -> Self {
+        Self { store, hosts, source, metrics, runs }
+    }
+
+    /// Checks what a body names exists (the host of a command, snippet or grep).
+    async fn check_host(&self, body: &StepBody) -> Result<()> {
+        let host = match body {
+            StepBody::Command(command) => &command.host,
+            StepBody::Snippet(snippet) => &snippet.host,
+            StepBody::Grep(grep) => &grep.host,
+            StepBody::Note(_) | StepBody::Calculator(_) => return Ok(()),
+        };
+        if !self.hosts.exists(host).await? {
+            return Err(ApiError::invalid(format!("There is no host {host:?}; add it on the Hosts page first.")).into());
+        }
+        Ok(())
+    }
+
+    /// Appends a step to the timeline.
+    pub async fn add(&self, permit: &ForBody, body: StepBody) -> Result<Step> {
+        let investigation = permit.investigation();
+        if !crate::ids::is_investigation_id(investigation) {
+            return Err(crate::investigations::not_found(investigation).into());
+        }
+        let edit = permit.edit();
+        let body = self.metrics.link(&edit, body).await?;
+        let body = super::validate(body)?;
+        self.check_host(&body).await?;
+        // A snippet or grep reads the host first: a bad path is a 4xx and no step is made.
+        let fetched = self.source.fetch_for(permit, &body).await?;
+        let (kind, fields) = super::to_stored(&body).map_err(|e| crate::error::Error::internal("storing a step", e))?;
+        let row = self
+            .store
+            .insert_step(investigation, kind, &fields)
+            .await?
+            .ok_or_else(|| crate::investigations::not_found(investigation))?;
+        if let Some(fetched) = fetched {
+            self.source.store_fetched(&edit, row.id, fetched).await?;
+        }
+        self.get(&edit.read(), row.id).await
+    }
+
+    /// The step with its runs (the newest one's output tail), snapshots, annotations and search.
+    pub async fn get(&self, permit: &Permit<Read>, id: i64) -> Result<Step> {
+        let mut steps = vec![super::rendered(self.row(permit, id).await?)?];
+        let runs = self.store.runs_of_step(id).await?;
+        self.runs.attach(permit, &mut steps, runs, &HashSet::from([id])).await;
+        let snapshots = self.store.snapshots_of_step(id).await?;
+        self.source.attach_snapshots(permit, &mut steps, snapshots);
+        let annotations = self.store.annotations_of_step(id).await?;
+        self.source.attach_annotations(permit, &mut steps, annotations);
+        let searches = self.store.search_of_step(id).await?;
+        self.source.attach_searches(permit, &mut steps, searches.into_iter().collect());
+        Ok(steps.remove(0))
+    }
+
+    /// Replaces the step's body; its kind cannot change. With `version`, refused
+    /// (saying who changed it when, with their text) unless it is still that one.
+    pub async fn update(&self, permit: &ForBody, id: i64, body: StepBody, version: Option<i64>) -> Result<Step> {
+        let edit = permit.edit();
+        let current = self.get(&edit.read(), id).await?;
+        if version.is_some_and(|v| v != current.version) {
+            return Err(stale(&current).into());
+        }
+        if current.body.kind() != body.kind() {
+            return Err(ApiError::invalid(format!(
+                "Step {id} is a {} step; its kind cannot change to {}.",
+                current.body.kind(),
+                body.kind()
+            ))
+            .into());
+        }
+        let body = self.metrics.link(&edit, body).await?;
+        let body = super::validate(body)?;
+        self.check_host(&body).await?;
+        let fetched = self.source.fetch_for(permit, &body).await?;
+        let (_, fields) = super::to_stored(&body).map_err(|e| crate::error::Error::internal("storing a step", e))?;
+        let Some(row) = self.store.update_step_body(id, &fields, &permit.actor().name, version).await? else {
+            // Gone, or saved by someone else between our read and our write.
+            return Err(match self.get(&edit.read(), id).await {
+                Ok(newer) => stale(&newer).into(),
+                Err(e) => e,
+            });
+        };
+        if let Some(fetched) = fetched {
+            self.source.store_fetched(&edit, row.id, fetched).await?;
+        }
+        self.get(&edit.read(), row.id).await
+    }
+
+    /// Fetches a snippet step's file again (optionally another range) as a new snapshot.
+    pub async fn refresh_snippet(&self, permit: RunOn, id: i64, start: Option<u64>, end: Option<u64>) -> Result<Step> {
+        let step = self.get(&permit.permit().read(), id).await?;
+        let StepBody::Snippet(mut body) = step.body else {
+            return Err(ApiError::invalid(format!("Step {id} is not a snippet.")).into());
+        };
+        if start.is_some() || end.is_some() {
+            body.start = start.or(body.start);
+            body.end = end.or(body.end);
+        }
+        let body = super::validate(StepBody::Snippet(body))?;
+        self.update(&ForBody::Fetch(permit), id, body, None).await
+    }
+
+    /// The step's row, if it is of the permit's investigation.
+    async fn row(&self, permit: &Permit<impl crate::policy::Right>, id: i64) -> Result<crate::db::StepRow> {
+        let row = self.store.step(id).await?.filter(|s| s.investigation_id == permit.investigation());
+        Ok(row.ok_or_else(|| not_found(id))?)
+    }
+
+    /// Moves the step to `position` (1-based, clamped to the timeline).
+    pub async fn move_to(&self, permit: &Permit<Edit>, id: i64, position: u32) -> Result<Step> {
+        self.row(permit, id).await?;
+        let row = self.store.move_step(id, i64::from(position)).await?.ok_or_else(|| not_found(id))?;
+        super::rendered(row)
+    }
+
+    /// Deletes the step, cancelling its runs and removing their output.
+    pub async fn delete(&self, permit: &Permit<Edit>, id: i64) -> Result<()> {
+        self.row(permit, id).await?;
+        let runs = self.store.runs_of_step(id).await?;
+        self.runs.forget(permit, runs.iter().map(|r| r.id)).await;
+        if !self.store.delete_step(id).await? {
+            return Err(not_found(id).into());
+        }
+        Ok(())
+    }
+}

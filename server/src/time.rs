@@ -1,0 +1,42 @@
+//! Time as Sleuth stores and shows it: Unix milliseconds in the store, RFC 3339
+//! (UTC, milliseconds) in the API.
+
+/// Now, as stored: Unix milliseconds.
+pub fn now_ms() -> i64 {
+    let now = time::OffsetDateTime::now_utc();
+    i64::try_from(now.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX)
+}
+
+/// Unix milliseconds → RFC 3339 with milliseconds, UTC.
+pub fn timestamp(ms: i64) -> String {
+    let format =
+        time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z");
+    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .ok()
+        .and_then(|t| t.format(&format).ok())
+        .unwrap_or_default()
+}
+
+/// Unix milliseconds → the UTC day, `2026-11-30`.
+pub fn day(ms: i64) -> String {
+    timestamp(ms).chars().take(10).collect()
+}
+
+/// Whether two epoch-millisecond times fall on the same UTC day.
+pub fn same_day(a_ms: i64, b_ms: i64) -> bool {
+    a_ms.div_euclid(86_400_000) == b_ms.div_euclid(86_400_000)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_are_rfc3339_utc_with_millis() {
+        assert_eq!(timestamp(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(timestamp(1_796_023_293_123), "2026-11-30T07:21:33.123Z");
+        assert_eq!(day(1_796_023_293_123), "2026-11-30");
+        assert!(same_day(1_796_023_293_123, 1_796_023_293_123 + 3_600_000));
+        assert!(!same_day(0, 86_400_000));
+    }
+}
