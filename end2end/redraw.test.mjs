@@ -85,9 +85,10 @@ async function holdAnswers(page, url, which = () => true) {
   await page.route(url, async (route) => {
     if (!which(route.request())) return route.continue();
     asked();
-    const response = await route.fetch();
+    const response = await route.fetch().catch(() => null);
     await released;
-    await route.fulfill({ response });
+    // The test may have ended (its page closed, the route aborted) meanwhile.
+    if (response) await route.fulfill({ response }).catch(() => {});
   });
   return { release, reached, stop: () => page.unroute(url) };
 }

@@ -7,12 +7,9 @@ use crate::hosts::Host;
 use crate::model::{Investigation, InvestigationSummary, Step};
 use leptos::prelude::*;
 
-#[cfg(feature = "ssr")]
-use crate::backend::{actor, notebook};
-
 #[server]
 pub async fn list_investigations() -> Result<Vec<InvestigationSummary>, ApiError> {
-    notebook()?.list_investigations(&actor()?).await.inspect_err(crate::backend::set_status)
+    crate::backend::call(move |notebook, actor| async move { notebook.list_investigations(&actor).await }).await
 }
 
 /// As the page shows it: `steps` (`"21-60,101-140"`) names the parts of a long
@@ -20,18 +17,16 @@ pub async fn list_investigations() -> Result<Vec<InvestigationSummary>, ApiError
 #[server]
 pub async fn get_investigation(id: String, steps: String) -> Result<Investigation, ApiError> {
     let window = crate::model::StepWindow::parse(&steps);
-    let result = notebook()?.investigation(&actor()?, &id, Some(&window)).await;
-    if let Err(e) = &result {
-        crate::backend::set_status(e);
-    }
-    result
+    crate::backend::call(move |notebook, actor| async move { notebook.investigation(&actor, &id, Some(&window)).await })
+        .await
 }
 
 #[server]
 pub async fn create_investigation(title: String, question: String) -> Result<Investigation, ApiError> {
     let new = crate::model::NewInvestigation { title, question: Some(question) };
     let investigation =
-        notebook()?.create_investigation(&actor()?, new).await.inspect_err(crate::backend::set_status)?;
+        crate::backend::call(move |notebook, actor| async move { notebook.create_investigation(&actor, new).await })
+            .await?;
     leptos_axum::redirect(&investigation.url);
     Ok(investigation)
 }
@@ -39,7 +34,8 @@ pub async fn create_investigation(title: String, question: String) -> Result<Inv
 #[server]
 pub async fn rename_investigation(id: String, title: String, question: String) -> Result<Investigation, ApiError> {
     let patch = crate::model::InvestigationPatch { title: Some(title), question: Some(question), status: None };
-    notebook()?.update_investigation(&actor()?, &id, patch).await.inspect_err(crate::backend::set_status)
+    crate::backend::call(move |notebook, actor| async move { notebook.update_investigation(&actor, &id, patch).await })
+        .await
 }
 
 #[server]
@@ -47,27 +43,30 @@ pub async fn set_investigation_status(id: String, status: String) -> Result<Inve
     let status = crate::model::InvestigationStatus::parse(&status)
         .ok_or_else(|| ApiError::invalid(format!("unknown status {status:?}: use open or closed")))?;
     let patch = crate::model::InvestigationPatch { status: Some(status), ..Default::default() };
-    notebook()?.update_investigation(&actor()?, &id, patch).await.inspect_err(crate::backend::set_status)
+    crate::backend::call(move |notebook, actor| async move { notebook.update_investigation(&actor, &id, patch).await })
+        .await
 }
 
 #[server]
 pub async fn delete_investigation(id: String) -> Result<(), ApiError> {
-    notebook()?.delete_investigation(&actor()?, &id).await.inspect_err(crate::backend::set_status)?;
+    crate::backend::call(move |notebook, actor| async move { notebook.delete_investigation(&actor, &id).await })
+        .await?;
     leptos_axum::redirect("/");
     Ok(())
 }
 
 #[server]
 pub async fn move_step(step_id: i64, position: u32) -> Result<Step, ApiError> {
-    notebook()?.move_step(&actor()?, step_id, position).await.inspect_err(crate::backend::set_status)
+    crate::backend::call(move |notebook, actor| async move { notebook.move_step(&actor, step_id, position).await })
+        .await
 }
 
 #[server]
 pub async fn delete_step(step_id: i64) -> Result<(), ApiError> {
-    notebook()?.delete_step(&actor()?, step_id).await.inspect_err(crate::backend::set_status)
+    crate::backend::call(move |notebook, actor| async move { notebook.delete_step(&actor, step_id).await }).await
 }
 
 #[server]
 pub async fn list_hosts() -> Result<Vec<Host>, ApiError> {
-    notebook()?.hosts(&actor()?).await.inspect_err(crate::backend::set_status)
+    crate::backend::call(move |notebook, actor| async move { notebook.hosts(&actor).await }).await
 }

@@ -2,284 +2,11 @@
 //! implements [`Notebook`] (one trait per domain) and provides it as context, so this crate never links the
 //! store, SSH or anything else server-only.
 
-use crate::accounts::{ApiToken, HostAccess, Member, NewApiToken, User};
-use crate::comments::{Comment, Mention, NewComment};
+pub use domain::ports::*;
+
+use crate::accounts::User;
 use crate::error::ApiError;
-use crate::hosts::{ConnectionReport, Host, HostFacts, HostImport, ImportReport, NewHost};
-use crate::hypotheses::{Hypothesis, HypothesisInput};
-use crate::metrics::{ExtractorDef, NewMeasurement, Overview, StoredMeasurement};
-use crate::model::{Investigation, InvestigationPatch, InvestigationSummary, NewInvestigation, Step, StepWindow};
-use crate::runs::{OutputTail, Run, RunRequest};
-use crate::search::{Export, ExportFormat, SearchRequest, SearchResults};
-use crate::shares::{CreatedShareLink, NewShareLink, ShareLink, SharedView};
-use crate::steps::StepBody;
-use crate::steps::snippet::{Annotation, AnnotationPatch, NewAnnotation, SourceCandidates};
 use std::sync::Arc;
-
-/// Who an operation is for. The server's sign-in check makes one per request
-/// and keeps it with the request; JSON handlers take it as an extractor and
-/// server functions with [`actor`], and every [`Notebook`] call receives it.
-/// Nothing below the call looks it up again.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Actor {
-    pub name: String,
-    pub admin: bool,
-    /// The one user of `--no-auth` (no accounts), where a typed author name is kept.
-    pub local: bool,
-}
-
-impl Actor {
-    /// Who `--no-auth` makes every request (and tools on the server's own machine).
-    pub fn local() -> Self {
-        Self { name: "local".into(), admin: true, local: true }
-    }
-
-    pub fn user(&self) -> User {
-        User { name: self.name.clone(), admin: self.admin }
-    }
-}
-
-/// The notebook, as one object the server provides: every operation, in one
-/// trait per domain. The server implements each once, in its policy layer
-/// (`server/src/auth/guarded/`), which checks the actor's rights and calls the
-/// service. Callers hold an `Arc<dyn Notebook>`, whose methods are all of them.
-pub trait Notebook:
-    InvestigationOps + StepOps + HostOps + RunOps + SourceOps + MeasurementOps + HypothesisOps + TeamOps + FindOps
-{
-}
-
-impl<T> Notebook for T where
-    T: InvestigationOps + StepOps + HostOps + RunOps + SourceOps + MeasurementOps + HypothesisOps + TeamOps + FindOps
-{
-}
-
-/// Investigations: list, create, read, rename or close, delete.
-#[async_trait::async_trait]
-pub trait InvestigationOps: Send + Sync + 'static {
-    async fn list_investigations(&self, actor: &Actor) -> Result<Vec<InvestigationSummary>, ApiError>;
-    async fn create_investigation(&self, actor: &Actor, new: NewInvestigation) -> Result<Investigation, ApiError>;
-    /// `window`: only the steps a page shows in full, the rest as an outline;
-    /// `None`: everything (the API).
-    async fn investigation(
-        &self,
-        actor: &Actor,
-        id: &str,
-        window: Option<&StepWindow>,
-    ) -> Result<Investigation, ApiError>;
-    async fn update_investigation(
-        &self,
-        actor: &Actor,
-        id: &str,
-        patch: InvestigationPatch,
-    ) -> Result<Investigation, ApiError>;
-    async fn delete_investigation(&self, actor: &Actor, id: &str) -> Result<(), ApiError>;
-}
-
-/// The steps of an investigation's timeline.
-#[async_trait::async_trait]
-pub trait StepOps: Send + Sync + 'static {
-    async fn add_step(&self, actor: &Actor, investigation: &str, body: StepBody) -> Result<Step, ApiError>;
-    async fn step(&self, actor: &Actor, id: i64) -> Result<Step, ApiError>;
-    /// Replaces the step's body; its kind cannot change. With `version`, refused
-    /// (409, saying who changed it when, with their text) unless it is still that one.
-    async fn update_step(&self, actor: &Actor, id: i64, body: StepBody, version: Option<i64>)
-    -> Result<Step, ApiError>;
-    /// Moves the step to `position` (1-based, clamped to the timeline).
-    async fn move_step(&self, actor: &Actor, id: i64, position: u32) -> Result<Step, ApiError>;
-    async fn delete_step(&self, actor: &Actor, id: i64) -> Result<(), ApiError>;
-}
-
-/// GPU hosts: the list, keys, connection tests, facts, who may run on them.
-#[async_trait::async_trait]
-pub trait HostOps: Send + Sync + 'static {
-    async fn hosts(&self, actor: &Actor) -> Result<Vec<Host>, ApiError>;
-    async fn host(&self, actor: &Actor, name: &str) -> Result<Host, ApiError>;
-    async fn add_host(&self, actor: &Actor, host: NewHost) -> Result<Host, ApiError>;
-    /// Replaces the host called `name` (which may be renamed by `host.name`).
-    async fn update_host(&self, actor: &Actor, name: &str, host: NewHost) -> Result<Host, ApiError>;
-    async fn remove_host(&self, actor: &Actor, name: &str) -> Result<(), ApiError>;
-    /// Every pinned host key as an OpenSSH known_hosts file.
-    async fn known_hosts(&self, actor: &Actor) -> Result<String, ApiError>;
-    /// Trusts the key the host offered, if `fingerprint` is its SHA256 fingerprint.
-    async fn trust_host(&self, actor: &Actor, name: &str, fingerprint: &str) -> Result<Host, ApiError>;
-    /// Keeps the passphrase of the host's key file in memory (never stored).
-    async fn set_passphrase(&self, actor: &Actor, name: &str, passphrase: String) -> Result<(), ApiError>;
-    async fn test_host(&self, actor: &Actor, name: &str) -> Result<ConnectionReport, ApiError>;
-    /// Adds the hosts an ssh_config defines (existing names are left alone).
-    async fn import_hosts(&self, actor: &Actor, source: HostImport) -> Result<ImportReport, ApiError>;
-    /// Captures GPUs, links, CPU and package versions (of `python`, default python3) now.
-    async fn capture_facts(&self, actor: &Actor, host: &str, python: Option<String>) -> Result<HostFacts, ApiError>;
-    /// The newest captured facts, if any.
-    async fn facts(&self, actor: &Actor, host: &str) -> Result<Option<HostFacts>, ApiError>;
-    /// One capture, as a run refers to it (`Run::facts_id`).
-    async fn facts_by_id(&self, actor: &Actor, id: i64) -> Result<HostFacts, ApiError>;
-    async fn host_access(&self, actor: &Actor, host: &str) -> Result<HostAccess, ApiError>;
-    /// Admins only.
-    async fn set_host_access(&self, actor: &Actor, host: &str, access: HostAccess) -> Result<HostAccess, ApiError>;
-}
-
-/// Runs of command steps.
-#[async_trait::async_trait]
-pub trait RunOps: Send + Sync + 'static {
-    /// Queues runs of a command step (warm-ups first); they start right away.
-    async fn start_runs(&self, actor: &Actor, step_id: i64, request: RunRequest) -> Result<Vec<Run>, ApiError>;
-    async fn run(&self, actor: &Actor, id: i64) -> Result<Run, ApiError>;
-    async fn cancel_run(&self, actor: &Actor, id: i64) -> Result<Run, ApiError>;
-    /// The run as soon as it has finished, or as it is after `within` (a long
-    /// poll: scripts wait for a run's end without polling).
-    async fn wait_for_run(&self, actor: &Actor, id: i64, within: std::time::Duration) -> Result<Run, ApiError>;
-    /// Up to `bytes` of a run's output ending at `before`, as HTML, from a line start.
-    async fn output_before(&self, actor: &Actor, id: i64, before: u64, bytes: u64) -> Result<OutputTail, ApiError>;
-    /// The GPUs' telemetry during a run.
-    async fn telemetry(&self, actor: &Actor, run: i64) -> Result<crate::telemetry::Telemetry, ApiError>;
-    /// A sweep and how far it got.
-    async fn sweep(&self, actor: &Actor, id: i64) -> Result<crate::sweeps::Sweep, ApiError>;
-    /// Cancels a sweep's runs that have not finished.
-    async fn cancel_sweep(&self, actor: &Actor, id: i64) -> Result<crate::sweeps::Sweep, ApiError>;
-}
-
-/// Source on hosts: snippets fetched again, annotations, files named in output.
-#[async_trait::async_trait]
-pub trait SourceOps: Send + Sync + 'static {
-    /// Fetches a snippet step's file again (optionally another range) as a new snapshot.
-    async fn refresh_snippet(
-        &self,
-        actor: &Actor,
-        step_id: i64,
-        start: Option<u64>,
-        end: Option<u64>,
-    ) -> Result<Step, ApiError>;
-    /// Writes an annotation beside lines the snippet step shows.
-    async fn add_annotation(&self, actor: &Actor, step_id: i64, new: NewAnnotation) -> Result<Annotation, ApiError>;
-    async fn annotation(&self, actor: &Actor, id: i64) -> Result<Annotation, ApiError>;
-    async fn update_annotation(&self, actor: &Actor, id: i64, patch: AnnotationPatch) -> Result<Annotation, ApiError>;
-    async fn delete_annotation(&self, actor: &Actor, id: i64) -> Result<(), ApiError>;
-    /// The files on the run's host that a reference in its output (`x.py:137`) may name.
-    async fn source_candidates(
-        &self,
-        actor: &Actor,
-        run_id: i64,
-        file: &str,
-        line: u64,
-    ) -> Result<SourceCandidates, ApiError>;
-}
-
-/// Numbers: measurements, the chart, extractors.
-#[async_trait::async_trait]
-pub trait MeasurementOps: Send + Sync + 'static {
-    /// Every measurement of an investigation (from its runs, and manual ones).
-    async fn measurements(&self, actor: &Actor, investigation: &str) -> Result<Vec<StoredMeasurement>, ApiError>;
-    async fn add_measurement(
-        &self,
-        actor: &Actor,
-        investigation: &str,
-        new: NewMeasurement,
-    ) -> Result<StoredMeasurement, ApiError>;
-    async fn delete_measurement(&self, actor: &Actor, id: i64) -> Result<(), ApiError>;
-    /// The investigation's chart of `metric` (default: its main one) by configuration;
-    /// `None` while no metric was measured in two runs.
-    async fn overview(
-        &self,
-        actor: &Actor,
-        investigation: &str,
-        query: &crate::metrics::OverviewQuery,
-    ) -> Result<Option<Overview>, ApiError>;
-    async fn extractors(&self, actor: &Actor, investigation: &str) -> Result<Vec<ExtractorDef>, ApiError>;
-    async fn derived_metrics(
-        &self,
-        actor: &Actor,
-        investigation: &str,
-    ) -> Result<Vec<crate::metrics::DerivedDef>, ApiError>;
-    /// Adds a derived metric and computes it for every finished run of the investigation.
-    async fn add_derived(
-        &self,
-        actor: &Actor,
-        investigation: &str,
-        def: crate::metrics::DerivedDef,
-    ) -> Result<crate::metrics::DerivedDef, ApiError>;
-    async fn remove_derived(&self, actor: &Actor, investigation: &str, name: &str) -> Result<(), ApiError>;
-    /// Adds an extractor and extracts every finished run of the investigation again.
-    async fn add_extractor(
-        &self,
-        actor: &Actor,
-        investigation: &str,
-        def: ExtractorDef,
-    ) -> Result<ExtractorDef, ApiError>;
-    async fn remove_extractor(&self, actor: &Actor, investigation: &str, name: &str) -> Result<(), ApiError>;
-}
-
-/// Hypotheses and their experiments.
-#[async_trait::async_trait]
-pub trait HypothesisOps: Send + Sync + 'static {
-    async fn hypotheses(&self, actor: &Actor, investigation: &str) -> Result<Vec<Hypothesis>, ApiError>;
-    async fn hypothesis(&self, actor: &Actor, id: i64) -> Result<Hypothesis, ApiError>;
-    async fn add_hypothesis(
-        &self,
-        actor: &Actor,
-        investigation: &str,
-        input: HypothesisInput,
-    ) -> Result<Hypothesis, ApiError>;
-    /// Changes the fields `input` has; the experiment is computed again.
-    async fn update_hypothesis(&self, actor: &Actor, id: i64, input: HypothesisInput) -> Result<Hypothesis, ApiError>;
-    async fn delete_hypothesis(&self, actor: &Actor, id: i64) -> Result<(), ApiError>;
-}
-
-/// Finding and handing over: search over everything the reader may read, and
-/// an investigation as one file for people without an account.
-#[async_trait::async_trait]
-pub trait FindOps: Send + Sync + 'static {
-    async fn search(&self, actor: &Actor, request: SearchRequest) -> Result<SearchResults, ApiError>;
-    /// `comments`: with the investigation's comment threads.
-    async fn export(
-        &self,
-        actor: &Actor,
-        investigation: &str,
-        format: ExportFormat,
-        comments: bool,
-    ) -> Result<Export, ApiError>;
-    /// What a share link shows, as a file (hosts hidden when the link hides them).
-    async fn export_shared(&self, token: &str, format: ExportFormat) -> Result<Export, ApiError>;
-}
-
-/// Working together: members, share links, comments and mentions.
-#[async_trait::async_trait]
-pub trait TeamOps: Send + Sync + 'static {
-    /// Who has which role in the investigation.
-    async fn members(&self, actor: &Actor, investigation: &str) -> Result<Vec<Member>, ApiError>;
-    /// Gives `member.user` that role (owners only); a role of `none` removes it.
-    async fn set_member(&self, actor: &Actor, investigation: &str, member: Member) -> Result<Vec<Member>, ApiError>;
-    /// The investigation's share links (owners only).
-    async fn share_links(&self, actor: &Actor, investigation: &str) -> Result<Vec<ShareLink>, ApiError>;
-    async fn create_share_link(
-        &self,
-        actor: &Actor,
-        investigation: &str,
-        new: NewShareLink,
-    ) -> Result<CreatedShareLink, ApiError>;
-    async fn revoke_share_link(&self, actor: &Actor, id: i64) -> Result<ShareLink, ApiError>;
-    /// What the link with this token shows; anyone may ask (the token is the right).
-    async fn shared(&self, token: &str, window: Option<&StepWindow>) -> Result<SharedView, ApiError>;
-    /// Adds a comment (a thread, or a reply to one); `@name`s become mentions.
-    async fn add_comment(&self, actor: &Actor, investigation: &str, new: NewComment) -> Result<Comment, ApiError>;
-    /// Resolves (or reopens) the thread the comment is in.
-    async fn resolve_comment(&self, actor: &Actor, id: i64, resolved: bool) -> Result<Comment, ApiError>;
-    /// The signed-in user's mentions, newest first: unread ones, or `all`.
-    async fn mentions(&self, actor: &Actor, all: bool) -> Result<Vec<Mention>, ApiError>;
-    /// Marks one comment's mention read, or all of them (`None`).
-    async fn read_mentions(&self, actor: &Actor, comment: Option<i64>) -> Result<(), ApiError>;
-}
-
-/// The signed-in user's API tokens, and what admins read about accounts.
-#[async_trait::async_trait]
-pub trait Accounts: Send + Sync + 'static {
-    /// `false` under `--no-auth` (one local user, nothing to sign into).
-    fn enabled(&self) -> bool;
-    async fn tokens(&self, actor: &Actor) -> Result<Vec<ApiToken>, ApiError>;
-    async fn create_token(&self, actor: &Actor, label: &str) -> Result<NewApiToken, ApiError>;
-    async fn revoke_token(&self, actor: &Actor, id: i64) -> Result<(), ApiError>;
-    /// Admins only: the newest remote actions.
-    async fn audit_log(&self, actor: &Actor, limit: i64) -> Result<Vec<crate::accounts::AuditEntry>, ApiError>;
-}
 
 pub fn accounts() -> Result<Arc<dyn Accounts>, ApiError> {
     leptos::prelude::use_context::<Arc<dyn Accounts>>().ok_or_else(|| {
@@ -297,6 +24,52 @@ pub fn actor() -> Result<Actor, ApiError> {
 
 pub fn current_user() -> Result<User, ApiError> {
     actor().map(|actor| actor.user())
+}
+
+/// A server function's call into the notebook: with the notebook and who is
+/// asking, and the response given the status its error names. Every server
+/// function that reaches the notebook goes through here, so none forgets the
+/// status (or asks for the actor its own way).
+pub async fn call<T, Fut>(op: impl FnOnce(Arc<dyn Notebook>, Actor) -> Fut) -> Result<T, ApiError>
+where
+    Fut: std::future::Future<Output = Result<T, ApiError>>,
+{
+    let result = match (notebook(), actor()) {
+        (Ok(notebook), Ok(actor)) => op(notebook, actor).await,
+        (Err(e), _) | (_, Err(e)) => Err(e),
+    };
+    with_status(result)
+}
+
+/// [`call`] for what needs no one signed in (a share link's page: its token is the right).
+pub async fn call_public<T, Fut>(op: impl FnOnce(Arc<dyn Notebook>) -> Fut) -> Result<T, ApiError>
+where
+    Fut: std::future::Future<Output = Result<T, ApiError>>,
+{
+    let result = match notebook() {
+        Ok(notebook) => op(notebook).await,
+        Err(e) => Err(e),
+    };
+    with_status(result)
+}
+
+fn with_status<T>(result: Result<T, ApiError>) -> Result<T, ApiError> {
+    if let Err(e) = &result {
+        set_status(e);
+    }
+    result
+}
+
+/// [`call`] for accounts (tokens, the audit log).
+pub async fn call_accounts<T, Fut>(op: impl FnOnce(Arc<dyn Accounts>, Actor) -> Fut) -> Result<T, ApiError>
+where
+    Fut: std::future::Future<Output = Result<T, ApiError>>,
+{
+    let result = match (accounts(), actor()) {
+        (Ok(accounts), Ok(actor)) => op(accounts, actor).await,
+        (Err(e), _) | (_, Err(e)) => Err(e),
+    };
+    with_status(result)
 }
 
 /// The notebook the server provided for this request.

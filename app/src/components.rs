@@ -39,22 +39,7 @@ pub fn PageTitle(#[prop(into)] text: String) -> impl IntoView {
     view! { <leptos_meta::Title text/> }
 }
 
-/// `text` as HTML text content: `&`, `<`, `>` (and quotes, for attribute
-/// values) as entities.
-pub fn escape_text(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+pub use domain::html::escape_text;
 
 #[component]
 pub fn StatusBadge(status: InvestigationStatus) -> impl IntoView {
@@ -117,6 +102,21 @@ where
     action
 }
 
+/// The event that asks the browser side to draw the page anew
+/// (`browser::page` listens for it on the document).
+pub const REDRAW_EVENT: &str = "sleuth-redraw";
+
+/// Asks for the page to be drawn anew from the server (in the browser; the
+/// server has nothing to draw again).
+pub fn redraw_page() {
+    #[cfg(feature = "hydrate")]
+    if let Some(document) = web_sys::window().and_then(|w| w.document())
+        && let Ok(event) = web_sys::Event::new(REDRAW_EVENT)
+    {
+        let _ = document.dispatch_event(&event);
+    }
+}
+
 /// In an island: each time `action` succeeds, empties its form (the returned
 /// reference's) and draws the page anew from the server — what
 /// `browser::forms` does after any other form. The island, its props the same,
@@ -136,7 +136,7 @@ where
                 if let Some(form) = form.get_untracked() {
                     form.reset();
                 }
-                crate::browser::page::refresh_now();
+                redraw_page();
             }
         });
     }

@@ -15,26 +15,19 @@
 // over to it, so a form of eight fields would warn in the wasm build only.
 #![cfg_attr(feature = "hydrate", allow(clippy::too_many_arguments))]
 
-pub mod accounts;
 pub mod api;
 #[cfg(feature = "ssr")]
 pub mod backend;
 #[cfg(feature = "hydrate")]
 mod browser;
-pub mod comments;
 pub mod components;
-pub mod error;
-pub mod hosts;
-pub mod hypotheses;
-pub mod metrics;
-pub mod model;
 pub mod pages;
-pub mod runs;
-pub mod search;
-pub mod shares;
 pub mod steps;
-pub mod sweeps;
-pub mod telemetry;
+
+// The domain the pages draw, at the paths they (and the server) name it by.
+pub use domain::{
+    accounts, comments, error, hosts, hypotheses, metrics, model, runs, search, shares, sweeps, telemetry,
+};
 
 use leptos::prelude::*;
 use leptos_meta::{MetaTags, provide_meta_context};

@@ -26,9 +26,9 @@ use crate::steps::Steps;
 use app::accounts::Member;
 use app::error::ApiError;
 use app::metrics::Overview;
+use app::model::SharedView;
 use app::model::{Investigation, Step, StepWindow};
 use app::search::{Export, ExportFormat};
-use app::shares::SharedView;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 

@@ -19,11 +19,15 @@ use tower::Service;
 use tower_http::services::ServeDir;
 use tower_http::trace::TraceLayer;
 
-/// Request spans (logged at debug) name the path only, with share-link tokens
-/// cut: a log line must hold nothing that grants access (the setup link's
-/// `?token=`, a share link's `/s/{token}`).
+/// Every request's span: a number (to find all its lines), the method and the
+/// path only, with share-link tokens cut: a log line must hold nothing that
+/// grants access (the setup link's `?token=`, a share link's `/s/{token}`).
+/// At info level, so an error logged while answering (`crate::error`) says
+/// which request it was.
 fn request_span(request: &Request<Body>) -> tracing::Span {
-    tracing::debug_span!("request", method = %request.method(), path = %loggable_path(request.uri().path()))
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    tracing::info_span!("request", n, method = %request.method(), path = %loggable_path(request.uri().path()))
 }
 
 pub fn loggable_path(path: &str) -> String {

@@ -41,7 +41,7 @@ async fn send(form: HtmlFormElement, action: String, submitter: Option<web_sys::
     match answer {
         Ok(Some(location)) => super::page::go_to(&location),
         Ok(None) => {
-            show_error(&form, None);
+            super::refusals::show_error(&form, None);
             // Emptied for the next one, unless the reader began it while this
             // one was on its way: what they typed since stays.
             if encode(&form, None) == sent {
@@ -52,7 +52,7 @@ async fn send(form: HtmlFormElement, action: String, submitter: Option<web_sys::
             }
             super::page::refresh_now();
         }
-        Err(message) => show_error(&form, Some(&message)),
+        Err(message) => super::refusals::show_error(&form, Some(&message)),
     }
 }
 
@@ -143,42 +143,6 @@ fn busy_line(form: &HtmlFormElement) -> Option<Element> {
     let line = dom::document().create_element("span").ok()?;
     let _ = line.set_attribute("class", "busy muted");
     let _ = line.set_attribute("role", "status");
-    place(form, &line);
+    super::refusals::place(form, &line);
     Some(line)
-}
-
-/// Shows `message` in `form` (`None`: takes an earlier one away), where the
-/// server puts a refused form's error without JavaScript: before the buttons.
-pub fn show_error(form: &HtmlFormElement, message: Option<&str>) {
-    let existing = form.query_selector(":scope > p.error[role=alert]").ok().flatten();
-    match (message, existing) {
-        (None, Some(old)) => old.remove(),
-        (None, None) => {}
-        (Some(message), existing) => {
-            let Some(p) = existing.or_else(|| {
-                let p = dom::document().create_element("p").ok()?;
-                let _ = p.set_attribute("class", "error");
-                let _ = p.set_attribute("role", "alert");
-                // The page keeps it when drawn anew (`page::drafts`).
-                let _ = p.set_attribute("data-browser", "");
-                place(form, &p);
-                Some(p)
-            }) else {
-                return;
-            };
-            p.set_text_content(Some(message));
-        }
-    }
-}
-
-/// Puts `element` into `form` before its buttons (`.form-actions`), or last.
-fn place(form: &HtmlFormElement, element: &Element) {
-    match form.query_selector(":scope > .form-actions").ok().flatten() {
-        Some(actions) => {
-            let _ = actions.before_with_node_1(element);
-        }
-        None => {
-            let _ = form.append_with_node_1(element);
-        }
-    }
 }

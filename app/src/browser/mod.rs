@@ -25,7 +25,8 @@ mod lines;
 mod links;
 mod live;
 mod output;
-pub(crate) mod page;
+mod page;
+mod refusals;
 mod timeline;
 
 use wasm_bindgen::JsValue;
@@ -40,6 +41,7 @@ pub fn start(exports: JsValue) {
     lines::install();
     timeline::install();
     live::install();
+    page::install(drawn);
     if let Some(main) = dom::document().query_selector("main").ok().flatten() {
         drawn(&main);
     }

@@ -107,6 +107,17 @@ fn with_query(path: String, query: &UrlSearchParams) -> String {
     if query.is_empty() { path } else { format!("{path}?{query}") }
 }
 
+/// What the rest of the browser side does with a part of the page once it is
+/// drawn (`browser::start` says; this module knows nothing of the others).
+static DRAWN: std::sync::OnceLock<fn(&web_sys::Element)> = std::sync::OnceLock::new();
+
+/// Sets what is done with each part of the page drawn anew, and draws the page
+/// anew when anything on it asks ([`crate::components::redraw_page`]).
+pub fn install(drawn: fn(&web_sys::Element)) {
+    let _ = DRAWN.set(drawn);
+    dom::listen(&dom::document(), crate::components::REDRAW_EVENT, false, |_| refresh_now());
+}
+
 /// Draws the page anew now.
 pub fn refresh_now() {
     refresh_then(|| ());
@@ -237,7 +248,9 @@ async fn fetch_and_swap(url: &str) -> Result<(), String> {
         dom::document().set_title(&parsed.title());
     }
     super::islands::dispose_detached();
-    super::drawn(&new);
+    if let Some(drawn) = DRAWN.get() {
+        drawn(&new);
+    }
     Ok(())
 }
 
@@ -403,7 +416,7 @@ fn restore(root: &Element, drafts: Vec<Draft>) {
         let key = form_key(&form);
         for (_, name, value) in drafts.iter().filter(|(k, ..)| *k == key) {
             if name == ERROR {
-                super::forms::show_error(&form, Some(value));
+                super::refusals::show_error(&form, Some(value));
                 continue;
             }
             let Some(field) = dom::all(&form, &format!("[name=\"{name}\"]")).into_iter().next() else { continue };

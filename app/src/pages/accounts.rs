@@ -20,28 +20,23 @@ pub async fn whoami() -> Result<Option<User>, ApiError> {
 
 #[server]
 pub async fn list_tokens() -> Result<Vec<ApiToken>, ApiError> {
-    crate::backend::accounts()?.tokens(&crate::backend::actor()?).await.inspect_err(crate::backend::set_status)
+    crate::backend::call_accounts(move |accounts, actor| async move { accounts.tokens(&actor).await }).await
 }
 
 #[server]
 pub async fn create_token(label: String) -> Result<NewApiToken, ApiError> {
-    crate::backend::accounts()?
-        .create_token(&crate::backend::actor()?, &label)
+    crate::backend::call_accounts(move |accounts, actor| async move { accounts.create_token(&actor, &label).await })
         .await
-        .inspect_err(crate::backend::set_status)
 }
 
 #[server]
 pub async fn revoke_token(id: i64) -> Result<(), ApiError> {
-    crate::backend::accounts()?
-        .revoke_token(&crate::backend::actor()?, id)
-        .await
-        .inspect_err(crate::backend::set_status)
+    crate::backend::call_accounts(move |accounts, actor| async move { accounts.revoke_token(&actor, id).await }).await
 }
 
 #[server]
 pub async fn audit_entries() -> Result<Vec<AuditEntry>, ApiError> {
-    crate::backend::accounts()?.audit_log(&crate::backend::actor()?, 500).await.inspect_err(crate::backend::set_status)
+    crate::backend::call_accounts(move |accounts, actor| async move { accounts.audit_log(&actor, 500).await }).await
 }
 
 /// The top bar's corner: the signed-in name, tokens, and signing out.

@@ -19,23 +19,19 @@ pub async fn add_comment(
     body: String,
 ) -> Result<Comment, ApiError> {
     let new = crate::comments::NewComment { step_id, annotation_id, parent_id, body };
-    crate::backend::notebook()?
-        .add_comment(&crate::backend::actor()?, &investigation, new)
+    crate::backend::call(move |notebook, actor| async move { notebook.add_comment(&actor, &investigation, new).await })
         .await
-        .inspect_err(crate::backend::set_status)
 }
 
 #[server]
 pub async fn resolve_comment(id: i64, resolved: bool) -> Result<Comment, ApiError> {
-    crate::backend::notebook()?
-        .resolve_comment(&crate::backend::actor()?, id, resolved)
+    crate::backend::call(move |notebook, actor| async move { notebook.resolve_comment(&actor, id, resolved).await })
         .await
-        .inspect_err(crate::backend::set_status)
 }
 
 #[server]
 pub async fn my_mentions(all: bool) -> Result<Vec<Mention>, ApiError> {
-    crate::backend::notebook()?.mentions(&crate::backend::actor()?, all).await.inspect_err(crate::backend::set_status)
+    crate::backend::call(move |notebook, actor| async move { notebook.mentions(&actor, all).await }).await
 }
 
 /// For the top bar: how many mentions are unread (0 when signed out: the badge
@@ -47,10 +43,7 @@ pub async fn unread_mentions() -> Result<usize, ApiError> {
 
 #[server]
 pub async fn read_mentions(comment_id: Option<i64>) -> Result<(), ApiError> {
-    crate::backend::notebook()?
-        .read_mentions(&crate::backend::actor()?, comment_id)
-        .await
-        .inspect_err(crate::backend::set_status)
+    crate::backend::call(move |notebook, actor| async move { notebook.read_mentions(&actor, comment_id).await }).await
 }
 
 /// The investigation's comments, for the threads under its steps.

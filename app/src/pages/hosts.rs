@@ -44,7 +44,7 @@ pub async fn add_host(
     proxy_jump: String,
 ) -> Result<Host, ApiError> {
     let new = host_from_form(name, hostname, port, user, identity_file, proxy_jump)?;
-    crate::backend::notebook()?.add_host(&crate::backend::actor()?, new).await.inspect_err(crate::backend::set_status)
+    crate::backend::call(move |notebook, actor| async move { notebook.add_host(&actor, new).await }).await
 }
 
 #[server]
@@ -57,52 +57,36 @@ pub async fn update_host(
     proxy_jump: String,
 ) -> Result<Host, ApiError> {
     let new = host_from_form(name.clone(), hostname, port, user, identity_file, proxy_jump)?;
-    crate::backend::notebook()?
-        .update_host(&crate::backend::actor()?, &name, new)
-        .await
-        .inspect_err(crate::backend::set_status)
+    crate::backend::call(move |notebook, actor| async move { notebook.update_host(&actor, &name, new).await }).await
 }
 
 #[server]
 pub async fn import_hosts(path: String, text: String) -> Result<crate::hosts::ImportReport, ApiError> {
     let source =
         crate::hosts::HostImport { path: optional(path).filter(|_| text.trim().is_empty()), text: optional(text) };
-    crate::backend::notebook()?
-        .import_hosts(&crate::backend::actor()?, source)
-        .await
-        .inspect_err(crate::backend::set_status)
+    crate::backend::call(move |notebook, actor| async move { notebook.import_hosts(&actor, source).await }).await
 }
 
 #[server]
 pub async fn remove_host(name: String) -> Result<(), ApiError> {
-    crate::backend::notebook()?
-        .remove_host(&crate::backend::actor()?, &name)
-        .await
-        .inspect_err(crate::backend::set_status)
+    crate::backend::call(move |notebook, actor| async move { notebook.remove_host(&actor, &name).await }).await
 }
 
 #[server]
 pub async fn trust_host(name: String, fingerprint: String) -> Result<Host, ApiError> {
-    crate::backend::notebook()?
-        .trust_host(&crate::backend::actor()?, &name, &fingerprint)
+    crate::backend::call(move |notebook, actor| async move { notebook.trust_host(&actor, &name, &fingerprint).await })
         .await
-        .inspect_err(crate::backend::set_status)
 }
 
 #[server]
 pub async fn test_host(name: String) -> Result<ConnectionReport, ApiError> {
-    crate::backend::notebook()?
-        .test_host(&crate::backend::actor()?, &name)
-        .await
-        .inspect_err(crate::backend::set_status)
+    crate::backend::call(move |notebook, actor| async move { notebook.test_host(&actor, &name).await }).await
 }
 
 #[server]
 pub async fn set_passphrase(name: String, passphrase: String) -> Result<(), ApiError> {
-    crate::backend::notebook()?
-        .set_passphrase(&crate::backend::actor()?, &name, passphrase)
+    crate::backend::call(move |notebook, actor| async move { notebook.set_passphrase(&actor, &name, passphrase).await })
         .await
-        .inspect_err(crate::backend::set_status)
 }
 
 #[component]
@@ -273,7 +257,7 @@ fn ConnectionTest(name: String) -> impl IntoView {
     #[cfg(feature = "hydrate")]
     Effect::new(move |_| {
         if value.with(Option::is_some) {
-            crate::browser::page::refresh_now();
+            crate::components::redraw_page();
         }
     });
     // An unlocked key is tried at once.
@@ -321,16 +305,14 @@ fn ConnectionTest(name: String) -> impl IntoView {
 
 #[server]
 pub async fn host_facts(name: String) -> Result<Option<crate::hosts::HostFacts>, ApiError> {
-    crate::backend::notebook()?.facts(&crate::backend::actor()?, &name).await.inspect_err(crate::backend::set_status)
+    crate::backend::call(move |notebook, actor| async move { notebook.facts(&actor, &name).await }).await
 }
 
 #[server]
 pub async fn capture_host_facts(name: String, python: String) -> Result<crate::hosts::HostFacts, ApiError> {
     let python = Some(python).filter(|p| !p.trim().is_empty());
-    crate::backend::notebook()?
-        .capture_facts(&crate::backend::actor()?, &name, python)
+    crate::backend::call(move |notebook, actor| async move { notebook.capture_facts(&actor, &name, python).await })
         .await
-        .inspect_err(crate::backend::set_status)
 }
 
 /// The host's newest captured facts — GPUs, how they are linked, CPU, versions —

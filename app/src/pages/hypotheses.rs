@@ -48,10 +48,10 @@ pub async fn add_hypothesis(
         evidence: None,
         version: None,
     };
-    crate::backend::notebook()?
-        .add_hypothesis(&crate::backend::actor()?, &investigation, input)
-        .await
-        .inspect_err(crate::backend::set_status)
+    crate::backend::call(
+        move |notebook, actor| async move { notebook.add_hypothesis(&actor, &investigation, input).await },
+    )
+    .await
 }
 
 #[server]
@@ -59,56 +59,51 @@ pub async fn set_hypothesis_status(id: i64, version: i64, status: String) -> Res
     // The version the page showed: a change by someone else since is not overwritten.
     let input =
         crate::hypotheses::HypothesisInput { status: Some(status), version: Some(version), ..Default::default() };
-    crate::backend::notebook()?
-        .update_hypothesis(&crate::backend::actor()?, id, input)
+    crate::backend::call(move |notebook, actor| async move { notebook.update_hypothesis(&actor, id, input).await })
         .await
-        .inspect_err(crate::backend::set_status)
 }
 
 /// Links one more step as evidence (`step` from a form select).
 #[server]
 pub async fn link_evidence(id: i64, step: String) -> Result<Hypothesis, ApiError> {
     let step: i64 = crate::backend::required_number("The step", &step)?;
-    let notebook = crate::backend::notebook()?;
-    let actor = crate::backend::actor()?;
-    let current = notebook.hypothesis(&actor, id).await.inspect_err(crate::backend::set_status)?;
-    let mut evidence = current.evidence;
-    evidence.push(step);
-    // From the version just read: two links at once cannot drop one of them.
-    let input = crate::hypotheses::HypothesisInput {
-        evidence: Some(evidence),
-        version: Some(current.version),
-        ..Default::default()
-    };
-    notebook.update_hypothesis(&actor, id, input).await.inspect_err(crate::backend::set_status)
+    crate::backend::call(move |notebook, actor| async move {
+        let current = notebook.hypothesis(&actor, id).await?;
+        let mut evidence = current.evidence;
+        evidence.push(step);
+        // From the version just read: two links at once cannot drop one of them.
+        let input = crate::hypotheses::HypothesisInput {
+            evidence: Some(evidence),
+            version: Some(current.version),
+            ..Default::default()
+        };
+        notebook.update_hypothesis(&actor, id, input).await
+    })
+    .await
 }
 
 #[server]
 pub async fn unlink_evidence(id: i64, step: i64) -> Result<Hypothesis, ApiError> {
-    let notebook = crate::backend::notebook()?;
-    let actor = crate::backend::actor()?;
-    let current = notebook.hypothesis(&actor, id).await.inspect_err(crate::backend::set_status)?;
-    let mut evidence = current.evidence;
-    evidence.retain(|s| *s != step);
-    let input = crate::hypotheses::HypothesisInput {
-        evidence: Some(evidence),
-        version: Some(current.version),
-        ..Default::default()
-    };
-    notebook.update_hypothesis(&actor, id, input).await.inspect_err(crate::backend::set_status)
+    crate::backend::call(move |notebook, actor| async move {
+        let current = notebook.hypothesis(&actor, id).await?;
+        let mut evidence = current.evidence;
+        evidence.retain(|s| *s != step);
+        let input = crate::hypotheses::HypothesisInput {
+            evidence: Some(evidence),
+            version: Some(current.version),
+            ..Default::default()
+        };
+        notebook.update_hypothesis(&actor, id, input).await
+    })
+    .await
 }
 
 #[server]
 pub async fn delete_hypothesis(id: i64) -> Result<(), ApiError> {
-    crate::backend::notebook()?
-        .delete_hypothesis(&crate::backend::actor()?, id)
-        .await
-        .inspect_err(crate::backend::set_status)
+    crate::backend::call(move |notebook, actor| async move { notebook.delete_hypothesis(&actor, id).await }).await
 }
 
-fn number(value: f64) -> String {
-    if value.abs() >= 100.0 { format!("{value:.1}") } else { format!("{value:.2}") }
-}
+use crate::metrics::figure as number;
 
 #[component]
 pub fn HypothesesSection(inv: Investigation) -> impl IntoView {
@@ -330,306 +325,6 @@ fn AddHypothesis(investigation: String, commands: Vec<(String, String)>) -> impl
                 <crate::components::ActionError action=add/>
                 <div class="form-actions"><button type="submit" class="primary">"Add hypothesis"</button></div>
             </ActionForm>
-        </details>
-    }
-    .into_any()
-}
-
-#[server]
-pub async fn add_extractor(investigation: String, name: String, pattern: String, unit: String) -> Result<(), ApiError> {
-    let def = crate::metrics::ExtractorDef { name, pattern, unit };
-    crate::backend::notebook()?
-        .add_extractor(&crate::backend::actor()?, &investigation, def)
-        .await
-        .map(|_| ())
-        .inspect_err(crate::backend::set_status)
-}
-
-#[server]
-pub async fn remove_extractor(investigation: String, name: String) -> Result<(), ApiError> {
-    crate::backend::notebook()?
-        .remove_extractor(&crate::backend::actor()?, &investigation, &name)
-        .await
-        .inspect_err(crate::backend::set_status)
-}
-
-#[server]
-pub async fn add_derived(
-    investigation: String,
-    name: String,
-    unit: String,
-    formula: String,
-    constants: String,
-) -> Result<(), ApiError> {
-    // `weights_gb = 6.4, gpus = 8` (commas or new lines between).
-    let mut parsed = std::collections::BTreeMap::new();
-    for part in constants.split([',', '\n']).map(str::trim).filter(|p| !p.is_empty()) {
-        let Some((k, v)) = part.split_once('=') else {
-            return Err(ApiError::invalid(format!("A constant is NAME = number, not {part:?}.")));
-        };
-        parsed.insert(k.trim().to_string(), crate::backend::required_number(k.trim(), v.trim())?);
-    }
-    let def = crate::metrics::DerivedDef { name, unit, formula, constants: parsed };
-    crate::backend::notebook()?
-        .add_derived(&crate::backend::actor()?, &investigation, def)
-        .await
-        .map(|_| ())
-        .inspect_err(crate::backend::set_status)
-}
-
-#[server]
-pub async fn remove_derived(investigation: String, name: String) -> Result<(), ApiError> {
-    crate::backend::notebook()?
-        .remove_derived(&crate::backend::actor()?, &investigation, &name)
-        .await
-        .inspect_err(crate::backend::set_status)
-}
-
-/// The investigation's derived metrics, each formula shown as written.
-#[component]
-fn DerivedMetrics(investigation: String, defs: Vec<crate::metrics::DerivedDef>) -> impl IntoView {
-    let add = ServerAction::<AddDerived>::new();
-    let remove = ServerAction::<RemoveDerived>::new();
-    let count = defs.len();
-    let rows = defs
-        .into_iter()
-        .map(|d| {
-            let investigation = investigation.clone();
-            let (name, described) = (d.name.clone(), d.describe());
-            view! {
-                <li data-derived=d.name.clone()>
-                    <code>{described}</code>
-                    <crate::components::Can what=crate::components::Ability::Edit>
-                    <ActionForm action=remove attr:class="inline">
-                        <input type="hidden" name="investigation" value=investigation/>
-                        <input type="hidden" name="name" value=name/>
-                        <button type="submit" class="quiet">"Remove"</button>
-                    </ActionForm>
-                    </crate::components::Can>
-                </li>
-            }
-        })
-        .collect_view();
-    view! {
-        <details class="add-step" id="derived">
-            <summary>{format!("Derived metrics ({count})")}</summary>
-            <p class="muted">"A formula over each run's measurements (+ − × ÷, parentheses, numbers, metric names, your constants), computed for every finished run — e.g. hbm_gbps = output_throughput * weights_gb / gpus."</p>
-            <ul class="derived">{rows}</ul>
-            <crate::components::Can what=crate::components::Ability::Edit>
-            <ActionForm action=add attr:class="stacked">
-                <input type="hidden" name="investigation" value=investigation.clone()/>
-                <div class="row">
-                    <label class="narrow">"Name" <input name="name" required placeholder="hbm_gbps"/></label>
-                    <label class="wide">"Formula" <input name="formula" required placeholder="output_throughput * weights_gb / gpus"/></label>
-                    <label class="narrow">"Unit" <input name="unit" placeholder="GB/s"/></label>
-                </div>
-                <label>"Constants " <input name="constants" placeholder="weights_gb = 27.83, gpus = 8"/></label>
-                <crate::components::ActionError action=add/>
-                <crate::components::ActionError action=remove/>
-                <div class="form-actions"><button type="submit" class="primary">"Add derived metric"</button></div>
-            </ActionForm>
-            </crate::components::Can>
-        </details>
-    }
-    .into_any()
-}
-
-/// The investigation's own extractors: for output no built-in one knows.
-#[component]
-fn Extractors(investigation: String, defs: Vec<crate::metrics::ExtractorDef>) -> impl IntoView {
-    let add = ServerAction::<AddExtractor>::new();
-    let remove = ServerAction::<RemoveExtractor>::new();
-    let count = defs.len();
-    let rows = defs
-        .into_iter()
-        .map(|d| {
-            let investigation = investigation.clone();
-            let name = d.name.clone();
-            view! {
-                <li data-extractor=d.name.clone()>
-                    <code>{d.name.clone()}</code> " = " <code>{d.pattern.clone()}</code> " " <span class="muted">{d.unit.clone()}</span>
-                    <crate::components::Can what=crate::components::Ability::Edit>
-                    <ActionForm action=remove attr:class="inline">
-                        <input type="hidden" name="investigation" value=investigation/>
-                        <input type="hidden" name="name" value=name/>
-                        <button type="submit" class="quiet">"Remove"</button>
-                    </ActionForm>
-                    </crate::components::Can>
-                </li>
-            }
-        })
-        .collect_view();
-    view! {
-        <details class="add-step" id="extractors">
-            <summary>{format!("Your extractors ({count})")}</summary>
-            <p class="muted">"A regex with one capture group, run over every finished run's output (existing runs are read again)."</p>
-            <ul class="extractors">{rows}</ul>
-            <crate::components::Can what=crate::components::Ability::Edit>
-            <ActionForm action=add attr:class="stacked">
-                <input type="hidden" name="investigation" value=investigation.clone()/>
-                <div class="row">
-                    <label class="narrow">"Name" <input name="name" required placeholder="decode"/></label>
-                    <label class="wide">"Regex" <input name="pattern" required placeholder=r"decode throughput: ([\d.]+) tok/s"/></label>
-                    <label class="narrow">"Unit" <input name="unit" placeholder="tok/s"/></label>
-                </div>
-                <crate::components::ActionError action=add/>
-                <crate::components::ActionError action=remove/>
-                <div class="form-actions"><button type="submit" class="primary">"Add extractor"</button></div>
-            </ActionForm>
-            </crate::components::Can>
-        </details>
-    }
-    .into_any()
-}
-
-#[server]
-pub async fn add_manual_measurement(
-    investigation: String,
-    metric: String,
-    value: String,
-    unit: String,
-    stddev: String,
-    label: String,
-    note: String,
-) -> Result<(), ApiError> {
-    use crate::backend::{form_number, required_number};
-    let new = crate::metrics::NewMeasurement {
-        metric,
-        value: required_number("The value", &value)?,
-        unit,
-        stddev: form_number("The stddev", &stddev)?,
-        note: Some(note),
-        label: Some(label),
-    };
-    crate::backend::notebook()?
-        .add_measurement(&crate::backend::actor()?, &investigation, new)
-        .await
-        .map(|_| ())
-        .inspect_err(crate::backend::set_status)
-}
-
-#[server]
-pub async fn delete_manual_measurement(id: i64) -> Result<(), ApiError> {
-    crate::backend::notebook()?
-        .delete_measurement(&crate::backend::actor()?, id)
-        .await
-        .inspect_err(crate::backend::set_status)
-}
-
-/// What was measured across the investigation: its chart by configuration, the
-/// numbers entered by hand, and the investigation's own extractors.
-#[component]
-pub fn MeasurementsSection(inv: Investigation) -> impl IntoView {
-    let overview = inv.overview.clone().map(|o| {
-        let groups = o
-            .groups
-            .iter()
-            .map(|g| {
-                let s = &g.summary;
-                view! {
-                    <tr>
-                        <td><code>{g.label.clone()}</code></td>
-                        <td class="num">{s.n}</td>
-                        <td class="num">{number(s.mean)}</td>
-                        <td class="num">{s.stddev.map(number).unwrap_or_else(|| "—".into())}</td>
-                        <td class="num">{format!("{:+.1} %", (s.mean - o.baseline) / o.baseline * 100.0)}</td>
-                    </tr>
-                }
-            })
-            .collect_view();
-        let others = o
-            .metrics
-            .iter()
-            .map(|m| {
-                let href = format!("/api/v1/investigations/{}/chart.svg?metric={m}", inv.id);
-                view! { <a href=href>{m.clone()}</a> " " }
-            })
-            .collect_view();
-        let svg_href = format!("/api/v1/investigations/{}/chart.svg?metric={}", inv.id, o.metric);
-        view! {
-            <figure class="chart overview" id="overview-chart">
-                <div class="svg" inner_html=o.svg.clone()></div>
-                <figcaption>
-                    <code>{o.metric.clone()}</code> " by configuration; dashed line: " {o.baseline_label.clone()}
-                    " · " <a href=svg_href>"SVG"</a>
-                </figcaption>
-            </figure>
-            <div class="table-scroll">
-                <table class="groups-table">
-                    <thead><tr>
-                        <th>"configuration"</th><th class="num">"n"</th><th class="num">{format!("mean {}", o.unit)}</th>
-                        <th class="num">"stddev"</th><th class="num">"vs baseline"</th>
-                    </tr></thead>
-                    <tbody>{groups}</tbody>
-                </table>
-            </div>
-            {(!o.metrics.is_empty()).then(|| view! { <p class="muted">"Other metrics as charts: " {others}</p> })}
-        }
-    });
-    view! {
-        <section class="overview" aria-label="Measurements">
-            <h2>"Measurements"</h2>
-            {match overview {
-                Some(o) => o.into_any(),
-                None => view! {
-                    <p class="muted">"Run a benchmark twice (or enter numbers by hand) and its chart appears here."</p>
-                }.into_any(),
-            }}
-            <ManualMeasurements investigation=inv.id.clone() measurements=inv.measurements.clone()/>
-            <Extractors investigation=inv.id.clone() defs=inv.extractors.clone()/>
-            <DerivedMetrics investigation=inv.id.clone() defs=inv.derived.clone()/>
-        </section>
-    }
-    .into_any()
-}
-
-#[component]
-fn ManualMeasurements(investigation: String, measurements: Vec<crate::metrics::StoredMeasurement>) -> impl IntoView {
-    let add = ServerAction::<AddManualMeasurement>::new();
-    let delete = ServerAction::<DeleteManualMeasurement>::new();
-    let manual: Vec<_> = measurements.into_iter().filter(|m| m.run_id.is_none()).collect();
-    let count = manual.len();
-    let rows = manual
-        .into_iter()
-        .map(|m| {
-            let x = m.measurement;
-            let spread = x.stddev.map(|s| format!(" ± {}", number(s))).unwrap_or_default();
-            view! {
-                <li data-measurement=m.id>
-                    <code>{x.metric}</code> " = " {format!("{}{spread} {}", number(x.value), x.unit)}
-                    {m.label.map(|l| view! { " " <span class="tag">{l}</span> })}
-                    {m.note.map(|n| view! { " " <span class="muted">{n}</span> })}
-                    <crate::components::Can what=crate::components::Ability::Edit>
-                    <ActionForm action=delete attr:class="inline">
-                        <input type="hidden" name="id" value=m.id/>
-                        <button type="submit" class="quiet">"Delete"</button>
-                    </ActionForm>
-                    </crate::components::Can>
-                </li>
-            }
-        })
-        .collect_view();
-    view! {
-        <details class="add-step" id="manual-measurements">
-            <summary>{format!("Numbers entered by hand ({count})")}</summary>
-            <p class="muted">"Measured elsewhere (another tool, a colleague's run): say where in the note. A label groups it in the chart."</p>
-            <ul class="manual">{rows}</ul>
-            <crate::components::Can what=crate::components::Ability::Edit>
-            <ActionForm action=add attr:class="stacked">
-                <input type="hidden" name="investigation" value=investigation/>
-                <div class="row">
-                    <label>"Metric" <input name="metric" required placeholder="output_throughput"/></label>
-                    <label class="narrow">"Value" <input name="value" required inputmode="decimal" placeholder="57.5"/></label>
-                    <label class="narrow">"± stddev" <input name="stddev" inputmode="decimal"/></label>
-                    <label class="narrow">"Unit" <input name="unit" placeholder="tok/s"/></label>
-                    <label>"Configuration label" <input name="label" placeholder="NCCL_PROTO=LL"/></label>
-                </div>
-                <label>"Note" <input name="note" placeholder="nsys profile on the host, 8×PCIe, 2026-11-29"/></label>
-                <crate::components::ActionError action=add/>
-                <crate::components::ActionError action=delete/>
-                <div class="form-actions"><button type="submit" class="primary">"Add number"</button></div>
-            </ActionForm>
-            </crate::components::Can>
         </details>
     }
     .into_any()

@@ -7,6 +7,7 @@
 //! `?edit=` for the step whose editor is open. Both are plain links too, so the
 //! page works without JavaScript.
 
+use super::shown::{Shown, editor_href};
 use crate::api::{
     DeleteInvestigation, DeleteStep, MoveStep, RenameInvestigation, SetInvestigationStatus, get_investigation,
 };
@@ -16,51 +17,7 @@ use crate::model::{Investigation, InvestigationStatus, Step, StepOutline, StepWi
 use crate::steps::{StepContent, command::AddCommand, grep::AddGrep, note::AddNote, snippet::AddSnippet};
 use leptos::form::ActionForm;
 use leptos::prelude::*;
-use leptos_router::hooks::{use_params_map, use_query_map};
-
-/// The address of this page with step `step_id`'s editor open, or closed: the
-/// editor is the page with `?edit=`, and Cancel (and saving) the page without.
-pub(crate) fn editor_href(step_id: i64, open: bool) -> String {
-    let shown = Shown::get();
-    Shown::href(&shown.window, open.then_some(step_id), &crate::model::step_anchor(step_id))
-}
-
-/// What the address asks a timeline page to show besides its first and last
-/// steps: the parts of a long timeline (`?steps=21-60`) and the step being
-/// edited (`?edit=12`).
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Shown {
-    pub window: StepWindow,
-    pub edit: Option<i64>,
-}
-
-impl Shown {
-    pub fn provide() -> Self {
-        let query = use_query_map();
-        let shown = query.with_untracked(|q| Shown {
-            window: StepWindow::parse(&q.get("steps").unwrap_or_default()),
-            edit: q.get("edit").and_then(|e| e.parse().ok()),
-        });
-        provide_context(shown.clone());
-        shown
-    }
-
-    fn get() -> Self {
-        use_context::<Self>().unwrap_or_default()
-    }
-
-    /// The address of this page showing `window` and editing `edit`, at `#target`.
-    fn href(window: &StepWindow, edit: Option<i64>, target: &str) -> String {
-        let mut query = Vec::new();
-        if let Some(step) = edit {
-            query.push(format!("edit={step}"));
-        }
-        if !window.ranges.is_empty() {
-            query.push(format!("steps={}", window.query()));
-        }
-        format!("?{}#{target}", query.join("&"))
-    }
-}
+use leptos_router::hooks::use_params_map;
 
 #[component]
 pub fn InvestigationPage() -> impl IntoView {
@@ -112,7 +69,7 @@ pub(crate) fn InvestigationView(
             None => read_only_notice(&inv).map(IntoAny::into_any),
         }}
         <super::hypotheses::HypothesesSection inv=inv.clone()/>
-        <super::hypotheses::MeasurementsSection inv=inv.clone()/>
+        <super::measurements::MeasurementsSection inv=inv.clone()/>
         <section class="timeline" aria-label="Steps">
             {if inv.steps.is_empty() && inv.outline.is_empty() {
                 Some(view! {
@@ -277,7 +234,7 @@ fn Header(inv: Investigation, export: String) -> impl IntoView {
                 <ExportMenu base=export/>
                 <super::members::Members investigation=inv.id.clone() members=inv.members.clone()/>
                 <Can what=Ability::Own>
-                    <super::shared::SharePanel investigation=inv.id.clone() links=inv.share_links.clone()/>
+                    <super::share_links::SharePanel investigation=inv.id.clone() links=inv.share_links.clone()/>
                 </Can>
                 <Can what=Ability::Edit>
                 <ActionForm action=set_status attr:class="inline">
@@ -373,20 +330,5 @@ fn StepItem(step: Step, last: u32) -> impl IntoView {
             </div>
             <super::comments::Threads step_id=step.id/>
         </li>
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Shown;
-    use crate::model::StepWindow;
-
-    #[test]
-    fn page_addresses_keep_the_parts_shown_and_name_the_editor() {
-        let parts = StepWindow::parse("61-100,21-60");
-        assert_eq!(Shown::href(&parts, Some(12), "step-12"), "?edit=12&steps=21-100#step-12");
-        assert_eq!(Shown::href(&parts, None, "step-12"), "?steps=21-100#step-12");
-        // Nothing asked for: an empty query, which drops an `?edit=` the page had.
-        assert_eq!(Shown::href(&StepWindow::default(), None, "step-3"), "?#step-3");
     }
 }

@@ -9,10 +9,10 @@ use leptos::prelude::*;
 #[server]
 pub async fn set_member(investigation: String, user: String, role: String) -> Result<Vec<Member>, ApiError> {
     let member = Member { user, role };
-    crate::backend::notebook()?
-        .set_member(&crate::backend::actor()?, &investigation, member)
-        .await
-        .inspect_err(crate::backend::set_status)
+    crate::backend::call(
+        move |notebook, actor| async move { notebook.set_member(&actor, &investigation, member).await },
+    )
+    .await
 }
 
 /// The list comes with the investigation, and a change draws the page anew like

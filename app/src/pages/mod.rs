@@ -1,12 +1,16 @@
 pub mod accounts;
 pub mod comments;
+pub mod definitions;
 pub mod home;
 pub mod hosts;
 pub mod hypotheses;
 pub mod investigation;
+pub mod measurements;
 pub mod members;
 pub mod search;
+pub mod share_links;
 pub mod shared;
+pub(crate) mod shown;
 pub mod source;
 
 use crate::components::ErrorPanel;

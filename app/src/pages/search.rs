@@ -10,7 +10,7 @@ use leptos_router::hooks::use_query_map;
 #[server]
 pub async fn find(q: String, sort: Option<String>, offset: Option<u32>) -> Result<SearchResults, ApiError> {
     let request = crate::search::SearchRequest { q, sort, limit: None, offset };
-    crate::backend::notebook()?.search(&crate::backend::actor()?, request).await.inspect_err(crate::backend::set_status)
+    crate::backend::call(move |notebook, actor| async move { notebook.search(&actor, request).await }).await
 }
 
 /// The box in the top bar.

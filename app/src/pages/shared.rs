@@ -1,11 +1,9 @@
-//! View-only share links: `/s/{token}` shows one investigation to anyone who
-//! has the link, without an account and without any form; and the owners'
-//! **Share…** panel in the investigation header that creates and revokes them.
+//! `/s/{token}`: one investigation as a view-only share link shows it, to
+//! anyone who has the link, without an account and without any form.
 
 use crate::error::ApiError;
+use crate::model::SharedView;
 use crate::model::short_time;
-use crate::shares::{CreatedShareLink, ShareLink, SharedView};
-use leptos::form::ActionForm;
 use leptos::prelude::*;
 use leptos_meta::Meta;
 use leptos_router::hooks::use_params_map;
@@ -14,40 +12,14 @@ use leptos_router::hooks::use_params_map;
 #[server(endpoint = "shared_investigation")]
 pub async fn shared_investigation(token: String, steps: String) -> Result<SharedView, ApiError> {
     let window = crate::model::StepWindow::parse(&steps);
-    crate::backend::notebook()?.shared(&token, Some(&window)).await.inspect_err(crate::backend::set_status)
-}
-
-#[server]
-pub async fn create_share_link(
-    investigation: String,
-    label: String,
-    expires: String,
-    hide_hosts: Option<String>,
-) -> Result<CreatedShareLink, ApiError> {
-    let expires_in_days = match expires.as_str() {
-        "never" => None,
-        days => Some(days.parse().map_err(|_| ApiError::invalid(format!("Not a number of days: {days:?}.")))?),
-    };
-    let new = crate::shares::NewShareLink { label: Some(label), expires_in_days, hide_hosts: hide_hosts.is_some() };
-    crate::backend::notebook()?
-        .create_share_link(&crate::backend::actor()?, &investigation, new)
-        .await
-        .inspect_err(crate::backend::set_status)
-}
-
-#[server]
-pub async fn revoke_share_link(id: i64) -> Result<ShareLink, ApiError> {
-    crate::backend::notebook()?
-        .revoke_share_link(&crate::backend::actor()?, id)
-        .await
-        .inspect_err(crate::backend::set_status)
+    crate::backend::call_public(move |notebook| async move { notebook.shared(&token, Some(&window)).await }).await
 }
 
 #[component]
 pub fn SharedPage() -> impl IntoView {
     let params = use_params_map();
     let token = params.with_untracked(|p| p.get("token").unwrap_or_default());
-    let shown = super::investigation::Shown::provide();
+    let shown = super::shown::Shown::provide();
     let export = format!("/api/v1/shared/{token}/export");
     let shared = Resource::new(move || (), move |_| shared_investigation(token.clone(), shown.window.query()));
     view! {
@@ -81,115 +53,4 @@ fn terms(view: &SharedView) -> String {
     }
     text.push('.');
     text
-}
-
-/// Owners' panel: create a link (label, expiry, hide hosts), see and revoke links.
-#[component]
-pub fn SharePanel(investigation: String, links: Vec<ShareLink>) -> impl IntoView {
-    let revoke = ServerAction::<RevokeShareLink>::new();
-    let count = links.iter().filter(|l| l.state == "active").count();
-    let any = !links.is_empty();
-    let rows = links
-        .into_iter()
-        .rev()
-        .map(|l| {
-            let expires = l.expires_at.as_deref().map_or_else(|| "never".to_string(), short_time);
-            let active = l.state == "active";
-            view! {
-                <tr data-link=l.id data-state=l.state.clone()>
-                    <td>{if l.label.is_empty() { "(no label)".to_string() } else { l.label.clone() }}</td>
-                    <td>{l.created_by.clone()} " · " {short_time(&l.created_at)}</td>
-                    <td>{expires}</td>
-                    <td>{if l.hide_hosts { "hidden" } else { "shown" }}</td>
-                    <td><span class=format!("tag link-{}", l.state)>{l.state.clone()}</span></td>
-                    <td>
-                        {active.then(|| view! {
-                            <ActionForm action=revoke attr:class="inline">
-                                <input type="hidden" name="id" value=l.id/>
-                                <button type="submit" class="danger quiet">"Revoke"</button>
-                                <crate::components::ActionError action=revoke/>
-                            </ActionForm>
-                        })}
-                    </td>
-                </tr>
-            }
-        })
-        .collect_view();
-    view! {
-        <details class="inline-form share" id="share">
-            <summary class="button">{format!("Share ({count})…")}</summary>
-            <div class="popover">
-            <NewShareLink investigation/>
-            {any.then(|| view! {
-                <table class="share-links">
-                    <thead><tr><th>"Label"</th><th>"Created"</th><th>"Expires"</th><th>"Hosts"</th><th>"State"</th><th></th></tr></thead>
-                    <tbody>{rows}</tbody>
-                </table>
-            })}
-            </div>
-        </details>
-    }
-}
-
-/// The form that makes a link, and the link it made: its URL is shown this
-/// once and is in nothing the server renders later, so this is an island. The
-/// page is drawn anew with the link in its list; the island, whose props did
-/// not change, keeps its place and what it shows (`browser::islands`).
-#[island]
-fn NewShareLink(investigation: String) -> impl IntoView {
-    let create = crate::components::island_action::<CreateShareLink>();
-    let created = create.value();
-    let form = crate::components::refresh_page_on_success(create);
-    let fresh = move || {
-        created.get().and_then(Result::ok).map(|link| {
-            let url = absolute(&link.url);
-            view! {
-                <div class="notice created-link">
-                    <p>"Copy this link now: it is shown only once. Add " <code>"#step-N"</code>
-                        " or " <code>"#step-N-L130-L180"</code> " to point at a step or lines."</p>
-                    <input class="link-url" readonly value=url aria-label="The new link" on:focus=|ev| {
-                        #[cfg(feature = "hydrate")]
-                        {
-                            use wasm_bindgen::JsCast;
-                            if let Some(input) = ev.target().and_then(|t| t.dyn_into::<leptos::web_sys::HtmlInputElement>().ok()) {
-                                input.select();
-                            }
-                        }
-                        #[cfg(not(feature = "hydrate"))]
-                        let _ = ev;
-                    }/>
-                </div>
-            }
-        })
-    };
-    view! {
-        {fresh}
-        <ActionForm node_ref=form action=create attr:class="stacked">
-            <input type="hidden" name="investigation" value=investigation/>
-            <div class="row">
-                <label>"Label" <input name="label" maxlength="100" placeholder="for the vLLM maintainers"/></label>
-                <label class="narrow">"Works for"
-                    <select name="expires">
-                        <option value="1">"1 day"</option>
-                        <option value="7" selected=true>"7 days"</option>
-                        <option value="30">"30 days"</option>
-                        <option value="never">"until revoked"</option>
-                    </select>
-                </label>
-            </div>
-            <label class="check"><input type="checkbox" name="hide_hosts" value="on"/> " Hide host names and addresses"</label>
-            <crate::components::ActionError action=create/>
-            <div class="form-actions"><button type="submit" class="primary">"Create view-only link"</button></div>
-        </ActionForm>
-    }
-}
-
-/// The link with this server's origin (known in the browser; the island shows
-/// links only after a click there).
-fn absolute(path: &str) -> String {
-    #[cfg(feature = "hydrate")]
-    if let Ok(origin) = window().location().origin() {
-        return format!("{origin}{path}");
-    }
-    path.to_string()
 }

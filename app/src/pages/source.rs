@@ -18,9 +18,7 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 /// The reference and the run it is from, without touching the host.
 #[server]
 pub async fn source_reference(run_id: i64, file: String, line: u64) -> Result<SourceCandidates, ApiError> {
-    let notebook = crate::backend::notebook()?;
-    let actor = crate::backend::actor()?;
-    async {
+    crate::backend::call(move |notebook, actor| async move {
         if file.trim().is_empty() || line == 0 {
             return Err(ApiError::invalid("The link names no file and line (`?file=decoder.py&line=137`)."));
         }
@@ -36,18 +34,17 @@ pub async fn source_reference(run_id: i64, file: String, line: u64) -> Result<So
             candidates: Vec::new(),
             searched: Vec::new(),
         })
-    }
+    })
     .await
-    .inspect_err(crate::backend::set_status)
 }
 
 /// Searches the run's host for the file (a remote action: POST only).
 #[server]
 pub async fn find_source(run_id: i64, file: String, line: u64) -> Result<SourceCandidates, ApiError> {
-    let found = crate::backend::notebook()?
-        .source_candidates(&crate::backend::actor()?, run_id, &file, line)
-        .await
-        .inspect_err(crate::backend::set_status)?;
+    let found = crate::backend::call(move |notebook, actor| async move {
+        notebook.source_candidates(&actor, run_id, &file, line).await
+    })
+    .await?;
     leptos_axum::redirect(&crate::steps::snippet::candidates_url(&found));
     Ok(found)
 }
@@ -57,9 +54,7 @@ pub async fn find_source(run_id: i64, file: String, line: u64) -> Result<SourceC
 /// where to go: the new step's line, or this page with the choice to make.
 #[server]
 pub async fn open_reference(run_id: i64, file: String, line: u64, path: String) -> Result<String, ApiError> {
-    let notebook = crate::backend::notebook()?;
-    let actor = crate::backend::actor()?;
-    let opened = async {
+    let opened = crate::backend::call(move |notebook, actor| async move {
         let path = path.trim().to_string();
         let (investigation, host, path) = if path.is_empty() {
             let found = notebook.source_candidates(&actor, run_id, &file, line).await?;
@@ -76,9 +71,8 @@ pub async fn open_reference(run_id: i64, file: String, line: u64, path: String) 
         let body = crate::steps::snippet::SnippetBody::around(host, path, line);
         let step = notebook.add_step(&actor, &investigation, crate::steps::StepBody::Snippet(body)).await?;
         Ok(format!("/i/{investigation}#{}", crate::steps::snippet::line_anchor(step.id, line)))
-    }
-    .await
-    .inspect_err(crate::backend::set_status)?;
+    })
+    .await?;
     leptos_axum::redirect(&opened);
     Ok(opened)
 }

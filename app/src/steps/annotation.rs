@@ -22,10 +22,8 @@ pub async fn add_annotation(
         body,
         author: Some(author),
     };
-    crate::backend::notebook()?
-        .add_annotation(&crate::backend::actor()?, step_id, new)
+    crate::backend::call(move |notebook, actor| async move { notebook.add_annotation(&actor, step_id, new).await })
         .await
-        .inspect_err(crate::backend::set_status)
 }
 
 #[server]
@@ -35,18 +33,13 @@ pub async fn edit_annotation(id: i64, start: String, end: String, body: String) 
         end: Some(crate::backend::required_number("The last line", &end)?),
         body: Some(body),
     };
-    crate::backend::notebook()?
-        .update_annotation(&crate::backend::actor()?, id, patch)
+    crate::backend::call(move |notebook, actor| async move { notebook.update_annotation(&actor, id, patch).await })
         .await
-        .inspect_err(crate::backend::set_status)
 }
 
 #[server]
 pub async fn delete_annotation(id: i64) -> Result<(), ApiError> {
-    crate::backend::notebook()?
-        .delete_annotation(&crate::backend::actor()?, id)
-        .await
-        .inspect_err(crate::backend::set_status)
+    crate::backend::call(move |notebook, actor| async move { notebook.delete_annotation(&actor, id).await }).await
 }
 
 /// The annotation shown after its last line.

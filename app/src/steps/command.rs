@@ -1,71 +1,14 @@
 //! Command steps: a command run on a GPU host over SSH, with its runs.
 
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
-
-pub const MAX_COMMAND_BYTES: usize = 64 * 1024;
-pub const MAX_ENV_VARS: usize = 64;
-pub const MAX_TIMEOUT_S: u64 = 7 * 24 * 3600;
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CommandBody {
-    /// Host name (alias).
-    pub host: String,
-    pub command: String,
-    /// Environment for the command; shown as the run's config label.
-    #[serde(default)]
-    pub env: BTreeMap<String, String>,
-    #[serde(default)]
-    pub cwd: Option<String>,
-    /// Seconds before the run is stopped and recorded as `timed_out`; none by default.
-    #[serde(default)]
-    pub timeout_s: Option<u64>,
-    /// A sweep's settings: environment variables and `{placeholders}` in the
-    /// command, each with its values (`null`: unset). Empty: a plain command.
-    #[serde(
-        default,
-        deserialize_with = "crate::sweeps::deserialize_matrix",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
-    pub matrix: crate::sweeps::Matrix,
-    /// Sample the host's GPUs (`nvidia-smi`) while a run goes; on by default.
-    #[serde(default = "on")]
-    pub telemetry: bool,
-}
-
-fn on() -> bool {
-    true
-}
-
 use crate::components::ActionError;
 use crate::error::ApiError;
 use crate::model::{Step, short_time};
 use crate::runs::{Run, RunStatus, human_bytes, human_duration};
+pub use domain::steps::command::*;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
-
-/// `NAME=value` lines (blank lines and `#` comments skipped) → env. The value
-/// is everything after the first `=`, kept as typed.
-pub fn parse_env(text: &str) -> Result<BTreeMap<String, String>, String> {
-    let mut env = BTreeMap::new();
-    for (n, line) in text.lines().enumerate() {
-        let line = line.trim_end_matches('\r');
-        if line.trim().is_empty() || line.trim_start().starts_with('#') {
-            continue;
-        }
-        let Some((name, value)) = line.split_once('=') else {
-            return Err(format!("Line {} of the environment is not NAME=value: {line:?}", n + 1));
-        };
-        env.insert(name.trim().to_string(), value.to_string());
-    }
-    Ok(env)
-}
-
-/// The env as the form shows it.
-pub fn env_text(env: &BTreeMap<String, String>) -> String {
-    env.iter().map(|(k, v)| format!("{k}={v}\n")).collect()
-}
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// What the command form sends.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -102,10 +45,10 @@ fn body_from_form(form: CommandForm) -> Result<CommandBody, ApiError> {
 #[server]
 pub async fn add_command(investigation: String, #[server(flatten)] form: CommandForm) -> Result<Step, ApiError> {
     let body = body_from_form(form)?;
-    crate::backend::notebook()?
-        .add_step(&crate::backend::actor()?, &investigation, super::StepBody::Command(body))
-        .await
-        .inspect_err(crate::backend::set_status)
+    crate::backend::call(move |notebook, actor| async move {
+        notebook.add_step(&actor, &investigation, super::StepBody::Command(body)).await
+    })
+    .await
 }
 
 #[server]
@@ -116,10 +59,10 @@ pub async fn edit_command(
 ) -> Result<Step, ApiError> {
     let body = body_from_form(form)?;
     let version = crate::backend::form_number("The version", &version)?;
-    let step = crate::backend::notebook()?
-        .update_step(&crate::backend::actor()?, step_id, super::StepBody::Command(body), version)
-        .await
-        .inspect_err(crate::backend::set_status)?;
+    let step = crate::backend::call(move |notebook, actor| async move {
+        notebook.update_step(&actor, step_id, super::StepBody::Command(body), version).await
+    })
+    .await?;
     crate::backend::close_editor(step_id);
     Ok(step)
 }
@@ -151,10 +94,8 @@ pub async fn start_runs(
         seed: crate::backend::form_number("The seed", seed.as_deref().unwrap_or_default())?,
         keep_going: on_failure.as_deref().map(|f| f != "stop"),
     };
-    crate::backend::notebook()?
-        .start_runs(&crate::backend::actor()?, step_id, request)
+    crate::backend::call(move |notebook, actor| async move { notebook.start_runs(&actor, step_id, request).await })
         .await
-        .inspect_err(crate::backend::set_status)
 }
 
 /// How much "show more" adds above a run's output.
@@ -162,18 +103,15 @@ pub const EARLIER_BYTES: u64 = 64 * 1024;
 
 #[server]
 pub async fn earlier_output(run_id: i64, before: u64) -> Result<crate::runs::OutputTail, ApiError> {
-    crate::backend::notebook()?
-        .output_before(&crate::backend::actor()?, run_id, before, EARLIER_BYTES)
-        .await
-        .inspect_err(crate::backend::set_status)
+    crate::backend::call(move |notebook, actor| async move {
+        notebook.output_before(&actor, run_id, before, EARLIER_BYTES).await
+    })
+    .await
 }
 
 #[server]
 pub async fn cancel_sweep(sweep_id: i64) -> Result<crate::sweeps::Sweep, ApiError> {
-    crate::backend::notebook()?
-        .cancel_sweep(&crate::backend::actor()?, sweep_id)
-        .await
-        .inspect_err(crate::backend::set_status)
+    crate::backend::call(move |notebook, actor| async move { notebook.cancel_sweep(&actor, sweep_id).await }).await
 }
 
 /// The newest sweep among a step's runs, and how far it got: (sweep, line).
@@ -194,10 +132,7 @@ fn sweep_progress(runs: &[Run]) -> Option<(i64, bool, String)> {
 
 #[server]
 pub async fn cancel_run(run_id: i64) -> Result<Run, ApiError> {
-    crate::backend::notebook()?
-        .cancel_run(&crate::backend::actor()?, run_id)
-        .await
-        .inspect_err(crate::backend::set_status)
+    crate::backend::call(move |notebook, actor| async move { notebook.cancel_run(&actor, run_id).await }).await
 }
 
 #[component]
@@ -262,7 +197,7 @@ fn CommandEditor(step_id: i64, version: i64, body: CommandBody) -> impl IntoView
             <ActionError action=edit/>
             <div class="form-actions">
                 <button type="submit" class="primary">"Save"</button>
-                <a class="button" href=crate::pages::investigation::editor_href(step_id, false) data-view="close">"Cancel"</a>
+                <a class="button" href=crate::pages::shown::editor_href(step_id, false) data-view="close">"Cancel"</a>
             </div>
         </ActionForm>
     }
@@ -508,21 +443,6 @@ fn RunHistory(runs: Vec<Run>) -> impl IntoView {
         </details>
     }
     .into_any()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn env_lines_parse_and_round_trip() {
-        let env = parse_env("NCCL_PROTO=LL\n\n# a comment\nNCCL_DEBUG=INFO\r\nX=a=b c \n").unwrap();
-        assert_eq!(env["NCCL_PROTO"], "LL");
-        assert_eq!(env["NCCL_DEBUG"], "INFO");
-        assert_eq!(env["X"], "a=b c ", "the value is everything after the first =, as typed");
-        assert_eq!(parse_env(&env_text(&env)).unwrap(), env);
-        assert!(parse_env("JUSTANAME").unwrap_err().contains("Line 1"));
-    }
 }
 
 /// Metrics worth seeing first, in this order; the rest are one click away.

@@ -5,47 +5,8 @@ use crate::error::ApiError;
 use crate::model::{Step, short_time};
 use leptos::form::ActionForm;
 use leptos::prelude::*;
-use serde::{Deserialize, Serialize};
 
-/// Hits kept by default, and at most.
-pub const DEFAULT_MAX_HITS: u32 = 200;
-pub const MAX_HITS: u32 = 2_000;
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GrepBody {
-    pub host: String,
-    pub pattern: String,
-    /// A file or a directory (searched recursively).
-    pub path: String,
-    /// A regular expression (POSIX extended) instead of a fixed string.
-    #[serde(default)]
-    pub regex: bool,
-    /// Only files whose name matches, e.g. `*.py`.
-    #[serde(default)]
-    pub glob: Option<String>,
-    #[serde(default)]
-    pub max_hits: Option<u32>,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Hit {
-    pub file: String,
-    pub line: u64,
-    pub text: String,
-    /// `text` escaped, with the matches in `<mark>`.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub html: String,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SearchResult {
-    pub hits: Vec<Hit>,
-    /// All matching lines, including those beyond the cap.
-    pub total: u64,
-    pub error: Option<String>,
-    pub searched_at: String,
-}
+pub use domain::steps::grep::*;
 
 #[server]
 pub async fn add_grep(
@@ -64,19 +25,20 @@ pub async fn add_grep(
         glob: Some(glob.trim().to_string()).filter(|g| !g.is_empty()),
         max_hits: None,
     };
-    crate::backend::notebook()?
-        .add_step(&crate::backend::actor()?, &investigation, super::StepBody::Grep(body))
-        .await
-        .inspect_err(crate::backend::set_status)
+    crate::backend::call(move |notebook, actor| async move {
+        notebook.add_step(&actor, &investigation, super::StepBody::Grep(body)).await
+    })
+    .await
 }
 
 #[server]
 pub async fn open_hit(investigation: String, host: String, file: String, line: u64) -> Result<Step, ApiError> {
     let body = super::snippet::SnippetBody::around(host, file, line);
-    let step = crate::backend::notebook()?
-        .add_step(&crate::backend::actor()?, &investigation, super::StepBody::Snippet(body))
-        .await
-        .inspect_err(crate::backend::set_status)?;
+    let into = investigation.clone();
+    let step = crate::backend::call(move |notebook, actor| async move {
+        notebook.add_step(&actor, &into, super::StepBody::Snippet(body)).await
+    })
+    .await?;
     // Without JavaScript, go straight to the line; with it, the page refreshes in place.
     if crate::backend::is_plain_form_post() {
         leptos_axum::redirect(&format!("/i/{investigation}#{}", super::snippet::line_anchor(step.id, line)));

@@ -1,6 +1,5 @@
-//! Step kinds. A kind is one module here (its body type and its view) plus one
-//! module in the server's `steps/` (validation and rendering), and one variant below.
-//! Notes come first; command, snippet, grep and calculator steps follow.
+//! Step kinds in the page: each kind's view, forms and server functions (its
+//! body type is in `domain::steps`), and the one switch between them.
 
 pub mod annotation;
 pub mod calculator;
@@ -9,63 +8,8 @@ pub mod grep;
 pub mod note;
 pub mod snippet;
 
+pub use domain::steps::StepBody;
 use leptos::prelude::*;
-use serde::{Deserialize, Serialize};
-
-/// What a step holds, tagged by `kind` on the wire and in the store.
-// A calculator's inputs (with where each came from) make it the largest
-// variant; steps are few per page, so boxing it would buy nothing.
-#[allow(clippy::large_enum_variant)]
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum StepBody {
-    Note(note::NoteBody),
-    Command(command::CommandBody),
-    Snippet(snippet::SnippetBody),
-    Grep(grep::GrepBody),
-    Calculator(calculator::CalculatorBody),
-}
-
-impl StepBody {
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Self::Note(_) => "note",
-            Self::Command(_) => "command",
-            Self::Snippet(_) => "snippet",
-            Self::Grep(_) => "grep",
-            Self::Calculator(_) => "calculator",
-        }
-    }
-
-    /// One short line naming the step in lists (evidence, pickers).
-    pub fn headline(&self) -> String {
-        let text = match self {
-            Self::Note(n) => n
-                .body
-                .lines()
-                .map(|l| l.trim_start_matches('#').trim())
-                .find(|l| !l.is_empty())
-                .unwrap_or("")
-                .to_string(),
-            Self::Command(c) => c.command.clone(),
-            Self::Snippet(s) => {
-                let file = s.path.clone().or_else(|| s.module.clone()).unwrap_or_default();
-                match (s.start, s.end) {
-                    (Some(a), Some(b)) => format!("{file}:{a}–{b}"),
-                    _ => file,
-                }
-            }
-            Self::Grep(g) => g.pattern.clone(),
-            Self::Calculator(calculator::CalculatorBody::Bandwidth(_)) => "bandwidth roofline".into(),
-            Self::Calculator(calculator::CalculatorBody::Collective(_)) => "collective budget".into(),
-        };
-        let mut short: String = text.chars().take(70).collect();
-        if short.len() < text.len() {
-            short.push('…');
-        }
-        short
-    }
-}
 
 /// The body of a step in the timeline; `editing`: its editor (notes and commands).
 #[component]

@@ -5,33 +5,24 @@ use crate::error::ApiError;
 use crate::model::Step;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
-use serde::{Deserialize, Serialize};
 
-/// Largest note the server accepts, in bytes of Markdown.
-pub const MAX_BYTES: usize = 100_000;
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct NoteBody {
-    /// Markdown (CommonMark + GFM tables, task lists, strikethrough).
-    pub body: String,
-}
+pub use domain::steps::note::*;
 
 #[server]
 pub async fn add_note(investigation: String, body: String) -> Result<Step, ApiError> {
-    crate::backend::notebook()?
-        .add_step(&crate::backend::actor()?, &investigation, super::StepBody::Note(NoteBody { body }))
-        .await
-        .inspect_err(crate::backend::set_status)
+    crate::backend::call(move |notebook, actor| async move {
+        notebook.add_step(&actor, &investigation, super::StepBody::Note(NoteBody { body })).await
+    })
+    .await
 }
 
 #[server]
 pub async fn edit_note(step_id: i64, version: String, body: String) -> Result<Step, ApiError> {
     let version = crate::backend::form_number("The version", &version)?;
-    let step = crate::backend::notebook()?
-        .update_step(&crate::backend::actor()?, step_id, super::StepBody::Note(NoteBody { body }), version)
-        .await
-        .inspect_err(crate::backend::set_status)?;
+    let step = crate::backend::call(move |notebook, actor| async move {
+        notebook.update_step(&actor, step_id, super::StepBody::Note(NoteBody { body }), version).await
+    })
+    .await?;
     crate::backend::close_editor(step_id);
     Ok(step)
 }
@@ -60,7 +51,7 @@ pub fn NoteContent(step: Step, editing: bool) -> impl IntoView {
             <crate::components::ActionError action=edit/>
             <div class="form-actions">
                 <button type="submit" class="primary">"Save"</button>
-                <a class="button" href=crate::pages::investigation::editor_href(step_id, false) data-view="close">"Cancel"</a>
+                <a class="button" href=crate::pages::shown::editor_href(step_id, false) data-view="close">"Cancel"</a>
             </div>
         </ActionForm>
     }

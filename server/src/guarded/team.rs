@@ -6,8 +6,8 @@ use app::accounts::Member;
 use app::backend::Actor;
 use app::comments::{Comment, Mention, NewComment};
 use app::error::ApiError;
-use app::model::StepWindow;
-use app::shares::{CreatedShareLink, NewShareLink, ShareLink, SharedView};
+use app::model::{SharedView, StepWindow};
+use app::shares::{CreatedShareLink, NewShareLink, ShareLink};
 
 #[async_trait::async_trait]
 impl app::backend::TeamOps for super::Guarded {

@@ -373,14 +373,22 @@ impl Resolver<'_> {
             let full: Vec<String> = target.into_iter().chain(rest.iter().cloned()).collect();
             return self.defining_file(&full, depth + 1).or(Some(module.file));
         }
+        let mut external_glob = false;
         for glob in &module.globs {
-            let Some(base) = self.absolute(&at, glob, 0) else { continue };
+            let Some(base) = self.absolute(&at, glob, 0) else {
+                external_glob = true;
+                continue;
+            };
             let Some(source) = self.modules.get(&base) else { continue };
             if source.items.contains(name) || source.imports.contains_key(name) {
                 let full: Vec<String> =
                     base.into_iter().chain(std::iter::once(name.clone())).chain(rest.iter().cloned()).collect();
                 return self.defining_file(&full, depth + 1);
             }
+        }
+        // Not defined here, and brought in whole from another crate: that crate's.
+        if external_glob {
+            return None;
         }
         // Not found here (a method, an enum variant, something a macro made): the module's file.
         Some(module.file)

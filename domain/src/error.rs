@@ -94,11 +94,11 @@ impl ApiError {
     }
 }
 
-impl leptos::server_fn::error::FromServerFnError for ApiError {
-    type Encoder = leptos::server_fn::codec::JsonEncoding;
+impl server_fn::error::FromServerFnError for ApiError {
+    type Encoder = server_fn::codec::JsonEncoding;
 
-    fn from_server_fn_error(value: leptos::server_fn::error::ServerFnErrorErr) -> Self {
-        use leptos::server_fn::error::ServerFnErrorErr as E;
+    fn from_server_fn_error(value: server_fn::error::ServerFnErrorErr) -> Self {
+        use server_fn::error::ServerFnErrorErr as E;
         match value {
             E::Request(e) => Self::new(ErrorCode::Network, format!("Could not reach the Sleuth server: {e}")),
             E::Args(e) | E::MissingArg(e) | E::Deserialization(e) => {

@@ -334,6 +334,15 @@ pub fn short_time(rfc3339: &str) -> String {
     }
 }
 
+/// What a share link shows: the investigation, read-only, and the link's terms.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SharedView {
+    pub investigation: Investigation,
+    pub expires_at: Option<String>,
+    pub hide_hosts: bool,
+    pub shared_by: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -39,12 +39,3 @@ pub struct CreatedShareLink {
     pub url: String,
     pub link: ShareLink,
 }
-
-/// What a share link shows: the investigation, read-only, and the link's terms.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SharedView {
-    pub investigation: crate::model::Investigation,
-    pub expires_at: Option<String>,
-    pub hide_hosts: bool,
-    pub shared_by: String,
-}

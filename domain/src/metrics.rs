@@ -156,3 +156,8 @@ pub struct Overview {
     pub baseline_label: String,
     pub svg: String,
 }
+
+/// A measured value as the pages show it: one decimal from 100 up, two below.
+pub fn figure(value: f64) -> String {
+    if value.abs() >= 100.0 { format!("{value:.1}") } else { format!("{value:.2}") }
+}
