@@ -134,6 +134,8 @@ pub trait RunOps: Send + Sync + 'static {
     async fn output_before(&self, actor: &Actor, id: i64, before: u64, bytes: u64) -> Result<OutputTail, ApiError>;
     /// The GPUs' telemetry during a run.
     async fn telemetry(&self, actor: &Actor, run: i64) -> Result<crate::telemetry::Telemetry, ApiError>;
+    /// The files kept from a run's directory.
+    async fn artifacts(&self, actor: &Actor, run: i64) -> Result<Vec<crate::runs::Artifact>, ApiError>;
     /// A sweep and how far it got.
     async fn sweep(&self, actor: &Actor, id: i64) -> Result<crate::sweeps::Sweep, ApiError>;
     /// Cancels a sweep's runs that have not finished.

@@ -106,6 +106,76 @@ pub struct Run {
     pub telemetry_svg: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub telemetry_notes: Vec<String>,
+    /// The directory made for the run on its host (`$SLEUTH_RUN_DIR`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_dir: Option<String>,
+    /// The server beside the run, if its step names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerState>,
+    /// On pages, for the newest run of a step: the end of its server's log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_tail: Option<OutputTail>,
+    /// The files kept from the run's directory.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub artifacts: Vec<Artifact>,
+    /// What happened to them besides: limits reached, names refused.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub artifact_notes: Vec<String>,
+}
+
+/// Where a run's server is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerPhase {
+    /// Started; not ready yet.
+    Waiting,
+    Ready,
+    /// Kept for the next run of the same configuration.
+    Kept,
+    Stopped,
+    /// Ended before it was stopped: exited, or never became ready.
+    Failed,
+}
+
+/// The server beside a run, as its page shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ServerState {
+    pub phase: ServerPhase,
+    /// RFC 3339: when it was started (for this run, or for an earlier run of
+    /// the configuration that kept it).
+    pub started_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_at: Option<String>,
+    /// From start to ready.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_after_ms: Option<u64>,
+    /// The run whose server it is, when another run started it (kept across runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_by_run: Option<i64>,
+    /// How long it has been waited for (while it is), updated every few seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waited_ms: Option<u64>,
+    /// The newest line of its log (while it is waited for).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_line: Option<String>,
+    /// Bytes of its log kept with this run.
+    #[serde(default)]
+    pub log_bytes: u64,
+    /// What happened: how it was stopped, whether it had to be killed, GPU memory freed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// A file kept from a run's directory.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Artifact {
+    pub id: i64,
+    /// Its path relative to the run's directory.
+    pub name: String,
+    pub size: u64,
+    pub sha256: String,
+    /// `GET` it as a download (an attachment, never rendered).
+    pub url: String,
 }
 
 /// Part of a run's output rendered as HTML (ANSI colors kept, everything escaped).

@@ -159,6 +159,9 @@ async fn main() {
         matrix: Default::default(),
         // Sleuth's own path, as before telemetry; its cost is measured apart.
         telemetry: false,
+        server: None,
+        artifacts: Vec::new(),
+        artifact_limits: None,
     });
     let step = notebook.add_step(&actor, &peer.investigation, body).await.expect("step").id;
     let run_once = |viewers: usize| {

@@ -86,6 +86,9 @@ async fn main() {
         matrix: Default::default(),
         // Sleuth's own path, as before telemetry; its cost is measured apart.
         telemetry: false,
+        server: None,
+        artifacts: Vec::new(),
+        artifact_limits: None,
     });
     let actor = Actor::local();
     let step = a.state.notebook.add_step(&actor, &a.investigation, step).await.expect("step").id;

@@ -106,6 +106,9 @@ async fn bench(label: &str, database: Option<server::db::Database>) {
         timeout_s: None,
         matrix: Default::default(),
         telemetry: false,
+        server: None,
+        artifacts: Vec::new(),
+        artifact_limits: None,
     });
     let step = notebook.add_step(&actor, &peer.investigation, step).await.expect("step").id;
     let store = peer.store.clone();

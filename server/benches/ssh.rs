@@ -79,6 +79,9 @@ fn command_step(command: &str) -> StepBody {
         matrix: Default::default(),
         // Sleuth's own path, as before telemetry; its cost is measured apart.
         telemetry: false,
+        server: None,
+        artifacts: Vec::new(),
+        artifact_limits: None,
     })
 }
 

@@ -13,7 +13,7 @@
 use crate::cli::MigrateArgs;
 use crate::db::{Database, Store};
 use crate::error::{Context, Error, Result};
-use crate::output::{FileBlocks, Outputs};
+use crate::output::{FileBlocks, OutputKey, Outputs};
 use crate::ssh::KnownHosts;
 use std::time::{Duration, Instant};
 
@@ -38,24 +38,39 @@ pub async fn run(args: MigrateArgs) -> Result<()> {
         .context("copying rows")?;
 
     let runs = source.run_ids().await?;
+    let logs = source.log_ids().await?;
     let dir = from.join("runs");
     let (mut bytes, mut last_report) = (0u64, Instant::now());
-    for (k, run) in runs.iter().enumerate() {
-        let mut blocks = FileBlocks::open(&dir, *run).context(format!("opening run {run}'s output"))?;
+    // Each run's output, then each log kept with a run (server logs, artifacts).
+    let keys: Vec<OutputKey> =
+        runs.iter().map(|r| OutputKey::Run(*r)).chain(logs.iter().map(|l| OutputKey::Log(*l))).collect();
+    for (k, key) in keys.iter().enumerate() {
+        let mut blocks = FileBlocks::open(&dir, *key).context(format!("opening the output of {key:?}"))?;
         while let Some(file) = blocks.as_mut() {
-            let Some(block) = file.next_block().context(format!("reading run {run}'s output"))? else {
+            let Some(block) = file.next_block().context(format!("reading the output of {key:?}"))? else {
                 break;
             };
-            let copied = copy.output_block(*run, block.start, &block.data, &block.chunks).await;
-            copied.context(format!("copying run {run}'s output"))?;
+            let copied = copy.output_block(*key, block.start, &block.data, &block.chunks).await;
+            copied.context(format!("copying the output of {key:?}"))?;
             bytes += block.data.len() as u64;
             if last_report.elapsed() > Duration::from_secs(2) {
-                eprintln!("  run output: {} of {} runs, {} MB ({})", k + 1, runs.len(), bytes / 1_000_000, elapsed());
+                eprintln!(
+                    "  output: {} of {} runs and logs, {} MB ({})",
+                    k + 1,
+                    keys.len(),
+                    bytes / 1_000_000,
+                    elapsed()
+                );
                 last_report = Instant::now();
             }
         }
     }
-    eprintln!("  run output: {} runs, {bytes} bytes ({})", runs.len(), elapsed());
+    eprintln!(
+        "  run output: {} runs, and {} server logs and artifacts, {bytes} bytes ({})",
+        runs.len(),
+        logs.len(),
+        elapsed()
+    );
     copy.commit().await.context("committing the copy")?;
     // Runs marked indexed in the source are not in this database's index yet.
     target_store.forget_index().await?;
@@ -76,10 +91,10 @@ pub async fn run(args: MigrateArgs) -> Result<()> {
         .collect();
     let (files, stored) = (Outputs::Files(dir), Outputs::Store(target_store.clone()));
     let mut outputs_differ = Vec::new();
-    for run in &runs {
-        let (a, b) = (files.len(*run).await.unwrap_or(0), stored.len(*run).await.unwrap_or(0));
+    for key in &keys {
+        let (a, b) = (files.len(*key).await.unwrap_or(0), stored.len(*key).await.unwrap_or(0));
         if a != b {
-            outputs_differ.push(format!("run {run}: {a} bytes in files, {b} copied"));
+            outputs_differ.push(format!("{key:?}: {a} bytes in files, {b} copied"));
         }
     }
     if !differ.is_empty() || !outputs_differ.is_empty() {

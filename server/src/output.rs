@@ -14,6 +14,7 @@
 //! the run's [`Progress`] once the bytes are readable (flushed to the file, or
 //! committed), and live viewers read up to it.
 
+pub use crate::db::OutputKey;
 use crate::db::Store;
 use bytes::Bytes;
 
@@ -55,12 +56,16 @@ fn store_error(e: crate::db::StoreError) -> std::io::Error {
     std::io::Error::other(e)
 }
 
-pub fn out_path(dir: &Path, run: i64) -> PathBuf {
-    dir.join(format!("{run}.out"))
+/// The file of an output's bytes: `DATA/runs/{run}.out`, or `DATA/runs/logs/{log}.out`.
+pub fn out_path(dir: &Path, key: impl Into<OutputKey>) -> PathBuf {
+    match key.into() {
+        OutputKey::Run(run) => dir.join(format!("{run}.out")),
+        OutputKey::Log(log) => dir.join("logs").join(format!("{log}.out")),
+    }
 }
 
-fn idx_path(dir: &Path, run: i64) -> PathBuf {
-    dir.join(format!("{run}.idx"))
+fn idx_path(dir: &Path, key: impl Into<OutputKey>) -> PathBuf {
+    out_path(dir, key).with_extension("idx")
 }
 
 /// The chunk index record of `len` bytes of `stream` that arrived at `at_ms`.
@@ -100,10 +105,17 @@ impl Outputs {
 
     /// A writer appending to run `run`'s output, which tells `progress` what
     /// readers can see.
-    pub fn writer(&self, run: i64, progress: watch::Sender<Progress>) -> std::io::Result<OutputWriter> {
+    pub fn writer(
+        &self,
+        key: impl Into<OutputKey>,
+        progress: watch::Sender<Progress>,
+    ) -> std::io::Result<OutputWriter> {
+        let run: OutputKey = key.into();
         let sink = match self {
             Outputs::Files(dir) => {
-                std::fs::create_dir_all(dir)?;
+                if let Some(parent) = out_path(dir, run).parent() {
+                    std::fs::create_dir_all(parent)?;
+                }
                 let open = |path: PathBuf| std::fs::OpenOptions::new().create(true).append(true).open(path);
                 let out = open(out_path(dir, run))?;
                 let idx = open(idx_path(dir, run))?;
@@ -124,7 +136,8 @@ impl Outputs {
     }
 
     /// How many bytes of output the run has (so far).
-    pub async fn len(&self, run: i64) -> std::io::Result<u64> {
+    pub async fn len(&self, key: impl Into<OutputKey>) -> std::io::Result<u64> {
+        let run: OutputKey = key.into();
         match self {
             Outputs::Files(dir) => match tokio::fs::metadata(out_path(dir, run)).await {
                 Ok(meta) => Ok(meta.len()),
@@ -144,7 +157,13 @@ impl Outputs {
     }
 
     /// Up to `limit` bytes from `offset`, and the output's length.
-    pub async fn read_range(&self, run: i64, offset: u64, limit: u64) -> std::io::Result<(Vec<u8>, u64)> {
+    pub async fn read_range(
+        &self,
+        key: impl Into<OutputKey>,
+        offset: u64,
+        limit: u64,
+    ) -> std::io::Result<(Vec<u8>, u64)> {
+        let run: OutputKey = key.into();
         match self {
             Outputs::Files(dir) => read_file_range(dir, run, offset, limit).await,
             Outputs::Store(store) => {
@@ -159,7 +178,8 @@ impl Outputs {
     }
 
     /// One stream's bytes (stdout or stderr), from the chunk index. For tests and exports.
-    pub async fn read_stream(&self, run: i64, stream: Stream) -> std::io::Result<Vec<u8>> {
+    pub async fn read_stream(&self, key: impl Into<OutputKey>, stream: Stream) -> std::io::Result<Vec<u8>> {
+        let run: OutputKey = key.into();
         let mut result = Vec::new();
         match self {
             Outputs::Files(dir) => {
@@ -184,7 +204,7 @@ impl Outputs {
 
     /// The whole output as a stream of byte buffers, for downloads: output can be
     /// gigabytes, so it is never read at once.
-    pub fn whole(&self, run: i64) -> impl futures::Stream<Item = std::io::Result<Bytes>> + Send + use<> {
+    pub fn whole(&self, run: OutputKey) -> impl futures::Stream<Item = std::io::Result<Bytes>> + Send + use<> {
         enum Cursor {
             File(PathBuf, Option<File>),
             Store(Store, u64),
@@ -228,7 +248,8 @@ impl Outputs {
         })
     }
 
-    pub async fn remove(&self, run: i64) {
+    pub async fn remove(&self, key: impl Into<OutputKey>) {
+        let run: OutputKey = key.into();
         match self {
             Outputs::Files(dir) => {
                 let _ = tokio::fs::remove_file(out_path(dir, run)).await;
@@ -236,14 +257,14 @@ impl Outputs {
             }
             Outputs::Store(store) => {
                 if let Err(e) = store.delete_output(run).await {
-                    tracing::error!(run, "cannot delete output: {e}");
+                    tracing::error!(?run, "cannot delete output: {e}");
                 }
             }
         }
     }
 }
 
-async fn read_file_range(dir: &Path, run: i64, offset: u64, limit: u64) -> std::io::Result<(Vec<u8>, u64)> {
+async fn read_file_range(dir: &Path, run: OutputKey, offset: u64, limit: u64) -> std::io::Result<(Vec<u8>, u64)> {
     let mut file = match File::open(out_path(dir, run)).await {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), 0)),
@@ -273,7 +294,8 @@ pub struct FileBlocks {
 
 impl FileBlocks {
     /// `None` when the run has no output file.
-    pub fn open(dir: &Path, run: i64) -> std::io::Result<Option<Self>> {
+    pub fn open(dir: &Path, key: impl Into<OutputKey>) -> std::io::Result<Option<Self>> {
+        let run: OutputKey = key.into();
         let out = match std::fs::File::open(out_path(dir, run)) {
             Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -348,7 +370,7 @@ struct Block {
 /// it keeps draining (the run goes on) and reports the first error at the end.
 async fn commit_blocks(
     store: Store,
-    run: i64,
+    run: OutputKey,
     mut blocks: mpsc::Receiver<Block>,
     progress: watch::Sender<Progress>,
 ) -> Result<(), crate::db::StoreError> {
@@ -474,7 +496,7 @@ mod tests {
             assert_eq!(outputs.read_range(run, 3, 8).await.unwrap(), (b"1\nerr\xff\no".to_vec(), 14), "across blocks");
             assert_eq!(outputs.read_range(run, 99, 5).await.unwrap(), (vec![], 14));
             assert_eq!(outputs.read_range(run + 1, 0, 5).await.unwrap(), (vec![], 0));
-            let whole: Vec<Bytes> = futures::StreamExt::collect::<Vec<_>>(outputs.whole(run))
+            let whole: Vec<Bytes> = futures::StreamExt::collect::<Vec<_>>(outputs.whole(run.into()))
                 .await
                 .into_iter()
                 .collect::<Result<_, _>>()

@@ -82,6 +82,8 @@ pub fn app(state: AppState) -> Router {
         .route("/runs/{run_id}/stream", get(runs::stream))
         .route("/runs/{run_id}/source", post(runs::source))
         .route("/runs/{run_id}/telemetry", get(runs::telemetry))
+        .route("/runs/{run_id}/artifacts", get(runs::artifacts))
+        .route("/runs/{run_id}/artifacts/{artifact_id}", get(runs::artifact))
         .route("/sweeps/{sweep_id}", get(runs::sweep))
         .route("/sweeps/{sweep_id}/cancel", post(runs::cancel_sweep))
         .route("/extract", post(extract::extract))

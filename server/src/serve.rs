@@ -62,13 +62,18 @@ pub async fn open(data: &Path, site: &Path, options: Options) -> Result<Opened, 
     match store.backend() {
         // One server per SQLite file: whatever is unfinished was left by its
         // previous process.
-        Backend::Sqlite => match store.interrupt_unfinished_runs().await {
-            Ok(ids) if !ids.is_empty() => {
-                tracing::warn!(?ids, "runs left open by the last server are now `interrupted`")
+        Backend::Sqlite => {
+            match store.interrupt_unfinished_runs().await {
+                Ok(ids) if !ids.is_empty() => {
+                    tracing::warn!(?ids, "runs left open by the last server are now `interrupted`")
+                }
+                Ok(_) => {}
+                Err(e) => tracing::error!("cannot mark unfinished runs: {e}"),
             }
-            Ok(_) => {}
-            Err(e) => tracing::error!("cannot mark unfinished runs: {e}"),
-        },
+            // Servers those runs (or earlier ones) left running on their hosts.
+            let runner = runner.clone();
+            tokio::spawn(async move { runner.stop_orphans().await });
+        }
         // Replicas share the database: only runs whose replica stopped renewing
         // its lease are over (db/replicas.rs).
         Backend::Postgres => {
@@ -76,6 +81,8 @@ pub async fn open(data: &Path, site: &Path, options: Options) -> Result<Opened, 
                 tracing::error!("cannot take a replica lease: {e}");
             }
             runner.spawn_leases();
+            let orphans = runner.clone();
+            tokio::spawn(async move { orphans.stop_orphans().await });
             crate::runs::bridge::spawn(&runner);
         }
     }

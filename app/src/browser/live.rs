@@ -86,24 +86,46 @@ pub fn attach(root: &Element) {
         let (Some(id), Some(end)) = (dom::number::<i64>(&run, "data-run"), dom::number::<u64>(&run, "data-end")) else {
             continue;
         };
-        streams.extend(follow(id, end));
+        streams.extend(follow(id, end, Followed::Output));
+        // Its server's log, while the server is up.
+        let server = run.query_selector(".server-log[data-live]").ok().flatten();
+        if let Some(end) = server.and_then(|log| dom::number::<u64>(&log, "data-end")) {
+            streams.extend(follow(id, end, Followed::ServerLog));
+        }
     }
     RUNS.set(streams);
 }
 
-fn follow(run: i64, offset: u64) -> Option<Stream> {
-    let selector = format!(".run[data-run=\"{run}\"]");
+/// One of a run's two streams.
+#[derive(Clone, Copy)]
+enum Followed {
+    Output,
+    ServerLog,
+}
+
+impl Followed {
+    /// The element that holds the stream's `data-end`, its `code.live` and the bytes shown.
+    fn selectors(self, run: i64) -> (String, &'static str, &'static str) {
+        match self {
+            Self::Output => (format!(".run[data-run=\"{run}\"]"), ":scope > pre.output code.live", ".run-head .bytes"),
+            Self::ServerLog => (format!(".run[data-run=\"{run}\"] .server-log"), "code.live", ".server-bytes"),
+        }
+    }
+}
+
+fn follow(run: i64, offset: u64, followed: Followed) -> Option<Stream> {
+    let (selector, live_selector, bytes_selector) = followed.selectors(run);
     let on_output = {
         let selector = selector.clone();
         Listener::new(move |event: MessageEvent| {
             // Looked up at each event: the page may have been drawn anew.
             let Some(element) = dom::find(&selector) else { return };
-            if let (Some(html), Ok(Some(live))) = (event.data().as_string(), element.query_selector("code.live")) {
+            if let (Some(html), Ok(Some(live))) = (event.data().as_string(), element.query_selector(live_selector)) {
                 let _ = live.insert_adjacent_html("beforeend", &html);
             }
             if let Ok(bytes) = event.last_event_id().parse::<u64>() {
                 let _ = element.set_attribute("data-end", &bytes.to_string());
-                if let Ok(Some(shown)) = element.query_selector(".run-head .bytes") {
+                if let Ok(Some(shown)) = element.query_selector(bytes_selector) {
                     shown.set_text_content(Some(&crate::runs::human_bytes(bytes)));
                 }
             }
@@ -117,5 +139,9 @@ fn follow(run: i64, offset: u64) -> Option<Stream> {
         }
         super::page::refresh_when_idle();
     });
-    open(&format!("/api/v1/runs/{run}/stream?offset={offset}"), vec![("output", on_output), ("end", on_end)])
+    let stream = match followed {
+        Followed::Output => "",
+        Followed::ServerLog => "&stream=server",
+    };
+    open(&format!("/api/v1/runs/{run}/stream?offset={offset}{stream}"), vec![("output", on_output), ("end", on_end)])
 }

@@ -24,7 +24,7 @@ pub fn install() {
     });
     // Scrolling to the top of an output box asks for what is above.
     dom::listen(&document, "scroll", true, |event: Event| {
-        let Some(output) = dom::closest(&event, "pre.output") else { return };
+        let Some(output) = dom::closest(&event, "pre.output:not(.server-output)") else { return };
         if output.scroll_top() <= 0
             && let Ok(Some(run)) = output.closest(".run")
         {

@@ -130,6 +130,7 @@ fn Results(found: SearchResults, asked: String) -> impl IntoView {
 fn Hit(hit: SearchHit) -> impl IntoView {
     let what = match (hit.kind.as_str(), hit.line, hit.run_id) {
         ("output", Some(line), Some(run)) => format!("output of run {run}, line {line}"),
+        ("server_log", Some(line), Some(run)) => format!("server log of run {run}, line {line}"),
         ("snippet", Some(line), _) => format!("source, line {line}"),
         (kind, _, _) => kind.to_string(),
     };

@@ -3,7 +3,7 @@
 use crate::components::ActionError;
 use crate::error::ApiError;
 use crate::model::{Step, short_time};
-use crate::runs::{Run, RunStatus, human_bytes, human_duration};
+use crate::runs::{Artifact, OutputTail, Run, RunStatus, ServerPhase, ServerState, human_bytes, human_duration};
 pub use domain::steps::command::*;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
@@ -24,6 +24,26 @@ pub struct CommandForm {
     /// The checkbox: present (`on`) when ticked.
     #[serde(default)]
     pub telemetry: Option<String>,
+    /// A server beside each run: none while its command is blank.
+    #[serde(default)]
+    pub server_command: String,
+    /// `http`, `log` or `tcp`.
+    #[serde(default)]
+    pub server_ready: String,
+    #[serde(default)]
+    pub server_ready_value: String,
+    #[serde(default)]
+    pub server_ready_timeout_s: String,
+    #[serde(default)]
+    pub server_stop_grace_s: String,
+    #[serde(default)]
+    pub server_reuse: String,
+    /// Artifact globs, one per line.
+    #[serde(default)]
+    pub artifacts: String,
+    /// The step's artifact limits as JSON, kept through an edit (the API sets them).
+    #[serde(default)]
+    pub artifact_limits: String,
 }
 
 #[cfg(feature = "ssr")]
@@ -39,6 +59,17 @@ fn body_from_form(form: CommandForm) -> Result<CommandBody, ApiError> {
         timeout_s,
         matrix,
         telemetry: form.telemetry.is_some(),
+        server: server_from_fields(&ServerFields {
+            command: &form.server_command,
+            ready: &form.server_ready,
+            ready_value: &form.server_ready_value,
+            ready_timeout_s: &form.server_ready_timeout_s,
+            stop_grace_s: &form.server_stop_grace_s,
+            reuse: &form.server_reuse,
+        })
+        .map_err(ApiError::invalid)?,
+        artifacts: globs_from_text(&form.artifacts),
+        artifact_limits: serde_json::from_str(&form.artifact_limits).ok(),
     })
 }
 
@@ -174,6 +205,12 @@ pub fn CommandContent(step: Step, editing: bool) -> impl IntoView {
                 </p>
             })}
             <pre class="command-line" inner_html=html></pre>
+            {body.server.clone().map(|server| view! { <ServerSpecLine server/> })}
+            {(!body.artifacts.is_empty()).then(|| view! {
+                <p class="artifact-globs muted">"keeps from $SLEUTH_RUN_DIR: "
+                    {body.artifacts.iter().map(|g| view! { <code>{g.clone()}</code> " " }).collect_view()}
+                </p>
+            })}
         }
         .into_any()
     };
@@ -184,6 +221,24 @@ pub fn CommandContent(step: Step, editing: bool) -> impl IntoView {
         <RunHistory runs=history/>
     }
     .into_any()
+}
+
+/// The step's server, in a line: its command and when it is ready.
+#[component]
+fn ServerSpecLine(server: ServerSpec) -> impl IntoView {
+    let kept = match server.reuse {
+        Reuse::Run => "a server per run",
+        Reuse::Config => "one server per configuration, kept across its repeats",
+    };
+    view! {
+        <div class="server-spec">
+            <span class="tag">"server"</span>
+            <code class="server-command">{server.command.clone()}</code>
+            <span class="muted">
+                {format!(" ready when {} (within {} s) · {kept}", server.ready.describe(), server.ready_timeout_s)}
+            </span>
+        </div>
+    }
 }
 
 #[component]
@@ -214,6 +269,9 @@ fn CommandFields(body: Option<CommandBody>) -> impl IntoView {
         timeout_s: None,
         matrix: BTreeMap::new(),
         telemetry: true,
+        server: None,
+        artifacts: Vec::new(),
+        artifact_limits: None,
     });
     let chosen = body.host.clone();
     view! {
@@ -238,6 +296,51 @@ fn CommandFields(body: Option<CommandBody>) -> impl IntoView {
             <input type="checkbox" name="telemetry" checked=body.telemetry/>
             " Sample the GPUs while it runs (nvidia-smi)"
         </label>
+        <ServerFieldset server=body.server.clone()/>
+        <label>
+            <span>"Artifacts " <span class="muted">"(files the run leaves in $SLEUTH_RUN_DIR to keep: globs, one per line)"</span></span>
+            <textarea name="artifacts" rows="1" placeholder="result.json">{crate::components::textarea_text(&body.artifacts.join("\n"))}</textarea>
+        </label>
+        <input type="hidden" name="artifact_limits" value=body.artifact_limits.and_then(|l| serde_json::to_string(&l).ok()).unwrap_or_default()/>
+    }
+}
+
+/// A server started before each run and stopped after (`vllm serve` beside
+/// `vllm bench serve`); open when the step has one.
+#[component]
+fn ServerFieldset(server: Option<ServerSpec>) -> impl IntoView {
+    let open = server.is_some();
+    let (ready, ready_value) = server.as_ref().map(|s| ready_fields(&s.ready)).unwrap_or(("http", String::new()));
+    let reuse = server.as_ref().map(|s| s.reuse).unwrap_or_default();
+    let seconds = |s: Option<u64>| s.map(|s| s.to_string()).unwrap_or_default();
+    view! {
+        <details class="server-fields" open=open>
+            <summary>"Server beside each run " <span class="muted">"(optional)"</span></summary>
+            <label>
+                <span>"Server command " <span class="muted">"(same env and {placeholders} as the command; its log is kept beside the run)"</span></span>
+                <textarea name="server_command" rows="2" placeholder="e.g. vllm serve meta-llama/Llama-3.1-8B --port 8000">{crate::components::textarea_text(&server.as_ref().map(|s| s.command.clone()).unwrap_or_default())}</textarea>
+            </label>
+            <div class="row">
+                <label>"Ready when"
+                    <select name="server_ready">
+                        <option value="http" selected={ready == "http"}>"GET answers 200 (URL, asked on the host)"</option>
+                        <option value="log" selected={ready == "log"}>"a log line matches (regex)"</option>
+                        <option value="tcp" selected={ready == "tcp"}>"a port accepts (number)"</option>
+                    </select>
+                </label>
+                <label>"URL, pattern or port" <input name="server_ready_value" value=ready_value placeholder="e.g. http://127.0.0.1:8000/health"/></label>
+            </div>
+            <div class="row">
+                <label>"Ready within (s)" <input name="server_ready_timeout_s" inputmode="numeric" value=seconds(server.as_ref().map(|s| s.ready_timeout_s)) placeholder=DEFAULT_READY_TIMEOUT_S.to_string()/></label>
+                <label>"SIGTERM → SIGKILL (s)" <input name="server_stop_grace_s" inputmode="numeric" value=seconds(server.as_ref().map(|s| s.stop_grace_s)) placeholder=DEFAULT_STOP_GRACE_S.to_string()/></label>
+                <label>"One server"
+                    <select name="server_reuse">
+                        <option value="run" selected={reuse == Reuse::Run}>"per run"</option>
+                        <option value="config" selected={reuse == Reuse::Config}>"per configuration (kept across its repeats)"</option>
+                    </select>
+                </label>
+            </div>
+        </details>
     }
 }
 
@@ -360,7 +463,9 @@ fn RunOutput(run: Run) -> impl IntoView {
             </div>
             {run.error.clone().map(|e| view! { <p class="run-error">{e}</p> })}
             {run.config.as_ref().map(|c| view! { <p class="run-config">"configuration " <code>{crate::sweeps::config_label(c)}</code></p> })}
+            {run.server.clone().map(|state| view! { <ServerBeside run_id state tail=run.server_tail.clone()/> })}
             <Measurements found=run.measurements.clone()/>
+            <Artifacts artifacts=run.artifacts.clone() notes=run.artifact_notes.clone() run_dir=run.run_dir.clone()/>
             {run.telemetry_svg.clone().map(|svg| view! {
                 <details class="telemetry" open>
                     <summary>"GPU telemetry " <a href=format!("/api/v1/runs/{run_id}/telemetry") class="quiet">"JSON"</a></summary>
@@ -388,6 +493,85 @@ fn RunOutput(run: Run) -> impl IntoView {
             </pre>
         </div>
     }
+}
+
+/// The server beside a run: where it is in its life, what happened to it, and
+/// its log (live while the run goes, in `browser::live`).
+#[component]
+fn ServerBeside(run_id: i64, state: ServerState, tail: Option<OutputTail>) -> impl IntoView {
+    let (html, end) = tail.map(|t| (t.html, t.end)).unwrap_or_default();
+    let phase = match state.phase {
+        ServerPhase::Waiting => "starting",
+        ServerPhase::Ready => "ready",
+        ServerPhase::Kept => "kept for the next run",
+        ServerPhase::Stopped => "stopped",
+        ServerPhase::Failed => "failed",
+    };
+    let waiting = (state.phase == ServerPhase::Waiting).then(|| {
+        let waited = state.waited_ms.map(human_duration).unwrap_or_else(|| "just started".into());
+        let last = state.last_line.clone().unwrap_or_default();
+        view! {
+            <p class="server-waiting" role="status">
+                "waiting for the server: " <span class="waited">{waited}</span>
+                {(!last.is_empty()).then(|| view! { ", last line: " <code class="last-line">{last}</code> })}
+            </p>
+        }
+    });
+    let how = match (state.ready_after_ms, state.started_by_run) {
+        (_, Some(by)) => format!("started for run {by}, kept for this one"),
+        (Some(ms), None) => format!("ready after {}", human_duration(ms)),
+        (None, None) => String::new(),
+    };
+    let live = !matches!(state.phase, ServerPhase::Stopped | ServerPhase::Failed);
+    view! {
+        <section class="server-beside" data-phase=format!("{:?}", state.phase).to_lowercase()>
+            <div class="server-head">
+                <span class="tag">"server"</span>
+                <span class=format!("badge server-{}", format!("{:?}", state.phase).to_lowercase())>{phase}</span>
+                <span class="muted">{how}</span>
+            </div>
+            {waiting}
+            {(!state.notes.is_empty()).then(|| view! {
+                <ul class="server-notes muted">{state.notes.iter().map(|n| view! { <li>{n.clone()}</li> }).collect_view()}</ul>
+            })}
+            <details class="server-log" data-end=end data-live=live.then_some("") open=live>
+                <summary>
+                    "Server log " <span class="muted server-bytes">{human_bytes(end)}</span> " "
+                    <a href=format!("/api/v1/runs/{run_id}/output?stream=server&download=1") class="quiet">"raw"</a>
+                </summary>
+                <pre class="output server-output">
+                    <code inner_html=html></code>
+                    <code class="live"></code>
+                </pre>
+            </details>
+        </section>
+    }
+}
+
+/// The files kept from the run's directory, as downloads (never shown inline).
+#[component]
+fn Artifacts(artifacts: Vec<Artifact>, notes: Vec<String>, run_dir: Option<String>) -> impl IntoView {
+    if artifacts.is_empty() && notes.is_empty() {
+        return ().into_any();
+    }
+    view! {
+        <div class="artifacts">
+            <p class="muted">"Files kept from " <code>{run_dir.unwrap_or_else(|| "$SLEUTH_RUN_DIR".into())}</code></p>
+            <ul class="artifact-list">
+                {artifacts.into_iter().map(|a| view! {
+                    <li>
+                        <a href=a.url.clone() download=a.name.clone() class="artifact-link">{a.name.clone()}</a>
+                        " " <span class="muted">{human_bytes(a.size)}</span>
+                        " " <code class="sha256 muted" title="sha256">{a.sha256.chars().take(12).collect::<String>()}</code>
+                    </li>
+                }).collect_view()}
+            </ul>
+            {(!notes.is_empty()).then(|| view! {
+                <ul class="artifact-notes muted">{notes.into_iter().map(|n| view! { <li>{n}</li> }).collect_view()}</ul>
+            })}
+        </div>
+    }
+    .into_any()
 }
 
 fn run_summary(run: &Run) -> String {

@@ -32,10 +32,186 @@ pub struct CommandBody {
     /// Sample the host's GPUs (`nvidia-smi`) while a run goes; on by default.
     #[serde(default = "on")]
     pub telemetry: bool,
+    /// A server started on the host before the command runs and stopped after
+    /// (`vllm serve …` beside `vllm bench serve …`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerSpec>,
+    /// Files the run leaves in its directory (`$SLEUTH_RUN_DIR`) to keep as
+    /// evidence: globs relative to it (`result.json`, `profiles/*.json.gz`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub artifacts: Vec<String>,
+    /// How much of them to keep; the defaults when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact_limits: Option<ArtifactLimits>,
 }
 
 fn on() -> bool {
     true
+}
+
+/// Most artifact globs a step may list.
+pub const MAX_ARTIFACT_GLOBS: usize = 32;
+
+/// A server beside each run: started in a session of its own with the run's
+/// environment and configuration, its log kept as a second stream of the run,
+/// waited for until `ready`, and stopped (its whole process group) after.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSpec {
+    /// Run by the host's shell; a sweep's `{placeholders}` apply here too.
+    pub command: String,
+    pub ready: Ready,
+    /// How long the server may take to become ready before the run fails.
+    #[serde(default = "default_ready_timeout_s")]
+    pub ready_timeout_s: u64,
+    /// Between SIGTERM to the server's process group and SIGKILL.
+    #[serde(default = "default_stop_grace_s")]
+    pub stop_grace_s: u64,
+    /// `run`: a server per run. `config`: one kept across a configuration's
+    /// warm-ups and repeats while they run back to back.
+    #[serde(default)]
+    pub reuse: Reuse,
+}
+
+pub const DEFAULT_READY_TIMEOUT_S: u64 = 600;
+pub const MAX_READY_TIMEOUT_S: u64 = 6 * 3600;
+pub const DEFAULT_STOP_GRACE_S: u64 = 10;
+pub const MAX_STOP_GRACE_S: u64 = 600;
+
+fn default_ready_timeout_s() -> u64 {
+    DEFAULT_READY_TIMEOUT_S
+}
+
+fn default_stop_grace_s() -> u64 {
+    DEFAULT_STOP_GRACE_S
+}
+
+/// When a server is ready.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Ready {
+    /// An HTTP GET of this URL, made on the host, answers 200.
+    Http(String),
+    /// A line of the server's log matches this regular expression.
+    Log(String),
+    /// A TCP port on the host (127.0.0.1) accepts a connection.
+    Tcp(u16),
+}
+
+impl Ready {
+    /// In words: "`GET http://…/health` answers 200".
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Http(url) => format!("GET {url} answers 200"),
+            Self::Log(pattern) => format!("its log matches /{pattern}/"),
+            Self::Tcp(port) => format!("port {port} accepts connections"),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reuse {
+    #[default]
+    Run,
+    Config,
+}
+
+/// Bytes of artifacts kept per file and per run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArtifactLimits {
+    #[serde(default = "default_file_bytes")]
+    pub file_bytes: u64,
+    #[serde(default = "default_run_bytes")]
+    pub run_bytes: u64,
+}
+
+pub const DEFAULT_ARTIFACT_FILE_BYTES: u64 = 2 << 30;
+pub const DEFAULT_ARTIFACT_RUN_BYTES: u64 = 8 << 30;
+
+fn default_file_bytes() -> u64 {
+    DEFAULT_ARTIFACT_FILE_BYTES
+}
+
+fn default_run_bytes() -> u64 {
+    DEFAULT_ARTIFACT_RUN_BYTES
+}
+
+impl Default for ArtifactLimits {
+    fn default() -> Self {
+        Self { file_bytes: DEFAULT_ARTIFACT_FILE_BYTES, run_bytes: DEFAULT_ARTIFACT_RUN_BYTES }
+    }
+}
+
+/// The command form's server fields, as typed.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ServerFields<'a> {
+    pub command: &'a str,
+    /// `http`, `log` or `tcp`.
+    pub ready: &'a str,
+    /// The URL, the pattern or the port.
+    pub ready_value: &'a str,
+    pub ready_timeout_s: &'a str,
+    pub stop_grace_s: &'a str,
+    /// `run` or `config`.
+    pub reuse: &'a str,
+}
+
+/// The server a form describes: none when its command is blank. Blank numbers
+/// are the defaults.
+pub fn server_from_fields(fields: &ServerFields<'_>) -> Result<Option<ServerSpec>, String> {
+    let command = fields.command.trim();
+    if command.is_empty() {
+        return Ok(None);
+    }
+    let value = fields.ready_value.trim();
+    if value.is_empty() {
+        return Err("Say when the server is ready: a URL that answers 200, a log line's pattern, or a port.".into());
+    }
+    let ready = match fields.ready {
+        "http" => Ready::Http(value.to_string()),
+        "log" => Ready::Log(value.to_string()),
+        "tcp" => Ready::Tcp(value.parse().map_err(|_| format!("The server's port: {value:?} is not a port number."))?),
+        other => return Err(format!("The server is ready by http, log or tcp, not {other:?}.")),
+    };
+    let seconds = |what: &str, text: &str, default: u64| -> Result<u64, String> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Ok(default);
+        }
+        text.parse().map_err(|_| format!("{what}: {text:?} is not a whole number of seconds."))
+    };
+    let reuse = match fields.reuse {
+        "" | "run" => Reuse::Run,
+        "config" => Reuse::Config,
+        other => return Err(format!("A server is kept per run or per config, not {other:?}.")),
+    };
+    Ok(Some(ServerSpec {
+        command: command.to_string(),
+        ready,
+        ready_timeout_s: seconds(
+            "The time the server may take to be ready",
+            fields.ready_timeout_s,
+            DEFAULT_READY_TIMEOUT_S,
+        )?,
+        stop_grace_s: seconds("The grace between SIGTERM and SIGKILL", fields.stop_grace_s, DEFAULT_STOP_GRACE_S)?,
+        reuse,
+    }))
+}
+
+/// The readiness as the form's two fields: (`http`|`log`|`tcp`, value).
+pub fn ready_fields(ready: &Ready) -> (&'static str, String) {
+    match ready {
+        Ready::Http(url) => ("http", url.clone()),
+        Ready::Log(pattern) => ("log", pattern.clone()),
+        Ready::Tcp(port) => ("tcp", port.to_string()),
+    }
+}
+
+/// Artifact globs, one per line (blank lines skipped).
+pub fn globs_from_text(text: &str) -> Vec<String> {
+    text.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_string).collect()
 }
 
 /// `NAME=value` lines (blank lines and `#` comments skipped) → env. The value
@@ -63,6 +239,23 @@ pub fn env_text(env: &BTreeMap<String, String>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_forms_server_fields_make_a_server_or_say_what_is_wrong() {
+        let fields =
+            ServerFields { command: " vllm serve m ", ready: "tcp", ready_value: "8000", ..Default::default() };
+        let spec = server_from_fields(&fields).unwrap().unwrap();
+        assert_eq!((spec.command.as_str(), &spec.ready), ("vllm serve m", &Ready::Tcp(8000)));
+        assert_eq!((spec.ready_timeout_s, spec.stop_grace_s, spec.reuse), (600, 10, Reuse::Run), "the defaults");
+        assert_eq!(ready_fields(&spec.ready), ("tcp", "8000".to_string()));
+        assert_eq!(server_from_fields(&ServerFields { command: "  ", ..fields.clone() }), Ok(None), "no server");
+        let bad = |f: ServerFields| server_from_fields(&f).unwrap_err();
+        assert!(bad(ServerFields { ready_value: "http://x", ..fields.clone() }).contains("not a port"));
+        assert!(bad(ServerFields { ready_value: "", ..fields.clone() }).contains("ready"));
+        assert!(bad(ServerFields { ready_timeout_s: "1.5", ..fields.clone() }).contains("whole number"));
+        assert!(bad(ServerFields { reuse: "forever", ..fields.clone() }).contains("per run or per config"));
+        assert_eq!(globs_from_text("result.json\n\n  profiles/*.json.gz \n"), ["result.json", "profiles/*.json.gz"]);
+    }
 
     #[test]
     fn env_lines_parse_and_round_trip() {

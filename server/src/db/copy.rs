@@ -12,10 +12,10 @@ use sqlx::{Any, Row, Transaction};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Tables that are not copied: the migrations' own, what lives only while a
-/// server does (replica leases, sign-in failures), run output, which SQLite
+/// server does (replica leases, sign-in failures), run output and logs, which SQLite
 /// keeps in files (`crate::migrate` copies those), and the search index
 /// (`search_*`: FTS5's tables have no PostgreSQL twin; the new server builds it).
-const NOT_COPIED: [&str; 4] = ["_sqlx_migrations", "replicas", "sign_in_failures", "run_output"];
+const NOT_COPIED: [&str; 5] = ["_sqlx_migrations", "replicas", "sign_in_failures", "run_output", "log_output"];
 
 fn copied(table: &str) -> bool {
     !NOT_COPIED.contains(&table) && !table.starts_with("search_")
@@ -322,11 +322,19 @@ impl Copy {
         Ok(())
     }
 
-    /// One block of a run's output (see `db::output`).
-    pub async fn output_block(&mut self, run: i64, start: u64, data: &[u8], chunks: &[u8]) -> StoreResult<()> {
+    /// One block of a run's output or log (see `db::output`).
+    pub async fn output_block(
+        &mut self,
+        key: super::OutputKey,
+        start: u64,
+        data: &[u8],
+        chunks: &[u8],
+    ) -> StoreResult<()> {
         let offset = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
-        sqlx::query("INSERT INTO run_output (run_id, start, stop, data, chunks) VALUES ($1, $2, $3, $4, $5)")
-            .bind(run)
+        let (table, column, id) = key.table();
+        let sql = format!("INSERT INTO {table} ({column}, start, stop, data, chunks) VALUES ($1, $2, $3, $4, $5)");
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(id)
             .bind(offset(start))
             .bind(offset(start + data.len() as u64))
             .bind(data)
@@ -345,6 +353,12 @@ impl Store {
     /// Every run's id, for copying their output.
     pub async fn run_ids(&self) -> StoreResult<Vec<i64>> {
         let rows: Vec<(i64,)> = sqlx::query_as("SELECT id FROM runs ORDER BY id").fetch_all(&self.pool).await?;
+        Ok(rows.into_iter().map(|(id,)| id).collect())
+    }
+
+    /// Every log's id (server logs, artifacts), for copying their bytes.
+    pub async fn log_ids(&self) -> StoreResult<Vec<i64>> {
+        let rows: Vec<(i64,)> = sqlx::query_as("SELECT id FROM run_logs ORDER BY id").fetch_all(&self.pool).await?;
         Ok(rows.into_iter().map(|(id,)| id).collect())
     }
 

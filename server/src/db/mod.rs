@@ -29,6 +29,7 @@ mod facts;
 mod host_keys;
 mod hosts;
 mod hypotheses;
+mod logs;
 mod measurements;
 mod output;
 mod replicas;
@@ -50,8 +51,9 @@ pub use comments::{CommentRow, MentionRow, NewCommentRow};
 pub use copy::{Copy, CopyError};
 pub use facts::FactsRow;
 pub use hypotheses::HypothesisRow;
+pub use logs::LogRow;
 pub use measurements::{ExtractorRow, MeasurementRow};
-pub use output::OutputBlock;
+pub use output::{OutputBlock, OutputKey};
 pub use replicas::{EXPIRY as LEASE_EXPIRY, Notices, RENEW as LEASE_RENEW};
 pub use rows::{HostRow, InvestigationRow, NewRun, RunEnd, RunRow, StepRow};
 pub use search::{DocQuery, DocRow, Found, NewDoc, RANK_AT_MOST};
@@ -532,6 +534,7 @@ pub(crate) mod tests_support {
             sweep_id: None,
             sweep_index: None,
             telemetry: false,
+            plan: None,
         };
         store.insert_run(&run).await.unwrap().id
     }

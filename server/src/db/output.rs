@@ -9,6 +9,32 @@
 
 use super::{Store, StoreResult};
 
+/// Whose output: a run's own (stdout and stderr as they arrived), or one of
+/// the logs kept with a run (its server's log, an artifact; `run_logs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputKey {
+    Run(i64),
+    Log(i64),
+}
+
+impl From<i64> for OutputKey {
+    /// A bare id is a run's.
+    fn from(run: i64) -> Self {
+        Self::Run(run)
+    }
+}
+
+impl OutputKey {
+    /// The table of its blocks, its key column, and the key.
+    pub(super) fn table(self) -> (&'static str, &'static str, i64) {
+        match self {
+            Self::Run(id) => ("run_output", "run_id", id),
+            Self::Log(id) => ("log_output", "log_id", id),
+        }
+    }
+}
+
 /// One block of a run's output as stored.
 pub struct OutputBlock {
     pub start: u64,
@@ -22,9 +48,11 @@ fn offset(n: u64) -> i64 {
 
 impl Store {
     /// Appends the block that starts at `start` (the output's length so far).
-    pub async fn append_output(&self, run: i64, start: u64, data: &[u8], chunks: &[u8]) -> StoreResult<()> {
-        sqlx::query("INSERT INTO run_output (run_id, start, stop, data, chunks) VALUES ($1, $2, $3, $4, $5)")
-            .bind(run)
+    pub async fn append_output(&self, key: OutputKey, start: u64, data: &[u8], chunks: &[u8]) -> StoreResult<()> {
+        let (table, column, id) = key.table();
+        let sql = format!("INSERT INTO {table} ({column}, start, stop, data, chunks) VALUES ($1, $2, $3, $4, $5)");
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(id)
             .bind(offset(start))
             .bind(offset(start + data.len() as u64))
             .bind(data)
@@ -35,36 +63,36 @@ impl Store {
     }
 
     /// How many bytes of the run's output are stored.
-    pub async fn output_len(&self, run: i64) -> StoreResult<u64> {
-        let row: Option<(i64,)> =
-            sqlx::query_as("SELECT stop FROM run_output WHERE run_id = $1 ORDER BY start DESC LIMIT 1")
-                .bind(run)
-                .fetch_optional(&self.pool)
-                .await?;
+    pub async fn output_len(&self, key: OutputKey) -> StoreResult<u64> {
+        let (table, column, id) = key.table();
+        let sql = format!("SELECT stop FROM {table} WHERE {column} = $1 ORDER BY start DESC LIMIT 1");
+        let row: Option<(i64,)> = sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(id).fetch_optional(&self.pool).await?;
         Ok(row.map_or(0, |(stop,)| u64::try_from(stop).unwrap_or(0)))
     }
 
     /// Bytes `[from, to)` of the run's output (fewer if it is shorter). Each
     /// overlapping block gives only its part (`substring` of a TOASTed value
     /// reads and decompresses only up to the part's end).
-    pub async fn output_range(&self, run: i64, from: u64, to: u64) -> StoreResult<Vec<u8>> {
+    pub async fn output_range(&self, key: OutputKey, from: u64, to: u64) -> StoreResult<Vec<u8>> {
         if to <= from {
             return Ok(Vec::new());
         }
-        let parts: Vec<(Vec<u8>,)> = sqlx::query_as(
+        let (table, column, id) = key.table();
+        let sql = format!(
             "SELECT substring(data FROM (GREATEST($2, start) - start + 1)::int
                                   FOR (LEAST($3, stop) - GREATEST($2, start))::int)
-             FROM run_output
-             WHERE run_id = $1
-               AND start >= COALESCE((SELECT MAX(start) FROM run_output WHERE run_id = $1 AND start <= $2), 0)
+             FROM {table}
+             WHERE {column} = $1
+               AND start >= COALESCE((SELECT MAX(start) FROM {table} WHERE {column} = $1 AND start <= $2), 0)
                AND start < $3 AND stop > $2
-             ORDER BY start",
-        )
-        .bind(run)
-        .bind(offset(from))
-        .bind(offset(to))
-        .fetch_all(&self.pool)
-        .await?;
+             ORDER BY start"
+        );
+        let parts: Vec<(Vec<u8>,)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(id)
+            .bind(offset(from))
+            .bind(offset(to))
+            .fetch_all(&self.pool)
+            .await?;
         let mut bytes = Vec::with_capacity(parts.iter().map(|(p,)| p.len()).sum());
         for (part,) in parts {
             bytes.extend_from_slice(&part);
@@ -74,23 +102,27 @@ impl Store {
 
     /// Up to `limit` whole blocks from the one starting at `from` on, for
     /// readers that walk the whole output (downloads, per-stream reads, copies).
-    pub async fn output_blocks(&self, run: i64, from: u64, limit: i64) -> StoreResult<Vec<OutputBlock>> {
-        let rows: Vec<(i64, Vec<u8>, Vec<u8>)> = sqlx::query_as(
-            "SELECT start, data, chunks FROM run_output WHERE run_id = $1 AND start >= $2 ORDER BY start LIMIT $3",
-        )
-        .bind(run)
-        .bind(offset(from))
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?;
+    pub async fn output_blocks(&self, key: OutputKey, from: u64, limit: i64) -> StoreResult<Vec<OutputBlock>> {
+        let (table, column, id) = key.table();
+        let sql = format!(
+            "SELECT start, data, chunks FROM {table} WHERE {column} = $1 AND start >= $2 ORDER BY start LIMIT $3"
+        );
+        let rows: Vec<(i64, Vec<u8>, Vec<u8>)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(id)
+            .bind(offset(from))
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await?;
         Ok(rows
             .into_iter()
             .map(|(start, data, chunks)| OutputBlock { start: u64::try_from(start).unwrap_or(0), data, chunks })
             .collect())
     }
 
-    pub async fn delete_output(&self, run: i64) -> StoreResult<()> {
-        sqlx::query("DELETE FROM run_output WHERE run_id = $1").bind(run).execute(&self.pool).await?;
+    pub async fn delete_output(&self, key: OutputKey) -> StoreResult<()> {
+        let (table, column, id) = key.table();
+        let sql = format!("DELETE FROM {table} WHERE {column} = $1");
+        sqlx::query(sqlx::AssertSqlSafe(sql)).bind(id).execute(&self.pool).await?;
         Ok(())
     }
 }

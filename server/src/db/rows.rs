@@ -70,6 +70,12 @@ pub struct RunRow {
     pub sweep_index: Option<i64>,
     /// Whether GPU telemetry is sampled (1) or not (0).
     pub telemetry: i64,
+    /// Its directory on the host, the server beside it (JSON), what became of
+    /// its artifacts (JSON notes) (0024).
+    pub plan: Option<String>,
+    pub run_dir: Option<String>,
+    pub server: Option<String>,
+    pub artifact_notes: Option<String>,
 }
 
 /// What a new run records; the rest starts at zero.
@@ -90,6 +96,8 @@ pub struct NewRun {
     pub sweep_id: Option<i64>,
     pub sweep_index: Option<i64>,
     pub telemetry: bool,
+    /// Its server and artifacts (JSON, `runs::Plan`), if its step has either.
+    pub plan: Option<String>,
 }
 
 /// Where a run ended.

@@ -6,14 +6,14 @@ use crate::time::now_ms;
 
 pub(super) const COLUMNS: &str = "id, step_id, host, command, env, cwd, timeout_s, status, exit_code, exit_signal, error,
     batch_index, batch_size, warmup, stdout_bytes, stderr_bytes, lines, queued_at, started_at, finished_at, who, facts_id,
-    config, sweep_id, sweep_index, telemetry";
+    config, sweep_id, sweep_index, telemetry, plan, run_dir, server, artifact_notes";
 
 impl Store {
     pub async fn insert_run(&self, run: &NewRun) -> StoreResult<RunRow> {
         Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "INSERT INTO runs (step_id, host, command, env, cwd, timeout_s, status, batch_index, batch_size, warmup, queued_at, who,
-                               replica, config, sweep_id, sweep_index, telemetry)
-             VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING {COLUMNS}"
+                               replica, config, sweep_id, sweep_index, telemetry, plan)
+             VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) RETURNING {COLUMNS}"
         )))
         .bind(run.step_id)
         .bind(&run.host)
@@ -31,6 +31,7 @@ impl Store {
         .bind(run.sweep_id)
         .bind(run.sweep_index)
         .bind(i64::from(run.telemetry))
+        .bind(&run.plan)
         .fetch_one(&self.pool)
         .await?)
     }

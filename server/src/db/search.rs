@@ -91,7 +91,7 @@ impl Store {
     /// Replaces the investigation's rows other than run output with `docs`.
     pub async fn replace_investigation_docs(&self, investigation: &str, docs: &[NewDoc]) -> StoreResult<()> {
         let mut tx = self.begin_serialised(Queue::Search).await?;
-        sqlx::query("DELETE FROM search_docs WHERE investigation_id = $1 AND kind <> 'output'")
+        sqlx::query("DELETE FROM search_docs WHERE investigation_id = $1 AND kind NOT IN ('output', 'server_log')")
             .bind(investigation)
             .execute(&mut *tx)
             .await?;
@@ -114,7 +114,7 @@ impl Store {
             .rows_affected()
             == 1;
         if claimed {
-            sqlx::query("DELETE FROM search_docs WHERE run_id = $1 AND kind = 'output'")
+            sqlx::query("DELETE FROM search_docs WHERE run_id = $1 AND kind IN ('output', 'server_log')")
                 .bind(run)
                 .execute(&mut *tx)
                 .await?;

@@ -32,6 +32,10 @@ impl app::backend::RunOps for super::Guarded {
         let permit = self.access.permit_for::<Read>(actor, OwnedBy::Run, run).await?;
         Ok(self.notebook.runs.telemetry(&permit, run).await?)
     }
+    async fn artifacts(&self, actor: &Actor, run: i64) -> Result<Vec<app::runs::Artifact>, ApiError> {
+        let permit = self.access.permit_for::<Read>(actor, OwnedBy::Run, run).await?;
+        Ok(self.notebook.runs.artifacts(&permit, run).await?)
+    }
     async fn sweep(&self, actor: &Actor, id: i64) -> Result<app::sweeps::Sweep, ApiError> {
         let permit = self.access.permit_for::<Read>(actor, OwnedBy::Sweep, id).await?;
         Ok(self.notebook.runs.sweep(&permit, id).await?)

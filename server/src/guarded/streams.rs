@@ -8,7 +8,7 @@ use crate::auth::middleware::Reauth;
 use crate::db::OwnedBy;
 use crate::policy::{Access, Read};
 use crate::runs::Live;
-pub use crate::runs::Output;
+pub use crate::runs::{Output, Which};
 use app::backend::Actor;
 use app::error::ApiError;
 use bytes::Bytes;
@@ -19,10 +19,23 @@ use std::sync::Arc;
 pub const RECHECK: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl super::Guarded {
-    /// The raw output of a run: all of it, or `limit` bytes from `offset`.
-    pub async fn output(&self, actor: &Actor, run: i64, offset: u64, limit: Option<u64>) -> Result<Output, ApiError> {
+    /// The raw output of a run (or its server's log): all of it, or `limit` bytes from `offset`.
+    pub async fn output(
+        &self,
+        actor: &Actor,
+        run: i64,
+        which: Which,
+        offset: u64,
+        limit: Option<u64>,
+    ) -> Result<Output, ApiError> {
         let permit = self.access.permit_for::<Read>(actor, OwnedBy::Run, run).await?;
-        Ok(self.notebook.runs.output(&permit, run, offset, limit).await?)
+        Ok(self.notebook.runs.output(&permit, run, which, offset, limit).await?)
+    }
+
+    /// One of a run's artifacts: its name, length and bytes.
+    pub async fn artifact(&self, actor: &Actor, run: i64, artifact: i64) -> Result<(String, u64, Output), ApiError> {
+        let permit = self.access.permit_for::<Read>(actor, OwnedBy::Run, run).await?;
+        Ok(self.notebook.runs.artifact(&permit, run, artifact).await?)
     }
 
     /// A run's output from `offset` as SSE frames (`event: output`, then `end`).
@@ -30,11 +43,12 @@ impl super::Guarded {
         &self,
         actor: &Actor,
         run: i64,
+        which: Which,
         offset: u64,
         reauth: Reauth,
     ) -> Result<impl Stream<Item = Bytes> + Send + use<>, ApiError> {
         let permit = self.access.permit_for::<Read>(actor, OwnedBy::Run, run).await?;
-        let frames = self.notebook.runs.follow(&permit, run, offset).await?;
+        let frames = self.notebook.runs.follow(&permit, run, which, offset).await?;
         let stop = until_closed_or_lost(&self.live, self.access.clone(), reauth, permit.investigation().to_string());
         Ok(frames.take_until(stop))
     }

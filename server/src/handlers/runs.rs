@@ -2,7 +2,7 @@ use crate::auth::Caller;
 use crate::auth::middleware::Reauth;
 use crate::error::AppError;
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
-use crate::guarded::streams::Output;
+use crate::guarded::streams::{Output, Which};
 use crate::state::AppState;
 use app::backend::{RunOps, SourceOps, StepOps};
 use app::error::ApiError;
@@ -96,6 +96,9 @@ pub async fn cancel(
 
 #[derive(Deserialize)]
 pub struct OutputQuery {
+    /// `client` (the default: the command's output) or `server` (its server's log).
+    #[serde(default)]
+    stream: Which,
     #[serde(default)]
     offset: u64,
     limit: Option<u64>,
@@ -111,7 +114,7 @@ pub async fn output(
     ApiPath(id): ApiPath<i64>,
     Query(query): Query<OutputQuery>,
 ) -> Result<Response, AppError> {
-    let output = state.notebook.output(&actor, id, query.offset, query.limit).await?;
+    let output = state.notebook.output(&actor, id, query.stream, query.offset, query.limit).await?;
     let len = match &output {
         Output::Whole(_, len) | Output::Range(_, len) => *len,
     };
@@ -119,7 +122,8 @@ pub async fn output(
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
     headers.insert("x-output-length", len.into());
     if query.download.is_some() {
-        let value = format!("attachment; filename=\"sleuth-run-{id}.log\"");
+        let suffix = if query.stream == Which::Server { "-server" } else { "" };
+        let value = format!("attachment; filename=\"sleuth-run-{id}{suffix}.log\"");
         if let Ok(value) = HeaderValue::from_str(&value) {
             headers.insert(header::CONTENT_DISPOSITION, value);
         }
@@ -133,6 +137,8 @@ pub async fn output(
 
 #[derive(Deserialize)]
 pub struct StreamQuery {
+    #[serde(default)]
+    stream: Which,
     #[serde(default)]
     offset: u64,
 }
@@ -151,7 +157,7 @@ pub async fn stream(
 ) -> Result<Response, AppError> {
     let resume = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
     let reauth = Reauth::new(state.auth.clone(), headers);
-    let output = state.notebook.follow_run(&actor, id, resume.unwrap_or(query.offset), reauth).await?;
+    let output = state.notebook.follow_run(&actor, id, query.stream, resume.unwrap_or(query.offset), reauth).await?;
     Ok(event_stream(with_keep_alive(output)))
 }
 
@@ -198,6 +204,47 @@ pub async fn investigation_events(
     let reauth = Reauth::new(state.auth.clone(), headers);
     let events = state.notebook.follow_investigation(&actor, &investigation, query.known, reauth).await?;
     Ok(event_stream(with_keep_alive(events)))
+}
+
+/// The files kept from the run's directory: name, size, sha256, download URL.
+pub async fn artifacts(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+) -> Result<Json<Vec<app::runs::Artifact>>, AppError> {
+    Ok(Json(state.notebook.artifacts(&actor, id).await?))
+}
+
+/// One artifact, as a download: an attachment of no particular type, so a
+/// browser saves it and never renders it on Sleuth's origin (an HTML file a
+/// run wrote cannot run script here).
+pub async fn artifact(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiPath((run, artifact)): ApiPath<(i64, i64)>,
+) -> Result<Response, AppError> {
+    let (name, len, output) = state.notebook.artifact(&actor, run, artifact).await?;
+    let Output::Whole(bytes, _) = output else { return Err(ApiError::internal().into()) };
+    let file = name.rsplit('/').next().unwrap_or("artifact");
+    // The name as typed goes in `filename*` (RFC 5987); the plain `filename` keeps safe characters only.
+    let plain: String =
+        file.chars().map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' }).collect();
+    let encoded: String = file
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"._-".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") }
+        })
+        .collect();
+    let mut headers = HeaderMap::new();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/octet-stream"));
+    headers.insert(header::CONTENT_LENGTH, len.into());
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static("default-src 'none'; sandbox"));
+    let disposition = format!("attachment; filename=\"{plain}\"; filename*=UTF-8''{encoded}");
+    if let Ok(value) = HeaderValue::from_str(&disposition) {
+        headers.insert(header::CONTENT_DISPOSITION, value);
+    }
+    Ok((headers, Body::from_stream(bytes)).into_response())
 }
 
 /// Runs of a step, oldest first.

@@ -30,9 +30,11 @@ pub async fn for_run(store: &Store, outputs: &Outputs, investigation: &str, run:
     })
     .await
     .context("extracting measurements")?;
+    // The run's artifacts that are result files the readers know.
+    let mut found = found;
+    found.extend(from_artifacts(store, outputs, run).await);
     // The GPUs' telemetry during the run, as numbers like the output's; then
     // what the investigation's formulas make of all of them.
-    let mut found = found;
     let samples = store.samples(run).await?;
     found.extend(crate::telemetry::summary::summarize(&samples));
     let defs = derived_defs(store, investigation).await?;
@@ -45,6 +47,37 @@ pub async fn for_run(store: &Store, outputs: &Outputs, investigation: &str, run:
     found.extend(derived);
     store.replace_run_measurements(investigation, run, &found).await?;
     Ok(found.len())
+}
+
+/// Artifacts larger than this are not read for measurements.
+const ARTIFACT_READ_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Measurements from the run's artifacts that are result files a reader knows
+/// (vLLM's `--save-result` JSON); the rest are left alone.
+async fn from_artifacts(store: &Store, outputs: &Outputs, run: i64) -> Vec<app::metrics::Measurement> {
+    let logs = match store.logs_of_runs(&[run]).await {
+        Ok(logs) => logs,
+        Err(e) => {
+            tracing::error!(run, "cannot list the run's artifacts: {}", crate::error::chain(&e));
+            return Vec::new();
+        }
+    };
+    let mut found = Vec::new();
+    for log in logs.into_iter().filter(|l| l.kind == "artifact") {
+        if u64::try_from(log.size).unwrap_or(u64::MAX) > ARTIFACT_READ_BYTES {
+            continue;
+        }
+        let key = crate::output::OutputKey::Log(log.id);
+        let Ok((bytes, _)) = outputs.read_range(key, 0, ARTIFACT_READ_BYTES).await else { continue };
+        let parsed = tokio::task::spawn_blocking(move || super::vllm_result::read(&String::from_utf8_lossy(&bytes)))
+            .await
+            .ok()
+            .flatten();
+        if let Some(measured) = parsed {
+            found.extend(measured);
+        }
+    }
+    found
 }
 
 /// The investigation's derived metrics.

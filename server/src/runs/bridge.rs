@@ -13,6 +13,7 @@
 use super::live::{Live, Notice};
 use super::{RunEvent, Runner, run_from_row};
 use crate::db::Store;
+use crate::output::OutputKey;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,17 +39,22 @@ pub fn spawn(runner: &Arc<Runner>) {
 /// Joins notices into payloads: several output notices of one run become its
 /// newest length; each payload stays under [`PAYLOAD_BYTES`].
 fn payloads(from: &str, mut notices: Vec<Notice>) -> Vec<String> {
-    let mut newest: std::collections::HashMap<i64, usize> = std::collections::HashMap::new();
+    let key = |notice: &Notice| match notice {
+        Notice::Output { run, .. } => Some(OutputKey::Run(*run)),
+        Notice::LogOutput { log, .. } => Some(OutputKey::Log(*log)),
+        _ => None,
+    };
+    let mut newest: std::collections::HashMap<OutputKey, usize> = std::collections::HashMap::new();
     for (i, notice) in notices.iter().enumerate() {
-        if let Notice::Output { run, .. } = notice {
-            newest.insert(*run, i);
+        if let Some(key) = key(notice) {
+            newest.insert(key, i);
         }
     }
     let mut i = 0;
     notices.retain(|notice| {
-        let keep = match notice {
-            Notice::Output { run, .. } => newest.get(run) == Some(&i),
-            _ => true,
+        let keep = match key(notice) {
+            Some(key) => newest.get(&key) == Some(&i),
+            None => true,
         };
         i += 1;
         keep
@@ -142,6 +148,11 @@ async fn apply(runner: &Runner, live: &Live, payload: &str) {
                 Err(e) => tracing::error!(run, "cannot read a run another replica changed: {e}"),
             },
             Notice::Output { run, len } => live.output_remote(run, len),
+            Notice::LogOutput { run, log, len } => {
+                // A viewer here may follow the log from now on.
+                live.watch_remote(OutputKey::Log(log), run, len);
+                live.output_remote(OutputKey::Log(log), len);
+            }
             Notice::Change { investigation, by } => live.changed_remote(&investigation, &by),
             Notice::Viewers { investigation, names } => live.viewers_remote(&payload.from, &investigation, names),
         }
@@ -151,15 +162,18 @@ async fn apply(runner: &Runner, live: &Live, payload: &str) {
 /// After lost notices: the runs followed for others as the store has them now,
 /// and every page told to read everything again.
 async fn resync(runner: &Runner, live: &Live) {
-    for run in live.remote_runs() {
+    for (key, run) in live.remote_runs() {
+        if let Ok(len) = runner.outputs().len(key).await {
+            live.output_remote(key, len);
+        }
+        if key != OutputKey::Run(run) {
+            continue;
+        }
         let (Ok(Some(row)), Ok(Some(investigation))) =
             (runner.store().run(run).await, runner.store().run_investigation(run).await)
         else {
             continue;
         };
-        if let Ok(len) = runner.outputs().len(run).await {
-            live.output_remote(run, len);
-        }
         live.publish_remote(RunEvent::new(&investigation, run_from_row(row)));
     }
     live.resync();

@@ -14,6 +14,7 @@
 
 use super::live::{Live, Progress};
 use super::output_html;
+use crate::output::OutputKey;
 use crate::output::Outputs;
 use bytes::Bytes;
 use futures::Stream;
@@ -50,7 +51,7 @@ struct Feed {
 pub struct Feeds {
     outputs: Outputs,
     live: Arc<Live>,
-    feeds: Mutex<HashMap<i64, Feed>>,
+    feeds: Mutex<HashMap<OutputKey, Feed>>,
 }
 
 /// How much of `bytes` (read at `start`, the file being `len` long) a frame
@@ -71,6 +72,7 @@ fn cut(bytes: &[u8], start: u64, len: u64, finished: bool) -> usize {
 /// when there is no whole line yet (or nothing).
 async fn read_frame(
     outputs: &Outputs,
+    key: OutputKey,
     run: i64,
     offset: u64,
     until: u64,
@@ -79,7 +81,7 @@ async fn read_frame(
     if offset >= until {
         return Ok(None);
     }
-    let (bytes, _) = outputs.read_range(run, offset, (until - offset).min(FRAME_BYTES)).await?;
+    let (bytes, _) = outputs.read_range(key, offset, (until - offset).min(FRAME_BYTES)).await?;
     let n = cut(&bytes, offset, until, finished);
     if n == 0 {
         return Ok(None);
@@ -100,22 +102,22 @@ impl Feeds {
     /// A viewer's hold on the run's feed, started if the run is running here
     /// and nobody follows it yet. Viewers hold receivers only, never the
     /// sender: the channel closes when the feed is done.
-    fn feed(self: &Arc<Self>, run: i64) -> Option<Following> {
+    fn feed(self: &Arc<Self>, key: OutputKey, run: i64) -> Option<Following> {
         let mut feeds = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(feed) = feeds.get(&run) {
+        if let Some(feed) = feeds.get(&key) {
             return Some(Following { published: feed.published.clone(), frames: feed.frames.subscribe() });
         }
-        let watch = self.live.watch(run)?;
+        let watch = self.live.watch(key)?;
         let (frames, receiver) = broadcast::channel(BUFFERED_FRAMES);
         let feed = Feed { frames, published: Arc::new(AtomicU64::new(0)) };
         let published = feed.published.clone();
-        feeds.insert(run, feed.clone());
-        tokio::spawn(self.clone().pump(run, feed, watch));
+        feeds.insert(key, feed.clone());
+        tokio::spawn(self.clone().pump(key, run, feed, watch));
         Some(Following { published, frames: receiver })
     }
 
     /// Broadcasts the run's output as it grows, until it has ended and all is sent.
-    async fn pump(self: Arc<Self>, run: i64, feed: Feed, mut watch: watch::Receiver<Progress>) {
+    async fn pump(self: Arc<Self>, key: OutputKey, run: i64, feed: Feed, mut watch: watch::Receiver<Progress>) {
         let mut at = 0;
         loop {
             let progress = *watch.borrow_and_update();
@@ -126,7 +128,7 @@ impl Feeds {
                     feed.published.store(at, Ordering::Release);
                     break;
                 }
-                match read_frame(&self.outputs, run, at, progress.len, progress.finished).await {
+                match read_frame(&self.outputs, key, run, at, progress.len, progress.finished).await {
                     Ok(Some(frame)) => {
                         at = frame.end;
                         let _ = feed.frames.send(frame);
@@ -134,7 +136,7 @@ impl Feeds {
                     }
                     Ok(None) => break,
                     Err(e) => {
-                        tracing::error!(run, "live output: {e}");
+                        tracing::error!(run, ?key, "live output: {e}");
                         break;
                     }
                 }
@@ -148,7 +150,7 @@ impl Feeds {
             }
         }
         // Closing the channel tells viewers to read what is left and end.
-        self.feeds.lock().unwrap_or_else(|e| e.into_inner()).remove(&run);
+        self.feeds.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
     }
 
     /// The run's output from `offset` as SSE bytes: `event: output` frames, then
@@ -156,17 +158,19 @@ impl Feeds {
     /// `status` is the run's as stored: a run that is running with no feed here
     /// is driven by another replica, whose output this replica follows through
     /// the store (and the notices of its growth, `live.rs`).
+    /// `key`: the run's own output, or a log kept with it (its server's).
     pub async fn follow(
         self: &Arc<Self>,
+        key: OutputKey,
         run: i64,
         offset: u64,
         status: app::runs::RunStatus,
     ) -> impl Stream<Item = Bytes> + use<> {
-        let mut feed = self.feed(run);
+        let mut feed = self.feed(key, run);
         if feed.is_none() && status == app::runs::RunStatus::Running {
-            let stored = self.outputs.len(run).await.unwrap_or(0);
-            self.live.watch_remote(run, stored);
-            feed = self.feed(run);
+            let stored = self.outputs.len(key).await.unwrap_or(0);
+            self.live.watch_remote(key, run, stored);
+            feed = self.feed(key, run);
         }
         if feed.is_none() && !status.is_finished() {
             // Queued: wait for it to start (or to end) rather than say it is over.
@@ -180,10 +184,10 @@ impl Feeds {
                 {
                     break;
                 }
-                feed = self.feed(run);
+                feed = self.feed(key, run);
             }
         }
-        let viewer = Viewer { outputs: self.outputs.clone(), run, offset, feed, pending: None, done: false };
+        let viewer = Viewer { outputs: self.outputs.clone(), key, run, offset, feed, pending: None, done: false };
         futures::stream::unfold(viewer, |mut viewer| async move {
             let bytes = viewer.next().await?;
             Some((bytes, viewer))
@@ -200,6 +204,7 @@ struct Following {
 /// One viewer's place in a run's output.
 struct Viewer {
     outputs: Outputs,
+    key: OutputKey,
     run: i64,
     offset: u64,
     feed: Option<Following>,
@@ -253,7 +258,7 @@ impl Viewer {
     /// A frame read from the file, up to `until` (a frame boundary, so the
     /// bytes before it may end without a newline).
     async fn read_from_file(&mut self, until: u64) -> Bytes {
-        match read_frame(&self.outputs, self.run, self.offset, until, true).await {
+        match read_frame(&self.outputs, self.key, self.run, self.offset, until, true).await {
             Ok(Some(frame)) => {
                 self.offset = frame.end;
                 frame.bytes
@@ -265,7 +270,7 @@ impl Viewer {
 
     /// The run is over (or not running here): the rest of the file, then `end`.
     async fn drain(&mut self) -> Bytes {
-        let len = match self.outputs.len(self.run).await {
+        let len = match self.outputs.len(self.key).await {
             Ok(len) => len,
             Err(e) => return self.fail(&e.to_string()),
         };

@@ -14,6 +14,7 @@
 //! which never send it on again. A run driven by another replica has a
 //! *remote* progress watch here, moved by the notices of its output.
 
+use crate::output::OutputKey;
 pub use crate::output::Progress;
 use app::runs::Run;
 use serde::{Deserialize, Serialize};
@@ -74,6 +75,12 @@ pub enum Notice {
         run: i64,
         len: u64,
     },
+    /// A log kept with a running run (its server's) is now `len` bytes long.
+    LogOutput {
+        run: i64,
+        log: i64,
+        len: u64,
+    },
     Change {
         investigation: String,
         by: String,
@@ -98,10 +105,13 @@ impl Drop for Presence {
     }
 }
 
-/// A running run's progress, and whether another replica drives it.
+/// A running run's progress (of its output, or of a log kept with it), and
+/// whether another replica drives it.
 struct Tracked {
     progress: watch::Sender<Progress>,
     remote: bool,
+    /// The run it is of (a log ends with its run, heard from elsewhere).
+    run: i64,
 }
 
 /// How long another replica's viewer list counts without being repeated
@@ -120,7 +130,7 @@ pub struct Live {
     viewers: Mutex<HashMap<String, Vec<String>>>,
     /// (replica, investigation) → the viewers that replica last reported.
     remote_viewers: Mutex<HashMap<(String, String), RemoteViewers>>,
-    runs: Mutex<HashMap<i64, Tracked>>,
+    runs: Mutex<HashMap<OutputKey, Tracked>>,
     /// Notices for the other replicas, when there are any (see `bridge.rs`).
     outbox: OnceLock<mpsc::UnboundedSender<Notice>>,
     /// Set when the server shuts down: event streams end so it can.
@@ -185,7 +195,7 @@ impl Live {
             self.finish_remote(run.id);
         } else if run.status == app::runs::RunStatus::Running {
             // Viewers here may follow it from now on.
-            self.watch_remote(run.id, 0);
+            self.watch_remote(run.id, run.id, 0);
         }
         // No subscribers is fine: nobody is watching.
         let _ = self.events.send(event);
@@ -297,11 +307,22 @@ impl Live {
     /// This replica drives the run from now on: its output writer moves the
     /// returned progress (and, with other replicas, each move is told them).
     pub fn start(&self, run: i64) -> watch::Sender<Progress> {
+        self.start_key(OutputKey::Run(run), run)
+    }
+
+    /// [`Self::start`] for a log kept with `run` (its server's log).
+    pub fn start_log(&self, run: i64, log: i64) -> watch::Sender<Progress> {
+        self.start_key(OutputKey::Log(log), run)
+    }
+
+    fn start_key(&self, key: OutputKey, run: i64) -> watch::Sender<Progress> {
         let progress = {
             let mut runs = lock(&self.runs);
-            let tracked = runs
-                .entry(run)
-                .or_insert_with(|| Tracked { progress: watch::channel(Progress::default()).0, remote: false });
+            let tracked = runs.entry(key).or_insert_with(|| Tracked {
+                progress: watch::channel(Progress::default()).0,
+                remote: false,
+                run,
+            });
             // A viewer may have come first and taken it for another replica's.
             tracked.remote = false;
             tracked.progress.clone()
@@ -311,7 +332,11 @@ impl Live {
             tokio::spawn(async move {
                 while moves.changed().await.is_ok() {
                     let Progress { len, finished } = *moves.borrow_and_update();
-                    if outbox.send(Notice::Output { run, len }).is_err() || finished {
+                    let notice = match key {
+                        OutputKey::Run(run) => Notice::Output { run, len },
+                        OutputKey::Log(log) => Notice::LogOutput { run, log, len },
+                    };
+                    if outbox.send(notice).is_err() || finished {
                         break;
                     }
                 }
@@ -320,17 +345,17 @@ impl Live {
         progress
     }
 
-    pub fn finish(&self, run: i64) {
-        if let Some(tracked) = lock(&self.runs).remove(&run) {
+    pub fn finish(&self, key: impl Into<OutputKey>) {
+        if let Some(tracked) = lock(&self.runs).remove(&key.into()) {
             tracked.progress.send_modify(|p| p.finished = true);
         }
     }
 
     /// Another replica stored more of its run's output. Only runs heard to be
     /// running are followed: a late notice of one that ended is dropped.
-    pub fn output_remote(&self, run: i64, len: u64) {
+    pub fn output_remote(&self, key: impl Into<OutputKey>, len: u64) {
         let runs = lock(&self.runs);
-        if let Some(tracked) = runs.get(&run).filter(|t| t.remote) {
+        if let Some(tracked) = runs.get(&key.into()).filter(|t| t.remote) {
             tracked.progress.send_if_modified(|p| {
                 let grew = len > p.len;
                 p.len = p.len.max(len);
@@ -339,28 +364,33 @@ impl Live {
         }
     }
 
+    /// A run driven elsewhere ended: its output and its logs are whole.
     fn finish_remote(&self, run: i64) {
         let mut runs = lock(&self.runs);
-        if runs.get(&run).is_some_and(|t| t.remote)
-            && let Some(tracked) = runs.remove(&run)
-        {
-            tracked.progress.send_modify(|p| p.finished = true);
+        let ended: Vec<OutputKey> = runs.iter().filter(|(_, t)| t.remote && t.run == run).map(|(k, _)| *k).collect();
+        for key in ended {
+            if let Some(tracked) = runs.remove(&key) {
+                tracked.progress.send_modify(|p| p.finished = true);
+            }
         }
     }
 
     /// A watch of the run's progress, or `None` if it is not running (here, or
     /// as far as this replica has heard, elsewhere).
-    pub fn watch(&self, run: i64) -> Option<watch::Receiver<Progress>> {
-        lock(&self.runs).get(&run).map(|t| t.progress.subscribe())
+    pub fn watch(&self, key: impl Into<OutputKey>) -> Option<watch::Receiver<Progress>> {
+        lock(&self.runs).get(&key.into()).map(|t| t.progress.subscribe())
     }
 
     /// A watch of a run that is running but not here: another replica drives it
     /// and has stored `len` bytes so far. (The watch that exists, if any.)
-    pub fn watch_remote(&self, run: i64, len: u64) -> watch::Receiver<Progress> {
+    /// `key` is the run's output or a log of `run`.
+    pub fn watch_remote(&self, key: impl Into<OutputKey>, run: i64, len: u64) -> watch::Receiver<Progress> {
         let mut runs = lock(&self.runs);
-        let tracked = runs
-            .entry(run)
-            .or_insert_with(|| Tracked { progress: watch::channel(Progress { len, finished: false }).0, remote: true });
+        let tracked = runs.entry(key.into()).or_insert_with(|| Tracked {
+            progress: watch::channel(Progress { len, finished: false }).0,
+            remote: true,
+            run,
+        });
         if tracked.remote {
             tracked.progress.send_if_modified(|p| {
                 let grew = len > p.len;
@@ -371,9 +401,9 @@ impl Live {
         tracked.progress.subscribe()
     }
 
-    /// The runs this replica follows for others, for a resync.
-    pub fn remote_runs(&self) -> Vec<i64> {
-        lock(&self.runs).iter().filter(|(_, t)| t.remote).map(|(run, _)| *run).collect()
+    /// What this replica follows for others (`(output, its run)`), for a resync.
+    pub fn remote_runs(&self) -> Vec<(OutputKey, i64)> {
+        lock(&self.runs).iter().filter(|(_, t)| t.remote).map(|(key, t)| (*key, t.run)).collect()
     }
 }
 
@@ -409,6 +439,10 @@ mod tests {
             sweep_id: None,
             sweep_index: None,
             telemetry: 0,
+            plan: None,
+            run_dir: None,
+            server: None,
+            artifact_notes: None,
         })
     }
 
@@ -424,7 +458,7 @@ mod tests {
     #[tokio::test]
     async fn a_remote_run_moves_with_its_notices_and_ends_with_its_event() {
         let live = Live::default();
-        let mut watch = live.watch_remote(9, 10);
+        let mut watch = live.watch_remote(9, 9, 10);
         live.output_remote(9, 5);
         assert_eq!(watch.borrow_and_update().len, 10, "never backwards");
         live.output_remote(9, 50);
@@ -438,7 +472,7 @@ mod tests {
     #[tokio::test]
     async fn a_local_start_takes_over_a_watch_a_viewer_made_first() {
         let live = Live::default();
-        let viewer = live.watch_remote(3, 0);
+        let viewer = live.watch_remote(3, 3, 0);
         let progress = live.start(3);
         live.output_remote(3, 99); // nobody else drives it: ignored
         progress.send_modify(|p| p.len = 7);

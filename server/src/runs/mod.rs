@@ -1,11 +1,13 @@
 //! Command runs: queueing, executing over the SSH pool, recording output, and
 //! telling watchers. See `runner` for the life of a run.
 
+pub mod artifacts;
 pub mod bridge;
 pub mod events;
 pub mod feed;
 pub mod live;
 pub mod runner;
+pub mod server;
 mod service;
 mod sse;
 pub mod sweep;
@@ -13,11 +15,44 @@ pub mod sweep;
 pub use feed::Feeds;
 pub use live::{Live, Progress, RunEvent};
 pub use runner::Runner;
-pub use service::{Output, Runs};
+pub use service::{Output, Runs, Which};
 
 use crate::db::RunRow;
 use crate::time::timestamp;
 use app::runs::{Run, RunStatus};
+
+/// What a run does besides its command, as queued: the server beside it
+/// (its command with the configuration's placeholders filled in) and the files
+/// to keep from its directory.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Plan {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<app::steps::command::ServerSpec>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub artifacts: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact_limits: Option<app::steps::command::ArtifactLimits>,
+}
+
+impl Plan {
+    /// A command step's plan, with `server_command` as the server's command.
+    pub fn of(command: &app::steps::command::CommandBody, server_command: impl FnOnce(&str) -> String) -> Self {
+        let server = command.server.clone().map(|mut spec| {
+            spec.command = server_command(&spec.command);
+            spec
+        });
+        Self { server, artifacts: command.artifacts.clone(), artifact_limits: command.artifact_limits }
+    }
+
+    /// As stored: `None` when there is nothing besides the command.
+    pub fn stored(&self) -> Option<String> {
+        (*self != Self::default()).then(|| serde_json::to_string(self).unwrap_or_default())
+    }
+
+    pub fn read(stored: Option<&str>) -> Self {
+        stored.and_then(|p| serde_json::from_str(p).ok()).unwrap_or_default()
+    }
+}
 
 /// The variables a sweep's configuration leaves unset (not its placeholders).
 pub fn unset_in(config: &app::sweeps::Config) -> Vec<String> {
@@ -71,11 +106,16 @@ pub fn run_from_row(row: RunRow) -> Run {
         sweep_index: row.sweep_index.and_then(|i| u32::try_from(i).ok()),
         telemetry: row.telemetry != 0,
         telemetry_svg: None,
+        server_tail: None,
         telemetry_notes: Vec::new(),
+        run_dir: row.run_dir,
+        server: row.server.as_deref().and_then(|s| serde_json::from_str(s).ok()),
+        artifacts: Vec::new(),
+        artifact_notes: row.artifact_notes.as_deref().and_then(|n| serde_json::from_str(n).ok()).unwrap_or_default(),
     }
 }
 
-use crate::output::Outputs;
+use crate::output::{OutputKey, Outputs};
 use app::runs::OutputTail;
 
 /// How much of the newest run's output a page shows before "show earlier
@@ -96,18 +136,26 @@ pub fn output_html(run: i64, bytes: &[u8]) -> String {
     crate::snippets::refs::linkify(&ansi_html(bytes), run)
 }
 
-/// The end of a run's output: its last `TAIL_LINES` lines within `bytes`.
-pub async fn tail(outputs: &Outputs, run: i64, bytes: u64) -> std::io::Result<OutputTail> {
-    let len = outputs.len(run).await?;
-    window(outputs, run, len, bytes, TAIL_LINES).await
+/// The end of a run's output (or its server's log, `key`): its last
+/// `TAIL_LINES` lines within `bytes`.
+pub async fn tail(outputs: &Outputs, run: i64, key: OutputKey, bytes: u64) -> std::io::Result<OutputTail> {
+    let len = outputs.len(key).await?;
+    window(outputs, run, key, len, bytes, TAIL_LINES).await
 }
 
 /// Up to `bytes` and `lines` lines of output ending at `end`, starting at a
 /// line boundary (or 0).
-pub async fn window(outputs: &Outputs, run: i64, end: u64, bytes: u64, lines: usize) -> std::io::Result<OutputTail> {
-    let len = end.min(outputs.len(run).await?);
+pub async fn window(
+    outputs: &Outputs,
+    run: i64,
+    key: OutputKey,
+    end: u64,
+    bytes: u64,
+    lines: usize,
+) -> std::io::Result<OutputTail> {
+    let len = end.min(outputs.len(key).await?);
     let mut start = len.saturating_sub(bytes);
-    let (mut data, _) = outputs.read_range(run, start, len - start).await?;
+    let (mut data, _) = outputs.read_range(key, start, len - start).await?;
     let cut = line_start(&data, start > 0, lines);
     data.drain(..cut);
     start += cut as u64;

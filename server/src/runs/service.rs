@@ -7,7 +7,7 @@ use super::{Runner, TAIL_BYTES, run_from_row, tail, window};
 use crate::db::{NewRun, RunRow, Store};
 use crate::error::{Context, Error, Result};
 use crate::hosts::Hosts;
-use crate::output::Outputs;
+use crate::output::{OutputKey, Outputs};
 use crate::policy::{Edit, Permit, Read, Run as RunRight, RunOn};
 use app::error::{ApiError, ErrorCode};
 use app::model::Step;
@@ -27,6 +27,16 @@ pub struct Runs {
 
 fn not_found(id: i64) -> ApiError {
     ApiError::not_found(format!("There is no run {id}."))
+}
+
+/// Which of a run's outputs: its command's (stdout and stderr as they came), or
+/// its server's log (`?stream=server`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Which {
+    #[default]
+    Client,
+    Server,
 }
 
 /// A run's output as the raw download gives it.
@@ -71,18 +81,26 @@ impl Runs {
             }
             Err(e) => tracing::error!("cannot read measurements: {}", crate::error::chain(&e)),
         }
+        let (mut artifacts, server_logs) = self.logs_of(&ids).await;
         let mut by_step: HashMap<i64, Vec<Run>> = HashMap::new();
         for row in rows {
             let mut run = run_from_row(row);
             run.measurements = measured.remove(&run.id).unwrap_or_default();
+            run.artifacts = artifacts.remove(&run.id).unwrap_or_default();
             by_step.entry(run.step_id).or_default().push(run);
         }
         for step in steps.iter_mut() {
             if let Some(mut runs) = by_step.remove(&step.id) {
                 if let Some(newest) = runs.last_mut().filter(|_| tails_for.contains(&step.id)) {
-                    match tail(self.outputs(), newest.id, TAIL_BYTES).await {
+                    match tail(self.outputs(), newest.id, OutputKey::Run(newest.id), TAIL_BYTES).await {
                         Ok(t) => newest.tail = Some(t),
                         Err(e) => tracing::error!(run = newest.id, "cannot read output: {e}"),
+                    }
+                    if let Some(log) = server_logs.get(&newest.id) {
+                        match tail(self.outputs(), newest.id, OutputKey::Log(*log), TAIL_BYTES).await {
+                            Ok(t) => newest.server_tail = Some(t),
+                            Err(e) => tracing::error!(run = newest.id, "cannot read the server's log: {e}"),
+                        }
                     }
                     if newest.telemetry && newest.status.is_finished() {
                         match self.store.telemetry_svg(newest.id).await {
@@ -99,14 +117,79 @@ impl Runs {
         }
     }
 
-    /// Cancels and deletes the output of runs whose step is going away.
+    /// The artifacts of these runs, and their server logs' ids, by run.
+    async fn logs_of(&self, runs: &[i64]) -> (HashMap<i64, Vec<app::runs::Artifact>>, HashMap<i64, i64>) {
+        let mut by_run: HashMap<i64, Vec<app::runs::Artifact>> = HashMap::new();
+        let mut server_logs = HashMap::new();
+        match self.store.logs_of_runs(runs).await {
+            Ok(logs) => {
+                for log in logs {
+                    if log.kind == "server" {
+                        server_logs.insert(log.run_id, log.id);
+                        continue;
+                    }
+                    if log.kind != "artifact" {
+                        continue;
+                    }
+                    by_run.entry(log.run_id).or_default().push(app::runs::Artifact {
+                        url: format!("/api/v1/runs/{}/artifacts/{}", log.run_id, log.id),
+                        id: log.id,
+                        name: log.name,
+                        size: u64::try_from(log.size).unwrap_or(0),
+                        sha256: log.sha256.unwrap_or_default(),
+                    });
+                }
+            }
+            Err(e) => tracing::error!("cannot read artifacts: {}", crate::error::chain(&e)),
+        }
+        (by_run, server_logs)
+    }
+
+    /// Cancels runs whose step is going away, and deletes their output and logs.
     pub async fn forget(&self, permit: &Permit<Edit>, runs: impl Iterator<Item = i64>) {
-        for id in runs {
-            if let Err(e) = self.runner.cancel(permit.investigation(), id).await {
+        let runs: Vec<i64> = runs.collect();
+        let logs = self.store.logs_of_runs(&runs).await.unwrap_or_default();
+        for id in &runs {
+            if let Err(e) = self.runner.cancel(permit.investigation(), *id).await {
                 tracing::error!(run = id, "cannot cancel a run of a deleted step: {}", crate::error::chain(&e));
             }
-            self.outputs().remove(id).await;
+            self.outputs().remove(*id).await;
         }
+        for log in logs {
+            self.outputs().remove(OutputKey::Log(log.id)).await;
+        }
+    }
+
+    /// The run's server log, if its step had a server.
+    async fn server_log(&self, run: i64) -> Result<i64> {
+        let logs = self.store.logs_of_runs(&[run]).await?;
+        let log = logs.into_iter().rev().find(|l| l.kind == "server");
+        Ok(log.map(|l| l.id).ok_or_else(|| ApiError::not_found(format!("Run {run} has no server log.")))?)
+    }
+
+    /// Which of the run's outputs: its own, or its server's log.
+    async fn key(&self, run: i64, which: Which) -> Result<OutputKey> {
+        Ok(match which {
+            Which::Client => OutputKey::Run(run),
+            Which::Server => OutputKey::Log(self.server_log(run).await?),
+        })
+    }
+
+    /// The run's artifacts.
+    pub async fn artifacts(&self, permit: &Permit<Read>, id: i64) -> Result<Vec<app::runs::Artifact>> {
+        self.row(permit, id).await?;
+        Ok(self.logs_of(&[id]).await.0.remove(&id).unwrap_or_default())
+    }
+
+    /// One artifact's name and bytes (streamed: it can be gigabytes).
+    pub async fn artifact(&self, permit: &Permit<Read>, run: i64, artifact: i64) -> Result<(String, u64, Output)> {
+        self.row(permit, run).await?;
+        let gone = || ApiError::not_found(format!("Run {run} has no artifact {artifact}."));
+        let log =
+            self.store.log(artifact).await?.filter(|l| l.run_id == run && l.kind == "artifact").ok_or_else(gone)?;
+        let key = OutputKey::Log(log.id);
+        let len = self.outputs().len(key).await.context(format!("reading artifact {artifact}'s length"))?;
+        Ok((log.name, len, Output::Whole(Box::pin(self.outputs().whole(key)), len)))
     }
 
     /// Queues runs of a command step (warm-ups first, or a sweep's plan); they start right away.
@@ -191,33 +274,45 @@ impl Runs {
     /// Up to `bytes` of a run's output ending at `before`, as HTML, from a line start.
     pub async fn output_before(&self, permit: &Permit<Read>, id: i64, before: u64, bytes: u64) -> Result<OutputTail> {
         self.row(permit, id).await?;
-        window(self.outputs(), id, before, bytes.clamp(1, 1024 * 1024), usize::MAX)
+        window(self.outputs(), id, OutputKey::Run(id), before, bytes.clamp(1, 1024 * 1024), usize::MAX)
             .await
             .context(format!("reading the output of run {id}"))
     }
 
-    /// The raw output: all of it (a stream), or `limit` bytes from `offset`.
-    pub async fn output(&self, permit: &Permit<Read>, id: i64, offset: u64, limit: Option<u64>) -> Result<Output> {
+    /// The raw output (the run's own, or its server's log): all of it (a
+    /// stream), or `limit` bytes from `offset`.
+    pub async fn output(
+        &self,
+        permit: &Permit<Read>,
+        id: i64,
+        which: Which,
+        offset: u64,
+        limit: Option<u64>,
+    ) -> Result<Output> {
         self.row(permit, id).await?;
-        let len = self.outputs().len(id).await.context(format!("reading the output length of run {id}"))?;
+        let key = self.key(id, which).await?;
+        let len = self.outputs().len(key).await.context(format!("reading the output length of run {id}"))?;
         if limit.is_none() && offset == 0 {
-            return Ok(Output::Whole(Box::pin(self.outputs().whole(id)), len));
+            return Ok(Output::Whole(Box::pin(self.outputs().whole(key)), len));
         }
         let limit = limit.unwrap_or(1024 * 1024).min(16 * 1024 * 1024);
         let (bytes, len) =
-            self.outputs().read_range(id, offset, limit).await.context(format!("reading the output of run {id}"))?;
+            self.outputs().read_range(key, offset, limit).await.context(format!("reading the output of run {id}"))?;
         Ok(Output::Range(bytes, len))
     }
 
-    /// The run's output from `offset` as SSE frames, live while it runs (`runs::feed`).
+    /// The run's output (or its server's log) from `offset` as SSE frames,
+    /// live while it runs (`runs::feed`).
     pub async fn follow(
         &self,
         permit: &Permit<Read>,
         id: i64,
+        which: Which,
         offset: u64,
     ) -> Result<impl Stream<Item = Bytes> + Send + use<>> {
         let run = self.run(permit, id).await?;
-        Ok(self.runner.feeds().follow(id, offset, run.status).await)
+        let key = self.key(id, which).await?;
+        Ok(self.runner.feeds().follow(key, id, offset, run.status).await)
     }
 
     /// The investigation's runs fingerprint (`app::runs::runs_fingerprint`), from the rows alone.
@@ -234,6 +329,7 @@ impl Runs {
     /// The run with its measurements (none until it has finished).
     pub async fn run(&self, permit: &Permit<Read>, id: i64) -> Result<Run> {
         let mut run = run_from_row(self.row(permit, id).await?);
+        run.artifacts = self.logs_of(&[id]).await.0.remove(&id).unwrap_or_default();
         if run.status.is_finished() {
             run.measurements = self
                 .store
@@ -344,6 +440,7 @@ fn plain_runs(
             sweep_id: None,
             sweep_index: None,
             telemetry: command.telemetry,
+            plan: super::Plan::of(command, str::to_string).stored(),
         })
         .collect())
 }

@@ -129,6 +129,7 @@ pub(crate) fn plan<'a>(
             sweep_id: None,
             sweep_index: Some(k as i64 + 1),
             telemetry: command.telemetry,
+            plan: super::Plan::of(command, |server| substitute(server, config)).stored(),
         });
     }
     Ok((sweep, runs))
@@ -187,6 +188,9 @@ mod tests {
             timeout_s: None,
             matrix: Default::default(),
             telemetry: true,
+            server: None,
+            artifacts: Vec::new(),
+            artifact_limits: None,
         };
         let config: Config =
             [("NCCL_PROTO".to_string(), None), ("NCCL_ALGO".to_string(), Some("Tree".to_string()))].into();

@@ -3,7 +3,7 @@
 
 use super::excerpt;
 use super::query::{Query, QueryError};
-use crate::db::{DocQuery, DocRow, Store};
+use crate::db::{DocQuery, DocRow, OutputKey, Store};
 use crate::error::Result;
 use crate::output::Outputs;
 use crate::policy::Readers;
@@ -108,10 +108,14 @@ async fn hit(outputs: &Outputs, row: DocRow, marks: &excerpt::Marks) -> SearchHi
     let mut line = None;
     let mut output_url = None;
     let (url, html) = match row.kind.as_str() {
-        "output" => {
+        "output" | "server_log" => {
             let (run, start) = (row.run_id.unwrap_or(0), row.start_byte.unwrap_or(0).max(0) as u64);
             let len = row.len.unwrap_or(0).max(0) as u64;
-            let text = match outputs.read_range(run, start, len).await {
+            let (key, stream) = match (row.kind.as_str(), row.ref_id) {
+                ("server_log", Some(log)) => (OutputKey::Log(log), "&stream=server"),
+                _ => (OutputKey::Run(run), ""),
+            };
+            let text = match outputs.read_range(key, start, len).await {
                 Ok((bytes, _)) => String::from_utf8_lossy(&bytes).into_owned(),
                 Err(e) => {
                     tracing::warn!(run, "cannot read output for a search excerpt: {e}");
@@ -124,7 +128,7 @@ async fn hit(outputs: &Outputs, row: DocRow, marks: &excerpt::Marks) -> SearchHi
             let line_text = text[line_start..].split('\n').next().unwrap_or("");
             line = Some(row.first_line.unwrap_or(1).max(1) as u64 + n as u64);
             output_url = Some(format!(
-                "/api/v1/runs/{run}/output?offset={}&limit={}",
+                "/api/v1/runs/{run}/output?offset={}&limit={}{stream}",
                 start + line_start as u64,
                 line_text.len().max(1)
             ));

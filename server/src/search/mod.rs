@@ -32,7 +32,7 @@ pub mod query;
 
 pub use find::Search;
 
-use crate::db::{NewDoc, OwnedBy, Store};
+use crate::db::{NewDoc, OutputKey, OwnedBy, Store};
 use crate::output::Outputs;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -270,16 +270,47 @@ async fn index_claimed(
     row: &crate::db::RunRow,
     investigation: &str,
 ) -> Result<(), IndexError> {
+    let mut batch = Vec::with_capacity(PIECES_PER_WRITE);
+    index_stream(store, outputs, driving, row, investigation, Indexed::Output, &mut batch).await?;
+    // Its server's log, which holds lines such as vLLM's custom-allreduce warning.
+    for log in store.logs_of_runs(&[row.id]).await?.into_iter().filter(|l| l.kind == "server") {
+        index_stream(store, outputs, driving, row, investigation, Indexed::ServerLog(log.id), &mut batch).await?;
+    }
+    store.add_run_docs(investigation, row.id, &batch, true).await?;
+    Ok(())
+}
+
+/// One stream of a run: what its command printed, or its server's log.
+#[derive(Clone, Copy)]
+enum Indexed {
+    Output,
+    ServerLog(i64),
+}
+
+/// Adds `stream`'s pieces to the index, writing `batch` whenever it is full
+/// (what is left in it is the caller's to write).
+async fn index_stream(
+    store: &Store,
+    outputs: &Outputs,
+    driving: &AtomicUsize,
+    row: &crate::db::RunRow,
+    investigation: &str,
+    stream: Indexed,
+    batch: &mut Vec<NewDoc>,
+) -> Result<(), IndexError> {
     let run = row.id;
+    let (key, kind, ref_id) = match stream {
+        Indexed::Output => (OutputKey::Run(run), "output", None),
+        Indexed::ServerLog(log) => (OutputKey::Log(log), "server_log", Some(log)),
+    };
     let env = run_env(row);
     let at = row.finished_at.or(row.started_at).unwrap_or(row.queued_at);
-    let len = outputs.len(run).await.unwrap_or(0);
+    let len = outputs.len(key).await.unwrap_or(0);
     let (mut offset, mut line) = (0u64, 1i64);
-    let mut batch = Vec::with_capacity(PIECES_PER_WRITE);
     let mut batch_started = std::time::Instant::now();
     let mut carry: Vec<u8> = Vec::new();
     while offset < len || !carry.is_empty() {
-        let (bytes, _) = outputs.read_range(run, offset, PIECE_BYTES as u64).await?;
+        let (bytes, _) = outputs.read_range(key, offset, PIECE_BYTES as u64).await?;
         let read = bytes.len() as u64;
         let start = offset - carry.len() as u64;
         let mut piece = std::mem::take(&mut carry);
@@ -305,9 +336,10 @@ async fn index_claimed(
         let words = index_words(&text);
         if !words.is_empty() {
             batch.push(NewDoc {
-                kind: "output",
+                kind,
                 step_id: Some(row.step_id),
                 run_id: Some(run),
+                ref_id,
                 start_byte: Some(start as i64),
                 len: Some(piece.len() as i64),
                 first_line: Some(line),
@@ -321,7 +353,7 @@ async fn index_claimed(
         }
         line += lines;
         if batch.len() >= PIECES_PER_WRITE {
-            store.add_run_docs(investigation, run, &batch, false).await?;
+            store.add_run_docs(investigation, run, batch, false).await?;
             batch.clear();
             if driving.load(Ordering::Relaxed) > 0 {
                 tokio::time::sleep(batch_started.elapsed() * IDLE_SHARE).await;
@@ -332,7 +364,6 @@ async fn index_claimed(
             break;
         }
     }
-    store.add_run_docs(investigation, run, &batch, true).await?;
     Ok(())
 }
 

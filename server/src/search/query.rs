@@ -66,6 +66,7 @@ pub const KINDS: &[&str] = &[
     "note",
     "command",
     "output",
+    "server_log",
     "snippet",
     "grep",
     "calculator",

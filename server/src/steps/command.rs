@@ -45,7 +45,53 @@ pub fn validate(mut body: CommandBody) -> Result<CommandBody, ApiError> {
         return Err(ApiError::invalid(format!("The timeout must be from 1 to {MAX_TIMEOUT_S} seconds.")));
     }
     check_matrix(&body)?;
+    check_server(&mut body)?;
+    crate::runs::artifacts::check_globs(&body.artifacts).map_err(ApiError::invalid)?;
+    body.artifacts = body.artifacts.iter().map(|g| g.trim().to_string()).collect();
+    if let Some(limits) = &body.artifact_limits
+        && (limits.file_bytes == 0 || limits.run_bytes == 0)
+    {
+        return Err(ApiError::invalid("Artifact limits are at least 1 byte (leave them out for the defaults)."));
+    }
     Ok(body)
+}
+
+/// A server beside the runs: a command, a readiness test that can work, sane times.
+fn check_server(body: &mut CommandBody) -> Result<(), ApiError> {
+    use app::steps::command::{MAX_READY_TIMEOUT_S, MAX_STOP_GRACE_S, Ready};
+    let Some(server) = &mut body.server else { return Ok(()) };
+    if server.command.trim().is_empty() {
+        return Err(ApiError::invalid("The server's command is empty."));
+    }
+    if server.command.len() > MAX_COMMAND_BYTES || server.command.contains('\0') {
+        return Err(ApiError::invalid(format!("The server's command is over {MAX_COMMAND_BYTES} bytes or has a NUL.")));
+    }
+    if !(1..=MAX_READY_TIMEOUT_S).contains(&server.ready_timeout_s) {
+        return Err(ApiError::invalid(format!("ready_timeout_s is from 1 to {MAX_READY_TIMEOUT_S}.")));
+    }
+    if server.stop_grace_s > MAX_STOP_GRACE_S {
+        return Err(ApiError::invalid(format!("stop_grace_s is from 0 to {MAX_STOP_GRACE_S}.")));
+    }
+    match &mut server.ready {
+        Ready::Http(url) => {
+            *url = url.trim().to_string();
+            let ok = (url.starts_with("http://") || url.starts_with("https://"))
+                && url.len() <= 2000
+                && !url.chars().any(|c| c.is_whitespace() || c.is_control());
+            if !ok {
+                return Err(ApiError::invalid(format!(
+                    "{url:?} is not a URL the host can ask (http://127.0.0.1:8000/health)."
+                )));
+            }
+        }
+        Ready::Log(pattern) => {
+            crate::user_regex::compile(pattern, false)
+                .map_err(|e| ApiError::invalid(format!("The ready pattern is not a valid regex: {e}")))?;
+        }
+        Ready::Tcp(0) => return Err(ApiError::invalid("The ready port is from 1 to 65535.")),
+        Ready::Tcp(_) => {}
+    }
+    Ok(())
 }
 
 /// A sweep's settings: real variable names or placeholders the command uses,

@@ -100,12 +100,12 @@ impl Sampler {
         Self { stop, task }
     }
 
-    /// Stops sampling and waits until what was sampled is stored.
-    pub async fn stop(self) {
+    /// Tells it to stop, without waiting: a run's end never waits on its
+    /// sampler (whose channel may still be starting its shell). The returned
+    /// task ends once what was sampled is stored.
+    pub fn stop(self) -> tokio::task::JoinHandle<()> {
         let _ = self.stop.send(());
-        if let Err(e) = self.task.await {
-            tracing::error!("the telemetry sampler failed: {e}");
-        }
+        self.task
     }
 }
 

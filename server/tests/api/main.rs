@@ -14,6 +14,7 @@ mod replicas;
 mod runs;
 mod search;
 mod security;
+mod serving;
 mod shares;
 mod snippets;
 mod sshd;

@@ -20,28 +20,47 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tower::ServiceExt;
 
 /// `sleuth serve` in a process of its own, with its own data dir, on a database.
-struct Replica {
-    child: Child,
+pub struct Replica {
+    pub child: Child,
     addr: String,
-    _data: tempfile::TempDir,
+    _data: Option<tempfile::TempDir>,
 }
 
 impl Replica {
     fn start(database: &Database, flags: &[&str]) -> Replica {
-        let Database::Postgres(url) = database else { panic!("replicas share a PostgreSQL database") };
+        let Database::Postgres(_) = database else { panic!("replicas share a PostgreSQL database") };
         let data = tempfile::tempdir().expect("temp dir");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_sleuth"))
+        let mut replica = Self::spawn(data.path(), database, flags);
+        replica._data = Some(data);
+        replica
+    }
+
+    /// `sleuth serve --no-auth` on `app`'s store: on SQLite its very data dir
+    /// (as the same server started again), on PostgreSQL another replica.
+    pub fn start_on(app: &TestApp, flags: &[&str]) -> Replica {
+        let flags: Vec<&str> = ["--no-auth"].into_iter().chain(flags.iter().copied()).collect();
+        match &app.database {
+            Database::Postgres(_) => Self::start(&app.database, &flags),
+            Database::Sqlite(_) => Self::spawn(&app.data.path().join("db"), &app.database, &flags),
+        }
+    }
+
+    fn spawn(data: &std::path::Path, database: &Database, flags: &[&str]) -> Replica {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_sleuth"));
+        command
             .args(["serve", "--addr", "127.0.0.1:0"])
             .args(flags)
             .arg("--data")
-            .arg(data.path())
+            .arg(data)
             .arg("--site")
-            .arg(data.path().join("site"))
-            .env("SLEUTH_DATABASE", url)
+            .arg(data.join("site"))
+            .env_remove("SLEUTH_DATABASE")
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("sleuth serve");
+            .stderr(Stdio::null());
+        if let Database::Postgres(url) = database {
+            command.env("SLEUTH_DATABASE", url);
+        }
+        let mut child = command.spawn().expect("sleuth serve");
         let stdout = child.stdout.take().expect("stdout");
         // The first line names the address; read it on a thread so a replica
         // that never starts fails the test instead of hanging it.
@@ -62,7 +81,7 @@ impl Replica {
             .and_then(|rest| rest.split('/').next())
             .unwrap_or_else(|| panic!("no address in {line:?}"))
             .to_string();
-        Replica { child, addr, _data: data }
+        Replica { child, addr, _data: None }
     }
 
     /// One HTTP/1.1 request: the answer's status, head and body.
@@ -82,7 +101,7 @@ impl Replica {
         (status, head.to_string(), body.to_string())
     }
 
-    async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+    pub async fn post(&self, path: &str, body: Value) -> (u16, Value) {
         let (status, _, body) =
             self.request("POST", path, &[("Content-Type", "application/json")], &body.to_string()).await;
         (status, serde_json::from_str(&body).unwrap_or(Value::Null))

@@ -273,6 +273,13 @@ async fn telemetry_is_sampled_stored_summarised_and_nothing_is_left_running() {
     assert_eq!(run["status"], "succeeded", "{run}");
     assert_eq!(run["telemetry"], true);
     let id = run["id"].as_i64().unwrap();
+    // The run's end does not wait on the sampler: its chart and summaries follow.
+    let investigation = investigation_of(&app, step).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !app.get(&format!("/i/{investigation}")).await.text().contains("SM / mem util %") {
+        assert!(Instant::now() < deadline, "the telemetry chart never came");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 
     let telemetry = app.get(&format!("/api/v1/runs/{id}/telemetry")).await.json();
     let gpu = &telemetry["gpus"][0];
@@ -296,7 +303,6 @@ async fn telemetry_is_sampled_stored_summarised_and_nothing_is_left_running() {
     assert!(measured.iter().all(|m| m["extractor"] == "telemetry"), "{measured:?}");
 
     // The roofline shows the measured memory utilisation beside its estimate.
-    let investigation = investigation_of(&app, step).await;
     let all = app.get(&format!("/api/v1/investigations/{investigation}/measurements")).await.json();
     let mem =
         all.as_array().unwrap().iter().find(|m| m["metric"] == "mem_util_mean" && m["key"].is_null()).unwrap().clone();

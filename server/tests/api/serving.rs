@@ -1,0 +1,314 @@
+//! Serving experiments: a server beside each run (`tools/fake-vllm/serve.py`,
+//! which prints vLLM's real startup lines and answers `/health` after its load
+//! time) and a client that saves a real `--save-result` line as a file in the
+//! run's directory. Each run keeps the server's log as a second stream, the
+//! file as an artifact and its numbers as measurements; servers are stopped
+//! whole, whatever happens to the run, and found after Sleuth was killed.
+
+use crate::helpers::TestApp;
+use crate::runs::{app_with_host, command_step, finished, start};
+use crate::sshd::Sshd;
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+fn tool(name: &str) -> String {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../tools/fake-vllm")).join(name).display().to_string()
+}
+
+fn startup_log() -> String {
+    server::fixtures::dir().join("bench-outputs/vllm_startup_custom_allreduce_issue15340.txt").display().to_string()
+}
+
+fn results() -> String {
+    server::fixtures::dir().join("reports/vllm-bench-serve/nerdalert_results.json").display().to_string()
+}
+
+/// The `output_throughput` of line `n` of the real results file.
+fn throughput_of_line(n: usize) -> f64 {
+    let text = std::fs::read_to_string(results()).unwrap();
+    let line = text.lines().filter(|l| !l.trim().is_empty()).nth(n).unwrap();
+    serde_json::from_str::<Value>(line).unwrap()["output_throughput"].as_f64().unwrap()
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// The fake server's processes for this port still alive on the host (the
+/// Python process, not the shells that started it).
+fn servers_on(port: u16) -> Vec<String> {
+    let out = std::process::Command::new("pgrep").args(["-af", &format!("serve.py --port {port} ")]).output().unwrap();
+    let lines = String::from_utf8_lossy(&out.stdout).to_string();
+    lines.lines().filter(|l| l.split_whitespace().nth(1) == Some("python3")).map(str::to_string).collect()
+}
+
+async fn none_left(port: u16, within: Duration) {
+    let deadline = Instant::now() + within;
+    while !servers_on(port).is_empty() {
+        assert!(Instant::now() < deadline, "left running: {:?}", servers_on(port));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn server(port: u16, extra: &str, ready: Value) -> Value {
+    json!({
+        "command": format!("python3 {} --port {port} --log {} {extra}", tool("serve.py"), startup_log()),
+        "ready": ready,
+        "stop_grace_s": 2,
+    })
+}
+
+fn client(port: u16, extra: &str) -> String {
+    format!("python3 {} --port {port} --result-from {} {extra}", tool("bench.py"), results())
+}
+
+async fn server_log(app: &TestApp, run: i64) -> String {
+    let response = app.get(&format!("/api/v1/runs/{run}/output?stream=server")).await;
+    assert_eq!(response.status, StatusCode::OK, "{}", response.text());
+    response.text()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sweep_with_a_server_keeps_its_log_its_files_and_their_numbers() {
+    let sshd = Sshd::start();
+    let app = app_with_host(&sshd).await;
+    let port = free_port();
+    // Each configuration's client saves a different real result.
+    let line = "$(case \"${NCCL_PROTO-unset}\" in LL) echo 1;; SIMPLE) echo 2;; *) echo 0;; esac)";
+    let mut spec = server(port, "--load-s 1", json!({ "http": format!("http://127.0.0.1:{port}/health") }));
+    spec["reuse"] = json!("config");
+    let step = command_step(
+        &app,
+        json!({ "command": client(port, &format!("--line {line}")), "telemetry": false, "server": spec,
+                "artifacts": ["result.json"], "matrix": { "NCCL_PROTO": [null, "LL", "SIMPLE"] } }),
+    )
+    .await;
+    let shown = app.get(&format!("/api/v1/steps/{step}")).await.json();
+    assert_eq!(shown["server"]["reuse"], "config", "{shown}");
+    assert_eq!(shown["server"]["ready_timeout_s"], 600, "the default: {shown}");
+
+    let runs = start(&app, step, json!({ "repeat": 2, "order": "grouped" })).await;
+    assert_eq!(runs.len(), 6);
+    let mut ended = Vec::new();
+    for run in &runs {
+        let run = finished(&app, *run).await;
+        assert_eq!(run["status"], "succeeded", "{run}");
+        ended.push(run);
+    }
+    none_left(port, Duration::from_secs(10)).await;
+
+    let mut pids = Vec::new();
+    for (i, run) in ended.iter().enumerate() {
+        let id = run["id"].as_i64().unwrap();
+        let proto = ["unset", "LL", "SIMPLE"][i / 2];
+        let first_of_config = i % 2 == 0;
+        let state = &run["server"];
+        assert!(state["ready_after_ms"].as_u64().unwrap() >= 1000, "its load time: {state}");
+        let log = server_log(&app, id).await;
+        if first_of_config {
+            // The server was started for this run: its whole startup is here.
+            assert!(state["started_by_run"].is_null(), "{state}");
+            assert!(log.contains("[custom_all_reduce.py:137] Custom allreduce is disabled"), "{log}");
+            assert!(log.contains(&format!("NCCL_PROTO={proto}")), "the configuration's env reached it: {log}");
+            let pid = log.split("pid=").nth(1).and_then(|r| r.split_whitespace().next()).unwrap().to_string();
+            pids.push(pid);
+        } else {
+            // Kept from the run before (same configuration, back to back): not restarted.
+            assert_eq!(state["started_by_run"], ended[i - 1]["id"], "{state}");
+            assert!(!log.contains("custom_all_reduce"), "only what it printed during this run: {log}");
+        }
+        assert!(log.contains("POST /v1/completions"), "the client's requests, in the server's log: {log}");
+        let phase = state["phase"].as_str().unwrap();
+        assert_eq!(phase, if first_of_config { "kept" } else { "stopped" }, "{state}");
+        assert_eq!(state["log_bytes"].as_u64().unwrap(), log.len() as u64);
+
+        // The client's output is its own stream.
+        let output = app.get(&format!("/api/v1/runs/{id}/output")).await.text();
+        assert!(output.contains("Serving Benchmark Result") && !output.contains("custom_all_reduce"), "{output}");
+
+        // The file it saved: listed, downloadable as an attachment, read into numbers.
+        let listed = app.get(&format!("/api/v1/runs/{id}/artifacts")).await.json();
+        let artifact = &listed[0];
+        assert_eq!((artifact["name"].as_str(), listed.as_array().unwrap().len()), (Some("result.json"), 1), "{listed}");
+        let download = app.get(artifact["url"].as_str().unwrap()).await;
+        assert_eq!(download.status, StatusCode::OK);
+        assert!(download.headers["content-disposition"].to_str().unwrap().starts_with("attachment"));
+        assert_eq!(download.headers["x-content-type-options"], "nosniff");
+        assert_eq!(artifact["size"].as_u64().unwrap(), download.body.len() as u64);
+        assert_eq!(artifact["sha256"].as_str().unwrap(), hex(&Sha256::digest(&download.body)));
+        assert!(run["run_dir"].as_str().unwrap().ends_with(&format!(".sleuth/runs/{id}")), "{run}");
+        let from_file = run["measurements"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["metric"] == "output_throughput" && m["extractor"] == "vllm-save-result")
+            .unwrap_or_else(|| panic!("the saved result's numbers: {}", run["measurements"]))
+            .clone();
+        assert_eq!(from_file["value"].as_f64().unwrap(), throughput_of_line(i / 2), "{proto}");
+    }
+    pids.dedup();
+    assert_eq!(pids.len(), 3, "one server per configuration: {pids:?}");
+    // The last run of each configuration says how its server was stopped.
+    let notes = ended[5]["server"]["notes"].to_string();
+    assert!(notes.contains("Stopped with SIGTERM"), "{notes}");
+
+    // A run's server log is searchable, like its output.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let found = loop {
+        let found = app.get("/api/v1/search?q=%22Custom%20allreduce%20is%20disabled%22").await.json();
+        if found["indexing"] == 0 {
+            break found;
+        }
+        assert!(Instant::now() < deadline, "still indexing: {found}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let hits = found["results"].as_array().unwrap();
+    assert_eq!(hits.len(), 3, "the first run of each configuration: {found}");
+    let hit = &hits.iter().find(|h| h["run_id"] == ended[0]["id"]).unwrap_or_else(|| panic!("{found}"));
+    assert_eq!(hit["kind"], "server_log", "{hit}");
+    let line = app.get(hit["output_url"].as_str().unwrap()).await.text();
+    assert!(line.contains("[custom_all_reduce.py:137] Custom allreduce is disabled"), "the line itself: {line}");
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_never_becomes_ready_fails_the_run_with_its_last_lines() {
+    let sshd = Sshd::start();
+    let app = app_with_host(&sshd).await;
+    let port = free_port();
+    let mut spec = server(port, "--mode hang", json!({ "http": format!("http://127.0.0.1:{port}/health") }));
+    spec["ready_timeout_s"] = json!(3);
+    let step = command_step(&app, json!({ "command": "echo client ran", "telemetry": false, "server": spec })).await;
+    let run = finished(&app, start(&app, step, json!({})).await[0]).await;
+    assert_eq!(run["status"], "failed", "{run}");
+    let error = run["error"].as_str().unwrap();
+    assert!(error.contains("not ready after 3 s"), "{error}");
+    assert!(error.contains("vLLM message queue communication handle"), "the log's last lines: {error}");
+    assert_eq!(run["server"]["phase"], "stopped", "{run}");
+    let output = app.get(&format!("/api/v1/runs/{}/output", run["id"])).await.text();
+    assert!(!output.contains("client ran"), "the client never ran: {output}");
+    none_left(port, Duration::from_secs(5)).await;
+
+    // Readiness by a line of its log, and by a port: the same server, ready both ways.
+    for ready in [json!({ "log": "Application startup complete" }), json!({ "tcp": port })] {
+        let spec = server(port, "--load-s 0.5", ready.clone());
+        let step =
+            command_step(&app, json!({ "command": "echo client ran", "telemetry": false, "server": spec })).await;
+        let run = finished(&app, start(&app, step, json!({})).await[0]).await;
+        assert_eq!(run["status"], "succeeded", "{ready}: {run}");
+        none_left(port, Duration::from_secs(5)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_exits_fails_the_run_and_says_how() {
+    let sshd = Sshd::start();
+    let app = app_with_host(&sshd).await;
+    let port = free_port();
+    let health = json!({ "http": format!("http://127.0.0.1:{port}/health") });
+
+    // It dies while loading: the client never runs.
+    let step = command_step(
+        &app,
+        json!({ "command": "echo client ran", "telemetry": false, "server": server(port, "--mode exit", health.clone()) }),
+    )
+    .await;
+    let run = finished(&app, start(&app, step, json!({})).await[0]).await;
+    assert_eq!(run["status"], "failed", "{run}");
+    assert!(run["error"].as_str().unwrap().contains("server exited with 1 after"), "{run}");
+    assert!(run["error"].as_str().unwrap().contains("CUDA out of memory"), "its last lines: {run}");
+    assert_eq!(run["server"]["phase"], "failed", "{run}");
+
+    // It dies under the client's first request: the client is stopped, the run fails.
+    let spec = server(port, "--load-s 0.5 --mode crash", health.clone());
+    let command = client(port, "--requests 50 --pause-s 0.2");
+    let step = command_step(&app, json!({ "command": command, "telemetry": false, "server": spec })).await;
+    let started = Instant::now();
+    let run = finished(&app, start(&app, step, json!({})).await[0]).await;
+    assert_eq!(run["status"], "failed", "{run}");
+    assert!(run["error"].as_str().unwrap().contains("server exited with 1 after"), "{run}");
+    assert!(started.elapsed() < Duration::from_secs(30), "not left to time out");
+    assert!(server_log(&app, run["id"].as_i64().unwrap()).await.contains("Engine core died"));
+    none_left(port, Duration::from_secs(5)).await;
+
+    // The client fails, the server is fine: the client's failure is the run's.
+    let spec = server(port, "--load-s 0.5", health);
+    let step = command_step(&app, json!({ "command": "exit 3", "telemetry": false, "server": spec })).await;
+    let run = finished(&app, start(&app, step, json!({})).await[0]).await;
+    assert_eq!((run["status"].as_str(), run["exit_code"].as_i64()), (Some("failed"), Some(3)), "{run}");
+    assert_eq!(run["server"]["phase"], "stopped", "{run}");
+    none_left(port, Duration::from_secs(5)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_stops_both_and_a_server_that_ignores_sigterm_is_killed() {
+    let sshd = Sshd::start();
+    let app = app_with_host(&sshd).await;
+    let port = free_port();
+    let mut spec =
+        server(port, "--load-s 0.5 --mode ignore-term", json!({ "http": format!("http://127.0.0.1:{port}/health") }));
+    spec["stop_grace_s"] = json!(1);
+    let step =
+        command_step(&app, json!({ "command": "echo client up; sleep 60", "telemetry": false, "server": spec })).await;
+    let run = start(&app, step, json!({})).await[0];
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !app.get(&format!("/api/v1/runs/{run}/output")).await.text().contains("client up") {
+        assert!(Instant::now() < deadline, "the client never started");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(servers_on(port).len(), 1, "its server runs beside it");
+    let cancelled = app.post_json(&format!("/api/v1/runs/{run}/cancel"), json!({})).await;
+    assert_eq!(cancelled.status, StatusCode::OK, "{}", cancelled.text());
+    let run = finished(&app, run).await;
+    assert_eq!(run["status"], "cancelled", "{run}");
+    none_left(port, Duration::from_secs(5)).await;
+    let notes = run["server"]["notes"].to_string();
+    assert!(notes.contains("SIGKILL"), "it had to be killed, and the run says so: {notes}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_left_by_a_killed_sleuth_is_stopped_when_its_run_is_taken_over() {
+    let sshd = Sshd::start();
+    let app = app_with_host(&sshd).await;
+    let port = free_port();
+    // Ready by HTTP: it prints nothing after (a write to the closed channel would end it).
+    let spec = server(port, "--load-s 0.5", json!({ "http": format!("http://127.0.0.1:{port}/health") }));
+    let step =
+        command_step(&app, json!({ "command": "echo client up; sleep 120", "telemetry": false, "server": spec })).await;
+    let mut sleuth = crate::replicas::Replica::start_on(&app, &[]);
+    let (status, runs) = sleuth.post(&format!("/api/v1/steps/{step}/runs"), json!({})).await;
+    assert_eq!(status, 201, "{runs}");
+    let run = runs[0]["id"].as_i64().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !app.get(&format!("/api/v1/runs/{run}/output")).await.text().contains("client up") {
+        assert!(Instant::now() < deadline, "the client never started");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // SIGKILL: nothing of Sleuth's shutdown runs; the server is left behind.
+    sleuth.child.kill().unwrap();
+    let _ = sleuth.child.wait();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(servers_on(port).len(), 1, "an orphan, holding what it holds: {:?}", servers_on(port));
+
+    // Sleuth again (on PostgreSQL: another replica, once the lease runs out).
+    let _again = crate::replicas::Replica::start_on(&app, &[]);
+    none_left(port, Duration::from_secs(60)).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let run = loop {
+        let run = app.get(&format!("/api/v1/runs/{run}")).await.json();
+        if run["status"] != "running" && run["server"]["notes"].to_string().contains("Left running") {
+            break run;
+        }
+        assert!(Instant::now() < deadline, "not taken over: {run}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(run["status"], "interrupted", "{run}");
+    let log = server_log(&app, run["id"].as_i64().unwrap()).await;
+    assert!(log.contains("Application startup complete"), "what it printed before is kept: {log}");
+}
