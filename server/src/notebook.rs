@@ -226,7 +226,10 @@ impl Notebook {
         let by = &permit.actor().name;
         let export = async {
             let investigation = self.investigation(permit, None).await?;
-            let report = Report::gather(investigation, &self.outputs, comments, format!("Exported by {by}")).await;
+            let mut report = Report::gather(investigation, &self.outputs, comments, format!("Exported by {by}")).await;
+            if format == ExportFormat::Zip {
+                report.attach(&self.store, &self.outputs, crate::export::ZIP_FILES_BUDGET).await;
+            }
             crate::export::render(&report, format)
         }
         .await;

@@ -511,7 +511,7 @@ fn ServerBeside(run_id: i64, state: ServerState, tail: Option<OutputTail>) -> im
         let waited = state.waited_ms.map(human_duration).unwrap_or_else(|| "just started".into());
         let last = state.last_line.clone().unwrap_or_default();
         view! {
-            <p class="server-waiting" role="status">
+            <p class="server-wait-line" role="status">
                 "waiting for the server: " <span class="waited">{waited}</span>
                 {(!last.is_empty()).then(|| view! { ", last line: " <code class="last-line">{last}</code> })}
             </p>

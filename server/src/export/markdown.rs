@@ -55,6 +55,37 @@ fn code_block(md: &mut String, lang: &str, text: &str) {
     let _ = writeln!(md, "{f}\n");
 }
 
+/// The zip's list of runs' files and server logs: each is in the zip beside
+/// the report, or (over the budget) named with where Sleuth serves it.
+pub fn attachments(attachments: &[super::report::Attachment]) -> String {
+    if attachments.is_empty() {
+        return String::new();
+    }
+    let mut md = String::from(
+        "## Files from the runs\n\n| Run | File | Size | sha256 | In this zip |\n|---|---|---:|---|---|\n",
+    );
+    for a in attachments {
+        let place = match &a.bytes {
+            Some(_) => format!("[{}]({})", inline(&a.path), a.path.replace(' ', "%20")),
+            None => format!(
+                "no (over the export's {}): `{}`",
+                app::runs::human_bytes(super::ZIP_FILES_BUDGET),
+                inline(&a.url)
+            ),
+        };
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {place} |",
+            a.run,
+            inline(&a.what),
+            app::runs::human_bytes(a.size),
+            a.sha256.as_deref().map(|s| format!("`{}`", &s[..s.len().min(16)])).unwrap_or_else(|| "—".into())
+        );
+    }
+    md.push('\n');
+    md
+}
+
 /// `charts`: where to put the charts as files (a zip); `None` leaves them out
 /// with a note (a single Markdown file cannot hold images).
 pub fn render(report: &Report, charts: Option<&mut Vec<(String, String)>>) -> String {

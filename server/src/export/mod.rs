@@ -17,6 +17,10 @@ mod zip;
 
 pub use report::Report;
 
+/// Bytes of runs' files and server logs a zip export holds at most; the rest
+/// are listed with their size, sha256 and where Sleuth serves them.
+pub const ZIP_FILES_BUDGET: u64 = 512 << 20;
+
 use app::search::{Export, ExportFormat};
 
 /// The report as a file of `format`.
@@ -29,8 +33,10 @@ pub fn render(report: &Report, format: ExportFormat) -> crate::error::Result<Exp
         ExportFormat::Zip => {
             let mut charts = Vec::new();
             let md = markdown::render(report, Some(&mut charts));
+            let md = md + &markdown::attachments(&report.attachments);
             let mut files = vec![(format!("{name}.md"), md.into_bytes())];
             files.extend(charts.into_iter().map(|(file, svg)| (file, svg.into_bytes())));
+            files.extend(report.attachments.iter().filter_map(|a| Some((a.path.clone(), a.bytes.clone()?))));
             zip::stored(&files).context("zipping the export")?
         }
     };

@@ -3,7 +3,7 @@
 //! reference is on, with what was left out counted — and the small formatters
 //! both writers share.
 
-use crate::output::Outputs;
+use crate::output::{OutputKey, Outputs};
 use app::model::Investigation;
 
 /// Lines of each run's end in its excerpt.
@@ -28,6 +28,8 @@ pub struct Excerpt {
 pub struct Report {
     pub investigation: Investigation,
     pub excerpts: std::collections::HashMap<i64, Excerpt>,
+    /// Runs' files and server logs (a team's zip export; never a share link's).
+    pub attachments: Vec<Attachment>,
     pub comments: bool,
     /// Where it came from, for the header: "Shared by …" or the exporter.
     pub provenance: String,
@@ -66,8 +68,63 @@ impl Report {
             }
         }
         let exported_at = crate::time::timestamp(crate::time::now_ms());
-        Self { investigation, excerpts, comments, provenance, exported_at }
+        Self { investigation, excerpts, attachments: Vec::new(), comments, provenance, exported_at }
     }
+
+    /// Adds the runs' artifacts and server logs, their bytes while they fit in
+    /// `budget` (newest steps' runs first as they come; the rest listed with
+    /// their size and sha256, to download from Sleuth).
+    pub async fn attach(&mut self, store: &crate::db::Store, outputs: &Outputs, budget: u64) {
+        let runs: Vec<i64> = self.investigation.steps.iter().flat_map(|s| s.runs.iter().map(|r| r.id)).collect();
+        let logs = match store.logs_of_runs(&runs).await {
+            Ok(logs) => logs,
+            Err(e) => return tracing::warn!("cannot list runs' files for an export: {e}"),
+        };
+        let mut used = 0u64;
+        for log in logs {
+            let (path, what) = match log.kind.as_str() {
+                "artifact" => (format!("runs/run-{}/files/{}", log.run_id, log.name), log.name.clone()),
+                "server" => (format!("runs/run-{}/server.log", log.run_id), "server log".to_string()),
+                _ => continue,
+            };
+            let size = u64::try_from(log.size).unwrap_or(0);
+            let size =
+                if log.kind == "server" { outputs.len(OutputKey::Log(log.id)).await.unwrap_or(size) } else { size };
+            let bytes = if used + size <= budget {
+                match outputs.read_range(OutputKey::Log(log.id), 0, size).await {
+                    Ok((bytes, _)) => {
+                        used += bytes.len() as u64;
+                        Some(bytes)
+                    }
+                    Err(e) => {
+                        tracing::warn!(run = log.run_id, "cannot read {what} for an export: {e}");
+                        None
+                    }
+                }
+            } else {
+                None
+            };
+            let url = format!("/api/v1/runs/{}/artifacts/{}", log.run_id, log.id);
+            let url =
+                if log.kind == "server" { format!("/api/v1/runs/{}/output?stream=server", log.run_id) } else { url };
+            self.attachments.push(Attachment { run: log.run_id, path, what, size, sha256: log.sha256, url, bytes });
+        }
+    }
+}
+
+/// A run's file or server log in an export.
+pub struct Attachment {
+    pub run: i64,
+    /// Where it is in the zip.
+    pub path: String,
+    /// Its name in the run's directory, or "server log".
+    pub what: String,
+    pub size: u64,
+    pub sha256: Option<String>,
+    /// Where Sleuth serves it.
+    pub url: String,
+    /// `None`: over the export's budget (or unreadable), listed only.
+    pub bytes: Option<Vec<u8>>,
 }
 
 /// A file name from the title: letters, digits and dashes, with the id.

@@ -307,7 +307,8 @@ impl Runner {
         };
         crate::audit::record(&self.store, entry("run.start", run.cwd.as_ref().map(|c| format!("in {c}")))).await;
         let driving = Driving::start(&self.driving);
-        let context = Context { investigation, run: &run, plan: &plan, target };
+        let dir = super::server::run_dir_name(run_id);
+        let context = Context { investigation, run: &run, plan: &plan, target, dir: &dir };
         let (end, keep) = self.drive(&context, &mut cancelled, &progress, kept, next).await;
         drop(driving);
         let how = match (end.exit_code, &end.exit_signal, &end.error) {
@@ -373,7 +374,7 @@ impl Runner {
         next: Option<String>,
     ) -> (OwnedEnd, Option<Kept>) {
         let (run, target) = (context.run, context.target);
-        let dir = format!("~/{}", super::server::run_dir_from_home(run.id));
+        let dir = format!("~/{}", super::server::run_dir_from_home(context.dir));
         if let Err(e) = self.store.set_run_dir(run.id, &dir).await {
             tracing::error!(run = run.id, "cannot record the run's directory: {e}");
         }
@@ -426,7 +427,7 @@ impl Runner {
         }
         let script = format!(
             "{}{}",
-            super::server::run_dir_prelude(run.id),
+            super::server::run_dir_prelude(context.dir),
             quote::remote_script(&run.command, env, unset.iter().map(String::as_str), run.cwd.as_deref())
         );
         let started = std::time::Instant::now();
@@ -651,6 +652,8 @@ struct Context<'a> {
     run: &'a Run,
     plan: &'a super::Plan,
     target: &'a Target,
+    /// The name of its directory on the host (`server::run_dir_name`).
+    dir: &'a str,
 }
 
 /// A server beside the run that is running now.
@@ -751,7 +754,7 @@ impl Runner {
                 let env_pairs = env.iter().map(|(k, v)| (k.as_str(), v.as_str()));
                 let prelude = format!(
                     "{}{}\n",
-                    super::server::run_dir_prelude(run.id),
+                    super::server::run_dir_prelude(context.dir),
                     quote::remote_script("", env_pairs, unset.iter().map(String::as_str), run.cwd.as_deref())
                 );
                 let started = Server::start(&self.pool, target, prelude, spec, identity.clone(), run.id).await;
@@ -955,7 +958,7 @@ impl Runner {
         let limits = context.plan.artifact_limits.unwrap_or_default();
         let notes = match self.pool.sftp(context.target).await {
             Ok(sftp) => {
-                let dir = super::server::run_dir_from_home(run);
+                let dir = super::server::run_dir_from_home(context.dir);
                 let fetched = super::artifacts::fetch(
                     &sftp,
                     &self.store,

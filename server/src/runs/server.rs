@@ -87,23 +87,31 @@ pub fn identity(spec: &ServerSpec, env: &[(String, String)], unset: &[String], c
         .to_string()
 }
 
+/// The name of a run's directory: its id and a random tag, so that two Sleuth
+/// servers (or one reinstalled, its ids counting from 1 again) using the same
+/// account on a host never share a directory, and a run never finds files an
+/// earlier one left.
+pub fn run_dir_name(run: i64) -> String {
+    format!("{run}-{:08x}", rand::random::<u32>())
+}
+
 /// The run's directory on its host, as the shell expands it.
-pub fn run_dir(run: i64) -> String {
-    format!("$HOME/.sleuth/runs/{run}")
+pub fn run_dir(name: &str) -> String {
+    format!("$HOME/.sleuth/runs/{name}")
 }
 
 /// The same, relative to the user's home (where SFTP starts).
-pub fn run_dir_from_home(run: i64) -> String {
-    format!(".sleuth/runs/{run}")
+pub fn run_dir_from_home(name: &str) -> String {
+    format!(".sleuth/runs/{name}")
 }
 
 /// Lines that make the run's directory, export it as `SLEUTH_RUN_DIR` and go
 /// there (a step's own `cwd` comes after, and wins).
-pub fn run_dir_prelude(run: i64) -> String {
+pub fn run_dir_prelude(name: &str) -> String {
     format!(
         "SLEUTH_RUN_DIR=\"{}\"; export SLEUTH_RUN_DIR\n\
          mkdir -p \"$SLEUTH_RUN_DIR\" && cd \"$SLEUTH_RUN_DIR\" || {{ echo \"sleuth: cannot make $SLEUTH_RUN_DIR\" >&2; exit 97; }}\n",
-        run_dir(run)
+        run_dir(name)
     )
 }
 
@@ -536,9 +544,12 @@ mod tests {
 
     #[test]
     fn a_run_directory_is_under_the_users_home() {
-        assert_eq!(run_dir(7), "$HOME/.sleuth/runs/7");
-        assert_eq!(run_dir_from_home(7), ".sleuth/runs/7");
-        assert!(run_dir_prelude(7).contains("export SLEUTH_RUN_DIR"));
+        let name = run_dir_name(7);
+        assert!(name.starts_with("7-") && name.len() == 10, "{name}");
+        assert_ne!(name, run_dir_name(7), "never the same twice");
+        assert_eq!(run_dir("7-ab"), "$HOME/.sleuth/runs/7-ab");
+        assert_eq!(run_dir_from_home("7-ab"), ".sleuth/runs/7-ab");
+        assert!(run_dir_prelude("7-ab").contains("export SLEUTH_RUN_DIR"));
     }
 
     #[test]

@@ -139,7 +139,7 @@ async fn a_sweep_with_a_server_keeps_its_log_its_files_and_their_numbers() {
         assert_eq!(download.headers["x-content-type-options"], "nosniff");
         assert_eq!(artifact["size"].as_u64().unwrap(), download.body.len() as u64);
         assert_eq!(artifact["sha256"].as_str().unwrap(), hex(&Sha256::digest(&download.body)));
-        assert!(run["run_dir"].as_str().unwrap().ends_with(&format!(".sleuth/runs/{id}")), "{run}");
+        assert!(run["run_dir"].as_str().unwrap().starts_with(&format!("~/.sleuth/runs/{id}-")), "{run}");
         let from_file = run["measurements"]
             .as_array()
             .unwrap()
@@ -154,6 +154,26 @@ async fn a_sweep_with_a_server_keeps_its_log_its_files_and_their_numbers() {
     // The last run of each configuration says how its server was stopped.
     let notes = ended[5]["server"]["notes"].to_string();
     assert!(notes.contains("Stopped with SIGTERM"), "{notes}");
+
+    // The zip export holds each run's files and server log beside the report.
+    let investigation = run_investigation(&app, step).await;
+    let zip = app.get(&format!("/api/v1/investigations/{investigation}/export?format=zip")).await;
+    assert_eq!(zip.status, StatusCode::OK, "{}", zip.text());
+    let path = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(path.path(), &zip.body).unwrap();
+    let listed = std::process::Command::new("python3")
+        .args(["-c", "import sys,zipfile; z=zipfile.ZipFile(sys.argv[1]); [print(i.filename, i.file_size) for i in z.infolist()]; print(z.read([n for n in z.namelist() if n.endswith('.md')][0]).decode())"])
+        .arg(path.path())
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout).to_string();
+    for run in &ended {
+        let id = run["id"].as_i64().unwrap();
+        let size = run["artifacts"][0]["size"].as_u64().unwrap();
+        assert!(listed.contains(&format!("runs/run-{id}/files/result.json {size}\n")), "{listed}");
+        assert!(listed.contains(&format!("runs/run-{id}/server.log ")), "{listed}");
+    }
+    assert!(listed.contains("## Files from the runs"), "the report lists them: {listed}");
 
     // A run's server log is searchable, like its output.
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -311,4 +331,77 @@ async fn a_server_left_by_a_killed_sleuth_is_stopped_when_its_run_is_taken_over(
     assert_eq!(run["status"], "interrupted", "{run}");
     let log = server_log(&app, run["id"].as_i64().unwrap()).await;
     assert!(log.contains("Application startup complete"), "what it printed before is kept: {log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_artifacts_are_refused_or_bounded_with_a_note_and_nothing_outside_is_read() {
+    let sshd = Sshd::start();
+    let app = app_with_host(&sshd).await;
+    // A glob that would leave the run's directory is refused when the step is saved.
+    let investigation = app.investigation("artifacts").await;
+    for bad in ["../secret", "/etc/passwd", "a/../../b"] {
+        let refused = app
+            .post_json(
+                &format!("/api/v1/investigations/{investigation}/steps"),
+                json!({ "kind": "command", "host": "gpu", "command": "true", "artifacts": [bad] }),
+            )
+            .await;
+        assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}: {}", refused.text());
+    }
+
+    // Outside the run's directory: a secret it must never read.
+    let outside = sshd.dir.path().join("outside-secret.txt");
+    std::fs::write(&outside, "TOP SECRET").unwrap();
+    let markup = "<img src=x onerror=alert(1)>.json";
+    let command = format!(
+        "echo '{{\"ok\": true}}' > '{markup}'; ln -s {secret} leak.json; mkdir sub; ln -s {dir} sub/up; \
+         truncate -s 10G huge.bin; head -c 1048576 /dev/zero > one.bin; head -c 1048576 /dev/zero > two.bin; \
+         setsid sh -c 'end=$(($(date +%s) + 4)); while [ $(date +%s) -lt $end ]; do echo more >> growing.log; done' \
+           </dev/null >/dev/null 2>&1 & sleep 0.5; echo made",
+        secret = outside.display(),
+        dir = sshd.dir.path().display(),
+    );
+    let step = command_step(
+        &app,
+        json!({ "command": command, "telemetry": false, "artifacts": ["**"],
+                "artifact_limits": { "file_bytes": 1 << 20, "run_bytes": 2 << 20 } }),
+    )
+    .await;
+    let run = finished(&app, start(&app, step, json!({})).await[0]).await;
+    assert_eq!(run["status"], "succeeded", "bad files are notes, never a failed run: {run}");
+    let names: Vec<&str> = run["artifacts"].as_array().unwrap().iter().map(|a| a["name"].as_str().unwrap()).collect();
+    let notes = run["artifact_notes"].to_string();
+    assert!(names.contains(&markup), "a name is only a name: {names:?}");
+    assert!(!names.contains(&"leak.json"), "a link out is not followed: {names:?}");
+    assert!(notes.contains("leak.json is a link that leads out"), "{notes}");
+    assert!(!names.iter().any(|n| n.starts_with("sub/up")), "nor a link to a directory outside: {names:?}");
+    assert!(!names.contains(&"huge.bin") && notes.contains("huge.bin is 10.7 GB"), "{names:?} {notes}");
+    assert!(notes.contains("growing.log changed while it was read"), "{notes}");
+    // Kept by name: growing.log (small), the markup-named file, one.bin; two.bin passes 2 MiB.
+    assert!(names.contains(&"one.bin") && !names.contains(&"two.bin"), "{names:?}");
+    assert!(notes.contains("two.bin (1.0 MB) would pass the limit of 2.1 MB per run"), "{notes}");
+    assert!(!names.iter().any(|n| *n == "result.json"), "only this run's files: {names:?}");
+    let total: u64 = run["artifacts"].as_array().unwrap().iter().map(|a| a["size"].as_u64().unwrap()).sum();
+    assert!(total <= 2 << 20, "the per-run limit holds: {total}");
+    for artifact in run["artifacts"].as_array().unwrap() {
+        let body = app.get(artifact["url"].as_str().unwrap()).await;
+        assert!(!String::from_utf8_lossy(&body.body).contains("TOP SECRET"), "{}", artifact["name"]);
+        let disposition = body.headers["content-disposition"].to_str().unwrap();
+        assert!(!disposition.contains('<') && disposition.starts_with("attachment"), "{disposition}");
+    }
+    // On the page the name is text, its link a download.
+    let page = app.get(&format!("/i/{}", run_investigation(&app, step).await)).await.text();
+    assert!(page.contains("&lt;img src=x onerror=alert(1)&gt;.json"), "escaped");
+    assert!(!page.contains("<img src=x"), "never markup");
+
+    // Its 10 GB (sparse) file is not left in the tester's home, once the writer is done.
+    let dir = run["run_dir"].as_str().unwrap().replacen('~', &std::env::var("HOME").unwrap(), 1);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::fs::remove_dir_all(&dir).is_err() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+async fn run_investigation(app: &TestApp, step: i64) -> String {
+    app.get(&format!("/api/v1/steps/{step}")).await.json()["investigation_id"].as_str().unwrap().to_string()
 }

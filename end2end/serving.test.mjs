@@ -1,0 +1,108 @@
+// A serving experiment in the browser: a command step with a server beside it
+// and artifacts, made through the form; the run waits for the server (the page
+// says so, with the time and the log's last line), the server's log arrives
+// live, its custom-allreduce line opens the source, and the files the client
+// saved are listed as downloads — one of them named with markup.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { createServer } from 'node:net';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startServer, launchBrowser, newPage, hydrated, screenshot, tempDataDir, apiClient, addLoopbackHost, fixturesDir } from './harness.mjs';
+import { startSshd } from './sshd.mjs';
+
+const tools = join(dirname(fileURLToPath(import.meta.url)), '..', 'tools', 'fake-vllm');
+const fixtures = fixturesDir();
+let server;
+let browser;
+let sshd;
+let api;
+
+before(async () => {
+  sshd = await startSshd();
+  server = await startServer(tempDataDir());
+  browser = await launchBrowser();
+  api = apiClient(server);
+  await addLoopbackHost(api, server, sshd);
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+  sshd?.stop();
+});
+
+function freePort() {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+  });
+}
+
+test('a server beside the run: waiting, its live log, a line to the source, the files', async () => {
+  // vLLM's package layout in a venv on the host, so the log line's file is found there.
+  const venv = `${sshd.dir}/serve-env`;
+  execFileSync('python3', ['-m', 'venv', '--without-pip', venv]);
+  const site = execFileSync(`${venv}/bin/python`, ['-c', 'import site; print(site.getsitepackages()[0])']).toString().trim();
+  const pkg = `${site}/vllm/distributed/device_communicators`;
+  mkdirSync(pkg, { recursive: true });
+  const lines = Array.from({ length: 200 }, (_, i) => `x_${i + 1} = ${i + 1}`);
+  lines[136] = '            logger.warning("Custom allreduce is disabled because it\'s not supported on more than two PCIe-only GPUs.")';
+  writeFileSync(`${pkg}/custom_all_reduce.py`, lines.join('\n') + '\n');
+
+  const port = await freePort();
+  const log = `${fixtures}/bench-outputs/vllm_startup_custom_allreduce_issue15340.txt`;
+  const results = `${fixtures}/reports/vllm-bench-serve/nerdalert_results.json`;
+  const markup = '<img src=x onerror=alert(1)>.json';
+  const inv = await api('POST', '/api/v1/investigations', { title: 'vLLM serve + bench' });
+  const page = await newPage(browser);
+  await page.goto(server.url + inv.url);
+  await hydrated(page);
+  await page.click('#add-command summary');
+  await page.waitForSelector('#add-command select[name=host] option[value=gpu]', { state: 'attached' });
+  await page.fill('#add-command textarea[name=command]',
+    `${venv}/bin/python ${tools}/bench.py --port ${port} --result-from ${results} --requests 6 --pause-s 0.5 && echo '{}' > '${markup}'`);
+  await page.uncheck('#add-command input[name=telemetry]');
+  await page.click('#add-command details.server-fields summary');
+  await page.fill('#add-command textarea[name=server_command]', `${venv}/bin/python ${tools}/serve.py --port ${port} --log ${log} --load-s 5`);
+  await page.selectOption('#add-command select[name=server_ready]', 'http');
+  await page.fill('#add-command input[name=server_ready_value]', `http://127.0.0.1:${port}/health`);
+  await page.fill('#add-command input[name=server_ready_timeout_s]', '60');
+  await page.fill('#add-command textarea[name=artifacts]', '*.json');
+  await page.click('#add-command button:has-text("Add command")');
+  const step = page.locator('.step[data-kind=command]');
+  await step.locator('.server-spec').waitFor();
+  assert.match(await step.locator('.server-spec').textContent(), /ready when GET http:\/\/127\.0\.0\.1:\d+\/health answers 200 \(within 60 s\)/);
+  assert.match(await step.locator('.artifact-globs').textContent(), /\*\.json/);
+
+  await step.locator('button.run-button').click();
+  // Waiting for the server: how long, and its newest line.
+  const waiting = step.locator('.server-wait-line');
+  await waiting.locator('.last-line').waitFor({ timeout: 20_000 });
+  assert.match(await waiting.textContent(), /waiting for the server: \d+(\.\d+)? s, last line: .+/);
+  await screenshot(page, 'server-waiting');
+  // Live: the client's requests appear in the server's log while the run goes.
+  await step.locator('.server-log pre.output:has-text("POST /v1/completions")').waitFor({ timeout: 30_000 });
+  assert.equal(await step.locator('.run').getAttribute('data-status'), 'running', 'seen while it ran');
+  await step.locator('.run[data-status=succeeded]').waitFor({ timeout: 30_000 });
+  assert.match(await step.locator('.server-head').textContent(), /stopped.*ready after \d/s);
+  assert.match(await step.locator('.server-notes').textContent(), /Stopped with SIGTERM/);
+
+  // The files: downloads, the markup-named one as text.
+  const files = step.locator('.artifact-list a.artifact-link');
+  assert.deepEqual((await files.allTextContents()).toSorted(), [markup, 'result.json'].toSorted());
+  for (const a of await files.all()) assert.match(await a.getAttribute('href'), /^\/api\/v1\/runs\/\d+\/artifacts\/\d+$/);
+  assert.match(await step.locator('.all-measurements, .measurements').first().textContent(), /output_throughput/);
+  await step.locator('.server-beside').scrollIntoViewIfNeeded();
+  await screenshot(page, 'server-and-files');
+
+  // The custom-allreduce line in the server's log opens the source on the host.
+  const link = step.locator('.server-log a.src-ref[data-line="137"]').first();
+  await link.click();
+  await page.waitForSelector('.step[data-kind=snippet] table.code-lines');
+  const snippetId = (await page.locator('.step[data-kind=snippet]').getAttribute('id')).replace('step-', '');
+  assert.match(await page.locator(`#step-${snippetId}-L137`).textContent(), /Custom allreduce is disabled/);
+  assert.deepEqual(page.problems, []);
+});
