@@ -25,6 +25,7 @@ def main():
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--log", required=True, help="startup lines to print (# lines skipped)")
     parser.add_argument("--load-s", type=float, default=1.0)
+    parser.add_argument("--ready-file", help="write the time (epoch seconds) /health starts answering 200 here")
     parser.add_argument("--mode", default="normal", choices=["normal", "crash", "hang", "ignore-term", "exit"])
     args = parser.parse_args()
     if args.mode == "ignore-term":
@@ -79,8 +80,13 @@ def main():
         sys.exit(1)
     if args.mode != "hang":
         time.sleep(max(0.0, args.load_s - (time.monotonic() - started)))
+        say(f"INFO model loaded in {time.monotonic() - started:.2f} s")
         say("INFO:     Application startup complete.")
+        answering = time.time()
         ready.set()
+        if args.ready_file:
+            with open(args.ready_file, "w", encoding="utf-8") as f:
+                f.write(f"{answering:.6f}\n")
     while True:
         time.sleep(3600)
 

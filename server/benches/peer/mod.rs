@@ -196,6 +196,23 @@ impl Peer {
         c
     }
 
+    /// `scp` of `remote` (on the host, `~` allowed) to `local`, over the ControlMaster.
+    pub fn scp_via_master(&self, remote: &str, local: &std::path::Path) -> Command {
+        let mut c = Command::new("scp");
+        c.args(["-q", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes"])
+            .arg("-o")
+            .arg(format!("UserKnownHostsFile={}", self.known_hosts.display()))
+            .arg("-o")
+            .arg(self.control_opt())
+            .arg("-i")
+            .arg(&self.sshd.client_key)
+            .arg("-P")
+            .arg(self.sshd.port.to_string())
+            .arg(format!("{}:{}", self.destination, remote))
+            .arg(local);
+        c
+    }
+
     /// `ssh host <command>` with a new connection.
     pub fn fresh(&self, command: &str) -> Command {
         let mut c = self.ssh(&["-o", "ControlPath=none"]);

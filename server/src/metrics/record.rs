@@ -3,7 +3,7 @@
 use super::custom::Extractor;
 use crate::db::Store;
 use crate::error::{Context, Result};
-use crate::output::Outputs;
+use crate::output::{OutputKey, Outputs};
 
 /// Benchmarks print their results at the end: of a longer output, the last
 /// this many bytes are read. (32 MB here made a gigabyte's ingest peak 30 MB
@@ -17,13 +17,29 @@ pub async fn for_run(store: &Store, outputs: &Outputs, investigation: &str, run:
     let from = len.saturating_sub(READ_BYTES);
     let (bytes, _) = outputs.read_range(run, from, READ_BYTES).await.context(format!("reading run {run}'s output"))?;
     let definitions = store.extractors(investigation).await?;
+    // Its server's log, for the investigation's own extractors (`model loaded in
+    // (\d+) s`): what they find there is keyed `server`.
+    let server_log = match store.logs_of_runs(&[run]).await?.into_iter().find(|l| l.kind == "server") {
+        Some(log) => {
+            let key = OutputKey::Log(log.id);
+            let len = outputs.len(key).await.context(format!("reading run {run}'s server log"))?;
+            let from = len.saturating_sub(READ_BYTES);
+            outputs.read_range(key, from, READ_BYTES).await.context(format!("reading run {run}'s server log"))?.0
+        }
+        None => Vec::new(),
+    };
     let found = tokio::task::spawn_blocking(move || {
         let text = String::from_utf8_lossy(&bytes);
+        let server_text = String::from_utf8_lossy(&server_log);
         let mut found = super::extract(&text);
         for d in definitions {
             // Stored definitions were checked when added; a failing one is skipped, not fatal.
             if let Ok(extractor) = Extractor::new(&d.name, &d.pattern, &d.unit) {
                 found.extend(extractor.extract(&text));
+                found.extend(extractor.extract(&server_text).into_iter().map(|mut m| {
+                    m.key = Some(m.key.map_or_else(|| "server".to_string(), |k| format!("server {k}")));
+                    m
+                }));
             }
         }
         found

@@ -90,6 +90,12 @@ async fn a_sweep_with_a_server_keeps_its_log_its_files_and_their_numbers() {
     assert_eq!(shown["server"]["reuse"], "config", "{shown}");
     assert_eq!(shown["server"]["ready_timeout_s"], 600, "the default: {shown}");
 
+    // The investigation's own extractors read the server's log too.
+    let investigation = run_investigation(&app, step).await;
+    let extractor = json!({ "name": "load_s", "pattern": r"model loaded in ([\d.]+) s", "unit": "s" });
+    let added = app.post_json(&format!("/api/v1/investigations/{investigation}/extractors"), extractor).await;
+    assert_eq!(added.status, StatusCode::CREATED, "{}", added.text());
+
     let runs = start(&app, step, json!({ "repeat": 2, "order": "grouped" })).await;
     assert_eq!(runs.len(), 6);
     let mut ended = Vec::new();
@@ -113,6 +119,10 @@ async fn a_sweep_with_a_server_keeps_its_log_its_files_and_their_numbers() {
             assert!(state["started_by_run"].is_null(), "{state}");
             assert!(log.contains("[custom_all_reduce.py:137] Custom allreduce is disabled"), "{log}");
             assert!(log.contains(&format!("NCCL_PROTO={proto}")), "the configuration's env reached it: {log}");
+            let load = run["measurements"].as_array().unwrap().iter().find(|m| m["metric"] == "load_s").cloned();
+            let load = load.unwrap_or_else(|| panic!("from the server's log: {}", run["measurements"]));
+            assert_eq!(load["key"], "server", "{load}");
+            assert!(load["value"].as_f64().unwrap() >= 1.0, "{load}");
             let pid = log.split("pid=").nth(1).and_then(|r| r.split_whitespace().next()).unwrap().to_string();
             pids.push(pid);
         } else {
@@ -156,7 +166,6 @@ async fn a_sweep_with_a_server_keeps_its_log_its_files_and_their_numbers() {
     assert!(notes.contains("Stopped with SIGTERM"), "{notes}");
 
     // The zip export holds each run's files and server log beside the report.
-    let investigation = run_investigation(&app, step).await;
     let zip = app.get(&format!("/api/v1/investigations/{investigation}/export?format=zip")).await;
     assert_eq!(zip.status, StatusCode::OK, "{}", zip.text());
     let path = tempfile::NamedTempFile::new().unwrap();

@@ -1,0 +1,78 @@
+"""On a lent GPU machine (after shared/tools/gpu-host/run.sh set up sshd on
+127.0.0.1:2222 from /tmp/sshroot with keys in /tmp/sshk, and Sleuth): the cost
+of a run of `true` through Sleuth's API (POST, then GET ?wait=30), with GPU
+telemetry on (the real nvidia-smi) and off, against `ssh` through an OpenSSH
+ControlMaster to the same sshd. Medians of 20, interleaved. Prints a line per
+figure for docs/perf.md and writes $OUT/exec_cost.json.
+"""
+import json
+import os
+import statistics
+import subprocess
+import time
+import urllib.request
+
+URL, TOKEN, HOST = os.environ["SLEUTH_URL"], os.environ["SLEUTH_TOKEN"], os.environ["GPU_HOST"]
+OUT = os.environ.get("OUT", "/tmp")
+R, K = "/tmp/sshroot", "/tmp/sshk"
+LD = f"{R}/usr/lib/x86_64-linux-gnu:{R}/lib/x86_64-linux-gnu"
+N = 20
+
+
+def call(method, path, body=None):
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(URL + path, data=data, method=method,
+                                 headers={"Authorization": "Bearer " + TOKEN, "Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=120) as r:
+        return json.loads(r.read().decode())
+
+
+def ssh(*args):
+    known = f"{K}/known_hosts"
+    if not os.path.exists(known):
+        with open(f"{K}/host.pub") as f:
+            open(known, "w").write(f"[127.0.0.1]:2222 {f.read()}")
+    return [f"{R}/usr/bin/ssh", "-q", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes",
+            "-o", f"UserKnownHostsFile={known}", "-i", f"{K}/client", "-p", "2222", *args]
+
+
+def run(step):
+    started = time.perf_counter()
+    queued = call("POST", f"/api/v1/steps/{step}/runs", {})
+    done = call("GET", f"/api/v1/runs/{queued[0]['id']}?wait=30")
+    took = time.perf_counter() - started
+    assert done["status"] == "succeeded", done
+    return took
+
+
+def main():
+    env = dict(os.environ, LD_LIBRARY_PATH=LD)
+    cm = "/tmp/sshk/cm"
+    master = subprocess.Popen(ssh("-o", "ControlMaster=yes", "-o", f"ControlPath={cm}", "-N", "root@127.0.0.1"), env=env)
+    while not os.path.exists(cm):
+        time.sleep(0.02)
+    inv = call("POST", "/api/v1/investigations", {"title": "exec cost with telemetry"})
+    on = call("POST", f"/api/v1/investigations/{inv['id']}/steps", {"kind": "command", "host": HOST, "command": "true"})
+    off = call("POST", f"/api/v1/investigations/{inv['id']}/steps",
+               {"kind": "command", "host": HOST, "command": "true", "telemetry": False})
+    run(off["id"])  # connects the pool
+    t_on, t_off, t_cm = [], [], []
+    for _ in range(N):
+        t_on.append(run(on["id"]))
+        t_off.append(run(off["id"]))
+        s = time.perf_counter()
+        subprocess.run(ssh("-o", f"ControlPath={cm}", "root@127.0.0.1", "true"), env=env, check=True)
+        t_cm.append(time.perf_counter() - s)
+    master.kill()
+    m = {k: statistics.median(v) * 1000 for k, v in (("on", t_on), ("off", t_off), ("controlmaster", t_cm))}
+    has_smi = subprocess.run(["sh", "-c", "command -v nvidia-smi"], capture_output=True).returncode == 0
+    print(f"exec `true` through the API, median of {N} (nvidia-smi on the host: {has_smi}):")
+    print(f"  telemetry on   {m['on']:7.1f} ms  on / ControlMaster = {m['on'] / m['controlmaster']:.2f}x (goal <= 1.2)")
+    print(f"  telemetry off  {m['off']:7.1f} ms  off / ControlMaster = {m['off'] / m['controlmaster']:.2f}x")
+    print(f"  ControlMaster  {m['controlmaster']:7.1f} ms")
+    with open(os.path.join(OUT, "exec_cost.json"), "w") as f:
+        json.dump({"median_ms": m, "samples_s": {"on": t_on, "off": t_off, "controlmaster": t_cm}}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
