@@ -209,6 +209,26 @@ pub fn ready_fields(ready: &Ready) -> (&'static str, String) {
     }
 }
 
+/// Checks a step's globs: relative, inside the run's directory, sane.
+pub fn check_artifact_globs(globs: &[String]) -> Result<(), String> {
+    if globs.len() > MAX_ARTIFACT_GLOBS {
+        return Err(format!("At most {} artifact globs.", MAX_ARTIFACT_GLOBS));
+    }
+    for glob in globs {
+        let trimmed = glob.trim();
+        if trimmed.is_empty() || trimmed.len() > 500 || trimmed.chars().any(char::is_control) {
+            return Err(format!("{glob:?} is not an artifact glob (one line, 1–500 characters)."));
+        }
+        if trimmed.starts_with('/') || trimmed.starts_with('~') {
+            return Err(format!("{glob:?}: artifact globs are relative to the run's directory ($SLEUTH_RUN_DIR)."));
+        }
+        if trimmed.split('/').any(|part| part == "..") {
+            return Err(format!("{glob:?}: `..` would leave the run's directory."));
+        }
+    }
+    Ok(())
+}
+
 /// Artifact globs, one per line (blank lines skipped).
 pub fn globs_from_text(text: &str) -> Vec<String> {
     text.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_string).collect()
@@ -239,6 +259,14 @@ pub fn env_text(env: &BTreeMap<String, String>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn globs_stay_inside_the_run_directory() {
+        assert!(check_artifact_globs(&["result.json".into(), "profiles/*.gz".into()]).is_ok());
+        for bad in ["../etc/passwd", "a/../../x", "/etc/passwd", "~/x", "", "a\nb"] {
+            assert!(check_artifact_globs(&[bad.to_string()]).is_err(), "{bad:?}");
+        }
+    }
 
     #[test]
     fn a_forms_server_fields_make_a_server_or_say_what_is_wrong() {

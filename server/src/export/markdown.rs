@@ -69,7 +69,7 @@ pub fn attachments(attachments: &[super::report::Attachment]) -> String {
             Some(_) => format!("[{}]({})", inline(&a.path), a.path.replace(' ', "%20")),
             None => format!(
                 "no (over the export's {}): `{}`",
-                app::runs::human_bytes(super::ZIP_FILES_BUDGET),
+                app::runs::human_bytes(super::report::ZIP_FILES_BUDGET),
                 inline(&a.url)
             ),
         };

@@ -15,11 +15,7 @@ mod report;
 mod walk;
 mod zip;
 
-pub use report::Report;
-
-/// Bytes of runs' files and server logs a zip export holds at most; the rest
-/// are listed with their size, sha256 and where Sleuth serves them.
-pub const ZIP_FILES_BUDGET: u64 = 512 << 20;
+pub use report::{Report, ZIP_FILES_BUDGET};
 
 use app::search::{Export, ExportFormat};
 

@@ -6,6 +6,10 @@
 use crate::output::{OutputKey, Outputs};
 use app::model::Investigation;
 
+/// Bytes of runs' files and server logs a zip export holds at most; the rest
+/// are listed with their size, sha256 and where Sleuth serves them.
+pub const ZIP_FILES_BUDGET: u64 = 512 << 20;
+
 /// Lines of each run's end in its excerpt.
 pub const TAIL_LINES: usize = 12;
 /// Lines of evidence (measured values, source references) per run at most.

@@ -46,7 +46,7 @@ pub fn validate(mut body: CommandBody) -> Result<CommandBody, ApiError> {
     }
     check_matrix(&body)?;
     check_server(&mut body)?;
-    crate::runs::artifacts::check_globs(&body.artifacts).map_err(ApiError::invalid)?;
+    app::steps::command::check_artifact_globs(&body.artifacts).map_err(ApiError::invalid)?;
     body.artifacts = body.artifacts.iter().map(|g| g.trim().to_string()).collect();
     if let Some(limits) = &body.artifact_limits
         && (limits.file_bytes == 0 || limits.run_bytes == 0)
