@@ -77,11 +77,6 @@ impl Store {
         Ok(rows.into_iter().map(|(id,)| id).collect())
     }
 
-    pub async fn set_run_dir(&self, run: i64, dir: &str) -> StoreResult<()> {
-        sqlx::query("UPDATE runs SET run_dir = $1 WHERE id = $2").bind(dir).bind(run).execute(&self.pool).await?;
-        Ok(())
-    }
-
     /// The server beside the run as its page shows it (JSON).
     pub async fn set_server_state(&self, run: i64, state: &str) -> StoreResult<()> {
         sqlx::query("UPDATE runs SET server = $1 WHERE id = $2").bind(state).bind(run).execute(&self.pool).await?;

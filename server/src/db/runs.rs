@@ -72,14 +72,15 @@ impl Store {
 
     /// queued → running, pointing at the host's newest facts; `false` if the run is
     /// no longer queued (cancelled meanwhile).
-    pub async fn start_run(&self, id: i64) -> StoreResult<bool> {
+    pub async fn start_run(&self, id: i64, run_dir: &str) -> StoreResult<bool> {
         let done = sqlx::query(
-            "UPDATE runs SET status = 'running', started_at = $1,
+            "UPDATE runs SET status = 'running', started_at = $1, run_dir = $3,
                  facts_id = (SELECT max(id) FROM host_facts WHERE host_name = runs.host)
              WHERE id = $2 AND status = 'queued'",
         )
         .bind(now_ms())
         .bind(id)
+        .bind(run_dir)
         .execute(&self.pool)
         .await?;
         Ok(done.rows_affected() == 1)

@@ -19,7 +19,8 @@ pub async fn for_run(store: &Store, outputs: &Outputs, investigation: &str, run:
     let definitions = store.extractors(investigation).await?;
     // Its server's log, for the investigation's own extractors (`model loaded in
     // (\d+) s`): what they find there is keyed `server`.
-    let server_log = match store.logs_of_runs(&[run]).await?.into_iter().find(|l| l.kind == "server") {
+    let logs = store.logs_of_runs(&[run]).await?;
+    let server_log = match logs.iter().find(|l| l.kind == "server") {
         Some(log) => {
             let key = OutputKey::Log(log.id);
             let len = outputs.len(key).await.context(format!("reading run {run}'s server log"))?;
@@ -48,7 +49,7 @@ pub async fn for_run(store: &Store, outputs: &Outputs, investigation: &str, run:
     .context("extracting measurements")?;
     // The run's artifacts that are result files the readers know.
     let mut found = found;
-    found.extend(from_artifacts(store, outputs, run).await);
+    found.extend(from_artifacts(outputs, logs).await);
     // The GPUs' telemetry during the run, as numbers like the output's; then
     // what the investigation's formulas make of all of them.
     let samples = store.samples(run).await?;
@@ -70,14 +71,7 @@ const ARTIFACT_READ_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Measurements from the run's artifacts that are result files a reader knows
 /// (vLLM's `--save-result` JSON); the rest are left alone.
-async fn from_artifacts(store: &Store, outputs: &Outputs, run: i64) -> Vec<app::metrics::Measurement> {
-    let logs = match store.logs_of_runs(&[run]).await {
-        Ok(logs) => logs,
-        Err(e) => {
-            tracing::error!(run, "cannot list the run's artifacts: {}", crate::error::chain(&e));
-            return Vec::new();
-        }
-    };
+async fn from_artifacts(outputs: &Outputs, logs: Vec<crate::db::LogRow>) -> Vec<app::metrics::Measurement> {
     let mut found = Vec::new();
     for log in logs.into_iter().filter(|l| l.kind == "artifact") {
         if u64::try_from(log.size).unwrap_or(u64::MAX) > ARTIFACT_READ_BYTES {

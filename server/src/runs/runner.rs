@@ -286,7 +286,9 @@ impl Runner {
             Ok(Some(row)) => row,
             _ => return self.stop_if_kept(kept, target).await,
         };
-        match self.store.start_run(run_id).await {
+        // Its directory on the host, recorded as it starts (one write, not two).
+        let dir = super::server::run_dir_name(run_id);
+        match self.store.start_run(run_id, &format!("~/{}", super::server::run_dir_from_home(&dir))).await {
             Ok(true) => {}
             _ => return self.stop_if_kept(kept, target).await, // cancelled while queued
         }
@@ -307,7 +309,6 @@ impl Runner {
         };
         crate::audit::record(&self.store, entry("run.start", run.cwd.as_ref().map(|c| format!("in {c}")))).await;
         let driving = Driving::start(&self.driving);
-        let dir = super::server::run_dir_name(run_id);
         let context = Context { investigation, run: &run, plan: &plan, target, dir: &dir };
         let (end, keep) = self.drive(&context, &mut cancelled, &progress, kept, next).await;
         drop(driving);
@@ -374,10 +375,6 @@ impl Runner {
         next: Option<String>,
     ) -> (OwnedEnd, Option<Kept>) {
         let (run, target) = (context.run, context.target);
-        let dir = format!("~/{}", super::server::run_dir_from_home(context.dir));
-        if let Err(e) = self.store.set_run_dir(run.id, &dir).await {
-            tracing::error!(run = run.id, "cannot record the run's directory: {e}");
-        }
         let timeout = run.timeout_s.map(Duration::from_secs);
         let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
         let sleep_until_deadline = async {

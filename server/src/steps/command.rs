@@ -110,8 +110,11 @@ fn check_matrix(body: &CommandBody) -> Result<(), ApiError> {
                         "{key:?} is not a placeholder: letters, digits and _ in braces, like {{batch}}."
                     )));
                 }
-                if !body.command.contains(key.as_str()) {
-                    return Err(ApiError::invalid(format!("The sweep sets {key}, but the command has no {key}.")));
+                let in_server = body.server.as_ref().is_some_and(|s| s.command.contains(key.as_str()));
+                if !body.command.contains(key.as_str()) && !in_server {
+                    return Err(ApiError::invalid(format!(
+                        "The sweep sets {key}, but neither the command nor its server's has {key}."
+                    )));
                 }
                 if levels.iter().any(Option::is_none) {
                     return Err(ApiError::invalid(format!(

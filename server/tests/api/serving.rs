@@ -358,6 +358,17 @@ async fn hostile_artifacts_are_refused_or_bounded_with_a_note_and_nothing_outsid
         assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}: {}", refused.text());
     }
 
+    // A sweep's placeholder may be the server's alone (`--batch {batch}`), not in neither.
+    let server_only = json!({ "kind": "command", "host": "gpu", "command": "true", "matrix": { "{batch}": [1, 8] },
+                              "server": { "command": "serve --batch {batch}", "ready": { "tcp": 8000 } } });
+    let made = app.post_json(&format!("/api/v1/investigations/{investigation}/steps"), server_only.clone()).await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.text());
+    let mut neither = server_only;
+    neither["server"]["command"] = json!("serve");
+    let refused = app.post_json(&format!("/api/v1/investigations/{investigation}/steps"), neither).await;
+    assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", refused.text());
+    assert!(refused.text().contains("neither the command nor its server's has {batch}"), "{}", refused.text());
+
     // Outside the run's directory: a secret it must never read.
     let outside = sshd.dir.path().join("outside-secret.txt");
     std::fs::write(&outside, "TOP SECRET").unwrap();
