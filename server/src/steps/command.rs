@@ -113,7 +113,7 @@ fn check_matrix(body: &CommandBody) -> Result<(), ApiError> {
                 let in_server = body.server.as_ref().is_some_and(|s| s.command.contains(key.as_str()));
                 if !body.command.contains(key.as_str()) && !in_server {
                     return Err(ApiError::invalid(format!(
-                        "The sweep sets {key}, but neither the command nor its server's has {key}."
+                        "The sweep sets {key}, but the command has no {key} (nor has its server's command)."
                     )));
                 }
                 if levels.iter().any(Option::is_none) {

@@ -367,7 +367,7 @@ async fn hostile_artifacts_are_refused_or_bounded_with_a_note_and_nothing_outsid
     neither["server"]["command"] = json!("serve");
     let refused = app.post_json(&format!("/api/v1/investigations/{investigation}/steps"), neither).await;
     assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", refused.text());
-    assert!(refused.text().contains("neither the command nor its server's has {batch}"), "{}", refused.text());
+    assert!(refused.text().contains("the command has no {batch} (nor has its server's command)"), "{}", refused.text());
 
     // Outside the run's directory: a secret it must never read.
     let outside = sshd.dir.path().join("outside-secret.txt");
