@@ -5,7 +5,7 @@
 // saved are listed as downloads — one of them named with markup.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join, dirname } from 'node:path';
@@ -53,7 +53,10 @@ test('a server beside the run: waiting, its live log, a line to the source, the 
   writeFileSync(`${pkg}/custom_all_reduce.py`, lines.join('\n') + '\n');
 
   const port = await freePort();
-  const log = `${fixtures}/bench-outputs/vllm_startup_custom_allreduce_issue15340.txt`;
+  // vLLM's real startup lines, and a line of markup a server could print (hostile input is test input).
+  const payload = '<script>alert(1)</script><img src=x onerror=alert(2)>';
+  const log = `${sshd.dir}/startup.log`;
+  writeFileSync(log, readFileSync(`${fixtures}/bench-outputs/vllm_startup_custom_allreduce_issue15340.txt`, 'utf8') + `WARNING ${payload}\n`);
   const results = `${fixtures}/reports/vllm-bench-serve/nerdalert_results.json`;
   const markup = '<img src=x onerror=alert(1)>.json';
   const inv = await api('POST', '/api/v1/investigations', { title: 'vLLM serve + bench' });
@@ -89,6 +92,9 @@ test('a server beside the run: waiting, its live log, a line to the source, the 
   await step.locator('.run[data-status=succeeded]').waitFor({ timeout: 30_000 });
   assert.match(await step.locator('.server-head').textContent(), /stopped.*ready after \d/s);
   assert.match(await step.locator('.server-notes').textContent(), /Stopped with SIGTERM/);
+  // The server's markup is text in its log, never elements (and page.problems holds no dialog).
+  assert.ok((await step.locator('.server-log pre.output').textContent()).includes(payload));
+  assert.equal(await step.locator('.server-log pre.output script, .server-log pre.output img').count(), 0);
 
   // The files: downloads, the markup-named one as text.
   const files = step.locator('.artifact-list a.artifact-link');

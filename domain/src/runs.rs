@@ -166,6 +166,23 @@ pub struct ServerState {
     pub notes: Vec<String>,
 }
 
+impl ServerState {
+    /// A server just started (RFC 3339 `started_at`), in `phase`, nothing else known yet.
+    pub fn new(phase: ServerPhase, started_at: String) -> Self {
+        Self {
+            phase,
+            started_at,
+            ready_at: None,
+            ready_after_ms: None,
+            started_by_run: None,
+            waited_ms: None,
+            last_line: None,
+            log_bytes: 0,
+            notes: Vec::new(),
+        }
+    }
+}
+
 /// A file kept from a run's directory.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Artifact {

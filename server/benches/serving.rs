@@ -18,21 +18,11 @@ mod peer;
 
 use app::runs::{Run, RunRequest};
 use app::steps::{StepBody, command::CommandBody};
-use peer::{Actor, Peer, median, ms, quick, timed};
+use peer::{Actor, Peer, median, ms, quick, status_kb, timed};
 #[allow(unused_imports)]
 use peer::{FindOps, HostOps, InvestigationOps, RunOps, StepOps};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
-
-fn status_kb(field: &str) -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .find(|l| l.starts_with(field))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
 
 /// Runs the step once and waits for the run to finish; its time and the run.
 async fn sleuth_run(peer: &Peer, step: i64) -> (Duration, Run) {

@@ -19,20 +19,10 @@ mod peer;
 
 use app::runs::RunRequest;
 use app::steps::{StepBody, command::CommandBody};
-use peer::{Actor, Peer, Postgres, median, ms, quick, timed};
+use peer::{Actor, Peer, Postgres, median, ms, quick, status_kb, timed};
 #[allow(unused_imports)]
 use peer::{FindOps, HostOps, InvestigationOps, RunOps, StepOps};
 use std::time::{Duration, Instant};
-
-fn status_kb(field: &str) -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .find(|l| l.starts_with(field))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
 
 /// Runs the step once through Sleuth and waits for the run to finish.
 async fn sleuth_run(peer: &Peer, step: i64) -> Duration {

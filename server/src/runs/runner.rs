@@ -768,17 +768,7 @@ impl Runner {
                         tracing::error!(run = run.id, "cannot record the server's handle: {e}");
                     }
                 }
-                let state = ServerState {
-                    phase: ServerPhase::Waiting,
-                    started_at: crate::time::timestamp(server.started_at_ms),
-                    ready_at: None,
-                    ready_after_ms: None,
-                    started_by_run: None,
-                    waited_ms: None,
-                    last_line: None,
-                    log_bytes: 0,
-                    notes: Vec::new(),
-                };
+                let state = ServerState::new(ServerPhase::Waiting, crate::time::timestamp(server.started_at_ms));
                 (server, state)
             }
         };
@@ -1002,25 +992,18 @@ impl Runner {
                         Ok(Some(row)) => row.server.as_deref().and_then(|s| serde_json::from_str(s).ok()),
                         _ => None,
                     }
-                    .unwrap_or(ServerState {
-                        phase: ServerPhase::Stopped,
-                        started_at: String::new(),
-                        ready_at: None,
-                        ready_after_ms: None,
-                        started_by_run: None,
-                        waited_ms: None,
-                        last_line: None,
-                        log_bytes: 0,
-                        notes: Vec::new(),
-                    });
+                    .unwrap_or_else(|| ServerState::new(ServerPhase::Stopped, String::new()));
                     state.phase = ServerPhase::Stopped;
                     state.last_line = None;
                     state.notes.push("Left running when Sleuth stopped; stopped when it was found.".into());
                     state.notes.extend(stopped.notes(Duration::from_secs(10)));
-                    let _ = self.store.set_server_state(run, &serde_json::to_string(&state).unwrap_or_default()).await;
-                    let _ = self.store.set_server_handle(run, None).await;
-                    if let Ok(Some(investigation)) = self.store.run_investigation(run).await {
-                        self.publish(&investigation, run).await;
+                    if let Err(e) = self.store.set_server_handle(run, None).await {
+                        tracing::error!(run, "cannot forget a stopped server's handle: {e}");
+                    }
+                    match self.store.run_investigation(run).await {
+                        Ok(Some(investigation)) => self.save_server(&investigation, run, &state).await,
+                        Ok(None) => {}
+                        Err(e) => tracing::error!(run, "cannot record how its left-over server was stopped: {e}"),
                     }
                 }
                 Err(e) => tracing::error!(run, host, "cannot stop a server its run left running: {e}"),
