@@ -100,15 +100,11 @@ test('GPU telemetry from a fake nvidia-smi is drawn beside the run', async () =>
     `no samples: ${JSON.stringify(telemetry.notes)}\n${server.log().slice(-4000)}`);
   const page = await newPage(browser);
   // The chart is drawn just after the run ends (the run's end does not wait on the
-  // sampler); a page opened in between learns of it only from the next event, so
-  // this waits for it as a reader reloading would (see the stop's note: a known race).
+  // sampler); a page opened in between carries a runs fingerprint without it, so the
+  // event stream tells it to sync and the chart appears without a reload.
+  await page.goto(server.url + inv.url);
+  await hydrated(page);
   const chart = page.locator('.step[data-kind=command] details.telemetry .svg svg');
-  for (let i = 0; ; i++) {
-    await page.goto(server.url + inv.url);
-    await hydrated(page);
-    if (await chart.count() > 0 || i >= 30) break;
-    await page.waitForTimeout(1000);
-  }
   await chart.waitFor();
   assert.match(await page.locator('details.telemetry').textContent(), /GPU 0.*SM \/ mem util %.*power W/s);
   assert.match(await page.locator('.all-measurements').textContent(), /gpu_util_mean/);

@@ -106,6 +106,10 @@ pub struct Run {
     pub telemetry_svg: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub telemetry_notes: Vec<String>,
+    /// Whether what comes just after the run's end is stored: its telemetry
+    /// chart and the summaries among its measurements.
+    #[serde(default)]
+    pub telemetry_drawn: bool,
     /// The directory made for the run on its host (`$SLEUTH_RUN_DIR`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_dir: Option<String>,
@@ -255,14 +259,16 @@ pub const MAX_REPEAT: u32 = 100;
 pub const MAX_WARMUP: u32 = 20;
 
 /// A digest of which runs exist and their states, so a page can tell whether
-/// what it shows is current (FNV-1a over ids and statuses, by run id, so the
-/// order runs are listed in does not matter).
+/// what it shows is current (FNV-1a over ids, statuses and whether the
+/// telemetry drawn after the end is there, by run id, so the order runs are
+/// listed in does not matter).
 pub fn runs_fingerprint<'a>(runs: impl IntoIterator<Item = &'a Run>) -> u64 {
     let mut runs: Vec<&Run> = runs.into_iter().collect();
     runs.sort_by_key(|run| run.id);
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for run in runs {
-        for byte in run.id.to_le_bytes().iter().chain(run.status.as_str().as_bytes()) {
+        let drawn = [u8::from(run.telemetry_drawn)];
+        for byte in run.id.to_le_bytes().iter().chain(run.status.as_str().as_bytes()).chain(&drawn) {
             hash ^= u64::from(*byte);
             hash = hash.wrapping_mul(0x0100_0000_01b3);
         }
@@ -304,6 +310,25 @@ mod tests {
         }
         assert!(RunStatus::Lost.is_finished());
         assert!(!RunStatus::Queued.is_finished());
+    }
+
+    #[test]
+    fn fingerprints_tell_runs_states_and_late_telemetry_apart() {
+        let run = |id: i64, status: &str, drawn: bool| {
+            serde_json::from_value::<Run>(serde_json::json!({
+                "id": id, "step_id": 1, "host": "h", "command": "true", "env": [], "status": status,
+                "batch_index": 1, "batch_size": 1, "warmup": false, "stdout_bytes": 0, "stderr_bytes": 0,
+                "lines": 0, "queued_at": "2026-12-03T00:00:00Z", "telemetry_drawn": drawn,
+            }))
+            .unwrap()
+        };
+        let (a, b) = (run(1, "succeeded", false), run(2, "running", false));
+        let base = runs_fingerprint([&a, &b]);
+        assert_eq!(base, runs_fingerprint([&b, &a]), "the order runs are listed in does not matter");
+        assert_ne!(base, runs_fingerprint([&a]));
+        assert_ne!(base, runs_fingerprint([&a, &run(2, "succeeded", false)]));
+        // The chart stored just after the end: a page opened before it is stale.
+        assert_ne!(base, runs_fingerprint([&run(1, "succeeded", true), &b]));
     }
 
     #[test]

@@ -76,6 +76,9 @@ pub struct RunRow {
     pub run_dir: Option<String>,
     pub server: Option<String>,
     pub artifact_notes: Option<String>,
+    /// Whether its telemetry chart was drawn (1), the last thing stored after
+    /// a run with telemetry ends; the chart itself is read on its own.
+    pub telemetry_drawn: i64,
 }
 
 /// What a new run records; the rest starts at zero.

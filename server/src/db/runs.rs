@@ -6,7 +6,8 @@ use crate::time::now_ms;
 
 pub(super) const COLUMNS: &str = "id, step_id, host, command, env, cwd, timeout_s, status, exit_code, exit_signal, error,
     batch_index, batch_size, warmup, stdout_bytes, stderr_bytes, lines, queued_at, started_at, finished_at, who, facts_id,
-    config, sweep_id, sweep_index, telemetry, plan, run_dir, server, artifact_notes";
+    config, sweep_id, sweep_index, telemetry, plan, run_dir, server, artifact_notes,
+    CAST(CASE WHEN telemetry_svg IS NULL THEN 0 ELSE 1 END AS BIGINT) AS telemetry_drawn";
 
 impl Store {
     pub async fn insert_run(&self, run: &NewRun) -> StoreResult<RunRow> {

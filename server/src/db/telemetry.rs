@@ -94,7 +94,8 @@ impl Store {
         Ok(())
     }
 
-    pub async fn set_telemetry_svg(&self, run: i64, svg: Option<&str>) -> StoreResult<()> {
+    /// The run's telemetry chart; empty when there was nothing to draw.
+    pub async fn set_telemetry_svg(&self, run: i64, svg: &str) -> StoreResult<()> {
         sqlx::query("UPDATE runs SET telemetry_svg = $1 WHERE id = $2").bind(svg).bind(run).execute(&self.pool).await?;
         Ok(())
     }

@@ -106,6 +106,7 @@ pub fn run_from_row(row: RunRow) -> Run {
         sweep_index: row.sweep_index.and_then(|i| u32::try_from(i).ok()),
         telemetry: row.telemetry != 0,
         telemetry_svg: None,
+        telemetry_drawn: row.telemetry_drawn != 0,
         server_tail: None,
         telemetry_notes: Vec::new(),
         run_dir: row.run_dir,

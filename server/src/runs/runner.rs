@@ -119,17 +119,6 @@ impl Runner {
         &self.outputs
     }
 
-    /// The runs fingerprint of an investigation (see `app::runs::runs_fingerprint`),
-    /// from the run rows alone; `None` if there is no such investigation.
-    pub async fn fingerprint(&self, investigation: &str) -> crate::db::StoreResult<Option<u64>> {
-        if self.store.investigation(investigation).await?.is_none() {
-            return Ok(None);
-        }
-        let runs: Vec<Run> =
-            self.store.runs_of_investigation(investigation).await?.into_iter().map(run_from_row).collect();
-        Ok(Some(app::runs::runs_fingerprint(&runs)))
-    }
-
     pub fn store(&self) -> &Store {
         &self.store
     }
@@ -353,10 +342,13 @@ impl Runner {
             if let Err(e) = sampled.await {
                 tracing::error!(run, "the telemetry sampler failed: {e}");
             }
-            draw_telemetry(&store, run).await;
             if let Err(e) = crate::metrics::record::for_run(&store, &outputs, &investigation, run).await {
                 tracing::error!(run, "cannot extract measurements: {e}");
             }
+            // Last: the chart's being there is what runs fingerprints tell
+            // (`app::runs::runs_fingerprint`), so a page opened before it sees
+            // it is not current.
+            draw_telemetry(&store, run).await;
             if let Ok(Some(row)) = store.run(run).await {
                 live.publish(RunEvent::new(&investigation, run_from_row(row)));
             }
@@ -594,19 +586,19 @@ impl Runner {
     }
 }
 
-/// Keeps the run's telemetry drawn, for its page.
+/// Keeps the run's telemetry drawn, for its page: an empty chart when there is
+/// nothing to draw or drawing failed, so that it is marked drawn either way.
 async fn draw_telemetry(store: &Store, run: i64) {
     let drawn = match crate::telemetry::of_run(store, run, true).await {
         Ok(telemetry) => crate::charts::telemetry(&telemetry).map_err(crate::error::Error::from),
         Err(e) => Err(crate::error::Error::from(e)),
     };
-    match drawn {
-        Ok(svg) => {
-            if let Err(e) = store.set_telemetry_svg(run, svg.as_deref()).await {
-                tracing::error!(run, "cannot keep the telemetry chart: {e}");
-            }
-        }
-        Err(e) => tracing::error!(run, "cannot draw the telemetry: {e}"),
+    let svg = drawn.unwrap_or_else(|e| {
+        tracing::error!(run, "cannot draw the telemetry: {e}");
+        None
+    });
+    if let Err(e) = store.set_telemetry_svg(run, svg.as_deref().unwrap_or("")).await {
+        tracing::error!(run, "cannot keep the telemetry chart: {e}");
     }
 }
 

@@ -104,7 +104,7 @@ impl Runs {
                     }
                     if newest.telemetry && newest.status.is_finished() {
                         match self.store.telemetry_svg(newest.id).await {
-                            Ok(svg) => newest.telemetry_svg = svg,
+                            Ok(svg) => newest.telemetry_svg = svg.filter(|svg| !svg.is_empty()),
                             Err(e) => tracing::error!(run = newest.id, "cannot read the telemetry chart: {e}"),
                         }
                         if let Ok(Some((_, Some(notes)))) = self.store.telemetry_info(newest.id).await {

@@ -39,10 +39,16 @@ impl As<'_> {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let json = self.ok(Method::GET, &format!("/api/v1/runs/{run}?wait=10"), Value::Null).await;
-            if !matches!(json["status"].as_str(), Some("queued" | "running")) {
+            let ended = !matches!(json["status"].as_str(), Some("queued" | "running"));
+            // What is stored just after the end (the telemetry chart) too, so
+            // that the notebook compared is the one moved.
+            if ended && (json["telemetry"] == false || json["telemetry_drawn"] == true) {
                 return json;
             }
             assert!(Instant::now() < deadline, "run {run} did not finish: {json}");
+            if ended {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
         }
     }
 
