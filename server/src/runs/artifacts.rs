@@ -10,8 +10,10 @@
 //! bound what is kept; a file over them, a link that leads out, a file that
 //! changed while it was read are notes on the run, never a failed run.
 
+use super::life::Context;
 use crate::db::Store;
 use crate::output::{OutputKey, Outputs, Progress, Stream};
+use crate::ssh::Pool;
 use app::steps::command::ArtifactLimits;
 use russh_sftp::client::SftpSession;
 use sha2::{Digest, Sha256};
@@ -259,6 +261,35 @@ async fn keep(
             store.delete_log(log).await?;
             Err(crate::error::Error::usage(e))
         }
+    }
+}
+
+/// The files the plan names, from the run's directory (notes for the rest).
+pub(super) async fn fetch_for_run(pool: &Pool, store: &Store, outputs: &Outputs, context: &Context<'_>) {
+    let run = context.run.id;
+    let limits = context.plan.artifact_limits.unwrap_or_default();
+    let notes = match pool.sftp(context.target).await {
+        Ok(sftp) => {
+            let dir = super::server::run_dir_from_home(context.dir);
+            let fetched = fetch(
+                &sftp,
+                store,
+                outputs,
+                run,
+                &dir,
+                &context.plan.artifacts,
+                limits,
+            )
+            .await;
+            tracing::info!(run, files = fetched.kept.len(), bytes = fetched.bytes, "fetched artifacts");
+            fetched.notes
+        }
+        Err(e) => vec![format!("The artifacts could not be fetched: {e}")],
+    };
+    if !notes.is_empty()
+        && let Err(e) = store.set_artifact_notes(run, &serde_json::to_string(&notes).unwrap_or_default()).await
+    {
+        tracing::error!(run, "cannot record the artifacts' notes: {e}");
     }
 }
 

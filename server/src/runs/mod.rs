@@ -2,9 +2,11 @@
 //! telling watchers. See `runner` for the life of a run.
 
 pub mod artifacts;
+mod beside;
 pub mod bridge;
 pub mod events;
 pub mod feed;
+mod life;
 pub mod live;
 pub mod runner;
 pub mod server;

@@ -14,16 +14,14 @@
 use super::feed::Feeds;
 use super::live::{Live, RunEvent};
 use super::run_from_row;
-use super::server::Server;
+use super::beside::{Beside, Kept, Servers};
+use super::life::{Context, OwnedEnd, Stop, cancel_requested, publish};
 use crate::db::{NewAudit, NewRun, RunEnd, Store};
-use crate::output::OutputKey;
 use crate::output::{Outputs, Stream};
 use crate::ssh::exec::{self, Event, Exit};
 use crate::ssh::{Pool, Target, quote};
 use crate::time::now_ms;
 use app::runs::{Run, RunStatus};
-use app::runs::{ServerPhase, ServerState};
-use app::steps::command::{Reuse, ServerSpec};
 use russh::Sig;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -32,22 +30,12 @@ use tokio::sync::watch;
 
 /// Between SIGINT and SIGKILL + close, for cancel and timeout.
 pub const GRACE: Duration = Duration::from_secs(3);
-/// How often the page hears what a server being waited for last printed.
-const WAITING_SAID: Duration = Duration::from_secs(2);
 /// How often counters are written to the store while a run goes.
 const COUNT_INTERVAL: Duration = Duration::from_millis(500);
 /// How often new output is flushed to disk and announced to live readers. Not
 /// per SSH packet: at 32 KB a packet, that was a syscall pair per packet and
 /// halved the ingest rate.
 const FLUSH_INTERVAL: Duration = Duration::from_millis(40);
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Stop {
-    Cancel,
-    Timeout,
-    /// The server beside the command ended while it ran.
-    ServerEnded,
-}
 
 pub struct Runner {
     store: Store,
@@ -65,8 +53,8 @@ pub struct Runner {
     search: Arc<crate::search::Index>,
     /// Runs this replica is driving now (the indexer holds back while there are any).
     driving: Arc<std::sync::atomic::AtomicUsize>,
-    /// Hosts by name, for servers left running by runs that are over.
-    hosts: crate::hosts::Hosts,
+    /// The servers beside runs.
+    servers: Servers,
 }
 
 /// Counts a run as driven while it lives.
@@ -96,7 +84,7 @@ impl Runner {
             crate::search::Index::off()
         };
         Self {
-            hosts: crate::hosts::Hosts::new(store.clone(), pool.clone()),
+            servers: Servers::new(store.clone(), pool.clone(), live.clone(), outputs.clone()),
             search,
             driving,
             store,
@@ -147,7 +135,7 @@ impl Runner {
             let mut failed: Option<i64> = None;
             // A server kept for the next run of its configuration (`reuse: config`).
             let mut kept: Option<Kept> = None;
-            let identities = runner.identities(&runs).await;
+            let identities = runner.servers.identities(&runs).await;
             for (i, run) in runs.into_iter().enumerate() {
                 let next = identities.get(i + 1).cloned().flatten();
                 if let Some(first) = failed {
@@ -167,7 +155,7 @@ impl Runner {
                 runner.cancels.lock().unwrap_or_else(|e| e.into_inner()).remove(&run.id);
             }
             if let Some(kept) = kept {
-                runner.stop_kept(kept, &target).await;
+                runner.servers.stop_kept(kept, &target).await;
             }
         });
     }
@@ -246,9 +234,13 @@ impl Runner {
     }
 
     async fn publish(&self, investigation: &str, run_id: i64) {
-        if let Ok(Some(row)) = self.store.run(run_id).await {
-            self.live.publish(RunEvent::new(investigation, run_from_row(row)));
-        }
+        publish(&self.store, &self.live, investigation, run_id).await;
+    }
+
+    /// Stops the servers that runs left running when their Sleuth (or
+    /// replica) stopped before it could (`Servers::stop_orphans`).
+    pub async fn stop_orphans(&self) {
+        self.servers.stop_orphans().await;
     }
 
     /// Runs one run of a batch; `kept`: a server an earlier run of its
@@ -265,21 +257,21 @@ impl Runner {
         let Some(mut cancelled) =
             self.cancels.lock().unwrap_or_else(|e| e.into_inner()).get(&run_id).map(|tx| tx.subscribe())
         else {
-            return self.stop_if_kept(kept, target).await;
+            return self.servers.stop_if_kept(kept, target).await;
         };
         let already_cancelled = *cancelled.borrow();
         if already_cancelled {
-            return self.stop_if_kept(kept, target).await;
+            return self.servers.stop_if_kept(kept, target).await;
         }
         let row = match self.store.run(run_id).await {
             Ok(Some(row)) => row,
-            _ => return self.stop_if_kept(kept, target).await,
+            _ => return self.servers.stop_if_kept(kept, target).await,
         };
         // Its directory on the host, recorded as it starts (one write, not two).
         let dir = super::server::run_dir_name(run_id);
         match self.store.start_run(run_id, &format!("~/{}", super::server::run_dir_from_home(&dir))).await {
             Ok(true) => {}
-            _ => return self.stop_if_kept(kept, target).await, // cancelled while queued
+            _ => return self.servers.stop_if_kept(kept, target).await, // cancelled while queued
         }
         let plan = super::Plan::read(row.plan.as_deref());
         let progress = self.live.start(run_id);
@@ -382,17 +374,17 @@ impl Runner {
             opened = exec::open(&self.pool, target) => opened,
             _ = cancel_requested(cancelled) => {
                 let end = OwnedEnd::stopped(Stop::Cancel, "Cancelled while connecting.");
-                return (end, self.stop_if_kept(kept, target).await);
+                return (end, self.servers.stop_if_kept(kept, target).await);
             }
             () = &mut sleep_until_deadline => {
                 let end = OwnedEnd::stopped(Stop::Timeout, "Timed out while connecting.");
-                return (end, self.stop_if_kept(kept, target).await);
+                return (end, self.servers.stop_if_kept(kept, target).await);
             }
         };
         let opened = match opened {
             Ok(opened) => opened,
             Err(e) => {
-                return (OwnedEnd::error(RunStatus::Failed, e.to_string()), self.stop_if_kept(kept, target).await);
+                return (OwnedEnd::error(RunStatus::Failed, e.to_string()), self.servers.stop_if_kept(kept, target).await);
             }
         };
         let env: Vec<(&str, &str)> = run.env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
@@ -402,7 +394,7 @@ impl Runner {
         match &context.plan.server {
             Some(spec) => {
                 let env_owned: Vec<(String, String)> = run.env.clone();
-                match self.bring_up(context, spec, &env_owned, &unset, kept, cancelled, &mut sleep_until_deadline).await
+                match self.servers.bring_up(context, spec, &env_owned, &unset, kept, cancelled, &mut sleep_until_deadline).await
                 {
                     Ok(up) => beside = Some(up),
                     Err(end) => return (end, None),
@@ -410,7 +402,7 @@ impl Runner {
             }
             None => {
                 if let Some(kept) = kept {
-                    self.stop_kept(kept, target).await;
+                    self.servers.stop_kept(kept, target).await;
                 }
             }
         }
@@ -424,7 +416,7 @@ impl Runner {
             Ok(command) => command,
             Err(e) => {
                 let end = OwnedEnd::error(RunStatus::Lost, e.to_string());
-                let keep = self.finish_server(context, beside, None, true).await;
+                let keep = self.servers.finish_server(context, beside, None, true).await;
                 return (end, keep);
             }
         };
@@ -445,7 +437,7 @@ impl Runner {
             Err(e) => {
                 command.close().await;
                 let end = OwnedEnd::error(RunStatus::Failed, format!("Cannot store output: {e}"));
-                let keep = self.finish_server(context, beside, None, true).await;
+                let keep = self.servers.finish_server(context, beside, None, true).await;
                 return (end, keep);
             }
         };
@@ -577,10 +569,10 @@ impl Runner {
         }
         // Files as evidence, while the server (if any) still runs.
         if !context.plan.artifacts.is_empty() {
-            self.fetch_artifacts(context).await;
+            super::artifacts::fetch_for_run(&self.pool, &self.store, &self.outputs, context).await;
         }
         let keep_for = (end.status.is_finished() && stop.is_none()).then_some(next).flatten();
-        let keep = self.finish_server(context, beside, keep_for, stop == Some(Stop::Cancel)).await;
+        let keep = self.servers.finish_server(context, beside, keep_for, stop == Some(Stop::Cancel)).await;
         end.telemetry = telemetry;
         (end, keep)
     }
@@ -602,404 +594,3 @@ async fn draw_telemetry(store: &Store, run: i64) {
     }
 }
 
-/// Resolves once Cancel was pressed (or never, if the switch is gone).
-async fn cancel_requested(switch: &mut watch::Receiver<bool>) {
-    if switch.wait_for(|c| *c).await.is_err() {
-        std::future::pending::<()>().await;
-    }
-}
-
-struct OwnedEnd {
-    status: RunStatus,
-    exit_code: Option<i64>,
-    exit_signal: Option<String>,
-    error: Option<String>,
-    /// The GPU sampler, still storing what it sampled.
-    telemetry: Option<tokio::task::JoinHandle<()>>,
-}
-
-impl OwnedEnd {
-    fn new(status: RunStatus) -> Self {
-        Self { status, exit_code: None, exit_signal: None, error: None, telemetry: None }
-    }
-    fn error(status: RunStatus, error: String) -> Self {
-        Self { error: Some(error), ..Self::new(status) }
-    }
-    fn stopped(stop: Stop, why: &str) -> Self {
-        let status = match stop {
-            Stop::Cancel => RunStatus::Cancelled,
-            Stop::Timeout => RunStatus::TimedOut,
-            Stop::ServerEnded => RunStatus::Failed,
-        };
-        Self::error(status, why.to_string())
-    }
-}
-
-/// What a run's life needs to know about it.
-struct Context<'a> {
-    investigation: &'a str,
-    run: &'a Run,
-    plan: &'a super::Plan,
-    target: &'a Target,
-    /// The name of its directory on the host (`server::run_dir_name`).
-    dir: &'a str,
-}
-
-/// A server beside the run that is running now.
-struct Beside {
-    server: Server,
-    /// This run's part of its log.
-    log: i64,
-    state: ServerState,
-    grace: Duration,
-    reuse: Reuse,
-}
-
-/// A server kept for the next run of its configuration.
-pub(super) struct Kept {
-    server: Server,
-    /// The run that used it last (its page says it was kept).
-    run: i64,
-    investigation: String,
-    state: ServerState,
-    grace: Duration,
-}
-
-/// A run's server identity (`None` without a server), from its stored plan.
-async fn server_identity(store: &Store, run: &Run) -> Option<String> {
-    let row = store.run(run.id).await.ok().flatten()?;
-    let plan = super::Plan::read(row.plan.as_deref());
-    let unset = run.config.as_ref().map(super::unset_in).unwrap_or_default();
-    plan.server.map(|spec| super::server::identity(&spec, &run.env, &unset, run.cwd.as_deref()))
-}
-
-impl Runner {
-    /// The identities of a batch's servers, in its order.
-    async fn identities(&self, runs: &[Run]) -> Vec<Option<String>> {
-        let mut out = Vec::with_capacity(runs.len());
-        for run in runs {
-            out.push(server_identity(&self.store, run).await);
-        }
-        out
-    }
-
-    /// Keeps the server's state on its run, and tells the run's viewers.
-    async fn save_server(&self, investigation: &str, run: i64, state: &ServerState) {
-        let json = serde_json::to_string(state).unwrap_or_default();
-        if let Err(e) = self.store.set_server_state(run, &json).await {
-            tracing::error!(run, "cannot record the server's state: {e}");
-        }
-        self.publish(investigation, run).await;
-    }
-
-    /// The run's server: the one kept for it if it is the same and still
-    /// running, else a new one; its log going to a log of this run; waited for
-    /// until ready. `Err`: the run's end (the server could not start, did not
-    /// become ready in time, ended; or the run was cancelled or timed out).
-    #[allow(clippy::too_many_arguments)]
-    async fn bring_up(
-        &self,
-        context: &Context<'_>,
-        spec: &ServerSpec,
-        env: &[(String, String)],
-        unset: &[String],
-        kept: Option<Kept>,
-        cancelled: &mut watch::Receiver<bool>,
-        run_deadline: &mut std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
-    ) -> Result<Beside, OwnedEnd> {
-        let (run, target) = (context.run, context.target);
-        let identity = super::server::identity(spec, env, unset, run.cwd.as_deref());
-        let grace = Duration::from_secs(spec.stop_grace_s);
-        let kept = match kept {
-            Some(k) if k.server.identity == identity && k.server.exited().is_none() => Some(k),
-            Some(k) => {
-                self.stop_kept(k, target).await;
-                None
-            }
-            None => None,
-        };
-        let reused = kept.is_some();
-        let (server, state) = match kept {
-            Some(k) => {
-                // The handle moves with it: a run that is over holds none of a running server.
-                if let Some(handle) = k.server.handle(Duration::from_secs(1)).await {
-                    let json = serde_json::to_string(&handle).unwrap_or_default();
-                    let _ = self.store.set_server_handle(run.id, Some(&json)).await;
-                    let _ = self.store.set_server_handle(k.server.started_by, None).await;
-                    let _ = self.store.set_server_handle(k.run, None).await;
-                }
-                let mut state = ServerState {
-                    phase: ServerPhase::Ready,
-                    started_by_run: Some(k.server.started_by),
-                    notes: vec![format!("Kept from run {} (the same configuration, just before).", k.run)],
-                    last_line: None,
-                    log_bytes: 0,
-                    ..k.state
-                };
-                state.notes.dedup();
-                (k.server, state)
-            }
-            None => {
-                let env_pairs = env.iter().map(|(k, v)| (k.as_str(), v.as_str()));
-                let prelude = format!(
-                    "{}{}\n",
-                    super::server::run_dir_prelude(context.dir),
-                    quote::remote_script("", env_pairs, unset.iter().map(String::as_str), run.cwd.as_deref())
-                );
-                let started = Server::start(&self.pool, target, prelude, spec, identity.clone(), run.id).await;
-                let server = match started {
-                    Ok(server) => server,
-                    Err(e) => {
-                        let why = crate::error::Error::from(e);
-                        return Err(OwnedEnd::error(RunStatus::Failed, format!("The server could not start: {why}")));
-                    }
-                };
-                if let Some(handle) = server.handle(Duration::from_secs(10)).await {
-                    let json = serde_json::to_string(&handle).unwrap_or_default();
-                    if let Err(e) = self.store.set_server_handle(run.id, Some(&json)).await {
-                        tracing::error!(run = run.id, "cannot record the server's handle: {e}");
-                    }
-                }
-                let state = ServerState::new(ServerPhase::Waiting, crate::time::timestamp(server.started_at_ms));
-                (server, state)
-            }
-        };
-        // This run's part of the server's log.
-        let log = match self.store.insert_log(run.id, "server", "server").await {
-            Ok(log) => log,
-            Err(e) => {
-                let beside = Beside { server, log: 0, state, grace, reuse: Reuse::Run };
-                self.finish_server(context, Some(beside), None, true).await;
-                return Err(OwnedEnd::error(RunStatus::Failed, format!("Cannot store the server's log: {e}")));
-            }
-        };
-        match self.outputs.writer(OutputKey::Log(log), self.live.start_log(run.id, log)) {
-            Ok(writer) => server.log_to(writer).await,
-            Err(e) => tracing::error!(run = run.id, "cannot store the server's log: {e}"),
-        }
-        let mut beside = Beside { server, log, state, grace, reuse: spec.reuse };
-        self.save_server(context.investigation, run.id, &beside.state).await;
-        if reused {
-            return Ok(beside);
-        }
-        // Waiting: until ready, or not.
-        let limit = Duration::from_secs(spec.ready_timeout_s);
-        let ready = beside.server.ready(&self.pool, target, &spec.ready);
-        tokio::pin!(ready);
-        let ready_by = tokio::time::sleep(limit);
-        tokio::pin!(ready_by);
-        let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + WAITING_SAID, WAITING_SAID);
-        let failed = loop {
-            tokio::select! {
-                result = &mut ready => match result {
-                    Ok(took) => {
-                        beside.state.phase = ServerPhase::Ready;
-                        beside.state.ready_at = Some(crate::time::timestamp(crate::time::now_ms()));
-                        beside.state.ready_after_ms = u64::try_from(took.as_millis()).ok();
-                        beside.state.last_line = None;
-                        beside.state.waited_ms = None;
-                        self.save_server(context.investigation, run.id, &beside.state).await;
-                        tracing::info!(run = run.id, ready_after_ms = took.as_millis() as u64, "server ready");
-                        return Ok(beside);
-                    }
-                    Err(e) => break OwnedEnd::error(RunStatus::Failed, e.to_string()),
-                },
-                () = &mut ready_by => break OwnedEnd::error(
-                    RunStatus::Failed,
-                    format!("The server was not ready after {} s (ready when {}).", limit.as_secs(), spec.ready.describe()),
-                ),
-                _ = cancel_requested(cancelled) => break OwnedEnd::stopped(Stop::Cancel, "Cancelled while the server started."),
-                () = run_deadline.as_mut() => break OwnedEnd::stopped(Stop::Timeout, "Timed out while the server started."),
-                _ = ticks.tick() => {
-                    // "waiting for the server: 3 min 12 s, last line: …" on its page.
-                    let line = beside.server.last_line();
-                    if !line.is_empty() {
-                        beside.state.last_line = Some(line);
-                    }
-                    beside.state.waited_ms = u64::try_from(beside.server.started.elapsed().as_millis()).ok();
-                    self.save_server(context.investigation, run.id, &beside.state).await;
-                }
-            }
-        };
-        let mut failed = failed;
-        let log_id = beside.log;
-        self.finish_server(context, Some(beside), None, true).await;
-        let tail = self.log_tail(log_id).await;
-        if !tail.is_empty() {
-            let why = failed.error.take().unwrap_or_default();
-            failed.error = Some(format!("{why} Its log ended with:\n{tail}"));
-        }
-        Err(failed)
-    }
-
-    /// The last lines of a log (for a message).
-    async fn log_tail(&self, log: i64) -> String {
-        let len = self.outputs.len(OutputKey::Log(log)).await.unwrap_or(0);
-        let from = len.saturating_sub(2048);
-        let (bytes, _) = self.outputs.read_range(OutputKey::Log(log), from, 2048).await.unwrap_or_default();
-        let text = String::from_utf8_lossy(&bytes);
-        let lines: Vec<&str> = text.lines().collect();
-        let skip = usize::from(from > 0).max(lines.len().saturating_sub(10));
-        lines[skip.min(lines.len())..].join("\n")
-    }
-
-    /// After the command: this run's log of the server ends; the server is kept
-    /// for the next run (`keep_for`: its identity, when it is the same and
-    /// `reuse: config`), or stopped. Returns it if kept.
-    async fn finish_server(
-        &self,
-        context: &Context<'_>,
-        beside: Option<Beside>,
-        keep_for: Option<String>,
-        cancelled: bool,
-    ) -> Option<Kept> {
-        let Beside { server, log, mut state, grace, reuse } = beside?;
-        let run = context.run.id;
-        if let Some(writer) = server.take_log().await {
-            let size = writer.len;
-            if let Err(e) = writer.finish().await {
-                state.notes.push(format!("Part of the server's log could not be stored: {e}"));
-            }
-            state.log_bytes = size;
-            if let Err(e) = self.store.finish_log(log, size, None).await {
-                tracing::error!(run, "cannot record the server log's size: {e}");
-            }
-        }
-        self.live.finish(OutputKey::Log(log));
-        let ended = server.exited();
-        let keep = !cancelled
-            && ended.is_none()
-            && reuse == Reuse::Config
-            && keep_for.as_deref() == Some(server.identity.as_str());
-        if keep {
-            state.phase = ServerPhase::Kept;
-            state.notes.push("Kept running for the next run of this configuration.".into());
-            self.save_server(context.investigation, run, &state).await;
-            return Some(Kept { server, run, investigation: context.investigation.to_string(), state, grace });
-        }
-        self.stop_server(context.investigation, run, server, state, grace, context.target).await;
-        None
-    }
-
-    /// Stops a server and says how on `run`.
-    async fn stop_server(
-        &self,
-        investigation: &str,
-        run: i64,
-        server: Server,
-        mut state: ServerState,
-        grace: Duration,
-        target: &Target,
-    ) {
-        let ended = server.exited();
-        let started_by = server.started_by;
-        match server.stop(&self.pool, target, grace).await {
-            Ok(stopped) => {
-                if let Some(exited) = &ended {
-                    state.notes.push(format!("The server {} after {} s.", exited.how, exited.after.as_secs()));
-                }
-                state.notes.extend(stopped.notes(grace));
-                state.phase = if ended.is_some() { ServerPhase::Failed } else { ServerPhase::Stopped };
-                for id in [started_by, run] {
-                    if let Err(e) = self.store.set_server_handle(id, None).await {
-                        tracing::error!(run = id, "cannot forget the server's handle: {e}");
-                    }
-                }
-                tracing::info!(run, killed = stopped.killed, "server stopped");
-            }
-            Err(e) => {
-                state
-                    .notes
-                    .push(format!("The server could not be stopped: {e} (Sleuth tries again at its next start)."));
-                state.phase = ServerPhase::Failed;
-            }
-        }
-        state.last_line = None;
-        self.save_server(investigation, run, &state).await;
-    }
-
-    /// Stops a server kept for a run that will not use it.
-    async fn stop_kept(&self, kept: Kept, target: &Target) {
-        let Kept { server, run, investigation, state, grace } = kept;
-        self.stop_server(&investigation, run, server, state, grace, target).await;
-    }
-
-    async fn stop_if_kept(&self, kept: Option<Kept>, target: &Target) -> Option<Kept> {
-        if let Some(kept) = kept {
-            self.stop_kept(kept, target).await;
-        }
-        None
-    }
-
-    /// The files the plan names, from the run's directory (notes for the rest).
-    async fn fetch_artifacts(&self, context: &Context<'_>) {
-        let run = context.run.id;
-        let limits = context.plan.artifact_limits.unwrap_or_default();
-        let notes = match self.pool.sftp(context.target).await {
-            Ok(sftp) => {
-                let dir = super::server::run_dir_from_home(context.dir);
-                let fetched = super::artifacts::fetch(
-                    &sftp,
-                    &self.store,
-                    &self.outputs,
-                    run,
-                    &dir,
-                    &context.plan.artifacts,
-                    limits,
-                )
-                .await;
-                tracing::info!(run, files = fetched.kept.len(), bytes = fetched.bytes, "fetched artifacts");
-                fetched.notes
-            }
-            Err(e) => vec![format!("The artifacts could not be fetched: {e}")],
-        };
-        if !notes.is_empty()
-            && let Err(e) = self.store.set_artifact_notes(run, &serde_json::to_string(&notes).unwrap_or_default()).await
-        {
-            tracing::error!(run, "cannot record the artifacts' notes: {e}");
-        }
-    }
-
-    /// Stops the servers that runs left running when their Sleuth (or
-    /// replica) stopped before it could: at start, and whenever runs of a dead
-    /// replica are taken over. Each is told on its run.
-    pub async fn stop_orphans(&self) {
-        let hosts = &self.hosts;
-        let left = match self.store.servers_left().await {
-            Ok(left) => left,
-            Err(e) => return tracing::error!("cannot look for servers left running: {e}"),
-        };
-        for (run, host, handle) in left {
-            let target = match hosts.target(&host).await {
-                Ok(target) => target,
-                Err(e) => {
-                    tracing::warn!(run, host, "a server may be left running, but its host is gone: {e}");
-                    continue;
-                }
-            };
-            match super::server::stop_orphan(&self.pool, &target, &handle).await {
-                Ok(stopped) => {
-                    tracing::warn!(run, host, killed = stopped.killed, "stopped a server its run left running");
-                    let mut state: ServerState = match self.store.run(run).await {
-                        Ok(Some(row)) => row.server.as_deref().and_then(|s| serde_json::from_str(s).ok()),
-                        _ => None,
-                    }
-                    .unwrap_or_else(|| ServerState::new(ServerPhase::Stopped, String::new()));
-                    state.phase = ServerPhase::Stopped;
-                    state.last_line = None;
-                    state.notes.push("Left running when Sleuth stopped; stopped when it was found.".into());
-                    state.notes.extend(stopped.notes(Duration::from_secs(10)));
-                    if let Err(e) = self.store.set_server_handle(run, None).await {
-                        tracing::error!(run, "cannot forget a stopped server's handle: {e}");
-                    }
-                    match self.store.run_investigation(run).await {
-                        Ok(Some(investigation)) => self.save_server(&investigation, run, &state).await,
-                        Ok(None) => {}
-                        Err(e) => tracing::error!(run, "cannot record how its left-over server was stopped: {e}"),
-                    }
-                }
-                Err(e) => tracing::error!(run, host, "cannot stop a server its run left running: {e}"),
-            }
-        }
-    }
-}

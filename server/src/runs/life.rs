@@ -1,0 +1,69 @@
+//! What the runner and the server beside a run share about the run's life:
+//! what it knows of the run (`Context`), why it was stopped (`Stop`) and how it
+//! ended (`OwnedEnd`). A leaf: `runner` and `beside` both build on it.
+
+use super::live::{Live, RunEvent};
+use super::run_from_row;
+use crate::db::Store;
+use crate::ssh::Target;
+use app::runs::{Run, RunStatus};
+use tokio::sync::watch;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Stop {
+    Cancel,
+    Timeout,
+    /// The server beside the command ended while it ran.
+    ServerEnded,
+}
+
+/// What a run's life needs to know about it.
+pub(super) struct Context<'a> {
+    pub(super) investigation: &'a str,
+    pub(super) run: &'a Run,
+    pub(super) plan: &'a super::Plan,
+    pub(super) target: &'a Target,
+    /// The name of its directory on the host (`server::run_dir_name`).
+    pub(super) dir: &'a str,
+}
+
+pub(super) struct OwnedEnd {
+    pub(super) status: RunStatus,
+    pub(super) exit_code: Option<i64>,
+    pub(super) exit_signal: Option<String>,
+    pub(super) error: Option<String>,
+    /// The GPU sampler, still storing what it sampled.
+    pub(super) telemetry: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl OwnedEnd {
+    pub(super) fn new(status: RunStatus) -> Self {
+        Self { status, exit_code: None, exit_signal: None, error: None, telemetry: None }
+    }
+    pub(super) fn error(status: RunStatus, error: String) -> Self {
+        Self { error: Some(error), ..Self::new(status) }
+    }
+    pub(super) fn stopped(stop: Stop, why: &str) -> Self {
+        let status = match stop {
+            Stop::Cancel => RunStatus::Cancelled,
+            Stop::Timeout => RunStatus::TimedOut,
+            Stop::ServerEnded => RunStatus::Failed,
+        };
+        Self::error(status, why.to_string())
+    }
+}
+
+/// Resolves once Cancel was pressed (or never, if the switch is gone).
+pub(super) async fn cancel_requested(switch: &mut watch::Receiver<bool>) {
+    if switch.wait_for(|c| *c).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+
+/// Tells the run's viewers its row as it is now.
+pub(super) async fn publish(store: &Store, live: &Live, investigation: &str, run: i64) {
+    if let Ok(Some(row)) = store.run(run).await {
+        live.publish(RunEvent::new(investigation, run_from_row(row)));
+    }
+}
