@@ -270,7 +270,7 @@ pub(super) async fn fetch_for_run(pool: &Pool, store: &Store, outputs: &Outputs,
     let limits = context.plan.artifact_limits.unwrap_or_default();
     let notes = match pool.sftp(context.target).await {
         Ok(sftp) => {
-            let dir = super::server::run_dir_from_home(context.dir);
+            let dir = super::dir::from_home(context.dir);
             let fetched = fetch(
                 &sftp,
                 store,

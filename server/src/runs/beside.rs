@@ -132,7 +132,7 @@ impl Servers {
                 let env_pairs = env.iter().map(|(k, v)| (k.as_str(), v.as_str()));
                 let prelude = format!(
                     "{}{}\n",
-                    super::server::run_dir_prelude(context.dir),
+                    super::dir::prelude(context.dir),
                     quote::remote_script("", env_pairs, unset.iter().map(String::as_str), run.cwd.as_deref())
                 );
                 let started = Server::start(&self.pool, target, prelude, spec, identity.clone(), run.id).await;

@@ -23,7 +23,7 @@ pub(super) struct Context<'a> {
     pub(super) run: &'a Run,
     pub(super) plan: &'a super::Plan,
     pub(super) target: &'a Target,
-    /// The name of its directory on the host (`server::run_dir_name`).
+    /// The name of its directory on the host (`dir::name`).
     pub(super) dir: &'a str,
 }
 

@@ -3,6 +3,7 @@
 
 pub mod artifacts;
 mod beside;
+pub mod dir;
 pub mod bridge;
 pub mod events;
 pub mod feed;

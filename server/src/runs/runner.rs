@@ -268,8 +268,8 @@ impl Runner {
             _ => return self.servers.stop_if_kept(kept, target).await,
         };
         // Its directory on the host, recorded as it starts (one write, not two).
-        let dir = super::server::run_dir_name(run_id);
-        match self.store.start_run(run_id, &format!("~/{}", super::server::run_dir_from_home(&dir))).await {
+        let dir = super::dir::name(run_id);
+        match self.store.start_run(run_id, &format!("~/{}", super::dir::from_home(&dir))).await {
             Ok(true) => {}
             _ => return self.servers.stop_if_kept(kept, target).await, // cancelled while queued
         }
@@ -408,11 +408,21 @@ impl Runner {
         }
         let script = format!(
             "{}{}",
-            super::server::run_dir_prelude(context.dir),
+            super::dir::prelude(context.dir),
             quote::remote_script(&run.command, env, unset.iter().map(String::as_str), run.cwd.as_deref())
         );
         let started = std::time::Instant::now();
-        let mut command = match opened.start(&script).await {
+        // The directory made over SFTP while the command starts (`dir`): its
+        // request goes first; whichever answers last is not waited for.
+        let early = super::dir::make_early(&self.pool, target, context.dir);
+        let start = opened.start(&script);
+        tokio::pin!(early, start);
+        let start = tokio::select! {
+            biased;
+            () = &mut early => start.await,
+            started = &mut start => started,
+        };
+        let mut command = match start {
             Ok(command) => command,
             Err(e) => {
                 let end = OwnedEnd::error(RunStatus::Lost, e.to_string());

@@ -87,34 +87,6 @@ pub fn identity(spec: &ServerSpec, env: &[(String, String)], unset: &[String], c
         .to_string()
 }
 
-/// The name of a run's directory: its id and a random tag, so that two Sleuth
-/// servers (or one reinstalled, its ids counting from 1 again) using the same
-/// account on a host never share a directory, and a run never finds files an
-/// earlier one left.
-pub fn run_dir_name(run: i64) -> String {
-    format!("{run}-{:08x}", rand::random::<u32>())
-}
-
-/// The run's directory on its host, as the shell expands it.
-pub fn run_dir(name: &str) -> String {
-    format!("$HOME/.sleuth/runs/{name}")
-}
-
-/// The same, relative to the user's home (where SFTP starts).
-pub fn run_dir_from_home(name: &str) -> String {
-    format!(".sleuth/runs/{name}")
-}
-
-/// Lines that make the run's directory, export it as `SLEUTH_RUN_DIR` and go
-/// there (a step's own `cwd` comes after, and wins).
-pub fn run_dir_prelude(name: &str) -> String {
-    format!(
-        "SLEUTH_RUN_DIR=\"{}\"; export SLEUTH_RUN_DIR\n\
-         mkdir -p \"$SLEUTH_RUN_DIR\" && cd \"$SLEUTH_RUN_DIR\" || {{ echo \"sleuth: cannot make $SLEUTH_RUN_DIR\" >&2; exit 97; }}\n",
-        run_dir(name)
-    )
-}
-
 /// The script that starts a server (its env and directory are prepended by the caller).
 fn start_script(command: &str, token: &str) -> String {
     format!(
@@ -540,16 +512,6 @@ mod tests {
         let probe = probe_script(&Ready::Http("http://127.0.0.1:8000/health'; rm -rf /".into()));
         assert!(probe.contains(&quote("http://127.0.0.1:8000/health'; rm -rf /")), "{probe}");
         assert!(stop_script(&Handle { pgid: 42, token: "t'x".into() }, Duration::from_secs(3)).contains("-lt 30"));
-    }
-
-    #[test]
-    fn a_run_directory_is_under_the_users_home() {
-        let name = run_dir_name(7);
-        assert!(name.starts_with("7-") && name.len() == 10, "{name}");
-        assert_ne!(name, run_dir_name(7), "never the same twice");
-        assert_eq!(run_dir("7-ab"), "$HOME/.sleuth/runs/7-ab");
-        assert_eq!(run_dir_from_home("7-ab"), ".sleuth/runs/7-ab");
-        assert!(run_dir_prelude("7-ab").contains("export SLEUTH_RUN_DIR"));
     }
 
     #[test]

@@ -232,6 +232,13 @@ impl Pool {
         }
     }
 
+    /// The host's SFTP session if one is open now (never waits to open one).
+    pub async fn open_sftp(&self, target: &Target) -> Option<Arc<russh_sftp::client::SftpSession>> {
+        let slot = self.slot(&target.name);
+        let slot = slot.lock().await;
+        slot.as_ref().filter(|c| !c.is_closed()).and_then(|c| c.sftp.get().cloned())
+    }
+
     /// The host's pooled connection, opened if there is none or it was lost.
     pub async fn connection(&self, target: &Target) -> Result<Arc<Connection>, SshError> {
         let slot = self.slot(&target.name);
