@@ -40,21 +40,11 @@ pub fn prelude(name: &str) -> String {
 }
 
 /// Makes the directory over the host's SFTP session if one is open (errors are
-/// left to the shell's fallback); without one, opens one for the next run.
-/// Polled before the command is sent, so its request goes first.
+/// left to the shell's fallback; without one, the pool opens one for the next
+/// run). Polled before the command is sent, so its request goes first.
 pub async fn make_early(pool: &Arc<Pool>, target: &Target, name: &str) {
-    match pool.open_sftp(target).await {
-        Some(sftp) => {
-            let _ = sftp.create_dir(from_home(name)).await;
-        }
-        None => {
-            let (pool, target) = (pool.clone(), target.clone());
-            tokio::spawn(async move {
-                if let Err(e) = pool.sftp(&target).await {
-                    tracing::debug!(host = %target.name, "no SFTP session for run directories: {e}");
-                }
-            });
-        }
+    if let Some(sftp) = pool.open_sftp(target).await {
+        let _ = sftp.create_dir(from_home(name)).await;
     }
 }
 

@@ -104,6 +104,9 @@ pub struct Connection {
     /// One long-lived SFTP session per connection, opened on first use: a file
     /// fetch then costs a round trip, not a new session.
     sftp: tokio::sync::OnceCell<Arc<russh_sftp::client::SftpSession>>,
+    /// Whether an SFTP session was opened ahead of need (`Pool::warm_sftp`):
+    /// once per connection, so a host without SFTP is not asked on every run.
+    sftp_warmed: std::sync::atomic::AtomicBool,
     host: String,
     /// Keeps the jump host's connection (which carries this one) alive.
     _jump: Option<Arc<Connection>>,
@@ -232,11 +235,27 @@ impl Pool {
         }
     }
 
-    /// The host's SFTP session if one is open now (never waits to open one).
-    pub async fn open_sftp(&self, target: &Target) -> Option<Arc<russh_sftp::client::SftpSession>> {
-        let slot = self.slot(&target.name);
-        let slot = slot.lock().await;
-        slot.as_ref().filter(|c| !c.is_closed()).and_then(|c| c.sftp.get().cloned())
+    /// The host's SFTP session if one is open now (never waits to open one);
+    /// without one, opens one in the background for next time, once per
+    /// connection.
+    pub async fn open_sftp(self: &Arc<Self>, target: &Target) -> Option<Arc<russh_sftp::client::SftpSession>> {
+        let connection = {
+            let slot = self.slot(&target.name);
+            let slot = slot.lock().await;
+            slot.as_ref().filter(|c| !c.is_closed())?.clone()
+        };
+        if let Some(sftp) = connection.sftp.get() {
+            return Some(sftp.clone());
+        }
+        if !connection.sftp_warmed.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            let host = target.name.clone();
+            tokio::spawn(async move {
+                if let Err(e) = connection.sftp().await {
+                    tracing::debug!(host, "no SFTP session ahead of need: {e}");
+                }
+            });
+        }
+        None
     }
 
     /// The host's pooled connection, opened if there is none or it was lost.
@@ -378,6 +397,7 @@ impl Pool {
             handle,
             channels: Arc::new(Semaphore::new(MAX_CHANNELS)),
             sftp: tokio::sync::OnceCell::new(),
+            sftp_warmed: std::sync::atomic::AtomicBool::new(false),
             host: target.name.clone(),
             _jump: jump,
         })
