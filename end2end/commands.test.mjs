@@ -99,6 +99,51 @@ test('run a command step and watch its output live in two browsers', async () =>
   assert.deepEqual(watcher.problems, []);
 });
 
+test('a repeat batch shows the run that runs, live, with its queue; Cancel says what it cancels', async () => {
+  const created = await fetch(server.url + '/api/v1/investigations', {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ title: 'batch' }),
+  }).then((r) => r.json());
+  const page = await newPage(browser);
+  await page.goto(server.url + created.url);
+  await hydrated(page);
+  await page.click('#add-command summary');
+  await page.waitForSelector('#add-command select[name=host] option[value=gpu]', { state: 'attached' });
+  await page.fill('#add-command textarea[name=command]', 'for i in 1 2 3 4; do echo "tick $i"; sleep 0.4; done');
+  await page.click('#add-command button:has-text("Add command")');
+  const step = page.locator('.step[data-kind=command]');
+  await step.locator('button.run-button').waitFor();
+  await step.locator('input[name=repeat]').fill('3');
+  await step.locator('input[name=warmup]').fill('1');
+  await step.locator('button.run-button').click();
+
+  // The warm-up runs first, shown live with the three queued behind it.
+  const running = step.locator('.run[data-status=running]');
+  await running.locator('.position:has-text("warm-up 1 of 1")').waitFor({ timeout: 15_000 });
+  await running.locator('pre.output:has-text("tick 1")').waitFor();
+  assert.equal((await running.locator('.queue').textContent()).trim(), '3 queued after it');
+  assert.doesNotMatch(await running.locator('.run-head').textContent(), /\b0 lines\b/, 'no stale count while it runs');
+  // Then the first measured run, live in turn.
+  await step.locator('.run[data-status=running] .position:has-text("run 1 of 3")').waitFor({ timeout: 15_000 });
+  await step.locator('.run[data-status=running] pre.output:has-text("tick 1")').waitFor();
+  assert.equal((await step.locator('.run .queue').textContent()).trim(), '2 queued after it');
+  const only = step.locator('button.cancel-button');
+  assert.match(await only.textContent(), /^Cancel run \d+ only$/);
+  const rest = step.locator('button.cancel-batch');
+  assert.equal((await rest.textContent()).trim(), 'Cancel the rest of the batch (3 runs)');
+  await screenshot(page, 'command-batch-running');
+  await rest.click();
+  await step.locator('.run[data-status=cancelled]').waitFor({ timeout: 15_000 });
+  const inv = await fetch(`${server.url}/api/v1/investigations/${created.id}`).then((r) => r.json());
+  const statuses = inv.steps.find((s) => s.kind === 'command').runs.map((r) => r.status);
+  assert.deepEqual(statuses, ['succeeded', 'cancelled', 'cancelled', 'cancelled'], 'the warm-up ran; the rest was cancelled');
+  assert.equal(await step.locator('button.cancel-batch, button.cancel-button').count(), 0, 'nothing left to cancel');
+  // A finished run counts its lines, in words that agree with the number.
+  const head = (await step.locator('.run .run-head span').allTextContents()).join(' | ');
+  assert.match(head, /\b\d+ lines?\b/);
+  assert.doesNotMatch(head, /\b1 lines\b/);
+  assert.deepEqual(page.problems, []);
+});
+
 test('long output shows its tail and loads earlier parts on demand', async () => {
   const created = await fetch(server.url + '/api/v1/investigations', {
     method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ title: 'long output' }),

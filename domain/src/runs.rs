@@ -276,6 +276,38 @@ pub fn runs_fingerprint<'a>(runs: impl IntoIterator<Item = &'a Run>) -> u64 {
     hash
 }
 
+/// The run a command card shows among a step's runs (oldest first): the one
+/// running now; else the newest that started (a batch between two runs shows
+/// the one that just ended, not the next one queued; a cancelled batch the run
+/// that was cancelled while running, not those cancelled before they began);
+/// else the newest.
+pub fn shown_run(runs: &[Run]) -> Option<&Run> {
+    runs.iter()
+        .rev()
+        .find(|r| r.status == RunStatus::Running)
+        .or_else(|| runs.iter().rev().find(|r| r.started_at.is_some()))
+        .or_else(|| runs.last())
+}
+
+/// Runs of the step still queued, besides `shown`: the queue behind it.
+pub fn queued_besides<'a>(runs: &'a [Run], shown: &Run) -> Vec<&'a Run> {
+    runs.iter().filter(|r| r.status == RunStatus::Queued && r.id != shown.id).collect()
+}
+
+/// Where a run sits in its batch: "run 2 of 4", "warm-up 1 of 1"; nothing alone.
+pub fn batch_position(run: &Run) -> String {
+    match (run.warmup, run.batch_size) {
+        (true, n) => format!("warm-up {} of {n}", run.batch_index),
+        (false, 1) => String::new(),
+        (false, n) => format!("run {} of {n}", run.batch_index),
+    }
+}
+
+/// "1 line", "2 lines": a count with its noun.
+pub fn counted(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// Human-readable byte counts: 1.5 MB.
 pub fn human_bytes(n: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
@@ -329,6 +361,41 @@ mod tests {
         assert_ne!(base, runs_fingerprint([&a, &run(2, "succeeded", false)]));
         // The chart stored just after the end: a page opened before it is stale.
         assert_ne!(base, runs_fingerprint([&run(1, "succeeded", true), &b]));
+    }
+
+    /// A run in `status`; it started unless it is queued or `unstarted`.
+    fn a_run(id: i64, status: &str) -> Run {
+        let (status, unstarted) = match status.strip_suffix(" unstarted") {
+            Some(status) => (status, true),
+            None => (status, status == "queued"),
+        };
+        serde_json::from_value(serde_json::json!({
+            "id": id, "step_id": 1, "host": "h", "command": "true", "env": [], "status": status,
+            "batch_index": 1, "batch_size": 1, "warmup": false, "stdout_bytes": 0, "stderr_bytes": 0,
+            "lines": 0, "queued_at": "2026-12-03T00:00:00Z",
+            "started_at": (!unstarted).then_some("2026-12-03T00:00:01Z"),
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_card_shows_the_running_run_not_the_last_queued() {
+        let batch =
+            [a_run(4, "succeeded"), a_run(5, "succeeded"), a_run(6, "running"), a_run(7, "queued"), a_run(8, "queued")];
+        let shown = shown_run(&batch).unwrap();
+        assert_eq!(shown.id, 6);
+        assert_eq!(queued_besides(&batch, shown).iter().map(|r| r.id).collect::<Vec<_>>(), [7, 8]);
+        // Between two runs of a batch: the one that just ended.
+        let between = [a_run(5, "succeeded"), a_run(6, "failed"), a_run(7, "queued")];
+        assert_eq!(shown_run(&between).unwrap().id, 6);
+        // A cancelled batch: the run cancelled while it ran, not those cancelled before.
+        let cancelled = [a_run(5, "succeeded"), a_run(6, "cancelled"), a_run(7, "cancelled unstarted")];
+        assert_eq!(shown_run(&cancelled).unwrap().id, 6);
+        let waiting = [a_run(7, "queued"), a_run(8, "queued")];
+        assert_eq!(shown_run(&waiting).unwrap().id, 8);
+        assert!(shown_run(&[]).is_none());
+        assert_eq!(counted(1, "line", "lines"), "1 line");
+        assert_eq!(counted(0, "line", "lines"), "0 lines");
     }
 
     #[test]

@@ -166,6 +166,25 @@ pub async fn cancel_run(run_id: i64) -> Result<Run, ApiError> {
     crate::backend::call(move |notebook, actor| async move { notebook.cancel_run(&actor, run_id).await }).await
 }
 
+/// Cancels runs in the order given (`run_ids`: comma-separated), each as
+/// `cancel_run` would; a batch's queued runs go first.
+#[server]
+pub async fn cancel_runs(run_ids: String) -> Result<Vec<Run>, ApiError> {
+    let ids = run_ids
+        .split(',')
+        .map(|id| id.trim().parse::<i64>())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|_| ApiError::bad_request(format!("Not a list of run ids: {run_ids:?}")))?;
+    crate::backend::call(move |notebook, actor| async move {
+        let mut cancelled = Vec::with_capacity(ids.len());
+        for id in ids {
+            cancelled.push(notebook.cancel_run(&actor, id).await?);
+        }
+        Ok(cancelled)
+    })
+    .await
+}
+
 #[component]
 pub fn CommandContent(step: Step, editing: bool) -> impl IntoView {
     let super::StepBody::Command(body) = step.body.clone() else {
@@ -173,7 +192,10 @@ pub fn CommandContent(step: Step, editing: bool) -> impl IntoView {
     };
     let html = step.html.clone().unwrap_or_default();
     let label = crate::runs::config_label(&body.env.clone().into_iter().collect::<Vec<_>>());
-    let newest = step.runs.last().cloned();
+    // The run running now (a batch's queued runs wait behind it), else the newest.
+    let shown = crate::runs::shown_run(&step.runs).cloned();
+    let queued: Vec<i64> =
+        shown.as_ref().map(|s| crate::runs::queued_besides(&step.runs, s).iter().map(|r| r.id).collect()).unwrap_or_default();
     let sweep = sweep_progress(&step.runs);
     let configs = crate::sweeps::configurations(&body.matrix).len();
     let settings: Vec<String> = body
@@ -216,8 +238,8 @@ pub fn CommandContent(step: Step, editing: bool) -> impl IntoView {
     };
     view! {
         {command}
-        <RunControls step_id version=step.version newest=newest.clone() sweeping={configs > 0} sweep=sweep/>
-        {newest.map(|run| view! { <RunOutput run/> })}
+        <RunControls step_id version=step.version shown=shown.clone() queued=queued.clone() sweeping={configs > 0} sweep=sweep/>
+        {shown.map(|run| view! { <RunOutput run queued=queued.len()/> })}
         <RunHistory runs=history/>
     }
     .into_any()
@@ -365,7 +387,9 @@ pub fn AddCommand(investigation: String) -> impl IntoView {
 fn RunControls(
     step_id: i64,
     version: i64,
-    newest: Option<Run>,
+    /// The run the card shows (`runs::shown_run`) and the runs queued behind it.
+    shown: Option<Run>,
+    queued: Vec<i64>,
     /// The step has a matrix: runs go over every configuration.
     sweeping: bool,
     /// The newest sweep: (id, still going, progress line).
@@ -374,7 +398,8 @@ fn RunControls(
     let start = ServerAction::<StartRuns>::new();
     let cancel = ServerAction::<CancelRun>::new();
     let cancel_all = ServerAction::<CancelSweep>::new();
-    let active = newest.filter(|r| !r.status.is_finished());
+    let cancel_batch = ServerAction::<CancelRuns>::new();
+    let active = shown.filter(|r| !r.status.is_finished());
     let going = sweep.as_ref().filter(|(_, going, _)| *going).map(|(id, _, _)| *id);
     view! {
         {sweep.map(|(_, going, line)| view! {
@@ -407,12 +432,31 @@ fn RunControls(
                 })}
                 <ActionError action=start/>
             </ActionForm>
-            {active.map(|run| view! {
+            {active.clone().map(|run| {
+                let alone = queued.is_empty();
+                view! {
                 <ActionForm action=cancel attr:class="inline">
                     <input type="hidden" name="run_id" value=run.id/>
-                    <button type="submit" class="danger cancel-button">"Cancel run " {run.id}</button>
+                    <button type="submit" class="danger cancel-button" title=format!("Cancel run {}", run.id)>
+                        {if alone { "Cancel this run".to_string() } else { format!("Cancel run {} only", run.id) }}
+                    </button>
                     <ActionError action=cancel/>
                 </ActionForm>
+                }
+            })}
+            // The rest of a batch (a sweep has its own button).
+            {(!queued.is_empty() && going.is_none()).then(|| {
+                // Queued first, so the batch does not start one of them meanwhile.
+                let ids: Vec<String> = queued.iter().rev().chain(active.as_ref().map(|r| &r.id)).map(i64::to_string).collect();
+                view! {
+                    <ActionForm action=cancel_batch attr:class="inline">
+                        <input type="hidden" name="run_ids" value=ids.join(",")/>
+                        <button type="submit" class="danger cancel-batch">
+                            {format!("Cancel the rest of the batch ({})", crate::runs::counted(ids.len() as u64, "run", "runs"))}
+                        </button>
+                        <ActionError action=cancel_batch/>
+                    </ActionForm>
+                }
             })}
             {going.map(|sweep| view! {
                 <ActionForm action=cancel_all attr:class="inline">
@@ -426,14 +470,6 @@ fn RunControls(
     }
 }
 
-fn run_position(run: &Run) -> String {
-    match (run.warmup, run.batch_size) {
-        (true, n) => format!("warm-up {}/{n}", run.batch_index),
-        (false, 1) => String::new(),
-        (false, n) => format!("run {}/{n}", run.batch_index),
-    }
-}
-
 #[component]
 pub fn RunStatusBadge(status: RunStatus) -> impl IntoView {
     view! { <span class=format!("badge run-{}", status.as_str())>{status.as_str().replace('_', " ")}</span> }
@@ -444,10 +480,14 @@ pub fn RunStatusBadge(status: RunStatus) -> impl IntoView {
 /// from byte `data-end`), "show more" adds earlier output above (before byte
 /// `data-first`), and a source reference in it opens as a snippet step.
 #[component]
-fn RunOutput(run: Run) -> impl IntoView {
+fn RunOutput(
+    run: Run,
+    /// How many runs of the step wait behind it.
+    queued: usize,
+) -> impl IntoView {
     let (html, start, end) = run.tail.clone().map(|t| (t.html, t.start, t.end)).unwrap_or_default();
     let summary = run_summary(&run);
-    let position = run_position(&run);
+    let position = crate::runs::batch_position(&run);
     let run_id = run.id;
     let earlier_from = start.saturating_sub(EARLIER_BYTES);
     view! {
@@ -455,7 +495,8 @@ fn RunOutput(run: Run) -> impl IntoView {
             <div class="run-head">
                 <RunStatusBadge status=run.status/>
                 <span class="run-id">"run " {run.id}</span>
-                {(!position.is_empty()).then(|| view! { <span class="muted">{position}</span> })}
+                {(!position.is_empty()).then(|| view! { <span class="muted position">{position}</span> })}
+                {(queued > 0).then(|| view! { <span class="muted queue">{format!("{queued} queued after it")}</span> })}
                 <span class="muted">{summary}</span>
                 <span class="spacer"></span>
                 <span class="muted bytes">{human_bytes(end)}</span>
@@ -588,7 +629,10 @@ fn run_summary(run: &Run) -> String {
     if let Some(started) = &run.started_at {
         parts.push(format!("started {}", short_time(started)));
     }
-    parts.push(format!("{} lines", run.lines));
+    // While it runs the count lags what is shown (the bytes beside it are live).
+    if run.status.is_finished() {
+        parts.push(crate::runs::counted(run.lines, "line", "lines"));
+    }
     parts.join(" · ")
 }
 
@@ -608,7 +652,7 @@ fn RunHistory(runs: Vec<Run>) -> impl IntoView {
                     <td class="num"><a href=format!("/api/v1/runs/{}/output", run.id)>{run.id}</a></td>
                     <td><RunStatusBadge status=run.status/></td>
                     <td class="env">{label}</td>
-                    <td>{run_position(&run)}</td>
+                    <td>{crate::runs::batch_position(&run)}</td>
                     <td class="num">{run.exit_code.map(|c| c.to_string()).unwrap_or_default()}</td>
                     <td class="num">{run.duration_ms.map(human_duration).unwrap_or_default()}</td>
                     <td class="num">{human_bytes(run.output_bytes())}</td>
