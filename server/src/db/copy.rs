@@ -264,7 +264,7 @@ impl Copy {
                     insert = match value {
                         Value::Int(v) => insert.bind(*v),
                         Value::Text(v) => insert.bind(v.clone()),
-                        Value::Float(v) => insert.bind(*v),
+                        Value::Float(v) => insert.bind(super::float::Float(*v)),
                         Value::Bytes(v) => insert.bind(v.clone()),
                     };
                 }

@@ -35,6 +35,10 @@ const MEASUREMENT_COLUMNS: &str =
 
 impl Store {
     /// Replaces what was extracted from `run` with `found`, in one transaction.
+    /// A measurement found again (the same metric, key and extractor) keeps its
+    /// row and id, its value updated: calculators and links name measurements
+    /// by id, and a run is read again after its end (its telemetry's
+    /// summaries) and whenever an extractor is added.
     pub async fn replace_run_measurements(
         &self,
         investigation: &str,
@@ -42,24 +46,48 @@ impl Store {
         found: &[Measurement],
     ) -> StoreResult<()> {
         let mut tx = self.pool.begin().await?;
-        sqlx::query("DELETE FROM measurements WHERE run_id = $1").bind(run).execute(&mut *tx).await?;
+        let mut old: Vec<(i64, String, Option<String>, String)> =
+            sqlx::query_as("SELECT id, metric, key, extractor FROM measurements WHERE run_id = $1 ORDER BY id")
+                .bind(run)
+                .fetch_all(&mut *tx)
+                .await?;
         let now = now_ms();
         for m in found {
-            sqlx::query(
-                "INSERT INTO measurements (investigation_id, run_id, metric, value, unit, extractor, stddev, key, created_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-            )
-            .bind(investigation)
-            .bind(run)
-            .bind(&m.metric)
-            .bind(m.value)
-            .bind(&m.unit)
-            .bind(&m.extractor)
-            .bind(m.stddev)
-            .bind(&m.key)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
+            let same = old.iter().position(|(_, metric, key, extractor)| {
+                *metric == m.metric && *key == m.key && *extractor == m.extractor
+            });
+            match same.map(|i| old.remove(i)) {
+                Some((id, ..)) => {
+                    sqlx::query("UPDATE measurements SET value = $1, unit = $2, stddev = $3 WHERE id = $4")
+                        .bind(m.value)
+                        .bind(&m.unit)
+                        .bind(super::float::Float(m.stddev))
+                        .bind(id)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                None => {
+                    sqlx::query(
+                        "INSERT INTO measurements (investigation_id, run_id, metric, value, unit, extractor, stddev, key, created_at)
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                    )
+                    .bind(investigation)
+                    .bind(run)
+                    .bind(&m.metric)
+                    .bind(m.value)
+                    .bind(&m.unit)
+                    .bind(&m.extractor)
+                    .bind(super::float::Float(m.stddev))
+                    .bind(&m.key)
+                    .bind(now)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+            }
+        }
+        // What is not found any more goes.
+        for (id, ..) in old {
+            sqlx::query("DELETE FROM measurements WHERE id = $1").bind(id).execute(&mut *tx).await?;
         }
         Ok(tx.commit().await?)
     }
@@ -80,7 +108,7 @@ impl Store {
         .bind(&m.metric)
         .bind(m.value)
         .bind(&m.unit)
-        .bind(m.stddev)
+        .bind(super::float::Float(m.stddev))
         .bind(note)
         .bind(label)
         .bind(now_ms())
@@ -208,5 +236,75 @@ impl Store {
             .execute(&self.pool)
             .await?;
         Ok(done.rows_affected() == 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn found(metric: &str, value: f64, key: Option<&str>) -> Measurement {
+        Measurement {
+            metric: metric.into(),
+            value,
+            unit: "tok/s".into(),
+            extractor: "vllm-bench-serve".into(),
+            stddev: None,
+            key: key.map(str::to_string),
+        }
+    }
+
+    /// Read again (telemetry's summaries after the end, a new extractor), a run
+    /// keeps the ids of what it found before: calculators name them.
+    #[tokio::test]
+    async fn measurements_found_again_keep_their_ids() {
+        for (_dir, _database, store) in crate::db::test_stores().await {
+            let run = crate::db::tests_support::a_run(&store).await;
+            let investigation = store.run_investigation(run).await.unwrap().unwrap();
+            let first = [found("output_throughput", 57.5, None), found("ttft_ms", 9.0, Some("p99"))];
+            store.replace_run_measurements(&investigation, run, &first).await.unwrap();
+            let before = store.measurements_of_runs(&[run]).await.unwrap();
+            let again = [found("output_throughput", 57.6, None), found("gpu_util_mean", 80.0, None)];
+            store.replace_run_measurements(&investigation, run, &again).await.unwrap();
+            let after = store.measurements_of_runs(&[run]).await.unwrap();
+            let id_of = |rows: &[MeasurementRow], metric: &str| rows.iter().find(|r| r.metric == metric).map(|r| r.id);
+            assert_eq!(id_of(&after, "output_throughput"), id_of(&before, "output_throughput"), "{:?}", store.backend());
+            assert_eq!(after.iter().find(|r| r.metric == "output_throughput").unwrap().value, 57.6);
+            assert!(id_of(&after, "gpu_util_mean").is_some(), "new ones are added");
+            assert_eq!(id_of(&after, "ttft_ms"), None, "ones not found any more go");
+            assert_eq!(after.len(), 2);
+        }
+    }
+}
+
+#[cfg(test)]
+mod floats {
+    use super::*;
+
+    /// A spread that is missing, then present, in the same statements: on
+    /// PostgreSQL a NULL float once made the cached statement refuse the next
+    /// value (see `db::float`).
+    #[tokio::test]
+    async fn a_missing_float_then_a_present_one() {
+        for (_dir, _database, store) in crate::db::test_stores().await {
+            let run = crate::db::tests_support::a_run(&store).await;
+            let investigation = store.run_investigation(run).await.unwrap().unwrap();
+            for i in 0..12 {
+                let stddev = (i % 2 == 1).then_some(0.16 * f64::from(i));
+                let m = Measurement {
+                    metric: format!("tg{i}"),
+                    value: 57.5,
+                    unit: "tok/s".into(),
+                    extractor: "llama-bench".into(),
+                    stddev,
+                    key: None,
+                };
+                store.replace_run_measurements(&investigation, run, &[m]).await.unwrap_or_else(|e| {
+                    panic!("{:?}, stddev {stddev:?}: {e}", store.backend());
+                });
+                let kept = store.measurements_of_runs(&[run]).await.unwrap();
+                assert_eq!(kept[0].stddev, stddev, "{:?}", store.backend());
+            }
+        }
     }
 }

@@ -42,6 +42,7 @@ mod sign_in;
 mod snapshots;
 mod sweeps;
 mod telemetry;
+mod float;
 
 pub use access::OwnedBy;
 pub use accounts::{TokenRow, UserRow};

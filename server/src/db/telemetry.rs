@@ -25,15 +25,15 @@ impl Store {
                     .bind(run)
                     .bind(i64::from(*gpu))
                     .bind(i64::try_from(s.t_ms).unwrap_or(i64::MAX))
-                    .bind(s.gpu_util)
-                    .bind(s.mem_util)
-                    .bind(s.mem_used_mib)
-                    .bind(s.power_w)
-                    .bind(s.sm_clock_mhz)
-                    .bind(s.mem_clock_mhz)
-                    .bind(s.temp_c)
-                    .bind(s.pcie_rx_mbs)
-                    .bind(s.pcie_tx_mbs);
+                    .bind(super::float::Float(s.gpu_util))
+                    .bind(super::float::Float(s.mem_util))
+                    .bind(super::float::Float(s.mem_used_mib))
+                    .bind(super::float::Float(s.power_w))
+                    .bind(super::float::Float(s.sm_clock_mhz))
+                    .bind(super::float::Float(s.mem_clock_mhz))
+                    .bind(super::float::Float(s.temp_c))
+                    .bind(super::float::Float(s.pcie_rx_mbs))
+                    .bind(super::float::Float(s.pcie_tx_mbs));
             }
             insert.execute(&self.pool).await?;
         }
