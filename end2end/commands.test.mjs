@@ -423,7 +423,15 @@ test('tok/s from two configurations, a hypothesis, and its verdict', async () =>
 
   await page.click('#add-hypothesis summary');
   const form = page.locator('#add-hypothesis form');
+  // The metric: offered from what was measured here, and required.
+  const offered = await page.locator('datalist#hypothesis-metrics option').evaluateAll((os) => os.map((o) => o.value));
+  assert.ok(offered.includes('output_throughput'), `offered: ${offered}`);
   await form.locator('input[name=statement]').fill('NCCL_PROTO=LL speeds up decode');
+  assert.equal(await form.locator('input[name=metric]:invalid').count(), 1, 'the browser asks for it first');
+  await form.locator('input[name=metric]').fill('   '); // passes `required`; the server refuses it
+  await form.locator('button:has-text("Add hypothesis")').click();
+  await form.locator('p.error:has-text("Choose the metric this hypothesis is judged on")').waitFor();
+  assert.equal(await page.locator('table.hypotheses-table tbody tr').count(), 0, 'nothing added');
   await form.locator('textarea[name=rationale]').fill('LL trades bandwidth for latency; decode sends **small** messages.');
   await form.locator('input[name=metric]').fill('output_throughput');
   await form.locator('select[name=direction]').selectOption('increase');
@@ -482,6 +490,25 @@ test('tok/s from two configurations, a hypothesis, and its verdict', async () =>
   assert.match(await calc.textContent(), /57\.\d+ tok\/s\s*output_throughput of run #\d+/);
   assert.match(await calc.textContent(), /time per token\s*17\.\d ms/);
   await screenshot(page, 'measurements-overview');
+  // Edited in place: the other way round, the verdict follows; the change is in the audit log.
+  const editing = page.locator('table.hypotheses-table tr.hypothesis-editor details.edit-hypothesis').first();
+  await editing.locator('summary').click();
+  const editor = editing.locator('form');
+  assert.equal(await editor.locator('input[name=metric]').inputValue(), 'output_throughput');
+  assert.equal(await editor.locator('select[name=baseline_step]').inputValue(), String(base.id));
+  await editor.locator('input[name=statement]').fill('NCCL_PROTO=LL slows decode down');
+  await editor.locator('select[name=baseline_step]').selectOption(String(treat.id));
+  await editor.locator('select[name=treatment_step]').selectOption(String(base.id));
+  await editor.locator('input[name=expected_pct]').fill('');
+  await editor.locator('button:has-text("Save hypothesis")').click();
+  await page.waitForSelector('table.hypotheses-table td.statement a:has-text("NCCL_PROTO=LL slows decode down")');
+  const flipped = await page.locator('table.hypotheses-table td.verdict').first().textContent();
+  assert.match(flipped, /^\+7\d % \(95 % CI \d+ … \d+ %\)as expected/, flipped);
+  assert.doesNotMatch(await page.locator('table.hypotheses-table td.statement').first().textContent(), /15 %/);
+  const audit = await fetch(`${server.url}/api/v1/audit?limit=5`).then((r) => r.json());
+  const edit = audit.find((e) => e.action === 'hypothesis.edit');
+  assert.ok(edit, JSON.stringify(audit));
+  assert.match(edit.outcome, /statement changed; expected: 15 % → —; baseline: .* → .*; treatment: /);
   await row.locator('select[name=status]').selectOption('refuted');
   await row.locator('button:has-text("Set")').click();
   await page.waitForSelector('table.hypotheses-table tr[data-status=refuted]');
@@ -495,5 +522,6 @@ test('tok/s from two configurations, a hypothesis, and its verdict', async () =>
   await page.click('#extractors button:has-text("Add extractor")');
   await page.waitForSelector('#extractors li[data-extractor=requests]');
   await page.waitForSelector(`#step-${base.id} li.measure[data-metric=requests]`);
-  assert.deepEqual(page.problems, []);
+  // The empty metric was refused with 422: expected.
+  assert.deepEqual(page.problems.filter((p) => !/^http 422: .*\/api\/add_hypothesis/.test(p)), []);
 });

@@ -101,8 +101,9 @@ pub struct HypothesisInput {
     pub metric: Option<String>,
     #[serde(default)]
     pub direction: Option<String>,
-    #[serde(default)]
-    pub expected_pct: Option<f64>,
+    /// Absent: unchanged; `null`: no expected size any more.
+    #[serde(default, deserialize_with = "present")]
+    pub expected_pct: Option<Option<f64>>,
     #[serde(default)]
     pub status: Option<String>,
     #[serde(default)]
@@ -115,6 +116,12 @@ pub struct HypothesisInput {
     /// Without it, the change applies to whatever is there (scripts).
     #[serde(default)]
     pub version: Option<i64>,
+}
+
+/// A field that is there, `null` included (`Some(None)`); absent is `None`
+/// through `#[serde(default)]`.
+fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
 }
 
 pub fn hypothesis_anchor(id: i64) -> String {

@@ -22,6 +22,31 @@ fn step_group(text: &str) -> Result<Option<crate::hypotheses::RunGroup>, ApiErro
     Ok(step.map(|step| RunGroup { steps: vec![step], ..RunGroup::default() }))
 }
 
+/// A group select when editing: `keep` leaves the group as it is (one the
+/// selects cannot show), empty clears it, else as [`step_group`].
+#[cfg(feature = "ssr")]
+fn edited_group(text: &str) -> Result<Option<crate::hypotheses::RunGroup>, ApiError> {
+    match text {
+        "keep" => Ok(None),
+        "" => Ok(Some(crate::hypotheses::RunGroup::default())),
+        _ => step_group(text),
+    }
+}
+
+/// A hypothesis is judged on one metric: the page asks for it (the API lets a
+/// script name it later).
+#[cfg(feature = "ssr")]
+fn chosen_metric(metric: &str) -> Result<String, ApiError> {
+    if metric.trim().is_empty() {
+        let error = ApiError::invalid(
+            "Choose the metric this hypothesis is judged on: one measured here (the list), or a new name.",
+        );
+        crate::backend::set_status(&error);
+        return Err(error);
+    }
+    Ok(metric.to_string())
+}
+
 #[server]
 #[allow(clippy::too_many_arguments)]
 pub async fn add_hypothesis(
@@ -39,9 +64,9 @@ pub async fn add_hypothesis(
     let input = crate::hypotheses::HypothesisInput {
         statement: Some(statement),
         rationale: Some(rationale),
-        metric: Some(metric),
+        metric: Some(chosen_metric(&metric)?),
         direction: Some(direction),
-        expected_pct,
+        expected_pct: Some(expected_pct),
         status: None,
         baseline: step_group(&baseline_step)?,
         treatment: step_group(&treatment_step)?,
@@ -52,6 +77,39 @@ pub async fn add_hypothesis(
         move |notebook, actor| async move { notebook.add_hypothesis(&actor, &investigation, input).await },
     )
     .await
+}
+
+/// Saves an edited hypothesis, if nobody changed it since `version` was shown.
+#[server]
+#[allow(clippy::too_many_arguments)]
+pub async fn edit_hypothesis(
+    id: i64,
+    version: i64,
+    statement: String,
+    rationale: String,
+    metric: String,
+    direction: String,
+    expected_pct: String,
+    baseline_step: String,
+    treatment_step: String,
+) -> Result<Hypothesis, ApiError> {
+    let expected_pct =
+        crate::backend::form_number("The expected size in %", expected_pct.trim().trim_end_matches('%'))?;
+    let input = crate::hypotheses::HypothesisInput {
+        statement: Some(statement),
+        rationale: Some(rationale),
+        metric: Some(chosen_metric(&metric)?),
+        direction: Some(direction),
+        // An emptied field: no expected size any more.
+        expected_pct: Some(expected_pct),
+        status: None,
+        baseline: edited_group(&baseline_step)?,
+        treatment: edited_group(&treatment_step)?,
+        evidence: None,
+        version: Some(version),
+    };
+    crate::backend::call(move |notebook, actor| async move { notebook.update_hypothesis(&actor, id, input).await })
+        .await
 }
 
 #[server]
@@ -111,7 +169,15 @@ pub fn HypothesesSection(inv: Investigation) -> impl IntoView {
     let labels = inv.step_labels();
     let steps: Vec<(i64, String)> =
         labels.iter().map(|s| (s.id, format!("#{} {} · {}", s.position, s.kind, s.headline))).collect();
-    let rows = inv.hypotheses.iter().cloned().map(|h| view! { <HypothesisRow h steps=steps.clone()/> }).collect_view();
+    // The metrics measured here, offered when a hypothesis names its metric.
+    let mut metrics: Vec<String> = inv
+        .measurements
+        .iter()
+        .map(|m| m.measurement.metric.clone())
+        .chain(inv.steps.iter().flat_map(|s| s.runs.iter()).flat_map(|r| r.measurements.iter().map(|m| m.metric.clone())))
+        .collect();
+    metrics.sort();
+    metrics.dedup();
     let charts = inv
         .hypotheses
         .iter()
@@ -147,8 +213,17 @@ pub fn HypothesesSection(inv: Investigation) -> impl IntoView {
             std::iter::once((s.id.to_string(), label)).chain(picks).collect::<Vec<_>>()
         })
         .collect();
+    let rows = inv
+        .hypotheses
+        .iter()
+        .cloned()
+        .map(|h| view! { <HypothesisRow h steps=steps.clone() commands=commands.clone()/> })
+        .collect_view();
     view! {
         <section class="hypotheses" aria-label="Hypotheses">
+            <datalist id="hypothesis-metrics">
+                {metrics.into_iter().map(|m| view! { <option value=m></option> }).collect_view()}
+            </datalist>
             <h2>"Hypotheses"</h2>
             {(!empty).then(|| view! {
                 <div class="table-scroll">
@@ -171,7 +246,7 @@ pub fn HypothesesSection(inv: Investigation) -> impl IntoView {
 }
 
 #[component]
-fn HypothesisRow(h: Hypothesis, steps: Vec<(i64, String)>) -> impl IntoView {
+fn HypothesisRow(h: Hypothesis, steps: Vec<(i64, String)>, commands: Vec<(String, String)>) -> impl IntoView {
     let set_status = ServerAction::<SetHypothesisStatus>::new();
     let link = ServerAction::<LinkEvidence>::new();
     let unlink = ServerAction::<UnlinkEvidence>::new();
@@ -205,6 +280,7 @@ fn HypothesisRow(h: Hypothesis, steps: Vec<(i64, String)>) -> impl IntoView {
         view! { <div class="provenance"><p class="muted">{p.summary}</p>{warnings}</div> }
     });
     let delete = ServerAction::<DeleteHypothesis>::new();
+    let editor = view! { <EditHypothesis h=h.clone() commands/> };
     let unit = h.unit.clone().unwrap_or_default();
     let side = |g: Option<&crate::metrics::GroupSummary>| {
         g.map(|g| format!("{} {unit} (n={})", number(g.mean), g.n)).unwrap_or_else(|| "—".into())
@@ -283,6 +359,10 @@ fn HypothesisRow(h: Hypothesis, steps: Vec<(i64, String)>) -> impl IntoView {
                 </crate::components::Can>
             </td>
         </tr>
+        // The editor spans the table: a form in the last cell would be a sliver.
+        <crate::components::Can what=crate::components::Ability::Edit>
+        <tr class="hypothesis-editor"><td colspan="8">{editor}</td></tr>
+        </crate::components::Can>
     }
     .into_any()
 }
@@ -304,7 +384,7 @@ fn AddHypothesis(investigation: String, commands: Vec<(String, String)>) -> impl
                     <textarea name="rationale" rows="3" placeholder="Custom allreduce is disabled on more than two PCIe-only GPUs; 13 % of HBM bandwidth…"></textarea>
                 </label>
                 <div class="row">
-                    <label>"Metric" <input name="metric" placeholder="output_throughput"/></label>
+                    <label>"Metric" <input name="metric" required list="hypothesis-metrics" placeholder="e.g. output_throughput"/></label>
                     <label class="narrow">"Expect"
                         <select name="direction">
                             <option value="">"—"</option>
@@ -328,4 +408,63 @@ fn AddHypothesis(investigation: String, commands: Vec<(String, String)>) -> impl
         </details>
     }
     .into_any()
+}
+
+/// The value a group select shows for `group`: a step's runs, one
+/// configuration of a sweep, none; or `keep` for a group the selects cannot
+/// show (runs picked one by one, through the API).
+fn group_choice(group: &crate::hypotheses::RunGroup) -> String {
+    match (group.runs.as_slice(), group.steps.as_slice(), group.configs.as_slice()) {
+        ([], [], []) => String::new(),
+        ([], [step], []) => step.to_string(),
+        ([], [], [pick]) => format!("{}|{}", pick.step, serde_json::to_string(&pick.config).unwrap_or_default()),
+        _ => "keep".into(),
+    }
+}
+
+/// Edit a hypothesis in place: its statement, why, metric, expectation and
+/// groups; a save by someone else since it was shown is refused, not overwritten.
+#[component]
+fn EditHypothesis(h: Hypothesis, commands: Vec<(String, String)>) -> impl IntoView {
+    let edit = ServerAction::<EditHypothesis>::new();
+    let select = move |name: &'static str, label: &'static str, chosen: String| {
+        let kept = (chosen == "keep").then(|| view! { <option value="keep" selected>"(as chosen through the API)"</option> });
+        let options = commands
+            .iter()
+            .map(|(id, text)| view! { <option value=id.clone() selected=*id == chosen>{text.clone()}</option> })
+            .collect_view();
+        view! {
+            <label>{label}
+                <select name=name>{kept}<option value="" selected=chosen.is_empty()>"—"</option>{options}</select>
+            </label>
+        }
+    };
+    let (baseline, treatment) =
+        (select("baseline_step", "Baseline runs", group_choice(&h.baseline)), select("treatment_step", "Treatment runs", group_choice(&h.treatment)));
+    let direction = h.direction.clone().unwrap_or_default();
+    let directions = ["", "increase", "decrease"]
+        .into_iter()
+        .map(|d| view! { <option value=d selected=d == direction>{if d.is_empty() { "—" } else { d }}</option> })
+        .collect_view();
+    view! {
+        <details class="edit-hypothesis">
+            <summary class="quiet">"Edit…"</summary>
+            <ActionForm action=edit attr:class="stacked">
+                <input type="hidden" name="id" value=h.id/>
+                <input type="hidden" name="version" value=h.version/>
+                <label>"Hypothesis" <input name="statement" required maxlength="500" value=h.statement.clone()/></label>
+                <label>"Why " <span class="muted">"(Markdown)"</span>
+                    <textarea name="rationale" rows="3">{h.rationale.clone()}</textarea>
+                </label>
+                <div class="row">
+                    <label>"Metric" <input name="metric" required list="hypothesis-metrics" value=h.metric.clone().unwrap_or_default()/></label>
+                    <label class="narrow">"Expect" <select name="direction">{directions}</select></label>
+                    <label class="narrow">"by %" <input name="expected_pct" inputmode="decimal" value=h.expected_pct.map(|p| p.to_string()).unwrap_or_default()/></label>
+                </div>
+                <div class="row">{baseline}{treatment}</div>
+                <crate::components::ActionError action=edit/>
+                <div class="form-actions"><button type="submit" class="primary">"Save hypothesis"</button></div>
+            </ActionForm>
+        </details>
+    }
 }

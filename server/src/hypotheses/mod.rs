@@ -78,13 +78,15 @@ fn apply(row: &mut HypothesisRow, input: HypothesisInput) -> Result<()> {
             }
         };
     }
-    if let Some(pct) = input.expected_pct {
-        if !pct.is_finite() || pct < 0.0 {
+    match input.expected_pct {
+        None => {}
+        Some(None) => row.expected_pct = None,
+        Some(Some(pct)) if !pct.is_finite() || pct < 0.0 => {
             return Err(
                 ApiError::invalid("The expected size is a percentage from 0 (its sign is the direction).").into()
             );
         }
-        row.expected_pct = Some(pct);
+        Some(pct) => row.expected_pct = pct,
     }
     if let Some(status) = input.status {
         if !STATUSES.contains(&status.as_str()) {
@@ -104,6 +106,32 @@ fn apply(row: &mut HypothesisRow, input: HypothesisInput) -> Result<()> {
         row.evidence = serde_json::to_string(&evidence).context("evidence as JSON")?;
     }
     Ok(())
+}
+
+/// What an edit changed, for the audit log: `metric: — → output_throughput`.
+fn changes(before: &HypothesisRow, after: &HypothesisRow) -> Vec<String> {
+    let shown = |v: Option<&str>| v.filter(|v| !v.is_empty()).map_or_else(|| "—".to_string(), str::to_string);
+    let pct = |p: Option<f64>| p.map(|p| format!("{p} %"));
+    let fields: [(&str, Option<String>, Option<String>); 9] = [
+        ("statement", Some(before.statement.clone()), Some(after.statement.clone())),
+        ("rationale", Some(before.rationale.clone()), Some(after.rationale.clone())),
+        ("metric", before.metric.clone(), after.metric.clone()),
+        ("direction", before.direction.clone(), after.direction.clone()),
+        ("expected", pct(before.expected_pct), pct(after.expected_pct)),
+        ("status", Some(before.status.clone()), Some(after.status.clone())),
+        ("baseline", Some(before.baseline.clone()), Some(after.baseline.clone())),
+        ("treatment", Some(before.treatment.clone()), Some(after.treatment.clone())),
+        ("evidence", Some(before.evidence.clone()), Some(after.evidence.clone())),
+    ];
+    fields
+        .into_iter()
+        .filter(|(_, old, new)| old != new)
+        .map(|(name, old, new)| match name {
+            // Long text: that it changed, not both versions.
+            "statement" | "rationale" => format!("{name} changed"),
+            _ => format!("{name}: {} → {}", shown(old.as_deref()), shown(new.as_deref())),
+        })
+        .collect()
 }
 
 /// The non-warm-up runs a group names, in this investigation, oldest first.
@@ -301,12 +329,27 @@ impl Hypotheses {
         if expected.is_some_and(|v| v != row.version) {
             return Err(stale(&row).into());
         }
+        let before = row.clone();
         apply(&mut row, input)?;
         self.check_evidence(&mut row).await?;
         // Compare-and-swap: a save between the read above and this write is caught too.
         if !self.store.update_hypothesis(&row, &permit.actor().name, expected).await? {
             let current = self.store.hypothesis(id).await?.ok_or_else(|| not_found(id))?;
             return Err(stale(&current).into());
+        }
+        let changes = changes(&before, &row);
+        if !changes.is_empty() {
+            // Its history: who changed what, in the audit log.
+            let entry = crate::db::NewAudit {
+                who: permit.actor().name.clone(),
+                action: "hypothesis.edit",
+                host: None,
+                target: format!("hypothesis {id} of {}", row.investigation_id),
+                env: None,
+                outcome: Some(changes.join("; ")),
+                run_id: None,
+            };
+            crate::audit::record(&self.store, entry).await;
         }
         self.get(&permit.read(), id).await
     }

@@ -334,4 +334,24 @@ async fn a_stale_save_of_a_hypothesis_is_refused_with_the_newer_text() {
         app.patch_json(&format!("/api/v1/hypotheses/{id}"), json!({ "status": "supported" })).await.status,
         StatusCode::OK
     );
+    // An expected size set, then taken away with `null` (absent leaves it).
+    let set = app.patch_json(&format!("/api/v1/hypotheses/{id}"), json!({ "expected_pct": 15 })).await.json();
+    assert_eq!(set["expected_pct"], 15.0, "{set}");
+    let kept = app.patch_json(&format!("/api/v1/hypotheses/{id}"), json!({ "metric": "tpot_ms" })).await.json();
+    assert_eq!(kept["expected_pct"], 15.0, "absent: unchanged: {kept}");
+    let cleared = app.patch_json(&format!("/api/v1/hypotheses/{id}"), json!({ "expected_pct": null })).await.json();
+    assert!(cleared["expected_pct"].is_null(), "{cleared}");
+    // Each edit is in the audit log, saying what changed.
+    let audit = app.get("/api/v1/audit?limit=20").await.json();
+    let edits: Vec<&str> = audit
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["action"] == "hypothesis.edit")
+        .filter_map(|e| e["outcome"].as_str())
+        .collect();
+    assert!(edits.contains(&"expected: 15 % → —"), "{edits:?}");
+    assert!(edits.contains(&"metric: — → tpot_ms"), "{edits:?}");
+    assert!(edits.contains(&"status: open → refuted") || edits.contains(&"status: open → supported"), "{edits:?}");
+    assert!(edits.contains(&"statement changed"), "{edits:?}");
 }
