@@ -47,6 +47,28 @@ fn chosen_metric(metric: &str) -> Result<String, ApiError> {
     Ok(metric.to_string())
 }
 
+/// What the add and edit forms say: statement, why, metric, direction and
+/// expected % (empty: none), with the two groups already read.
+#[cfg(feature = "ssr")]
+fn form_input(
+    [statement, rationale, metric, direction, expected_pct]: [String; 5],
+    baseline: Option<crate::hypotheses::RunGroup>,
+    treatment: Option<crate::hypotheses::RunGroup>,
+) -> Result<crate::hypotheses::HypothesisInput, ApiError> {
+    let expected_pct =
+        crate::backend::form_number("The expected size in %", expected_pct.trim().trim_end_matches('%'))?;
+    Ok(crate::hypotheses::HypothesisInput {
+        statement: Some(statement),
+        rationale: Some(rationale),
+        metric: Some(chosen_metric(&metric)?),
+        direction: Some(direction),
+        expected_pct: Some(expected_pct),
+        baseline,
+        treatment,
+        ..Default::default()
+    })
+}
+
 #[server]
 #[allow(clippy::too_many_arguments)]
 pub async fn add_hypothesis(
@@ -59,20 +81,8 @@ pub async fn add_hypothesis(
     baseline_step: String,
     treatment_step: String,
 ) -> Result<Hypothesis, ApiError> {
-    let expected_pct =
-        crate::backend::form_number("The expected size in %", expected_pct.trim().trim_end_matches('%'))?;
-    let input = crate::hypotheses::HypothesisInput {
-        statement: Some(statement),
-        rationale: Some(rationale),
-        metric: Some(chosen_metric(&metric)?),
-        direction: Some(direction),
-        expected_pct: Some(expected_pct),
-        status: None,
-        baseline: step_group(&baseline_step)?,
-        treatment: step_group(&treatment_step)?,
-        evidence: None,
-        version: None,
-    };
+    let fields = [statement, rationale, metric, direction, expected_pct];
+    let input = form_input(fields, step_group(&baseline_step)?, step_group(&treatment_step)?)?;
     crate::backend::call(
         move |notebook, actor| async move { notebook.add_hypothesis(&actor, &investigation, input).await },
     )
@@ -93,20 +103,10 @@ pub async fn edit_hypothesis(
     baseline_step: String,
     treatment_step: String,
 ) -> Result<Hypothesis, ApiError> {
-    let expected_pct =
-        crate::backend::form_number("The expected size in %", expected_pct.trim().trim_end_matches('%'))?;
+    let fields = [statement, rationale, metric, direction, expected_pct];
     let input = crate::hypotheses::HypothesisInput {
-        statement: Some(statement),
-        rationale: Some(rationale),
-        metric: Some(chosen_metric(&metric)?),
-        direction: Some(direction),
-        // An emptied field: no expected size any more.
-        expected_pct: Some(expected_pct),
-        status: None,
-        baseline: edited_group(&baseline_step)?,
-        treatment: edited_group(&treatment_step)?,
-        evidence: None,
         version: Some(version),
+        ..form_input(fields, edited_group(&baseline_step)?, edited_group(&treatment_step)?)?
     };
     crate::backend::call(move |notebook, actor| async move { notebook.update_hypothesis(&actor, id, input).await })
         .await
@@ -174,7 +174,9 @@ pub fn HypothesesSection(inv: Investigation) -> impl IntoView {
         .measurements
         .iter()
         .map(|m| m.measurement.metric.clone())
-        .chain(inv.steps.iter().flat_map(|s| s.runs.iter()).flat_map(|r| r.measurements.iter().map(|m| m.metric.clone())))
+        .chain(
+            inv.steps.iter().flat_map(|s| s.runs.iter()).flat_map(|r| r.measurements.iter().map(|m| m.metric.clone())),
+        )
         .collect();
     metrics.sort();
     metrics.dedup();
@@ -428,7 +430,8 @@ fn group_choice(group: &crate::hypotheses::RunGroup) -> String {
 fn EditHypothesis(h: Hypothesis, commands: Vec<(String, String)>) -> impl IntoView {
     let edit = ServerAction::<EditHypothesis>::new();
     let select = move |name: &'static str, label: &'static str, chosen: String| {
-        let kept = (chosen == "keep").then(|| view! { <option value="keep" selected>"(as chosen through the API)"</option> });
+        let kept =
+            (chosen == "keep").then(|| view! { <option value="keep" selected>"(as chosen through the API)"</option> });
         let options = commands
             .iter()
             .map(|(id, text)| view! { <option value=id.clone() selected=*id == chosen>{text.clone()}</option> })
@@ -439,8 +442,10 @@ fn EditHypothesis(h: Hypothesis, commands: Vec<(String, String)>) -> impl IntoVi
             </label>
         }
     };
-    let (baseline, treatment) =
-        (select("baseline_step", "Baseline runs", group_choice(&h.baseline)), select("treatment_step", "Treatment runs", group_choice(&h.treatment)));
+    let (baseline, treatment) = (
+        select("baseline_step", "Baseline runs", group_choice(&h.baseline)),
+        select("treatment_step", "Treatment runs", group_choice(&h.treatment)),
+    );
     let direction = h.direction.clone().unwrap_or_default();
     let directions = ["", "increase", "decrease"]
         .into_iter()

@@ -194,8 +194,10 @@ pub fn CommandContent(step: Step, editing: bool) -> impl IntoView {
     let label = crate::runs::config_label(&body.env.clone().into_iter().collect::<Vec<_>>());
     // The run running now (a batch's queued runs wait behind it), else the newest.
     let shown = crate::runs::shown_run(&step.runs).cloned();
-    let queued: Vec<i64> =
-        shown.as_ref().map(|s| crate::runs::queued_besides(&step.runs, s).iter().map(|r| r.id).collect()).unwrap_or_default();
+    let queued: Vec<i64> = shown
+        .as_ref()
+        .map(|s| crate::runs::queued_besides(&step.runs, s).iter().map(|r| r.id).collect())
+        .unwrap_or_default();
     let sweep = sweep_progress(&step.runs);
     let configs = crate::sweeps::configurations(&body.matrix).len();
     let settings: Vec<String> = body

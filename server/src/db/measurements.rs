@@ -268,7 +268,12 @@ mod tests {
             store.replace_run_measurements(&investigation, run, &again).await.unwrap();
             let after = store.measurements_of_runs(&[run]).await.unwrap();
             let id_of = |rows: &[MeasurementRow], metric: &str| rows.iter().find(|r| r.metric == metric).map(|r| r.id);
-            assert_eq!(id_of(&after, "output_throughput"), id_of(&before, "output_throughput"), "{:?}", store.backend());
+            assert_eq!(
+                id_of(&after, "output_throughput"),
+                id_of(&before, "output_throughput"),
+                "{:?}",
+                store.backend()
+            );
             assert_eq!(after.iter().find(|r| r.metric == "output_throughput").unwrap().value, 57.6);
             assert!(id_of(&after, "gpu_util_mean").is_some(), "new ones are added");
             assert_eq!(id_of(&after, "ttft_ms"), None, "ones not found any more go");

@@ -26,6 +26,7 @@ mod audit;
 mod comments;
 mod copy;
 mod facts;
+mod float;
 mod host_keys;
 mod hosts;
 mod hypotheses;
@@ -42,7 +43,6 @@ mod sign_in;
 mod snapshots;
 mod sweeps;
 mod telemetry;
-mod float;
 
 pub use access::OwnedBy;
 pub use accounts::{TokenRow, UserRow};

@@ -271,16 +271,7 @@ pub(super) async fn fetch_for_run(pool: &Pool, store: &Store, outputs: &Outputs,
     let notes = match pool.sftp(context.target).await {
         Ok(sftp) => {
             let dir = super::dir::from_home(context.dir);
-            let fetched = fetch(
-                &sftp,
-                store,
-                outputs,
-                run,
-                &dir,
-                &context.plan.artifacts,
-                limits,
-            )
-            .await;
+            let fetched = fetch(&sftp, store, outputs, run, &dir, &context.plan.artifacts, limits).await;
             tracing::info!(run, files = fetched.kept.len(), bytes = fetched.bytes, "fetched artifacts");
             fetched.notes
         }

@@ -60,7 +60,6 @@ pub(super) async fn cancel_requested(switch: &mut watch::Receiver<bool>) {
     }
 }
 
-
 /// Tells the run's viewers its row as it is now.
 pub(super) async fn publish(store: &Store, live: &Live, investigation: &str, run: i64) {
     if let Ok(Some(row)) = store.run(run).await {

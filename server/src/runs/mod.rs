@@ -3,8 +3,8 @@
 
 pub mod artifacts;
 mod beside;
-pub mod dir;
 pub mod bridge;
+pub mod dir;
 pub mod events;
 pub mod feed;
 mod life;

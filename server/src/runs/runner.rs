@@ -11,11 +11,11 @@
 //! not disturb each other's measurements; separate batches run concurrently, and
 //! the pool queues channels beyond the host's session limit.
 
+use super::beside::{Beside, Kept, Servers};
 use super::feed::Feeds;
+use super::life::{Context, OwnedEnd, Stop, cancel_requested, publish};
 use super::live::{Live, RunEvent};
 use super::run_from_row;
-use super::beside::{Beside, Kept, Servers};
-use super::life::{Context, OwnedEnd, Stop, cancel_requested, publish};
 use crate::db::{NewAudit, NewRun, RunEnd, Store};
 use crate::output::{Outputs, Stream};
 use crate::ssh::exec::{self, Event, Exit};
@@ -384,7 +384,10 @@ impl Runner {
         let opened = match opened {
             Ok(opened) => opened,
             Err(e) => {
-                return (OwnedEnd::error(RunStatus::Failed, e.to_string()), self.servers.stop_if_kept(kept, target).await);
+                return (
+                    OwnedEnd::error(RunStatus::Failed, e.to_string()),
+                    self.servers.stop_if_kept(kept, target).await,
+                );
             }
         };
         let env: Vec<(&str, &str)> = run.env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
@@ -394,7 +397,10 @@ impl Runner {
         match &context.plan.server {
             Some(spec) => {
                 let env_owned: Vec<(String, String)> = run.env.clone();
-                match self.servers.bring_up(context, spec, &env_owned, &unset, kept, cancelled, &mut sleep_until_deadline).await
+                match self
+                    .servers
+                    .bring_up(context, spec, &env_owned, &unset, kept, cancelled, &mut sleep_until_deadline)
+                    .await
                 {
                     Ok(up) => beside = Some(up),
                     Err(end) => return (end, None),
@@ -603,4 +609,3 @@ async fn draw_telemetry(store: &Store, run: i64) {
         tracing::error!(run, "cannot keep the telemetry chart: {e}");
     }
 }
-
