@@ -3,7 +3,7 @@
 // two browsers at once.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launchBrowser, newPage, hydrated, screenshot, tempDataDir, fixturesDir } from './harness.mjs';
+import { startServer, launchBrowser, newPage, hydrated, screenshot, tempDataDir, fixturesDir, openNewInvestigation } from './harness.mjs';
 import { startSshd } from './sshd.mjs';
 
 let server;
@@ -100,12 +100,7 @@ test('run a command step and watch its output live in two browsers', async () =>
 });
 
 test('a repeat batch shows the run that runs, live, with its queue; Cancel says what it cancels', async () => {
-  const created = await fetch(server.url + '/api/v1/investigations', {
-    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ title: 'batch' }),
-  }).then((r) => r.json());
-  const page = await newPage(browser);
-  await page.goto(server.url + created.url);
-  await hydrated(page);
+  const { created, page } = await openNewInvestigation(browser, server, 'batch');
   await page.click('#add-command summary');
   await page.waitForSelector('#add-command select[name=host] option[value=gpu]', { state: 'attached' });
   await page.fill('#add-command textarea[name=command]', 'for i in 1 2 3 4; do echo "tick $i"; sleep 0.4; done');
@@ -196,12 +191,7 @@ test('grep on the host, open a hit as a highlighted snippet, follow a line link'
   lines[136] = '        logger.info("Custom allreduce is disabled because it\'s not supported on more than two PCIe-only GPUs")';
   writeFileSync(`${src}/custom_all_reduce.py`, lines.join('\n') + '\n');
 
-  const created = await fetch(server.url + '/api/v1/investigations', {
-    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ title: 'custom allreduce' }),
-  }).then((r) => r.json());
-  const page = await newPage(browser);
-  await page.goto(server.url + created.url);
-  await hydrated(page);
+  const { created, page } = await openNewInvestigation(browser, server, 'custom allreduce');
   await page.click('#add-grep summary');
   await page.waitForSelector('#add-grep select[name=host] option[value=gpu]', { state: 'attached' });
   await page.fill('#add-grep input[name=pattern]', 'Custom allreduce is disabled');

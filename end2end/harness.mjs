@@ -136,6 +136,17 @@ export async function hydrated(page) {
   }
 }
 
+/** A new investigation (through the API) open in a new page: { created, page }. */
+export async function openNewInvestigation(browser, server, title) {
+  const created = await fetch(server.url + '/api/v1/investigations', {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ title }),
+  }).then((r) => r.json());
+  const page = await newPage(browser);
+  await page.goto(server.url + created.url);
+  await hydrated(page);
+  return { created, page };
+}
+
 export async function screenshot(page, name) {
   await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
 }

@@ -3,7 +3,7 @@
 // follow a step link, read without JavaScript, and find everything after a restart.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launchBrowser, newPage, hydrated, screenshot, tempDataDir } from './harness.mjs';
+import { startServer, launchBrowser, newPage, hydrated, screenshot, tempDataDir, openNewInvestigation } from './harness.mjs';
 
 const data = tempDataDir();
 let server;
@@ -151,12 +151,7 @@ test('rename, close and reopen from the header', async () => {
 });
 
 test('the roofline and collective-budget calculators give the story\'s numbers', async () => {
-  const created = await fetch(server.url + '/api/v1/investigations', {
-    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ title: 'where do 17.4 ms go' }),
-  }).then((r) => r.json());
-  const page = await newPage(browser);
-  await page.goto(server.url + created.url);
-  await hydrated(page);
+  const { created, page } = await openNewInvestigation(browser, server, 'where do 17.4 ms go');
   await page.click('#add-calculator summary');
   const roofline = page.locator('#add-bandwidth');
   await roofline.locator('select[name=gpu]').selectOption('custom');
