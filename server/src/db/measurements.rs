@@ -45,7 +45,7 @@ impl Store {
         run: i64,
         found: &[Measurement],
     ) -> StoreResult<()> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_serialised(super::Queue::Measurements).await?;
         let mut old: Vec<(i64, String, Option<String>, String)> =
             sqlx::query_as("SELECT id, metric, key, extractor FROM measurements WHERE run_id = $1 ORDER BY id")
                 .bind(run)
@@ -278,6 +278,47 @@ mod tests {
             assert!(id_of(&after, "gpu_util_mean").is_some(), "new ones are added");
             assert_eq!(id_of(&after, "ttft_ms"), None, "ones not found any more go");
             assert_eq!(after.len(), 2);
+        }
+    }
+
+    /// Two replacing one run's measurements at once (the runner, and a
+    /// re-extraction after a new extractor) while other writes go on: every
+    /// replacement succeeds and the run has each measurement once. (Begun
+    /// deferred, a SQLite transaction that read first failed at once with
+    /// "database is locked" when another write came between: a run lost its
+    /// numbers in CI.)
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn replacements_at_once_with_other_writes_all_succeed() {
+        for (_dir, _database, store) in crate::db::test_stores().await {
+            let run = crate::db::tests_support::a_run(&store).await;
+            let investigation = store.run_investigation(run).await.unwrap().unwrap();
+            let writer = {
+                let store = store.clone();
+                tokio::spawn(async move {
+                    for i in 0..200u64 {
+                        store.update_run_counts(run, i, 0, i).await.unwrap();
+                    }
+                })
+            };
+            let replacers: Vec<_> = (0..4)
+                .map(|k| {
+                    let (store, investigation) = (store.clone(), investigation.clone());
+                    tokio::spawn(async move {
+                        for i in 0..25 {
+                            let value = f64::from(k * 100 + i);
+                            let found = [found("output_throughput", value, None), found("ttft_ms", 9.0, Some("p99"))];
+                            store.replace_run_measurements(&investigation, run, &found).await?;
+                        }
+                        Ok::<_, crate::db::StoreError>(())
+                    })
+                })
+                .collect();
+            for replacer in replacers {
+                replacer.await.unwrap().unwrap_or_else(|e| panic!("{:?}: {e}", store.backend()));
+            }
+            writer.await.unwrap();
+            let rows = store.measurements_of_runs(&[run]).await.unwrap();
+            assert_eq!(rows.len(), 2, "{:?}: {rows:?}", store.backend());
         }
     }
 }

@@ -171,6 +171,11 @@ enum Queue {
     SignIn = 7_355_609,
     /// Writing the search index (SQLite: the one write lock anyway).
     Search = 7_355_610,
+    /// Replacing a run's measurements, which reads them first: the runner and a
+    /// re-extraction may do it at once. (On SQLite a transaction that reads and
+    /// then writes fails at once with "database is locked" when another
+    /// connection wrote in between; the busy timeout does not apply.)
+    Measurements = 7_355_611,
 }
 
 #[derive(Clone)]
