@@ -53,7 +53,7 @@ where
     with_status(result)
 }
 
-fn with_status<T>(result: Result<T, ApiError>) -> Result<T, ApiError> {
+pub fn with_status<T>(result: Result<T, ApiError>) -> Result<T, ApiError> {
     if let Err(e) = &result {
         set_status(e);
     }

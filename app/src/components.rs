@@ -68,6 +68,40 @@ pub fn Confirm(
     }
 }
 
+/// Now, in Unix milliseconds: the server's clock, or the browser's.
+pub fn now_ms() -> i64 {
+    #[cfg(feature = "hydrate")]
+    {
+        web_sys::js_sys::Date::now() as i64
+    }
+    #[cfg(not(feature = "hydrate"))]
+    {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+    }
+}
+
+/// A time as people say it ("3 min ago"), the exact UTC time on hover; the
+/// browser keeps the words current (`browser::keys`).
+#[component]
+pub fn Time(#[prop(into)] at: String) -> impl IntoView {
+    let said = crate::model::relative_time(&at, now_ms());
+    let exact = crate::model::short_time(&at);
+    view! { <time datetime=at title=exact data-relative="">{said}</time> }
+}
+
+/// Copies `text` to the clipboard when clicked (`browser::keys`); says
+/// "Copied" for a moment, or how to copy by hand where the browser refuses.
+#[component]
+pub fn CopyButton(
+    #[prop(into)] text: String,
+    #[prop(into, default = "Copy".to_string())] label: String,
+) -> impl IntoView {
+    let title = format!("Copy to the clipboard: {}", text.chars().take(80).collect::<String>());
+    view! { <button type="button" class="copy quiet" data-copy=text title=title>{label}</button> }
+}
+
 /// Shown where a page could not load its data.
 #[component]
 pub fn ErrorPanel(error: ApiError) -> impl IntoView {
@@ -75,6 +109,7 @@ pub fn ErrorPanel(error: ApiError) -> impl IntoView {
         crate::error::ErrorCode::NotFound => "Not found",
         crate::error::ErrorCode::Network => "Server unreachable",
         crate::error::ErrorCode::Gone => "This link no longer works",
+        crate::error::ErrorCode::Forbidden => "Not allowed",
         _ => "Could not load this page",
     };
     view! {

@@ -115,6 +115,8 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/hosts") view=pages::hosts::HostsPage ssr=SsrMode::Async/>
                     <Route path=path!("/login") view=pages::accounts::LoginPage ssr=SsrMode::Async/>
                     <Route path=path!("/setup") view=pages::accounts::SetupPage ssr=SsrMode::Async/>
+                    <Route path=path!("/welcome") view=pages::accounts::WelcomePage ssr=SsrMode::Async/>
+                    <Route path=path!("/users") view=pages::users::UsersPage ssr=SsrMode::Async/>
                     <Route path=path!("/tokens") view=pages::accounts::TokensPage ssr=SsrMode::Async/>
                     <Route path=path!("/audit") view=pages::accounts::AuditPage ssr=SsrMode::Async/>
                     <Route path=path!("/mentions") view=pages::comments::MentionsPage ssr=SsrMode::Async/>
@@ -128,7 +130,28 @@ pub fn App() -> impl IntoView {
                     />
                 </Routes>
             </main>
+            <Shortcuts/>
         </Router>
+    }
+}
+
+/// The keyboard shortcuts, listed under `?` (`browser::keys` shows and hides it).
+#[component]
+fn Shortcuts() -> impl IntoView {
+    let keys = [
+        ("Ctrl+Enter / ⌘+Enter", "save the form you are in; run a command step"),
+        ("Esc", "cancel an edit; close a menu or this list"),
+        ("/", "search"),
+        ("?", "show or hide this list"),
+    ];
+    view! {
+        <div id="shortcuts" class="shortcuts" role="dialog" aria-label="Keyboard shortcuts" hidden>
+            <h2>"Keyboard shortcuts"</h2>
+            <table>
+                {keys.into_iter().map(|(k, what)| view! { <tr><td><kbd>{k}</kbd></td><td>{what}</td></tr> }).collect_view()}
+            </table>
+            <button type="button" class="quiet" data-shortcuts-close="">"Close"</button>
+        </div>
     }
 }
 

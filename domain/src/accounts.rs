@@ -58,3 +58,39 @@ pub struct HostAccess {
     #[serde(default)]
     pub users: Vec<String>,
 }
+
+/// A user as the users page and `GET /api/v1/users` list them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TeamUser {
+    pub name: String,
+    pub admin: bool,
+    pub created_at: String,
+    /// When the one-time sign-in link waiting for them expires (none waiting: absent).
+    pub link_expires_at: Option<String>,
+}
+
+/// `POST /api/v1/users`: a user to add; they choose their password through
+/// the sign-in link the answer carries.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewUser {
+    pub name: String,
+    #[serde(default)]
+    pub admin: bool,
+}
+
+/// `PATCH /api/v1/users/{name}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UserChange {
+    pub admin: bool,
+}
+
+/// A one-time sign-in link just made: the only time its URL is seen (only its
+/// hash is kept). `url` is a path on this Sleuth (`/welcome?token=…`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SignInLink {
+    pub user: TeamUser,
+    pub url: String,
+    pub expires_at: String,
+}

@@ -334,6 +334,64 @@ pub fn short_time(rfc3339: &str) -> String {
     }
 }
 
+/// An RFC 3339 UTC time as the API writes it (`2026-12-03T05:46:20.123Z`) in
+/// Unix milliseconds; `None` for anything else.
+pub fn parse_time_ms(rfc3339: &str) -> Option<i64> {
+    let b = rfc3339.as_bytes();
+    let num = |from: usize, to: usize| -> Option<i64> { rfc3339.get(from..to)?.parse().ok() };
+    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    let (y, m, d) = (num(0, 4)?, num(5, 7)?, num(8, 10)?);
+    let (hh, mm, ss) = (num(11, 13)?, num(14, 16)?, num(17, 19)?);
+    let millis = match (b[19], rfc3339.get(20..23)) {
+        (b'.', Some(frac)) => frac.parse::<i64>().ok()?,
+        (b'Z', _) => 0,
+        _ => return None,
+    };
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) || hh > 23 || mm > 59 || ss > 60 {
+        return None;
+    }
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(((days * 24 + hh) * 60 + mm) * 60_000 + ss * 1000 + millis)
+}
+
+/// How long ago (or from now) `rfc3339` is at `now_ms`, as people say it:
+/// "just now", "3 min ago", "5 h ago", "yesterday", "4 days ago", "in 6 days";
+/// beyond a week, the day. The exact time goes in a tooltip beside it.
+pub fn relative_time(rfc3339: &str, now_ms: i64) -> String {
+    let Some(at) = parse_time_ms(rfc3339) else { return short_time(rfc3339) };
+    let seconds = (now_ms - at) / 1000;
+    let (ahead, s) = (seconds < 0, seconds.abs());
+    let said = |n: i64, unit: &str| if ahead { format!("in {n} {unit}") } else { format!("{n} {unit} ago") };
+    match s {
+        0..45 => {
+            if ahead {
+                "in a moment".into()
+            } else {
+                "just now".into()
+            }
+        }
+        45..3_570 => said((s + 30) / 60, "min"),
+        3_570..86_400 => said((s + 1_800) / 3_600, "h"),
+        86_400..172_800 => {
+            if ahead {
+                "tomorrow".into()
+            } else {
+                "yesterday".into()
+            }
+        }
+        172_800..604_800 => said(s / 86_400, "days"),
+        _ => rfc3339.get(0..10).unwrap_or(rfc3339).to_string(),
+    }
+}
+
 /// What a share link shows: the investigation, read-only, and the link's terms.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SharedView {
@@ -346,6 +404,31 @@ pub struct SharedView {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn times_read_back_and_are_said_relative_to_now() {
+        assert_eq!(parse_time_ms("1970-01-01T00:00:00.000Z"), Some(0));
+        assert_eq!(parse_time_ms("2026-12-03T05:46:20.123Z"), Some(1_796_276_780_123));
+        assert_eq!(parse_time_ms("2024-02-29T23:59:59Z"), Some(1_709_251_199_000));
+        for bad in ["", "yesterday", "2026-13-01T00:00:00Z", "2026-12-03 05:46:20", "2026-12-03T05:46:20+01:00"] {
+            assert_eq!(parse_time_ms(bad), None, "{bad}");
+        }
+        let at = "2026-12-03T05:46:20.000Z";
+        let now = parse_time_ms(at).unwrap();
+        let said = |seconds: i64| relative_time(at, now + seconds * 1000);
+        assert_eq!(said(10), "just now");
+        assert_eq!(said(-10), "in a moment");
+        assert_eq!(said(50), "1 min ago");
+        assert_eq!(said(3 * 60 + 10), "3 min ago");
+        assert_eq!(said(59 * 60 + 40), "1 h ago", "not \"60 min ago\"");
+        assert_eq!(said(5 * 3600), "5 h ago");
+        assert_eq!(said(-5 * 3600), "in 5 h");
+        assert_eq!(said(30 * 3600), "yesterday");
+        assert_eq!(said(4 * 86_400 + 10), "4 days ago");
+        assert_eq!(said(-6 * 86_400 - 10), "in 6 days");
+        assert_eq!(said(30 * 86_400), "2026-12-03", "beyond a week: the day");
+        assert_eq!(relative_time("not a time", now), "not a time");
+    }
 
     #[test]
     fn short_time_formats_and_tolerates_garbage() {

@@ -3,7 +3,7 @@
 //! neither the pages nor these types link the store, SSH or anything else
 //! server-only. Who is asking ([`Actor`]) is an explicit argument of each call.
 
-use crate::accounts::{ApiToken, HostAccess, Member, NewApiToken, User};
+use crate::accounts::{ApiToken, HostAccess, Member, NewApiToken, NewUser, SignInLink, TeamUser, User};
 use crate::comments::{Comment, Mention, NewComment};
 use crate::error::ApiError;
 use crate::hosts::{ConnectionReport, Host, HostFacts, HostImport, ImportReport, NewHost};
@@ -283,4 +283,18 @@ pub trait Accounts: Send + Sync + 'static {
     async fn revoke_token(&self, actor: &Actor, id: i64) -> Result<(), ApiError>;
     /// Admins only: the newest remote actions.
     async fn audit_log(&self, actor: &Actor, limit: i64) -> Result<Vec<crate::accounts::AuditEntry>, ApiError>;
+    /// Admins only: the team's users.
+    async fn team_users(&self, actor: &Actor) -> Result<Vec<TeamUser>, ApiError>;
+    /// Admins only: adds a user, answering the one-time link they choose a password with.
+    async fn add_team_user(&self, actor: &Actor, new: NewUser) -> Result<SignInLink, ApiError>;
+    /// Admins only: a new one-time link for a user; their password stops working and their sessions end.
+    async fn reset_team_user(&self, actor: &Actor, name: &str) -> Result<SignInLink, ApiError>;
+    /// Admins only: makes a user an admin, or not (never the last admin).
+    async fn set_team_admin(&self, actor: &Actor, name: &str, admin: bool) -> Result<TeamUser, ApiError>;
+    /// Admins only: removes a user (never the last admin).
+    async fn remove_team_user(&self, actor: &Actor, name: &str) -> Result<(), ApiError>;
+    /// Whom a one-time sign-in link is for, while it works; anyone may ask (the token is the right).
+    async fn sign_in_link_user(&self, token: &str) -> Result<Option<String>, ApiError>;
+    /// Whether a first-admin setup link still works; anyone may ask.
+    async fn setup_link_works(&self, token: &str) -> Result<bool, ApiError>;
 }

@@ -2,7 +2,7 @@
 
 use crate::handlers::{
     self, annotations, audit, auth, comments, extract, health, highlight, hosts, hypotheses, investigations,
-    measurements, runs, search, shares, steps,
+    measurements, runs, search, shares, steps, users,
 };
 use crate::state::AppState;
 use app::{App, model::limits, shell};
@@ -88,6 +88,9 @@ pub fn app(state: AppState) -> Router {
         .route("/sweeps/{sweep_id}/cancel", post(runs::cancel_sweep))
         .route("/extract", post(extract::extract))
         .route("/audit", get(audit::list))
+        .route("/users", get(users::list).post(users::create))
+        .route("/users/{name}", patch(users::update).delete(users::delete))
+        .route("/users/{name}/reset", post(users::reset))
         .route("/hosts", get(hosts::list).post(hosts::create))
         .route("/hosts/import", post(hosts::import))
         .route("/known_hosts", get(hosts::known_hosts))
@@ -149,6 +152,7 @@ pub fn app(state: AppState) -> Router {
         .route("/auth/login", post(auth::sign_in))
         .route("/auth/logout", post(auth::sign_out))
         .route("/auth/setup", post(auth::setup))
+        .route("/auth/welcome", post(auth::welcome))
         .route("/highlight.css", get(highlight::stylesheet_css))
         .nest("/api/v1", api)
         .leptos_routes_with_context(&state, page_routes(), context, move || shell(leptos.clone()))

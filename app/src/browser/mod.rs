@@ -16,11 +16,13 @@
 //! - [`lines`]: snippet lines selected by a click or a permalink;
 //! - [`timeline`]: the parts of a long timeline, opened as the reader scrolls,
 //!   clicks or follows a permalink;
-//! - [`links`]: editors opened and closed in place, mentions marked read.
+//! - [`links`]: editors opened and closed in place, mentions marked read;
+//! - [`keys`]: keyboard shortcuts, copy buttons, relative times kept current.
 
 mod dom;
 mod forms;
 mod islands;
+mod keys;
 mod lines;
 mod links;
 mod live;
@@ -37,6 +39,7 @@ pub fn start(exports: JsValue) {
     islands::init(exports);
     forms::install();
     links::install();
+    keys::install();
     output::install();
     lines::install();
     timeline::install();

@@ -49,7 +49,7 @@ pub fn SignedIn() -> impl IntoView {
             {move || Suspend::new(async move {
                 match me.await {
                     Ok(Some(user)) => view! {
-                        {user.admin.then(|| view! { <a href="/audit">"Audit"</a> })}
+                        {user.admin.then(|| view! { <a href="/users">"Users"</a> <a href="/audit">"Audit"</a> })}
                         {match unread.await.unwrap_or(0) {
                             0 => view! { <a href="/mentions" class="mentions-link">"Mentions"</a> }.into_any(),
                             n => view! { <a href="/mentions" class="mentions-link unread">"Mentions " <span class="count">{n}</span></a> }.into_any(),
@@ -86,17 +86,53 @@ pub fn LoginPage() -> impl IntoView {
                 <label>"Password" <input name="password" type="password" required autocomplete="current-password"/></label>
                 <div class="form-actions"><button type="submit" class="primary">"Sign in"</button></div>
             </form>
-            <p class="muted">"No account? An admin adds you with " <code>"sleuth user add NAME --password-stdin"</code> "."</p>
+            <p class="muted">"No account? Ask an admin of this Sleuth: they add you on the Users page and send you a sign-in link."</p>
+        </section>
+    }
+}
+
+/// Whether the first-admin setup link still works (anyone may ask: the token is the right).
+#[server]
+pub async fn setup_link_works(token: String) -> Result<bool, ApiError> {
+    let accounts = crate::backend::accounts()?;
+    crate::backend::with_status(accounts.setup_link_works(&token).await)
+}
+
+/// Whom a one-time sign-in link is for, while it works.
+#[server]
+pub async fn sign_in_link_for(token: String) -> Result<Option<String>, ApiError> {
+    let accounts = crate::backend::accounts()?;
+    crate::backend::with_status(accounts.sign_in_link_user(&token).await)
+}
+
+/// The setup form, or, for a link used already, a page that says so.
+#[component]
+pub fn SetupPage() -> impl IntoView {
+    let token = query("token");
+    let works = Resource::new(token, setup_link_works);
+    view! {
+        <PageTitle text="Set up Sleuth"/>
+        <section class="narrow-page">
+            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match works.await {
+                        Ok(true) => view! { <SetupForm/> }.into_any(),
+                        _ => view! {
+                            <h1>"This setup link was used"</h1>
+                            <p>"Sleuth has its first admin already (or the link is more than a day old). "
+                               <a href="/login">"Sign in"</a> ", or ask an admin for a sign-in link."</p>
+                        }.into_any(),
+                    }
+                })}
+            </Transition>
         </section>
     }
 }
 
 #[component]
-pub fn SetupPage() -> impl IntoView {
+fn SetupForm() -> impl IntoView {
     let (token, error, name) = (query("token"), query("error"), query("name"));
     view! {
-        <PageTitle text="Set up Sleuth"/>
-        <section class="narrow-page">
             <h1>"Create the first admin"</h1>
             <p class="muted">"This link was printed when Sleuth started with no users; it works once."</p>
             {move || (!error().is_empty()).then(|| view! { <p class="error" role="alert">{error()}</p> })}
@@ -108,7 +144,49 @@ pub fn SetupPage() -> impl IntoView {
                 </label>
                 <div class="form-actions"><button type="submit" class="primary">"Create admin and sign in"</button></div>
             </form>
+    }
+}
+
+/// A one-time sign-in link's page: its user chooses a password and is signed
+/// in; a link that no longer works says so instead of showing the form.
+#[component]
+pub fn WelcomePage() -> impl IntoView {
+    let token = query("token");
+    let user = Resource::new(token, sign_in_link_for);
+    view! {
+        <PageTitle text="Welcome · Sleuth"/>
+        <section class="narrow-page">
+            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match user.await {
+                        Ok(Some(name)) => view! { <WelcomeForm name/> }.into_any(),
+                        _ => view! {
+                            <h1>"This sign-in link does not work any more"</h1>
+                            <p>"It was used already, replaced by a newer one, or is older than 7 days. "
+                               "Ask an admin for a new one, or " <a href="/login">"sign in"</a> "."</p>
+                        }.into_any(),
+                    }
+                })}
+            </Transition>
         </section>
+    }
+}
+
+#[component]
+fn WelcomeForm(name: String) -> impl IntoView {
+    let (token, error) = (query("token"), query("error"));
+    view! {
+        <h1>{format!("Welcome, {name}")}</h1>
+        <p class="muted">"Choose your password; this link then stops working. You sign in as "<strong>{name.clone()}</strong>"."</p>
+        {move || (!error().is_empty()).then(|| view! { <p class="error" role="alert">{error()}</p> })}
+        <form method="post" action="/auth/welcome" class="stacked" id="welcome">
+            <input type="hidden" name="token" value=token/>
+            <input type="text" name="name" value=name.clone() autocomplete="username" hidden/>
+            <label>"Password " <span class="muted">"(10 characters or more)"</span>
+                <input name="password" type="password" required minlength="10" autocomplete="new-password" autofocus/>
+            </label>
+            <div class="form-actions"><button type="submit" class="primary">"Choose password and sign in"</button></div>
+        </form>
     }
 }
 
@@ -176,7 +254,7 @@ fn TokenList(list: Vec<ApiToken>, revoke: ServerAction<RevokeToken>) -> impl Int
             view! {
                 <tr data-token=t.id>
                     <td>{t.label}</td>
-                    <td class="muted">{crate::model::short_time(&t.created_at)}</td>
+                    <td class="muted"><crate::components::Time at=t.created_at.clone()/></td>
                     <td class="muted">{state}</td>
                     <td>{active.then(|| view! {
                         <ActionForm action=revoke attr:class="inline">
@@ -225,7 +303,7 @@ fn AuditTable(list: Vec<AuditEntry>) -> impl IntoView {
             let action = e.action.clone();
             view! {
                 <tr data-action=action>
-                    <td class="muted">{crate::model::short_time(&e.at)}</td>
+                    <td class="muted"><crate::components::Time at=e.at.clone()/></td>
                     <td>{e.who}</td>
                     <td><code>{e.action}</code></td>
                     <td>{e.host.unwrap_or_default()}</td>

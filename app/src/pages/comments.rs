@@ -145,7 +145,7 @@ fn CommentView(c: Comment) -> impl IntoView {
         <div class="comment" id=comment_anchor(c.id)>
             <div class="comment-head">
                 <strong class="author">{c.author.clone()}</strong>
-                <a class="muted" href=format!("#{}", comment_anchor(c.id))>{short_time(&c.created_at)}</a>
+                <a class="muted" href=format!("#{}", comment_anchor(c.id))><crate::components::Time at=c.created_at.clone()/></a>
             </div>
             <div class="markdown" inner_html=c.html.clone()></div>
         </div>
@@ -188,7 +188,7 @@ fn MentionItem(m: Mention) -> impl IntoView {
             <a href=m.url.clone() data-mention=m.comment_id>
                 <strong>{m.author.clone()}</strong> " in " <span class="title">{m.investigation_title.clone()}</span>
             </a>
-            " " <span class="muted">{short_time(&m.created_at)}</span>
+            " " <span class="muted"><crate::components::Time at=m.created_at.clone()/></span>
             {(!m.read).then(|| view! { " " <span class="tag unread">"unread"</span> })}
             <p class="excerpt">{m.excerpt.clone()}</p>
         </li>

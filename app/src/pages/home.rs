@@ -3,7 +3,7 @@
 use crate::api::{CreateInvestigation, list_investigations};
 use crate::components::PageTitle;
 use crate::components::{ActionError, StatusBadge};
-use crate::model::{InvestigationSummary, limits, short_time};
+use crate::model::{InvestigationSummary, limits};
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 
@@ -81,7 +81,7 @@ fn InvestigationTable(list: Vec<InvestigationSummary>) -> impl IntoView {
                     </td>
                     <td><StatusBadge status=inv.status/></td>
                     <td class="num">{inv.step_count}</td>
-                    <td class="time">{short_time(&inv.updated_at)}</td>
+                    <td class="time"><crate::components::Time at=inv.updated_at.clone()/></td>
                 </tr>
             }
         })

@@ -389,7 +389,7 @@ fn FactsView(facts: crate::hosts::HostFacts) -> impl IntoView {
             {facts.python.clone().map(|p| view! { <dt>"python"</dt><dd>{p} {(!packages.is_empty()).then(|| format!(" · {packages}"))}</dd> })}
         </dl>
         {facts.notes.iter().map(|n| view! { <p class="notice">{n.clone()}</p> }).collect_view()}
-        <p class="muted">"Captured " {crate::model::short_time(&facts.captured_at)}</p>
+        <p class="muted">"Captured " <crate::components::Time at=facts.captured_at.clone()/></p>
     }
     .into_any()
 }

@@ -62,7 +62,7 @@ pub(crate) fn InvestigationView(
             data-live=live.then_some("")
             data-known=inv.runs_fingerprint.to_string()
         >
-        <nav class="crumbs"><a href="/">"Investigations"</a> " / " <span>{inv.id.clone()}</span></nav>
+        <nav class="crumbs"><a href="/">"Investigations"</a> " / " <span title=inv.id.clone()>{super::crumb_title(&inv.title, &inv.id)}</span></nav>
         <Header inv=inv.clone() export=export.unwrap_or_else(|| format!("/api/v1/investigations/{}/export", inv.id))/>
         {match notice {
             Some(text) => Some(view! { <p class="notice read-only shared-terms">{text}</p> }.into_any()),
@@ -208,7 +208,7 @@ fn Header(inv: Investigation, export: String) -> impl IntoView {
             </div>
             {question}
             <p class="muted meta">
-                "Started " {short_time(&inv.created_at)} " · updated " {short_time(&inv.updated_at)}
+                "Started " <crate::components::Time at=inv.created_at.clone()/> " · updated " <crate::components::Time at=inv.updated_at.clone()/>
             </p>
             // Who else has it open: filled in by the browser (`browser::live`).
             <p class="also-here muted" hidden></p>
@@ -296,7 +296,7 @@ fn StepItem(step: Step, last: u32) -> impl IntoView {
                     "#" {position}
                 </a>
                 <span class="kind">{step.body.kind()}</span>
-                <span class="muted time">{short_time(&step.created_at)}</span>
+                <span class="muted time"><crate::components::Time at=step.created_at.clone()/></span>
                 <span class="spacer"></span>
                 // Snippets and greps change by refreshing, not by editing.
                 <Can what=Ability::Edit>

@@ -12,6 +12,7 @@ pub mod share_links;
 pub mod shared;
 pub(crate) mod shown;
 pub mod source;
+pub mod users;
 
 use crate::components::ErrorPanel;
 use crate::error::ApiError;
@@ -23,6 +24,18 @@ pub fn or_error<V: IntoView + 'static>(loaded: Result<V, ApiError>) -> AnyView {
     match loaded {
         Ok(page) => page.into_any(),
         Err(error) => view! { <ErrorPanel error/> }.into_any(),
+    }
+}
+
+/// An investigation as a breadcrumb names it: its title (shortened), or its id
+/// where it has none.
+pub fn crumb_title(title: &str, id: &str) -> String {
+    const CHARS: usize = 60;
+    let title = title.trim();
+    match title.chars().count() {
+        0 => id.to_string(),
+        n if n > CHARS => format!("{}…", title.chars().take(CHARS - 1).collect::<String>()),
+        _ => title.to_string(),
     }
 }
 

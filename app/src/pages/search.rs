@@ -142,7 +142,7 @@ fn Hit(hit: SearchHit) -> impl IntoView {
                 <span class="excerpt" inner_html=hit.html.clone()></span>
             </a>
             <span class="muted">
-                " " {crate::model::short_time(&hit.at)}
+                " " <crate::components::Time at=hit.at.clone()/>
                 {hit.author.clone().map(|a| format!(" · {a}"))}
                 {hit.output_url.clone().map(|url| view! { " · " <a href=url>"raw line"</a> })}
             </span>

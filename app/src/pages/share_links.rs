@@ -45,7 +45,7 @@ pub fn SharePanel(investigation: String, links: Vec<ShareLink>) -> impl IntoView
             view! {
                 <tr data-link=l.id data-state=l.state.clone()>
                     <td>{if l.label.is_empty() { "(no label)".to_string() } else { l.label.clone() }}</td>
-                    <td>{l.created_by.clone()} " · " {short_time(&l.created_at)}</td>
+                    <td>{l.created_by.clone()} " · " <crate::components::Time at=l.created_at.clone()/></td>
                     <td>{expires}</td>
                     <td>{if l.hide_hosts { "hidden" } else { "shown" }}</td>
                     <td><span class=format!("tag link-{}", l.state)>{l.state.clone()}</span></td>
@@ -133,7 +133,7 @@ fn NewShareLink(investigation: String) -> impl IntoView {
 
 /// The link with this server's origin (known in the browser; the island shows
 /// links only after a click there).
-fn absolute(path: &str) -> String {
+pub(crate) fn absolute(path: &str) -> String {
     #[cfg(feature = "hydrate")]
     if let Ok(origin) = window().location().origin() {
         return format!("{origin}{path}");

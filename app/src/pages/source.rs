@@ -24,10 +24,14 @@ pub async fn source_reference(run_id: i64, file: String, line: u64) -> Result<So
         }
         let run = notebook.run(&actor, run_id).await?;
         let step = notebook.step(&actor, run.step_id).await?;
+        let listed = notebook.list_investigations(&actor).await?;
+        let investigation_title =
+            listed.into_iter().find(|i| i.id == step.investigation_id).map(|i| i.title).unwrap_or_default();
         Ok(SourceCandidates {
             run_id,
             step_id: step.id,
             investigation_id: step.investigation_id,
+            investigation_title,
             host: run.host,
             file,
             line,
@@ -165,7 +169,7 @@ fn Candidates(found: SourceCandidates, searched: bool) -> impl IntoView {
     view! {
         <PageTitle text=format!("{reference} · Sleuth")/>
         <nav class="crumbs">
-            <a href="/">"Investigations"</a> " / " <a href=back.clone()>{found.investigation_id.clone()}</a> " / "
+            <a href="/">"Investigations"</a> " / " <a href=back.clone()>{crate::pages::crumb_title(&found.investigation_title, &found.investigation_id)}</a> " / "
             <span>"run " {found.run_id}</span>
         </nav>
         <section class="panel source-page">

@@ -4,7 +4,6 @@
 
 use super::snippet::{Annotation, annotation_anchor, range_anchor};
 use crate::error::ApiError;
-use crate::model::short_time;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 
@@ -71,7 +70,7 @@ pub fn AnnotationView(annotation: Annotation, first_of_range: bool) -> impl Into
                     {lines}
                 </a>
                 <span class="author">{annotation.author.clone().unwrap_or_else(|| "anonymous".into())}</span>
-                <span class="muted">{short_time(&annotation.created_at)} {edited.then_some(" · edited")}</span>
+                <span class="muted"><crate::components::Time at=annotation.created_at.clone()/> {edited.then_some(" · edited")}</span>
             </div>
             {annotation.outdated.then(|| view! {
                 <p class="notice">"Written against an earlier version of the file; these lines may have moved."</p>

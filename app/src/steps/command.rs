@@ -658,7 +658,7 @@ fn RunHistory(runs: Vec<Run>) -> impl IntoView {
                     <td class="num">{run.exit_code.map(|c| c.to_string()).unwrap_or_default()}</td>
                     <td class="num">{run.duration_ms.map(human_duration).unwrap_or_default()}</td>
                     <td class="num">{human_bytes(run.output_bytes())}</td>
-                    <td class="time">{short_time(&run.queued_at)}</td>
+                    <td class="time"><crate::components::Time at=run.queued_at.clone()/></td>
                 </tr>
             }
         })

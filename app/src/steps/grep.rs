@@ -2,7 +2,7 @@
 //! opens as a snippet step centered on its line.
 
 use crate::error::ApiError;
-use crate::model::{Step, short_time};
+use crate::model::Step;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 
@@ -91,7 +91,7 @@ pub fn GrepContent(step: Step) -> impl IntoView {
             <code class="path">{body.path.clone()}</code>
             {body.glob.clone().map(|g| view! { <code>"--include=" {g}</code> })}
         </div>
-        <p class="muted snippet-facts">{result.total} " matching lines · searched " {short_time(&result.searched_at)}</p>
+        <p class="muted snippet-facts">{result.total} " matching lines · searched " <crate::components::Time at=result.searched_at.clone()/></p>
         {result.error.clone().map(|e| view! { <p class="notice">{e}</p> })}
         <table class="list hits"><tbody>{rows}</tbody></table>
         {(more > 0).then(|| view! { <p class="notice">{more} " more not shown; narrow the path or the pattern."</p> })}

@@ -49,6 +49,9 @@ pub struct SourceCandidates {
     pub run_id: i64,
     pub step_id: i64,
     pub investigation_id: String,
+    /// Its title, for the page's breadcrumb.
+    #[serde(default)]
+    pub investigation_title: String,
     pub host: String,
     /// The reference as written in the output.
     pub file: String,

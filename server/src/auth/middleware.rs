@@ -25,7 +25,8 @@ use axum::http::{HeaderMap, Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 
-/// Reachable without signing in: the sign-in and setup pages and their form
+/// Reachable without signing in: the sign-in, setup and welcome pages (and
+/// the server functions that tell them whether their link works), their form
 /// targets, the bundle and static files, the health check, and share links
 /// (the page, its server function and the JSON; the token in the URL is the right).
 fn is_public(path: &str) -> bool {
@@ -33,8 +34,10 @@ fn is_public(path: &str) -> bool {
         path,
         "/login"
             | "/setup"
+            | "/welcome"
             | "/auth/login"
             | "/auth/setup"
+            | "/auth/welcome"
             | "/healthz"
             | "/favicon.ico"
             | "/favicon.svg"
@@ -44,6 +47,8 @@ fn is_public(path: &str) -> bool {
         || path.starts_with("/s/")
         || path.starts_with("/api/v1/shared/")
         || path == <app::pages::shared::SharedInvestigation as leptos::server_fn::ServerFn>::PATH
+        || path == <app::pages::accounts::SignInLinkFor as leptos::server_fn::ServerFn>::PATH
+        || path == <app::pages::accounts::SetupLinkWorks as leptos::server_fn::ServerFn>::PATH
 }
 
 /// The host part of an `Origin` (`http://host:port`).

@@ -14,6 +14,7 @@ pub mod audit_view;
 pub mod command;
 pub mod limiter;
 pub mod middleware;
+pub mod team;
 
 use crate::db::{Store, UserRow};
 use crate::ids::{hash_secret, new_secret};
@@ -110,7 +111,7 @@ fn verify_password(password: &str, hash: &str, memory: &mut Vec<argon2::Block>) 
 }
 
 /// Names are what @mentions and audit lines show: short, no spaces.
-pub fn check_new_user(name: &str, password: &str) -> crate::error::Result<()> {
+pub fn check_name(name: &str) -> crate::error::Result<()> {
     let valid = !name.is_empty()
         && name.chars().count() <= NAME_CHARS
         && name.chars().all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'));
@@ -120,10 +121,19 @@ pub fn check_new_user(name: &str, password: &str) -> crate::error::Result<()> {
         ))
         .into());
     }
+    Ok(())
+}
+
+pub fn check_password(password: &str) -> crate::error::Result<()> {
     if password.chars().count() < MIN_PASSWORD_CHARS {
         return Err(ApiError::invalid(format!("Choose a password of at least {MIN_PASSWORD_CHARS} characters.")).into());
     }
     Ok(())
+}
+
+pub fn check_new_user(name: &str, password: &str) -> crate::error::Result<()> {
+    check_name(name)?;
+    check_password(password)
 }
 
 impl Auth {
@@ -186,6 +196,11 @@ impl Auth {
         self.store.delete_user(&user.name).await?;
         tracing::info!(user = %user.name, "removed user");
         Ok(())
+    }
+
+    /// Whether the setup page's link would still create the first admin.
+    pub async fn setup_link_works(&self, token: &str) -> crate::error::Result<bool> {
+        Ok(!self.disabled && self.store.setup_token_valid(&hash_secret(token)).await?)
     }
 
     /// The first admin, from the setup URL's token (used up on success).

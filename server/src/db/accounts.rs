@@ -24,6 +24,20 @@ pub struct TokenRow {
 
 const USER_COLUMNS: &str = "id, name, password_hash, is_admin, created_at";
 
+/// A user as the users page lists them, with the expiry of the sign-in link
+/// waiting for them, if one is.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ListedUserRow {
+    pub name: String,
+    pub is_admin: i64,
+    pub created_at: i64,
+    pub link_expires_at: Option<i64>,
+}
+
+/// A password hash no password matches (not a PHC string): the account of
+/// someone whose sign-in link is not used yet, or was reset.
+pub const NO_PASSWORD: &str = "!";
+
 impl Store {
     pub async fn user_count(&self) -> StoreResult<i64> {
         let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM users").fetch_one(&self.pool).await?;
@@ -205,5 +219,119 @@ impl Store {
             }
         }
         Ok(found)
+    }
+
+    pub async fn users_listed(&self) -> StoreResult<Vec<ListedUserRow>> {
+        Ok(sqlx::query_as(
+            "SELECT u.name, u.is_admin, u.created_at, l.expires_at AS link_expires_at FROM users u
+             LEFT JOIN sign_in_links l ON l.user_id = u.id AND l.expires_at > $1 ORDER BY u.name",
+        )
+        .bind(now_ms())
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// `false`: no such user.
+    pub async fn set_admin(&self, name: &str, admin: bool) -> StoreResult<bool> {
+        let done = sqlx::query("UPDATE users SET is_admin = $1 WHERE name = $2")
+            .bind(i64::from(admin))
+            .bind(name)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// A new one-time sign-in link for the user, replacing any waiting one.
+    /// With `lock_out` (a reset), their password stops working and their
+    /// sessions end, in the same transaction. `None`: no such user.
+    pub async fn issue_sign_in_link(
+        &self,
+        name: &str,
+        token_hash: &str,
+        created_by: &str,
+        expires_at: i64,
+        lock_out: bool,
+    ) -> StoreResult<Option<UserRow>> {
+        let mut tx = self.pool.begin().await?;
+        if lock_out {
+            sqlx::query("UPDATE users SET password_hash = $1 WHERE name = $2")
+                .bind(NO_PASSWORD)
+                .bind(name)
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query("DELETE FROM sessions WHERE user_id = (SELECT id FROM users WHERE name = $1)")
+                .bind(name)
+                .execute(&mut *tx)
+                .await?;
+        }
+        let user: Option<UserRow> =
+            sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {USER_COLUMNS} FROM users WHERE name = $1")))
+                .bind(name)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let Some(user) = user else { return Ok(None) };
+        sqlx::query(
+            "INSERT INTO sign_in_links (token_hash, user_id, created_by, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (user_id) DO UPDATE SET token_hash = excluded.token_hash, created_by = excluded.created_by,
+                 created_at = excluded.created_at, expires_at = excluded.expires_at",
+        )
+        .bind(token_hash)
+        .bind(user.id)
+        .bind(created_by)
+        .bind(now_ms())
+        .bind(expires_at)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(Some(user))
+    }
+
+    /// The user an unexpired sign-in link is for.
+    pub async fn sign_in_link_user(&self, token_hash: &str) -> StoreResult<Option<UserRow>> {
+        Ok(sqlx::query_as(
+            "SELECT u.id, u.name, u.password_hash, u.is_admin, u.created_at FROM sign_in_links l
+             JOIN users u ON u.id = l.user_id WHERE l.token_hash = $1 AND l.expires_at > $2",
+        )
+        .bind(token_hash)
+        .bind(now_ms())
+        .fetch_optional(&self.pool)
+        .await?)
+    }
+
+    /// Uses the link up and sets the password it was for, together: of two
+    /// tabs submitting at once, one gets the user. `None`: no such link (used,
+    /// expired or never made).
+    pub async fn redeem_sign_in_link(&self, token_hash: &str, password_hash: &str) -> StoreResult<Option<UserRow>> {
+        let mut tx = self.pool.begin().await?;
+        let taken: Option<(i64,)> =
+            sqlx::query_as("DELETE FROM sign_in_links WHERE token_hash = $1 AND expires_at > $2 RETURNING user_id")
+                .bind(token_hash)
+                .bind(now_ms())
+                .fetch_optional(&mut *tx)
+                .await?;
+        let Some((user,)) = taken else { return Ok(None) };
+        let row: UserRow = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "UPDATE users SET password_hash = $1 WHERE id = $2 RETURNING {USER_COLUMNS}"
+        )))
+        .bind(password_hash)
+        .bind(user)
+        .fetch_one(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(Some(row))
+    }
+
+    /// Whether a first-admin setup link would still work (no user yet, and it
+    /// is one of the links kept): the setup page asks before showing its form.
+    pub async fn setup_token_valid(&self, token_hash: &str) -> StoreResult<bool> {
+        let (n,): (i64,) = sqlx::query_as(
+            "SELECT COUNT(*) FROM setup_tokens WHERE token_hash = $1 AND created_at > $2
+                 AND NOT EXISTS (SELECT 1 FROM users)",
+        )
+        .bind(token_hash)
+        .bind(now_ms() - 86_400_000)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(n > 0)
     }
 }

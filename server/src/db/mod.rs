@@ -45,7 +45,7 @@ mod sweeps;
 mod telemetry;
 
 pub use access::OwnedBy;
-pub use accounts::{TokenRow, UserRow};
+pub use accounts::{ListedUserRow, NO_PASSWORD, TokenRow, UserRow};
 pub use annotations::AnnotationRow;
 pub use audit::{AuditRow, NewAudit};
 pub use comments::{CommentRow, MentionRow, NewCommentRow};

@@ -1,6 +1,7 @@
-//! Accounts: one's own API tokens (anyone signed in); the audit log (admins).
+//! Accounts: one's own API tokens (anyone signed in); the audit log and the
+//! team's users (admins).
 
-use app::accounts::{ApiToken, AuditEntry, NewApiToken};
+use app::accounts::{ApiToken, AuditEntry, NewApiToken, NewUser, SignInLink, TeamUser};
 use app::backend::Actor;
 use app::error::ApiError;
 
@@ -24,5 +25,31 @@ impl app::backend::Accounts for super::Guarded {
     async fn audit_log(&self, actor: &Actor, limit: i64) -> Result<Vec<AuditEntry>, ApiError> {
         let admin = self.access.admin(actor, "read the audit log")?;
         Ok(self.auth.audit_log(&admin, limit).await?)
+    }
+    async fn team_users(&self, actor: &Actor) -> Result<Vec<TeamUser>, ApiError> {
+        self.access.admin(actor, "list the users")?;
+        Ok(self.auth.team_users().await?)
+    }
+    async fn add_team_user(&self, actor: &Actor, new: NewUser) -> Result<SignInLink, ApiError> {
+        let admin = self.access.admin(actor, "add users")?;
+        Ok(self.auth.invite(&admin, &new.name, new.admin).await?)
+    }
+    async fn reset_team_user(&self, actor: &Actor, name: &str) -> Result<SignInLink, ApiError> {
+        let admin = self.access.admin(actor, "reset users")?;
+        Ok(self.auth.reset(&admin, name).await?)
+    }
+    async fn set_team_admin(&self, actor: &Actor, name: &str, admin: bool) -> Result<TeamUser, ApiError> {
+        let by = self.access.admin(actor, "make users admins")?;
+        Ok(self.auth.set_admin(&by, name, admin).await?)
+    }
+    async fn remove_team_user(&self, actor: &Actor, name: &str) -> Result<(), ApiError> {
+        let admin = self.access.admin(actor, "remove users")?;
+        Ok(self.auth.remove(&admin, name).await?)
+    }
+    async fn sign_in_link_user(&self, token: &str) -> Result<Option<String>, ApiError> {
+        Ok(self.auth.welcome(token).await?)
+    }
+    async fn setup_link_works(&self, token: &str) -> Result<bool, ApiError> {
+        Ok(self.auth.setup_link_works(token).await?)
     }
 }

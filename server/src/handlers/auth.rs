@@ -1,4 +1,4 @@
-//! Sign-in, sign-out and first-admin setup: plain form posts answered with a
+//! Sign-in, sign-out, first-admin setup and one-time sign-in links: plain form posts answered with a
 //! redirect, so they work the same with and without JavaScript. Errors go back
 //! to the form's page as `?error=…`, which shows them.
 
@@ -99,6 +99,20 @@ pub async fn setup(State(state): State<AppState>, Client(client): Client, Form(f
             url_encode(&e.message),
             url_encode(form.name.trim())
         )),
+    }
+}
+
+#[derive(serde::Deserialize)]
+pub struct Welcome {
+    token: String,
+    password: String,
+}
+
+/// A one-time sign-in link used: the password chosen, signed in.
+pub async fn welcome(State(state): State<AppState>, Form(form): Form<Welcome>) -> Response {
+    match state.auth.redeem(&form.token, &form.password).await.map_err(ApiError::from) {
+        Ok((_, session)) => with_cookie(state.auth.session_cookie(Some(&session)), "/"),
+        Err(e) => redirect(&format!("/welcome?token={}&error={}", url_encode(&form.token), url_encode(&e.message))),
     }
 }
 

@@ -16,6 +16,7 @@ pub mod runs;
 pub mod search;
 pub mod shares;
 pub mod steps;
+pub mod users;
 
 use crate::error::AppError;
 use app::error::{ApiError, ErrorCode};

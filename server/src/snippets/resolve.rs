@@ -192,10 +192,13 @@ impl Source {
         }
         candidates.truncate(MAX_CANDIDATES);
         tracing::info!(run = run_id, file, found = candidates.len(), "resolved a source reference");
+        let investigation_title =
+            self.store.investigation(&investigation_id).await?.map(|row| row.title).unwrap_or_default();
         Ok(SourceCandidates {
             run_id,
             step_id: run.step_id,
             investigation_id,
+            investigation_title,
             host: run.host,
             file: file.to_string(),
             line,

@@ -147,8 +147,10 @@ async fn the_setup_link_creates_the_first_admin_once() {
     let session = session_of(&made);
     let me = app.send_with(Method::GET, "/", &[("cookie", &session)], vec![]).await;
     assert!(me.text().contains(">ada<"));
-    let again = setup(token, "eve").await;
+    let again = setup(token.clone(), "eve").await;
     assert!(location(&again).contains("not%20valid"), "used up: {}", location(&again));
+    let used = app.get(&format!("/setup?token={token}")).await.text();
+    assert!(used.contains("This setup link was used") && !used.contains("id=\"setup\""), "no form for a used link");
     assert!(auth.setup_token_if_empty().await.unwrap().is_none(), "users exist now");
 }
 
@@ -341,4 +343,133 @@ async fn admins_list_reset_and_remove_users_from_a_shell() {
     let last = sleuth(&app, &["user", "remove", "ada"], "");
     assert!(!last.status.success() && String::from_utf8_lossy(&last.stderr).contains("last admin"));
     assert!(String::from_utf8_lossy(&sleuth(&app, &["user", "remove", "nobody"], "").stderr).contains("no user"));
+}
+
+async fn welcome(app: &TestApp, url: &str, password: &str) -> Response {
+    let token = url.strip_prefix("/welcome?token=").expect("a welcome link");
+    let form = format!("token={token}&password={}", password.replace(' ', "+"));
+    app.send_with(Method::POST, "/auth/welcome", &[("content-type", "application/x-www-form-urlencoded")], form.into())
+        .await
+}
+
+/// Users from the browser's API: added with a one-time sign-in link (not a
+/// password sent around), reset, made admins, removed; admins only; audited.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admins_add_reset_and_remove_users_with_one_time_sign_in_links() {
+    let app = spawn_app_with_accounts().await;
+    let auth = app.auth.clone().unwrap();
+    auth.add_user("ada", PASSWORD, true).await.unwrap();
+    auth.add_user("bob", PASSWORD, false).await.unwrap();
+    let ada = auth.create_token("ada", "test").await.unwrap().token;
+    let bob = auth.create_token("bob", "test").await.unwrap().token;
+
+    // Others get 403, for every operation.
+    for (method, uri, body) in [
+        (Method::GET, "/api/v1/users", json!(null)),
+        (Method::POST, "/api/v1/users", json!({ "name": "carol" })),
+        (Method::PATCH, "/api/v1/users/ada", json!({ "admin": false })),
+        (Method::POST, "/api/v1/users/ada/reset", json!(null)),
+        (Method::DELETE, "/api/v1/users/ada", json!(null)),
+    ] {
+        let refused = as_user(&app, &bob, method.clone(), uri, body).await;
+        assert_eq!(refused.status, StatusCode::FORBIDDEN, "{method} {uri}: {}", refused.text());
+        assert!(refused.text().contains("Only admins may"), "{}", refused.text());
+    }
+
+    let added = as_user(&app, &ada, Method::POST, "/api/v1/users", json!({ "name": "carol", "admin": false })).await;
+    assert_eq!(added.status, StatusCode::CREATED, "{}", added.text());
+    let link = added.json();
+    let url = link["url"].as_str().unwrap().to_string();
+    assert!(url.starts_with("/welcome?token=") && url.len() > 50, "{url}");
+    assert_eq!((link["user"]["name"].as_str(), link["user"]["admin"].as_bool()), (Some("carol"), Some(false)));
+    assert!(link["user"]["link_expires_at"].is_string(), "{link}");
+    let again = as_user(&app, &ada, Method::POST, "/api/v1/users", json!({ "name": "CAROL" })).await;
+    assert_eq!(again.status, StatusCode::CONFLICT, "{}", again.text());
+    for bad in [json!({ "name": "<script>" }), json!({ "name": "" }), json!({ "name": "x", "password": "p" })] {
+        let refused = as_user(&app, &ada, Method::POST, "/api/v1/users", bad.clone()).await;
+        assert!(refused.status.is_client_error(), "{bad}: {}", refused.status);
+    }
+    let listed = as_user(&app, &ada, Method::GET, "/api/v1/users", json!(null)).await.json();
+    let names: Vec<&str> = listed.as_array().unwrap().iter().map(|u| u["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["ada", "bob", "carol"]);
+    assert!(!listed.to_string().contains("argon2") && !listed.to_string().contains(&url[15..]), "no secrets listed");
+
+    // Carol cannot sign in before choosing a password; the page names her; the link works once.
+    assert!(location(&sign_in(&app, "carol", "!", "/").await).contains("Wrong"));
+    let page = app.get(&url).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.text().contains("Welcome, carol") && page.text().contains("id=\"welcome\""), "{}", page.text());
+    let short = welcome(&app, &url, "short").await;
+    assert!(location(&short).contains("at%20least%2010"), "{}", location(&short));
+    let chosen = welcome(&app, &url, "carol's own password").await;
+    assert_eq!(location(&chosen), "/", "signed in: {}", location(&chosen));
+    let session = session_of(&chosen);
+    let home = app.send_with(Method::GET, "/", &[("cookie", &session)], vec![]).await;
+    assert!(home.text().contains(">carol<"), "signed in as carol");
+    let reused = welcome(&app, &url, "another password!").await;
+    assert!(location(&reused).contains("does%20not%20work"), "{}", location(&reused));
+    let used_page = app.get(&url).await.text();
+    assert!(used_page.contains("does not work any more") && !used_page.contains("id=\"welcome\""));
+    assert_eq!(location(&sign_in(&app, "carol", "carol's own password", "/x").await), "/x");
+
+    // A reset: the old password and the session stop working; a new link.
+    let reset = as_user(&app, &ada, Method::POST, "/api/v1/users/carol/reset", json!(null)).await;
+    assert_eq!(reset.status, StatusCode::OK, "{}", reset.text());
+    let new_url = reset.json()["url"].as_str().unwrap().to_string();
+    assert_ne!(new_url, url);
+    let after = app.send_with(Method::GET, "/api/v1/investigations", &[("cookie", &session)], vec![]).await;
+    assert_eq!(after.status, StatusCode::UNAUTHORIZED, "her sessions ended");
+    assert!(location(&sign_in(&app, "carol", "carol's own password", "/").await).contains("Wrong"));
+    assert_eq!(location(&welcome(&app, &new_url, "a brand new password").await), "/");
+    let unknown = as_user(&app, &ada, Method::POST, "/api/v1/users/nobody/reset", json!(null)).await;
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND);
+
+    // Admins: made and unmade; never the last one.
+    let made = as_user(&app, &ada, Method::PATCH, "/api/v1/users/carol", json!({ "admin": true })).await;
+    assert_eq!(made.json()["admin"], true, "{}", made.text());
+    let unmade = as_user(&app, &ada, Method::PATCH, "/api/v1/users/carol", json!({ "admin": false })).await;
+    assert_eq!(unmade.json()["admin"], false);
+    let last = as_user(&app, &ada, Method::PATCH, "/api/v1/users/ada", json!({ "admin": false })).await;
+    assert_eq!(last.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", last.text());
+    assert!(last.text().contains("last admin"));
+    let last = as_user(&app, &ada, Method::DELETE, "/api/v1/users/ada", json!(null)).await;
+    assert!(last.text().contains("last admin"), "{}", last.text());
+
+    // Removed: gone from the list, her link and token with her.
+    let pending = as_user(&app, &ada, Method::POST, "/api/v1/users/carol/reset", json!(null)).await.json();
+    let removed = as_user(&app, &ada, Method::DELETE, "/api/v1/users/carol", json!(null)).await;
+    assert_eq!(removed.status, StatusCode::NO_CONTENT, "{}", removed.text());
+    let gone = welcome(&app, pending["url"].as_str().unwrap(), "a password for a ghost").await;
+    assert!(location(&gone).contains("does%20not%20work"), "{}", location(&gone));
+    let listed = as_user(&app, &ada, Method::GET, "/api/v1/users", json!(null)).await.json();
+    assert_eq!(listed.as_array().unwrap().len(), 2);
+
+    // Each change in the audit log, by whom and to whom.
+    let audit = as_user(&app, &ada, Method::GET, "/api/v1/audit", json!(null)).await.json();
+    let said: Vec<String> = audit
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["action"].as_str().unwrap().starts_with("user."))
+        .map(|e| {
+            format!(
+                "{} {} {} {}",
+                e["who"].as_str().unwrap(),
+                e["action"].as_str().unwrap(),
+                e["target"].as_str().unwrap(),
+                e["outcome"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    for expected in [
+        "ada user.add carol ok",
+        "ada user.reset carol ok",
+        "ada user.make_admin carol ok",
+        "ada user.unmake_admin carol ok",
+        "ada user.remove carol ok",
+    ] {
+        assert!(said.iter().any(|s| s == expected), "{expected} in {said:#?}");
+    }
+    assert!(said.iter().any(|s| s.starts_with("ada user.add CAROL error: There is a user")), "{said:#?}");
+    assert!(!audit.to_string().contains("welcome?token"), "no link in the audit log");
 }

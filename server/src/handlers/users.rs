@@ -1,0 +1,52 @@
+//! The team's users (admins only): listed, added and reset with a one-time
+//! sign-in link in the answer, made admins, removed. Each change is audited.
+
+use crate::auth::Caller;
+use crate::error::AppError;
+use crate::extract::{ApiJson, ApiPath};
+use crate::state::AppState;
+use app::accounts::{NewUser, SignInLink, TeamUser, UserChange};
+use app::backend::Accounts;
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+
+pub async fn list(Caller(actor): Caller, State(state): State<AppState>) -> Result<Json<Vec<TeamUser>>, AppError> {
+    Ok(Json(state.notebook.team_users(&actor).await?))
+}
+
+/// The answer is the only time the link's URL is seen: only its hash is kept.
+pub async fn create(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiJson(new): ApiJson<NewUser>,
+) -> Result<(StatusCode, Json<SignInLink>), AppError> {
+    Ok((StatusCode::CREATED, Json(state.notebook.add_team_user(&actor, new).await?)))
+}
+
+pub async fn update(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    ApiJson(change): ApiJson<UserChange>,
+) -> Result<Json<TeamUser>, AppError> {
+    Ok(Json(state.notebook.set_team_admin(&actor, &name, change.admin).await?))
+}
+
+/// A new one-time link; the user's password and sessions stop working now.
+pub async fn reset(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+) -> Result<Json<SignInLink>, AppError> {
+    Ok(Json(state.notebook.reset_team_user(&actor, &name).await?))
+}
+
+pub async fn delete(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+) -> Result<StatusCode, AppError> {
+    state.notebook.remove_team_user(&actor, &name).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
