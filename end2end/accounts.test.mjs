@@ -86,13 +86,10 @@ test('set up the first admin, use a token, sign out and back in', async () => {
   await page.waitForSelector('table.tokens tr:has-text("revoked")');
   assert.equal((await api(token)).status, 401);
 
-  // The same link does not make a second admin.
+  // The same link does not make a second admin: its page says so, with no form to fill in vain.
   await page.goto(server.setupUrl);
-  await page.fill('#setup input[name=name]', 'eve');
-  await page.fill('#setup input[name=password]', 'correct horse battery');
-  await page.click('#setup button[type=submit]');
-  await page.waitForSelector('.error[role=alert]');
-  assert.match(await page.locator('.error[role=alert]').textContent(), /not valid/);
+  assert.match(await page.locator('main h1').textContent(), /This setup link was used/);
+  assert.equal(await page.locator('#setup').count(), 0);
 
   await page.goto(server.url + '/');
   await page.click('form.sign-out button');
@@ -165,6 +162,15 @@ test('a view-only share link: opened without an account at a step, revoked to a 
     for (let i = 0; i < 6; i++) {
       await post(`/api/v1/investigations/${inv.id}/steps`, { kind: 'note', body: `note ${i}\n\n${'text\n\n'.repeat(8)}` });
     }
+    // A run whose output names a source file, kept as a file too.
+    const step = await post(`/api/v1/investigations/${inv.id}/steps`, { kind: 'command', host: 'gpu',
+      command: 'echo "[custom_all_reduce.py:137] <b>disabled</b>"; echo 57.5 > result.txt', artifacts: ['result.txt'] });
+    const [run] = await post(`/api/v1/steps/${step.id}/runs`, {});
+    for (let i = 0; i < 300; i++) {
+      const state = await fetch(`/api/v1/runs/${run.id}`).then((r) => r.json());
+      if (state.status !== 'queued' && state.status !== 'running') break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
     return inv;
   });
   await page.goto(`${server.url}/i/${inv.id}`);
@@ -204,6 +210,40 @@ test('a view-only share link: opened without an account at a step, revoked to a 
     }
     await reader.context().close();
   }
+
+  // A link that shows hosts offers the run's whole output and its files through
+  // its own routes; every link on either kind of share page works without an account.
+  const open = await page.evaluate(async (id) => {
+    const r = await fetch(`/api/v1/investigations/${id}/shares`, { method: 'POST',
+      headers: { 'content-type': 'application/json' }, body: JSON.stringify({ label: 'open' }) });
+    return (await r.json()).url;
+  }, inv.id);
+  secrets.add(open.split('/s/')[1]);
+  for (const [link, hides] of [[url, true], [server.url + open, false]]) {
+    const reader = await newPage(browser);
+    await reader.goto(link);
+    await hydrated(reader);
+    const hrefs = await reader.evaluate(() => [...new Set([...document.querySelectorAll('a[href]')]
+      .map((a) => a.href).filter((h) => !h.includes('#') || !h.startsWith(location.href.split('#')[0] + '#')))]);
+    const raw = hrefs.filter((h) => h.includes('/output'));
+    assert.equal(raw.length > 0, !hides, `whole output offered only when hosts are shown: ${hrefs.join(' ')}`);
+    assert.equal(hrefs.some((h) => h.includes('/artifacts/')), !hides, hrefs.join(' '));
+    assert.equal(await reader.locator('a.src-ref').count(), 0, 'source references are text for outsiders');
+    assert.equal(await reader.locator('.src-ref').count() > 0, true);
+    for (const href of hrefs) {
+      const answer = await fetch(href, { redirect: 'manual' });
+      assert.equal(answer.status, 200, `${href} without an account`);
+    }
+    if (!hides) {
+      const whole = await fetch(raw.find((h) => h.endsWith('/output')) ?? raw[0]).then((r) => r.text());
+      assert.match(whole, /custom_all_reduce\.py:137/);
+    }
+    assert.deepEqual(reader.problems, []);
+    await reader.context().close();
+  }
+  // Another investigation's run is not reachable through this link.
+  const elsewhere = await fetch(`${server.url}/api/v1/shared/${open.split('/s/')[1]}/runs/1/output`);
+  assert.equal(elsewhere.status, 404);
 
   // Revoked: the next visit gets a clear page, not the content.
   await page.evaluate(() => { document.querySelector('#share').open = true; });

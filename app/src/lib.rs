@@ -97,16 +97,7 @@ pub fn App() -> impl IntoView {
     provide_meta_context();
     view! {
         <Router>
-            <header class="topbar">
-                <A href="/" attr:class="brand">"Sleuth"</A>
-                <span class="tagline">"LLM-serving performance notebook"</span>
-                <pages::search::SearchBox/>
-                <nav class="topnav">
-                    <A href="/">"Investigations"</A>
-                    <A href="/hosts">"Hosts"</A>
-                    <pages::accounts::SignedIn/>
-                </nav>
-            </header>
+            <TopBar/>
             <main>
                 // Async: pages are sent whole, so they read well without JavaScript
                 // and a missing investigation is a real 404.
@@ -132,6 +123,36 @@ pub fn App() -> impl IntoView {
             </main>
             <Shortcuts/>
         </Router>
+    }
+}
+
+/// The top bar: search and the team's pages; for a share link's reader (who
+/// has no account) only the name and a way to sign in, so every link works.
+#[component]
+fn TopBar() -> impl IntoView {
+    let location = leptos_router::hooks::use_location();
+    let outsider = move || location.pathname.with(|p| p.starts_with("/s/"));
+    view! {
+        <header class="topbar">
+            {move || if outsider() {
+                view! {
+                    <span class="brand">"Sleuth"</span>
+                    <span class="tagline">"LLM-serving performance notebook"</span>
+                    <nav class="topnav"><a href="/login">"Sign in"</a></nav>
+                }.into_any()
+            } else {
+                view! {
+                    <A href="/" attr:class="brand">"Sleuth"</A>
+                    <span class="tagline">"LLM-serving performance notebook"</span>
+                    <pages::search::SearchBox/>
+                    <nav class="topnav">
+                        <A href="/">"Investigations"</A>
+                        <A href="/hosts">"Hosts"</A>
+                        <pages::accounts::SignedIn/>
+                    </nav>
+                }.into_any()
+            }}
+        </header>
     }
 }
 

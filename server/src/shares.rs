@@ -138,6 +138,12 @@ pub fn without_team(investigation: &mut Investigation) {
     investigation.comments.clear();
     investigation.outline.iter_mut().for_each(|step| step.comments.clear());
     investigation.abilities = Abilities::default();
+    // Source references open a page of the team's; for outsiders they are text.
+    for run in investigation.steps.iter_mut().flat_map(|step| step.runs.iter_mut()) {
+        for tail in run.tail.iter_mut().chain(run.server_tail.iter_mut()) {
+            tail.html = crate::snippets::refs::unlink(&tail.html);
+        }
+    }
 }
 
 /// The distinct values of every `host` field, in order of appearance.

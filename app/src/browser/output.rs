@@ -12,6 +12,11 @@ pub fn install() {
         if !dom::plain_click(&event) {
             return;
         }
+        // A share link's reader has no session for the server functions: the
+        // links there are plain links to the link's own routes.
+        if dom::closest(&event, ".shared-page").is_some() {
+            return;
+        }
         if let Some(link) = dom::closest(&event, ".run a.load-earlier") {
             event.prevent_default();
             if let Ok(Some(run)) = link.closest(".run") {
@@ -25,6 +30,9 @@ pub fn install() {
     // Scrolling to the top of an output box asks for what is above.
     dom::listen(&document, "scroll", true, |event: Event| {
         let Some(output) = dom::closest(&event, "pre.output:not(.server-output)") else { return };
+        if output.closest(".shared-page").ok().flatten().is_some() {
+            return;
+        }
         if output.scroll_top() <= 0
             && let Ok(Some(run)) = output.closest(".run")
         {

@@ -57,12 +57,16 @@ pub(crate) fn InvestigationView(
     view! {
         <PageTitle text=format!("{} · Sleuth", inv.title)/>
         <article
-            class="investigation"
+            class=if super::outsider() { "investigation shared-page" } else { "investigation" }
             data-investigation=inv.id.clone()
             data-live=live.then_some("")
             data-known=inv.runs_fingerprint.to_string()
         >
-        <nav class="crumbs"><a href="/">"Investigations"</a> " / " <span title=inv.id.clone()>{super::crumb_title(&inv.title, &inv.id)}</span></nav>
+        {if super::outsider() {
+            view! { <nav class="crumbs"><span>"Shared investigation"</span></nav> }.into_any()
+        } else {
+            view! { <nav class="crumbs"><a href="/">"Investigations"</a> " / " <span title=inv.id.clone()>{super::crumb_title(&inv.title, &inv.id)}</span></nav> }.into_any()
+        }}
         <Header inv=inv.clone() export=export.unwrap_or_else(|| format!("/api/v1/investigations/{}/export", inv.id))/>
         {match notice {
             Some(text) => Some(view! { <p class="notice read-only shared-terms">{text}</p> }.into_any()),

@@ -73,7 +73,7 @@ pub fn MeasurementsSection(inv: Investigation) -> impl IntoView {
                 <div class="svg" inner_html=o.svg.clone()></div>
                 <figcaption>
                     <code>{o.metric.clone()}</code> " by configuration; dashed line: " {o.baseline_label.clone()}
-                    " · " <a href=svg_href>"SVG"</a>
+                    {(!super::outsider()).then(|| view! { " · " <a href=svg_href>"SVG"</a> })}
                 </figcaption>
             </figure>
             <div class="table-scroll">
@@ -85,7 +85,7 @@ pub fn MeasurementsSection(inv: Investigation) -> impl IntoView {
                     <tbody>{groups}</tbody>
                 </table>
             </div>
-            {(!o.metrics.is_empty()).then(|| view! { <p class="muted">"Other metrics as charts: " {others}</p> })}
+            {(!o.metrics.is_empty() && !super::outsider()).then(|| view! { <p class="muted">"Other metrics as charts: " {others}</p> })}
         }
     });
     view! {

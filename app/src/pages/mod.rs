@@ -27,6 +27,16 @@ pub fn or_error<V: IntoView + 'static>(loaded: Result<V, ApiError>) -> AnyView {
     }
 }
 
+/// Marks a page read through a share link: its reader has no account, so the
+/// page links only to what the link itself serves.
+#[derive(Clone, Copy, Debug)]
+pub struct Outsider;
+
+/// Whether this page is for a share link's reader.
+pub fn outsider() -> bool {
+    use_context::<Outsider>().is_some()
+}
+
 /// An investigation as a breadcrumb names it: its title (shortened), or its id
 /// where it has none.
 pub fn crumb_title(title: &str, id: &str) -> String {

@@ -20,8 +20,10 @@ pub fn SharedPage() -> impl IntoView {
     let params = use_params_map();
     let token = params.with_untracked(|p| p.get("token").unwrap_or_default());
     let shown = super::shown::Shown::provide();
+    provide_context(super::Outsider);
     let export = format!("/api/v1/shared/{token}/export");
-    let shared = Resource::new(move || (), move |_| shared_investigation(token.clone(), shown.window.query()));
+    let asked = token.clone();
+    let shared = Resource::new(move || (), move |_| shared_investigation(asked.clone(), shown.window.query()));
     view! {
         // The token is in the URL: keep it out of search engines and out of the
         // Referer header of links the notes point to.
@@ -29,10 +31,14 @@ pub fn SharedPage() -> impl IntoView {
         <Meta name="referrer" content="no-referrer"/>
         <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || {
-                    let export = export.clone();
+                    let (export, token) = (export.clone(), token.clone());
                     Suspend::new(async move {
                         super::or_error(shared.await.map(|view| {
                             let notice = terms(&view);
+                            // Whole output and files through the link's own routes,
+                            // unless it hides hosts (see `RunFiles`).
+                            let files = (!view.hide_hosts).then(|| format!("/api/v1/shared/{token}/runs"));
+                            provide_context(crate::steps::command::RunFiles(files));
                             view! { <super::investigation::InvestigationView inv=view.investigation notice export/> }
                         }))
                     })

@@ -492,6 +492,7 @@ fn RunOutput(
     let position = crate::runs::batch_position(&run);
     let run_id = run.id;
     let earlier_from = start.saturating_sub(EARLIER_BYTES);
+    let files = RunFiles::current();
     view! {
         <div class="run" data-run=run.id data-status=run.status.as_str() data-first=start data-end=end>
             <div class="run-head">
@@ -502,32 +503,33 @@ fn RunOutput(
                 <span class="muted">{summary}</span>
                 <span class="spacer"></span>
                 <span class="muted bytes">{human_bytes(end)}</span>
-                <a href=format!("/api/v1/runs/{}/output?download=1", run.id) class="quiet">"raw"</a>
+                {files.url(run.id, "/output?download=1").map(|href| view! { <a href=href class="quiet">"raw"</a> })}
             </div>
             {run.error.clone().map(|e| view! { <p class="run-error">{e}</p> })}
             {run.config.as_ref().map(|c| view! { <p class="run-config">"configuration " <code>{crate::sweeps::config_label(c)}</code></p> })}
-            {run.server.clone().map(|state| view! { <ServerBeside run_id state tail=run.server_tail.clone()/> })}
+            {run.server.clone().map(|state| view! { <ServerBeside run_id state tail=run.server_tail.clone() files=files.clone()/> })}
             <Measurements found=run.measurements.clone()/>
-            <Artifacts artifacts=run.artifacts.clone() notes=run.artifact_notes.clone() run_dir=run.run_dir.clone()/>
+            <Artifacts artifacts=run.artifacts.clone() notes=run.artifact_notes.clone() run_dir=run.run_dir.clone() files=files.clone()/>
             {run.telemetry_svg.clone().map(|svg| view! {
                 <details class="telemetry" open>
-                    <summary>"GPU telemetry " <a href=format!("/api/v1/runs/{run_id}/telemetry") class="quiet">"JSON"</a></summary>
+                    <summary>"GPU telemetry " {files.url(run_id, "/telemetry").map(|href| view! { <a href=href class="quiet">"JSON"</a> })}</summary>
                     <div class="svg" inner_html=svg></div>
                 </details>
             })}
             {(!run.telemetry_notes.is_empty()).then(|| view! {
                 <ul class="telemetry-notes muted">{run.telemetry_notes.iter().map(|n| view! { <li>{n.clone()}</li> }).collect_view()}</ul>
             })}
-            {(start > 0).then(|| view! {
-                <p class="muted earlier">
-                    <span class="earlier-bytes">{human_bytes(start)}</span> " earlier — "
-                    // Without JavaScript, the raw bytes just before what is shown.
-                    <a class="load-earlier" href=format!("/api/v1/runs/{run_id}/output?offset={earlier_from}&limit={}", start - earlier_from)>
-                        "show more"
-                    </a>
-                    " · "
-                    <a href=format!("/api/v1/runs/{run_id}/output")>"show all (raw)"</a>
-                </p>
+            {(start > 0).then(|| match (files.url(run_id, &format!("/output?offset={earlier_from}&limit={}", start - earlier_from)), files.url(run_id, "/output")) {
+                (Some(earlier), Some(all)) => view! {
+                    <p class="muted earlier">
+                        <span class="earlier-bytes">{human_bytes(start)}</span> " earlier — "
+                        // Without JavaScript, the raw bytes just before what is shown.
+                        <a class="load-earlier" href=earlier>"show more"</a>
+                        " · "
+                        <a href=all>"show all (raw)"</a>
+                    </p>
+                }.into_any(),
+                _ => view! { <p class="muted earlier">{human_bytes(start)} " earlier, not shown through this link"</p> }.into_any(),
             })}
             <pre class="output">
                 <code class="earlier-output"></code>
@@ -538,10 +540,39 @@ fn RunOutput(
     }
 }
 
+/// Where a run's whole output, server log, telemetry and files are read: the
+/// API for the team, a share link's own routes for its readers (no sign-in),
+/// nowhere for a link that hides hosts (whole files are not vetted for host
+/// names). Provided by the page; the team's API by default.
+#[derive(Clone, Debug)]
+pub struct RunFiles(pub Option<String>);
+
+impl RunFiles {
+    pub const TEAM: &'static str = "/api/v1/runs";
+
+    pub fn current() -> Self {
+        use_context::<RunFiles>().unwrap_or_else(|| RunFiles(Some(Self::TEAM.into())))
+    }
+
+    /// `{base}/{run}{rest}`, where files are offered.
+    pub fn url(&self, run: i64, rest: &str) -> Option<String> {
+        self.0.as_ref().map(|base| format!("{base}/{run}{rest}"))
+    }
+
+    /// A URL the server wrote under the team's API, under this base.
+    pub fn rebase(&self, url: &str) -> Option<String> {
+        let base = self.0.as_ref()?;
+        Some(match url.strip_prefix(Self::TEAM) {
+            Some(rest) => format!("{base}{rest}"),
+            None => url.to_string(),
+        })
+    }
+}
+
 /// The server beside a run: where it is in its life, what happened to it, and
 /// its log (live while the run goes, in `browser::live`).
 #[component]
-fn ServerBeside(run_id: i64, state: ServerState, tail: Option<OutputTail>) -> impl IntoView {
+fn ServerBeside(run_id: i64, state: ServerState, tail: Option<OutputTail>, files: RunFiles) -> impl IntoView {
     let (html, end) = tail.map(|t| (t.html, t.end)).unwrap_or_default();
     let phase = match state.phase {
         ServerPhase::Waiting => "starting",
@@ -580,7 +611,7 @@ fn ServerBeside(run_id: i64, state: ServerState, tail: Option<OutputTail>) -> im
             <details class="server-log" data-end=end data-live=live.then_some("") open=live>
                 <summary>
                     "Server log " <span class="muted server-bytes">{human_bytes(end)}</span> " "
-                    <a href=format!("/api/v1/runs/{run_id}/output?stream=server&download=1") class="quiet">"raw"</a>
+                    {files.url(run_id, "/output?stream=server&download=1").map(|href| view! { <a href=href class="quiet">"raw"</a> })}
                 </summary>
                 <pre class="output server-output">
                     <code inner_html=html></code>
@@ -593,7 +624,7 @@ fn ServerBeside(run_id: i64, state: ServerState, tail: Option<OutputTail>) -> im
 
 /// The files kept from the run's directory, as downloads (never shown inline).
 #[component]
-fn Artifacts(artifacts: Vec<Artifact>, notes: Vec<String>, run_dir: Option<String>) -> impl IntoView {
+fn Artifacts(artifacts: Vec<Artifact>, notes: Vec<String>, run_dir: Option<String>, files: RunFiles) -> impl IntoView {
     if artifacts.is_empty() && notes.is_empty() {
         return ().into_any();
     }
@@ -603,7 +634,10 @@ fn Artifacts(artifacts: Vec<Artifact>, notes: Vec<String>, run_dir: Option<Strin
             <ul class="artifact-list">
                 {artifacts.into_iter().map(|a| view! {
                     <li>
-                        <a href=a.url.clone() download=a.name.clone() class="artifact-link">{a.name.clone()}</a>
+                        {match files.rebase(&a.url) {
+                            Some(href) => view! { <a href=href download=a.name.clone() class="artifact-link">{a.name.clone()}</a> }.into_any(),
+                            None => view! { <span class="artifact-link">{a.name.clone()}</span> }.into_any(),
+                        }}
                         " " <span class="muted">{human_bytes(a.size)}</span>
                         " " <code class="sha256 muted" title="sha256">{a.sha256.chars().take(12).collect::<String>()}</code>
                     </li>
@@ -644,6 +678,7 @@ fn RunHistory(runs: Vec<Run>) -> impl IntoView {
         return ().into_any();
     }
     let count = runs.len();
+    let files = RunFiles::current();
     let rows = runs
         .into_iter()
         .rev()
@@ -651,7 +686,10 @@ fn RunHistory(runs: Vec<Run>) -> impl IntoView {
             let label = run.config_label();
             view! {
                 <tr>
-                    <td class="num"><a href=format!("/api/v1/runs/{}/output", run.id)>{run.id}</a></td>
+                    <td class="num">{match files.url(run.id, "/output") {
+                        Some(href) => view! { <a href=href>{run.id}</a> }.into_any(),
+                        None => view! { <span>{run.id}</span> }.into_any(),
+                    }}</td>
                     <td><RunStatusBadge status=run.status/></td>
                     <td class="env">{label}</td>
                     <td>{crate::runs::batch_position(&run)}</td>

@@ -32,6 +32,36 @@ impl super::Guarded {
         Ok(self.notebook.runs.output(&permit, run, which, offset, limit).await?)
     }
 
+    /// The same, through a share link (`Access::shared_run` says when).
+    pub async fn shared_output(
+        &self,
+        token: &str,
+        run: i64,
+        which: Which,
+        offset: u64,
+        limit: Option<u64>,
+    ) -> Result<Output, ApiError> {
+        let permit = self.access.shared_run(token, run).await?;
+        Ok(self.notebook.runs.output(&permit, run, which, offset, limit).await?)
+    }
+
+    /// A run's artifact through a share link.
+    pub async fn shared_artifact(
+        &self,
+        token: &str,
+        run: i64,
+        artifact: i64,
+    ) -> Result<(String, u64, Output), ApiError> {
+        let permit = self.access.shared_run(token, run).await?;
+        Ok(self.notebook.runs.artifact(&permit, run, artifact).await?)
+    }
+
+    /// A run's GPU telemetry through a share link.
+    pub async fn shared_telemetry(&self, token: &str, run: i64) -> Result<app::telemetry::Telemetry, ApiError> {
+        let permit = self.access.shared_run(token, run).await?;
+        Ok(self.notebook.runs.telemetry(&permit, run).await?)
+    }
+
     /// One of a run's artifacts: its name, length and bytes.
     pub async fn artifact(&self, actor: &Actor, run: i64, artifact: i64) -> Result<(String, u64, Output), ApiError> {
         let permit = self.access.permit_for::<Read>(actor, OwnedBy::Run, run).await?;

@@ -115,6 +115,20 @@ pub async fn output(
     Query(query): Query<OutputQuery>,
 ) -> Result<Response, AppError> {
     let output = state.notebook.output(&actor, id, query.stream, query.offset, query.limit).await?;
+    Ok(output_response(id, &query, output))
+}
+
+/// A run's output through a share link that shows hosts (no sign-in).
+pub async fn shared_output(
+    State(state): State<AppState>,
+    ApiPath((token, id)): ApiPath<(String, i64)>,
+    Query(query): Query<OutputQuery>,
+) -> Result<Response, AppError> {
+    let output = state.notebook.shared_output(&token, id, query.stream, query.offset, query.limit).await?;
+    Ok(output_response(id, &query, output))
+}
+
+fn output_response(id: i64, query: &OutputQuery, output: Output) -> Response {
     let len = match &output {
         Output::Whole(_, len) | Output::Range(_, len) => *len,
     };
@@ -128,11 +142,11 @@ pub async fn output(
             headers.insert(header::CONTENT_DISPOSITION, value);
         }
     }
-    Ok(match output {
+    match output {
         // A stream, never all at once: output can be gigabytes.
         Output::Whole(stream, _) => (headers, Body::from_stream(stream)).into_response(),
         Output::Range(bytes, _) => (headers, bytes).into_response(),
-    })
+    }
 }
 
 #[derive(Deserialize)]
@@ -223,7 +237,26 @@ pub async fn artifact(
     State(state): State<AppState>,
     ApiPath((run, artifact)): ApiPath<(i64, i64)>,
 ) -> Result<Response, AppError> {
-    let (name, len, output) = state.notebook.artifact(&actor, run, artifact).await?;
+    artifact_response(state.notebook.artifact(&actor, run, artifact).await?)
+}
+
+/// A run's artifact through a share link that shows hosts (no sign-in).
+pub async fn shared_artifact(
+    State(state): State<AppState>,
+    ApiPath((token, run, artifact)): ApiPath<(String, i64, i64)>,
+) -> Result<Response, AppError> {
+    artifact_response(state.notebook.shared_artifact(&token, run, artifact).await?)
+}
+
+/// A run's telemetry through a share link that shows hosts (no sign-in).
+pub async fn shared_telemetry(
+    State(state): State<AppState>,
+    ApiPath((token, run)): ApiPath<(String, i64)>,
+) -> Result<Json<app::telemetry::Telemetry>, AppError> {
+    Ok(Json(state.notebook.shared_telemetry(&token, run).await?))
+}
+
+fn artifact_response((name, len, output): (String, u64, Output)) -> Result<Response, AppError> {
     let Output::Whole(bytes, _) = output else { return Err(ApiError::internal().into()) };
     let file = name.rsplit('/').next().unwrap_or("artifact");
     // The name as typed goes in `filename*` (RFC 5987); the plain `filename` keeps safe characters only.

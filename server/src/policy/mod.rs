@@ -233,6 +233,27 @@ impl Access {
         Ok(Readers::new(actor.clone(), only))
     }
 
+    /// Reading a run's whole output, server log, telemetry or files through a
+    /// share link: the run must be in the link's investigation (else 404, as
+    /// for any id the link does not show), and the link must not hide hosts —
+    /// whole files are not vetted for host names, only the page's excerpts are.
+    pub async fn shared_run(&self, token: &str, run: i64) -> Result<Permit<Read>> {
+        let shared = self.shared(token).await?;
+        let investigation = self.store.investigation_of(OwnedBy::Run, run).await?;
+        if investigation.as_deref() != Some(shared.investigation()) {
+            return Err(missing(OwnedBy::Run, run).into());
+        }
+        if shared.hide_hosts() {
+            return Err(ApiError::new(
+                ErrorCode::Forbidden,
+                "This link hides host names and addresses, so it offers no whole output or files (they may name \
+                 hosts); its page shows each run's last lines with hosts hidden.",
+            )
+            .into());
+        }
+        Ok(shared.read())
+    }
+
     /// A share link's token, if the link works: 404 for one that never did (or
     /// whose investigation is gone), 410 for a revoked or expired one.
     pub async fn shared(&self, token: &str) -> Result<Shared> {

@@ -63,6 +63,32 @@ fn escape(text: &str) -> String {
     text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&#39;")
 }
 
+/// The references in `html` (as [`linkify`] left them) as plain marked text:
+/// for readers of a share link, who cannot open a run's source page. Output
+/// text is escaped, so every `<a` and `</a>` in it is one `linkify` wrote.
+pub fn unlink(html: &str) -> String {
+    if !html.contains("<a class=\"src-ref\"") {
+        return html.to_string();
+    }
+    let mut out = String::with_capacity(html.len());
+    let mut rest = html;
+    while let Some(at) = rest.find('<') {
+        out.push_str(&rest[..at]);
+        let end = rest[at..].find('>').map_or(rest.len(), |i| at + i + 1);
+        let tag = &rest[at..end];
+        if tag.starts_with("<a class=\"src-ref\"") {
+            out.push_str("<span class=\"src-ref\">");
+        } else if tag == "</a>" {
+            out.push_str("</span>");
+        } else {
+            out.push_str(tag);
+        }
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Wraps the references in `html` (as ansi-to-html writes it: `<span …>` tags and
 /// text escaped with `&amp; &lt; &gt; &quot; &#39;`) in links. Tags are left as
 /// they are; only text between them is looked at, so a reference split by a colour
@@ -145,6 +171,18 @@ mod tests {
         let found: Vec<_> = log.lines().flat_map(refs).collect();
         assert_eq!(found.iter().filter(|(f, l)| f == "custom_all_reduce.py" && *l == 137).count(), 3, "{found:?}");
         assert!(found.contains(&("shm_broadcast.py".into(), 258)), "{found:?}");
+    }
+
+    #[test]
+    fn unlinked_references_stay_marked_text() {
+        let linked = linkify("<span style=\"color:red\">[custom_all_reduce.py:137]</span> a &lt;b&gt;", 9);
+        assert!(linked.contains("href="), "{linked}");
+        let plain = unlink(&linked);
+        assert_eq!(
+            plain,
+            "<span style=\"color:red\">[<span class=\"src-ref\">custom_all_reduce.py:137</span>]</span> a &lt;b&gt;"
+        );
+        assert_eq!(unlink("no refs &lt;a&gt;"), "no refs &lt;a&gt;");
     }
 
     #[test]
