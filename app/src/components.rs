@@ -234,6 +234,7 @@ pub fn textarea_text(text: &str) -> String {
 pub fn Can(what: Ability, children: Children) -> impl IntoView {
     let abilities = abilities();
     let allowed = match what {
+        Ability::Comment => abilities.comment,
         Ability::Edit => abilities.edit,
         Ability::Run => abilities.run,
         Ability::Own => abilities.own,
@@ -248,6 +249,7 @@ pub fn abilities() -> crate::model::Abilities {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ability {
+    Comment,
     Edit,
     Run,
     Own,

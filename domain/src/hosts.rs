@@ -20,6 +20,12 @@ pub struct Host {
     pub pending_key: Option<String>,
     pub created_at: String,
     pub updated_at: String,
+    /// The caller may change the host and trust its keys (admins).
+    #[serde(default)]
+    pub can_manage: bool,
+    /// The caller may test it, capture its facts and run on it (its list).
+    #[serde(default)]
+    pub can_use: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -214,7 +214,10 @@ impl StepWindow {
 /// What one reader may do in an investigation. A share link's reader: nothing.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Abilities {
-    /// Notes, steps, hypotheses, annotations, measurements, comments.
+    /// Comment and reply (every member, viewers too).
+    #[serde(default)]
+    pub comment: bool,
+    /// Notes, steps, hypotheses, annotations, measurements; resolving threads.
     pub edit: bool,
     /// Run commands, fetch snippets, grep on hosts.
     pub run: bool,
@@ -223,7 +226,7 @@ pub struct Abilities {
 }
 
 impl Abilities {
-    pub const ALL: Self = Self { edit: true, run: true, own: true };
+    pub const ALL: Self = Self { comment: true, edit: true, run: true, own: true };
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

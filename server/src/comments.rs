@@ -61,7 +61,8 @@ impl Comments {
     }
 
     /// A comment (a thread, or a reply to one); its `@name`s become mentions.
-    pub async fn add(&self, permit: &Permit<Edit>, new: NewComment) -> Result<Comment> {
+    /// Every member may (viewers too: asking is how a reader takes part).
+    pub async fn add(&self, permit: &Permit<Read>, new: NewComment) -> Result<Comment> {
         let investigation = permit.investigation();
         let body = check_body(&new.body)?;
         let elsewhere = || ApiError::invalid("That is in another investigation.");

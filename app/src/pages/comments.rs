@@ -78,7 +78,7 @@ pub fn Threads(step_id: i64, #[prop(optional)] annotation: Option<i64>) -> impl 
     view! {
         <div class="threads">
             {threads}
-            <Can what=Ability::Edit>
+            <Can what=Ability::Comment>
                 <details class="new-thread">
                     <summary class="quiet">{label}</summary>
                     <ActionForm action=add attr:class="stacked comment-form">
@@ -118,7 +118,7 @@ fn Thread(root: Comment, replies: Vec<Comment>, investigation: String) -> impl I
                 }}
             </summary>
             {comments}
-            <Can what=Ability::Edit>
+            <Can what=Ability::Comment>
                 <div class="thread-actions">
                     <ActionForm action=reply attr:class="inline reply-form">
                         <input type="hidden" name="investigation" value=investigation/>
@@ -127,12 +127,14 @@ fn Thread(root: Comment, replies: Vec<Comment>, investigation: String) -> impl I
                         <button type="submit">"Reply"</button>
                         <ActionError action=reply/>
                     </ActionForm>
-                    <ActionForm action=resolve attr:class="inline">
-                        <input type="hidden" name="id" value=root.id/>
-                        <input type="hidden" name="resolved" value=(!resolved).to_string()/>
-                        <button type="submit" class="quiet">{if resolved { "Reopen" } else { "Resolve" }}</button>
-                        <ActionError action=resolve/>
-                    </ActionForm>
+                    <Can what=Ability::Edit>
+                        <ActionForm action=resolve attr:class="inline">
+                            <input type="hidden" name="id" value=root.id/>
+                            <input type="hidden" name="resolved" value=(!resolved).to_string()/>
+                            <button type="submit" class="quiet">{if resolved { "Reopen" } else { "Resolve" }}</button>
+                            <ActionError action=resolve/>
+                        </ActionForm>
+                    </Can>
                 </div>
             </Can>
         </details>

@@ -93,6 +93,7 @@ pub async fn set_passphrase(name: String, passphrase: String) -> Result<(), ApiE
 pub fn HostsPage() -> impl IntoView {
     let add = ServerAction::<AddHost>::new();
     let hosts = Resource::new(|| (), |_| list_hosts());
+    let me = Resource::new(|| (), |_| super::accounts::whoami());
     view! {
         <PageTitle text="Hosts · Sleuth"/>
         <div class="page-head"><h1>"Hosts"</h1></div>
@@ -105,36 +106,45 @@ pub fn HostsPage() -> impl IntoView {
                 {move || Suspend::new(async move {
                     super::or_error(hosts.await.map(|hosts| {
                         if hosts.is_empty() {
-                            view! { <p class="empty">"No hosts yet. Add the GPU box you are investigating below."</p> }.into_any()
+                            view! { <p class="empty">"No hosts yet: an admin adds the GPU box you are investigating here."</p> }.into_any()
                         } else {
                             hosts.into_iter().map(|host| view! { <HostCard host/> }).collect_view().into_any()
                         }
                     }))
                 })}
         </Transition>
-        <details class="panel" id="add-host" open=true>
-            <summary>"Add a host"</summary>
-            <ActionForm action=add attr:class="stacked host-form">
-                <div class="row">
-                    <label>"Name" <input name="name" required placeholder="h200-box" pattern="[A-Za-z0-9._\\-]+"/></label>
-                    <label>"Hostname" <input name="hostname" required placeholder="10.0.0.12 or gpu1.example.com"/></label>
-                    <label class="narrow">"Port" <input name="port" inputmode="numeric" placeholder="22"/></label>
-                    <label>"User" <input name="user" required placeholder="ubuntu"/></label>
-                </div>
-                <div class="row">
-                    <label><span>"Key file on this server " <span class="muted">"(empty: ssh-agent)"</span></span>
-                        <input name="identity_file" placeholder="~/.ssh/id_ed25519"/></label>
-                    <label><span>"ProxyJump host " <span class="muted">"(optional)"</span></span>
-                        <input name="proxy_jump" placeholder="bastion"/></label>
-                </div>
-                <ActionError action=add/>
-                <div class="form-actions"><button type="submit" class="primary">"Add host"</button></div>
-            </ActionForm>
-        </details>
-        <details class="panel" id="import-hosts">
-            <summary>"Import from ssh_config"</summary>
-            <ImportHosts/>
-        </details>
+        // Adding and importing hosts are admins' (the forms name files on this server).
+        <Suspense fallback=|| ()>
+            {move || Suspend::new(async move {
+                // Without accounts (`--no-auth`) everyone is the local admin.
+                let admin = me.await.map(|u| u.is_none_or(|u| u.admin)).unwrap_or(false);
+                admin.then(|| view! {
+                <details class="panel" id="add-host" open=true>
+                    <summary>"Add a host"</summary>
+                    <ActionForm action=add attr:class="stacked host-form">
+                        <div class="row">
+                            <label>"Name" <input name="name" required placeholder="h200-box" pattern="[A-Za-z0-9._\\-]+"/></label>
+                            <label>"Hostname" <input name="hostname" required placeholder="10.0.0.12 or gpu1.example.com"/></label>
+                            <label class="narrow">"Port" <input name="port" inputmode="numeric" placeholder="22"/></label>
+                            <label>"User" <input name="user" required placeholder="ubuntu"/></label>
+                        </div>
+                        <div class="row">
+                            <label><span>"Key file on this server " <span class="muted">"(empty: ssh-agent)"</span></span>
+                                <input name="identity_file" placeholder="~/.ssh/id_ed25519"/></label>
+                            <label><span>"ProxyJump host " <span class="muted">"(optional)"</span></span>
+                                <input name="proxy_jump" placeholder="bastion"/></label>
+                        </div>
+                        <ActionError action=add/>
+                        <div class="form-actions"><button type="submit" class="primary">"Add host"</button></div>
+                    </ActionForm>
+                </details>
+                <details class="panel" id="import-hosts">
+                    <summary>"Import from ssh_config"</summary>
+                    <ImportHosts/>
+                </details>
+                })
+            })}
+        </Suspense>
     }
 }
 
@@ -170,7 +180,6 @@ fn ImportHosts() -> impl IntoView {
 #[component]
 fn HostCard(host: Host) -> impl IntoView {
     let remove = ServerAction::<RemoveHost>::new();
-    let trust = ServerAction::<TrustHost>::new();
     let update = ServerAction::<UpdateHost>::new();
     let edit = host.clone();
     let name = host.name.clone();
@@ -180,98 +189,159 @@ fn HostCard(host: Host) -> impl IntoView {
         host.hostname,
         if host.port == 22 { String::new() } else { format!(":{}", host.port) }
     );
-    let auth = host.identity_file.clone().map(|f| format!("key {f}")).unwrap_or_else(|| "ssh-agent".to_string());
-    let trusted = host.trusted_keys.clone();
-    // A key the host offered (at a test or a run) that nobody confirmed yet.
-    let trust_name = name.clone();
-    let pending = host.pending_key.clone().map(move |fingerprint| {
+    // The key file is a path on the server: admins' business only.
+    let auth = host
+        .can_manage
+        .then(|| host.identity_file.clone().map(|f| format!("key {f}")).unwrap_or_else(|| "ssh-agent".to_string()));
+    let (section_id, edit_id) = (format!("host-{name}"), format!("edit-host-{name}"));
+    let (facts_name, remove_name) = (name.clone(), name.clone());
+    let manage = host.can_manage.then(|| {
         view! {
-            <div class="trust">
-                <p>"The host offered the key " <code class="fingerprint pending">{fingerprint.clone()}</code>
-                   ". Compare it with " <code>"ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub"</code> " on the host, then:"</p>
-                <ActionForm action=trust attr:class="inline">
-                    <input type="hidden" name="name" value=trust_name/>
-                    <input type="hidden" name="fingerprint" value=fingerprint/>
-                    <button type="submit" class="primary trust-button">"Trust this key"</button>
-                    <ActionError action=trust/>
+            <details class="inline-form" id=edit_id>
+                <summary class="button">"Edit…"</summary>
+                <ActionForm action=update attr:class="stacked">
+                    <input type="hidden" name="name" value=edit.name.clone()/>
+                    <label>"Hostname" <input name="hostname" required value=edit.hostname.clone()/></label>
+                    <label>"Port" <input name="port" inputmode="numeric" value=edit.port.to_string()/></label>
+                    <label>"User" <input name="user" required value=edit.user.clone()/></label>
+                    <label><span>"Key file " <span class="muted">"(empty: ssh-agent)"</span></span>
+                        <input name="identity_file" value=edit.identity_file.clone().unwrap_or_default()/></label>
+                    <label>"ProxyJump host" <input name="proxy_jump" value=edit.proxy_jump.clone().unwrap_or_default()/></label>
+                    <ActionError action=update/>
+                    <div class="form-actions"><button type="submit" class="primary">"Save"</button></div>
                 </ActionForm>
-            </div>
+            </details>
+            <Confirm label="Remove…" prompt="Remove this host? Steps that use it keep their history.">
+                <ActionForm action=remove attr:class="inline">
+                    <input type="hidden" name="name" value=remove_name/>
+                    <button type="submit" class="danger">"Remove host"</button>
+                    <ActionError action=remove/>
+                </ActionForm>
+            </Confirm>
         }
     });
-    let (section_id, edit_id) = (format!("host-{name}"), format!("edit-host-{name}"));
-    let (test_name, facts_name, remove_name) = (name.clone(), name.clone(), name.clone());
     view! {
         <section class="panel host" id=section_id data-host=name.clone()>
             <div class="host-head">
                 <h2>{name.clone()}</h2>
                 <code>{address}</code>
-                <span class="muted">{auth}</span>
+                {auth.map(|a| view! { <span class="muted">{a}</span> })}
                 {host.proxy_jump.clone().map(|j| view! { <span class="muted">"via " {j}</span> })}
                 <span class="spacer"></span>
-                <details class="inline-form" id=edit_id>
-                    <summary class="button">"Edit…"</summary>
-                    <ActionForm action=update attr:class="stacked">
-                        <input type="hidden" name="name" value=edit.name.clone()/>
-                        <label>"Hostname" <input name="hostname" required value=edit.hostname.clone()/></label>
-                        <label>"Port" <input name="port" inputmode="numeric" value=edit.port.to_string()/></label>
-                        <label>"User" <input name="user" required value=edit.user.clone()/></label>
-                        <label><span>"Key file " <span class="muted">"(empty: ssh-agent)"</span></span>
-                            <input name="identity_file" value=edit.identity_file.clone().unwrap_or_default()/></label>
-                        <label>"ProxyJump host" <input name="proxy_jump" value=edit.proxy_jump.clone().unwrap_or_default()/></label>
-                        <ActionError action=update/>
-                        <div class="form-actions"><button type="submit" class="primary">"Save"</button></div>
-                    </ActionForm>
-                </details>
-                <Confirm label="Remove…" prompt="Remove this host? Steps that use it keep their history.">
-                    <ActionForm action=remove attr:class="inline">
-                        <input type="hidden" name="name" value=remove_name/>
-                        <button type="submit" class="danger">"Remove host"</button>
-                        <ActionError action=remove/>
-                    </ActionForm>
-                </Confirm>
+                {manage}
             </div>
-            <p class="keys">
-                {if trusted.is_empty() {
-                    view! { <span class="muted">"No trusted host key yet."</span> }.into_any()
-                } else {
-                    view! { <span>"Trusted key: " {trusted.into_iter().map(|k| view! { <code class="fingerprint">{k}</code> " " }).collect_view()}</span> }.into_any()
-                }}
-            </p>
-            {pending}
-            <ConnectionTest name=test_name/>
-            <FactsPanel name=facts_name/>
+            <HostConnection
+                name=name.clone()
+                trusted=host.trusted_keys.clone()
+                pending=host.pending_key.clone()
+                can_trust=host.can_manage
+                can_use=host.can_use
+            />
+            {if host.can_use {
+                view! { <FactsPanel name=facts_name/> }.into_any()
+            } else {
+                view! { <p class="muted">"Testing this host and reading its facts need the runner role in an investigation and a place on the host's list: ask an admin."</p> }.into_any()
+            }}
         </section>
     }
 }
 
-/// "Test connection" and what the test found: how long it took and what the
-/// host is, or why it failed, with a passphrase field when the key needs one.
-/// An island: the report is in nothing the server renders. A key the host
-/// offered is (the trust form above), so a finished test draws the page anew;
-/// this island keeps its place and its report.
+/// The fingerprint in a "host key not known yet" error (`SHA256:…`).
+fn offered_fingerprint(message: &str) -> Option<String> {
+    let at = message.find("SHA256:")?;
+    let fingerprint: String = message[at..].chars().take_while(|c| !c.is_whitespace() && *c != ')').collect();
+    Some(fingerprint.trim_end_matches(['.', ',', ';']).to_string())
+}
+
+/// The host's keys and connection: the trusted key, a key offered at first
+/// contact as a question (not an error) with "Trust this key" — after which
+/// the test runs again by itself — and "Test connection" with what it found:
+/// how long it took and what the host is, or why it failed, with a passphrase
+/// field when the key needs one. An island: reports are in nothing the server
+/// renders, and it shows a key trusted here at once, without a redraw.
 #[island]
-fn ConnectionTest(name: String) -> impl IntoView {
+fn HostConnection(
+    name: String,
+    trusted: Vec<String>,
+    pending: Option<String>,
+    can_trust: bool,
+    can_use: bool,
+) -> impl IntoView {
     let test = crate::components::island_action::<TestHost>();
+    let trust = crate::components::island_action::<TrustHost>();
     let passphrase = crate::components::island_action::<SetPassphrase>();
     let value = test.value();
-    #[cfg(feature = "hydrate")]
+    let trusted = RwSignal::new(trusted);
+    let offered = RwSignal::new(pending);
+    // A first contact's key, from the test's answer.
     Effect::new(move |_| {
-        if value.with(Option::is_some) {
-            crate::components::redraw_page();
+        value.with(|v| {
+            if let Some(Err(e)) = v
+                && e.code == crate::error::ErrorCode::HostKeyUnknown
+                && let Some(fingerprint) = offered_fingerprint(&e.message)
+            {
+                offered.set(Some(fingerprint));
+            }
+        });
+    });
+    // Trusted: shown as trusted, and tested again at once.
+    let again = name.clone();
+    Effect::new(move |_| {
+        if let Some(Ok(host)) = trust.value().get() {
+            trusted.set(host.trusted_keys.clone());
+            offered.set(None);
+            test.dispatch(TestHost { name: again.clone() });
         }
     });
     // An unlocked key is tried at once.
     let unlocked = passphrase.value();
-    let again = name.clone();
+    let retry = name.clone();
     Effect::new(move |_| {
         if unlocked.with(|v| matches!(v, Some(Ok(())))) {
-            test.dispatch(TestHost { name: again.clone() });
+            test.dispatch(TestHost { name: retry.clone() });
         }
     });
     let needs_passphrase =
         move || value.with(|v| matches!(v, Some(Err(e)) if e.code == crate::error::ErrorCode::NeedsPassphrase));
-    let pass_name = name.clone();
+    let (pass_name, trust_name, host_name) = (name.clone(), name.clone(), name.clone());
+    let question = move || {
+        offered.get().map(|fingerprint| {
+            let trust_name = trust_name.clone();
+            let host_name = host_name.clone();
+            view! {
+                <div class="trust question" role="status">
+                    <p><strong>"First connection to " {host_name} "."</strong> " It presents the host key "
+                       <code class="fingerprint pending">{fingerprint.clone()}</code> ". Is that its key? Compare with "
+                       <code>"ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub"</code> " on the host. Nothing runs there until it is trusted."</p>
+                    {if can_trust {
+                        view! {
+                            <ActionForm action=trust attr:class="inline">
+                                <input type="hidden" name="name" value=trust_name/>
+                                <input type="hidden" name="fingerprint" value=fingerprint/>
+                                <button type="submit" class="primary trust-button">"Trust this key"</button>
+                                <ActionError action=trust/>
+                            </ActionForm>
+                        }.into_any()
+                    } else {
+                        view! { <p class="muted">"An admin confirms host keys."</p> }.into_any()
+                    }}
+                </div>
+            }
+        })
+    };
     view! {
+        <p class="keys">
+            {move || {
+                let keys = trusted.get();
+                if keys.is_empty() {
+                    view! { <span class="muted">"No trusted host key yet."</span> }.into_any()
+                } else {
+                    view! { <span>"Trusted key: " {keys.into_iter().map(|k| view! { <code class="fingerprint">{k}</code> " " }).collect_view()}</span> }.into_any()
+                }
+            }}
+        </p>
+        {question}
+        {can_use.then(|| view! {
         <div class="connection">
             <ActionForm action=test attr:class="inline">
                 <input type="hidden" name="name" value=name/>
@@ -296,10 +366,13 @@ fn ConnectionTest(name: String) -> impl IntoView {
                         <dt>"nvidia-smi"</dt><dd>{report.nvidia_smi.clone().unwrap_or_else(|| "not found".into())}</dd>
                     </dl>
                 }.into_any()),
+                // A first contact is the question above, not an error.
+                Some(Err(e)) if e.code == crate::error::ErrorCode::HostKeyUnknown => None,
                 Some(Err(e)) => Some(view! { <p class="error" role="alert">{e.message.clone()}</p> }.into_any()),
                 None => None,
             })}
         </div>
+        })}
     }
 }
 

@@ -6,21 +6,42 @@ use app::backend::Actor;
 use app::error::{ApiError, ErrorCode};
 use app::hosts::{ConnectionReport, Host, HostFacts, HostImport, ImportReport, NewHost};
 
+impl super::Guarded {
+    /// The host as the caller may see it: what they may do with it (for pages
+    /// that offer only that), and the server's key file path for admins only.
+    async fn for_caller(&self, actor: &Actor, mut host: Host) -> Host {
+        host.can_manage = actor.admin;
+        host.can_use = self.access.host_use(actor, &host.name).await.is_ok();
+        if !actor.admin {
+            host.identity_file = None;
+        }
+        host
+    }
+}
+
 #[async_trait::async_trait]
 impl app::backend::HostOps for super::Guarded {
     async fn hosts(&self, actor: &Actor) -> Result<Vec<Host>, ApiError> {
-        Ok(self.notebook.hosts.list(&self.access.anyone(actor)).await?)
+        let hosts = self.notebook.hosts.list(&self.access.anyone(actor)).await?;
+        let mut shown = Vec::with_capacity(hosts.len());
+        for host in hosts {
+            shown.push(self.for_caller(actor, host).await);
+        }
+        Ok(shown)
     }
     async fn host(&self, actor: &Actor, name: &str) -> Result<Host, ApiError> {
-        Ok(self.notebook.hosts.get(&self.access.anyone(actor), name).await?)
+        let host = self.notebook.hosts.get(&self.access.anyone(actor), name).await?;
+        Ok(self.for_caller(actor, host).await)
     }
     async fn add_host(&self, actor: &Actor, host: NewHost) -> Result<Host, ApiError> {
         let admin = self.access.admin(actor, "add hosts")?;
-        Ok(self.notebook.hosts.add(&admin, host).await?)
+        let host = self.notebook.hosts.add(&admin, host).await?;
+        Ok(self.for_caller(actor, host).await)
     }
     async fn update_host(&self, actor: &Actor, name: &str, host: NewHost) -> Result<Host, ApiError> {
         let admin = self.access.admin(actor, "change hosts")?;
-        Ok(self.notebook.hosts.update(&admin, name, host).await?)
+        let host = self.notebook.hosts.update(&admin, name, host).await?;
+        Ok(self.for_caller(actor, host).await)
     }
     async fn remove_host(&self, actor: &Actor, name: &str) -> Result<(), ApiError> {
         let admin = self.access.admin(actor, "remove hosts")?;
@@ -31,7 +52,8 @@ impl app::backend::HostOps for super::Guarded {
     }
     async fn trust_host(&self, actor: &Actor, name: &str, fingerprint: &str) -> Result<Host, ApiError> {
         let admin = self.access.admin(actor, "trust host keys")?;
-        Ok(self.notebook.hosts.trust(&admin, name, fingerprint).await?)
+        let host = self.notebook.hosts.trust(&admin, name, fingerprint).await?;
+        Ok(self.for_caller(actor, host).await)
     }
     async fn set_passphrase(&self, actor: &Actor, name: &str, passphrase: String) -> Result<(), ApiError> {
         let admin = self.access.admin(actor, "unlock host keys")?;

@@ -43,7 +43,7 @@ impl app::backend::TeamOps for super::Guarded {
         Ok(self.notebook.shared(&permit, window).await?)
     }
     async fn add_comment(&self, actor: &Actor, investigation: &str, new: NewComment) -> Result<Comment, ApiError> {
-        let permit = self.access.permit::<Edit>(actor, investigation).await?;
+        let permit = self.access.permit::<Read>(actor, investigation).await?;
         let done = self.notebook.comments.add(&permit, new).await;
         Ok(self.announce(actor, investigation, done)?)
     }

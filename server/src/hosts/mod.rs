@@ -93,6 +93,9 @@ impl Hosts {
             user: row.user,
             identity_file: row.identity_file,
             proxy_jump: row.proxy_jump,
+            // What the caller may do is the policy's to say (`guarded::hosts`).
+            can_manage: false,
+            can_use: false,
         }
     }
 

@@ -2,7 +2,7 @@
 //!
 //! | need | role | what |
 //! |---|---|---|
-//! | read | viewer | see it, its runs' output, charts |
+//! | read | viewer | see it, its runs' output, charts; comment |
 //! | edit | editor | notes, steps, hypotheses, annotations, measurements, extractors |
 //! | run  | runner | run commands, fetch snippets, grep, search source on hosts |
 //! | own  | owner  | share (members), delete the investigation |

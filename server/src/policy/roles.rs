@@ -26,7 +26,12 @@ impl Role {
     }
 
     pub fn abilities(self) -> app::model::Abilities {
-        app::model::Abilities { edit: self >= Role::Editor, run: self >= Role::Runner, own: self >= Role::Owner }
+        app::model::Abilities {
+            comment: true,
+            edit: self >= Role::Editor,
+            run: self >= Role::Runner,
+            own: self >= Role::Owner,
+        }
     }
 }
 

@@ -197,6 +197,39 @@ async fn server_functions_check_the_same_roles() {
     }
     let editors = page_of(editor.clone()).await;
     assert!(editors.contains("action=\"/api/add_note") && !editors.contains("action=\"/api/start_runs"));
+    // Viewers take part by commenting (not by resolving threads).
+    assert!(viewers.contains("action=\"/api/add_comment"), "a viewer may comment");
+    let said = team
+        .call(
+            "view",
+            Method::POST,
+            &format!("/api/v1/investigations/{id}/comments"),
+            json!({ "step_id": command, "body": "why LL?" }),
+        )
+        .await;
+    assert_eq!(said.status, StatusCode::CREATED, "{}", said.text());
+    let comment = said.json()["id"].as_i64().unwrap();
+    let resolved =
+        team.call("view", Method::PATCH, &format!("/api/v1/comments/{comment}"), json!({ "resolved": true })).await;
+    assert_eq!(resolved.status, StatusCode::FORBIDDEN, "{}", resolved.text());
+    assert!(!page_of(viewer.clone()).await.contains("action=\"/api/resolve_comment"));
+    // Hosts: a non-admin is offered no form he may not submit, and sees no path on the server.
+    let hosts = team.app.send_with(Method::GET, "/hosts", &[("cookie", &viewer)], vec![]).await.text();
+    assert!(hosts.contains("data-host=\"gpu\""), "the host is listed");
+    for name in
+        ["add_host", "update_host", "remove_host", "import_hosts", "trust_host", "test_host", "capture_host_facts"]
+    {
+        assert!(!hosts.contains(&format!("action=\"/api/{name}")), "a viewer is offered {name}");
+    }
+    let key = sshd.client_key.display().to_string();
+    assert!(!hosts.contains(&key), "no key path for a viewer");
+    let listed = team.call("view", Method::GET, "/api/v1/hosts", Value::Null).await.text();
+    assert!(!listed.contains(&key) && listed.contains("\"can_manage\":false"), "{listed}");
+    let admins = team.call("admin", Method::GET, "/api/v1/hosts", Value::Null).await.text();
+    assert!(admins.contains(&key) && admins.contains("\"can_manage\":true"), "{admins}");
+    let runners = session("run").await;
+    let runner_hosts = team.app.send_with(Method::GET, "/hosts", &[("cookie", &runners)], vec![]).await.text();
+    assert!(runner_hosts.contains("action=\"/api/test_host") && !runner_hosts.contains("action=\"/api/add_host"));
     // The owner's page names the server functions' addresses; others post to them by hand.
     let page = page_of(owner).await;
     let action = |name: &str| {
