@@ -14,7 +14,7 @@ pub fn install() {
         }
     });
     dom::listen(&dom::document(), "click", false, |event: Event| {
-        if let Some(button) = dom::closest(&event, "button[data-copy]") {
+        if let Some(button) = dom::closest(&event, "button.copy") {
             event.prevent_default();
             copy(&button);
         } else if dom::closest(&event, "[data-shortcuts-close]").is_some() {
@@ -115,7 +115,7 @@ fn show_shortcuts(show: bool) -> bool {
 /// copy command, which works on plain http too (the Clipboard API needs https
 /// or localhost); where even that is refused, a prompt holds it selected.
 fn copy(button: &Element) {
-    let Some(text) = button.get_attribute("data-copy") else { return };
+    let Some(text) = copied_text(button) else { return };
     let document = dom::document();
     let Ok(area) = document.create_element("textarea") else { return };
     let Ok(area) = area.dyn_into::<web_sys::HtmlTextAreaElement>() else { return };
@@ -139,6 +139,25 @@ fn copy(button: &Element) {
         let _ = button.remove_attribute("data-copied");
     });
     let _ = dom::window().set_timeout_with_callback_and_timeout_and_arguments_0(restore.unchecked_ref(), 1_500);
+}
+
+/// What a copy button copies: its text (`data-copy`), a link to a place on
+/// this page (`data-copy-link="#step-3"`, made whole from the address), or
+/// the run output shown above it (`data-copy-output`).
+fn copied_text(button: &Element) -> Option<String> {
+    if let Some(text) = button.get_attribute("data-copy") {
+        return Some(text);
+    }
+    if let Some(anchor) = button.get_attribute("data-copy-link") {
+        let location = dom::window().location();
+        let page = format!("{}{}{}", location.origin().ok()?, location.pathname().ok()?, location.search().ok()?);
+        return Some(format!("{page}{anchor}"));
+    }
+    if button.has_attribute("data-copy-output") {
+        let output = button.closest(".run").ok()??.query_selector("pre.output").ok()??;
+        return output.text_content();
+    }
+    None
 }
 
 /// Every "3 min ago" on the page, said again from now.

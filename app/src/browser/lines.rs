@@ -107,4 +107,8 @@ pub fn apply() {
         let _ = link.set_attribute("href", &format!("#{}", range_anchor(step_id, start, end)));
         let _ = link.remove_attribute("hidden");
     }
+    if let Ok(Some(copy)) = form.query_selector("button.lines-copy") {
+        let _ = copy.set_attribute("data-copy-link", &format!("#{}", range_anchor(step_id, start, end)));
+        let _ = copy.remove_attribute("hidden");
+    }
 }

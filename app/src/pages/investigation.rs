@@ -299,6 +299,7 @@ fn StepItem(step: Step, last: u32) -> impl IntoView {
                 <a class="step-link" href=format!("#{anchor}") title="Link to this step">
                     "#" {position}
                 </a>
+                <button type="button" class="copy quiet step-copy" data-copy-link=format!("#{anchor}") title="Copy a link to this step">"Copy link"</button>
                 <span class="kind">{step.body.kind()}</span>
                 <span class="muted time"><crate::components::Time at=step.created_at.clone()/></span>
                 <span class="spacer"></span>

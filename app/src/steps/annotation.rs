@@ -136,6 +136,7 @@ pub fn AnnotateForm(step_id: i64, shown: (u64, u64)) -> impl IntoView {
                 <div class="form-actions">
                     <button type="submit" class="primary">"Save annotation"</button>
                     <a href="#" class="muted lines-link" hidden>"Link to these lines"</a>
+                    <button type="button" class="copy quiet lines-copy" data-copy-link="" hidden>"Copy link"</button>
                 </div>
             </ActionForm>
         </details>

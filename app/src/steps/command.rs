@@ -228,7 +228,10 @@ pub fn CommandContent(step: Step, editing: bool) -> impl IntoView {
                     {settings.iter().map(|s| view! { <code>{s.clone()}</code> " " }).collect_view()}
                 </p>
             })}
-            <pre class="command-line" inner_html=html></pre>
+            <div class="command-wrap">
+                <pre class="command-line" inner_html=html></pre>
+                <crate::components::CopyButton text=body.command.clone() label="Copy"/>
+            </div>
             {body.server.clone().map(|server| view! { <ServerSpecLine server/> })}
             {(!body.artifacts.is_empty()).then(|| view! {
                 <p class="artifact-globs muted">"keeps from $SLEUTH_RUN_DIR: "
@@ -503,6 +506,7 @@ fn RunOutput(
                 <span class="muted">{summary}</span>
                 <span class="spacer"></span>
                 <span class="muted bytes">{human_bytes(end)}</span>
+                <button type="button" class="copy quiet" data-copy-output="" title="Copy the output shown here">"Copy"</button>
                 {files.url(run.id, "/output?download=1").map(|href| view! { <a href=href class="quiet">"raw"</a> })}
             </div>
             {run.error.clone().map(|e| view! { <p class="run-error">{e}</p> })}
