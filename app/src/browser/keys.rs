@@ -20,10 +20,26 @@ pub fn install() {
         } else if dom::closest(&event, "[data-shortcuts-close]").is_some() {
             show_shortcuts(false);
         }
+        close_menus_outside(&event);
     });
     let tick = wasm_bindgen::closure::Closure::<dyn FnMut()>::new(refresh_times);
     let _ = dom::window().set_interval_with_callback_and_timeout_and_arguments_0(tick.as_ref().unchecked_ref(), 30_000);
     tick.forget();
+}
+
+/// A click outside an open menu (a `details` whose body is a `.popover`:
+/// Export, Members, Share) closes it, as menus do; forms being filled in are
+/// left open.
+fn close_menus_outside(event: &Event) {
+    let Some(root) = dom::document().document_element() else { return };
+    let target = event.target().and_then(|t| t.dyn_into::<web_sys::Node>().ok());
+    for menu in dom::all(&root, "details.inline-form[open]") {
+        let is_menu = menu.query_selector(":scope > .popover").ok().flatten().is_some();
+        let inside = target.as_ref().is_some_and(|t| menu.contains(Some(t)));
+        if is_menu && !inside {
+            let _ = menu.remove_attribute("open");
+        }
+    }
 }
 
 /// Whether the key was typed into something that takes text.

@@ -339,10 +339,10 @@ fn HypothesisRow(h: Hypothesis, steps: Vec<(i64, String)>, commands: Vec<(String
                 </details>
                 </crate::components::Can>
             </td>
-            <td><code>{h.metric.clone().unwrap_or_else(|| "—".into())}</code></td>
-            <td class="num">{side(c.as_ref().map(|c| &c.baseline))}</td>
-            <td class="num">{side(c.as_ref().map(|c| &c.treatment))}</td>
-            <td class="num">{c.as_ref().map(|c| format!("{:+.1} %", c.delta_pct)).unwrap_or_else(|| "—".into())}</td>
+            <td data-label="metric"><code>{h.metric.clone().unwrap_or_else(|| "—".into())}</code></td>
+            <td class="num" data-label="baseline">{side(c.as_ref().map(|c| &c.baseline))}</td>
+            <td class="num" data-label="treatment">{side(c.as_ref().map(|c| &c.treatment))}</td>
+            <td class="num" data-label="delta">{c.as_ref().map(|c| format!("{:+.1} %", c.delta_pct)).unwrap_or_else(|| "—".into())}</td>
             <td class="verdict" data-outcome=c.as_ref().map(|c| c.outcome.clone())>
                 {c.as_ref().map(|c| c.verdict.clone()).unwrap_or_else(|| {
                     if h.metric.is_none() { "no metric chosen".into() } else { "no runs with this metric yet".into() }

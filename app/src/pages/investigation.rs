@@ -269,6 +269,7 @@ fn ExportMenu(base: String) -> impl IntoView {
     view! {
         <details class="inline-form export-menu">
             <summary class="button">"Export…"</summary>
+            <div class="popover">
             <ul class="export-links">
                 <li><a href=format!("{base}?format=html") download>"HTML report"</a>
                     <span class="muted">" one file: opens offline, no scripts"</span></li>
@@ -279,6 +280,7 @@ fn ExportMenu(base: String) -> impl IntoView {
                     <span class="muted">" for a GitHub issue or a wiki"</span></li>
                 <li><a href=format!("{base}?format=zip") download>"Markdown and charts (.zip)"</a></li>
             </ul>
+            </div>
         </details>
     }
 }

@@ -32,6 +32,8 @@ pub fn Members(investigation: String, members: Vec<Member>) -> impl IntoView {
     view! {
         <details class="inline-form members" id="members">
             <summary class="button">{summary}</summary>
+            // A popover over the page, not a row in the toolbar: the buttons beside it stay clickable.
+            <div class="popover">
             <ul class="member-list">{items}</ul>
             <crate::components::Can what=crate::components::Ability::Own>
             <ActionForm action=set attr:class="inline">
@@ -48,6 +50,7 @@ pub fn Members(investigation: String, members: Vec<Member>) -> impl IntoView {
                 <crate::components::ActionError action=set/>
             </ActionForm>
             </crate::components::Can>
+            </div>
         </details>
     }
 }

@@ -49,7 +49,15 @@ pub fn UsersPage() -> impl IntoView {
         <section class="narrow-page users-page">
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || Suspend::new(async move {
-                    let me = me.await.ok().flatten().map(|u| u.name).unwrap_or_default();
+                    let Ok(Some(me)) = me.await else {
+                        return view! {
+                            <h1>"Users"</h1>
+                            <p class="notice">"Sleuth runs without accounts here (" <code>"--no-auth"</code>
+                               ", on this machine only): there are no users to manage. Start it without "
+                               <code>"--no-auth"</code> " to give a team accounts."</p>
+                        }.into_any();
+                    };
+                    let me = me.name;
                     super::or_error(users.await.map(|list| view! {
                         <h1>"Users"</h1>
                         <p class="muted">

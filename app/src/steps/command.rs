@@ -708,10 +708,12 @@ fn RunHistory(runs: Vec<Run>) -> impl IntoView {
     view! {
         <details class="run-history">
             <summary>{count} " runs"</summary>
+            <div class="table-scroll">
             <table class="list">
                 <thead><tr><th class="num">"Run"</th><th>"Status"</th><th>"Configuration"</th><th></th><th class="num">"Exit"</th><th class="num">"Time"</th><th class="num">"Output"</th><th>"Queued"</th></tr></thead>
                 <tbody>{rows}</tbody>
             </table>
+            </div>
         </details>
     }
     .into_any()
@@ -786,10 +788,12 @@ fn Measurements(found: Vec<crate::metrics::Measurement>) -> impl IntoView {
             <ul class="measures">{chips}</ul>
             <details class="all-measurements">
                 <summary>{format!("{} measurement{}", found.len(), if found.len() == 1 { "" } else { "s" })}</summary>
+                <div class="table-scroll">
                 <table class="measurement-table">
                     <thead><tr><th>"metric"</th><th>"value"</th><th>"unit"</th><th>"extractor"</th></tr></thead>
                     <tbody>{rows}</tbody>
                 </table>
+                </div>
             </details>
         </div>
     }
