@@ -123,6 +123,12 @@ test('the top bar finds output lines and notes; hostile text stays text', async 
 
 test('the HTML export opens offline with JavaScript off and shows the story', async () => {
   const { inv, step } = await story();
+  // Source with its indentation and an annotated range; a note with an aligned table.
+  const source = join(mkdtempSync(join(tmpdir(), 'sleuth-src-')), 'custom_all_reduce.py');
+  writeFileSync(source, 'def should_custom_ar(inp):\n    if world_size > 2:\n        return False\n    return True\n');
+  const snippet = await api('POST', `/api/v1/investigations/${inv.id}/steps`, { kind: 'snippet', host: 'gpu', path: source, start: 1, end: 4 });
+  await api('POST', `/api/v1/steps/${snippet.id}/annotations`, { start: 2, end: 3, body: 'More than two PCIe GPUs: **disabled**.' });
+  await api('POST', `/api/v1/investigations/${inv.id}/steps`, { kind: 'note', body: '| setting | tok/s |\n|:---|---:|\n| LL | 57.5 |' });
   const page = await newPage(browser);
   await page.goto(server.url + inv.url);
   await hydrated(page);
@@ -157,6 +163,15 @@ test('the HTML export opens offline with JavaScript off and shows the story', as
   await reader.goto(`file://${file}#step-${step.id}`);
   assert.equal(await reader.evaluate(() => location.hash), `#step-${step.id}`);
   assert.equal(await reader.locator('img, script').count(), 0);
+  // Source lines in a monospace font, indentation kept; the annotated lines marked.
+  const line = reader.locator(`#step-${snippet.id}-L3 td:last-child`);
+  assert.match(await line.evaluate((e) => getComputedStyle(e).fontFamily), /monospace/);
+  assert.equal(await line.evaluate((e) => getComputedStyle(e).whiteSpace), 'pre');
+  assert.equal(await line.textContent(), '        return False');
+  assert.deepEqual(await reader.locator(`#step-${snippet.id} tr.annotated td.ln`).allTextContents(), ['2', '3']);
+  // The note's table keeps its column alignment.
+  const cell = reader.locator('td[align=right]', { hasText: '57.5' });
+  assert.equal(await cell.evaluate((e) => getComputedStyle(e).textAlign), 'right');
   await screenshot(reader, 'export-html');
   assert.deepEqual(reader.problems, []);
   await reader.context().close();

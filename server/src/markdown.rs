@@ -17,8 +17,27 @@ fn sanitizer() -> ammonia::Builder<'static> {
         .add_tags(["input"])
         .add_tag_attributes("input", ["checked"])
         .set_tag_attribute_value("input", "type", "checkbox")
-        .set_tag_attribute_value("input", "disabled", "");
+        .set_tag_attribute_value("input", "disabled", "")
+        // A table column's alignment (`---:`); see `aligned`.
+        .add_tag_attributes("th", ["align"])
+        .add_tag_attributes("td", ["align"]);
     builder
+}
+
+/// pulldown-cmark writes a column's alignment as a `style`, which the
+/// sanitizer removes with every other style; as `align` it is kept (and the
+/// stylesheets honour it).
+fn aligned(html: String) -> String {
+    if !html.contains(" style=\"text-align: ") {
+        return html;
+    }
+    let mut out = html;
+    for side in ["left", "center", "right"] {
+        for tag in ["th", "td"] {
+            out = out.replace(&format!("<{tag} style=\"text-align: {side}\">"), &format!("<{tag} align=\"{side}\">"));
+        }
+    }
+    out
 }
 
 /// The same without images: a report opened offline loads nothing.
@@ -36,7 +55,7 @@ const OPTIONS: Options = Options::ENABLE_TABLES
 fn unsafe_html(markdown: &str) -> String {
     let mut unsafe_html = String::with_capacity(markdown.len() * 3 / 2);
     html::push_html(&mut unsafe_html, Parser::new_ext(markdown, OPTIONS));
-    unsafe_html
+    aligned(unsafe_html)
 }
 
 pub fn to_safe_html(markdown: &str) -> String {
@@ -76,6 +95,16 @@ pub fn with_html_as_text(markdown: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::to_safe_html;
+
+    #[test]
+    fn table_columns_keep_their_alignment_and_nothing_else_of_style() {
+        let html = to_safe_html("| setting | tok/s | note |\n|:---|---:|:-:|\n| LL | 57.5 | same |");
+        assert!(html.contains("<th align=\"left\">setting</th>"), "{html}");
+        assert!(html.contains("<td align=\"right\">57.5</td>"), "{html}");
+        assert!(html.contains("<td align=\"center\">same</td>"), "{html}");
+        let hostile = to_safe_html("<td style=\"text-align: right\" onclick=\"x()\">a</td> <p style=\"color:red\">b</p>");
+        assert!(!hostile.contains("style") && !hostile.contains("onclick"), "{hostile}");
+    }
 
     #[test]
     fn renders_gfm_tables_and_task_lists() {

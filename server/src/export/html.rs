@@ -22,6 +22,7 @@ h3 { font-size: 16px; margin: 0 0 6px; } .muted, .meta { color: var(--muted); } 
 table { border-collapse: collapse; width: 100%; margin: 8px 0; font-size: 14px; }
 th, td { border: 1px solid var(--line); padding: 4px 8px; text-align: left; vertical-align: top; }
 th { background: var(--soft); }
+th[align="right"], td[align="right"] { text-align: right; } th[align="center"], td[align="center"] { text-align: center; }
 article.step { border: 1px solid var(--line); border-radius: 6px; padding: 12px 16px; margin: 14px 0; }
 article.step:target, tr:target, .annotation:target, .comment:target { outline: 2px solid var(--accent); }
 pre, code { font: 13px/1.45 ui-monospace, SFMono-Regular, Menlo, monospace; }
