@@ -338,6 +338,70 @@ test('two people on one investigation: presence, live edits, a comment thread an
   await ada.context().close();
 });
 
+test('an admin adds a user on the Users page; the one-time link lets them choose a password', async () => {
+  const ada = await signIn('ada', 'correct horse battery');
+  await ada.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
+  await ada.click('.topnav a[href="/users"]');
+  await ada.waitForURL(/\/users$/);
+  await hydrated(ada);
+  // A name that is markup is refused with the reason, and nothing is added.
+  await ada.fill('#add-user input[name=name]', '<b>x</b>');
+  await ada.evaluate(() => document.querySelector('#add-user input[name=name]').removeAttribute('pattern'));
+  await ada.click('#add-user button:has-text("Add user")');
+  await ada.waitForSelector('#add-user .error[role=alert]');
+  assert.match(await ada.locator('#add-user .error').textContent(), /A user name is 1–40 letters/);
+  assert.equal(await ada.locator('table.users b').count(), 0);
+  await ada.fill('#add-user input[name=name]', 'carol');
+  await ada.click('#add-user button:has-text("Add user")');
+  const link = ada.locator('.created-link input.link-url');
+  await link.waitFor();
+  const url = await link.inputValue();
+  secrets.add(url.split('token=')[1]);
+  assert.match(url, new RegExp(`^${server.url}/welcome\\?token=[A-Za-z0-9_-]{43}$`));
+  await ada.click('.created-link button.copy');
+  assert.equal(await ada.evaluate(() => navigator.clipboard.readText()), url);
+  // Listed (the page drew itself anew), with the link still on screen.
+  await ada.waitForSelector('table.users tr[data-user=carol]', { state: 'attached' });
+  assert.match(await ada.locator('tr[data-user=carol]').textContent(), /member.*sign-in link waiting/s);
+  assert.equal(await link.inputValue(), url);
+  await screenshot(ada, 'users');
+
+  // Carol opens it in her own browser: her name, a password, and she is in.
+  const carol = await newPage(browser);
+  await carol.goto(url);
+  assert.equal(await carol.locator('main h1').textContent(), 'Welcome, carol');
+  await carol.fill('#welcome input[name=password]', 'carol password 42');
+  secrets.add('carol password 42');
+  await carol.click('#welcome button[type=submit]');
+  await carol.waitForURL(server.url + '/');
+  await hydrated(carol);
+  assert.equal(await carol.locator('.topnav a.me').textContent(), 'carol');
+  await remember(carol);
+  // Not an admin: the Users page is a 403 page, not a form.
+  const refused = await carol.goto(server.url + '/users');
+  assert.equal(refused.status(), 403);
+  assert.match(await carol.locator('.error-panel').textContent(), /Not allowed.*Only admins may list the users/s);
+  assert.equal(await carol.locator('main form').count(), 0);
+  // The link was used: it says so, with no form.
+  const again = await newPage(browser);
+  await again.goto(url);
+  assert.match(await again.locator('main h1').textContent(), /does not work any more/);
+  assert.equal(await again.locator('#welcome').count(), 0);
+  await again.context().close();
+  await carol.context().close();
+
+  // Made an admin, then removed, from the same page.
+  await ada.reload();
+  await hydrated(ada);
+  await ada.locator('tr[data-user=carol] button:has-text("Make admin")').click();
+  await ada.waitForSelector('tr[data-user=carol] button:has-text("Remove admin")', { state: 'attached' });
+  await ada.locator('tr[data-user=carol] summary:has-text("Remove…")').click();
+  await ada.locator('tr[data-user=carol] button:has-text("Remove carol")').click();
+  await ada.waitForSelector('tr[data-user=carol]', { state: 'detached' });
+  assert.deepEqual(ada.problems.filter((p) => !/http 422/.test(p)), []);
+  await ada.context().close();
+});
+
 test('no password, token, cookie, key or link token appears in any log line', async () => {
   const { readFileSync } = await import('node:fs');
   // The host's private key (the first test ran commands with it): a line of its body.

@@ -337,6 +337,14 @@ pub fn short_time(rfc3339: &str) -> String {
     }
 }
 
+/// Where a step at position `from` lands when dropped on the step at `over`,
+/// after it or before it (positions count from 1; taking the step out first
+/// shifts those behind it up by one).
+pub fn drop_position(from: u32, over: u32, after: bool) -> u32 {
+    let wanted = if after { over + 1 } else { over };
+    if wanted > from { wanted - 1 } else { wanted }
+}
+
 /// An RFC 3339 UTC time as the API writes it (`2026-12-03T05:46:20.123Z`) in
 /// Unix milliseconds; `None` for anything else.
 pub fn parse_time_ms(rfc3339: &str) -> Option<i64> {
@@ -390,7 +398,7 @@ pub fn relative_time(rfc3339: &str, now_ms: i64) -> String {
                 "yesterday".into()
             }
         }
-        172_800..604_800 => said(s / 86_400, "days"),
+        172_800..604_800 => said((s + 43_200) / 86_400, "days"),
         _ => rfc3339.get(0..10).unwrap_or(rfc3339).to_string(),
     }
 }
@@ -407,6 +415,21 @@ pub struct SharedView {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_dropped_step_lands_where_the_mark_showed() {
+        // Five steps; #2 dropped below #4 goes to 4, above #4 to 3.
+        assert_eq!(drop_position(2, 4, true), 4);
+        assert_eq!(drop_position(2, 4, false), 3);
+        // #5 dropped above #1 goes first; below #1, second.
+        assert_eq!(drop_position(5, 1, false), 1);
+        assert_eq!(drop_position(5, 1, true), 2);
+        // Dropped on itself, or just where it is: no move.
+        assert_eq!(drop_position(3, 3, false), 3);
+        assert_eq!(drop_position(3, 3, true), 3);
+        assert_eq!(drop_position(3, 2, true), 3);
+        assert_eq!(drop_position(3, 4, false), 3);
+    }
 
     #[test]
     fn times_read_back_and_are_said_relative_to_now() {
@@ -429,6 +452,7 @@ mod tests {
         assert_eq!(said(30 * 3600), "yesterday");
         assert_eq!(said(4 * 86_400 + 10), "4 days ago");
         assert_eq!(said(-6 * 86_400 - 10), "in 6 days");
+        assert_eq!(said(-7 * 86_400 + 5), "in 7 days", "a link made now for 7 days");
         assert_eq!(said(30 * 86_400), "2026-12-03", "beyond a week: the day");
         assert_eq!(relative_time("not a time", now), "not a time");
     }

@@ -102,7 +102,8 @@ mod tests {
         assert!(html.contains("<th align=\"left\">setting</th>"), "{html}");
         assert!(html.contains("<td align=\"right\">57.5</td>"), "{html}");
         assert!(html.contains("<td align=\"center\">same</td>"), "{html}");
-        let hostile = to_safe_html("<td style=\"text-align: right\" onclick=\"x()\">a</td> <p style=\"color:red\">b</p>");
+        let hostile =
+            to_safe_html("<td style=\"text-align: right\" onclick=\"x()\">a</td> <p style=\"color:red\">b</p>");
         assert!(!hostile.contains("style") && !hostile.contains("onclick"), "{hostile}");
     }
 

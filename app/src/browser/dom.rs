@@ -63,7 +63,16 @@ pub fn describe(error: &JsValue) -> String {
 /// `fetch(url)`, with `body` as a form's fields (POST) or nothing (GET), asking
 /// for `accept`. Fails only when the server could not be reached.
 pub async fn fetch(url: &str, body: Option<String>, accept: &str) -> Result<Response, String> {
+    fetch_with(url, body, accept, false).await
+}
+
+/// [`fetch`], optionally `keepalive`: sent even if the page goes away meanwhile.
+pub async fn fetch_with(url: &str, body: Option<String>, accept: &str, keepalive: bool) -> Result<Response, String> {
     let init = web_sys::RequestInit::new();
+    // Not in web-sys's `RequestInit`: set as the plain property it is.
+    if keepalive {
+        let _ = web_sys::js_sys::Reflect::set(&init, &JsValue::from_str("keepalive"), &JsValue::TRUE);
+    }
     let headers = web_sys::Headers::new().map_err(|e| describe(&e))?;
     let _ = headers.set("Accept", accept);
     if let Some(body) = body {

@@ -29,7 +29,27 @@ fn on_submit(event: Event) {
         return;
     }
     let submitter = event.dyn_ref::<web_sys::SubmitEvent>().and_then(|e| e.submitter());
+    // Deleting a step waits a few seconds for an Undo (`undo`).
+    if let Some(what) = form.get_attribute("data-undo")
+        && let Some(body) = encode(&form, submitter.as_ref())
+    {
+        super::undo::later(&form, what, action, body);
+        return;
+    }
     wasm_bindgen_futures::spawn_local(send(form, action, submitter));
+}
+
+/// Posts a form's body now, even if the page is going away (a deletion whose
+/// Undo time ran out); the page is drawn anew when it is done.
+pub async fn send_now(action: String, body: String) -> Result<(), String> {
+    let response = dom::fetch_with(&action, Some(body), "application/json", true).await?;
+    if response.ok() {
+        super::page::refresh_now();
+        Ok(())
+    } else {
+        let text = dom::text(&response).await.unwrap_or_default();
+        Err(serde_json::from_str::<ApiError>(&text).map(|e| e.message).unwrap_or(text))
+    }
 }
 
 async fn send(form: HtmlFormElement, action: String, submitter: Option<web_sys::HtmlElement>) {

@@ -17,9 +17,12 @@
 //! - [`timeline`]: the parts of a long timeline, opened as the reader scrolls,
 //!   clicks or follows a permalink;
 //! - [`links`]: editors opened and closed in place, mentions marked read;
-//! - [`keys`]: keyboard shortcuts, copy buttons, relative times kept current.
+//! - [`keys`]: keyboard shortcuts, copy buttons, relative times kept current;
+//! - [`undo`]: a deleted step can be brought back for a few seconds;
+//! - [`drag`]: steps moved by dragging.
 
 mod dom;
+mod drag;
 mod forms;
 mod islands;
 mod keys;
@@ -30,6 +33,7 @@ mod output;
 mod page;
 mod refusals;
 mod timeline;
+mod undo;
 
 use wasm_bindgen::JsValue;
 
@@ -40,6 +44,8 @@ pub fn start(exports: JsValue) {
     forms::install();
     links::install();
     keys::install();
+    undo::install();
+    drag::install();
     output::install();
     lines::install();
     timeline::install();
@@ -65,4 +71,5 @@ fn drawn(main: &web_sys::Element) {
     live::attach(main);
     timeline::attach(main);
     lines::apply();
+    undo::apply(main);
 }

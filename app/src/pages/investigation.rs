@@ -296,8 +296,12 @@ fn StepItem(step: Step, last: u32) -> impl IntoView {
     let editable = matches!(step.body, crate::steps::StepBody::Note(_) | crate::steps::StepBody::Command(_));
     let toggle = editor_href(step.id, !editing);
     view! {
-        <li class="step" id=anchor.clone() data-kind=step.body.kind() data-editing=editing.then_some("")>
+        <li class="step" id=anchor.clone() data-kind=step.body.kind() data-editing=editing.then_some("") data-step=step.id data-position=position>
             <div class="step-head">
+                // Dragged to move the step (`browser::drag`); ↑ and ↓ stay for keyboards.
+                <Can what=Ability::Edit>
+                    <span class="drag-handle" draggable="true" title="Drag to move this step" aria-hidden="true">"⠿"</span>
+                </Can>
                 <a class="step-link" href=format!("#{anchor}") title="Link to this step">
                     "#" {position}
                 </a>
@@ -322,8 +326,8 @@ fn StepItem(step: Step, last: u32) -> impl IntoView {
                     <input type="hidden" name="position" value=position + 1/>
                     <button type="submit" class="quiet" title="Move down" disabled={position >= last}>"↓"</button>
                 </ActionForm>
-                <Confirm label="Delete…" prompt="Delete this step?">
-                    <ActionForm action=delete attr:class="inline">
+                <Confirm label="Delete…" prompt="Delete this step, with its runs and their output? You can undo it for a few seconds.">
+                    <ActionForm action=delete attr:class="inline" attr:data-undo=format!("step #{position}")>
                         <input type="hidden" name="step_id" value=step.id/>
                         <button type="submit" class="danger">"Delete step"</button>
                         <ActionError action=delete/>

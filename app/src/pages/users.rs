@@ -79,7 +79,7 @@ fn FreshLink(link: SignInLink, #[prop(into)] what: String) -> impl IntoView {
     let url = super::share_links::absolute(&link.url);
     view! {
         <div class="notice created-link" role="status">
-            <p>{what} " Send " <strong>{link.user.name.clone()}</strong> " this link (it works once, until "
+            <p>{what} " Send " <strong>{link.user.name.clone()}</strong> " this link (it works once and expires "
                 <crate::components::Time at=link.expires_at.clone()/> "; it is shown only now):"</p>
             <div class="copy-row">
                 <input class="link-url" readonly value=url.clone() aria-label="The sign-in link"/>
@@ -147,7 +147,7 @@ fn UserTable(list: Vec<TeamUser>, me: String) -> impl IntoView {
         .map(|u| {
             let itself = u.name == me;
             let state = match &u.link_expires_at {
-                Some(at) => view! { <span class="muted">"sign-in link waiting, until " <crate::components::Time at=at.clone()/></span> }.into_any(),
+                Some(at) => view! { <span class="muted">"sign-in link waiting, expires " <crate::components::Time at=at.clone()/></span> }.into_any(),
                 None => ().into_any(),
             };
             let name = u.name.clone();
