@@ -78,5 +78,6 @@ test('every curl example in docs/api.md works', () => {
   assert.match(out, /"yesterday\\" is not a date/);
   assert.match(out, /^<title>NCCL_PROTO sweep: no effect — Sleuth report<\/title>$/m);
   assert.match(out, /^\| Run \| Status \| Exit \| Duration \| Configuration \| Measurements \|$/m);
+  assert.match(out, /"code":"conflict","message":"Sleuth runs with --no-auth: there are no accounts to manage/);
   assert.doesNotMatch(out, /"code":"internal"/);
 });

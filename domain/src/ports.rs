@@ -59,6 +59,8 @@ impl<T> Notebook for T where
 #[async_trait::async_trait]
 pub trait InvestigationOps: Send + Sync + 'static {
     async fn list_investigations(&self, actor: &Actor) -> Result<Vec<InvestigationSummary>, ApiError>;
+    /// What the caller may do in the investigation (404 when they may not read it).
+    async fn abilities(&self, actor: &Actor, id: &str) -> Result<crate::model::Abilities, ApiError>;
     async fn create_investigation(&self, actor: &Actor, new: NewInvestigation) -> Result<Investigation, ApiError>;
     /// `window`: only the steps a page shows in full, the rest as an outline;
     /// `None`: everything (the API).

@@ -94,7 +94,8 @@ fn NewShareLink(investigation: String) -> impl IntoView {
                 <div class="notice created-link">
                     <p>"Copy this link now: it is shown only once. Add " <code>"#step-N"</code>
                         " or " <code>"#step-N-L130-L180"</code> " to point at a step or lines."</p>
-                    <input class="link-url" readonly value=url aria-label="The new link" on:focus=|ev| {
+                    <div class="copy-row">
+                    <input class="link-url" readonly value=url.clone() aria-label="The new link" on:focus=|ev| {
                         #[cfg(feature = "hydrate")]
                         {
                             use wasm_bindgen::JsCast;
@@ -105,6 +106,8 @@ fn NewShareLink(investigation: String) -> impl IntoView {
                         #[cfg(not(feature = "hydrate"))]
                         let _ = ev;
                     }/>
+                        <crate::components::CopyButton text=url label="Copy link"/>
+                    </div>
                 </div>
             }
         })

@@ -12,6 +12,7 @@ use crate::components::PageTitle;
 use crate::error::ApiError;
 use crate::steps::snippet::{CONTEXT_LINES, SourceCandidates};
 use leptos::form::ActionForm;
+use crate::components::{Ability, Can};
 use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
@@ -81,6 +82,12 @@ pub async fn open_reference(run_id: i64, file: String, line: u64, path: String) 
     Ok(opened)
 }
 
+/// What the reader may do in an investigation (the page offers only that).
+#[server]
+pub async fn investigation_abilities(id: String) -> Result<crate::model::Abilities, ApiError> {
+    crate::backend::call(move |notebook, actor| async move { notebook.abilities(&actor, &id).await }).await
+}
+
 #[component]
 pub fn SourcePage() -> impl IntoView {
     let params = use_params_map();
@@ -91,11 +98,13 @@ pub fn SourcePage() -> impl IntoView {
         (run, query.get("file").unwrap_or_default(), query.get("line").and_then(|l| l.parse::<u64>().ok()))
     };
     let reference = Resource::new(request, |(run, file, line)| async move {
-        match (run, line) {
-            (Some(run), Some(line)) => source_reference(run, file, line).await,
-            (None, _) => Err(ApiError::not_found("There is no such run.")),
-            (_, None) => Err(ApiError::invalid("The link names no line (`?file=…&line=137`).")),
-        }
+        let found = match (run, line) {
+            (Some(run), Some(line)) => source_reference(run, file, line).await?,
+            (None, _) => return Err(ApiError::not_found("There is no such run.")),
+            (_, None) => return Err(ApiError::invalid("The link names no line (`?file=…&line=137`).")),
+        };
+        let abilities = investigation_abilities(found.investigation_id.clone()).await?;
+        Ok((found, abilities))
     });
     // A search's answer carried in the address (see the module comment).
     let listed = move || {
@@ -106,13 +115,13 @@ pub fn SourcePage() -> impl IntoView {
     view! {
         <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || Suspend::new(async move {
-                    super::or_error(reference.await.map(|mut found| {
+                    super::or_error(reference.await.map(|(mut found, abilities)| {
                         let searched = listed();
                         if let Some((paths, dirs)) = &searched {
                             found.candidates = paths.clone();
                             found.searched = dirs.clone();
                         }
-                        view! { <Candidates found searched=searched.is_some()/> }
+                        view! { <Candidates found abilities searched=searched.is_some()/> }
                     }))
                 })}
         </Transition>
@@ -120,7 +129,9 @@ pub fn SourcePage() -> impl IntoView {
 }
 
 #[component]
-fn Candidates(found: SourceCandidates, searched: bool) -> impl IntoView {
+fn Candidates(found: SourceCandidates, abilities: crate::model::Abilities, searched: bool) -> impl IntoView {
+    // Searching the host and opening a file as a step are a runner's.
+    provide_context(abilities);
     let open = ServerAction::<OpenReference>::new();
     let search = ServerAction::<FindSource>::new();
     let reference = format!("{}:{}", found.file, found.line);
@@ -178,6 +189,10 @@ fn Candidates(found: SourceCandidates, searched: bool) -> impl IntoView {
                 "A reference in the output of " <a href=back>"run " {found.run_id}</a> " on "
                 <span class="host">{host.clone()}</span> "."
             </p>
+            {(!abilities.run).then(|| view! {
+                <p class="notice read-only">"Finding this file on the host and opening it as a step need the runner role here (ask an owner)."</p>
+            })}
+            <Can what=Ability::Run>
             <ActionForm action=search attr:class="inline find-source">
                 <input type="hidden" name="run_id" value=found.run_id/>
                 <input type="hidden" name="file" value=file/>
@@ -196,6 +211,7 @@ fn Candidates(found: SourceCandidates, searched: bool) -> impl IntoView {
                 <crate::components::ActionError action=open/>
                 <div class="form-actions"><button type="submit">"Open this file"</button></div>
             </ActionForm>
+            </Can>
         </section>
     }
 }

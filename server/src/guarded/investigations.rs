@@ -11,6 +11,10 @@ impl app::backend::InvestigationOps for super::Guarded {
         let readers = self.access.readers(actor).await?;
         Ok(self.notebook.investigations.list(&readers).await?)
     }
+    async fn abilities(&self, actor: &Actor, id: &str) -> Result<app::model::Abilities, ApiError> {
+        let permit = self.access.permit::<Read>(actor, id).await?;
+        Ok(permit.role().abilities())
+    }
     async fn create_investigation(&self, actor: &Actor, new: NewInvestigation) -> Result<Investigation, ApiError> {
         let id = self.notebook.investigations.create(&self.access.anyone(actor), new).await?;
         let permit = self.access.permit::<Read>(actor, &id).await?;
