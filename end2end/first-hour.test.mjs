@@ -94,6 +94,14 @@ test('copy buttons copy a command, its output and a link to a step; times say "j
   await card.locator('button.step-copy').click();
   assert.equal(await clipboard(), `${server.url}${inv.url}#step-${step.id}`);
 
+  // Ctrl+Enter in a command step (outside its forms) runs it.
+  await card.locator('.command-wrap pre').click();
+  await page.keyboard.press('Control+Enter');
+  for (let i = 0; i < 100 && (await api('GET', `/api/v1/steps/${step.id}/runs`)).length < 2; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.equal((await api('GET', `/api/v1/steps/${step.id}/runs`)).length, 2, 'a second run');
+
   const time = card.locator('.step-head time[data-relative]');
   assert.equal(await time.textContent(), 'just now');
   assert.match(await time.getAttribute('title'), /^\d{4}-\d\d-\d\d \d\d:\d\d UTC$/);

@@ -29,13 +29,6 @@ fn on_submit(event: Event) {
         return;
     }
     let submitter = event.dyn_ref::<web_sys::SubmitEvent>().and_then(|e| e.submitter());
-    // Deleting a step waits a few seconds for an Undo (`undo`).
-    if let Some(what) = form.get_attribute("data-undo")
-        && let Some(body) = encode(&form, submitter.as_ref())
-    {
-        super::undo::later(&form, what, action, body);
-        return;
-    }
     wasm_bindgen_futures::spawn_local(send(form, action, submitter));
 }
 
@@ -78,7 +71,7 @@ async fn send(form: HtmlFormElement, action: String, submitter: Option<web_sys::
 
 /// The form's fields as `application/x-www-form-urlencoded`, the button that
 /// sent it included (as a browser would).
-fn encode(form: &HtmlFormElement, submitter: Option<&web_sys::HtmlElement>) -> Option<String> {
+pub fn encode(form: &HtmlFormElement, submitter: Option<&web_sys::HtmlElement>) -> Option<String> {
     let data = web_sys::FormData::new_with_form(form).ok()?;
     if let Some(button) = submitter.and_then(|s| s.dyn_ref::<web_sys::HtmlButtonElement>())
         && !button.name().is_empty()

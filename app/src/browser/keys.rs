@@ -55,7 +55,19 @@ fn on_key(key: &KeyboardEvent) {
     match key.key().as_str() {
         "Enter" if key.ctrl_key() || key.meta_key() => {
             // The form the caret is in: saved as its primary button would.
-            let Some(form) = target.as_ref().and_then(|t| t.closest("form").ok().flatten()) else { return };
+            // Outside a form, in a command step: that step runs.
+            let Some(form) = target.as_ref().and_then(|t| t.closest("form").ok().flatten()) else {
+                let run = target
+                    .as_ref()
+                    .and_then(|t| t.closest(".step[data-kind=command]").ok().flatten())
+                    .and_then(|step| step.query_selector("button.run-button").ok().flatten())
+                    .and_then(|b| b.dyn_into::<HtmlElement>().ok());
+                if let Some(run) = run {
+                    key.prevent_default();
+                    run.click();
+                }
+                return;
+            };
             let Ok(form) = form.dyn_into::<web_sys::HtmlFormElement>() else { return };
             key.prevent_default();
             let primary = form.query_selector("button[type=submit].primary, button[type=submit]").ok().flatten();

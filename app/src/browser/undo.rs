@@ -28,6 +28,17 @@ thread_local! {
 }
 
 pub fn install() {
+    // Before `forms` sees the submit (capture), which then leaves it alone.
+    dom::listen(&dom::document(), "submit", true, |event: Event| {
+        let Some(form) = event.target().and_then(|t| t.dyn_into::<web_sys::HtmlFormElement>().ok()) else { return };
+        let (Some(what), Some(action)) = (form.get_attribute("data-undo"), form.get_attribute("action")) else {
+            return;
+        };
+        let submitter = event.dyn_ref::<web_sys::SubmitEvent>().and_then(|e| e.submitter());
+        let Some(body) = super::forms::encode(&form, submitter.as_ref()) else { return };
+        event.prevent_default();
+        later(&form, what, action, body);
+    });
     dom::listen(&dom::document(), "click", false, |event: Event| {
         if let Some(button) = dom::closest(&event, "button[data-undo-id]")
             && let Some(id) = dom::number::<u32>(&button, "data-undo-id")
@@ -48,7 +59,7 @@ pub fn install() {
 }
 
 /// Hides the form's step and sends the form after the wait, unless undone.
-pub fn later(form: &Element, what: String, action: String, body: String) {
+fn later(form: &Element, what: String, action: String, body: String) {
     let Ok(Some(step)) = form.closest(".step") else { return };
     let id = NEXT.with(|n| {
         let mut n = n.borrow_mut();

@@ -296,7 +296,7 @@ fn StepItem(step: Step, last: u32) -> impl IntoView {
     let editable = matches!(step.body, crate::steps::StepBody::Note(_) | crate::steps::StepBody::Command(_));
     let toggle = editor_href(step.id, !editing);
     view! {
-        <li class="step" id=anchor.clone() data-kind=step.body.kind() data-editing=editing.then_some("") data-step=step.id data-position=position>
+        <li class="step" id=anchor.clone() data-kind=step.body.kind() data-editing=editing.then_some("") data-step=step.id data-position=position tabindex="-1">
             <div class="step-head">
                 // Dragged to move the step (`browser::drag`); ↑ and ↓ stay for keyboards.
                 <Can what=Ability::Edit>

@@ -9,10 +9,10 @@
 //! back as this page's address (`searched=1&c=…`), with or without JavaScript.
 
 use crate::components::PageTitle;
+use crate::components::{Ability, Can};
 use crate::error::ApiError;
 use crate::steps::snippet::{CONTEXT_LINES, SourceCandidates};
 use leptos::form::ActionForm;
-use crate::components::{Ability, Can};
 use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
 

@@ -55,7 +55,10 @@ async fn share_links_show_one_investigation_read_only_until_revoked_or_expired()
     let view = json.json();
     assert_eq!(view["investigation"]["title"], "shared");
     assert_eq!(view["shared_by"], "own");
-    assert_eq!(view["investigation"]["abilities"], json!({ "edit": false, "run": false, "own": false }));
+    assert_eq!(
+        view["investigation"]["abilities"],
+        json!({ "comment": false, "edit": false, "run": false, "own": false })
+    );
     assert!(view["investigation"].get("members").is_none(), "the team's names stay inside");
     let key = sshd.client_key.display().to_string();
     assert!(!json.text().contains(&key), "no key path");
