@@ -201,6 +201,7 @@ test('a view-only share link: opened without an account at a step, revoked to a 
     assert.equal(await reader.locator('h1 img').count(), 0, 'the title stays text');
     assert.match(await reader.locator('p.shared-terms').textContent(), /shared by ada, working until .*host names and addresses are hidden/);
     assert.equal(await reader.locator('main form').count(), 0, 'no forms');
+    assert.equal(await reader.locator('#members').count(), 0, 'no members list');
     assert.equal(await reader.evaluate(() => document.querySelector(':target')?.id), last);
     const box = await reader.locator(`#${last}`).boundingBox();
     assert.ok(box.y < 900 && box.y + 10 > 0, `the step is in view (y=${box.y})`);

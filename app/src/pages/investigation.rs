@@ -236,7 +236,8 @@ fn Header(inv: Investigation, export: String) -> impl IntoView {
                 </details>
                 </Can>
                 <ExportMenu base=export/>
-                <super::members::Members investigation=inv.id.clone() members=inv.members.clone()/>
+                // A share link's reader is not told who the team is.
+                {(!super::outsider()).then(|| view! { <super::members::Members investigation=inv.id.clone() members=inv.members.clone()/> })}
                 <Can what=Ability::Own>
                     <super::share_links::SharePanel investigation=inv.id.clone() links=inv.share_links.clone()/>
                 </Can>
