@@ -327,7 +327,7 @@ fn StepItem(step: Step, last: u32) -> impl IntoView {
                     <input type="hidden" name="position" value=position + 1/>
                     <button type="submit" class="quiet" title="Move down" disabled={position >= last}>"↓"</button>
                 </ActionForm>
-                <Confirm label="Delete…" prompt="Delete this step, with its runs and their output? You can undo it for a few seconds.">
+                <Confirm label="Delete…" prompt="Delete this step, with its runs and their output?">
                     <ActionForm action=delete attr:class="inline" attr:data-undo=format!("step #{position}")>
                         <input type="hidden" name="step_id" value=step.id/>
                         <button type="submit" class="danger">"Delete step"</button>
