@@ -230,6 +230,7 @@ test('a view-only share link: opened without an account at a step, revoked to a 
     assert.equal(raw.length > 0, !hides, `whole output offered only when hosts are shown: ${hrefs.join(' ')}`);
     assert.equal(hrefs.some((h) => h.includes('/artifacts/')), !hides, hrefs.join(' '));
     assert.equal(await reader.locator('a.src-ref').count(), 0, 'source references are text for outsiders');
+    assert.equal(await reader.locator('.run b').count(), 0, 'output markup around an unlinked reference stays text');
     assert.equal(await reader.locator('.src-ref').count() > 0, true);
     for (const href of hrefs) {
       const answer = await fetch(href, { redirect: 'manual' });

@@ -102,6 +102,18 @@ pub fn CopyButton(
     view! { <button type="button" class="copy quiet" data-copy=text title=title>{label}</button> }
 }
 
+/// A link shown once (a share link, a sign-in link): the whole URL, selected
+/// when focused (`browser::keys`), and a button that copies it.
+#[component]
+pub fn LinkToCopy(#[prop(into)] url: String, #[prop(into)] label: String) -> impl IntoView {
+    view! {
+        <div class="copy-row">
+            <input class="link-url" readonly value=url.clone() aria-label=label/>
+            <CopyButton text=url label="Copy link"/>
+        </div>
+    }
+}
+
 /// Shown where a page could not load its data.
 #[component]
 pub fn ErrorPanel(error: ApiError) -> impl IntoView {

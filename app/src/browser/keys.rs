@@ -22,6 +22,14 @@ pub fn install() {
         }
         close_menus_outside(&event);
     });
+    // A link shown to be copied is selected whole when focused.
+    dom::listen(&dom::document(), "focusin", false, |event: Event| {
+        if let Some(input) =
+            dom::closest(&event, "input.link-url").and_then(|i| i.dyn_into::<web_sys::HtmlInputElement>().ok())
+        {
+            input.select();
+        }
+    });
     let tick = wasm_bindgen::closure::Closure::<dyn FnMut()>::new(refresh_times);
     let _ = dom::window().set_interval_with_callback_and_timeout_and_arguments_0(tick.as_ref().unchecked_ref(), 30_000);
     tick.forget();

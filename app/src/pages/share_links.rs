@@ -94,20 +94,7 @@ fn NewShareLink(investigation: String) -> impl IntoView {
                 <div class="notice created-link">
                     <p>"Copy this link now: it is shown only once. Add " <code>"#step-N"</code>
                         " or " <code>"#step-N-L130-L180"</code> " to point at a step or lines."</p>
-                    <div class="copy-row">
-                    <input class="link-url" readonly value=url.clone() aria-label="The new link" on:focus=|ev| {
-                        #[cfg(feature = "hydrate")]
-                        {
-                            use wasm_bindgen::JsCast;
-                            if let Some(input) = ev.target().and_then(|t| t.dyn_into::<leptos::web_sys::HtmlInputElement>().ok()) {
-                                input.select();
-                            }
-                        }
-                        #[cfg(not(feature = "hydrate"))]
-                        let _ = ev;
-                    }/>
-                        <crate::components::CopyButton text=url label="Copy link"/>
-                    </div>
+                    <crate::components::LinkToCopy url label="The new link"/>
                 </div>
             }
         })

@@ -3,7 +3,7 @@
 //! working), make or unmake admins, remove. Everyone else gets a 403 page.
 
 use crate::accounts::{SignInLink, TeamUser};
-use crate::components::{Confirm, CopyButton, PageTitle};
+use crate::components::{Confirm, PageTitle};
 use crate::error::ApiError;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
@@ -81,10 +81,7 @@ fn FreshLink(link: SignInLink, #[prop(into)] what: String) -> impl IntoView {
         <div class="notice created-link" role="status">
             <p>{what} " Send " <strong>{link.user.name.clone()}</strong> " this link (it works once and expires "
                 <crate::components::Time at=link.expires_at.clone()/> "; it is shown only now):"</p>
-            <div class="copy-row">
-                <input class="link-url" readonly value=url.clone() aria-label="The sign-in link"/>
-                <CopyButton text=url label="Copy link"/>
-            </div>
+            <crate::components::LinkToCopy url label="The sign-in link"/>
         </div>
     }
 }

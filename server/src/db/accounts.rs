@@ -114,10 +114,16 @@ impl Store {
 
     /// The user of an unexpired session.
     pub async fn session_user(&self, token_hash: &str) -> StoreResult<Option<UserRow>> {
-        Ok(sqlx::query_as(
-            "SELECT u.id, u.name, u.password_hash, u.is_admin, u.created_at FROM sessions s
-             JOIN users u ON u.id = s.user_id WHERE s.token_hash = $1 AND s.expires_at > $2",
-        )
+        self.user_of_expiring("sessions", token_hash).await
+    }
+
+    /// The user an unexpired secret of `table` (`sessions`, `sign_in_links`:
+    /// `token_hash`, `user_id`, `expires_at`) belongs to.
+    async fn user_of_expiring(&self, table: &'static str, token_hash: &str) -> StoreResult<Option<UserRow>> {
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT u.id, u.name, u.password_hash, u.is_admin, u.created_at FROM {table} s
+             JOIN users u ON u.id = s.user_id WHERE s.token_hash = $1 AND s.expires_at > $2"
+        )))
         .bind(token_hash)
         .bind(now_ms())
         .fetch_optional(&self.pool)
@@ -288,14 +294,7 @@ impl Store {
 
     /// The user an unexpired sign-in link is for.
     pub async fn sign_in_link_user(&self, token_hash: &str) -> StoreResult<Option<UserRow>> {
-        Ok(sqlx::query_as(
-            "SELECT u.id, u.name, u.password_hash, u.is_admin, u.created_at FROM sign_in_links l
-             JOIN users u ON u.id = l.user_id WHERE l.token_hash = $1 AND l.expires_at > $2",
-        )
-        .bind(token_hash)
-        .bind(now_ms())
-        .fetch_optional(&self.pool)
-        .await?)
+        self.user_of_expiring("sign_in_links", token_hash).await
     }
 
     /// Uses the link up and sets the password it was for, together: of two
