@@ -26,7 +26,8 @@ pub mod steps;
 
 // The domain the pages draw, at the paths they (and the server) name it by.
 pub use domain::{
-    accounts, comments, error, hosts, hypotheses, metrics, model, runs, search, shares, sweeps, telemetry,
+    accounts, comments, distributions, error, hosts, hypotheses, metrics, model, runs, search, shares, sweeps,
+    telemetry,
 };
 
 use leptos::prelude::*;

@@ -6,6 +6,7 @@
 
 pub mod accounts;
 pub mod comments;
+pub mod distributions;
 pub mod error;
 pub mod hosts;
 pub mod html;

@@ -29,6 +29,7 @@ pub mod migrate;
 pub mod notebook;
 pub mod output;
 pub mod policy;
+pub mod reports;
 pub mod router;
 pub mod runs;
 pub mod search;

@@ -19,7 +19,6 @@ mod service;
 pub mod serving;
 pub mod stats;
 pub mod vllm;
-pub mod vllm_result;
 
 pub use found::{measurement, number, slug};
 pub use service::{Metrics, measurement_of};

@@ -66,25 +66,15 @@ pub async fn for_run(store: &Store, outputs: &Outputs, investigation: &str, run:
     Ok(found.len())
 }
 
-/// Artifacts larger than this are not read for measurements.
-const ARTIFACT_READ_BYTES: u64 = 64 * 1024 * 1024;
-
-/// Measurements from the run's artifacts that are result files a reader knows
-/// (vLLM's `--save-result` JSON); the rest are left alone.
+/// Measurements from the run's artifacts that are report files a reader
+/// knows (`crate::reports`); the rest are left alone.
 async fn from_artifacts(outputs: &Outputs, logs: Vec<crate::db::LogRow>) -> Vec<app::metrics::Measurement> {
     let mut found = Vec::new();
     for log in logs.into_iter().filter(|l| l.kind == "artifact") {
-        if u64::try_from(log.size).unwrap_or(u64::MAX) > ARTIFACT_READ_BYTES {
-            continue;
-        }
-        let key = crate::output::OutputKey::Log(log.id);
-        let Ok((bytes, _)) = outputs.read_range(key, 0, ARTIFACT_READ_BYTES).await else { continue };
-        let parsed = tokio::task::spawn_blocking(move || super::vllm_result::read(&String::from_utf8_lossy(&bytes)))
-            .await
-            .ok()
-            .flatten();
-        if let Some(measured) = parsed {
-            found.extend(measured);
+        match crate::reports::of_output(outputs, OutputKey::Log(log.id), &log.name).await {
+            Some(Ok(report)) => found.extend(report.measurements),
+            Some(Err(note)) => tracing::info!(log = log.id, "report not read: {note}"),
+            None => {}
         }
     }
     found

@@ -1,0 +1,149 @@
+//! Where GPU time goes: kernels sorted into categories by name, and the
+//! measurements of a profile — time and calls per category, per decode step
+//! when the steps are known, and the share of a step spent in collectives.
+
+use super::Report;
+
+/// The categories, in the order charts list them.
+pub const CATEGORIES: [&str; 5] = ["collective", "gemm", "attention", "elementwise", "other"];
+
+/// A kernel's category by its (demangled) name: NCCL's kernels and vLLM's custom
+/// allreduce (`cross_device_reduce_*`) are collectives; cuBLAS/CUTLASS GEMMs and
+/// GEMVs, attention (flash, paged, MLA, FlashInfer) and element-wise kernels
+/// (norms, activations, copies, rotary) have their own; the rest is other.
+pub fn category(name: &str) -> &'static str {
+    let lower = name.to_ascii_lowercase();
+    let has = |words: &[&str]| words.iter().any(|w| lower.contains(w));
+    if has(&[
+        "nccl",
+        "allreduce",
+        "all_reduce",
+        "allgather",
+        "all_gather",
+        "reducescatter",
+        "reduce_scatter",
+        "cross_device_reduce",
+        "custom_all_reduce",
+        "one_shot",
+        "two_shot",
+        "multimem",
+        "alltoall",
+        "all_to_all",
+        "broadcast_kernel",
+    ]) {
+        "collective"
+    } else if has(&["flash", "attention", "attn", "fmha", "mla", "flashinfer", "paged_", "xformers", "softmax"]) {
+        "attention"
+    } else if has(&[
+        "gemm", "gemv", "cutlass", "cublas", "matmul", "xmma", "splitk", "wgrad", "dgrad", "sgemm", "hgemm", "marlin",
+    ]) {
+        "gemm"
+    } else if has(&[
+        "elementwise",
+        "norm",
+        "silu",
+        "gelu",
+        "act_and_mul",
+        "rotary",
+        "rope",
+        "copy",
+        "fill",
+        "cat_",
+        "index",
+        "reduce_kernel",
+        "argmax",
+        "topk",
+        "sampl",
+        "embedding",
+        "nchwtonhwc",
+        "nhwctonchw",
+        "bn_",
+    ]) {
+        "elementwise"
+    } else {
+        "other"
+    }
+}
+
+/// GPU time by category.
+#[derive(Clone, Debug, Default)]
+pub struct Breakdown {
+    /// Per category (as `CATEGORIES`): (total ns, calls).
+    pub totals: [(f64, u64); 5],
+    /// Decode steps seen, and the mean wall time of one (ns), when the profile
+    /// has them (`ProfilerStep#N`, an NVTX range per step).
+    pub steps: Option<u64>,
+    pub step_ns: Option<f64>,
+    /// What the steps were found by, for the notes.
+    pub steps_from: Option<String>,
+}
+
+impl Breakdown {
+    pub fn add(&mut self, name: &str, ns: f64, calls: u64) {
+        let at = CATEGORIES.iter().position(|c| *c == category(name)).unwrap_or(4);
+        self.totals[at].0 += ns;
+        self.totals[at].1 += calls;
+    }
+
+    /// Its measurements into `report`.
+    pub fn measure(&self, report: &mut Report) {
+        let total: f64 = self.totals.iter().map(|(ns, _)| ns).sum();
+        if total <= 0.0 {
+            return;
+        }
+        report.add("gpu_time_ms", total / 1e6, "ms", None);
+        for (name, (ns, calls)) in CATEGORIES.iter().zip(self.totals) {
+            let key = format!("category={name}");
+            report.add("gpu_time_ms", ns / 1e6, "ms", Some(&key));
+            report.add("gpu_time_share_pct", ns / total * 100.0, "%", Some(&key));
+            report.add("kernel_calls", calls as f64, "calls", Some(&key));
+        }
+        let (collective_ns, collective_calls) = self.totals[0];
+        let Some(steps) = self.steps.filter(|s| *s > 0) else { return };
+        let per_step = |x: f64| x / steps as f64;
+        report.add("decode_steps", steps as f64, "steps", None);
+        report.add("collective_calls_per_step", per_step(collective_calls as f64), "calls", None);
+        report.add("collective_ms_per_step", per_step(collective_ns) / 1e6, "ms", None);
+        report.add("gpu_ms_per_step", per_step(total) / 1e6, "ms", None);
+        match self.step_ns.filter(|ns| *ns > 0.0) {
+            Some(step_ns) => {
+                report.add("step_time_ms", step_ns / 1e6, "ms", None);
+                report.add("collective_share_of_step_pct", per_step(collective_ns) / step_ns * 100.0, "%", None);
+            }
+            // No wall time per step: the share of the GPU's time is the best there is.
+            None => report.add("collective_share_of_step_pct", collective_ns / total * 100.0, "%", None),
+        }
+        if let Some(from) = &self.steps_from {
+            report.notes.push(format!("{steps} decode steps, found by {from}"));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernels_are_sorted_by_name() {
+        for (name, want) in [
+            ("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", "collective"),
+            ("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "collective"),
+            (
+                "void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(vllm::RankData*, vllm::RankSignals, vllm::Signal*, __nv_bfloat16*, int, int)",
+                "collective",
+            ),
+            ("std::enable_if<!T7, void>::type internal::gemvx::kernel<int, int, __nv_bfloat16>", "gemm"),
+            ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", "gemm"),
+            ("void flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4>>", "attention"),
+            ("void vllm::paged_attention_v2_kernel<__nv_bfloat16>", "attention"),
+            (
+                "void at::native::vectorized_elementwise_kernel<(int)4, at::native::BinaryFunctor<c10::BFloat16>>",
+                "elementwise",
+            ),
+            ("void vllm::rms_norm_kernel<c10::BFloat16>", "elementwise"),
+            ("some_custom_kernel", "other"),
+        ] {
+            assert_eq!(category(name), want, "{name}");
+        }
+    }
+}

@@ -1,0 +1,236 @@
+//! `nsys stats` reports: `cuda_gpu_kern_sum` (kernels), `nvtx_sum` (ranges) and
+//! `cuda_api_sum` (API calls), as CSV (`-f csv`) or as the text tables
+//! `--stats=true` prints (thousands separators, columns padded by spaces).
+//! Times are in the unit the header names (`Total Time (ns)`; `--timeunit`
+//! changes it).
+//!
+//! A kernel summary has no steps of its own: when a kernel runs once per decode
+//! step (the argmax that picks each step's token), its count is the number of
+//! steps, and calls per step follow from the others.
+
+use super::Report;
+use super::kernels::Breakdown;
+
+type Reader = fn(&str) -> Result<Report, String>;
+
+/// Which table the start of a file is.
+pub fn recognise(head: &str) -> Option<Reader> {
+    let first = head.lines().find(|l| !l.trim().is_empty())?.trim();
+    let csv = first.starts_with("Time (%),Total Time (") || first.starts_with("\"Time (%)\"");
+    let text = first.starts_with("Time (%)") && first.contains("  Total Time (");
+    if !(csv || text) {
+        return None;
+    }
+    let columns = columns(first, csv);
+    if columns.iter().any(|c| c == "Instances") && columns.last().is_some_and(|c| c == "Name") {
+        Some(if csv { kernels_csv } else { kernels_text })
+    } else if columns.iter().any(|c| c == "Range") {
+        Some(if csv { ranges_csv } else { ranges_text })
+    } else {
+        None
+    }
+}
+
+/// The header's column names.
+fn columns(header: &str, csv: bool) -> Vec<String> {
+    if csv {
+        split_csv(header)
+    } else {
+        // Text headers separate names by two or more spaces.
+        header.split("  ").map(str::trim).filter(|c| !c.is_empty()).map(str::to_string).collect()
+    }
+}
+
+/// One CSV line's cells (names with commas are quoted, `""` inside quotes).
+fn split_csv(line: &str) -> Vec<String> {
+    let mut cells = Vec::new();
+    let mut cell = String::new();
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                cell.push('"');
+                chars.next();
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => cells.push(std::mem::take(&mut cell)),
+            _ => cell.push(c),
+        }
+    }
+    cells.push(cell);
+    cells
+}
+
+/// Factor from the header's time unit to ns: `Total Time (us)` → 1000.
+fn to_ns(columns: &[String]) -> Result<f64, String> {
+    let total = columns.iter().find(|c| c.starts_with("Total Time")).ok_or("no Total Time column")?;
+    match total.trim_start_matches("Total Time").trim().trim_matches(|c| c == '(' || c == ')') {
+        "ns" => Ok(1.0),
+        "us" | "µs" => Ok(1e3),
+        "ms" => Ok(1e6),
+        "s" | "sec" => Ok(1e9),
+        other => Err(format!("Total Time is in {other:?}, not a time unit nsys writes")),
+    }
+}
+
+/// Rows as (cells by column name) from a CSV or text table.
+fn rows(text: &str, csv: bool) -> Result<(Vec<String>, Vec<Vec<String>>), String> {
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let header = lines.next().ok_or("empty")?.trim();
+    let columns = columns(header, csv);
+    let mut rows = Vec::new();
+    for (at, line) in lines.enumerate() {
+        let line = line.trim();
+        if line.starts_with("---") || line.starts_with("Time (%)") {
+            continue;
+        }
+        if !line.chars().next().is_some_and(|c| c.is_ascii_digit()) {
+            // The text form's table ends where the next report's heading begins.
+            if csv {
+                return Err(format!("line {}: not a row of the table", at + 2));
+            }
+            break;
+        }
+        let cells = if csv {
+            split_csv(line)
+        } else {
+            // Every column but the last (the name, which has spaces) is one word.
+            let mut cells: Vec<String> = Vec::new();
+            let mut rest = line;
+            for _ in 0..columns.len() - 1 {
+                let trimmed = rest.trim_start();
+                let end = trimmed.find(char::is_whitespace).unwrap_or(trimmed.len());
+                cells.push(trimmed[..end].to_string());
+                rest = &trimmed[end..];
+            }
+            cells.push(rest.trim().to_string());
+            cells
+        };
+        if cells.len() != columns.len() {
+            return Err(format!("line {}: {} cells where the header has {}", at + 2, cells.len(), columns.len()));
+        }
+        rows.push(cells);
+    }
+    Ok((columns, rows))
+}
+
+fn cell<'a>(columns: &[String], row: &'a [String], name: &str) -> Option<&'a str> {
+    columns.iter().position(|c| c.starts_with(name)).and_then(|i| row.get(i)).map(String::as_str)
+}
+
+fn kernels(text: &str, csv: bool) -> Result<Report, String> {
+    let (columns, rows) = rows(text, csv)?;
+    let ns = to_ns(&columns)?;
+    let mut report = Report::new("nsys-kernels");
+    let mut breakdown = Breakdown::default();
+    let mut once_per_step: Option<(u64, String)> = None;
+    for row in &rows {
+        let (Some(total), Some(calls), Some(name)) =
+            (cell(&columns, row, "Total Time"), cell(&columns, row, "Instances"), cell(&columns, row, "Name"))
+        else {
+            continue;
+        };
+        let (Some(total), Some(calls)) = (crate::metrics::number(total), crate::metrics::number(calls)) else {
+            return Err(format!("a row of {name:.60} has no numbers"));
+        };
+        breakdown.add(name, total * ns, calls as u64);
+        if name.to_ascii_lowercase().contains("argmax") && once_per_step.is_none() {
+            once_per_step = Some((calls as u64, name.chars().take(80).collect()));
+        }
+    }
+    if rows.is_empty() {
+        return Err("a kernel table without rows".into());
+    }
+    if let Some((steps, name)) = once_per_step {
+        breakdown.steps = Some(steps);
+        breakdown.steps_from = Some(format!("the kernel run once per step ({name})"));
+    }
+    breakdown.measure(&mut report);
+    Ok(report)
+}
+
+fn kernels_csv(text: &str) -> Result<Report, String> {
+    kernels(text, true)
+}
+
+fn kernels_text(text: &str) -> Result<Report, String> {
+    kernels(text, false)
+}
+
+fn ranges(text: &str, csv: bool) -> Result<Report, String> {
+    let (columns, rows) = rows(text, csv)?;
+    let ns = to_ns(&columns)?;
+    let mut report = Report::new("nsys-nvtx");
+    for row in &rows {
+        let (Some(range), Some(avg), Some(count)) =
+            (cell(&columns, row, "Range"), cell(&columns, row, "Avg"), cell(&columns, row, "Instances"))
+        else {
+            continue;
+        };
+        let key = format!("range={}", range.chars().take(80).collect::<String>());
+        if let (Some(avg), Some(count)) = (crate::metrics::number(avg), crate::metrics::number(count)) {
+            report.add("nvtx_range_ms_mean", avg * ns / 1e6, "ms", Some(&key));
+            report.add("nvtx_range_count", count, "ranges", Some(&key));
+        }
+    }
+    Ok(report)
+}
+
+fn ranges_csv(text: &str) -> Result<Report, String> {
+    ranges(text, true)
+}
+
+fn ranges_text(text: &str) -> Result<Report, String> {
+    ranges(text, false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn value(r: &Report, metric: &str, key: Option<&str>) -> Option<f64> {
+        r.measurements.iter().find(|m| m.metric == metric && m.key.as_deref() == key).map(|m| m.value)
+    }
+
+    #[test]
+    fn the_decode_kernel_summary_per_step() {
+        let text = crate::fixtures::read("reports/nsys/llm-perf-opt_per-stage_decode_cuda_gpu_kern_sum.csv");
+        let r = recognise(&text).expect("a kernel table")(&text).expect("read");
+        // The fixture's SOURCE: the argmax kernel runs 64 times, once per step;
+        // 16448 gemvx calls / 64 = 257 per step. No NCCL: one GPU.
+        assert_eq!(value(&r, "decode_steps", None), Some(64.0));
+        assert_eq!(value(&r, "kernel_calls", Some("category=collective")), Some(0.0));
+        assert_eq!(value(&r, "collective_calls_per_step", None), Some(0.0));
+        let gemm_calls = value(&r, "kernel_calls", Some("category=gemm")).unwrap();
+        assert!(gemm_calls >= 16448.0 + 2304.0, "{gemm_calls}");
+        let shares: f64 = kernels_share(&r);
+        assert!((shares - 100.0).abs() < 1e-6, "{shares}");
+        // The table's Time (%) column: the two gemvx rows alone are 34.4 + 14.8 %.
+        assert!(value(&r, "gpu_time_share_pct", Some("category=gemm")).unwrap() >= 49.2);
+    }
+
+    fn kernels_share(r: &Report) -> f64 {
+        r.measurements.iter().filter(|m| m.metric == "gpu_time_share_pct").map(|m| m.value).sum()
+    }
+
+    #[test]
+    fn units_come_from_the_header_and_text_tables_have_separators() {
+        let us = "Time (%),Total Time (us),Instances,Avg (us),Med (us),Min (us),Max (us),StdDev (us),Name\n\
+                  60.0,1500.5,160,9.4,9.0,8.0,12.0,1.0,\"ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)\"\n\
+                  40.0,1000.0,10,100.0,100.0,90.0,110.0,2.0,\"void at::native::reduce_kernel<512, 1, argmax>\"\n";
+        let r = recognise(us).expect("kernels")(us).expect("read");
+        assert_eq!(value(&r, "gpu_time_ms", Some("category=collective")), Some(1.5005));
+        assert_eq!(value(&r, "collective_calls_per_step", None), Some(16.0));
+        let text = crate::fixtures::read("reports/nsys/nsight-systems-deep-dive_README_stats_text.md");
+        let table = text
+            .lines()
+            .skip_while(|l| !(l.contains("Time (%)") && l.contains("Instances") && l.trim_end().ends_with("Name")))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let r = recognise(&table).expect("a text kernel table")(&table).expect("read");
+        assert!(value(&r, "gpu_time_ms", None).is_some_and(|ms| ms > 0.0));
+        let cut = &us[..us.len() - 75];
+        assert!(recognise(cut).expect("kernels")(cut).is_err(), "a cut row is an error, not a number");
+    }
+}

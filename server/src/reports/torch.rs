@@ -1,0 +1,208 @@
+//! PyTorch profiler traces (Kineto's chrome trace, `.json` or `.json.gz`):
+//! `traceEvents` of `"ph": "X"` events with `ts`/`dur` in µs. GPU kernels
+//! (`cat: kernel`) go into categories by name; steps are the
+//! `ProfilerStep#N` annotations `torch.profiler.schedule` makes, and each
+//! kernel belongs to the last step begun before it ran (GPU work lags the
+//! CPU's step by at most about a step, so kernels up to one step's length past
+//! the last step's end still count). Parsed as a stream: a 200 MB trace needs
+//! only its kernels' times and categories in memory.
+
+use super::Report;
+use super::json::Literals;
+use super::kernels::{Breakdown, CATEGORIES, category};
+use serde::Deserialize;
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use std::fmt;
+
+pub fn is_trace(head: &str) -> bool {
+    head.contains("\"traceEvents\"") || (head.starts_with('[') && head.contains("\"ph\"") && head.contains("\"ts\""))
+}
+
+#[derive(Deserialize)]
+struct Event {
+    #[serde(default)]
+    ph: String,
+    #[serde(default)]
+    cat: String,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    ts: Option<f64>,
+    #[serde(default)]
+    dur: Option<f64>,
+}
+
+/// What is kept of the events.
+#[derive(Default)]
+struct Seen {
+    /// (start µs, duration µs, category index).
+    kernels: Vec<(f64, f32, u8)>,
+    /// (start µs, duration µs) of each `ProfilerStep#N`.
+    steps: Vec<(f64, f64)>,
+    events: u64,
+    metadata: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Seen {
+    fn event(&mut self, e: Event) {
+        self.events += 1;
+        if e.ph != "X" {
+            return;
+        }
+        let (Some(ts), Some(dur)) =
+            (e.ts.filter(|t| t.is_finite()), e.dur.filter(|d| d.is_finite() && *d >= 0.0 && *d < 1e12))
+        else {
+            return;
+        };
+        if e.cat.eq_ignore_ascii_case("kernel") {
+            let at = CATEGORIES.iter().position(|c| *c == category(&e.name)).unwrap_or(4);
+            self.kernels.push((ts, dur as f32, at as u8));
+        } else if e.name.starts_with("ProfilerStep#") && e.cat != "gpu_user_annotation" {
+            self.steps.push((ts, dur));
+        }
+    }
+}
+
+/// A trace's measurements, read from a stream.
+pub fn read_trace(input: impl std::io::Read) -> Result<Report, String> {
+    let mut de = serde_json::Deserializer::from_reader(Literals::new(input));
+    let mut seen = Seen::default();
+    (&mut de).deserialize_any(TraceVisitor(&mut seen)).map_err(|e| format!("not valid JSON ({e})"))?;
+    let mut report = Report::new("torch-trace");
+    report.metadata = std::mem::take(&mut seen.metadata);
+    if seen.kernels.is_empty() {
+        report.notes.push(format!("{} events and no GPU kernels (was CUDA activity profiled?)", seen.events));
+        return Ok(report);
+    }
+    seen.steps.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut breakdown = Breakdown::default();
+    let in_steps = !seen.steps.is_empty();
+    if in_steps {
+        let last_end = seen.steps.iter().map(|(ts, dur)| ts + dur).fold(f64::MIN, f64::max);
+        let slack = seen.steps.iter().map(|(_, dur)| *dur).fold(0.0, f64::max);
+        let first = seen.steps[0].0;
+        let mut outside = 0u64;
+        for (ts, dur, at) in &seen.kernels {
+            if *ts < first || *ts > last_end + slack {
+                outside += 1;
+                continue;
+            }
+            breakdown.totals[*at as usize].0 += f64::from(*dur) * 1e3;
+            breakdown.totals[*at as usize].1 += 1;
+        }
+        let steps = seen.steps.len() as u64;
+        breakdown.steps = Some(steps);
+        breakdown.step_ns = Some(seen.steps.iter().map(|(_, d)| d).sum::<f64>() / steps as f64 * 1e3);
+        breakdown.steps_from = Some("the trace's ProfilerStep#N annotations".into());
+        if outside > 0 {
+            report.notes.push(format!("{outside} kernels ran outside the profiled steps and are not counted"));
+        }
+    } else {
+        for (_, dur, at) in &seen.kernels {
+            breakdown.totals[*at as usize].0 += f64::from(*dur) * 1e3;
+            breakdown.totals[*at as usize].1 += 1;
+        }
+        report.notes.push("no ProfilerStep#N in the trace: per-step figures need torch.profiler.schedule".into());
+    }
+    breakdown.measure(&mut report);
+    Ok(report)
+}
+
+struct TraceVisitor<'a>(&'a mut Seen);
+
+impl<'de> Visitor<'de> for TraceVisitor<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a chrome trace")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(field) = map.next_key::<String>()? {
+            match field.as_str() {
+                "traceEvents" => map.next_value_seed(Events(&mut *self.0))?,
+                // Small and telling: which GPUs, which ranks.
+                "distributedInfo" | "schemaVersion" | "displayTimeUnit" => {
+                    let value: serde_json::Value = map.next_value()?;
+                    self.0.metadata.insert(field, value);
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
+        Events(self.0).visit_seq(seq)
+    }
+}
+
+struct Events<'a>(&'a mut Seen);
+
+impl<'de> DeserializeSeed<'de> for Events<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Events<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an array of trace events")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(event) = seq.next_element::<Event>()? {
+            self.0.event(event);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn value(r: &Report, metric: &str, key: Option<&str>) -> Option<f64> {
+        r.measurements.iter().find(|m| m.metric == metric && m.key.as_deref() == key).map(|m| m.value)
+    }
+
+    /// The fixture's SOURCE, checked with Python: 2 700 kernels in 3 steps,
+    /// 15 AllReduce kernels (5 per step) and 6 Broadcast ones (DDP's, 2 per
+    /// step): 21 collectives, 46.876 ms of 162.532 ms kernel time (28.84 %).
+    #[test]
+    fn the_hta_trace_per_step() {
+        let bytes = std::fs::read(crate::fixtures::dir().join("reports/pytorch-profiler/hta_nccl_data.json.gz"))
+            .expect("fixture");
+        let r = super::super::read("trace", &bytes[..]).expect("recognised").expect("read");
+        assert_eq!(r.format, "torch-trace");
+        assert_eq!(value(&r, "decode_steps", None), Some(3.0));
+        assert_eq!(value(&r, "collective_calls_per_step", None), Some(7.0));
+        let share = value(&r, "gpu_time_share_pct", Some("category=collective")).unwrap();
+        assert!((share - 28.841).abs() < 0.01, "{share}");
+        let total = value(&r, "gpu_time_ms", None).unwrap();
+        assert!((total - 162.532).abs() < 0.01, "{total}");
+        let calls: f64 = r.measurements.iter().filter(|m| m.metric == "kernel_calls").map(|m| m.value).sum();
+        assert_eq!(calls, 2700.0);
+        // 46.876 ms / 3 steps of a 222.368 ms mean step.
+        let step_share = value(&r, "collective_share_of_step_pct", None).unwrap();
+        assert!((step_share - 46.876 / 3.0 / 222.368 * 100.0).abs() < 0.01, "{step_share}");
+        assert_eq!(
+            r.metadata.get("distributedInfo").and_then(|d| d.get("world_size")).and_then(|w| w.as_i64()),
+            Some(2)
+        );
+    }
+
+    #[test]
+    fn a_bare_event_array_and_hostile_names() {
+        let text = r#"[{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 0, "dur": 100},
+            {"ph": "X", "cat": "kernel", "name": "<script>alert(1)</script>nccl", "ts": 10, "dur": 40},
+            {"ph": "X", "cat": "kernel", "name": "gemm", "ts": 60, "dur": NaN},
+            {"ph": "X", "cat": "kernel", "name": "gemm", "ts": 60, "dur": 1e308}]"#;
+        let r = super::super::read("t.json", text.as_bytes()).expect("recognised").expect("read");
+        assert_eq!(value(&r, "collective_calls_per_step", None), Some(1.0));
+        assert!(r.measurements.iter().all(|m| m.value.is_finite()), "{:?}", r.measurements);
+    }
+}
