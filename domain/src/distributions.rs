@@ -193,8 +193,11 @@ pub fn knee(points: &[RatePoint], slo: &Slo) -> Option<f64> {
         .iter()
         .filter(|point| {
             slo.bounds.iter().all(|bound| {
-                let name = percentile_name(&bound.metric, slo.percentile);
-                point.values.iter().find(|(metric, _)| *metric == name).is_some_and(|(_, v)| *v <= bound.at_most)
+                // `ttft_ms_p50` and `ttft_ms_median` are the same percentile.
+                let at = |metric: &str| {
+                    percentile_metric(metric).is_some_and(|(base, p)| base == bound.metric && p == slo.percentile)
+                };
+                point.values.iter().find(|(metric, _)| at(metric)).is_some_and(|(_, v)| *v <= bound.at_most)
             })
         })
         .map(|point| point.rate)

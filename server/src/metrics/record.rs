@@ -1,9 +1,10 @@
 //! Extracting a finished run's measurements into the store.
 
 use super::custom::Extractor;
-use crate::db::Store;
+use crate::db::{NewReport, Store};
 use crate::error::{Context, Result};
 use crate::output::{OutputKey, Outputs};
+use crate::reports::Report;
 
 /// Benchmarks print their results at the end: of a longer output, the last
 /// this many bytes are read. (32 MB here made a gigabyte's ingest peak 30 MB
@@ -29,6 +30,7 @@ pub async fn for_run(store: &Store, outputs: &Outputs, investigation: &str, run:
         }
         None => Vec::new(),
     };
+    let output = bytes.clone();
     let found = tokio::task::spawn_blocking(move || {
         let text = String::from_utf8_lossy(&bytes);
         let server_text = String::from_utf8_lossy(&server_log);
@@ -47,9 +49,9 @@ pub async fn for_run(store: &Store, outputs: &Outputs, investigation: &str, run:
     })
     .await
     .context("extracting measurements")?;
-    // The run's artifacts that are result files the readers know.
+    // The run's report files: its artifacts, and its output if it is one.
     let mut found = found;
-    found.extend(from_artifacts(outputs, logs).await);
+    found.extend(reports(store, outputs, investigation, run, &output, &logs).await?);
     // The GPUs' telemetry during the run, as numbers like the output's; then
     // what the investigation's formulas make of all of them.
     let samples = store.samples(run).await?;
@@ -66,18 +68,61 @@ pub async fn for_run(store: &Store, outputs: &Outputs, investigation: &str, run:
     Ok(found.len())
 }
 
-/// Measurements from the run's artifacts that are report files a reader
-/// knows (`crate::reports`); the rest are left alone.
-async fn from_artifacts(outputs: &Outputs, logs: Vec<crate::db::LogRow>) -> Vec<app::metrics::Measurement> {
+/// The run's artifacts that are report files a reader knows
+/// (`crate::reports`), and its output when it is one (`cat result.json`), with
+/// what follows from their samples under the investigation's SLO. Every file
+/// recognised is listed, with its notes when it could not be read whole.
+async fn reports(
+    store: &Store,
+    outputs: &Outputs,
+    investigation: &str,
+    run: i64,
+    output: &[u8],
+    logs: &[crate::db::LogRow],
+) -> Result<Vec<app::metrics::Measurement>> {
+    let mut read: Vec<(Option<i64>, String, Option<Result<Report, String>>)> = Vec::new();
+    for log in logs.iter().filter(|l| l.kind == "artifact") {
+        read.push((
+            Some(log.id),
+            log.name.clone(),
+            crate::reports::of_output(outputs, OutputKey::Log(log.id), &log.name).await,
+        ));
+    }
+    if output.len() < READ_BYTES as usize {
+        let bytes = output.to_vec();
+        let printed =
+            tokio::task::spawn_blocking(move || crate::reports::read("output", &bytes[..])).await.ok().flatten();
+        read.push((None, "output".into(), printed));
+    }
+    let slo = store.slo(investigation).await?.and_then(|text| app::distributions::Slo::parse(&text).ok());
     let mut found = Vec::new();
-    for log in logs.into_iter().filter(|l| l.kind == "artifact") {
-        match crate::reports::of_output(outputs, OutputKey::Log(log.id), &log.name).await {
-            Some(Ok(report)) => found.extend(report.measurements),
-            Some(Err(note)) => tracing::info!(log = log.id, "report not read: {note}"),
+    let mut kept = Vec::new();
+    let mut rows = Vec::new();
+    for (log_id, name, outcome) in read {
+        match outcome {
             None => {}
+            Some(Ok(report)) => {
+                rows.push(NewReport {
+                    log_id,
+                    name,
+                    format: Some(report.format.to_string()),
+                    notes: report.notes.clone(),
+                    metadata: report.metadata.clone(),
+                });
+                kept.push(report);
+            }
+            Some(Err(note)) => {
+                rows.push(NewReport { log_id, name, format: None, notes: vec![note], metadata: Default::default() })
+            }
         }
     }
-    found
+    let (derived, samples) = crate::reports::derive::derive(&kept, slo.as_ref());
+    for report in kept {
+        found.extend(report.measurements);
+    }
+    found.extend(derived);
+    store.replace_run_reports(run, &rows, &samples).await?;
+    Ok(found)
 }
 
 /// The investigation's derived metrics.

@@ -14,6 +14,7 @@
 //! and read whole up to `WHOLE_BYTES`.
 
 pub mod aiperf;
+pub mod derive;
 pub mod guidellm;
 mod json;
 pub mod kernels;

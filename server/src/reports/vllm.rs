@@ -181,8 +181,15 @@ impl LineReader for Lines {
     fn finish(self: Box<Self>) -> Report {
         let Lines { mut report, results } = *self;
         let several = results.len() > 1;
+        let mut seen: Vec<String> = Vec::new();
         for (i, object) in results.iter().enumerate() {
-            let key = several.then(|| key_of(object, i));
+            // A file appended to by two sweeps has a rate twice: the second is `#2`.
+            let key = several.then(|| {
+                let key = key_of(object, i);
+                let again = seen.iter().filter(|k| **k == key).count();
+                seen.push(key.clone());
+                if again > 0 { format!("{key} #{}", again + 1) } else { key }
+            });
             summary(&mut report, object, key.as_deref());
         }
         report
@@ -453,6 +460,11 @@ mod tests {
         assert_eq!(of(&report.measurements, "e2el_ms_mean", one).map(|m| m.value), Some(7840.616212638561));
         assert_eq!(of(&report.measurements, "ttft_ms_median", one).map(|m| m.value), Some(85.74514742940664));
         assert!(of(&report.measurements, "ttft_ms_p99", one).is_none(), "this SGLang printed no p99");
+        // The file holds two sweeps; rates 4 and 8 come twice.
+        assert_eq!(
+            of(&report.measurements, "ttft_ms_median", Some("request_rate=4 #2")).map(|m| m.value),
+            Some(68.27884959056973)
+        );
         // One line, `Infinity` for its rate: a single result, read all the same.
         let single = read(&crate::fixtures::read("reports/sglang-bench-serving/deepseek_dp_mla_output.jsonl"));
         assert_eq!(single.format, SGLANG);
