@@ -176,6 +176,22 @@ impl Slo {
     }
 }
 
+/// An investigation's SLO as written and as read.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SloView {
+    pub text: String,
+    pub slo: Slo,
+    /// `TTFT ≤ 200 ms and TPOT ≤ 50 ms (p99 for the knee)`.
+    pub description: String,
+}
+
+/// A new SLO for an investigation; an empty text removes it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SloInput {
+    pub text: String,
+}
+
 /// One rate of a sweep: its load, and the percentiles measured at it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RatePoint {
@@ -251,6 +267,9 @@ const DRAWS_PER_RUN: usize = 4_000;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PercentileComparison {
     pub percentile: f64,
+    /// Runs and requests (samples) on each side.
+    pub runs: (usize, usize),
+    pub requests: (usize, usize),
     /// The percentile of each side's requests pooled.
     pub baseline: f64,
     pub treatment: f64,
@@ -348,8 +367,11 @@ pub fn compare_percentile(baseline: &[Vec<f64>], treatment: &[Vec<f64>], p: f64)
         }
         _ => format!("{} % (95 % CI {} … {} %); {noise}", pct(delta_pct), pct(ci.0), pct(ci.1)),
     };
+    let count = |runs: &[Vec<f64>]| runs.iter().map(Vec::len).sum::<usize>();
     Some(PercentileComparison {
         percentile: p,
+        runs: (baseline.len(), treatment.len()),
+        requests: (count(&baseline), count(&treatment)),
         baseline: b,
         treatment: t,
         delta_pct,

@@ -69,6 +69,11 @@ pub struct Hypothesis {
     pub baseline_values: Vec<(i64, f64)>,
     pub treatment_values: Vec<(i64, f64)>,
     pub comparison: Option<Comparison>,
+    /// On a percentile of a metric with per-request samples (`ttft_ms_p99`):
+    /// the percentile of each side's requests pooled, with a bootstrap interval
+    /// over runs and requests. When there is one, it is the verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distribution: Option<crate::distributions::PercentileComparison>,
     /// Whether the measured change goes the expected way (none until both are known).
     pub as_expected: Option<bool>,
     /// Unit of the metric, from its measurements.

@@ -191,6 +191,16 @@ pub trait MeasurementOps: Send + Sync + 'static {
         query: &crate::metrics::OverviewQuery,
     ) -> Result<Option<Overview>, ApiError>;
     async fn extractors(&self, actor: &Actor, investigation: &str) -> Result<Vec<ExtractorDef>, ApiError>;
+    /// The investigation's SLO (`TTFT <= 200 ms and TPOT <= 50 ms`), if it has one.
+    async fn slo(&self, actor: &Actor, investigation: &str) -> Result<Option<crate::distributions::SloView>, ApiError>;
+    /// Sets (an empty text removes) the SLO, and reads every finished run again
+    /// for its goodput and knee.
+    async fn set_slo(
+        &self,
+        actor: &Actor,
+        investigation: &str,
+        input: crate::distributions::SloInput,
+    ) -> Result<Option<crate::distributions::SloView>, ApiError>;
     async fn derived_metrics(
         &self,
         actor: &Actor,

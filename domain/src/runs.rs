@@ -125,6 +125,24 @@ pub struct Run {
     /// What happened to them besides: limits reached, names refused.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub artifact_notes: Vec<String>,
+    /// Its artifacts (and output) that are report files a reader knows.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reports: Vec<ReportInfo>,
+}
+
+/// A report file of a run, as read: which tool's format, and what the reader
+/// says about it (a truncated file, values skipped, ITLs sampled).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReportInfo {
+    /// The artifact's name, or `output` for the run's own output.
+    pub name: String,
+    /// `vllm-save-result`, `guidellm`, `torch-trace`…; none when the file was
+    /// recognised but could not be read.
+    pub format: Option<String>,
+    pub notes: Vec<String>,
+    /// Fields no reader knows (the tool's settings, model names), as the file has them.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub metadata: serde_json::Map<String, serde_json::Value>,
 }
 
 /// Where a run's server is in its life.

@@ -206,6 +206,169 @@ pub fn telemetry(telemetry: &app::telemetry::Telemetry) -> Result<Option<String>
     Ok(Some(svg))
 }
 
+/// One line of a CDF chart: its label, its values sorted, and whether it is
+/// the baseline (grey) or not (blue); `thin` lines are single runs under the
+/// pooled ones.
+pub struct CdfLine<'a> {
+    pub label: &'a str,
+    pub sorted: &'a [f64],
+    pub baseline: bool,
+    pub thin: bool,
+}
+
+/// Points per CDF line: enough for a smooth curve, few enough for a light page.
+const CDF_POINTS: usize = 200;
+
+/// Cumulative distributions of a per-request metric, overlaid: x the value,
+/// y the share of requests at or under it; a dotted line marks `percentile`.
+/// The x axis ends at the largest p99.9 so one straggler does not flatten
+/// every curve (the caption says so).
+pub fn cdf(metric: &str, unit: &str, lines: &[CdfLine], percentile: Option<f64>) -> Result<String, ChartError> {
+    let top =
+        lines.iter().filter_map(|l| app::distributions::percentile(l.sorted, 99.9)).fold(0.0f64, f64::max).max(1e-9);
+    let low = lines.iter().filter_map(|l| l.sorted.first().copied()).fold(f64::INFINITY, f64::min);
+    let low = if low.is_finite() { (low - (top - low) * 0.05).max(0.0) } else { 0.0 };
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        let err = |e: DrawingAreaErrorKind<_>| ChartError(e.to_string());
+        root.fill(&WHITE).map_err(err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(12)
+            .x_label_area_size(32)
+            .y_label_area_size(48)
+            .build_cartesian_2d(low..top * 1.02, 0.0f64..1.0)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc(format!("{metric} ({unit})"))
+            .y_desc("share of requests")
+            .label_style(("sans-serif", 12))
+            .axis_desc_style(("sans-serif", 12))
+            .light_line_style(WHITE)
+            .bold_line_style(RGBColor(234, 238, 242))
+            .draw()
+            .map_err(err)?;
+        if let Some(p) = percentile {
+            let y = p / 100.0;
+            chart
+                .draw_series(DashedLineSeries::new([(low, y), (top * 1.02, y)], 2, 3, BASELINE.stroke_width(1)))
+                .map_err(err)?;
+        }
+        // Thin lines first, so the pooled ones are drawn over them.
+        let mut ordered: Vec<&CdfLine> = lines.iter().collect();
+        ordered.sort_by_key(|l| !l.thin);
+        for line in ordered {
+            let color = if line.baseline { BASELINE } else { TREATMENT };
+            let style = if line.thin { color.mix(0.3).stroke_width(1) } else { color.stroke_width(2) };
+            let points = app::distributions::cdf_points(line.sorted, CDF_POINTS)
+                .into_iter()
+                .map(|(x, y)| (x.min(top * 1.02), y));
+            let series = chart.draw_series(LineSeries::new(points, style)).map_err(err)?;
+            if !line.thin {
+                let label: String = line.label.chars().take(LABEL_CHARS).collect();
+                series
+                    .label(label)
+                    .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], color.stroke_width(2)));
+            }
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(RGBColor(208, 215, 222))
+            .label_font(("sans-serif", 12))
+            .draw()
+            .map_err(err)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+/// One configuration of a rate chart: its label, and per rate measured
+/// (achieved request rate, p50, p99 of the latency drawn).
+pub struct RateLine<'a> {
+    pub label: &'a str,
+    pub points: Vec<(f64, Option<f64>, Option<f64>)>,
+}
+
+/// Latency against load: per configuration, p50 (solid) and p99 (dashed)
+/// against the achieved request rate; the SLO's bound as a dotted line and the
+/// knee as a ring where the configuration last meets it.
+pub fn rates(
+    metric: &str,
+    unit: &str,
+    lines: &[RateLine],
+    bound: Option<f64>,
+    knees: &[(usize, f64)],
+) -> Result<String, ChartError> {
+    let xs = lines.iter().flat_map(|l| l.points.iter().map(|p| p.0));
+    let ys = lines.iter().flat_map(|l| l.points.iter().flat_map(|p| [p.1, p.2]).flatten()).chain(bound);
+    let x1 = xs.fold(0.0f64, f64::max).max(1e-9) * 1.08;
+    let y1 = ys.fold(0.0f64, f64::max).max(1e-9) * 1.1;
+    let palette = [TREATMENT, RGBColor(207, 34, 46), RGBColor(26, 127, 55), RGBColor(130, 80, 223), BASELINE];
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT + 40)).into_drawing_area();
+        let err = |e: DrawingAreaErrorKind<_>| ChartError(e.to_string());
+        root.fill(&WHITE).map_err(err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(12)
+            .x_label_area_size(32)
+            .y_label_area_size(56)
+            .build_cartesian_2d(0.0..x1, 0.0..y1)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc("achieved request rate (req/s)")
+            .y_desc(format!("{metric} ({unit})"))
+            .label_style(("sans-serif", 12))
+            .axis_desc_style(("sans-serif", 12))
+            .light_line_style(WHITE)
+            .bold_line_style(RGBColor(234, 238, 242))
+            .draw()
+            .map_err(err)?;
+        if let Some(b) = bound {
+            chart
+                .draw_series(DashedLineSeries::new([(0.0, b), (x1, b)], 2, 3, BASELINE.stroke_width(1)))
+                .map_err(err)?;
+        }
+        for (i, line) in lines.iter().enumerate() {
+            let color = palette[i % palette.len()];
+            let mut sorted = line.points.clone();
+            sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let p50: Vec<(f64, f64)> = sorted.iter().filter_map(|p| Some((p.0, p.1?))).collect();
+            let p99: Vec<(f64, f64)> = sorted.iter().filter_map(|p| Some((p.0, p.2?))).collect();
+            let label: String = line.label.chars().take(LABEL_CHARS).collect();
+            chart
+                .draw_series(LineSeries::new(p50.clone(), color.stroke_width(2)))
+                .map_err(err)?
+                .label(format!("{label} p50"))
+                .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], color.stroke_width(2)));
+            chart.draw_series(p50.iter().map(|p| Circle::new(*p, 3, color.filled()))).map_err(err)?;
+            if p99.len() > 1 {
+                chart.draw_series(DashedLineSeries::new(p99.clone(), 5, 3, color.stroke_width(2))).map_err(err)?;
+            }
+            chart.draw_series(p99.iter().map(|p| Circle::new(*p, 3, color.stroke_width(1)))).map_err(err)?;
+            for (_, rate) in knees.iter().filter(|(at, _)| *at == i) {
+                if let Some(point) = p99.iter().chain(&p50).find(|p| p.0 == *rate) {
+                    chart.draw_series([Circle::new(*point, 7, color.stroke_width(2))]).map_err(err)?;
+                }
+            }
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(RGBColor(208, 215, 222))
+            .label_font(("sans-serif", 12))
+            .draw()
+            .map_err(err)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -255,6 +418,51 @@ mod telemetry_tests {
         assert!(!texts.contains(&"PCIe rx / tx MB/s"), "no PCIe samples, no panel");
         assert!(svg.matches("<polyline").count() >= 6, "lines per GPU and series");
         assert!(telemetry(&Telemetry::default()).unwrap().is_none());
+    }
+}
+
+#[cfg(test)]
+mod distribution_tests {
+    use super::*;
+
+    fn texts(svg: &str) -> Vec<&str> {
+        svg.split("</text>").filter_map(|t| t.rsplit('>').next()).map(str::trim).collect()
+    }
+
+    #[test]
+    fn cdfs_overlay_with_labels_escaped() {
+        let a: Vec<f64> = (1..=500).map(f64::from).collect();
+        let b: Vec<f64> = (1..=500).map(|v| f64::from(v) * 0.7).collect();
+        let hostile = "<script>alert(1)</script>";
+        let lines = [
+            CdfLine { label: "baseline", sorted: &a, baseline: true, thin: false },
+            CdfLine { label: hostile, sorted: &b, baseline: false, thin: false },
+            CdfLine { label: "run 3", sorted: &b[..250], baseline: false, thin: true },
+        ];
+        let svg = cdf("ttft_ms", "ms", &lines, Some(99.0)).unwrap();
+        assert!(!svg.contains("<script"), "markup in a label is text");
+        assert!(svg.contains("&lt;script&gt;"), "and shown as such");
+        assert!(texts(&svg).contains(&"share of requests"));
+        assert!(svg.matches("<polyline").count() >= 3, "a line per series");
+    }
+
+    #[test]
+    fn a_rate_chart_per_configuration() {
+        let lines = [
+            RateLine {
+                label: "<b>tp=8</b>",
+                points: vec![
+                    (1.0, Some(50.0), Some(80.0)),
+                    (4.0, Some(60.0), Some(150.0)),
+                    (7.5, Some(90.0), Some(400.0)),
+                ],
+            },
+            RateLine { label: "tp=4", points: vec![(1.0, Some(55.0), Some(90.0)), (3.9, Some(80.0), Some(260.0))] },
+        ];
+        let svg = rates("ttft_ms", "ms", &lines, Some(200.0), &[(0, 4.0)]).unwrap();
+        assert!(!svg.contains("<b>"));
+        assert!(texts(&svg).contains(&"achieved request rate (req/s)"));
+        assert!(svg.matches("<circle").count() >= 10, "p50 and p99 points, and the knee's ring");
     }
 }
 

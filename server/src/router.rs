@@ -70,6 +70,7 @@ pub fn app(state: AppState) -> Router {
         .route("/investigations/{id}/extractors", get(measurements::extractors).post(measurements::add_extractor))
         .route("/investigations/{id}/extractors/{name}", delete(measurements::remove_extractor))
         .route("/investigations/{id}/derived", get(measurements::derived).post(measurements::add_derived))
+        .route("/investigations/{id}/slo", get(measurements::slo).put(measurements::set_slo))
         .route("/investigations/{id}/derived/{name}", delete(measurements::remove_derived))
         .route("/measurements/{id}", delete(measurements::delete))
         .route("/investigations/{id}/hypotheses", get(hypotheses::list).post(hypotheses::create))

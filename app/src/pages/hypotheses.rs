@@ -185,7 +185,12 @@ pub fn HypothesesSection(inv: Investigation) -> impl IntoView {
         .iter()
         .filter_map(|h| {
             let svg = h.chart_svg.clone()?;
-            let verdict = h.comparison.as_ref().map(|c| c.verdict.clone()).unwrap_or_default();
+            let verdict = h
+                .distribution
+                .as_ref()
+                .map(|d| d.verdict.clone())
+                .or_else(|| h.comparison.as_ref().map(|c| c.verdict.clone()))
+                .unwrap_or_default();
             Some(view! {
                 <figure class="chart" id=format!("chart-{}", h.id)>
                     <div class="svg" inner_html=svg></div>
@@ -288,6 +293,29 @@ fn HypothesisRow(h: Hypothesis, steps: Vec<(i64, String)>, commands: Vec<(String
         g.map(|g| format!("{} {unit} (n={})", number(g.mean), g.n)).unwrap_or_else(|| "—".into())
     };
     let c = h.comparison.clone();
+    // On a sampled percentile the bootstrap over requests is the verdict; the
+    // per-run means are not shown beside it.
+    let d = h.distribution.clone();
+    let pooled = |value: f64, runs: usize, requests: usize| {
+        format!("{} {unit} ({runs} run{}, {requests} req)", number(value), if runs == 1 { "" } else { "s" })
+    };
+    let (baseline_text, treatment_text, delta_text, outcome, verdict) = match (&d, &c) {
+        (Some(d), _) => (
+            pooled(d.baseline, d.runs.0, d.requests.0),
+            pooled(d.treatment, d.runs.1, d.requests.1),
+            format!("{:+.1} %", d.delta_pct),
+            Some(d.outcome.clone()),
+            Some(d.verdict.clone()),
+        ),
+        (None, Some(c)) => (
+            side(Some(&c.baseline)),
+            side(Some(&c.treatment)),
+            format!("{:+.1} %", c.delta_pct),
+            Some(c.outcome.clone()),
+            Some(c.verdict.clone()),
+        ),
+        (None, None) => ("—".into(), "—".into(), "—".into(), None, None),
+    };
     let expected = match (&h.direction, h.expected_pct) {
         (Some(d), Some(p)) => Some(format!("expects {} {p} %", if d == "increase" { "+" } else { "−" })),
         (Some(d), None) => Some(format!("expects an {d}")),
@@ -340,11 +368,11 @@ fn HypothesisRow(h: Hypothesis, steps: Vec<(i64, String)>, commands: Vec<(String
                 </crate::components::Can>
             </td>
             <td data-label="metric"><code>{h.metric.clone().unwrap_or_else(|| "—".into())}</code></td>
-            <td class="num" data-label="baseline">{side(c.as_ref().map(|c| &c.baseline))}</td>
-            <td class="num" data-label="treatment">{side(c.as_ref().map(|c| &c.treatment))}</td>
-            <td class="num" data-label="delta">{c.as_ref().map(|c| format!("{:+.1} %", c.delta_pct)).unwrap_or_else(|| "—".into())}</td>
-            <td class="verdict" data-outcome=c.as_ref().map(|c| c.outcome.clone())>
-                {c.as_ref().map(|c| c.verdict.clone()).unwrap_or_else(|| {
+            <td class="num" data-label="baseline">{baseline_text}</td>
+            <td class="num" data-label="treatment">{treatment_text}</td>
+            <td class="num" data-label="delta">{delta_text}</td>
+            <td class="verdict" data-outcome=outcome data-noise=d.as_ref().map(|_| "bootstrap")>
+                {verdict.unwrap_or_else(|| {
                     if h.metric.is_none() { "no metric chosen".into() } else { "no runs with this metric yet".into() }
                 })}
                 {against.map(|(class, text)| view! { <span class=format!("tag {class}")>{text}</span> })}

@@ -74,6 +74,10 @@ pub fn walk(report: &Report, writer: &mut impl Writer) {
             .hypotheses
             .iter()
             .filter_map(|h| {
+                // A sampled percentile's chart is its CDFs, drawn with the hypothesis.
+                if h.distribution.is_some() {
+                    return Some(Chart { id: h.id, caption: &h.statement, svg: h.chart_svg.clone()? });
+                }
                 let (c, metric) = (h.comparison.as_ref()?, h.metric.as_ref()?);
                 let svg = crate::charts::experiment(metric, h.unit.as_deref().unwrap_or(""), c)
                     .inspect_err(|e| tracing::warn!(hypothesis = h.id, "an export's chart: {e}"))
@@ -94,6 +98,22 @@ pub fn walk(report: &Report, writer: &mut impl Writer) {
 }
 
 fn hypothesis_line(h: &app::hypotheses::Hypothesis) -> HypothesisLine<'_> {
+    if let Some(d) = &h.distribution {
+        let unit = h.unit.as_deref().unwrap_or("");
+        let side =
+            |v: f64, runs: usize, requests: usize| format!("{} {unit} ({runs} runs, {requests} req)", format_value(v));
+        return HypothesisLine {
+            id: h.id,
+            statement: &h.statement,
+            provenance: h.provenance.as_ref().map(|p| (p.summary.as_str(), p.warnings.as_slice())),
+            metric: h.metric.as_deref().unwrap_or("—"),
+            baseline: side(d.baseline, d.runs.0, d.requests.0),
+            treatment: side(d.treatment, d.runs.1, d.requests.1),
+            delta: format!("{:+.1} %", d.delta_pct),
+            ci: format!("{:+.1} … {:+.1} %", d.ci_pct.0, d.ci_pct.1),
+            verdict: format!("{} — {}", h.status, d.verdict),
+        };
+    }
     let c = h.comparison.as_ref();
     let group = |g: Option<&app::metrics::GroupSummary>| {
         g.map_or("—".into(), |g| format!("{} (n={})", format_value(g.mean), g.n))

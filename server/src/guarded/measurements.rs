@@ -3,6 +3,7 @@
 use crate::db::OwnedBy;
 use crate::policy::{Edit, Read};
 use app::backend::Actor;
+use app::distributions::{SloInput, SloView};
 use app::error::ApiError;
 use app::metrics::{DerivedDef, ExtractorDef, NewMeasurement, Overview, OverviewQuery, StoredMeasurement};
 
@@ -53,6 +54,15 @@ impl app::backend::MeasurementOps for super::Guarded {
     async fn remove_extractor(&self, actor: &Actor, investigation: &str, name: &str) -> Result<(), ApiError> {
         let permit = self.access.permit::<Edit>(actor, investigation).await?;
         let done = self.notebook.metrics.remove_extractor(&permit, name).await;
+        Ok(self.announce(actor, investigation, done)?)
+    }
+    async fn slo(&self, actor: &Actor, investigation: &str) -> Result<Option<SloView>, ApiError> {
+        let permit = self.access.permit::<Read>(actor, investigation).await?;
+        Ok(self.notebook.metrics.slo(&permit).await?)
+    }
+    async fn set_slo(&self, actor: &Actor, investigation: &str, input: SloInput) -> Result<Option<SloView>, ApiError> {
+        let permit = self.access.permit::<Edit>(actor, investigation).await?;
+        let done = self.notebook.metrics.set_slo(&permit, input).await;
         Ok(self.announce(actor, investigation, done)?)
     }
     async fn derived_metrics(&self, actor: &Actor, investigation: &str) -> Result<Vec<DerivedDef>, ApiError> {

@@ -87,6 +87,23 @@ pub async fn add_extractor(
     Ok((StatusCode::CREATED, Json(state.notebook.add_extractor(&actor, &investigation, def).await?)))
 }
 
+pub async fn slo(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiPath(investigation): ApiPath<String>,
+) -> Result<Json<Option<app::distributions::SloView>>, AppError> {
+    Ok(Json(state.notebook.slo(&actor, &investigation).await?))
+}
+
+pub async fn set_slo(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiPath(investigation): ApiPath<String>,
+    ApiJson(input): ApiJson<app::distributions::SloInput>,
+) -> Result<Json<Option<app::distributions::SloView>>, AppError> {
+    Ok(Json(state.notebook.set_slo(&actor, &investigation, input).await?))
+}
+
 pub async fn derived(
     Caller(actor): Caller,
     State(state): State<AppState>,

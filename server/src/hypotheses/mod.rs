@@ -3,12 +3,13 @@
 
 mod provenance;
 
-use crate::db::{HypothesisRow, RunRow, Store};
+use crate::db::{HypothesisRow, RunRow, SamplesRow, Store};
 use crate::error::{Context, Result};
 use crate::markdown::to_safe_html;
 use crate::metrics::stats;
 use crate::policy::{Edit, Permit, Read};
 use crate::time::timestamp;
+use app::distributions::PercentileComparison;
 use app::error::ApiError;
 use app::hypotheses::{Hypothesis, HypothesisInput, RunGroup, STATUSES, hypothesis_anchor};
 use std::collections::HashMap;
@@ -25,6 +26,24 @@ fn not_found(id: i64) -> ApiError {
 #[derive(Clone)]
 pub struct Hypotheses {
     store: Store,
+    /// Bootstrap comparisons by the sample rows they were computed from: a
+    /// page load redraws every hypothesis, and a bootstrap costs tens of ms.
+    /// Rows are replaced (new ids) when a run is read again, so an entry
+    /// never goes stale; the map is emptied when it grows past `CACHED`.
+    bootstraps: std::sync::Arc<std::sync::Mutex<HashMap<String, Option<PercentileComparison>>>>,
+}
+
+const CACHED: usize = 512;
+
+/// One side's samples: per run, its values (a run's first sampled key).
+fn per_run(rows: &[SamplesRow], runs: &[i64]) -> Vec<(i64, i64, Vec<f64>)> {
+    runs.iter()
+        .filter_map(|run| {
+            let mine = rows.iter().filter(|r| r.run_id == *run);
+            let row = mine.clone().find(|r| r.key.is_none()).or_else(|| mine.clone().next())?;
+            Some((*run, row.id, row.values()))
+        })
+        .collect()
 }
 
 fn stale(current: &HypothesisRow) -> ApiError {
@@ -153,7 +172,70 @@ fn resolve(group: &RunGroup, runs: &[RunRow]) -> Vec<i64> {
 
 impl Hypotheses {
     pub fn new(store: Store) -> Self {
-        Self { store }
+        Self { store, bootstraps: Default::default() }
+    }
+
+    /// A percentile of a sampled metric compared between the sides, and its
+    /// CDF chart; none when either side has no samples of it.
+    async fn distribution(
+        &self,
+        base: &str,
+        p: f64,
+        b_runs: &[i64],
+        t_runs: &[i64],
+    ) -> Result<Option<(PercentileComparison, String, String)>> {
+        let ids: Vec<i64> = b_runs.iter().chain(t_runs).copied().collect();
+        let rows = self.store.samples_of_runs(&ids, base).await?;
+        let (b, t) = (per_run(&rows, b_runs), per_run(&rows, t_runs));
+        if b.is_empty() || t.is_empty() {
+            return Ok(None);
+        }
+        let unit = rows.first().map(|r| r.unit.clone()).unwrap_or_default();
+        let row_ids =
+            |side: &[(i64, i64, Vec<f64>)]| side.iter().map(|(_, id, _)| id.to_string()).collect::<Vec<_>>().join(",");
+        let key = format!("{base}|{p}|{}|{}", row_ids(&b), row_ids(&t));
+        let cached = self.bootstraps.lock().ok().and_then(|cache| cache.get(&key).cloned());
+        let comparison = match cached {
+            Some(c) => c,
+            None => {
+                let (bv, tv): (Vec<Vec<f64>>, Vec<Vec<f64>>) =
+                    (b.iter().map(|s| s.2.clone()).collect(), t.iter().map(|s| s.2.clone()).collect());
+                let c = tokio::task::spawn_blocking(move || app::distributions::compare_percentile(&bv, &tv, p))
+                    .await
+                    .context("bootstrapping a percentile")?;
+                if let Ok(mut cache) = self.bootstraps.lock() {
+                    if cache.len() >= CACHED {
+                        cache.clear();
+                    }
+                    cache.insert(key, c.clone());
+                }
+                c
+            }
+        };
+        let Some(comparison) = comparison else { return Ok(None) };
+        let pooled = |side: &[(i64, i64, Vec<f64>)]| {
+            let mut all: Vec<f64> = side.iter().flat_map(|s| s.2.iter().copied()).collect();
+            all.sort_by(f64::total_cmp);
+            all
+        };
+        let (pb, pt) = (pooled(&b), pooled(&t));
+        let mut lines = vec![
+            crate::charts::CdfLine { label: "baseline", sorted: &pb, baseline: true, thin: false },
+            crate::charts::CdfLine { label: "treatment", sorted: &pt, baseline: false, thin: false },
+        ];
+        // Each run's own curve, thin, when a side has several: the run-to-run spread at a glance.
+        for (side, baseline) in [(&b, true), (&t, false)] {
+            if side.len() > 1 {
+                lines.extend(side.iter().map(|s| crate::charts::CdfLine {
+                    label: "",
+                    sorted: &s.2,
+                    baseline,
+                    thin: true,
+                }));
+            }
+        }
+        let svg = crate::charts::cdf(base, &unit, &lines, Some(p))?;
+        Ok(Some((comparison, svg, unit)))
     }
 
     /// How the measured runs of each side ran (host, facts, command, env).
@@ -212,14 +294,28 @@ impl Hypotheses {
         let (baseline_values, treatment_values) = (values(&b_runs), values(&t_runs));
         let only = |v: &[(i64, f64)]| v.iter().map(|(_, x)| *x).collect::<Vec<_>>();
         let comparison = stats::compare(&only(&baseline_values), &only(&treatment_values));
-        let chart_svg = match (&row.metric, &comparison) {
-            (Some(metric), Some(c)) => crate::charts::experiment(metric, unit.as_deref().unwrap_or(""), c)
+        let sampled = match row.metric.as_deref().and_then(app::distributions::percentile_metric) {
+            Some((base, p)) => self.distribution(base, p, &b_runs, &t_runs).await?,
+            None => None,
+        };
+        let (distribution, cdf_svg) = match sampled {
+            Some((c, svg, sample_unit)) => {
+                unit.get_or_insert(sample_unit);
+                (Some(c), Some(svg))
+            }
+            None => (None, None),
+        };
+        let chart_svg = match (&row.metric, &comparison, cdf_svg) {
+            (_, _, Some(svg)) => Some(svg),
+            (Some(metric), Some(c), None) => crate::charts::experiment(metric, unit.as_deref().unwrap_or(""), c)
                 .inspect_err(|e| tracing::error!(hypothesis = row.id, "chart: {e}"))
                 .ok(),
             _ => None,
         };
         let provenance = self.provenance(&baseline_values, &treatment_values, runs).await?;
-        let as_expected = match (&row.direction, comparison.as_ref().map(|c| c.outcome.as_str())) {
+        let outcome =
+            distribution.as_ref().map(|d| d.outcome.as_str()).or(comparison.as_ref().map(|c| c.outcome.as_str()));
+        let as_expected = match (&row.direction, outcome) {
             (Some(d), Some(o @ ("increase" | "decrease"))) => Some(d == o),
             _ => None,
         };
@@ -240,6 +336,7 @@ impl Hypotheses {
             baseline_values,
             treatment_values,
             comparison,
+            distribution,
             as_expected,
             unit,
             chart_svg,

@@ -8,6 +8,7 @@ use crate::error::{Context, Error, Result};
 use crate::output::Outputs;
 use crate::policy::{Edit, Permit, Read};
 use crate::time::timestamp;
+use app::distributions::{Slo, SloInput, SloView};
 use app::error::ApiError;
 use app::metrics::{DerivedDef, ExtractorDef, Measurement, NewMeasurement, StoredMeasurement};
 use app::steps::StepBody;
@@ -35,6 +36,11 @@ pub fn measurement_of(row: MeasurementRow) -> StoredMeasurement {
         label: row.label,
         created_at: timestamp(row.created_at),
     }
+}
+
+fn slo_view(text: String) -> std::result::Result<SloView, String> {
+    let slo = Slo::parse(&text)?;
+    Ok(SloView { description: slo.describe(), slo, text })
 }
 
 fn check_text(what: &str, text: Option<&str>, max: usize) -> Result<Option<String>> {
@@ -220,6 +226,27 @@ impl Metrics {
         }
         self.reextract(investigation).await;
         Ok(())
+    }
+
+    pub async fn slo(&self, permit: &Permit<Read>) -> Result<Option<SloView>> {
+        let investigation = permit.investigation();
+        self.existing(investigation).await?;
+        Ok(self.store.slo(investigation).await?.and_then(|text| slo_view(text).ok()))
+    }
+
+    /// Sets the SLO (checked first; an empty text removes it) and reads every
+    /// finished run again for goodput and knee.
+    pub async fn set_slo(&self, permit: &Permit<Edit>, input: SloInput) -> Result<Option<SloView>> {
+        let investigation = permit.investigation();
+        self.existing(investigation).await?;
+        let text = input.text.trim();
+        if text.chars().count() > 300 {
+            return Err(ApiError::invalid("The SLO is over 300 characters.").into());
+        }
+        let view = if text.is_empty() { None } else { Some(slo_view(text.to_string()).map_err(ApiError::invalid)?) };
+        self.store.set_slo(investigation, view.as_ref().map(|v| v.text.as_str()), &permit.actor().name).await?;
+        self.reextract(investigation).await;
+        Ok(view)
     }
 
     pub async fn derived(&self, permit: &Permit<Read>) -> Result<Vec<DerivedDef>> {

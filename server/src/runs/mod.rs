@@ -116,6 +116,17 @@ pub fn run_from_row(row: RunRow) -> Run {
         server: row.server.as_deref().and_then(|s| serde_json::from_str(s).ok()),
         artifacts: Vec::new(),
         artifact_notes: row.artifact_notes.as_deref().and_then(|n| serde_json::from_str(n).ok()).unwrap_or_default(),
+        reports: Vec::new(),
+    }
+}
+
+/// A stored report as runs show it; `metadata` only where one run is asked for.
+pub fn report_of(row: crate::db::ReportRow, metadata: bool) -> app::runs::ReportInfo {
+    app::runs::ReportInfo {
+        name: row.name,
+        format: row.format,
+        notes: serde_json::from_str(&row.notes).unwrap_or_default(),
+        metadata: if metadata { serde_json::from_str(&row.metadata).unwrap_or_default() } else { Default::default() },
     }
 }
 

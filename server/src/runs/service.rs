@@ -82,11 +82,21 @@ impl Runs {
             Err(e) => tracing::error!("cannot read measurements: {}", crate::error::chain(&e)),
         }
         let (mut artifacts, server_logs) = self.logs_of(&ids).await;
+        let mut reports: HashMap<i64, Vec<app::runs::ReportInfo>> = HashMap::new();
+        match self.store.reports_of_runs(&ids).await {
+            Ok(rows) => {
+                for row in rows {
+                    reports.entry(row.run_id).or_default().push(super::report_of(row, false));
+                }
+            }
+            Err(e) => tracing::error!("cannot read reports: {}", crate::error::chain(&e)),
+        }
         let mut by_step: HashMap<i64, Vec<Run>> = HashMap::new();
         for row in rows {
             let mut run = run_from_row(row);
             run.measurements = measured.remove(&run.id).unwrap_or_default();
             run.artifacts = artifacts.remove(&run.id).unwrap_or_default();
+            run.reports = reports.remove(&run.id).unwrap_or_default();
             by_step.entry(run.step_id).or_default().push(run);
         }
         for step in steps.iter_mut() {
@@ -330,6 +340,7 @@ impl Runs {
     pub async fn run(&self, permit: &Permit<Read>, id: i64) -> Result<Run> {
         let mut run = run_from_row(self.row(permit, id).await?);
         run.artifacts = self.logs_of(&[id]).await.0.remove(&id).unwrap_or_default();
+        run.reports = self.store.reports_of_runs(&[id]).await?.into_iter().map(|r| super::report_of(r, true)).collect();
         if run.status.is_finished() {
             run.measurements = self
                 .store

@@ -11,6 +11,7 @@ mod migrate;
 mod pages;
 mod permissions;
 mod replicas;
+mod reports;
 mod runs;
 mod search;
 mod security;
