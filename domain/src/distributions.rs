@@ -192,6 +192,24 @@ pub struct SloInput {
     pub text: String,
 }
 
+/// The investigation's rate sweeps: latency against achieved request rate.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RateChart {
+    /// The latency drawn (`ttft_ms`), its p50 solid and p99 dashed.
+    pub metric: String,
+    pub svg: String,
+    pub lines: Vec<RateLineInfo>,
+}
+
+/// One configuration of a rate chart.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RateLineInfo {
+    pub label: String,
+    pub points: usize,
+    /// The highest achieved rate meeting the SLO (none without an SLO, or when no rate meets it).
+    pub knee: Option<f64>,
+}
+
 /// One rate of a sweep: its load, and the percentiles measured at it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RatePoint {

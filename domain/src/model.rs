@@ -72,6 +72,12 @@ pub struct Investigation {
     /// Every measurement: from runs (also on each run) and entered by hand.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub measurements: Vec<crate::metrics::StoredMeasurement>,
+    /// Its SLO (`TTFT <= 200 ms and TPOT <= 50 ms`), if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo: Option<crate::distributions::SloView>,
+    /// Latency against load, when a configuration was measured at several rates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rates: Option<crate::distributions::RateChart>,
     /// The chart of the investigation's main metric, when something was measured twice.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overview: Option<crate::metrics::Overview>,

@@ -113,6 +113,9 @@ impl Notebook {
         let derived = self.metrics.derived(permit).await?;
         let measurements = self.metrics.measurements(permit).await?;
         let overview = crate::metrics::overview::overview(None, None, &steps, &measurements, &hypotheses);
+        crate::metrics::profiles::beside_calculators(&mut steps, &measurements);
+        let slo = self.metrics.slo(permit).await?;
+        let rates = crate::metrics::rates::chart(&steps, slo.as_ref().map(|s| &s.slo));
         let members = self.store.members(id).await?;
         let mut comments = self.comments.of(permit).await?;
         let mut outline = Vec::new();
@@ -140,6 +143,8 @@ impl Notebook {
             extractors,
             derived,
             measurements,
+            slo,
+            rates,
             overview,
             id: summary.id,
             url: summary.url,

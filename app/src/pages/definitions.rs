@@ -54,6 +54,39 @@ pub async fn remove_derived(investigation: String, name: String) -> Result<(), A
     .await
 }
 
+#[server]
+pub async fn set_slo(investigation: String, text: String) -> Result<(), ApiError> {
+    let input = crate::distributions::SloInput { text };
+    crate::backend::call(move |notebook, actor| async move {
+        notebook.set_slo(&actor, &investigation, input).await.map(|_| ())
+    })
+    .await
+}
+
+/// The investigation's SLO: goodput and each rate sweep's knee follow from it.
+#[component]
+pub(super) fn SloForm(investigation: String, slo: Option<crate::distributions::SloView>) -> impl IntoView {
+    let set = ServerAction::<SetSlo>::new();
+    let (text, described) = match &slo {
+        Some(s) => (s.text.clone(), s.description.clone()),
+        None => (String::new(), "none yet".to_string()),
+    };
+    view! {
+        <details class="add-step" id="slo" open=slo.is_some()>
+            <summary>"SLO: " <span class="slo-text">{described}</span></summary>
+            <p class="muted">"Bounds on per-request latencies, joined by “and”. Runs with per-request samples get goodput (the share of requests meeting every bound, and that share of req/s); a sweep over rates gets its knee: the highest rate whose percentiles (p99 unless “at p90”…) meet it."</p>
+            <crate::components::Can what=crate::components::Ability::Edit>
+            <ActionForm action=set attr:class="stacked">
+                <input type="hidden" name="investigation" value=investigation/>
+                <label>"SLO " <input name="text" value=text placeholder="TTFT <= 200 ms and TPOT <= 50 ms"/></label>
+                <crate::components::ActionError action=set/>
+                <div class="form-actions"><button type="submit" class="primary">"Save SLO"</button></div>
+            </ActionForm>
+            </crate::components::Can>
+        </details>
+    }
+}
+
 /// The investigation's derived metrics, each formula shown as written.
 #[component]
 pub(super) fn DerivedMetrics(investigation: String, defs: Vec<crate::metrics::DerivedDef>) -> impl IntoView {

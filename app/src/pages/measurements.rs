@@ -97,12 +97,42 @@ pub fn MeasurementsSection(inv: Investigation) -> impl IntoView {
                     <p class="muted">"Run a benchmark twice (or enter numbers by hand) and its chart appears here."</p>
                 }.into_any(),
             }}
+            {inv.rates.clone().map(|r| view! { <RateSweeps chart=r/> })}
+            <super::definitions::SloForm investigation=inv.id.clone() slo=inv.slo.clone()/>
             <ManualMeasurements investigation=inv.id.clone() measurements=inv.measurements.clone()/>
             <super::definitions::Extractors investigation=inv.id.clone() defs=inv.extractors.clone()/>
             <super::definitions::DerivedMetrics investigation=inv.id.clone() defs=inv.derived.clone()/>
         </section>
     }
     .into_any()
+}
+
+/// Latency against load per configuration, with each one's knee.
+#[component]
+fn RateSweeps(chart: crate::distributions::RateChart) -> impl IntoView {
+    let rows = chart
+        .lines
+        .iter()
+        .map(|l| {
+            let knee = match l.knee {
+                Some(k) => format!("{} req/s", crate::metrics::figure(k)),
+                None => "—".into(),
+            };
+            view! { <tr><td>{l.label.clone()}</td><td class="num">{l.points}</td><td class="num knee">{knee}</td></tr> }
+        })
+        .collect_view();
+    view! {
+        <figure class="chart rates" id="rates">
+            <div class="svg" inner_html=chart.svg.clone()></div>
+            <figcaption>{format!("{} p50 (solid) and p99 (dashed) against the achieved request rate; a ring marks the knee.", chart.metric)}</figcaption>
+        </figure>
+        <div class="table-scroll">
+            <table class="groups-table">
+                <thead><tr><th>"configuration"</th><th class="num">"rates"</th><th class="num">"knee (SLO met up to)"</th></tr></thead>
+                <tbody>{rows}</tbody>
+            </table>
+        </div>
+    }
 }
 
 #[component]

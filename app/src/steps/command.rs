@@ -513,7 +513,7 @@ fn RunOutput(
             {run.config.as_ref().map(|c| view! { <p class="run-config">"configuration " <code>{crate::sweeps::config_label(c)}</code></p> })}
             {run.server.clone().map(|state| view! { <ServerBeside run_id state tail=run.server_tail.clone() files=files.clone()/> })}
             <Measurements found=run.measurements.clone()/>
-            <Artifacts artifacts=run.artifacts.clone() notes=run.artifact_notes.clone() run_dir=run.run_dir.clone() files=files.clone()/>
+            <Artifacts artifacts=run.artifacts.clone() notes=run.artifact_notes.clone() reports=run.reports.clone() run_dir=run.run_dir.clone() files=files.clone()/>
             {run.telemetry_svg.clone().map(|svg| view! {
                 <details class="telemetry" open>
                     <summary>"GPU telemetry " {files.url(run_id, "/telemetry").map(|href| view! { <a href=href class="quiet">"JSON"</a> })}</summary>
@@ -628,8 +628,18 @@ fn ServerBeside(run_id: i64, state: ServerState, tail: Option<OutputTail>, files
 
 /// The files kept from the run's directory, as downloads (never shown inline).
 #[component]
-fn Artifacts(artifacts: Vec<Artifact>, notes: Vec<String>, run_dir: Option<String>, files: RunFiles) -> impl IntoView {
-    if artifacts.is_empty() && notes.is_empty() {
+fn Artifacts(
+    artifacts: Vec<Artifact>,
+    mut notes: Vec<String>,
+    reports: Vec<crate::runs::ReportInfo>,
+    run_dir: Option<String>,
+    files: RunFiles,
+) -> impl IntoView {
+    // What the report readers said, after what fetching the files said.
+    notes.extend(reports.iter().flat_map(|r| r.notes.iter().cloned()));
+    let read_as = |name: &str| reports.iter().find(|r| r.name == name).and_then(|r| r.format.clone());
+    let output_read_as = read_as("output");
+    if artifacts.is_empty() && notes.is_empty() && output_read_as.is_none() {
         return ().into_any();
     }
     view! {
@@ -644,9 +654,11 @@ fn Artifacts(artifacts: Vec<Artifact>, notes: Vec<String>, run_dir: Option<Strin
                         }}
                         " " <span class="muted">{human_bytes(a.size)}</span>
                         " " <code class="sha256 muted" title="sha256">{a.sha256.chars().take(12).collect::<String>()}</code>
+                        {read_as(&a.name).map(|f| view! { " " <span class="tag report" title="read as this tool's report">{f}</span> })}
                     </li>
                 }).collect_view()}
             </ul>
+            {output_read_as.map(|f| view! { <p class="muted">"The output was read as a report: " <span class="tag report">{f}</span></p> })}
             {(!notes.is_empty()).then(|| view! {
                 <ul class="artifact-notes muted">{notes.into_iter().map(|n| view! { <li>{n}</li> }).collect_view()}</ul>
             })}

@@ -127,6 +127,20 @@ pub struct CollectiveResult {
     pub ms_per_token: f64,
     /// Share of the token time, percent, when the speed is known.
     pub share_pct: Option<f64>,
+    /// What a profile of a run measured (an nsys kernel summary or a PyTorch
+    /// trace among its artifacts), beside the prediction: the investigation's newest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured: Option<ProfileMeasured>,
+}
+
+/// Collectives per decode step as a profile measured them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProfileMeasured {
+    pub run: i64,
+    pub calls_per_step: f64,
+    /// Share of a step's time (or of GPU time, without step times) in collectives.
+    pub share_pct: Option<f64>,
+    pub step_ms: Option<f64>,
 }
 
 impl Bandwidth {
@@ -210,6 +224,7 @@ impl Collective {
             calls_per_token,
             ms_per_token,
             share_pct: self.tok_s.map(|t| ms_per_token / (1000.0 / t) * 100.0),
+            measured: None,
         }
     }
 }

@@ -115,6 +115,22 @@ impl Writer for Html {
         );
     }
 
+    fn rates(&mut self, chart: &app::distributions::RateChart) {
+        let _ = write!(
+            self.0,
+            "<section id=\"rates\"><h2>{} against load</h2><figure>{}</figure><table><thead><tr><th>Configuration</th>\
+             <th>Rates</th><th>Knee (SLO met up to)</th></tr></thead><tbody>",
+            esc(&chart.metric),
+            chart.svg
+        );
+        for line in &chart.lines {
+            let knee = line.knee.map_or("—".into(), |k| format!("{} req/s", super::report::format_value(k)));
+            let _ =
+                write!(self.0, "<tr><td>{}</td><td>{}</td><td>{}</td></tr>", esc(&line.label), line.points, esc(&knee));
+        }
+        self.0.push_str("</tbody></table></section>\n");
+    }
+
     fn timeline(&mut self) {
         self.0.push_str("<section id=\"timeline\"><h2>Timeline</h2>\n");
     }

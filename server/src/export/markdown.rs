@@ -150,6 +150,24 @@ impl Writer for Markdown<'_> {
         }
     }
 
+    fn rates(&mut self, chart: &app::distributions::RateChart) {
+        let md = &mut self.md;
+        let _ = writeln!(md, "## {} against load\n", inline(&chart.metric));
+        match self.charts.as_deref_mut() {
+            Some(files) => {
+                let _ = writeln!(md, "![{} against load](charts/rates.svg)\n", inline(&chart.metric));
+                files.push(("charts/rates.svg".into(), chart.svg.clone()));
+            }
+            None => md.push_str("_The chart is in the .zip export (charts/rates.svg)._\n\n"),
+        }
+        md.push_str("| Configuration | Rates | Knee (SLO met up to) |\n|---|---|---|\n");
+        for line in &chart.lines {
+            let knee = line.knee.map_or("—".into(), |k| format!("{} req/s", super::report::format_value(k)));
+            let _ = writeln!(md, "| {} | {} | {} |", inline(&line.label), line.points, knee);
+        }
+        md.push('\n');
+    }
+
     fn overview(&mut self, overview: &Overview) {
         let md = &mut self.md;
         let _ = writeln!(md, "## {} by configuration\n", inline(&overview.metric));

@@ -48,6 +48,7 @@ pub trait Writer {
     fn header(&mut self, report: &Report);
     fn hypotheses(&mut self, lines: &[HypothesisLine<'_>], charts: Vec<Chart<'_>>);
     fn overview(&mut self, overview: &Overview);
+    fn rates(&mut self, chart: &app::distributions::RateChart);
     fn timeline(&mut self);
     fn step_start(&mut self, step: &Step, headline: &str);
     fn note(&mut self, markdown: &str);
@@ -89,6 +90,9 @@ pub fn walk(report: &Report, writer: &mut impl Writer) {
     }
     if let Some(overview) = &inv.overview {
         writer.overview(overview);
+    }
+    if let Some(rates) = &inv.rates {
+        writer.rates(rates);
     }
     writer.timeline();
     for step in &inv.steps {

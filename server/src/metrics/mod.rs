@@ -14,6 +14,8 @@ pub mod derived;
 mod found;
 pub mod llama_bench;
 pub mod overview;
+pub mod profiles;
+pub mod rates;
 pub mod record;
 mod service;
 pub mod serving;

@@ -171,21 +171,8 @@ mod tests {
     fn the_knee_of_a_real_sweep() {
         let bytes = crate::fixtures::read("reports/sglang-bench-serving/llama_3_3_70b_online_output.jsonl");
         let report = super::super::read("x", bytes.as_bytes()).expect("recognised").expect("read");
-        // SGLang's old field set has no request_throughput: the knee needs one.
-        assert!(rate_points(&report.measurements).is_empty());
-        let mut with_rates = report;
-        let rates: Vec<(String, f64)> = with_rates
-            .measurements
-            .iter()
-            .filter(|m| m.metric == "successful_requests")
-            .filter_map(|m| {
-                let duration = with_rates.measurements.iter().find(|d| d.metric == "duration_s" && d.key == m.key)?;
-                Some((m.key.clone()?, m.value / duration.value))
-            })
-            .collect();
-        for (key, rate) in rates {
-            with_rates.add("request_throughput", rate, "req/s", Some(&key));
-        }
+        // SGLang's old field set has no request_throughput: completed / duration stands in.
+        let with_rates = report;
         let slo = Slo::parse("TTFT <= 100 ms at p50").unwrap();
         let knee = knee_of(&with_rates, &slo).expect("a knee");
         // By hand from the file: the medians of TTFT per rate, and completed / duration.

@@ -89,6 +89,14 @@ const SETTINGS: [&str; 6] = ["request_rate", "burstiness", "max_concurrency", "n
 
 /// A result's summary fields into `report`, keyed by `key`; the rest kept as metadata.
 fn summary(report: &mut Report, object: &Map<String, Value>, key: Option<&str>) {
+    // Older SGLang files have no request rate achieved; it is what both tools
+    // compute it as: completed requests over the duration.
+    if !object.contains_key("request_throughput")
+        && let (Some(done), Some(secs)) = (json::number(object, "completed"), json::number(object, "duration"))
+        && secs > 0.0
+    {
+        report.add("request_throughput", done / secs, "req/s", key);
+    }
     for (field, value) in object {
         match (name(field), value.as_f64()) {
             (Some((metric, unit)), Some(v)) => report.add(metric, v, unit, key),

@@ -133,8 +133,10 @@ async fn report_artifacts_are_read_by_content_and_a_broken_one_is_a_note() {
     let fixture = |path: &str| server::fixtures::dir().join(path).display().to_string();
     let guidellm = fixture("reports/guidellm/benchmarks_stripped.json");
     let command = format!(
-        "cp {guidellm} sweep.out; cp {aiperf} requests.data; cp {trace} trace.gz; head -c 3000 {guidellm} > cut.json",
+        "cp {guidellm} sweep.out; cp {aiperf} requests.data; cp {trace} trace.gz; head -c 3000 {guidellm} > cut.json; \
+         cp {sglang} online.jsonl",
         aiperf = fixture("reports/genai-perf-aiperf/profile_export.jsonl"),
+        sglang = fixture("reports/sglang-bench-serving/llama_3_3_70b_online_output.jsonl"),
         trace = fixture("reports/pytorch-profiler/hta_nccl_data.json.gz"),
     );
     let step = command_step(&app, json!({ "command": command, "telemetry": false, "artifacts": ["*"] })).await;
@@ -158,6 +160,28 @@ async fn report_artifacts_are_read_by_content_and_a_broken_one_is_a_note() {
     let doc: Value = serde_json::from_slice(&std::fs::read(&guidellm).unwrap()).unwrap();
     let rate = doc["benchmarks"][0]["metrics"]["requests_per_second"]["successful"]["mean"].as_f64().unwrap();
     assert_eq!(measured(&run, "knee_request_rate"), Some(rate));
-    // The trace's collectives per step, beside everything else the run measured.
+    // The trace's collectives per step, beside everything else the run measured…
     assert_eq!(measured(&run, "collective_calls_per_step"), Some(7.0));
+    // …and beside the collective calculator's prediction.
+    let calculator = app
+        .post_json(
+            &format!("/api/v1/investigations/{investigation}/steps"),
+            json!({ "kind": "calculator", "calculator": "collective", "layers": 78, "per_layer": 2, "latency_us": 40.0 }),
+        )
+        .await;
+    assert_eq!(calculator.status, StatusCode::CREATED, "{}", calculator.text());
+    let inv = app.get(&format!("/api/v1/investigations/{investigation}")).await.json();
+    let calc = inv["steps"].as_array().unwrap().iter().find(|s| s["kind"] == "calculator").unwrap();
+    assert_eq!(calc["results"]["calls_per_token"], 156, "{calc}");
+    assert_eq!(calc["results"]["measured"]["calls_per_step"], 7.0, "{calc}");
+    // SGLang's sweep (two appended in one file) is a line of the rate chart; it has
+    // no knee: the SLO holds p99, which this SGLang never printed.
+    let rates = &inv["rates"];
+    assert_eq!(rates["metric"], "ttft_ms", "{rates}");
+    let line =
+        rates["lines"].as_array().unwrap().iter().find(|l| l["points"] == 7).expect("the SGLang file's seven rates");
+    assert!(line["knee"].is_null(), "no p99 in the file, so not known to meet the SLO: {line}");
+    assert!(rates["svg"].as_str().unwrap().contains("achieved request rate"));
+    let page = app.get(&format!("/i/{investigation}")).await.text();
+    assert!(page.contains("id=\"rates\"") && page.contains("measured by a profile"), "both on the page");
 }
