@@ -35,7 +35,8 @@ pub fn category(name: &str) -> &'static str {
     } else if has(&["flash", "attention", "attn", "fmha", "mla", "flashinfer", "paged_", "xformers", "softmax"]) {
         "attention"
     } else if has(&[
-        "gemm", "gemv", "cutlass", "cublas", "matmul", "xmma", "splitk", "wgrad", "dgrad", "sgemm", "hgemm", "marlin",
+        "gemm", "gemv", "cutlass", "cublas", "nvjet", "matmul", "xmma", "splitk", "wgrad", "dgrad", "sgemm", "hgemm",
+        "marlin",
     ]) {
         "gemm"
     } else if has(&[

@@ -1,0 +1,124 @@
+// Latency distributions in the browser: a sweep whose client writes vLLM's
+// detailed results (per-request TTFTs and ITLs) under configuration labels
+// that are markup, an SLO set through the form, a hypothesis on p99 TTFT; the
+// CDF chart, the verdict and the rate chart render with the markup as text —
+// with JavaScript and without — and in the HTML export.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer, launchBrowser, newPage, hydrated, screenshot, tempDataDir, apiClient, addLoopbackHost } from './harness.mjs';
+import { startSshd } from './sshd.mjs';
+
+let server;
+let browser;
+let sshd;
+let api;
+
+before(async () => {
+  sshd = await startSshd();
+  server = await startServer(tempDataDir());
+  browser = await launchBrowser();
+  api = apiClient(server);
+  await addLoopbackHost(api, server, sshd);
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+  sshd?.stop();
+});
+
+// Per run: 300 requests at a request rate ({rate}) whose TTFT grows with it.
+const client = `python3 - <<'EOF'
+import json, random
+rate = float({rate}); label = """{label}"""; r = random.Random(int(rate * 10) + len(label))
+n = 300
+ttft = [0.05 * (1 + rate / 4) * r.lognormvariate(0, 0.3) for _ in range(n)]
+itls = [[0.01 * r.lognormvariate(0, 0.2) for _ in range(6)] for _ in range(n)]
+json.dump({"backend": "vllm", "model_id": label, "completed": n, "duration": n / rate,
+           "request_throughput": rate, "ttfts": ttft, "itls": itls, "errors": [""] * n}, open("result.json", "w"))
+EOF`;
+
+const hostile = '<img src=x onerror=alert("label")>';
+
+async function waitFor(check, what, ms = 60000) {
+  const until = Date.now() + ms;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+test('CDF and rate charts with hostile labels, with and without JavaScript, and in the export', async () => {
+  const inv = await api('POST', '/api/v1/investigations', { title: 'TTFT under load' });
+  const step = await api('POST', `/api/v1/investigations/${inv.id}/steps`, {
+    kind: 'command', host: 'gpu', command: client, telemetry: false, artifacts: ['result.json'],
+    matrix: { '{label}': [hostile, 'plain'], '{rate}': [1, 2, 4, 8] },
+  });
+
+  // The SLO through the form; a wrong one is refused with its reason.
+  const page = await newPage(browser);
+  const dialogs = [];
+  page.on('dialog', (d) => { dialogs.push(d.message()); d.dismiss(); });
+  await page.goto(server.url + inv.url);
+  await hydrated(page);
+  await page.click('#slo summary');
+  await page.fill('#slo input[name=text]', 'TTFT <= banana');
+  await page.click('#slo button:has-text("Save SLO")');
+  await page.waitForSelector('#slo .error');
+  assert.match(await page.locator('#slo .error').textContent(), /the bound is a positive number/);
+  await page.fill('#slo input[name=text]', 'TTFT <= 150 ms');
+  await page.click('#slo button:has-text("Save SLO")');
+  await page.waitForSelector('#slo .slo-text:has-text("TTFT ≤ 150 ms")');
+
+  const runs = await api('POST', `/api/v1/steps/${step.id}/runs`, {});
+  assert.equal(runs.length, 8);
+  for (const run of runs) {
+    await waitFor(async () => {
+      const r = await api('GET', `/api/v1/runs/${run.id}`);
+      return r.measurements?.some((m) => m.metric === 'ttft_ms_p99') && r;
+    }, `run ${run.id}'s samples`);
+  }
+  const pick = (rate) => ({ configs: [{ step: step.id, config: { '{rate}': rate } }] });
+  await api('POST', `/api/v1/investigations/${inv.id}/hypotheses`, {
+    statement: `p99 TTFT at 8 req/s grows ${hostile}`, metric: 'ttft_ms_p99', direction: 'increase',
+    baseline: pick(1), treatment: pick(8),
+  });
+
+  await page.goto(server.url + inv.url);
+  await hydrated(page);
+  const chart = page.locator('.charts figure.chart').first();
+  await chart.waitFor();
+  assert.match(await chart.locator('svg').innerHTML(), /share of requests/);
+  assert.match(await page.locator('.hypotheses-table td.verdict').first().textContent(), /95 % CI .*noise dominated/);
+  const rates = page.locator('figure#rates');
+  assert.match(await rates.locator('svg').innerHTML(), /achieved request rate/);
+  const labels = await page.locator('#rates + .table-scroll td:first-child').allTextContents();
+  assert.ok(labels.some((l) => l.includes(hostile)), `the markup label is shown as text: ${labels}`);
+  await screenshot(page, 'distributions');
+  assert.equal(await page.locator('img[src=x]').count(), 0, 'no markup became an element');
+  assert.deepEqual(dialogs, []);
+  // The one refusal is the wrong SLO above.
+  assert.deepEqual(page.problems.filter((p) => !/^http 422: .*\/api\/set_slo/.test(p)), []);
+
+  // Without JavaScript: the same charts, drawn by the server.
+  const plain = await newPage(browser, { javaScriptEnabled: false });
+  await plain.goto(server.url + inv.url);
+  assert.match(await plain.locator('.charts figure.chart svg').first().innerHTML(), /share of requests/);
+  assert.match(await plain.locator('figure#rates svg').innerHTML(), /achieved request rate/);
+  assert.equal(await plain.locator('img[src=x]').count(), 0);
+  await screenshot(plain, 'distributions-no-js');
+
+  // The HTML export, opened as a file would be: charts inline, labels as text.
+  const exported = await fetch(`${server.url}/api/v1/investigations/${inv.id}/export?format=html`).then((r) => r.text());
+  const report = await newPage(browser);
+  const reportDialogs = [];
+  report.on('dialog', (d) => { reportDialogs.push(d.message()); d.dismiss(); });
+  await report.setContent(exported);
+  assert.match(await report.locator('#hypotheses figure svg').first().innerHTML(), /share of requests/);
+  assert.match(await report.locator('#rates svg').innerHTML(), /achieved request rate/);
+  assert.equal(await report.locator('img[src=x]').count(), 0);
+  assert.deepEqual(reportDialogs, []);
+  await screenshot(report, 'distributions-export');
+});

@@ -1,0 +1,75 @@
+"""On a lent GPU machine: a PyTorch profiler trace of a decode loop whose
+every layer calls torch.distributed.all_reduce twice (after attention and
+after the MLP, as tensor-parallel decoders do), world size 1 on one GPU.
+
+Writes $OUT/decode_trace.json.gz (Kineto's chrome trace, what
+`torch.profiler.profile(...).export_chrome_trace` writes, gzip'ed) and
+$OUT/decode_trace.txt (what the loop did: layers, steps, calls per step,
+and `key_averages().table()` of the same profile). Sleuth's reader must find
+LAYERS * 2 collective calls per step in the trace (`sleuth report FILE`).
+"""
+import gzip
+import os
+import shutil
+import time
+
+import torch
+import torch.distributed as dist
+
+LAYERS = 24
+HIDDEN = 4096
+BATCH = 8
+OUT = os.environ.get("OUT", "/tmp")
+
+os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+os.environ.setdefault("MASTER_PORT", "29511")
+dist.init_process_group("nccl", rank=0, world_size=1)
+device = torch.device("cuda", 0)
+torch.cuda.set_device(device)
+
+weights = [
+    (torch.randn(HIDDEN, HIDDEN, device=device, dtype=torch.bfloat16) * 0.01,
+     torch.randn(HIDDEN, HIDDEN, device=device, dtype=torch.bfloat16) * 0.01)
+    for _ in range(LAYERS)
+]
+
+
+def decode_step(x):
+    for attn, mlp in weights:
+        h = torch.nn.functional.scaled_dot_product_attention(x[:, None, None, :], x[:, None, None, :], x[:, None, None, :])
+        x = x + (h[:, 0, 0, :] @ attn)
+        dist.all_reduce(x)
+        x = x + torch.nn.functional.silu(x @ mlp)
+        dist.all_reduce(x)
+    return x.argmax(dim=-1)
+
+
+x = torch.randn(BATCH, HIDDEN, device=device, dtype=torch.bfloat16)
+for _ in range(3):
+    decode_step(x)
+torch.cuda.synchronize()
+
+raw = os.path.join(OUT, "decode_trace.json")
+schedule = torch.profiler.schedule(wait=1, warmup=2, active=5, repeat=1)
+activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+started = time.time()
+with torch.profiler.profile(activities=activities, schedule=schedule,
+                            on_trace_ready=lambda p: p.export_chrome_trace(raw)) as prof:
+    for _ in range(8):
+        token = decode_step(x)
+        torch.cuda.synchronize()
+        prof.step()
+elapsed = time.time() - started
+
+with open(raw, "rb") as src, gzip.open(raw + ".gz", "wb") as dst:
+    shutil.copyfileobj(src, dst)
+size = os.path.getsize(raw)
+os.remove(raw)
+table = prof.key_averages().table(sort_by="cuda_time_total", row_limit=15)
+with open(os.path.join(OUT, "decode_trace.txt"), "w") as f:
+    f.write(f"torch {torch.__version__}, {torch.cuda.get_device_name(0)}, NCCL {torch.cuda.nccl.version()}\n")
+    f.write(f"layers {LAYERS}, all_reduce per layer 2, expected calls per step {LAYERS * 2}\n")
+    f.write(f"profiled steps 5 (schedule wait 1, warmup 2, active 5), loop {elapsed:.2f} s, trace {size} bytes\n\n")
+    f.write(table)
+print(open(os.path.join(OUT, "decode_trace.txt")).read())
+dist.destroy_process_group()
