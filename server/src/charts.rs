@@ -21,6 +21,9 @@ pub fn experiment(metric: &str, unit: &str, comparison: &Comparison) -> Result<S
     by_group(metric, unit, &groups, comparison.baseline.mean)
 }
 
+/// Most dots drawn per group.
+const DOTS: usize = 40;
+
 /// Labels longer than this are cut (with …) under the x axis; the page lists them whole.
 const LABEL_CHARS: usize = 28;
 
@@ -91,9 +94,16 @@ pub fn by_group(
         for (i, (_, group)) in groups.iter().enumerate() {
             let color = if i == 0 { BASELINE } else { TREATMENT };
             let x = i as f64;
-            let k = group.values.len().max(1) as f64;
+            // A group of many runs shows evenly spaced quantiles of its values
+            // as its dots: the spread is the same, the page stays light.
+            let shown = if group.values.len() > DOTS {
+                app::distributions::compact(group.values.clone(), DOTS)
+            } else {
+                group.values.clone()
+            };
+            let k = shown.len().max(1) as f64;
             // Spread the dots sideways a little so equal values stay visible.
-            let dots = group.values.iter().enumerate().map(|(j, v)| (x - 0.12 + 0.24 * (j as f64 + 0.5) / k, *v));
+            let dots = shown.iter().enumerate().map(|(j, v)| (x - 0.12 + 0.24 * (j as f64 + 0.5) / k, *v));
             chart.draw_series(dots.map(|p| Circle::new(p, 3, color.mix(0.55).filled()))).map_err(err)?;
             if let Some(s) = group.stddev {
                 let bar = ErrorBar::new_vertical(

@@ -93,7 +93,10 @@ impl Notebook {
             step.html = crate::steps::render(&step.body);
         }
         let runs = self.store.runs_of_investigation(id).await?;
-        self.runs.attach(permit, &mut steps, runs, &shown).await;
+        // Read once for the runs, the hypotheses and the chart: a thousand runs
+        // carry tens of thousands of numbers.
+        let measured = self.store.measurements_of_investigation(id).await?;
+        self.runs.attach(permit, &mut steps, runs, &shown, Some(&measured)).await;
         let runs_fingerprint = app::runs::runs_fingerprint(steps.iter().flat_map(|s| s.runs.iter()));
         let mut snapshots = self.store.snapshots_of_investigation(id).await?;
         snapshots.retain(|row| shown.contains(&row.step_id));
@@ -108,10 +111,10 @@ impl Notebook {
         let mut searches = self.store.searches_of_investigation(id).await?;
         searches.retain(|row| shown.contains(&row.step_id));
         self.source.attach_searches(permit, &mut steps, searches);
-        let hypotheses = self.hypotheses.list(permit).await?;
+        let hypotheses = self.hypotheses.list(permit, Some(&measured)).await?;
         let extractors = self.metrics.extractors(permit).await?;
         let derived = self.metrics.derived(permit).await?;
-        let measurements = self.metrics.measurements(permit).await?;
+        let measurements: Vec<_> = measured.into_iter().map(crate::metrics::measurement_of).collect();
         let overview = crate::metrics::overview::overview(None, None, &steps, &measurements, &hypotheses);
         crate::metrics::profiles::beside_calculators(&mut steps, &measurements);
         let slo = self.metrics.slo(permit).await?;

@@ -208,12 +208,20 @@ pub fn CalculatorContent(step: Step) -> impl IntoView {
     .into_any()
 }
 
+/// Measurements offered per input.
+const CHOICES: usize = 200;
+
 /// A select of the investigation's measurements that fit an input (by unit);
 /// the empty choice means "use the typed number".
+
 fn measurement_choice(name: &'static str, measurements: &[StoredMeasurement], units: &[&str]) -> AnyView {
-    let options = measurements
+    let fitting: Vec<&StoredMeasurement> =
+        measurements.iter().filter(|m| units.contains(&m.measurement.unit.to_ascii_lowercase().as_str())).collect();
+    let left_out = fitting.len().saturating_sub(CHOICES);
+    // The newest: a thousand runs' numbers would be tens of thousands of options.
+    let options = fitting[left_out..]
         .iter()
-        .filter(|m| units.contains(&m.measurement.unit.to_ascii_lowercase().as_str()))
+        .rev()
         .map(|m| {
             let x = &m.measurement;
             let key = x.key.as_ref().map(|k| format!(" at {k}")).unwrap_or_default();
@@ -230,6 +238,7 @@ fn measurement_choice(name: &'static str, measurements: &[StoredMeasurement], un
             <option value="">"— the typed number —"</option>
             {options}
         </select>
+        {(left_out > 0).then(|| view! { <span class="muted">{format!("the newest {CHOICES}; {left_out} older ones by id through the API")}</span> })}
     }
     .into_any()
 }

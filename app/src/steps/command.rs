@@ -688,16 +688,22 @@ fn run_summary(run: &Run) -> String {
     parts.join(" · ")
 }
 
+/// Rows of a step's run history on the page: a sweep of a thousand runs
+/// would otherwise be a megabyte of table.
+const HISTORY_ROWS: usize = 100;
+
 #[component]
 fn RunHistory(runs: Vec<Run>) -> impl IntoView {
     if runs.len() < 2 {
         return ().into_any();
     }
     let count = runs.len();
+    let step = runs[0].step_id;
     let files = RunFiles::current();
     let rows = runs
         .into_iter()
         .rev()
+        .take(HISTORY_ROWS)
         .map(|run| {
             let label = run.config_label();
             view! {
@@ -726,6 +732,10 @@ fn RunHistory(runs: Vec<Run>) -> impl IntoView {
                 <tbody>{rows}</tbody>
             </table>
             </div>
+            {(count > HISTORY_ROWS).then(|| view! {
+                <p class="muted">{format!("The newest {HISTORY_ROWS} of {count}; every run (and its numbers) in ")}
+                    <a href=format!("/api/v1/steps/{step}/runs")>"the API"</a> " and the export."</p>
+            })}
         </details>
     }
     .into_any()

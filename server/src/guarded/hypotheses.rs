@@ -10,7 +10,7 @@ use app::hypotheses::{Hypothesis, HypothesisInput};
 impl app::backend::HypothesisOps for super::Guarded {
     async fn hypotheses(&self, actor: &Actor, investigation: &str) -> Result<Vec<Hypothesis>, ApiError> {
         let permit = self.access.permit::<Read>(actor, investigation).await?;
-        Ok(self.notebook.hypotheses.list(&permit).await?)
+        Ok(self.notebook.hypotheses.list(&permit, None).await?)
     }
     async fn hypothesis(&self, actor: &Actor, id: i64) -> Result<Hypothesis, ApiError> {
         let permit = self.access.permit_for::<Read>(actor, OwnedBy::Hypothesis, id).await?;

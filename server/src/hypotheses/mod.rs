@@ -3,7 +3,7 @@
 
 mod provenance;
 
-use crate::db::{HypothesisRow, RunRow, SamplesRow, Store};
+use crate::db::{HypothesisRow, MeasurementRow, RunRow, SamplesRow, Store};
 use crate::error::{Context, Result};
 use crate::markdown::to_safe_html;
 use crate::metrics::stats;
@@ -34,6 +34,8 @@ pub struct Hypotheses {
 }
 
 const CACHED: usize = 512;
+/// Most runs per side drawn as their own thin CDF line.
+const THIN_LINES: usize = 12;
 
 /// One side's samples: per run, its values (a run's first sampled key).
 fn per_run(rows: &[SamplesRow], runs: &[i64]) -> Vec<(i64, i64, Vec<f64>)> {
@@ -223,9 +225,10 @@ impl Hypotheses {
             crate::charts::CdfLine { label: "baseline", sorted: &pb, baseline: true, thin: false },
             crate::charts::CdfLine { label: "treatment", sorted: &pt, baseline: false, thin: false },
         ];
-        // Each run's own curve, thin, when a side has several: the run-to-run spread at a glance.
+        // Each run's own curve, thin, when a side has a few: the run-to-run
+        // spread at a glance (a hundred would be a grey smear, and page weight).
         for (side, baseline) in [(&b, true), (&t, false)] {
-            if side.len() > 1 {
+            if (2..=THIN_LINES).contains(&side.len()) {
                 lines.extend(side.iter().map(|s| crate::charts::CdfLine {
                     label: "",
                     sorted: &s.2,
@@ -272,7 +275,8 @@ impl Hypotheses {
     }
 
     /// `runs`: the investigation's runs (loaded once for all its hypotheses).
-    async fn view(&self, row: HypothesisRow, runs: &[RunRow]) -> Result<Hypothesis> {
+    /// `known`: the investigation's measurements, when the caller has them.
+    async fn view(&self, row: HypothesisRow, runs: &[RunRow], known: Option<&[MeasurementRow]>) -> Result<Hypothesis> {
         let baseline: RunGroup = serde_json::from_str(&row.baseline).unwrap_or_default();
         let treatment: RunGroup = serde_json::from_str(&row.treatment).unwrap_or_default();
         let (b_runs, t_runs) = (resolve(&baseline, runs), resolve(&treatment, runs));
@@ -280,7 +284,14 @@ impl Hypotheses {
         let mut unit = None;
         if let Some(metric) = &row.metric {
             let ids: Vec<i64> = b_runs.iter().chain(&t_runs).copied().collect();
-            for m in self.store.measurements_of_runs(&ids).await? {
+            let loaded = match known {
+                Some(rows) => {
+                    let wanted: std::collections::HashSet<i64> = ids.iter().copied().collect();
+                    rows.iter().filter(|m| m.run_id.is_some_and(|r| wanted.contains(&r))).cloned().collect()
+                }
+                None => self.store.measurements_of_runs(&ids).await?,
+            };
+            for m in loaded {
                 // One value per run: the first the output gave (tools print a summary once).
                 if &m.metric == metric
                     && let Some(run) = m.run_id
@@ -362,7 +373,7 @@ impl Hypotheses {
     }
 
     /// The investigation's hypotheses, each with its experiment computed.
-    pub async fn list(&self, permit: &Permit<Read>) -> Result<Vec<Hypothesis>> {
+    pub async fn list(&self, permit: &Permit<Read>, known: Option<&[MeasurementRow]>) -> Result<Vec<Hypothesis>> {
         let investigation = permit.investigation();
         if self.store.investigation(investigation).await?.is_none() {
             return Err(crate::investigations::not_found(investigation).into());
@@ -371,7 +382,7 @@ impl Hypotheses {
         let runs = self.store.runs_of_investigation(investigation).await?;
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
-            out.push(self.view(row, &runs).await?);
+            out.push(self.view(row, &runs, known).await?);
         }
         Ok(out)
     }
@@ -385,7 +396,7 @@ impl Hypotheses {
     pub async fn get(&self, permit: &Permit<Read>, id: i64) -> Result<Hypothesis> {
         let row = self.row(permit, id).await?;
         let runs = self.store.runs_of_investigation(&row.investigation_id).await?;
-        self.view(row, &runs).await
+        self.view(row, &runs, None).await
     }
 
     pub async fn add(&self, permit: &Permit<Edit>, input: HypothesisInput) -> Result<Hypothesis> {

@@ -1,5 +1,8 @@
 //! `sleuth extract FILE…`: the extractors from a shell, for scripts and for
-//! checking what Sleuth will see in an output before running it for real.
+//! checking what Sleuth will see in an output before running it for real. A
+//! report file (`crate::reports`: a vLLM result, a GuideLLM report, a PyTorch
+//! trace…) is read as a run's artifact would be, as a stream; anything else as
+//! printed output.
 
 use super::custom::Extractor;
 use crate::cli::ExtractArgs;
@@ -20,6 +23,26 @@ pub fn run(args: ExtractArgs) -> Result<()> {
     let several = args.files.len() > 1;
     let mut out = Vec::new();
     for file in &args.files {
+        let source = several.then(|| file.display().to_string());
+        if file.as_os_str() != "-" {
+            let opened = std::fs::File::open(file).context(format!("reading {}", file.display()))?;
+            match crate::reports::read(&file.display().to_string(), opened) {
+                Some(Ok(report)) => {
+                    for note in &report.notes {
+                        eprintln!("{}: {note}", file.display());
+                    }
+                    let (derived, _) = crate::reports::derive::derive(std::slice::from_ref(&report), None);
+                    let found = report.measurements.into_iter().chain(derived);
+                    out.extend(found.map(|measurement| Sourced { measurement, source: source.clone() }));
+                    continue;
+                }
+                Some(Err(note)) => {
+                    eprintln!("{note}");
+                    continue;
+                }
+                None => {}
+            }
+        }
         let mut bytes = Vec::new();
         let read = if file.as_os_str() == "-" {
             std::io::stdin().read_to_end(&mut bytes).map(|_| ())
@@ -32,7 +55,6 @@ pub fn run(args: ExtractArgs) -> Result<()> {
         for extractor in &extractors {
             found.extend(extractor.extract(&text));
         }
-        let source = several.then(|| file.display().to_string());
         out.extend(found.into_iter().map(|measurement| Sourced { measurement, source: source.clone() }));
     }
     let json = serde_json::to_string_pretty(&out).context("measurements as JSON")?;

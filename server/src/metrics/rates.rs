@@ -18,6 +18,8 @@ const LATENCIES: [&str; 3] = ["ttft_ms", "e2el_ms", "tpot_ms"];
 struct Line {
     label: String,
     points: Vec<RatePoint>,
+    /// While runs are gathered: each configuration's repeats.
+    repeats: Vec<(String, Vec<RatePoint>)>,
 }
 
 fn value(values: &[(String, f64)], metric: &str) -> Option<f64> {
@@ -52,7 +54,11 @@ fn lines(steps: &[Step]) -> Vec<Line> {
                 })
                 .collect();
             if keyed.len() > 1 {
-                lines.push(Line { label: format!("#{} run {}", step.position, run.id), points: keyed });
+                lines.push(Line {
+                    label: format!("#{} run {}", step.position, run.id),
+                    points: keyed,
+                    repeats: Vec::new(),
+                });
                 continue;
             }
             let Some(single) = point(&run.measurements.iter().filter(|m| m.key.is_none()).collect::<Vec<_>>()) else {
@@ -73,14 +79,51 @@ fn lines(steps: &[Step]) -> Vec<Line> {
             } else {
                 format!("#{} {}", step.position, app::sweeps::config_label(&rest))
             };
+            let at = run.config.as_ref().map(app::sweeps::config_label).unwrap_or_default();
             match by_config.iter_mut().find(|l| l.label == label) {
-                Some(line) => line.points.push(single),
-                None => by_config.push(Line { label, points: vec![single] }),
+                Some(line) => line.add(at, single),
+                None => {
+                    let mut line = Line { label, points: Vec::new(), repeats: Vec::new() };
+                    line.add(at, single);
+                    by_config.push(line);
+                }
             }
         }
-        lines.extend(by_config.into_iter().filter(|l| l.points.len() > 1));
+        lines.extend(by_config.into_iter().map(Line::averaged));
     }
+    // A line is a sweep when its points are at different rates.
+    lines.retain(|l| {
+        let mut rates: Vec<i64> = l.points.iter().map(|p| (p.rate * 1000.0).round() as i64).collect();
+        rates.sort_unstable();
+        rates.dedup();
+        rates.len() > 1
+    });
     lines
+}
+
+impl Line {
+    /// A run's point; repeats of one configuration (`at`) become one point.
+    fn add(&mut self, at: String, point: RatePoint) {
+        match self.repeats.iter().position(|(a, _)| *a == at) {
+            Some(i) => self.repeats[i].1.push(point),
+            None => self.repeats.push((at, vec![point])),
+        }
+    }
+
+    /// Each configuration's repeats as their mean rate and mean values.
+    fn averaged(mut self) -> Line {
+        for (_, repeats) in std::mem::take(&mut self.repeats) {
+            let n = repeats.len() as f64;
+            let rate = repeats.iter().map(|p| p.rate).sum::<f64>() / n;
+            let mut values: Vec<(String, f64)> = Vec::new();
+            for (metric, _) in &repeats[0].values {
+                let of: Vec<f64> = repeats.iter().filter_map(|p| value(&p.values, metric)).collect();
+                values.push((metric.clone(), of.iter().sum::<f64>() / of.len().max(1) as f64));
+            }
+            self.points.push(RatePoint { rate, values });
+        }
+        self
+    }
 }
 
 /// The chart, when some configuration was measured at two rates or more.

@@ -33,13 +33,12 @@ pub struct Literals<R> {
     out: Vec<u8>,
     at: usize,
     in_string: bool,
-    escaped: bool,
     eof: bool,
 }
 
 impl<R: std::io::Read> Literals<R> {
     pub fn new(inner: R) -> Self {
-        Self { inner, pending: Vec::new(), out: Vec::new(), at: 0, in_string: false, escaped: false, eof: false }
+        Self { inner, pending: Vec::new(), out: Vec::new(), at: 0, in_string: false, eof: false }
     }
 
     fn fill(&mut self) -> std::io::Result<()> {
@@ -57,16 +56,32 @@ impl<R: std::io::Read> Literals<R> {
             let upto = if self.eof { self.pending.len() } else { self.pending.len().saturating_sub(9) };
             let mut i = 0;
             while i < upto {
+                // Copy a run of plain bytes at once: inside a string only a quote
+                // or a backslash matters, outside it a quote or a literal's start.
+                let run = &self.pending[i..upto];
+                let plain = if self.in_string {
+                    run.iter().position(|b| matches!(b, b'"' | b'\\'))
+                } else {
+                    run.iter().position(|b| matches!(b, b'"' | b'N' | b'I' | b'-'))
+                }
+                .unwrap_or(run.len());
+                self.out.extend_from_slice(&run[..plain]);
+                i += plain;
+                if i >= upto {
+                    break;
+                }
                 let b = self.pending[i];
                 if self.in_string {
-                    self.out.push(b);
-                    match (self.escaped, b) {
-                        (true, _) => self.escaped = false,
-                        (false, b'\\') => self.escaped = true,
-                        (false, b'"') => self.in_string = false,
-                        _ => {}
+                    if b == b'\\' {
+                        // The escaped byte goes with it, whatever it is.
+                        let end = (i + 2).min(self.pending.len());
+                        self.out.extend_from_slice(&self.pending[i..end]);
+                        i = end;
+                    } else {
+                        self.in_string = false;
+                        self.out.push(b);
+                        i += 1;
                     }
-                    i += 1;
                     continue;
                 }
                 let rest = &self.pending[i..];

@@ -70,7 +70,8 @@ impl Seen {
 
 /// A trace's measurements, read from a stream.
 pub fn read_trace(input: impl std::io::Read) -> Result<Report, String> {
-    let mut de = serde_json::Deserializer::from_reader(Literals::new(input));
+    let mut de =
+        serde_json::Deserializer::from_reader(std::io::BufReader::with_capacity(64 * 1024, Literals::new(input)));
     let mut seen = Seen::default();
     (&mut de).deserialize_any(TraceVisitor(&mut seen)).map_err(|e| format!("not valid JSON ({e})"))?;
     let mut report = Report::new("torch-trace");

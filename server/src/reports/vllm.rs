@@ -218,7 +218,8 @@ struct Detailed {
 
 /// A single vLLM result, summary and per-request arrays, from a stream.
 pub fn read_streaming(input: impl std::io::Read) -> Result<Report, String> {
-    let mut de = serde_json::Deserializer::from_reader(Literals::new(input));
+    let mut de =
+        serde_json::Deserializer::from_reader(std::io::BufReader::with_capacity(64 * 1024, Literals::new(input)));
     let detailed = (&mut de).deserialize_map(DetailedVisitor).map_err(|e| format!("not valid JSON ({e})"))?;
     if !is_result(&detailed.summary) {
         // A `backend` field alone is not vLLM's: read it as JSON like the rest.

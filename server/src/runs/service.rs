@@ -68,10 +68,23 @@ impl Runs {
 
     /// Fills in the runs of command steps, and the output tail of the newest run
     /// of each step in `tails_for`.
-    pub async fn attach(&self, _: &Permit<Read>, steps: &mut [Step], rows: Vec<RunRow>, tails_for: &HashSet<i64>) {
+    /// `known`: the investigation's measurements when the caller has them
+    /// (a page loads them once for runs, hypotheses and the chart).
+    pub async fn attach(
+        &self,
+        _: &Permit<Read>,
+        steps: &mut [Step],
+        rows: Vec<RunRow>,
+        tails_for: &HashSet<i64>,
+        known: Option<&[crate::db::MeasurementRow]>,
+    ) {
         let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
         let mut measured: HashMap<i64, Vec<app::metrics::Measurement>> = HashMap::new();
-        match self.store.measurements_of_runs(&ids).await {
+        let loaded = match known {
+            Some(rows) => Ok(rows.to_vec()),
+            None => self.store.measurements_of_runs(&ids).await,
+        };
+        match loaded {
             Ok(found) => {
                 for row in found {
                     if let Some(run) = row.run_id {
