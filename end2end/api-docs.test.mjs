@@ -55,6 +55,8 @@ test('every curl example in docs/api.md works', () => {
   assert.match(out, /<mark>JSONDecodeError<\/mark>/);
   assert.equal((out.match(/^204$/gm) ?? []).length, 2, out);
   assert.match(out, /"metric":"ticks","unit":"steps"/);
+  assert.match(out, /"description":"TTFT ≤ 200 ms and TPOT ≤ 50 ms \(p99 for the knee\)"/);
+  assert.match(out, /the bound is a positive number/);
   assert.match(out, /"action":"(run|snippet|grep|source|host|facts)\.?\w*","host"/);
   assert.match(out, /^id,at,who,action,host,target,env,outcome,run_id$/m);
   assert.match(out, /\[\{"user":"local","role":"owner"\}\]/);

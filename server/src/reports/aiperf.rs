@@ -9,7 +9,7 @@
 //! `inter_chunk_latency` is per chunk, vLLM's ITL; named here as vLLM names them.
 
 use super::json::LineReader;
-use super::{Report, Reservoir};
+use super::report::{Report, Reservoir};
 use serde_json::{Map, Value};
 
 const FORMAT: &str = "aiperf";

@@ -2,7 +2,7 @@
 //! percentiles of their per-request samples (when the tool did not print
 //! them), goodput under the investigation's SLO, and the knee of a rate sweep.
 
-use super::{Report, Samples};
+use super::report::{Report, Samples};
 use app::distributions::{RatePoint, STANDARD_PERCENTILES, Slo, compact, knee, percentile, percentile_name};
 use app::metrics::Measurement;
 

@@ -7,7 +7,7 @@
 //! `config`; both are read. Units: `request_latency` in **seconds**, token
 //! latencies in ms. Per-request records (`requests.successful[]`) become samples.
 
-use super::Report;
+use super::report::Report;
 use serde_json::{Map, Value};
 
 const FORMAT: &str = "guidellm";

@@ -1,7 +1,7 @@
 //! JSON as the tools write it: Python's `json.dump` spells an unbounded
 //! request rate `Infinity` and a missing mean `NaN`, which are not JSON.
 
-use super::Report;
+use super::report::Report;
 use serde_json::{Map, Value};
 
 /// `bytes` as JSON, reading Python's `NaN` as null and `Infinity` as `"inf"`.

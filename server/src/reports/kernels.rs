@@ -2,7 +2,7 @@
 //! measurements of a profile — time and calls per category, per decode step
 //! when the steps are known, and the share of a step spent in collectives.
 
-use super::Report;
+use super::report::Report;
 
 /// The categories, in the order charts list them.
 pub const CATEGORIES: [&str; 5] = ["collective", "gemm", "attention", "elementwise", "other"];

@@ -19,60 +19,12 @@ pub mod guidellm;
 mod json;
 pub mod kernels;
 pub mod nsys;
+mod report;
 pub mod torch;
 pub mod vllm;
 
-use crate::metrics::measurement;
-use app::metrics::Measurement;
+pub use report::{Broken, Report, Reservoir, Samples};
 use std::io::{BufRead, BufReader, Read};
-
-/// Per-request values of one metric, in request order (so columns of one key
-/// line up request by request: a goodput counts requests meeting every bound).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Samples {
-    /// `ttft_ms`, `tpot_ms`, `itl_ms`, `e2el_ms`.
-    pub metric: String,
-    pub unit: String,
-    pub key: Option<String>,
-    pub values: Vec<f64>,
-    /// Whether the values are one per request, in the same order as the other
-    /// columns of the key (ITLs are per token, and only a sample of them).
-    pub per_request: bool,
-}
-
-/// What a reader made of one file.
-#[derive(Debug, Default)]
-pub struct Report {
-    /// Which reader: `vllm-save-result`, `guidellm`, `torch-trace`…
-    pub format: &'static str,
-    pub measurements: Vec<Measurement>,
-    pub samples: Vec<Samples>,
-    /// Fields no reader knows, kept as they were (`gpu`, `deployment`…).
-    pub metadata: serde_json::Map<String, serde_json::Value>,
-    /// What was skipped or could not be read, in words.
-    pub notes: Vec<String>,
-}
-
-impl Report {
-    fn new(format: &'static str) -> Self {
-        Self { format, ..Self::default() }
-    }
-
-    fn add(&mut self, metric: impl Into<String>, value: f64, unit: &str, key: Option<&str>) {
-        if value.is_finite() {
-            let mut m = measurement(metric, value, unit, self.format);
-            m.key = key.map(str::to_string);
-            self.measurements.push(m);
-        }
-    }
-
-    fn samples(&mut self, metric: &str, unit: &str, key: Option<&str>, values: Vec<f64>, per_request: bool) {
-        if !values.is_empty() {
-            let key = key.map(str::to_string);
-            self.samples.push(Samples { metric: metric.into(), unit: unit.into(), key, values, per_request });
-        }
-    }
-}
 
 /// What the stored output `key` (an artifact named `name`) holds, read as a
 /// stream on a blocking thread: however big the file, only a few buffers of
@@ -119,9 +71,6 @@ impl Read for Channel {
     }
 }
 
-/// A recognised file that could not be read: the sentence for the run's notes.
-pub type Broken = String;
-
 /// Files read whole (formats that are small by nature) up to this size.
 pub const WHOLE_BYTES: usize = 64 * 1024 * 1024;
 /// What is looked at to recognise a format.
@@ -161,7 +110,12 @@ fn read_plain<R: Read + Send>(name: &str, mut input: BufReader<R>) -> Option<Res
             return None;
         }
         if vllm::is_detailed(start) {
-            return Some(vllm::read_streaming(whole).map_err(broken));
+            return match vllm::read_streaming(whole) {
+                Ok(vllm::Streamed::Report(report)) => Some(Ok(report)),
+                // A `backend` field alone is not vLLM's: read like any JSON.
+                Ok(vllm::Streamed::Other(value)) => from_value(&value).map(|r| r.map_err(broken)),
+                Err(e) => Some(Err(broken(e))),
+            };
         }
         let bytes = match read_whole(whole) {
             Ok(bytes) => bytes,
@@ -261,40 +215,6 @@ fn read_lines(input: impl Read) -> Option<Result<Report, String>> {
         }
     }
     reader.map(|r| Ok(r.finish()))
-}
-
-/// Up to `cap` values of a stream too long to keep, each equally likely to be
-/// kept (reservoir sampling, seeded: the same file keeps the same values).
-pub struct Reservoir {
-    pub seen: u64,
-    pub kept: Vec<f64>,
-    cap: usize,
-    state: u64,
-}
-
-impl Reservoir {
-    pub fn new(cap: usize) -> Self {
-        Self { seen: 0, kept: Vec::new(), cap, state: 0x5EED }
-    }
-
-    pub fn push(&mut self, value: f64) {
-        if !value.is_finite() {
-            return;
-        }
-        self.seen += 1;
-        if self.kept.len() < self.cap {
-            self.kept.push(value);
-            return;
-        }
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        let at = (z ^ (z >> 31)) % self.seen;
-        if let Some(slot) = self.kept.get_mut(at as usize) {
-            *slot = value;
-        }
-    }
 }
 
 #[cfg(test)]

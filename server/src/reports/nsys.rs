@@ -8,8 +8,8 @@
 //! step (the argmax that picks each step's token), its count is the number of
 //! steps, and calls per step follow from the others.
 
-use super::Report;
 use super::kernels::Breakdown;
+use super::report::Report;
 
 type Reader = fn(&str) -> Result<Report, String>;
 

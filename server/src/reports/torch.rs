@@ -7,9 +7,9 @@
 //! the last step's end still count). Parsed as a stream: a 200 MB trace needs
 //! only its kernels' times and categories in memory.
 
-use super::Report;
 use super::json::Literals;
 use super::kernels::{Breakdown, CATEGORIES, category};
+use super::report::Report;
 use serde::Deserialize;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use std::fmt;

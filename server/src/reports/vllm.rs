@@ -16,7 +16,7 @@
 //!   `percentiles{"10"…"99"}`, in seconds.
 
 use super::json::{self, LineReader, Literals};
-use super::{Report, Reservoir};
+use super::report::{Report, Reservoir};
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 use std::fmt;
@@ -216,15 +216,20 @@ struct Detailed {
     output_lens: Vec<f64>,
 }
 
+/// What a stream that began like a vLLM result was.
+pub enum Streamed {
+    Report(Report),
+    /// An object with a `backend` that is not vLLM's (its summary fields).
+    Other(Value),
+}
+
 /// A single vLLM result, summary and per-request arrays, from a stream.
-pub fn read_streaming(input: impl std::io::Read) -> Result<Report, String> {
+pub fn read_streaming(input: impl std::io::Read) -> Result<Streamed, String> {
     let mut de =
         serde_json::Deserializer::from_reader(std::io::BufReader::with_capacity(64 * 1024, Literals::new(input)));
     let detailed = (&mut de).deserialize_map(DetailedVisitor).map_err(|e| format!("not valid JSON ({e})"))?;
     if !is_result(&detailed.summary) {
-        // A `backend` field alone is not vLLM's: read it as JSON like the rest.
-        return super::from_value(&Value::Object(detailed.summary))
-            .unwrap_or_else(|| Err("a JSON object no reader knows".into()));
+        return Ok(Streamed::Other(Value::Object(detailed.summary)));
     }
     let mut report = Report::new(format_of(&detailed.summary));
     summary(&mut report, &detailed.summary, None);
@@ -255,7 +260,7 @@ pub fn read_streaming(input: impl std::io::Read) -> Result<Report, String> {
     if !detailed.output_lens.is_empty() {
         report.metadata.insert("requests_in_detail".into(), Value::from(detailed.output_lens.len()));
     }
-    Ok(report)
+    Ok(Streamed::Report(report))
 }
 
 struct DetailedVisitor;
