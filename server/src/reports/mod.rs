@@ -18,6 +18,7 @@ pub mod derive;
 pub mod guidellm;
 mod json;
 pub mod kernels;
+pub mod llama_bench;
 pub mod nsys;
 mod report;
 pub mod torch;
@@ -171,7 +172,10 @@ fn read_whole(input: impl Read) -> Result<Vec<u8>, String> {
 
 /// A JSON document of a format that is read whole.
 fn from_value(value: &serde_json::Value) -> Option<Result<Report, String>> {
-    vllm::from_value(value).or_else(|| guidellm::from_value(value)).or_else(|| aiperf::from_value(value))
+    vllm::from_value(value)
+        .or_else(|| guidellm::from_value(value))
+        .or_else(|| aiperf::from_value(value))
+        .or_else(|| llama_bench::from_value(value))
 }
 
 /// JSON Lines, each line an object, read one at a time.
@@ -201,6 +205,8 @@ fn read_lines(input: impl Read) -> Option<Result<Report, String>> {
                 let found: Box<dyn json::LineReader> = if let Some(r) = vllm::line_reader(&object) {
                     r
                 } else if let Some(r) = aiperf::line_reader(&object) {
+                    r
+                } else if let Some(r) = llama_bench::line_reader(&object) {
                     r
                 } else {
                     return None;
