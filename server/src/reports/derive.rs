@@ -29,6 +29,7 @@ pub fn derive(reports: &[Report], slo: Option<&Slo>) -> (Vec<Measurement>, Vec<S
         m.iter().any(|x| x.metric == metric && x.key.as_deref() == key)
     };
     for report in reports {
+        let from_samples = measurements.len();
         for s in &report.samples {
             let sorted = compact(s.values.clone(), CAP);
             if sorted.is_empty() {
@@ -53,7 +54,8 @@ pub fn derive(reports: &[Report], slo: Option<&Slo>) -> (Vec<Measurement>, Vec<S
         }
         if let Some(slo) = slo {
             measurements.extend(goodput(report, slo));
-            measurements.extend(knee_of(report, slo));
+            let knee = knee_of(report, &measurements[from_samples..], slo);
+            measurements.extend(knee);
         }
     }
     (measurements, stored)
@@ -106,12 +108,11 @@ pub fn rate_points(measurements: &[Measurement]) -> Vec<RatePoint> {
 }
 
 /// The highest achieved request rate whose percentiles meet the SLO.
-fn knee_of(report: &Report, slo: &Slo) -> Option<Measurement> {
+/// `from_samples`: the percentiles `derive` computed from its samples, which
+/// count as the tool's own.
+fn knee_of(report: &Report, from_samples: &[Measurement], slo: &Slo) -> Option<Measurement> {
     let mut all = report.measurements.clone();
-    // Percentiles computed from samples count as the tool's own.
-    let (from_samples, _) =
-        derive(std::slice::from_ref(&Report { samples: report.samples.clone(), ..Report::new(report.format) }), None);
-    all.extend(from_samples);
+    all.extend(from_samples.iter().cloned());
     let points = rate_points(&all);
     knee(&points, slo).map(|rate| found("knee_request_rate".into(), rate, "req/s", None))
 }
@@ -119,6 +120,12 @@ fn knee_of(report: &Report, slo: &Slo) -> Option<Measurement> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The knee `derive` finds for one report.
+    fn knee_of(report: &Report, slo: &Slo) -> Option<Measurement> {
+        let (found, _) = derive(std::slice::from_ref(report), Some(slo));
+        found.into_iter().find(|m| m.metric == "knee_request_rate")
+    }
 
     fn samples(metric: &str, key: Option<&str>, values: &[f64]) -> Samples {
         Samples {
