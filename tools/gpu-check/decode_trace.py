@@ -5,7 +5,8 @@ after the MLP, as tensor-parallel decoders do), world size 1 on one GPU.
 Writes $OUT/decode_trace.json.gz (Kineto's chrome trace, what
 `torch.profiler.profile(...).export_chrome_trace` writes, gzip'ed) and
 $OUT/decode_trace.txt (what the loop did: layers, steps, calls per step,
-and `key_averages().table()` of the same profile). Sleuth's reader must find
+and the top of `key_averages().table()` of the same profile) and
+$OUT/decode_trace_table.txt (the whole table, every row, as a user saves it). Sleuth's reader must find
 LAYERS * 2 collective calls per step in the trace (`sleuth report FILE`).
 """
 import gzip
@@ -71,5 +72,7 @@ with open(os.path.join(OUT, "decode_trace.txt"), "w") as f:
     f.write(f"layers {LAYERS}, all_reduce per layer 2, expected calls per step {LAYERS * 2}\n")
     f.write(f"profiled steps 5 (schedule wait 1, warmup 2, active 5), loop {elapsed:.2f} s, trace {size} bytes\n\n")
     f.write(table)
+with open(os.path.join(OUT, "decode_trace_table.txt"), "w") as f:
+    f.write(prof.key_averages().table(sort_by="self_cuda_time_total", row_limit=-1))
 print(open(os.path.join(OUT, "decode_trace.txt")).read())
 dist.destroy_process_group()

@@ -152,8 +152,8 @@ pub fn read_csv(text: &str) -> Result<Report, String> {
             header.clear();
             continue;
         }
-        let cells: Vec<&str> = line.split(',').collect();
-        if cells.first() == Some(&"Metric") {
+        let cells = super::csv::split(line);
+        if cells.first().is_some_and(|c| c == "Metric") {
             header = cells.iter().map(|c| c.trim().to_string()).collect();
             continue;
         }
@@ -164,7 +164,7 @@ pub fn read_csv(text: &str) -> Result<Report, String> {
             report.notes.push(format!("line {}: {} cells where the header has {}", at + 1, cells.len(), header.len()));
             continue;
         }
-        let (tag, unit) = csv_name(cells[0]);
+        let (tag, unit) = csv_name(&cells[0]);
         let mut stats = Map::new();
         stats.insert("unit".into(), Value::from(unit));
         for (name, cell) in header.iter().zip(&cells).skip(1) {

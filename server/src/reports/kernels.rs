@@ -86,6 +86,19 @@ impl Breakdown {
         self.totals[at].1 += calls;
     }
 
+    /// Collective calls counted from PyTorch's `nccl:*` annotations where
+    /// they outnumber the collective kernels (NCCL with one rank returns
+    /// without launching one): the calls the program made.
+    pub fn calls_from_annotations(&mut self, annotated: u64, report: &mut Report) {
+        if annotated > self.totals[0].1 {
+            report.notes.push(format!(
+                "{annotated} collective calls counted from their nccl:* annotations ({} collective kernels ran)",
+                self.totals[0].1
+            ));
+            self.totals[0].1 = annotated;
+        }
+    }
+
     /// Its measurements into `report`.
     pub fn measure(&self, report: &mut Report) {
         let total: f64 = self.totals.iter().map(|(ns, _)| ns).sum();

@@ -1,4 +1,5 @@
-//! `llama-bench -o json` (an array of results) and `-o jsonl` (one per line):
+//! `llama-bench -o json` (an array of results), `-o jsonl` (one per line) and
+//! `-o csv` (a header, then every cell quoted; no repetitions in this form):
 //! each result a test — `n_prompt` tokens of prompt processing (`pp512`),
 //! `n_gen` of generation (`tg128`), both (`pp512+tg128`), at a context depth
 //! (`@ d4096`) — with its mean and stddev in tokens per second and every
@@ -86,6 +87,51 @@ impl LineReader for Lines {
     }
 }
 
+/// `-o csv`: the header names the same fields the JSON has.
+pub fn is_csv(head: &str) -> bool {
+    let header = head.lines().next().unwrap_or("");
+    header.starts_with("build_commit,") && header.split(',').any(|c| c == "avg_ts")
+}
+
+pub fn read_csv(text: &str) -> Result<Report, String> {
+    let mut lines = text.lines();
+    let header = super::csv::split(lines.next().unwrap_or(""));
+    let mut report = Report::new(FORMAT);
+    for (at, line) in lines.enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let cells = super::csv::split(line);
+        if cells.len() != header.len() {
+            let why =
+                format!("line {}: {} cells where the header has {} (cut short?)", at + 2, cells.len(), header.len());
+            if report.measurements.is_empty() {
+                return Err(why);
+            }
+            report.notes.push(why);
+            break;
+        }
+        // Cells become what the JSON form has: numbers where they are numbers.
+        let object: Map<String, Value> = header
+            .iter()
+            .zip(cells)
+            .map(|(field, cell)| {
+                let value = match (cell.parse::<u64>(), cell.parse::<f64>()) {
+                    (Ok(n), _) => Value::from(n),
+                    (_, Ok(x)) if x.is_finite() => Value::from(x),
+                    _ => Value::from(cell),
+                };
+                (field.clone(), value)
+            })
+            .collect();
+        if !is_result(&object) {
+            return Err(format!("line {}: not a llama-bench result", at + 2));
+        }
+        add(&mut report, &object);
+    }
+    if report.measurements.is_empty() {
+        return Err("no results".into());
+    }
+    Ok(report)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,5 +170,21 @@ mod tests {
         let l = crate::reports::read("bench.jsonl", lines.as_bytes()).expect("recognised").expect("read");
         assert_eq!(value(&l, "pp512"), value(&r, "pp512"));
         assert_eq!(l.measurements.len(), r.measurements.len());
+    }
+
+    #[test]
+    fn csv_as_llama_cpp_documents_it() {
+        let csv = include_str!("testdata/llama-bench.csv");
+        let r = crate::reports::read("bench.csv", csv.as_bytes()).expect("recognised").expect("read");
+        assert_eq!(r.format, FORMAT);
+        assert_eq!(value(&r, "pp512"), Some((7285.676949, Some(100.064434))));
+        assert_eq!(value(&r, "tg128"), Some((119.915244, Some(0.430617))));
+        assert_eq!(r.measurements[0].key.as_deref(), Some("qwen2 7B Q4_K - Medium"));
+        assert!(r.samples.is_empty(), "the CSV form has no repetitions");
+        assert_eq!(r.metadata.get("n_gpu_layers"), Some(&Value::from(99u64)));
+        let cut = &csv[..csv.len() - 30];
+        let r = crate::reports::read("bench.csv", cut.as_bytes()).expect("recognised").expect("the whole row stays");
+        assert_eq!(value(&r, "tg128"), None);
+        assert!(r.notes[0].contains("cut short"), "{:?}", r.notes);
     }
 }

@@ -14,14 +14,17 @@
 //! and read whole up to `WHOLE_BYTES`.
 
 pub mod aiperf;
+mod csv;
 pub mod derive;
 pub mod guidellm;
 mod json;
 pub mod kernels;
 pub mod llama_bench;
+pub mod mlperf;
 pub mod nsys;
 mod report;
 pub mod torch;
+pub mod torch_table;
 pub mod vllm;
 
 pub use report::{Broken, Report, Reservoir, Samples};
@@ -128,16 +131,23 @@ fn read_plain<R: Read + Send>(name: &str, mut input: BufReader<R>) -> Option<Res
         };
         return from_value(&value).map(|r| r.map_err(broken));
     }
+    if nsys::is_console(start) {
+        return Some(read_text(whole, nsys::read_console).map_err(broken));
+    }
     if let Some(reader) = nsys::recognise(start) {
-        let bytes = match read_whole(whole) {
-            Ok(bytes) => bytes,
-            Err(e) => return Some(Err(broken(e))),
-        };
-        return Some(reader(&String::from_utf8_lossy(&bytes)).map_err(broken));
+        return Some(read_text(whole, reader).map_err(broken));
+    }
+    if llama_bench::is_csv(start) {
+        return Some(read_text(whole, llama_bench::read_csv).map_err(broken));
+    }
+    if mlperf::recognise(start) {
+        return Some(read_text(whole, mlperf::read).map_err(broken));
+    }
+    if torch_table::recognise(start) {
+        return Some(read_text(whole, torch_table::read).map_err(broken));
     }
     if aiperf::is_csv(start) {
-        let bytes = read_whole(whole).ok()?;
-        return Some(aiperf::read_csv(&String::from_utf8_lossy(&bytes)).map_err(broken));
+        return Some(read_text(whole, aiperf::read_csv).map_err(broken));
     }
     if guidellm::is_yaml(start) {
         let bytes = match read_whole(whole) {
@@ -159,6 +169,11 @@ fn looks_known(head: &[u8]) -> bool {
     ["\"backend\"", "\"traceEvents\"", "\"benchmarks\"", "\"records\"", "\"time_to_first_token\""]
         .iter()
         .any(|k| text.contains(k))
+}
+
+/// A text format read whole.
+fn read_text(input: impl Read, reader: fn(&str) -> Result<Report, String>) -> Result<Report, String> {
+    reader(&String::from_utf8_lossy(&read_whole(input)?))
 }
 
 fn read_whole(input: impl Read) -> Result<Vec<u8>, String> {
@@ -253,6 +268,23 @@ mod tests {
         }
         for other in ["bench-outputs/vllm_bench_serve_pr36559.txt", "gpu-host-h200x2/decode.log", "reports/README.md"] {
             assert!(read("x", &fixture(other)[..]).is_none(), "{other} is no report");
+        }
+    }
+
+    #[test]
+    fn text_formats_are_recognised_by_content_too() {
+        let h200 = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tools/gpu-check/results/decode_trace.txt");
+        let table = std::fs::read(h200).expect("the H200 table");
+        let console = crate::fixtures::read("reports/nsys/nsight-systems-deep-dive_README_stats_text.md");
+        let console = console.split("sudo $(which nsys) profile").nth(1).expect("a run").to_string();
+        for (bytes, format) in [
+            (include_bytes!("testdata/mlperf_log_summary_server.txt").to_vec(), "mlperf-loadgen"),
+            (include_bytes!("testdata/llama-bench.csv").to_vec(), "llama-bench"),
+            (table, "torch-table"),
+            (console.into_bytes(), "nsys-stats"),
+        ] {
+            let report = read("artifact.bin", &bytes[..]).unwrap_or_else(|| panic!("{format}: not recognised"));
+            assert_eq!(report.unwrap_or_else(|e| panic!("{format}: {e}")).format, format);
         }
     }
 

@@ -4,10 +4,14 @@
 //! Times are in the unit the header names (`Total Time (ns)`; `--timeunit`
 //! changes it).
 //!
+//! The console output of `nsys profile --stats=true` (several tables under
+//! headings) is read as one report: see `read_console`.
+//!
 //! A kernel summary has no steps of its own: when a kernel runs once per decode
 //! step (the argmax that picks each step's token), its count is the number of
 //! steps, and calls per step follow from the others.
 
+use super::csv::split as split_csv;
 use super::kernels::Breakdown;
 use super::report::Report;
 
@@ -26,9 +30,24 @@ pub fn recognise(head: &str) -> Option<Reader> {
         Some(if csv { kernels_csv } else { kernels_text })
     } else if columns.iter().any(|c| c == "Range") {
         Some(if csv { ranges_csv } else { ranges_text })
+    } else if columns.iter().any(|c| c == "Num Calls") && looks_like_cuda_api(head, csv) {
+        Some(if csv { api_csv } else { api_text })
     } else {
         None
     }
+}
+
+/// `cuda_api_sum` and `osrt_sum` have the same columns; CUDA's functions
+/// start with `cu` (`cudaLaunchKernel`, `cuModuleLoad`).
+fn looks_like_cuda_api(head: &str, csv: bool) -> bool {
+    let names: Vec<String> = head
+        .lines()
+        .skip(1)
+        .filter(|l| l.trim().chars().next().is_some_and(|c| c.is_ascii_digit()))
+        .take(5)
+        .filter_map(|l| if csv { split_csv(l).pop() } else { l.split_whitespace().last().map(str::to_string) })
+        .collect();
+    !names.is_empty() && names.iter().all(|n| n.starts_with("cu"))
 }
 
 /// The header's column names.
@@ -39,27 +58,6 @@ fn columns(header: &str, csv: bool) -> Vec<String> {
         // Text headers separate names by two or more spaces.
         header.split("  ").map(str::trim).filter(|c| !c.is_empty()).map(str::to_string).collect()
     }
-}
-
-/// One CSV line's cells (names with commas are quoted, `""` inside quotes).
-fn split_csv(line: &str) -> Vec<String> {
-    let mut cells = Vec::new();
-    let mut cell = String::new();
-    let mut quoted = false;
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        match (c, quoted) {
-            ('"', true) if chars.peek() == Some(&'"') => {
-                cell.push('"');
-                chars.next();
-            }
-            ('"', _) => quoted = !quoted,
-            (',', false) => cells.push(std::mem::take(&mut cell)),
-            _ => cell.push(c),
-        }
-    }
-    cells.push(cell);
-    cells
 }
 
 /// Factor from the header's time unit to ns: `Total Time (us)` → 1000.
@@ -119,10 +117,11 @@ fn cell<'a>(columns: &[String], row: &'a [String], name: &str) -> Option<&'a str
     columns.iter().position(|c| c.starts_with(name)).and_then(|i| row.get(i)).map(String::as_str)
 }
 
-fn kernels(text: &str, csv: bool) -> Result<Report, String> {
+/// A kernel table's GPU time by category, with steps where a kernel runs
+/// once per step.
+fn kernel_breakdown(text: &str, csv: bool) -> Result<Breakdown, String> {
     let (columns, rows) = rows(text, csv)?;
     let ns = to_ns(&columns)?;
-    let mut report = Report::new("nsys-kernels");
     let mut breakdown = Breakdown::default();
     let mut once_per_step: Option<(u64, String)> = None;
     for row in &rows {
@@ -146,7 +145,12 @@ fn kernels(text: &str, csv: bool) -> Result<Report, String> {
         breakdown.steps = Some(steps);
         breakdown.steps_from = Some(format!("the kernel run once per step ({name})"));
     }
-    breakdown.measure(&mut report);
+    Ok(breakdown)
+}
+
+fn kernels(text: &str, csv: bool) -> Result<Report, String> {
+    let mut report = Report::new("nsys-kernels");
+    kernel_breakdown(text, csv)?.measure(&mut report);
     Ok(report)
 }
 
@@ -158,10 +162,20 @@ fn kernels_text(text: &str) -> Result<Report, String> {
     kernels(text, false)
 }
 
-fn ranges(text: &str, csv: bool) -> Result<Report, String> {
+/// NVTX ranges that mark steps: any whose name says `step` (`decode_step`
+/// ×64, or PyTorch's `ProfilerStep#N` one instance each): their count and
+/// mean length.
+#[derive(Default)]
+struct Steps {
+    count: u64,
+    total_ns: f64,
+    names: Vec<String>,
+}
+
+fn ranges_into(text: &str, csv: bool, report: &mut Report) -> Result<Steps, String> {
     let (columns, rows) = rows(text, csv)?;
     let ns = to_ns(&columns)?;
-    let mut report = Report::new("nsys-nvtx");
+    let mut steps = Steps::default();
     for row in &rows {
         let (Some(range), Some(avg), Some(count)) =
             (cell(&columns, row, "Range"), cell(&columns, row, "Avg"), cell(&columns, row, "Instances"))
@@ -172,8 +186,25 @@ fn ranges(text: &str, csv: bool) -> Result<Report, String> {
         if let (Some(avg), Some(count)) = (crate::metrics::number(avg), crate::metrics::number(count)) {
             report.add("nvtx_range_ms_mean", avg * ns / 1e6, "ms", Some(&key));
             report.add("nvtx_range_count", count, "ranges", Some(&key));
+            if range.to_ascii_lowercase().contains("step") {
+                steps.count += count as u64;
+                steps.total_ns += avg * ns * count;
+                if steps.names.len() < 3 {
+                    steps.names.push(range.chars().take(60).collect());
+                }
+            }
         }
     }
+    if steps.count > 0 {
+        report.add("nvtx_steps", steps.count as f64, "steps", None);
+        report.add("nvtx_step_ms_mean", steps.total_ns / steps.count as f64 / 1e6, "ms", None);
+    }
+    Ok(steps)
+}
+
+fn ranges(text: &str, csv: bool) -> Result<Report, String> {
+    let mut report = Report::new("nsys-nvtx");
+    ranges_into(text, csv, &mut report)?;
     Ok(report)
 }
 
@@ -183,6 +214,106 @@ fn ranges_csv(text: &str) -> Result<Report, String> {
 
 fn ranges_text(text: &str) -> Result<Report, String> {
     ranges(text, false)
+}
+
+/// Rows kept of an API summary (by time, as nsys sorts them).
+const API_ROWS: usize = 40;
+
+/// `cuda_api_sum`: time and calls per CUDA API function. A launch-bound
+/// decode shows as `cudaLaunchKernel` calls per step near the kernel count.
+fn api_into(text: &str, csv: bool, report: &mut Report) -> Result<(), String> {
+    let (columns, rows) = rows(text, csv)?;
+    let ns = to_ns(&columns)?;
+    for row in rows.iter().take(API_ROWS) {
+        let (Some(total), Some(calls), Some(name)) =
+            (cell(&columns, row, "Total Time"), cell(&columns, row, "Num Calls"), cell(&columns, row, "Name"))
+        else {
+            continue;
+        };
+        let key = format!("api={}", name.chars().take(80).collect::<String>());
+        if let (Some(total), Some(calls)) = (crate::metrics::number(total), crate::metrics::number(calls)) {
+            report.add("cuda_api_ms", total * ns / 1e6, "ms", Some(&key));
+            report.add("cuda_api_calls", calls, "calls", Some(&key));
+        }
+    }
+    if rows.len() > API_ROWS {
+        report
+            .notes
+            .push(format!("{} more API functions not kept (the {API_ROWS} slowest are)", rows.len() - API_ROWS));
+    }
+    Ok(())
+}
+
+fn api(text: &str, csv: bool) -> Result<Report, String> {
+    let mut report = Report::new("nsys-api");
+    api_into(text, csv, &mut report)?;
+    Ok(report)
+}
+
+fn api_csv(text: &str) -> Result<Report, String> {
+    api(text, true)
+}
+
+fn api_text(text: &str) -> Result<Report, String> {
+    api(text, false)
+}
+
+/// `nsys profile --stats=true` (or `nsys stats` with several reports): each
+/// table under its `[k/N] Executing 'name' stats report` heading. Kernels,
+/// NVTX ranges and API calls are read into one report, and ranges that mark
+/// steps give the kernel breakdown its steps and step time.
+pub fn is_console(head: &str) -> bool {
+    head.lines().any(|l| section_name(l).is_some())
+}
+
+fn section_name(line: &str) -> Option<&str> {
+    let rest = line.trim().split_once("Executing '")?.1;
+    let (name, tail) = rest.split_once('\'')?;
+    tail.trim_start().starts_with("stats report").then_some(name)
+}
+
+pub fn read_console(text: &str) -> Result<Report, String> {
+    let mut report = Report::new("nsys-stats");
+    let mut breakdown = None;
+    let mut steps = Steps::default();
+    let mut sections = Vec::new();
+    let lines: Vec<&str> = text.lines().collect();
+    let starts: Vec<(usize, &str)> =
+        lines.iter().enumerate().filter_map(|(i, l)| section_name(l).map(|n| (i, n))).collect();
+    for (k, (at, name)) in starts.iter().enumerate() {
+        let end = starts.get(k + 1).map_or(lines.len(), |(next, _)| *next);
+        let body = lines[at + 1..end].join("\n");
+        if body.lines().all(|l| !l.trim_start().starts_with("Time (%)")) {
+            continue; // "SKIPPED: does not contain …"
+        }
+        let table = &body[body.find("Time (%)").unwrap_or(0)..];
+        let read = match *name {
+            "cuda_gpu_kern_sum" | "gpukernsum" => kernel_breakdown(table, false).map(|b| breakdown = Some(b)),
+            "nvtx_sum" | "nvtxsum" | "nvtx_pushpop_sum" => ranges_into(table, false, &mut report).map(|s| {
+                if s.count > 0 {
+                    steps = s;
+                }
+            }),
+            "cuda_api_sum" | "cudaapisum" => api_into(table, false, &mut report),
+            _ => continue,
+        };
+        match read {
+            Ok(()) => sections.push(*name),
+            Err(e) => report.notes.push(format!("{name}: {e}")),
+        }
+    }
+    if let Some(mut breakdown) = breakdown {
+        if steps.count > 0 {
+            breakdown.steps = Some(steps.count);
+            breakdown.step_ns = Some(steps.total_ns / steps.count as f64);
+            breakdown.steps_from = Some(format!("the NVTX ranges {}", steps.names.join(", ")));
+        }
+        breakdown.measure(&mut report);
+    }
+    if sections.is_empty() {
+        return Err("no kernel, NVTX or CUDA API table among its reports".into());
+    }
+    Ok(report)
 }
 
 #[cfg(test)]
@@ -232,5 +363,50 @@ mod tests {
         assert!(value(&r, "gpu_time_ms", None).is_some_and(|ms| ms > 0.0));
         let cut = &us[..us.len() - 75];
         assert!(recognise(cut).expect("kernels")(cut).is_err(), "a cut row is an error, not a number");
+    }
+
+    /// The first `nsys profile --stats=true` of the fixture, as its console printed it.
+    fn first_console_run() -> String {
+        let text = crate::fixtures::read("reports/nsys/nsight-systems-deep-dive_README_stats_text.md");
+        let runs: Vec<&str> = text.split("sudo $(which nsys) profile").collect();
+        runs[1].to_string()
+    }
+
+    #[test]
+    fn a_stats_console_output_is_one_report() {
+        let run = first_console_run();
+        assert!(is_console(&run));
+        let r = read_console(&run).expect("read");
+        assert_eq!(r.format, "nsys-stats");
+        // By hand from the fixture: vectorAdd 1,831,281 ns over 1,010 launches;
+        // cudaLaunchKernel 1,010 calls, 3,201,638 ns; the osrt table is not CUDA's.
+        assert_eq!(value(&r, "gpu_time_ms", None), Some(1.831281));
+        assert_eq!(value(&r, "cuda_api_calls", Some("api=cudaLaunchKernel")), Some(1010.0));
+        assert_eq!(value(&r, "cuda_api_ms", Some("api=cudaLaunchKernel")), Some(3.201638));
+        assert_eq!(value(&r, "cuda_api_calls", Some("api=sem_wait")), None);
+        assert_eq!(value(&r, "nvtx_range_count", Some("range=Profile_Loop")), Some(1.0));
+        assert_eq!(value(&r, "decode_steps", None), None, "no range marks steps");
+        // A range that marks steps gives the kernels their steps and step time.
+        let stepped = run.replace("Profile_Loop", "Decode_Step ");
+        let r = read_console(&stepped).expect("read");
+        assert_eq!(value(&r, "decode_steps", None), Some(1.0));
+        assert_eq!(value(&r, "step_time_ms", None), Some(3.481709));
+        assert!(r.notes.iter().any(|n| n.contains("NVTX ranges Decode_Step")), "{:?}", r.notes);
+    }
+
+    #[test]
+    fn an_api_summary_alone_and_the_os_runtime_one_is_not_it() {
+        let run = first_console_run();
+        let table = |name: &str| {
+            let at = run.find(&format!("Executing '{name}'")).expect(name);
+            let body = &run[at..];
+            let body = &body[body.find("Time (%)").expect("header")..];
+            body[..body.find("\n\n").unwrap_or(body.len())].to_string()
+        };
+        let api = table("cuda_api_sum");
+        let r = recognise(&api).expect("an API table")(&api).expect("read");
+        assert_eq!(r.format, "nsys-api");
+        assert_eq!(value(&r, "cuda_api_calls", Some("api=cudaMalloc")), Some(3.0));
+        assert!(recognise(&table("osrt_sum")).is_none(), "OS runtime calls are not CUDA's");
     }
 }

@@ -100,13 +100,7 @@ pub fn read_trace(input: impl std::io::Read) -> Result<Report, String> {
         // none (NCCL with one rank returns without a kernel).
         let annotated =
             seen.calls.iter().filter(|ts| seen.steps.iter().any(|(s, d)| **ts >= *s && **ts <= s + d)).count() as u64;
-        if annotated > breakdown.totals[0].1 {
-            report.notes.push(format!(
-                "{annotated} collective calls counted from their nccl:* annotations ({} collective kernels ran)",
-                breakdown.totals[0].1
-            ));
-            breakdown.totals[0].1 = annotated;
-        }
+        breakdown.calls_from_annotations(annotated, &mut report);
         let steps = seen.steps.len() as u64;
         breakdown.steps = Some(steps);
         breakdown.step_ns = Some(seen.steps.iter().map(|(_, d)| d).sum::<f64>() / steps as f64 * 1e3);
