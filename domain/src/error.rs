@@ -39,6 +39,10 @@ pub enum ErrorCode {
     Gone,
     /// Something broke on our side; the details are in the server log.
     Internal,
+    /// The store refuses writes: its disk is full. Reads still work.
+    StoreFull,
+    /// The database cannot be reached (restarting, failing over); try again.
+    StoreUnavailable,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
@@ -70,6 +74,8 @@ impl ErrorCode {
             Self::TooManyRequests => 429,
             Self::Gone => 410,
             Self::Internal => 500,
+            Self::StoreFull => 507,
+            Self::StoreUnavailable => 503,
             Self::Network | Self::HostUnreachable => 502,
         }
     }

@@ -27,6 +27,28 @@ pub enum Command {
     /// every investigation, run output, user, session, token, host key and
     /// audit entry. Stop the server on that data dir first.
     Migrate(MigrateArgs),
+    /// Copy a SQLite notebook while it serves: a consistent snapshot of the
+    /// database (`VACUUM INTO`) and every run's output, into DEST (new or
+    /// empty). With PostgreSQL, says how to use pg_dump instead.
+    Backup(BackupArgs),
+    /// Put a backup made by `sleuth backup` into an empty --data dir.
+    Restore(RestoreArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BackupArgs {
+    /// Where the copy goes: a directory that does not exist yet, or is empty.
+    pub dest: PathBuf,
+    #[command(flatten)]
+    pub store: DataArg,
+}
+
+#[derive(Debug, Args)]
+pub struct RestoreArgs {
+    /// A directory `sleuth backup` wrote.
+    pub src: PathBuf,
+    #[command(flatten)]
+    pub store: DataArg,
 }
 
 #[derive(Debug, Args)]

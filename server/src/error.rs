@@ -148,6 +148,25 @@ impl From<crate::db::StoreError> for Error {
     /// unless it says the user sent text the database cannot hold.
     #[track_caller]
     fn from(e: crate::db::StoreError) -> Self {
+        use crate::db::Trouble;
+        let trouble = e.trouble();
+        crate::operations::count_store_error(trouble);
+        match trouble {
+            // Logged here, once, with the cause: the answer is a sentence the
+            // user can act on, not the generic one.
+            Trouble::Full => {
+                tracing::warn!("a write was refused: {e}");
+                return Self::User(ApiError::new(ErrorCode::StoreFull, crate::operations::full_disk_message()));
+            }
+            Trouble::Unavailable => {
+                tracing::warn!("the database cannot be reached: {e}");
+                return Self::User(ApiError::new(
+                    ErrorCode::StoreUnavailable,
+                    "The database cannot be reached right now (restarting?); nothing was changed. Try again in a few seconds.",
+                ));
+            }
+            Trouble::Other => {}
+        }
         if e.is_unstorable_text() {
             return Self::User(ApiError::invalid(
                 "Text with a NUL character (\\0) cannot be stored; remove it and try again.",

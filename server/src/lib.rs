@@ -4,6 +4,7 @@
 
 pub mod audit;
 pub mod auth;
+pub mod backup;
 pub mod charts;
 pub mod cli;
 mod comments;
@@ -27,6 +28,7 @@ mod members;
 pub mod metrics;
 pub mod migrate;
 pub mod notebook;
+pub mod operations;
 pub mod output;
 pub mod policy;
 pub mod reports;

@@ -16,6 +16,8 @@ async fn main() -> ExitCode {
         Command::User(command) => server::auth::command::user(command).await,
         Command::Token(command) => server::auth::command::token(command).await,
         Command::Migrate(args) => server::migrate::run(args).await,
+        Command::Backup(args) => server::backup::backup(args).await,
+        Command::Restore(args) => server::backup::restore(args).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -76,8 +76,10 @@ impl Notebook {
 
     /// The whole investigation (`window` `None`, as the API answers), or as a
     /// page shows it: only the steps `window` shows are rendered and carry runs'
-    /// output, snapshots, searches and comments; `outline` lists every step. What
-    /// a page costs then follows what it shows, not what the runs printed.
+    /// output, snapshots, searches and comments; `outline` lists every step; of
+    /// a step's runs only the one shown carries its numbers, artifacts and
+    /// reports. What a page costs then follows what it shows, not what the
+    /// runs printed.
     pub async fn investigation(&self, permit: &Permit<Read>, window: Option<&StepWindow>) -> Result<Investigation> {
         let id = permit.investigation();
         if !crate::ids::is_investigation_id(id) {
@@ -96,7 +98,7 @@ impl Notebook {
         // Read once for the runs, the hypotheses and the chart: a thousand runs
         // carry tens of thousands of numbers.
         let measured = self.store.measurements_of_investigation(id).await?;
-        self.runs.attach(permit, &mut steps, runs, &shown, Some(&measured)).await;
+        self.runs.attach(permit, &mut steps, runs.clone(), &shown, Some(&measured), window.is_some()).await;
         let runs_fingerprint = app::runs::runs_fingerprint(steps.iter().flat_map(|s| s.runs.iter()));
         let mut snapshots = self.store.snapshots_of_investigation(id).await?;
         snapshots.retain(|row| shown.contains(&row.step_id));
@@ -111,10 +113,10 @@ impl Notebook {
         let mut searches = self.store.searches_of_investigation(id).await?;
         searches.retain(|row| shown.contains(&row.step_id));
         self.source.attach_searches(permit, &mut steps, searches);
-        let hypotheses = self.hypotheses.list(permit, Some(&measured)).await?;
+        let hypotheses = self.hypotheses.list(permit, Some((&runs, &measured))).await?;
         let extractors = self.metrics.extractors(permit).await?;
         let derived = self.metrics.derived(permit).await?;
-        let measurements: Vec<_> = measured.into_iter().map(crate::metrics::measurement_of).collect();
+        let measurements = crate::metrics::measurements_of(&measured);
         let overview = crate::metrics::overview::overview(None, None, &steps, &measurements, &hypotheses);
         crate::metrics::profiles::beside_calculators(&mut steps, &measurements);
         let slo = self.metrics.slo(permit).await?;
@@ -134,6 +136,17 @@ impl Notebook {
             }
             comments.retain(|c| shown.contains(&c.step_id));
             steps.retain(|s| shown.contains(&s.id));
+        }
+        if window.is_some() {
+            // A page shows one run of a step in full; the charts above used
+            // every run's numbers, and the rest would be copied and dropped
+            // unseen (a thousand runs carry ~24 000).
+            for step in &mut steps {
+                let shown = app::runs::shown_run(&step.runs).map(|r| r.id);
+                for run in step.runs.iter_mut().filter(|r| Some(r.id) != shown) {
+                    run.measurements = Vec::new();
+                }
+            }
         }
         Ok(Investigation {
             outline,
@@ -158,6 +171,11 @@ impl Notebook {
             updated_at: summary.updated_at,
             steps,
         })
+    }
+
+    /// What `/metrics` shows.
+    pub async fn operations(&self, _: &crate::policy::Admin) -> Result<crate::operations::Snapshot> {
+        Ok(crate::operations::Snapshot { runs: self.store.runs_by_status().await?, ssh: self.hosts.pool().states() })
     }
 
     /// Deletes the investigation, its runs cancelled and their output removed.

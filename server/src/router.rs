@@ -153,6 +153,7 @@ pub fn app(state: AppState) -> Router {
 
     Router::new()
         .route("/healthz", get(health::check))
+        .route("/metrics", get(health::metrics))
         .route("/auth/login", post(auth::sign_in))
         .route("/auth/logout", post(auth::sign_out))
         .route("/auth/setup", post(auth::setup))

@@ -46,6 +46,7 @@ pub async fn state(data: &Path, site: &Path, options: Options) -> Result<AppStat
 
 /// [`state`], with the handles under it.
 pub async fn open(data: &Path, site: &Path, options: Options) -> Result<Opened, crate::db::OpenError> {
+    crate::operations::set_data_dir(data);
     let trust_on_first_use = options.trust_on_first_use;
     // Known hosts and run output live here whichever store holds the rest.
     std::fs::create_dir_all(data)

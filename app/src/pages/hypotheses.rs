@@ -164,22 +164,21 @@ pub async fn delete_hypothesis(id: i64) -> Result<(), ApiError> {
 use crate::metrics::figure as number;
 
 #[component]
-pub fn HypothesesSection(inv: Investigation) -> impl IntoView {
+pub fn HypothesesSection(inv: std::sync::Arc<Investigation>) -> impl IntoView {
     // Every step (folded ones too) as "#3 note · Custom allreduce is disabled…", for evidence.
     let labels = inv.step_labels();
     let steps: Vec<(i64, String)> =
         labels.iter().map(|s| (s.id, format!("#{} {} · {}", s.position, s.kind, s.headline))).collect();
     // The metrics measured here, offered when a hypothesis names its metric.
-    let mut metrics: Vec<String> = inv
+    let metrics: std::collections::BTreeSet<&str> = inv
         .measurements
         .iter()
-        .map(|m| m.measurement.metric.clone())
+        .map(|m| m.measurement.metric.as_str())
         .chain(
-            inv.steps.iter().flat_map(|s| s.runs.iter()).flat_map(|r| r.measurements.iter().map(|m| m.metric.clone())),
+            inv.steps.iter().flat_map(|s| s.runs.iter()).flat_map(|r| r.measurements.iter().map(|m| m.metric.as_str())),
         )
         .collect();
-    metrics.sort();
-    metrics.dedup();
+    let metrics: Vec<String> = metrics.into_iter().map(str::to_owned).collect();
     let charts = inv
         .hypotheses
         .iter()

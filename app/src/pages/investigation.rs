@@ -47,6 +47,9 @@ pub(crate) fn InvestigationView(
     export: Option<String>,
     #[prop(optional)] live: bool,
 ) -> impl IntoView {
+    // Shared, not cloned, by the sections: a thousand runs' measurements are
+    // a quarter of a million allocations to copy.
+    let inv = std::sync::Arc::new(inv);
     provide_context(inv.abilities);
     provide_context(super::comments::AllComments {
         investigation: inv.id.clone(),
@@ -54,6 +57,7 @@ pub(crate) fn InvestigationView(
     });
     let (id, run_id) = (inv.id.clone(), inv.id.clone());
     let steps = timeline(&inv);
+    let calculator = inv.clone();
     view! {
         <PageTitle text=format!("{} · Sleuth", inv.title)/>
         <article
@@ -87,7 +91,7 @@ pub(crate) fn InvestigationView(
         <Can what=Ability::Edit>
             <AddNote investigation=id.clone()/>
             <AddCommand investigation=id.clone()/>
-            <crate::steps::calculator::AddCalculator investigation=id.clone() measurements=inv.measurements.clone()/>
+            <crate::steps::calculator::AddCalculator investigation=id.clone() inv=calculator.clone()/>
         </Can>
         <Can what=Ability::Run>
             <AddSnippet investigation=run_id.clone()/>
@@ -193,7 +197,7 @@ fn read_only_notice(inv: &Investigation) -> Option<impl IntoView + use<>> {
 }
 
 #[component]
-fn Header(inv: Investigation, export: String) -> impl IntoView {
+fn Header(inv: std::sync::Arc<Investigation>, export: String) -> impl IntoView {
     let rename = ServerAction::<RenameInvestigation>::new();
     let set_status = ServerAction::<SetInvestigationStatus>::new();
     let delete = ServerAction::<DeleteInvestigation>::new();
@@ -203,6 +207,7 @@ fn Header(inv: Investigation, export: String) -> impl IntoView {
     };
     // One copy per form: each form's view is its own closure.
     let (rename_id, status_id, delete_id) = (inv.id.clone(), inv.id.clone(), inv.id.clone());
+    let (title, question_text, links) = (inv.title.clone(), inv.question.clone(), inv.share_links.clone());
     let question = (!inv.question.is_empty()).then(|| view! { <p class="question">{inv.question.clone()}</p> });
     view! {
         <header class="investigation-head">
@@ -223,11 +228,11 @@ fn Header(inv: Investigation, export: String) -> impl IntoView {
                     <ActionForm action=rename attr:class="stacked">
                         <input type="hidden" name="id" value=rename_id/>
                         <label>"Title"
-                            <input name="title" required maxlength=limits::TITLE_CHARS value=inv.title.clone()/>
+                            <input name="title" required maxlength=limits::TITLE_CHARS value=title.clone()/>
                         </label>
                         <label>"Question"
                             <textarea name="question" rows="2" maxlength=limits::QUESTION_CHARS>
-                                {crate::components::textarea_text(&inv.question)}
+                                {crate::components::textarea_text(&question_text)}
                             </textarea>
                         </label>
                         <ActionError action=rename/>
@@ -239,7 +244,7 @@ fn Header(inv: Investigation, export: String) -> impl IntoView {
                 // A share link's reader is not told who the team is.
                 {(!super::outsider()).then(|| view! { <super::members::Members investigation=inv.id.clone() members=inv.members.clone()/> })}
                 <Can what=Ability::Own>
-                    <super::share_links::SharePanel investigation=inv.id.clone() links=inv.share_links.clone()/>
+                    <super::share_links::SharePanel investigation=inv.id.clone() links=links.clone()/>
                 </Can>
                 <Can what=Ability::Edit>
                 <ActionForm action=set_status attr:class="inline">
@@ -288,6 +293,7 @@ fn ExportMenu(base: String) -> impl IntoView {
 
 #[component]
 fn StepItem(step: Step, last: u32) -> impl IntoView {
+    let step_id = step.id;
     let shown = Shown::get();
     let editing = shown.edit == Some(step.id);
     let move_step = ServerAction::<MoveStep>::new();
@@ -296,8 +302,9 @@ fn StepItem(step: Step, last: u32) -> impl IntoView {
     let anchor = step.anchor();
     let editable = matches!(step.body, crate::steps::StepBody::Note(_) | crate::steps::StepBody::Command(_));
     let toggle = editor_href(step.id, !editing);
+    let (kind, created) = (step.body.kind(), step.created_at.clone());
     view! {
-        <li class="step" id=anchor.clone() data-kind=step.body.kind() data-editing=editing.then_some("") data-step=step.id data-position=position tabindex="-1">
+        <li class="step" id=anchor.clone() data-kind=kind data-editing=editing.then_some("") data-step=step_id data-position=position tabindex="-1">
             <div class="step-head">
                 // Dragged to move the step (`browser::drag`); ↑ and ↓ stay for keyboards.
                 <Can what=Ability::Edit>
@@ -307,8 +314,8 @@ fn StepItem(step: Step, last: u32) -> impl IntoView {
                     "#" {position}
                 </a>
                 <button type="button" class="copy quiet step-copy" data-copy-link=format!("#{anchor}") title="Copy a link to this step">"Copy link"</button>
-                <span class="kind">{step.body.kind()}</span>
-                <span class="muted time"><crate::components::Time at=step.created_at.clone()/></span>
+                <span class="kind">{kind}</span>
+                <span class="muted time"><crate::components::Time at=created/></span>
                 <span class="spacer"></span>
                 // Snippets and greps change by refreshing, not by editing.
                 <Can what=Ability::Edit>
@@ -318,18 +325,18 @@ fn StepItem(step: Step, last: u32) -> impl IntoView {
                     </a>
                 })}
                 <ActionForm action=move_step attr:class="inline">
-                    <input type="hidden" name="step_id" value=step.id/>
+                    <input type="hidden" name="step_id" value=step_id/>
                     <input type="hidden" name="position" value=position.saturating_sub(1).max(1)/>
                     <button type="submit" class="quiet" title="Move up" disabled={position <= 1}>"↑"</button>
                 </ActionForm>
                 <ActionForm action=move_step attr:class="inline">
-                    <input type="hidden" name="step_id" value=step.id/>
+                    <input type="hidden" name="step_id" value=step_id/>
                     <input type="hidden" name="position" value=position + 1/>
                     <button type="submit" class="quiet" title="Move down" disabled={position >= last}>"↓"</button>
                 </ActionForm>
                 <Confirm label="Delete…" prompt="Delete this step, with its runs and their output?">
                     <ActionForm action=delete attr:class="inline" attr:data-undo=format!("step #{position}")>
-                        <input type="hidden" name="step_id" value=step.id/>
+                        <input type="hidden" name="step_id" value=step_id/>
                         <button type="submit" class="danger">"Delete step"</button>
                         <ActionError action=delete/>
                     </ActionForm>
@@ -338,9 +345,9 @@ fn StepItem(step: Step, last: u32) -> impl IntoView {
             </div>
             <ActionError action=move_step/>
             <div class="step-body">
-                <StepContent step=step.clone() editing/>
+                <StepContent step editing/>
             </div>
-            <super::comments::Threads step_id=step.id/>
+            <super::comments::Threads step_id/>
         </li>
     }
 }

@@ -41,7 +41,7 @@ pub async fn delete_manual_measurement(id: i64) -> Result<(), ApiError> {
 /// What was measured across the investigation: its chart by configuration, the
 /// numbers entered by hand, and the investigation's own extractors.
 #[component]
-pub fn MeasurementsSection(inv: Investigation) -> impl IntoView {
+pub fn MeasurementsSection(inv: std::sync::Arc<Investigation>) -> impl IntoView {
     let overview = inv.overview.clone().map(|o| {
         let groups = o
             .groups
@@ -99,7 +99,7 @@ pub fn MeasurementsSection(inv: Investigation) -> impl IntoView {
             }}
             {inv.rates.clone().map(|r| view! { <RateSweeps chart=r/> })}
             <super::definitions::SloForm investigation=inv.id.clone() slo=inv.slo.clone()/>
-            <ManualMeasurements investigation=inv.id.clone() measurements=inv.measurements.clone()/>
+            <ManualMeasurements inv=inv.clone()/>
             <super::definitions::Extractors investigation=inv.id.clone() defs=inv.extractors.clone()/>
             <super::definitions::DerivedMetrics investigation=inv.id.clone() defs=inv.derived.clone()/>
         </section>
@@ -136,10 +136,11 @@ fn RateSweeps(chart: crate::distributions::RateChart) -> impl IntoView {
 }
 
 #[component]
-fn ManualMeasurements(investigation: String, measurements: Vec<crate::metrics::StoredMeasurement>) -> impl IntoView {
+fn ManualMeasurements(inv: std::sync::Arc<Investigation>) -> impl IntoView {
+    let investigation = inv.id.clone();
     let add = ServerAction::<AddManualMeasurement>::new();
     let delete = ServerAction::<DeleteManualMeasurement>::new();
-    let manual: Vec<_> = measurements.into_iter().filter(|m| m.run_id.is_none()).collect();
+    let manual: Vec<_> = inv.measurements.iter().filter(|m| m.run_id.is_none()).cloned().collect();
     let count = manual.len();
     let rows = manual
         .into_iter()

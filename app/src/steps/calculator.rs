@@ -216,7 +216,7 @@ const CHOICES: usize = 200;
 
 fn measurement_choice(name: &'static str, measurements: &[StoredMeasurement], units: &[&str]) -> AnyView {
     let fitting: Vec<&StoredMeasurement> =
-        measurements.iter().filter(|m| units.contains(&m.measurement.unit.to_ascii_lowercase().as_str())).collect();
+        measurements.iter().filter(|m| units.iter().any(|u| m.measurement.unit.eq_ignore_ascii_case(u))).collect();
     let left_out = fitting.len().saturating_sub(CHOICES);
     // The newest: a thousand runs' numbers would be tens of thousands of options.
     let options = fitting[left_out..]
@@ -247,13 +247,14 @@ const SPEED_UNITS: [&str; 3] = ["tok/s", "tokens/s", "t/s"];
 const LATENCY_UNITS: [&str; 4] = ["us", "µs", "ms", "s"];
 
 #[component]
-pub fn AddCalculator(investigation: String, measurements: Vec<StoredMeasurement>) -> impl IntoView {
-    let roofline_speed = measurement_choice("tok_s_from", &measurements, &SPEED_UNITS);
+pub fn AddCalculator(investigation: String, inv: std::sync::Arc<crate::model::Investigation>) -> impl IntoView {
+    let measurements = &inv.measurements;
+    let roofline_speed = measurement_choice("tok_s_from", measurements, &SPEED_UNITS);
     let mem_util: Vec<StoredMeasurement> =
         measurements.iter().filter(|m| m.measurement.metric == "mem_util_mean").cloned().collect();
     let roofline_mem = measurement_choice("mem_util_from", &mem_util, &["%"]);
-    let budget_latency = measurement_choice("latency_from", &measurements, &LATENCY_UNITS);
-    let budget_speed = measurement_choice("tok_s_from", &measurements, &SPEED_UNITS);
+    let budget_latency = measurement_choice("latency_from", measurements, &LATENCY_UNITS);
+    let budget_speed = measurement_choice("tok_s_from", measurements, &SPEED_UNITS);
     let bandwidth = ServerAction::<AddBandwidth>::new();
     let collective = ServerAction::<AddCollective>::new();
     let inv2 = investigation.clone();

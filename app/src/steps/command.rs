@@ -208,9 +208,9 @@ pub fn CommandContent(step: Step, editing: bool) -> impl IntoView {
             format!("{} ∈ {{{}}}", crate::sweeps::placeholder(key).unwrap_or(key), values.join(", "))
         })
         .collect();
-    let history = step.runs.clone();
     let step_id = step.id;
     let version = step.version;
+    let history = step.runs;
     let command = if editing {
         view! { <CommandEditor step_id version body=body.clone()/> }.into_any()
     } else {
@@ -243,7 +243,7 @@ pub fn CommandContent(step: Step, editing: bool) -> impl IntoView {
     };
     view! {
         {command}
-        <RunControls step_id version=step.version shown=shown.clone() queued=queued.clone() sweeping={configs > 0} sweep=sweep/>
+        <RunControls step_id version shown=shown.clone() queued=queued.clone() sweeping={configs > 0} sweep=sweep/>
         {shown.map(|run| view! { <RunOutput run queued=queued.len()/> })}
         <RunHistory runs=history/>
     }

@@ -159,7 +159,8 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
             next.run(request).await
         }
         None if is_public(&path) => next.run(request).await,
-        None if path.starts_with("/api/") => AppError::from(ApiError::new(
+        // A scraper is not a browser: no sign-in page for `/metrics`.
+        None if path.starts_with("/api/") || path == "/metrics" => AppError::from(ApiError::new(
             ErrorCode::Unauthenticated,
             "Sign in first, or send `Authorization: Bearer <token>` (create one with `sleuth token create`).",
         ))

@@ -162,11 +162,20 @@ impl Store {
         .fetch_optional(&self.pool)
         .await?;
         if user.is_some() {
-            sqlx::query("UPDATE api_tokens SET last_used_at = $1 WHERE token_hash = $2")
-                .bind(now_ms())
-                .bind(token_hash)
-                .execute(&self.pool)
-                .await?;
+            // Best effort, and at most once a minute: a read must not depend on
+            // a write succeeding (a full disk would lock everyone out).
+            let stamped = sqlx::query(
+                "UPDATE api_tokens SET last_used_at = $1
+                 WHERE token_hash = $2 AND (last_used_at IS NULL OR last_used_at < $3)",
+            )
+            .bind(now_ms())
+            .bind(token_hash)
+            .bind(now_ms() - 60_000)
+            .execute(&self.pool)
+            .await;
+            if let Err(e) = stamped {
+                tracing::warn!("could not note when an API token was last used: {e}");
+            }
         }
         Ok(user)
     }

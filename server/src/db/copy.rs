@@ -362,6 +362,19 @@ impl Store {
         Ok(rows.into_iter().map(|(id,)| id).collect())
     }
 
+    /// SQLite only: a consistent copy of the whole database into a new file,
+    /// taken while others read and write (`VACUUM INTO`).
+    pub async fn vacuum_into(&self, file: &std::path::Path) -> StoreResult<()> {
+        sqlx::query("VACUUM INTO $1").bind(file.display().to_string()).execute(&self.pool).await?;
+        Ok(())
+    }
+
+    /// SQLite's `PRAGMA integrity_check`: `ok`, or what is wrong.
+    pub async fn integrity(&self) -> StoreResult<String> {
+        let rows: Vec<(String,)> = sqlx::query_as("PRAGMA integrity_check").fetch_all(&self.pool).await?;
+        Ok(rows.into_iter().map(|(line,)| line).collect::<Vec<_>>().join("\n"))
+    }
+
     /// Rows per table (those a copy copies), to compare a copy with its source.
     pub async fn row_counts(&self) -> StoreResult<BTreeMap<String, i64>> {
         let tables: Vec<(String,)> = match self.backend {

@@ -1,24 +1,10 @@
 //! Measurements and user-defined extractors.
 
+use super::rows::MeasurementRow;
 use super::{Store, StoreResult};
 use crate::time::now_ms;
 use app::metrics::Measurement;
-
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct MeasurementRow {
-    pub id: i64,
-    pub investigation_id: String,
-    pub run_id: Option<i64>,
-    pub metric: String,
-    pub value: f64,
-    pub unit: String,
-    pub extractor: String,
-    pub stddev: Option<f64>,
-    pub key: Option<String>,
-    pub note: Option<String>,
-    pub label: Option<String>,
-    pub created_at: i64,
-}
+use std::sync::Arc;
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ExtractorRow {
@@ -117,13 +103,30 @@ impl Store {
         Ok(id)
     }
 
-    pub async fn measurements_of_investigation(&self, investigation: &str) -> StoreResult<Vec<MeasurementRow>> {
-        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
+    /// Every measurement of the investigation, oldest first. Kept in memory
+    /// while the investigation's `measurement_versions` counter is unchanged:
+    /// the counter is read first, so rows read after a concurrent change are
+    /// filed under the older counter and read again next time, never the
+    /// other way round.
+    pub async fn measurements_of_investigation(&self, investigation: &str) -> StoreResult<Arc<[MeasurementRow]>> {
+        let version: Option<(i64,)> =
+            sqlx::query_as("SELECT version FROM measurement_versions WHERE investigation_id = $1")
+                .bind(investigation)
+                .fetch_optional(&self.pool)
+                .await?;
+        let version = version.map_or(0, |(v,)| v);
+        if let Some(rows) = self.measurements.get(investigation, version) {
+            return Ok(rows);
+        }
+        let rows: Vec<MeasurementRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "SELECT {MEASUREMENT_COLUMNS} FROM measurements WHERE investigation_id = $1 ORDER BY id"
         )))
         .bind(investigation)
         .fetch_all(&self.pool)
-        .await?)
+        .await?;
+        let rows: Arc<[MeasurementRow]> = rows.into();
+        self.measurements.put(investigation, version, rows.clone());
+        Ok(rows)
     }
 
     pub async fn measurement(&self, id: i64) -> StoreResult<Option<MeasurementRow>> {
@@ -278,6 +281,51 @@ mod tests {
             assert!(id_of(&after, "gpu_util_mean").is_some(), "new ones are added");
             assert_eq!(id_of(&after, "ttft_ms"), None, "ones not found any more go");
             assert_eq!(after.len(), 2);
+        }
+    }
+
+    /// What a server keeps in memory follows every change, its own or another
+    /// replica's (a second store on the same database), cascades included.
+    #[tokio::test]
+    async fn kept_measurements_follow_every_change() {
+        for (_dir, database, store) in crate::db::test_stores().await {
+            let other = Store::open(&database).await.unwrap();
+            let run = crate::db::tests_support::a_run(&store).await;
+            let investigation = store.run_investigation(run).await.unwrap().unwrap();
+            let seen = |rows: Arc<[MeasurementRow]>| {
+                let mut v: Vec<(String, f64)> = rows.iter().map(|r| (r.metric.clone(), r.value)).collect();
+                v.sort_by(|a, b| a.0.cmp(&b.0));
+                v
+            };
+            let both = async |want: &[(&str, f64)]| {
+                let want: Vec<(String, f64)> = want.iter().map(|(m, v)| (m.to_string(), *v)).collect();
+                for s in [&store, &other] {
+                    // Twice: the second answer comes from memory.
+                    for _ in 0..2 {
+                        let got = seen(s.measurements_of_investigation(&investigation).await.unwrap());
+                        assert_eq!(got, want, "{:?}", store.backend());
+                    }
+                }
+            };
+            both(&[]).await;
+            store
+                .replace_run_measurements(&investigation, run, &[found("output_throughput", 57.5, None)])
+                .await
+                .unwrap();
+            both(&[("output_throughput", 57.5)]).await;
+            other
+                .replace_run_measurements(&investigation, run, &[found("output_throughput", 60.0, None)])
+                .await
+                .unwrap();
+            both(&[("output_throughput", 60.0)]).await;
+            let manual = found("hbm_share", 13.0, None);
+            let id = other.insert_manual_measurement(&investigation, &manual, None, None).await.unwrap();
+            both(&[("hbm_share", 13.0), ("output_throughput", 60.0)]).await;
+            assert!(store.delete_measurement(id).await.unwrap());
+            both(&[("output_throughput", 60.0)]).await;
+            let step = store.run(run).await.unwrap().unwrap().step_id;
+            assert!(other.delete_step(step).await.unwrap());
+            both(&[]).await;
         }
     }
 

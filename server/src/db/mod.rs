@@ -30,6 +30,7 @@ mod float;
 mod host_keys;
 mod hosts;
 mod hypotheses;
+mod kept;
 mod logs;
 mod measurements;
 mod output;
@@ -54,11 +55,11 @@ pub use copy::{Copy, CopyError};
 pub use facts::FactsRow;
 pub use hypotheses::HypothesisRow;
 pub use logs::LogRow;
-pub use measurements::{ExtractorRow, MeasurementRow};
+pub use measurements::ExtractorRow;
 pub use output::{OutputBlock, OutputKey};
 pub use replicas::{EXPIRY as LEASE_EXPIRY, Notices, RENEW as LEASE_RENEW};
 pub use reports::{NewReport, ReportRow, SamplesRow, encode as encode_samples};
-pub use rows::{HostRow, InvestigationRow, NewRun, RunEnd, RunRow, StepRow};
+pub use rows::{HostRow, InvestigationRow, MeasurementRow, NewRun, RunEnd, RunRow, StepRow};
 pub use search::{DocQuery, DocRow, Found, NewDoc, RANK_AT_MOST};
 pub use searches::SearchRow;
 pub use shares::ShareRow;
@@ -81,7 +82,40 @@ pub type StoreResult<T> = Result<T, StoreError>;
 #[error(transparent)]
 pub struct StoreError(#[from] sqlx::Error);
 
+/// Why a store operation failed, as far as whoever asked can act on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Trouble {
+    /// The disk under the store is full: writes fail, reads still work.
+    Full,
+    /// The database cannot be reached now (restarting, failing over).
+    Unavailable,
+    /// Anything else: ours to fix.
+    Other,
+}
+
 impl StoreError {
+    pub fn trouble(&self) -> Trouble {
+        if let Some(db) = self.0.as_database_error() {
+            let code = db.code().unwrap_or_default();
+            return match code.as_ref() {
+                // SQLITE_FULL; PostgreSQL's disk_full and out_of_memory class 53.
+                "13" | "53100" => Trouble::Full,
+                // PostgreSQL: admin_shutdown, crash_shutdown, cannot_connect_now,
+                // and the connection exceptions (class 08).
+                c if c.starts_with("57P") || c.starts_with("08") => Trouble::Unavailable,
+                _ if db.message().contains("database or disk is full") => Trouble::Full,
+                _ => Trouble::Other,
+            };
+        }
+        match &self.0 {
+            sqlx::Error::Io(e) if e.raw_os_error() == Some(28) => Trouble::Full,
+            sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Tls(_) => {
+                Trouble::Unavailable
+            }
+            _ => Trouble::Other,
+        }
+    }
+
     /// Text PostgreSQL cannot hold: a NUL character (SQLite stores it). It comes
     /// from what someone typed or sent, so it is their error to fix, not ours.
     pub(crate) fn is_unstorable_text(&self) -> bool {
@@ -188,6 +222,8 @@ pub struct Store {
     replica: std::sync::Arc<str>,
     /// PostgreSQL's URL, for the connection that listens (`Store::listen`).
     url: Option<std::sync::Arc<str>>,
+    /// See [`Store::measurements_of_investigation`].
+    measurements: std::sync::Arc<kept::Kept<rows::MeasurementRow>>,
 }
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -229,7 +265,7 @@ impl Store {
             Database::Postgres(url) => Some(url.as_str().into()),
             Database::Sqlite(_) => None,
         };
-        Ok(Self { pool, backend, replica: replica.into(), url })
+        Ok(Self { pool, backend, replica: replica.into(), url, measurements: Default::default() })
     }
 
     pub fn backend(&self) -> Backend {

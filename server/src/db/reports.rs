@@ -120,6 +120,22 @@ impl Store {
         Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(metric).fetch_all(&self.pool).await?)
     }
 
+    /// Which rows of `metric` these runs have (id, run, key), without their
+    /// bytes: enough to know whether what was computed from them still holds.
+    pub async fn sample_rows_of_runs(
+        &self,
+        runs: &[i64],
+        metric: &str,
+    ) -> StoreResult<Vec<(i64, i64, Option<String>)>> {
+        if runs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let list = runs.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
+        let sql =
+            format!("SELECT id, run_id, key FROM run_samples WHERE run_id IN ({list}) AND metric = $1 ORDER BY id");
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(metric).fetch_all(&self.pool).await?)
+    }
+
     /// Which metrics have samples in these runs (without their bytes).
     pub async fn sampled_metrics(&self, runs: &[i64]) -> StoreResult<Vec<(i64, String, Option<String>, i64)>> {
         if runs.is_empty() {

@@ -111,3 +111,19 @@ pub struct RunEnd<'a> {
     pub exit_signal: Option<&'a str>,
     pub error: Option<&'a str>,
 }
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct MeasurementRow {
+    pub id: i64,
+    pub investigation_id: String,
+    pub run_id: Option<i64>,
+    pub metric: String,
+    pub value: f64,
+    pub unit: String,
+    pub extractor: String,
+    pub stddev: Option<f64>,
+    pub key: Option<String>,
+    pub note: Option<String>,
+    pub label: Option<String>,
+    pub created_at: i64,
+}

@@ -128,6 +128,13 @@ impl Store {
         Ok(done.rows_affected() == 1)
     }
 
+    /// How many runs there are of each status.
+    pub async fn runs_by_status(&self) -> StoreResult<Vec<(String, i64)>> {
+        Ok(sqlx::query_as("SELECT status, COUNT(*) FROM runs GROUP BY status ORDER BY status")
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
     /// At start: runs a crashed or stopped server left open. Returns their ids.
     pub async fn interrupt_unfinished_runs(&self) -> StoreResult<Vec<i64>> {
         let rows: Vec<(i64,)> = sqlx::query_as(

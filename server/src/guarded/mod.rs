@@ -14,6 +14,7 @@ mod hosts;
 mod hypotheses;
 mod investigations;
 mod measurements;
+mod operations;
 mod runs;
 mod source;
 mod steps;

@@ -3,7 +3,7 @@
 
 mod provenance;
 
-use crate::db::{HypothesisRow, MeasurementRow, RunRow, SamplesRow, Store};
+use crate::db::{HypothesisRow, MeasurementRow, RunRow, Store};
 use crate::error::{Context, Result};
 use crate::markdown::to_safe_html;
 use crate::metrics::stats;
@@ -26,26 +26,53 @@ fn not_found(id: i64) -> ApiError {
 #[derive(Clone)]
 pub struct Hypotheses {
     store: Store,
-    /// Bootstrap comparisons by the sample rows they were computed from: a
-    /// page load redraws every hypothesis, and a bootstrap costs tens of ms.
+    /// Bootstrap comparisons and their CDF charts by the sample rows they were
+    /// computed from: a page load redraws every hypothesis, and a bootstrap
+    /// of a thousand runs' samples costs tens of ms (reading them, ~20 more).
     /// Rows are replaced (new ids) when a run is read again, so an entry
     /// never goes stale; the map is emptied when it grows past `CACHED`.
-    bootstraps: std::sync::Arc<std::sync::Mutex<HashMap<String, Option<PercentileComparison>>>>,
+    bootstraps: std::sync::Arc<std::sync::Mutex<HashMap<String, Option<Sampled>>>>,
 }
 
-const CACHED: usize = 512;
+/// A percentile comparison, its CDF chart (SVG) and the samples' unit.
+type Sampled = (PercentileComparison, String, String);
+
+const CACHED: usize = 128;
 /// Most runs per side drawn as their own thin CDF line.
 const THIN_LINES: usize = 12;
 
-/// One side's samples: per run, its values (a run's first sampled key).
-fn per_run(rows: &[SamplesRow], runs: &[i64]) -> Vec<(i64, i64, Vec<f64>)> {
+/// One side's sample rows: per run, the row of its first sampled key (the
+/// unkeyed one when it has one).
+fn per_run(rows: &[(i64, i64, Option<String>)], runs: &[i64]) -> Vec<(i64, i64)> {
     runs.iter()
         .filter_map(|run| {
-            let mine = rows.iter().filter(|r| r.run_id == *run);
-            let row = mine.clone().find(|r| r.key.is_none()).or_else(|| mine.clone().next())?;
-            Some((*run, row.id, row.values()))
+            let mine = rows.iter().filter(|(_, r, _)| r == run);
+            let row = mine.clone().find(|(_, _, key)| key.is_none()).or_else(|| mine.clone().next())?;
+            Some((*run, row.0))
         })
         .collect()
+}
+
+/// Both sides' pooled samples as CDFs, with each run's own curve, thin, when
+/// a side has a few: the run-to-run spread at a glance (a hundred would be a
+/// grey smear, and page weight).
+fn cdf_chart(metric: &str, unit: &str, b: &[Vec<f64>], t: &[Vec<f64>], p: f64) -> Result<String> {
+    let pooled = |side: &[Vec<f64>]| {
+        let mut all: Vec<f64> = side.iter().flatten().copied().collect();
+        all.sort_by(f64::total_cmp);
+        all
+    };
+    let (pb, pt) = (pooled(b), pooled(t));
+    let mut lines = vec![
+        crate::charts::CdfLine { label: "baseline", sorted: &pb, baseline: true, thin: false },
+        crate::charts::CdfLine { label: "treatment", sorted: &pt, baseline: false, thin: false },
+    ];
+    for (side, baseline) in [(b, true), (t, false)] {
+        if (2..=THIN_LINES).contains(&side.len()) {
+            lines.extend(side.iter().map(|s| crate::charts::CdfLine { label: "", sorted: s, baseline, thin: true }));
+        }
+    }
+    Ok(crate::charts::cdf(metric, unit, &lines, Some(p))?)
 }
 
 fn stale(current: &HypothesisRow) -> ApiError {
@@ -187,58 +214,39 @@ impl Hypotheses {
         t_runs: &[i64],
     ) -> Result<Option<(PercentileComparison, String, String)>> {
         let ids: Vec<i64> = b_runs.iter().chain(t_runs).copied().collect();
-        let rows = self.store.samples_of_runs(&ids, base).await?;
-        let (b, t) = (per_run(&rows, b_runs), per_run(&rows, t_runs));
+        let heads = self.store.sample_rows_of_runs(&ids, base).await?;
+        let (b, t) = (per_run(&heads, b_runs), per_run(&heads, t_runs));
         if b.is_empty() || t.is_empty() {
             return Ok(None);
         }
-        let unit = rows.first().map(|r| r.unit.clone()).unwrap_or_default();
-        let row_ids =
-            |side: &[(i64, i64, Vec<f64>)]| side.iter().map(|(_, id, _)| id.to_string()).collect::<Vec<_>>().join(",");
+        let row_ids = |side: &[(i64, i64)]| side.iter().map(|(_, id)| id.to_string()).collect::<Vec<_>>().join(",");
         let key = format!("{base}|{p}|{}|{}", row_ids(&b), row_ids(&t));
-        let cached = self.bootstraps.lock().ok().and_then(|cache| cache.get(&key).cloned());
-        let comparison = match cached {
-            Some(c) => c,
-            None => {
-                let (bv, tv): (Vec<Vec<f64>>, Vec<Vec<f64>>) =
-                    (b.iter().map(|s| s.2.clone()).collect(), t.iter().map(|s| s.2.clone()).collect());
-                let c = tokio::task::spawn_blocking(move || app::distributions::compare_percentile(&bv, &tv, p))
-                    .await
-                    .context("bootstrapping a percentile")?;
-                if let Ok(mut cache) = self.bootstraps.lock() {
-                    if cache.len() >= CACHED {
-                        cache.clear();
-                    }
-                    cache.insert(key, c.clone());
-                }
-                c
-            }
-        };
-        let Some(comparison) = comparison else { return Ok(None) };
-        let pooled = |side: &[(i64, i64, Vec<f64>)]| {
-            let mut all: Vec<f64> = side.iter().flat_map(|s| s.2.iter().copied()).collect();
-            all.sort_by(f64::total_cmp);
-            all
-        };
-        let (pb, pt) = (pooled(&b), pooled(&t));
-        let mut lines = vec![
-            crate::charts::CdfLine { label: "baseline", sorted: &pb, baseline: true, thin: false },
-            crate::charts::CdfLine { label: "treatment", sorted: &pt, baseline: false, thin: false },
-        ];
-        // Each run's own curve, thin, when a side has a few: the run-to-run
-        // spread at a glance (a hundred would be a grey smear, and page weight).
-        for (side, baseline) in [(&b, true), (&t, false)] {
-            if (2..=THIN_LINES).contains(&side.len()) {
-                lines.extend(side.iter().map(|s| crate::charts::CdfLine {
-                    label: "",
-                    sorted: &s.2,
-                    baseline,
-                    thin: true,
-                }));
-            }
+        if let Some(cached) = self.bootstraps.lock().ok().and_then(|cache| cache.get(&key).cloned()) {
+            return Ok(cached);
         }
-        let svg = crate::charts::cdf(base, &unit, &lines, Some(p))?;
-        Ok(Some((comparison, svg, unit)))
+        let rows = self.store.samples_of_runs(&ids, base).await?;
+        let values = |side: &[(i64, i64)]| -> Vec<Vec<f64>> {
+            side.iter().filter_map(|(_, id)| rows.iter().find(|r| r.id == *id)).map(|r| r.values()).collect()
+        };
+        let (bv, tv) = (values(&b), values(&t));
+        let unit = rows.first().map(|r| r.unit.clone()).unwrap_or_default();
+        let (bv, tv, comparison) = tokio::task::spawn_blocking(move || {
+            let c = app::distributions::compare_percentile(&bv, &tv, p);
+            (bv, tv, c)
+        })
+        .await
+        .context("bootstrapping a percentile")?;
+        let sampled = match comparison {
+            Some(comparison) => Some((comparison, cdf_chart(base, &unit, &bv, &tv, p)?, unit)),
+            None => None,
+        };
+        if let Ok(mut cache) = self.bootstraps.lock() {
+            if cache.len() >= CACHED {
+                cache.clear();
+            }
+            cache.insert(key, sampled.clone());
+        }
+        Ok(sampled)
     }
 
     /// How the measured runs of each side ran (host, facts, command, env).
@@ -284,20 +292,20 @@ impl Hypotheses {
         let mut unit = None;
         if let Some(metric) = &row.metric {
             let ids: Vec<i64> = b_runs.iter().chain(&t_runs).copied().collect();
-            let loaded = match known {
-                Some(rows) => {
-                    let wanted: std::collections::HashSet<i64> = ids.iter().copied().collect();
-                    rows.iter().filter(|m| m.run_id.is_some_and(|r| wanted.contains(&r))).cloned().collect()
+            let fetched;
+            let rows: &[MeasurementRow] = match known {
+                Some(rows) => rows,
+                None => {
+                    fetched = self.store.measurements_of_runs(&ids).await?;
+                    &fetched
                 }
-                None => self.store.measurements_of_runs(&ids).await?,
             };
-            for m in loaded {
+            let wanted: std::collections::HashSet<i64> = ids.iter().copied().collect();
+            for m in rows.iter().filter(|m| &m.metric == metric) {
                 // One value per run: the first the output gave (tools print a summary once).
-                if &m.metric == metric
-                    && let Some(run) = m.run_id
-                {
+                if let Some(run) = m.run_id.filter(|r| wanted.contains(r)) {
                     value_of.entry(run).or_insert(m.value);
-                    unit.get_or_insert(m.unit);
+                    unit.get_or_insert_with(|| m.unit.clone());
                 }
             }
         }
@@ -373,16 +381,29 @@ impl Hypotheses {
     }
 
     /// The investigation's hypotheses, each with its experiment computed.
-    pub async fn list(&self, permit: &Permit<Read>, known: Option<&[MeasurementRow]>) -> Result<Vec<Hypothesis>> {
+    /// `known`: the investigation's runs and measurements, when the caller
+    /// has read them (a thousand runs' rows take tens of ms to read again).
+    pub async fn list(
+        &self,
+        permit: &Permit<Read>,
+        known: Option<(&[RunRow], &[MeasurementRow])>,
+    ) -> Result<Vec<Hypothesis>> {
         let investigation = permit.investigation();
         if self.store.investigation(investigation).await?.is_none() {
             return Err(crate::investigations::not_found(investigation).into());
         }
         let rows = self.store.hypotheses(investigation).await?;
-        let runs = self.store.runs_of_investigation(investigation).await?;
+        let read;
+        let runs = match known {
+            Some((runs, _)) => runs,
+            None => {
+                read = self.store.runs_of_investigation(investigation).await?;
+                &read
+            }
+        };
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
-            out.push(self.view(row, &runs, known).await?);
+            out.push(self.view(row, runs, known.map(|k| k.1)).await?);
         }
         Ok(out)
     }

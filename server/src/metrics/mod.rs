@@ -23,7 +23,7 @@ pub mod stats;
 pub mod vllm;
 
 pub use found::{measurement, number, slug};
-pub use service::{Metrics, measurement_of};
+pub use service::{Metrics, measurement_of, measurements_of, value_of};
 
 use app::metrics::Measurement;
 

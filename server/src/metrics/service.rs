@@ -20,21 +20,44 @@ pub struct Metrics {
     outputs: Outputs,
 }
 
-pub fn measurement_of(row: MeasurementRow) -> StoredMeasurement {
+pub fn measurement_of(row: &MeasurementRow) -> StoredMeasurement {
+    stored(row, timestamp(row.created_at))
+}
+
+fn stored(row: &MeasurementRow, created_at: String) -> StoredMeasurement {
     StoredMeasurement {
         id: row.id,
         run_id: row.run_id,
-        measurement: Measurement {
-            metric: row.metric,
-            value: row.value,
-            unit: row.unit,
-            extractor: row.extractor,
-            stddev: row.stddev,
-            key: row.key,
-        },
-        note: row.note,
-        label: row.label,
-        created_at: timestamp(row.created_at),
+        measurement: value_of(row),
+        note: row.note.clone(),
+        label: row.label.clone(),
+        created_at,
+    }
+}
+
+/// Many rows at once: a run's rows share their time, written once per run.
+pub fn measurements_of(rows: &[MeasurementRow]) -> Vec<StoredMeasurement> {
+    let mut last: Option<(i64, String)> = None;
+    rows.iter()
+        .map(|row| {
+            let at = match &last {
+                Some((ms, text)) if *ms == row.created_at => text.clone(),
+                _ => last.insert((row.created_at, timestamp(row.created_at))).1.clone(),
+            };
+            stored(row, at)
+        })
+        .collect()
+}
+
+/// The number alone, as a run carries it.
+pub fn value_of(row: &MeasurementRow) -> Measurement {
+    Measurement {
+        metric: row.metric.clone(),
+        value: row.value,
+        unit: row.unit.clone(),
+        extractor: row.extractor.clone(),
+        stddev: row.stddev,
+        key: row.key.clone(),
     }
 }
 
@@ -157,7 +180,7 @@ impl Metrics {
         let investigation = permit.investigation();
         self.existing(investigation).await?;
         let rows = self.store.measurements_of_investigation(investigation).await?;
-        Ok(rows.into_iter().map(measurement_of).collect())
+        Ok(measurements_of(&rows))
     }
 
     pub async fn add(&self, permit: &Permit<Edit>, new: NewMeasurement) -> Result<StoredMeasurement> {
@@ -178,7 +201,7 @@ impl Metrics {
             Measurement { metric, value: new.value, unit, extractor: "manual".into(), stddev: new.stddev, key: None };
         let id = self.store.insert_manual_measurement(investigation, &m, note.as_deref(), label.as_deref()).await?;
         let rows = self.store.measurements_of_investigation(investigation).await?;
-        rows.into_iter()
+        rows.iter()
             .find(|r| r.id == id)
             .map(measurement_of)
             .ok_or_else(|| Error::bug(format!("manual measurement {id} is gone right after it was stored")))

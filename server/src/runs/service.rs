@@ -70,6 +70,8 @@ impl Runs {
     /// of each step in `tails_for`.
     /// `known`: the investigation's measurements when the caller has them
     /// (a page loads them once for runs, hypotheses and the chart).
+    /// `only_shown`: artifacts and reports only for the run a page shows of
+    /// each step (and its newest), as a page needs; else for every run.
     pub async fn attach(
         &self,
         _: &Permit<Read>,
@@ -77,26 +79,43 @@ impl Runs {
         rows: Vec<RunRow>,
         tails_for: &HashSet<i64>,
         known: Option<&[crate::db::MeasurementRow]>,
+        only_shown: bool,
     ) {
         let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
         let mut measured: HashMap<i64, Vec<app::metrics::Measurement>> = HashMap::new();
         let loaded = match known {
-            Some(rows) => Ok(rows.to_vec()),
-            None => self.store.measurements_of_runs(&ids).await,
+            Some(rows) => Ok(std::borrow::Cow::Borrowed(rows)),
+            None => self.store.measurements_of_runs(&ids).await.map(std::borrow::Cow::Owned),
         };
         match loaded {
             Ok(found) => {
-                for row in found {
+                for row in found.iter() {
                     if let Some(run) = row.run_id {
-                        measured.entry(run).or_default().push(crate::metrics::measurement_of(row).measurement);
+                        measured.entry(run).or_default().push(crate::metrics::value_of(row));
                     }
                 }
             }
             Err(e) => tracing::error!("cannot read measurements: {}", crate::error::chain(&e)),
         }
-        let (mut artifacts, server_logs) = self.logs_of(&ids).await;
+        let mut by_step: HashMap<i64, Vec<Run>> = HashMap::new();
+        for row in rows {
+            let mut run = run_from_row(row);
+            run.measurements = measured.remove(&run.id).unwrap_or_default();
+            by_step.entry(run.step_id).or_default().push(run);
+        }
+        // A page shows one run of a step in full (`shown_run`; the newest gets
+        // the tail): only theirs are read, not a thousand runs' files.
+        let detailed: Vec<i64> = match only_shown {
+            false => ids,
+            true => by_step
+                .values()
+                .flat_map(|runs| app::runs::shown_run(runs).into_iter().chain(runs.last()))
+                .map(|r| r.id)
+                .collect(),
+        };
+        let (mut artifacts, server_logs) = self.logs_of(&detailed).await;
         let mut reports: HashMap<i64, Vec<app::runs::ReportInfo>> = HashMap::new();
-        match self.store.reports_of_runs(&ids).await {
+        match self.store.reports_of_runs(&detailed).await {
             Ok(rows) => {
                 for row in rows {
                     reports.entry(row.run_id).or_default().push(super::report_of(row, false));
@@ -104,13 +123,9 @@ impl Runs {
             }
             Err(e) => tracing::error!("cannot read reports: {}", crate::error::chain(&e)),
         }
-        let mut by_step: HashMap<i64, Vec<Run>> = HashMap::new();
-        for row in rows {
-            let mut run = run_from_row(row);
-            run.measurements = measured.remove(&run.id).unwrap_or_default();
+        for run in by_step.values_mut().flatten() {
             run.artifacts = artifacts.remove(&run.id).unwrap_or_default();
             run.reports = reports.remove(&run.id).unwrap_or_default();
-            by_step.entry(run.step_id).or_default().push(run);
         }
         for step in steps.iter_mut() {
             if let Some(mut runs) = by_step.remove(&step.id) {
@@ -355,13 +370,8 @@ impl Runs {
         run.artifacts = self.logs_of(&[id]).await.0.remove(&id).unwrap_or_default();
         run.reports = self.store.reports_of_runs(&[id]).await?.into_iter().map(|r| super::report_of(r, true)).collect();
         if run.status.is_finished() {
-            run.measurements = self
-                .store
-                .measurements_of_runs(&[id])
-                .await?
-                .into_iter()
-                .map(|row| crate::metrics::measurement_of(row).measurement)
-                .collect();
+            run.measurements =
+                self.store.measurements_of_runs(&[id]).await?.iter().map(crate::metrics::value_of).collect();
         }
         Ok(run)
     }

@@ -441,7 +441,7 @@ async fn index_investigation(store: &Store, investigation: &str) -> Result<(), I
     // Measurement labels, one row per run (and one for those entered by hand).
     let measurements = store.measurements_of_investigation(investigation).await?;
     let mut by_run: std::collections::BTreeMap<Option<i64>, Vec<String>> = Default::default();
-    for m in &measurements {
+    for m in measurements.iter() {
         let mut label = m.metric.clone();
         for part in
             [m.key.as_deref(), Some(m.unit.as_str()), m.label.as_deref(), m.note.as_deref()].into_iter().flatten()

@@ -1,9 +1,10 @@
 //! One SSH connection per host, shared by every run and fetch on that host
 //! (channels are multiplexed), opened on demand and reopened after a drop.
 //!
-//! - Keepalives every 15 s, and no inactivity timeout: a benchmark that prints
-//!   nothing for minutes keeps its connection. Four unanswered keepalives (a
-//!   minute) mean the host is gone.
+//! - Keepalives every 10 s, and no inactivity timeout: a benchmark that prints
+//!   nothing for minutes keeps its connection. Three unanswered keepalives
+//!   mean the host is gone: a frozen host is noticed within ~40 s, inside
+//!   OpenSSH's own ServerAliveInterval 15 × ServerAliveCountMax 3.
 //! - OpenSSH allows 10 sessions per connection (MaxSessions); a semaphore per
 //!   connection queues channels beyond that instead of failing them.
 //! - ProxyJump: the target's SSH stream runs inside a direct-tcpip channel of the
@@ -185,6 +186,9 @@ pub enum TrustError {
     Keys(#[from] super::known_hosts::KeysError),
 }
 
+const KEEPALIVE: Duration = Duration::from_secs(10);
+const KEEPALIVES_UNANSWERED: usize = 3;
+
 /// A host's pooled connection, if open; its lock serializes connecting.
 type Slot = Arc<tokio::sync::Mutex<Option<Arc<Connection>>>>;
 
@@ -316,6 +320,24 @@ impl Pool {
         Ok(self.known_hosts.trust(hostname, port, &key).await?)
     }
 
+    /// Each host this pool has connected to, and whether its connection is
+    /// open now (one being opened counts as not yet).
+    pub fn states(&self) -> Vec<(String, bool)> {
+        let slots: Vec<(String, Slot)> = {
+            let slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+            slots.iter().map(|(name, slot)| (name.clone(), slot.clone())).collect()
+        };
+        let mut states: Vec<(String, bool)> = slots
+            .into_iter()
+            .map(|(name, slot)| {
+                let open = slot.try_lock().is_ok_and(|c| c.as_ref().is_some_and(|c| !c.is_closed()));
+                (name, open)
+            })
+            .collect();
+        states.sort();
+        states
+    }
+
     pub fn known_hosts(&self) -> &KnownHosts {
         &self.known_hosts
     }
@@ -343,8 +365,8 @@ impl Pool {
             // A larger window than russh's 2 MB lets the host send ahead while we
             // store output; 8 MB ingests as fast as 16 MB did (perf.md), in less memory.
             window_size: 8 * 1024 * 1024,
-            keepalive_interval: Some(Duration::from_secs(15)),
-            keepalive_max: 4,
+            keepalive_interval: Some(KEEPALIVE),
+            keepalive_max: KEEPALIVES_UNANSWERED,
             inactivity_timeout: None,
             nodelay: true,
             ..Default::default()

@@ -8,6 +8,7 @@ mod hypotheses;
 mod investigations;
 mod metrics;
 mod migrate;
+mod operations;
 mod pages;
 mod permissions;
 mod replicas;

@@ -11,13 +11,13 @@ use serde_json::{Value, json};
 use server::db::Database;
 use std::time::{Duration, Instant};
 
-struct As<'a> {
-    app: &'a TestApp,
-    token: String,
+pub struct As<'a> {
+    pub app: &'a TestApp,
+    pub token: String,
 }
 
 impl As<'_> {
-    async fn call(&self, method: Method, uri: &str, body: Value) -> Response {
+    pub async fn call(&self, method: Method, uri: &str, body: Value) -> Response {
         let auth = format!("Bearer {}", self.token);
         let mut headers = vec![("authorization", auth.as_str())];
         let body = if body.is_null() {
@@ -29,13 +29,13 @@ impl As<'_> {
         self.app.send_with(method, uri, &headers, body).await
     }
 
-    async fn ok(&self, method: Method, uri: &str, body: Value) -> Value {
+    pub async fn ok(&self, method: Method, uri: &str, body: Value) -> Value {
         let response = self.call(method, uri, body).await;
         assert!(response.status.is_success(), "{uri}: {} {}", response.status, response.text());
         if response.body.is_empty() { Value::Null } else { response.json() }
     }
 
-    async fn finished(&self, run: i64) -> Value {
+    pub async fn finished(&self, run: i64) -> Value {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let json = self.ok(Method::GET, &format!("/api/v1/runs/{run}?wait=10"), Value::Null).await;
@@ -53,7 +53,7 @@ impl As<'_> {
     }
 
     /// Everything a reader of the notebook can see, as JSON, for comparing.
-    async fn everything(&self) -> Value {
+    pub async fn everything(&self) -> Value {
         let investigations = self.ok(Method::GET, "/api/v1/investigations", Value::Null).await;
         let mut whole = Vec::new();
         let mut outputs = Vec::new();
@@ -90,7 +90,7 @@ fn checksum(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf29ce484222325u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x100000001b3))
 }
 
-fn sleuth(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+pub fn sleuth(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_sleuth"));
     command.args(args).env_remove("SLEUTH_DATABASE");
     for (k, v) in env {
@@ -99,18 +99,23 @@ fn sleuth(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
     command.output().expect("sleuth")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_sqlite_notebook_moves_into_postgres_whole() {
-    let Ok(admin) = std::env::var("SLEUTH_TEST_POSTGRES") else {
-        eprintln!("skipped: the migration needs PostgreSQL (SLEUTH_TEST_POSTGRES)");
-        return;
-    };
-    let sshd = Sshd::start();
-    let source = spawn_app_with_accounts_on(None).await;
+/// What a notebook with a bit of everything holds: whose, which ids.
+pub struct Notebook<'a> {
+    pub ada: As<'a>,
+    pub steps: String,
+    pub step_id: i64,
+    pub runs: Value,
+    pub snippet_id: i64,
+}
+
+/// Users, hosts (one behind another), an investigation with members, a note,
+/// two runs of a command with megabytes of output on both streams, a snippet
+/// with an annotation, comments, a hypothesis and a share link.
+pub async fn a_notebook_with_everything<'a>(sshd: &Sshd, source: &'a TestApp) -> Notebook<'a> {
     let auth = source.auth.clone().unwrap();
     auth.add_user("ada", "correct horse battery", true).await.unwrap();
     auth.add_user("bob", "correct horse battery", false).await.unwrap();
-    let ada = As { app: &source, token: auth.create_token("ada", "migrate").await.unwrap().token };
+    let ada = As { app: source, token: auth.create_token("ada", "migrate").await.unwrap().token };
 
     // Two hosts, one behind the other (a host that names a host), the key confirmed.
     let host = |name: &str, jump: Option<&str>| {
@@ -173,6 +178,18 @@ async fn a_sqlite_notebook_moves_into_postgres_whole() {
         json!({ "label": "vendor", "hide_hosts": true }),
     )
     .await;
+    Notebook { ada, steps, step_id, runs, snippet_id }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sqlite_notebook_moves_into_postgres_whole() {
+    let Ok(admin) = std::env::var("SLEUTH_TEST_POSTGRES") else {
+        eprintln!("skipped: the migration needs PostgreSQL (SLEUTH_TEST_POSTGRES)");
+        return;
+    };
+    let sshd = Sshd::start();
+    let source = spawn_app_with_accounts_on(None).await;
+    let Notebook { ada, steps, step_id, runs, snippet_id } = a_notebook_with_everything(&sshd, &source).await;
     let before = ada.everything().await;
     assert_eq!(before["outputs"].as_array().unwrap().len(), 2);
     assert!(before["outputs"][0]["bytes"].as_u64().unwrap() > 1_600_000);

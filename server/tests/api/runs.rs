@@ -17,7 +17,7 @@ pub async fn app_with_host(sshd: &Sshd) -> TestApp {
     app
 }
 
-async fn add_host(app: &TestApp, name: &str, sshd: &Sshd, key: &str) {
+pub async fn add_host(app: &TestApp, name: &str, sshd: &Sshd, key: &str) {
     let response = app
         .post_json(
             "/api/v1/hosts",
@@ -45,7 +45,7 @@ pub async fn start(app: &TestApp, step: i64, request: Value) -> Vec<i64> {
     response.json().as_array().unwrap().iter().map(|r| r["id"].as_i64().unwrap()).collect()
 }
 
-async fn wait_for(app: &TestApp, run: i64, done: impl Fn(&Value) -> bool, within: Duration) -> Value {
+pub async fn wait_for(app: &TestApp, run: i64, done: impl Fn(&Value) -> bool, within: Duration) -> Value {
     let deadline = Instant::now() + within;
     loop {
         let json = app.get(&format!("/api/v1/runs/{run}")).await.json();
@@ -61,7 +61,7 @@ pub async fn finished(app: &TestApp, run: i64) -> Value {
     wait_for(app, run, |r| !matches!(r["status"].as_str(), Some("queued" | "running")), Duration::from_secs(60)).await
 }
 
-async fn output(app: &TestApp, run: i64) -> Vec<u8> {
+pub async fn output(app: &TestApp, run: i64) -> Vec<u8> {
     app.get(&format!("/api/v1/runs/{run}/output")).await.body
 }
 

@@ -117,6 +117,16 @@ impl Sshd {
         }
     }
 
+    /// Stops every connection it serves without closing them (SIGSTOP): no
+    /// RST, no data, as a host that froze or lost its network.
+    pub fn freeze(&self) {
+        if let Some(child) = &self.child {
+            for pid in descendants(child.id()).into_iter().filter(|p| *p != child.id()) {
+                let _ = Command::new("kill").arg("-STOP").arg(pid.to_string()).stderr(Stdio::null()).status();
+            }
+        }
+    }
+
     pub fn restart(&mut self) {
         self.kill();
         self.spawn();

@@ -1,0 +1,134 @@
+//! What an operator watches: free space where the data lives, the store's
+//! failures by kind, and `/metrics` (Prometheus text) with runs, the queue and
+//! the SSH pool. Counters are process-wide: one server, one set.
+
+use crate::db::Trouble;
+use std::path::{Path, PathBuf};
+use std::sync::RwLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The data directory of the server in this process (run output, SQLite).
+static DATA_DIR: RwLock<Option<PathBuf>> = RwLock::new(None);
+
+static STORE_FULL: AtomicU64 = AtomicU64::new(0);
+static STORE_UNAVAILABLE: AtomicU64 = AtomicU64::new(0);
+static STORE_OTHER: AtomicU64 = AtomicU64::new(0);
+
+pub fn set_data_dir(dir: &Path) {
+    if let Ok(mut held) = DATA_DIR.write() {
+        *held = Some(dir.to_path_buf());
+    }
+}
+
+pub fn data_dir() -> Option<PathBuf> {
+    DATA_DIR.read().ok().and_then(|d| d.clone())
+}
+
+/// Bytes free to an unprivileged writer on the file system holding `path`.
+pub fn free_bytes(path: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    let mut stat = std::mem::MaybeUninit::<libc::statvfs>::zeroed();
+    // SAFETY: `c` is a NUL-terminated path and `stat` is a valid out-pointer.
+    let done = unsafe { libc::statvfs(c.as_ptr(), stat.as_mut_ptr()) };
+    if done != 0 {
+        return None;
+    }
+    // SAFETY: statvfs returned 0, so it filled `stat` in.
+    let stat = unsafe { stat.assume_init() };
+    Some(stat.f_bavail.saturating_mul(stat.f_frsize))
+}
+
+/// Counts a store failure (for `/metrics`).
+pub fn count_store_error(trouble: Trouble) {
+    let counter = match trouble {
+        Trouble::Full => &STORE_FULL,
+        Trouble::Unavailable => &STORE_UNAVAILABLE,
+        Trouble::Other => &STORE_OTHER,
+    };
+    counter.fetch_add(1, Ordering::Relaxed);
+}
+
+/// The sentence a write refused for a full disk answers with.
+pub fn full_disk_message() -> String {
+    match data_dir() {
+        Some(dir) => format!(
+            "The data disk is full: {} bytes free in {}. Free space or raise the limit; nothing was changed, and reading works.",
+            free_bytes(&dir).unwrap_or(0),
+            dir.display()
+        ),
+        None => "The database's disk is full. Free space on it; nothing was changed, and reading works.".into(),
+    }
+}
+
+/// Everything `/metrics` shows, gathered by the handler.
+pub struct Snapshot {
+    /// Runs by status.
+    pub runs: Vec<(String, i64)>,
+    /// Pooled SSH connections by host: whether one is open now.
+    pub ssh: Vec<(String, bool)>,
+}
+
+/// Prometheus text exposition format, version 0.0.4.
+pub fn render(snapshot: &Snapshot) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let mut metric = |name: &str, kind: &str, help: &str, samples: &[(String, f64)]| {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+        for (labels, value) in samples {
+            let _ = writeln!(out, "{name}{labels} {value}");
+        }
+    };
+    let runs: Vec<(String, f64)> =
+        snapshot.runs.iter().map(|(status, n)| (format!("{{status=\"{}\"}}", label(status)), *n as f64)).collect();
+    metric("sleuth_runs", "gauge", "Runs in the store by status.", &runs);
+    let queued = snapshot.runs.iter().filter(|(s, _)| s == "queued").map(|(_, n)| *n).sum::<i64>();
+    metric("sleuth_run_queue_depth", "gauge", "Runs waiting to start.", &[(String::new(), queued as f64)]);
+    let ssh: Vec<(String, f64)> = snapshot
+        .ssh
+        .iter()
+        .map(|(host, open)| (format!("{{host=\"{}\"}}", label(host)), if *open { 1.0 } else { 0.0 }))
+        .collect();
+    metric("sleuth_ssh_connection_open", "gauge", "Whether the pooled SSH connection to a host is open.", &ssh);
+    let errors = [("full", &STORE_FULL), ("unavailable", &STORE_UNAVAILABLE), ("other", &STORE_OTHER)]
+        .map(|(kind, n)| (format!("{{kind=\"{kind}\"}}"), n.load(Ordering::Relaxed) as f64));
+    metric("sleuth_store_errors_total", "counter", "Store operations that failed, by why.", &errors);
+    if let Some(free) = data_dir().as_deref().and_then(free_bytes) {
+        metric(
+            "sleuth_data_disk_free_bytes",
+            "gauge",
+            "Bytes free where run output is kept.",
+            &[(String::new(), free as f64)],
+        );
+    }
+    out
+}
+
+/// A label value as the exposition format quotes it.
+fn label(value: &str) -> String {
+    value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_are_quoted_and_runs_counted() {
+        let text = render(&Snapshot {
+            runs: vec![("queued".into(), 3), ("succeeded".into(), 7)],
+            ssh: vec![("gpu\"1\n".into(), true)],
+        });
+        assert!(text.contains("sleuth_runs{status=\"succeeded\"} 7\n"), "{text}");
+        assert!(text.contains("sleuth_run_queue_depth 3\n"), "{text}");
+        assert!(text.contains("sleuth_ssh_connection_open{host=\"gpu\\\"1\\n\"} 1\n"), "{text}");
+        assert!(text.contains("# TYPE sleuth_store_errors_total counter"), "{text}");
+    }
+
+    #[test]
+    fn free_space_is_read_from_the_file_system() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(free_bytes(dir.path()).is_some_and(|b| b > 0));
+        assert_eq!(free_bytes(&dir.path().join("missing")), None);
+    }
+}

@@ -1,0 +1,211 @@
+//! Faults an operator meets, on real components: a data disk that fills up (a
+//! real tmpfs), a host that freezes (a real sshd, SIGSTOPped), and `/metrics`.
+
+use crate::helpers::{Response, TestApp};
+use crate::runs::{add_host, app_with_host, command_step, finished, output, start, wait_for};
+use crate::sshd::Sshd;
+use axum::http::{Method, StatusCode};
+use serde_json::{Value, json};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// A tmpfs mounted for the test, lazily unmounted when it ends.
+struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    /// `None` where this user may not mount (not root, or in a container
+    /// without the right): the test says so and checks nothing.
+    fn mount(at: &std::path::Path, size: &str) -> Option<Tmpfs> {
+        std::fs::create_dir_all(at).ok()?;
+        let done = Command::new("mount").args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"]).arg(at).status();
+        match done {
+            Ok(status) if status.success() => Some(Tmpfs(at.to_path_buf())),
+            _ => {
+                eprintln!("skipped: cannot mount a tmpfs here (run the suite as root)");
+                None
+            }
+        }
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+async fn as_admin(app: &TestApp, token: &str, method: Method, uri: &str, body: Option<Value>) -> Response {
+    let bearer = format!("Bearer {token}");
+    let mut headers = vec![("authorization", bearer.as_str())];
+    if body.is_some() {
+        headers.push(("content-type", "application/json"));
+    }
+    let body = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
+    app.send_with(method, uri, &headers, body).await
+}
+
+/// The disk under the data directory fills: reading goes on (even with a
+/// token whose last-used stamp cannot be written), writes answer 507 with the
+/// sentence, `/metrics` counts them, and freeing space is enough to go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_data_disk_refuses_writes_with_507_and_reads_go_on() {
+    if crate::helpers::on_postgres() {
+        return; // The disk here holds SQLite; PostgreSQL's is its server's.
+    }
+    let data = tempfile::tempdir().unwrap();
+    let dir = data.path().join("db");
+    let Some(_disk) = Tmpfs::mount(&dir, "16m") else { return };
+    let database = server::db::Database::Sqlite(dir.clone());
+    let options = server::serve::Options { database: Some(database.clone()), ..Default::default() };
+    let state = server::serve::state(&dir, &data.path().join("site"), options).await.unwrap();
+    let auth = state.auth.clone();
+    let app = TestApp { router: server::app(state), data, database, auth: Some(auth.clone()) };
+    auth.add_user("ops", "a long enough password", true).await.unwrap();
+    let token = auth.create_token("ops", "before").await.unwrap().token;
+    let fresh = auth.create_token("ops", "never used yet").await.unwrap().token;
+    let created = as_admin(&app, &token, Method::POST, "/api/v1/investigations", Some(json!({ "title": "t" }))).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text());
+    let id = created.json()["id"].as_str().unwrap().to_string();
+
+    // Everything in the database file; then nothing left on the disk.
+    sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(&app.sql().await).await.unwrap();
+    let fill = dir.join("fill");
+    let _ = Command::new("dd").args(["if=/dev/zero", "bs=1M"]).arg(format!("of={}", fill.display())).output();
+    assert!(server::operations::free_bytes(&dir).unwrap() < 1 << 20);
+
+    for t in [&token, &fresh] {
+        let read = as_admin(&app, t, Method::GET, &format!("/api/v1/investigations/{id}"), None).await;
+        assert_eq!(read.status, StatusCode::OK, "{}", read.text());
+    }
+    let page = as_admin(&app, &fresh, Method::GET, &format!("/i/{id}"), None).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.text());
+    let refused = as_admin(&app, &token, Method::POST, "/api/v1/investigations", Some(json!({ "title": "u" }))).await;
+    assert_eq!(refused.status, StatusCode::INSUFFICIENT_STORAGE, "{}", refused.text());
+    assert_eq!(refused.error_code(), "store_full");
+    let message = refused.json()["error"]["message"].as_str().unwrap().to_string();
+    // (Which directory it names is the process's one server's; tests run several.)
+    assert!(message.starts_with("The data disk is full: ") && message.contains(" bytes free in "), "{message}");
+    let metrics = as_admin(&app, &token, Method::GET, "/metrics", None).await.text();
+    let full: f64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("sleuth_store_errors_total{kind=\"full\"} "))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0);
+    assert!(full >= 1.0, "{metrics}");
+
+    std::fs::remove_file(&fill).unwrap();
+    let again = as_admin(&app, &token, Method::POST, "/api/v1/investigations", Some(json!({ "title": "u" }))).await;
+    assert_eq!(again.status, StatusCode::CREATED, "{}", again.text());
+}
+
+/// `/metrics` is for admins: the runs, the queue and the SSH pool, in
+/// Prometheus text format.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_show_runs_and_the_pool() {
+    let sshd = Sshd::start();
+    let app = app_with_host(&sshd).await;
+    let step = command_step(&app, json!({ "command": "echo hi" })).await;
+    let run = finished(&app, start(&app, step, json!({})).await[0]).await;
+    assert_eq!(run["status"], "succeeded", "{run}");
+    let metrics = app.get("/metrics").await;
+    assert_eq!(metrics.status, StatusCode::OK);
+    let content_type = metrics.headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default();
+    assert!(content_type.starts_with("text/plain; version=0.0.4"), "{content_type}");
+    let text = metrics.text();
+    for line in [
+        "sleuth_runs{status=\"succeeded\"} 1",
+        "sleuth_run_queue_depth 0",
+        "sleuth_ssh_connection_open{host=\"gpu\"} 1",
+    ] {
+        assert!(text.lines().any(|l| l == line), "no {line:?} in:\n{text}");
+    }
+    assert!(text.contains("sleuth_data_disk_free_bytes "), "{text}");
+
+    let anonymous = crate::helpers::spawn_app_with_accounts().await.get("/metrics").await;
+    assert_eq!(anonymous.status, StatusCode::UNAUTHORIZED);
+}
+
+/// A host that stops answering (its sshd SIGSTOPped: no RST, no data) is
+/// noticed within 45 s — the run ends `lost` with what it printed — while a
+/// second host runs as usual; once it is back, the pool reconnects.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_host_is_lost_within_45_s_and_another_host_is_unaffected() {
+    let mut frozen = Sshd::start();
+    let other = Sshd::start();
+    let app = app_with_host(&frozen).await;
+    add_host(&app, "gpu2", &other, &other.client_key.display().to_string()).await;
+    let tested = app.post_json("/api/v1/hosts/gpu2/test", json!({})).await;
+    assert_eq!(tested.status, StatusCode::CONFLICT, "{}", tested.text());
+    let trusted =
+        app.post_json("/api/v1/hosts/gpu2/trust", json!({ "fingerprint": other.host_key_fingerprint() })).await;
+    assert_eq!(trusted.status, StatusCode::OK, "{}", trusted.text());
+
+    let step = command_step(&app, json!({ "command": "echo before; sleep 300" })).await;
+    let run = start(&app, step, json!({})).await[0];
+    wait_for(&app, run, |r| r["stdout_bytes"].as_u64() == Some(7), Duration::from_secs(20)).await;
+    frozen.freeze();
+    let froze = Instant::now();
+
+    let elsewhere = command_step(&app, json!({ "host": "gpu2", "command": "echo elsewhere" })).await;
+    let started = Instant::now();
+    let done = finished(&app, start(&app, elsewhere, json!({})).await[0]).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    assert!(started.elapsed() < Duration::from_secs(10), "the other host waited {:?}", started.elapsed());
+
+    let lost = wait_for(&app, run, |r| r["status"] != "running", Duration::from_secs(60)).await;
+    let noticed = froze.elapsed();
+    eprintln!("a frozen host noticed after {:.1} s", noticed.as_secs_f64());
+    assert_eq!(lost["status"], "lost", "{lost}");
+    assert!(noticed <= Duration::from_secs(45), "noticed after {noticed:?}");
+    assert_eq!(output(&app, run).await, b"before\n");
+
+    frozen.restart();
+    let again = command_step(&app, json!({ "command": "echo back" })).await;
+    let run = finished(&app, start(&app, again, json!({})).await[0]).await;
+    assert_eq!(run["status"], "succeeded", "{run}");
+}
+
+/// `sleuth backup` while the server serves, `sleuth restore` into an empty
+/// data dir: a server there answers everything as the first did (every
+/// investigation, run output, host, key, share, comment, audit row), to the
+/// same token. Refusals: a non-empty destination, a notebook already there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backup_taken_while_serving_restores_everything() {
+    use crate::migrate::{As, a_notebook_with_everything, sleuth};
+    if crate::helpers::on_postgres() {
+        return; // PostgreSQL's backup is pg_dump (the command says so; see below).
+    }
+    let sshd = Sshd::start();
+    let source = crate::helpers::spawn_app_with_accounts_on(None).await;
+    let notebook = a_notebook_with_everything(&sshd, &source).await;
+    let before = notebook.ada.everything().await;
+
+    let root = tempfile::tempdir().unwrap();
+    let (dest, restored) = (root.path().join("backup"), root.path().join("restored"));
+    let data = source.data.path().join("db").display().to_string();
+    let path = |p: &std::path::Path| p.display().to_string();
+    let backup = sleuth(&["backup", &path(&dest), "--data", &data], &[]);
+    let said = format!("{}{}", String::from_utf8_lossy(&backup.stdout), String::from_utf8_lossy(&backup.stderr));
+    assert!(backup.status.success() && said.contains("Backed up"), "{said}");
+    let again = sleuth(&["backup", &path(&dest), "--data", &data], &[]);
+    assert!(!again.status.success() && String::from_utf8_lossy(&again.stderr).contains("is not empty"), "{again:?}");
+    let pg = sleuth(&["backup", &path(&dest), "--database", "postgres://u@127.0.0.1:1/x"], &[]);
+    assert!(String::from_utf8_lossy(&pg.stderr).contains("pg_dump"), "{pg:?}");
+
+    let restore = sleuth(&["restore", &path(&dest), "--data", &path(&restored)], &[]);
+    let said = format!("{}{}", String::from_utf8_lossy(&restore.stdout), String::from_utf8_lossy(&restore.stderr));
+    assert!(restore.status.success() && said.contains("Restored"), "{said}");
+    let over = sleuth(&["restore", &path(&dest), "--data", &data], &[]);
+    assert!(String::from_utf8_lossy(&over.stderr).contains("already holds a notebook"), "{over:?}");
+
+    let database = server::db::Database::Sqlite(restored.clone());
+    let options = server::serve::Options { database: Some(database.clone()), ..Default::default() };
+    let state = server::serve::state(&restored, &root.path().join("site"), options).await.unwrap();
+    let auth = state.auth.clone();
+    let target = TestApp { router: server::app(state), data: tempfile::tempdir().unwrap(), database, auth: Some(auth) };
+    let after = As { app: &target, token: notebook.ada.token.clone() }.everything().await;
+    for key in ["investigations", "each", "outputs", "hosts", "known_hosts", "audit", "mentions"] {
+        assert_eq!(before[key], after[key], "{key} differs after the restore");
+    }
+    assert_eq!(after["outputs"].as_array().map(Vec::len), Some(2), "{}", after["outputs"]);
+}
