@@ -43,6 +43,8 @@ pub enum ErrorCode {
     StoreFull,
     /// The database cannot be reached (restarting, failing over); try again.
     StoreUnavailable,
+    /// This server is stopping (a deploy): it starts nothing new.
+    ShuttingDown,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
@@ -75,7 +77,7 @@ impl ErrorCode {
             Self::Gone => 410,
             Self::Internal => 500,
             Self::StoreFull => 507,
-            Self::StoreUnavailable => 503,
+            Self::StoreUnavailable | Self::ShuttingDown => 503,
             Self::Network | Self::HostUnreachable => 502,
         }
     }

@@ -162,4 +162,8 @@ pub struct ServeArgs {
     /// Mark session cookies `Secure` (Sleuth is reached over https, behind a proxy).
     #[arg(long, env = "SLEUTH_SECURE_COOKIES")]
     pub secure_cookies: bool,
+    /// On SIGTERM (a deploy), how long running runs may go on before they are
+    /// ended `interrupted`; no new runs start meanwhile, and pages are served.
+    #[arg(long, env = "SLEUTH_SHUTDOWN_GRACE", default_value_t = 30, value_name = "SECONDS")]
+    pub shutdown_grace: u64,
 }

@@ -37,6 +37,8 @@ pub struct Opened {
     pub store: Store,
     pub live: Arc<Live>,
     pub outputs: Outputs,
+    /// For the shutdown: it drains the runs.
+    pub runner: Arc<Runner>,
 }
 
 /// Everything a running Sleuth needs, from a data dir and a built site.
@@ -96,9 +98,9 @@ pub async fn open(data: &Path, site: &Path, options: Options) -> Result<Opened, 
     let auth = Arc::new(crate::auth::Auth::new(store.clone(), options.no_auth, options.secure_cookies));
     let access = crate::policy::Access::new(store.clone());
     let index = runner.search().clone();
-    let notebook = Notebook::new(store.clone(), pool, runner);
+    let notebook = Notebook::new(store.clone(), pool, runner.clone());
     let notebook = Arc::new(crate::guarded::Guarded::new(notebook, access, live.clone(), index, auth.clone()));
-    Ok(Opened { state: AppState { notebook, leptos, auth }, store, live, outputs })
+    Ok(Opened { state: AppState { notebook, leptos, auth }, store, live, outputs, runner })
 }
 
 /// Host keys used to live in `DATA/known_hosts`; a data dir that still has the
@@ -149,7 +151,8 @@ pub async fn run(args: ServeArgs) -> crate::error::Result<()> {
         secure_cookies: args.secure_cookies,
         no_search_index: false,
     };
-    let Opened { state, live, .. } = open(&args.data, &args.site, options).await.context("starting")?;
+    let Opened { state, live, runner, .. } = open(&args.data, &args.site, options).await.context("starting")?;
+    let grace = std::time::Duration::from_secs(args.shutdown_grace);
     let listener = tokio::net::TcpListener::bind(args.addr).await.context(format!("listening on {}", args.addr))?;
     let local = listener.local_addr().context("the address listened on")?;
     // Tests and scripts read this line to find the port when --addr ends in :0.
@@ -167,6 +170,14 @@ pub async fn run(args: ServeArgs) -> crate::error::Result<()> {
     axum::serve(listener, app)
         .with_graceful_shutdown(async move {
             shutdown_signal().await;
+            // Pages keep being served meanwhile: viewers see the runs end.
+            let ended = runner.drain(grace).await;
+            if ended > 0 {
+                tracing::warn!(
+                    "{ended} runs were still going after the {} s grace and are `interrupted`",
+                    grace.as_secs()
+                );
+            }
             // Open event streams would hold the shutdown forever.
             live.close();
         })

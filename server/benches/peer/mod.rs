@@ -103,7 +103,7 @@ impl Peer {
         // A built site (`./dev build`) lets a browser hydrate the pages; without
         // one they are served all the same.
         let site = std::env::var_os("SLEUTH_SITE").map_or_else(|| dir.path().join("site"), PathBuf::from);
-        let Opened { state, live, store, outputs } =
+        let Opened { state, live, store, outputs, .. } =
             Self::sleuth_with(&dir.path().join("data"), &site, database, search).await;
         let (notebook, actor) = (state.notebook.clone(), Actor::local());
         notebook

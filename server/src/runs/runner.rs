@@ -55,6 +55,8 @@ pub struct Runner {
     driving: Arc<std::sync::atomic::AtomicUsize>,
     /// The servers beside runs.
     servers: Servers,
+    /// Set on SIGTERM: no new runs start here (see [`Runner::drain`]).
+    draining: std::sync::atomic::AtomicBool,
 }
 
 /// Counts a run as driven while it lives.
@@ -94,7 +96,62 @@ impl Runner {
             cancels: Mutex::new(HashMap::new()),
             facts_capture: Default::default(),
             feeds,
+            draining: Default::default(),
         }
+    }
+
+    /// Whether this server is shutting down (it takes no new runs).
+    pub fn draining(&self) -> bool {
+        self.draining.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// A deploy's SIGTERM: takes no new runs, lets the running ones finish for
+    /// up to `grace`, then ends what is left here — running or still queued —
+    /// `interrupted` with the reason, their output up to then kept. Returns
+    /// how many it had to end.
+    pub async fn drain(&self, grace: std::time::Duration) -> usize {
+        self.draining.store(true, std::sync::atomic::Ordering::Relaxed);
+        let started = tokio::time::Instant::now();
+        let left = || self.cancels.lock().unwrap_or_else(|e| e.into_inner()).keys().copied().collect::<Vec<i64>>();
+        let mut said = tokio::time::Instant::now() - std::time::Duration::from_secs(60);
+        loop {
+            // Queued runs do not start any more: only running ones are waited for.
+            let running = self.driving.load(std::sync::atomic::Ordering::Relaxed);
+            if running == 0 || started.elapsed() >= grace {
+                break;
+            }
+            if said.elapsed() >= std::time::Duration::from_secs(5) {
+                let (waited, grace) = (started.elapsed().as_secs(), grace.as_secs());
+                tracing::info!("shutting down: waiting for {running} runs to end ({waited} s of {grace} s)");
+                said = tokio::time::Instant::now();
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        let reason = format!(
+            "The Sleuth server was stopped (SIGTERM) and this run had not ended within its {} s grace period; \
+             the output up to then is kept. Run it again.",
+            grace.as_secs()
+        );
+        let mut ended = 0;
+        for run in left() {
+            let end = crate::db::RunEnd {
+                status: RunStatus::Interrupted,
+                exit_code: None,
+                exit_signal: None,
+                error: Some(&reason),
+            };
+            match self.store.finish_run(run, &end).await {
+                Ok(true) => {
+                    ended += 1;
+                    if let Ok(Some(investigation)) = self.store.run_investigation(run).await {
+                        self.publish(&investigation, run).await;
+                    }
+                }
+                Ok(false) => {}
+                Err(e) => tracing::error!(run, "cannot end the run at shutdown: {e}"),
+            }
+        }
+        ended
     }
 
     /// The search index (what changed goes to it).
@@ -138,6 +195,10 @@ impl Runner {
             let identities = runner.servers.identities(&runs).await;
             for (i, run) in runs.into_iter().enumerate() {
                 let next = identities.get(i + 1).cloned().flatten();
+                if runner.draining() {
+                    // Left for `drain` to end with the reason.
+                    continue;
+                }
                 if let Some(first) = failed {
                     let reason =
                         format!("Not run: run {first} before it did not succeed, and the batch stops at a failure.");

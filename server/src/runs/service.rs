@@ -232,6 +232,13 @@ impl Runs {
 
     /// Queues runs of a command step (warm-ups first, or a sweep's plan); they start right away.
     pub async fn start(&self, permit: &RunOn, step_id: i64, request: RunRequest) -> Result<Vec<Run>> {
+        if self.runner.draining() {
+            return Err(ApiError::new(
+                app::error::ErrorCode::ShuttingDown,
+                "This Sleuth server is shutting down (a deploy) and starts no new runs; run it again in a moment.",
+            )
+            .into());
+        }
         let repeat = request.repeat.unwrap_or(1);
         let warmup = request.warmup.unwrap_or(0);
         if !(1..=MAX_REPEAT).contains(&repeat) {

@@ -209,3 +209,101 @@ async fn a_backup_taken_while_serving_restores_everything() {
     }
     assert_eq!(after["outputs"].as_array().map(Vec::len), Some(2), "{}", after["outputs"]);
 }
+
+/// One request to a server in another process; (status, body).
+async fn http(addr: &str, method: &str, path: &str, body: Option<Value>) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut socket = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let body = body.map(|b| b.to_string()).unwrap_or_default();
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    socket.write_all(request.as_bytes()).await.expect("send");
+    let mut answer = Vec::new();
+    socket.read_to_end(&mut answer).await.expect("receive");
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let status = answer.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let body = answer.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    (status, body)
+}
+
+/// A deploy's SIGTERM to a real server with real runs: no new run starts
+/// (503, while pages are still served), a run that ends within the grace
+/// period ends as it would have, one that does not is `interrupted` with the
+/// reason and its output, and the process exits soon after the grace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_lets_runs_end_within_the_grace_then_interrupts_the_rest() {
+    use std::io::BufRead;
+    if crate::helpers::on_postgres() {
+        return; // The same drain serves both; this drives SQLite's data dir.
+    }
+    let sshd = Sshd::start();
+    let data = tempfile::tempdir().unwrap();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_sleuth"))
+        .args(["serve", "--no-auth", "--addr", "127.0.0.1:0", "--shutdown-grace", "4", "--data"])
+        .arg(data.path())
+        .arg("--site")
+        .arg(data.path().join("site"))
+        .env_remove("SLEUTH_DATABASE")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    let mut said = std::io::BufReader::new(server.stdout.take().unwrap());
+    said.read_line(&mut first).unwrap();
+    // Read on, or its next line would meet a closed pipe.
+    std::thread::spawn(move || std::io::copy(&mut said, &mut std::io::sink()));
+    let addr = first.split("http://").nth(1).and_then(|s| s.split('/').next()).unwrap().to_string();
+
+    let host = json!({ "name": "gpu", "hostname": "127.0.0.1", "port": sshd.port, "user": crate::sshd::whoami(),
+                       "identity_file": sshd.client_key.display().to_string() });
+    assert_eq!(http(&addr, "POST", "/api/v1/hosts", Some(host)).await.0, 201);
+    assert_eq!(http(&addr, "POST", "/api/v1/hosts/gpu/test", Some(json!({}))).await.0, 409);
+    let trust = json!({ "fingerprint": sshd.host_key_fingerprint() });
+    assert_eq!(http(&addr, "POST", "/api/v1/hosts/gpu/trust", Some(trust)).await.0, 200);
+    let (_, created) = http(&addr, "POST", "/api/v1/investigations", Some(json!({ "title": "deploy" }))).await;
+    let id = serde_json::from_str::<Value>(&created).unwrap()["id"].as_str().unwrap().to_string();
+    let mut runs = Vec::new();
+    for command in ["echo short; sleep 2; echo done", "echo long; sleep 60; echo never"] {
+        let step = json!({ "kind": "command", "host": "gpu", "command": command });
+        let (_, step) = http(&addr, "POST", &format!("/api/v1/investigations/{id}/steps"), Some(step)).await;
+        let step = serde_json::from_str::<Value>(&step).unwrap()["id"].as_i64().unwrap();
+        let (status, started) = http(&addr, "POST", &format!("/api/v1/steps/{step}/runs"), Some(json!({}))).await;
+        assert_eq!(status, 201, "{started}");
+        runs.push((step, serde_json::from_str::<Value>(&started).unwrap()[0]["id"].as_i64().unwrap()));
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    for (_, run) in &runs {
+        loop {
+            let (_, json) = http(&addr, "GET", &format!("/api/v1/runs/{run}"), None).await;
+            if serde_json::from_str::<Value>(&json).unwrap()["stdout_bytes"].as_u64().unwrap_or(0) > 0 {
+                break;
+            }
+            assert!(Instant::now() < deadline, "run {run} did not start: {json}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    let stopping = Instant::now();
+    assert!(Command::new("kill").args(["-TERM", &server.id().to_string()]).status().unwrap().success());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (status, refused) = http(&addr, "POST", &format!("/api/v1/steps/{}/runs", runs[0].0), Some(json!({}))).await;
+    assert_eq!(status, 503, "{refused}");
+    assert!(refused.contains("shutting_down") && refused.contains("shutting down"), "{refused}");
+    assert_eq!(http(&addr, "GET", &format!("/api/v1/investigations/{id}"), None).await.0, 200, "pages go on");
+    let exited = tokio::task::spawn_blocking(move || server.wait()).await.unwrap().unwrap();
+    let took = stopping.elapsed();
+    eprintln!("SIGTERM to exit with a run past the grace of 4 s: {:.1} s", took.as_secs_f64());
+    assert!(exited.success(), "{exited:?}");
+    assert!(took >= Duration::from_secs(4) && took < Duration::from_secs(12), "{took:?}");
+
+    let store = server::db::Store::open(&server::db::Database::Sqlite(data.path().to_path_buf())).await.unwrap();
+    let short = store.run(runs[0].1).await.unwrap().unwrap();
+    assert_eq!(short.status, "succeeded", "{short:?}");
+    let long = store.run(runs[1].1).await.unwrap().unwrap();
+    assert_eq!(long.status, "interrupted", "{long:?}");
+    assert!(long.error.as_deref().is_some_and(|e| e.contains("SIGTERM") && e.contains("4 s grace")), "{long:?}");
+    assert_eq!(long.stdout_bytes, 5, "{long:?}");
+}
