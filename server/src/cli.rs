@@ -166,4 +166,8 @@ pub struct ServeArgs {
     /// ended `interrupted`; no new runs start meanwhile, and pages are served.
     #[arg(long, env = "SLEUTH_SHUTDOWN_GRACE", default_value_t = 30, value_name = "SECONDS")]
     pub shutdown_grace: u64,
+    /// New runs are refused while less than this is free under --data (SQLite):
+    /// `2G`, `500M`, `5%`. Default: 2 GiB, or 5 % of a smaller disk.
+    #[arg(long, env = "SLEUTH_MIN_FREE", value_name = "SIZE")]
+    pub min_free: Option<crate::operations::MinFree>,
 }

@@ -26,17 +26,7 @@ pub fn data_dir() -> Option<PathBuf> {
 
 /// Bytes free to an unprivileged writer on the file system holding `path`.
 pub fn free_bytes(path: &Path) -> Option<u64> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
-    let mut stat = std::mem::MaybeUninit::<libc::statvfs>::zeroed();
-    // SAFETY: `c` is a NUL-terminated path and `stat` is a valid out-pointer.
-    let done = unsafe { libc::statvfs(c.as_ptr(), stat.as_mut_ptr()) };
-    if done != 0 {
-        return None;
-    }
-    // SAFETY: statvfs returned 0, so it filled `stat` in.
-    let stat = unsafe { stat.assume_init() };
-    Some(stat.f_bavail.saturating_mul(stat.f_frsize))
+    space(path).map(|(free, _)| free)
 }
 
 /// Counts a store failure (for `/metrics`).
@@ -59,6 +49,75 @@ pub fn full_disk_message() -> String {
         ),
         None => "The database's disk is full. Free space on it; nothing was changed, and reading works.".into(),
     }
+}
+
+/// `--min-free`: how much free space new runs need under the data dir.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum MinFree {
+    Bytes(u64),
+    /// A share of the disk's size.
+    Percent(f64),
+}
+
+impl Default for MinFree {
+    /// 2 GiB, or 5 % of a smaller disk: a benchmark's output is megabytes to
+    /// gigabytes, and a full disk is what this floor keeps away.
+    fn default() -> Self {
+        MinFree::Bytes(2 << 30)
+    }
+}
+
+impl std::str::FromStr for MinFree {
+    type Err = String;
+    /// `2G`, `500M`, `1048576`, `5%`.
+    fn from_str(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        let wrong = || format!("{text:?} is not a size: write e.g. 2G, 500M, 1048576 or 5%");
+        if let Some(share) = text.strip_suffix('%') {
+            let share: f64 = share.trim().parse().map_err(|_| wrong())?;
+            return if (0.0..=100.0).contains(&share) { Ok(MinFree::Percent(share)) } else { Err(wrong()) };
+        }
+        let (digits, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
+            Some(i) => text.split_at(i),
+            None => (text, ""),
+        };
+        let shift = match unit.trim().to_ascii_uppercase().as_str() {
+            "" | "B" => 0,
+            "K" | "KB" | "KIB" => 10,
+            "M" | "MB" | "MIB" => 20,
+            "G" | "GB" | "GIB" => 30,
+            "T" | "TB" | "TIB" => 40,
+            _ => return Err(wrong()),
+        };
+        let n: u64 = digits.parse().map_err(|_| wrong())?;
+        n.checked_mul(1 << shift).map(MinFree::Bytes).ok_or_else(wrong)
+    }
+}
+
+impl MinFree {
+    /// The floor in bytes on a disk of `size` bytes (the default: 5 % of a
+    /// disk smaller than 40 GiB).
+    pub fn bytes(self, size: u64, default: bool) -> u64 {
+        match self {
+            MinFree::Bytes(b) if default => b.min(size / 20),
+            MinFree::Bytes(b) => b,
+            MinFree::Percent(p) => (size as f64 * p / 100.0) as u64,
+        }
+    }
+}
+
+/// (free, size) of the file system holding `path`.
+pub fn space(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    let mut stat = std::mem::MaybeUninit::<libc::statvfs>::zeroed();
+    // SAFETY: `c` is a NUL-terminated path and `stat` is a valid out-pointer.
+    if unsafe { libc::statvfs(c.as_ptr(), stat.as_mut_ptr()) } != 0 {
+        return None;
+    }
+    // SAFETY: statvfs returned 0, so it filled `stat` in.
+    let stat = unsafe { stat.assume_init() };
+    Some((stat.f_bavail.saturating_mul(stat.f_frsize), stat.f_blocks.saturating_mul(stat.f_frsize)))
 }
 
 /// Everything `/metrics` shows, gathered by the handler.
@@ -123,6 +182,20 @@ mod tests {
         assert!(text.contains("sleuth_run_queue_depth 3\n"), "{text}");
         assert!(text.contains("sleuth_ssh_connection_open{host=\"gpu\\\"1\\n\"} 1\n"), "{text}");
         assert!(text.contains("# TYPE sleuth_store_errors_total counter"), "{text}");
+    }
+
+    #[test]
+    fn floors_are_read_as_sizes_or_shares() {
+        assert_eq!("2G".parse(), Ok(MinFree::Bytes(2 << 30)));
+        assert_eq!(" 500 MiB".parse(), Ok(MinFree::Bytes(500 << 20)));
+        assert_eq!("1048576".parse(), Ok(MinFree::Bytes(1 << 20)));
+        assert_eq!("5%".parse(), Ok(MinFree::Percent(5.0)));
+        for wrong in ["", "-1G", "2 parsecs", "120%", "99999999999T"] {
+            assert!(wrong.parse::<MinFree>().is_err(), "{wrong:?}");
+        }
+        assert_eq!(MinFree::default().bytes(10 << 30, true), (10 << 30) / 20, "5 % of a small disk");
+        assert_eq!(MinFree::default().bytes(1 << 40, true), 2 << 30);
+        assert_eq!(MinFree::Bytes(7).bytes(1 << 40, false), 7);
     }
 
     #[test]

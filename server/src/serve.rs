@@ -28,6 +28,8 @@ pub struct Options {
     /// No search index kept (the ssh benchmark measures ingest alone; the
     /// search benchmark measures what indexing costs it).
     pub no_search_index: bool,
+    /// `--min-free`: the room new runs need (`None`: the default floor).
+    pub min_free: Option<crate::operations::MinFree>,
 }
 
 /// A running Sleuth's state, and the handles under it that tools and
@@ -60,8 +62,10 @@ pub async fn open(data: &Path, site: &Path, options: Options) -> Result<Opened, 
     let pool = Arc::new(Pool::new(known_hosts, trust_on_first_use));
     let outputs = Outputs::for_store(&store, data.join("runs"));
     let live = Arc::new(Live::default());
-    let runner =
-        Arc::new(Runner::new(store.clone(), pool.clone(), live.clone(), outputs.clone(), !options.no_search_index));
+    let runner = Arc::new(
+        Runner::new(store.clone(), pool.clone(), live.clone(), outputs.clone(), !options.no_search_index)
+            .with_floor(options.min_free),
+    );
     match store.backend() {
         // One server per SQLite file: whatever is unfinished was left by its
         // previous process.
@@ -150,6 +154,7 @@ pub async fn run(args: ServeArgs) -> crate::error::Result<()> {
         no_auth: args.no_auth,
         secure_cookies: args.secure_cookies,
         no_search_index: false,
+        min_free: args.min_free,
     };
     let Opened { state, live, runner, .. } = open(&args.data, &args.site, options).await.context("starting")?;
     let grace = std::time::Duration::from_secs(args.shutdown_grace);

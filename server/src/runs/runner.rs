@@ -57,6 +57,9 @@ pub struct Runner {
     servers: Servers,
     /// Set on SIGTERM: no new runs start here (see [`Runner::drain`]).
     draining: std::sync::atomic::AtomicBool,
+    /// Where run output is written on this machine, and how much room new
+    /// runs need there (`--min-free`); none when output goes to PostgreSQL.
+    floor: Option<(std::path::PathBuf, crate::operations::MinFree, bool)>,
 }
 
 /// Counts a run as driven while it lives.
@@ -97,7 +100,39 @@ impl Runner {
             facts_capture: Default::default(),
             feeds,
             draining: Default::default(),
+            floor: None,
         }
+    }
+
+    /// New runs need `min` free under the output directory (`None`: the
+    /// default floor), when output is kept in files.
+    pub fn with_floor(mut self, min: Option<crate::operations::MinFree>) -> Self {
+        if let Outputs::Files(dir) = &self.outputs {
+            self.floor = Some((dir.clone(), min.unwrap_or_default(), min.is_none()));
+        }
+        self
+    }
+
+    /// Refuses new runs below the free-space floor, before the disk is full.
+    pub fn room_for_runs(&self) -> Result<(), app::error::ApiError> {
+        let Some((dir, min, default)) = &self.floor else { return Ok(()) };
+        // The output dir is made with the first run; its disk is its parent's.
+        let at = dir.ancestors().find(|d| d.exists()).unwrap_or(dir);
+        let Some((free, size)) = crate::operations::space(at) else { return Ok(()) };
+        let floor = min.bytes(size, *default);
+        if free >= floor {
+            return Ok(());
+        }
+        Err(app::error::ApiError::new(
+            app::error::ErrorCode::StoreFull,
+            format!(
+                "The data disk has {} free in {}, under the floor of {} (--min-free): no new runs start until space \
+                 is freed or the floor lowered. Reading works.",
+                app::runs::human_bytes(free),
+                at.display(),
+                app::runs::human_bytes(floor)
+            ),
+        ))
     }
 
     /// Whether this server is shutting down (it takes no new runs).

@@ -239,6 +239,7 @@ impl Runs {
             )
             .into());
         }
+        self.runner.room_for_runs()?;
         let repeat = request.repeat.unwrap_or(1);
         let warmup = request.warmup.unwrap_or(0);
         if !(1..=MAX_REPEAT).contains(&repeat) {

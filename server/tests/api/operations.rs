@@ -66,6 +66,11 @@ async fn a_full_data_disk_refuses_writes_with_507_and_reads_go_on() {
     let created = as_admin(&app, &token, Method::POST, "/api/v1/investigations", Some(json!({ "title": "t" }))).await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.text());
     let id = created.json()["id"].as_str().unwrap().to_string();
+    let host = json!({ "name": "gpu", "hostname": "127.0.0.1", "port": 9, "user": "u", "identity_file": "/k" });
+    assert_eq!(as_admin(&app, &token, Method::POST, "/api/v1/hosts", Some(host)).await.status, StatusCode::CREATED);
+    let step = json!({ "kind": "command", "host": "gpu", "command": "echo hi" });
+    let step = as_admin(&app, &token, Method::POST, &format!("/api/v1/investigations/{id}/steps"), Some(step)).await;
+    let step = step.json()["id"].as_i64().unwrap();
 
     // Everything in the database file; then nothing left on the disk.
     sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(&app.sql().await).await.unwrap();
@@ -85,6 +90,11 @@ async fn a_full_data_disk_refuses_writes_with_507_and_reads_go_on() {
     let message = refused.json()["error"]["message"].as_str().unwrap().to_string();
     // (Which directory it names is the process's one server's; tests run several.)
     assert!(message.starts_with("The data disk is full: ") && message.contains(" bytes free in "), "{message}");
+    // New runs are refused by the free-space floor (5 % of this small disk),
+    // before anything is written or any host is asked.
+    let run = as_admin(&app, &token, Method::POST, &format!("/api/v1/steps/{step}/runs"), Some(json!({}))).await;
+    assert_eq!(run.status, StatusCode::INSUFFICIENT_STORAGE, "{}", run.text());
+    assert!(run.text().contains("under the floor of") && run.text().contains("--min-free"), "{}", run.text());
     let metrics = as_admin(&app, &token, Method::GET, "/metrics", None).await.text();
     let full: f64 = metrics
         .lines()
