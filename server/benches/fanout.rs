@@ -162,6 +162,7 @@ async fn main() {
         server: None,
         artifacts: Vec::new(),
         artifact_limits: None,
+        output_limit_bytes: None,
     });
     let step = notebook.add_step(&actor, &peer.investigation, body).await.expect("step").id;
     let run_once = |viewers: usize| {

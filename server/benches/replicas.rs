@@ -89,6 +89,7 @@ async fn main() {
         server: None,
         artifacts: Vec::new(),
         artifact_limits: None,
+        output_limit_bytes: None,
     });
     let actor = Actor::local();
     let step = a.state.notebook.add_step(&actor, &a.investigation, step).await.expect("step").id;

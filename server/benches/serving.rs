@@ -61,6 +61,7 @@ fn step(command: &str, env: BTreeMap<String, String>, telemetry: bool) -> Comman
         server: None,
         artifacts: Vec::new(),
         artifact_limits: None,
+        output_limit_bytes: None,
     }
 }
 

@@ -72,6 +72,7 @@ fn command_step(command: &str) -> StepBody {
         server: None,
         artifacts: Vec::new(),
         artifact_limits: None,
+        output_limit_bytes: None,
     })
 }
 

@@ -44,6 +44,9 @@ pub struct CommandForm {
     /// The step's artifact limits as JSON, kept through an edit (the API sets them).
     #[serde(default)]
     pub artifact_limits: String,
+    /// Kept as it was (the API sets it), like `artifact_limits`.
+    #[serde(default)]
+    pub output_limit_bytes: String,
 }
 
 #[cfg(feature = "ssr")]
@@ -70,6 +73,7 @@ fn body_from_form(form: CommandForm) -> Result<CommandBody, ApiError> {
         .map_err(ApiError::invalid)?,
         artifacts: globs_from_text(&form.artifacts),
         artifact_limits: serde_json::from_str(&form.artifact_limits).ok(),
+        output_limit_bytes: serde_json::from_str(&form.output_limit_bytes).ok(),
     })
 }
 
@@ -299,6 +303,7 @@ fn CommandFields(body: Option<CommandBody>) -> impl IntoView {
         server: None,
         artifacts: Vec::new(),
         artifact_limits: None,
+        output_limit_bytes: None,
     });
     let chosen = body.host.clone();
     view! {
@@ -329,6 +334,7 @@ fn CommandFields(body: Option<CommandBody>) -> impl IntoView {
             <textarea name="artifacts" rows="1" placeholder="result.json">{crate::components::textarea_text(&body.artifacts.join("\n"))}</textarea>
         </label>
         <input type="hidden" name="artifact_limits" value=body.artifact_limits.and_then(|l| serde_json::to_string(&l).ok()).unwrap_or_default()/>
+        <input type="hidden" name="output_limit_bytes" value=body.output_limit_bytes.map(|l| l.to_string()).unwrap_or_default()/>
     }
 }
 

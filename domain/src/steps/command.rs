@@ -43,7 +43,15 @@ pub struct CommandBody {
     /// How much of them to keep; the defaults when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub artifact_limits: Option<ArtifactLimits>,
+    /// Output kept per run, in bytes; past it the rest is not stored (the
+    /// run says so) while the command goes on. `DEFAULT_OUTPUT_BYTES` when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_limit_bytes: Option<u64>,
 }
+
+/// Output kept per run unless a step says otherwise: benchmarks print
+/// megabytes; a runaway loop printing for hours stops filling the disk here.
+pub const DEFAULT_OUTPUT_BYTES: u64 = 10 << 30;
 
 fn on() -> bool {
     true

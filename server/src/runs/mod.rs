@@ -35,6 +35,8 @@ pub struct Plan {
     pub artifacts: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub artifact_limits: Option<app::steps::command::ArtifactLimits>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_limit_bytes: Option<u64>,
 }
 
 impl Plan {
@@ -44,7 +46,12 @@ impl Plan {
             spec.command = server_command(&spec.command);
             spec
         });
-        Self { server, artifacts: command.artifacts.clone(), artifact_limits: command.artifact_limits }
+        Self {
+            server,
+            artifacts: command.artifacts.clone(),
+            artifact_limits: command.artifact_limits,
+            output_limit_bytes: command.output_limit_bytes,
+        }
     }
 
     /// As stored: `None` when there is nothing besides the command.

@@ -573,6 +573,8 @@ impl Runner {
         let mut flushes = tokio::time::interval_at(now + FLUSH_INTERVAL, FLUSH_INTERVAL);
         let mut unflushed = false;
         let mut write_error: Option<String> = None;
+        let limit = context.plan.output_limit_bytes.unwrap_or(app::steps::command::DEFAULT_OUTPUT_BYTES);
+        let mut dropped = 0u64;
 
         loop {
             let kill = async {
@@ -586,12 +588,12 @@ impl Runner {
                     let Some(event) = event else { break };
                     match event {
                         Event::Stdout(data) => {
-                            if let Err(e) = writer.append(Stream::Stdout, &data, now_ms()).await {
+                            if let Err(e) = append_within(&mut writer, limit, &mut dropped, Stream::Stdout, &data).await {
                                 write_error.get_or_insert(e.to_string());
                             }
                         }
                         Event::Stderr(data) => {
-                            if let Err(e) = writer.append(Stream::Stderr, &data, now_ms()).await {
+                            if let Err(e) = append_within(&mut writer, limit, &mut dropped, Stream::Stderr, &data).await {
                                 write_error.get_or_insert(e.to_string());
                             }
                         }
@@ -672,6 +674,17 @@ impl Runner {
         };
         end.exit_code = exit_code;
         end.exit_signal = exit_signal;
+        if dropped > 0 {
+            let note = format!(
+                "Output past the step's limit of {} was not kept ({dropped} more bytes were printed); \
+                 the command ran to its end. Raise output_limit_bytes on the step to keep more.",
+                app::runs::human_bytes(limit)
+            );
+            end.error = Some(match end.error.take() {
+                Some(before) => format!("{before} {note}"),
+                None => note,
+            });
+        }
         if let Some(e) = write_error {
             end.error = Some(format!("Some output could not be stored: {e}"));
             // Never `succeeded` about output it did not keep.
@@ -688,6 +701,20 @@ impl Runner {
         end.telemetry = telemetry;
         (end, keep)
     }
+}
+
+/// Appends what fits under the run's output limit; counts the rest as dropped.
+async fn append_within(
+    writer: &mut crate::output::OutputWriter,
+    limit: u64,
+    dropped: &mut u64,
+    stream: Stream,
+    data: &[u8],
+) -> std::io::Result<()> {
+    let room = usize::try_from(limit.saturating_sub(writer.len)).unwrap_or(usize::MAX);
+    let keep = data.len().min(room);
+    *dropped += (data.len() - keep) as u64;
+    writer.append(stream, &data[..keep], now_ms()).await
 }
 
 /// Keeps the run's telemetry drawn, for its page: an empty chart when there is

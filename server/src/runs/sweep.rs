@@ -191,6 +191,7 @@ mod tests {
             server: None,
             artifacts: Vec::new(),
             artifact_limits: None,
+            output_limit_bytes: None,
         };
         let config: Config =
             [("NCCL_PROTO".to_string(), None), ("NCCL_ALGO".to_string(), Some("Tree".to_string()))].into();

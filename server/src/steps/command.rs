@@ -5,6 +5,8 @@ use app::steps::command::{CommandBody, MAX_COMMAND_BYTES, MAX_ENV_VARS, MAX_TIME
 
 const MAX_VALUE_BYTES: usize = 8 * 1024;
 const MAX_CWD_BYTES: usize = 4096;
+const MIN_OUTPUT_BYTES: u64 = 1 << 20;
+const MAX_OUTPUT_BYTES: u64 = 1 << 40;
 
 pub fn validate(mut body: CommandBody) -> Result<CommandBody, ApiError> {
     body.host = body.host.trim().to_string();
@@ -43,6 +45,13 @@ pub fn validate(mut body: CommandBody) -> Result<CommandBody, ApiError> {
         && !(1..=MAX_TIMEOUT_S).contains(&t)
     {
         return Err(ApiError::invalid(format!("The timeout must be from 1 to {MAX_TIMEOUT_S} seconds.")));
+    }
+    if let Some(limit) = body.output_limit_bytes
+        && !(MIN_OUTPUT_BYTES..=MAX_OUTPUT_BYTES).contains(&limit)
+    {
+        return Err(ApiError::invalid(format!(
+            "output_limit_bytes must be from {MIN_OUTPUT_BYTES} (1 MiB) to {MAX_OUTPUT_BYTES} (1 TiB)."
+        )));
     }
     check_matrix(&body)?;
     check_server(&mut body)?;

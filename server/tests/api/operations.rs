@@ -317,3 +317,37 @@ async fn sigterm_lets_runs_end_within_the_grace_then_interrupts_the_rest() {
     assert!(long.error.as_deref().is_some_and(|e| e.contains("SIGTERM") && e.contains("4 s grace")), "{long:?}");
     assert_eq!(long.stdout_bytes, 5, "{long:?}");
 }
+
+/// A step's output limit: storing stops there with a note, the command runs
+/// to its end and its exit decides the status; a limit out of range is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn output_past_the_steps_limit_is_not_kept_and_the_run_says_so() {
+    let sshd = Sshd::start();
+    let app = app_with_host(&sshd).await;
+    let command = "head -c 3000000 /dev/zero | tr '\\0' x; echo; echo done > \"$SLEUTH_RUN_DIR/finished.txt\"";
+    let step = command_step(&app, json!({ "command": command, "output_limit_bytes": 1 << 20 })).await;
+    let run = finished(&app, start(&app, step, json!({})).await[0]).await;
+    assert_eq!(run["status"], "succeeded", "{run}");
+    assert_eq!(run["stdout_bytes"], 1 << 20, "{run}");
+    let id = run["id"].as_i64().unwrap();
+    assert_eq!(output(&app, id).await.len(), 1 << 20);
+    let note = run["error"].as_str().unwrap_or_default();
+    assert!(note.contains("limit of 1.0 MB") && note.contains("the command ran to its end"), "{run}");
+    // It ran to its end: what it wrote after the limit is there.
+    let home = std::env::var("HOME").unwrap_or_default();
+    let dir = run["run_dir"].as_str().unwrap_or_default().replacen('~', &home, 1);
+    assert_eq!(
+        std::fs::read_to_string(std::path::Path::new(&dir).join("finished.txt")).unwrap_or_default(),
+        "done\n",
+        "{run}"
+    );
+    let dropped: u64 =
+        note.split('(').nth(1).and_then(|s| s.split(' ').next()).and_then(|n| n.parse().ok()).unwrap_or(0);
+    assert!(dropped > 3_000_000 - (1 << 20), "{note}");
+
+    let id = app.investigation("limits").await;
+    let tiny = json!({ "kind": "command", "host": "gpu", "command": "true", "output_limit_bytes": 10 });
+    let refused = app.post_json(&format!("/api/v1/investigations/{id}/steps"), tiny).await;
+    assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", refused.text());
+    assert!(refused.text().contains("output_limit_bytes"), "{}", refused.text());
+}
