@@ -1,7 +1,7 @@
 //! Faults an operator meets, on real components: a data disk that fills up (a
 //! real tmpfs), a host that freezes (a real sshd, SIGSTOPped), and `/metrics`.
 
-use crate::helpers::{Response, TestApp};
+use crate::helpers::TestApp;
 use crate::runs::{add_host, app_with_host, command_step, finished, output, start, wait_for};
 use crate::sshd::Sshd;
 use axum::http::{Method, StatusCode};
@@ -34,16 +34,6 @@ impl Drop for Tmpfs {
     }
 }
 
-async fn as_admin(app: &TestApp, token: &str, method: Method, uri: &str, body: Option<Value>) -> Response {
-    let bearer = format!("Bearer {token}");
-    let mut headers = vec![("authorization", bearer.as_str())];
-    if body.is_some() {
-        headers.push(("content-type", "application/json"));
-    }
-    let body = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
-    app.send_with(method, uri, &headers, body).await
-}
-
 /// The disk under the data directory fills: reading goes on (even with a
 /// token whose last-used stamp cannot be written), writes answer 507 with the
 /// sentence, `/metrics` counts them, and freeing space is enough to go on.
@@ -63,13 +53,14 @@ async fn a_full_data_disk_refuses_writes_with_507_and_reads_go_on() {
     auth.add_user("ops", "a long enough password", true).await.unwrap();
     let token = auth.create_token("ops", "before").await.unwrap().token;
     let fresh = auth.create_token("ops", "never used yet").await.unwrap().token;
-    let created = as_admin(&app, &token, Method::POST, "/api/v1/investigations", Some(json!({ "title": "t" }))).await;
+    let admin = |token: &String| crate::migrate::As { app: &app, token: token.clone() };
+    let created = admin(&token).call(Method::POST, "/api/v1/investigations", json!({ "title": "t" })).await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.text());
     let id = created.json()["id"].as_str().unwrap().to_string();
     let host = json!({ "name": "gpu", "hostname": "127.0.0.1", "port": 9, "user": "u", "identity_file": "/k" });
-    assert_eq!(as_admin(&app, &token, Method::POST, "/api/v1/hosts", Some(host)).await.status, StatusCode::CREATED);
+    assert_eq!(admin(&token).call(Method::POST, "/api/v1/hosts", host).await.status, StatusCode::CREATED);
     let step = json!({ "kind": "command", "host": "gpu", "command": "echo hi" });
-    let step = as_admin(&app, &token, Method::POST, &format!("/api/v1/investigations/{id}/steps"), Some(step)).await;
+    let step = admin(&token).call(Method::POST, &format!("/api/v1/investigations/{id}/steps"), step).await;
     let step = step.json()["id"].as_i64().unwrap();
 
     // Everything in the database file; then nothing left on the disk.
@@ -79,12 +70,12 @@ async fn a_full_data_disk_refuses_writes_with_507_and_reads_go_on() {
     assert!(server::operations::free_bytes(&dir).unwrap() < 1 << 20);
 
     for t in [&token, &fresh] {
-        let read = as_admin(&app, t, Method::GET, &format!("/api/v1/investigations/{id}"), None).await;
+        let read = admin(t).call(Method::GET, &format!("/api/v1/investigations/{id}"), Value::Null).await;
         assert_eq!(read.status, StatusCode::OK, "{}", read.text());
     }
-    let page = as_admin(&app, &fresh, Method::GET, &format!("/i/{id}"), None).await;
+    let page = admin(&fresh).call(Method::GET, &format!("/i/{id}"), Value::Null).await;
     assert_eq!(page.status, StatusCode::OK, "{}", page.text());
-    let refused = as_admin(&app, &token, Method::POST, "/api/v1/investigations", Some(json!({ "title": "u" }))).await;
+    let refused = admin(&token).call(Method::POST, "/api/v1/investigations", json!({ "title": "u" })).await;
     assert_eq!(refused.status, StatusCode::INSUFFICIENT_STORAGE, "{}", refused.text());
     assert_eq!(refused.error_code(), "store_full");
     let message = refused.json()["error"]["message"].as_str().unwrap().to_string();
@@ -92,10 +83,10 @@ async fn a_full_data_disk_refuses_writes_with_507_and_reads_go_on() {
     assert!(message.starts_with("The data disk is full: ") && message.contains(" bytes free in "), "{message}");
     // New runs are refused by the free-space floor (5 % of this small disk),
     // before anything is written or any host is asked.
-    let run = as_admin(&app, &token, Method::POST, &format!("/api/v1/steps/{step}/runs"), Some(json!({}))).await;
+    let run = admin(&token).call(Method::POST, &format!("/api/v1/steps/{step}/runs"), json!({})).await;
     assert_eq!(run.status, StatusCode::INSUFFICIENT_STORAGE, "{}", run.text());
     assert!(run.text().contains("under the floor of") && run.text().contains("--min-free"), "{}", run.text());
-    let metrics = as_admin(&app, &token, Method::GET, "/metrics", None).await.text();
+    let metrics = admin(&token).call(Method::GET, "/metrics", Value::Null).await.text();
     let full: f64 = metrics
         .lines()
         .find_map(|l| l.strip_prefix("sleuth_store_errors_total{kind=\"full\"} "))
@@ -104,7 +95,7 @@ async fn a_full_data_disk_refuses_writes_with_507_and_reads_go_on() {
     assert!(full >= 1.0, "{metrics}");
 
     std::fs::remove_file(&fill).unwrap();
-    let again = as_admin(&app, &token, Method::POST, "/api/v1/investigations", Some(json!({ "title": "u" }))).await;
+    let again = admin(&token).call(Method::POST, "/api/v1/investigations", json!({ "title": "u" })).await;
     assert_eq!(again.status, StatusCode::CREATED, "{}", again.text());
 }
 
@@ -221,10 +212,10 @@ async fn a_backup_taken_while_serving_restores_everything() {
 }
 
 /// One request to a server in another process; (status, body).
-async fn http(addr: &str, method: &str, path: &str, body: Option<Value>) -> (u16, String) {
+async fn http(addr: &str, method: &str, path: &str, body: Value) -> (u16, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut socket = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let body = body.map(|b| b.to_string()).unwrap_or_default();
+    let body = if body.is_null() { String::new() } else { body.to_string() };
     let request = format!(
         "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
@@ -269,25 +260,25 @@ async fn sigterm_lets_runs_end_within_the_grace_then_interrupts_the_rest() {
 
     let host = json!({ "name": "gpu", "hostname": "127.0.0.1", "port": sshd.port, "user": crate::sshd::whoami(),
                        "identity_file": sshd.client_key.display().to_string() });
-    assert_eq!(http(&addr, "POST", "/api/v1/hosts", Some(host)).await.0, 201);
-    assert_eq!(http(&addr, "POST", "/api/v1/hosts/gpu/test", Some(json!({}))).await.0, 409);
+    assert_eq!(http(&addr, "POST", "/api/v1/hosts", host).await.0, 201);
+    assert_eq!(http(&addr, "POST", "/api/v1/hosts/gpu/test", json!({})).await.0, 409);
     let trust = json!({ "fingerprint": sshd.host_key_fingerprint() });
-    assert_eq!(http(&addr, "POST", "/api/v1/hosts/gpu/trust", Some(trust)).await.0, 200);
-    let (_, created) = http(&addr, "POST", "/api/v1/investigations", Some(json!({ "title": "deploy" }))).await;
+    assert_eq!(http(&addr, "POST", "/api/v1/hosts/gpu/trust", trust).await.0, 200);
+    let (_, created) = http(&addr, "POST", "/api/v1/investigations", json!({ "title": "deploy" })).await;
     let id = serde_json::from_str::<Value>(&created).unwrap()["id"].as_str().unwrap().to_string();
     let mut runs = Vec::new();
     for command in ["echo short; sleep 2; echo done", "echo long; sleep 60; echo never"] {
         let step = json!({ "kind": "command", "host": "gpu", "command": command });
-        let (_, step) = http(&addr, "POST", &format!("/api/v1/investigations/{id}/steps"), Some(step)).await;
+        let (_, step) = http(&addr, "POST", &format!("/api/v1/investigations/{id}/steps"), step).await;
         let step = serde_json::from_str::<Value>(&step).unwrap()["id"].as_i64().unwrap();
-        let (status, started) = http(&addr, "POST", &format!("/api/v1/steps/{step}/runs"), Some(json!({}))).await;
+        let (status, started) = http(&addr, "POST", &format!("/api/v1/steps/{step}/runs"), json!({})).await;
         assert_eq!(status, 201, "{started}");
         runs.push((step, serde_json::from_str::<Value>(&started).unwrap()[0]["id"].as_i64().unwrap()));
     }
     let deadline = Instant::now() + Duration::from_secs(20);
     for (_, run) in &runs {
         loop {
-            let (_, json) = http(&addr, "GET", &format!("/api/v1/runs/{run}"), None).await;
+            let (_, json) = http(&addr, "GET", &format!("/api/v1/runs/{run}"), Value::Null).await;
             if serde_json::from_str::<Value>(&json).unwrap()["stdout_bytes"].as_u64().unwrap_or(0) > 0 {
                 break;
             }
@@ -299,10 +290,10 @@ async fn sigterm_lets_runs_end_within_the_grace_then_interrupts_the_rest() {
     let stopping = Instant::now();
     assert!(Command::new("kill").args(["-TERM", &server.id().to_string()]).status().unwrap().success());
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let (status, refused) = http(&addr, "POST", &format!("/api/v1/steps/{}/runs", runs[0].0), Some(json!({}))).await;
+    let (status, refused) = http(&addr, "POST", &format!("/api/v1/steps/{}/runs", runs[0].0), json!({})).await;
     assert_eq!(status, 503, "{refused}");
     assert!(refused.contains("shutting_down") && refused.contains("shutting down"), "{refused}");
-    assert_eq!(http(&addr, "GET", &format!("/api/v1/investigations/{id}"), None).await.0, 200, "pages go on");
+    assert_eq!(http(&addr, "GET", &format!("/api/v1/investigations/{id}"), Value::Null).await.0, 200, "pages go on");
     let exited = tokio::task::spawn_blocking(move || server.wait()).await.unwrap().unwrap();
     let took = stopping.elapsed();
     eprintln!("SIGTERM to exit with a run past the grace of 4 s: {:.1} s", took.as_secs_f64());
