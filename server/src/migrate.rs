@@ -89,7 +89,7 @@ pub async fn run(args: MigrateArgs) -> Result<()> {
         .filter(|(table, n)| copied.get(*table) != Some(n))
         .map(|(table, n)| format!("{table}: {n} in the source, {} copied", copied.get(table).copied().unwrap_or(0)))
         .collect();
-    let (files, stored) = (Outputs::Files(dir), Outputs::Store(target_store.clone()));
+    let (files, stored) = (Outputs::Files(dir.clone()), Outputs::Store { store: target_store.clone(), held: dir });
     let mut outputs_differ = Vec::new();
     for key in &keys {
         let (a, b) = (files.len(*key).await.unwrap_or(0), stored.len(*key).await.unwrap_or(0));

@@ -88,6 +88,8 @@ pub async fn open(data: &Path, site: &Path, options: Options) -> Result<Opened, 
                 tracing::error!("cannot take a replica lease: {e}");
             }
             runner.spawn_leases();
+            // Output an earlier process held for a database that stayed away.
+            crate::output::held::replay(&store, &data.join("runs")).await;
             let orphans = runner.clone();
             tokio::spawn(async move { orphans.stop_orphans().await });
             crate::runs::bridge::spawn(&runner);

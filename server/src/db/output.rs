@@ -50,7 +50,12 @@ impl Store {
     /// Appends the block that starts at `start` (the output's length so far).
     pub async fn append_output(&self, key: OutputKey, start: u64, data: &[u8], chunks: &[u8]) -> StoreResult<()> {
         let (table, column, id) = key.table();
-        let sql = format!("INSERT INTO {table} ({column}, start, stop, data, chunks) VALUES ($1, $2, $3, $4, $5)");
+        // A block written again (its first commit's answer was lost with the
+        // connection, or a spill file replayed twice) is the same block.
+        let sql = format!(
+            "INSERT INTO {table} ({column}, start, stop, data, chunks) VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT ({column}, start) DO NOTHING"
+        );
         sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(id)
             .bind(offset(start))

@@ -408,8 +408,21 @@ impl Runner {
             Ok(n) => tracing::info!(run = run_id, "{n} measurements"),
             Err(e) => tracing::error!(run = run_id, "cannot extract measurements: {e}"),
         }
-        if let Err(e) = self.store.finish_run(run_id, &end_ref).await {
-            tracing::error!(run = run_id, "cannot record the end of the run: {e}");
+        // A database that is restarting gets a minute: a run left `running`
+        // would be ended `interrupted` by the lease sweep instead.
+        let giving_up = tokio::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            match self.store.finish_run(run_id, &end_ref).await {
+                Err(e) if e.trouble() == crate::db::Trouble::Unavailable && tokio::time::Instant::now() < giving_up => {
+                    tracing::warn!(run = run_id, "waiting for the database to record the end of the run: {e}");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                Err(e) => {
+                    tracing::error!(run = run_id, "cannot record the end of the run: {e}");
+                    break;
+                }
+                Ok(_) => break,
+            }
         }
         self.live.finish(run_id);
         tracing::info!(run = run_id, host = %target.name, status = end.status.as_str(), "run finished");

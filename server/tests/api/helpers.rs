@@ -52,6 +52,13 @@ pub async fn spawn_app() -> TestApp {
     TestApp { router, data, database, auth: None }
 }
 
+/// [`spawn_app`] on a given store (a PostgreSQL cluster a test stops and starts).
+pub async fn spawn_app_on(database: Database) -> TestApp {
+    let data = tempfile::tempdir().expect("temp dir");
+    let router = router_for(&data, &database).await;
+    TestApp { router, data, database, auth: None }
+}
+
 /// A server with accounts, as `sleuth serve` runs by default.
 pub async fn spawn_app_with_accounts() -> TestApp {
     let data = tempfile::tempdir().expect("temp dir");

@@ -342,3 +342,114 @@ async fn output_past_the_steps_limit_is_not_kept_and_the_run_says_so() {
     assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", refused.text());
     assert!(refused.text().contains("output_limit_bytes"), "{}", refused.text());
 }
+
+/// A PostgreSQL cluster of the test's own (`tools/pg-scratch`), which it may
+/// stop and start; removed when dropped.
+struct Cluster {
+    dir: String,
+    url: String,
+}
+
+impl Cluster {
+    fn script() -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tools/pg-scratch")
+    }
+
+    fn start() -> Cluster {
+        let out = Command::new(Self::script()).arg("start").output().expect("tools/pg-scratch");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let said = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let (dir, url) = said.split_once(' ').expect("DIR URL");
+        Cluster { dir: dir.to_string(), url: url.to_string() }
+    }
+
+    fn down(&self, mode: &str) {
+        assert!(Command::new(Self::script()).args(["down", &self.dir, mode]).status().unwrap().success());
+    }
+
+    fn up(&self) {
+        assert!(Command::new(Self::script()).args(["up", &self.dir]).status().unwrap().success());
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = Command::new(Self::script()).args(["stop", &self.dir]).status();
+    }
+}
+
+/// PostgreSQL stops mid-run (immediate and fast) and comes back 4 s later:
+/// what the host printed meanwhile (24 MB of it, past what is held in memory,
+/// so through the spill file) is stored when it is back, in order, and the
+/// run ends `succeeded` with every byte; requests during the outage answer
+/// 503 with the sentence, and the server answers again within 10 s of the
+/// database's return.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_restarting_mid_run_loses_no_output() {
+    if !crate::helpers::on_postgres() {
+        eprintln!("skipped: needs PostgreSQL (SLEUTH_TEST_POSTGRES)");
+        return;
+    }
+    let sshd = Sshd::start();
+    for mode in ["immediate", "fast"] {
+        let cluster = Cluster::start();
+        let url = server::db::scratch_postgres_database(&cluster.url).await.expect("a database");
+        let app =
+            crate::runs::with_host(crate::helpers::spawn_app_on(server::db::Database::Postgres(url)).await, &sshd)
+                .await;
+        let mark = sshd.dir.path().join(format!("outage-{mode}"));
+        let dump = 24_000_000;
+        let command = format!(
+            "for i in $(seq 1 50); do echo line-$i; done; while [ ! -e {mark} ]; do sleep 0.05; done; \
+             yes 0123456789abcdef | head -c {dump}; for i in $(seq 51 250); do echo line-$i; sleep 0.02; done",
+            mark = mark.display()
+        );
+        let step = command_step(&app, json!({ "command": command })).await;
+        let investigation =
+            app.get(&format!("/api/v1/steps/{step}")).await.json()["investigation_id"].as_str().unwrap().to_string();
+        let run = start(&app, step, json!({})).await[0];
+        wait_for(&app, run, |r| r["stdout_bytes"].as_u64().unwrap_or(0) > 200, Duration::from_secs(20)).await;
+
+        cluster.down(mode);
+        let went = Instant::now();
+        std::fs::write(&mark, "").unwrap();
+        let spill = app.data.path().join("db/runs/spill").join(format!("run-{run}.blocks"));
+        while !spill.exists() {
+            assert!(went.elapsed() < Duration::from_secs(20), "nothing spilled to {}", spill.display());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let refused = app.get(&format!("/api/v1/investigations/{investigation}")).await;
+        assert_eq!(refused.status, StatusCode::SERVICE_UNAVAILABLE, "{}", refused.text());
+        assert_eq!(refused.error_code(), "store_unavailable");
+        assert!(refused.text().contains("cannot be reached"), "{}", refused.text());
+        tokio::time::sleep(Duration::from_secs(4).saturating_sub(went.elapsed())).await;
+
+        cluster.up();
+        let back = Instant::now();
+        while app.get(&format!("/api/v1/investigations/{investigation}")).await.status != StatusCode::OK {
+            assert!(back.elapsed() < Duration::from_secs(10), "not answering 10 s after PostgreSQL returned");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        eprintln!(
+            "pg_ctl stop -m {mode}: down {:.1} s; answering again {:.2} s after it returned",
+            (back - went).as_secs_f64(),
+            back.elapsed().as_secs_f64()
+        );
+
+        let ended = finished(&app, run).await;
+        assert_eq!(ended["status"], "succeeded", "{ended}");
+        let mut expected = String::new();
+        for i in 1..=50 {
+            expected.push_str(&format!("line-{i}\n"));
+        }
+        expected.push_str(&"0123456789abcdef\n".repeat(dump / 17 + 1)[..dump]);
+        for i in 51..=250 {
+            expected.push_str(&format!("line-{i}\n"));
+        }
+        let stored = output(&app, run).await;
+        assert_eq!(stored.len(), expected.len(), "{ended}");
+        assert!(stored == expected.as_bytes(), "the bytes differ");
+        assert_eq!(ended["stdout_bytes"].as_u64(), Some(expected.len() as u64), "{ended}");
+        assert!(!spill.exists(), "the spill file is removed once stored");
+    }
+}

@@ -8,7 +8,11 @@ use std::time::{Duration, Instant};
 
 /// An app with one host "gpu" pointing at `sshd`, its key trusted.
 pub async fn app_with_host(sshd: &Sshd) -> TestApp {
-    let app = spawn_app().await;
+    with_host(spawn_app().await, sshd).await
+}
+
+/// `app` with the host `gpu` on `sshd`, its key trusted.
+pub async fn with_host(app: TestApp, sshd: &Sshd) -> TestApp {
     add_host(&app, "gpu", sshd, &sshd.client_key.display().to_string()).await;
     let test = app.post_json("/api/v1/hosts/gpu/test", json!({})).await;
     assert_eq!(test.status, StatusCode::CONFLICT, "{}", test.text());

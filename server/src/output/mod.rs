@@ -14,6 +14,9 @@
 //! the run's [`Progress`] once the bytes are readable (flushed to the file, or
 //! committed), and live viewers read up to it.
 
+pub mod held;
+
+use crate::db::OutputBlock as Block;
 pub use crate::db::OutputKey;
 use crate::db::Store;
 use bytes::Bytes;
@@ -42,7 +45,11 @@ pub enum Stream {
 #[derive(Clone)]
 pub enum Outputs {
     Files(PathBuf),
-    Store(Store),
+    /// `held`: where output the store cannot take yet is spilled ([`held`]).
+    Store {
+        store: Store,
+        held: PathBuf,
+    },
 }
 
 /// A block for the store is sent at about this size (or at each flush).
@@ -94,12 +101,12 @@ fn select_stream(data: &[u8], records: &[u8], stream: Stream, into: &mut Vec<u8>
 }
 
 impl Outputs {
-    /// Where a store's run output goes: the database for PostgreSQL, files in
-    /// `dir` for SQLite.
+    /// Where a store's run output goes: the database for PostgreSQL (with
+    /// `dir/spill` for what it cannot take yet), files in `dir` for SQLite.
     pub fn for_store(store: &Store, dir: PathBuf) -> Self {
         match store.backend() {
             crate::db::Backend::Sqlite => Outputs::Files(dir),
-            crate::db::Backend::Postgres => Outputs::Store(store.clone()),
+            crate::db::Backend::Postgres => Outputs::Store { store: store.clone(), held: dir },
         }
     }
 
@@ -121,16 +128,17 @@ impl Outputs {
                 let idx = open(idx_path(dir, run))?;
                 Sink::Files { out: BufWriter::with_capacity(BLOCK_BYTES, out), idx: BufWriter::new(idx) }
             }
-            Outputs::Store(store) => {
+            Outputs::Store { store, held: dir } => {
                 let (blocks, receiver) = mpsc::channel(BLOCKS_IN_FLIGHT);
-                let task = tokio::spawn(commit_blocks(store.clone(), run, receiver, progress.clone()));
+                let held = held::Held::new(held::spill_path(dir, run));
+                let task = tokio::spawn(commit_blocks(store.clone(), run, receiver, held, progress.clone()));
                 Sink::Store { blocks, task, data: Vec::with_capacity(BLOCK_BYTES), chunks: Vec::new(), start: 0 }
             }
         };
         let len = match self {
             Outputs::Files(dir) => std::fs::metadata(out_path(dir, run)).map_or(0, |m| m.len()),
             // A run's output is written once, by the run: it starts empty.
-            Outputs::Store(_) => 0,
+            Outputs::Store { .. } => 0,
         };
         Ok(OutputWriter { sink, progress, len, stdout: 0, stderr: 0, lines: 0 })
     }
@@ -144,7 +152,7 @@ impl Outputs {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
                 Err(e) => Err(e),
             },
-            Outputs::Store(store) => store.output_len(run).await.map_err(store_error),
+            Outputs::Store { store, .. } => store.output_len(run).await.map_err(store_error),
         }
     }
 
@@ -152,7 +160,7 @@ impl Outputs {
     pub fn dir(&self) -> Option<&std::path::Path> {
         match self {
             Outputs::Files(dir) => Some(dir),
-            Outputs::Store(_) => None,
+            Outputs::Store { .. } => None,
         }
     }
 
@@ -166,7 +174,7 @@ impl Outputs {
         let run: OutputKey = key.into();
         match self {
             Outputs::Files(dir) => read_file_range(dir, run, offset, limit).await,
-            Outputs::Store(store) => {
+            Outputs::Store { store, .. } => {
                 let len = store.output_len(run).await.map_err(store_error)?;
                 if offset >= len || limit == 0 {
                     return Ok((Vec::new(), len));
@@ -187,7 +195,7 @@ impl Outputs {
                 let idx = tokio::fs::read(idx_path(dir, run)).await?;
                 select_stream(&out, &idx, stream, &mut result);
             }
-            Outputs::Store(store) => {
+            Outputs::Store { store, .. } => {
                 let mut from = 0;
                 loop {
                     let blocks = store.output_blocks(run, from, BLOCKS_PER_READ).await.map_err(store_error)?;
@@ -212,7 +220,7 @@ impl Outputs {
         }
         let cursor = match self {
             Outputs::Files(dir) => Cursor::File(out_path(dir, run), None),
-            Outputs::Store(store) => Cursor::Store(store.clone(), 0),
+            Outputs::Store { store, .. } => Cursor::Store(store.clone(), 0),
         };
         futures::stream::unfold(cursor, move |cursor| async move {
             match cursor {
@@ -255,7 +263,7 @@ impl Outputs {
                 let _ = tokio::fs::remove_file(out_path(dir, run)).await;
                 let _ = tokio::fs::remove_file(idx_path(dir, run)).await;
             }
-            Outputs::Store(store) => {
+            Outputs::Store { store, .. } => {
                 if let Err(e) = store.delete_output(run).await {
                     tracing::error!(?run, "cannot delete output: {e}");
                 }
@@ -353,39 +361,125 @@ enum Sink {
     /// writing to the database overlap; the bounded channel is the back-pressure.
     Store {
         blocks: mpsc::Sender<Block>,
-        task: tokio::task::JoinHandle<Result<(), crate::db::StoreError>>,
+        task: tokio::task::JoinHandle<std::io::Result<()>>,
         data: Vec<u8>,
         chunks: Vec<u8>,
         start: u64,
     },
 }
 
-struct Block {
-    start: u64,
-    data: Vec<u8>,
-    chunks: Vec<u8>,
-}
+/// How long a writer whose run has ended waits for a store that went away
+/// before it leaves what it holds in the spill file (for the next start).
+const WAIT_AFTER_END: std::time::Duration = std::time::Duration::from_secs(60);
+/// Between attempts while the store refuses.
+const RETRY_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
 
-/// Commits blocks as they come and announces each new length; after a failure
-/// it keeps draining (the run goes on) and reports the first error at the end.
+type Writing = std::pin::Pin<Box<dyn std::future::Future<Output = (Block, Result<(), crate::db::StoreError>)> + Send>>;
+
+/// Commits blocks in order as they come and announces each new length. While
+/// the store cannot take them (restarting, failing over, full) they are held
+/// ([`held::Held`]) and receiving goes on, so the run's output keeps flowing;
+/// they are written when it is back. Another error ends storing: the rest is
+/// counted as missing. Either way the error says how many bytes and where.
 async fn commit_blocks(
     store: Store,
     run: OutputKey,
     mut blocks: mpsc::Receiver<Block>,
+    mut held: held::Held,
     progress: watch::Sender<Progress>,
-) -> Result<(), crate::db::StoreError> {
-    let mut failed = None;
-    while let Some(block) = blocks.recv().await {
-        if failed.is_some() {
-            continue;
+) -> Result<(), std::io::Error> {
+    use tokio::time::{Instant, sleep_until};
+    let mut open = true;
+    let mut writing: Option<Writing> = None;
+    let mut retry_at: Option<Instant> = None;
+    let mut outage: Option<(Instant, crate::db::StoreError)> = None;
+    let mut ended_at: Option<Instant> = None;
+    // Storing stopped for good: why, and the bytes not stored from then on.
+    let mut failed: Option<String> = None;
+    let mut missing = 0u64;
+    loop {
+        if writing.is_none() && retry_at.is_none() && failed.is_none() {
+            match held.pop() {
+                Ok(Some(block)) => {
+                    let store = store.clone();
+                    writing = Some(Box::pin(async move {
+                        let done = store.append_output(run, block.start, &block.data, &block.chunks).await;
+                        (block, done)
+                    }));
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    failed = Some(format!("the held output could not be read back from {}: {e}", held.path().display()))
+                }
+            }
         }
-        let stop = block.start + block.data.len() as u64;
-        match store.append_output(run, block.start, &block.data, &block.chunks).await {
-            Ok(()) => progress.send_modify(|p| p.len = stop),
-            Err(e) => failed = Some(e),
+        if !open && writing.is_none() && (held.is_empty() || failed.is_some()) {
+            break;
+        }
+        let give_up = ended_at.filter(|_| outage.is_some()).map(|at| at + WAIT_AFTER_END);
+        tokio::select! {
+            block = blocks.recv(), if open => match block {
+                Some(block) if failed.is_some() => missing += block.data.len() as u64,
+                Some(block) => {
+                    let len = block.data.len() as u64;
+                    if let Err(e) = held.push(block) {
+                        failed = Some(format!("output could not be held for the store in {}: {e}", held.path().display()));
+                        missing += len;
+                    }
+                }
+                None => {
+                    open = false;
+                    ended_at = Some(Instant::now());
+                }
+            },
+            (block, done) = async { writing.as_mut().expect("guarded").await }, if writing.is_some() => {
+                writing = None;
+                match done {
+                    Ok(()) => {
+                        let stop = block.start + block.data.len() as u64;
+                        progress.send_modify(|p| p.len = stop);
+                        if let Some((since, _)) = outage.take() {
+                            tracing::warn!(?run, held = held.bytes(), "the store is back after {:.1} s: writing the output held meanwhile",
+                                since.elapsed().as_secs_f64());
+                        }
+                    }
+                    Err(e) if matches!(e.trouble(), crate::db::Trouble::Unavailable | crate::db::Trouble::Full) => {
+                        if outage.is_none() {
+                            tracing::warn!(?run, "the store cannot take output now, holding it: {e}");
+                        }
+                        outage.get_or_insert((Instant::now(), e));
+                        held.put_back(block);
+                        retry_at = Some(Instant::now() + RETRY_EVERY);
+                    }
+                    Err(e) => {
+                        missing += block.data.len() as u64 + held.bytes();
+                        failed = Some(e.to_string());
+                    }
+                }
+            },
+            () = async { sleep_until(retry_at.expect("guarded")).await }, if retry_at.is_some() => retry_at = None,
+            () = async { sleep_until(give_up.expect("guarded")).await }, if give_up.is_some() && writing.is_none() => {
+                let Some((since, cause)) = outage.take() else { continue };
+                let path = held.path().to_path_buf();
+                return Err(std::io::Error::other(match held.keep_all() {
+                    Ok(bytes) => format!(
+                        "{bytes} bytes are not in the database, which has refused them for {:.0} s ({cause}); \
+                         they are kept in {} and stored when Sleuth next starts.",
+                        since.elapsed().as_secs_f64(), path.display()
+                    ),
+                    Err(e) => format!("the database has refused output for {:.0} s ({cause}), and what was held could not be kept in {}: {e}",
+                        since.elapsed().as_secs_f64(), path.display()),
+                }));
+            }
         }
     }
-    failed.map_or(Ok(()), Err)
+    match failed {
+        None => Ok(()),
+        Some(why) if missing > 0 => {
+            Err(std::io::Error::other(format!("{why}; {missing} bytes from then on were not kept")))
+        }
+        Some(why) => Err(std::io::Error::other(why)),
+    }
 }
 
 /// Appends chunks for one run. Counters are what the run row reports.
@@ -463,7 +557,7 @@ impl OutputWriter {
             Sink::Store { blocks, task, .. } => {
                 drop(blocks);
                 match task.await {
-                    Ok(result) => result.map_err(std::io::Error::other),
+                    Ok(result) => result,
                     Err(e) => Err(std::io::Error::other(e)),
                 }
             }
