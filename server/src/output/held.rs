@@ -253,6 +253,41 @@ mod tests {
         assert_eq!(held.bytes(), 0);
     }
 
+    #[tokio::test]
+    async fn a_spill_file_left_behind_is_stored_at_the_next_start_once() {
+        // Only PostgreSQL keeps output in the store (SQLite writes files).
+        for (dir, _database, store) in crate::db::test_stores().await {
+            if store.backend() != crate::db::Backend::Postgres {
+                continue;
+            }
+            let run = crate::db::tests_support::a_run(&store).await;
+            let mut held = Held::new(spill_path(dir.path(), OutputKey::Run(run)));
+            held.push(OutputBlock {
+                start: 0,
+                data: b"held\n".to_vec(),
+                chunks: crate::output::chunk_record_for_tests(5),
+            })
+            .unwrap();
+            held.push(OutputBlock {
+                start: 5,
+                data: b"more".to_vec(),
+                chunks: crate::output::chunk_record_for_tests(4),
+            })
+            .unwrap();
+            held.keep_all().unwrap();
+            // Another block was stored before the process gave up: written again, it is the same block.
+            store
+                .append_output(OutputKey::Run(run), 0, b"held\n", &crate::output::chunk_record_for_tests(5))
+                .await
+                .unwrap();
+            assert_eq!(replay(&store, dir.path()).await, 9);
+            assert_eq!(store.output_len(OutputKey::Run(run)).await.unwrap(), 9);
+            assert_eq!(store.output_range(OutputKey::Run(run), 0, 9).await.unwrap(), b"held\nmore");
+            assert!(!spill_path(dir.path(), OutputKey::Run(run)).exists());
+            assert_eq!(replay(&store, dir.path()).await, 0, "once");
+        }
+    }
+
     #[test]
     fn keeping_all_writes_memory_then_spill_in_order_and_a_cut_record_ends_the_file() {
         let dir = tempfile::tempdir().unwrap();

@@ -86,6 +86,11 @@ fn chunk_record(stream: Stream, len: usize, at_ms: i64) -> [u8; 13] {
     record
 }
 
+#[cfg(test)]
+pub(crate) fn chunk_record_for_tests(len: usize) -> Vec<u8> {
+    chunk_record(Stream::Stdout, len, 0).to_vec()
+}
+
 /// The bytes of `stream` in `data`, as the chunk `records` describe it.
 fn select_stream(data: &[u8], records: &[u8], stream: Stream, into: &mut Vec<u8>) {
     let mut at = 0usize;
