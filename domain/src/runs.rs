@@ -128,6 +128,10 @@ pub struct Run {
     /// Its artifacts (and output) that are report files a reader knows.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reports: Vec<ReportInfo>,
+    /// While it runs: how long its host has not answered, in seconds, once
+    /// that is 15 s or more (a frozen host is given up after about 40 s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_quiet_s: Option<u64>,
 }
 
 /// A report file of a run, as read: which tool's format, and what the reader

@@ -510,6 +510,11 @@ fn RunOutput(
                 {(!position.is_empty()).then(|| view! { <span class="muted position">{position}</span> })}
                 {(queued > 0).then(|| view! { <span class="muted queue">{format!("{queued} queued after it")}</span> })}
                 <span class="muted">{summary}</span>
+                {run.host_quiet_s.map(|s| view! {
+                    <span class="host-quiet" title="The host has not answered a ping since; it is given up after about 40 s">
+                        {format!("no data from {} for {s} s", run.host)}
+                    </span>
+                })}
                 <span class="spacer"></span>
                 <span class="muted bytes">{human_bytes(end)}</span>
                 <button type="button" class="copy quiet" data-copy-output="" title="Copy the output shown here">"Copy"</button>

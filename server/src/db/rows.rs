@@ -76,6 +76,8 @@ pub struct RunRow {
     pub run_dir: Option<String>,
     pub server: Option<String>,
     pub artifact_notes: Option<String>,
+    /// Seconds its host has not answered while it runs (0028).
+    pub host_quiet_s: Option<i64>,
     /// Whether its telemetry chart was drawn (1), the last thing stored after
     /// a run with telemetry ends; the chart itself is read on its own.
     pub telemetry_drawn: i64,

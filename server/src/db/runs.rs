@@ -6,7 +6,7 @@ use crate::time::now_ms;
 
 pub(super) const COLUMNS: &str = "id, step_id, host, command, env, cwd, timeout_s, status, exit_code, exit_signal, error,
     batch_index, batch_size, warmup, stdout_bytes, stderr_bytes, lines, queued_at, started_at, finished_at, who, facts_id,
-    config, sweep_id, sweep_index, telemetry, plan, run_dir, server, artifact_notes,
+    config, sweep_id, sweep_index, telemetry, plan, run_dir, server, artifact_notes, host_quiet_s,
     CAST(CASE WHEN telemetry_svg IS NULL THEN 0 ELSE 1 END AS BIGINT) AS telemetry_drawn";
 
 impl Store {
@@ -101,7 +101,7 @@ impl Store {
     /// Records how a run ended, unless it already has.
     pub async fn finish_run(&self, id: i64, end: &RunEnd<'_>) -> StoreResult<bool> {
         let done = sqlx::query(
-            "UPDATE runs SET status = $1, exit_code = $2, exit_signal = $3, error = $4, finished_at = $5
+            "UPDATE runs SET status = $1, exit_code = $2, exit_signal = $3, error = $4, finished_at = $5, host_quiet_s = NULL
              WHERE id = $6 AND status IN ('queued', 'running')",
         )
         .bind(end.status.as_str())
@@ -113,6 +113,17 @@ impl Store {
         .execute(&self.pool)
         .await?;
         Ok(done.rows_affected() == 1)
+    }
+
+    /// How long the run's host has not answered (`None`: it answers); a
+    /// running run's only.
+    pub async fn set_host_quiet(&self, id: i64, seconds: Option<i64>) -> StoreResult<()> {
+        sqlx::query("UPDATE runs SET host_quiet_s = $1 WHERE id = $2 AND status = 'running'")
+            .bind(seconds)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
     }
 
     /// Cancels a run that has not started; `false` if it had.

@@ -443,6 +443,7 @@ mod tests {
             run_dir: None,
             server: None,
             artifact_notes: None,
+            host_quiet_s: None,
             telemetry_drawn: 0,
         })
     }

@@ -124,6 +124,10 @@ pub fn run_from_row(row: RunRow) -> Run {
         artifacts: Vec::new(),
         artifact_notes: row.artifact_notes.as_deref().and_then(|n| serde_json::from_str(n).ok()).unwrap_or_default(),
         reports: Vec::new(),
+        host_quiet_s: (row.status == "running")
+            .then_some(row.host_quiet_s)
+            .flatten()
+            .and_then(|s| u64::try_from(s).ok()),
     }
 }
 

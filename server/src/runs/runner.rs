@@ -36,6 +36,10 @@ const COUNT_INTERVAL: Duration = Duration::from_millis(500);
 /// per SSH packet: at 32 KB a packet, that was a syscall pair per packet and
 /// halved the ingest rate.
 const FLUSH_INTERVAL: Duration = Duration::from_millis(40);
+/// How often a running run looks at how long its host has been silent, and
+/// from how long on its page says so.
+const QUIET_CHECK: Duration = Duration::from_secs(5);
+const QUIET_AFTER: Duration = Duration::from_secs(15);
 
 pub struct Runner {
     store: Store,
@@ -585,6 +589,8 @@ impl Runner {
         let mut counts = tokio::time::interval_at(now + COUNT_INTERVAL, COUNT_INTERVAL);
         let mut flushes = tokio::time::interval_at(now + FLUSH_INTERVAL, FLUSH_INTERVAL);
         let mut unflushed = false;
+        let mut quiet_checks = tokio::time::interval_at(now + QUIET_CHECK, QUIET_CHECK);
+        let mut quiet = false;
         let mut write_error: Option<String> = None;
         let limit = context.plan.output_limit_bytes.unwrap_or(app::steps::command::DEFAULT_OUTPUT_BYTES);
         let mut dropped = 0u64;
@@ -645,6 +651,17 @@ impl Runner {
                 }
                 _ = counts.tick() => {
                     let _ = self.store.update_run_counts(run.id, writer.stdout, writer.stderr, writer.lines).await;
+                }
+                _ = quiet_checks.tick() => {
+                    // Said on the run while it lasts, and taken back when the host answers.
+                    let silent = command.host_silent_for();
+                    if silent >= QUIET_AFTER || quiet {
+                        quiet = silent >= QUIET_AFTER;
+                        let seconds = quiet.then(|| i64::try_from(silent.as_secs()).unwrap_or(i64::MAX));
+                        if self.store.set_host_quiet(run.id, seconds).await.is_ok() {
+                            self.publish(context.investigation, run.id).await;
+                        }
+                    }
                 }
             }
         }

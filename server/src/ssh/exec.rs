@@ -99,6 +99,11 @@ impl Exec {
         self.session.connection.host()
     }
 
+    /// How long the host has not answered (see `Connection::silent_for`).
+    pub fn host_silent_for(&self) -> std::time::Duration {
+        self.session.connection.silent_for()
+    }
+
     /// Sends a signal to the command (OpenSSH passes it to the process the
     /// session started); failures mean the channel is going anyway.
     pub async fn signal(&self, signal: Sig) {

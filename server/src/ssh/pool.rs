@@ -109,6 +109,9 @@ pub struct Connection {
     /// once per connection, so a host without SFTP is not asked on every run.
     sftp_warmed: std::sync::atomic::AtomicBool,
     host: String,
+    /// When the host last answered (Unix ms): the connection's opening, then
+    /// each answered ping ([`probe`]).
+    heard_ms: std::sync::atomic::AtomicI64,
     /// Keeps the jump host's connection (which carries this one) alive.
     _jump: Option<Arc<Connection>>,
 }
@@ -123,6 +126,13 @@ pub struct SessionChannel {
 impl Connection {
     pub fn is_closed(&self) -> bool {
         self.handle.is_closed()
+    }
+
+    /// How long the host has not answered a ping (0 right after one). A run's
+    /// page says so once it is long ("no data from gpu1 for 20 s").
+    pub fn silent_for(&self) -> Duration {
+        let heard = self.heard_ms.load(std::sync::atomic::Ordering::Relaxed);
+        Duration::from_millis(u64::try_from(crate::time::now_ms() - heard).unwrap_or(0))
     }
 
     pub fn host(&self) -> &str {
@@ -187,6 +197,26 @@ pub enum TrustError {
 }
 
 const KEEPALIVE: Duration = Duration::from_secs(10);
+/// How often the connection is pinged for [`Connection::silent_for`].
+const PING_EVERY: Duration = Duration::from_secs(5);
+
+/// Pings the host every [`PING_EVERY`] while the connection is open and
+/// notes each answer. Keepalives (russh's) decide when the host is gone; this
+/// only tells how long it has been quiet, which they do not expose. A frozen
+/// host leaves a ping unanswered until the keepalives close the connection.
+fn probe(connection: &Arc<Connection>) {
+    let weak = Arc::downgrade(connection);
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(PING_EVERY).await;
+            let Some(connection) = weak.upgrade() else { break };
+            if connection.is_closed() || connection.handle.send_ping().await.is_err() || connection.is_closed() {
+                break;
+            }
+            connection.heard_ms.store(crate::time::now_ms(), std::sync::atomic::Ordering::Relaxed);
+        }
+    });
+}
 const KEEPALIVES_UNANSWERED: usize = 3;
 
 /// A host's pooled connection, if open; its lock serializes connecting.
@@ -272,6 +302,7 @@ impl Pool {
             return Ok(connection.clone());
         }
         let connection = Arc::new(Box::pin(self.connect(target)).await?);
+        probe(&connection);
         *slot = Some(connection.clone());
         Ok(connection)
     }
@@ -421,6 +452,7 @@ impl Pool {
             sftp: tokio::sync::OnceCell::new(),
             sftp_warmed: std::sync::atomic::AtomicBool::new(false),
             host: target.name.clone(),
+            heard_ms: std::sync::atomic::AtomicI64::new(crate::time::now_ms()),
             _jump: jump,
         })
     }

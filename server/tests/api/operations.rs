@@ -127,8 +127,10 @@ async fn metrics_show_runs_and_the_pool() {
 }
 
 /// A host that stops answering (its sshd SIGSTOPped: no RST, no data) is
-/// noticed within 45 s — the run ends `lost` with what it printed — while a
-/// second host runs as usual; once it is back, the pool reconnects.
+/// noticed within 45 s — the run's page says "no data from gpu for N s"
+/// meanwhile, then the run ends `lost` with what it printed — while a second
+/// host runs as usual (a silent command there is not called quiet); once it
+/// is back, the pool reconnects.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frozen_host_is_lost_within_45_s_and_another_host_is_unaffected() {
     let mut frozen = Sshd::start();
@@ -141,7 +143,10 @@ async fn a_frozen_host_is_lost_within_45_s_and_another_host_is_unaffected() {
         app.post_json("/api/v1/hosts/gpu2/trust", json!({ "fingerprint": other.host_key_fingerprint() })).await;
     assert_eq!(trusted.status, StatusCode::OK, "{}", trusted.text());
 
+    let silent = command_step(&app, json!({ "host": "gpu2", "command": "sleep 120" })).await;
+    let silent = start(&app, silent, json!({})).await[0];
     let step = command_step(&app, json!({ "command": "echo before; sleep 300" })).await;
+    let investigation = app.get(&format!("/api/v1/steps/{step}")).await.json()["investigation_id"].clone();
     let run = start(&app, step, json!({})).await[0];
     wait_for(&app, run, |r| r["stdout_bytes"].as_u64() == Some(7), Duration::from_secs(20)).await;
     frozen.freeze();
@@ -153,8 +158,19 @@ async fn a_frozen_host_is_lost_within_45_s_and_another_host_is_unaffected() {
     assert_eq!(done["status"], "succeeded", "{done}");
     assert!(started.elapsed() < Duration::from_secs(10), "the other host waited {:?}", started.elapsed());
 
+    let quiet = wait_for(&app, run, |r| r["host_quiet_s"].as_u64().is_some(), Duration::from_secs(35)).await;
+    let seconds = quiet["host_quiet_s"].as_u64().unwrap_or_default();
+    eprintln!("\"no data from gpu for {seconds} s\" shown {:.1} s after the freeze", froze.elapsed().as_secs_f64());
+    assert!((15..=30).contains(&seconds) && quiet["status"] == "running", "{quiet}");
+    let page = app.get(&format!("/i/{}", investigation.as_str().unwrap_or_default())).await.text();
+    assert!(page.contains(&format!("no data from gpu for {seconds} s")), "the page does not say so");
+    let elsewhere = app.get(&format!("/api/v1/runs/{silent}")).await.json();
+    assert!(elsewhere["status"] == "running" && elsewhere.get("host_quiet_s").is_none(), "{elsewhere}");
+
     let lost = wait_for(&app, run, |r| r["status"] != "running", Duration::from_secs(60)).await;
     let noticed = froze.elapsed();
+    assert!(lost.get("host_quiet_s").is_none(), "an ended run is not quiet: {lost}");
+    assert_eq!(app.post_json(&format!("/api/v1/runs/{silent}/cancel"), json!({})).await.status, StatusCode::OK);
     eprintln!("a frozen host noticed after {:.1} s", noticed.as_secs_f64());
     assert_eq!(lost["status"], "lost", "{lost}");
     assert!(noticed <= Duration::from_secs(45), "noticed after {noticed:?}");
