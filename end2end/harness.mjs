@@ -33,12 +33,13 @@ export function tempDataDir() {
  * Feature tests run it as a single local user (`--no-auth`); `accounts.test.mjs`
  * passes `{ accounts: true }` and gets the printed setup URL as `setupUrl`
  * (`setup: false` when users exist already, and none is printed). `database`:
- * a `postgres://` URL for the store (a replica of a team server).
+ * a `postgres://` URL for the store (a replica of a team server); `extraArgs`:
+ * more `sleuth serve` flags.
  */
-export function startServer(dataDir, { accounts = false, logLevel, database, setup = accounts } = {}) {
+export function startServer(dataDir, { accounts = false, logLevel, database, setup = accounts, extraArgs = [] } = {}) {
   const bin = process.env.SLEUTH_BIN ?? join(root, 'target', 'debug', 'sleuth');
   const site = process.env.SLEUTH_SITE ?? join(root, 'target', 'site');
-  const args = ['serve', '--addr', '127.0.0.1:0', '--data', dataDir, '--site', site, ...(accounts ? [] : ['--no-auth'])];
+  const args = ['serve', '--addr', '127.0.0.1:0', '--data', dataDir, '--site', site, ...(accounts ? [] : ['--no-auth']), ...extraArgs];
   const child = spawn(bin, args, {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {

@@ -99,6 +99,7 @@ pub fn App() -> impl IntoView {
     view! {
         <Router>
             <TopBar/>
+            <StoreBanner/>
             <main>
                 // Async: pages are sent whole, so they read well without JavaScript
                 // and a missing investigation is a real 404.
@@ -154,6 +155,22 @@ fn TopBar() -> impl IntoView {
                 }.into_any()
             }}
         </header>
+    }
+}
+
+/// While the server refuses writes or new runs (a full data disk, the
+/// free-space floor), every page says so and why, above everything else.
+#[component]
+fn StoreBanner() -> impl IntoView {
+    let status = Resource::new(|| (), |_| pages::hosts::server_status());
+    view! {
+        <Suspense fallback=|| ()>
+            {move || Suspend::new(async move {
+                status.await.ok().and_then(|s| s.refusing).map(|why| view! {
+                    <p class="store-banner" role="alert">{why}</p>
+                })
+            })}
+        </Suspense>
     }
 }
 

@@ -118,3 +118,35 @@ pub struct Topology {
     pub devices: Vec<String>,
     pub links: Vec<Vec<String>>,
 }
+
+/// How this server stands (`GET /api/v1/status`): what every page's banner
+/// says to everyone, and for admins the detail behind it (the hosts page).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerStatus {
+    /// While writes or new runs are refused: why, in a sentence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refusing: Option<String>,
+    /// Admins only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<ServerDetail>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerDetail {
+    /// Where run output (and SQLite) is kept.
+    pub data_dir: Option<String>,
+    pub disk_free_bytes: Option<u64>,
+    pub disk_size_bytes: Option<u64>,
+    /// New runs need this much free (`--min-free`); `None` where output is
+    /// kept in the database (PostgreSQL).
+    pub min_free_bytes: Option<u64>,
+    /// Store operations that failed since the server started, by why.
+    pub store_errors_full: u64,
+    pub store_errors_unavailable: u64,
+    pub store_errors_other: u64,
+    /// When a write was last refused because the disk was full.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_full_at: Option<String>,
+    /// Each host's pooled SSH connection: whether it is open now.
+    pub connections: Vec<(String, bool)>,
+}

@@ -120,6 +120,9 @@ pub trait HostOps: Send + Sync + 'static {
     async fn host_access(&self, actor: &Actor, host: &str) -> Result<HostAccess, ApiError>;
     /// Admins only.
     async fn set_host_access(&self, actor: &Actor, host: &str, access: HostAccess) -> Result<HostAccess, ApiError>;
+    /// Whether writes are refused (anyone), and the server's disk, store and
+    /// connections (admins).
+    async fn server_status(&self, actor: &Actor) -> Result<crate::hosts::ServerStatus, ApiError>;
 }
 
 /// Runs of command steps.

@@ -173,6 +173,34 @@ impl Notebook {
         })
     }
 
+    /// What every page's banner says while writes or new runs are refused:
+    /// below the free-space floor, or a write refused for a full disk lately.
+    pub fn refusing(&self, _: &crate::policy::Anyone) -> Option<String> {
+        if let Err(e) = self.runs.runner().room_for_runs() {
+            return Some(e.message);
+        }
+        crate::operations::refused_full_recently().then(crate::operations::full_disk_message)
+    }
+
+    /// The server's disk, store errors and connections, for its admins.
+    pub fn server_detail(&self, _: &crate::policy::Admin) -> app::hosts::ServerDetail {
+        let floor = self.runs.runner().floor();
+        let data_dir = crate::operations::data_dir();
+        let space = data_dir.as_deref().and_then(crate::operations::space);
+        let errors = crate::operations::store_errors();
+        app::hosts::ServerDetail {
+            data_dir: data_dir.map(|d| d.display().to_string()),
+            disk_free_bytes: space.map(|(free, _)| free),
+            disk_size_bytes: space.map(|(_, size)| size),
+            min_free_bytes: floor.map(|(.., floor)| floor),
+            store_errors_full: errors[0],
+            store_errors_unavailable: errors[1],
+            store_errors_other: errors[2],
+            last_full_at: crate::operations::last_full_ms().map(crate::time::timestamp),
+            connections: self.hosts.pool().states(),
+        }
+    }
+
     /// What `/metrics` shows.
     pub async fn operations(&self, _: &crate::policy::Admin) -> Result<crate::operations::Snapshot> {
         Ok(crate::operations::Snapshot { runs: self.store.runs_by_status().await?, ssh: self.hosts.pool().states() })

@@ -13,6 +13,12 @@ static DATA_DIR: RwLock<Option<PathBuf>> = RwLock::new(None);
 static STORE_FULL: AtomicU64 = AtomicU64::new(0);
 static STORE_UNAVAILABLE: AtomicU64 = AtomicU64::new(0);
 static STORE_OTHER: AtomicU64 = AtomicU64::new(0);
+/// When a write was last refused for a full disk (Unix ms; 0: never).
+static LAST_FULL_MS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+/// Bytes free under the data dir when that write was refused.
+static LAST_FULL_FREE: AtomicU64 = AtomicU64::new(0);
+/// How long after a write refused for a full disk pages may still say so.
+const FULL_SAID_FOR_MS: i64 = 60_000;
 
 pub fn set_data_dir(dir: &Path) {
     if let Ok(mut held) = DATA_DIR.write() {
@@ -37,6 +43,29 @@ pub fn count_store_error(trouble: Trouble) {
         Trouble::Other => &STORE_OTHER,
     };
     counter.fetch_add(1, Ordering::Relaxed);
+    if trouble == Trouble::Full {
+        LAST_FULL_FREE.store(data_dir().as_deref().and_then(free_bytes).unwrap_or(0), Ordering::Relaxed);
+        LAST_FULL_MS.store(crate::time::now_ms(), Ordering::Relaxed);
+    }
+}
+
+/// Store failures since the start: full, unavailable, other.
+pub fn store_errors() -> [u64; 3] {
+    [&STORE_FULL, &STORE_UNAVAILABLE, &STORE_OTHER].map(|n| n.load(Ordering::Relaxed))
+}
+
+/// When a write was last refused for a full disk.
+pub fn last_full_ms() -> Option<i64> {
+    Some(LAST_FULL_MS.load(Ordering::Relaxed)).filter(|&ms| ms > 0)
+}
+
+/// Whether a write was refused for a full disk within the last minute and
+/// no space was freed under the data dir since (a write that succeeds is not
+/// seen here; the disk's free space is).
+pub fn refused_full_recently() -> bool {
+    let recent = last_full_ms().is_some_and(|ms| crate::time::now_ms() - ms < FULL_SAID_FOR_MS);
+    let then = LAST_FULL_FREE.load(Ordering::Relaxed);
+    recent && data_dir().as_deref().and_then(free_bytes).is_none_or(|free| free <= then.saturating_add(1 << 20))
 }
 
 /// The sentence a write refused for a full disk answers with.

@@ -67,6 +67,12 @@ pub async fn import_hosts(path: String, text: String) -> Result<crate::hosts::Im
     crate::backend::call(move |notebook, actor| async move { notebook.import_hosts(&actor, source).await }).await
 }
 
+/// Whether writes are refused (everyone), and the server's state (admins).
+#[server]
+pub async fn server_status() -> Result<crate::hosts::ServerStatus, ApiError> {
+    crate::backend::call(move |notebook, actor| async move { notebook.server_status(&actor).await }).await
+}
+
 #[server]
 pub async fn remove_host(name: String) -> Result<(), ApiError> {
     crate::backend::call(move |notebook, actor| async move { notebook.remove_host(&actor, &name).await }).await
@@ -94,6 +100,7 @@ pub fn HostsPage() -> impl IntoView {
     let add = ServerAction::<AddHost>::new();
     let hosts = Resource::new(|| (), |_| list_hosts());
     let me = Resource::new(|| (), |_| super::accounts::whoami());
+    let status = Resource::new(|| (), |_| server_status());
     view! {
         <PageTitle text="Hosts · Sleuth"/>
         <div class="page-head"><h1>"Hosts"</h1></div>
@@ -145,6 +152,48 @@ pub fn HostsPage() -> impl IntoView {
                 })
             })}
         </Suspense>
+        <Suspense fallback=|| ()>
+            {move || Suspend::new(async move {
+                status.await.ok().and_then(|s| s.detail).map(|detail| view! { <ServerState detail/> })
+            })}
+        </Suspense>
+    }
+}
+
+/// The server's own state, for its admins: the data disk against the
+/// free-space floor, the store's failures, and the pooled SSH connections.
+#[component]
+fn ServerState(detail: crate::hosts::ServerDetail) -> impl IntoView {
+    use crate::runs::human_bytes;
+    let low = matches!((detail.disk_free_bytes, detail.min_free_bytes), (Some(free), Some(floor)) if free < floor);
+    let disk = match (detail.disk_free_bytes, detail.disk_size_bytes) {
+        (Some(free), Some(size)) => format!("{} free of {}", human_bytes(free), human_bytes(size)),
+        _ => "unknown".to_string(),
+    };
+    let errors = detail.store_errors_full + detail.store_errors_unavailable + detail.store_errors_other;
+    let refused_full = detail.last_full_at.is_some();
+    view! {
+        <section class="panel server-state" id="server-state">
+            <h2>"This server"</h2>
+            <table class="facts">
+                <tr><th>"Data directory"</th><td><code>{detail.data_dir.unwrap_or_else(|| "unknown".into())}</code></td></tr>
+                <tr class:warn=low><th>"Data disk"</th><td>{disk}
+                    {detail.min_free_bytes.map(|floor| format!(" · new runs need {} (--min-free)", human_bytes(floor)))}
+                    {low.then_some(" · new runs are refused")}</td></tr>
+                <tr class:warn=refused_full><th>"Store errors since start"</th><td>
+                    {if errors == 0 { "none".to_string() } else { format!(
+                        "{} disk full, {} database unreachable, {} other",
+                        detail.store_errors_full, detail.store_errors_unavailable, detail.store_errors_other) }}
+                    {detail.last_full_at.map(|at| format!(" · last refused for a full disk at {}", crate::model::short_time(&at)))}
+                </td></tr>
+                <tr><th>"SSH connections"</th><td>
+                    {if detail.connections.is_empty() { "none yet".to_string() } else {
+                        detail.connections.iter().map(|(host, open)| format!("{host} {}", if *open { "open" } else { "closed" }))
+                            .collect::<Vec<_>>().join(", ") }}
+                </td></tr>
+            </table>
+            <p class="muted">"The same as Prometheus text at " <a href="/metrics">"/metrics"</a> "."</p>
+        </section>
     }
 }
 

@@ -54,8 +54,10 @@ impl Store {
         .bind(password_hash)
         .bind(i64::from(admin))
         .bind(now_ms())
-        .fetch_optional(&self.pool)
-        .await?)
+        .fetch_all(&self.pool)
+        .await?
+        .into_iter()
+        .next())
     }
 
     pub async fn user_by_name(&self, name: &str) -> StoreResult<Option<UserRow>> {
@@ -148,8 +150,11 @@ impl Store {
         .bind(label)
         .bind(token_hash)
         .bind(now_ms())
-        .fetch_one(&self.pool)
-        .await?)
+        .fetch_all(&self.pool)
+        .await?
+        .into_iter()
+        .next()
+        .ok_or(sqlx::Error::RowNotFound)?)
     }
 
     /// The user of an unrevoked token, noting that it was used.

@@ -21,8 +21,11 @@ impl Store {
         .bind(host)
         .bind(facts)
         .bind(now_ms())
-        .fetch_one(&self.pool)
-        .await?)
+        .fetch_all(&self.pool)
+        .await?
+        .into_iter()
+        .next()
+        .ok_or(sqlx::Error::RowNotFound)?)
     }
 
     pub async fn facts(&self, id: i64) -> StoreResult<Option<FactsRow>> {

@@ -30,8 +30,11 @@ impl Store {
         .bind(kind)
         .bind(name)
         .bind(now_ms())
-        .fetch_one(&self.pool)
-        .await?;
+        .fetch_all(&self.pool)
+        .await?
+        .into_iter()
+        .next()
+        .ok_or(sqlx::Error::RowNotFound)?;
         Ok(id)
     }
 

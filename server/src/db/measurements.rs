@@ -98,8 +98,11 @@ impl Store {
         .bind(note)
         .bind(label)
         .bind(now_ms())
-        .fetch_one(&self.pool)
-        .await?;
+        .fetch_all(&self.pool)
+        .await?
+        .into_iter()
+        .next()
+        .ok_or(sqlx::Error::RowNotFound)?;
         Ok(id)
     }
 
@@ -175,8 +178,10 @@ impl Store {
         .bind(pattern)
         .bind(unit)
         .bind(now_ms())
-        .fetch_optional(&self.pool)
-        .await?;
+        .fetch_all(&self.pool)
+        .await?
+        .into_iter()
+        .next();
         Ok(id.map(|(id,)| id))
     }
 

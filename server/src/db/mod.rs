@@ -15,6 +15,11 @@
 //!   is refused with [`OpenError::TooNew`] rather than half understood.
 //! - Rows come out as plain structs (`*Row`); turning them into API types and
 //!   checking input is the job of [`crate::notebook`], not of the store.
+//! - A statement that writes and returns rows (`… RETURNING`) outside a
+//!   transaction is read with `fetch_all`, never `fetch_one`/`fetch_optional`:
+//!   SQLite commits it only when it is stepped to its end, and sqlx drops the
+//!   error of a statement left after its first row — on a full disk the insert
+//!   answered with its row and was gone (found by the full-disk test).
 //! - Writes that renumber steps run in one serialised transaction
 //!   ([`Store::begin_serialised`]), so concurrent writers queue instead of
 //!   failing half way or handing out one position twice.

@@ -33,8 +33,11 @@ impl Store {
         .bind(run.sweep_index)
         .bind(i64::from(run.telemetry))
         .bind(&run.plan)
-        .fetch_one(&self.pool)
-        .await?)
+        .fetch_all(&self.pool)
+        .await?
+        .into_iter()
+        .next()
+        .ok_or(sqlx::Error::RowNotFound)?)
     }
 
     pub async fn run(&self, id: i64) -> StoreResult<Option<RunRow>> {

@@ -38,8 +38,11 @@ impl Store {
         .bind(created_by)
         .bind(now_ms())
         .bind(expires_at)
-        .fetch_one(&self.pool)
-        .await?)
+        .fetch_all(&self.pool)
+        .await?
+        .into_iter()
+        .next()
+        .ok_or(sqlx::Error::RowNotFound)?)
     }
 
     pub async fn shares_of(&self, investigation: &str) -> StoreResult<Vec<ShareRow>> {
@@ -66,7 +69,9 @@ impl Store {
         )))
         .bind(now_ms())
         .bind(id)
-        .fetch_optional(&self.pool)
-        .await?)
+        .fetch_all(&self.pool)
+        .await?
+        .into_iter()
+        .next())
     }
 }

@@ -50,8 +50,11 @@ impl Store {
         .bind(new.runs)
         .bind(new.who)
         .bind(now_ms())
-        .fetch_one(&self.pool)
-        .await?)
+        .fetch_all(&self.pool)
+        .await?
+        .into_iter()
+        .next()
+        .ok_or(sqlx::Error::RowNotFound)?)
     }
 
     pub async fn sweep(&self, id: i64) -> StoreResult<Option<SweepRow>> {

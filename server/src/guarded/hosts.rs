@@ -98,4 +98,9 @@ impl app::backend::HostOps for super::Guarded {
         let admin = self.access.admin(actor, "decide who runs on hosts")?;
         Ok(self.notebook.hosts.set_access(&admin, host, access).await?)
     }
+    async fn server_status(&self, actor: &Actor) -> Result<app::hosts::ServerStatus, ApiError> {
+        let refusing = self.notebook.refusing(&self.access.anyone(actor));
+        let admin = self.access.admin(actor, "read the server's state").ok();
+        Ok(app::hosts::ServerStatus { refusing, detail: admin.map(|admin| self.notebook.server_detail(&admin)) })
+    }
 }

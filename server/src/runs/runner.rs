@@ -117,13 +117,19 @@ impl Runner {
         self
     }
 
-    /// Refuses new runs below the free-space floor, before the disk is full.
-    pub fn room_for_runs(&self) -> Result<(), app::error::ApiError> {
-        let Some((dir, min, default)) = &self.floor else { return Ok(()) };
+    /// Where output is kept in files: the disk's place, its free bytes, its
+    /// size, and the floor new runs need.
+    pub fn floor(&self) -> Option<(std::path::PathBuf, u64, u64, u64)> {
+        let (dir, min, default) = self.floor.as_ref()?;
         // The output dir is made with the first run; its disk is its parent's.
         let at = dir.ancestors().find(|d| d.exists()).unwrap_or(dir);
-        let Some((free, size)) = crate::operations::space(at) else { return Ok(()) };
-        let floor = min.bytes(size, *default);
+        let (free, size) = crate::operations::space(at)?;
+        Some((at.to_path_buf(), free, size, min.bytes(size, *default)))
+    }
+
+    /// Refuses new runs below the free-space floor, before the disk is full.
+    pub fn room_for_runs(&self) -> Result<(), app::error::ApiError> {
+        let Some((at, free, _, floor)) = self.floor() else { return Ok(()) };
         if free >= floor {
             return Ok(());
         }

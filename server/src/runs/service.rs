@@ -56,6 +56,10 @@ impl Runs {
         self.runner.outputs()
     }
 
+    pub fn runner(&self) -> &Arc<Runner> {
+        &self.runner
+    }
+
     /// The run row, if it is of the permit's investigation.
     async fn row(&self, permit: &Permit<impl crate::policy::Right>, id: i64) -> Result<RunRow> {
         let row = self.store.run(id).await?.ok_or_else(|| not_found(id))?;

@@ -36,7 +36,8 @@ impl Drop for Tmpfs {
 
 /// The disk under the data directory fills: reading goes on (even with a
 /// token whose last-used stamp cannot be written), writes answer 507 with the
-/// sentence, `/metrics` counts them, and freeing space is enough to go on.
+/// sentence, every page says why in a banner, admins see the disk and the
+/// refusals on `/hosts` and `/metrics`, and freeing space is enough to go on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_data_disk_refuses_writes_with_507_and_reads_go_on() {
     if crate::helpers::on_postgres() {
@@ -53,6 +54,8 @@ async fn a_full_data_disk_refuses_writes_with_507_and_reads_go_on() {
     auth.add_user("ops", "a long enough password", true).await.unwrap();
     let token = auth.create_token("ops", "before").await.unwrap().token;
     let fresh = auth.create_token("ops", "never used yet").await.unwrap().token;
+    auth.add_user("member", "a long enough password", false).await.unwrap();
+    let member = auth.create_token("member", "m").await.unwrap().token;
     let admin = |token: &String| crate::migrate::As { app: &app, token: token.clone() };
     let created = admin(&token).call(Method::POST, "/api/v1/investigations", json!({ "title": "t" })).await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.text());
@@ -93,10 +96,38 @@ async fn a_full_data_disk_refuses_writes_with_507_and_reads_go_on() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(0.0);
     assert!(full >= 1.0, "{metrics}");
+    // Said on every page, and on the admins' status.
+    let status = admin(&token).call(Method::GET, "/api/v1/status", Value::Null).await.json();
+    let refusing = status["refusing"].as_str().unwrap_or_default().to_string();
+    assert!(refusing.contains("under the floor of") && refusing.contains("Reading works"), "{status}");
+    assert!(status["detail"]["store_errors_full"].as_u64() >= Some(1), "{status}");
+    assert!(status["detail"]["disk_free_bytes"].as_u64() < status["detail"]["min_free_bytes"].as_u64(), "{status}");
+    assert!(status["detail"]["last_full_at"].is_string(), "{status}");
+    let banner = |page: &str| {
+        page.split("class=\"store-banner\">").nth(1).map(|b| b.split('<').next().unwrap_or_default().to_string())
+    };
+    for path in [format!("/i/{id}"), "/".to_string()] {
+        let page = admin(&token).call(Method::GET, &path, Value::Null).await.text();
+        assert_eq!(banner(&page).as_deref(), Some(refusing.as_str()), "{path}");
+    }
+    let hosts = admin(&token).call(Method::GET, "/hosts", Value::Null).await.text();
+    assert!(hosts.contains("id=\"server-state\"") && hosts.contains("new runs are refused"), "the admins' view");
+    // A write that returns what it wrote fails too (sqlx used to drop SQLite's
+    // error after the first row: the user was answered and not kept).
+    let refused = auth.add_user("member", "a long enough password", false).await;
+    assert!(refused.is_err(), "a user added on a full disk");
+    let theirs = admin(&member).call(Method::GET, "/api/v1/status", Value::Null).await.json();
+    assert!(
+        theirs["refusing"].is_string() && theirs.get("detail").is_none(),
+        "members see why, not the detail: {theirs}"
+    );
 
     std::fs::remove_file(&fill).unwrap();
     let again = admin(&token).call(Method::POST, "/api/v1/investigations", json!({ "title": "u" })).await;
     assert_eq!(again.status, StatusCode::CREATED, "{}", again.text());
+    let status = admin(&token).call(Method::GET, "/api/v1/status", Value::Null).await.json();
+    assert!(status.get("refusing").is_none(), "{status}");
+    assert_eq!(banner(&admin(&token).call(Method::GET, &format!("/i/{id}"), Value::Null).await.text()), None);
 }
 
 /// `/metrics` is for admins: the runs, the queue and the SSH pool, in
