@@ -54,7 +54,12 @@ pub async fn spawn_app() -> TestApp {
 
 /// [`spawn_app`] on a given store (a PostgreSQL cluster a test stops and starts).
 pub async fn spawn_app_on(database: Database) -> TestApp {
-    let data = tempfile::tempdir().expect("temp dir");
+    spawn_app_in(tempfile::tempdir().expect("temp dir"), database).await
+}
+
+/// [`spawn_app`] on a given store whose data dir is `data/db` (one a test
+/// filled beforehand).
+pub async fn spawn_app_in(data: TempDir, database: Database) -> TestApp {
     let router = router_for(&data, &database).await;
     TestApp { router, data, database, auth: None }
 }

@@ -259,7 +259,7 @@ async fn a_backup_taken_while_serving_restores_everything() {
 }
 
 /// One request to a server in another process; (status, body).
-async fn http(addr: &str, method: &str, path: &str, body: Value) -> (u16, String) {
+pub async fn http(addr: &str, method: &str, path: &str, body: Value) -> (u16, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut socket = tokio::net::TcpStream::connect(addr).await.expect("connect");
     let body = if body.is_null() { String::new() } else { body.to_string() };

@@ -395,3 +395,186 @@ async fn sessions_presence_and_the_sign_in_limiter_span_replicas() {
     assert!(head.contains("Too%20many") || head.contains("Too+many"), "the right password is refused now: {head}");
     assert_eq!(setup.get("/api/v1/investigations").await.status, StatusCode::UNAUTHORIZED);
 }
+
+/// A TCP load balancer in front of replicas: each connection goes to the next
+/// backend in the list that accepts it. Taking a backend out of the list (as
+/// a deploy does before stopping it) leaves its open connections alone.
+struct Proxy {
+    addr: String,
+    backends: Arc<Mutex<Vec<String>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Proxy {
+    async fn start(backends: Vec<String>) -> Proxy {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let backends = Arc::new(Mutex::new(backends));
+        let task = tokio::spawn({
+            let backends = backends.clone();
+            async move {
+                let mut next = 0usize;
+                while let Ok((mut inbound, _)) = listener.accept().await {
+                    let list = backends.lock().unwrap().clone();
+                    next += 1;
+                    let first = next;
+                    tokio::spawn(async move {
+                        for i in 0..list.len() {
+                            if let Ok(mut outbound) =
+                                tokio::net::TcpStream::connect(&list[(first + i) % list.len()]).await
+                            {
+                                let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                                return;
+                            }
+                        }
+                    });
+                }
+            }
+        });
+        Proxy { addr, backends, task }
+    }
+
+    fn set(&self, backends: &[&Replica]) {
+        *self.backends.lock().unwrap() = backends.iter().map(|r| r.addr.clone()).collect();
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// A viewer of a run's live output through `addr`, as EventSource does it:
+/// when the connection drops before `end`, it connects again from the last
+/// event id (a byte offset). Returns the `line-N` numbers in the order they
+/// arrived, and how many connections it took.
+async fn view_run(addr: String, run: i64) -> (Vec<u32>, usize) {
+    let mut offset = 0u64;
+    let mut lines = Vec::new();
+    let mut connections = 0;
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        assert!(Instant::now() < deadline, "the viewer did not reach the end; it saw {lines:?}");
+        let Ok(mut stream) = tokio::net::TcpStream::connect(&addr).await else {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        };
+        connections += 1;
+        // HTTP/1.0: the body is the stream itself, up to the close (no chunks).
+        let request = format!("GET /api/v1/runs/{run}/stream?offset={offset} HTTP/1.0\r\nHost: {addr}\r\n\r\n");
+        if stream.write_all(request.as_bytes()).await.is_err() {
+            continue;
+        }
+        let mut text = String::new();
+        let mut buf = vec![0u8; 16 * 1024];
+        let mut in_body = false;
+        loop {
+            let n = match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            text.push_str(&String::from_utf8_lossy(&buf[..n]));
+            if !in_body {
+                let Some((head, body)) = text.split_once("\r\n\r\n") else { continue };
+                if !head.starts_with("HTTP/1.1 200") && !head.starts_with("HTTP/1.0 200") {
+                    break; // A replica on its way out, say: try again.
+                }
+                in_body = true;
+                text = body.to_string();
+            }
+            // Whole frames only; the rest waits for more bytes.
+            while let Some((frame, rest)) = text.split_once("\n\n") {
+                let (frame, rest) = (frame.to_string(), rest.to_string());
+                text = rest;
+                let field = |name: &str| frame.lines().find_map(|l| l.strip_prefix(name)).map(str::to_string);
+                match field("event: ").as_deref() {
+                    Some("output") => {
+                        for data in frame.lines().filter_map(|l| l.strip_prefix("data: ")) {
+                            for part in data.split("line-").skip(1) {
+                                let digits: String = part.chars().take_while(char::is_ascii_digit).collect();
+                                lines.extend(digits.parse::<u32>());
+                            }
+                        }
+                        offset = field("id: ").and_then(|id| id.parse().ok()).unwrap_or(offset);
+                    }
+                    Some("end") => return (lines, connections),
+                    _ => {}
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A rolling restart of two replicas behind a load balancer, while a run goes
+/// and a viewer follows it through the balancer: the replica the viewer is on
+/// stops (its viewer moves to the other one mid-run), comes back, then the
+/// replica driving the run stops — taken out of the balancer, it lets the run
+/// end within its grace — and comes back. The viewer got every line once, in
+/// order; the run `succeeded` with all of it stored; a viewer who came during
+/// the second stop, on the new replica, saw it live too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rolling_restart_behind_a_proxy_loses_nothing_a_viewer_saw() {
+    use crate::operations::http;
+    if !on_postgres() {
+        eprintln!("skipped: replicas need PostgreSQL (SLEUTH_TEST_POSTGRES)");
+        return;
+    }
+    let sshd = Sshd::start();
+    let b = app_with_host(&sshd).await; // trusts the host key in the shared store
+    let flags = ["--no-auth", "--shutdown-grace", "30"];
+    let mut one = Replica::start(&b.database, &flags);
+    let mut two = Replica::start(&b.database, &flags);
+    let step = command_step(&b, json!({ "command": "for i in $(seq 1 60); do echo line-$i; sleep 0.2; done" })).await;
+
+    // The run is driven by `one`; the viewer lands on `two`.
+    let proxy = Proxy::start(vec![two.addr.clone()]).await;
+    let (status, runs) = one.post(&format!("/api/v1/steps/{step}/runs"), json!({})).await;
+    assert_eq!(status, 201, "{runs}");
+    let run = runs[0]["id"].as_i64().unwrap();
+    let viewer = tokio::spawn(view_run(proxy.addr.clone(), run));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    // `two` restarts: out of the balancer, SIGTERM (it drives nothing, so it
+    // exits at once), a new `two` in.
+    proxy.set(&[&one]);
+    let term = |replica: &Replica| {
+        assert!(Command::new("kill").args(["-TERM", &replica.child.id().to_string()]).status().unwrap().success());
+    };
+    term(&two);
+    assert!(two.child.wait().unwrap().success());
+    two = Replica::start(&b.database, &flags);
+    proxy.set(&[&one, &two]);
+    let (status, during) = http(&proxy.addr, "GET", &format!("/api/v1/runs/{run}"), Value::Null).await;
+    assert_eq!(status, 200, "{during}");
+    assert!(during.contains("\"status\":\"running\""), "{during}");
+
+    // `one`, which drives the run, restarts: out of the balancer, SIGTERM; it
+    // lets the run end (within its grace) and then exits.
+    proxy.set(&[&two]);
+    term(&one);
+    let late = tokio::spawn(view_run(proxy.addr.clone(), run));
+    let stopped = tokio::task::spawn_blocking(move || {
+        let exited = one.child.wait();
+        (one, exited)
+    });
+    let (viewed, connections) = viewer.await.unwrap();
+    let (late, _) = late.await.unwrap();
+    let (one_was, exited) = stopped.await.unwrap();
+    assert!(exited.unwrap().success());
+    drop(one_was);
+    let one = Replica::start(&b.database, &flags);
+    proxy.set(&[&one, &two]);
+
+    eprintln!("rolling restart: the viewer followed the run over {connections} connections");
+    let all: Vec<u32> = (1..=60).collect();
+    assert_eq!(viewed, all, "the viewer, over {connections} connections");
+    assert!(connections >= 2, "the viewer moved between replicas ({connections} connection)");
+    assert_eq!(late, all, "the viewer who came during the driver's stop");
+    let (_, ended) = http(&proxy.addr, "GET", &format!("/api/v1/runs/{run}"), Value::Null).await;
+    assert!(ended.contains("\"status\":\"succeeded\""), "{ended}");
+    let (_, stored) = http(&proxy.addr, "GET", &format!("/api/v1/runs/{run}/output"), Value::Null).await;
+    let stored: Vec<u32> = stored.lines().filter_map(|l| l.strip_prefix("line-")?.parse().ok()).collect();
+    assert_eq!(stored, all);
+}
