@@ -417,6 +417,24 @@ impl Cluster {
     fn up(&self) {
         assert!(Command::new(Self::script()).args(["up", &self.dir]).status().unwrap().success());
     }
+
+    /// A streaming standby of this cluster (`pg_basebackup -R`), running.
+    fn standby(&self) -> Cluster {
+        let out = Command::new(Self::script()).args(["standby", &self.dir]).output().expect("tools/pg-scratch");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let said = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let (dir, url) = said.split_once(' ').expect("DIR URL");
+        Cluster { dir: dir.to_string(), url: url.to_string() }
+    }
+
+    fn promote(&self) {
+        assert!(Command::new(Self::script()).args(["promote", &self.dir]).status().unwrap().success());
+    }
+
+    /// `127.0.0.1:PORT`.
+    fn addr(&self) -> String {
+        self.url.split('@').nth(1).and_then(|rest| rest.split('/').next()).unwrap_or_default().to_string()
+    }
 }
 
 impl Drop for Cluster {
@@ -499,4 +517,46 @@ async fn postgres_restarting_mid_run_loses_no_output() {
         assert_eq!(ended["stdout_bytes"].as_u64(), Some(expected.len() as u64), "{ended}");
         assert!(!spill.exists(), "the spill file is removed once stored");
     }
+}
+
+/// A failover: the primary stops mid-run (`-m fast`), its streaming standby
+/// is promoted, and the address Sleuth connects to (a TCP balancer here;
+/// pgbouncer, HAProxy or a virtual IP in a deployment — sqlx takes one host)
+/// is pointed at it. The run ends `succeeded` with every line; the server
+/// answers again within 10 s of the promotion, without a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failover_to_a_streaming_standby_loses_no_output() {
+    if !crate::helpers::on_postgres() {
+        eprintln!("skipped: needs PostgreSQL (SLEUTH_TEST_POSTGRES)");
+        return;
+    }
+    let sshd = Sshd::start();
+    let primary = Cluster::start();
+    let standby = primary.standby();
+    let proxy = crate::replicas::Proxy::start(vec![primary.addr()]).await;
+    let admin = format!("postgres://postgres@{}/postgres", proxy.addr);
+    let url = server::db::scratch_postgres_database(&admin).await.expect("a database");
+    let app =
+        crate::runs::with_host(crate::helpers::spawn_app_on(server::db::Database::Postgres(url)).await, &sshd).await;
+    let step = command_step(&app, json!({ "command": "for i in $(seq 1 80); do echo line-$i; sleep 0.1; done" })).await;
+    let investigation =
+        app.get(&format!("/api/v1/steps/{step}")).await.json()["investigation_id"].as_str().unwrap().to_string();
+    let run = start(&app, step, json!({})).await[0];
+    wait_for(&app, run, |r| r["stdout_bytes"].as_u64().unwrap_or(0) > 100, Duration::from_secs(20)).await;
+
+    primary.down("fast");
+    standby.promote();
+    proxy.point(vec![standby.addr()]);
+    let promoted = Instant::now();
+    while app.get(&format!("/api/v1/investigations/{investigation}")).await.status != StatusCode::OK {
+        assert!(promoted.elapsed() < Duration::from_secs(10), "not answering 10 s after the failover");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    eprintln!("failover: answering again {:.2} s after the promotion", promoted.elapsed().as_secs_f64());
+
+    let ended = finished(&app, run).await;
+    assert_eq!(ended["status"], "succeeded", "{ended}");
+    let stored = String::from_utf8(output(&app, run).await).unwrap();
+    let expected: String = (1..=80).map(|i| format!("line-{i}\n")).collect();
+    assert_eq!(stored, expected);
 }

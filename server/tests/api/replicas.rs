@@ -396,17 +396,17 @@ async fn sessions_presence_and_the_sign_in_limiter_span_replicas() {
     assert_eq!(setup.get("/api/v1/investigations").await.status, StatusCode::UNAUTHORIZED);
 }
 
-/// A TCP load balancer in front of replicas: each connection goes to the next
-/// backend in the list that accepts it. Taking a backend out of the list (as
+/// A TCP load balancer in front of replicas (or of PostgreSQL's primary): each
+/// connection goes to the next backend in the list that accepts it. Taking a backend out of the list (as
 /// a deploy does before stopping it) leaves its open connections alone.
-struct Proxy {
-    addr: String,
+pub struct Proxy {
+    pub addr: String,
     backends: Arc<Mutex<Vec<String>>>,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl Proxy {
-    async fn start(backends: Vec<String>) -> Proxy {
+    pub async fn start(backends: Vec<String>) -> Proxy {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap().to_string();
         let backends = Arc::new(Mutex::new(backends));
@@ -435,7 +435,12 @@ impl Proxy {
     }
 
     fn set(&self, backends: &[&Replica]) {
-        *self.backends.lock().unwrap() = backends.iter().map(|r| r.addr.clone()).collect();
+        self.point(backends.iter().map(|r| r.addr.clone()).collect());
+    }
+
+    /// New connections go to these addresses from now on.
+    pub fn point(&self, backends: Vec<String>) {
+        *self.backends.lock().unwrap() = backends;
     }
 }
 
