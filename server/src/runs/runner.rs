@@ -398,7 +398,6 @@ impl Runner {
         let driving = Driving::start(&self.driving);
         let context = Context { investigation, run: &run, plan: &plan, target, dir: &dir };
         let (end, keep) = self.drive(&context, &mut cancelled, &progress, kept, next).await;
-        drop(driving);
         let how = match (end.exit_code, &end.exit_signal, &end.error) {
             (Some(code), _, _) => format!("{} (exit {code})", end.status.as_str()),
             (None, Some(signal), _) => format!("{} (signal {signal})", end.status.as_str()),
@@ -435,6 +434,9 @@ impl Runner {
             }
         }
         self.live.finish(run_id);
+        // Only now: a shutdown waiting for runs to end must not take this one
+        // for unfinished while its end is being recorded.
+        drop(driving);
         tracing::info!(run = run_id, host = %target.name, status = end.status.as_str(), "run finished");
         self.search.run_ended(run_id);
         self.publish(investigation, run_id).await;
