@@ -88,7 +88,9 @@ pub async fn open(data: &Path, site: &Path, options: Options) -> Result<Opened, 
                 tracing::error!("cannot take a replica lease: {e}");
             }
             runner.spawn_leases();
-            // Output an earlier process held for a database that stayed away.
+            // Output an older release kept in files; output an earlier process
+            // held for a database that stayed away.
+            crate::output::import_old_files(&store, &data.join("runs")).await;
             crate::output::held::replay(&store, &data.join("runs")).await;
             let orphans = runner.clone();
             tokio::spawn(async move { orphans.stop_orphans().await });

@@ -30,6 +30,7 @@ mod annotations;
 mod audit;
 mod comments;
 mod copy;
+mod edited;
 mod facts;
 mod float;
 mod host_keys;
@@ -254,6 +255,9 @@ impl Store {
             Backend::Sqlite => &SQLITE_MIGRATIONS,
             Backend::Postgres => &POSTGRES_MIGRATIONS,
         };
+        edited::catch_up(&pool, backend, migrator)
+            .await
+            .map_err(|e| OpenError::Migrate(database.describe(), sqlx::migrate::MigrateError::Execute(e)))?;
         migrator.run(&pool).await.map_err(|e| match e {
             sqlx::migrate::MigrateError::VersionMissing(version) => OpenError::TooNew(database.describe(), version),
             other => OpenError::Migrate(database.describe(), other),

@@ -357,6 +357,51 @@ impl FileBlocks {
     }
 }
 
+/// Output files a PostgreSQL-backed Sleuth kept in its data dir before output
+/// moved into the database (postgres/0003): each run's file goes into the store
+/// once — where the store has none of that run's output — and is renamed
+/// `.imported`, so the old data dir's notebook reads whole after an upgrade.
+/// Returns how many runs' output it took in.
+pub async fn import_old_files(store: &Store, dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    let mut imported = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(run) = name.strip_suffix(".out").and_then(|id| id.parse::<i64>().ok()) else { continue };
+        let key = OutputKey::Run(run);
+        match (store.output_len(key).await, store.run(run).await) {
+            (Ok(0), Ok(Some(_))) => {}
+            _ => continue,
+        }
+        let copied = async {
+            let Some(mut blocks) = FileBlocks::open(dir, key)? else { return Ok(()) };
+            while let Some(block) = blocks.next_block()? {
+                store.append_output(key, block.start, &block.data, &block.chunks).await.map_err(store_error)?;
+            }
+            std::io::Result::Ok(())
+        };
+        match copied.await {
+            Ok(()) => {
+                for path in [out_path(dir, key), idx_path(dir, key)] {
+                    let _ = std::fs::rename(
+                        &path,
+                        path.with_extension(format!(
+                            "{}.imported",
+                            path.extension().unwrap_or_default().to_string_lossy()
+                        )),
+                    );
+                }
+                imported += 1;
+            }
+            Err(e) => tracing::error!(run, "cannot take in the output file of an older Sleuth: {e}"),
+        }
+    }
+    if imported > 0 {
+        tracing::warn!(imported, "took the output files of an older Sleuth in {} into the database", dir.display());
+    }
+    imported
+}
+
 enum Sink {
     /// Plain blocking writes into the page cache (memcpy speed, a 1 MB buffer at
     /// a time). tokio::fs would copy every buffer once more and hop to a

@@ -22,3 +22,4 @@ mod snippets;
 mod sshd;
 mod steps;
 mod sweeps;
+mod upgrade;
