@@ -38,6 +38,8 @@ const COUNT_INTERVAL: Duration = Duration::from_millis(500);
 const FLUSH_INTERVAL: Duration = Duration::from_millis(40);
 /// How often a running run looks at how long its host has been silent, and
 /// from how long on its page says so.
+/// How much output a run stores between looks at the disk's free space.
+const SPACE_CHECK_BYTES: u64 = 1 << 20;
 const QUIET_CHECK: Duration = Duration::from_secs(5);
 const QUIET_AFTER: Duration = Duration::from_secs(15);
 
@@ -125,6 +127,14 @@ impl Runner {
         let at = dir.ancestors().find(|d| d.exists()).unwrap_or(dir);
         let (free, size) = crate::operations::space(at)?;
         Some((at.to_path_buf(), free, size, min.bytes(size, *default)))
+    }
+
+    /// Where half the free-space floor is all that is left: that half is kept
+    /// for the notebook itself (runs' ends, everyone's edits), so a running
+    /// run stops storing its output there. `(where, free, floor)`.
+    fn short_of_space(&self) -> Option<(std::path::PathBuf, u64, u64)> {
+        let (at, free, _, floor) = self.floor()?;
+        (free < floor / 2).then_some((at, free, floor))
     }
 
     /// Refuses new runs below the free-space floor, before the disk is full.
@@ -417,14 +427,19 @@ impl Runner {
             Ok(n) => tracing::info!(run = run_id, "{n} measurements"),
             Err(e) => tracing::error!(run = run_id, "cannot extract measurements: {e}"),
         }
-        // A database that is restarting gets a minute: a run left `running`
-        // would be ended `interrupted` by the lease sweep instead.
-        let giving_up = tokio::time::Instant::now() + Duration::from_secs(60);
+        // A database that is restarting, or a full disk, is waited for (the
+        // run is `running` meanwhile): its end is recorded once it takes
+        // writes again, without a restart. Stopped meanwhile, the next start
+        // ends it `interrupted`.
+        let mut wait = Duration::from_secs(1);
         loop {
             match self.store.finish_run(run_id, &end_ref).await {
-                Err(e) if e.trouble() == crate::db::Trouble::Unavailable && tokio::time::Instant::now() < giving_up => {
-                    tracing::warn!(run = run_id, "waiting for the database to record the end of the run: {e}");
-                    tokio::time::sleep(Duration::from_secs(1)).await;
+                Err(e) if matches!(e.trouble(), crate::db::Trouble::Unavailable | crate::db::Trouble::Full) => {
+                    if wait == Duration::from_secs(1) {
+                        tracing::warn!(run = run_id, "waiting for the store to record the end of the run: {e}");
+                    }
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(Duration::from_secs(10));
                 }
                 Err(e) => {
                     tracing::error!(run = run_id, "cannot record the end of the run: {e}");
@@ -602,6 +617,11 @@ impl Runner {
         let mut write_error: Option<String> = None;
         let limit = context.plan.output_limit_bytes.unwrap_or(app::steps::command::DEFAULT_OUTPUT_BYTES);
         let mut dropped = 0u64;
+        // Where storing stopped short of the limit (the disk, or a write that
+        // failed): nothing more is written, the rest is counted as dropped.
+        let mut stored_until: Option<u64> = None;
+        let mut low_space: Option<(std::path::PathBuf, u64, u64)> = None;
+        let mut next_space_check = SPACE_CHECK_BYTES;
 
         loop {
             let kill = async {
@@ -613,19 +633,30 @@ impl Runner {
             tokio::select! {
                 event = command.next() => {
                     let Some(event) = event else { break };
-                    match event {
-                        Event::Stdout(data) => {
-                            if let Err(e) = append_within(&mut writer, limit, &mut dropped, Stream::Stdout, &data).await {
-                                write_error.get_or_insert(e.to_string());
-                            }
+                    let (stream, data) = match event {
+                        Event::Stdout(data) => (Stream::Stdout, data),
+                        Event::Stderr(data) => (Stream::Stderr, data),
+                        Event::Exit(Exit::Code(code)) => {
+                            exit_code = Some(i64::from(code));
+                            continue;
                         }
-                        Event::Stderr(data) => {
-                            if let Err(e) = append_within(&mut writer, limit, &mut dropped, Stream::Stderr, &data).await {
-                                write_error.get_or_insert(e.to_string());
-                            }
+                        Event::Exit(Exit::Signal(signal)) => {
+                            exit_signal = Some(signal);
+                            continue;
                         }
-                        Event::Exit(Exit::Code(code)) => exit_code = Some(i64::from(code)),
-                        Event::Exit(Exit::Signal(signal)) => exit_signal = Some(signal),
+                    };
+                    let until = stored_until.unwrap_or(limit).min(limit);
+                    if let Err(e) = append_within(&mut writer, until, &mut dropped, stream, &data).await {
+                        write_error.get_or_insert(e.to_string());
+                        stored_until.get_or_insert(writer.len);
+                    }
+                    // Every megabyte: output arrives faster than counts tick.
+                    if writer.len >= next_space_check && stored_until.is_none() {
+                        next_space_check = writer.len + SPACE_CHECK_BYTES;
+                        if let Some(short) = self.short_of_space() {
+                            stored_until = Some(writer.len);
+                            low_space = Some(short);
+                        }
                     }
                     unflushed = true;
                 }
@@ -633,6 +664,7 @@ impl Runner {
                     // Readers only see what is flushed (the writer tells them).
                     if let Err(e) = writer.flush().await {
                         write_error.get_or_insert(e.to_string());
+                        stored_until.get_or_insert(writer.len);
                     }
                     unflushed = false;
                 }
@@ -659,6 +691,10 @@ impl Runner {
                 }
                 _ = counts.tick() => {
                     let _ = self.store.update_run_counts(run.id, writer.stdout, writer.stderr, writer.lines).await;
+                    if stored_until.is_none() && let Some(short) = self.short_of_space() {
+                        stored_until = Some(writer.len);
+                        low_space = Some(short);
+                    }
                 }
                 _ = quiet_checks.tick() => {
                     // Said on the run while it lasts, and taken back when the host answers.
@@ -675,7 +711,7 @@ impl Runner {
         }
         // Off the critical path: its notes, chart and summaries come just after the run.
         let telemetry = sampler.map(crate::telemetry::Sampler::stop);
-        let (stdout, stderr, lines) = (writer.stdout, writer.stderr, writer.lines);
+        let (stdout, stderr, lines, writer_len) = (writer.stdout, writer.stderr, writer.lines, writer.len);
         if let Err(e) = writer.finish().await {
             write_error.get_or_insert(e.to_string());
         }
@@ -712,7 +748,19 @@ impl Runner {
         };
         end.exit_code = exit_code;
         end.exit_signal = exit_signal;
-        if dropped > 0 {
+        if let Some((at, free, floor)) = low_space {
+            end.error = Some(format!(
+                "Storing output stopped at {}: {} was left free in {}, half of the --min-free floor of {}, which is \
+                 kept for the notebook itself. {dropped} more bytes were printed and not kept; the command ran to its end.",
+                app::runs::human_bytes(writer_len),
+                app::runs::human_bytes(free),
+                at.display(),
+                app::runs::human_bytes(floor)
+            ));
+            if end.status == RunStatus::Succeeded {
+                end.status = RunStatus::Failed;
+            }
+        } else if dropped > 0 && write_error.is_none() {
             let note = format!(
                 "Output past the step's limit of {} was not kept ({dropped} more bytes were printed); \
                  the command ran to its end. Raise output_limit_bytes on the step to keep more.",
@@ -724,7 +772,9 @@ impl Runner {
             });
         }
         if let Some(e) = write_error {
-            end.error = Some(format!("Some output could not be stored: {e}"));
+            let after =
+                if dropped > 0 { format!(" ({dropped} more bytes were printed and not kept)") } else { String::new() };
+            end.error = Some(format!("Some output could not be stored: {e}{after}"));
             // Never `succeeded` about output it did not keep.
             if end.status == RunStatus::Succeeded {
                 end.status = RunStatus::Failed;

@@ -130,6 +130,64 @@ async fn a_full_data_disk_refuses_writes_with_507_and_reads_go_on() {
     assert_eq!(banner(&admin(&token).call(Method::GET, &format!("/i/{id}"), Value::Null).await.text()), None);
 }
 
+/// A run prints more than the disk holds (a 32 MB tmpfs, `--min-free 8M`, a
+/// command printing 60 MB): storing stops at half the floor, kept for the
+/// notebook itself; the run ends `failed` saying why, keeps every byte it
+/// stored and counts no more than it kept; the command ran to its end; the
+/// notebook takes writes meanwhile, and once space is freed runs start again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_that_fills_the_disk_fails_with_the_reason_and_keeps_what_it_stored() {
+    if crate::helpers::on_postgres() {
+        return; // Output is in the database there.
+    }
+    let sshd = Sshd::start();
+    let data = tempfile::tempdir().unwrap();
+    let dir = data.path().join("db");
+    let Some(_disk) = Tmpfs::mount(&dir, "32m") else { return };
+    let database = server::db::Database::Sqlite(dir.clone());
+    let floor = Some(server::operations::MinFree::Bytes(8 << 20));
+    let options = server::serve::Options {
+        database: Some(database.clone()),
+        no_auth: true,
+        min_free: floor,
+        ..Default::default()
+    };
+    let state = server::serve::state(&dir, &data.path().join("site"), options).await.unwrap();
+    let app = crate::runs::with_host(TestApp { router: server::app(state), data, database, auth: None }, &sshd).await;
+    let step =
+        command_step(&app, json!({ "command": "head -c 60000000 /dev/zero | tr '\\0' x; echo; echo end" })).await;
+    let run = start(&app, step, json!({})).await[0];
+    let run =
+        wait_for(&app, run, |r| !matches!(r["status"].as_str(), Some("queued" | "running")), Duration::from_secs(200))
+            .await;
+    assert_eq!(run["status"], "failed", "{run}");
+    let error = run["error"].as_str().unwrap_or_default();
+    assert!(
+        error.starts_with("Storing output stopped at ") && error.contains("half of the --min-free floor of 8.4 MB"),
+        "{run}"
+    );
+    assert!(error.contains("more bytes were printed and not kept; the command ran to its end"), "{run}");
+    let note = app
+        .post_json(
+            &format!(
+                "/api/v1/investigations/{}/steps",
+                app.get(&format!("/api/v1/steps/{step}")).await.json()["investigation_id"].as_str().unwrap()
+            ),
+            json!({ "kind": "note", "body": "still writable" }),
+        )
+        .await;
+    assert_eq!(note.status, StatusCode::CREATED, "{}", note.text());
+    let id = run["id"].as_i64().unwrap();
+    let kept = output(&app, id).await;
+    assert!(kept.len() > 1 << 20 && kept.iter().all(|&b| b == b'x'), "{} bytes kept", kept.len());
+    assert_eq!(run["stdout_bytes"].as_u64(), Some(kept.len() as u64), "the run says what it kept: {run}");
+
+    std::fs::remove_file(server::output::out_path(&dir.join("runs"), id)).unwrap();
+    let again = command_step(&app, json!({ "command": "echo room again" })).await;
+    let run = finished(&app, start(&app, again, json!({})).await[0]).await;
+    assert_eq!(run["status"], "succeeded", "{run}");
+}
+
 /// `/metrics` is for admins: the runs, the queue and the SSH pool, in
 /// Prometheus text format.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
