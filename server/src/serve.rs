@@ -91,7 +91,7 @@ pub async fn open(data: &Path, site: &Path, options: Options) -> Result<Opened, 
             // Output an older release kept in files; output an earlier process
             // held for a database that stayed away.
             crate::output::import_old_files(&store, &data.join("runs")).await;
-            crate::output::held::replay(&store, &data.join("runs")).await;
+            crate::output::held::replay(&store, &data.join("runs"), true).await;
             let orphans = runner.clone();
             tokio::spawn(async move { orphans.stop_orphans().await });
             crate::runs::bridge::spawn(&runner);

@@ -1,8 +1,10 @@
 //! Output blocks the store cannot take yet (PostgreSQL restarting, failing
 //! over, out of disk): held in their order, in memory up to [`MEMORY_BYTES`],
 //! then in a spill file in the data directory, and written once it is back.
-//! A spill file left behind (the store stayed away past the wait, or the
-//! process died) is written by the next server at its start ([`replay`]).
+//! What is still held when a writer gives up on the store (it stayed away
+//! past the wait) is left in `….left` and written as soon as the store takes
+//! it (the replica's lease loop, [`replay`]); a spill file a dead process left
+//! (`….blocks`) is written by the next server at its start.
 //!
 //! Spill record: start (u64 LE), data length (u32 LE), chunks length (u32 LE),
 //! the data, the chunk records.
@@ -26,7 +28,7 @@ pub fn spill_path(dir: &Path, key: OutputKey) -> PathBuf {
 }
 
 fn key_of(name: &str) -> Option<OutputKey> {
-    let stem = name.strip_suffix(".blocks")?;
+    let stem = name.strip_suffix(".blocks").or_else(|| name.strip_suffix(".left"))?;
     if let Some(id) = stem.strip_prefix("run-") {
         return id.parse().ok().map(OutputKey::Run);
     }
@@ -123,10 +125,16 @@ impl Held {
         Ok(block)
     }
 
-    /// Everything held, written to the spill file in order (giving up on the
-    /// store: this process may end before it is back). Returns the bytes kept.
+    /// Where [`Held::keep_all`] leaves what it held.
+    pub fn left_path(&self) -> PathBuf {
+        self.path.with_extension("left")
+    }
+
+    /// Everything held, written in order to [`Held::left_path`] (giving up on
+    /// the store: [`replay`] writes it later). Returns the bytes kept.
     pub fn keep_all(mut self) -> std::io::Result<u64> {
         let bytes = self.bytes;
+        let left = self.left_path();
         let tmp = self.path.with_extension("tmp");
         if let Some(dir) = tmp.parent() {
             std::fs::create_dir_all(dir)?;
@@ -136,7 +144,7 @@ impl Held {
             write_record(&mut out, &block)?;
         }
         out.into_inner().map_err(std::io::IntoInnerError::into_error)?.sync_all()?;
-        std::fs::rename(&tmp, &self.path)?;
+        std::fs::rename(&tmp, &left)?;
         Ok(bytes)
     }
 }
@@ -181,14 +189,18 @@ fn read_record(input: &mut impl Read) -> std::io::Result<Option<OutputBlock>> {
     }
 }
 
-/// Writes the spill files under `dir` that an earlier server left (the store
-/// was away longer than it waited) and removes each once it is stored. A file
-/// the store still refuses stays for the next start. Returns the bytes stored.
-pub async fn replay(store: &Store, dir: &Path) -> u64 {
+/// Writes what writers left for the store under `dir` (`.left`; at a start,
+/// `starting`, also the spill files of a process that died: `.blocks`) and
+/// removes each once stored; one the store still refuses stays for the next
+/// try. Returns the bytes stored.
+pub async fn replay(store: &Store, dir: &Path, starting: bool) -> u64 {
     let Ok(entries) = std::fs::read_dir(dir.join("spill")) else { return 0 };
     let mut stored = 0;
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
+        if !starting && !name.ends_with(".left") {
+            continue; // A running writer's.
+        }
         let Some(key) = key_of(&name) else { continue };
         let path = entry.path();
         match replay_one(store, key, &path).await {
@@ -280,11 +292,11 @@ mod tests {
                 .append_output(OutputKey::Run(run), 0, b"held\n", &crate::output::chunk_record_for_tests(5))
                 .await
                 .unwrap();
-            assert_eq!(replay(&store, dir.path()).await, 9);
+            assert_eq!(replay(&store, dir.path(), false).await, 9);
             assert_eq!(store.output_len(OutputKey::Run(run)).await.unwrap(), 9);
             assert_eq!(store.output_range(OutputKey::Run(run), 0, 9).await.unwrap(), b"held\nmore");
-            assert!(!spill_path(dir.path(), OutputKey::Run(run)).exists());
-            assert_eq!(replay(&store, dir.path()).await, 0, "once");
+            assert!(!spill_path(dir.path(), OutputKey::Run(run)).with_extension("left").exists());
+            assert_eq!(replay(&store, dir.path(), true).await, 0, "once");
         }
     }
 
@@ -299,8 +311,10 @@ mod tests {
         held.push(block(2 * big as u64, 5, 3)).unwrap();
         assert!(held.spilled());
         assert_eq!(held.keep_all().unwrap(), 2 * big as u64 + 5);
-        assert_eq!(key_of(&path.file_name().unwrap().to_string_lossy()), Some(OutputKey::Log(3)));
-        let bytes = std::fs::read(&path).unwrap();
+        let left = path.with_extension("left");
+        assert!(!path.exists());
+        assert_eq!(key_of(&left.file_name().unwrap().to_string_lossy()), Some(OutputKey::Log(3)));
+        let bytes = std::fs::read(&left).unwrap();
         let mut input = &bytes[..];
         let starts: Vec<u64> = std::iter::from_fn(|| read_record(&mut input).unwrap()).map(|b| b.start).collect();
         assert_eq!(starts, [0, big as u64, 2 * big as u64]);

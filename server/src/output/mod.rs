@@ -161,6 +161,14 @@ impl Outputs {
         }
     }
 
+    /// Where output the store could not take yet is held (`None`: files).
+    pub fn held_dir(&self) -> Option<&Path> {
+        match self {
+            Outputs::Files(_) => None,
+            Outputs::Store { held, .. } => Some(held),
+        }
+    }
+
     /// The directory of output files (`None`: output lives in the database).
     pub fn dir(&self) -> Option<&std::path::Path> {
         match self {
@@ -510,11 +518,11 @@ async fn commit_blocks(
             () = async { sleep_until(retry_at.expect("guarded")).await }, if retry_at.is_some() => retry_at = None,
             () = async { sleep_until(give_up.expect("guarded")).await }, if give_up.is_some() && writing.is_none() => {
                 let Some((since, cause)) = outage.take() else { continue };
-                let path = held.path().to_path_buf();
+                let path = held.left_path();
                 return Err(std::io::Error::other(match held.keep_all() {
                     Ok(bytes) => format!(
                         "{bytes} bytes are not in the database, which has refused them for {:.0} s ({cause}); \
-                         they are kept in {} and stored when Sleuth next starts.",
+                         they are kept in {} and written to the database as soon as it takes them (not counted here).",
                         since.elapsed().as_secs_f64(), path.display()
                     ),
                     Err(e) => format!("the database has refused output for {:.0} s ({cause}), and what was held could not be kept in {}: {e}",

@@ -313,6 +313,10 @@ impl Runner {
                 if let Err(e) = runner.store.renew_lease().await {
                     tracing::error!("cannot renew the replica lease: {e}");
                 }
+                // Output a run held for the store and left when it stayed away.
+                if let Some(dir) = runner.outputs.held_dir() {
+                    crate::output::held::replay(&runner.store, dir, false).await;
+                }
                 match runner.store.interrupt_runs_of_dead_replicas().await {
                     Ok(ended) => {
                         for (investigation, run) in &ended {
