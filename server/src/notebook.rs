@@ -94,6 +94,9 @@ impl Notebook {
         for step in steps.iter_mut().filter(|s| shown.contains(&s.id)) {
             step.html = crate::steps::render(&step.body);
         }
+        // Before the rows: what is kept under them was read after (a write
+        // between the two can only cause a miss).
+        let versions = self.store.data_versions(id).await?;
         let runs = self.store.runs_of_investigation(id).await?;
         // Read once for the runs, the hypotheses and the chart: a thousand runs
         // carry tens of thousands of numbers.
@@ -113,7 +116,7 @@ impl Notebook {
         let mut searches = self.store.searches_of_investigation(id).await?;
         searches.retain(|row| shown.contains(&row.step_id));
         self.source.attach_searches(permit, &mut steps, searches);
-        let hypotheses = self.hypotheses.list(permit, Some((&runs, &measured))).await?;
+        let hypotheses = self.hypotheses.list(permit, Some((&runs, &measured, versions))).await?;
         let extractors = self.metrics.extractors(permit).await?;
         let derived = self.metrics.derived(permit).await?;
         let measurements = crate::metrics::measurements_of(&measured);

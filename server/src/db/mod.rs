@@ -230,6 +230,8 @@ pub struct Store {
     url: Option<std::sync::Arc<str>>,
     /// See [`Store::measurements_of_investigation`].
     measurements: std::sync::Arc<kept::Kept<rows::MeasurementRow>>,
+    /// See [`Store::runs_of_investigation`].
+    runs: std::sync::Arc<kept::Kept<RunRow>>,
 }
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -274,7 +276,15 @@ impl Store {
             Database::Postgres(url) => Some(url.as_str().into()),
             Database::Sqlite(_) => None,
         };
-        Ok(Self { pool, backend, replica: replica.into(), url, measurements: Default::default() })
+        Ok(Self {
+            pool,
+            backend,
+            replica: replica.into(),
+            url,
+            // ~200 bytes a measurement, ~1 KB a run (its command, env, plan).
+            measurements: std::sync::Arc::new(kept::Kept::new(400_000)),
+            runs: std::sync::Arc::new(kept::Kept::new(50_000)),
+        })
     }
 
     pub fn backend(&self) -> Backend {

@@ -48,13 +48,40 @@ impl Store {
     }
 
     /// Runs of the given steps, oldest first.
+    /// The investigation's run and measurement counters (0 before any), which
+    /// every change to its runs or measurements bumps.
+    pub async fn data_versions(&self, investigation: &str) -> StoreResult<(i64, i64)> {
+        let (runs, measurements): (Option<i64>, Option<i64>) = sqlx::query_as(
+            "SELECT (SELECT version FROM run_versions WHERE investigation_id = $1),
+                    (SELECT version FROM measurement_versions WHERE investigation_id = $1)",
+        )
+        .bind(investigation)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok((runs.unwrap_or(0), measurements.unwrap_or(0)))
+    }
+
+    /// Kept in memory while the investigation's run counter (bumped by
+    /// triggers in the same transaction as every change, migration 0029) is
+    /// the one they were read at; read before the rows, so a write between
+    /// the two can only cause a miss.
     pub async fn runs_of_investigation(&self, investigation: &str) -> StoreResult<Vec<RunRow>> {
-        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        let version: Option<(i64,)> = sqlx::query_as("SELECT version FROM run_versions WHERE investigation_id = $1")
+            .bind(investigation)
+            .fetch_optional(&self.pool)
+            .await?;
+        let version = version.map_or(0, |(v,)| v);
+        if let Some(rows) = self.runs.get(investigation, version) {
+            return Ok(rows.to_vec());
+        }
+        let rows: Vec<RunRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "SELECT {COLUMNS} FROM runs WHERE step_id IN (SELECT id FROM steps WHERE investigation_id = $1) ORDER BY id"
         )))
         .bind(investigation)
         .fetch_all(&self.pool)
-        .await?)
+        .await?;
+        self.runs.put(investigation, version, rows.clone().into());
+        Ok(rows)
     }
 
     pub async fn runs_of_step(&self, step_id: i64) -> StoreResult<Vec<RunRow>> {
@@ -160,5 +187,71 @@ impl Store {
         .fetch_all(&self.pool)
         .await?;
         Ok(rows.into_iter().map(|(id,)| id).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two stores on one database (replicas): what either changes — a run
+    /// added, counted, ended, its step deleted — the other's next read shows,
+    /// though each keeps the runs in memory while nothing changed.
+    #[tokio::test]
+    async fn kept_runs_follow_every_change() {
+        for (_dir, database, store) in crate::db::test_stores().await {
+            let other = Store::open(&database).await.unwrap();
+            let run = crate::db::tests_support::a_run(&store).await;
+            let investigation = store.run_investigation(run).await.unwrap().unwrap();
+            let seen = async |s: &Store| -> Vec<(i64, String, i64)> {
+                // Twice: the second answer comes from memory.
+                let first = s.runs_of_investigation(&investigation).await.unwrap();
+                let again = s.runs_of_investigation(&investigation).await.unwrap();
+                let of = |rows: Vec<RunRow>| -> Vec<(i64, String, i64)> {
+                    rows.into_iter().map(|r| (r.id, r.status, r.stdout_bytes)).collect()
+                };
+                let (first, again) = (of(first), of(again));
+                assert_eq!(first, again);
+                first
+            };
+            let both = async |want: Vec<(i64, &str, i64)>| {
+                let want: Vec<(i64, String, i64)> = want.into_iter().map(|(i, s, b)| (i, s.to_string(), b)).collect();
+                assert_eq!(seen(&store).await, want, "{:?}", store.backend());
+                assert_eq!(seen(&other).await, want, "{:?}", store.backend());
+            };
+            both(vec![(run, "queued", 0)]).await;
+            other.update_run_counts(run, 5, 0, 1).await.unwrap();
+            both(vec![(run, "queued", 5)]).await;
+            let end =
+                RunEnd { status: app::runs::RunStatus::Succeeded, exit_code: Some(0), exit_signal: None, error: None };
+            assert!(store.finish_run(run, &end).await.unwrap());
+            both(vec![(run, "succeeded", 5)]).await;
+            let step = store.run(run).await.unwrap().unwrap().step_id;
+            let second = store.insert_step(&investigation, "command", "{}").await.unwrap().unwrap();
+            let added = other
+                .insert_run(&NewRun {
+                    step_id: second.id,
+                    host: "h".into(),
+                    command: "true".into(),
+                    env: "[]".into(),
+                    cwd: None,
+                    timeout_s: None,
+                    batch_index: 1,
+                    batch_size: 1,
+                    warmup: false,
+                    who: None,
+                    config: None,
+                    sweep_id: None,
+                    sweep_index: None,
+                    telemetry: false,
+                    plan: None,
+                })
+                .await
+                .unwrap()
+                .id;
+            both(vec![(run, "succeeded", 5), (added, "queued", 0)]).await;
+            assert!(other.delete_step(step).await.unwrap());
+            both(vec![(added, "queued", 0)]).await;
+        }
     }
 }

@@ -32,7 +32,15 @@ pub struct Hypotheses {
     /// Rows are replaced (new ids) when a run is read again, so an entry
     /// never goes stale; the map is emptied when it grows past `CACHED`.
     bootstraps: std::sync::Arc<std::sync::Mutex<HashMap<String, Option<Sampled>>>>,
+    /// Each hypothesis as a page last drew it, by what it was drawn from: its
+    /// row's version and the investigation's run and measurement counters
+    /// (`Store::data_versions`, read before the rows). Emptied past `CACHED`.
+    views: std::sync::Arc<std::sync::Mutex<HashMap<i64, (ViewKey, Hypothesis)>>>,
 }
+
+/// A hypothesis row's version and update time, and the run and measurement
+/// counters of its investigation.
+type ViewKey = (i64, i64, (i64, i64));
 
 /// A percentile comparison, its CDF chart (SVG) and the samples' unit.
 type Sampled = (PercentileComparison, String, String);
@@ -201,7 +209,7 @@ fn resolve(group: &RunGroup, runs: &[RunRow]) -> Vec<i64> {
 
 impl Hypotheses {
     pub fn new(store: Store) -> Self {
-        Self { store, bootstraps: Default::default() }
+        Self { store, bootstraps: Default::default(), views: Default::default() }
     }
 
     /// A percentile of a sampled metric compared between the sides, and its
@@ -256,8 +264,9 @@ impl Hypotheses {
         treatment: &[(i64, f64)],
         runs: &'a [RunRow],
     ) -> Result<Option<app::hypotheses::Provenance>> {
+        let by_id: HashMap<i64, &'a RunRow> = runs.iter().map(|r| (r.id, r)).collect();
         let rows = |values: &[(i64, f64)]| -> Vec<&'a RunRow> {
-            values.iter().filter_map(|(id, _)| runs.iter().find(|r| r.id == *id)).collect()
+            values.iter().filter_map(|(id, _)| by_id.get(id).copied()).collect()
         };
         let (b, t) = (rows(baseline), rows(treatment));
         let mut facts: HashMap<i64, app::hosts::HostFacts> = HashMap::new();
@@ -383,10 +392,13 @@ impl Hypotheses {
     /// The investigation's hypotheses, each with its experiment computed.
     /// `known`: the investigation's runs and measurements, when the caller
     /// has read them (a thousand runs' rows take tens of ms to read again).
+    /// `known`: the investigation's runs and measurements the caller read,
+    /// and the counters it read before them (`Store::data_versions`), under
+    /// which each view is kept.
     pub async fn list(
         &self,
         permit: &Permit<Read>,
-        known: Option<(&[RunRow], &[MeasurementRow])>,
+        known: Option<(&[RunRow], &[MeasurementRow], (i64, i64))>,
     ) -> Result<Vec<Hypothesis>> {
         let investigation = permit.investigation();
         if self.store.investigation(investigation).await?.is_none() {
@@ -395,7 +407,7 @@ impl Hypotheses {
         let rows = self.store.hypotheses(investigation).await?;
         let read;
         let runs = match known {
-            Some((runs, _)) => runs,
+            Some((runs, ..)) => runs,
             None => {
                 read = self.store.runs_of_investigation(investigation).await?;
                 &read
@@ -403,7 +415,24 @@ impl Hypotheses {
         };
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
-            out.push(self.view(row, runs, known.map(|k| k.1)).await?);
+            let key = known.map(|k| (row.version, row.updated_at, k.2));
+            let id = row.id;
+            let kept = key.and_then(|key| {
+                let views = self.views.lock().ok()?;
+                views.get(&id).filter(|(k, _)| *k == key).map(|(_, view)| view.clone())
+            });
+            if let Some(view) = kept {
+                out.push(view);
+                continue;
+            }
+            let view = self.view(row, runs, known.map(|k| k.1)).await?;
+            if let (Some(key), Ok(mut views)) = (key, self.views.lock()) {
+                if views.len() >= CACHED {
+                    views.clear();
+                }
+                views.insert(id, (key, view.clone()));
+            }
+            out.push(view);
         }
         Ok(out)
     }
