@@ -70,6 +70,11 @@ pub async fn import_hosts(path: String, text: String) -> Result<crate::hosts::Im
 /// Whether writes are refused (everyone), and the server's state (admins).
 #[server]
 pub async fn server_status() -> Result<crate::hosts::ServerStatus, ApiError> {
+    // Asked by every page's banner, the sign-in and share-link pages too: no
+    // one signed in is told nothing (and the page keeps its own status).
+    if crate::backend::actor().is_err() {
+        return Ok(crate::hosts::ServerStatus::default());
+    }
     crate::backend::call(move |notebook, actor| async move { notebook.server_status(&actor).await }).await
 }
 

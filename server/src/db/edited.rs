@@ -7,11 +7,11 @@
 //! is then the current one. `tests/api/upgrade.rs` opens a notebook made by
 //! each release to prove them. Never edit a migration that was committed: add one.
 
-use super::Backend;
 use sqlx::AnyPool;
 
 struct Edited {
-    backend: Backend,
+    /// PostgreSQL's migrations, or SQLite's.
+    postgres: bool,
     version: i64,
     /// The commit whose file this checksum is of.
     commit: &'static str,
@@ -36,42 +36,42 @@ const POSTGRES_0003: &[&str] = &[
 
 const EDITED: &[Edited] = &[
     Edited {
-        backend: Backend::Sqlite,
+        postgres: false,
         version: 20,
         commit: "6a02b80",
         released: "33338800b5d4135f83e728ed42d2b10073634a14e3fe26a260081c792a54a091303d8ccf3f55973460edf20ec0a5700a",
         catch_up: &[SQLITE_SETUP_TOKENS],
     },
     Edited {
-        backend: Backend::Sqlite,
+        postgres: false,
         version: 22,
         commit: "5679f8d",
         released: "2660bd823679cc74ce9461f2e6ab7169242c1ab76c05b35ad1cef642ae0d18dad733508d1e2febed1b545b6dd993866f",
         catch_up: &[WAITING_FOR_INDEX],
     },
     Edited {
-        backend: Backend::Postgres,
+        postgres: true,
         version: 3,
         commit: "6a02b80",
         released: "2339f5a405e4a1b64eaa57954b08575989c6eae1573960eaf620b30b4347649b07615f62b2161f37877a2b0bfc5dbe48",
         catch_up: POSTGRES_0003,
     },
     Edited {
-        backend: Backend::Postgres,
+        postgres: true,
         version: 3,
         commit: "bb05628",
         released: "ab969c14df21ad849446532d939b84a2babac788f972932b263091da9788d97e991168f4c2bb63cc5d063b5b455d9bad",
         catch_up: POSTGRES_0003,
     },
     Edited {
-        backend: Backend::Postgres,
+        postgres: true,
         version: 3,
         commit: "29e3093",
         released: "91a6cd580122539b2631b87b303e1483e0b85b9cc5a2553c8992cb90be85571316592d85113f51761f235defdb1b37b4",
         catch_up: POSTGRES_0003,
     },
     Edited {
-        backend: Backend::Postgres,
+        postgres: true,
         version: 5,
         commit: "5679f8d",
         released: "b6e9663ca4d2d26c9aadab4baa3b7c9c173b6ea3cad68bd78666744e40740b5e263866eec9e793e876c3731942ecfa26",
@@ -87,10 +87,10 @@ fn hex(bytes: &[u8]) -> String {
 /// to their content now, before the migrator checks them.
 pub(super) async fn catch_up(
     pool: &AnyPool,
-    backend: Backend,
+    postgres: bool,
     migrator: &sqlx::migrate::Migrator,
 ) -> Result<(), sqlx::Error> {
-    for edited in EDITED.iter().filter(|e| e.backend == backend) {
+    for edited in EDITED.iter().filter(|e| e.postgres == postgres) {
         let recorded: Option<(Vec<u8>,)> =
             match sqlx::query_as("SELECT checksum FROM _sqlx_migrations WHERE version = $1 AND success")
                 .bind(edited.version)

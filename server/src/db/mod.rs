@@ -257,7 +257,7 @@ impl Store {
             Backend::Sqlite => &SQLITE_MIGRATIONS,
             Backend::Postgres => &POSTGRES_MIGRATIONS,
         };
-        edited::catch_up(&pool, backend, migrator)
+        edited::catch_up(&pool, backend == Backend::Postgres, migrator)
             .await
             .map_err(|e| OpenError::Migrate(database.describe(), sqlx::migrate::MigrateError::Execute(e)))?;
         migrator.run(&pool).await.map_err(|e| match e {
