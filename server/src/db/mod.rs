@@ -582,8 +582,13 @@ pub(crate) mod tests_support {
         let id = format!("t{:09x}", rand::random::<u32>());
         assert!(store.insert_investigation(&id, "t", "").await.unwrap());
         let step = store.insert_step(&id, "command", "{}").await.unwrap().unwrap();
+        a_run_of(store, step.id).await
+    }
+
+    /// A queued run of step `step_id`.
+    pub async fn a_run_of(store: &Store, step_id: i64) -> i64 {
         let run = NewRun {
-            step_id: step.id,
+            step_id,
             host: "h".into(),
             command: "true".into(),
             env: "[]".into(),

@@ -228,27 +228,7 @@ mod tests {
             both(vec![(run, "succeeded", 5)]).await;
             let step = store.run(run).await.unwrap().unwrap().step_id;
             let second = store.insert_step(&investigation, "command", "{}").await.unwrap().unwrap();
-            let added = other
-                .insert_run(&NewRun {
-                    step_id: second.id,
-                    host: "h".into(),
-                    command: "true".into(),
-                    env: "[]".into(),
-                    cwd: None,
-                    timeout_s: None,
-                    batch_index: 1,
-                    batch_size: 1,
-                    warmup: false,
-                    who: None,
-                    config: None,
-                    sweep_id: None,
-                    sweep_index: None,
-                    telemetry: false,
-                    plan: None,
-                })
-                .await
-                .unwrap()
-                .id;
+            let added = crate::db::tests_support::a_run_of(&other, second.id).await;
             both(vec![(run, "succeeded", 5), (added, "queued", 0)]).await;
             assert!(other.delete_step(step).await.unwrap());
             both(vec![(added, "queued", 0)]).await;
