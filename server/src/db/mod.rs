@@ -115,9 +115,16 @@ impl StoreError {
         }
         match &self.0 {
             sqlx::Error::Io(e) if e.raw_os_error() == Some(28) => Trouble::Full,
-            sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Tls(_) => {
-                Trouble::Unavailable
-            }
+            // A connection cut during its handshake reads as a protocol error
+            // ("unexpected response from SSLRequest: 0x00" when a proxy in
+            // front of a failing-over primary closes it): the peer is going
+            // away, not speaking another protocol.
+            sqlx::Error::Io(_)
+            | sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::Tls(_)
+            | sqlx::Error::Protocol(_)
+            | sqlx::Error::WorkerCrashed => Trouble::Unavailable,
             _ => Trouble::Other,
         }
     }
@@ -707,6 +714,19 @@ mod tests {
             let refused = Store::open(&database).await.err().map(|e| e.to_string()).unwrap_or_default();
             assert!(refused.contains("newer Sleuth") && refused.contains("99999"), "{refused}");
         }
+    }
+
+    #[test]
+    fn a_store_going_away_is_unavailable_not_our_bug() {
+        let trouble = |e: sqlx::Error| StoreError(e).trouble();
+        let cut = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset");
+        assert_eq!(trouble(sqlx::Error::Io(cut)), Trouble::Unavailable);
+        assert_eq!(trouble(sqlx::Error::Io(std::io::Error::from_raw_os_error(28))), Trouble::Full);
+        assert_eq!(trouble(sqlx::Error::PoolTimedOut), Trouble::Unavailable);
+        let handshake = "unexpected response from SSLRequest: 0x00".to_string();
+        assert_eq!(trouble(sqlx::Error::Protocol(handshake)), Trouble::Unavailable);
+        assert_eq!(trouble(sqlx::Error::RowNotFound), Trouble::Other);
+        assert_eq!(trouble(sqlx::Error::ColumnNotFound("x".into())), Trouble::Other);
     }
 
     #[test]
