@@ -27,6 +27,15 @@ pub fn same_day(a_ms: i64, b_ms: i64) -> bool {
     a_ms.div_euclid(86_400_000) == b_ms.div_euclid(86_400_000)
 }
 
+/// `future`'s output, or never for `None`: a `select!` branch for a deadline
+/// (or an event) that is only sometimes set.
+pub async fn or_never<F: std::future::Future>(future: Option<F>) -> F::Output {
+    match future {
+        Some(future) => future.await,
+        None => std::future::pending().await,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -391,10 +391,9 @@ impl Hypotheses {
 
     /// The investigation's hypotheses, each with its experiment computed.
     /// `known`: the investigation's runs and measurements, when the caller
-    /// has read them (a thousand runs' rows take tens of ms to read again).
-    /// `known`: the investigation's runs and measurements the caller read,
-    /// and the counters it read before them (`Store::data_versions`), under
-    /// which each view is kept.
+    /// has read them (a thousand runs' rows take tens of ms to read again),
+    /// and the counters it read before them (`Store::data_versions`): each
+    /// view is kept under those and its row's version.
     pub async fn list(
         &self,
         permit: &Permit<Read>,

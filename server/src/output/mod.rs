@@ -490,7 +490,7 @@ async fn commit_blocks(
                     ended_at = Some(Instant::now());
                 }
             },
-            (block, done) = async { writing.as_mut().expect("guarded").await }, if writing.is_some() => {
+            (block, done) = crate::time::or_never(writing.as_mut()), if writing.is_some() => {
                 writing = None;
                 match done {
                     Ok(()) => {
@@ -515,8 +515,8 @@ async fn commit_blocks(
                     }
                 }
             },
-            () = async { sleep_until(retry_at.expect("guarded")).await }, if retry_at.is_some() => retry_at = None,
-            () = async { sleep_until(give_up.expect("guarded")).await }, if give_up.is_some() && writing.is_none() => {
+            () = crate::time::or_never(retry_at.map(sleep_until)), if retry_at.is_some() => retry_at = None,
+            () = crate::time::or_never(give_up.map(sleep_until)), if give_up.is_some() && writing.is_none() => {
                 let Some((since, cause)) = outage.take() else { continue };
                 let path = held.left_path();
                 return Err(std::io::Error::other(match held.keep_all() {

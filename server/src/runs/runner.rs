@@ -501,12 +501,7 @@ impl Runner {
         let (run, target) = (context.run, context.target);
         let timeout = run.timeout_s.map(Duration::from_secs);
         let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
-        let sleep_until_deadline = async {
-            match deadline {
-                Some(d) => tokio::time::sleep_until(d).await,
-                None => std::future::pending().await,
-            }
-        };
+        let sleep_until_deadline = crate::time::or_never(deadline.map(tokio::time::sleep_until));
         tokio::pin!(sleep_until_deadline);
 
         // Connecting counts against the timeout and can be cancelled.
@@ -600,12 +595,7 @@ impl Runner {
         // The server ending while the command runs ends the command too.
         let mut server_exit: Option<super::server::Exited> = None;
         let on_end = beside.as_ref().map(|up| up.server.ended());
-        let server_ended = async move {
-            match on_end {
-                Some(ended) => ended.await,
-                None => std::future::pending().await,
-            }
-        };
+        let server_ended = crate::time::or_never(on_end);
         tokio::pin!(server_ended);
         let mut exit_code: Option<i64> = None;
         let mut exit_signal: Option<String> = None;
@@ -628,12 +618,7 @@ impl Runner {
         let mut next_space_check = SPACE_CHECK_BYTES;
 
         loop {
-            let kill = async {
-                match kill_at {
-                    Some(at) => tokio::time::sleep_until(at).await,
-                    None => std::future::pending().await,
-                }
-            };
+            let kill = crate::time::or_never(kill_at.map(tokio::time::sleep_until));
             tokio::select! {
                 event = command.next() => {
                     let Some(event) = event else { break };

@@ -149,12 +149,7 @@ async fn sample(
     // Lines that were neither a header nor a reading: if nothing was sampled, they say why.
     let (mut sampled, mut unread) = (0usize, Vec::<String>::new());
     loop {
-        let deadline = async {
-            match stop_by {
-                Some(at) => tokio::time::sleep_until(at).await,
-                None => std::future::pending().await,
-            }
-        };
+        let deadline = crate::time::or_never(stop_by.map(tokio::time::sleep_until));
         tokio::select! {
             event = channel.next() => match event {
                 Some(Event::Stdout(data)) => {

@@ -145,6 +145,30 @@ async fn an_experiment_compares_the_runs_of_two_steps() {
     assert!(overview.contains("<svg") && overview.contains("(default env)"), "{overview}");
     assert_eq!(app.get(&format!("/api/v1/investigations/{investigation}")).await.json()["hypotheses"][0]["id"], id);
 
+    // The page keeps each hypothesis's view (a thousand runs take ms to
+    // compare again); a run, a measurement or an edit under it shows at once.
+    let on_page = || async {
+        app.get(&format!("/api/v1/investigations/{investigation}")).await.json()["hypotheses"][0]["comparison"].clone()
+    };
+    assert_eq!(on_page().await["treatment"]["n"], 4);
+    std::fs::write(dir.join("ll.values"), "999\n57.9\n57.2\n58.1\n57.6\n75.0\n").unwrap();
+    let another = crate::runs::start(&app, treatment, json!({})).await[0];
+    crate::runs::finished(&app, another).await;
+    let after_run = on_page().await;
+    assert_eq!(after_run["treatment"]["n"], 5, "a new run: {after_run}");
+    assert!((after_run["treatment"]["mean"].as_f64().unwrap() - 61.16).abs() < 1e-9, "{after_run}");
+    let edited =
+        app.patch_json(&format!("/api/v1/hypotheses/{id}"), json!({ "treatment": { "runs": [another] } })).await;
+    assert_eq!(edited.status, StatusCode::OK, "{}", edited.text());
+    let after_edit = on_page().await;
+    assert_eq!(
+        (after_edit["treatment"]["n"].as_u64(), after_edit["treatment"]["mean"].as_f64()),
+        (Some(1), Some(75.0))
+    );
+    let restored = json!({ "treatment": { "steps": [treatment] } });
+    assert_eq!(app.patch_json(&format!("/api/v1/hypotheses/{id}"), restored).await.status, StatusCode::OK);
+    assert_eq!(on_page().await["treatment"]["n"], 5);
+
     // A single run per side: noise unknown, and what to do about it.
     let single = app
         .post_json(
