@@ -63,7 +63,7 @@ pub use hypotheses::HypothesisRow;
 pub use logs::LogRow;
 pub use measurements::ExtractorRow;
 pub use output::{OutputBlock, OutputKey};
-pub use replicas::{EXPIRY as LEASE_EXPIRY, Notices, RENEW as LEASE_RENEW};
+pub use replicas::{EXPIRY as LEASE_EXPIRY, LeaseJudge, Notices, RENEW as LEASE_RENEW};
 pub use reports::{NewReport, ReportRow, SamplesRow, encode as encode_samples};
 pub use rows::{HostRow, InvestigationRow, MeasurementRow, NewRun, RunEnd, RunRow, StepRow};
 pub use search::{DocQuery, DocRow, Found, NewDoc, RANK_AT_MOST};

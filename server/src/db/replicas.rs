@@ -124,7 +124,66 @@ impl Store {
     }
 }
 
+/// Whether this replica may take a lapsed lease as a dead replica. After the
+/// database was away, every lease lapsed with it, live replicas' included:
+/// they are given a whole [`EXPIRY`] of reachable database to renew before
+/// their runs are judged. An outage long enough to lapse a lease spans at
+/// least one of this replica's renewals, so it is seen here.
+#[derive(Debug, Default)]
+pub struct LeaseJudge {
+    /// Since when renewals succeed again after one failed (none: no failure
+    /// since this replica started).
+    back_since: Option<std::time::Instant>,
+    failing: bool,
+}
+
+impl LeaseJudge {
+    pub fn renewed(&mut self, ok: bool, now: std::time::Instant) {
+        if !ok {
+            self.failing = true;
+            self.back_since = None;
+        } else if self.failing {
+            self.failing = false;
+            self.back_since = Some(now);
+        }
+    }
+
+    pub fn may_judge_others(&self, now: std::time::Instant) -> bool {
+        !self.failing && self.back_since.is_none_or(|since| now.duration_since(since) >= EXPIRY)
+    }
+}
+
 /// Replicas seen since this moment (ms) are alive; the others are dead.
 fn lease_cutoff() -> i64 {
     now_ms() - EXPIRY.as_millis() as i64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    #[test]
+    fn leases_lapsed_with_the_database_are_not_judged_until_a_period_after_it_is_back() {
+        let start = Instant::now();
+        let at = |s: u64| start + Duration::from_secs(s);
+        let lease = EXPIRY.as_secs();
+        let mut judge = LeaseJudge::default();
+        judge.renewed(true, at(0));
+        assert!(
+            judge.may_judge_others(at(0)),
+            "a replica up with its database judges at once (a restart after a crash)"
+        );
+        judge.renewed(false, at(10));
+        assert!(!judge.may_judge_others(at(10)), "not while it cannot renew its own");
+        judge.renewed(false, at(40));
+        judge.renewed(true, at(50));
+        assert!(!judge.may_judge_others(at(50)));
+        assert!(!judge.may_judge_others(at(50 + lease - 1)));
+        judge.renewed(true, at(55));
+        assert!(judge.may_judge_others(at(50 + lease)), "a whole lease period after it came back");
+        judge.renewed(false, at(100));
+        judge.renewed(true, at(105));
+        assert!(!judge.may_judge_others(at(106)), "the clock starts again with each outage");
+    }
 }

@@ -309,37 +309,43 @@ impl Runner {
         tokio::spawn(async move {
             let closed = runner.live.closed();
             tokio::pin!(closed);
+            let mut judge = crate::db::LeaseJudge::default();
             loop {
-                if let Err(e) = runner.store.renew_lease().await {
+                let renewed = runner.store.renew_lease().await;
+                if let Err(e) = &renewed {
                     tracing::error!("cannot renew the replica lease: {e}");
                 }
+                judge.renewed(renewed.is_ok(), std::time::Instant::now());
                 // Output a run held for the store and left when it stayed away.
                 if let Some(dir) = runner.outputs.held_dir() {
                     crate::output::held::replay(&runner.store, dir, false).await;
                 }
-                match runner.store.interrupt_runs_of_dead_replicas().await {
-                    Ok(ended) => {
-                        for (investigation, run) in &ended {
-                            tracing::warn!(run, "the replica driving this run stopped: now `interrupted`");
-                            runner.publish(investigation, *run).await;
-                            // Its driver would have indexed it at the end; this replica does.
-                            runner.search.run_ended(*run);
+                // After the database was away, live replicas' leases lapsed too.
+                if judge.may_judge_others(std::time::Instant::now()) {
+                    match runner.store.interrupt_runs_of_dead_replicas().await {
+                        Ok(ended) => {
+                            for (investigation, run) in &ended {
+                                tracing::warn!(run, "the replica driving this run stopped: now `interrupted`");
+                                runner.publish(investigation, *run).await;
+                                // Its driver would have indexed it at the end; this replica does.
+                                runner.search.run_ended(*run);
+                            }
+                            if !ended.is_empty() {
+                                // Their servers, if any, are this replica's to stop.
+                                runner.stop_orphans().await;
+                            }
                         }
-                        if !ended.is_empty() {
-                            // Their servers, if any, are this replica's to stop.
-                            runner.stop_orphans().await;
-                        }
+                        Err(e) => tracing::error!("cannot look for runs of stopped replicas: {e}"),
                     }
-                    Err(e) => tracing::error!("cannot look for runs of stopped replicas: {e}"),
-                }
-                match runner.store.release_index_claims_of_dead_replicas().await {
-                    Ok(released) => {
-                        for run in released {
-                            tracing::warn!(run, "the replica indexing this run's output stopped: indexing it here");
-                            runner.search.run_ended(run);
+                    match runner.store.release_index_claims_of_dead_replicas().await {
+                        Ok(released) => {
+                            for run in released {
+                                tracing::warn!(run, "the replica indexing this run's output stopped: indexing it here");
+                                runner.search.run_ended(run);
+                            }
                         }
+                        Err(e) => tracing::error!("cannot look for index claims of stopped replicas: {e}"),
                     }
-                    Err(e) => tracing::error!("cannot look for index claims of stopped replicas: {e}"),
                 }
                 runner.live.repeat_viewers();
                 tokio::select! {

@@ -544,7 +544,9 @@ async fn postgres_restarting_mid_run_loses_no_output() {
             assert!(went.elapsed() < Duration::from_secs(20), "nothing spilled to {}", spill.display());
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+        let asked = Instant::now();
         let refused = app.get(&format!("/api/v1/investigations/{investigation}")).await;
+        let answered = asked.elapsed();
         assert_eq!(refused.status, StatusCode::SERVICE_UNAVAILABLE, "{}", refused.text());
         assert_eq!(refused.error_code(), "store_unavailable");
         assert!(refused.text().contains("cannot be reached"), "{}", refused.text());
@@ -557,7 +559,8 @@ async fn postgres_restarting_mid_run_loses_no_output() {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         eprintln!(
-            "pg_ctl stop -m {mode}: down {:.1} s; answering again {:.2} s after it returned",
+            "pg_ctl stop -m {mode}: 503 in {:.2} s; down {:.1} s; answering again {:.2} s after it returned",
+            answered.as_secs_f64(),
             (back - went).as_secs_f64(),
             back.elapsed().as_secs_f64()
         );
@@ -621,4 +624,42 @@ async fn a_failover_to_a_streaming_standby_loses_no_output() {
     let stored = String::from_utf8(output(&app, run).await).unwrap();
     let expected: String = (1..=80).map(|i| format!("line-{i}\n")).collect();
     assert_eq!(stored, expected);
+}
+
+/// Two replicas on one database that is away for longer than a lease
+/// (`LEASE_EXPIRY`): every lease lapses with it, the live one's too.
+/// When it is back, the replica that does not drive the run must not take
+/// the lapsed lease as a dead replica: the run goes on and ends `succeeded`
+/// with every line, on the replica that drove it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_away_longer_than_a_lease_ends_no_live_replicas_run() {
+    if !crate::helpers::on_postgres() {
+        eprintln!("skipped: needs PostgreSQL (SLEUTH_TEST_POSTGRES)");
+        return;
+    }
+    let sshd = Sshd::start();
+    let cluster = Cluster::start();
+    let url = server::db::scratch_postgres_database(&cluster.url).await.expect("a database");
+    // B: in process, judging leases; A: `sleuth serve` on the same database, driving the run.
+    let b =
+        crate::runs::with_host(crate::helpers::spawn_app_on(server::db::Database::Postgres(url)).await, &sshd).await;
+    let a = crate::replicas::Replica::start_on(&b, &[]);
+    let away = server::db::LEASE_EXPIRY + Duration::from_secs(6);
+    let lines = 70;
+    let step =
+        command_step(&b, json!({ "command": format!("for i in $(seq 1 {lines}); do echo line-$i; sleep 1; done") }))
+            .await;
+    let (status, runs) = a.post(&format!("/api/v1/steps/{step}/runs"), json!({})).await;
+    assert_eq!(status, 201, "{runs}");
+    let run = runs[0]["id"].as_i64().expect("run id");
+    wait_for(&b, run, |r| r["stdout_bytes"].as_u64().unwrap_or(0) > 0, Duration::from_secs(20)).await;
+
+    cluster.down("fast");
+    tokio::time::sleep(away).await;
+    cluster.up();
+    // B's lease loop looks every LEASE_RENEW: several times by the run's end.
+    let ended = finished(&b, run).await;
+    assert_eq!(ended["status"], "succeeded", "{ended}");
+    let expected: String = (1..=lines).map(|i| format!("line-{i}\n")).collect();
+    assert_eq!(String::from_utf8_lossy(&output(&b, run).await), expected);
 }
