@@ -160,10 +160,7 @@ impl From<crate::db::StoreError> for Error {
             }
             Trouble::Unavailable => {
                 tracing::warn!("the database cannot be reached: {e}");
-                return Self::User(ApiError::new(
-                    ErrorCode::StoreUnavailable,
-                    "The database cannot be reached right now (restarting?); nothing was changed. Try again in a few seconds.",
-                ));
+                return Self::User(store_unavailable());
             }
             Trouble::Other => {}
         }
@@ -241,10 +238,20 @@ impl From<Error> for AppError {
     }
 }
 
+/// On an answer that found the database away (see
+/// `operations::refuse_while_unreachable`).
+#[derive(Clone, Copy, Debug)]
+pub struct StoreAway;
+
 impl IntoResponse for AppError {
     fn into_response(self) -> Response {
         let status = StatusCode::from_u16(self.0.code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        (status, Json(serde_json::json!({ "error": self.0 }))).into_response()
+        let away = self.0.code == ErrorCode::StoreUnavailable;
+        let mut response = (status, Json(serde_json::json!({ "error": self.0 }))).into_response();
+        if away {
+            response.extensions_mut().insert(StoreAway);
+        }
+        response
     }
 }
 
@@ -312,8 +319,19 @@ pub async fn server_fn_status(request: axum::extract::Request, next: axum::middl
         && let Ok(status) = StatusCode::from_u16(error.code.http_status())
     {
         parts.status = status;
+        if error.code == ErrorCode::StoreUnavailable {
+            parts.extensions.insert(StoreAway);
+        }
     }
     Response::from_parts(parts, axum::body::Body::from(bytes))
+}
+
+/// What a request answers while the database cannot be reached.
+pub fn store_unavailable() -> ApiError {
+    ApiError::new(
+        ErrorCode::StoreUnavailable,
+        "The database cannot be reached right now (restarting?); nothing was changed. Try again in a few seconds.",
+    )
 }
 
 #[cfg(test)]

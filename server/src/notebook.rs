@@ -209,6 +209,15 @@ impl Notebook {
         Ok(crate::operations::Snapshot { runs: self.store.runs_by_status().await?, ssh: self.hosts.pool().states() })
     }
 
+    /// See [`crate::db::Store::reachable_now`].
+    pub fn store_reachable_now(&self) -> bool {
+        self.store.reachable_now()
+    }
+
+    pub fn note_store_unreachable(&self) {
+        self.store.note_unreachable();
+    }
+
     /// Deletes the investigation, its runs cancelled and their output removed.
     pub async fn delete_investigation(&self, permit: &Permit<Own>) -> Result<()> {
         let id = permit.investigation();

@@ -77,6 +77,7 @@ use sqlx::AnyPool;
 use sqlx::any::AnyPoolOptions;
 use sqlx::{Any, Executor, Transaction};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 pub type StoreResult<T> = Result<T, StoreError>;
@@ -239,6 +240,22 @@ pub struct Store {
     measurements: std::sync::Arc<kept::Kept<rows::MeasurementRow>>,
     /// See [`Store::runs_of_investigation`].
     runs: std::sync::Arc<kept::Kept<RunRow>>,
+    /// See [`Store::reachable_now`].
+    away: std::sync::Arc<Away>,
+}
+
+/// Whether the database is known to be away ([`Store::reachable_now`]).
+#[derive(Default)]
+struct Away {
+    /// Since when (Unix ms; 0: it is not).
+    since_ms: AtomicI64,
+    /// When a caller last asked it (Unix ms).
+    asked_ms: AtomicI64,
+}
+
+impl Away {
+    const ASK_EVERY_MS: i64 = 1_000;
+    const ASK_WAIT: Duration = Duration::from_secs(1);
 }
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -291,6 +308,7 @@ impl Store {
             // ~200 bytes a measurement, ~1 KB a run (its command, env, plan).
             measurements: std::sync::Arc::new(kept::Kept::new(400_000)),
             runs: std::sync::Arc::new(kept::Kept::new(50_000)),
+            away: std::sync::Arc::default(),
         })
     }
 
@@ -300,6 +318,40 @@ impl Store {
 
     pub async fn close(&self) {
         self.pool.close().await;
+    }
+
+    /// The database could not be reached (a request, a run's output, the lease).
+    pub fn note_unreachable(&self) {
+        let now = crate::time::now_ms();
+        let _ = self.away.since_ms.compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
+    /// Whether to use the database now: yes unless it is known to be away.
+    /// Then no, at once, and at most once a second it is asked in the
+    /// background (waiting at most a second) whether it is back.
+    pub fn reachable_now(&self) -> bool {
+        let away = &self.away;
+        if away.since_ms.load(Ordering::Relaxed) == 0 {
+            return true;
+        }
+        let now = crate::time::now_ms();
+        let last = away.asked_ms.load(Ordering::Relaxed);
+        if now - last >= Away::ASK_EVERY_MS
+            && away.asked_ms.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_ok()
+        {
+            let (pool, away) = (self.pool.clone(), self.away.clone());
+            tokio::spawn(async move {
+                let asked = sqlx::query("SELECT 1").execute(&pool);
+                if matches!(tokio::time::timeout(Away::ASK_WAIT, asked).await, Ok(Ok(_))) {
+                    let since = away.since_ms.swap(0, Ordering::Relaxed);
+                    if since != 0 {
+                        let after = (crate::time::now_ms() - since) as f64 / 1000.0;
+                        tracing::warn!("the database answers again, after {after:.1} s away");
+                    }
+                }
+            });
+        }
+        false
     }
 
     /// A write transaction that waits for the other writers of its queue first:

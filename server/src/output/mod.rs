@@ -505,6 +505,9 @@ async fn commit_blocks(
                         if outage.is_none() {
                             tracing::warn!(?run, "the store cannot take output now, holding it: {e}");
                         }
+                        if e.trouble() == crate::db::Trouble::Unavailable {
+                            store.note_unreachable();
+                        }
                         outage.get_or_insert((Instant::now(), e));
                         held.put_back(block);
                         retry_at = Some(Instant::now() + RETRY_EVERY);

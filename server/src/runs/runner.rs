@@ -314,6 +314,9 @@ impl Runner {
                 let renewed = runner.store.renew_lease().await;
                 if let Err(e) = &renewed {
                     tracing::error!("cannot renew the replica lease: {e}");
+                    if e.trouble() == crate::db::Trouble::Unavailable {
+                        runner.store.note_unreachable();
+                    }
                 }
                 judge.renewed(renewed.is_ok(), std::time::Instant::now());
                 // Output a run held for the store and left when it stayed away.
