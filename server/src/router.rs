@@ -166,7 +166,7 @@ pub fn app(state: AppState) -> Router {
         // Who is asking, and refusing cross-site changes: before anything else runs.
         .layer(axum::middleware::from_fn_with_state(state.clone(), crate::auth::middleware::guard))
         // Before the guard, which reads sessions: while the database is away.
-        .layer(axum::middleware::from_fn_with_state(state.clone(), crate::operations::refuse_while_unreachable))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), crate::handlers::health::refuse_while_unreachable))
         .layer(DefaultBodyLimit::max(limits::REQUEST_BYTES))
         .layer(axum::middleware::from_fn(crate::error::server_fn_status))
         .layer(axum::middleware::from_fn(crate::headers::secure))

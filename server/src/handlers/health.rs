@@ -28,3 +28,31 @@ pub async fn metrics(Caller(actor): Caller, State(state): State<AppState>) -> Re
     let text = state.notebook.operations(&actor).await?;
     Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], text))
 }
+
+/// While the database is known to be away, a request is answered `503` at
+/// once, and the database is asked in the background, once a second, whether
+/// it is back ([`crate::db::Store::reachable_now`]). Without this,
+/// every request during an outage waits the pool's 10 s acquire timeout for
+/// its `503`. A request that waited that long marks the database away (the
+/// [`crate::error::StoreAway`] its answer carries), as do a run's output and
+/// the lease. Static files and `/healthz` never wait.
+pub async fn refuse_while_unreachable(
+    State(state): State<AppState>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let path = request.uri().path();
+    // `/healthz` says the process lives (a balancer keeps the replica while
+    // the database is away; pages say why they cannot answer).
+    let needs_store =
+        !(path.starts_with("/pkg/") || path.starts_with("/favicon") || path == "/robots.txt" || path == "/healthz");
+    if needs_store && !state.notebook.store_reachable_now() {
+        return crate::error::AppError::from(crate::error::store_unavailable()).into_response();
+    }
+    let response = next.run(request).await;
+    if response.extensions().get::<crate::error::StoreAway>().is_some() {
+        state.notebook.note_store_unreachable();
+    }
+    response
+}
