@@ -2,8 +2,11 @@
 127.0.0.1:2222 from /tmp/sshroot with keys in /tmp/sshk, and Sleuth): the cost
 of a run of `true` through Sleuth's API (POST, then GET ?wait=30), with GPU
 telemetry on (the real nvidia-smi) and off, against `ssh` through an OpenSSH
-ControlMaster to the same sshd. Medians of 20, interleaved. Prints a line per
-figure for docs/perf.md and writes $OUT/exec_cost.json.
+ControlMaster to the same sshd. Medians of 20, interleaved. Then a run that
+prints 256 MB (the output path: stored, free space checked every MB, the
+host pinged every 5 s) against the same bytes through the ControlMaster into
+/dev/null, medians of 3. Prints a line per figure for docs/perf.md and writes
+$OUT/exec_cost.json.
 """
 import json
 import os
@@ -17,6 +20,7 @@ OUT = os.environ.get("OUT", "/tmp")
 R, K = "/tmp/sshroot", "/tmp/sshk"
 LD = f"{R}/usr/lib/x86_64-linux-gnu:{R}/lib/x86_64-linux-gnu"
 N = 20
+BIG = 256 * 1024 * 1024
 
 
 def call(method, path, body=None):
@@ -55,6 +59,9 @@ def main():
     on = call("POST", f"/api/v1/investigations/{inv['id']}/steps", {"kind": "command", "host": HOST, "command": "true"})
     off = call("POST", f"/api/v1/investigations/{inv['id']}/steps",
                {"kind": "command", "host": HOST, "command": "true", "telemetry": False})
+    big = call("POST", f"/api/v1/investigations/{inv['id']}/steps",
+               {"kind": "command", "host": HOST, "command": f"yes 0123456789abcdef | head -c {BIG}",
+                "telemetry": False, "output_limit_bytes": 2 * BIG})
     run(off["id"])  # connects the pool
     t_on, t_off, t_cm = [], [], []
     for _ in range(N):
@@ -63,6 +70,13 @@ def main():
         s = time.perf_counter()
         subprocess.run(ssh("-o", f"ControlPath={cm}", "root@127.0.0.1", "true"), env=env, check=True)
         t_cm.append(time.perf_counter() - s)
+    t_big, t_big_cm = [], []
+    for _ in range(3):
+        t_big.append(run(big["id"]))
+        s = time.perf_counter()
+        subprocess.run(ssh("-o", f"ControlPath={cm}", "root@127.0.0.1", f"yes 0123456789abcdef | head -c {BIG}"),
+                       env=env, check=True, stdout=subprocess.DEVNULL)
+        t_big_cm.append(time.perf_counter() - s)
     master.kill()
     m = {k: statistics.median(v) * 1000 for k, v in (("on", t_on), ("off", t_off), ("controlmaster", t_cm))}
     has_smi = subprocess.run(["sh", "-c", "command -v nvidia-smi"], capture_output=True).returncode == 0
@@ -70,8 +84,14 @@ def main():
     print(f"  telemetry on   {m['on']:7.1f} ms  on / ControlMaster = {m['on'] / m['controlmaster']:.2f}x (goal <= 1.2)")
     print(f"  telemetry off  {m['off']:7.1f} ms  off / ControlMaster = {m['off'] / m['controlmaster']:.2f}x")
     print(f"  ControlMaster  {m['controlmaster']:7.1f} ms")
+    mb = BIG / 1e6
+    big_s, big_cm_s = statistics.median(t_big), statistics.median(t_big_cm)
+    print(f"{mb:.0f} MB of output, median of 3: Sleuth {big_s:.2f} s ({mb / big_s:.0f} MB/s), "
+          f"ControlMaster to /dev/null {big_cm_s:.2f} s ({mb / big_cm_s:.0f} MB/s): Sleuth / ssh time = {big_s / big_cm_s:.2f}x")
     with open(os.path.join(OUT, "exec_cost.json"), "w") as f:
-        json.dump({"median_ms": m, "samples_s": {"on": t_on, "off": t_off, "controlmaster": t_cm}}, f, indent=1)
+        json.dump({"median_ms": m, "samples_s": {"on": t_on, "off": t_off, "controlmaster": t_cm,
+                                                  "output_256mb": t_big, "output_256mb_controlmaster": t_big_cm}},
+                  f, indent=1)
 
 
 if __name__ == "__main__":
