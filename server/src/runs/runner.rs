@@ -613,6 +613,7 @@ impl Runner {
         // First ticks one period from now: a short command needs no interim writes.
         let now = tokio::time::Instant::now();
         let mut counts = tokio::time::interval_at(now + COUNT_INTERVAL, COUNT_INTERVAL);
+        let mut counting: Option<tokio::task::JoinHandle<()>> = None;
         let mut flushes = tokio::time::interval_at(now + FLUSH_INTERVAL, FLUSH_INTERVAL);
         let mut unflushed = false;
         let mut quiet_checks = tokio::time::interval_at(now + QUIET_CHECK, QUIET_CHECK);
@@ -688,7 +689,16 @@ impl Runner {
                     break;
                 }
                 _ = counts.tick() => {
-                    let _ = self.store.update_run_counts(run.id, writer.stdout, writer.stderr, writer.lines).await;
+                    // Off this loop, one at a time: a database that is away (each
+                    // write waiting the pool's 10 s) must not hold up the output,
+                    // or the host's command would stall behind it.
+                    if counting.as_ref().is_none_or(tokio::task::JoinHandle::is_finished) && self.store.reachable_now() {
+                        let store = self.store.clone();
+                        let (id, stdout, stderr, lines) = (run.id, writer.stdout, writer.stderr, writer.lines);
+                        counting = Some(tokio::spawn(async move {
+                            let _ = store.update_run_counts(id, stdout, stderr, lines).await;
+                        }));
+                    }
                     if stored_until.is_none() && let Some(short) = self.short_of_space() {
                         stored_until = Some(writer.len);
                         low_space = Some(short);
@@ -697,7 +707,7 @@ impl Runner {
                 _ = quiet_checks.tick() => {
                     // Said on the run while it lasts, and taken back when the host answers.
                     let silent = command.host_silent_for();
-                    if silent >= QUIET_AFTER || quiet {
+                    if (silent >= QUIET_AFTER || quiet) && self.store.reachable_now() {
                         quiet = silent >= QUIET_AFTER;
                         let seconds = quiet.then(|| i64::try_from(silent.as_secs()).unwrap_or(i64::MAX));
                         if self.store.set_host_quiet(run.id, seconds).await.is_ok() {
@@ -712,6 +722,10 @@ impl Runner {
         let (stdout, stderr, lines, writer_len) = (writer.stdout, writer.stderr, writer.lines, writer.len);
         if let Err(e) = writer.finish().await {
             write_error.get_or_insert(e.to_string());
+        }
+        // The last interim count lands before the final one.
+        if let Some(counting) = counting.take() {
+            let _ = counting.await;
         }
         if let Err(e) = self.store.update_run_counts(run.id, stdout, stderr, lines).await {
             tracing::error!(run = run.id, "cannot record output counts: {e}");

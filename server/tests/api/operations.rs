@@ -544,6 +544,11 @@ async fn postgres_restarting_mid_run_loses_no_output() {
             assert!(went.elapsed() < Duration::from_secs(20), "nothing spilled to {}", spill.display());
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+        // The output kept flowing: nothing on the run's way waits for the
+        // database (its interim counts once did, 10 s a time, and the host's
+        // command stalled behind them).
+        let spilled = went.elapsed();
+        assert!(spilled < Duration::from_secs(8), "16 MB took {spilled:?} to reach the spill file");
         let asked = Instant::now();
         let refused = app.get(&format!("/api/v1/investigations/{investigation}")).await;
         let answered = asked.elapsed();
@@ -568,8 +573,9 @@ async fn postgres_restarting_mid_run_loses_no_output() {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         eprintln!(
-            "pg_ctl stop -m {mode}: the first 503 in {:.2} s, the next five in {:.2} s; down {:.1} s; \
-             answering again {:.2} s after it returned",
+            "pg_ctl stop -m {mode}: spilling after {:.1} s; the first 503 in {:.2} s, the next five in {:.2} s; \
+             down {:.1} s; answering again {:.2} s after it returned",
+            spilled.as_secs_f64(),
             answered.as_secs_f64(),
             five.as_secs_f64(),
             (back - went).as_secs_f64(),
