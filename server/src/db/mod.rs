@@ -256,6 +256,14 @@ struct Away {
 impl Away {
     const ASK_EVERY_MS: i64 = 1_000;
     const ASK_WAIT: Duration = Duration::from_secs(1);
+
+    fn back(&self) {
+        let since = self.since_ms.swap(0, Ordering::Relaxed);
+        if since != 0 {
+            let after = (crate::time::now_ms() - since) as f64 / 1000.0;
+            tracing::warn!("the database answers again, after {after:.1} s away");
+        }
+    }
 }
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -343,15 +351,17 @@ impl Store {
             tokio::spawn(async move {
                 let asked = sqlx::query("SELECT 1").execute(&pool);
                 if matches!(tokio::time::timeout(Away::ASK_WAIT, asked).await, Ok(Ok(_))) {
-                    let since = away.since_ms.swap(0, Ordering::Relaxed);
-                    if since != 0 {
-                        let after = (crate::time::now_ms() - since) as f64 / 1000.0;
-                        tracing::warn!("the database answers again, after {after:.1} s away");
-                    }
+                    away.back();
                 }
             });
         }
         false
+    }
+
+    /// The database answered (the lease renewed): it is not away, even if
+    /// no request has asked since.
+    pub fn note_reachable(&self) {
+        self.away.back();
     }
 
     /// A write transaction that waits for the other writers of its queue first:

@@ -319,6 +319,9 @@ impl Runner {
                     }
                 }
                 judge.renewed(renewed.is_ok(), std::time::Instant::now());
+                if renewed.is_ok() {
+                    runner.store.note_reachable();
+                }
                 // Output a run held for the store and left when it stayed away.
                 if let Some(dir) = runner.outputs.held_dir() {
                     crate::output::held::replay(&runner.store, dir, false).await;

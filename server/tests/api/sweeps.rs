@@ -360,6 +360,9 @@ async fn telemetry_is_sampled_stored_summarised_and_nothing_is_left_running() {
     let bare = command_step(&app, json!({ "command": "echo no gpu here", "env": { "PATH": "/usr/bin:/bin" } })).await;
     let run = finished(&app, start(&app, bare, json!({})).await[0]).await;
     assert_eq!(run["status"], "succeeded");
+    // Its notes are stored just after the end, with the chart.
+    let drawn = |r: &Value| r["telemetry_drawn"] == true;
+    crate::runs::wait_for(&app, run["id"].as_i64().unwrap(), drawn, Duration::from_secs(10)).await;
     let telemetry = app.get(&format!("/api/v1/runs/{}/telemetry", run["id"])).await.json();
     assert_eq!(telemetry["gpus"], json!([]));
     assert!(telemetry["notes"][0].as_str().unwrap().contains("No nvidia-smi on gpu"), "{telemetry}");
