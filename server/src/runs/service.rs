@@ -395,7 +395,16 @@ impl Runs {
         // Subscribed before reading, so an end between the two is not missed.
         let mut events = self.runner.live().subscribe();
         let mut run = self.run(permit, id).await?;
-        while !run.status.is_finished() {
+        // What follows the end (its telemetry's notes and chart) is stored
+        // just after it: waited for too, a few seconds at most (a run ended
+        // by another replica or a restart never gets it).
+        let mut deadline = deadline;
+        let mut ended_seen = false;
+        while !run.status.is_finished() || (run.telemetry && !run.telemetry_drawn) {
+            if run.status.is_finished() && !ended_seen {
+                ended_seen = true;
+                deadline = deadline.min(tokio::time::Instant::now() + std::time::Duration::from_secs(5));
+            }
             match tokio::time::timeout_at(deadline, events.recv()).await {
                 Err(_) => break,
                 Ok(Ok(event)) if event.run.id == id => run = self.run(permit, id).await?,
