@@ -504,6 +504,20 @@ impl Drop for Cluster {
     }
 }
 
+/// A server on a fresh database of the PostgreSQL at `admin_url`, with `sshd` as its host `gpu`.
+async fn app_on(admin_url: &str, sshd: &Sshd) -> TestApp {
+    let url = server::db::scratch_postgres_database(admin_url).await.expect("a database");
+    crate::runs::with_host(crate::helpers::spawn_app_on(server::db::Database::Postgres(url)).await, sshd).await
+}
+
+/// Waits until `path` answers 200 again: within 10 s of `since` (`what` happened).
+async fn answering_again(app: &TestApp, path: &str, since: Instant, what: &str) {
+    while app.get(path).await.status != StatusCode::OK {
+        assert!(since.elapsed() < Duration::from_secs(10), "not answering 10 s after {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// PostgreSQL stops mid-run (immediate and fast) and comes back 4 s later:
 /// what the host printed meanwhile (24 MB of it, past what is held in memory,
 /// so through the spill file) is stored when it is back, in order, and the
@@ -519,10 +533,7 @@ async fn postgres_restarting_mid_run_loses_no_output() {
     let sshd = Sshd::start();
     for mode in ["immediate", "fast"] {
         let cluster = Cluster::start();
-        let url = server::db::scratch_postgres_database(&cluster.url).await.expect("a database");
-        let app =
-            crate::runs::with_host(crate::helpers::spawn_app_on(server::db::Database::Postgres(url)).await, &sshd)
-                .await;
+        let app = app_on(&cluster.url, &sshd).await;
         let mark = sshd.dir.path().join(format!("outage-{mode}"));
         let dump = 24_000_000;
         let command = format!(
@@ -568,10 +579,7 @@ async fn postgres_restarting_mid_run_loses_no_output() {
 
         cluster.up();
         let back = Instant::now();
-        while app.get(&format!("/api/v1/investigations/{investigation}")).await.status != StatusCode::OK {
-            assert!(back.elapsed() < Duration::from_secs(10), "not answering 10 s after PostgreSQL returned");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        answering_again(&app, &format!("/api/v1/investigations/{investigation}"), back, "PostgreSQL returned").await;
         eprintln!(
             "pg_ctl stop -m {mode}: spilling after {:.1} s; the first 503 in {:.2} s, the next five in {:.2} s; \
              down {:.1} s; answering again {:.2} s after it returned",
@@ -616,10 +624,7 @@ async fn a_failover_to_a_streaming_standby_loses_no_output() {
     let primary = Cluster::start();
     let standby = primary.standby();
     let proxy = crate::replicas::Proxy::start(vec![primary.addr()]).await;
-    let admin = format!("postgres://postgres@{}/postgres", proxy.addr);
-    let url = server::db::scratch_postgres_database(&admin).await.expect("a database");
-    let app =
-        crate::runs::with_host(crate::helpers::spawn_app_on(server::db::Database::Postgres(url)).await, &sshd).await;
+    let app = app_on(&format!("postgres://postgres@{}/postgres", proxy.addr), &sshd).await;
     let step = command_step(&app, json!({ "command": "for i in $(seq 1 80); do echo line-$i; sleep 0.1; done" })).await;
     let investigation =
         app.get(&format!("/api/v1/steps/{step}")).await.json()["investigation_id"].as_str().unwrap().to_string();
@@ -630,10 +635,7 @@ async fn a_failover_to_a_streaming_standby_loses_no_output() {
     standby.promote();
     proxy.point(vec![standby.addr()]);
     let promoted = Instant::now();
-    while app.get(&format!("/api/v1/investigations/{investigation}")).await.status != StatusCode::OK {
-        assert!(promoted.elapsed() < Duration::from_secs(10), "not answering 10 s after the failover");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    answering_again(&app, &format!("/api/v1/investigations/{investigation}"), promoted, "the failover").await;
     eprintln!("failover: answering again {:.2} s after the promotion", promoted.elapsed().as_secs_f64());
 
     let ended = finished(&app, run).await;
@@ -656,10 +658,8 @@ async fn a_database_away_longer_than_a_lease_ends_no_live_replicas_run() {
     }
     let sshd = Sshd::start();
     let cluster = Cluster::start();
-    let url = server::db::scratch_postgres_database(&cluster.url).await.expect("a database");
     // B: in process, judging leases; A: `sleuth serve` on the same database, driving the run.
-    let b =
-        crate::runs::with_host(crate::helpers::spawn_app_on(server::db::Database::Postgres(url)).await, &sshd).await;
+    let b = app_on(&cluster.url, &sshd).await;
     let a = crate::replicas::Replica::start_on(&b, &[]);
     let away = server::db::LEASE_EXPIRY + Duration::from_secs(6);
     let lines = 70;
@@ -674,11 +674,7 @@ async fn a_database_away_longer_than_a_lease_ends_no_live_replicas_run() {
     cluster.down("fast");
     tokio::time::sleep(away).await;
     cluster.up();
-    let back = Instant::now();
-    while b.get(&format!("/api/v1/runs/{run}")).await.status != StatusCode::OK {
-        assert!(back.elapsed() < Duration::from_secs(10), "not answering 10 s after PostgreSQL returned");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    answering_again(&b, &format!("/api/v1/runs/{run}"), Instant::now(), "PostgreSQL returned").await;
     // B's lease loop looks every LEASE_RENEW: several times by the run's end.
     let ended = finished(&b, run).await;
     assert_eq!(ended["status"], "succeeded", "{ended}");
