@@ -15,10 +15,10 @@ mkdirSync(SCREENSHOTS, { recursive: true });
 /**
  * The real tool outputs the tests replay (shared/fixtures beside the
  * repository, never copied into it), found as server/src/fixtures.rs finds
- * them: SLEUTH_FIXTURES, beside the checkout, or /work/shared/fixtures.
+ * them: SLEUTH_FIXTURES, or shared/fixtures beside the checkout.
  */
 export function fixturesDir() {
-  const candidates = [process.env.SLEUTH_FIXTURES, join(root, '..', 'shared', 'fixtures'), '/work/shared/fixtures'];
+  const candidates = [process.env.SLEUTH_FIXTURES, join(root, '..', 'shared', 'fixtures')];
   const found = candidates.find((dir) => dir && existsSync(dir));
   if (!found) throw new Error(`no fixtures in ${candidates.filter(Boolean).join(', ')}: set SLEUTH_FIXTURES`);
   return found;

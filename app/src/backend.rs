@@ -2,7 +2,7 @@
 //! implements [`Notebook`] (one trait per domain) and provides it as context, so this crate never links the
 //! store, SSH or anything else server-only.
 
-pub use domain::ports::*;
+pub(crate) use domain::ports::*;
 
 use crate::accounts::User;
 use crate::error::ApiError;

@@ -39,7 +39,7 @@ pub fn PageTitle(#[prop(into)] text: String) -> impl IntoView {
     view! { <leptos_meta::Title text/> }
 }
 
-pub use domain::html::escape_text;
+pub(crate) use domain::html::escape_text;
 
 #[component]
 pub fn StatusBadge(status: InvestigationStatus) -> impl IntoView {

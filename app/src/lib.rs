@@ -24,10 +24,10 @@ pub mod components;
 pub mod pages;
 pub mod steps;
 
-// The domain the pages draw, at the paths they (and the server) name it by.
-pub use domain::{
+// The domain the pages draw, at the paths they name it by (the server names
+// it as `domain::`: nothing here is its way to a type).
+pub(crate) use domain::{
     accounts, comments, distributions, error, hosts, hypotheses, metrics, model, runs, search, shares, sweeps,
-    telemetry,
 };
 
 use leptos::prelude::*;

@@ -94,12 +94,37 @@ const SLO_METRICS: [(&str, &str); 8] = [
     ("ttst", "ttst_ms"),
 ];
 
+/// What is wrong with an SLO as written: the sentence the page and the API show.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum SloError {
+    #[error("Write the SLO as bounds joined by `and`, e.g. `TTFT <= 200 ms and TPOT <= 50 ms`.")]
+    Empty,
+    #[error("`at {0}`: name a percentile such as `at p99`.")]
+    Percentile(String),
+    #[error("`{0}`: write a bound as `TTFT <= 200 ms`.")]
+    NotABound(String),
+    #[error("`{0}` is not a latency an SLO can bound (TTFT, TPOT, ITL, E2EL).")]
+    NotALatency(String),
+    #[error("`{0}`: the bound is a positive number.")]
+    NotPositive(String),
+    #[error("`{term}`: `{unit}` is not a time unit (ms, s, us).")]
+    Unit { term: String, unit: String },
+    #[error("`{0}` is bounded twice.")]
+    Twice(String),
+}
+
+impl From<SloError> for crate::error::ApiError {
+    fn from(error: SloError) -> Self {
+        Self::invalid(error.to_string())
+    }
+}
+
 impl Slo {
     /// Reads `TTFT ≤ 200 ms and TPOT ≤ 50 ms at p99`; the error says what is wrong.
-    pub fn parse(text: &str) -> Result<Slo, String> {
+    pub fn parse(text: &str) -> Result<Slo, SloError> {
         let text = text.trim();
         if text.is_empty() {
-            return Err("Write the SLO as bounds joined by `and`, e.g. `TTFT <= 200 ms and TPOT <= 50 ms`.".into());
+            return Err(SloError::Empty);
         }
         let lower = text.to_lowercase().replace('≤', "<=");
         let (terms, percentile) = match lower.rsplit_once(" at ") {
@@ -109,7 +134,7 @@ impl Slo {
                     .strip_prefix('p')
                     .and_then(|p| p.parse::<f64>().ok())
                     .filter(|p| *p > 0.0 && *p < 100.0)
-                    .ok_or_else(|| format!("`at {at}`: name a percentile such as `at p99`."))?;
+                    .ok_or_else(|| SloError::Percentile(at.to_string()))?;
                 (terms.to_string(), p)
             }
             None => (lower.clone(), 99.0),
@@ -120,13 +145,13 @@ impl Slo {
             let (name, rest) = term
                 .split_once("<=")
                 .or_else(|| term.split_once('<'))
-                .ok_or_else(|| format!("`{term}`: write a bound as `TTFT <= 200 ms`."))?;
+                .ok_or_else(|| SloError::NotABound(term.to_string()))?;
             let name = name.trim().replace([' ', '-'], "_");
             let metric = SLO_METRICS
                 .iter()
                 .find(|(said, _)| *said == name)
                 .map(|(_, metric)| metric.to_string())
-                .ok_or_else(|| format!("`{name}` is not a latency an SLO can bound (TTFT, TPOT, ITL, E2EL)."))?;
+                .ok_or_else(|| SloError::NotALatency(name.clone()))?;
             let rest = rest.trim();
             let split = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
             let (number, unit) = (&rest[..split], rest[split..].trim());
@@ -134,15 +159,15 @@ impl Slo {
                 .parse()
                 .ok()
                 .filter(|v: &f64| v.is_finite() && *v > 0.0)
-                .ok_or_else(|| format!("`{term}`: the bound is a positive number."))?;
+                .ok_or_else(|| SloError::NotPositive(term.to_string()))?;
             let factor = match unit {
                 "ms" | "" => 1.0,
                 "s" => 1e3,
                 "us" | "µs" => 1e-3,
-                other => return Err(format!("`{term}`: `{other}` is not a time unit (ms, s, us).")),
+                other => return Err(SloError::Unit { term: term.to_string(), unit: other.to_string() }),
             };
             if bounds.iter().any(|b: &Bound| b.metric == metric) {
-                return Err(format!("`{name}` is bounded twice."));
+                return Err(SloError::Twice(name));
             }
             bounds.push(Bound { metric, at_most: value * factor });
         }

@@ -51,6 +51,20 @@ impl RunStatus {
     }
 }
 
+/// A stored run state that is none of [`RunStatus`] (the schema's CHECK keeps them out).
+#[derive(Debug, thiserror::Error)]
+#[error("{0:?} is not a run status")]
+pub struct UnknownRunStatus(pub String);
+
+/// How the store reads a row's status (`#[sqlx(try_from = "String")]`).
+impl TryFrom<String> for RunStatus {
+    type Error = UnknownRunStatus;
+
+    fn try_from(text: String) -> Result<Self, UnknownRunStatus> {
+        Self::parse(&text).ok_or(UnknownRunStatus(text))
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Run {
     pub id: i64,

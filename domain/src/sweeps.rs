@@ -50,9 +50,24 @@ pub fn deserialize_matrix<'de, D: Deserializer<'de>>(d: D) -> Result<Matrix, D::
         .collect()
 }
 
+/// What is wrong with a sweep as written in the form.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum MatrixError {
+    #[error("Line {line} of the sweep is not NAME = value, value…: {text:?}")]
+    NotASetting { line: usize, text: String },
+    #[error("{0} is in the sweep twice.")]
+    Twice(String),
+}
+
+impl From<MatrixError> for crate::error::ApiError {
+    fn from(error: MatrixError) -> Self {
+        Self::invalid(error.to_string())
+    }
+}
+
 /// The form's text: one setting a line, `NAME = a, b, unset` or
 /// `{placeholder} = 1, 8, 32`; `unset` (alone) leaves a variable unset.
-pub fn parse_matrix(text: &str) -> Result<Matrix, String> {
+pub fn parse_matrix(text: &str) -> Result<Matrix, MatrixError> {
     let mut matrix = Matrix::new();
     for (n, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -60,7 +75,7 @@ pub fn parse_matrix(text: &str) -> Result<Matrix, String> {
             continue;
         }
         let Some((key, values)) = line.split_once('=') else {
-            return Err(format!("Line {} of the sweep is not NAME = value, value…: {line:?}", n + 1));
+            return Err(MatrixError::NotASetting { line: n + 1, text: line.to_string() });
         };
         let levels = values
             .split(',')
@@ -68,7 +83,7 @@ pub fn parse_matrix(text: &str) -> Result<Matrix, String> {
             .map(|v| if v.eq_ignore_ascii_case("unset") { None } else { Some(v.to_string()) })
             .collect();
         if matrix.insert(key.trim().to_string(), levels).is_some() {
-            return Err(format!("{} is in the sweep twice.", key.trim()));
+            return Err(MatrixError::Twice(key.trim().to_string()));
         }
     }
     Ok(matrix)
@@ -284,8 +299,8 @@ mod tests {
         assert_eq!(m["NCCL_PROTO"], vec![None, Some("LL".into()), Some("SIMPLE".into())]);
         assert_eq!(m["{batch}"], vec![Some("1".into()), Some("8".into()), Some("32".into())]);
         assert_eq!(parse_matrix(&matrix_text(&m)).unwrap(), m);
-        assert!(parse_matrix("JUSTANAME").unwrap_err().contains("Line 1"));
-        assert!(parse_matrix("A = 1\nA = 2").unwrap_err().contains("twice"));
+        assert!(parse_matrix("JUSTANAME").unwrap_err().to_string().contains("Line 1"));
+        assert_eq!(parse_matrix("A = 1\nA = 2").unwrap_err(), MatrixError::Twice("A".into()));
     }
 
     #[test]

@@ -16,8 +16,8 @@
 #[allow(dead_code)] // not every benchmark uses every part of the peer
 mod peer;
 
-use app::runs::RunRequest;
-use app::steps::{StepBody, command::CommandBody};
+use domain::runs::RunRequest;
+use domain::steps::{StepBody, command::CommandBody};
 use http_body_util::BodyExt;
 use peer::{Actor, Peer, Postgres, quick};
 #[allow(unused_imports)]

@@ -22,9 +22,9 @@
 #[allow(dead_code)] // not every benchmark uses every part of the peer
 mod peer;
 
-use app::backend::HypothesisOps;
-use app::runs::RunRequest;
-use app::steps::{StepBody, command::CommandBody};
+use domain::ports::HypothesisOps;
+use domain::runs::RunRequest;
+use domain::steps::{StepBody, command::CommandBody};
 use peer::{Actor, Peer, median, ms, quick, status_kb};
 #[allow(unused_imports)]
 use peer::{FindOps, HostOps, InvestigationOps, RunOps, StepOps};
@@ -222,7 +222,7 @@ async fn pages(runs: u32) {
         command: client.into(),
         telemetry: false,
         artifacts: vec!["result.json".into()],
-        matrix: app::sweeps::deserialize_matrix(matrix).expect("a matrix"),
+        matrix: domain::sweeps::deserialize_matrix(matrix).expect("a matrix"),
         ..serde_json::from_value(serde_json::json!({ "host": "bench", "command": "true" })).expect("a command")
     };
     let step = notebook.add_step(&actor, &peer.investigation, StepBody::Command(body)).await.expect("step").id;
@@ -243,7 +243,7 @@ async fn pages(runs: u32) {
     }
     println!("(c) {runs} runs with samples in {:.1} s", started.elapsed().as_secs_f64());
     let pick = |scale: f64| serde_json::json!({ "configs": [{ "step": step, "config": { "{scale}": scale } }] });
-    let input: app::hypotheses::HypothesisInput = serde_json::from_value(serde_json::json!({
+    let input: domain::hypotheses::HypothesisInput = serde_json::from_value(serde_json::json!({
         "statement": "p99 TTFT falls 20 % at scale 0.8", "metric": "ttft_ms_p99", "direction": "decrease",
         "baseline": pick(1.0), "treatment": pick(0.8)
     }))

@@ -14,9 +14,9 @@
 #[allow(dead_code)] // not every benchmark uses every part of the peer
 mod peer;
 
-use app::runs::RunRequest;
-use app::search::SearchRequest;
-use app::steps::{StepBody, command::CommandBody, note::NoteBody};
+use domain::runs::RunRequest;
+use domain::search::SearchRequest;
+use domain::steps::{StepBody, command::CommandBody, note::NoteBody};
 use peer::{Actor, Peer, Postgres, quick};
 #[allow(unused_imports)]
 use peer::{FindOps, HostOps, InvestigationOps, RunOps, StepOps};
@@ -49,16 +49,16 @@ fn log_command(lines: u64) -> String {
     )
 }
 
-async fn wait_finished(notebook: &Arc<server::guarded::Guarded>, run: i64) -> app::runs::Run {
+async fn wait_finished(notebook: &Arc<server::guarded::Guarded>, run: i64) -> domain::runs::Run {
     loop {
         let r = notebook.wait_for_run(&Actor::local(), run, Duration::from_secs(60)).await.expect("run");
-        if !matches!(r.status, app::runs::RunStatus::Queued | app::runs::RunStatus::Running) {
+        if !matches!(r.status, domain::runs::RunStatus::Queued | domain::runs::RunStatus::Running) {
             return r;
         }
     }
 }
 
-async fn search(notebook: &Arc<server::guarded::Guarded>, q: &str) -> app::search::SearchResults {
+async fn search(notebook: &Arc<server::guarded::Guarded>, q: &str) -> domain::search::SearchResults {
     let request = SearchRequest { q: q.into(), ..Default::default() };
     notebook.search(&Actor::local(), request).await.expect("search")
 }
@@ -78,7 +78,7 @@ async fn bench(label: &str, database: Option<server::db::Database>) {
         let inv = notebook
             .create_investigation(
                 &actor,
-                app::model::NewInvestigation { title: format!("investigation {i} of the PCIe box"), question: None },
+                domain::model::NewInvestigation { title: format!("investigation {i} of the PCIe box"), question: None },
             )
             .await
             .expect("investigation")
@@ -129,7 +129,7 @@ async fn bench(label: &str, database: Option<server::db::Database>) {
         let t = Instant::now();
         let run = notebook.start_runs(&actor, step, RunRequest::default()).await.expect("start")[0].id;
         let done = wait_finished(&notebook, run).await;
-        assert_eq!(done.status, app::runs::RunStatus::Succeeded, "{:?}", done.error);
+        assert_eq!(done.status, domain::runs::RunStatus::Succeeded, "{:?}", done.error);
         ingest.push(t.elapsed());
         total_bytes += done.output_bytes();
     }

@@ -16,8 +16,8 @@
 #[allow(dead_code)] // not every benchmark uses every part of the peer
 mod peer;
 
-use app::runs::{Run, RunRequest};
-use app::steps::{StepBody, command::CommandBody};
+use domain::runs::{Run, RunRequest};
+use domain::steps::{StepBody, command::CommandBody};
 use peer::{Actor, Peer, median, ms, quick, status_kb, timed};
 #[allow(unused_imports)]
 use peer::{FindOps, HostOps, InvestigationOps, RunOps, StepOps};
@@ -127,14 +127,14 @@ async fn main() {
     let port = std::net::TcpListener::bind("127.0.0.1:0").expect("port").local_addr().expect("addr").port();
     let flipped = dir.path().join("ready-at");
     let mut served = step("true", BTreeMap::new(), false);
-    served.server = Some(app::steps::command::ServerSpec {
+    served.server = Some(domain::steps::command::ServerSpec {
         command: format!(
             "python3 {} --port {port} --log {} --load-s 0.7 --ready-file {}",
             tools.join("serve.py").display(),
             startup.display(),
             flipped.display()
         ),
-        ready: app::steps::command::Ready::Http(format!("http://127.0.0.1:{port}/health")),
+        ready: domain::steps::command::Ready::Http(format!("http://127.0.0.1:{port}/health")),
         ready_timeout_s: 60,
         stop_grace_s: 5,
         reuse: Default::default(),

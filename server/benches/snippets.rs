@@ -13,7 +13,7 @@
 #[allow(dead_code)] // not every benchmark uses every part of the peer
 mod peer;
 
-use app::steps::{StepBody, snippet::SnippetBody};
+use domain::steps::{StepBody, snippet::SnippetBody};
 use peer::{Actor, Peer, median, ms, quick, timed};
 #[allow(unused_imports)]
 use peer::{FindOps, HostOps, InvestigationOps, RunOps, StepOps};

@@ -17,8 +17,8 @@
 #[allow(dead_code)] // not every benchmark uses every part of the peer
 mod peer;
 
-use app::runs::RunRequest;
-use app::steps::{StepBody, command::CommandBody};
+use domain::runs::RunRequest;
+use domain::steps::{StepBody, command::CommandBody};
 use peer::{Actor, Peer, Postgres, median, ms, quick, status_kb, timed};
 #[allow(unused_imports)]
 use peer::{FindOps, HostOps, InvestigationOps, RunOps, StepOps};

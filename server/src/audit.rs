@@ -19,6 +19,6 @@ pub fn outcome<T>(result: &crate::error::Result<T>) -> Option<String> {
     Some(match result {
         Ok(_) => "ok".to_string(),
         Err(crate::error::Error::User(e)) => format!("error: {}", e.message),
-        Err(crate::error::Error::Internal(_)) => format!("error: {}", app::error::ApiError::internal().message),
+        Err(crate::error::Error::Internal(_)) => format!("error: {}", domain::error::ApiError::internal().message),
     })
 }

@@ -1,7 +1,7 @@
 //! Charts as SVG, drawn on the server (plotters' SVG backend): readable without
 //! JavaScript, and the same file an export will carry.
 
-use app::metrics::{Comparison, GroupSummary};
+use domain::metrics::{Comparison, GroupSummary};
 use plotters::prelude::*;
 
 /// plotters could not draw a chart (its SVG backend writes to a string, so
@@ -97,7 +97,7 @@ pub fn by_group(
             // A group of many runs shows evenly spaced quantiles of its values
             // as its dots: the spread is the same, the page stays light.
             let shown = if group.values.len() > DOTS {
-                app::distributions::compact(group.values.clone(), DOTS)
+                domain::distributions::compact(group.values.clone(), DOTS)
             } else {
                 group.values.clone()
             };
@@ -125,7 +125,7 @@ pub fn by_group(
 }
 
 /// How a panel reads one series from a sample.
-type Read = fn(&app::telemetry::Sample) -> Option<f64>;
+type Read = fn(&domain::telemetry::Sample) -> Option<f64>;
 
 /// One panel of the telemetry chart: a title, what to draw, and a y range floor.
 struct Panel {
@@ -148,8 +148,8 @@ const PANEL_H: u32 = 118;
 /// A run's GPU telemetry: a row of small panels per GPU (utilisation, power,
 /// memory used, SM clock, PCIe), every panel on the same time axis — seconds
 /// since the run started, as its output's chunk times count. `None` without samples.
-pub fn telemetry(telemetry: &app::telemetry::Telemetry) -> Result<Option<String>, ChartError> {
-    let gpus: Vec<&app::telemetry::GpuSeries> = telemetry.gpus.iter().filter(|g| !g.samples.is_empty()).collect();
+pub fn telemetry(telemetry: &domain::telemetry::Telemetry) -> Result<Option<String>, ChartError> {
+    let gpus: Vec<&domain::telemetry::GpuSeries> = telemetry.gpus.iter().filter(|g| !g.samples.is_empty()).collect();
     if gpus.is_empty() {
         return Ok(None);
     }
@@ -235,7 +235,7 @@ const CDF_POINTS: usize = 200;
 /// every curve (the caption says so).
 pub fn cdf(metric: &str, unit: &str, lines: &[CdfLine], percentile: Option<f64>) -> Result<String, ChartError> {
     let top =
-        lines.iter().filter_map(|l| app::distributions::percentile(l.sorted, 99.9)).fold(0.0f64, f64::max).max(1e-9);
+        lines.iter().filter_map(|l| domain::distributions::percentile(l.sorted, 99.9)).fold(0.0f64, f64::max).max(1e-9);
     let low = lines.iter().filter_map(|l| l.sorted.first().copied()).fold(f64::INFINITY, f64::min);
     let low = if low.is_finite() { (low - (top - low) * 0.05).max(0.0) } else { 0.0 };
     let mut svg = String::new();
@@ -271,7 +271,7 @@ pub fn cdf(metric: &str, unit: &str, lines: &[CdfLine], percentile: Option<f64>)
         for line in ordered {
             let color = if line.baseline { BASELINE } else { TREATMENT };
             let style = if line.thin { color.mix(0.3).stroke_width(1) } else { color.stroke_width(2) };
-            let points = app::distributions::cdf_points(line.sorted, CDF_POINTS)
+            let points = domain::distributions::cdf_points(line.sorted, CDF_POINTS)
                 .into_iter()
                 .map(|(x, y)| (x.min(top * 1.02), y));
             let series = chart.draw_series(LineSeries::new(points, style)).map_err(err)?;
@@ -399,7 +399,7 @@ mod tests {
 #[cfg(test)]
 mod telemetry_tests {
     use super::*;
-    use app::telemetry::{GpuSeries, Sample, Telemetry};
+    use domain::telemetry::{GpuSeries, Sample, Telemetry};
 
     #[test]
     fn a_row_per_gpu_and_only_panels_with_data() {

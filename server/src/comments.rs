@@ -9,8 +9,8 @@ use crate::db::{CommentRow, NewCommentRow, Store};
 use crate::error::Result;
 use crate::policy::{Anyone, Edit, Permit, Read, Readers};
 use crate::time::timestamp;
-use app::comments::{BODY_CHARS, Comment, Mention, NewComment, comment_anchor, mentioned_names};
-use app::error::ApiError;
+use domain::comments::{BODY_CHARS, Comment, Mention, NewComment, comment_anchor, mentioned_names};
+use domain::error::ApiError;
 
 #[derive(Clone)]
 pub struct Comments {

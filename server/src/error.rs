@@ -12,11 +12,11 @@
 //! leaves the JSON API: `{"error":{"code","message"}}` with the status that fits
 //! the code. (The crates.io design: `src/util/errors.rs`.)
 
-use app::error::{ApiError, ErrorCode};
 use axum::Json;
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use domain::error::{ApiError, ErrorCode};
 use std::borrow::Cow;
 use std::panic::Location;
 
@@ -210,7 +210,7 @@ pub fn stale_save(what: &str, who: Option<&str>, at: &str, version: i64, then: &
         format!(
             "Not saved: this {what} was changed by {} at {} (version {version}) after you opened it. {then}",
             who.unwrap_or("someone"),
-            app::model::short_time(at),
+            domain::model::short_time(at),
         ),
     )
 }
@@ -274,7 +274,7 @@ impl From<JsonRejection> for AppError {
                 "Send the body as JSON with `Content-Type: application/json`.".to_string()
             }
             JsonRejection::BytesRejection(_) if status == StatusCode::PAYLOAD_TOO_LARGE => {
-                format!("The request body is larger than {} bytes.", app::model::limits::REQUEST_BYTES)
+                format!("The request body is larger than {} bytes.", domain::model::limits::REQUEST_BYTES)
             }
             _ => rejection.body_text(),
         };

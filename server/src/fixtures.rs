@@ -8,13 +8,12 @@ pub fn dir() -> PathBuf {
     let candidates = [
         std::env::var_os("SLEUTH_FIXTURES").map(PathBuf::from),
         Some(PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/fixtures"))),
-        Some(PathBuf::from("/work/shared/fixtures")),
     ];
     candidates
         .into_iter()
         .flatten()
         .find(|d| d.is_dir())
-        .unwrap_or_else(|| panic!("no fixtures: set SLEUTH_FIXTURES to the shared/fixtures directory"))
+        .unwrap_or_else(|| panic!("no fixtures: put shared/fixtures beside the checkout, or set SLEUTH_FIXTURES to it"))
 }
 
 pub fn read(relative: &str) -> String {

@@ -7,8 +7,8 @@ use crate::error::{Error, Result};
 use crate::ids;
 use crate::policy::{Anyone, Edit, Own, Permit, Read, Readers, Role};
 use crate::time::timestamp;
-use app::error::ApiError;
-use app::model::{
+use domain::error::ApiError;
+use domain::model::{
     InvestigationPatch, InvestigationStatus, InvestigationSummary, NewInvestigation, investigation_url, limits,
 };
 
@@ -139,6 +139,6 @@ mod tests {
         assert!(check_title("   ").is_err());
         assert!(check_title(&"é".repeat(limits::TITLE_CHARS)).is_ok());
         let err = check_title(&"é".repeat(limits::TITLE_CHARS + 1)).unwrap_err();
-        assert_eq!(err.user().map(|e| e.code), Some(app::error::ErrorCode::Invalid));
+        assert_eq!(err.user().map(|e| e.code), Some(domain::error::ErrorCode::Invalid));
     }
 }

@@ -4,8 +4,8 @@
 use crate::db::Store;
 use crate::error::Result;
 use crate::policy::{Own, Permit, Read, Role};
-use app::accounts::Member;
-use app::error::ApiError;
+use domain::accounts::Member;
+use domain::error::ApiError;
 
 #[derive(Clone)]
 pub struct Members {

@@ -23,12 +23,12 @@ use crate::shares::Shares;
 use crate::snippets::Source;
 use crate::ssh::Pool;
 use crate::steps::Steps;
-use app::accounts::Member;
-use app::error::ApiError;
-use app::metrics::Overview;
-use app::model::SharedView;
-use app::model::{Investigation, Step, StepWindow};
-use app::search::{Export, ExportFormat};
+use domain::accounts::Member;
+use domain::error::ApiError;
+use domain::metrics::Overview;
+use domain::model::SharedView;
+use domain::model::{Investigation, Step, StepWindow};
+use domain::search::{Export, ExportFormat};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -102,7 +102,7 @@ impl Notebook {
         // carry tens of thousands of numbers.
         let measured = self.store.measurements_of_investigation(id).await?;
         self.runs.attach(permit, &mut steps, runs.clone(), &shown, Some(&measured), window.is_some()).await;
-        let runs_fingerprint = app::runs::runs_fingerprint(steps.iter().flat_map(|s| s.runs.iter()));
+        let runs_fingerprint = domain::runs::runs_fingerprint(steps.iter().flat_map(|s| s.runs.iter()));
         let mut snapshots = self.store.snapshots_of_investigation(id).await?;
         snapshots.retain(|row| shown.contains(&row.step_id));
         self.source.attach_snapshots(permit, &mut steps, snapshots);
@@ -145,7 +145,7 @@ impl Notebook {
             // every run's numbers, and the rest would be copied and dropped
             // unseen (a thousand runs carry ~24 000).
             for step in &mut steps {
-                let shown = app::runs::shown_run(&step.runs).map(|r| r.id);
+                let shown = domain::runs::shown_run(&step.runs).map(|r| r.id);
                 for run in step.runs.iter_mut().filter(|r| Some(r.id) != shown) {
                     run.measurements = Vec::new();
                 }
@@ -186,12 +186,12 @@ impl Notebook {
     }
 
     /// The server's disk, store errors and connections, for its admins.
-    pub fn server_detail(&self, _: &crate::policy::Admin) -> app::hosts::ServerDetail {
+    pub fn server_detail(&self, _: &crate::policy::Admin) -> domain::hosts::ServerDetail {
         let floor = self.runs.runner().floor();
         let data_dir = crate::operations::data_dir();
         let space = data_dir.as_deref().and_then(crate::operations::space);
         let errors = crate::operations::store_errors();
-        app::hosts::ServerDetail {
+        domain::hosts::ServerDetail {
             data_dir: data_dir.map(|d| d.display().to_string()),
             disk_free_bytes: space.map(|(free, _)| free),
             disk_size_bytes: space.map(|(_, size)| size),
@@ -232,7 +232,7 @@ impl Notebook {
     pub async fn overview(
         &self,
         permit: &Permit<Read>,
-        query: &app::metrics::OverviewQuery,
+        query: &domain::metrics::OverviewQuery,
     ) -> Result<Option<Overview>> {
         let inv = self.investigation(permit, None).await?;
         let metric = query.metric.as_deref().map(str::trim).filter(|m| !m.is_empty());

@@ -3,6 +3,7 @@
 //! the SSH pool. Counters are process-wide: one server, one set.
 
 use crate::db::Trouble;
+use domain::runs::RunStatus;
 use std::path::{Path, PathBuf};
 use std::sync::RwLock;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -96,12 +97,17 @@ impl Default for MinFree {
     }
 }
 
+/// A `--min-free` that is not a size (clap prints it).
+#[derive(Debug, PartialEq, thiserror::Error)]
+#[error("{0:?} is not a size: write e.g. 2G, 500M, 1048576 or 5%")]
+pub struct NotASize(String);
+
 impl std::str::FromStr for MinFree {
-    type Err = String;
+    type Err = NotASize;
     /// `2G`, `500M`, `1048576`, `5%`.
-    fn from_str(text: &str) -> Result<Self, String> {
+    fn from_str(text: &str) -> Result<Self, NotASize> {
         let text = text.trim();
-        let wrong = || format!("{text:?} is not a size: write e.g. 2G, 500M, 1048576 or 5%");
+        let wrong = || NotASize(text.to_string());
         if let Some(share) = text.strip_suffix('%') {
             let share: f64 = share.trim().parse().map_err(|_| wrong())?;
             return if (0.0..=100.0).contains(&share) { Ok(MinFree::Percent(share)) } else { Err(wrong()) };
@@ -152,7 +158,7 @@ pub fn space(path: &Path) -> Option<(u64, u64)> {
 /// Everything `/metrics` shows, gathered by the handler.
 pub struct Snapshot {
     /// Runs by status.
-    pub runs: Vec<(String, i64)>,
+    pub runs: Vec<(domain::runs::RunStatus, i64)>,
     /// Pooled SSH connections by host: whether one is open now.
     pub ssh: Vec<(String, bool)>,
 }
@@ -168,9 +174,9 @@ pub fn render(snapshot: &Snapshot) -> String {
         }
     };
     let runs: Vec<(String, f64)> =
-        snapshot.runs.iter().map(|(status, n)| (format!("{{status=\"{}\"}}", label(status)), *n as f64)).collect();
+        snapshot.runs.iter().map(|(status, n)| (format!("{{status=\"{}\"}}", status.as_str()), *n as f64)).collect();
     metric("sleuth_runs", "gauge", "Runs in the store by status.", &runs);
-    let queued = snapshot.runs.iter().filter(|(s, _)| s == "queued").map(|(_, n)| *n).sum::<i64>();
+    let queued = snapshot.runs.iter().filter(|(s, _)| *s == RunStatus::Queued).map(|(_, n)| *n).sum::<i64>();
     metric("sleuth_run_queue_depth", "gauge", "Runs waiting to start.", &[(String::new(), queued as f64)]);
     let ssh: Vec<(String, f64)> = snapshot
         .ssh
@@ -204,7 +210,7 @@ mod tests {
     #[test]
     fn labels_are_quoted_and_runs_counted() {
         let text = render(&Snapshot {
-            runs: vec![("queued".into(), 3), ("succeeded".into(), 7)],
+            runs: vec![(RunStatus::Queued, 3), (RunStatus::Succeeded, 7)],
             ssh: vec![("gpu\"1\n".into(), true)],
         });
         assert!(text.contains("sleuth_runs{status=\"succeeded\"} 7\n"), "{text}");

@@ -5,12 +5,13 @@ use crate::handlers::{
     measurements, runs, search, shares, steps, users,
 };
 use crate::state::AppState;
-use app::{App, model::limits, shell};
+use app::{App, shell};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::DefaultBodyLimit;
 use axum::http::Request;
 use axum::routing::{delete, get, patch, post};
+use domain::model::limits;
 use leptos::prelude::provide_context;
 use leptos_axum::{AxumRouteListing, LeptosRoutes, generate_route_list};
 use std::convert::Infallible;
@@ -110,8 +111,8 @@ pub fn app(state: AppState) -> Router {
         .method_not_allowed_fallback(handlers::method_not_allowed);
 
     // Pages and server functions see the same notebook as the API.
-    let notebook: std::sync::Arc<dyn app::backend::Notebook> = state.notebook.clone();
-    let accounts: std::sync::Arc<dyn app::backend::Accounts> = state.notebook.clone();
+    let notebook: std::sync::Arc<dyn domain::ports::Notebook> = state.notebook.clone();
+    let accounts: std::sync::Arc<dyn domain::ports::Accounts> = state.notebook.clone();
     let context = move || {
         provide_context(notebook.clone());
         provide_context(accounts.clone());
@@ -172,6 +173,15 @@ pub fn app(state: AppState) -> Router {
         .layer(axum::middleware::from_fn(crate::headers::secure))
         .layer(TraceLayer::new_for_http().make_span_with(request_span))
         .with_state(state)
+}
+
+/// The server functions reachable without signing in (`auth::middleware`):
+/// those that tell the sign-in, setup and share pages whether their link works.
+pub(crate) fn is_public_server_fn(path: &str) -> bool {
+    use leptos::server_fn::ServerFn;
+    path == <app::pages::shared::SharedInvestigation as ServerFn>::PATH
+        || path == <app::pages::accounts::SignInLinkFor as ServerFn>::PATH
+        || path == <app::pages::accounts::SetupLinkWorks as ServerFn>::PATH
 }
 
 /// The app's page routes, worked out once per process. leptos finds them by

@@ -15,9 +15,9 @@ use crate::db::Store;
 use crate::error::{Context, Result};
 use crate::policy::{Own, Permit, Shared};
 use crate::time::{now_ms, timestamp};
-use app::error::ApiError;
-use app::model::{Abilities, Investigation};
-use app::shares::{CreatedShareLink, MAX_DAYS, NewShareLink, ShareLink};
+use domain::error::ApiError;
+use domain::model::{Abilities, Investigation};
+use domain::shares::{CreatedShareLink, MAX_DAYS, NewShareLink, ShareLink};
 use serde_json::Value;
 
 #[derive(Clone)]

@@ -60,20 +60,47 @@ pub fn describe(error: &JsValue) -> String {
         .unwrap_or_else(|| "unknown error".into())
 }
 
+/// Why talking to the server from the page failed, in the sentence the reader sees.
+#[derive(Debug, thiserror::Error)]
+pub enum PageError {
+    /// The browser could not reach the server (offline, the server down).
+    #[error("Could not reach the Sleuth server: {0}")]
+    Unreachable(String),
+    /// A browser API threw (its message, from [`describe`]).
+    #[error("{0}")]
+    Browser(String),
+    /// The server refused, in its own words (an `ApiError`'s message).
+    #[error("{0}")]
+    Refused(String),
+    /// The server failed without saying why in words.
+    #[error("The server answered {status} {text}.")]
+    Status { status: u16, text: String },
+    /// A page's HTML without its `<main>` (not Sleuth's page, or cut short).
+    #[error("the server's answer has no page in it")]
+    NoPage,
+}
+
+impl PageError {
+    /// A thrown JavaScript value.
+    pub fn browser(error: JsValue) -> Self {
+        Self::Browser(describe(&error))
+    }
+}
+
 /// `fetch(url)`, with `body` as a form's fields (POST) or nothing (GET), asking
 /// for `accept`. Fails only when the server could not be reached.
-pub async fn fetch(url: &str, body: Option<String>, accept: &str) -> Result<Response, String> {
+pub async fn fetch(url: &str, body: Option<String>, accept: &str) -> Result<Response, PageError> {
     fetch_with(url, body, accept, false).await
 }
 
 /// [`fetch`], optionally `keepalive`: sent even if the page goes away meanwhile.
-pub async fn fetch_with(url: &str, body: Option<String>, accept: &str, keepalive: bool) -> Result<Response, String> {
+pub async fn fetch_with(url: &str, body: Option<String>, accept: &str, keepalive: bool) -> Result<Response, PageError> {
     let init = web_sys::RequestInit::new();
     // Not in web-sys's `RequestInit`: set as the plain property it is.
     if keepalive {
         let _ = web_sys::js_sys::Reflect::set(&init, &JsValue::from_str("keepalive"), &JsValue::TRUE);
     }
-    let headers = web_sys::Headers::new().map_err(|e| describe(&e))?;
+    let headers = web_sys::Headers::new().map_err(PageError::browser)?;
     let _ = headers.set("Accept", accept);
     if let Some(body) = body {
         init.set_method("POST");
@@ -83,14 +110,14 @@ pub async fn fetch_with(url: &str, body: Option<String>, accept: &str, keepalive
     init.set_headers(&headers);
     let answer = JsFuture::from(window().fetch_with_str_and_init(url, &init))
         .await
-        .map_err(|e| format!("Could not reach the Sleuth server: {}", describe(&e)))?;
-    answer.dyn_into::<Response>().map_err(|e| describe(&e))
+        .map_err(|e| PageError::Unreachable(describe(&e)))?;
+    answer.dyn_into::<Response>().map_err(|e| PageError::browser(e.into()))
 }
 
 /// The body of `response` as text.
-pub async fn text(response: &Response) -> Result<String, String> {
-    let promise = response.text().map_err(|e| describe(&e))?;
-    let text = JsFuture::from(promise).await.map_err(|e| describe(&e))?;
+pub async fn text(response: &Response) -> Result<String, PageError> {
+    let promise = response.text().map_err(PageError::browser)?;
+    let text = JsFuture::from(promise).await.map_err(PageError::browser)?;
     Ok(text.as_string().unwrap_or_default())
 }
 

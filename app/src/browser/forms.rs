@@ -34,14 +34,14 @@ fn on_submit(event: Event) {
 
 /// Posts a form's body now, even if the page is going away (a deletion whose
 /// Undo time ran out); the page is drawn anew when it is done.
-pub async fn send_now(action: String, body: String) -> Result<(), String> {
+pub async fn send_now(action: String, body: String) -> Result<(), dom::PageError> {
     let response = dom::fetch_with(&action, Some(body), "application/json", true).await?;
     if response.ok() {
         super::page::refresh_now();
         Ok(())
     } else {
         let text = dom::text(&response).await.unwrap_or_default();
-        Err(serde_json::from_str::<ApiError>(&text).map(|e| e.message).unwrap_or(text))
+        Err(dom::PageError::Refused(serde_json::from_str::<ApiError>(&text).map(|e| e.message).unwrap_or(text)))
     }
 }
 
@@ -65,7 +65,7 @@ async fn send(form: HtmlFormElement, action: String, submitter: Option<web_sys::
             }
             super::page::refresh_now();
         }
-        Err(message) => super::refusals::show_error(&form, Some(&message)),
+        Err(error) => super::refusals::show_error(&form, Some(&error.to_string())),
     }
 }
 
@@ -84,7 +84,7 @@ pub fn encode(form: &HtmlFormElement, submitter: Option<&web_sys::HtmlElement>) 
 
 /// Posts to a server function: `Ok(Some(url))` when it sends the reader
 /// elsewhere, `Ok(None)` when it succeeded, `Err` with a sentence otherwise.
-async fn post(action: &str, body: String) -> Result<Option<String>, String> {
+async fn post(action: &str, body: String) -> Result<Option<String>, dom::PageError> {
     let response = dom::fetch(action, Some(body), "application/json").await?;
     let headers = response.headers();
     if headers.has("serverfnredirect").unwrap_or(false)
@@ -97,8 +97,8 @@ async fn post(action: &str, body: String) -> Result<Option<String>, String> {
     }
     let text = dom::text(&response).await.unwrap_or_default();
     Err(match serde_json::from_str::<ApiError>(&text) {
-        Ok(error) => error.message,
-        Err(_) => format!("The server answered {} {}.", response.status(), response.status_text()),
+        Ok(error) => dom::PageError::Refused(error.message),
+        Err(_) => dom::PageError::Status { status: response.status(), text: response.status_text() },
     })
 }
 

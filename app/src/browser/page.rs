@@ -202,7 +202,7 @@ async fn run_queue() {
         if outcome.is_ok() {
             DRAWN_FROM.set(began);
         }
-        notice(outcome.err().as_deref());
+        notice(outcome.err().map(|e| e.to_string()).as_deref());
         for f in after {
             f();
         }
@@ -218,7 +218,7 @@ async fn run_queue() {
     }
 }
 
-async fn fetch_and_swap(url: &str) -> Result<(), String> {
+async fn fetch_and_swap(url: &str) -> Result<(), dom::PageError> {
     let response = dom::fetch(url, None, "text/html").await?;
     // Signed out meanwhile, say: go where the server sent us, as a reload would.
     if response.redirected() {
@@ -228,17 +228,17 @@ async fn fetch_and_swap(url: &str) -> Result<(), String> {
     let html = dom::text(&response).await?;
     let parsed = web_sys::DomParser::new()
         .and_then(|p| p.parse_from_string(&html, web_sys::SupportedType::TextHtml))
-        .map_err(|e| dom::describe(&e))?;
+        .map_err(dom::PageError::browser)?;
     let (Some(old), Some(new)) = (dom::find("main"), parsed.query_selector("main").ok().flatten()) else {
-        return Err("the server's answer has no page in it".into());
+        return Err(dom::PageError::NoPage);
     };
-    let new = dom::document().adopt_node(&new).map_err(|e| dom::describe(&e))?.unchecked_into::<Element>();
+    let new = dom::document().adopt_node(&new).map_err(dom::PageError::browser)?.unchecked_into::<Element>();
     let folds = folds(&old);
     let drafts = drafts(&old);
     let caret = caret(&old);
     carry_sending(&old, &new);
     super::islands::carry_over(&old, &new);
-    old.replace_with_with_node_1(&new).map_err(|e| dom::describe(&e))?;
+    old.replace_with_with_node_1(&new).map_err(dom::PageError::browser)?;
     unfold(&new, &folds);
     restore(&new, drafts);
     if let Some(caret) = caret {

@@ -2,8 +2,8 @@
 //! (`#step-12-L130-L180`, `#annotation-7`) is the browser's (`browser::lines`):
 //! the server never sees the fragment.
 
-use super::snippet::{Annotation, annotation_anchor, range_anchor};
 use crate::error::ApiError;
+use domain::steps::snippet::{Annotation, annotation_anchor, range_anchor};
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 

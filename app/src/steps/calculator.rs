@@ -8,7 +8,7 @@
 use crate::error::ApiError;
 use crate::metrics::StoredMeasurement;
 use crate::model::Step;
-pub use domain::steps::calculator::*;
+pub(crate) use domain::steps::calculator::*;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 

@@ -4,7 +4,7 @@ use crate::components::ActionError;
 use crate::error::ApiError;
 use crate::model::{Step, short_time};
 use crate::runs::{Artifact, OutputTail, Run, RunStatus, ServerPhase, ServerState, human_bytes, human_duration};
-pub use domain::steps::command::*;
+pub(crate) use domain::steps::command::*;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -51,8 +51,8 @@ pub struct CommandForm {
 
 #[cfg(feature = "ssr")]
 fn body_from_form(form: CommandForm) -> Result<CommandBody, ApiError> {
-    let env = parse_env(&form.env).map_err(ApiError::invalid)?;
-    let matrix = crate::sweeps::parse_matrix(&form.matrix).map_err(ApiError::invalid)?;
+    let env = parse_env(&form.env)?;
+    let matrix = crate::sweeps::parse_matrix(&form.matrix)?;
     let timeout_s = crate::backend::form_number("The timeout in seconds", &form.timeout_s)?;
     Ok(CommandBody {
         host: form.host,
@@ -69,8 +69,7 @@ fn body_from_form(form: CommandForm) -> Result<CommandBody, ApiError> {
             ready_timeout_s: &form.server_ready_timeout_s,
             stop_grace_s: &form.server_stop_grace_s,
             reuse: &form.server_reuse,
-        })
-        .map_err(ApiError::invalid)?,
+        })?,
         artifacts: globs_from_text(&form.artifacts),
         artifact_limits: serde_json::from_str(&form.artifact_limits).ok(),
         output_limit_bytes: serde_json::from_str(&form.output_limit_bytes).ok(),

@@ -6,7 +6,7 @@ use crate::model::Step;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 
-pub use domain::steps::grep::*;
+pub(crate) use domain::steps::grep::*;
 
 #[server]
 pub async fn add_grep(

@@ -8,7 +8,7 @@ pub mod grep;
 pub mod note;
 pub mod snippet;
 
-pub use domain::steps::StepBody;
+pub(crate) use domain::steps::StepBody;
 use leptos::prelude::*;
 
 /// The body of a step in the timeline; `editing`: its editor (notes and commands).

@@ -6,7 +6,7 @@ use crate::model::Step;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 
-pub use domain::steps::note::*;
+pub(crate) use domain::steps::note::*;
 
 #[server]
 pub async fn add_note(investigation: String, body: String) -> Result<Step, ApiError> {

@@ -4,7 +4,7 @@
 use crate::error::ApiError;
 use crate::model::{Step, short_time};
 use crate::runs::human_bytes;
-pub use domain::steps::snippet::*;
+pub(crate) use domain::steps::snippet::*;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 

@@ -166,34 +166,66 @@ pub struct ServerFields<'a> {
     pub reuse: &'a str,
 }
 
+/// What is wrong with a command step's form (its server, artifacts or
+/// environment): the sentence the page and the API show.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum StepFormError {
+    #[error("Say when the server is ready: a URL that answers 200, a log line's pattern, or a port.")]
+    NoReadiness,
+    #[error("The server's port: {0:?} is not a port number.")]
+    Port(String),
+    #[error("The server is ready by http, log or tcp, not {0:?}.")]
+    ReadyKind(String),
+    #[error("{what}: {text:?} is not a whole number of seconds.")]
+    Seconds { what: &'static str, text: String },
+    #[error("A server is kept per run or per config, not {0:?}.")]
+    Reuse(String),
+    #[error("At most {MAX_ARTIFACT_GLOBS} artifact globs.")]
+    TooManyGlobs,
+    #[error("{0:?} is not an artifact glob (one line, 1–500 characters).")]
+    NotAGlob(String),
+    #[error("{0:?}: artifact globs are relative to the run's directory ($SLEUTH_RUN_DIR).")]
+    AbsoluteGlob(String),
+    #[error("{0:?}: `..` would leave the run's directory.")]
+    GlobLeaves(String),
+    #[error("Line {line} of the environment is not NAME=value: {text:?}")]
+    NotAnAssignment { line: usize, text: String },
+}
+
+impl From<StepFormError> for crate::error::ApiError {
+    fn from(error: StepFormError) -> Self {
+        Self::invalid(error.to_string())
+    }
+}
+
 /// The server a form describes: none when its command is blank. Blank numbers
 /// are the defaults.
-pub fn server_from_fields(fields: &ServerFields<'_>) -> Result<Option<ServerSpec>, String> {
+pub fn server_from_fields(fields: &ServerFields<'_>) -> Result<Option<ServerSpec>, StepFormError> {
     let command = fields.command.trim();
     if command.is_empty() {
         return Ok(None);
     }
     let value = fields.ready_value.trim();
     if value.is_empty() {
-        return Err("Say when the server is ready: a URL that answers 200, a log line's pattern, or a port.".into());
+        return Err(StepFormError::NoReadiness);
     }
     let ready = match fields.ready {
         "http" => Ready::Http(value.to_string()),
         "log" => Ready::Log(value.to_string()),
-        "tcp" => Ready::Tcp(value.parse().map_err(|_| format!("The server's port: {value:?} is not a port number."))?),
-        other => return Err(format!("The server is ready by http, log or tcp, not {other:?}.")),
+        "tcp" => Ready::Tcp(value.parse().map_err(|_| StepFormError::Port(value.to_string()))?),
+        other => return Err(StepFormError::ReadyKind(other.to_string())),
     };
-    let seconds = |what: &str, text: &str, default: u64| -> Result<u64, String> {
+    let seconds = |what: &'static str, text: &str, default: u64| -> Result<u64, StepFormError> {
         let text = text.trim();
         if text.is_empty() {
             return Ok(default);
         }
-        text.parse().map_err(|_| format!("{what}: {text:?} is not a whole number of seconds."))
+        text.parse().map_err(|_| StepFormError::Seconds { what, text: text.to_string() })
     };
     let reuse = match fields.reuse {
         "" | "run" => Reuse::Run,
         "config" => Reuse::Config,
-        other => return Err(format!("A server is kept per run or per config, not {other:?}.")),
+        other => return Err(StepFormError::Reuse(other.to_string())),
     };
     Ok(Some(ServerSpec {
         command: command.to_string(),
@@ -218,20 +250,20 @@ pub fn ready_fields(ready: &Ready) -> (&'static str, String) {
 }
 
 /// Checks a step's globs: relative, inside the run's directory, sane.
-pub fn check_artifact_globs(globs: &[String]) -> Result<(), String> {
+pub fn check_artifact_globs(globs: &[String]) -> Result<(), StepFormError> {
     if globs.len() > MAX_ARTIFACT_GLOBS {
-        return Err(format!("At most {} artifact globs.", MAX_ARTIFACT_GLOBS));
+        return Err(StepFormError::TooManyGlobs);
     }
     for glob in globs {
         let trimmed = glob.trim();
         if trimmed.is_empty() || trimmed.len() > 500 || trimmed.chars().any(char::is_control) {
-            return Err(format!("{glob:?} is not an artifact glob (one line, 1–500 characters)."));
+            return Err(StepFormError::NotAGlob(glob.clone()));
         }
         if trimmed.starts_with('/') || trimmed.starts_with('~') {
-            return Err(format!("{glob:?}: artifact globs are relative to the run's directory ($SLEUTH_RUN_DIR)."));
+            return Err(StepFormError::AbsoluteGlob(glob.clone()));
         }
         if trimmed.split('/').any(|part| part == "..") {
-            return Err(format!("{glob:?}: `..` would leave the run's directory."));
+            return Err(StepFormError::GlobLeaves(glob.clone()));
         }
     }
     Ok(())
@@ -244,7 +276,7 @@ pub fn globs_from_text(text: &str) -> Vec<String> {
 
 /// `NAME=value` lines (blank lines and `#` comments skipped) → env. The value
 /// is everything after the first `=`, kept as typed.
-pub fn parse_env(text: &str) -> Result<BTreeMap<String, String>, String> {
+pub fn parse_env(text: &str) -> Result<BTreeMap<String, String>, StepFormError> {
     let mut env = BTreeMap::new();
     for (n, line) in text.lines().enumerate() {
         let line = line.trim_end_matches('\r');
@@ -252,7 +284,7 @@ pub fn parse_env(text: &str) -> Result<BTreeMap<String, String>, String> {
             continue;
         }
         let Some((name, value)) = line.split_once('=') else {
-            return Err(format!("Line {} of the environment is not NAME=value: {line:?}", n + 1));
+            return Err(StepFormError::NotAnAssignment { line: n + 1, text: line.to_string() });
         };
         env.insert(name.trim().to_string(), value.to_string());
     }
@@ -285,7 +317,7 @@ mod tests {
         assert_eq!((spec.ready_timeout_s, spec.stop_grace_s, spec.reuse), (600, 10, Reuse::Run), "the defaults");
         assert_eq!(ready_fields(&spec.ready), ("tcp", "8000".to_string()));
         assert_eq!(server_from_fields(&ServerFields { command: "  ", ..fields.clone() }), Ok(None), "no server");
-        let bad = |f: ServerFields| server_from_fields(&f).unwrap_err();
+        let bad = |f: ServerFields| server_from_fields(&f).unwrap_err().to_string();
         assert!(bad(ServerFields { ready_value: "http://x", ..fields.clone() }).contains("not a port"));
         assert!(bad(ServerFields { ready_value: "", ..fields.clone() }).contains("ready"));
         assert!(bad(ServerFields { ready_timeout_s: "1.5", ..fields.clone() }).contains("whole number"));
@@ -300,6 +332,6 @@ mod tests {
         assert_eq!(env["NCCL_DEBUG"], "INFO");
         assert_eq!(env["X"], "a=b c ", "the value is everything after the first =, as typed");
         assert_eq!(parse_env(&env_text(&env)).unwrap(), env);
-        assert!(parse_env("JUSTANAME").unwrap_err().contains("Line 1"));
+        assert!(parse_env("JUSTANAME").unwrap_err().to_string().contains("Line 1"));
     }
 }

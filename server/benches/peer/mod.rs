@@ -6,9 +6,9 @@
 #[allow(dead_code)]
 mod sshd;
 
-pub use app::backend::Actor;
+pub use domain::ports::Actor;
 #[allow(unused_imports)]
-pub use app::backend::{FindOps, HostOps, InvestigationOps, RunOps, StepOps};
+pub use domain::ports::{FindOps, HostOps, InvestigationOps, RunOps, StepOps};
 use server::AppState;
 use server::serve::Opened;
 use std::path::PathBuf;
@@ -109,7 +109,7 @@ impl Peer {
         notebook
             .add_host(
                 &actor,
-                app::hosts::NewHost {
+                domain::hosts::NewHost {
                     name: "bench".into(),
                     hostname: "127.0.0.1".into(),
                     port: Some(sshd.port),
@@ -123,7 +123,7 @@ impl Peer {
         let _ = notebook.test_host(&actor, "bench").await;
         notebook.trust_host(&actor, "bench", &sshd.host_key_fingerprint()).await.expect("trust");
         let investigation = notebook
-            .create_investigation(&actor, app::model::NewInvestigation { title: "bench".into(), question: None })
+            .create_investigation(&actor, domain::model::NewInvestigation { title: "bench".into(), question: None })
             .await
             .expect("investigation")
             .id;

@@ -2,7 +2,7 @@
 
 use super::Auth;
 use crate::policy::Admin;
-use app::accounts::AuditEntry;
+use domain::accounts::AuditEntry;
 
 pub const MAX_ENTRIES: i64 = 100_000;
 

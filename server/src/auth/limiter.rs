@@ -25,7 +25,7 @@
 use crate::db::Store;
 use crate::error::Context;
 use crate::time::now_ms;
-use app::error::{ApiError, ErrorCode};
+use domain::error::{ApiError, ErrorCode};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};

@@ -11,19 +11,19 @@
 //!    `Origin`, which then looks same-site), and would otherwise be the admin.
 //! 3. Who: a `Bearer` API token, else the session cookie. The request keeps
 //!    its [`Actor`] in its extensions, where handlers (`auth::Caller`) and
-//!    server functions (`app::backend::actor`) take it and pass it on
+//!    server functions (`domain::ports::actor`) take it and pass it on
 //!    explicitly. Without one, `/api/…` answers 401 and pages redirect to the
 //!    sign-in page.
 
 use super::{Auth, SESSION_COOKIE};
 use crate::error::AppError;
 use crate::state::AppState;
-use app::backend::Actor;
-use app::error::{ApiError, ErrorCode};
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
+use domain::error::{ApiError, ErrorCode};
+use domain::ports::Actor;
 
 /// Reachable without signing in: the sign-in, setup and welcome pages (and
 /// the server functions that tell them whether their link works), their form
@@ -46,9 +46,7 @@ fn is_public(path: &str) -> bool {
         || path == "/highlight.css"
         || path.starts_with("/s/")
         || path.starts_with("/api/v1/shared/")
-        || path == <app::pages::shared::SharedInvestigation as leptos::server_fn::ServerFn>::PATH
-        || path == <app::pages::accounts::SignInLinkFor as leptos::server_fn::ServerFn>::PATH
-        || path == <app::pages::accounts::SetupLinkWorks as leptos::server_fn::ServerFn>::PATH
+        || crate::router::is_public_server_fn(path)
 }
 
 /// The host part of an `Origin` (`http://host:port`).

@@ -18,11 +18,11 @@ pub mod team;
 
 use crate::db::{Store, UserRow};
 use crate::ids::{hash_secret, new_secret};
-use app::accounts::{ApiToken, NewApiToken, User};
-use app::backend::Actor;
-use app::error::{ApiError, ErrorCode};
 use argon2::Argon2;
 use argon2::password_hash::{PasswordHash, PasswordHasher, SaltString};
+use domain::accounts::{ApiToken, NewApiToken, User};
+use domain::error::{ApiError, ErrorCode};
+use domain::ports::Actor;
 
 pub const SESSION_COOKIE: &str = "sleuth_session";
 

@@ -9,8 +9,8 @@ use crate::error::Result;
 use crate::ids::{hash_secret, new_secret};
 use crate::policy::Admin;
 use crate::time::{now_ms, timestamp};
-use app::accounts::{SignInLink, TeamUser};
-use app::error::{ApiError, ErrorCode};
+use domain::accounts::{SignInLink, TeamUser};
+use domain::error::{ApiError, ErrorCode};
 
 /// How long a sign-in link works.
 pub const LINK_DAYS: i64 = 7;

@@ -7,7 +7,7 @@ use crate::time::now_ms;
 pub struct FactsRow {
     pub id: i64,
     pub host_name: String,
-    /// JSON of `app::hosts::HostFacts` (without `captured_at`, which is the column).
+    /// JSON of `domain::hosts::HostFacts` (without `captured_at`, which is the column).
     pub facts: String,
     pub captured_at: i64,
 }

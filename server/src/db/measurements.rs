@@ -3,7 +3,7 @@
 use super::rows::MeasurementRow;
 use super::{Store, StoreResult};
 use crate::time::now_ms;
-use app::metrics::Measurement;
+use domain::metrics::Measurement;
 use std::sync::Arc;
 
 #[derive(Debug, Clone, sqlx::FromRow)]

@@ -48,7 +48,8 @@ pub struct RunRow {
     pub env: String,
     pub cwd: Option<String>,
     pub timeout_s: Option<i64>,
-    pub status: String,
+    #[sqlx(try_from = "String")]
+    pub status: domain::runs::RunStatus,
     pub exit_code: Option<i64>,
     pub exit_signal: Option<String>,
     pub error: Option<String>,
@@ -108,7 +109,7 @@ pub struct NewRun {
 /// Where a run ended.
 #[derive(Debug, Clone)]
 pub struct RunEnd<'a> {
-    pub status: app::runs::RunStatus,
+    pub status: domain::runs::RunStatus,
     pub exit_code: Option<i64>,
     pub exit_signal: Option<&'a str>,
     pub error: Option<&'a str>,

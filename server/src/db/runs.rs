@@ -3,6 +3,7 @@
 
 use super::{NewRun, RunEnd, RunRow, Store, StoreResult};
 use crate::time::now_ms;
+use domain::runs::RunStatus;
 
 pub(super) const COLUMNS: &str = "id, step_id, host, command, env, cwd, timeout_s, status, exit_code, exit_signal, error,
     batch_index, batch_size, warmup, stdout_bytes, stderr_bytes, lines, queued_at, started_at, finished_at, who, facts_id,
@@ -170,10 +171,18 @@ impl Store {
     }
 
     /// How many runs there are of each status.
-    pub async fn runs_by_status(&self) -> StoreResult<Vec<(String, i64)>> {
-        Ok(sqlx::query_as("SELECT status, COUNT(*) FROM runs GROUP BY status ORDER BY status")
-            .fetch_all(&self.pool)
-            .await?)
+    pub async fn runs_by_status(&self) -> StoreResult<Vec<(RunStatus, i64)>> {
+        #[derive(sqlx::FromRow)]
+        struct Count {
+            #[sqlx(try_from = "String")]
+            status: RunStatus,
+            n: i64,
+        }
+        let counts: Vec<Count> =
+            sqlx::query_as("SELECT status, COUNT(*) AS n FROM runs GROUP BY status ORDER BY status")
+                .fetch_all(&self.pool)
+                .await?;
+        Ok(counts.into_iter().map(|c| (c.status, c.n)).collect())
     }
 
     /// At start: runs a crashed or stopped server left open. Returns their ids.
@@ -203,35 +212,33 @@ mod tests {
             let other = Store::open(&database).await.unwrap();
             let run = crate::db::tests_support::a_run(&store).await;
             let investigation = store.run_investigation(run).await.unwrap().unwrap();
-            let seen = async |s: &Store| -> Vec<(i64, String, i64)> {
+            let seen = async |s: &Store| -> Vec<(i64, RunStatus, i64)> {
                 // Twice: the second answer comes from memory.
                 let first = s.runs_of_investigation(&investigation).await.unwrap();
                 let again = s.runs_of_investigation(&investigation).await.unwrap();
-                let of = |rows: Vec<RunRow>| -> Vec<(i64, String, i64)> {
+                let of = |rows: Vec<RunRow>| -> Vec<(i64, RunStatus, i64)> {
                     rows.into_iter().map(|r| (r.id, r.status, r.stdout_bytes)).collect()
                 };
                 let (first, again) = (of(first), of(again));
                 assert_eq!(first, again);
                 first
             };
-            let both = async |want: Vec<(i64, &str, i64)>| {
-                let want: Vec<(i64, String, i64)> = want.into_iter().map(|(i, s, b)| (i, s.to_string(), b)).collect();
+            let both = async |want: Vec<(i64, RunStatus, i64)>| {
                 assert_eq!(seen(&store).await, want, "{:?}", store.backend());
                 assert_eq!(seen(&other).await, want, "{:?}", store.backend());
             };
-            both(vec![(run, "queued", 0)]).await;
+            both(vec![(run, RunStatus::Queued, 0)]).await;
             other.update_run_counts(run, 5, 0, 1).await.unwrap();
-            both(vec![(run, "queued", 5)]).await;
-            let end =
-                RunEnd { status: app::runs::RunStatus::Succeeded, exit_code: Some(0), exit_signal: None, error: None };
+            both(vec![(run, RunStatus::Queued, 5)]).await;
+            let end = RunEnd { status: RunStatus::Succeeded, exit_code: Some(0), exit_signal: None, error: None };
             assert!(store.finish_run(run, &end).await.unwrap());
-            both(vec![(run, "succeeded", 5)]).await;
+            both(vec![(run, RunStatus::Succeeded, 5)]).await;
             let step = store.run(run).await.unwrap().unwrap().step_id;
             let second = store.insert_step(&investigation, "command", "{}").await.unwrap().unwrap();
             let added = crate::db::tests_support::a_run_of(&other, second.id).await;
-            both(vec![(run, "succeeded", 5), (added, "queued", 0)]).await;
+            both(vec![(run, RunStatus::Succeeded, 5), (added, RunStatus::Queued, 0)]).await;
             assert!(other.delete_step(step).await.unwrap());
-            both(vec![(added, "queued", 0)]).await;
+            both(vec![(added, RunStatus::Queued, 0)]).await;
         }
     }
 }

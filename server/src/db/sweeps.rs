@@ -1,4 +1,4 @@
-//! Sweeps (`app::sweeps`): the row that groups a sweep's runs and keeps how
+//! Sweeps (`domain::sweeps`): the row that groups a sweep's runs and keeps how
 //! they were ordered.
 
 use super::{Store, StoreResult};

@@ -2,7 +2,7 @@
 //! and notes on the run.
 
 use super::{Store, StoreResult};
-use app::telemetry::Sample;
+use domain::telemetry::Sample;
 
 /// Rows per INSERT of samples.
 const SAMPLES_PER_INSERT: usize = 200;

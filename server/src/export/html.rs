@@ -5,11 +5,11 @@
 
 use super::report::{Excerpt, Report};
 use super::walk::{Chart, HypothesisLine, RunLine, Writer, excerpt_caption, excerpt_lines, walk};
-use app::comments::Comment;
-use app::components::escape_text as esc;
-use app::metrics::Overview;
-use app::model::Step;
-use app::steps::snippet::Snapshot;
+use domain::comments::Comment;
+use domain::html::escape_text as esc;
+use domain::metrics::Overview;
+use domain::model::Step;
+use domain::steps::snippet::Snapshot;
 use std::fmt::Write as _;
 
 const STYLE: &str = r#"
@@ -81,7 +81,8 @@ impl Writer for Html {
              <th>Baseline</th><th>Treatment</th><th>Δ</th><th>95 % CI</th><th>Verdict</th></tr></thead><tbody>\n",
         );
         for line in lines {
-            let _ = write!(h, "<tr id=\"{}\"><td>{}", app::hypotheses::hypothesis_anchor(line.id), esc(line.statement));
+            let _ =
+                write!(h, "<tr id=\"{}\"><td>{}", domain::hypotheses::hypothesis_anchor(line.id), esc(line.statement));
             if let Some((summary, warnings)) = line.provenance {
                 let _ = write!(h, "<br><span class=\"meta\">{}</span>", esc(summary));
                 for w in warnings {
@@ -115,7 +116,7 @@ impl Writer for Html {
         );
     }
 
-    fn rates(&mut self, chart: &app::distributions::RateChart) {
+    fn rates(&mut self, chart: &domain::distributions::RateChart) {
         let _ = write!(
             self.0,
             "<section id=\"rates\"><h2>{} against load</h2><figure>{}</figure><table><thead><tr><th>Configuration</th>\
@@ -219,7 +220,7 @@ impl Writer for Html {
         );
         for (i, plain) in snap.lines.iter().enumerate() {
             let n = snap.start + i as u64;
-            let anchor = app::steps::snippet::line_anchor(step.id, n);
+            let anchor = domain::steps::snippet::line_anchor(step.id, n);
             // Highlighted lines are the server's own spans around escaped text.
             let code = snap.html_lines.get(i).cloned().unwrap_or_else(|| esc(plain));
             // Lines an annotation covers are marked, as on the page.
@@ -230,12 +231,12 @@ impl Writer for Html {
                 "<tr id=\"{anchor}\"{class}><td class=\"ln\"><a href=\"#{anchor}\">{n}</a></td><td>{code}</td></tr>"
             );
             for a in step.annotations.iter().filter(|a| a.end == n) {
-                let range = app::steps::snippet::range_anchor(step.id, a.start, a.end);
+                let range = domain::steps::snippet::range_anchor(step.id, a.start, a.end);
                 let _ = write!(
                     h,
                     "<tr class=\"note\"><td class=\"ln\"></td><td><a id=\"{range}\"></a><div class=\"annotation\" id=\"{}\">\
                      <strong><a href=\"#{range}\">Lines {}–{}</a></strong>{} {}</div></td></tr>",
-                    app::steps::snippet::annotation_anchor(a.id),
+                    domain::steps::snippet::annotation_anchor(a.id),
                     a.start,
                     a.end,
                     a.author.as_ref().map_or(String::new(), |w| format!(" <span class=\"meta\">{}</span>", esc(w))),
@@ -272,7 +273,7 @@ impl Writer for Html {
             let _ = write!(
                 h,
                 "<div class=\"comment\" id=\"{}\"><p class=\"meta\">{} · {}{}</p>{}</div>",
-                app::comments::comment_anchor(c.id),
+                domain::comments::comment_anchor(c.id),
                 esc(&c.author),
                 esc(&c.created_at),
                 if c.parent_id.is_some() { " · reply" } else { "" },

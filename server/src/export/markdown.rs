@@ -6,10 +6,10 @@
 
 use super::report::{Excerpt, Report, format_value, language};
 use super::walk::{Chart, HypothesisLine, RunLine, Writer, excerpt_caption, excerpt_lines, walk};
-use app::comments::Comment;
-use app::metrics::Overview;
-use app::model::Step;
-use app::steps::snippet::Snapshot;
+use domain::comments::Comment;
+use domain::metrics::Overview;
+use domain::model::Step;
+use domain::steps::snippet::Snapshot;
 use std::fmt::Write as _;
 
 /// Inline text: Markdown's punctuation and HTML's `<` escaped, one line.
@@ -69,7 +69,7 @@ pub fn attachments(attachments: &[super::report::Attachment]) -> String {
             Some(_) => format!("[{}]({})", inline(&a.path), a.path.replace(' ', "%20")),
             None => format!(
                 "no (over the export's {}): `{}`",
-                app::runs::human_bytes(super::report::ZIP_FILES_BUDGET),
+                domain::runs::human_bytes(super::report::ZIP_FILES_BUDGET),
                 inline(&a.url)
             ),
         };
@@ -78,7 +78,7 @@ pub fn attachments(attachments: &[super::report::Attachment]) -> String {
             "| {} | {} | {} | {} | {place} |",
             a.run,
             inline(&a.what),
-            app::runs::human_bytes(a.size),
+            domain::runs::human_bytes(a.size),
             a.sha256.as_deref().map(|s| format!("`{}`", &s[..s.len().min(16)])).unwrap_or_else(|| "—".into())
         );
     }
@@ -131,7 +131,7 @@ impl Writer for Markdown<'_> {
             let _ = writeln!(
                 md,
                 "| <a id=\"{}\"></a>{statement} | {} | {} | {} | {} | {} | **{}** |",
-                app::hypotheses::hypothesis_anchor(line.id),
+                domain::hypotheses::hypothesis_anchor(line.id),
                 inline(line.metric),
                 inline(&line.baseline),
                 inline(&line.treatment),
@@ -150,7 +150,7 @@ impl Writer for Markdown<'_> {
         }
     }
 
-    fn rates(&mut self, chart: &app::distributions::RateChart) {
+    fn rates(&mut self, chart: &domain::distributions::RateChart) {
         let md = &mut self.md;
         let _ = writeln!(md, "## {} against load\n", inline(&chart.metric));
         match self.charts.as_deref_mut() {
@@ -278,7 +278,7 @@ impl Writer for Markdown<'_> {
             let _ = writeln!(
                 md,
                 "> <a id=\"{}\"></a>**Lines {}–{}**{}: {}\n",
-                app::steps::snippet::annotation_anchor(a.id),
+                domain::steps::snippet::annotation_anchor(a.id),
                 a.start,
                 a.end,
                 a.author.as_ref().map_or(String::new(), |w| format!(" ({})", inline(w))),
@@ -311,7 +311,7 @@ impl Writer for Markdown<'_> {
             let _ = writeln!(
                 self.md,
                 "> <a id=\"{}\"></a>**{}** · {}\n>\n> {}\n",
-                app::comments::comment_anchor(c.id),
+                domain::comments::comment_anchor(c.id),
                 inline(&c.author),
                 inline(&c.created_at),
                 crate::markdown::with_html_as_text(c.body.trim()).replace('\n', "\n> ")

@@ -17,7 +17,7 @@ mod zip;
 
 pub use report::{Report, ZIP_FILES_BUDGET};
 
-use app::search::{Export, ExportFormat};
+use domain::search::{Export, ExportFormat};
 
 /// The report as a file of `format`.
 pub fn render(report: &Report, format: ExportFormat) -> crate::error::Result<Export> {

@@ -4,7 +4,7 @@
 //! both writers share.
 
 use crate::output::{OutputKey, Outputs};
-use app::model::Investigation;
+use domain::model::Investigation;
 
 /// Bytes of runs' files and server logs a zip export holds at most; the rest
 /// are listed with their size, sha256 and where Sleuth serves them.
@@ -170,7 +170,7 @@ fn shows_value(line: &str, value: f64) -> bool {
     })
 }
 
-pub(super) async fn excerpt(outputs: &Outputs, run: &app::runs::Run) -> std::io::Result<Option<Excerpt>> {
+pub(super) async fn excerpt(outputs: &Outputs, run: &domain::runs::Run) -> std::io::Result<Option<Excerpt>> {
     let len = outputs.len(run.id).await?;
     if len == 0 {
         return Ok(None);
@@ -237,8 +237,8 @@ pub fn language(path: &str) -> &'static str {
 }
 
 /// What a step is, in a few words, for headings.
-pub fn headline(step: &app::model::Step) -> String {
-    use app::steps::StepBody;
+pub fn headline(step: &domain::model::Step) -> String {
+    use domain::steps::StepBody;
     match &step.body {
         StepBody::Note(_) => "Note".into(),
         StepBody::Command(c) => format!("Command on {}", c.host),
@@ -247,13 +247,13 @@ pub fn headline(step: &app::model::Step) -> String {
             format!("Source: {path}")
         }
         StepBody::Grep(g) => format!("Search for {:?} in {}", g.pattern, g.path),
-        StepBody::Calculator(app::steps::calculator::CalculatorBody::Bandwidth(_)) => "Bandwidth roofline".into(),
-        StepBody::Calculator(app::steps::calculator::CalculatorBody::Collective(_)) => "Collective budget".into(),
+        StepBody::Calculator(domain::steps::calculator::CalculatorBody::Bandwidth(_)) => "Bandwidth roofline".into(),
+        StepBody::Calculator(domain::steps::calculator::CalculatorBody::Collective(_)) => "Collective budget".into(),
     }
 }
 
 /// A calculator's inputs, `name = value, …` (where a value came from a measurement, it says so).
-pub fn calculator_inputs(body: &app::steps::calculator::CalculatorBody) -> String {
+pub fn calculator_inputs(body: &domain::steps::calculator::CalculatorBody) -> String {
     let mut parts = Vec::new();
     if let Ok(serde_json::Value::Object(map)) = serde_json::to_value(body) {
         for (name, value) in map {
@@ -274,10 +274,10 @@ pub fn calculator_inputs(body: &app::steps::calculator::CalculatorBody) -> Strin
 }
 
 /// A calculator step's results as `(name, value)` rows, in the order the API gives them.
-pub fn result_rows(step: &app::model::Step) -> Vec<(String, String)> {
+pub fn result_rows(step: &domain::model::Step) -> Vec<(String, String)> {
     let results = match (&step.results, &step.body) {
         (Some(r), _) => Some(r.clone()),
-        (None, app::steps::StepBody::Calculator(c)) => c.results(),
+        (None, domain::steps::StepBody::Calculator(c)) => c.results(),
         _ => None,
     };
     let mut rows = Vec::new();

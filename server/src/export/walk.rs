@@ -4,11 +4,11 @@
 //! format and escapes what it is given; `html.rs` and `markdown.rs` are the two.
 
 use super::report::{Excerpt, Report, calculator_inputs, duration, format_value, headline, result_rows};
-use app::comments::Comment;
-use app::metrics::Overview;
-use app::model::Step;
-use app::steps::StepBody;
-use app::steps::snippet::Snapshot;
+use domain::comments::Comment;
+use domain::metrics::Overview;
+use domain::model::Step;
+use domain::steps::StepBody;
+use domain::steps::snippet::Snapshot;
 
 /// A row of the hypotheses table, as plain text.
 pub struct HypothesisLine<'a> {
@@ -48,7 +48,7 @@ pub trait Writer {
     fn header(&mut self, report: &Report);
     fn hypotheses(&mut self, lines: &[HypothesisLine<'_>], charts: Vec<Chart<'_>>);
     fn overview(&mut self, overview: &Overview);
-    fn rates(&mut self, chart: &app::distributions::RateChart);
+    fn rates(&mut self, chart: &domain::distributions::RateChart);
     fn timeline(&mut self);
     fn step_start(&mut self, step: &Step, headline: &str);
     fn note(&mut self, markdown: &str);
@@ -101,7 +101,7 @@ pub fn walk(report: &Report, writer: &mut impl Writer) {
     writer.end(report);
 }
 
-fn hypothesis_line(h: &app::hypotheses::Hypothesis) -> HypothesisLine<'_> {
+fn hypothesis_line(h: &domain::hypotheses::Hypothesis) -> HypothesisLine<'_> {
     if let Some(d) = &h.distribution {
         let unit = h.unit.as_deref().unwrap_or("");
         let side =
@@ -119,7 +119,7 @@ fn hypothesis_line(h: &app::hypotheses::Hypothesis) -> HypothesisLine<'_> {
         };
     }
     let c = h.comparison.as_ref();
-    let group = |g: Option<&app::metrics::GroupSummary>| {
+    let group = |g: Option<&domain::metrics::GroupSummary>| {
         g.map_or("—".into(), |g| format!("{} (n={})", format_value(g.mean), g.n))
     };
     HypothesisLine {
@@ -145,7 +145,7 @@ fn walk_step(report: &Report, step: &Step, writer: &mut impl Writer) {
                 shown.push_str(&format!("{k}={} ", crate::ssh::quote::quote_if_needed(v)));
             }
             shown.push_str(&c.command);
-            writer.command(&shown, c.cwd.as_deref(), &app::sweeps::matrix_text(&c.matrix));
+            writer.command(&shown, c.cwd.as_deref(), &domain::sweeps::matrix_text(&c.matrix));
             if step.runs.is_empty() {
                 writer.not_run();
             } else {
@@ -170,14 +170,14 @@ fn walk_step(report: &Report, step: &Step, writer: &mut impl Writer) {
     writer.step_end();
 }
 
-fn run_line(run: &app::runs::Run) -> RunLine {
+fn run_line(run: &domain::runs::Run) -> RunLine {
     RunLine {
         id: run.id,
         warmup: run.warmup,
         status: run.status.as_str(),
         exit: run.exit_code.map_or_else(|| run.exit_signal.clone().unwrap_or_else(|| "—".into()), |c| c.to_string()),
         duration: duration(run.duration_ms),
-        config: run.config.as_ref().map_or(String::new(), app::sweeps::config_label),
+        config: run.config.as_ref().map_or(String::new(), domain::sweeps::config_label),
         measured: run
             .measurements
             .iter()

@@ -9,8 +9,8 @@ use crate::hosts::Hosts;
 use crate::policy::{FactsPermit, HostUse};
 use crate::ssh::{self, Pool, Target, quote::quote};
 use crate::time::timestamp;
-use app::error::{ApiError, ErrorCode};
-use app::hosts::HostFacts;
+use domain::error::{ApiError, ErrorCode};
+use domain::hosts::HostFacts;
 use std::time::Duration;
 
 /// Capturing and reading host facts.

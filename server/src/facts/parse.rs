@@ -1,7 +1,7 @@
 //! Parsers for what a GPU host says about itself: `nvidia-smi --query-gpu … --format=csv`,
 //! `nvidia-smi topo -m` and `lscpu`. Labels are matched by name, never by position.
 
-use app::hosts::{GpuFact, Topology};
+use domain::hosts::{GpuFact, Topology};
 
 /// `index, name, memory.total [MiB], driver_version, pcie.link.gen.current, …` with a header.
 pub fn gpu_csv(text: &str) -> (Vec<GpuFact>, Option<String>) {

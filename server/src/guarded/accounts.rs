@@ -1,12 +1,12 @@
 //! Accounts: one's own API tokens (anyone signed in); the audit log and the
 //! team's users (admins).
 
-use app::accounts::{ApiToken, AuditEntry, NewApiToken, NewUser, SignInLink, TeamUser};
-use app::backend::Actor;
-use app::error::ApiError;
+use domain::accounts::{ApiToken, AuditEntry, NewApiToken, NewUser, SignInLink, TeamUser};
+use domain::error::ApiError;
+use domain::ports::Actor;
 
 #[async_trait::async_trait]
-impl app::backend::Accounts for super::Guarded {
+impl domain::ports::Accounts for super::Guarded {
     fn enabled(&self) -> bool {
         !self.auth.disabled()
     }

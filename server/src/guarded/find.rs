@@ -2,12 +2,12 @@
 //! (readers of the investigation; share links by their token), each export audited.
 
 use crate::policy::Read;
-use app::backend::Actor;
-use app::error::ApiError;
-use app::search::{Export, ExportFormat, SearchRequest, SearchResults};
+use domain::error::ApiError;
+use domain::ports::Actor;
+use domain::search::{Export, ExportFormat, SearchRequest, SearchResults};
 
 #[async_trait::async_trait]
-impl app::backend::FindOps for super::Guarded {
+impl domain::ports::FindOps for super::Guarded {
     async fn search(&self, actor: &Actor, request: SearchRequest) -> Result<SearchResults, ApiError> {
         let readers = self.access.readers(actor).await?;
         Ok(self.notebook.search.find(&readers, &request).await?)

@@ -1,10 +1,10 @@
 //! Hosts: everyone signed in sees them; admins change them; testing and
 //! capturing facts are remote actions (`Access::host_use`).
 
-use app::accounts::HostAccess;
-use app::backend::Actor;
-use app::error::{ApiError, ErrorCode};
-use app::hosts::{ConnectionReport, Host, HostFacts, HostImport, ImportReport, NewHost};
+use domain::accounts::HostAccess;
+use domain::error::{ApiError, ErrorCode};
+use domain::hosts::{ConnectionReport, Host, HostFacts, HostImport, ImportReport, NewHost};
+use domain::ports::Actor;
 
 impl super::Guarded {
     /// The host as the caller may see it: what they may do with it (for pages
@@ -20,7 +20,7 @@ impl super::Guarded {
 }
 
 #[async_trait::async_trait]
-impl app::backend::HostOps for super::Guarded {
+impl domain::ports::HostOps for super::Guarded {
     async fn hosts(&self, actor: &Actor) -> Result<Vec<Host>, ApiError> {
         let hosts = self.notebook.hosts.list(&self.access.anyone(actor)).await?;
         let mut shown = Vec::with_capacity(hosts.len());
@@ -98,9 +98,9 @@ impl app::backend::HostOps for super::Guarded {
         let admin = self.access.admin(actor, "decide who runs on hosts")?;
         Ok(self.notebook.hosts.set_access(&admin, host, access).await?)
     }
-    async fn server_status(&self, actor: &Actor) -> Result<app::hosts::ServerStatus, ApiError> {
+    async fn server_status(&self, actor: &Actor) -> Result<domain::hosts::ServerStatus, ApiError> {
         let refusing = self.notebook.refusing(&self.access.anyone(actor));
         let admin = self.access.admin(actor, "read the server's state").ok();
-        Ok(app::hosts::ServerStatus { refusing, detail: admin.map(|admin| self.notebook.server_detail(&admin)) })
+        Ok(domain::hosts::ServerStatus { refusing, detail: admin.map(|admin| self.notebook.server_detail(&admin)) })
     }
 }

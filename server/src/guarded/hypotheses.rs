@@ -2,12 +2,12 @@
 
 use crate::db::OwnedBy;
 use crate::policy::{Edit, Read};
-use app::backend::Actor;
-use app::error::ApiError;
-use app::hypotheses::{Hypothesis, HypothesisInput};
+use domain::error::ApiError;
+use domain::hypotheses::{Hypothesis, HypothesisInput};
+use domain::ports::Actor;
 
 #[async_trait::async_trait]
-impl app::backend::HypothesisOps for super::Guarded {
+impl domain::ports::HypothesisOps for super::Guarded {
     async fn hypotheses(&self, actor: &Actor, investigation: &str) -> Result<Vec<Hypothesis>, ApiError> {
         let permit = self.access.permit::<Read>(actor, investigation).await?;
         Ok(self.notebook.hypotheses.list(&permit, None).await?)

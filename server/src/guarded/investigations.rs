@@ -1,17 +1,17 @@
 //! Investigations: anyone signed in creates one (and owns it); the rest by role.
 
 use crate::policy::{Edit, Own, Read, Role};
-use app::backend::Actor;
-use app::error::ApiError;
-use app::model::{Investigation, InvestigationPatch, InvestigationSummary, NewInvestigation, StepWindow};
+use domain::error::ApiError;
+use domain::model::{Investigation, InvestigationPatch, InvestigationSummary, NewInvestigation, StepWindow};
+use domain::ports::Actor;
 
 #[async_trait::async_trait]
-impl app::backend::InvestigationOps for super::Guarded {
+impl domain::ports::InvestigationOps for super::Guarded {
     async fn list_investigations(&self, actor: &Actor) -> Result<Vec<InvestigationSummary>, ApiError> {
         let readers = self.access.readers(actor).await?;
         Ok(self.notebook.investigations.list(&readers).await?)
     }
-    async fn abilities(&self, actor: &Actor, id: &str) -> Result<app::model::Abilities, ApiError> {
+    async fn abilities(&self, actor: &Actor, id: &str) -> Result<domain::model::Abilities, ApiError> {
         let permit = self.access.permit::<Read>(actor, id).await?;
         Ok(permit.role().abilities())
     }

@@ -2,13 +2,13 @@
 
 use crate::db::OwnedBy;
 use crate::policy::{Edit, Read};
-use app::backend::Actor;
-use app::distributions::{SloInput, SloView};
-use app::error::ApiError;
-use app::metrics::{DerivedDef, ExtractorDef, NewMeasurement, Overview, OverviewQuery, StoredMeasurement};
+use domain::distributions::{SloInput, SloView};
+use domain::error::ApiError;
+use domain::metrics::{DerivedDef, ExtractorDef, NewMeasurement, Overview, OverviewQuery, StoredMeasurement};
+use domain::ports::Actor;
 
 #[async_trait::async_trait]
-impl app::backend::MeasurementOps for super::Guarded {
+impl domain::ports::MeasurementOps for super::Guarded {
     async fn measurements(&self, actor: &Actor, investigation: &str) -> Result<Vec<StoredMeasurement>, ApiError> {
         let permit = self.access.permit::<Read>(actor, investigation).await?;
         Ok(self.notebook.metrics.measurements(&permit).await?)

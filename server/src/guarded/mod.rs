@@ -2,7 +2,7 @@
 //! the policy ([`Access`]) for the permit it needs — a role in the
 //! investigation it touches, a host's allow-list, admin — and hands the permit
 //! to the service, which cannot be called without one. One file per domain,
-//! one method per operation (the traits of `app::backend`); the streams and
+//! one method per operation (the traits of `domain::ports`); the streams and
 //! raw output the JSON API serves are methods here too ([`streams`]).
 //!
 //! Internal errors become the wire error here, once, in the request's span
@@ -26,7 +26,7 @@ use crate::notebook::Notebook;
 use crate::policy::Access;
 use crate::runs::Live;
 use crate::search::Index;
-use app::backend::Actor;
+use domain::ports::Actor;
 use std::sync::Arc;
 
 pub struct Guarded {

@@ -1,8 +1,8 @@
 //! The server's own state for its operators (admins): `/metrics`; whether
 //! the database answers (for anyone: it says nothing about the data).
 
-use app::backend::Actor;
-use app::error::ApiError;
+use domain::error::ApiError;
+use domain::ports::Actor;
 
 impl super::Guarded {
     /// Prometheus text: runs, the queue, the SSH pool, store errors, disk free.

@@ -2,12 +2,12 @@
 
 use crate::db::OwnedBy;
 use crate::policy::{Read, Run as RunRight};
-use app::backend::Actor;
-use app::error::ApiError;
-use app::runs::{OutputTail, Run, RunRequest};
+use domain::error::ApiError;
+use domain::ports::Actor;
+use domain::runs::{OutputTail, Run, RunRequest};
 
 #[async_trait::async_trait]
-impl app::backend::RunOps for super::Guarded {
+impl domain::ports::RunOps for super::Guarded {
     async fn start_runs(&self, actor: &Actor, step_id: i64, request: RunRequest) -> Result<Vec<Run>, ApiError> {
         let permit = self.access.run_on_step(actor, step_id).await?;
         Ok(self.notebook.runs.start(&permit, step_id, request).await?)
@@ -28,19 +28,19 @@ impl app::backend::RunOps for super::Guarded {
         let permit = self.access.permit_for::<Read>(actor, OwnedBy::Run, id).await?;
         Ok(self.notebook.runs.output_before(&permit, id, before, bytes).await?)
     }
-    async fn telemetry(&self, actor: &Actor, run: i64) -> Result<app::telemetry::Telemetry, ApiError> {
+    async fn telemetry(&self, actor: &Actor, run: i64) -> Result<domain::telemetry::Telemetry, ApiError> {
         let permit = self.access.permit_for::<Read>(actor, OwnedBy::Run, run).await?;
         Ok(self.notebook.runs.telemetry(&permit, run).await?)
     }
-    async fn artifacts(&self, actor: &Actor, run: i64) -> Result<Vec<app::runs::Artifact>, ApiError> {
+    async fn artifacts(&self, actor: &Actor, run: i64) -> Result<Vec<domain::runs::Artifact>, ApiError> {
         let permit = self.access.permit_for::<Read>(actor, OwnedBy::Run, run).await?;
         Ok(self.notebook.runs.artifacts(&permit, run).await?)
     }
-    async fn sweep(&self, actor: &Actor, id: i64) -> Result<app::sweeps::Sweep, ApiError> {
+    async fn sweep(&self, actor: &Actor, id: i64) -> Result<domain::sweeps::Sweep, ApiError> {
         let permit = self.access.permit_for::<Read>(actor, OwnedBy::Sweep, id).await?;
         Ok(self.notebook.runs.sweep(&permit, id).await?)
     }
-    async fn cancel_sweep(&self, actor: &Actor, id: i64) -> Result<app::sweeps::Sweep, ApiError> {
+    async fn cancel_sweep(&self, actor: &Actor, id: i64) -> Result<domain::sweeps::Sweep, ApiError> {
         let permit = self.access.permit_for::<RunRight>(actor, OwnedBy::Sweep, id).await?;
         Ok(self.notebook.runs.cancel_sweep(&permit, id).await?)
     }

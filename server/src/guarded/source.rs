@@ -2,13 +2,13 @@
 
 use crate::db::OwnedBy;
 use crate::policy::{Edit, Read};
-use app::backend::Actor;
-use app::error::ApiError;
-use app::model::Step;
-use app::steps::snippet::{Annotation, AnnotationPatch, NewAnnotation, SourceCandidates};
+use domain::error::ApiError;
+use domain::model::Step;
+use domain::ports::Actor;
+use domain::steps::snippet::{Annotation, AnnotationPatch, NewAnnotation, SourceCandidates};
 
 #[async_trait::async_trait]
-impl app::backend::SourceOps for super::Guarded {
+impl domain::ports::SourceOps for super::Guarded {
     async fn refresh_snippet(
         &self,
         actor: &Actor,

@@ -2,13 +2,13 @@
 
 use crate::db::OwnedBy;
 use crate::policy::Read;
-use app::backend::Actor;
-use app::error::ApiError;
-use app::model::Step;
-use app::steps::StepBody;
+use domain::error::ApiError;
+use domain::model::Step;
+use domain::ports::Actor;
+use domain::steps::StepBody;
 
 #[async_trait::async_trait]
-impl app::backend::StepOps for super::Guarded {
+impl domain::ports::StepOps for super::Guarded {
     async fn add_step(&self, actor: &Actor, investigation: &str, body: StepBody) -> Result<Step, ApiError> {
         let permit = self.access.for_body(actor, investigation, &body).await?;
         let done = self.notebook.steps.add(&permit, body).await;

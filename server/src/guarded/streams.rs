@@ -9,9 +9,9 @@ use crate::db::OwnedBy;
 use crate::policy::{Access, Read};
 use crate::runs::Live;
 pub use crate::runs::{Output, Which};
-use app::backend::Actor;
-use app::error::ApiError;
 use bytes::Bytes;
+use domain::error::ApiError;
+use domain::ports::Actor;
 use futures::{Stream, StreamExt};
 use std::sync::Arc;
 
@@ -57,7 +57,7 @@ impl super::Guarded {
     }
 
     /// A run's GPU telemetry through a share link.
-    pub async fn shared_telemetry(&self, token: &str, run: i64) -> Result<app::telemetry::Telemetry, ApiError> {
+    pub async fn shared_telemetry(&self, token: &str, run: i64) -> Result<domain::telemetry::Telemetry, ApiError> {
         let permit = self.access.shared_run(token, run).await?;
         Ok(self.notebook.runs.telemetry(&permit, run).await?)
     }

@@ -2,15 +2,15 @@
 
 use crate::db::OwnedBy;
 use crate::policy::{Edit, Own, Read};
-use app::accounts::Member;
-use app::backend::Actor;
-use app::comments::{Comment, Mention, NewComment};
-use app::error::ApiError;
-use app::model::{SharedView, StepWindow};
-use app::shares::{CreatedShareLink, NewShareLink, ShareLink};
+use domain::accounts::Member;
+use domain::comments::{Comment, Mention, NewComment};
+use domain::error::ApiError;
+use domain::model::{SharedView, StepWindow};
+use domain::ports::Actor;
+use domain::shares::{CreatedShareLink, NewShareLink, ShareLink};
 
 #[async_trait::async_trait]
-impl app::backend::TeamOps for super::Guarded {
+impl domain::ports::TeamOps for super::Guarded {
     async fn members(&self, actor: &Actor, investigation: &str) -> Result<Vec<Member>, ApiError> {
         let permit = self.access.permit::<Read>(actor, investigation).await?;
         Ok(self.notebook.members.list(&permit).await?)

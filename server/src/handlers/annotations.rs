@@ -2,12 +2,12 @@ use crate::auth::Caller;
 use crate::error::AppError;
 use crate::extract::{ApiJson, ApiPath};
 use crate::state::AppState;
-use app::backend::SourceOps;
-use app::steps::snippet::{Annotation, AnnotationPatch, NewAnnotation};
 use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
+use domain::ports::SourceOps;
+use domain::steps::snippet::{Annotation, AnnotationPatch, NewAnnotation};
 
 pub async fn create(
     Caller(actor): Caller,

@@ -22,7 +22,7 @@ pub async fn list(
     State(state): State<AppState>,
     ApiQuery(query): ApiQuery<AuditQuery>,
 ) -> Result<Response, AppError> {
-    let entries = app::backend::Accounts::audit_log(&*state.notebook, &actor, query.limit.unwrap_or(1000)).await?;
+    let entries = domain::ports::Accounts::audit_log(&*state.notebook, &actor, query.limit.unwrap_or(1000)).await?;
     Ok(match query.format.as_deref() {
         Some("csv") => (
             [
@@ -34,7 +34,7 @@ pub async fn list(
             .into_response(),
         None | Some("json") => Json(entries).into_response(),
         Some(other) => {
-            return Err(app::error::ApiError::invalid(format!("The format is json or csv, not {other:?}.")).into());
+            return Err(domain::error::ApiError::invalid(format!("The format is json or csv, not {other:?}.")).into());
         }
     })
 }

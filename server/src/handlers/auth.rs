@@ -4,12 +4,12 @@
 
 use crate::auth::{Account, SESSION_COOKIE, middleware::url_encode};
 use crate::state::AppState;
-use app::error::ApiError;
 use axum::Form;
 use axum::extract::{ConnectInfo, FromRequestParts, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use domain::error::ApiError;
 use std::net::SocketAddr;
 
 #[derive(serde::Deserialize)]

@@ -4,11 +4,11 @@ use crate::auth::Caller;
 use crate::error::AppError;
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::state::AppState;
-use app::backend::TeamOps;
-use app::comments::{Comment, Mention, NewComment};
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
+use domain::comments::{Comment, Mention, NewComment};
+use domain::ports::TeamOps;
 use serde::Deserialize;
 
 pub async fn create(

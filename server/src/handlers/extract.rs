@@ -3,11 +3,11 @@
 
 use crate::error::AppError;
 use crate::metrics::{self, custom::Extractor};
-use app::error::ApiError;
-use app::metrics::Measurement;
 use axum::Json;
 use axum::body::Bytes;
 use axum::http::{HeaderMap, header};
+use domain::error::ApiError;
+use domain::metrics::Measurement;
 use serde::Deserialize;
 
 #[derive(Deserialize)]

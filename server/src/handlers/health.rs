@@ -16,8 +16,8 @@ pub async fn check() -> Json<Value> {
 pub async fn status(
     Caller(actor): Caller,
     State(state): State<AppState>,
-) -> Result<Json<app::hosts::ServerStatus>, AppError> {
-    use app::backend::HostOps;
+) -> Result<Json<domain::hosts::ServerStatus>, AppError> {
+    use domain::ports::HostOps;
     Ok(Json(state.notebook.server_status(&actor).await?))
 }
 

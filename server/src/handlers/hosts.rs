@@ -2,13 +2,13 @@ use crate::auth::Caller;
 use crate::error::AppError;
 use crate::extract::{ApiJson, ApiPath};
 use crate::state::AppState;
-use app::backend::HostOps;
-use app::error::ApiError;
-use app::hosts::{ConnectionReport, Host, HostImport, ImportReport, NewHost};
 use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
+use domain::error::ApiError;
+use domain::hosts::{ConnectionReport, Host, HostImport, ImportReport, NewHost};
+use domain::ports::HostOps;
 use serde::Deserialize;
 
 pub async fn list(Caller(actor): Caller, State(state): State<AppState>) -> Result<Json<Vec<Host>>, AppError> {
@@ -118,7 +118,7 @@ pub async fn capture_facts(
     State(state): State<AppState>,
     ApiPath(name): ApiPath<String>,
     body: axum::body::Bytes,
-) -> Result<Json<app::hosts::HostFacts>, AppError> {
+) -> Result<Json<domain::hosts::HostFacts>, AppError> {
     let request: CaptureFacts = if body.iter().all(u8::is_ascii_whitespace) {
         CaptureFacts::default()
     } else {
@@ -132,7 +132,7 @@ pub async fn facts(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(name): ApiPath<String>,
-) -> Result<Json<app::hosts::HostFacts>, AppError> {
+) -> Result<Json<domain::hosts::HostFacts>, AppError> {
     let facts = state.notebook.facts(&actor, &name).await?;
     Ok(Json(facts.ok_or_else(|| {
         ApiError::not_found(format!("No facts captured for {name:?} yet; POST to this address to capture them."))
@@ -144,7 +144,7 @@ pub async fn facts_by_id(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
-) -> Result<Json<app::hosts::HostFacts>, AppError> {
+) -> Result<Json<domain::hosts::HostFacts>, AppError> {
     Ok(Json(state.notebook.facts_by_id(&actor, id).await?))
 }
 
@@ -152,7 +152,7 @@ pub async fn access(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(name): ApiPath<String>,
-) -> Result<Json<app::accounts::HostAccess>, AppError> {
+) -> Result<Json<domain::accounts::HostAccess>, AppError> {
     Ok(Json(state.notebook.host_access(&actor, &name).await?))
 }
 
@@ -161,7 +161,7 @@ pub async fn set_access(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(name): ApiPath<String>,
-    ApiJson(access): ApiJson<app::accounts::HostAccess>,
-) -> Result<Json<app::accounts::HostAccess>, AppError> {
+    ApiJson(access): ApiJson<domain::accounts::HostAccess>,
+) -> Result<Json<domain::accounts::HostAccess>, AppError> {
     Ok(Json(state.notebook.set_host_access(&actor, &name, access).await?))
 }

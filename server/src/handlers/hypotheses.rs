@@ -2,12 +2,12 @@ use crate::auth::Caller;
 use crate::error::AppError;
 use crate::extract::{ApiJson, ApiPath};
 use crate::state::AppState;
-use app::backend::HypothesisOps;
-use app::hypotheses::{Hypothesis, HypothesisInput};
 use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
+use domain::hypotheses::{Hypothesis, HypothesisInput};
+use domain::ports::HypothesisOps;
 
 pub async fn list(
     Caller(actor): Caller,

@@ -2,12 +2,12 @@ use crate::auth::Caller;
 use crate::error::AppError;
 use crate::extract::{ApiJson, ApiPath};
 use crate::state::AppState;
-use app::backend::{InvestigationOps, TeamOps};
-use app::model::{Investigation, InvestigationPatch, InvestigationSummary, NewInvestigation};
 use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
+use domain::model::{Investigation, InvestigationPatch, InvestigationSummary, NewInvestigation};
+use domain::ports::{InvestigationOps, TeamOps};
 
 pub async fn list(
     Caller(actor): Caller,
@@ -56,7 +56,7 @@ pub async fn members(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<String>,
-) -> Result<Json<Vec<app::accounts::Member>>, AppError> {
+) -> Result<Json<Vec<domain::accounts::Member>>, AppError> {
     Ok(Json(state.notebook.members(&actor, &id).await?))
 }
 
@@ -65,7 +65,7 @@ pub async fn set_member(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<String>,
-    ApiJson(member): ApiJson<app::accounts::Member>,
-) -> Result<Json<Vec<app::accounts::Member>>, AppError> {
+    ApiJson(member): ApiJson<domain::accounts::Member>,
+) -> Result<Json<Vec<domain::accounts::Member>>, AppError> {
     Ok(Json(state.notebook.set_member(&actor, &id, member).await?))
 }

@@ -2,14 +2,14 @@ use crate::auth::Caller;
 use crate::error::AppError;
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::state::AppState;
-use app::backend::Actor;
-use app::backend::MeasurementOps;
-use app::error::ApiError;
-use app::metrics::{ExtractorDef, NewMeasurement, Overview, StoredMeasurement};
 use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
+use domain::error::ApiError;
+use domain::metrics::{ExtractorDef, NewMeasurement, Overview, StoredMeasurement};
+use domain::ports::Actor;
+use domain::ports::MeasurementOps;
 
 pub async fn list(
     Caller(actor): Caller,
@@ -34,7 +34,7 @@ pub async fn overview(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(investigation): ApiPath<String>,
-    ApiQuery(query): ApiQuery<app::metrics::OverviewQuery>,
+    ApiQuery(query): ApiQuery<domain::metrics::OverviewQuery>,
 ) -> Result<Json<Overview>, AppError> {
     Ok(Json(chart(&state, &actor, &investigation, &query).await?))
 }
@@ -44,7 +44,7 @@ pub async fn chart_svg(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(investigation): ApiPath<String>,
-    ApiQuery(query): ApiQuery<app::metrics::OverviewQuery>,
+    ApiQuery(query): ApiQuery<domain::metrics::OverviewQuery>,
 ) -> Result<impl IntoResponse, AppError> {
     let overview = chart(&state, &actor, &investigation, &query).await?;
     Ok(([(header::CONTENT_TYPE, "image/svg+xml")], overview.svg))
@@ -54,7 +54,7 @@ async fn chart(
     state: &AppState,
     actor: &Actor,
     investigation: &str,
-    query: &app::metrics::OverviewQuery,
+    query: &domain::metrics::OverviewQuery,
 ) -> Result<Overview, AppError> {
     state.notebook.overview(actor, investigation, query).await?.ok_or_else(|| {
         ApiError::not_found("Nothing was measured in two runs of this investigation yet: no chart.").into()
@@ -91,7 +91,7 @@ pub async fn slo(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(investigation): ApiPath<String>,
-) -> Result<Json<Option<app::distributions::SloView>>, AppError> {
+) -> Result<Json<Option<domain::distributions::SloView>>, AppError> {
     Ok(Json(state.notebook.slo(&actor, &investigation).await?))
 }
 
@@ -99,8 +99,8 @@ pub async fn set_slo(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(investigation): ApiPath<String>,
-    ApiJson(input): ApiJson<app::distributions::SloInput>,
-) -> Result<Json<Option<app::distributions::SloView>>, AppError> {
+    ApiJson(input): ApiJson<domain::distributions::SloInput>,
+) -> Result<Json<Option<domain::distributions::SloView>>, AppError> {
     Ok(Json(state.notebook.set_slo(&actor, &investigation, input).await?))
 }
 
@@ -108,7 +108,7 @@ pub async fn derived(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(investigation): ApiPath<String>,
-) -> Result<Json<Vec<app::metrics::DerivedDef>>, AppError> {
+) -> Result<Json<Vec<domain::metrics::DerivedDef>>, AppError> {
     Ok(Json(state.notebook.derived_metrics(&actor, &investigation).await?))
 }
 
@@ -116,7 +116,7 @@ pub async fn add_derived(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(investigation): ApiPath<String>,
-    ApiJson(def): ApiJson<app::metrics::DerivedDef>,
+    ApiJson(def): ApiJson<domain::metrics::DerivedDef>,
 ) -> Result<impl IntoResponse, AppError> {
     Ok((StatusCode::CREATED, Json(state.notebook.add_derived(&actor, &investigation, def).await?)))
 }

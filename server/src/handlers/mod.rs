@@ -1,5 +1,5 @@
 //! JSON API v1 handlers, one module per resource. Each is a thin translation
-//! between HTTP and [`app::backend::Notebook`].
+//! between HTTP and [`domain::ports::Notebook`].
 
 pub mod annotations;
 pub mod audit;
@@ -19,7 +19,7 @@ pub mod steps;
 pub mod users;
 
 use crate::error::AppError;
-use app::error::{ApiError, ErrorCode};
+use domain::error::{ApiError, ErrorCode};
 
 /// Unknown paths under `/api/v1`.
 pub async fn not_found() -> AppError {

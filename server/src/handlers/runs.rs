@@ -4,16 +4,16 @@ use crate::error::AppError;
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::guarded::streams::{Output, Which};
 use crate::state::AppState;
-use app::backend::{RunOps, SourceOps, StepOps};
-use app::error::ApiError;
-use app::runs::{Run, RunRequest};
-use app::steps::snippet::SourceCandidates;
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
+use domain::error::ApiError;
+use domain::ports::{RunOps, SourceOps, StepOps};
+use domain::runs::{Run, RunRequest};
+use domain::steps::snippet::SourceCandidates;
 use futures::{Stream, StreamExt};
 use serde::Deserialize;
 use std::convert::Infallible;
@@ -61,12 +61,12 @@ pub async fn show(
     }))
 }
 
-/// The GPUs' telemetry during the run (`app::telemetry::Telemetry`).
+/// The GPUs' telemetry during the run (`domain::telemetry::Telemetry`).
 pub async fn telemetry(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
-) -> Result<Json<app::telemetry::Telemetry>, AppError> {
+) -> Result<Json<domain::telemetry::Telemetry>, AppError> {
     Ok(Json(state.notebook.telemetry(&actor, id).await?))
 }
 
@@ -74,7 +74,7 @@ pub async fn sweep(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
-) -> Result<Json<app::sweeps::Sweep>, AppError> {
+) -> Result<Json<domain::sweeps::Sweep>, AppError> {
     Ok(Json(state.notebook.sweep(&actor, id).await?))
 }
 
@@ -82,7 +82,7 @@ pub async fn cancel_sweep(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
-) -> Result<Json<app::sweeps::Sweep>, AppError> {
+) -> Result<Json<domain::sweeps::Sweep>, AppError> {
     Ok(Json(state.notebook.cancel_sweep(&actor, id).await?))
 }
 
@@ -204,7 +204,7 @@ fn with_keep_alive(stream: impl Stream<Item = Bytes> + Send + 'static) -> impl S
 /// connecting if `?known=` is not the current runs fingerprint).
 #[derive(Deserialize)]
 pub struct EventsQuery {
-    /// The runs fingerprint the client shows (see `app::runs::runs_fingerprint`).
+    /// The runs fingerprint the client shows (see `domain::runs::runs_fingerprint`).
     known: Option<u64>,
 }
 
@@ -225,7 +225,7 @@ pub async fn artifacts(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
-) -> Result<Json<Vec<app::runs::Artifact>>, AppError> {
+) -> Result<Json<Vec<domain::runs::Artifact>>, AppError> {
     Ok(Json(state.notebook.artifacts(&actor, id).await?))
 }
 
@@ -252,7 +252,7 @@ pub async fn shared_artifact(
 pub async fn shared_telemetry(
     State(state): State<AppState>,
     ApiPath((token, run)): ApiPath<(String, i64)>,
-) -> Result<Json<app::telemetry::Telemetry>, AppError> {
+) -> Result<Json<domain::telemetry::Telemetry>, AppError> {
     Ok(Json(state.notebook.shared_telemetry(&token, run).await?))
 }
 

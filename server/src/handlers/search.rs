@@ -5,13 +5,13 @@ use crate::auth::Caller;
 use crate::error::AppError;
 use crate::extract::{ApiPath, ApiQuery};
 use crate::state::AppState;
-use app::backend::FindOps;
-use app::error::ApiError;
-use app::search::{Export, ExportFormat, SearchRequest, SearchResults};
 use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
+use domain::error::ApiError;
+use domain::ports::FindOps;
+use domain::search::{Export, ExportFormat, SearchRequest, SearchResults};
 use serde::Deserialize;
 
 pub async fn search(

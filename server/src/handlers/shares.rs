@@ -5,12 +5,12 @@ use crate::auth::Caller;
 use crate::error::AppError;
 use crate::extract::{ApiJson, ApiPath};
 use crate::state::AppState;
-use app::backend::TeamOps;
-use app::model::SharedView;
-use app::shares::{CreatedShareLink, NewShareLink, ShareLink};
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
+use domain::model::SharedView;
+use domain::ports::TeamOps;
+use domain::shares::{CreatedShareLink, NewShareLink, ShareLink};
 
 pub async fn list(
     Caller(actor): Caller,

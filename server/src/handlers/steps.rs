@@ -2,14 +2,14 @@ use crate::auth::Caller;
 use crate::error::AppError;
 use crate::extract::{ApiJson, ApiPath};
 use crate::state::AppState;
-use app::backend::{SourceOps, StepOps};
-use app::error::ApiError;
-use app::model::Step;
-use app::steps::StepBody;
 use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
+use domain::error::ApiError;
+use domain::model::Step;
+use domain::ports::{SourceOps, StepOps};
+use domain::steps::StepBody;
 use serde_json::{Map, Value};
 
 pub async fn create(

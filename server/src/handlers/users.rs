@@ -5,11 +5,11 @@ use crate::auth::Caller;
 use crate::error::AppError;
 use crate::extract::{ApiJson, ApiPath};
 use crate::state::AppState;
-use app::accounts::{NewUser, SignInLink, TeamUser, UserChange};
-use app::backend::Accounts;
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
+use domain::accounts::{NewUser, SignInLink, TeamUser, UserChange};
+use domain::ports::Accounts;
 
 pub async fn list(Caller(actor): Caller, State(state): State<AppState>) -> Result<Json<Vec<TeamUser>>, AppError> {
     Ok(Json(state.notebook.team_users(&actor).await?))

@@ -8,9 +8,9 @@ use crate::error::{Context, Error, Result};
 use crate::policy::{Admin, Anyone, HostUse};
 use crate::ssh::{self, Pool, Target};
 use crate::time::timestamp;
-use app::accounts::HostAccess;
-use app::error::{ApiError, ErrorCode};
-use app::hosts::{ConnectionReport, Host, HostImport, ImportReport, NewHost, is_host_name};
+use domain::accounts::HostAccess;
+use domain::error::{ApiError, ErrorCode};
+use domain::hosts::{ConnectionReport, Host, HostImport, ImportReport, NewHost, is_host_name};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -34,7 +34,7 @@ fn check(new: NewHost) -> Result<HostRow> {
     if !is_host_name(&name) {
         return Err(ApiError::invalid(format!(
             "{name:?} cannot be a host name: use 1 to {} letters, digits, '-', '_' or '.'.",
-            app::hosts::NAME_CHARS
+            domain::hosts::NAME_CHARS
         ))
         .into());
     }
@@ -313,7 +313,7 @@ fn name_for(hostname: &str) -> String {
     let name: String = hostname
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '-' })
-        .take(app::hosts::NAME_CHARS)
+        .take(domain::hosts::NAME_CHARS)
         .collect();
     if name.is_empty() { "jump".to_string() } else { name }
 }

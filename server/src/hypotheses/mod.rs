@@ -9,9 +9,9 @@ use crate::markdown::to_safe_html;
 use crate::metrics::stats;
 use crate::policy::{Edit, Permit, Read};
 use crate::time::timestamp;
-use app::distributions::PercentileComparison;
-use app::error::ApiError;
-use app::hypotheses::{Hypothesis, HypothesisInput, RunGroup, STATUSES, hypothesis_anchor};
+use domain::distributions::PercentileComparison;
+use domain::error::ApiError;
+use domain::hypotheses::{Hypothesis, HypothesisInput, RunGroup, STATUSES, hypothesis_anchor};
 use std::collections::HashMap;
 
 const STATEMENT_CHARS: usize = 500;
@@ -197,8 +197,8 @@ fn resolve(group: &RunGroup, runs: &[RunRow]) -> Vec<i64> {
             pick.step == r.step_id
                 && r.config
                     .as_deref()
-                    .and_then(|c| serde_json::from_str::<app::sweeps::Config>(c).ok())
-                    .is_some_and(|config| app::sweeps::matches(&config, &pick.config))
+                    .and_then(|c| serde_json::from_str::<domain::sweeps::Config>(c).ok())
+                    .is_some_and(|config| domain::sweeps::matches(&config, &pick.config))
         })
     };
     runs.iter()
@@ -239,7 +239,7 @@ impl Hypotheses {
         let (bv, tv) = (values(&b), values(&t));
         let unit = rows.first().map(|r| r.unit.clone()).unwrap_or_default();
         let (bv, tv, comparison) = tokio::task::spawn_blocking(move || {
-            let c = app::distributions::compare_percentile(&bv, &tv, p);
+            let c = domain::distributions::compare_percentile(&bv, &tv, p);
             (bv, tv, c)
         })
         .await
@@ -263,13 +263,13 @@ impl Hypotheses {
         baseline: &[(i64, f64)],
         treatment: &[(i64, f64)],
         runs: &'a [RunRow],
-    ) -> Result<Option<app::hypotheses::Provenance>> {
+    ) -> Result<Option<domain::hypotheses::Provenance>> {
         let by_id: HashMap<i64, &'a RunRow> = runs.iter().map(|r| (r.id, r)).collect();
         let rows = |values: &[(i64, f64)]| -> Vec<&'a RunRow> {
             values.iter().filter_map(|(id, _)| by_id.get(id).copied()).collect()
         };
         let (b, t) = (rows(baseline), rows(treatment));
-        let mut facts: HashMap<i64, app::hosts::HostFacts> = HashMap::new();
+        let mut facts: HashMap<i64, domain::hosts::HostFacts> = HashMap::new();
         for id in b.iter().chain(&t).filter_map(|r| r.facts_id) {
             if let std::collections::hash_map::Entry::Vacant(slot) = facts.entry(id)
                 && let Some(row) = self.store.facts(id).await?
@@ -322,7 +322,7 @@ impl Hypotheses {
         let (baseline_values, treatment_values) = (values(&b_runs), values(&t_runs));
         let only = |v: &[(i64, f64)]| v.iter().map(|(_, x)| *x).collect::<Vec<_>>();
         let comparison = stats::compare(&only(&baseline_values), &only(&treatment_values));
-        let sampled = match row.metric.as_deref().and_then(app::distributions::percentile_metric) {
+        let sampled = match row.metric.as_deref().and_then(domain::distributions::percentile_metric) {
             Some((base, p)) => self.distribution(base, p, &b_runs, &t_runs).await?,
             None => None,
         };
@@ -348,7 +348,7 @@ impl Hypotheses {
             _ => None,
         };
         Ok(Hypothesis {
-            url: format!("{}#{}", app::model::investigation_url(&row.investigation_id), hypothesis_anchor(row.id)),
+            url: format!("{}#{}", domain::model::investigation_url(&row.investigation_id), hypothesis_anchor(row.id)),
             rationale_html: to_safe_html(&row.rationale),
             evidence: serde_json::from_str(&row.evidence).unwrap_or_default(),
             id: row.id,

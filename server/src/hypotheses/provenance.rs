@@ -3,8 +3,8 @@
 //! "same host, same driver, only NCCL_PROTO differs" — or a warning when that
 //! is not so.
 
-use app::hosts::HostFacts;
-use app::hypotheses::Provenance;
+use domain::hosts::HostFacts;
+use domain::hypotheses::Provenance;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// What a run recorded about how it ran.
@@ -176,7 +176,7 @@ mod tests {
     fn h200(driver: &str) -> HostFacts {
         HostFacts {
             gpus: (0..2)
-                .map(|index| app::hosts::GpuFact {
+                .map(|index| domain::hosts::GpuFact {
                     index,
                     name: "NVIDIA H200".into(),
                     memory_mib: Some(143_771),

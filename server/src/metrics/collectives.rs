@@ -13,7 +13,7 @@
 //! Log lines between rows (NCCL INFO, torch warnings) are skipped, not fatal.
 
 use super::found::{measurement, number};
-use app::metrics::Measurement;
+use domain::metrics::Measurement;
 
 const EXTRACTOR: &str = "collective-sweep";
 

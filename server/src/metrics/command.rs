@@ -69,7 +69,7 @@ pub fn run(args: ExtractArgs) -> Result<()> {
 #[derive(serde::Serialize)]
 struct Sourced {
     #[serde(flatten)]
-    measurement: app::metrics::Measurement,
+    measurement: domain::metrics::Measurement,
     #[serde(skip_serializing_if = "Option::is_none")]
     source: Option<String>,
 }

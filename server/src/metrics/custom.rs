@@ -2,8 +2,8 @@
 //! capture group (the number) and a unit. Each match is a measurement.
 
 use super::found::number;
-use app::error::ApiError;
-use app::metrics::Measurement;
+use domain::error::ApiError;
+use domain::metrics::Measurement;
 use regex::Regex;
 
 /// Longest pattern accepted; regex's own size limits bound the compiled form.

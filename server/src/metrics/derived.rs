@@ -8,8 +8,8 @@
 //! A run that lacks a metric the formula names, or divides by zero, gets no
 //! value rather than a wrong one.
 
-use app::error::ApiError;
-use app::metrics::{DerivedDef, Measurement};
+use domain::error::ApiError;
+use domain::metrics::{DerivedDef, Measurement};
 use std::collections::BTreeMap;
 
 pub const EXTRACTOR: &str = "derived";
@@ -206,11 +206,11 @@ pub fn check(def: &DerivedDef) -> Result<(), ApiError> {
 }
 
 /// A sweep run's numeric settings as formula variables: `{batch}` = 8 is `batch`.
-pub fn settings_of(config: &app::sweeps::Config) -> BTreeMap<String, f64> {
+pub fn settings_of(config: &domain::sweeps::Config) -> BTreeMap<String, f64> {
     config
         .iter()
         .filter_map(|(key, level)| {
-            let name = app::sweeps::placeholder(key).unwrap_or(key);
+            let name = domain::sweeps::placeholder(key).unwrap_or(key);
             Some((name.to_string(), level.as_deref()?.trim().parse::<f64>().ok().filter(|v| v.is_finite())?))
         })
         .collect()
@@ -296,7 +296,7 @@ mod tests {
         let keyed = [m("tg128", 10.0, Some("model a")), m("tg128", 20.0, None)];
         assert_eq!(one("tg128", &keyed), Some(20.0), "the unkeyed value first");
         // A sweep's numeric settings are variables too: tok/s per sequence.
-        let config: app::sweeps::Config =
+        let config: domain::sweeps::Config =
             [("{batch}".to_string(), Some("8".to_string())), ("NCCL_PROTO".to_string(), Some("LL".to_string()))].into();
         let settings = settings_of(&config);
         assert_eq!(settings.get("batch"), Some(&8.0));

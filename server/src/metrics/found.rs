@@ -1,7 +1,7 @@
 //! What extractors make of text: numbers as tools print them, labels as metric
 //! names, and measurements.
 
-use app::metrics::Measurement;
+use domain::metrics::Measurement;
 
 /// A label as a metric name: `Peak concurrent requests` → `peak_concurrent_requests`.
 pub fn slug(label: &str) -> String {

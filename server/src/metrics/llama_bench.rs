@@ -3,7 +3,7 @@
 //! stddev, keyed by model. Columns are found by their header names.
 
 use super::found::number;
-use app::metrics::Measurement;
+use domain::metrics::Measurement;
 
 fn cells(line: &str) -> Option<Vec<String>> {
     let line = line.trim();

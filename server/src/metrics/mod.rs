@@ -25,7 +25,7 @@ pub mod vllm;
 pub use found::{measurement, number, slug};
 pub use service::{Metrics, measurement_of, measurements_of, value_of};
 
-use app::metrics::Measurement;
+use domain::metrics::Measurement;
 
 /// All measurements the built-in extractors find in `text`, in output order per
 /// extractor.

@@ -4,9 +4,9 @@
 //! numbers go by the label they were entered with.
 
 use super::stats::summarize;
-use app::hypotheses::Hypothesis;
-use app::metrics::{ConfigGroup, Overview, StoredMeasurement};
-use app::model::Step;
+use domain::hypotheses::Hypothesis;
+use domain::metrics::{ConfigGroup, Overview, StoredMeasurement};
+use domain::model::Step;
 use std::collections::HashMap;
 
 /// The metric to chart when none is asked for: the first hypothesis's, else
@@ -29,7 +29,7 @@ pub fn overview(
     measurements: &[StoredMeasurement],
     hypotheses: &[Hypothesis],
 ) -> Option<Overview> {
-    let runs: HashMap<i64, (&Step, &app::runs::Run)> =
+    let runs: HashMap<i64, (&Step, &domain::runs::Run)> =
         steps.iter().flat_map(|s| s.runs.iter().map(move |r| (r.id, (s, r)))).collect();
     // One value per run and metric: the first the output gave (as experiments do);
     // every manual number counts.
@@ -114,7 +114,7 @@ pub fn overview(
     for group in &mut groups {
         group.delta_pct = (baseline != 0.0).then(|| (group.summary.mean - baseline) / baseline * 100.0);
     }
-    let columns: Vec<(&str, &app::metrics::GroupSummary)> =
+    let columns: Vec<(&str, &domain::metrics::GroupSummary)> =
         groups.iter().map(|g| (g.label.as_str(), &g.summary)).collect();
     let svg = crate::charts::by_group(metric, &unit, &columns, baseline)
         .inspect_err(|e| tracing::error!("overview chart: {e}"))

@@ -2,10 +2,10 @@
 //! the newest run whose profile (`crate::reports::kernels`) counted
 //! collectives per step.
 
-use app::metrics::StoredMeasurement;
-use app::model::Step;
-use app::steps::StepBody;
-use app::steps::calculator::{CalculatorBody, CalculatorResults, ProfileMeasured};
+use domain::metrics::StoredMeasurement;
+use domain::model::Step;
+use domain::steps::StepBody;
+use domain::steps::calculator::{CalculatorBody, CalculatorResults, ProfileMeasured};
 
 /// The newest run's profile measurements, if any run has them.
 pub fn newest(measurements: &[StoredMeasurement]) -> Option<ProfileMeasured> {

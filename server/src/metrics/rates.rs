@@ -7,9 +7,9 @@
 //! the p50 and p99 of a latency; each configuration is a line, and its knee is
 //! the highest rate whose percentiles meet the investigation's SLO.
 
-use app::distributions::{RateChart, RateLineInfo, RatePoint, Slo, knee};
-use app::metrics::Measurement;
-use app::model::Step;
+use domain::distributions::{RateChart, RateLineInfo, RatePoint, Slo, knee};
+use domain::metrics::Measurement;
+use domain::model::Step;
 
 /// The latency drawn: the first of these any point has.
 const LATENCIES: [&str; 3] = ["ttft_ms", "e2el_ms", "tpot_ms"];
@@ -65,7 +65,7 @@ fn lines(steps: &[Step]) -> Vec<Line> {
                 continue;
             };
             // The configuration without what sets the load.
-            let rest: app::sweeps::Config = run
+            let rest: domain::sweeps::Config = run
                 .config
                 .clone()
                 .unwrap_or_default()
@@ -77,9 +77,9 @@ fn lines(steps: &[Step]) -> Vec<Line> {
             let label = if rest.is_empty() {
                 format!("#{}", step.position)
             } else {
-                format!("#{} {}", step.position, app::sweeps::config_label(&rest))
+                format!("#{} {}", step.position, domain::sweeps::config_label(&rest))
             };
-            let at = run.config.as_ref().map(app::sweeps::config_label).unwrap_or_default();
+            let at = run.config.as_ref().map(domain::sweeps::config_label).unwrap_or_default();
             match by_config.iter_mut().find(|l| l.label == label) {
                 Some(line) => line.add(at, single),
                 None => {

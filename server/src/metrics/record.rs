@@ -59,7 +59,7 @@ pub async fn for_run(store: &Store, outputs: &Outputs, investigation: &str, run:
     let defs = derived_defs(store, investigation).await?;
     let config = store.run(run).await?.and_then(|r| r.config);
     let settings = config
-        .and_then(|c| serde_json::from_str::<app::sweeps::Config>(&c).ok())
+        .and_then(|c| serde_json::from_str::<domain::sweeps::Config>(&c).ok())
         .map(|c| super::derived::settings_of(&c))
         .unwrap_or_default();
     let derived = super::derived::apply(&defs, &found, &settings);
@@ -79,8 +79,8 @@ async fn reports(
     run: i64,
     output: &[u8],
     logs: &[crate::db::LogRow],
-) -> Result<Vec<app::metrics::Measurement>> {
-    let mut read: Vec<(Option<i64>, String, Option<Result<Report, String>>)> = Vec::new();
+) -> Result<Vec<domain::metrics::Measurement>> {
+    let mut read: Vec<(Option<i64>, String, Option<Result<Report, crate::reports::ReadError>>)> = Vec::new();
     for log in logs.iter().filter(|l| l.kind == "artifact") {
         read.push((
             Some(log.id),
@@ -94,7 +94,7 @@ async fn reports(
             tokio::task::spawn_blocking(move || crate::reports::read("output", &bytes[..])).await.ok().flatten();
         read.push((None, "output".into(), printed));
     }
-    let slo = store.slo(investigation).await?.and_then(|text| app::distributions::Slo::parse(&text).ok());
+    let slo = store.slo(investigation).await?.and_then(|text| domain::distributions::Slo::parse(&text).ok());
     let mut found = Vec::new();
     let mut kept = Vec::new();
     let mut rows = Vec::new();
@@ -111,9 +111,13 @@ async fn reports(
                 });
                 kept.push(report);
             }
-            Some(Err(note)) => {
-                rows.push(NewReport { log_id, name, format: None, notes: vec![note], metadata: Default::default() })
-            }
+            Some(Err(broken)) => rows.push(NewReport {
+                log_id,
+                name,
+                format: None,
+                notes: vec![broken.to_string()],
+                metadata: Default::default(),
+            }),
         }
     }
     let (derived, samples) = crate::reports::derive::derive(&kept, slo.as_ref());
@@ -126,12 +130,15 @@ async fn reports(
 }
 
 /// The investigation's derived metrics.
-pub async fn derived_defs(store: &Store, investigation: &str) -> crate::db::StoreResult<Vec<app::metrics::DerivedDef>> {
+pub async fn derived_defs(
+    store: &Store,
+    investigation: &str,
+) -> crate::db::StoreResult<Vec<domain::metrics::DerivedDef>> {
     Ok(store
         .derived(investigation)
         .await?
         .into_iter()
-        .map(|(name, unit, formula, constants)| app::metrics::DerivedDef {
+        .map(|(name, unit, formula, constants)| domain::metrics::DerivedDef {
             name,
             unit,
             formula,

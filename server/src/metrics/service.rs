@@ -8,11 +8,11 @@ use crate::error::{Context, Error, Result};
 use crate::output::Outputs;
 use crate::policy::{Edit, Permit, Read};
 use crate::time::timestamp;
-use app::distributions::{Slo, SloInput, SloView};
-use app::error::ApiError;
-use app::metrics::{DerivedDef, ExtractorDef, Measurement, NewMeasurement, StoredMeasurement};
-use app::steps::StepBody;
-use app::steps::calculator::{CalculatorBody, MeasuredFrom};
+use domain::distributions::{Slo, SloInput, SloView};
+use domain::error::ApiError;
+use domain::metrics::{DerivedDef, ExtractorDef, Measurement, NewMeasurement, StoredMeasurement};
+use domain::steps::StepBody;
+use domain::steps::calculator::{CalculatorBody, MeasuredFrom};
 
 #[derive(Clone)]
 pub struct Metrics {
@@ -61,7 +61,7 @@ pub fn value_of(row: &MeasurementRow) -> Measurement {
     }
 }
 
-fn slo_view(text: String) -> std::result::Result<SloView, String> {
+fn slo_view(text: String) -> std::result::Result<SloView, domain::distributions::SloError> {
     let slo = Slo::parse(&text)?;
     Ok(SloView { description: slo.describe(), slo, text })
 }
@@ -233,7 +233,7 @@ impl Metrics {
         let added = self.store.insert_extractor(investigation, &def.name, &def.pattern, &def.unit).await?;
         if added.is_none() {
             return Err(ApiError::new(
-                app::error::ErrorCode::Conflict,
+                domain::error::ErrorCode::Conflict,
                 format!("This investigation already has an extractor {:?}.", def.name),
             )
             .into());
@@ -266,7 +266,7 @@ impl Metrics {
         if text.chars().count() > 300 {
             return Err(ApiError::invalid("The SLO is over 300 characters.").into());
         }
-        let view = if text.is_empty() { None } else { Some(slo_view(text.to_string()).map_err(ApiError::invalid)?) };
+        let view = if text.is_empty() { None } else { Some(slo_view(text.to_string()).map_err(ApiError::from)?) };
         self.store.set_slo(investigation, view.as_ref().map(|v| v.text.as_str()), &permit.actor().name).await?;
         self.reextract(investigation).await;
         Ok(view)
@@ -287,7 +287,7 @@ impl Metrics {
         let constants = serde_json::to_string(&def.constants).context("a derived metric's constants as JSON")?;
         if !self.store.insert_derived(investigation, &def.name, &def.unit, &def.formula, &constants).await? {
             return Err(ApiError::new(
-                app::error::ErrorCode::Conflict,
+                domain::error::ErrorCode::Conflict,
                 format!("This investigation already has a derived metric {:?}.", def.name),
             )
             .into());

@@ -3,7 +3,7 @@
 //! lines between `=== Serving Benchmark Result ===` and the closing `=====` rule.
 
 use super::found::{measurement, number, slug};
-use app::metrics::Measurement;
+use domain::metrics::Measurement;
 use regex::Regex;
 use std::sync::LazyLock;
 

@@ -8,7 +8,7 @@
 //! benchmark gets, the t quantile's width dominates. Checked against scipy (see the
 //! tests).
 
-use app::metrics::{Comparison, GroupSummary};
+use domain::metrics::{Comparison, GroupSummary};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 /// Runs to suggest when a side has a single value.

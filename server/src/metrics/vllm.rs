@@ -3,7 +3,7 @@
 //! around them do not matter.
 
 use super::found::{measurement, number};
-use app::metrics::Measurement;
+use domain::metrics::Measurement;
 use regex::Regex;
 use std::sync::LazyLock;
 

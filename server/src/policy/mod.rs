@@ -28,9 +28,9 @@ pub use roles::{Need, Role};
 
 use crate::db::{OwnedBy, ShareRow, Store};
 use crate::error::Result;
-use app::backend::Actor;
-use app::error::{ApiError, ErrorCode};
-use app::steps::StepBody;
+use domain::error::{ApiError, ErrorCode};
+use domain::ports::Actor;
+use domain::steps::StepBody;
 
 /// What an id names when it names nothing (the 404's words).
 fn missing(what: OwnedBy, id: i64) -> ApiError {
@@ -141,7 +141,7 @@ impl Access {
     pub async fn step_deletion(&self, actor: &Actor, step: i64) -> Result<Permit<Edit>> {
         let permit = self.permit_for::<Edit>(actor, OwnedBy::Step, step).await?;
         let runs = self.store.runs_of_step(step).await?;
-        let active = runs.iter().any(|r| app::runs::RunStatus::parse(&r.status).is_some_and(|s| !s.is_finished()));
+        let active = runs.iter().any(|r| !r.status.is_finished());
         if active && permit.role() < Role::Runner {
             return Err(ApiError::new(
                 ErrorCode::Forbidden,

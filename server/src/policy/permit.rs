@@ -7,7 +7,7 @@
 
 use super::roles::{Need, Role};
 use crate::db::ShareRow;
-use app::backend::Actor;
+use domain::ports::Actor;
 use std::marker::PhantomData;
 
 mod sealed {

@@ -25,8 +25,8 @@ impl Role {
         Self::ALL.into_iter().find(|r| r.as_str() == s)
     }
 
-    pub fn abilities(self) -> app::model::Abilities {
-        app::model::Abilities {
+    pub fn abilities(self) -> domain::model::Abilities {
+        domain::model::Abilities {
             comment: true,
             edit: self >= Role::Editor,
             run: self >= Role::Runner,

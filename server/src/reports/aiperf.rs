@@ -8,6 +8,7 @@
 //! Their `inter_token_latency` is per request — what vLLM calls TPOT — and
 //! `inter_chunk_latency` is per chunk, vLLM's ITL; named here as vLLM names them.
 
+use super::error::{ReadError, ReadResult};
 use super::json::LineReader;
 use super::report::{Report, Reservoir};
 use serde_json::{Map, Value};
@@ -83,7 +84,7 @@ fn add_stats(report: &mut Report, tag: &str, stats: &Map<String, Value>) {
             "std" => format!("{metric}_std"),
             "min" | "max" => format!("{metric}_{stat}"),
             p => match percentile_of(p) {
-                Some(p) => app::distributions::percentile_name(metric, p),
+                Some(p) => domain::distributions::percentile_name(metric, p),
                 None => continue,
             },
         };
@@ -91,7 +92,7 @@ fn add_stats(report: &mut Report, tag: &str, stats: &Map<String, Value>) {
     }
 }
 
-pub fn from_value(value: &Value) -> Option<Result<Report, String>> {
+pub fn from_value(value: &Value) -> Option<ReadResult<Report>> {
     let object = value.as_object()?;
     let records = match object.get("records").and_then(Value::as_object) {
         Some(records) => records,
@@ -143,7 +144,7 @@ fn csv_name(cell: &str) -> (String, String) {
     (tag, unit.to_string())
 }
 
-pub fn read_csv(text: &str) -> Result<Report, String> {
+pub fn read_csv(text: &str) -> ReadResult<Report> {
     let mut report = Report::new(FORMAT);
     let mut header: Vec<String> = Vec::new();
     for (at, line) in text.lines().enumerate() {
@@ -158,10 +159,12 @@ pub fn read_csv(text: &str) -> Result<Report, String> {
             continue;
         }
         if header.is_empty() {
-            return Err(format!("line {}: a row before any header", at + 1));
+            return Err(ReadError::at(at + 1, ReadError::RowBeforeHeader));
         }
         if cells.len() != header.len() {
-            report.notes.push(format!("line {}: {} cells where the header has {}", at + 1, cells.len(), header.len()));
+            report.notes.push(
+                ReadError::at(at + 1, ReadError::Cells { found: cells.len(), expected: header.len() }).to_string(),
+            );
             continue;
         }
         let (tag, unit) = csv_name(&cells[0]);
@@ -176,7 +179,7 @@ pub fn read_csv(text: &str) -> Result<Report, String> {
         add_stats(&mut report, &tag, &stats);
     }
     if report.measurements.is_empty() {
-        return Err("no metric AIPerf names".into());
+        return Err(ReadError::Missing("no metric AIPerf names"));
     }
     Ok(report)
 }
@@ -201,9 +204,9 @@ struct Requests {
 }
 
 impl LineReader for Requests {
-    fn line(&mut self, object: Map<String, Value>) -> Result<(), String> {
+    fn line(&mut self, object: Map<String, Value>) -> ReadResult<()> {
         let Some(metrics) = object.get("metrics").and_then(Value::as_object) else {
-            return Err("a record without metrics".into());
+            return Err(ReadError::Missing("a record without metrics"));
         };
         if object.get("error").is_some_and(|e| !e.is_null()) {
             self.failed += 1;
@@ -297,7 +300,7 @@ mod tests {
         // Its percentiles are the aggregate file's (same run, same numpy-style interpolation).
         let mut sorted = ttft.values.clone();
         sorted.sort_by(f64::total_cmp);
-        let p99 = app::distributions::percentile(&sorted, 99.0).unwrap();
+        let p99 = domain::distributions::percentile(&sorted, 99.0).unwrap();
         assert!((p99 - 3833.3894000399996).abs() < 1e-6, "{p99}");
         let itl = r.samples.iter().find(|s| s.metric == "itl_ms").expect("chunk latencies");
         assert!(!itl.per_request && itl.values.len() > 1_000);

@@ -3,8 +3,8 @@
 //! them), goodput under the investigation's SLO, and the knee of a rate sweep.
 
 use super::report::{Report, Samples};
-use app::distributions::{RatePoint, STANDARD_PERCENTILES, Slo, compact, knee, percentile, percentile_name};
-use app::metrics::Measurement;
+use domain::distributions::{RatePoint, STANDARD_PERCENTILES, Slo, compact, knee, percentile, percentile_name};
+use domain::metrics::Measurement;
 
 /// Samples kept per metric and key; more are thinned to evenly spaced
 /// quantiles (percentiles stay within 1/CAP of the whole's).

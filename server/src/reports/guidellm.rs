@@ -7,6 +7,7 @@
 //! `config`; both are read. Units: `request_latency` in **seconds**, token
 //! latencies in ms. Per-request records (`requests.successful[]`) become samples.
 
+use super::error::{ReadError, ReadResult};
 use super::report::Report;
 use serde_json::{Map, Value};
 
@@ -64,7 +65,7 @@ fn strategy_of(benchmark: &Map<String, Value>, index: usize) -> String {
     }
 }
 
-pub fn from_value(value: &Value) -> Option<Result<Report, String>> {
+pub fn from_value(value: &Value) -> Option<ReadResult<Report>> {
     let benchmarks = value.get("benchmarks")?.as_array()?;
     let looks_like =
         benchmarks.iter().any(|b| b.get("metrics").is_some_and(|m| m.get("requests_per_second").is_some()));
@@ -101,7 +102,7 @@ pub fn from_value(value: &Value) -> Option<Result<Report, String>> {
                 if let Some(Value::Object(percentiles)) = stats.get("percentiles") {
                     for (p, v) in percentiles {
                         if let (Some(p), Some(v)) = (percentile_of(p), v.as_f64()) {
-                            report.add(app::distributions::percentile_name(ours, p), v * factor, unit, key);
+                            report.add(domain::distributions::percentile_name(ours, p), v * factor, unit, key);
                         }
                     }
                 }
@@ -134,9 +135,9 @@ pub fn from_value(value: &Value) -> Option<Result<Report, String>> {
 }
 
 /// A YAML report as the same JSON document.
-pub fn yaml_to_json(text: &str) -> Result<Value, String> {
-    let docs = yaml_rust::YamlLoader::load_from_str(text).map_err(|e| format!("not valid YAML ({e})"))?;
-    let doc = docs.into_iter().next().ok_or("an empty YAML document")?;
+pub fn yaml_to_json(text: &str) -> ReadResult<Value> {
+    let docs = yaml_rust::YamlLoader::load_from_str(text)?;
+    let doc = docs.into_iter().next().ok_or(ReadError::Missing("an empty YAML document"))?;
     Ok(convert(doc, 0))
 }
 

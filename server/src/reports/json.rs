@@ -138,13 +138,16 @@ pub fn rate_text(value: &Value) -> Option<String> {
     }
 }
 
+use super::error::{ReadError, ReadResult};
+
 /// A reader of JSON Lines, fed one object per line.
 pub trait LineReader: Send {
-    fn line(&mut self, object: Map<String, Value>) -> Result<(), String>;
+    fn line(&mut self, object: Map<String, Value>) -> ReadResult<()>;
     fn finish(self: Box<Self>) -> Report;
-    fn finish_with_note(self: Box<Self>, note: String) -> Report {
+    /// What was read before `error` stopped it, with the error as a note.
+    fn finish_with(self: Box<Self>, error: ReadError) -> Report {
         let mut report = self.finish();
-        report.notes.push(note);
+        report.notes.push(error.to_string());
         report
     }
 }
@@ -153,7 +156,7 @@ pub trait LineReader: Send {
 pub struct Done;
 
 impl LineReader for Done {
-    fn line(&mut self, _: Map<String, Value>) -> Result<(), String> {
+    fn line(&mut self, _: Map<String, Value>) -> ReadResult<()> {
         Ok(())
     }
     fn finish(self: Box<Self>) -> Report {

@@ -7,6 +7,7 @@
 //! (`crate::metrics::llama_bench`) names them: the test, keyed by model, so a
 //! run's JSON and its printout are the same measurements.
 
+use super::error::{ReadError, ReadResult};
 use super::json::LineReader;
 use super::report::Report;
 use serde_json::{Map, Value};
@@ -53,7 +54,7 @@ fn add(report: &mut Report, object: &Map<String, Value>) {
 }
 
 /// `-o json`: an array of results.
-pub fn from_value(value: &Value) -> Option<Result<Report, String>> {
+pub fn from_value(value: &Value) -> Option<ReadResult<Report>> {
     let results = value.as_array()?;
     let objects: Vec<&Map<String, Value>> = results.iter().filter_map(Value::as_object).collect();
     if objects.is_empty() || !objects.iter().all(|o| is_result(o)) {
@@ -74,9 +75,9 @@ pub fn line_reader(first: &Map<String, Value>) -> Option<Box<dyn LineReader>> {
 struct Lines(Report);
 
 impl LineReader for Lines {
-    fn line(&mut self, object: Map<String, Value>) -> Result<(), String> {
+    fn line(&mut self, object: Map<String, Value>) -> ReadResult<()> {
         if !is_result(&object) {
-            return Err("not a llama-bench result".into());
+            return Err(ReadError::NotA("llama-bench"));
         }
         add(&mut self.0, &object);
         Ok(())
@@ -93,19 +94,18 @@ pub fn is_csv(head: &str) -> bool {
     header.starts_with("build_commit,") && header.split(',').any(|c| c == "avg_ts")
 }
 
-pub fn read_csv(text: &str) -> Result<Report, String> {
+pub fn read_csv(text: &str) -> ReadResult<Report> {
     let mut lines = text.lines();
     let header = super::csv::split(lines.next().unwrap_or(""));
     let mut report = Report::new(FORMAT);
     for (at, line) in lines.enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let cells = super::csv::split(line);
         if cells.len() != header.len() {
-            let why =
-                format!("line {}: {} cells where the header has {} (cut short?)", at + 2, cells.len(), header.len());
+            let why = ReadError::at(at + 2, ReadError::Cells { found: cells.len(), expected: header.len() });
             if report.measurements.is_empty() {
                 return Err(why);
             }
-            report.notes.push(why);
+            report.notes.push(why.to_string());
             break;
         }
         // Cells become what the JSON form has: numbers where they are numbers.
@@ -122,12 +122,12 @@ pub fn read_csv(text: &str) -> Result<Report, String> {
             })
             .collect();
         if !is_result(&object) {
-            return Err(format!("line {}: not a llama-bench result", at + 2));
+            return Err(ReadError::at(at + 2, ReadError::NotA("llama-bench")));
         }
         add(&mut report, &object);
     }
     if report.measurements.is_empty() {
-        return Err("no results".into());
+        return Err(ReadError::Missing("no results"));
     }
     Ok(report)
 }

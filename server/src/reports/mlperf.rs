@@ -5,6 +5,7 @@
 //! (1 or 0) and an INVALID run says which constraint failed in a note; the
 //! scenario is the key so a Server and an Offline summary in one run stay apart.
 
+use super::error::{ReadError, ReadResult};
 use super::report::Report;
 use serde_json::Value;
 
@@ -37,7 +38,7 @@ fn percentile(label: &str) -> Option<f64> {
     (label.to_ascii_lowercase().contains("percentile") && p > 0.0 && p < 100.0).then_some(p)
 }
 
-pub fn read(text: &str) -> Result<Report, String> {
+pub fn read(text: &str) -> ReadResult<Report> {
     let mut report = Report::new(FORMAT);
     let mut scenario: Option<String> = None;
     let mut result: Option<bool> = None;
@@ -101,7 +102,7 @@ pub fn read(text: &str) -> Result<Report, String> {
             } else if lower.starts_with("mean ") {
                 format!("{metric}_mean")
             } else if let Some(p) = percentile(label) {
-                app::distributions::percentile_name(metric, p)
+                domain::distributions::percentile_name(metric, p)
             } else {
                 continue;
             };
@@ -109,7 +110,7 @@ pub fn read(text: &str) -> Result<Report, String> {
         }
     }
     if lines_read == 0 {
-        return Err("an MLPerf summary without a single `name : value` line".into());
+        return Err(ReadError::Missing("an MLPerf summary without a single `name : value` line"));
     }
     let key = scenario.as_ref().map(|s| format!("scenario={s}"));
     match result {
@@ -123,7 +124,7 @@ pub fn read(text: &str) -> Result<Report, String> {
         None => report.notes.push("no `Result is` line: the summary may be cut short".into()),
     }
     if report.measurements.is_empty() {
-        return Err("an MLPerf summary without numbers".into());
+        return Err(ReadError::Missing("an MLPerf summary without numbers"));
     }
     Ok(report)
 }

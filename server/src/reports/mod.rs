@@ -16,6 +16,7 @@
 pub mod aiperf;
 mod csv;
 pub mod derive;
+mod error;
 pub mod guidellm;
 mod json;
 pub mod kernels;
@@ -27,6 +28,7 @@ pub mod torch;
 pub mod torch_table;
 pub mod vllm;
 
+pub use error::{ReadError, ReadResult};
 pub use report::{Broken, Report, Reservoir, Samples};
 use std::io::{BufRead, BufReader, Read};
 
@@ -49,9 +51,10 @@ pub async fn of_output(
         }
     });
     let name = name.to_string();
+    let name_of_it = name.clone();
     let read = tokio::task::spawn_blocking(move || read(&name, Channel { rx, buf: bytes::Bytes::new() })).await;
     feeder.abort();
-    read.unwrap_or_else(|e| Some(Err(format!("the reader stopped: {e}"))))
+    read.unwrap_or_else(|e| Some(Err(ReadError::in_file(&name_of_it, e.into()))))
 }
 
 /// The bytes a channel brings, as `Read` (on a blocking thread).
@@ -94,12 +97,12 @@ pub fn read(name: &str, input: impl Read + Send) -> Option<Result<Report, Broken
 fn read_plain<R: Read + Send>(name: &str, mut input: BufReader<R>) -> Option<Result<Report, Broken>> {
     let mut head = Vec::with_capacity(HEAD_BYTES);
     if let Err(e) = (&mut input).take(HEAD_BYTES as u64).read_to_end(&mut head) {
-        return looks_known(&head).then(|| Err(format!("{name}: cannot be read: {e}")));
+        return looks_known(&head).then(|| Err(ReadError::in_file(name, e.into())));
     }
     let whole = std::io::Cursor::new(head.clone()).chain(input);
     let text = String::from_utf8_lossy(&head);
     let start = text.trim_start_matches('\u{feff}').trim_start();
-    let broken = |e: String| format!("{name}: {e}");
+    let broken = |e: ReadError| ReadError::in_file(name, e);
     if start.starts_with('{') || start.starts_with('[') {
         if torch::is_trace(start) {
             return Some(torch::read_trace(whole).map_err(broken));
@@ -127,7 +130,7 @@ fn read_plain<R: Read + Send>(name: &str, mut input: BufReader<R>) -> Option<Res
         };
         let value = match json::parse(&bytes) {
             Ok(value) => value,
-            Err(e) => return looks_known(&head).then(|| Err(broken(format!("not valid JSON ({e})")))),
+            Err(e) => return looks_known(&head).then(|| Err(broken(e.into()))),
         };
         return from_value(&value).map(|r| r.map_err(broken));
     }
@@ -172,21 +175,21 @@ fn looks_known(head: &[u8]) -> bool {
 }
 
 /// A text format read whole.
-fn read_text(input: impl Read, reader: fn(&str) -> Result<Report, String>) -> Result<Report, String> {
+fn read_text(input: impl Read, reader: fn(&str) -> ReadResult<Report>) -> ReadResult<Report> {
     reader(&String::from_utf8_lossy(&read_whole(input)?))
 }
 
-fn read_whole(input: impl Read) -> Result<Vec<u8>, String> {
+fn read_whole(input: impl Read) -> ReadResult<Vec<u8>> {
     let mut bytes = Vec::new();
-    input.take(WHOLE_BYTES as u64 + 1).read_to_end(&mut bytes).map_err(|e| format!("cannot be read: {e}"))?;
+    input.take(WHOLE_BYTES as u64 + 1).read_to_end(&mut bytes)?;
     if bytes.len() > WHOLE_BYTES {
-        return Err(format!("over {} MB; this format is read whole and was skipped", WHOLE_BYTES >> 20));
+        return Err(ReadError::TooBig(WHOLE_BYTES));
     }
     Ok(bytes)
 }
 
 /// A JSON document of a format that is read whole.
-fn from_value(value: &serde_json::Value) -> Option<Result<Report, String>> {
+fn from_value(value: &serde_json::Value) -> Option<ReadResult<Report>> {
     vllm::from_value(value)
         .or_else(|| guidellm::from_value(value))
         .or_else(|| aiperf::from_value(value))
@@ -194,7 +197,7 @@ fn from_value(value: &serde_json::Value) -> Option<Result<Report, String>> {
 }
 
 /// JSON Lines, each line an object, read one at a time.
-fn read_lines(input: impl Read) -> Option<Result<Report, String>> {
+fn read_lines(input: impl Read) -> Option<ReadResult<Report>> {
     let mut lines = BufReader::new(input).lines();
     let mut reader: Option<Box<dyn json::LineReader>> = None;
     let mut at = 0usize;
@@ -202,17 +205,13 @@ fn read_lines(input: impl Read) -> Option<Result<Report, String>> {
         at += 1;
         let line = match line {
             Ok(line) => line,
-            Err(e) => return reader.map(|r| Ok(r.finish_with_note(format!("line {at}: cannot be read: {e}")))),
+            Err(e) => return reader.map(|r| Ok(r.finish_with(ReadError::at(at, e.into())))),
         };
         if line.trim().is_empty() {
             continue;
         }
         let Some(object) = json::object_line(&line) else {
-            let why = format!("line {at} is not a JSON object (truncated?)");
-            return match reader {
-                Some(r) => Some(Ok(r.finish_with_note(why))),
-                None => None,
-            };
+            return reader.map(|r| Ok(r.finish_with(ReadError::at(at, ReadError::NotAnObject))));
         };
         let reader = match &mut reader {
             Some(reader) => reader,
@@ -230,9 +229,7 @@ fn read_lines(input: impl Read) -> Option<Result<Report, String>> {
             }
         };
         if let Err(e) = reader.line(object) {
-            return Some(Ok(
-                std::mem::replace(reader, Box::new(json::Done)).finish_with_note(format!("line {at}: {e}"))
-            ));
+            return Some(Ok(std::mem::replace(reader, Box::new(json::Done)).finish_with(ReadError::at(at, e))));
         }
     }
     reader.map(|r| Ok(r.finish()))
@@ -293,12 +290,14 @@ mod tests {
         let whole = fixture("reports/guidellm/benchmarks_stripped.json");
         let cut = &whole[..whole.len() / 2];
         let note = read("out/benchmarks.json", cut).expect("recognised").expect_err("broken");
+        assert!(matches!(&note, ReadError::In { error, .. } if matches!(**error, ReadError::Json(_))), "{note:?}");
+        let note = note.to_string();
         assert!(note.starts_with("out/benchmarks.json: not valid JSON"), "{note}");
         assert!(note.contains("line"), "says where: {note}");
         let trace = fixture("reports/pytorch-profiler/hta_nccl_data.json.gz");
         let mut plain = Vec::new();
         flate2::read::GzDecoder::new(&trace[..]).read_to_end(&mut plain).expect("gunzip");
-        let note = read("trace.json", &plain[..plain.len() / 3]).expect("recognised").expect_err("broken");
+        let note = read("trace.json", &plain[..plain.len() / 3]).expect("recognised").expect_err("broken").to_string();
         assert!(note.starts_with("trace.json: "), "{note}");
     }
 

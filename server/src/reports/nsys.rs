@@ -12,10 +12,11 @@
 //! steps, and calls per step follow from the others.
 
 use super::csv::split as split_csv;
+use super::error::{ReadError, ReadResult};
 use super::kernels::Breakdown;
 use super::report::Report;
 
-type Reader = fn(&str) -> Result<Report, String>;
+type Reader = fn(&str) -> ReadResult<Report>;
 
 /// Which table the start of a file is.
 pub fn recognise(head: &str) -> Option<Reader> {
@@ -61,21 +62,22 @@ fn columns(header: &str, csv: bool) -> Vec<String> {
 }
 
 /// Factor from the header's time unit to ns: `Total Time (us)` → 1000.
-fn to_ns(columns: &[String]) -> Result<f64, String> {
-    let total = columns.iter().find(|c| c.starts_with("Total Time")).ok_or("no Total Time column")?;
+fn to_ns(columns: &[String]) -> ReadResult<f64> {
+    let total =
+        columns.iter().find(|c| c.starts_with("Total Time")).ok_or(ReadError::Missing("no Total Time column"))?;
     match total.trim_start_matches("Total Time").trim().trim_matches(|c| c == '(' || c == ')') {
         "ns" => Ok(1.0),
         "us" | "µs" => Ok(1e3),
         "ms" => Ok(1e6),
         "s" | "sec" => Ok(1e9),
-        other => Err(format!("Total Time is in {other:?}, not a time unit nsys writes")),
+        other => Err(ReadError::TimeUnit(other.to_string())),
     }
 }
 
 /// Rows as (cells by column name) from a CSV or text table.
-fn rows(text: &str, csv: bool) -> Result<(Vec<String>, Vec<Vec<String>>), String> {
+fn rows(text: &str, csv: bool) -> ReadResult<(Vec<String>, Vec<Vec<String>>)> {
     let mut lines = text.lines().filter(|l| !l.trim().is_empty());
-    let header = lines.next().ok_or("empty")?.trim();
+    let header = lines.next().ok_or(ReadError::Missing("empty"))?.trim();
     let columns = columns(header, csv);
     let mut rows = Vec::new();
     for (at, line) in lines.enumerate() {
@@ -86,7 +88,7 @@ fn rows(text: &str, csv: bool) -> Result<(Vec<String>, Vec<Vec<String>>), String
         if !line.chars().next().is_some_and(|c| c.is_ascii_digit()) {
             // The text form's table ends where the next report's heading begins.
             if csv {
-                return Err(format!("line {}: not a row of the table", at + 2));
+                return Err(ReadError::at(at + 2, ReadError::NotARow));
             }
             break;
         }
@@ -106,7 +108,7 @@ fn rows(text: &str, csv: bool) -> Result<(Vec<String>, Vec<Vec<String>>), String
             cells
         };
         if cells.len() != columns.len() {
-            return Err(format!("line {}: {} cells where the header has {}", at + 2, cells.len(), columns.len()));
+            return Err(ReadError::at(at + 2, ReadError::Cells { found: cells.len(), expected: columns.len() }));
         }
         rows.push(cells);
     }
@@ -119,7 +121,7 @@ fn cell<'a>(columns: &[String], row: &'a [String], name: &str) -> Option<&'a str
 
 /// A kernel table's GPU time by category, with steps where a kernel runs
 /// once per step.
-fn kernel_breakdown(text: &str, csv: bool) -> Result<Breakdown, String> {
+fn kernel_breakdown(text: &str, csv: bool) -> ReadResult<Breakdown> {
     let (columns, rows) = rows(text, csv)?;
     let ns = to_ns(&columns)?;
     let mut breakdown = Breakdown::default();
@@ -131,7 +133,7 @@ fn kernel_breakdown(text: &str, csv: bool) -> Result<Breakdown, String> {
             continue;
         };
         let (Some(total), Some(calls)) = (crate::metrics::number(total), crate::metrics::number(calls)) else {
-            return Err(format!("a row of {name:.60} has no numbers"));
+            return Err(ReadError::NoNumbers(name.to_string()));
         };
         breakdown.add(name, total * ns, calls as u64);
         if name.to_ascii_lowercase().contains("argmax") && once_per_step.is_none() {
@@ -139,7 +141,7 @@ fn kernel_breakdown(text: &str, csv: bool) -> Result<Breakdown, String> {
         }
     }
     if rows.is_empty() {
-        return Err("a kernel table without rows".into());
+        return Err(ReadError::Missing("a kernel table without rows"));
     }
     if let Some((steps, name)) = once_per_step {
         breakdown.steps = Some(steps);
@@ -148,17 +150,17 @@ fn kernel_breakdown(text: &str, csv: bool) -> Result<Breakdown, String> {
     Ok(breakdown)
 }
 
-fn kernels(text: &str, csv: bool) -> Result<Report, String> {
+fn kernels(text: &str, csv: bool) -> ReadResult<Report> {
     let mut report = Report::new("nsys-kernels");
     kernel_breakdown(text, csv)?.measure(&mut report);
     Ok(report)
 }
 
-fn kernels_csv(text: &str) -> Result<Report, String> {
+fn kernels_csv(text: &str) -> ReadResult<Report> {
     kernels(text, true)
 }
 
-fn kernels_text(text: &str) -> Result<Report, String> {
+fn kernels_text(text: &str) -> ReadResult<Report> {
     kernels(text, false)
 }
 
@@ -172,7 +174,7 @@ struct Steps {
     names: Vec<String>,
 }
 
-fn ranges_into(text: &str, csv: bool, report: &mut Report) -> Result<Steps, String> {
+fn ranges_into(text: &str, csv: bool, report: &mut Report) -> ReadResult<Steps> {
     let (columns, rows) = rows(text, csv)?;
     let ns = to_ns(&columns)?;
     let mut steps = Steps::default();
@@ -202,17 +204,17 @@ fn ranges_into(text: &str, csv: bool, report: &mut Report) -> Result<Steps, Stri
     Ok(steps)
 }
 
-fn ranges(text: &str, csv: bool) -> Result<Report, String> {
+fn ranges(text: &str, csv: bool) -> ReadResult<Report> {
     let mut report = Report::new("nsys-nvtx");
     ranges_into(text, csv, &mut report)?;
     Ok(report)
 }
 
-fn ranges_csv(text: &str) -> Result<Report, String> {
+fn ranges_csv(text: &str) -> ReadResult<Report> {
     ranges(text, true)
 }
 
-fn ranges_text(text: &str) -> Result<Report, String> {
+fn ranges_text(text: &str) -> ReadResult<Report> {
     ranges(text, false)
 }
 
@@ -221,7 +223,7 @@ const API_ROWS: usize = 40;
 
 /// `cuda_api_sum`: time and calls per CUDA API function. A launch-bound
 /// decode shows as `cudaLaunchKernel` calls per step near the kernel count.
-fn api_into(text: &str, csv: bool, report: &mut Report) -> Result<(), String> {
+fn api_into(text: &str, csv: bool, report: &mut Report) -> ReadResult<()> {
     let (columns, rows) = rows(text, csv)?;
     let ns = to_ns(&columns)?;
     for row in rows.iter().take(API_ROWS) {
@@ -244,17 +246,17 @@ fn api_into(text: &str, csv: bool, report: &mut Report) -> Result<(), String> {
     Ok(())
 }
 
-fn api(text: &str, csv: bool) -> Result<Report, String> {
+fn api(text: &str, csv: bool) -> ReadResult<Report> {
     let mut report = Report::new("nsys-api");
     api_into(text, csv, &mut report)?;
     Ok(report)
 }
 
-fn api_csv(text: &str) -> Result<Report, String> {
+fn api_csv(text: &str) -> ReadResult<Report> {
     api(text, true)
 }
 
-fn api_text(text: &str) -> Result<Report, String> {
+fn api_text(text: &str) -> ReadResult<Report> {
     api(text, false)
 }
 
@@ -272,7 +274,7 @@ fn section_name(line: &str) -> Option<&str> {
     tail.trim_start().starts_with("stats report").then_some(name)
 }
 
-pub fn read_console(text: &str) -> Result<Report, String> {
+pub fn read_console(text: &str) -> ReadResult<Report> {
     let mut report = Report::new("nsys-stats");
     let mut breakdown = None;
     let mut steps = Steps::default();
@@ -311,7 +313,7 @@ pub fn read_console(text: &str) -> Result<Report, String> {
         breakdown.measure(&mut report);
     }
     if sections.is_empty() {
-        return Err("no kernel, NVTX or CUDA API table among its reports".into());
+        return Err(ReadError::Missing("no kernel, NVTX or CUDA API table among its reports"));
     }
     Ok(report)
 }

@@ -2,7 +2,7 @@
 //! fields it does not know, and notes (a leaf: the readers and `mod.rs` use it).
 
 use crate::metrics::measurement;
-use app::metrics::Measurement;
+use domain::metrics::Measurement;
 
 /// Per-request values of one metric, in request order (so columns of one key
 /// line up request by request: a goodput counts requests meeting every bound).
@@ -52,8 +52,8 @@ impl Report {
     }
 }
 
-/// A recognised file that could not be read: the sentence for the run's notes.
-pub type Broken = String;
+/// A recognised file that could not be read: a note on the run.
+pub type Broken = super::error::ReadError;
 
 /// Up to `cap` values of a stream too long to keep, each equally likely to be
 /// kept (reservoir sampling, seeded: the same file keeps the same values).

@@ -7,6 +7,7 @@
 //! the last step's end still count). Parsed as a stream: a 200 MB trace needs
 //! only its kernels' times and categories in memory.
 
+use super::error::ReadResult;
 use super::json::Literals;
 use super::kernels::{Breakdown, CATEGORIES, category};
 use super::report::Report;
@@ -69,11 +70,11 @@ impl Seen {
 }
 
 /// A trace's measurements, read from a stream.
-pub fn read_trace(input: impl std::io::Read) -> Result<Report, String> {
+pub fn read_trace(input: impl std::io::Read) -> ReadResult<Report> {
     let mut de =
         serde_json::Deserializer::from_reader(std::io::BufReader::with_capacity(64 * 1024, Literals::new(input)));
     let mut seen = Seen::default();
-    (&mut de).deserialize_any(TraceVisitor(&mut seen)).map_err(|e| format!("not valid JSON ({e})"))?;
+    (&mut de).deserialize_any(TraceVisitor(&mut seen))?;
     let mut report = Report::new("torch-trace");
     report.metadata = std::mem::take(&mut seen.metadata);
     if seen.kernels.is_empty() {

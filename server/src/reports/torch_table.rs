@@ -8,6 +8,7 @@
 //! its average CPU time. A table cut by `row_limit` still has the whole GPU
 //! time in its footer; what the shown rows do not account for is "other".
 
+use super::error::{ReadError, ReadResult};
 use super::kernels::{Breakdown, CATEGORIES};
 use super::report::Report;
 
@@ -57,11 +58,11 @@ fn ns(text: &str) -> Option<f64> {
     number.trim().parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0).map(|v| v * factor)
 }
 
-pub fn read(text: &str) -> Result<Report, String> {
+pub fn read(text: &str) -> ReadResult<Report> {
     let mut lines = text.lines().map(str::trim_end).skip_while(|l| !is_rule(l));
-    let rule = lines.next().ok_or("no table")?;
+    let rule = lines.next().ok_or(ReadError::Missing("no table"))?;
     let width = name_width(rule);
-    let header = header(lines.next().ok_or("a table without a header")?);
+    let header = header(lines.next().ok_or(ReadError::Missing("a table without a header"))?);
     let column = |names: &[&str]| header.iter().position(|h| names.contains(&h.as_str()));
     let (Some(name), Some(self_cpu), Some(self_gpu), Some(calls)) = (
         column(&["Name"]),
@@ -69,7 +70,7 @@ pub fn read(text: &str) -> Result<Report, String> {
         column(&["Self CUDA", "Self Device", "Self XPU"]),
         column(&["# of Calls"]),
     ) else {
-        return Err("the table has no Self CUDA column (was CUDA activity profiled?)".into());
+        return Err(ReadError::Missing("the table has no Self CUDA column (was CUDA activity profiled?)"));
     };
     let cpu_avg = column(&["CPU time avg"]);
     let gpu_avg = column(&["CUDA time avg", "Device time avg"]);
@@ -93,7 +94,7 @@ pub fn read(text: &str) -> Result<Report, String> {
         let row = cells(line, width);
         let count = row.get(calls).and_then(|c| c.parse::<u64>().ok());
         let (Some(row_name), Some(count), true) = (row.get(name), count, row.len() == header.len()) else {
-            return Err(format!("line {} of the table is not a row (cut short?)", at + 3));
+            return Err(ReadError::at(at + 3, ReadError::NotARow));
         };
         rows += 1;
         let own_cpu = row.get(self_cpu).and_then(|c| ns(c)).unwrap_or(0.0);
@@ -114,7 +115,7 @@ pub fn read(text: &str) -> Result<Report, String> {
         }
     }
     if rows == 0 {
-        return Err("a table without rows".into());
+        return Err(ReadError::Missing("a table without rows"));
     }
     let shown: f64 = breakdown.totals.iter().map(|(ns, _)| ns).sum();
     if let Some(total) = gpu_total.filter(|t| *t > shown * 1.001) {
@@ -207,6 +208,6 @@ mod tests {
                       -----------------------  ------------  ------------\n\
                       aten::mm                    1.000ms             2\n";
         assert!(recognise(no_gpu));
-        assert!(read(no_gpu).unwrap_err().contains("Self CUDA"));
+        assert!(read(no_gpu).unwrap_err().to_string().contains("Self CUDA"));
     }
 }

@@ -15,6 +15,7 @@
 //! - `vllm bench latency --output-json`: `avg_latency`, `latencies[]`,
 //!   `percentiles{"10"…"99"}`, in seconds.
 
+use super::error::{ReadError, ReadResult};
 use super::json::{self, LineReader, Literals};
 use super::report::{Report, Reservoir};
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -122,7 +123,7 @@ fn key_of(object: &Map<String, Value>, index: usize) -> String {
 }
 
 /// A document read whole: a single result, or `bench throughput/latency` JSON.
-pub fn from_value(value: &Value) -> Option<Result<Report, String>> {
+pub fn from_value(value: &Value) -> Option<ReadResult<Report>> {
     let object = value.as_object()?;
     if is_result(object) {
         let mut report = Report::new(format_of(object));
@@ -137,7 +138,7 @@ pub fn from_value(value: &Value) -> Option<Result<Report, String>> {
         if let Some(Value::Object(percentiles)) = object.get("percentiles") {
             for (p, v) in percentiles {
                 if let (Ok(p), Some(v)) = (p.parse::<f64>(), v.as_f64()) {
-                    report.add(app::distributions::percentile_name("latency_s", p), v, "s", None);
+                    report.add(domain::distributions::percentile_name("latency_s", p), v, "s", None);
                 }
             }
         }
@@ -178,9 +179,9 @@ struct Lines {
 }
 
 impl LineReader for Lines {
-    fn line(&mut self, object: Map<String, Value>) -> Result<(), String> {
+    fn line(&mut self, object: Map<String, Value>) -> ReadResult<()> {
         if !is_result(&object) {
-            return Err("not a vLLM result".into());
+            return Err(ReadError::NotA("vLLM"));
         }
         self.results.push(object);
         Ok(())
@@ -224,10 +225,10 @@ pub enum Streamed {
 }
 
 /// A single vLLM result, summary and per-request arrays, from a stream.
-pub fn read_streaming(input: impl std::io::Read) -> Result<Streamed, String> {
+pub fn read_streaming(input: impl std::io::Read) -> ReadResult<Streamed> {
     let mut de =
         serde_json::Deserializer::from_reader(std::io::BufReader::with_capacity(64 * 1024, Literals::new(input)));
-    let detailed = (&mut de).deserialize_map(DetailedVisitor).map_err(|e| format!("not valid JSON ({e})"))?;
+    let detailed = (&mut de).deserialize_map(DetailedVisitor)?;
     if !is_result(&detailed.summary) {
         return Ok(Streamed::Other(Value::Object(detailed.summary)));
     }
@@ -407,7 +408,7 @@ impl<'de> Visitor<'de> for Errors {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use app::metrics::Measurement;
+    use domain::metrics::Measurement;
 
     fn of<'a>(found: &'a [Measurement], metric: &str, key: Option<&str>) -> Option<&'a Measurement> {
         found.iter().find(|m| m.metric == metric && m.key.as_deref() == key)

@@ -14,7 +14,7 @@ use super::life::Context;
 use crate::db::Store;
 use crate::output::{OutputKey, Outputs, Progress, Stream};
 use crate::ssh::Pool;
-use app::steps::command::ArtifactLimits;
+use domain::steps::command::ArtifactLimits;
 use russh_sftp::client::SftpSession;
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncReadExt;
@@ -109,8 +109,8 @@ pub async fn fetch(
             done.notes.push(format!(
                 "{} is {}; the limit per file is {}: not kept.",
                 file.name,
-                app::runs::human_bytes(file.size),
-                app::runs::human_bytes(limits.file_bytes)
+                domain::runs::human_bytes(file.size),
+                domain::runs::human_bytes(limits.file_bytes)
             ));
             continue;
         }
@@ -118,8 +118,8 @@ pub async fn fetch(
             done.notes.push(format!(
                 "{} ({}) would pass the limit of {} per run: not kept.",
                 file.name,
-                app::runs::human_bytes(file.size),
-                app::runs::human_bytes(limits.run_bytes)
+                domain::runs::human_bytes(file.size),
+                domain::runs::human_bytes(limits.run_bytes)
             ));
             continue;
         }
@@ -250,8 +250,8 @@ async fn keep(
                 format!(
                     "{} changed while it was read ({} when listed, {} read): what was read is kept.",
                     file.name,
-                    app::runs::human_bytes(file.size),
-                    app::runs::human_bytes(size)
+                    domain::runs::human_bytes(file.size),
+                    domain::runs::human_bytes(size)
                 )
             });
             Ok((log, size, note))

@@ -4,14 +4,14 @@
 //! of its configuration (`reuse: config`) or stopped, its log kept as the run's
 //! second stream; and servers that outlived their Sleuth found and stopped.
 
-use super::life::{Context, OwnedEnd, Stop, cancel_requested, publish};
+use super::life::{Context, Deadline, OwnedEnd, Stop, cancel_requested, publish};
 use super::live::Live;
 use super::server::Server;
 use crate::db::Store;
 use crate::output::{OutputKey, Outputs};
 use crate::ssh::{Pool, Target, quote};
-use app::runs::{Run, RunStatus, ServerPhase, ServerState};
-use app::steps::command::{Reuse, ServerSpec};
+use domain::runs::{Run, RunStatus, ServerPhase, ServerState};
+use domain::steps::command::{Reuse, ServerSpec};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
@@ -94,7 +94,7 @@ impl Servers {
         unset: &[String],
         kept: Option<Kept>,
         cancelled: &mut watch::Receiver<bool>,
-        run_deadline: &mut std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
+        deadline: &mut Deadline,
     ) -> Result<Beside, OwnedEnd> {
         let (run, target) = (context.run, context.target);
         let identity = super::server::identity(spec, env, unset, run.cwd.as_deref());
@@ -197,7 +197,7 @@ impl Servers {
                     format!("The server was not ready after {} s (ready when {}).", limit.as_secs(), spec.ready.describe()),
                 ),
                 _ = cancel_requested(cancelled) => break OwnedEnd::stopped(Stop::Cancel, "Cancelled while the server started."),
-                () = run_deadline.as_mut() => break OwnedEnd::stopped(Stop::Timeout, "Timed out while the server started."),
+                () = deadline.reached() => break OwnedEnd::stopped(Stop::Timeout, "Timed out while the server started."),
                 _ = ticks.tick() => {
                     // "waiting for the server: 3 min 12 s, last line: …" on its page.
                     let line = beside.server.last_line();

@@ -164,10 +164,10 @@ impl Feeds {
         key: OutputKey,
         run: i64,
         offset: u64,
-        status: app::runs::RunStatus,
+        status: domain::runs::RunStatus,
     ) -> impl Stream<Item = Bytes> + use<> {
         let mut feed = self.feed(key, run);
-        if feed.is_none() && status == app::runs::RunStatus::Running {
+        if feed.is_none() && status == domain::runs::RunStatus::Running {
             let stored = self.outputs.len(key).await.unwrap_or(0);
             self.live.watch_remote(key, run, stored);
             feed = self.feed(key, run);

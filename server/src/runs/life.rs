@@ -1,12 +1,13 @@
 //! What the runner and the server beside a run share about the run's life:
 //! what it knows of the run (`Context`), why it was stopped (`Stop`) and how it
-//! ended (`OwnedEnd`). A leaf: `runner` and `beside` both build on it.
+//! ended (`OwnedEnd`), and its timeout (`Deadline`). A leaf: `runner` and
+//! `beside` both build on it.
 
 use super::live::{Live, RunEvent};
 use super::run_from_row;
 use crate::db::Store;
 use crate::ssh::Target;
-use app::runs::{Run, RunStatus};
+use domain::runs::{Run, RunStatus};
 use tokio::sync::watch;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -50,6 +51,25 @@ impl OwnedEnd {
             Stop::ServerEnded => RunStatus::Failed,
         };
         Self::error(status, why.to_string())
+    }
+}
+
+/// The step's timeout, one clock for every phase of a run (connecting,
+/// starting its server, running): each selects on [`Deadline::reached`].
+pub(super) struct Deadline(Option<std::pin::Pin<Box<tokio::time::Sleep>>>);
+
+impl Deadline {
+    pub(super) fn after(timeout_s: Option<u64>) -> Self {
+        Self(timeout_s.map(|s| Box::pin(tokio::time::sleep(std::time::Duration::from_secs(s)))))
+    }
+
+    /// Resolves once the timeout has passed (again at once when asked again),
+    /// or never for a step without one.
+    pub(super) async fn reached(&mut self) {
+        match &mut self.0 {
+            Some(sleep) => sleep.as_mut().await,
+            None => std::future::pending().await,
+        }
     }
 }
 

@@ -16,7 +16,7 @@
 
 use crate::output::OutputKey;
 pub use crate::output::Progress;
-use app::runs::Run;
+use domain::runs::Run;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
@@ -193,7 +193,7 @@ impl Live {
         let run = &event.run;
         if run.status.is_finished() {
             self.finish_remote(run.id);
-        } else if run.status == app::runs::RunStatus::Running {
+        } else if run.status == domain::runs::RunStatus::Running {
             // Viewers here may follow it from now on.
             self.watch_remote(run.id, run.id, 0);
         }
@@ -420,7 +420,7 @@ mod tests {
             env: "[]".into(),
             cwd: None,
             timeout_s: None,
-            status: status.into(),
+            status: domain::runs::RunStatus::parse(status).expect("a run status"),
             exit_code: None,
             exit_signal: None,
             error: None,

@@ -12,6 +12,7 @@ pub mod live;
 pub mod runner;
 pub mod server;
 mod service;
+mod sink;
 mod sse;
 pub mod sweep;
 
@@ -22,7 +23,7 @@ pub use service::{Output, Runs, Which};
 
 use crate::db::RunRow;
 use crate::time::timestamp;
-use app::runs::{Run, RunStatus};
+use domain::runs::{Run, RunStatus};
 
 /// What a run does besides its command, as queued: the server beside it
 /// (its command with the configuration's placeholders filled in) and the files
@@ -30,18 +31,18 @@ use app::runs::{Run, RunStatus};
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Plan {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub server: Option<app::steps::command::ServerSpec>,
+    pub server: Option<domain::steps::command::ServerSpec>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub artifacts: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub artifact_limits: Option<app::steps::command::ArtifactLimits>,
+    pub artifact_limits: Option<domain::steps::command::ArtifactLimits>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_limit_bytes: Option<u64>,
 }
 
 impl Plan {
     /// A command step's plan, with `server_command` as the server's command.
-    pub fn of(command: &app::steps::command::CommandBody, server_command: impl FnOnce(&str) -> String) -> Self {
+    pub fn of(command: &domain::steps::command::CommandBody, server_command: impl FnOnce(&str) -> String) -> Self {
         let server = command.server.clone().map(|mut spec| {
             spec.command = server_command(&spec.command);
             spec
@@ -65,10 +66,10 @@ impl Plan {
 }
 
 /// The variables a sweep's configuration leaves unset (not its placeholders).
-pub fn unset_in(config: &app::sweeps::Config) -> Vec<String> {
+pub fn unset_in(config: &domain::sweeps::Config) -> Vec<String> {
     config
         .iter()
-        .filter(|(key, level)| level.is_none() && app::sweeps::placeholder(key).is_none())
+        .filter(|(key, level)| level.is_none() && domain::sweeps::placeholder(key).is_none())
         .map(|(key, _)| key.clone())
         .collect()
 }
@@ -92,8 +93,7 @@ pub fn run_from_row(row: RunRow) -> Run {
         env,
         cwd: row.cwd,
         timeout_s: row.timeout_s.and_then(|t| u64::try_from(t).ok()),
-        // The schema's CHECK admits nothing else.
-        status: RunStatus::parse(&row.status).unwrap_or(RunStatus::Interrupted),
+        status: row.status,
         exit_code: row.exit_code.and_then(|c| i32::try_from(c).ok()),
         exit_signal: row.exit_signal,
         error: row.error,
@@ -124,7 +124,7 @@ pub fn run_from_row(row: RunRow) -> Run {
         artifacts: Vec::new(),
         artifact_notes: row.artifact_notes.as_deref().and_then(|n| serde_json::from_str(n).ok()).unwrap_or_default(),
         reports: Vec::new(),
-        host_quiet_s: (row.status == "running")
+        host_quiet_s: (row.status == RunStatus::Running)
             .then_some(row.host_quiet_s)
             .flatten()
             .and_then(|s| u64::try_from(s).ok()),
@@ -132,8 +132,8 @@ pub fn run_from_row(row: RunRow) -> Run {
 }
 
 /// A stored report as runs show it; `metadata` only where one run is asked for.
-pub fn report_of(row: crate::db::ReportRow, metadata: bool) -> app::runs::ReportInfo {
-    app::runs::ReportInfo {
+pub fn report_of(row: crate::db::ReportRow, metadata: bool) -> domain::runs::ReportInfo {
+    domain::runs::ReportInfo {
         name: row.name,
         format: row.format,
         notes: serde_json::from_str(&row.notes).unwrap_or_default(),
@@ -142,7 +142,7 @@ pub fn report_of(row: crate::db::ReportRow, metadata: bool) -> app::runs::Report
 }
 
 use crate::output::{OutputKey, Outputs};
-use app::runs::OutputTail;
+use domain::runs::OutputTail;
 
 /// How much of the newest run's output a page shows before "show earlier
 /// output": the last `TAIL_LINES` lines, at most `TAIL_BYTES`. A page's cost

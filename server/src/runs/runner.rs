@@ -13,15 +13,15 @@
 
 use super::beside::{Beside, Kept, Servers};
 use super::feed::Feeds;
-use super::life::{Context, OwnedEnd, Stop, cancel_requested, publish};
+use super::life::{Context, Deadline, OwnedEnd, Stop, cancel_requested, publish};
 use super::live::{Live, RunEvent};
 use super::run_from_row;
+use super::sink::{LowSpace, Sink};
 use crate::db::{NewAudit, NewRun, RunEnd, Store};
 use crate::output::{Outputs, Stream};
 use crate::ssh::exec::{self, Event, Exit};
 use crate::ssh::{Pool, Target, quote};
-use crate::time::now_ms;
-use app::runs::{Run, RunStatus};
+use domain::runs::{Run, RunStatus};
 use russh::Sig;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -38,8 +38,6 @@ const COUNT_INTERVAL: Duration = Duration::from_millis(500);
 const FLUSH_INTERVAL: Duration = Duration::from_millis(40);
 /// How often a running run looks at how long its host has been silent, and
 /// from how long on its page says so.
-/// How much output a run stores between looks at the disk's free space.
-const SPACE_CHECK_BYTES: u64 = 1 << 20;
 const QUIET_CHECK: Duration = Duration::from_secs(5);
 const QUIET_AFTER: Duration = Duration::from_secs(15);
 
@@ -132,25 +130,25 @@ impl Runner {
     /// Where half the free-space floor is all that is left: that half is kept
     /// for the notebook itself (runs' ends, everyone's edits), so a running
     /// run stops storing its output there. `(where, free, floor)`.
-    fn short_of_space(&self) -> Option<(std::path::PathBuf, u64, u64)> {
+    fn short_of_space(&self) -> Option<LowSpace> {
         let (at, free, _, floor) = self.floor()?;
         (free < floor / 2).then_some((at, free, floor))
     }
 
     /// Refuses new runs below the free-space floor, before the disk is full.
-    pub fn room_for_runs(&self) -> Result<(), app::error::ApiError> {
+    pub fn room_for_runs(&self) -> Result<(), domain::error::ApiError> {
         let Some((at, free, _, floor)) = self.floor() else { return Ok(()) };
         if free >= floor {
             return Ok(());
         }
-        Err(app::error::ApiError::new(
-            app::error::ErrorCode::StoreFull,
+        Err(domain::error::ApiError::new(
+            domain::error::ErrorCode::StoreFull,
             format!(
                 "The data disk has {} free in {}, under the floor of {} (--min-free): no new runs start until space \
                  is freed or the floor lowered. Reading works.",
-                app::runs::human_bytes(free),
+                domain::runs::human_bytes(free),
                 at.display(),
-                app::runs::human_bytes(floor)
+                domain::runs::human_bytes(floor)
             ),
         ))
     }
@@ -262,7 +260,7 @@ impl Runner {
                     }
                 } else {
                     kept = runner.execute(&investigation, run.id, &target, kept, next).await;
-                    let ended = runner.store.run(run.id).await.ok().flatten().and_then(|r| RunStatus::parse(&r.status));
+                    let ended = runner.store.run(run.id).await.ok().flatten().map(|r| r.status);
                     if stop_on_failure && ended.is_some_and(|s| s != RunStatus::Succeeded && s != RunStatus::Cancelled)
                     {
                         failed = Some(run.id);
@@ -490,7 +488,7 @@ impl Runner {
                 tracing::error!(run, "cannot extract measurements: {e}");
             }
             // Last: the chart's being there is what runs fingerprints tell
-            // (`app::runs::runs_fingerprint`), so a page opened before it sees
+            // (`domain::runs::runs_fingerprint`), so a page opened before it sees
             // it is not current.
             draw_telemetry(&store, run).await;
             if let Ok(Some(row)) = store.run(run).await {
@@ -500,8 +498,12 @@ impl Runner {
         });
     }
 
-    /// Runs the command (with its server, if it has one) and records its
-    /// output; returns how it ended, and the server to keep for the next run.
+    /// A run's life on its host, one phase after another: connecting,
+    /// starting its server (if its step has one), starting the command,
+    /// running, ending, collecting its files. Each phase is a function that
+    /// either hands the next what it needs or says how the run ended; the
+    /// step's timeout and Cancel count in every phase. Returns how it ended,
+    /// and the server to keep for the next run.
     async fn drive(
         &self,
         context: &Context<'_>,
@@ -510,63 +512,88 @@ impl Runner {
         kept: Option<Kept>,
         next: Option<String>,
     ) -> (OwnedEnd, Option<Kept>) {
-        let (run, target) = (context.run, context.target);
-        let timeout = run.timeout_s.map(Duration::from_secs);
-        let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
-        let sleep_until_deadline = crate::time::or_never(deadline.map(tokio::time::sleep_until));
-        tokio::pin!(sleep_until_deadline);
-
-        // Connecting counts against the timeout and can be cancelled.
-        let opened = tokio::select! {
-            opened = exec::open(&self.pool, target) => opened,
-            _ = cancel_requested(cancelled) => {
-                let end = OwnedEnd::stopped(Stop::Cancel, "Cancelled while connecting.");
-                return (end, self.servers.stop_if_kept(kept, target).await);
-            }
-            () = &mut sleep_until_deadline => {
-                let end = OwnedEnd::stopped(Stop::Timeout, "Timed out while connecting.");
-                return (end, self.servers.stop_if_kept(kept, target).await);
-            }
-        };
-        let opened = match opened {
+        let target = context.target;
+        let mut deadline = Deadline::after(context.run.timeout_s);
+        let opened = match self.connect(target, cancelled, &mut deadline).await {
             Ok(opened) => opened,
-            Err(e) => {
-                return (
-                    OwnedEnd::error(RunStatus::Failed, e.to_string()),
-                    self.servers.stop_if_kept(kept, target).await,
-                );
-            }
+            Err(end) => return (end, self.servers.stop_if_kept(kept, target).await),
         };
-        let env: Vec<(&str, &str)> = run.env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        let unset = run.config.as_ref().map(super::unset_in).unwrap_or_default();
-        // The server first, in the same directory and environment as the command.
-        let mut beside: Option<Beside> = None;
-        match &context.plan.server {
-            Some(spec) => {
-                let env_owned: Vec<(String, String)> = run.env.clone();
-                match self
-                    .servers
-                    .bring_up(context, spec, &env_owned, &unset, kept, cancelled, &mut sleep_until_deadline)
-                    .await
-                {
-                    Ok(up) => beside = Some(up),
-                    Err(end) => return (end, None),
-                }
-            }
-            None => {
-                if let Some(kept) = kept {
-                    self.servers.stop_kept(kept, target).await;
-                }
-            }
+        let beside = match self.serve(context, kept, cancelled, &mut deadline).await {
+            Ok(beside) => beside,
+            Err(end) => return (end, None),
+        };
+        let mut running = match self.start_command(context, opened, progress).await {
+            Ok(running) => running,
+            Err(end) => return (end, self.servers.finish_server(context, beside, None, true).await),
+        };
+        let ran = self.run_command(context, &mut running, beside.as_ref(), cancelled, &mut deadline).await;
+        let stop = ran.stop;
+        let end = self.end_command(context, running, ran).await;
+        // Files as evidence, while the server (if any) still runs.
+        if !context.plan.artifacts.is_empty() {
+            super::artifacts::fetch_for_run(&self.pool, &self.store, &self.outputs, context).await;
         }
+        let keep_for = (end.status.is_finished() && stop.is_none()).then_some(next).flatten();
+        let keep = self.servers.finish_server(context, beside, keep_for, stop == Some(Stop::Cancel)).await;
+        (end, keep)
+    }
+
+    /// Connecting: a channel on the host's pooled connection.
+    async fn connect(
+        &self,
+        target: &Target,
+        cancelled: &mut watch::Receiver<bool>,
+        deadline: &mut Deadline,
+    ) -> Result<exec::Opened, OwnedEnd> {
+        tokio::select! {
+            opened = exec::open(&self.pool, target) => {
+                opened.map_err(|e| OwnedEnd::error(RunStatus::Failed, e.to_string()))
+            }
+            _ = cancel_requested(cancelled) => Err(OwnedEnd::stopped(Stop::Cancel, "Cancelled while connecting.")),
+            () = deadline.reached() => Err(OwnedEnd::stopped(Stop::Timeout, "Timed out while connecting.")),
+        }
+    }
+
+    /// Starting the server beside the command, in the same directory and
+    /// environment, until it is ready (`beside`); without one, a server kept
+    /// from the run before is stopped.
+    async fn serve(
+        &self,
+        context: &Context<'_>,
+        kept: Option<Kept>,
+        cancelled: &mut watch::Receiver<bool>,
+        deadline: &mut Deadline,
+    ) -> Result<Option<Beside>, OwnedEnd> {
+        let Some(spec) = &context.plan.server else {
+            if let Some(kept) = kept {
+                self.servers.stop_kept(kept, context.target).await;
+            }
+            return Ok(None);
+        };
+        let run = context.run;
+        let unset = run.config.as_ref().map(super::unset_in).unwrap_or_default();
+        self.servers.bring_up(context, spec, &run.env, &unset, kept, cancelled, deadline).await.map(Some)
+    }
+
+    /// Starting the command: the script sent on the opened channel while its
+    /// directory is made over SFTP (`dir`: that request goes first; whichever
+    /// answers last is not waited for), its output's store opened, its GPUs
+    /// sampled on a second channel.
+    async fn start_command(
+        &self,
+        context: &Context<'_>,
+        opened: exec::Opened,
+        progress: &watch::Sender<super::Progress>,
+    ) -> Result<Running, OwnedEnd> {
+        let (run, target) = (context.run, context.target);
+        let env = run.env.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+        let unset = run.config.as_ref().map(super::unset_in).unwrap_or_default();
         let script = format!(
             "{}{}",
             super::dir::prelude(context.dir),
             quote::remote_script(&run.command, env, unset.iter().map(String::as_str), run.cwd.as_deref())
         );
         let started = std::time::Instant::now();
-        // The directory made over SFTP while the command starts (`dir`): its
-        // request goes first; whichever answers last is not waited for.
         let early = super::dir::make_early(&self.pool, target, context.dir);
         let start = opened.start(&script);
         tokio::pin!(early, start);
@@ -575,170 +602,205 @@ impl Runner {
             () = &mut early => start.await,
             started = &mut start => started,
         };
-        let mut command = match start {
-            Ok(command) => command,
-            Err(e) => {
-                let end = OwnedEnd::error(RunStatus::Lost, e.to_string());
-                let keep = self.servers.finish_server(context, beside, None, true).await;
-                return (end, keep);
-            }
-        };
-        // The GPUs, sampled on a second channel while the command runs.
+        let command = start.map_err(|e| OwnedEnd::error(RunStatus::Lost, e.to_string()))?;
         let sampler = run.telemetry.then(|| {
-            crate::telemetry::Sampler::start(
-                self.pool.clone(),
-                self.store.clone(),
-                target.clone(),
-                run.env.clone(),
-                run.id,
-                started,
-            )
+            let (pool, store) = (self.pool.clone(), self.store.clone());
+            crate::telemetry::Sampler::start(pool, store, target.clone(), run.env.clone(), run.id, started)
         });
-
-        let mut writer = match self.outputs.writer(run.id, progress.clone()) {
-            Ok(w) => w,
+        let writer = match self.outputs.writer(run.id, progress.clone()) {
+            Ok(writer) => writer,
             Err(e) => {
                 command.close().await;
-                let end = OwnedEnd::error(RunStatus::Failed, format!("Cannot store output: {e}"));
-                let keep = self.servers.finish_server(context, beside, None, true).await;
-                return (end, keep);
+                return Err(OwnedEnd::error(RunStatus::Failed, format!("Cannot store output: {e}")));
             }
         };
+        let limit = context.plan.output_limit_bytes.unwrap_or(domain::steps::command::DEFAULT_OUTPUT_BYTES);
+        Ok(Running::new(command, Sink::new(writer, limit), sampler))
+    }
+
+    /// Running: until the command's channel closes. The loop only
+    /// dispatches; what each event does is a function of its own.
+    async fn run_command(
+        &self,
+        context: &Context<'_>,
+        running: &mut Running,
+        beside: Option<&Beside>,
+        cancelled: &mut watch::Receiver<bool>,
+        deadline: &mut Deadline,
+    ) -> Ran {
+        let mut stopping = Stopping::default();
+        let mut clocks = Clocks::start();
         // The server ending while the command runs ends the command too.
         let mut server_exit: Option<super::server::Exited> = None;
-        let on_end = beside.as_ref().map(|up| up.server.ended());
-        let server_ended = crate::time::or_never(on_end);
+        let server_ended = crate::time::or_never(beside.map(|up| up.server.ended()));
         tokio::pin!(server_ended);
-        let mut exit_code: Option<i64> = None;
-        let mut exit_signal: Option<String> = None;
-        let mut stop: Option<Stop> = None;
-        let mut kill_at: Option<tokio::time::Instant> = None;
-        // First ticks one period from now: a short command needs no interim writes.
-        let now = tokio::time::Instant::now();
-        let mut counts = tokio::time::interval_at(now + COUNT_INTERVAL, COUNT_INTERVAL);
-        let mut counting: Option<tokio::task::JoinHandle<()>> = None;
-        let mut flushes = tokio::time::interval_at(now + FLUSH_INTERVAL, FLUSH_INTERVAL);
-        let mut unflushed = false;
-        let mut quiet_checks = tokio::time::interval_at(now + QUIET_CHECK, QUIET_CHECK);
-        let mut quiet = false;
-        let mut write_error: Option<String> = None;
-        let limit = context.plan.output_limit_bytes.unwrap_or(app::steps::command::DEFAULT_OUTPUT_BYTES);
-        let mut dropped = 0u64;
-        // Where storing stopped short of the limit (the disk, or a write that
-        // failed): nothing more is written, the rest is counted as dropped.
-        let mut stored_until: Option<u64> = None;
-        let mut low_space: Option<(std::path::PathBuf, u64, u64)> = None;
-        let mut next_space_check = SPACE_CHECK_BYTES;
-
         loop {
-            let kill = crate::time::or_never(kill_at.map(tokio::time::sleep_until));
+            let kill = crate::time::or_never(stopping.kill_at.map(tokio::time::sleep_until));
             tokio::select! {
-                event = command.next() => {
-                    let Some(event) = event else { break };
-                    let (stream, data) = match event {
-                        Event::Stdout(data) => (Stream::Stdout, data),
-                        Event::Stderr(data) => (Stream::Stderr, data),
-                        Event::Exit(Exit::Code(code)) => {
-                            exit_code = Some(i64::from(code));
-                            continue;
-                        }
-                        Event::Exit(Exit::Signal(signal)) => {
-                            exit_signal = Some(signal);
-                            continue;
-                        }
-                    };
-                    let until = stored_until.unwrap_or(limit).min(limit);
-                    if let Err(e) = append_within(&mut writer, until, &mut dropped, stream, &data).await {
-                        write_error.get_or_insert(e.to_string());
-                        stored_until.get_or_insert(writer.len);
-                    }
-                    // Every megabyte: output arrives faster than counts tick.
-                    if writer.len >= next_space_check && stored_until.is_none() {
-                        next_space_check = writer.len + SPACE_CHECK_BYTES;
-                        if let Some(short) = self.short_of_space() {
-                            stored_until = Some(writer.len);
-                            low_space = Some(short);
-                        }
-                    }
-                    unflushed = true;
+                event = running.command.next() => match event {
+                    Some(event) => self.take(running, event).await,
+                    None => break,
+                },
+                _ = clocks.flushes.tick(), if running.sink.unflushed => running.sink.flush().await,
+                _ = cancel_requested(cancelled), if stopping.stop.is_none() => {
+                    stopping.begin(Stop::Cancel, &running.command).await;
                 }
-                _ = flushes.tick(), if unflushed => {
-                    // Readers only see what is flushed (the writer tells them).
-                    if let Err(e) = writer.flush().await {
-                        write_error.get_or_insert(e.to_string());
-                        stored_until.get_or_insert(writer.len);
-                    }
-                    unflushed = false;
+                () = deadline.reached(), if stopping.stop.is_none() => {
+                    stopping.begin(Stop::Timeout, &running.command).await;
                 }
-                _ = cancel_requested(cancelled), if stop.is_none() => {
-                    stop = Some(Stop::Cancel);
-                    command.signal(Sig::INT).await;
-                    kill_at = Some(tokio::time::Instant::now() + GRACE);
-                }
-                () = &mut sleep_until_deadline, if stop.is_none() => {
-                    stop = Some(Stop::Timeout);
-                    command.signal(Sig::INT).await;
-                    kill_at = Some(tokio::time::Instant::now() + GRACE);
-                }
-                exited = &mut server_ended, if server_exit.is_none() && stop.is_none() => {
+                exited = &mut server_ended, if server_exit.is_none() && stopping.stop.is_none() => {
                     server_exit = Some(exited);
-                    stop = Some(Stop::ServerEnded);
-                    command.signal(Sig::INT).await;
-                    kill_at = Some(tokio::time::Instant::now() + GRACE);
+                    stopping.begin(Stop::ServerEnded, &running.command).await;
                 }
                 () = kill => {
-                    command.signal(Sig::KILL).await;
-                    command.close().await;
+                    running.command.signal(Sig::KILL).await;
+                    running.command.close().await;
                     break;
                 }
-                _ = counts.tick() => {
-                    // Off this loop, one at a time: a database that is away (each
-                    // write waiting the pool's 10 s) must not hold up the output,
-                    // or the host's command would stall behind it.
-                    if counting.as_ref().is_none_or(tokio::task::JoinHandle::is_finished) && self.store.reachable_now() {
-                        let store = self.store.clone();
-                        let (id, stdout, stderr, lines) = (run.id, writer.stdout, writer.stderr, writer.lines);
-                        counting = Some(tokio::spawn(async move {
-                            let _ = store.update_run_counts(id, stdout, stderr, lines).await;
-                        }));
-                    }
-                    if stored_until.is_none() && let Some(short) = self.short_of_space() {
-                        stored_until = Some(writer.len);
-                        low_space = Some(short);
-                    }
-                }
-                _ = quiet_checks.tick() => {
-                    // Said on the run while it lasts, and taken back when the host answers.
-                    let silent = command.host_silent_for();
-                    if (silent >= QUIET_AFTER || quiet) && self.store.reachable_now() {
-                        quiet = silent >= QUIET_AFTER;
-                        let seconds = quiet.then(|| i64::try_from(silent.as_secs()).unwrap_or(i64::MAX));
-                        if self.store.set_host_quiet(run.id, seconds).await.is_ok() {
-                            self.publish(context.investigation, run.id).await;
-                        }
-                    }
-                }
+                _ = clocks.counts.tick() => self.count(context.run.id, running),
+                _ = clocks.quiet_checks.tick() => self.check_quiet(context, running).await,
             }
         }
-        // Off the critical path: its notes, chart and summaries come just after the run.
-        let telemetry = sampler.map(crate::telemetry::Sampler::stop);
-        let (stdout, stderr, lines, writer_len) = (writer.stdout, writer.stderr, writer.lines, writer.len);
-        if let Err(e) = writer.finish().await {
-            write_error.get_or_insert(e.to_string());
+        Ran {
+            stop: stopping.stop,
+            server_exit,
+            exit_code: running.exit_code,
+            exit_signal: running.exit_signal.take(),
+            connection_lost: running.command.connection_lost(),
         }
+    }
+
+    /// One event of the command: output stored (within its limit and the
+    /// disk's floor), or its exit noted.
+    async fn take(&self, running: &mut Running, event: Event) {
+        match event {
+            Event::Stdout(data) => running.sink.append(Stream::Stdout, &data, || self.short_of_space()).await,
+            Event::Stderr(data) => running.sink.append(Stream::Stderr, &data, || self.short_of_space()).await,
+            Event::Exit(Exit::Code(code)) => running.exit_code = Some(i64::from(code)),
+            Event::Exit(Exit::Signal(signal)) => running.exit_signal = Some(signal),
+        }
+    }
+
+    /// The run row's interim counts, written off the loop and one at a time:
+    /// a database that is away (each write waiting the pool's 10 s) must not
+    /// hold up the output, or the host's command would stall behind it. And a
+    /// look at the disk.
+    fn count(&self, run: i64, running: &mut Running) {
+        if running.counting.as_ref().is_none_or(tokio::task::JoinHandle::is_finished) && self.store.reachable_now() {
+            let store = self.store.clone();
+            let (stdout, stderr, lines) = running.sink.counts();
+            running.counting = Some(tokio::spawn(async move {
+                let _ = store.update_run_counts(run, stdout, stderr, lines).await;
+            }));
+        }
+        running.sink.check_space(|| self.short_of_space());
+    }
+
+    /// Said on the run while its host is silent, and taken back when it answers.
+    async fn check_quiet(&self, context: &Context<'_>, running: &mut Running) {
+        let silent = running.command.host_silent_for();
+        if (silent >= QUIET_AFTER || running.quiet) && self.store.reachable_now() {
+            running.quiet = silent >= QUIET_AFTER;
+            let seconds = running.quiet.then(|| i64::try_from(silent.as_secs()).unwrap_or(i64::MAX));
+            if self.store.set_host_quiet(context.run.id, seconds).await.is_ok() {
+                self.publish(context.investigation, context.run.id).await;
+            }
+        }
+    }
+
+    /// Ending: the sampler stopped (its notes, chart and summaries come just
+    /// after the run, off the critical path), the output closed and its last
+    /// counts written, and the end judged, with what was not kept.
+    async fn end_command(&self, context: &Context<'_>, running: Running, ran: Ran) -> OwnedEnd {
+        let run = context.run;
+        let Running { sink, sampler, counting, .. } = running;
+        let telemetry = sampler.map(crate::telemetry::Sampler::stop);
+        let stored = sink.finish().await;
         // The last interim count lands before the final one.
-        if let Some(counting) = counting.take() {
+        if let Some(counting) = counting {
             let _ = counting.await;
         }
-        if let Err(e) = self.store.update_run_counts(run.id, stdout, stderr, lines).await {
+        if let Err(e) = self.store.update_run_counts(run.id, stored.stdout, stored.stderr, stored.lines).await {
             tracing::error!(run = run.id, "cannot record output counts: {e}");
         }
+        let mut end = ran.judge(run.timeout_s, &context.target.name);
+        stored.tell(&mut end);
+        end.telemetry = telemetry;
+        end
+    }
+}
 
-        let connection_lost = command.connection_lost();
-        let mut end = match (stop, exit_code, &exit_signal) {
+/// The command on its host while it runs.
+struct Running {
+    command: exec::Exec,
+    sink: Sink,
+    sampler: Option<crate::telemetry::Sampler>,
+    exit_code: Option<i64>,
+    exit_signal: Option<String>,
+    /// The interim count being written, if one is.
+    counting: Option<tokio::task::JoinHandle<()>>,
+    /// Whether the run says its host is silent.
+    quiet: bool,
+}
+
+impl Running {
+    fn new(command: exec::Exec, sink: Sink, sampler: Option<crate::telemetry::Sampler>) -> Self {
+        Self { command, sink, sampler, exit_code: None, exit_signal: None, counting: None, quiet: false }
+    }
+}
+
+/// A command being stopped: why, and when SIGKILL follows the SIGINT.
+#[derive(Default)]
+struct Stopping {
+    stop: Option<Stop>,
+    kill_at: Option<tokio::time::Instant>,
+}
+
+impl Stopping {
+    async fn begin(&mut self, stop: Stop, command: &exec::Exec) {
+        self.stop = Some(stop);
+        command.signal(Sig::INT).await;
+        self.kill_at = Some(tokio::time::Instant::now() + GRACE);
+    }
+}
+
+/// A running command's clocks. Each first ticks one period from now: a
+/// short command needs no interim writes.
+struct Clocks {
+    counts: tokio::time::Interval,
+    flushes: tokio::time::Interval,
+    quiet_checks: tokio::time::Interval,
+}
+
+impl Clocks {
+    fn start() -> Self {
+        let now = tokio::time::Instant::now();
+        Self {
+            counts: tokio::time::interval_at(now + COUNT_INTERVAL, COUNT_INTERVAL),
+            flushes: tokio::time::interval_at(now + FLUSH_INTERVAL, FLUSH_INTERVAL),
+            quiet_checks: tokio::time::interval_at(now + QUIET_CHECK, QUIET_CHECK),
+        }
+    }
+}
+
+/// How the command's channel ended.
+struct Ran {
+    stop: Option<Stop>,
+    server_exit: Option<super::server::Exited>,
+    exit_code: Option<i64>,
+    exit_signal: Option<String>,
+    connection_lost: bool,
+}
+
+impl Ran {
+    /// The run's end, from why it was stopped (if it was), its exit and its
+    /// connection (`host`'s name, `timeout_s` of its step: for the sentence).
+    fn judge(self, timeout_s: Option<u64>, host: &str) -> OwnedEnd {
+        let mut end = match (self.stop, self.exit_code, &self.exit_signal) {
             (Some(Stop::Cancel), ..) => OwnedEnd::stopped(Stop::Cancel, "Cancelled."),
             (Some(Stop::ServerEnded), ..) => {
-                let how = server_exit
+                let how = self
+                    .server_exit
                     .as_ref()
                     .map_or_else(String::new, |e| format!(" {} after {} s", e.how, e.after.as_secs()));
                 OwnedEnd::error(
@@ -748,76 +810,23 @@ impl Runner {
             }
             (Some(Stop::Timeout), ..) => OwnedEnd::stopped(
                 Stop::Timeout,
-                &format!("Stopped after the step's timeout of {} s.", run.timeout_s.unwrap_or_default()),
+                &format!("Stopped after the step's timeout of {} s.", timeout_s.unwrap_or_default()),
             ),
             (None, Some(0), _) => OwnedEnd::new(RunStatus::Succeeded),
             (None, Some(_), _) | (None, None, Some(_)) => OwnedEnd::new(RunStatus::Failed),
             (None, None, None) => OwnedEnd::error(
                 RunStatus::Lost,
-                if connection_lost {
-                    format!("The connection to {} was lost; the output received until then is kept.", target.name)
+                if self.connection_lost {
+                    format!("The connection to {host} was lost; the output received until then is kept.")
                 } else {
                     "The host closed the channel without reporting an exit status.".to_string()
                 },
             ),
         };
-        end.exit_code = exit_code;
-        end.exit_signal = exit_signal;
-        if let Some((at, free, floor)) = low_space {
-            end.error = Some(format!(
-                "Storing output stopped at {}: {} was left free in {}, half of the --min-free floor of {}, which is \
-                 kept for the notebook itself. {dropped} more bytes were printed and not kept; the command ran to its end.",
-                app::runs::human_bytes(writer_len),
-                app::runs::human_bytes(free),
-                at.display(),
-                app::runs::human_bytes(floor)
-            ));
-            if end.status == RunStatus::Succeeded {
-                end.status = RunStatus::Failed;
-            }
-        } else if dropped > 0 && write_error.is_none() {
-            let note = format!(
-                "Output past the step's limit of {} was not kept ({dropped} more bytes were printed); \
-                 the command ran to its end. Raise output_limit_bytes on the step to keep more.",
-                app::runs::human_bytes(limit)
-            );
-            end.error = Some(match end.error.take() {
-                Some(before) => format!("{before} {note}"),
-                None => note,
-            });
-        }
-        if let Some(e) = write_error {
-            let after =
-                if dropped > 0 { format!(" ({dropped} more bytes were printed and not kept)") } else { String::new() };
-            end.error = Some(format!("Some output could not be stored: {e}{after}"));
-            // Never `succeeded` about output it did not keep.
-            if end.status == RunStatus::Succeeded {
-                end.status = RunStatus::Failed;
-            }
-        }
-        // Files as evidence, while the server (if any) still runs.
-        if !context.plan.artifacts.is_empty() {
-            super::artifacts::fetch_for_run(&self.pool, &self.store, &self.outputs, context).await;
-        }
-        let keep_for = (end.status.is_finished() && stop.is_none()).then_some(next).flatten();
-        let keep = self.servers.finish_server(context, beside, keep_for, stop == Some(Stop::Cancel)).await;
-        end.telemetry = telemetry;
-        (end, keep)
+        end.exit_code = self.exit_code;
+        end.exit_signal = self.exit_signal;
+        end
     }
-}
-
-/// Appends what fits under the run's output limit; counts the rest as dropped.
-async fn append_within(
-    writer: &mut crate::output::OutputWriter,
-    limit: u64,
-    dropped: &mut u64,
-    stream: Stream,
-    data: &[u8],
-) -> std::io::Result<()> {
-    let room = usize::try_from(limit.saturating_sub(writer.len)).unwrap_or(usize::MAX);
-    let keep = data.len().min(room);
-    *dropped += (data.len() - keep) as u64;
-    writer.append(stream, &data[..keep], now_ms()).await
 }
 
 /// Keeps the run's telemetry drawn, for its page: an empty chart when there is

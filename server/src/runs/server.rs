@@ -25,7 +25,7 @@ use crate::output::{OutputWriter, Stream};
 use crate::ssh::exec::{self, Event, Exit};
 use crate::ssh::quote::quote;
 use crate::ssh::{Pool, Target};
-use app::steps::command::{Ready, ServerSpec};
+use domain::steps::command::{Ready, ServerSpec};
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

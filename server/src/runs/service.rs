@@ -9,11 +9,11 @@ use crate::error::{Context, Error, Result};
 use crate::hosts::Hosts;
 use crate::output::{OutputKey, Outputs};
 use crate::policy::{Edit, Permit, Read, Run as RunRight, RunOn};
-use app::error::{ApiError, ErrorCode};
-use app::model::Step;
-use app::runs::{MAX_REPEAT, MAX_WARMUP, OutputTail, Run, RunRequest, RunStatus};
-use app::steps::StepBody;
 use bytes::Bytes;
+use domain::error::{ApiError, ErrorCode};
+use domain::model::Step;
+use domain::runs::{MAX_REPEAT, MAX_WARMUP, OutputTail, Run, RunRequest, RunStatus};
+use domain::steps::StepBody;
 use futures::Stream;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -86,7 +86,7 @@ impl Runs {
         only_shown: bool,
     ) {
         let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
-        let mut measured: HashMap<i64, Vec<app::metrics::Measurement>> = HashMap::new();
+        let mut measured: HashMap<i64, Vec<domain::metrics::Measurement>> = HashMap::new();
         let loaded = match known {
             Some(rows) => Ok(std::borrow::Cow::Borrowed(rows)),
             None => self.store.measurements_of_runs(&ids).await.map(std::borrow::Cow::Owned),
@@ -113,12 +113,12 @@ impl Runs {
             false => ids,
             true => by_step
                 .values()
-                .flat_map(|runs| app::runs::shown_run(runs).into_iter().chain(runs.last()))
+                .flat_map(|runs| domain::runs::shown_run(runs).into_iter().chain(runs.last()))
                 .map(|r| r.id)
                 .collect(),
         };
         let (mut artifacts, server_logs) = self.logs_of(&detailed).await;
-        let mut reports: HashMap<i64, Vec<app::runs::ReportInfo>> = HashMap::new();
+        let mut reports: HashMap<i64, Vec<domain::runs::ReportInfo>> = HashMap::new();
         match self.store.reports_of_runs(&detailed).await {
             Ok(rows) => {
                 for row in rows {
@@ -160,8 +160,8 @@ impl Runs {
     }
 
     /// The artifacts of these runs, and their server logs' ids, by run.
-    async fn logs_of(&self, runs: &[i64]) -> (HashMap<i64, Vec<app::runs::Artifact>>, HashMap<i64, i64>) {
-        let mut by_run: HashMap<i64, Vec<app::runs::Artifact>> = HashMap::new();
+    async fn logs_of(&self, runs: &[i64]) -> (HashMap<i64, Vec<domain::runs::Artifact>>, HashMap<i64, i64>) {
+        let mut by_run: HashMap<i64, Vec<domain::runs::Artifact>> = HashMap::new();
         let mut server_logs = HashMap::new();
         match self.store.logs_of_runs(runs).await {
             Ok(logs) => {
@@ -173,7 +173,7 @@ impl Runs {
                     if log.kind != "artifact" {
                         continue;
                     }
-                    by_run.entry(log.run_id).or_default().push(app::runs::Artifact {
+                    by_run.entry(log.run_id).or_default().push(domain::runs::Artifact {
                         url: format!("/api/v1/runs/{}/artifacts/{}", log.run_id, log.id),
                         id: log.id,
                         name: log.name,
@@ -218,7 +218,7 @@ impl Runs {
     }
 
     /// The run's artifacts.
-    pub async fn artifacts(&self, permit: &Permit<Read>, id: i64) -> Result<Vec<app::runs::Artifact>> {
+    pub async fn artifacts(&self, permit: &Permit<Read>, id: i64) -> Result<Vec<domain::runs::Artifact>> {
         self.row(permit, id).await?;
         Ok(self.logs_of(&[id]).await.0.remove(&id).unwrap_or_default())
     }
@@ -238,7 +238,7 @@ impl Runs {
     pub async fn start(&self, permit: &RunOn, step_id: i64, request: RunRequest) -> Result<Vec<Run>> {
         if self.runner.draining() {
             return Err(ApiError::new(
-                app::error::ErrorCode::ShuttingDown,
+                domain::error::ErrorCode::ShuttingDown,
                 "This Sleuth server is shutting down (a deploy) and starts no new runs; run it again in a moment.",
             )
             .into());
@@ -278,7 +278,7 @@ impl Runs {
             let now = format!(
                 "Nothing ran. It now runs on {} with {}:\n\n{}\n\nReload to read it, then run again.",
                 command.host,
-                app::runs::config_label(&env),
+                domain::runs::config_label(&env),
                 command.command
             );
             return Err(crate::error::stale_save(
@@ -316,7 +316,7 @@ impl Runs {
     }
 
     /// The GPUs' telemetry during a run.
-    pub async fn telemetry(&self, permit: &Permit<Read>, id: i64) -> Result<app::telemetry::Telemetry> {
+    pub async fn telemetry(&self, permit: &Permit<Read>, id: i64) -> Result<domain::telemetry::Telemetry> {
         let found = self.run(permit, id).await?;
         Ok(crate::telemetry::of_run(&self.store, id, found.telemetry).await?)
     }
@@ -365,7 +365,7 @@ impl Runs {
         Ok(self.runner.feeds().follow(key, id, offset, run.status).await)
     }
 
-    /// The investigation's runs fingerprint (`app::runs::runs_fingerprint`), from the rows alone.
+    /// The investigation's runs fingerprint (`domain::runs::runs_fingerprint`), from the rows alone.
     pub async fn fingerprint(&self, permit: &Permit<Read>) -> Result<u64> {
         let investigation = permit.investigation();
         if self.store.investigation(investigation).await?.is_none() {
@@ -373,7 +373,7 @@ impl Runs {
         }
         let runs: Vec<Run> =
             self.store.runs_of_investigation(investigation).await?.into_iter().map(run_from_row).collect();
-        Ok(app::runs::runs_fingerprint(&runs))
+        Ok(domain::runs::runs_fingerprint(&runs))
     }
 
     /// The run with its measurements (none until it has finished).
@@ -441,7 +441,7 @@ impl Runs {
     }
 
     /// A sweep and how far it got.
-    pub async fn sweep(&self, permit: &Permit<Read>, id: i64) -> Result<app::sweeps::Sweep> {
+    pub async fn sweep(&self, permit: &Permit<Read>, id: i64) -> Result<domain::sweeps::Sweep> {
         let row = self.store.sweep(id).await?.ok_or_else(|| sweep::not_found(id))?;
         if self.store.investigation_of(crate::db::OwnedBy::Sweep, id).await?.as_deref() != Some(permit.investigation())
         {
@@ -453,7 +453,7 @@ impl Runs {
 
     /// Cancels a sweep's runs that have not finished: the queued first, so none
     /// starts while the running one stops.
-    pub async fn cancel_sweep(&self, permit: &Permit<RunRight>, id: i64) -> Result<app::sweeps::Sweep> {
+    pub async fn cancel_sweep(&self, permit: &Permit<RunRight>, id: i64) -> Result<domain::sweeps::Sweep> {
         self.sweep(&permit.read(), id).await?;
         let runs: Vec<Run> = self.store.runs_of_sweep(id).await?.into_iter().map(run_from_row).collect();
         for run in runs.iter().filter(|r| r.status == RunStatus::Queued) {
@@ -470,7 +470,7 @@ impl Runs {
 /// The runs of a plain command (no matrix): warm-ups, then the measured runs.
 fn plain_runs(
     step_id: i64,
-    command: &app::steps::command::CommandBody,
+    command: &domain::steps::command::CommandBody,
     repeat: u32,
     warmup: u32,
     who: &str,

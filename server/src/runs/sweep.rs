@@ -1,5 +1,5 @@
 //! Sweeps on the server: turning a step's matrix and a run request into the
-//! runs of every configuration (`app::sweeps` has the grid and the order),
+//! runs of every configuration (`domain::sweeps` has the grid and the order),
 //! each an ordinary run that records its configuration; a sweep's progress;
 //! cancelling what is left of it.
 
@@ -7,10 +7,12 @@ use crate::db::{NewRun, NewSweep, SweepRow};
 use crate::error::{Context, Result};
 use crate::ssh::quote::quote;
 use crate::time::timestamp;
-use app::error::ApiError;
-use app::runs::{Run, RunRequest, RunStatus};
-use app::steps::command::CommandBody;
-use app::sweeps::{Config, MAX_SWEEP_RUNS, Order, Sweep, config_label, configurations, placeholder, plan as plan_of};
+use domain::error::ApiError;
+use domain::runs::{Run, RunRequest, RunStatus};
+use domain::steps::command::CommandBody;
+use domain::sweeps::{
+    Config, MAX_SWEEP_RUNS, Order, Sweep, config_label, configurations, placeholder, plan as plan_of,
+};
 
 /// Seeds stay below 2^53, so JSON numbers carry them exactly.
 const MAX_SEED: u64 = (1 << 53) - 1;

@@ -96,7 +96,7 @@ fn escape(chars: &[char]) -> String {
             c => Some(c),
         })
         .collect();
-    app::components::escape_text(&text)
+    domain::html::escape_text(&text)
 }
 
 #[cfg(test)]

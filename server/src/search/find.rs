@@ -7,8 +7,8 @@ use crate::db::{DocQuery, DocRow, OutputKey, Store};
 use crate::error::Result;
 use crate::output::Outputs;
 use crate::policy::Readers;
-use app::error::ApiError;
-use app::search::{DEFAULT_LIMIT, MAX_LIMIT, SearchHit, SearchRequest, SearchResults};
+use domain::error::ApiError;
+use domain::search::{DEFAULT_LIMIT, MAX_LIMIT, SearchHit, SearchRequest, SearchResults};
 
 impl From<QueryError> for ApiError {
     fn from(e: QueryError) -> Self {
@@ -143,7 +143,7 @@ async fn hit(outputs: &Outputs, row: DocRow, marks: &excerpt::Marks) -> SearchHi
                 (Some(s), n) if n >= 1 => {
                     let l = row.first_line.unwrap_or(1) as u64 + n as u64 - 1;
                     line = Some(l);
-                    format!("{page}#{}", app::steps::snippet::range_anchor(s, l, l))
+                    format!("{page}#{}", domain::steps::snippet::range_anchor(s, l, l))
                 }
                 _ => step.clone().unwrap_or_else(|| page.clone()),
             };
@@ -152,9 +152,9 @@ async fn hit(outputs: &Outputs, row: DocRow, marks: &excerpt::Marks) -> SearchHi
         kind => {
             let text = row.body.clone().unwrap_or_default();
             let url = match (kind, row.ref_id) {
-                ("hypothesis", Some(id)) => format!("{page}#{}", app::hypotheses::hypothesis_anchor(id)),
-                ("annotation", Some(id)) => format!("{page}#{}", app::steps::snippet::annotation_anchor(id)),
-                ("comment", Some(id)) => format!("{page}#{}", app::comments::comment_anchor(id)),
+                ("hypothesis", Some(id)) => format!("{page}#{}", domain::hypotheses::hypothesis_anchor(id)),
+                ("annotation", Some(id)) => format!("{page}#{}", domain::steps::snippet::annotation_anchor(id)),
+                ("comment", Some(id)) => format!("{page}#{}", domain::comments::comment_anchor(id)),
                 _ => step.clone().unwrap_or_else(|| page.clone()),
             };
             (url, excerpt::excerpt(&text, marks))

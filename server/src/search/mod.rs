@@ -243,7 +243,7 @@ async fn index_run(
     run: i64,
 ) -> Result<Option<String>, IndexError> {
     let Some(row) = store.run(run).await? else { return Ok(None) };
-    if app::runs::RunStatus::parse(&row.status).is_none_or(|s| !s.is_finished()) {
+    if !row.status.is_finished() {
         return Ok(None);
     }
     let Some(investigation) = store.investigation_of(OwnedBy::Run, run).await? else { return Ok(None) };
@@ -377,12 +377,12 @@ async fn index_investigation(store: &Store, investigation: &str) -> Result<(), I
     for step in &steps {
         let Ok(body) = crate::steps::from_stored(&step.kind, &step.body) else { continue };
         let base = NewDoc { step_id: Some(step.id), author: step.updated_by.clone(), ..NewDoc::default() };
-        use app::steps::StepBody;
+        use domain::steps::StepBody;
         let (kind, host, env, text) = match &body {
             StepBody::Note(n) => ("note", None, None, n.body.clone()),
             StepBody::Command(c) => {
                 let env = env_text(c.env.iter().map(|(k, v)| (k.as_str(), Some(v.as_str()))));
-                let sweep = app::sweeps::matrix_text(&c.matrix);
+                let sweep = domain::sweeps::matrix_text(&c.matrix);
                 let env_lines: String = c.env.iter().map(|(k, v)| format!("\n{k}={v}")).collect();
                 ("command", Some(c.host.clone()), env, format!("{}{env_lines}\n{sweep}", c.command))
             }

@@ -11,10 +11,12 @@ use crate::error::Result;
 use crate::markdown::to_safe_html;
 use crate::policy::{Edit, Permit, Read};
 use crate::time::timestamp;
-use app::error::ApiError;
-use app::model::Step;
-use app::steps::StepBody;
-use app::steps::snippet::{ANNOTATION_CHARS, Annotation, AnnotationPatch, NewAnnotation, Snapshot, annotation_anchor};
+use domain::error::ApiError;
+use domain::model::Step;
+use domain::steps::StepBody;
+use domain::steps::snippet::{
+    ANNOTATION_CHARS, Annotation, AnnotationPatch, NewAnnotation, Snapshot, annotation_anchor,
+};
 
 const AUTHOR_CHARS: usize = 80;
 
@@ -86,7 +88,7 @@ fn view(row: AnnotationRow, snapshots: &[Snapshot]) -> Annotation {
         html: to_safe_html(&row.body),
         body: row.body,
         author: row.author,
-        url: format!("{}#{}", app::model::investigation_url(&row.investigation_id), annotation_anchor(row.id)),
+        url: format!("{}#{}", domain::model::investigation_url(&row.investigation_id), annotation_anchor(row.id)),
         snapshot_id: row.snapshot_id,
         outdated,
         created_at: timestamp(row.created_at),

@@ -9,7 +9,7 @@
 //! single-quoted: the file may be 100 MB and only its digest crosses the network.
 
 use crate::ssh::{self, Pool, Target, quote::quote};
-use app::error::ApiError;
+use domain::error::ApiError;
 use russh_sftp::protocol::StatusCode;
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncReadExt;
@@ -45,7 +45,7 @@ fn sftp_error(path: &str, e: russh_sftp::client::error::Error) -> ApiError {
             StatusCode::PermissionDenied => ApiError::invalid(format!("Permission denied reading {path:?}.")),
             _ => ApiError::invalid(format!("The host could not read {path:?}: {}", status.error_message)),
         },
-        other => ApiError::new(app::error::ErrorCode::HostUnreachable, format!("Reading {path:?} failed: {other}")),
+        other => ApiError::new(domain::error::ErrorCode::HostUnreachable, format!("Reading {path:?} failed: {other}")),
     }
 }
 

@@ -14,10 +14,10 @@ use crate::hosts::Hosts;
 use crate::output::Outputs;
 use crate::policy::{Edit, ForBody, Permit, Read, RunOn};
 use crate::time::timestamp;
-use app::error::ApiError;
-use app::model::Step;
-use app::steps::StepBody;
-use app::steps::snippet::{Snapshot, SnippetBody};
+use domain::error::ApiError;
+use domain::model::Step;
+use domain::steps::StepBody;
+use domain::steps::snippet::{Snapshot, SnippetBody};
 use std::collections::HashMap;
 
 /// Source on hosts: snippets fetched into snapshots, greps, annotations, and
@@ -80,7 +80,10 @@ impl Source {
             tokio::time::timeout(std::time::Duration::from_secs(60), fetch::fetch(pool, &target, &path, range))
                 .await
                 .map_err(|_| {
-                    ApiError::new(app::error::ErrorCode::HostUnreachable, format!("Reading {path:?} took over 60 s."))
+                    ApiError::new(
+                        domain::error::ErrorCode::HostUnreachable,
+                        format!("Reading {path:?} took over 60 s."),
+                    )
                 })??;
         tracing::info!(host = %body.host, path = %fetched.path, start = fetched.start, end = fetched.end, "fetched snippet");
         let start = i64::try_from(fetched.start).unwrap_or(1);
@@ -184,7 +187,7 @@ impl Source {
                     tokio::time::timeout(std::time::Duration::from_secs(120), search::grep(pool, &target, grep))
                         .await
                         .map_err(|_| {
-                            ApiError::new(app::error::ErrorCode::HostUnreachable, "The search took over 120 s.")
+                            ApiError::new(domain::error::ErrorCode::HostUnreachable, "The search took over 120 s.")
                         })??;
                 Some(Fetched::Search(found))
             }
@@ -212,12 +215,12 @@ impl Source {
         for row in rows {
             let Some(step) = steps.iter_mut().find(|s| s.id == row.step_id) else { continue };
             let StepBody::Grep(body) = &step.body else { continue };
-            let mut hits: Vec<app::steps::grep::Hit> = serde_json::from_str(&row.hits).unwrap_or_default();
+            let mut hits: Vec<domain::steps::grep::Hit> = serde_json::from_str(&row.hits).unwrap_or_default();
             let marker = search::Marker::new(&body.pattern, body.regex);
             for hit in &mut hits {
                 hit.html = search::mark(&hit.text, &marker);
             }
-            step.search = Some(app::steps::grep::SearchResult {
+            step.search = Some(domain::steps::grep::SearchResult {
                 hits,
                 total: u64::try_from(row.total).unwrap_or(0),
                 error: row.error,

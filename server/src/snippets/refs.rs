@@ -124,7 +124,7 @@ pub fn linkify(html: &str, run: i64) -> String {
             out.push_str(&format!(
                 "<a class=\"src-ref\" href=\"{}\" data-file=\"{file}\" data-line=\"{line}\" \
                  title=\"Open {file}:{line} as a snippet\">{}</a>",
-                escape(&app::steps::snippet::source_url(run, &reference.file, reference.line)),
+                escape(&domain::steps::snippet::source_url(run, &reference.file, reference.line)),
                 escape(&text[range.clone()]),
                 line = reference.line,
             ));

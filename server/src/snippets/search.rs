@@ -3,8 +3,8 @@
 //! millions of lines sends back only what is shown.
 
 use crate::ssh::{self, Pool, Target, quote::quote};
-use app::error::ApiError;
-use app::steps::grep::{GrepBody, Hit};
+use domain::error::ApiError;
+use domain::steps::grep::{GrepBody, Hit};
 
 pub struct Found {
     pub hits: Vec<Hit>,
@@ -13,7 +13,7 @@ pub struct Found {
 }
 
 pub async fn grep(pool: &Pool, target: &Target, body: &GrepBody) -> crate::error::Result<Found> {
-    let max = body.max_hits.unwrap_or(app::steps::grep::DEFAULT_MAX_HITS);
+    let max = body.max_hits.unwrap_or(domain::steps::grep::DEFAULT_MAX_HITS);
     let nonce: u64 = rand::random();
     let marker = format!("__sleuth_total_{nonce:x}=");
     let mut command =

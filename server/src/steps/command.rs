@@ -1,7 +1,7 @@
 use crate::ssh::quote::is_env_name;
-use app::error::ApiError;
-use app::hosts::is_host_name;
-use app::steps::command::{CommandBody, MAX_COMMAND_BYTES, MAX_ENV_VARS, MAX_TIMEOUT_S};
+use domain::error::ApiError;
+use domain::hosts::is_host_name;
+use domain::steps::command::{CommandBody, MAX_COMMAND_BYTES, MAX_ENV_VARS, MAX_TIMEOUT_S};
 
 const MAX_VALUE_BYTES: usize = 8 * 1024;
 const MAX_CWD_BYTES: usize = 4096;
@@ -55,7 +55,7 @@ pub fn validate(mut body: CommandBody) -> Result<CommandBody, ApiError> {
     }
     check_matrix(&body)?;
     check_server(&mut body)?;
-    app::steps::command::check_artifact_globs(&body.artifacts).map_err(ApiError::invalid)?;
+    domain::steps::command::check_artifact_globs(&body.artifacts)?;
     body.artifacts = body.artifacts.iter().map(|g| g.trim().to_string()).collect();
     if let Some(limits) = &body.artifact_limits
         && (limits.file_bytes == 0 || limits.run_bytes == 0)
@@ -67,7 +67,7 @@ pub fn validate(mut body: CommandBody) -> Result<CommandBody, ApiError> {
 
 /// A server beside the runs: a command, a readiness test that can work, sane times.
 fn check_server(body: &mut CommandBody) -> Result<(), ApiError> {
-    use app::steps::command::{MAX_READY_TIMEOUT_S, MAX_STOP_GRACE_S, Ready};
+    use domain::steps::command::{MAX_READY_TIMEOUT_S, MAX_STOP_GRACE_S, Ready};
     let Some(server) = &mut body.server else { return Ok(()) };
     if server.command.trim().is_empty() {
         return Err(ApiError::invalid("The server's command is empty."));
@@ -106,7 +106,7 @@ fn check_server(body: &mut CommandBody) -> Result<(), ApiError> {
 /// A sweep's settings: real variable names or placeholders the command uses,
 /// a few values each, and a grid that stays a size one can wait for.
 fn check_matrix(body: &CommandBody) -> Result<(), ApiError> {
-    use app::sweeps::{MAX_CONFIGS, MAX_LEVELS, MAX_SETTINGS, placeholder};
+    use domain::sweeps::{MAX_CONFIGS, MAX_LEVELS, MAX_SETTINGS, placeholder};
     if body.matrix.len() > MAX_SETTINGS {
         return Err(ApiError::invalid(format!("A sweep has at most {MAX_SETTINGS} settings.")));
     }

@@ -1,6 +1,6 @@
-use app::error::ApiError;
-use app::hosts::is_host_name;
-use app::steps::grep::{DEFAULT_MAX_HITS, GrepBody, MAX_HITS};
+use domain::error::ApiError;
+use domain::hosts::is_host_name;
+use domain::steps::grep::{DEFAULT_MAX_HITS, GrepBody, MAX_HITS};
 
 pub fn validate(mut body: GrepBody) -> Result<GrepBody, ApiError> {
     body.host = body.host.trim().to_string();

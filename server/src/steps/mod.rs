@@ -1,5 +1,5 @@
 //! The server side of step kinds: checking what users send, storing it, and
-//! rendering it. One module per kind, mirroring `app::steps`.
+//! rendering it. One module per kind, mirroring `domain::steps`.
 
 mod command;
 mod grep;
@@ -12,9 +12,9 @@ pub use service::Steps;
 use crate::db::StepRow;
 use crate::error::{Context, Result};
 use crate::time::timestamp;
-use app::error::ApiError;
-use app::model::{Step, step_url};
-use app::steps::StepBody;
+use domain::error::ApiError;
+use domain::model::{Step, step_url};
+use domain::steps::StepBody;
 
 /// Checks and normalizes a body a user sent.
 pub fn validate(body: StepBody) -> Result<StepBody, ApiError> {
@@ -34,7 +34,7 @@ pub fn render(body: &StepBody) -> Option<String> {
         StepBody::Command(command) => Some(command::render(command)),
         // Rendered from its snapshots (see `snippets`).
         StepBody::Snippet(_) | StepBody::Grep(_) => None,
-        // Its numbers are computed where it is shown (`app::steps::calculator`).
+        // Its numbers are computed where it is shown (`domain::steps::calculator`).
         StepBody::Calculator(_) => None,
     }
 }
@@ -93,7 +93,7 @@ pub fn rendered(row: StepRow) -> Result<Step> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use app::steps::note::NoteBody;
+    use domain::steps::note::NoteBody;
 
     #[test]
     fn stored_form_round_trips() {

@@ -1,5 +1,5 @@
-use app::error::ApiError;
-use app::steps::note::{MAX_BYTES, NoteBody};
+use domain::error::ApiError;
+use domain::steps::note::{MAX_BYTES, NoteBody};
 
 pub fn validate(note: NoteBody) -> Result<NoteBody, ApiError> {
     if note.body.trim().is_empty() {

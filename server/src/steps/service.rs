@@ -10,9 +10,9 @@ use crate::metrics::Metrics;
 use crate::policy::{Edit, ForBody, Permit, Read, RunOn};
 use crate::runs::Runs;
 use crate::snippets::Source;
-use app::error::ApiError;
-use app::model::Step;
-use app::steps::StepBody;
+use domain::error::ApiError;
+use domain::model::Step;
+use domain::steps::StepBody;
 use std::collections::HashSet;
 
 #[derive(Clone)]

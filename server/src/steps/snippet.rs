@@ -1,6 +1,6 @@
-use app::error::ApiError;
-use app::hosts::is_host_name;
-use app::steps::snippet::{MAX_LINES, SnippetBody};
+use domain::error::ApiError;
+use domain::hosts::is_host_name;
+use domain::steps::snippet::{MAX_LINES, SnippetBody};
 
 pub fn validate(mut body: SnippetBody) -> Result<SnippetBody, ApiError> {
     body.host = body.host.trim().to_string();

@@ -19,7 +19,7 @@ pub mod summary;
 use crate::db::Store;
 use crate::ssh::exec::{self, Event};
 use crate::ssh::{Pool, Target, quote};
-use app::telemetry::Sample;
+use domain::telemetry::Sample;
 use parse::{DmonColumns, QueryColumns, Reading};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -311,7 +311,7 @@ pub async fn of_run(
     store: &Store,
     run: i64,
     sampled: bool,
-) -> Result<app::telemetry::Telemetry, crate::db::StoreError> {
+) -> Result<domain::telemetry::Telemetry, crate::db::StoreError> {
     let (gpus, notes) = store.telemetry_info(run).await?.unwrap_or_default();
     let names: Vec<(u32, String)> = gpus
         .and_then(|g| serde_json::from_str::<Vec<serde_json::Value>>(&g).ok())
@@ -323,11 +323,11 @@ pub async fn of_run(
     if !sampled {
         notes.push("GPU telemetry was off for this run's step.".into());
     }
-    let mut series: BTreeMap<u32, app::telemetry::GpuSeries> = BTreeMap::new();
+    let mut series: BTreeMap<u32, domain::telemetry::GpuSeries> = BTreeMap::new();
     for (gpu, sample) in store.samples(run).await? {
         series
             .entry(gpu)
-            .or_insert_with(|| app::telemetry::GpuSeries {
+            .or_insert_with(|| domain::telemetry::GpuSeries {
                 index: gpu,
                 name: names.iter().find(|(i, _)| *i == gpu).map(|(_, n)| n.clone()).unwrap_or_default(),
                 samples: Vec::new(),
@@ -335,7 +335,7 @@ pub async fn of_run(
             .samples
             .push(sample);
     }
-    Ok(app::telemetry::Telemetry { gpus: series.into_values().collect(), notes })
+    Ok(domain::telemetry::Telemetry { gpus: series.into_values().collect(), notes })
 }
 
 #[cfg(test)]

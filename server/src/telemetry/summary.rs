@@ -4,8 +4,8 @@
 //! largest of any GPU. The unkeyed ones come first: they are what a run's
 //! "first value of a metric" means.
 
-use app::metrics::Measurement;
-use app::telemetry::Sample;
+use domain::metrics::Measurement;
+use domain::telemetry::Sample;
 use std::collections::BTreeMap;
 
 pub const EXTRACTOR: &str = "telemetry";

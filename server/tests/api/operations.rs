@@ -407,9 +407,9 @@ async fn sigterm_lets_runs_end_within_the_grace_then_interrupts_the_rest() {
 
     let store = server::db::Store::open(&server::db::Database::Sqlite(data.path().to_path_buf())).await.unwrap();
     let short = store.run(runs[0].1).await.unwrap().unwrap();
-    assert_eq!(short.status, "succeeded", "{short:?}");
+    assert_eq!(short.status, domain::runs::RunStatus::Succeeded, "{short:?}");
     let long = store.run(runs[1].1).await.unwrap().unwrap();
-    assert_eq!(long.status, "interrupted", "{long:?}");
+    assert_eq!(long.status, domain::runs::RunStatus::Interrupted, "{long:?}");
     assert!(long.error.as_deref().is_some_and(|e| e.contains("SIGTERM") && e.contains("4 s grace")), "{long:?}");
     assert_eq!(long.stdout_bytes, 5, "{long:?}");
 }
