@@ -35,11 +35,9 @@ where
 #[component]
 pub fn PageTitle(#[prop(into)] text: String) -> impl IntoView {
     #[cfg(feature = "ssr")]
-    let text = escape_text(&text);
+    let text = domain::html::escape_text(&text);
     view! { <leptos_meta::Title text/> }
 }
-
-pub(crate) use domain::html::escape_text;
 
 #[component]
 pub fn StatusBadge(status: InvestigationStatus) -> impl IntoView {
@@ -272,7 +270,7 @@ mod tests {
     #[test]
     fn titles_are_escaped_for_the_head() {
         assert_eq!(
-            super::escape_text("</title><script>alert('x')</script> & \"q\""),
+            domain::html::escape_text("</title><script>alert('x')</script> & \"q\""),
             "&lt;/title&gt;&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;"
         );
     }

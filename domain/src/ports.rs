@@ -2,18 +2,20 @@
 //! which the server implements (its policy layer) and provides as context, so
 //! neither the pages nor these types link the store, SSH or anything else
 //! server-only. Who is asking ([`Actor`]) is an explicit argument of each call.
+//! They exist because the pages must compile without the server: each holds
+//! what a page calls, and nothing else.
 
-use crate::accounts::{ApiToken, HostAccess, Member, NewApiToken, NewUser, SignInLink, TeamUser, User};
+use crate::accounts::{ApiToken, Member, NewApiToken, NewUser, SignInLink, TeamUser, User};
 use crate::comments::{Comment, Mention, NewComment};
 use crate::error::ApiError;
 use crate::hosts::{ConnectionReport, Host, HostFacts, HostImport, ImportReport, NewHost};
 use crate::hypotheses::{Hypothesis, HypothesisInput};
-use crate::metrics::{ExtractorDef, NewMeasurement, Overview, StoredMeasurement};
+use crate::metrics::{ExtractorDef, NewMeasurement, StoredMeasurement};
 use crate::model::{
     Investigation, InvestigationPatch, InvestigationSummary, NewInvestigation, SharedView, Step, StepWindow,
 };
 use crate::runs::{OutputTail, Run, RunRequest};
-use crate::search::{Export, ExportFormat, SearchRequest, SearchResults};
+use crate::search::{SearchRequest, SearchResults};
 use crate::shares::{CreatedShareLink, NewShareLink, ShareLink};
 use crate::steps::StepBody;
 use crate::steps::snippet::{Annotation, AnnotationPatch, NewAnnotation, SourceCandidates};
@@ -41,10 +43,12 @@ impl Actor {
     }
 }
 
-/// The notebook, as one object the server provides: every operation, in one
-/// trait per domain. The server implements each once, in its policy layer
-/// (`server/src/auth/guarded/`), which checks the actor's rights and calls the
-/// service. Callers hold an `Arc<dyn Notebook>`, whose methods are all of them.
+/// The notebook, as one object the server provides: every operation a page
+/// calls, in one trait per domain. The server answers each in its policy
+/// layer (`server/src/guarded/`), which checks the actor's rights and calls
+/// the service. Pages hold an `Arc<dyn Notebook>`, whose methods are all of
+/// them. What only the JSON API does is no port: its handlers call the
+/// policy layer directly.
 pub trait Notebook:
     InvestigationOps + StepOps + HostOps + RunOps + SourceOps + MeasurementOps + HypothesisOps + TeamOps + FindOps
 {
@@ -97,13 +101,10 @@ pub trait StepOps: Send + Sync + 'static {
 #[async_trait::async_trait]
 pub trait HostOps: Send + Sync + 'static {
     async fn hosts(&self, actor: &Actor) -> Result<Vec<Host>, ApiError>;
-    async fn host(&self, actor: &Actor, name: &str) -> Result<Host, ApiError>;
     async fn add_host(&self, actor: &Actor, host: NewHost) -> Result<Host, ApiError>;
     /// Replaces the host called `name` (which may be renamed by `host.name`).
     async fn update_host(&self, actor: &Actor, name: &str, host: NewHost) -> Result<Host, ApiError>;
     async fn remove_host(&self, actor: &Actor, name: &str) -> Result<(), ApiError>;
-    /// Every pinned host key as an OpenSSH known_hosts file.
-    async fn known_hosts(&self, actor: &Actor) -> Result<String, ApiError>;
     /// Trusts the key the host offered, if `fingerprint` is its SHA256 fingerprint.
     async fn trust_host(&self, actor: &Actor, name: &str, fingerprint: &str) -> Result<Host, ApiError>;
     /// Keeps the passphrase of the host's key file in memory (never stored).
@@ -115,11 +116,6 @@ pub trait HostOps: Send + Sync + 'static {
     async fn capture_facts(&self, actor: &Actor, host: &str, python: Option<String>) -> Result<HostFacts, ApiError>;
     /// The newest captured facts, if any.
     async fn facts(&self, actor: &Actor, host: &str) -> Result<Option<HostFacts>, ApiError>;
-    /// One capture, as a run refers to it (`Run::facts_id`).
-    async fn facts_by_id(&self, actor: &Actor, id: i64) -> Result<HostFacts, ApiError>;
-    async fn host_access(&self, actor: &Actor, host: &str) -> Result<HostAccess, ApiError>;
-    /// Admins only.
-    async fn set_host_access(&self, actor: &Actor, host: &str, access: HostAccess) -> Result<HostAccess, ApiError>;
     /// Whether writes are refused (anyone), and the server's disk, store and
     /// connections (admins).
     async fn server_status(&self, actor: &Actor) -> Result<crate::hosts::ServerStatus, ApiError>;
@@ -132,17 +128,8 @@ pub trait RunOps: Send + Sync + 'static {
     async fn start_runs(&self, actor: &Actor, step_id: i64, request: RunRequest) -> Result<Vec<Run>, ApiError>;
     async fn run(&self, actor: &Actor, id: i64) -> Result<Run, ApiError>;
     async fn cancel_run(&self, actor: &Actor, id: i64) -> Result<Run, ApiError>;
-    /// The run as soon as it has finished, or as it is after `within` (a long
-    /// poll: scripts wait for a run's end without polling).
-    async fn wait_for_run(&self, actor: &Actor, id: i64, within: std::time::Duration) -> Result<Run, ApiError>;
     /// Up to `bytes` of a run's output ending at `before`, as HTML, from a line start.
     async fn output_before(&self, actor: &Actor, id: i64, before: u64, bytes: u64) -> Result<OutputTail, ApiError>;
-    /// The GPUs' telemetry during a run.
-    async fn telemetry(&self, actor: &Actor, run: i64) -> Result<crate::telemetry::Telemetry, ApiError>;
-    /// The files kept from a run's directory.
-    async fn artifacts(&self, actor: &Actor, run: i64) -> Result<Vec<crate::runs::Artifact>, ApiError>;
-    /// A sweep and how far it got.
-    async fn sweep(&self, actor: &Actor, id: i64) -> Result<crate::sweeps::Sweep, ApiError>;
     /// Cancels a sweep's runs that have not finished.
     async fn cancel_sweep(&self, actor: &Actor, id: i64) -> Result<crate::sweeps::Sweep, ApiError>;
 }
@@ -160,7 +147,6 @@ pub trait SourceOps: Send + Sync + 'static {
     ) -> Result<Step, ApiError>;
     /// Writes an annotation beside lines the snippet step shows.
     async fn add_annotation(&self, actor: &Actor, step_id: i64, new: NewAnnotation) -> Result<Annotation, ApiError>;
-    async fn annotation(&self, actor: &Actor, id: i64) -> Result<Annotation, ApiError>;
     async fn update_annotation(&self, actor: &Actor, id: i64, patch: AnnotationPatch) -> Result<Annotation, ApiError>;
     async fn delete_annotation(&self, actor: &Actor, id: i64) -> Result<(), ApiError>;
     /// The files on the run's host that a reference in its output (`x.py:137`) may name.
@@ -176,8 +162,6 @@ pub trait SourceOps: Send + Sync + 'static {
 /// Numbers: measurements, the chart, extractors.
 #[async_trait::async_trait]
 pub trait MeasurementOps: Send + Sync + 'static {
-    /// Every measurement of an investigation (from its runs, and manual ones).
-    async fn measurements(&self, actor: &Actor, investigation: &str) -> Result<Vec<StoredMeasurement>, ApiError>;
     async fn add_measurement(
         &self,
         actor: &Actor,
@@ -185,17 +169,6 @@ pub trait MeasurementOps: Send + Sync + 'static {
         new: NewMeasurement,
     ) -> Result<StoredMeasurement, ApiError>;
     async fn delete_measurement(&self, actor: &Actor, id: i64) -> Result<(), ApiError>;
-    /// The investigation's chart of `metric` (default: its main one) by configuration;
-    /// `None` while no metric was measured in two runs.
-    async fn overview(
-        &self,
-        actor: &Actor,
-        investigation: &str,
-        query: &crate::metrics::OverviewQuery,
-    ) -> Result<Option<Overview>, ApiError>;
-    async fn extractors(&self, actor: &Actor, investigation: &str) -> Result<Vec<ExtractorDef>, ApiError>;
-    /// The investigation's SLO (`TTFT <= 200 ms and TPOT <= 50 ms`), if it has one.
-    async fn slo(&self, actor: &Actor, investigation: &str) -> Result<Option<crate::distributions::SloView>, ApiError>;
     /// Sets (an empty text removes) the SLO, and reads every finished run again
     /// for its goodput and knee.
     async fn set_slo(
@@ -204,11 +177,6 @@ pub trait MeasurementOps: Send + Sync + 'static {
         investigation: &str,
         input: crate::distributions::SloInput,
     ) -> Result<Option<crate::distributions::SloView>, ApiError>;
-    async fn derived_metrics(
-        &self,
-        actor: &Actor,
-        investigation: &str,
-    ) -> Result<Vec<crate::metrics::DerivedDef>, ApiError>;
     /// Adds a derived metric and computes it for every finished run of the investigation.
     async fn add_derived(
         &self,
@@ -230,7 +198,6 @@ pub trait MeasurementOps: Send + Sync + 'static {
 /// Hypotheses and their experiments.
 #[async_trait::async_trait]
 pub trait HypothesisOps: Send + Sync + 'static {
-    async fn hypotheses(&self, actor: &Actor, investigation: &str) -> Result<Vec<Hypothesis>, ApiError>;
     async fn hypothesis(&self, actor: &Actor, id: i64) -> Result<Hypothesis, ApiError>;
     async fn add_hypothesis(
         &self,
@@ -248,27 +215,13 @@ pub trait HypothesisOps: Send + Sync + 'static {
 #[async_trait::async_trait]
 pub trait FindOps: Send + Sync + 'static {
     async fn search(&self, actor: &Actor, request: SearchRequest) -> Result<SearchResults, ApiError>;
-    /// `comments`: with the investigation's comment threads.
-    async fn export(
-        &self,
-        actor: &Actor,
-        investigation: &str,
-        format: ExportFormat,
-        comments: bool,
-    ) -> Result<Export, ApiError>;
-    /// What a share link shows, as a file (hosts hidden when the link hides them).
-    async fn export_shared(&self, token: &str, format: ExportFormat) -> Result<Export, ApiError>;
 }
 
 /// Working together: members, share links, comments and mentions.
 #[async_trait::async_trait]
 pub trait TeamOps: Send + Sync + 'static {
-    /// Who has which role in the investigation.
-    async fn members(&self, actor: &Actor, investigation: &str) -> Result<Vec<Member>, ApiError>;
     /// Gives `member.user` that role (owners only); a role of `none` removes it.
     async fn set_member(&self, actor: &Actor, investigation: &str, member: Member) -> Result<Vec<Member>, ApiError>;
-    /// The investigation's share links (owners only).
-    async fn share_links(&self, actor: &Actor, investigation: &str) -> Result<Vec<ShareLink>, ApiError>;
     async fn create_share_link(
         &self,
         actor: &Actor,

@@ -27,8 +27,6 @@
 #[allow(dead_code)] // not every benchmark uses every part of the peer
 mod peer;
 
-#[allow(unused_imports)]
-use peer::{FindOps, HostOps, InvestigationOps, RunOps, StepOps};
 use peer::{Peer, median, ms, quick};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};

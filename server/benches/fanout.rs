@@ -19,8 +19,6 @@ mod peer;
 use domain::runs::RunRequest;
 use domain::steps::{StepBody, command::CommandBody};
 use peer::{Actor, Peer, quick};
-#[allow(unused_imports)]
-use peer::{FindOps, HostOps, InvestigationOps, RunOps, StepOps};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 

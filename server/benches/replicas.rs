@@ -20,8 +20,6 @@ use domain::runs::RunRequest;
 use domain::steps::{StepBody, command::CommandBody};
 use http_body_util::BodyExt;
 use peer::{Actor, Peer, Postgres, quick};
-#[allow(unused_imports)]
-use peer::{FindOps, HostOps, InvestigationOps, RunOps, StepOps};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tower::ServiceExt;
 

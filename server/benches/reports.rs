@@ -22,12 +22,9 @@
 #[allow(dead_code)] // not every benchmark uses every part of the peer
 mod peer;
 
-use domain::ports::HypothesisOps;
 use domain::runs::RunRequest;
 use domain::steps::{StepBody, command::CommandBody};
 use peer::{Actor, Peer, median, ms, quick, status_kb};
-#[allow(unused_imports)]
-use peer::{FindOps, HostOps, InvestigationOps, RunOps, StepOps};
 use std::io::Write;
 use std::process::Command;
 use std::time::{Duration, Instant};

@@ -18,8 +18,6 @@ use domain::runs::RunRequest;
 use domain::search::SearchRequest;
 use domain::steps::{StepBody, command::CommandBody, note::NoteBody};
 use peer::{Actor, Peer, Postgres, quick};
-#[allow(unused_imports)]
-use peer::{FindOps, HostOps, InvestigationOps, RunOps, StepOps};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

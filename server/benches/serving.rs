@@ -19,8 +19,6 @@ mod peer;
 use domain::runs::{Run, RunRequest};
 use domain::steps::{StepBody, command::CommandBody};
 use peer::{Actor, Peer, median, ms, quick, status_kb, timed};
-#[allow(unused_imports)]
-use peer::{FindOps, HostOps, InvestigationOps, RunOps, StepOps};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 

@@ -15,8 +15,6 @@ mod peer;
 
 use domain::steps::{StepBody, snippet::SnippetBody};
 use peer::{Actor, Peer, median, ms, quick, timed};
-#[allow(unused_imports)]
-use peer::{FindOps, HostOps, InvestigationOps, RunOps, StepOps};
 use std::time::{Duration, Instant};
 
 /// `lines` lines of plausible Python: functions, docstrings, strings, comments.

@@ -20,8 +20,6 @@ mod peer;
 use domain::runs::RunRequest;
 use domain::steps::{StepBody, command::CommandBody};
 use peer::{Actor, Peer, Postgres, median, ms, quick, status_kb, timed};
-#[allow(unused_imports)]
-use peer::{FindOps, HostOps, InvestigationOps, RunOps, StepOps};
 use std::time::{Duration, Instant};
 
 /// Runs the step once through Sleuth and waits for the run to finish.

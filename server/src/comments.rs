@@ -1,5 +1,5 @@
 //! Threaded comments on steps and annotations, and @mentions (who may comment
-//! is checked in `auth::guarded`; the author is the signed-in user).
+//! is checked in `crate::guarded`; the author is the signed-in user).
 //!
 //! A thread is one root comment and its replies; a reply to a reply joins the
 //! same thread (one level, as in code review), and resolving any comment of a

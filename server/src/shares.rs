@@ -1,5 +1,5 @@
 //! View-only share links: create, list, revoke (owners; checked in
-//! `auth::guarded`), and what a link shows to anyone who has it.
+//! `crate::guarded`), and what a link shows to anyone who has it.
 //!
 //! A link shows the investigation as its members see it, minus everything about
 //! the team: no members, no comments, no other links, no forms, and no names of

@@ -6,8 +6,6 @@ use crate::model::Step;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 
-pub(crate) use domain::steps::grep::*;
-
 #[server]
 pub async fn add_grep(
     investigation: String,
@@ -17,7 +15,7 @@ pub async fn add_grep(
     regex: Option<String>,
     glob: String,
 ) -> Result<Step, ApiError> {
-    let body = GrepBody {
+    let body = domain::steps::grep::GrepBody {
         host,
         pattern,
         path,

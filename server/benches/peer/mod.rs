@@ -7,8 +7,6 @@
 mod sshd;
 
 pub use domain::ports::Actor;
-#[allow(unused_imports)]
-pub use domain::ports::{FindOps, HostOps, InvestigationOps, RunOps, StepOps};
 use server::AppState;
 use server::serve::Opened;
 use std::path::PathBuf;

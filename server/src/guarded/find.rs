@@ -6,13 +6,12 @@ use domain::error::ApiError;
 use domain::ports::Actor;
 use domain::search::{Export, ExportFormat, SearchRequest, SearchResults};
 
-#[async_trait::async_trait]
-impl domain::ports::FindOps for super::Guarded {
-    async fn search(&self, actor: &Actor, request: SearchRequest) -> Result<SearchResults, ApiError> {
+impl super::Guarded {
+    pub async fn search(&self, actor: &Actor, request: SearchRequest) -> Result<SearchResults, ApiError> {
         let readers = self.access.readers(actor).await?;
         Ok(self.notebook.search.find(&readers, &request).await?)
     }
-    async fn export(
+    pub async fn export(
         &self,
         actor: &Actor,
         investigation: &str,
@@ -22,7 +21,7 @@ impl domain::ports::FindOps for super::Guarded {
         let permit = self.access.permit::<Read>(actor, investigation).await?;
         Ok(self.notebook.export(&permit, format, comments).await?)
     }
-    async fn export_shared(&self, token: &str, format: ExportFormat) -> Result<Export, ApiError> {
+    pub async fn export_shared(&self, token: &str, format: ExportFormat) -> Result<Export, ApiError> {
         let permit = self.access.shared(token).await?;
         Ok(self.notebook.export_shared(&permit, format).await?)
     }

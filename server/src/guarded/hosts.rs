@@ -9,7 +9,7 @@ use domain::ports::Actor;
 impl super::Guarded {
     /// The host as the caller may see it: what they may do with it (for pages
     /// that offer only that), and the server's key file path for admins only.
-    async fn for_caller(&self, actor: &Actor, mut host: Host) -> Host {
+    pub async fn for_caller(&self, actor: &Actor, mut host: Host) -> Host {
         host.can_manage = actor.admin;
         host.can_use = self.access.host_use(actor, &host.name).await.is_ok();
         if !actor.admin {
@@ -19,9 +19,8 @@ impl super::Guarded {
     }
 }
 
-#[async_trait::async_trait]
-impl domain::ports::HostOps for super::Guarded {
-    async fn hosts(&self, actor: &Actor) -> Result<Vec<Host>, ApiError> {
+impl super::Guarded {
+    pub async fn hosts(&self, actor: &Actor) -> Result<Vec<Host>, ApiError> {
         let hosts = self.notebook.hosts.list(&self.access.anyone(actor)).await?;
         let mut shown = Vec::with_capacity(hosts.len());
         for host in hosts {
@@ -29,47 +28,52 @@ impl domain::ports::HostOps for super::Guarded {
         }
         Ok(shown)
     }
-    async fn host(&self, actor: &Actor, name: &str) -> Result<Host, ApiError> {
+    pub async fn host(&self, actor: &Actor, name: &str) -> Result<Host, ApiError> {
         let host = self.notebook.hosts.get(&self.access.anyone(actor), name).await?;
         Ok(self.for_caller(actor, host).await)
     }
-    async fn add_host(&self, actor: &Actor, host: NewHost) -> Result<Host, ApiError> {
+    pub async fn add_host(&self, actor: &Actor, host: NewHost) -> Result<Host, ApiError> {
         let admin = self.access.admin(actor, "add hosts")?;
         let host = self.notebook.hosts.add(&admin, host).await?;
         Ok(self.for_caller(actor, host).await)
     }
-    async fn update_host(&self, actor: &Actor, name: &str, host: NewHost) -> Result<Host, ApiError> {
+    pub async fn update_host(&self, actor: &Actor, name: &str, host: NewHost) -> Result<Host, ApiError> {
         let admin = self.access.admin(actor, "change hosts")?;
         let host = self.notebook.hosts.update(&admin, name, host).await?;
         Ok(self.for_caller(actor, host).await)
     }
-    async fn remove_host(&self, actor: &Actor, name: &str) -> Result<(), ApiError> {
+    pub async fn remove_host(&self, actor: &Actor, name: &str) -> Result<(), ApiError> {
         let admin = self.access.admin(actor, "remove hosts")?;
         Ok(self.notebook.hosts.remove(&admin, name).await?)
     }
-    async fn known_hosts(&self, actor: &Actor) -> Result<String, ApiError> {
+    pub async fn known_hosts(&self, actor: &Actor) -> Result<String, ApiError> {
         Ok(self.notebook.hosts.known_hosts(&self.access.anyone(actor)).await?)
     }
-    async fn trust_host(&self, actor: &Actor, name: &str, fingerprint: &str) -> Result<Host, ApiError> {
+    pub async fn trust_host(&self, actor: &Actor, name: &str, fingerprint: &str) -> Result<Host, ApiError> {
         let admin = self.access.admin(actor, "trust host keys")?;
         let host = self.notebook.hosts.trust(&admin, name, fingerprint).await?;
         Ok(self.for_caller(actor, host).await)
     }
-    async fn set_passphrase(&self, actor: &Actor, name: &str, passphrase: String) -> Result<(), ApiError> {
+    pub async fn set_passphrase(&self, actor: &Actor, name: &str, passphrase: String) -> Result<(), ApiError> {
         let admin = self.access.admin(actor, "unlock host keys")?;
         Ok(self.notebook.hosts.set_passphrase(&admin, name, passphrase).await?)
     }
-    async fn test_host(&self, actor: &Actor, name: &str) -> Result<ConnectionReport, ApiError> {
+    pub async fn test_host(&self, actor: &Actor, name: &str) -> Result<ConnectionReport, ApiError> {
         let permit = self.access.host_use(actor, name).await?;
         Ok(self.notebook.hosts.test(&permit).await?)
     }
-    async fn import_hosts(&self, actor: &Actor, source: HostImport) -> Result<ImportReport, ApiError> {
+    pub async fn import_hosts(&self, actor: &Actor, source: HostImport) -> Result<ImportReport, ApiError> {
         let admin = self.access.admin(actor, "import hosts")?;
         Ok(self.notebook.hosts.import(&admin, source).await?)
     }
     /// The python a capture names is used again by every automatic capture
     /// before a day's first run, so only admins choose it.
-    async fn capture_facts(&self, actor: &Actor, host: &str, python: Option<String>) -> Result<HostFacts, ApiError> {
+    pub async fn capture_facts(
+        &self,
+        actor: &Actor,
+        host: &str,
+        python: Option<String>,
+    ) -> Result<HostFacts, ApiError> {
         let permit = self.access.host_use(actor, host).await?;
         let names_python = python.as_deref().is_some_and(|p| !p.trim().is_empty());
         if names_python && !actor.admin {
@@ -81,24 +85,24 @@ impl domain::ports::HostOps for super::Guarded {
         }
         Ok(self.notebook.facts.capture(&permit, python.as_deref()).await?)
     }
-    async fn facts(&self, actor: &Actor, host: &str) -> Result<Option<HostFacts>, ApiError> {
+    pub async fn facts(&self, actor: &Actor, host: &str) -> Result<Option<HostFacts>, ApiError> {
         let permit = self.access.host_use(actor, host).await?;
         Ok(self.notebook.facts.latest(&permit).await?)
     }
     /// Those who may use the host, and readers of an investigation with a run
     /// that points at these facts (its provenance shows them).
-    async fn facts_by_id(&self, actor: &Actor, id: i64) -> Result<HostFacts, ApiError> {
+    pub async fn facts_by_id(&self, actor: &Actor, id: i64) -> Result<HostFacts, ApiError> {
         let permit = self.access.facts(actor, id).await?;
         Ok(self.notebook.facts.by_id(&permit).await?)
     }
-    async fn host_access(&self, actor: &Actor, host: &str) -> Result<HostAccess, ApiError> {
+    pub async fn host_access(&self, actor: &Actor, host: &str) -> Result<HostAccess, ApiError> {
         Ok(self.notebook.hosts.access(&self.access.anyone(actor), host).await?)
     }
-    async fn set_host_access(&self, actor: &Actor, host: &str, access: HostAccess) -> Result<HostAccess, ApiError> {
+    pub async fn set_host_access(&self, actor: &Actor, host: &str, access: HostAccess) -> Result<HostAccess, ApiError> {
         let admin = self.access.admin(actor, "decide who runs on hosts")?;
         Ok(self.notebook.hosts.set_access(&admin, host, access).await?)
     }
-    async fn server_status(&self, actor: &Actor) -> Result<domain::hosts::ServerStatus, ApiError> {
+    pub async fn server_status(&self, actor: &Actor) -> Result<domain::hosts::ServerStatus, ApiError> {
         let refusing = self.notebook.refusing(&self.access.anyone(actor));
         let admin = self.access.admin(actor, "read the server's state").ok();
         Ok(domain::hosts::ServerStatus { refusing, detail: admin.map(|admin| self.notebook.server_detail(&admin)) })

@@ -6,17 +6,16 @@ use domain::error::ApiError;
 use domain::hypotheses::{Hypothesis, HypothesisInput};
 use domain::ports::Actor;
 
-#[async_trait::async_trait]
-impl domain::ports::HypothesisOps for super::Guarded {
-    async fn hypotheses(&self, actor: &Actor, investigation: &str) -> Result<Vec<Hypothesis>, ApiError> {
+impl super::Guarded {
+    pub async fn hypotheses(&self, actor: &Actor, investigation: &str) -> Result<Vec<Hypothesis>, ApiError> {
         let permit = self.access.permit::<Read>(actor, investigation).await?;
         Ok(self.notebook.hypotheses.list(&permit, None).await?)
     }
-    async fn hypothesis(&self, actor: &Actor, id: i64) -> Result<Hypothesis, ApiError> {
+    pub async fn hypothesis(&self, actor: &Actor, id: i64) -> Result<Hypothesis, ApiError> {
         let permit = self.access.permit_for::<Read>(actor, OwnedBy::Hypothesis, id).await?;
         Ok(self.notebook.hypotheses.get(&permit, id).await?)
     }
-    async fn add_hypothesis(
+    pub async fn add_hypothesis(
         &self,
         actor: &Actor,
         investigation: &str,
@@ -26,12 +25,17 @@ impl domain::ports::HypothesisOps for super::Guarded {
         let done = self.notebook.hypotheses.add(&permit, input).await;
         Ok(self.announce(actor, investigation, done)?)
     }
-    async fn update_hypothesis(&self, actor: &Actor, id: i64, input: HypothesisInput) -> Result<Hypothesis, ApiError> {
+    pub async fn update_hypothesis(
+        &self,
+        actor: &Actor,
+        id: i64,
+        input: HypothesisInput,
+    ) -> Result<Hypothesis, ApiError> {
         let permit = self.access.permit_for::<Edit>(actor, OwnedBy::Hypothesis, id).await?;
         let done = self.notebook.hypotheses.update(&permit, id, input).await;
         Ok(self.announce(actor, permit.investigation(), done)?)
     }
-    async fn delete_hypothesis(&self, actor: &Actor, id: i64) -> Result<(), ApiError> {
+    pub async fn delete_hypothesis(&self, actor: &Actor, id: i64) -> Result<(), ApiError> {
         let permit = self.access.permit_for::<Edit>(actor, OwnedBy::Hypothesis, id).await?;
         let done = self.notebook.hypotheses.delete(&permit, id).await;
         Ok(self.announce(actor, permit.investigation(), done)?)

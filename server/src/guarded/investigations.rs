@@ -5,22 +5,21 @@ use domain::error::ApiError;
 use domain::model::{Investigation, InvestigationPatch, InvestigationSummary, NewInvestigation, StepWindow};
 use domain::ports::Actor;
 
-#[async_trait::async_trait]
-impl domain::ports::InvestigationOps for super::Guarded {
-    async fn list_investigations(&self, actor: &Actor) -> Result<Vec<InvestigationSummary>, ApiError> {
+impl super::Guarded {
+    pub async fn list_investigations(&self, actor: &Actor) -> Result<Vec<InvestigationSummary>, ApiError> {
         let readers = self.access.readers(actor).await?;
         Ok(self.notebook.investigations.list(&readers).await?)
     }
-    async fn abilities(&self, actor: &Actor, id: &str) -> Result<domain::model::Abilities, ApiError> {
+    pub async fn abilities(&self, actor: &Actor, id: &str) -> Result<domain::model::Abilities, ApiError> {
         let permit = self.access.permit::<Read>(actor, id).await?;
         Ok(permit.role().abilities())
     }
-    async fn create_investigation(&self, actor: &Actor, new: NewInvestigation) -> Result<Investigation, ApiError> {
+    pub async fn create_investigation(&self, actor: &Actor, new: NewInvestigation) -> Result<Investigation, ApiError> {
         let id = self.notebook.investigations.create(&self.access.anyone(actor), new).await?;
         let permit = self.access.permit::<Read>(actor, &id).await?;
         Ok(self.notebook.investigation(&permit, None).await?)
     }
-    async fn investigation(
+    pub async fn investigation(
         &self,
         actor: &Actor,
         id: &str,
@@ -34,7 +33,7 @@ impl domain::ports::InvestigationOps for super::Guarded {
         }
         Ok(investigation)
     }
-    async fn update_investigation(
+    pub async fn update_investigation(
         &self,
         actor: &Actor,
         id: &str,
@@ -45,7 +44,7 @@ impl domain::ports::InvestigationOps for super::Guarded {
         self.announce(actor, id, done)?;
         Ok(self.notebook.investigation(&permit.read(), None).await?)
     }
-    async fn delete_investigation(&self, actor: &Actor, id: &str) -> Result<(), ApiError> {
+    pub async fn delete_investigation(&self, actor: &Actor, id: &str) -> Result<(), ApiError> {
         let permit = self.access.permit::<Own>(actor, id).await?;
         Ok(self.notebook.delete_investigation(&permit).await?)
     }

@@ -7,13 +7,12 @@ use domain::error::ApiError;
 use domain::metrics::{DerivedDef, ExtractorDef, NewMeasurement, Overview, OverviewQuery, StoredMeasurement};
 use domain::ports::Actor;
 
-#[async_trait::async_trait]
-impl domain::ports::MeasurementOps for super::Guarded {
-    async fn measurements(&self, actor: &Actor, investigation: &str) -> Result<Vec<StoredMeasurement>, ApiError> {
+impl super::Guarded {
+    pub async fn measurements(&self, actor: &Actor, investigation: &str) -> Result<Vec<StoredMeasurement>, ApiError> {
         let permit = self.access.permit::<Read>(actor, investigation).await?;
         Ok(self.notebook.metrics.measurements(&permit).await?)
     }
-    async fn add_measurement(
+    pub async fn add_measurement(
         &self,
         actor: &Actor,
         investigation: &str,
@@ -23,12 +22,12 @@ impl domain::ports::MeasurementOps for super::Guarded {
         let done = self.notebook.metrics.add(&permit, new).await;
         Ok(self.announce(actor, investigation, done)?)
     }
-    async fn delete_measurement(&self, actor: &Actor, id: i64) -> Result<(), ApiError> {
+    pub async fn delete_measurement(&self, actor: &Actor, id: i64) -> Result<(), ApiError> {
         let permit = self.access.permit_for::<Edit>(actor, OwnedBy::Measurement, id).await?;
         let done = self.notebook.metrics.delete(&permit, id).await;
         Ok(self.announce(actor, permit.investigation(), done)?)
     }
-    async fn overview(
+    pub async fn overview(
         &self,
         actor: &Actor,
         investigation: &str,
@@ -37,11 +36,11 @@ impl domain::ports::MeasurementOps for super::Guarded {
         let permit = self.access.permit::<Read>(actor, investigation).await?;
         Ok(self.notebook.overview(&permit, query).await?)
     }
-    async fn extractors(&self, actor: &Actor, investigation: &str) -> Result<Vec<ExtractorDef>, ApiError> {
+    pub async fn extractors(&self, actor: &Actor, investigation: &str) -> Result<Vec<ExtractorDef>, ApiError> {
         let permit = self.access.permit::<Read>(actor, investigation).await?;
         Ok(self.notebook.metrics.extractors(&permit).await?)
     }
-    async fn add_extractor(
+    pub async fn add_extractor(
         &self,
         actor: &Actor,
         investigation: &str,
@@ -51,30 +50,40 @@ impl domain::ports::MeasurementOps for super::Guarded {
         let done = self.notebook.metrics.add_extractor(&permit, def).await;
         Ok(self.announce(actor, investigation, done)?)
     }
-    async fn remove_extractor(&self, actor: &Actor, investigation: &str, name: &str) -> Result<(), ApiError> {
+    pub async fn remove_extractor(&self, actor: &Actor, investigation: &str, name: &str) -> Result<(), ApiError> {
         let permit = self.access.permit::<Edit>(actor, investigation).await?;
         let done = self.notebook.metrics.remove_extractor(&permit, name).await;
         Ok(self.announce(actor, investigation, done)?)
     }
-    async fn slo(&self, actor: &Actor, investigation: &str) -> Result<Option<SloView>, ApiError> {
+    pub async fn slo(&self, actor: &Actor, investigation: &str) -> Result<Option<SloView>, ApiError> {
         let permit = self.access.permit::<Read>(actor, investigation).await?;
         Ok(self.notebook.metrics.slo(&permit).await?)
     }
-    async fn set_slo(&self, actor: &Actor, investigation: &str, input: SloInput) -> Result<Option<SloView>, ApiError> {
+    pub async fn set_slo(
+        &self,
+        actor: &Actor,
+        investigation: &str,
+        input: SloInput,
+    ) -> Result<Option<SloView>, ApiError> {
         let permit = self.access.permit::<Edit>(actor, investigation).await?;
         let done = self.notebook.metrics.set_slo(&permit, input).await;
         Ok(self.announce(actor, investigation, done)?)
     }
-    async fn derived_metrics(&self, actor: &Actor, investigation: &str) -> Result<Vec<DerivedDef>, ApiError> {
+    pub async fn derived_metrics(&self, actor: &Actor, investigation: &str) -> Result<Vec<DerivedDef>, ApiError> {
         let permit = self.access.permit::<Read>(actor, investigation).await?;
         Ok(self.notebook.metrics.derived(&permit).await?)
     }
-    async fn add_derived(&self, actor: &Actor, investigation: &str, def: DerivedDef) -> Result<DerivedDef, ApiError> {
+    pub async fn add_derived(
+        &self,
+        actor: &Actor,
+        investigation: &str,
+        def: DerivedDef,
+    ) -> Result<DerivedDef, ApiError> {
         let permit = self.access.permit::<Edit>(actor, investigation).await?;
         let done = self.notebook.metrics.add_derived(&permit, def).await;
         Ok(self.announce(actor, investigation, done)?)
     }
-    async fn remove_derived(&self, actor: &Actor, investigation: &str, name: &str) -> Result<(), ApiError> {
+    pub async fn remove_derived(&self, actor: &Actor, investigation: &str, name: &str) -> Result<(), ApiError> {
         let permit = self.access.permit::<Edit>(actor, investigation).await?;
         let done = self.notebook.metrics.remove_derived(&permit, name).await;
         Ok(self.announce(actor, investigation, done)?)

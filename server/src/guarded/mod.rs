@@ -2,8 +2,9 @@
 //! the policy ([`Access`]) for the permit it needs — a role in the
 //! investigation it touches, a host's allow-list, admin — and hands the permit
 //! to the service, which cannot be called without one. One file per domain,
-//! one method per operation (the traits of `domain::ports`); the streams and
-//! raw output the JSON API serves are methods here too ([`streams`]).
+//! one method per operation, called by the JSON API's handlers as they are and
+//! by the pages through `domain::ports` (answered in `ports.rs`); the streams
+//! and raw output the JSON API serves are methods here too ([`streams`]).
 //!
 //! Internal errors become the wire error here, once, in the request's span
 //! (`From<crate::error::Error> for ApiError`, by `?`).
@@ -15,6 +16,7 @@ mod hypotheses;
 mod investigations;
 mod measurements;
 mod operations;
+mod ports;
 mod runs;
 mod source;
 mod steps;

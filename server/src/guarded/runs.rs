@@ -6,41 +6,40 @@ use domain::error::ApiError;
 use domain::ports::Actor;
 use domain::runs::{OutputTail, Run, RunRequest};
 
-#[async_trait::async_trait]
-impl domain::ports::RunOps for super::Guarded {
-    async fn start_runs(&self, actor: &Actor, step_id: i64, request: RunRequest) -> Result<Vec<Run>, ApiError> {
+impl super::Guarded {
+    pub async fn start_runs(&self, actor: &Actor, step_id: i64, request: RunRequest) -> Result<Vec<Run>, ApiError> {
         let permit = self.access.run_on_step(actor, step_id).await?;
         Ok(self.notebook.runs.start(&permit, step_id, request).await?)
     }
-    async fn run(&self, actor: &Actor, id: i64) -> Result<Run, ApiError> {
+    pub async fn run(&self, actor: &Actor, id: i64) -> Result<Run, ApiError> {
         let permit = self.access.permit_for::<Read>(actor, OwnedBy::Run, id).await?;
         Ok(self.notebook.runs.run(&permit, id).await?)
     }
-    async fn wait_for_run(&self, actor: &Actor, id: i64, within: std::time::Duration) -> Result<Run, ApiError> {
+    pub async fn wait_for_run(&self, actor: &Actor, id: i64, within: std::time::Duration) -> Result<Run, ApiError> {
         let permit = self.access.permit_for::<Read>(actor, OwnedBy::Run, id).await?;
         Ok(self.notebook.runs.wait(&permit, id, within).await?)
     }
-    async fn cancel_run(&self, actor: &Actor, id: i64) -> Result<Run, ApiError> {
+    pub async fn cancel_run(&self, actor: &Actor, id: i64) -> Result<Run, ApiError> {
         let permit = self.access.permit_for::<RunRight>(actor, OwnedBy::Run, id).await?;
         Ok(self.notebook.runs.cancel(&permit, id).await?)
     }
-    async fn output_before(&self, actor: &Actor, id: i64, before: u64, bytes: u64) -> Result<OutputTail, ApiError> {
+    pub async fn output_before(&self, actor: &Actor, id: i64, before: u64, bytes: u64) -> Result<OutputTail, ApiError> {
         let permit = self.access.permit_for::<Read>(actor, OwnedBy::Run, id).await?;
         Ok(self.notebook.runs.output_before(&permit, id, before, bytes).await?)
     }
-    async fn telemetry(&self, actor: &Actor, run: i64) -> Result<domain::telemetry::Telemetry, ApiError> {
+    pub async fn telemetry(&self, actor: &Actor, run: i64) -> Result<domain::telemetry::Telemetry, ApiError> {
         let permit = self.access.permit_for::<Read>(actor, OwnedBy::Run, run).await?;
         Ok(self.notebook.runs.telemetry(&permit, run).await?)
     }
-    async fn artifacts(&self, actor: &Actor, run: i64) -> Result<Vec<domain::runs::Artifact>, ApiError> {
+    pub async fn artifacts(&self, actor: &Actor, run: i64) -> Result<Vec<domain::runs::Artifact>, ApiError> {
         let permit = self.access.permit_for::<Read>(actor, OwnedBy::Run, run).await?;
         Ok(self.notebook.runs.artifacts(&permit, run).await?)
     }
-    async fn sweep(&self, actor: &Actor, id: i64) -> Result<domain::sweeps::Sweep, ApiError> {
+    pub async fn sweep(&self, actor: &Actor, id: i64) -> Result<domain::sweeps::Sweep, ApiError> {
         let permit = self.access.permit_for::<Read>(actor, OwnedBy::Sweep, id).await?;
         Ok(self.notebook.runs.sweep(&permit, id).await?)
     }
-    async fn cancel_sweep(&self, actor: &Actor, id: i64) -> Result<domain::sweeps::Sweep, ApiError> {
+    pub async fn cancel_sweep(&self, actor: &Actor, id: i64) -> Result<domain::sweeps::Sweep, ApiError> {
         let permit = self.access.permit_for::<RunRight>(actor, OwnedBy::Sweep, id).await?;
         Ok(self.notebook.runs.cancel_sweep(&permit, id).await?)
     }

@@ -7,9 +7,8 @@ use domain::model::Step;
 use domain::ports::Actor;
 use domain::steps::snippet::{Annotation, AnnotationPatch, NewAnnotation, SourceCandidates};
 
-#[async_trait::async_trait]
-impl domain::ports::SourceOps for super::Guarded {
-    async fn refresh_snippet(
+impl super::Guarded {
+    pub async fn refresh_snippet(
         &self,
         actor: &Actor,
         step_id: i64,
@@ -21,26 +20,36 @@ impl domain::ports::SourceOps for super::Guarded {
         let done = self.notebook.steps.refresh_snippet(permit, step_id, start, end).await;
         Ok(self.announce(actor, &investigation, done)?)
     }
-    async fn add_annotation(&self, actor: &Actor, step_id: i64, new: NewAnnotation) -> Result<Annotation, ApiError> {
+    pub async fn add_annotation(
+        &self,
+        actor: &Actor,
+        step_id: i64,
+        new: NewAnnotation,
+    ) -> Result<Annotation, ApiError> {
         let permit = self.access.permit_for::<Edit>(actor, OwnedBy::Step, step_id).await?;
         let done = self.notebook.source.add_annotation(&permit, step_id, new).await;
         Ok(self.announce(actor, permit.investigation(), done)?)
     }
-    async fn annotation(&self, actor: &Actor, id: i64) -> Result<Annotation, ApiError> {
+    pub async fn annotation(&self, actor: &Actor, id: i64) -> Result<Annotation, ApiError> {
         let permit = self.access.permit_for::<Read>(actor, OwnedBy::Annotation, id).await?;
         Ok(self.notebook.source.annotation(&permit, id).await?)
     }
-    async fn update_annotation(&self, actor: &Actor, id: i64, patch: AnnotationPatch) -> Result<Annotation, ApiError> {
+    pub async fn update_annotation(
+        &self,
+        actor: &Actor,
+        id: i64,
+        patch: AnnotationPatch,
+    ) -> Result<Annotation, ApiError> {
         let permit = self.access.permit_for::<Edit>(actor, OwnedBy::Annotation, id).await?;
         let done = self.notebook.source.update_annotation(&permit, id, patch).await;
         Ok(self.announce(actor, permit.investigation(), done)?)
     }
-    async fn delete_annotation(&self, actor: &Actor, id: i64) -> Result<(), ApiError> {
+    pub async fn delete_annotation(&self, actor: &Actor, id: i64) -> Result<(), ApiError> {
         let permit = self.access.permit_for::<Edit>(actor, OwnedBy::Annotation, id).await?;
         let done = self.notebook.source.delete_annotation(&permit, id).await;
         Ok(self.announce(actor, permit.investigation(), done)?)
     }
-    async fn source_candidates(
+    pub async fn source_candidates(
         &self,
         actor: &Actor,
         run_id: i64,

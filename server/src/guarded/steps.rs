@@ -7,18 +7,17 @@ use domain::model::Step;
 use domain::ports::Actor;
 use domain::steps::StepBody;
 
-#[async_trait::async_trait]
-impl domain::ports::StepOps for super::Guarded {
-    async fn add_step(&self, actor: &Actor, investigation: &str, body: StepBody) -> Result<Step, ApiError> {
+impl super::Guarded {
+    pub async fn add_step(&self, actor: &Actor, investigation: &str, body: StepBody) -> Result<Step, ApiError> {
         let permit = self.access.for_body(actor, investigation, &body).await?;
         let done = self.notebook.steps.add(&permit, body).await;
         Ok(self.announce(actor, investigation, done)?)
     }
-    async fn step(&self, actor: &Actor, id: i64) -> Result<Step, ApiError> {
+    pub async fn step(&self, actor: &Actor, id: i64) -> Result<Step, ApiError> {
         let permit = self.access.permit_for::<Read>(actor, OwnedBy::Step, id).await?;
         Ok(self.notebook.steps.get(&permit, id).await?)
     }
-    async fn update_step(
+    pub async fn update_step(
         &self,
         actor: &Actor,
         id: i64,
@@ -30,13 +29,13 @@ impl domain::ports::StepOps for super::Guarded {
         let done = self.notebook.steps.update(&permit, id, body, version).await;
         Ok(self.announce(actor, &investigation, done)?)
     }
-    async fn move_step(&self, actor: &Actor, id: i64, position: u32) -> Result<Step, ApiError> {
+    pub async fn move_step(&self, actor: &Actor, id: i64, position: u32) -> Result<Step, ApiError> {
         let permit = self.access.permit_for(actor, OwnedBy::Step, id).await?;
         let done = self.notebook.steps.move_to(&permit, id, position).await;
         Ok(self.announce(actor, permit.investigation(), done)?)
     }
     /// Deleting a step cancels its runs, and cancelling needs the runner role.
-    async fn delete_step(&self, actor: &Actor, id: i64) -> Result<(), ApiError> {
+    pub async fn delete_step(&self, actor: &Actor, id: i64) -> Result<(), ApiError> {
         let permit = self.access.step_deletion(actor, id).await?;
         let done = self.notebook.steps.delete(&permit, id).await;
         Ok(self.announce(actor, permit.investigation(), done)?)

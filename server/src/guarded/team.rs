@@ -9,22 +9,26 @@ use domain::model::{SharedView, StepWindow};
 use domain::ports::Actor;
 use domain::shares::{CreatedShareLink, NewShareLink, ShareLink};
 
-#[async_trait::async_trait]
-impl domain::ports::TeamOps for super::Guarded {
-    async fn members(&self, actor: &Actor, investigation: &str) -> Result<Vec<Member>, ApiError> {
+impl super::Guarded {
+    pub async fn members(&self, actor: &Actor, investigation: &str) -> Result<Vec<Member>, ApiError> {
         let permit = self.access.permit::<Read>(actor, investigation).await?;
         Ok(self.notebook.members.list(&permit).await?)
     }
-    async fn set_member(&self, actor: &Actor, investigation: &str, member: Member) -> Result<Vec<Member>, ApiError> {
+    pub async fn set_member(
+        &self,
+        actor: &Actor,
+        investigation: &str,
+        member: Member,
+    ) -> Result<Vec<Member>, ApiError> {
         let permit = self.access.permit::<Own>(actor, investigation).await?;
         let done = self.notebook.members.set(&permit, member).await;
         Ok(self.announce(actor, investigation, done)?)
     }
-    async fn share_links(&self, actor: &Actor, investigation: &str) -> Result<Vec<ShareLink>, ApiError> {
+    pub async fn share_links(&self, actor: &Actor, investigation: &str) -> Result<Vec<ShareLink>, ApiError> {
         let permit = self.access.permit::<Own>(actor, investigation).await?;
         Ok(self.notebook.shares.links(&permit).await?)
     }
-    async fn create_share_link(
+    pub async fn create_share_link(
         &self,
         actor: &Actor,
         investigation: &str,
@@ -33,31 +37,31 @@ impl domain::ports::TeamOps for super::Guarded {
         let permit = self.access.permit::<Own>(actor, investigation).await?;
         Ok(self.notebook.shares.create(&permit, new).await?)
     }
-    async fn revoke_share_link(&self, actor: &Actor, id: i64) -> Result<ShareLink, ApiError> {
+    pub async fn revoke_share_link(&self, actor: &Actor, id: i64) -> Result<ShareLink, ApiError> {
         let permit = self.access.permit_for::<Own>(actor, OwnedBy::ShareLink, id).await?;
         Ok(self.notebook.shares.revoke(&permit, id).await?)
     }
     /// No role needed: the token is the right to read, and the view is read-only.
-    async fn shared(&self, token: &str, window: Option<&StepWindow>) -> Result<SharedView, ApiError> {
+    pub async fn shared(&self, token: &str, window: Option<&StepWindow>) -> Result<SharedView, ApiError> {
         let permit = self.access.shared(token).await?;
         Ok(self.notebook.shared(&permit, window).await?)
     }
-    async fn add_comment(&self, actor: &Actor, investigation: &str, new: NewComment) -> Result<Comment, ApiError> {
+    pub async fn add_comment(&self, actor: &Actor, investigation: &str, new: NewComment) -> Result<Comment, ApiError> {
         let permit = self.access.permit::<Read>(actor, investigation).await?;
         let done = self.notebook.comments.add(&permit, new).await;
         Ok(self.announce(actor, investigation, done)?)
     }
-    async fn resolve_comment(&self, actor: &Actor, id: i64, resolved: bool) -> Result<Comment, ApiError> {
+    pub async fn resolve_comment(&self, actor: &Actor, id: i64, resolved: bool) -> Result<Comment, ApiError> {
         let permit = self.access.permit_for::<Edit>(actor, OwnedBy::Comment, id).await?;
         let done = self.notebook.comments.resolve(&permit, id, resolved).await;
         Ok(self.announce(actor, permit.investigation(), done)?)
     }
     /// Only mentions in investigations the reader may still read.
-    async fn mentions(&self, actor: &Actor, all: bool) -> Result<Vec<Mention>, ApiError> {
+    pub async fn mentions(&self, actor: &Actor, all: bool) -> Result<Vec<Mention>, ApiError> {
         let readers = self.access.readers(actor).await?;
         Ok(self.notebook.comments.mentions(&readers, all).await?)
     }
-    async fn read_mentions(&self, actor: &Actor, comment: Option<i64>) -> Result<(), ApiError> {
+    pub async fn read_mentions(&self, actor: &Actor, comment: Option<i64>) -> Result<(), ApiError> {
         Ok(self.notebook.comments.read_mentions(&self.access.anyone(actor), comment).await?)
     }
 }

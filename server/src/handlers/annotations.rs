@@ -6,7 +6,6 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
-use domain::ports::SourceOps;
 use domain::steps::snippet::{Annotation, AnnotationPatch, NewAnnotation};
 
 pub async fn create(

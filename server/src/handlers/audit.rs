@@ -22,7 +22,7 @@ pub async fn list(
     State(state): State<AppState>,
     ApiQuery(query): ApiQuery<AuditQuery>,
 ) -> Result<Response, AppError> {
-    let entries = domain::ports::Accounts::audit_log(&*state.notebook, &actor, query.limit.unwrap_or(1000)).await?;
+    let entries = state.notebook.audit_log(&actor, query.limit.unwrap_or(1000)).await?;
     Ok(match query.format.as_deref() {
         Some("csv") => (
             [

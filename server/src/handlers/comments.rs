@@ -8,7 +8,6 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use domain::comments::{Comment, Mention, NewComment};
-use domain::ports::TeamOps;
 use serde::Deserialize;
 
 pub async fn create(

@@ -17,7 +17,6 @@ pub async fn status(
     Caller(actor): Caller,
     State(state): State<AppState>,
 ) -> Result<Json<domain::hosts::ServerStatus>, AppError> {
-    use domain::ports::HostOps;
     Ok(Json(state.notebook.server_status(&actor).await?))
 }
 

@@ -8,7 +8,6 @@ use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use domain::error::ApiError;
 use domain::hosts::{ConnectionReport, Host, HostImport, ImportReport, NewHost};
-use domain::ports::HostOps;
 use serde::Deserialize;
 
 pub async fn list(Caller(actor): Caller, State(state): State<AppState>) -> Result<Json<Vec<Host>>, AppError> {

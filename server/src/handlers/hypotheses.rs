@@ -7,7 +7,6 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use domain::hypotheses::{Hypothesis, HypothesisInput};
-use domain::ports::HypothesisOps;
 
 pub async fn list(
     Caller(actor): Caller,

@@ -7,7 +7,6 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use domain::model::{Investigation, InvestigationPatch, InvestigationSummary, NewInvestigation};
-use domain::ports::{InvestigationOps, TeamOps};
 
 pub async fn list(
     Caller(actor): Caller,

@@ -9,7 +9,6 @@ use axum::response::IntoResponse;
 use domain::error::ApiError;
 use domain::metrics::{ExtractorDef, NewMeasurement, Overview, StoredMeasurement};
 use domain::ports::Actor;
-use domain::ports::MeasurementOps;
 
 pub async fn list(
     Caller(actor): Caller,

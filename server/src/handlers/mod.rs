@@ -1,5 +1,5 @@
 //! JSON API v1 handlers, one module per resource. Each is a thin translation
-//! between HTTP and [`domain::ports::Notebook`].
+//! between HTTP and the policy layer, [`Guarded`](crate::guarded::Guarded).
 
 pub mod annotations;
 pub mod audit;

@@ -11,7 +11,6 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use domain::error::ApiError;
-use domain::ports::{RunOps, SourceOps, StepOps};
 use domain::runs::{Run, RunRequest};
 use domain::steps::snippet::SourceCandidates;
 use futures::{Stream, StreamExt};

@@ -10,7 +10,6 @@ use axum::extract::State;
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use domain::error::ApiError;
-use domain::ports::FindOps;
 use domain::search::{Export, ExportFormat, SearchRequest, SearchResults};
 use serde::Deserialize;
 

@@ -9,7 +9,6 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use domain::model::SharedView;
-use domain::ports::TeamOps;
 use domain::shares::{CreatedShareLink, NewShareLink, ShareLink};
 
 pub async fn list(

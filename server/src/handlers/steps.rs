@@ -8,7 +8,6 @@ use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use domain::error::ApiError;
 use domain::model::Step;
-use domain::ports::{SourceOps, StepOps};
 use domain::steps::StepBody;
 use serde_json::{Map, Value};
 

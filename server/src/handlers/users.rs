@@ -9,7 +9,6 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use domain::accounts::{NewUser, SignInLink, TeamUser, UserChange};
-use domain::ports::Accounts;
 
 pub async fn list(Caller(actor): Caller, State(state): State<AppState>) -> Result<Json<Vec<TeamUser>>, AppError> {
     Ok(Json(state.notebook.team_users(&actor).await?))

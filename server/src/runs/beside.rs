@@ -98,7 +98,6 @@ impl Servers {
     ) -> Result<Beside, OwnedEnd> {
         let (run, target) = (context.run, context.target);
         let identity = super::server::identity(spec, env, unset, run.cwd.as_deref());
-        let grace = Duration::from_secs(spec.stop_grace_s);
         let kept = match kept {
             Some(k) if k.server.identity == identity && k.server.exited().is_none() => Some(k),
             Some(k) => {
@@ -109,50 +108,77 @@ impl Servers {
         };
         let reused = kept.is_some();
         let (server, state) = match kept {
-            Some(k) => {
-                // The handle moves with it: a run that is over holds none of a running server.
-                if let Some(handle) = k.server.handle(Duration::from_secs(1)).await {
-                    let json = serde_json::to_string(&handle).unwrap_or_default();
-                    let _ = self.store.set_server_handle(run.id, Some(&json)).await;
-                    let _ = self.store.set_server_handle(k.server.started_by, None).await;
-                    let _ = self.store.set_server_handle(k.run, None).await;
-                }
-                let mut state = ServerState {
-                    phase: ServerPhase::Ready,
-                    started_by_run: Some(k.server.started_by),
-                    notes: vec![format!("Kept from run {} (the same configuration, just before).", k.run)],
-                    last_line: None,
-                    log_bytes: 0,
-                    ..k.state
-                };
-                state.notes.dedup();
-                (k.server, state)
-            }
-            None => {
-                let env_pairs = env.iter().map(|(k, v)| (k.as_str(), v.as_str()));
-                let prelude = format!(
-                    "{}{}\n",
-                    super::dir::prelude(context.dir),
-                    quote::remote_script("", env_pairs, unset.iter().map(String::as_str), run.cwd.as_deref())
-                );
-                let started = Server::start(&self.pool, target, prelude, spec, identity.clone(), run.id).await;
-                let server = match started {
-                    Ok(server) => server,
-                    Err(e) => {
-                        return Err(OwnedEnd::error(RunStatus::Failed, format!("The server could not start: {e}")));
-                    }
-                };
-                if let Some(handle) = server.handle(Duration::from_secs(10)).await {
-                    let json = serde_json::to_string(&handle).unwrap_or_default();
-                    if let Err(e) = self.store.set_server_handle(run.id, Some(&json)).await {
-                        tracing::error!(run = run.id, "cannot record the server's handle: {e}");
-                    }
-                }
-                let state = ServerState::new(ServerPhase::Waiting, crate::time::timestamp(server.started_at_ms));
-                (server, state)
-            }
+            Some(kept) => self.take_over(run.id, kept).await,
+            None => self.start(context, spec, env, unset, identity).await?,
         };
-        // This run's part of the server's log.
+        let beside = self.log_beside(context, spec, server, state).await?;
+        if reused {
+            return Ok(beside);
+        }
+        self.wait_ready(context, spec, beside, cancelled, deadline).await
+    }
+
+    /// A kept server, handed to this run: its handle moves with it (a run
+    /// that is over holds none of a running server) and its page says so.
+    async fn take_over(&self, run: i64, kept: Kept) -> (Server, ServerState) {
+        if let Some(handle) = kept.server.handle(Duration::from_secs(1)).await {
+            let json = serde_json::to_string(&handle).unwrap_or_default();
+            let _ = self.store.set_server_handle(run, Some(&json)).await;
+            let _ = self.store.set_server_handle(kept.server.started_by, None).await;
+            let _ = self.store.set_server_handle(kept.run, None).await;
+        }
+        let mut state = ServerState {
+            phase: ServerPhase::Ready,
+            started_by_run: Some(kept.server.started_by),
+            notes: vec![format!("Kept from run {} (the same configuration, just before).", kept.run)],
+            last_line: None,
+            log_bytes: 0,
+            ..kept.state
+        };
+        state.notes.dedup();
+        (kept.server, state)
+    }
+
+    /// A new server, in the run's directory and environment, its handle kept
+    /// on the run (to stop it after a crash of this Sleuth).
+    async fn start(
+        &self,
+        context: &Context<'_>,
+        spec: &ServerSpec,
+        env: &[(String, String)],
+        unset: &[String],
+        identity: String,
+    ) -> Result<(Server, ServerState), OwnedEnd> {
+        let run = context.run;
+        let env_pairs = env.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+        let prelude = format!(
+            "{}{}\n",
+            super::dir::prelude(context.dir),
+            quote::remote_script("", env_pairs, unset.iter().map(String::as_str), run.cwd.as_deref())
+        );
+        let server = Server::start(&self.pool, context.target, prelude, spec, identity, run.id)
+            .await
+            .map_err(|e| OwnedEnd::error(RunStatus::Failed, format!("The server could not start: {e}")))?;
+        if let Some(handle) = server.handle(Duration::from_secs(10)).await {
+            let json = serde_json::to_string(&handle).unwrap_or_default();
+            if let Err(e) = self.store.set_server_handle(run.id, Some(&json)).await {
+                tracing::error!(run = run.id, "cannot record the server's handle: {e}");
+            }
+        }
+        let state = ServerState::new(ServerPhase::Waiting, crate::time::timestamp(server.started_at_ms));
+        Ok((server, state))
+    }
+
+    /// The server's log from now on goes to a log of this run (its second stream).
+    async fn log_beside(
+        &self,
+        context: &Context<'_>,
+        spec: &ServerSpec,
+        server: Server,
+        state: ServerState,
+    ) -> Result<Beside, OwnedEnd> {
+        let run = context.run;
+        let grace = Duration::from_secs(spec.stop_grace_s);
         let log = match self.store.insert_log(run.id, "server", "server").await {
             Ok(log) => log,
             Err(e) => {
@@ -165,29 +191,33 @@ impl Servers {
             Ok(writer) => server.log_to(writer).await,
             Err(e) => tracing::error!(run = run.id, "cannot store the server's log: {e}"),
         }
-        let mut beside = Beside { server, log, state, grace, reuse: spec.reuse };
+        let beside = Beside { server, log, state, grace, reuse: spec.reuse };
         self.save_server(context.investigation, run.id, &beside.state).await;
-        if reused {
-            return Ok(beside);
-        }
-        // Waiting: until ready, or not.
+        Ok(beside)
+    }
+
+    /// Waiting: until the server is ready, or not (then it is stopped, and
+    /// the run's end quotes the end of its log).
+    async fn wait_ready(
+        &self,
+        context: &Context<'_>,
+        spec: &ServerSpec,
+        mut beside: Beside,
+        cancelled: &mut watch::Receiver<bool>,
+        deadline: &mut Deadline,
+    ) -> Result<Beside, OwnedEnd> {
+        let run = context.run;
         let limit = Duration::from_secs(spec.ready_timeout_s);
-        let ready = beside.server.ready(&self.pool, target, &spec.ready);
+        let ready = beside.server.ready(&self.pool, context.target, &spec.ready);
         tokio::pin!(ready);
         let ready_by = tokio::time::sleep(limit);
         tokio::pin!(ready_by);
         let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + WAITING_SAID, WAITING_SAID);
-        let failed = loop {
+        let mut failed = loop {
             tokio::select! {
                 result = &mut ready => match result {
                     Ok(took) => {
-                        beside.state.phase = ServerPhase::Ready;
-                        beside.state.ready_at = Some(crate::time::timestamp(crate::time::now_ms()));
-                        beside.state.ready_after_ms = u64::try_from(took.as_millis()).ok();
-                        beside.state.last_line = None;
-                        beside.state.waited_ms = None;
-                        self.save_server(context.investigation, run.id, &beside.state).await;
-                        tracing::info!(run = run.id, ready_after_ms = took.as_millis() as u64, "server ready");
+                        self.ready(context, &mut beside, took).await;
                         return Ok(beside);
                     }
                     Err(e) => break OwnedEnd::error(RunStatus::Failed, e.to_string()),
@@ -209,7 +239,6 @@ impl Servers {
                 }
             }
         };
-        let mut failed = failed;
         let log_id = beside.log;
         self.finish_server(context, Some(beside), None, true).await;
         let tail = self.log_tail(log_id).await;
@@ -218,6 +247,17 @@ impl Servers {
             failed.error = Some(format!("{why} Its log ended with:\n{tail}"));
         }
         Err(failed)
+    }
+
+    /// The server answered: its page says when and after how long.
+    async fn ready(&self, context: &Context<'_>, beside: &mut Beside, took: Duration) {
+        beside.state.phase = ServerPhase::Ready;
+        beside.state.ready_at = Some(crate::time::timestamp(crate::time::now_ms()));
+        beside.state.ready_after_ms = u64::try_from(took.as_millis()).ok();
+        beside.state.last_line = None;
+        beside.state.waited_ms = None;
+        self.save_server(context.investigation, context.run.id, &beside.state).await;
+        tracing::info!(run = context.run.id, ready_after_ms = took.as_millis() as u64, "server ready");
     }
 
     /// The last lines of a log (for a message).

@@ -56,17 +56,7 @@ pub async fn fetch(
     path: &str,
     range: Option<(u64, u64)>,
 ) -> crate::error::Result<Fetched> {
-    if !path.starts_with('/') {
-        return Err(ApiError::invalid("Give an absolute path (starting with /).").into());
-    }
-    if let Some((start, end)) = range {
-        if start == 0 {
-            return Err(ApiError::invalid("Lines are numbered from 1.").into());
-        }
-        if start > end {
-            return Err(ApiError::invalid(format!("The range starts after it ends ({start} > {end}).")).into());
-        }
-    }
+    check_request(path, range)?;
     let sftp = pool.sftp(target).await?;
     let meta = sftp.metadata(path).await.map_err(|e| sftp_error(path, e))?;
     if meta.is_dir() {
@@ -75,90 +65,164 @@ pub async fn fetch(
     let size = meta.size.unwrap_or(0);
     if range.is_none() && size > WHOLE_FILE_LIMIT {
         return Err(ApiError::invalid(format!(
-            "{path:?} is {} bytes; give a line range for files over {WHOLE_FILE_LIMIT} bytes.",
-            size
+            "{path:?} is {size} bytes; give a line range for files over {WHOLE_FILE_LIMIT} bytes."
         ))
         .into());
     }
     let mut file = sftp.open(path).await.map_err(|e| sftp_error(path, e))?;
-
     let (want_start, want_end) = range.unwrap_or((1, u64::MAX));
+    let mut lines = Lines::new(want_start, want_end, size <= LOCAL_DIGEST_LIMIT);
+    read_into(&mut file, path, &mut lines).await?;
+
     let mut notes = Vec::new();
-    let mut lines: Vec<Vec<u8>> = Vec::new();
-    let mut current: Vec<u8> = Vec::new();
-    let mut line_no: u64 = 1;
-    let mut checked_binary = false;
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut at_eof = false;
-    let digest_here = size <= LOCAL_DIGEST_LIMIT;
-    let mut hasher = Sha256::new();
-    let (mut newlines, mut last_byte) = (0u64, None);
-    let mut collecting = true;
-    'read: loop {
-        let n = file.read(&mut buf).await.map_err(|e| ApiError::invalid(format!("Reading {path:?} failed: {e}")))?;
-        if n == 0 {
-            at_eof = true;
-            break;
+    let seen_lines = lines.line_no - 1;
+    let (sha256, total_lines, wanted) = match lines.finish() {
+        (Some(whole), wanted) => (Some(whole.sha256), Some(whole.lines), wanted),
+        (None, wanted) => {
+            let (sha256, total) = host_facts(pool, target, path, &mut notes).await?;
+            (sha256, total, wanted)
         }
-        let chunk = &buf[..n];
-        if !checked_binary {
-            checked_binary = true;
-            if chunk[..chunk.len().min(8000)].contains(&0) {
-                return Err(
-                    ApiError::invalid(format!("{path:?} looks like a binary file (it contains NUL bytes).")).into()
-                );
-            }
-        }
-        if digest_here {
-            hasher.update(chunk);
-            newlines += chunk.iter().filter(|&&b| b == b'\n').count() as u64;
-            last_byte = chunk.last().copied();
-        }
-        if !collecting {
-            continue;
-        }
-        for &b in chunk {
-            if line_no >= want_start && line_no <= want_end {
-                current.push(b);
-            }
-            if b == b'\n' {
-                if line_no >= want_start && line_no <= want_end {
-                    lines.push(std::mem::take(&mut current));
-                }
-                line_no += 1;
-                if line_no > want_end {
-                    if !digest_here {
-                        break 'read;
-                    }
-                    collecting = false;
-                    break;
-                }
-            }
-        }
-    }
-    if at_eof && !current.is_empty() {
-        lines.push(current); // a last line without a newline
-    }
-
-    let (sha256, total_lines) = if digest_here {
-        // A last line without a newline counts, as in an editor.
-        let partial = last_byte.is_some_and(|b| b != b'\n');
-        (Some(format!("{:x}", hasher.finalize())), Some(newlines + u64::from(partial)))
-    } else {
-        host_facts(pool, target, path, &mut notes).await?
     };
-
-    let first = want_start;
-    let last = first + lines.len() as u64 - 1;
-    if lines.is_empty() {
-        let total = total_lines.unwrap_or(line_no - 1);
+    if wanted.is_empty() {
+        let total = total_lines.unwrap_or(seen_lines);
         return Err(ApiError::invalid(format!("{path:?} has {total} lines; line {want_start} is past its end.")).into());
     }
+    let (first, last) = (want_start, want_start + wanted.len() as u64 - 1);
     if range.is_some() && last < want_end {
         notes.push(format!("The file has {last} lines: showing {first}–{last} instead of {first}–{want_end}."));
     }
-    let mut replaced = false;
-    let mut cut = false;
+    Ok(Fetched {
+        path: path.to_string(),
+        start: first,
+        end: last,
+        lines: shown(wanted, &mut notes),
+        total_lines,
+        size,
+        mtime: meta.mtime.map(u64::from),
+        sha256,
+        notes,
+    })
+}
+
+/// What can be refused before the host is asked.
+fn check_request(path: &str, range: Option<(u64, u64)>) -> crate::error::Result<()> {
+    if !path.starts_with('/') {
+        return Err(ApiError::invalid("Give an absolute path (starting with /).").into());
+    }
+    match range {
+        Some((0, _)) => Err(ApiError::invalid("Lines are numbered from 1.").into()),
+        Some((start, end)) if start > end => {
+            Err(ApiError::invalid(format!("The range starts after it ends ({start} > {end}).")).into())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Reads `file` into `lines` until it has what it needs (or the end).
+async fn read_into(file: &mut russh_sftp::client::fs::File, path: &str, lines: &mut Lines) -> crate::error::Result<()> {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut first = true;
+    loop {
+        let n = file.read(&mut buf).await.map_err(|e| ApiError::invalid(format!("Reading {path:?} failed: {e}")))?;
+        if n == 0 {
+            lines.at_eof();
+            return Ok(());
+        }
+        let chunk = &buf[..n];
+        if std::mem::take(&mut first) && chunk[..chunk.len().min(8000)].contains(&0) {
+            return Err(ApiError::invalid(format!("{path:?} looks like a binary file (it contains NUL bytes).")).into());
+        }
+        if lines.take(chunk) == Wants::Nothing {
+            return Ok(());
+        }
+    }
+}
+
+/// Whether [`Lines`] needs more of the file.
+#[derive(Debug, PartialEq)]
+enum Wants {
+    More,
+    Nothing,
+}
+
+/// A file's bytes, chunk by chunk, into the wanted lines, and (for a file
+/// digested here) its sha256 and line count, which need all of it.
+struct Lines {
+    want_start: u64,
+    want_end: u64,
+    wanted: Vec<Vec<u8>>,
+    current: Vec<u8>,
+    line_no: u64,
+    /// `None` for a file too big to digest here.
+    digest: Option<(Sha256, u64, Option<u8>)>,
+}
+
+/// A whole file's facts.
+struct WholeFile {
+    sha256: String,
+    lines: u64,
+}
+
+impl Lines {
+    fn new(want_start: u64, want_end: u64, digest_here: bool) -> Self {
+        Self {
+            want_start,
+            want_end,
+            wanted: Vec::new(),
+            current: Vec::new(),
+            line_no: 1,
+            digest: digest_here.then(|| (Sha256::new(), 0, None)),
+        }
+    }
+
+    fn take(&mut self, chunk: &[u8]) -> Wants {
+        if let Some((hasher, newlines, last_byte)) = &mut self.digest {
+            hasher.update(chunk);
+            *newlines += chunk.iter().filter(|&&b| b == b'\n').count() as u64;
+            *last_byte = chunk.last().copied();
+        }
+        if self.line_no > self.want_end {
+            return Wants::More; // only the digest still reads
+        }
+        for &b in chunk {
+            let wanted = self.line_no >= self.want_start && self.line_no <= self.want_end;
+            if wanted {
+                self.current.push(b);
+            }
+            if b == b'\n' {
+                if wanted {
+                    self.wanted.push(std::mem::take(&mut self.current));
+                }
+                self.line_no += 1;
+                if self.line_no > self.want_end {
+                    return if self.digest.is_some() { Wants::More } else { Wants::Nothing };
+                }
+            }
+        }
+        Wants::More
+    }
+
+    /// The file ended: a last line without a newline is a line.
+    fn at_eof(&mut self) {
+        if !self.current.is_empty() {
+            self.wanted.push(std::mem::take(&mut self.current));
+        }
+    }
+
+    fn finish(self) -> (Option<WholeFile>, Vec<Vec<u8>>) {
+        let digest = self.digest.map(|(hasher, newlines, last_byte)| {
+            // A last line without a newline counts, as in an editor.
+            let partial = last_byte.is_some_and(|b| b != b'\n');
+            WholeFile { sha256: format!("{:x}", hasher.finalize()), lines: newlines + u64::from(partial) }
+        });
+        (digest, self.wanted)
+    }
+}
+
+/// The lines as shown: without line ends, invalid UTF-8 replaced, long lines
+/// cut, each of which is noted once.
+fn shown(lines: Vec<Vec<u8>>, notes: &mut Vec<String>) -> Vec<String> {
+    let (mut replaced, mut cut) = (false, false);
     let lines = lines
         .into_iter()
         .map(|mut bytes| {
@@ -168,18 +232,13 @@ pub async fn fetch(
             if bytes.last() == Some(&b'\r') {
                 bytes.pop();
             }
-            let text = match String::from_utf8(bytes) {
-                Ok(t) => t,
-                Err(e) => {
-                    replaced = true;
-                    String::from_utf8_lossy(e.as_bytes()).into_owned()
-                }
-            };
+            let text = String::from_utf8(bytes).unwrap_or_else(|e| {
+                replaced = true;
+                String::from_utf8_lossy(e.as_bytes()).into_owned()
+            });
             if text.chars().count() > MAX_LINE_CHARS {
                 cut = true;
-                let mut t: String = text.chars().take(MAX_LINE_CHARS).collect();
-                t.push('…');
-                t
+                text.chars().take(MAX_LINE_CHARS).chain(['…']).collect()
             } else {
                 text
             }
@@ -191,17 +250,7 @@ pub async fn fetch(
     if cut {
         notes.push(format!("Lines longer than {MAX_LINE_CHARS} characters are cut."));
     }
-    Ok(Fetched {
-        path: path.to_string(),
-        start: first,
-        end: last,
-        lines,
-        total_lines,
-        size,
-        mtime: meta.mtime.map(u64::from),
-        sha256,
-        notes,
-    })
+    lines
 }
 
 /// sha256 and line count of a large file, computed on the host; the path is one quoted word.
@@ -244,4 +293,58 @@ pub async fn resolve_module(pool: &Pool, target: &Target, python: &str, module: 
         return Err(ApiError::invalid(format!("{python} could not resolve {module}: {why}")).into());
     }
     Ok(origin)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &[u8], chunk: usize, range: (u64, u64), digest: bool) -> (Option<(String, u64)>, Vec<String>) {
+        let mut lines = Lines::new(range.0, range.1, digest);
+        for part in text.chunks(chunk) {
+            if lines.take(part) == Wants::Nothing {
+                break;
+            }
+        }
+        lines.at_eof();
+        let (whole, wanted) = lines.finish();
+        (whole.map(|w| (w.sha256, w.lines)), wanted.into_iter().map(|l| String::from_utf8(l).unwrap()).collect())
+    }
+
+    #[test]
+    fn lines_are_cut_out_of_chunks_anywhere() {
+        let text = b"one\ntwo\r\nthree\nfour";
+        for chunk in [1, 2, 3, 5, 64] {
+            let (whole, wanted) = read(text, chunk, (2, 3), true);
+            assert_eq!(wanted, ["two\r\n", "three\n"], "chunks of {chunk}");
+            let (sha, lines) = whole.expect("digested here");
+            assert_eq!(lines, 4, "a last line without a newline counts");
+            assert_eq!(sha, format!("{:x}", Sha256::digest(text)));
+            assert_eq!(read(text, chunk, (3, 9), false).1, ["three\n", "four"], "to the end");
+        }
+    }
+
+    #[test]
+    fn a_big_file_is_read_only_to_its_last_wanted_line() {
+        let mut lines = Lines::new(1, 1, false);
+        assert_eq!(lines.take(b"a\nb\n"), Wants::Nothing);
+        let (whole, wanted) = lines.finish();
+        assert!(whole.is_none());
+        assert_eq!(wanted, [b"a\n".to_vec()]);
+    }
+
+    #[test]
+    fn shown_lines_lose_their_ends_and_say_what_was_changed() {
+        let mut notes = Vec::new();
+        let long = vec![b'x'; MAX_LINE_CHARS + 1];
+        let shown = shown(vec![b"a\r\n".to_vec(), vec![0xff, b'\n'], long], &mut notes);
+        assert_eq!(shown[0], "a");
+        assert_eq!(shown[1], "\u{fffd}");
+        assert!(shown[2].ends_with('…') && shown[2].chars().count() == MAX_LINE_CHARS + 1);
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(check_request("relative", None).is_err());
+        assert!(check_request("/a", Some((0, 3))).is_err());
+        assert!(check_request("/a", Some((5, 3))).is_err());
+        assert!(check_request("/a", Some((3, 3))).is_ok());
+    }
 }
