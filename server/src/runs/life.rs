@@ -44,6 +44,16 @@ impl OwnedEnd {
     pub(super) fn error(status: RunStatus, error: String) -> Self {
         Self { error: Some(error), ..Self::new(status) }
     }
+    /// `succeeded (exit 0)`, `failed (signal KILL)`, `lost: why`: for the audit log.
+    pub(super) fn describe(&self) -> String {
+        let status = self.status.as_str();
+        match (self.exit_code, &self.exit_signal, &self.error) {
+            (Some(code), _, _) => format!("{status} (exit {code})"),
+            (None, Some(signal), _) => format!("{status} (signal {signal})"),
+            (None, None, Some(error)) => format!("{status}: {error}"),
+            _ => status.to_string(),
+        }
+    }
     pub(super) fn stopped(stop: Stop, why: &str) -> Self {
         let status = match stop {
             Stop::Cancel => RunStatus::Cancelled,

@@ -384,84 +384,27 @@ impl Runner {
         kept: Option<Kept>,
         next: Option<String>,
     ) -> Option<Kept> {
-        let Some(mut cancelled) =
-            self.cancels.lock().unwrap_or_else(|e| e.into_inner()).get(&run_id).map(|tx| tx.subscribe())
-        else {
+        let Some((mut cancelled, row)) = self.begin(run_id).await else {
             return self.servers.stop_if_kept(kept, target).await;
         };
-        let already_cancelled = *cancelled.borrow();
-        if already_cancelled {
-            return self.servers.stop_if_kept(kept, target).await;
-        }
-        let row = match self.store.run(run_id).await {
-            Ok(Some(row)) => row,
-            _ => return self.servers.stop_if_kept(kept, target).await,
-        };
-        // Its directory on the host, recorded as it starts (one write, not two).
-        let dir = super::dir::name(run_id);
-        match self.store.start_run(run_id, &format!("~/{}", super::dir::from_home(&dir))).await {
-            Ok(true) => {}
-            _ => return self.servers.stop_if_kept(kept, target).await, // cancelled while queued
-        }
         let plan = super::Plan::read(row.plan.as_deref());
         let progress = self.live.start(run_id);
         self.publish(investigation, run_id).await;
-
         let run = run_from_row(row);
-        let who = run.who.clone().unwrap_or_else(|| crate::audit::SLEUTH.into());
-        let entry = |action, outcome| NewAudit {
-            who: who.clone(),
-            action,
-            host: Some(run.host.clone()),
-            target: run.command.clone(),
-            env: serde_json::to_string(&run.env).ok(),
-            outcome,
-            run_id: Some(run_id),
-        };
-        crate::audit::record(&self.store, entry("run.start", run.cwd.as_ref().map(|c| format!("in {c}")))).await;
+        crate::audit::record(&self.store, audit_entry(&run, "run.start", run.cwd.as_ref().map(|c| format!("in {c}"))))
+            .await;
         let driving = Driving::start(&self.driving);
+        let dir = super::dir::name(run_id);
         let context = Context { investigation, run: &run, plan: &plan, target, dir: &dir };
         let (end, keep) = self.drive(&context, &mut cancelled, &progress, kept, next).await;
-        let how = match (end.exit_code, &end.exit_signal, &end.error) {
-            (Some(code), _, _) => format!("{} (exit {code})", end.status.as_str()),
-            (None, Some(signal), _) => format!("{} (signal {signal})", end.status.as_str()),
-            (None, None, Some(error)) => format!("{}: {error}", end.status.as_str()),
-            _ => end.status.as_str().to_string(),
-        };
-        crate::audit::record(&self.store, entry("run.end", Some(how))).await;
-        let end_ref = RunEnd {
-            status: end.status,
-            exit_code: end.exit_code,
-            exit_signal: end.exit_signal.as_deref(),
-            error: end.error.as_deref(),
-        };
+        crate::audit::record(&self.store, audit_entry(&run, "run.end", Some(end.describe()))).await;
         // Before the run is marked finished, so whoever sees it finished sees its numbers.
         match crate::metrics::record::for_run(&self.store, &self.outputs, investigation, run_id).await {
             Ok(0) => {}
             Ok(n) => tracing::info!(run = run_id, "{n} measurements"),
             Err(e) => tracing::error!(run = run_id, "cannot extract measurements: {e}"),
         }
-        // A database that is restarting, or a full disk, is waited for (the
-        // run is `running` meanwhile): its end is recorded once it takes
-        // writes again, without a restart. Stopped meanwhile, the next start
-        // ends it `interrupted`.
-        let mut wait = Duration::from_secs(1);
-        loop {
-            match self.store.finish_run(run_id, &end_ref).await {
-                Err(e) if matches!(e.trouble(), crate::db::Trouble::Unavailable | crate::db::Trouble::Full) => {
-                    if wait == Duration::from_secs(1) {
-                        tracing::warn!(run = run_id, "waiting for the store to record the end of the run: {e}");
-                    }
-                    tokio::time::sleep(wait).await;
-                    wait = (wait * 2).min(Duration::from_secs(10));
-                }
-                Err(e) => {
-                    tracing::error!(run = run_id, "cannot record the end of the run: {e}");
-                    break;
-                }
-                Ok(_) => break,
-            }
-        }
+        self.record_end(run_id, &end).await;
         self.live.finish(run_id);
         // Only now: a shutdown waiting for runs to end must not take this one
         // for unfinished while its end is being recorded.
@@ -473,6 +416,52 @@ impl Runner {
             self.telemetry_after(investigation, run_id, sampled);
         }
         keep
+    }
+
+    /// Queued → running: its cancel switch and row, and the run marked started
+    /// with its directory on the host (one write, not two). `None`: it was
+    /// cancelled (or removed) while it waited.
+    async fn begin(&self, run_id: i64) -> Option<(watch::Receiver<bool>, crate::db::RunRow)> {
+        let cancelled = self.cancels.lock().unwrap_or_else(|e| e.into_inner()).get(&run_id).map(|tx| tx.subscribe())?;
+        if *cancelled.borrow() {
+            return None;
+        }
+        let row = self.store.run(run_id).await.ok().flatten()?;
+        let dir = super::dir::name(run_id);
+        match self.store.start_run(run_id, &format!("~/{}", super::dir::from_home(&dir))).await {
+            Ok(true) => Some((cancelled, row)),
+            _ => None, // cancelled while queued
+        }
+    }
+
+    /// The run's end, stored. A database that is restarting, or a full disk,
+    /// is waited for (the run is `running` meanwhile): its end is recorded
+    /// once it takes writes again, without a restart. Stopped meanwhile, the
+    /// next start ends it `interrupted`.
+    async fn record_end(&self, run_id: i64, end: &OwnedEnd) {
+        let end = RunEnd {
+            status: end.status,
+            exit_code: end.exit_code,
+            exit_signal: end.exit_signal.as_deref(),
+            error: end.error.as_deref(),
+        };
+        let mut wait = Duration::from_secs(1);
+        loop {
+            match self.store.finish_run(run_id, &end).await {
+                Err(e) if matches!(e.trouble(), crate::db::Trouble::Unavailable | crate::db::Trouble::Full) => {
+                    if wait == Duration::from_secs(1) {
+                        tracing::warn!(run = run_id, "waiting for the store to record the end of the run: {e}");
+                    }
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(Duration::from_secs(10));
+                }
+                Err(e) => {
+                    tracing::error!(run = run_id, "cannot record the end of the run: {e}");
+                    return;
+                }
+                Ok(_) => return,
+            }
+        }
     }
 
     /// Once the sampler stored what it sampled: the run's telemetry chart, and
@@ -727,6 +716,19 @@ impl Runner {
         stored.tell(&mut end);
         end.telemetry = telemetry;
         end
+    }
+}
+
+/// A run's line in the audit log: who ran what where, and `outcome`.
+fn audit_entry(run: &Run, action: &'static str, outcome: Option<String>) -> NewAudit {
+    NewAudit {
+        who: run.who.clone().unwrap_or_else(|| crate::audit::SLEUTH.into()),
+        action,
+        host: Some(run.host.clone()),
+        target: run.command.clone(),
+        env: serde_json::to_string(&run.env).ok(),
+        outcome,
+        run_id: Some(run.id),
     }
 }
 
