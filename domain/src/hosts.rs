@@ -20,6 +20,10 @@ pub struct Host {
     pub pending_key: Option<String>,
     pub created_at: String,
     pub updated_at: String,
+    /// What an hour of the host costs, in any currency: each run on it with a
+    /// throughput gets `cost_per_mtok` (`PATCH /api/v1/hosts/{name}`).
+    #[serde(default)]
+    pub price_per_hour: Option<f64>,
     /// The caller may change the host and trust its keys (admins).
     #[serde(default)]
     pub can_manage: bool,
@@ -40,6 +44,57 @@ pub struct NewHost {
     pub identity_file: Option<String>,
     #[serde(default)]
     pub proxy_jump: Option<String>,
+}
+
+/// `PATCH /api/v1/hosts/{name}`: the fields given change, the rest stay.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostPatch {
+    /// `null` removes the price; left out, it stays.
+    #[serde(default, deserialize_with = "present")]
+    pub price_per_hour: Option<Option<f64>>,
+}
+
+/// A field that is there, even as `null` (`Some(None)`), against one left out (`None`).
+fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
+/// The most an hour of a host may cost (in any currency): past it, a typo.
+pub const MAX_PRICE_PER_HOUR: f64 = 1e6;
+
+/// What is wrong with a host's price.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum PriceError {
+    #[error("The price per hour is a number from 0 to 1000000 (in any currency), not {0}.")]
+    OutOfRange(f64),
+    #[error("The price per hour: {0:?} is not a number.")]
+    NotANumber(String),
+}
+
+impl From<PriceError> for crate::error::ApiError {
+    fn from(error: PriceError) -> Self {
+        Self::invalid(error.to_string())
+    }
+}
+
+/// A price as the API takes it: finite, 0 to [`MAX_PRICE_PER_HOUR`].
+pub fn check_price(price: f64) -> Result<f64, PriceError> {
+    if price.is_finite() && (0.0..=MAX_PRICE_PER_HOUR).contains(&price) {
+        Ok(price)
+    } else {
+        Err(PriceError::OutOfRange(price))
+    }
+}
+
+/// A price as a form gives it: blank removes it.
+pub fn price_from_form(text: &str) -> Result<Option<f64>, PriceError> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    let price: f64 = text.parse().map_err(|_| PriceError::NotANumber(text.to_string()))?;
+    check_price(price).map(Some)
 }
 
 /// What "Test connection" found.
@@ -71,6 +126,12 @@ pub struct ImportReport {
 
 /// Limits for host fields.
 pub const NAME_CHARS: usize = 64;
+
+/// A price per hour as pages show it: `2.5 per hour`.
+pub fn price_text(price: f64) -> String {
+    let rounded = (price * 100.0).round() / 100.0;
+    format!("{rounded} per hour")
+}
 
 /// Host aliases are short, and safe in URLs and logs.
 pub fn is_host_name(name: &str) -> bool {
@@ -149,4 +210,30 @@ pub struct ServerDetail {
     pub last_full_at: Option<String>,
     /// Each host's pooled SSH connection: whether it is open now.
     pub connections: Vec<(String, bool)>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_patch_tells_a_null_price_from_none_given() {
+        let clear: HostPatch = serde_json::from_str(r#"{"price_per_hour": null}"#).unwrap();
+        assert_eq!(clear.price_per_hour, Some(None));
+        let set: HostPatch = serde_json::from_str(r#"{"price_per_hour": 2.5}"#).unwrap();
+        assert_eq!(set.price_per_hour, Some(Some(2.5)));
+        let none: HostPatch = serde_json::from_str("{}").unwrap();
+        assert_eq!(none.price_per_hour, None);
+        assert!(serde_json::from_str::<HostPatch>(r#"{"price": 1}"#).is_err(), "unknown fields are refused");
+    }
+
+    #[test]
+    fn prices_are_checked_as_typed() {
+        assert_eq!(price_from_form(" 3.20 "), Ok(Some(3.2)));
+        assert_eq!(price_from_form(""), Ok(None));
+        assert!(matches!(price_from_form("$3"), Err(PriceError::NotANumber(_))));
+        assert!(matches!(price_from_form("-1"), Err(PriceError::OutOfRange(_))));
+        assert!(check_price(f64::NAN).is_err() && check_price(2e6).is_err() && check_price(0.0).is_ok());
+        assert_eq!(price_text(2.499), "2.5 per hour");
+    }
 }

@@ -8,7 +8,7 @@
 use crate::accounts::{ApiToken, Member, NewApiToken, NewUser, SignInLink, TeamUser, User};
 use crate::comments::{Comment, Mention, NewComment};
 use crate::error::ApiError;
-use crate::hosts::{ConnectionReport, Host, HostFacts, HostImport, ImportReport, NewHost};
+use crate::hosts::{ConnectionReport, Host, HostFacts, HostImport, HostPatch, ImportReport, NewHost};
 use crate::hypotheses::{Hypothesis, HypothesisInput};
 use crate::metrics::{ExtractorDef, NewMeasurement, StoredMeasurement};
 use crate::model::{
@@ -105,6 +105,8 @@ pub trait HostOps: Send + Sync + 'static {
     /// Replaces the host called `name` (which may be renamed by `host.name`).
     async fn update_host(&self, actor: &Actor, name: &str, host: NewHost) -> Result<Host, ApiError>;
     async fn remove_host(&self, actor: &Actor, name: &str) -> Result<(), ApiError>;
+    /// Changes what `patch` gives (admins); a new price reprices the host's runs.
+    async fn patch_host(&self, actor: &Actor, name: &str, patch: HostPatch) -> Result<Host, ApiError>;
     /// Trusts the key the host offered, if `fingerprint` is its SHA256 fingerprint.
     async fn trust_host(&self, actor: &Actor, name: &str, fingerprint: &str) -> Result<Host, ApiError>;
     /// Keeps the passphrase of the host's key file in memory (never stored).

@@ -204,6 +204,22 @@ impl Notebook {
         }
     }
 
+    /// Changes a host; a new price reprices its finished runs. Returns the host
+    /// and the investigations whose runs' costs changed.
+    pub async fn patch_host(
+        &self,
+        admin: &crate::policy::Admin,
+        name: &str,
+        patch: domain::hosts::HostPatch,
+    ) -> Result<(domain::hosts::Host, Vec<String>)> {
+        let (host, repriced) = self.hosts.patch(admin, name, patch).await?;
+        if !repriced {
+            return Ok((host, Vec::new()));
+        }
+        let changed = crate::metrics::record::reprice(&self.store, name, host.price_per_hour).await?;
+        Ok((host, changed))
+    }
+
     /// What `/metrics` shows.
     pub async fn operations(&self, _: &crate::policy::Admin) -> Result<crate::operations::Snapshot> {
         Ok(crate::operations::Snapshot { runs: self.store.runs_by_status().await?, ssh: self.hosts.pool().states() })

@@ -100,7 +100,7 @@ pub fn app(state: AppState) -> Router {
         .route("/hosts/import", post(hosts::import))
         .route("/known_hosts", get(hosts::known_hosts))
         .route("/status", get(health::status))
-        .route("/hosts/{name}", get(hosts::show).put(hosts::update).delete(hosts::delete))
+        .route("/hosts/{name}", get(hosts::show).put(hosts::update).patch(hosts::patch).delete(hosts::delete))
         .route("/hosts/{name}/trust", post(hosts::trust))
         .route("/hosts/{name}/passphrase", post(hosts::passphrase))
         .route("/hosts/{name}/test", post(hosts::test))

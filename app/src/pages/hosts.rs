@@ -60,6 +60,14 @@ pub async fn update_host(
     crate::backend::call(move |notebook, actor| async move { notebook.update_host(&actor, &name, new).await }).await
 }
 
+/// The price form's text: a number in any currency, or blank to remove it.
+#[server]
+pub async fn set_host_price(name: String, price: String) -> Result<Host, ApiError> {
+    let price = crate::backend::with_status(crate::hosts::price_from_form(&price).map_err(ApiError::from))?;
+    let patch = crate::hosts::HostPatch { price_per_hour: Some(price) };
+    crate::backend::call(move |notebook, actor| async move { notebook.patch_host(&actor, &name, patch).await }).await
+}
+
 #[server]
 pub async fn import_hosts(path: String, text: String) -> Result<crate::hosts::ImportReport, ApiError> {
     let source =
@@ -235,6 +243,7 @@ fn ImportHosts() -> impl IntoView {
 fn HostCard(host: Host) -> impl IntoView {
     let remove = ServerAction::<RemoveHost>::new();
     let update = ServerAction::<UpdateHost>::new();
+    let price = ServerAction::<SetHostPrice>::new();
     let edit = host.clone();
     let name = host.name.clone();
     let address = format!(
@@ -248,7 +257,8 @@ fn HostCard(host: Host) -> impl IntoView {
         .can_manage
         .then(|| host.identity_file.clone().map(|f| format!("key {f}")).unwrap_or_else(|| "ssh-agent".to_string()));
     let (section_id, edit_id) = (format!("host-{name}"), format!("edit-host-{name}"));
-    let (facts_name, remove_name) = (name.clone(), name.clone());
+    let (facts_name, remove_name, price_name) = (name.clone(), name.clone(), name.clone());
+    let price_value = host.price_per_hour.map(|p| p.to_string()).unwrap_or_default();
     let manage = host.can_manage.then(|| {
         view! {
             <details class="inline-form" id=edit_id>
@@ -263,6 +273,14 @@ fn HostCard(host: Host) -> impl IntoView {
                     <label>"ProxyJump host" <input name="proxy_jump" value=edit.proxy_jump.clone().unwrap_or_default()/></label>
                     <ActionError action=update/>
                     <div class="form-actions"><button type="submit" class="primary">"Save"</button></div>
+                </ActionForm>
+                <ActionForm action=price attr:class="stacked host-price">
+                    <input type="hidden" name="name" value=price_name/>
+                    <label><span>"Price per hour " <span class="muted">"(any currency; empty: none)"</span></span>
+                        <input name="price" inputmode="decimal" value=price_value/></label>
+                    <p class="muted">"Runs on this host with a throughput get their cost per million generated tokens from it."</p>
+                    <ActionError action=price/>
+                    <div class="form-actions"><button type="submit">"Save price"</button></div>
                 </ActionForm>
             </details>
             <Confirm label="Remove…" prompt="Remove this host? Steps that use it keep their history.">
@@ -281,6 +299,7 @@ fn HostCard(host: Host) -> impl IntoView {
                 <code>{address}</code>
                 {auth.map(|a| view! { <span class="muted">{a}</span> })}
                 {host.proxy_jump.clone().map(|j| view! { <span class="muted">"via " {j}</span> })}
+                {host.price_per_hour.map(|p| view! { <span class="muted host-price-shown">{crate::hosts::price_text(p)}</span> })}
                 <span class="spacer"></span>
                 {manage}
             </div>

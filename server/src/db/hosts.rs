@@ -3,7 +3,8 @@
 use super::{HostRow, Store, StoreResult};
 use crate::time::now_ms;
 
-const COLUMNS: &str = r#"name, hostname, port, "user", identity_file, proxy_jump, created_at, updated_at"#;
+const COLUMNS: &str =
+    r#"name, hostname, port, "user", identity_file, proxy_jump, created_at, updated_at, price_per_hour"#;
 
 impl Store {
     pub async fn hosts(&self) -> StoreResult<Vec<HostRow>> {
@@ -41,6 +42,18 @@ impl Store {
         .execute(&self.pool)
         .await?;
         Ok(!existed)
+    }
+
+    /// Sets (or, with `None`, removes) what an hour of the host costs; `false`
+    /// if there is no such host.
+    pub async fn set_host_price(&self, name: &str, price: Option<f64>) -> StoreResult<bool> {
+        let done = sqlx::query("UPDATE hosts SET price_per_hour = $1, updated_at = $2 WHERE name = $3")
+            .bind(super::float::Float(price))
+            .bind(now_ms())
+            .bind(name)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() == 1)
     }
 
     /// `false` if there is no such host. Fails (foreign key) while another host jumps through it.

@@ -36,6 +36,8 @@ pub struct HostRow {
     pub proxy_jump: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
+    /// What an hour of it costs (migration 0030).
+    pub price_per_hour: Option<f64>,
 }
 
 #[derive(Debug, Clone, sqlx::FromRow)]

@@ -170,6 +170,17 @@ impl Store {
         Ok(done.rows_affected() == 1)
     }
 
+    /// The finished runs on a host, with their investigations (to price them again).
+    pub async fn finished_runs_on_host(&self, host: &str) -> StoreResult<Vec<(i64, String)>> {
+        Ok(sqlx::query_as(
+            "SELECT r.id, s.investigation_id FROM runs r JOIN steps s ON s.id = r.step_id
+             WHERE r.host = $1 AND r.status NOT IN ('queued', 'running') ORDER BY r.id",
+        )
+        .bind(host)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
     /// How many runs there are of each status.
     pub async fn runs_by_status(&self) -> StoreResult<Vec<(RunStatus, i64)>> {
         #[derive(sqlx::FromRow)]

@@ -3,7 +3,7 @@
 
 use domain::accounts::HostAccess;
 use domain::error::{ApiError, ErrorCode};
-use domain::hosts::{ConnectionReport, Host, HostFacts, HostImport, ImportReport, NewHost};
+use domain::hosts::{ConnectionReport, Host, HostFacts, HostImport, HostPatch, ImportReport, NewHost};
 use domain::ports::Actor;
 
 impl super::Guarded {
@@ -40,6 +40,15 @@ impl super::Guarded {
     pub async fn update_host(&self, actor: &Actor, name: &str, host: NewHost) -> Result<Host, ApiError> {
         let admin = self.access.admin(actor, "change hosts")?;
         let host = self.notebook.hosts.update(&admin, name, host).await?;
+        Ok(self.for_caller(actor, host).await)
+    }
+    /// A new price reprices the host's runs: their investigations' pages hear of it.
+    pub async fn patch_host(&self, actor: &Actor, name: &str, patch: HostPatch) -> Result<Host, ApiError> {
+        let admin = self.access.admin(actor, "change hosts")?;
+        let (host, repriced) = self.notebook.patch_host(&admin, name, patch).await?;
+        for investigation in &repriced {
+            self.live.changed(investigation, &actor.name);
+        }
         Ok(self.for_caller(actor, host).await)
     }
     pub async fn remove_host(&self, actor: &Actor, name: &str) -> Result<(), ApiError> {

@@ -7,7 +7,7 @@
 use domain::accounts::{ApiToken, Member, NewApiToken, NewUser, SignInLink, TeamUser};
 use domain::comments::{Comment, Mention, NewComment};
 use domain::error::ApiError;
-use domain::hosts::{ConnectionReport, Host, HostFacts, HostImport, ImportReport, NewHost};
+use domain::hosts::{ConnectionReport, Host, HostFacts, HostImport, HostPatch, ImportReport, NewHost};
 use domain::hypotheses::{Hypothesis, HypothesisInput};
 use domain::metrics::{ExtractorDef, NewMeasurement, StoredMeasurement};
 use domain::model::{
@@ -60,6 +60,7 @@ answer! { domain::ports::HostOps {
         fn add_host(&self, actor: &Actor, host: NewHost) -> Result<Host, ApiError>;
         fn update_host(&self, actor: &Actor, name: &str, host: NewHost) -> Result<Host, ApiError>;
         fn remove_host(&self, actor: &Actor, name: &str) -> Result<(), ApiError>;
+        fn patch_host(&self, actor: &Actor, name: &str, patch: HostPatch) -> Result<Host, ApiError>;
         fn trust_host(&self, actor: &Actor, name: &str, fingerprint: &str) -> Result<Host, ApiError>;
         fn set_passphrase(&self, actor: &Actor, name: &str, passphrase: String) -> Result<(), ApiError>;
         fn test_host(&self, actor: &Actor, name: &str) -> Result<ConnectionReport, ApiError>;

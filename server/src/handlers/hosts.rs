@@ -7,7 +7,7 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use domain::error::ApiError;
-use domain::hosts::{ConnectionReport, Host, HostImport, ImportReport, NewHost};
+use domain::hosts::{ConnectionReport, Host, HostImport, HostPatch, ImportReport, NewHost};
 use serde::Deserialize;
 
 pub async fn list(Caller(actor): Caller, State(state): State<AppState>) -> Result<Json<Vec<Host>>, AppError> {
@@ -46,6 +46,16 @@ pub async fn update(
     ApiJson(new): ApiJson<NewHost>,
 ) -> Result<Json<Host>, AppError> {
     Ok(Json(state.notebook.update_host(&actor, &name, new).await?))
+}
+
+/// `{"price_per_hour": 3.2}` (`null` removes it): what the fields given say, the rest as it was.
+pub async fn patch(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    ApiJson(patch): ApiJson<HostPatch>,
+) -> Result<Json<Host>, AppError> {
+    Ok(Json(state.notebook.patch_host(&actor, &name, patch).await?))
 }
 
 pub async fn delete(

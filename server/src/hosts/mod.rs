@@ -10,7 +10,7 @@ use crate::ssh::{self, Pool, Target};
 use crate::time::timestamp;
 use domain::accounts::HostAccess;
 use domain::error::{ApiError, ErrorCode};
-use domain::hosts::{ConnectionReport, Host, HostImport, ImportReport, NewHost, is_host_name};
+use domain::hosts::{ConnectionReport, Host, HostImport, HostPatch, ImportReport, NewHost, is_host_name};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -64,7 +64,17 @@ fn check(new: NewHost) -> Result<HostRow> {
     if proxy_jump.as_deref() == Some(name.as_str()) {
         return Err(ApiError::invalid("A host cannot jump through itself.").into());
     }
-    Ok(HostRow { name, hostname, port: i64::from(port), user, identity_file, proxy_jump, created_at: 0, updated_at: 0 })
+    Ok(HostRow {
+        name,
+        hostname,
+        port: i64::from(port),
+        user,
+        identity_file,
+        proxy_jump,
+        created_at: 0,
+        updated_at: 0,
+        price_per_hour: None,
+    })
 }
 
 fn expand_home(path: &str) -> PathBuf {
@@ -93,6 +103,7 @@ impl Hosts {
             user: row.user,
             identity_file: row.identity_file,
             proxy_jump: row.proxy_jump,
+            price_per_hour: row.price_per_hour,
             // What the caller may do is the policy's to say (`guarded::hosts`).
             can_manage: false,
             can_use: false,
@@ -172,6 +183,21 @@ impl Hosts {
         self.save(&row).await?;
         self.pool.forget(name).await;
         Ok(self.view(self.row(name).await?).await)
+    }
+
+    /// Changes the fields `patch` gives. Returns the host, and whether its
+    /// price changed (its runs' costs then follow: `Notebook::patch_host`).
+    pub async fn patch(&self, _: &Admin, name: &str, patch: HostPatch) -> Result<(Host, bool)> {
+        let before = self.row(name).await?;
+        let mut repriced = false;
+        if let Some(price) = patch.price_per_hour {
+            let price = price.map(domain::hosts::check_price).transpose().map_err(ApiError::from)?;
+            repriced = price != before.price_per_hour;
+            if !self.store.set_host_price(name, price).await? {
+                return Err(host_not_found(name).into());
+            }
+        }
+        Ok((self.view(self.row(name).await?).await, repriced))
     }
 
     async fn save(&self, row: &HostRow) -> Result<()> {

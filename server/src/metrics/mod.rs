@@ -9,6 +9,7 @@
 
 pub mod collectives;
 pub mod command;
+pub mod cost;
 pub mod custom;
 pub mod derived;
 mod found;

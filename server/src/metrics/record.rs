@@ -56,8 +56,15 @@ pub async fn for_run(store: &Store, outputs: &Outputs, investigation: &str, run:
     // what the investigation's formulas make of all of them.
     let samples = store.samples(run).await?;
     found.extend(crate::telemetry::summary::summarize(&samples));
+    let row = store.run(run).await?;
+    // What its throughput costs, at its host's price now.
+    let price = match &row {
+        Some(row) => store.host(&row.host).await?.and_then(|h| h.price_per_hour),
+        None => None,
+    };
+    found.extend(super::cost::of_run(&found, price));
     let defs = derived_defs(store, investigation).await?;
-    let config = store.run(run).await?.and_then(|r| r.config);
+    let config = row.and_then(|r| r.config);
     let settings = config
         .and_then(|c| serde_json::from_str::<domain::sweeps::Config>(&c).ok())
         .map(|c| super::derived::settings_of(&c))
@@ -66,6 +73,25 @@ pub async fn for_run(store: &Store, outputs: &Outputs, investigation: &str, run:
     found.extend(derived);
     store.replace_run_measurements(investigation, run, &found).await?;
     Ok(found.len())
+}
+
+/// A host's new price, in the costs of its finished runs: only their `cost`
+/// measurements change (nothing is read again). Returns the investigations
+/// whose runs changed.
+pub async fn reprice(store: &Store, host: &str, price: Option<f64>) -> Result<Vec<String>> {
+    let runs = store.finished_runs_on_host(host).await?;
+    let mut changed: Vec<String> = Vec::new();
+    for (run, investigation) in &runs {
+        let rows = store.measurements_of_runs(&[*run]).await?;
+        let mut found: Vec<domain::metrics::Measurement> =
+            rows.iter().filter(|row| row.extractor != super::cost::EXTRACTOR).map(super::value_of).collect();
+        found.extend(super::cost::of_run(&found, price));
+        store.replace_run_measurements(investigation, *run, &found).await?;
+        if !changed.contains(investigation) {
+            changed.push(investigation.clone());
+        }
+    }
+    Ok(changed)
 }
 
 /// The run's artifacts that are report files a reader knows

@@ -120,3 +120,64 @@ async fn finished_runs_keep_their_measurements_and_extractors_reread_them() {
     assert!(all.as_array().unwrap().iter().all(|m| m["metric"] != "decode"), "{all}");
     assert_eq!(app.get("/api/v1/investigations/nope/measurements").await.status, StatusCode::NOT_FOUND);
 }
+
+/// A host's price per hour: each finished run on it with a throughput gets
+/// `cost_per_mtok`, following the price as it changes, and losing it with the price.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hosts_price_gives_its_runs_a_cost_per_million_tokens() {
+    let sshd = crate::sshd::Sshd::start();
+    let app = crate::runs::app_with_host(&sshd).await;
+    let bench = server::fixtures::dir().join("bench-outputs/vllm_bench_serve_pr36559.txt");
+    let step = crate::runs::command_step(&app, json!({ "command": format!("cat {}", bench.display()) })).await;
+    let cost_of = async |run: i64| -> Option<f64> {
+        let run = app.get(&format!("/api/v1/runs/{run}")).await.json();
+        let measured = run["measurements"].as_array().unwrap().clone();
+        let costs: Vec<&Value> = measured.iter().filter(|m| m["metric"] == "cost_per_mtok").collect();
+        assert!(costs.len() <= 1, "one cost per key: {costs:?}");
+        costs.first().map(|m| {
+            assert_eq!((m["unit"].as_str(), m["extractor"].as_str()), (Some("per Mtok"), Some("cost")));
+            m["value"].as_f64().unwrap()
+        })
+    };
+    let first = crate::runs::start(&app, step, json!({})).await[0];
+    crate::runs::finished(&app, first).await;
+    assert_eq!(cost_of(first).await, None, "no price, no cost");
+
+    // 1049.39 output tok/s at 3.6 an hour: 3.6 / (1049.39 × 3600) × 10⁶.
+    let priced = app.patch_json("/api/v1/hosts/gpu", json!({ "price_per_hour": 3.6 })).await;
+    assert_eq!(priced.status, StatusCode::OK, "{}", priced.text());
+    assert_eq!(priced.json()["price_per_hour"], 3.6);
+    assert_eq!(priced.json()["hostname"], "127.0.0.1", "the rest as it was");
+    assert_eq!(cost_of(first).await, Some(0.952935), "the run before the price follows it");
+    let second = crate::runs::start(&app, step, json!({})).await[0];
+    crate::runs::finished(&app, second).await;
+    assert_eq!(cost_of(second).await, Some(0.952935), "a run after it too");
+    assert_eq!(app.get("/api/v1/hosts/gpu").await.json()["price_per_hour"], 3.6);
+    // The whole host replaced (PUT) keeps its price.
+    let host = app.get("/api/v1/hosts/gpu").await.json();
+    let replaced = json!({ "name": "gpu", "hostname": host["hostname"], "port": host["port"], "user": host["user"], "identity_file": host["identity_file"] });
+    assert_eq!(app.put_json("/api/v1/hosts/gpu", replaced).await.json()["price_per_hour"], 3.6);
+
+    app.patch_json("/api/v1/hosts/gpu", json!({ "price_per_hour": 7.2 })).await;
+    assert_eq!(cost_of(first).await, Some(1.90587));
+    let unchanged = app.patch_json("/api/v1/hosts/gpu", json!({})).await;
+    assert_eq!(unchanged.json()["price_per_hour"], 7.2, "a field left out stays");
+
+    for (bad, says) in [
+        (json!({ "price_per_hour": -1 }), "from 0 to 1000000"),
+        (json!({ "price_per_hour": 1e9 }), "from 0 to 1000000"),
+        (json!({ "price_per_hour": "3 USD" }), "price_per_hour"),
+        (json!({ "price": 3 }), "price"),
+    ] {
+        let refused = app.patch_json("/api/v1/hosts/gpu", bad.clone()).await;
+        assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}: {}", refused.text());
+        assert!(refused.text().contains(says), "{bad}: {}", refused.text());
+    }
+    assert_eq!(cost_of(first).await, Some(1.90587), "nothing refused changed anything");
+    let missing = app.patch_json("/api/v1/hosts/nope", json!({ "price_per_hour": 1 })).await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND, "{}", missing.text());
+
+    let cleared = app.patch_json("/api/v1/hosts/gpu", json!({ "price_per_hour": null })).await;
+    assert!(cleared.json()["price_per_hour"].is_null(), "{}", cleared.text());
+    assert_eq!((cost_of(first).await, cost_of(second).await), (None, None), "no price, no cost");
+}

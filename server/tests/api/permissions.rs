@@ -216,13 +216,22 @@ async fn server_functions_check_the_same_roles() {
     // Hosts: a non-admin is offered no form he may not submit, and sees no path on the server.
     let hosts = team.app.send_with(Method::GET, "/hosts", &[("cookie", &viewer)], vec![]).await.text();
     assert!(hosts.contains("data-host=\"gpu\""), "the host is listed");
-    for name in
-        ["add_host", "update_host", "remove_host", "import_hosts", "trust_host", "test_host", "capture_host_facts"]
-    {
+    for name in [
+        "add_host",
+        "update_host",
+        "set_host_price",
+        "remove_host",
+        "import_hosts",
+        "trust_host",
+        "test_host",
+        "capture_host_facts",
+    ] {
         assert!(!hosts.contains(&format!("action=\"/api/{name}")), "a viewer is offered {name}");
     }
     let key = sshd.client_key.display().to_string();
     assert!(!hosts.contains(&key), "no key path for a viewer");
+    let priced = team.call("view", Method::PATCH, "/api/v1/hosts/gpu", json!({ "price_per_hour": 1.0 })).await;
+    assert_eq!(priced.status, StatusCode::FORBIDDEN, "only admins price hosts: {}", priced.text());
     let listed = team.call("view", Method::GET, "/api/v1/hosts", Value::Null).await.text();
     assert!(!listed.contains(&key) && listed.contains("\"can_manage\":false"), "{listed}");
     let admins = team.call("admin", Method::GET, "/api/v1/hosts", Value::Null).await.text();

@@ -1,0 +1,40 @@
+// An admin prices a host on /hosts: a price that is not a number is refused in
+// the form, in words; a saved one shows on the host, and the API says it.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { apiClient, hydrated, launchBrowser, newPage, screenshot, startServer, tempDataDir } from './harness.mjs';
+
+const env = {};
+before(async () => {
+  env.server = await startServer(tempDataDir());
+  env.browser = await launchBrowser();
+});
+after(async () => {
+  await env.browser?.close();
+  await env.server?.stop();
+});
+
+test("a host's price per hour is set on /hosts, and a wrong one is refused in words", async () => {
+  const { server, browser } = env;
+  const api = apiClient(server);
+  await api('POST', '/api/v1/hosts', { name: 'gpu', hostname: '127.0.0.1', port: 9, user: 'u', identity_file: '/k' });
+  const page = await newPage(browser);
+  await page.goto(server.url + '/hosts');
+  await hydrated(page);
+  const host = page.locator('section.host[data-host=gpu]');
+  await host.locator('summary:has-text("Edit…")').click();
+  const form = host.locator('form.host-price');
+  await form.locator('input[name=price]').fill('<b>3 USD</b>');
+  await form.locator('button[type=submit]').click();
+  await form.locator('.error:has-text("is not a number")').waitFor();
+  assert.equal(await form.locator('.error b').count(), 0, 'what was typed stays text');
+  assert.equal((await api('GET', '/api/v1/hosts/gpu')).price_per_hour, null, 'nothing saved');
+
+  await form.locator('input[name=price]').fill('2.75');
+  await form.locator('button[type=submit]').click();
+  await host.locator('.host-price-shown:has-text("2.75 per hour")').waitFor();
+  assert.equal((await api('GET', '/api/v1/hosts/gpu')).price_per_hour, 2.75);
+  await screenshot(page, 'host-price');
+  // The one failed request is the refused price.
+  assert.deepEqual(page.problems.filter((p) => !/^http 422: .*\/api\/set_host_price/.test(p)), []);
+});
