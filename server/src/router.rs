@@ -175,13 +175,16 @@ pub fn app(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// The server functions reachable without signing in (`auth::middleware`):
-/// those that tell the sign-in, setup and share pages whether their link works.
-pub(crate) fn is_public_server_fn(path: &str) -> bool {
+/// The server functions reachable without signing in (`auth::middleware`
+/// reads them from `AppState`): those that tell the sign-in, setup and share
+/// pages whether their link works.
+pub(crate) fn public_server_fns() -> [&'static str; 3] {
     use leptos::server_fn::ServerFn;
-    path == <app::pages::shared::SharedInvestigation as ServerFn>::PATH
-        || path == <app::pages::accounts::SignInLinkFor as ServerFn>::PATH
-        || path == <app::pages::accounts::SetupLinkWorks as ServerFn>::PATH
+    [
+        <app::pages::shared::SharedInvestigation as ServerFn>::PATH,
+        <app::pages::accounts::SignInLinkFor as ServerFn>::PATH,
+        <app::pages::accounts::SetupLinkWorks as ServerFn>::PATH,
+    ]
 }
 
 /// The app's page routes, worked out once per process. leptos finds them by

@@ -108,7 +108,8 @@ pub async fn open(data: &Path, site: &Path, options: Options) -> Result<Opened, 
     let index = runner.search().clone();
     let notebook = Notebook::new(store.clone(), pool, runner.clone());
     let notebook = Arc::new(crate::guarded::Guarded::new(notebook, access, live.clone(), index, auth.clone()));
-    Ok(Opened { state: AppState { notebook, leptos, auth }, store, live, outputs, runner })
+    let public_server_fns = crate::router::public_server_fns();
+    Ok(Opened { state: AppState { notebook, leptos, auth, public_server_fns }, store, live, outputs, runner })
 }
 
 /// Host keys used to live in `DATA/known_hosts`; a data dir that still has the

@@ -12,6 +12,8 @@ pub struct AppState {
     pub leptos: LeptosOptions,
     /// Accounts, sessions, API tokens (see `crate::auth`).
     pub auth: Arc<crate::auth::Auth>,
+    /// The server functions anyone may call (`router::public_server_fns`).
+    pub public_server_fns: [&'static str; 3],
 }
 
 impl FromRef<AppState> for LeptosOptions {

@@ -29,7 +29,9 @@ use domain::ports::Actor;
 /// the server functions that tell them whether their link works), their form
 /// targets, the bundle and static files, the health check, and share links
 /// (the page, its server function and the JSON; the token in the URL is the right).
-fn is_public(path: &str) -> bool {
+/// `server_fns`: the public server functions' paths, named by the wiring
+/// (`AppState::public_server_fns`), so this check need not know the pages.
+fn is_public(path: &str, server_fns: &[&str]) -> bool {
     matches!(
         path,
         "/login"
@@ -46,7 +48,7 @@ fn is_public(path: &str) -> bool {
         || path == "/highlight.css"
         || path.starts_with("/s/")
         || path.starts_with("/api/v1/shared/")
-        || crate::router::is_public_server_fn(path)
+        || server_fns.contains(&path)
 }
 
 /// The host part of an `Origin` (`http://host:port`).
@@ -156,7 +158,7 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
             request.extensions_mut().insert(actor);
             next.run(request).await
         }
-        None if is_public(&path) => next.run(request).await,
+        None if is_public(&path, &state.public_server_fns) => next.run(request).await,
         // A scraper is not a browser: no sign-in page for `/metrics`.
         None if path.starts_with("/api/") || path == "/metrics" => AppError::from(ApiError::new(
             ErrorCode::Unauthenticated,

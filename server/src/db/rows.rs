@@ -117,6 +117,20 @@ pub struct RunEnd<'a> {
     pub error: Option<&'a str>,
 }
 
+impl MeasurementRow {
+    /// The measurement as extractors find it.
+    pub fn measurement(&self) -> domain::metrics::Measurement {
+        domain::metrics::Measurement {
+            metric: self.metric.clone(),
+            value: self.value,
+            unit: self.unit.clone(),
+            extractor: self.extractor.clone(),
+            stddev: self.stddev,
+            key: self.key.clone(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct MeasurementRow {
     pub id: i64,

@@ -83,8 +83,11 @@ pub async fn reprice(store: &Store, host: &str, price: Option<f64>) -> Result<Ve
     let mut changed: Vec<String> = Vec::new();
     for (run, investigation) in &runs {
         let rows = store.measurements_of_runs(&[*run]).await?;
-        let mut found: Vec<domain::metrics::Measurement> =
-            rows.iter().filter(|row| row.extractor != super::cost::EXTRACTOR).map(super::value_of).collect();
+        let mut found: Vec<domain::metrics::Measurement> = rows
+            .iter()
+            .filter(|row| row.extractor != super::cost::EXTRACTOR)
+            .map(crate::db::MeasurementRow::measurement)
+            .collect();
         found.extend(super::cost::of_run(&found, price));
         store.replace_run_measurements(investigation, *run, &found).await?;
         if !changed.contains(investigation) {

@@ -51,14 +51,7 @@ pub fn measurements_of(rows: &[MeasurementRow]) -> Vec<StoredMeasurement> {
 
 /// The number alone, as a run carries it.
 pub fn value_of(row: &MeasurementRow) -> Measurement {
-    Measurement {
-        metric: row.metric.clone(),
-        value: row.value,
-        unit: row.unit.clone(),
-        extractor: row.extractor.clone(),
-        stddev: row.stddev,
-        key: row.key.clone(),
-    }
+    row.measurement()
 }
 
 fn slo_view(text: String) -> std::result::Result<SloView, domain::distributions::SloError> {

@@ -384,7 +384,7 @@ impl Runner {
         kept: Option<Kept>,
         next: Option<String>,
     ) -> Option<Kept> {
-        let Some((mut cancelled, row)) = self.begin(run_id).await else {
+        let Some((mut cancelled, row, dir)) = self.begin(run_id).await else {
             return self.servers.stop_if_kept(kept, target).await;
         };
         let plan = super::Plan::read(row.plan.as_deref());
@@ -394,7 +394,6 @@ impl Runner {
         crate::audit::record(&self.store, audit_entry(&run, "run.start", run.cwd.as_ref().map(|c| format!("in {c}"))))
             .await;
         let driving = Driving::start(&self.driving);
-        let dir = super::dir::name(run_id);
         let context = Context { investigation, run: &run, plan: &plan, target, dir: &dir };
         let (end, keep) = self.drive(&context, &mut cancelled, &progress, kept, next).await;
         crate::audit::record(&self.store, audit_entry(&run, "run.end", Some(end.describe()))).await;
@@ -419,9 +418,10 @@ impl Runner {
     }
 
     /// Queued → running: its cancel switch and row, and the run marked started
-    /// with its directory on the host (one write, not two). `None`: it was
+    /// with the name of its directory on the host (one write, not two; the
+    /// name has a random part, so it is made once, here). `None`: it was
     /// cancelled (or removed) while it waited.
-    async fn begin(&self, run_id: i64) -> Option<(watch::Receiver<bool>, crate::db::RunRow)> {
+    async fn begin(&self, run_id: i64) -> Option<(watch::Receiver<bool>, crate::db::RunRow, String)> {
         let cancelled = self.cancels.lock().unwrap_or_else(|e| e.into_inner()).get(&run_id).map(|tx| tx.subscribe())?;
         if *cancelled.borrow() {
             return None;
@@ -429,7 +429,7 @@ impl Runner {
         let row = self.store.run(run_id).await.ok().flatten()?;
         let dir = super::dir::name(run_id);
         match self.store.start_run(run_id, &format!("~/{}", super::dir::from_home(&dir))).await {
-            Ok(true) => Some((cancelled, row)),
+            Ok(true) => Some((cancelled, row, dir)),
             _ => None, // cancelled while queued
         }
     }
