@@ -143,3 +143,32 @@ pub struct Provenance {
     /// What makes the comparison doubtful: other hosts, other drivers or packages.
     pub warnings: Vec<String>,
 }
+
+/// What is wrong with a hypothesis's metric as given.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum MetricError {
+    #[error("Choose the metric this hypothesis is judged on: one measured here (the list), or a new name.")]
+    Blank,
+    #[error("{0:?} is not a metric name (e.g. output_throughput).")]
+    NotAName(String),
+}
+
+impl From<MetricError> for crate::error::ApiError {
+    fn from(error: MetricError) -> Self {
+        Self::invalid(error.to_string())
+    }
+}
+
+/// A metric a hypothesis names: a word of letters, digits, `_`, `-` or `.`,
+/// at most 80 bytes; blank is refused (a script that has none yet leaves the
+/// field out).
+pub fn check_metric(text: &str) -> Result<String, MetricError> {
+    let metric = text.trim();
+    if metric.is_empty() {
+        Err(MetricError::Blank)
+    } else if metric.len() <= 80 && metric.chars().all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.')) {
+        Ok(metric.to_string())
+    } else {
+        Err(MetricError::NotAName(metric.to_string()))
+    }
+}

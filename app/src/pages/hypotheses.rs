@@ -34,17 +34,10 @@ fn edited_group(text: &str) -> Result<Option<crate::hypotheses::RunGroup>, ApiEr
 }
 
 /// A hypothesis is judged on one metric: the page asks for it (the API lets a
-/// script name it later).
+/// script leave it out and name it later, but not give a blank one).
 #[cfg(feature = "ssr")]
 fn chosen_metric(metric: &str) -> Result<String, ApiError> {
-    if metric.trim().is_empty() {
-        let error = ApiError::invalid(
-            "Choose the metric this hypothesis is judged on: one measured here (the list), or a new name.",
-        );
-        crate::backend::set_status(&error);
-        return Err(error);
-    }
-    Ok(metric.to_string())
+    crate::backend::with_status(crate::hypotheses::check_metric(metric).map_err(ApiError::from))
 }
 
 /// What the add and edit forms say: statement, why, metric, direction and

@@ -113,14 +113,7 @@ fn apply(row: &mut HypothesisRow, input: HypothesisInput) -> Result<()> {
         row.rationale = rationale.trim().to_string();
     }
     if let Some(metric) = input.metric {
-        let metric = metric.trim();
-        row.metric = if metric.is_empty() {
-            None
-        } else if metric.len() <= 80 && metric.chars().all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.')) {
-            Some(metric.to_string())
-        } else {
-            return Err(ApiError::invalid(format!("{metric:?} is not a metric name (e.g. output_throughput).")).into());
-        };
+        row.metric = Some(domain::hypotheses::check_metric(&metric).map_err(ApiError::from)?);
     }
     if let Some(direction) = input.direction {
         row.direction = match direction.trim() {

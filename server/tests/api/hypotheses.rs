@@ -379,3 +379,28 @@ async fn a_stale_save_of_a_hypothesis_is_refused_with_the_newer_text() {
     assert!(edits.contains(&"status: open → refuted") || edits.contains(&"status: open → supported"), "{edits:?}");
     assert!(edits.contains(&"statement changed"), "{edits:?}");
 }
+
+/// A blank metric is refused with the page's sentence, through the API too; a
+/// script that has none yet leaves it out.
+#[tokio::test]
+async fn a_blank_metric_is_refused_and_one_left_out_is_not() {
+    let app = crate::helpers::spawn_app().await;
+    let investigation = app.investigation("metrics named").await;
+    let hypotheses = format!("/api/v1/investigations/{investigation}/hypotheses");
+    for blank in ["", "   ", "\t"] {
+        let refused = app.post_json(&hypotheses, json!({ "statement": "LL is faster", "metric": blank })).await;
+        assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{blank:?}: {}", refused.text());
+        assert!(refused.text().contains("Choose the metric this hypothesis is judged on"), "{}", refused.text());
+    }
+    let odd = app.post_json(&hypotheses, json!({ "statement": "LL is faster", "metric": "tok/s <b>" })).await;
+    assert_eq!(odd.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", odd.text());
+    assert!(odd.text().contains("is not a metric name"), "{}", odd.text());
+    let later = app.post_json(&hypotheses, json!({ "statement": "LL is faster" })).await;
+    assert_eq!(later.status, StatusCode::CREATED, "{}", later.text());
+    let id = later.json()["id"].as_i64().unwrap();
+    assert!(later.json()["metric"].is_null());
+    let cleared = app.patch_json(&format!("/api/v1/hypotheses/{id}"), json!({ "metric": " " })).await;
+    assert_eq!(cleared.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", cleared.text());
+    let named = app.patch_json(&format!("/api/v1/hypotheses/{id}"), json!({ "metric": " output_throughput " })).await;
+    assert_eq!(named.json()["metric"], "output_throughput", "{}", named.text());
+}
