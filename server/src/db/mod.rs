@@ -279,6 +279,7 @@ impl Store {
                 let pool = AnyPoolOptions::new()
                     .max_connections(16)
                     .acquire_timeout(Duration::from_secs(10))
+                    .before_acquire(|conn, _| Box::pin(async move { Ok(outside_a_transaction(conn)) }))
                     .connect(url)
                     .await
                     .map_err(|e| OpenError::Connect(database.describe(), e))?;
@@ -698,9 +699,26 @@ async fn open_sqlite(dir: &Path) -> Result<AnyPool, OpenError> {
                 Ok(())
             })
         })
+        .before_acquire(|conn, _| Box::pin(async move { Ok(outside_a_transaction(conn)) }))
         .connect(&url)
         .await
         .map_err(|e| OpenError::Connect(format!("SQLite in {}", file.display()), e))
+}
+
+/// Whether a pooled connection may serve the next caller. A transaction
+/// whose COMMIT failed for space is rolled back by SQLite itself; the
+/// ROLLBACK sqlx then sends fails ("no transaction is active") and sqlx goes
+/// on counting the connection as inside a transaction, so every later
+/// `begin` on it failed ("begin_with at non-zero transaction depth": a 500,
+/// and a run's measurements lost). Such a connection is closed instead, and
+/// the pool opens a fresh one.
+fn outside_a_transaction(conn: &mut sqlx::AnyConnection) -> bool {
+    use sqlx::Connection;
+    let clean = !conn.is_in_transaction();
+    if !clean {
+        tracing::warn!("a pooled database connection was left inside a transaction; it is closed");
+    }
+    clean
 }
 
 /// A file path as the path of a `sqlite://` URL (`?`, `#`, `%` and spaces are legal in paths).

@@ -34,6 +34,65 @@ impl Drop for Tmpfs {
     }
 }
 
+/// A write that fails for space leaves no pooled connection inside a
+/// transaction: with the disk full to the last byte, 90 KB notes answer 507
+/// (or 201 where the database still had room), never 500, and reads 200; once
+/// it is freed every connection of the pool writes again (more writes than
+/// the pool has connections) and a step is deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_refused_for_space_leaves_no_connection_in_a_transaction() {
+    if crate::helpers::on_postgres() {
+        return; // The disk here holds SQLite; PostgreSQL's is its server's.
+    }
+    let data = tempfile::tempdir().unwrap();
+    let dir = data.path().join("db");
+    let Some(_disk) = Tmpfs::mount(&dir, "16m") else { return };
+    let database = server::db::Database::Sqlite(dir.clone());
+    let options = server::serve::Options { database: Some(database.clone()), ..Default::default() };
+    let state = server::serve::state(&dir, &data.path().join("site"), options).await.unwrap();
+    let auth = state.auth.clone();
+    let app = TestApp { router: server::app(state), data, database, auth: Some(auth.clone()) };
+    auth.add_user("ops", "a long enough password", true).await.unwrap();
+    let ops = crate::migrate::As { app: &app, token: auth.create_token("ops", "t").await.unwrap().token };
+    let created = ops.call(Method::POST, "/api/v1/investigations", json!({ "title": "t" })).await;
+    let id = created.json()["id"].as_str().unwrap().to_string();
+    let steps = format!("/api/v1/investigations/{id}/steps");
+    let big = json!({ "kind": "note", "body": "x".repeat(90_000) });
+    let first = ops.call(Method::POST, &steps, big.clone()).await;
+    assert_eq!(first.status, StatusCode::CREATED, "{}", first.text());
+    let first = first.json()["id"].as_i64().unwrap();
+
+    sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(&app.sql().await).await.unwrap();
+    let fill = dir.join("fill");
+    let _ = Command::new("dd").args(["if=/dev/zero", "bs=64k"]).arg(format!("of={}", fill.display())).output();
+    let _ =
+        Command::new("dd").args(["if=/dev/zero", "bs=512"]).arg(format!("of={}", dir.join("fill2").display())).output();
+    assert!(server::operations::free_bytes(&dir).unwrap() < 4096, "full to the last byte");
+    let mut refused = 0;
+    for _ in 0..12 {
+        let note = ops.call(Method::POST, &steps, big.clone()).await;
+        assert!(
+            [StatusCode::INSUFFICIENT_STORAGE, StatusCode::CREATED].contains(&note.status),
+            "a big note on a full disk: {} {}",
+            note.status,
+            note.text()
+        );
+        refused += usize::from(note.status == StatusCode::INSUFFICIENT_STORAGE);
+        let read = ops.call(Method::GET, &format!("/api/v1/investigations/{id}"), Value::Null).await;
+        assert_eq!(read.status, StatusCode::OK, "{}", read.text());
+    }
+    assert!(refused > 0, "the disk refused nothing");
+
+    std::fs::remove_file(&fill).unwrap();
+    std::fs::remove_file(dir.join("fill2")).unwrap();
+    for n in 0..20 {
+        let note = ops.call(Method::POST, &steps, json!({ "kind": "note", "body": format!("after {n}") })).await;
+        assert_eq!(note.status, StatusCode::CREATED, "write {n} after freeing: {}", note.text());
+    }
+    let deleted = ops.call(Method::DELETE, &format!("/api/v1/steps/{first}"), Value::Null).await;
+    assert!(deleted.status.is_success(), "{} {}", deleted.status, deleted.text());
+}
+
 /// The disk under the data directory fills: reading goes on (even with a
 /// token whose last-used stamp cannot be written), writes answer 507 with the
 /// sentence, every page says why in a banner, admins see the disk and the
