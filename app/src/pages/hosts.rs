@@ -263,6 +263,7 @@ fn HostCard(host: Host) -> impl IntoView {
         view! {
             <details class="inline-form" id=edit_id>
                 <summary class="button">"Edit…"</summary>
+                <div class="popover">
                 <ActionForm action=update attr:class="stacked">
                     <input type="hidden" name="name" value=edit.name.clone()/>
                     <label>"Hostname" <input name="hostname" required value=edit.hostname.clone()/></label>
@@ -282,6 +283,7 @@ fn HostCard(host: Host) -> impl IntoView {
                     <ActionError action=price/>
                     <div class="form-actions"><button type="submit">"Save price"</button></div>
                 </ActionForm>
+                </div>
             </details>
             <Confirm label="Remove…" prompt="Remove this host? Steps that use it keep their history.">
                 <ActionForm action=remove attr:class="inline">
