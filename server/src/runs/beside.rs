@@ -208,7 +208,7 @@ impl Servers {
     ) -> Result<Beside, OwnedEnd> {
         let run = context.run;
         let limit = Duration::from_secs(spec.ready_timeout_s);
-        let ready = beside.server.ready(&self.pool, context.target, &spec.ready, limit);
+        let ready = beside.server.ready(&self.pool, context.target, &spec.ready);
         tokio::pin!(ready);
         let ready_by = tokio::time::sleep(limit);
         tokio::pin!(ready_by);
