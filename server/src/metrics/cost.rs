@@ -57,12 +57,8 @@ pub fn of_run(found: &[Measurement], price_per_hour: Option<f64>) -> Vec<Measure
     let mut out = Vec::new();
     for (key, rate) in generation_rates(found) {
         let with = |metric: &str, value: f64, unit: &str| Measurement {
-            metric: metric.into(),
-            value: rounded(value),
-            unit: unit.into(),
-            extractor: EXTRACTOR.into(),
-            stddev: None,
             key: key.map(str::to_string),
+            ..super::measurement(metric, rounded(value), unit, EXTRACTOR)
         };
         if let Some(price) = price_per_hour {
             out.push(with("cost_per_mtok", price / (rate * 3600.0) * 1e6, "per Mtok"));

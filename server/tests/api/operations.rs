@@ -34,6 +34,33 @@ impl Drop for Tmpfs {
     }
 }
 
+/// A server with accounts whose SQLite data dir is on a 16 MB tmpfs (`None`
+/// on PostgreSQL, whose disk is its server's, or where no tmpfs can be mounted).
+/// One at a time: what a full disk leaves (the data dir watched, "refused for
+/// a full disk recently") is the process's, and these tests assert on it.
+async fn on_a_small_disk() -> Option<(
+    TestApp,
+    std::sync::Arc<server::auth::Auth>,
+    std::path::PathBuf,
+    Tmpfs,
+    tokio::sync::MutexGuard<'static, ()>,
+)> {
+    static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    if crate::helpers::on_postgres() {
+        return None;
+    }
+    let turn = ONE_AT_A_TIME.lock().await;
+    let data = tempfile::tempdir().unwrap();
+    let dir = data.path().join("db");
+    let disk = Tmpfs::mount(&dir, "16m")?;
+    let database = server::db::Database::Sqlite(dir.clone());
+    let options = server::serve::Options { database: Some(database.clone()), ..Default::default() };
+    let state = server::serve::state(&dir, &data.path().join("site"), options).await.unwrap();
+    let auth = state.auth.clone();
+    let app = TestApp { router: server::app(state), data, database, auth: Some(auth.clone()) };
+    Some((app, auth, dir, disk, turn))
+}
+
 /// A write that fails for space leaves no pooled connection inside a
 /// transaction: with the disk full to the last byte, 90 KB notes answer 507
 /// (or 201 where the database still had room), never 500, and reads 200; once
@@ -41,17 +68,7 @@ impl Drop for Tmpfs {
 /// the pool has connections) and a step is deleted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_refused_for_space_leaves_no_connection_in_a_transaction() {
-    if crate::helpers::on_postgres() {
-        return; // The disk here holds SQLite; PostgreSQL's is its server's.
-    }
-    let data = tempfile::tempdir().unwrap();
-    let dir = data.path().join("db");
-    let Some(_disk) = Tmpfs::mount(&dir, "16m") else { return };
-    let database = server::db::Database::Sqlite(dir.clone());
-    let options = server::serve::Options { database: Some(database.clone()), ..Default::default() };
-    let state = server::serve::state(&dir, &data.path().join("site"), options).await.unwrap();
-    let auth = state.auth.clone();
-    let app = TestApp { router: server::app(state), data, database, auth: Some(auth.clone()) };
+    let Some((app, auth, dir, _disk, _turn)) = on_a_small_disk().await else { return };
     auth.add_user("ops", "a long enough password", true).await.unwrap();
     let ops = crate::migrate::As { app: &app, token: auth.create_token("ops", "t").await.unwrap().token };
     let created = ops.call(Method::POST, "/api/v1/investigations", json!({ "title": "t" })).await;
@@ -99,17 +116,7 @@ async fn a_write_refused_for_space_leaves_no_connection_in_a_transaction() {
 /// refusals on `/hosts` and `/metrics`, and freeing space is enough to go on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_data_disk_refuses_writes_with_507_and_reads_go_on() {
-    if crate::helpers::on_postgres() {
-        return; // The disk here holds SQLite; PostgreSQL's is its server's.
-    }
-    let data = tempfile::tempdir().unwrap();
-    let dir = data.path().join("db");
-    let Some(_disk) = Tmpfs::mount(&dir, "16m") else { return };
-    let database = server::db::Database::Sqlite(dir.clone());
-    let options = server::serve::Options { database: Some(database.clone()), ..Default::default() };
-    let state = server::serve::state(&dir, &data.path().join("site"), options).await.unwrap();
-    let auth = state.auth.clone();
-    let app = TestApp { router: server::app(state), data, database, auth: Some(auth.clone()) };
+    let Some((app, auth, dir, _disk, _turn)) = on_a_small_disk().await else { return };
     auth.add_user("ops", "a long enough password", true).await.unwrap();
     let token = auth.create_token("ops", "before").await.unwrap().token;
     let fresh = auth.create_token("ops", "never used yet").await.unwrap().token;
