@@ -170,4 +170,8 @@ pub struct ServeArgs {
     /// `2G`, `500M`, `5%`. Default: 2 GiB, or 5 % of a smaller disk.
     #[arg(long, env = "SLEUTH_MIN_FREE", value_name = "SIZE")]
     pub min_free: Option<crate::operations::MinFree>,
+    /// How long a host's GPU sampler (one `nvidia-smi` shared by its runs)
+    /// stays after the host's last run, so that the next run finds it running.
+    #[arg(long, env = "SLEUTH_TELEMETRY_LINGER", default_value_t = 120, value_name = "SECONDS")]
+    pub telemetry_linger: u64,
 }

@@ -30,6 +30,9 @@ pub struct Options {
     pub no_search_index: bool,
     /// `--min-free`: the room new runs need (`None`: the default floor).
     pub min_free: Option<crate::operations::MinFree>,
+    /// `--telemetry-linger`: how long a host's GPU sampler stays after its
+    /// last run (`None`: [`crate::telemetry::sampler::LINGER`]).
+    pub telemetry_linger: Option<std::time::Duration>,
 }
 
 /// A running Sleuth's state, and the handles under it that tools and
@@ -64,7 +67,8 @@ pub async fn open(data: &Path, site: &Path, options: Options) -> Result<Opened, 
     let live = Arc::new(Live::default());
     let runner = Arc::new(
         Runner::new(store.clone(), pool.clone(), live.clone(), outputs.clone(), !options.no_search_index)
-            .with_floor(options.min_free),
+            .with_floor(options.min_free)
+            .with_telemetry_linger(options.telemetry_linger),
     );
     match store.backend() {
         // One server per SQLite file: whatever is unfinished was left by its
@@ -160,6 +164,7 @@ pub async fn run(args: ServeArgs) -> crate::error::Result<()> {
         secure_cookies: args.secure_cookies,
         no_search_index: false,
         min_free: args.min_free,
+        telemetry_linger: Some(std::time::Duration::from_secs(args.telemetry_linger)),
     };
     let Opened { state, live, runner, .. } = open(&args.data, &args.site, options).await.context("starting")?;
     let grace = std::time::Duration::from_secs(args.shutdown_grace);

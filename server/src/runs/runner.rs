@@ -64,6 +64,8 @@ pub struct Runner {
     /// Where run output is written on this machine, and how much room new
     /// runs need there (`--min-free`); none when output goes to PostgreSQL.
     floor: Option<(std::path::PathBuf, crate::operations::MinFree, bool)>,
+    /// One GPU sampler per host, shared by its runs.
+    samplers: crate::telemetry::Samplers,
 }
 
 /// Counts a run as driven while it lives.
@@ -92,7 +94,9 @@ impl Runner {
         } else {
             crate::search::Index::off()
         };
+        let samplers = crate::telemetry::Samplers::new(pool.clone(), store.clone(), crate::telemetry::sampler::LINGER);
         Self {
+            samplers,
             servers: Servers::new(store.clone(), pool.clone(), live.clone(), outputs.clone()),
             search,
             driving,
@@ -113,6 +117,14 @@ impl Runner {
     pub fn with_floor(mut self, min: Option<crate::operations::MinFree>) -> Self {
         if let Outputs::Files(dir) = &self.outputs {
             self.floor = Some((dir.clone(), min.unwrap_or_default(), min.is_none()));
+        }
+        self
+    }
+
+    /// A host's GPU sampler stays this long after its last run (`None`: the default).
+    pub fn with_telemetry_linger(mut self, linger: Option<Duration>) -> Self {
+        if let Some(linger) = linger {
+            self.samplers = crate::telemetry::Samplers::new(self.pool.clone(), self.store.clone(), linger);
         }
         self
     }
@@ -592,10 +604,7 @@ impl Runner {
             started = &mut start => started,
         };
         let command = start.map_err(|e| OwnedEnd::error(RunStatus::Lost, e.to_string()))?;
-        let sampler = run.telemetry.then(|| {
-            let (pool, store) = (self.pool.clone(), self.store.clone());
-            crate::telemetry::Sampler::start(pool, store, target.clone(), run.env.clone(), run.id, started)
-        });
+        let sampler = run.telemetry.then(|| self.samplers.watch(target, &run.env, run.id, started));
         let writer = match self.outputs.writer(run.id, progress.clone()) {
             Ok(writer) => writer,
             Err(e) => {
@@ -703,7 +712,7 @@ impl Runner {
     async fn end_command(&self, context: &Context<'_>, running: Running, ran: Ran) -> OwnedEnd {
         let run = context.run;
         let Running { sink, sampler, counting, .. } = running;
-        let telemetry = sampler.map(crate::telemetry::Sampler::stop);
+        let telemetry = sampler.map(crate::telemetry::Watching::stop);
         let stored = sink.finish().await;
         // The last interim count lands before the final one.
         if let Some(counting) = counting {
@@ -736,7 +745,7 @@ fn audit_entry(run: &Run, action: &'static str, outcome: Option<String>) -> NewA
 struct Running {
     command: exec::Exec,
     sink: Sink,
-    sampler: Option<crate::telemetry::Sampler>,
+    sampler: Option<crate::telemetry::Watching>,
     exit_code: Option<i64>,
     exit_signal: Option<String>,
     /// The interim count being written, if one is.
@@ -746,7 +755,7 @@ struct Running {
 }
 
 impl Running {
-    fn new(command: exec::Exec, sink: Sink, sampler: Option<crate::telemetry::Sampler>) -> Self {
+    fn new(command: exec::Exec, sink: Sink, sampler: Option<crate::telemetry::Watching>) -> Self {
         Self { command, sink, sampler, exit_code: None, exit_signal: None, counting: None, quiet: false }
     }
 }

@@ -52,6 +52,15 @@ pub async fn spawn_app() -> TestApp {
     TestApp { router, data, database, auth: None }
 }
 
+/// [`spawn_app`] with other serve options (the store, auth and site are the test's).
+pub async fn spawn_app_with(options: server::serve::Options) -> TestApp {
+    let data = tempfile::tempdir().expect("temp dir");
+    let database = test_database(&data).await;
+    let options = server::serve::Options { no_auth: true, database: Some(database.clone()), ..options };
+    let state = server::serve::state(&data.path().join("db"), &data.path().join("site"), options).await.expect("state");
+    TestApp { router: server::app(state), data, database, auth: None }
+}
+
 /// [`spawn_app`] on a given store (a PostgreSQL cluster a test stops and starts).
 pub async fn spawn_app_on(database: Database) -> TestApp {
     spawn_app_in(tempfile::tempdir().expect("temp dir"), database).await

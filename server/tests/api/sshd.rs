@@ -59,6 +59,13 @@ impl Sshd {
         sshd
     }
 
+    /// What every session's shell runs first, as a login shell's rc file does
+    /// (bash reads `$BASH_ENV`): `""` for nothing, or the CPU work of a conda
+    /// or pyenv init, as GPU hosts often have.
+    pub fn set_login(&self, script: &str) {
+        std::fs::write(self.dir.path().join("login.sh"), script).expect("login.sh");
+    }
+
     pub fn host_key_fingerprint(&self) -> String {
         fingerprint_of(&self.dir.path().join("hostkey.pub"))
     }
@@ -72,18 +79,22 @@ impl Sshd {
         // not depend on the developer's dotfiles: here ~/.bashrc runs `pyenv
         // rehash` under a lock file, the tests kill sessions (cancel, timeout, a
         // killed sshd), and a kill at the wrong moment left the lock behind, after
-        // which every login waited 60 s for it.
+        // which every login waited 60 s for it. `$BASH_ENV` stands in for it
+        // where a test wants a login that costs something (`set_login`).
         let config = format!(
             "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/hostkey\nPidFile {d}/sshd.pid\n\
              AuthorizedKeysFile {d}/authorized_keys\nStrictModes no\nUsePAM no\n\
              PasswordAuthentication no\nKbdInteractiveAuthentication no\nPubkeyAuthentication yes\n\
              PermitRootLogin prohibit-password\nLogLevel ERROR\nSubsystem sftp {sftp}\n\
-             SetEnv SHLVL=1\n",
+             SetEnv SHLVL=1 BASH_ENV={d}/login.sh\n",
             port = self.port,
             sftp = self.sftp
         );
         let config_path = self.dir.path().join("sshd_config");
         std::fs::write(&config_path, config).expect("sshd_config");
+        if !self.dir.path().join("login.sh").exists() {
+            self.set_login("");
+        }
         let sshd = ["/usr/sbin/sshd", "/usr/bin/sshd"]
             .into_iter()
             .find(|p| Path::new(p).exists())

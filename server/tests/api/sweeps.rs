@@ -232,13 +232,15 @@ async fn a_failed_configuration_stops_the_rest_only_when_asked_and_bad_sweeps_ar
 }
 
 /// A fake `nvidia-smi` that replays the H200 fixtures (the query loop for
-/// `--query-gpu`, the dmon table for `dmon`), a line every 50 ms, then waits.
+/// `--query-gpu`, the dmon table for `dmon`), a line every 50 ms, then waits;
+/// each start is a line in `started` beside its directory.
 fn fake_nvidia_smi(sshd: &Sshd) -> std::path::PathBuf {
     let fixtures = server::fixtures::dir().join("gpu-host-h200");
     let bin = sshd.dir.path().join("fakebin");
     std::fs::create_dir_all(&bin).unwrap();
     let script = format!(
         "#!/bin/sh\n\
+         echo \"$*\" >> {started}\n\
          case \"$*\" in\n\
          *dmon*) file={dmon} ;;\n\
          *query-gpu*) file={query} ;;\n\
@@ -248,6 +250,7 @@ fn fake_nvidia_smi(sshd: &Sshd) -> std::path::PathBuf {
          exec sleep 600\n",
         dmon = fixtures.join("nvidia-smi-dmon.txt").display(),
         query = fixtures.join("nvidia-smi-query-loop.csv").display(),
+        started = sshd.dir.path().join("started").display(),
     );
     let path = bin.join("nvidia-smi");
     std::fs::write(&path, script).unwrap();
@@ -264,13 +267,38 @@ fn running(needle: &str) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn telemetry_is_sampled_stored_summarised_and_nothing_is_left_running() {
     let sshd = Sshd::start();
-    let app = app_with_host(&sshd).await;
+    // The host's sampler stays 1 s after its last run (120 s by default).
+    let linger = Duration::from_secs(1);
+    let options = server::serve::Options { telemetry_linger: Some(linger), ..Default::default() };
+    let app = crate::runs::with_host(crate::helpers::spawn_app_with(options).await, &sshd).await;
     let bin = fake_nvidia_smi(&sshd);
     let path = format!("{}:/usr/local/bin:/usr/bin:/bin", bin.display());
     let step = command_step(&app, json!({ "command": "sleep 3; echo decode done", "env": { "PATH": path } })).await;
+    // Another step's runs on the same host and PATH, while the first goes:
+    // they share its sampler (a sweep over other variables does too).
+    let short = command_step(
+        &app,
+        json!({ "command": "sleep 1", "env": { "PATH": path.clone(), "MAX_BATCH": "8" } }),
+    )
+    .await;
     let run = start(&app, step, json!({})).await[0];
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let others = start(&app, short, json!({ "repeat": 2 })).await;
     let run = finished(&app, run).await;
     assert_eq!(run["status"], "succeeded", "{run}");
+    let starts = std::fs::read_to_string(sshd.dir.path().join("started")).unwrap_or_default();
+    assert_eq!(starts.lines().count(), 2, "one sampler (query and dmon) for three runs: {starts}");
+    for other in others {
+        let other = finished(&app, other).await;
+        assert_eq!(other["status"], "succeeded", "{other}");
+        let drawn = |r: &Value| r["telemetry_drawn"] == true;
+        crate::runs::wait_for(&app, other["id"].as_i64().unwrap(), drawn, Duration::from_secs(10)).await;
+        let telemetry = app.get(&format!("/api/v1/runs/{}/telemetry", other["id"])).await.json();
+        // (The fixture's query has no `name` column; naming is checked on the lent H200.)
+        let gpu = &telemetry["gpus"][0];
+        let times: Vec<u64> = gpu["samples"].as_array().unwrap().iter().map(|s| s["t_ms"].as_u64().unwrap()).collect();
+        assert!(!times.is_empty() && times.iter().all(|t| *t <= 1500), "timed from its own start: {times:?}");
+    }
     assert_eq!(run["telemetry"], true);
     let id = run["id"].as_i64().unwrap();
     // The run's end does not wait on the sampler: its chart and summaries follow.
@@ -332,8 +360,8 @@ async fn telemetry_is_sampled_stored_summarised_and_nothing_is_left_running() {
     assert!(page.contains("GPU telemetry") && page.contains("SM / mem util %"), "the chart is on the page");
     assert!(page.contains("memory busy"), "the roofline says what nvidia-smi measured");
 
-    // Nothing of the sampler is left on the host.
-    let deadline = Instant::now() + Duration::from_secs(5);
+    // Nothing of the sampler is left on the host once it has lingered.
+    let deadline = Instant::now() + linger + Duration::from_secs(5);
     while !running(&bin.display().to_string()).is_empty() {
         assert!(Instant::now() < deadline, "left running: {:?}", running(&bin.display().to_string()));
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -350,7 +378,7 @@ async fn telemetry_is_sampled_stored_summarised_and_nothing_is_left_running() {
     assert!(!running(&bin.display().to_string()).is_empty(), "sampling while it runs");
     assert_eq!(app.post_json(&format!("/api/v1/runs/{run}/cancel"), json!({})).await.status, StatusCode::OK);
     finished(&app, run).await;
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + linger + Duration::from_secs(5);
     while !running(&bin.display().to_string()).is_empty() {
         assert!(Instant::now() < deadline, "left running after cancel: {:?}", running(&bin.display().to_string()));
         tokio::time::sleep(Duration::from_millis(100)).await;
