@@ -24,6 +24,9 @@ pub struct Host {
     /// throughput gets `cost_per_mtok` (`PATCH /api/v1/hosts/{name}`).
     #[serde(default)]
     pub price_per_hour: Option<f64>,
+    /// How long its run directories are kept, and what the last sweep did.
+    #[serde(default)]
+    pub run_dirs: RunDirs,
     /// The caller may change the host and trust its keys (admins).
     #[serde(default)]
     pub can_manage: bool,
@@ -53,11 +56,79 @@ pub struct HostPatch {
     /// `null` removes the price; left out, it stays.
     #[serde(default, deserialize_with = "present")]
     pub price_per_hour: Option<Option<f64>>,
+    /// Days its run directories are kept; `null`: the default (7).
+    #[serde(default, deserialize_with = "present")]
+    pub run_dirs_keep_days: Option<Option<u32>>,
+    /// A cap on its run directories, MB; `null` removes it.
+    #[serde(default, deserialize_with = "present")]
+    pub run_dirs_max_mb: Option<Option<u64>>,
 }
 
 /// A field that is there, even as `null` (`Some(None)`), against one left out (`None`).
 fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
     T::deserialize(d).map(Some)
+}
+
+/// How long a host keeps run directories (`~/.sleuth/runs/<id>-<tag>`), and
+/// what the last sweep of them did.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunDirs {
+    /// A run's directory is removed this many days after its last change.
+    pub keep_days: u32,
+    /// All of them together are kept under this many MB, oldest removed
+    /// first (`None`: no cap).
+    pub max_mb: Option<u64>,
+    /// The last sweep since this Sleuth started (`None`: none yet).
+    pub last_sweep: Option<Sweep>,
+}
+
+impl Default for RunDirs {
+    fn default() -> Self {
+        Self { keep_days: DEFAULT_KEEP_RUN_DIRS_DAYS, max_mb: None, last_sweep: None }
+    }
+}
+
+/// Run directories are kept a week unless a host says otherwise.
+pub const DEFAULT_KEEP_RUN_DIRS_DAYS: u32 = 7;
+/// The longest a host may keep them: ten years is "for ever".
+pub const MAX_KEEP_RUN_DIRS_DAYS: u32 = 3650;
+
+/// One sweep of a host's run directories.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Sweep {
+    pub at: String,
+    /// Directories left, and their size.
+    pub kept: u64,
+    pub kept_bytes: u64,
+    /// Directories removed, and what that freed.
+    pub removed: u64,
+    pub removed_bytes: u64,
+    /// Why the sweep did not finish, if it did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// What is wrong with a retention setting.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum RetentionError {
+    #[error("Run directories are kept 1 to {MAX_KEEP_RUN_DIRS_DAYS} days, not {0}.")]
+    Days(u32),
+    #[error("The cap on run directories is at least 1 MB.")]
+    Cap,
+}
+
+impl From<RetentionError> for crate::error::ApiError {
+    fn from(error: RetentionError) -> Self {
+        Self::invalid(error.to_string())
+    }
+}
+
+pub fn check_keep_days(days: u32) -> Result<u32, RetentionError> {
+    if (1..=MAX_KEEP_RUN_DIRS_DAYS).contains(&days) { Ok(days) } else { Err(RetentionError::Days(days)) }
+}
+
+pub fn check_max_mb(mb: u64) -> Result<u64, RetentionError> {
+    if mb >= 1 { Ok(mb) } else { Err(RetentionError::Cap) }
 }
 
 /// The most an hour of a host may cost (in any currency): past it, a typo.
@@ -131,6 +202,40 @@ pub const NAME_CHARS: usize = 64;
 pub fn price_text(price: f64) -> String {
     let rounded = (price * 100.0).round() / 100.0;
     format!("{rounded} per hour")
+}
+
+/// A host's retention and last sweep as pages show it.
+pub fn run_dirs_text(dirs: &RunDirs) -> String {
+    let mut text = format!("Run directories kept {} days", dirs.keep_days);
+    if let Some(mb) = dirs.max_mb {
+        text.push_str(&format!(", under {}", crate::runs::human_bytes(mb.saturating_mul(1 << 20))));
+    }
+    match &dirs.last_sweep {
+        Some(Sweep { error: Some(error), at, .. }) => text.push_str(&format!(". The sweep at {at} failed: {error}")),
+        Some(sweep) => text.push_str(&format!(
+            ". Swept at {}: {} kept ({}), {} removed ({}).",
+            sweep.at,
+            sweep.kept,
+            crate::runs::human_bytes(sweep.kept_bytes),
+            sweep.removed,
+            crate::runs::human_bytes(sweep.removed_bytes)
+        )),
+        None => text.push_str("; not swept since Sleuth started (after the next run)."),
+    }
+    text
+}
+
+/// Retention as a form gives it: days (blank: the default) and a cap in MB (blank: none).
+pub fn run_dirs_from_form(days: &str, max_mb: &str) -> Result<(Option<u32>, Option<u64>), RetentionError> {
+    let days = match days.trim() {
+        "" => None,
+        d => Some(check_keep_days(d.parse().map_err(|_| RetentionError::Days(0))?)?),
+    };
+    let max_mb = match max_mb.trim() {
+        "" => None,
+        m => Some(check_max_mb(m.parse().map_err(|_| RetentionError::Cap)?)?),
+    };
+    Ok((days, max_mb))
 }
 
 /// Host aliases are short, and safe in URLs and logs.

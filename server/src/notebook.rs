@@ -239,7 +239,7 @@ impl Notebook {
         let id = permit.investigation();
         let runs =
             if crate::ids::is_investigation_id(id) { self.store.runs_of_investigation(id).await? } else { Vec::new() };
-        self.runs.forget(&permit.edit(), runs.iter().map(|r| r.id)).await;
+        self.runs.forget(&permit.edit(), &runs).await;
         self.investigations.delete(permit).await
     }
 

@@ -64,7 +64,17 @@ pub async fn update_host(
 #[server]
 pub async fn set_host_price(name: String, price: String) -> Result<Host, ApiError> {
     let price = crate::backend::with_status(crate::hosts::price_from_form(&price).map_err(ApiError::from))?;
-    let patch = crate::hosts::HostPatch { price_per_hour: Some(price) };
+    let patch = crate::hosts::HostPatch { price_per_hour: Some(price), ..Default::default() };
+    crate::backend::call(move |notebook, actor| async move { notebook.patch_host(&actor, &name, patch).await }).await
+}
+
+/// The retention form: days to keep run directories (blank: 7) and a cap in MB (blank: none).
+#[server]
+pub async fn set_run_dirs(name: String, keep_days: String, max_mb: String) -> Result<Host, ApiError> {
+    let (days, mb) =
+        crate::backend::with_status(crate::hosts::run_dirs_from_form(&keep_days, &max_mb).map_err(ApiError::from))?;
+    let patch =
+        crate::hosts::HostPatch { run_dirs_keep_days: Some(days), run_dirs_max_mb: Some(mb), ..Default::default() };
     crate::backend::call(move |notebook, actor| async move { notebook.patch_host(&actor, &name, patch).await }).await
 }
 
@@ -244,6 +254,7 @@ fn HostCard(host: Host) -> impl IntoView {
     let remove = ServerAction::<RemoveHost>::new();
     let update = ServerAction::<UpdateHost>::new();
     let price = ServerAction::<SetHostPrice>::new();
+    let retention = ServerAction::<SetRunDirs>::new();
     let edit = host.clone();
     let name = host.name.clone();
     let address = format!(
@@ -259,6 +270,9 @@ fn HostCard(host: Host) -> impl IntoView {
     let (section_id, edit_id) = (format!("host-{name}"), format!("edit-host-{name}"));
     let (facts_name, remove_name, price_name) = (name.clone(), name.clone(), name.clone());
     let price_value = host.price_per_hour.map(|p| p.to_string()).unwrap_or_default();
+    let (days_value, cap_value) =
+        (host.run_dirs.keep_days.to_string(), host.run_dirs.max_mb.map(|mb| mb.to_string()).unwrap_or_default());
+    let retention_name = name.clone();
     let manage = host.can_manage.then(|| {
         view! {
             <details class="inline-form" id=edit_id>
@@ -283,6 +297,16 @@ fn HostCard(host: Host) -> impl IntoView {
                     <ActionError action=price/>
                     <div class="form-actions"><button type="submit">"Save price"</button></div>
                 </ActionForm>
+                <ActionForm action=retention attr:class="stacked host-run-dirs-form">
+                    <input type="hidden" name="name" value=retention_name/>
+                    <label><span>"Keep run directories " <span class="muted">"(days; empty: 7)"</span></span>
+                        <input name="keep_days" inputmode="numeric" value=days_value/></label>
+                    <label><span>"Cap on them " <span class="muted">"(MB; empty: none)"</span></span>
+                        <input name="max_mb" inputmode="numeric" value=cap_value/></label>
+                    <p class="muted">"Swept after runs, at most hourly: older ones go, then the oldest until they fit. A deleted run's directory goes with it."</p>
+                    <ActionError action=retention/>
+                    <div class="form-actions"><button type="submit">"Save retention"</button></div>
+                </ActionForm>
                 </div>
             </details>
             <Confirm label="Remove…" prompt="Remove this host? Steps that use it keep their history.">
@@ -305,6 +329,7 @@ fn HostCard(host: Host) -> impl IntoView {
                 <span class="spacer"></span>
                 {manage}
             </div>
+            <p class="muted host-run-dirs">{crate::hosts::run_dirs_text(&host.run_dirs)}</p>
             <HostConnection
                 name=name.clone()
                 trusted=host.trusted_keys.clone()

@@ -3,8 +3,8 @@
 use super::{HostRow, Store, StoreResult};
 use crate::time::now_ms;
 
-const COLUMNS: &str =
-    r#"name, hostname, port, "user", identity_file, proxy_jump, created_at, updated_at, price_per_hour"#;
+const COLUMNS: &str = r#"name, hostname, port, "user", identity_file, proxy_jump, created_at, updated_at, price_per_hour,
+       run_dirs_keep_days, run_dirs_max_mb, run_dirs_swept"#;
 
 impl Store {
     pub async fn hosts(&self) -> StoreResult<Vec<HostRow>> {
@@ -54,6 +54,36 @@ impl Store {
             .execute(&self.pool)
             .await?;
         Ok(done.rows_affected() == 1)
+    }
+
+    /// Sets how long the host keeps run directories and their cap (`None`:
+    /// the default, no cap); `false` if there is no such host.
+    pub async fn set_run_dirs_policy(
+        &self,
+        name: &str,
+        keep_days: Option<u32>,
+        max_mb: Option<u64>,
+    ) -> StoreResult<bool> {
+        let done = sqlx::query(
+            "UPDATE hosts SET run_dirs_keep_days = $1, run_dirs_max_mb = $2, updated_at = $3 WHERE name = $4",
+        )
+        .bind(keep_days.map(i64::from))
+        .bind(max_mb.and_then(|mb| i64::try_from(mb).ok()))
+        .bind(now_ms())
+        .bind(name)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Keeps the report of the host's last sweep of run directories.
+    pub async fn set_run_dirs_swept(&self, name: &str, report: &str) -> StoreResult<()> {
+        sqlx::query("UPDATE hosts SET run_dirs_swept = $1 WHERE name = $2")
+            .bind(report)
+            .bind(name)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
     }
 
     /// `false` if there is no such host. Fails (foreign key) while another host jumps through it.

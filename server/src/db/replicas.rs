@@ -85,7 +85,8 @@ impl Store {
         let rows: Vec<(i64,)> = sqlx::query_as(
             "UPDATE runs SET status = 'interrupted', finished_at = $1,
                  error = 'The Sleuth replica driving this run (' || COALESCE(replica, 'unknown') ||
-                         ') stopped answering while it was ' || status || '; output up to then is kept.'
+                         ') stopped answering while it was ' || status || '; output up to then is kept.',
+                 client_left = CASE WHEN status = 'running' THEN 1 ELSE 0 END
              WHERE status IN ('queued', 'running')
                AND (replica IS NULL
                     OR replica NOT IN (SELECT id FROM replicas WHERE seen_at >= $2))

@@ -38,6 +38,10 @@ pub struct HostRow {
     pub updated_at: i64,
     /// What an hour of it costs (migration 0030).
     pub price_per_hour: Option<f64>,
+    /// Run directories: days kept, MB cap, last sweep (JSON) (migration 0031).
+    pub run_dirs_keep_days: Option<i64>,
+    pub run_dirs_max_mb: Option<i64>,
+    pub run_dirs_swept: Option<String>,
 }
 
 #[derive(Debug, Clone, sqlx::FromRow)]

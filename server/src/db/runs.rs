@@ -200,13 +200,72 @@ impl Store {
     pub async fn interrupt_unfinished_runs(&self) -> StoreResult<Vec<i64>> {
         let rows: Vec<(i64,)> = sqlx::query_as(
             "UPDATE runs SET status = 'interrupted', finished_at = $1,
-                 error = 'The Sleuth server stopped while this run was ' || status || '.'
+                 error = 'The Sleuth server stopped while this run was ' || status || '.',
+                 client_left = CASE WHEN status = 'running' THEN 1 ELSE 0 END
              WHERE status IN ('queued', 'running') RETURNING id",
         )
         .bind(now_ms())
         .fetch_all(&self.pool)
         .await?;
         Ok(rows.into_iter().map(|(id,)| id).collect())
+    }
+}
+
+/// Runs whose commands may still be running on their hosts (`runs::retention`).
+impl Store {
+    /// `(run, host, run_dir)` of each run ended while its command ran.
+    pub async fn clients_left(&self) -> StoreResult<Vec<(i64, String, String)>> {
+        Ok(sqlx::query_as(
+            "SELECT id, host, COALESCE(run_dir, '') FROM runs WHERE client_left = 1 AND status NOT IN ('queued', 'running')",
+        )
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// Takes the run's left command to stop; `false` if another replica took it.
+    pub async fn claim_client_left(&self, run: i64) -> StoreResult<bool> {
+        let done = sqlx::query("UPDATE runs SET client_left = 2 WHERE id = $1 AND client_left = 1")
+            .bind(run)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Gives it back, for the next start to try (its host could not be reached).
+    pub async fn unclaim_client_left(&self, run: i64) -> StoreResult<()> {
+        sqlx::query("UPDATE runs SET client_left = 1 WHERE id = $1 AND client_left = 2")
+            .bind(run)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Its left command is stopped (or was gone); `note` is added to its error.
+    pub async fn client_stopped(&self, run: i64, note: Option<&str>) -> StoreResult<()> {
+        match note {
+            Some(note) => {
+                sqlx::query("UPDATE runs SET client_left = 0, error = COALESCE(error || ' ', '') || $2 WHERE id = $1")
+                    .bind(run)
+                    .bind(note)
+                    .execute(&self.pool)
+                    .await?
+            }
+            None => sqlx::query("UPDATE runs SET client_left = 0 WHERE id = $1").bind(run).execute(&self.pool).await?,
+        };
+        Ok(())
+    }
+
+    /// The `run_dir`s on `host` a sweep must leave: runs queued or running
+    /// (on any replica), and runs whose server may still be running there.
+    pub async fn run_dirs_in_use(&self, host: &str) -> StoreResult<Vec<String>> {
+        let rows: Vec<(String,)> = sqlx::query_as(
+            "SELECT run_dir FROM runs WHERE host = $1 AND run_dir IS NOT NULL
+               AND (status IN ('queued', 'running') OR server_handle IS NOT NULL OR client_left <> 0)",
+        )
+        .bind(host)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.into_iter().map(|(d,)| d).collect())
     }
 }
 

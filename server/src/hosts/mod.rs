@@ -74,7 +74,22 @@ fn check(new: NewHost) -> Result<HostRow> {
         created_at: 0,
         updated_at: 0,
         price_per_hour: None,
+        run_dirs_keep_days: None,
+        run_dirs_max_mb: None,
+        run_dirs_swept: None,
     })
+}
+
+/// How long the host keeps run directories, and its last sweep.
+pub fn run_dirs_of(row: &HostRow) -> domain::hosts::RunDirs {
+    domain::hosts::RunDirs {
+        keep_days: row
+            .run_dirs_keep_days
+            .and_then(|d| u32::try_from(d).ok())
+            .unwrap_or(domain::hosts::DEFAULT_KEEP_RUN_DIRS_DAYS),
+        max_mb: row.run_dirs_max_mb.and_then(|mb| u64::try_from(mb).ok()),
+        last_sweep: row.run_dirs_swept.as_deref().and_then(|s| serde_json::from_str(s).ok()),
+    }
 }
 
 fn expand_home(path: &str) -> PathBuf {
@@ -92,6 +107,7 @@ impl Hosts {
     async fn view(&self, row: HostRow) -> Host {
         let port = u16::try_from(row.port).unwrap_or(22);
         let trusted_keys = self.pool.known_hosts().fingerprints(&row.hostname, port).await;
+        let run_dirs = run_dirs_of(&row);
         Host {
             pending_key: self.pool.pending_fingerprint(&row.hostname, port).await,
             trusted_keys,
@@ -104,6 +120,7 @@ impl Hosts {
             identity_file: row.identity_file,
             proxy_jump: row.proxy_jump,
             price_per_hour: row.price_per_hour,
+            run_dirs,
             // What the caller may do is the policy's to say (`guarded::hosts`).
             can_manage: false,
             can_use: false,
@@ -194,6 +211,19 @@ impl Hosts {
             let price = price.map(domain::hosts::check_price).transpose().map_err(ApiError::from)?;
             repriced = price != before.price_per_hour;
             if !self.store.set_host_price(name, price).await? {
+                return Err(host_not_found(name).into());
+            }
+        }
+        if patch.run_dirs_keep_days.is_some() || patch.run_dirs_max_mb.is_some() {
+            let keep_days = match patch.run_dirs_keep_days {
+                Some(days) => days.map(domain::hosts::check_keep_days).transpose().map_err(ApiError::from)?,
+                None => before.run_dirs_keep_days.and_then(|d| u32::try_from(d).ok()),
+            };
+            let max_mb = match patch.run_dirs_max_mb {
+                Some(mb) => mb.map(domain::hosts::check_max_mb).transpose().map_err(ApiError::from)?,
+                None => before.run_dirs_max_mb.and_then(|mb| u64::try_from(mb).ok()),
+            };
+            if !self.store.set_run_dirs_policy(name, keep_days, max_mb).await? {
                 return Err(host_not_found(name).into());
             }
         }

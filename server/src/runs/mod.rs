@@ -9,6 +9,7 @@ pub mod events;
 pub mod feed;
 mod life;
 pub mod live;
+pub mod retention;
 pub mod runner;
 pub mod server;
 mod service;

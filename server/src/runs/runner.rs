@@ -66,6 +66,9 @@ pub struct Runner {
     floor: Option<(std::path::PathBuf, crate::operations::MinFree, bool)>,
     /// One GPU sampler per host, shared by its runs.
     samplers: crate::telemetry::Samplers,
+    /// What runs leave on hosts, cleaned.
+    retention: Arc<super::retention::Retention>,
+    hosts: crate::hosts::Hosts,
 }
 
 /// Counts a run as driven while it lives.
@@ -97,6 +100,8 @@ impl Runner {
         let samplers = crate::telemetry::Samplers::new(pool.clone(), store.clone(), crate::telemetry::sampler::LINGER);
         Self {
             samplers,
+            retention: super::retention::Retention::new(store.clone(), pool.clone()),
+            hosts: crate::hosts::Hosts::new(store.clone(), pool.clone()),
             servers: Servers::new(store.clone(), pool.clone(), live.clone(), outputs.clone()),
             search,
             driving,
@@ -383,6 +388,22 @@ impl Runner {
     /// replica) stopped before it could (`Servers::stop_orphans`).
     pub async fn stop_orphans(&self) {
         self.servers.stop_orphans().await;
+        for (investigation, run) in self.retention.stop_clients_left(&self.hosts).await {
+            self.publish(&investigation, run).await;
+        }
+    }
+
+    /// Removes deleted runs' directories on their hosts (`(host, run_dir)`),
+    /// once their cancelled commands have had time to stop.
+    pub fn remove_run_dirs(&self, runs: Vec<(String, String)>, any_running: bool) {
+        let wait = if any_running { GRACE + Duration::from_secs(2) } else { Duration::ZERO };
+        self.retention.remove_deleted(&self.hosts, runs, wait);
+    }
+
+    /// Sweeps `host`'s run directories now (the Hosts page's button, tests).
+    pub async fn sweep_run_dirs(&self, host: &str) -> crate::error::Result<domain::hosts::Sweep> {
+        let target = self.hosts.target(host).await?;
+        Ok(self.retention.sweep(&target).await)
     }
 
     /// Runs one run of a batch; `kept`: a server an earlier run of its
@@ -426,6 +447,7 @@ impl Runner {
         if let Some(sampled) = end.telemetry {
             self.telemetry_after(investigation, run_id, sampled);
         }
+        self.retention.after_run(target);
         keep
     }
 

@@ -187,10 +187,14 @@ impl Runs {
         (by_run, server_logs)
     }
 
-    /// Cancels runs whose step is going away, and deletes their output and logs.
-    pub async fn forget(&self, permit: &Permit<Edit>, runs: impl Iterator<Item = i64>) {
-        let runs: Vec<i64> = runs.collect();
+    /// Cancels runs whose step is going away, and deletes their output, logs
+    /// and directories on their hosts.
+    pub async fn forget(&self, permit: &Permit<Edit>, rows: &[crate::db::RunRow]) {
+        let runs: Vec<i64> = rows.iter().map(|r| r.id).collect();
         let logs = self.store.logs_of_runs(&runs).await.unwrap_or_default();
+        let any_running = rows.iter().any(|r| !r.status.is_finished());
+        let dirs = rows.iter().filter_map(|r| Some((r.host.clone(), r.run_dir.clone()?))).collect();
+        self.runner.remove_run_dirs(dirs, any_running);
         for id in &runs {
             if let Err(e) = self.runner.cancel(permit.investigation(), *id).await {
                 tracing::error!(run = id, "cannot cancel a run of a deleted step: {}", crate::error::chain(&e));

@@ -160,7 +160,7 @@ impl Steps {
     pub async fn delete(&self, permit: &Permit<Edit>, id: i64) -> Result<()> {
         self.row(permit, id).await?;
         let runs = self.store.runs_of_step(id).await?;
-        self.runs.forget(permit, runs.iter().map(|r| r.id)).await;
+        self.runs.forget(permit, &runs).await;
         if !self.store.delete_step(id).await? {
             return Err(not_found(id).into());
         }

@@ -226,8 +226,7 @@ mod tests {
             assert!(lines.read_dmon(line, 900), "{line}");
         }
         assert!(!lines.read_dmon("Failed to initialize NVML: Driver/library version mismatch", 900));
-        let (gpu, s) =
-            lines.read("0, 100, 63, 7087, 522.5, 1830, 3201, 45, NVIDIA H200", 1000, &mut names).unwrap();
+        let (gpu, s) = lines.read("0, 100, 63, 7087, 522.5, 1830, 3201, 45, NVIDIA H200", 1000, &mut names).unwrap();
         assert_eq!((gpu, s.gpu_util, s.mem_util, s.sm_clock_mhz), (0, Some(100.0), Some(63.0), Some(1830.0)));
         assert_eq!(s.pcie_rx_mbs, Some(162.0));
         assert_eq!(names.get(&0).map(String::as_str), Some("NVIDIA H200"));

@@ -119,10 +119,7 @@ impl Samplers {
         let key = (format!("{target:?}"), path.clone());
         let (host, readings) = {
             let mut running = self.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            let host = running
-                .entry(key.clone())
-                .or_insert_with(|| self.start(key, target.clone(), path))
-                .clone();
+            let host = running.entry(key.clone()).or_insert_with(|| self.start(key, target.clone(), path)).clone();
             // Counted under the lock: the sampler decides to stop under it too.
             host.watchers.send_modify(|n| *n += 1);
             let readings = host.readings.subscribe();
@@ -372,7 +369,8 @@ async fn keep_for_run(
             notes.push(format!("nvidia-smi said: {said}"));
         }
         if missed > 0 {
-            notes.push(format!("{missed} batches of GPU readings came faster than they were stored and were left out."));
+            notes
+                .push(format!("{missed} batches of GPU readings came faster than they were stored and were left out."));
         }
         if sampled == 0 {
             if let Some(ended) = &state.ended {
@@ -396,12 +394,8 @@ async fn keep_for_run(
 
 /// The run's GPU names (every GPU the sampler has seen) and notes.
 async fn store_info(store: &Store, run: i64, host: &HostSampler, notes: &[String]) -> bool {
-    let gpus: Vec<serde_json::Value> = host
-        .state()
-        .names
-        .iter()
-        .map(|(index, name)| serde_json::json!({ "index": index, "name": name }))
-        .collect();
+    let gpus: Vec<serde_json::Value> =
+        host.state().names.iter().map(|(index, name)| serde_json::json!({ "index": index, "name": name })).collect();
     let (gpus, notes) = (serde_json::json!(gpus).to_string(), serde_json::json!(notes).to_string());
     match store.set_telemetry_info(run, &gpus, &notes).await {
         Ok(()) => true,

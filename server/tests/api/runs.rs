@@ -639,3 +639,72 @@ async fn many_viewers_of_a_live_run_each_get_every_line_once() {
     assert!(ended);
     assert_eq!(numbers.len(), 3000);
 }
+
+/// What runs leave on their host: the sweep after a run removes directories
+/// older than the host's retention (and says so on the host), a deleted step's
+/// runs' directories go with it, and the retention is the host's to set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_directories_are_swept_by_age_and_removed_with_their_runs() {
+    let sshd = Sshd::start();
+    let app = app_with_host(&sshd).await;
+    let home = std::path::PathBuf::from(std::env::var("HOME").unwrap());
+    let runs = home.join(".sleuth/runs");
+    // As a run of ten days ago left it; and something else of the user's, as old.
+    let old = runs.join(format!("{}-0a0b0c0d", 900_000_000 + std::process::id()));
+    let theirs = runs.join(format!("notes-of-{}", std::process::id()));
+    for dir in [&old, &theirs] {
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        std::fs::write(dir.join("sub/result.json"), "{}").unwrap();
+        let touched = std::process::Command::new("touch").args(["-d", "10 days ago"]).arg(dir).status().unwrap();
+        assert!(touched.success());
+    }
+
+    let step = command_step(&app, json!({ "command": "echo kept > result.txt", "telemetry": false })).await;
+    let run = finished(&app, start(&app, step, json!({})).await[0]).await;
+    assert_eq!(run["status"], "succeeded", "{run}");
+    let dir = home.join(run["run_dir"].as_str().unwrap().strip_prefix("~/").unwrap());
+    assert_eq!(std::fs::read_to_string(dir.join("result.txt")).unwrap(), "kept\n");
+
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let sweep = loop {
+        let host = app.get("/api/v1/hosts/gpu").await.json();
+        if host["run_dirs"]["last_sweep"].is_object() {
+            break host["run_dirs"].clone();
+        }
+        assert!(Instant::now() < deadline, "no sweep after the run: {host}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(sweep["keep_days"], 7, "{sweep}");
+    assert!(sweep["last_sweep"]["removed"].as_u64() >= Some(1) && sweep["last_sweep"]["error"].is_null(), "{sweep}");
+    assert!(!old.exists(), "a run directory older than 7 days is removed");
+    assert!(theirs.exists(), "what is not a run directory is never touched");
+    assert!(dir.exists(), "a fresh one stays");
+    std::fs::remove_dir_all(&theirs).unwrap();
+
+    // The retention is the host's: checked, and shown with the host.
+    for (bad, why) in
+        [(json!({ "run_dirs_keep_days": 0 }), "1 to 3650 days"), (json!({ "run_dirs_max_mb": 0 }), "at least 1 MB")]
+    {
+        let refused = app.patch_json("/api/v1/hosts/gpu", bad).await;
+        assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", refused.text());
+        assert!(refused.text().contains(why), "{}", refused.text());
+    }
+    let set = app.patch_json("/api/v1/hosts/gpu", json!({ "run_dirs_keep_days": 30, "run_dirs_max_mb": 5000 })).await;
+    assert_eq!(set.status, StatusCode::OK, "{}", set.text());
+    assert_eq!(
+        (set.json()["run_dirs"]["keep_days"].clone(), set.json()["run_dirs"]["max_mb"].clone()),
+        (json!(30), json!(5000))
+    );
+    let price = app.patch_json("/api/v1/hosts/gpu", json!({ "price_per_hour": 2.5 })).await;
+    assert_eq!(price.json()["run_dirs"]["keep_days"], 30, "other fields stay: {}", price.text());
+    let page = app.get("/hosts").await.text();
+    assert!(page.contains("Run directories") && page.contains("kept 30 days"), "the Hosts page shows it");
+
+    // Deleting the step removes its runs' directories on the host.
+    assert!(app.delete(&format!("/api/v1/steps/{step}")).await.status.is_success());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while dir.exists() {
+        assert!(Instant::now() < deadline, "{} is still there after its step was deleted", dir.display());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -308,8 +308,10 @@ async fn a_server_left_by_a_killed_sleuth_is_stopped_when_its_run_is_taken_over(
     let port = free_port();
     // Ready by HTTP: it prints nothing after (a write to the closed channel would end it).
     let spec = server(port, "--load-s 0.5", json!({ "http": format!("http://127.0.0.1:{port}/health") }));
-    let step =
-        command_step(&app, json!({ "command": "echo client up; sleep 120", "telemetry": false, "server": spec })).await;
+    // The client's `sleep` is told apart from every other test's by its length.
+    let client = format!("sleep 120.{}", std::process::id());
+    let command = format!("echo client up; {client}");
+    let step = command_step(&app, json!({ "command": command, "telemetry": false, "server": spec })).await;
     let mut sleuth = crate::replicas::Replica::start_on(&app, &[]);
     let (status, runs) = sleuth.post(&format!("/api/v1/steps/{step}/runs"), json!({})).await;
     assert_eq!(status, 201, "{runs}");
@@ -324,6 +326,7 @@ async fn a_server_left_by_a_killed_sleuth_is_stopped_when_its_run_is_taken_over(
     let _ = sleuth.child.wait();
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(servers_on(port).len(), 1, "an orphan, holding what it holds: {:?}", servers_on(port));
+    assert_eq!(crate::sweeps::running(&client).len(), 1, "its client too: {:?}", crate::sweeps::running(&client));
 
     // Sleuth again (on PostgreSQL: another replica, once the lease runs out).
     let _again = crate::replicas::Replica::start_on(&app, &[]);
@@ -338,6 +341,18 @@ async fn a_server_left_by_a_killed_sleuth_is_stopped_when_its_run_is_taken_over(
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     assert_eq!(run["status"], "interrupted", "{run}");
+    // Its client is stopped as well, and the run says so.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let run = loop {
+        let run = app.get(&format!("/api/v1/runs/{}", run["id"])).await.json();
+        if run["error"].as_str().unwrap_or_default().contains("still running on gpu") {
+            break run;
+        }
+        assert!(Instant::now() < deadline, "its client was not stopped: {run}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert!(crate::sweeps::running(&client).is_empty(), "left running: {:?}", crate::sweeps::running(&client));
+    assert!(run["error"].as_str().unwrap().contains("stopped with SIGTERM"), "{run}");
     let log = server_log(&app, run["id"].as_i64().unwrap()).await;
     assert!(log.contains("Application startup complete"), "what it printed before is kept: {log}");
 }

@@ -259,7 +259,7 @@ fn fake_nvidia_smi(sshd: &Sshd) -> std::path::PathBuf {
 }
 
 /// Processes whose command line mentions `needle`, other than this pgrep.
-fn running(needle: &str) -> Vec<String> {
+pub fn running(needle: &str) -> Vec<String> {
     let out = std::process::Command::new("pgrep").args(["-af", needle]).output().expect("pgrep");
     String::from_utf8_lossy(&out.stdout).lines().filter(|l| !l.contains("pgrep")).map(str::to_string).collect()
 }
@@ -276,11 +276,8 @@ async fn telemetry_is_sampled_stored_summarised_and_nothing_is_left_running() {
     let step = command_step(&app, json!({ "command": "sleep 3; echo decode done", "env": { "PATH": path } })).await;
     // Another step's runs on the same host and PATH, while the first goes:
     // they share its sampler (a sweep over other variables does too).
-    let short = command_step(
-        &app,
-        json!({ "command": "sleep 1", "env": { "PATH": path.clone(), "MAX_BATCH": "8" } }),
-    )
-    .await;
+    let short =
+        command_step(&app, json!({ "command": "sleep 1", "env": { "PATH": path.clone(), "MAX_BATCH": "8" } })).await;
     let run = start(&app, step, json!({})).await[0];
     tokio::time::sleep(Duration::from_millis(700)).await;
     let others = start(&app, short, json!({ "repeat": 2 })).await;
