@@ -554,6 +554,14 @@ pub struct OutputWriter {
 }
 
 impl OutputWriter {
+    /// Bytes appended but not yet on the disk (the space they will take).
+    pub fn buffered(&self) -> u64 {
+        match &self.sink {
+            Sink::Files { out, idx } => (out.buffer().len() + idx.buffer().len()) as u64,
+            Sink::Store { .. } => 0,
+        }
+    }
+
     pub async fn append(&mut self, stream: Stream, bytes: &[u8], at_ms: i64) -> std::io::Result<()> {
         if bytes.is_empty() {
             return Ok(());

@@ -16,7 +16,7 @@ use super::feed::Feeds;
 use super::life::{Context, Deadline, OwnedEnd, Stop, cancel_requested, publish};
 use super::live::{Live, RunEvent};
 use super::run_from_row;
-use super::sink::{LowSpace, Sink};
+use super::sink::{Sink, Space};
 use crate::db::{NewAudit, NewRun, RunEnd, Store};
 use crate::output::{Outputs, Stream};
 use crate::ssh::exec::{self, Event, Exit};
@@ -147,9 +147,11 @@ impl Runner {
     /// Where half the free-space floor is all that is left: that half is kept
     /// for the notebook itself (runs' ends, everyone's edits), so a running
     /// run stops storing its output there. `(where, free, floor)`.
-    fn short_of_space(&self) -> Option<LowSpace> {
-        let (at, free, _, floor) = self.floor()?;
-        (free < floor / 2).then_some((at, free, floor))
+    /// `pending`: bytes the run has yet to write there.
+    fn short_of_space(&self, pending: u64) -> Space {
+        let Some((at, free, _, floor)) = self.floor() else { return Space::Room(u64::MAX) };
+        let free = free.saturating_sub(pending);
+        if free < floor / 2 { Space::Short((at, free, floor)) } else { Space::Room(free - floor / 2) }
     }
 
     /// Refuses new runs below the free-space floor, before the disk is full.
@@ -694,8 +696,12 @@ impl Runner {
     /// disk's floor), or its exit noted.
     async fn take(&self, running: &mut Running, event: Event) {
         match event {
-            Event::Stdout(data) => running.sink.append(Stream::Stdout, &data, || self.short_of_space()).await,
-            Event::Stderr(data) => running.sink.append(Stream::Stderr, &data, || self.short_of_space()).await,
+            Event::Stdout(data) => {
+                running.sink.append(Stream::Stdout, &data, |pending| self.short_of_space(pending)).await
+            }
+            Event::Stderr(data) => {
+                running.sink.append(Stream::Stderr, &data, |pending| self.short_of_space(pending)).await
+            }
             Event::Exit(Exit::Code(code)) => running.exit_code = Some(i64::from(code)),
             Event::Exit(Exit::Signal(signal)) => running.exit_signal = Some(signal),
         }
@@ -713,7 +719,7 @@ impl Runner {
                 let _ = store.update_run_counts(run, stdout, stderr, lines).await;
             }));
         }
-        running.sink.check_space(|| self.short_of_space());
+        running.sink.check_space(|pending| self.short_of_space(pending));
     }
 
     /// Said on the run while its host is silent, and taken back when it answers.

@@ -9,11 +9,21 @@ use crate::time::now_ms;
 use domain::runs::{RunStatus, human_bytes};
 use std::path::PathBuf;
 
-/// How much output a run stores between looks at the disk's free space.
+/// How much output a run stores between looks at the disk's free space, at
+/// most; less as the disk nears the point where storing stops (a small disk's
+/// half-floor is under a MB, and fast output overshot it into a full disk).
 const SPACE_CHECK_BYTES: u64 = 1 << 20;
+const SPACE_CHECK_MIN_BYTES: u64 = 16 << 10;
 
 /// Why storing stopped for the disk: the directory, bytes free there, the floor.
 pub(super) type LowSpace = (PathBuf, u64, u64);
+
+/// The disk under the output, as the runner sees it.
+pub(super) enum Space {
+    /// This many bytes may still be stored before storing stops.
+    Room(u64),
+    Short(LowSpace),
+}
 
 pub(super) struct Sink {
     writer: OutputWriter,
@@ -59,12 +69,7 @@ impl Sink {
 
     /// Stores what fits and counts the rest; every megabyte (output arrives
     /// faster than the runner's clock ticks) asks `short_of_space`.
-    pub(super) async fn append(
-        &mut self,
-        stream: Stream,
-        data: &[u8],
-        short_of_space: impl FnOnce() -> Option<LowSpace>,
-    ) {
+    pub(super) async fn append(&mut self, stream: Stream, data: &[u8], short_of_space: impl FnOnce(u64) -> Space) {
         let until = self.stored_until.unwrap_or(self.limit).min(self.limit);
         let room = usize::try_from(until.saturating_sub(self.writer.len)).unwrap_or(usize::MAX);
         let keep = data.len().min(room);
@@ -73,7 +78,6 @@ impl Sink {
             self.failed(e);
         }
         if self.writer.len >= self.next_space_check && self.stored_until.is_none() {
-            self.next_space_check = self.writer.len + SPACE_CHECK_BYTES;
             self.check_space(short_of_space);
         }
         self.unflushed = true;
@@ -88,12 +92,20 @@ impl Sink {
     }
 
     /// Stops storing here when the disk is down to half its floor.
-    pub(super) fn check_space(&mut self, short_of_space: impl FnOnce() -> Option<LowSpace>) {
-        if self.stored_until.is_none()
-            && let Some(short) = short_of_space()
-        {
-            self.stored_until = Some(self.writer.len);
-            self.low_space = Some(short);
+    pub(super) fn check_space(&mut self, short_of_space: impl FnOnce(u64) -> Space) {
+        if self.stored_until.is_some() {
+            return;
+        }
+        // What is still in the writer's buffer takes space once it is written.
+        match short_of_space(self.writer.buffered()) {
+            Space::Short(short) => {
+                self.stored_until = Some(self.writer.len);
+                self.low_space = Some(short);
+            }
+            // Looked at again well before the room is used up.
+            Space::Room(room) => {
+                self.next_space_check = self.writer.len + (room / 4).clamp(SPACE_CHECK_MIN_BYTES, SPACE_CHECK_BYTES);
+            }
         }
     }
 

@@ -110,6 +110,118 @@ async fn a_write_refused_for_space_leaves_no_connection_in_a_transaction() {
     assert!(deleted.status.is_success(), "{} {}", deleted.status, deleted.text());
 }
 
+/// Everything the tests' processes log, for asserting what it never says.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Runs the step once, as `ops`; the finished run.
+async fn run_to_the_end(ops: &crate::migrate::As<'_>, step: &Value) -> Value {
+    let step = step["id"].as_i64().unwrap();
+    let runs = ops.call(Method::POST, &format!("/api/v1/steps/{step}/runs"), json!({})).await;
+    assert_eq!(runs.status, StatusCode::CREATED, "{}", runs.text());
+    let run = runs.json()[0]["id"].as_i64().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let json = ops.call(Method::GET, &format!("/api/v1/runs/{run}?wait=10"), Value::Null).await.json();
+        if json["status"] != "running" && json["status"] != "queued" {
+            return json;
+        }
+        assert!(Instant::now() < deadline, "{json}");
+    }
+}
+
+/// The whole story of a full disk: a run fills it (and ends `failed`, saying
+/// why), another file takes the last byte; notes answer 507 (or 201 where the
+/// database had room), reads 200; deleting the big step works while the disk
+/// is still full and frees its output; once the filler is gone writes work,
+/// the next run keeps its measurements, and the log never says `transaction depth`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_disk_filled_by_a_run_then_to_the_last_byte_loses_nothing_and_deleting_frees_it() {
+    let log = Captured::default();
+    let writer = log.clone();
+    let installed = tracing_subscriber::fmt().with_writer(move || writer.clone()).with_ansi(false).try_init().is_ok();
+    let Some((app, auth, dir, _disk, _turn)) = on_a_small_disk().await else { return };
+    let sshd = Sshd::start();
+    auth.add_user("ops", "a long enough password", true).await.unwrap();
+    let ops = crate::migrate::As { app: &app, token: auth.create_token("ops", "t").await.unwrap().token };
+    let host = json!({ "name": "gpu", "hostname": "127.0.0.1", "port": sshd.port, "user": crate::sshd::whoami(),
+                       "identity_file": sshd.client_key.display().to_string() });
+    assert_eq!(ops.call(Method::POST, "/api/v1/hosts", host).await.status, StatusCode::CREATED);
+    ops.call(Method::POST, "/api/v1/hosts/gpu/test", json!({})).await;
+    let trust = json!({ "fingerprint": sshd.host_key_fingerprint() });
+    assert_eq!(ops.call(Method::POST, "/api/v1/hosts/gpu/trust", trust).await.status, StatusCode::OK);
+    let created = ops.call(Method::POST, "/api/v1/investigations", json!({ "title": "t" })).await;
+    let id = created.json()["id"].as_str().unwrap().to_string();
+    let steps = format!("/api/v1/investigations/{id}/steps");
+    let step = |command: &str| json!({ "kind": "command", "host": "gpu", "command": command, "telemetry": false });
+
+    // A run prints 40 MB onto the 16 MB disk.
+    let big =
+        ops.call(Method::POST, &steps, step("yes 0123456789abcdef0123456789abcdef | head -c 40000000")).await.json();
+    let ran = run_to_the_end(&ops, &big).await;
+    assert_eq!(ran["status"], "failed", "{ran}");
+    assert!(ran["error"].as_str().unwrap_or_default().contains("--min-free floor"), "it says why: {ran}");
+
+    // Another file takes the rest, to the last byte.
+    let _ = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(&app.sql().await).await;
+    let fill = dir.join("fill");
+    let _ = Command::new("dd").args(["if=/dev/zero", "bs=64k"]).arg(format!("of={}", fill.display())).output();
+    let _ =
+        Command::new("dd").args(["if=/dev/zero", "bs=512"]).arg(format!("of={}", dir.join("fill2").display())).output();
+    assert!(server::operations::free_bytes(&dir).unwrap() < 4096, "full to the last byte");
+    let note = json!({ "kind": "note", "body": "x".repeat(90_000) });
+    for _ in 0..5 {
+        let written = ops.call(Method::POST, &steps, note.clone()).await;
+        assert!(
+            [StatusCode::INSUFFICIENT_STORAGE, StatusCode::CREATED].contains(&written.status),
+            "{} {}",
+            written.status,
+            written.text()
+        );
+        let read = ops.call(Method::GET, &format!("/api/v1/investigations/{id}"), Value::Null).await;
+        assert_eq!(read.status, StatusCode::OK, "{}", read.text());
+    }
+
+    // How an operator frees space: deleting the big step, while the disk is full.
+    let before = server::operations::free_bytes(&dir).unwrap();
+    let deleted = ops.call(Method::DELETE, &format!("/api/v1/steps/{}", big["id"]), Value::Null).await;
+    assert!(deleted.status.is_success(), "{} {}", deleted.status, deleted.text());
+    let after = server::operations::free_bytes(&dir).unwrap();
+    assert!(after > before + 5_000_000, "its output freed: {before} → {after} bytes free");
+
+    std::fs::remove_file(&fill).unwrap();
+    std::fs::remove_file(dir.join("fill2")).unwrap();
+    let written = ops.call(Method::POST, &steps, note.clone()).await;
+    assert_eq!(written.status, StatusCode::CREATED, "{}", written.text());
+    let measured = ops
+        .call(
+            Method::POST,
+            &steps,
+            step("echo 'Throughput: 4.05 requests/s, 1234.56 total tokens/s, 617.28 output tokens/s'"),
+        )
+        .await
+        .json();
+    let ran = run_to_the_end(&ops, &measured).await;
+    assert_eq!(ran["status"], "succeeded", "{ran}");
+    let all = ops.call(Method::GET, &format!("/api/v1/investigations/{id}/measurements"), Value::Null).await.json();
+    let kept = all.as_array().into_iter().flatten().any(|m| m["run_id"] == ran["id"] && m["value"] == 617.28);
+    assert!(kept, "its measurements are kept: {all}");
+    if installed {
+        let said = String::from_utf8_lossy(&log.0.lock().unwrap()).to_string();
+        assert!(!said.contains("transaction depth"), "{said}");
+    }
+}
+
 /// The disk under the data directory fills: reading goes on (even with a
 /// token whose last-used stamp cannot be written), writes answer 507 with the
 /// sentence, every page says why in a banner, admins see the disk and the
