@@ -46,7 +46,7 @@ test('every curl example in docs/api.md works', () => {
   assert.match(out, /"code":"host_key_unknown"/);
   assert.match(out, new RegExp(`"trusted_keys":\\["${sshd.fingerprint.replace(/[+/]/g, '\\$&')}"\\]`));
   assert.match(out, /"uname":"Linux/);
-  assert.match(out, /"price_per_hour":2\.5,"can_manage":true/);
+  assert.match(out, /"price_per_hour":2\.5,"run_dirs":\{"keep_days":7,"max_mb":null,.*?\},"can_manage":true/);
   assert.match(out, /step 3 proto=LL\n/);
   assert.match(out, /event: output\nid: \d+\ndata: step 1 proto=LL/);
   assert.match(out, /event: end/);

@@ -38,3 +38,30 @@ test("a host's price per hour is set on /hosts, and a wrong one is refused in wo
   // The one failed request is the refused price.
   assert.deepEqual(page.problems.filter((p) => !/^http 422: .*\/api\/set_host_price/.test(p)), []);
 });
+
+test("a host's retention of run directories is set on /hosts, and a wrong one is refused in words", async () => {
+  const { server, browser } = env;
+  const api = apiClient(server);
+  await api('POST', '/api/v1/hosts', { name: 'kept', hostname: '127.0.0.1', port: 9, user: 'u', identity_file: '/k' });
+  const page = await newPage(browser);
+  await page.goto(server.url + '/hosts');
+  await hydrated(page);
+  const host = page.locator('section.host[data-host=kept]');
+  await host.locator('.host-run-dirs:has-text("kept 7 days")').waitFor();
+  await host.locator('summary:has-text("Edit…")').click();
+  const form = host.locator('form.host-run-dirs-form');
+  await form.locator('input[name=keep_days]').fill('<b>0</b>');
+  await form.locator('button[type=submit]').click();
+  await form.locator('.error:has-text("1 to 3650 days")').waitFor();
+  assert.equal(await form.locator('.error b').count(), 0, 'what was typed stays text');
+  assert.equal((await api('GET', '/api/v1/hosts/kept')).run_dirs.keep_days, 7, 'nothing saved');
+
+  await form.locator('input[name=keep_days]').fill('30');
+  await form.locator('input[name=max_mb]').fill('5000');
+  await form.locator('button[type=submit]').click();
+  await host.locator('.host-run-dirs:has-text("kept 30 days")').waitFor();
+  const saved = (await api('GET', '/api/v1/hosts/kept')).run_dirs;
+  assert.deepEqual([saved.keep_days, saved.max_mb], [30, 5000]);
+  await screenshot(page, 'host-run-dirs');
+  assert.deepEqual(page.problems.filter((p) => !/^http 422: .*\/api\/set_run_dirs/.test(p)), []);
+});
