@@ -1,29 +1,27 @@
-// An admin prices a host on /hosts: a price that is not a number is refused in
-// the form, in words; a saved one shows on the host, and the API says it.
-import { test, before, after } from 'node:test';
+// An admin prices a host on /hosts and sets how long it keeps run directories:
+// a value that is not a number is refused in the form, in words; a saved one
+// shows on the host, and the API says it.
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { apiClient, hydrated, launchBrowser, newPage, screenshot, startServer, tempDataDir } from './harness.mjs';
+import { apiClient, hydrated, newPage, screenshot, serverAndBrowser } from './harness.mjs';
 
-const env = {};
-before(async () => {
-  env.server = await startServer(tempDataDir());
-  env.browser = await launchBrowser();
-});
-after(async () => {
-  await env.browser?.close();
-  await env.server?.stop();
-});
+const env = serverAndBrowser();
 
-test("a host's price per hour is set on /hosts, and a wrong one is refused in words", async () => {
+/** A new host `name` on /hosts, its Edit popover open: the API, the page, its section and the form `formClass`. */
+async function hostForm(name, formClass) {
   const { server, browser } = env;
   const api = apiClient(server);
-  await api('POST', '/api/v1/hosts', { name: 'gpu', hostname: '127.0.0.1', port: 9, user: 'u', identity_file: '/k' });
+  await api('POST', '/api/v1/hosts', { name, hostname: '127.0.0.1', port: 9, user: 'u', identity_file: '/k' });
   const page = await newPage(browser);
   await page.goto(server.url + '/hosts');
   await hydrated(page);
-  const host = page.locator('section.host[data-host=gpu]');
+  const host = page.locator(`section.host[data-host=${name}]`);
   await host.locator('summary:has-text("Edit…")').click();
-  const form = host.locator('form.host-price');
+  return { api, page, host, form: host.locator(`form.${formClass}`) };
+}
+
+test("a host's price per hour is set on /hosts, and a wrong one is refused in words", async () => {
+  const { api, page, host, form } = await hostForm('gpu', 'host-price');
   await form.locator('input[name=price]').fill('<b>3 USD</b>');
   await form.locator('button[type=submit]').click();
   await form.locator('.error:has-text("is not a number")').waitFor();
@@ -40,17 +38,12 @@ test("a host's price per hour is set on /hosts, and a wrong one is refused in wo
 });
 
 test("a host's retention of run directories is set on /hosts, and a wrong one is refused in words", async () => {
-  const { server, browser } = env;
-  const api = apiClient(server);
-  await api('POST', '/api/v1/hosts', { name: 'kept', hostname: '127.0.0.1', port: 9, user: 'u', identity_file: '/k' });
-  const page = await newPage(browser);
-  await page.goto(server.url + '/hosts');
-  await hydrated(page);
-  const host = page.locator('section.host[data-host=kept]');
+  const { api, page, host, form } = await hostForm('kept', 'host-run-dirs-form');
   await host.locator('.host-run-dirs:has-text("kept 7 days")').waitFor();
-  await host.locator('summary:has-text("Edit…")').click();
-  const form = host.locator('form.host-run-dirs-form');
   await form.locator('input[name=keep_days]').fill('<b>0</b>');
+  await form.locator('button[type=submit]').click();
+  await form.locator('.error:has-text("is not a whole number")').waitFor();
+  await form.locator('input[name=keep_days]').fill('0');
   await form.locator('button[type=submit]').click();
   await form.locator('.error:has-text("1 to 3650 days")').waitFor();
   assert.equal(await form.locator('.error b').count(), 0, 'what was typed stays text');

@@ -115,6 +115,8 @@ pub enum RetentionError {
     Days(u32),
     #[error("The cap on run directories is at least 1 MB.")]
     Cap,
+    #[error("{0:?} is not a whole number.")]
+    NotANumber(String),
 }
 
 impl From<RetentionError> for crate::error::ApiError {
@@ -227,13 +229,14 @@ pub fn run_dirs_text(dirs: &RunDirs) -> String {
 
 /// Retention as a form gives it: days (blank: the default) and a cap in MB (blank: none).
 pub fn run_dirs_from_form(days: &str, max_mb: &str) -> Result<(Option<u32>, Option<u64>), RetentionError> {
+    let whole = |text: &str| text.parse::<u64>().map_err(|_| RetentionError::NotANumber(text.to_string()));
     let days = match days.trim() {
         "" => None,
-        d => Some(check_keep_days(d.parse().map_err(|_| RetentionError::Days(0))?)?),
+        d => Some(check_keep_days(u32::try_from(whole(d)?).unwrap_or(u32::MAX))?),
     };
     let max_mb = match max_mb.trim() {
         "" => None,
-        m => Some(check_max_mb(m.parse().map_err(|_| RetentionError::Cap)?)?),
+        m => Some(check_max_mb(whole(m)?)?),
     };
     Ok((days, max_mb))
 }
@@ -330,6 +333,17 @@ mod tests {
         let none: HostPatch = serde_json::from_str("{}").unwrap();
         assert_eq!(none.price_per_hour, None);
         assert!(serde_json::from_str::<HostPatch>(r#"{"price": 1}"#).is_err(), "unknown fields are refused");
+    }
+
+    #[test]
+    fn retention_is_checked_as_typed() {
+        assert_eq!(run_dirs_from_form(" 30 ", ""), Ok((Some(30), None)));
+        assert_eq!(run_dirs_from_form("", "5000"), Ok((None, Some(5000))));
+        assert_eq!(run_dirs_from_form("0", ""), Err(RetentionError::Days(0)));
+        assert_eq!(run_dirs_from_form("99999999999", ""), Err(RetentionError::Days(u32::MAX)));
+        assert_eq!(run_dirs_from_form("", "0"), Err(RetentionError::Cap));
+        let typed = run_dirs_from_form("<b>7</b>", "").unwrap_err().to_string();
+        assert_eq!(typed, "\"<b>7</b>\" is not a whole number.");
     }
 
     #[test]

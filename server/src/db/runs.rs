@@ -211,7 +211,8 @@ impl Store {
     }
 }
 
-/// Runs whose commands may still be running on their hosts (`runs::retention`).
+/// Runs whose commands may still be running on their hosts (`runs::retention`):
+/// `client_left` is 1 while one may be, 2 while a server is stopping it, 0 after.
 impl Store {
     /// `(run, host, run_dir)` of each run ended while its command ran.
     pub async fn clients_left(&self) -> StoreResult<Vec<(i64, String, String)>> {

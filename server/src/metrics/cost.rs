@@ -76,12 +76,8 @@ mod tests {
 
     fn m(metric: &str, value: f64, unit: &str, extractor: &str, key: Option<&str>) -> Measurement {
         Measurement {
-            metric: metric.into(),
-            value,
-            unit: unit.into(),
-            extractor: extractor.into(),
-            stddev: None,
             key: key.map(str::to_string),
+            ..crate::metrics::found::measurement(metric, value, unit, extractor)
         }
     }
 

@@ -15,9 +15,10 @@
 //!   host whose environment names the run's directory (`SLEUTH_RUN_DIR`, set
 //!   for the command and inherited by all it starts), and says so on the run.
 
-use crate::db::Store;
+use crate::db::{Store, StoreError};
+use crate::hosts::Hosts;
 use crate::ssh::quote::quote;
-use crate::ssh::{Pool, Target, exec};
+use crate::ssh::{Pool, SshError, Target, exec};
 use domain::hosts::{RunDirs, Sweep};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -142,17 +143,48 @@ fn stop_client_script(name: &str) -> String {
     )
 }
 
+/// Why cleaning a host did not happen; a sweep's report says it.
+#[derive(Debug, thiserror::Error)]
+pub enum CleanError {
+    #[error("the store: {0}")]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    Host(#[from] crate::error::Error),
+    #[error("{0}")]
+    Ssh(#[from] SshError),
+    #[error("{what} took over {} s", WITHIN.as_secs())]
+    TooLong { what: &'static str },
+    #[error("the host did not say its time")]
+    NoTime,
+    #[error("{what} failed: {said}")]
+    Failed { what: &'static str, said: String },
+}
+
+/// Runs a cleaning script on the host, within [`WITHIN`]; its stdout.
+async fn on_host(pool: &Pool, target: &Target, script: &str, what: &'static str) -> Result<String, CleanError> {
+    let done = tokio::time::timeout(WITHIN, exec::capture(pool, target, script, 4 << 20))
+        .await
+        .map_err(|_| CleanError::TooLong { what })??;
+    if done.exit_code != Some(0) {
+        let said = String::from_utf8_lossy(&done.stderr).trim().chars().take(300).collect();
+        return Err(CleanError::Failed { what, said });
+    }
+    Ok(String::from_utf8_lossy(&done.stdout).into_owned())
+}
+
 /// Sweeps hosts after runs, and removes what deleted runs left.
 pub struct Retention {
     store: Store,
     pool: Arc<Pool>,
+    hosts: Hosts,
     /// When each host was last swept by this server.
     swept: Mutex<HashMap<String, Instant>>,
 }
 
 impl Retention {
     pub fn new(store: Store, pool: Arc<Pool>) -> Arc<Self> {
-        Arc::new(Self { store, pool, swept: Mutex::default() })
+        let hosts = Hosts::new(store.clone(), pool.clone());
+        Arc::new(Self { store, pool, hosts, swept: Mutex::default() })
     }
 
     /// After a run on `target`: sweeps it in the background if it is due.
@@ -169,13 +201,12 @@ impl Retention {
     }
 
     /// Sweeps `target`'s run directories now and keeps the report on the host.
-    pub async fn sweep(&self, target: &Target) -> Sweep {
-        let report = match self.try_sweep(target).await {
-            Ok(report) => report,
-            Err(error) => {
-                Sweep { at: crate::time::timestamp(crate::time::now_ms()), error: Some(error), ..Sweep::default() }
-            }
-        };
+    async fn sweep(&self, target: &Target) {
+        let report = self.try_sweep(target).await.unwrap_or_else(|error| Sweep {
+            at: crate::time::timestamp(crate::time::now_ms()),
+            error: Some(error.to_string()),
+            ..Sweep::default()
+        });
         match serde_json::to_string(&report) {
             Ok(json) => {
                 if let Err(e) = self.store.set_run_dirs_swept(&target.name, &json).await {
@@ -187,37 +218,28 @@ impl Retention {
         if report.removed > 0 || report.error.is_some() {
             tracing::info!(host = %target.name, removed = report.removed, freed = report.removed_bytes, error = ?report.error, "swept run directories");
         }
-        report
     }
 
-    async fn try_sweep(&self, target: &Target) -> Result<Sweep, String> {
-        let policy: RunDirs = match self.store.host(&target.name).await {
-            Ok(Some(row)) => crate::hosts::run_dirs_of(&row),
-            Ok(None) => return Err(format!("no host {}", target.name)),
-            Err(e) => return Err(format!("the store: {e}")),
-        };
-        let in_use: HashSet<String> = match self.store.run_dirs_in_use(&target.name).await {
-            Ok(dirs) => dirs.iter().filter_map(|d| dir_name(d)).map(str::to_string).collect(),
-            Err(e) => return Err(format!("the store: {e}")),
-        };
-        let listed = tokio::time::timeout(WITHIN, exec::capture(&self.pool, target, &list_script(), 4 << 20))
-            .await
-            .map_err(|_| format!("listing the run directories took over {} s", WITHIN.as_secs()))?
-            .map_err(|e| e.to_string())?;
-        let (now, entries) = parse_list(&String::from_utf8_lossy(&listed.stdout));
-        let now = now.ok_or_else(|| "the host did not say its time".to_string())?;
+    async fn try_sweep(&self, target: &Target) -> Result<Sweep, CleanError> {
+        let row = self.store.host(&target.name).await?;
+        let policy: RunDirs = row.as_ref().map(crate::hosts::run_dirs_of).unwrap_or_default();
+        let in_use: HashSet<String> = self
+            .store
+            .run_dirs_in_use(&target.name)
+            .await?
+            .iter()
+            .filter_map(|d| dir_name(d))
+            .map(str::to_string)
+            .collect();
+        let listed = on_host(&self.pool, target, &list_script(), "listing the run directories").await?;
+        let (now, entries) = parse_list(&listed);
+        let now = now.ok_or(CleanError::NoTime)?;
         let max_bytes = policy.max_mb.map(|mb| mb.saturating_mul(1 << 20));
         let chosen = choose(&entries, now, policy.keep_days, max_bytes, &in_use);
         let names: Vec<&str> = chosen.iter().map(|e| e.name.as_str()).collect();
         let (removed, removed_bytes) = (chosen.len() as u64, chosen.iter().map(|e| e.bytes).sum::<u64>());
         if let Some(script) = remove_script(&names) {
-            let done = tokio::time::timeout(WITHIN, exec::capture(&self.pool, target, &script, 64 * 1024))
-                .await
-                .map_err(|_| format!("removing {removed} run directories took over {} s", WITHIN.as_secs()))?
-                .map_err(|e| e.to_string())?;
-            if done.exit_code != Some(0) {
-                return Err(format!("rm said: {}", String::from_utf8_lossy(&done.stderr).trim()));
-            }
+            on_host(&self.pool, target, &script, "removing run directories").await?;
         }
         let total: u64 = entries.iter().map(|e| e.bytes).sum();
         Ok(Sweep {
@@ -230,9 +252,9 @@ impl Retention {
         })
     }
 
-    /// Removes the directories of deleted runs (`run_dir`s as stored), in the
-    /// background, after `wait` (their commands were just cancelled).
-    pub fn remove_deleted(self: &Arc<Self>, hosts: &crate::hosts::Hosts, runs: Vec<(String, String)>, wait: Duration) {
+    /// Removes the directories of deleted runs (`(host, run_dir)` as stored),
+    /// in the background, after `wait` (their commands were just cancelled).
+    pub fn remove_deleted(self: &Arc<Self>, runs: Vec<(String, String)>, wait: Duration) {
         let mut by_host: HashMap<String, Vec<String>> = HashMap::new();
         for (host, run_dir) in runs {
             if let Some(name) = dir_name(&run_dir) {
@@ -240,26 +262,18 @@ impl Retention {
             }
         }
         for (host, names) in by_host {
-            let (pool, hosts) = (self.pool.clone(), hosts.clone());
+            let this = self.clone();
             tokio::spawn(async move {
                 tokio::time::sleep(wait).await;
-                let target = match hosts.target(&host).await {
-                    Ok(target) => target,
-                    Err(e) => return tracing::warn!(host, "cannot remove deleted runs' directories: {e}"),
-                };
                 let names: Vec<&str> = names.iter().map(String::as_str).collect();
                 let Some(script) = remove_script(&names) else { return };
-                match tokio::time::timeout(WITHIN, exec::capture(&pool, &target, &script, 64 * 1024)).await {
-                    Ok(Ok(done)) if done.exit_code == Some(0) => {
-                        tracing::info!(host, n = names.len(), "removed deleted runs' directories")
-                    }
-                    Ok(Ok(done)) => tracing::warn!(
-                        host,
-                        "removing deleted runs' directories: {}",
-                        String::from_utf8_lossy(&done.stderr).trim()
-                    ),
-                    Ok(Err(e)) => tracing::warn!(host, "cannot remove deleted runs' directories (the sweep will): {e}"),
-                    Err(_) => tracing::warn!(host, "removing deleted runs' directories took too long"),
+                let removed = async {
+                    let target = this.hosts.target(&host).await?;
+                    on_host(&this.pool, &target, &script, "removing deleted runs' directories").await
+                };
+                match removed.await {
+                    Ok(_) => tracing::info!(host, n = names.len(), "removed deleted runs' directories"),
+                    Err(e) => tracing::warn!(host, "cannot remove deleted runs' directories (a sweep will): {e}"),
                 }
             });
         }
@@ -267,7 +281,8 @@ impl Retention {
 
     /// Stops the commands killed Sleuths left running (runs marked
     /// `client_left`), each claimed first so that one replica does it.
-    pub async fn stop_clients_left(&self, hosts: &crate::hosts::Hosts) -> Vec<(String, i64)> {
+    /// Returns the runs that were told so, with their investigations.
+    pub async fn stop_clients_left(&self) -> Vec<(String, i64)> {
         let left = match self.store.clients_left().await {
             Ok(left) => left,
             Err(e) => {
@@ -280,31 +295,28 @@ impl Retention {
             if !matches!(self.store.claim_client_left(run).await, Ok(true)) {
                 continue;
             }
-            let Some(name) = dir_name(&run_dir).map(str::to_string) else {
-                let _ = self.store.client_stopped(run, None).await;
-                continue;
-            };
-            let stopped = match hosts.target(&host).await {
-                Ok(target) => {
-                    let script = stop_client_script(&name);
-                    match tokio::time::timeout(WITHIN, exec::capture(&self.pool, &target, &script, 64 * 1024)).await {
-                        Ok(Ok(done)) => Some(String::from_utf8_lossy(&done.stdout).to_string()),
-                        Ok(Err(e)) => {
-                            tracing::warn!(run, host, "cannot stop what its command left running: {e}");
-                            None
+            let said = match dir_name(&run_dir) {
+                Some(name) => {
+                    let script = stop_client_script(name);
+                    let stopped = async {
+                        let target = self.hosts.target(&host).await?;
+                        on_host(&self.pool, &target, &script, "stopping what a run left").await
+                    };
+                    match stopped.await {
+                        Ok(said) => said,
+                        Err(e) => {
+                            tracing::warn!(
+                                run,
+                                host,
+                                "cannot stop what its command left running (tried again at the next start): {e}"
+                            );
+                            let _ = self.store.unclaim_client_left(run).await;
+                            continue;
                         }
-                        Err(_) => None,
                     }
                 }
-                Err(e) => {
-                    tracing::warn!(run, host, "cannot stop what its command left running: {e}");
-                    None
-                }
-            };
-            let Some(said) = stopped else {
-                // Tried again by the next start.
-                let _ = self.store.unclaim_client_left(run).await;
-                continue;
+                // No directory: the command never started.
+                None => String::new(),
             };
             let note = client_note(&said, &host);
             if let Err(e) = self.store.client_stopped(run, note.as_deref()).await {

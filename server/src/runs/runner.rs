@@ -68,7 +68,6 @@ pub struct Runner {
     samplers: crate::telemetry::Samplers,
     /// What runs leave on hosts, cleaned.
     retention: Arc<super::retention::Retention>,
-    hosts: crate::hosts::Hosts,
 }
 
 /// Counts a run as driven while it lives.
@@ -101,7 +100,6 @@ impl Runner {
         Self {
             samplers,
             retention: super::retention::Retention::new(store.clone(), pool.clone()),
-            hosts: crate::hosts::Hosts::new(store.clone(), pool.clone()),
             servers: Servers::new(store.clone(), pool.clone(), live.clone(), outputs.clone()),
             search,
             driving,
@@ -390,7 +388,7 @@ impl Runner {
     /// replica) stopped before it could (`Servers::stop_orphans`).
     pub async fn stop_orphans(&self) {
         self.servers.stop_orphans().await;
-        for (investigation, run) in self.retention.stop_clients_left(&self.hosts).await {
+        for (investigation, run) in self.retention.stop_clients_left().await {
             self.publish(&investigation, run).await;
         }
     }
@@ -399,13 +397,7 @@ impl Runner {
     /// once their cancelled commands have had time to stop.
     pub fn remove_run_dirs(&self, runs: Vec<(String, String)>, any_running: bool) {
         let wait = if any_running { GRACE + Duration::from_secs(2) } else { Duration::ZERO };
-        self.retention.remove_deleted(&self.hosts, runs, wait);
-    }
-
-    /// Sweeps `host`'s run directories now (the Hosts page's button, tests).
-    pub async fn sweep_run_dirs(&self, host: &str) -> crate::error::Result<domain::hosts::Sweep> {
-        let target = self.hosts.target(host).await?;
-        Ok(self.retention.sweep(&target).await)
+        self.retention.remove_deleted(runs, wait);
     }
 
     /// Runs one run of a batch; `kept`: a server an earlier run of its

@@ -30,7 +30,7 @@ const SFTP_START_TIMEOUT: Duration = Duration::from_secs(10);
 const CHANNEL_QUEUE_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Where and how to log in, resolved from a stored host.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Target {
     pub name: String,
     pub hostname: String,

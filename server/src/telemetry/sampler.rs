@@ -39,8 +39,8 @@ pub const LINGER: Duration = Duration::from_secs(120);
 /// What nvidia-smi says on stderr, kept for the runs that watch.
 const SAID_BYTES: usize = 4096;
 
-/// A host's sampler: by the host's address and login, and the runs' `PATH`.
-type Key = (String, Option<String>);
+/// A host's sampler: by the host (address, login, key, jumps), and the runs' `PATH`.
+type Key = (Target, Option<String>);
 
 /// The samplers running now, one per host (and `PATH`).
 pub struct Samplers {
@@ -64,6 +64,8 @@ struct HostSampler {
     state: Mutex<HostState>,
     /// How many runs watch it now; it lingers once this is 0.
     watchers: watch::Sender<usize>,
+    /// It has said something: a reading, a line it could not read, or why it ended.
+    spoke: watch::Sender<bool>,
 }
 
 #[derive(Default)]
@@ -79,8 +81,6 @@ struct HostState {
     unread: Vec<String>,
     /// The host has no nvidia-smi (the script said so and ended).
     no_nvidia_smi: bool,
-    /// It has read a reading.
-    heard: bool,
 }
 
 /// A run watching its host's sampler. Dropping it stops the watching too.
@@ -116,7 +116,7 @@ impl Samplers {
     /// `started`), in the run's `PATH`.
     pub fn watch(&self, target: &Target, env: &[(String, String)], run: i64, started: Instant) -> Watching {
         let path = env.iter().rev().find(|(k, _)| k == "PATH").map(|(_, v)| v.clone());
-        let key = (format!("{target:?}"), path.clone());
+        let key = (target.clone(), path.clone());
         let (host, readings) = {
             let mut running = self.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             let host = running.entry(key.clone()).or_insert_with(|| self.start(key, target.clone(), path)).clone();
@@ -140,6 +140,7 @@ impl Samplers {
             readings: broadcast::channel(256).0,
             state: Mutex::default(),
             watchers: watch::channel(0).0,
+            spoke: watch::channel(false).0,
         });
         let (pool, running, linger, sampler) = (self.pool.clone(), self.running.clone(), self.linger, host.clone());
         tokio::spawn(async move {
@@ -160,12 +161,6 @@ impl Samplers {
         });
         host
     }
-
-    /// Whether a sampler runs for `target` now (any `PATH`).
-    pub fn running_for(&self, target: &Target) -> usize {
-        let key = format!("{target:?}");
-        self.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner).keys().filter(|k| k.0 == key).count()
-    }
 }
 
 impl HostSampler {
@@ -175,6 +170,7 @@ impl HostSampler {
 
     fn end(&self, why: String) {
         self.state().ended.get_or_insert(why);
+        self.spoke.send_replace(true);
     }
 }
 
@@ -293,8 +289,11 @@ fn read_stdout(host: &HostSampler, target: &Target, lines: &mut Lines, began: In
             state.unread.push(line);
         }
     }
-    state.heard |= !batch.is_empty();
+    let spoke = !batch.is_empty() || state.ended.is_some() || !state.unread.is_empty();
     drop(state);
+    if spoke {
+        host.spoke.send_replace(true);
+    }
     if !batch.is_empty() {
         // No run watching is no error: the readings are not for anyone.
         let _ = host.readings.send(Arc::new(batch));
@@ -351,14 +350,8 @@ async fn keep_for_run(
     if sampled == 0 {
         // A run shorter than a new sampler's start: its note says why it has
         // no readings once the sampler has said anything (not its run's time).
-        let heard = || {
-            let state = host.state();
-            state.ended.is_some() || !state.names.is_empty() || !state.unread.is_empty() || state.heard
-        };
-        let give_up = Instant::now() + STOP_WITHIN;
-        while !heard() && Instant::now() < give_up {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let mut spoke = host.spoke.subscribe();
+        let _ = tokio::time::timeout(STOP_WITHIN, spoke.wait_for(|spoke| *spoke)).await;
     }
     let mut notes = Vec::new();
     {

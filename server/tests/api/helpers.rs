@@ -56,9 +56,8 @@ pub async fn spawn_app() -> TestApp {
 pub async fn spawn_app_with(options: server::serve::Options) -> TestApp {
     let data = tempfile::tempdir().expect("temp dir");
     let database = test_database(&data).await;
-    let options = server::serve::Options { no_auth: true, database: Some(database.clone()), ..options };
-    let state = server::serve::state(&data.path().join("db"), &data.path().join("site"), options).await.expect("state");
-    TestApp { router: server::app(state), data, database, auth: None }
+    let router = router_with(&data, &database, options).await;
+    TestApp { router, data, database, auth: None }
 }
 
 /// [`spawn_app`] on a given store (a PostgreSQL cluster a test stops and starts).
@@ -111,9 +110,14 @@ pub fn on_postgres() -> bool {
 }
 
 async fn router_for(data: &TempDir, database: &Database) -> Router {
+    router_with(data, database, server::serve::Options::default()).await
+}
+
+/// `--no-auth` on `database`, with the rest of `options`.
+async fn router_with(data: &TempDir, database: &Database, options: server::serve::Options) -> Router {
     // No site is needed: these tests read server-rendered HTML and JSON only.
     let site = data.path().join("site");
-    let options = server::serve::Options { no_auth: true, database: Some(database.clone()), ..Default::default() };
+    let options = server::serve::Options { no_auth: true, database: Some(database.clone()), ..options };
     let state = server::serve::state(&data.path().join("db"), &site, options).await.expect("state");
     server::app(state)
 }

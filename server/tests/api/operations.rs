@@ -61,6 +61,16 @@ async fn on_a_small_disk() -> Option<(
     Some((app, auth, dir, disk, turn))
 }
 
+/// Files that take `dir`'s disk to its last byte (big blocks, then small ones).
+fn fill_to_the_last_byte(dir: &std::path::Path) -> [std::path::PathBuf; 2] {
+    let fillers = [dir.join("fill"), dir.join("fill2")];
+    for (filler, block) in fillers.iter().zip(["bs=64k", "bs=512"]) {
+        let _ = Command::new("dd").args(["if=/dev/zero", block]).arg(format!("of={}", filler.display())).output();
+    }
+    assert!(server::operations::free_bytes(dir).unwrap() < 4096, "full to the last byte");
+    fillers
+}
+
 /// A write that fails for space leaves no pooled connection inside a
 /// transaction: with the disk full to the last byte, 90 KB notes answer 507
 /// (or 201 where the database still had room), never 500, and reads 200; once
@@ -80,11 +90,7 @@ async fn a_write_refused_for_space_leaves_no_connection_in_a_transaction() {
     let first = first.json()["id"].as_i64().unwrap();
 
     sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(&app.sql().await).await.unwrap();
-    let fill = dir.join("fill");
-    let _ = Command::new("dd").args(["if=/dev/zero", "bs=64k"]).arg(format!("of={}", fill.display())).output();
-    let _ =
-        Command::new("dd").args(["if=/dev/zero", "bs=512"]).arg(format!("of={}", dir.join("fill2").display())).output();
-    assert!(server::operations::free_bytes(&dir).unwrap() < 4096, "full to the last byte");
+    let fillers = fill_to_the_last_byte(&dir);
     let mut refused = 0;
     for _ in 0..12 {
         let note = ops.call(Method::POST, &steps, big.clone()).await;
@@ -100,8 +106,7 @@ async fn a_write_refused_for_space_leaves_no_connection_in_a_transaction() {
     }
     assert!(refused > 0, "the disk refused nothing");
 
-    std::fs::remove_file(&fill).unwrap();
-    std::fs::remove_file(dir.join("fill2")).unwrap();
+    fillers.iter().for_each(|f| std::fs::remove_file(f).unwrap());
     for n in 0..20 {
         let note = ops.call(Method::POST, &steps, json!({ "kind": "note", "body": format!("after {n}") })).await;
         assert_eq!(note.status, StatusCode::CREATED, "write {n} after freeing: {}", note.text());
@@ -174,11 +179,7 @@ async fn a_disk_filled_by_a_run_then_to_the_last_byte_loses_nothing_and_deleting
 
     // Another file takes the rest, to the last byte.
     let _ = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(&app.sql().await).await;
-    let fill = dir.join("fill");
-    let _ = Command::new("dd").args(["if=/dev/zero", "bs=64k"]).arg(format!("of={}", fill.display())).output();
-    let _ =
-        Command::new("dd").args(["if=/dev/zero", "bs=512"]).arg(format!("of={}", dir.join("fill2").display())).output();
-    assert!(server::operations::free_bytes(&dir).unwrap() < 4096, "full to the last byte");
+    let fillers = fill_to_the_last_byte(&dir);
     let note = json!({ "kind": "note", "body": "x".repeat(90_000) });
     for _ in 0..5 {
         let written = ops.call(Method::POST, &steps, note.clone()).await;
@@ -199,8 +200,7 @@ async fn a_disk_filled_by_a_run_then_to_the_last_byte_loses_nothing_and_deleting
     let after = server::operations::free_bytes(&dir).unwrap();
     assert!(after > before + 5_000_000, "its output freed: {before} → {after} bytes free");
 
-    std::fs::remove_file(&fill).unwrap();
-    std::fs::remove_file(dir.join("fill2")).unwrap();
+    fillers.iter().for_each(|f| std::fs::remove_file(f).unwrap());
     let written = ops.call(Method::POST, &steps, note.clone()).await;
     assert_eq!(written.status, StatusCode::CREATED, "{}", written.text());
     let measured = ops
