@@ -2,7 +2,10 @@
 127.0.0.1:2222 from /tmp/sshroot with keys in /tmp/sshk, and Sleuth): the cost
 of a run of `true` through Sleuth's API (POST, then GET ?wait=30), with GPU
 telemetry on (the real nvidia-smi) and off, against `ssh` through an OpenSSH
-ControlMaster to the same sshd. Medians of 20, interleaved. Then a run that
+ControlMaster to the same sshd. Medians of 20, interleaved; then again with a
+login shell that does ~130 ms of CPU work first (a loop put at the top of
+root's ~/.bashrc, as a conda init; restored after). What a short and a 2 s run's
+telemetry name their GPUs. Then a run that
 prints 256 MB (the output path: stored, free space checked every MB, the
 host pinged every 5 s) against the same bytes through the ControlMaster into
 /dev/null, medians of 3. Prints a line per figure for docs/perf.md and writes
@@ -63,13 +66,47 @@ def main():
                {"kind": "command", "host": HOST, "command": f"yes 0123456789abcdef | head -c {BIG}",
                 "telemetry": False, "output_limit_bytes": 2 * BIG})
     run(off["id"])  # connects the pool
-    t_on, t_off, t_cm = [], [], []
-    for _ in range(N):
-        t_on.append(run(on["id"]))
-        t_off.append(run(off["id"]))
-        s = time.perf_counter()
-        subprocess.run(ssh("-o", f"ControlPath={cm}", "root@127.0.0.1", "true"), env=env, check=True)
-        t_cm.append(time.perf_counter() - s)
+
+    def interleaved(label):
+        t_on, t_off, t_cm = [], [], []
+        for _ in range(N):
+            t_on.append(run(on["id"]))
+            t_off.append(run(off["id"]))
+            s = time.perf_counter()
+            subprocess.run(ssh("-o", f"ControlPath={cm}", "root@127.0.0.1", "true"), env=env, check=True)
+            t_cm.append(time.perf_counter() - s)
+        m = {k: statistics.median(v) * 1000 for k, v in (("on", t_on), ("off", t_off), ("controlmaster", t_cm))}
+        print(f"exec `true` through the API, median of {N}, {label}:")
+        print(f"  telemetry on   {m['on']:7.1f} ms  on / ControlMaster = {m['on'] / m['controlmaster']:.2f}x (goal <= 1.2)"
+              f"  on / off = {m['on'] / m['off']:.2f}x (goal <= 1.1)")
+        print(f"  telemetry off  {m['off']:7.1f} ms  off / ControlMaster = {m['off'] / m['controlmaster']:.2f}x")
+        print(f"  ControlMaster  {m['controlmaster']:7.1f} ms")
+        return m, {"on": t_on, "off": t_off, "controlmaster": t_cm}
+
+    has_smi = subprocess.run(["sh", "-c", "command -v nvidia-smi"], capture_output=True).returncode == 0
+    m, samples = interleaved(f"a bare login shell (nvidia-smi on the host: {has_smi})")
+    bashrc = os.path.expanduser("~/.bashrc")
+    before = open(bashrc).read() if os.path.exists(bashrc) else None
+    with open(bashrc, "w") as f:
+        f.write("i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done\n" + (before or ""))
+    try:
+        slow, slow_samples = interleaved("a login shell doing ~130 ms of CPU work (~/.bashrc)")
+    finally:
+        if before is None:
+            os.remove(bashrc)
+        else:
+            open(bashrc, "w").write(before)
+
+    # What the runs' telemetry names its GPUs: a run of `true` (shorter than a
+    # sample) and one of 2 s, on a sampler already running and on a fresh one.
+    nap = call("POST", f"/api/v1/investigations/{inv['id']}/steps", {"kind": "command", "host": HOST, "command": "sleep 2"})
+    names = {}
+    for label, step in (("true", on["id"]), ("sleep 2", nap["id"])):
+        queued = call("POST", f"/api/v1/steps/{step}/runs", {})
+        done = call("GET", f"/api/v1/runs/{queued[0]['id']}?wait=30")
+        t = call("GET", f"/api/v1/runs/{done['id']}/telemetry")
+        names[label] = {"gpus": [(g["index"], g["name"], len(g["samples"])) for g in t["gpus"]], "notes": t["notes"]}
+        print(f"telemetry of a run of `{label}`: (index, name, samples) {names[label]['gpus'][:8]} notes {t['notes']}")
     t_big, t_big_cm = [], []
     for _ in range(3):
         t_big.append(run(big["id"]))
@@ -78,19 +115,14 @@ def main():
                        env=env, check=True, stdout=subprocess.DEVNULL)
         t_big_cm.append(time.perf_counter() - s)
     master.kill()
-    m = {k: statistics.median(v) * 1000 for k, v in (("on", t_on), ("off", t_off), ("controlmaster", t_cm))}
-    has_smi = subprocess.run(["sh", "-c", "command -v nvidia-smi"], capture_output=True).returncode == 0
-    print(f"exec `true` through the API, median of {N} (nvidia-smi on the host: {has_smi}):")
-    print(f"  telemetry on   {m['on']:7.1f} ms  on / ControlMaster = {m['on'] / m['controlmaster']:.2f}x (goal <= 1.2)")
-    print(f"  telemetry off  {m['off']:7.1f} ms  off / ControlMaster = {m['off'] / m['controlmaster']:.2f}x")
-    print(f"  ControlMaster  {m['controlmaster']:7.1f} ms")
     mb = BIG / 1e6
     big_s, big_cm_s = statistics.median(t_big), statistics.median(t_big_cm)
     print(f"{mb:.0f} MB of output, median of 3: Sleuth {big_s:.2f} s ({mb / big_s:.0f} MB/s), "
           f"ControlMaster to /dev/null {big_cm_s:.2f} s ({mb / big_cm_s:.0f} MB/s): Sleuth / ssh time = {big_s / big_cm_s:.2f}x")
     with open(os.path.join(OUT, "exec_cost.json"), "w") as f:
-        json.dump({"median_ms": m, "samples_s": {"on": t_on, "off": t_off, "controlmaster": t_cm,
-                                                  "output_256mb": t_big, "output_256mb_controlmaster": t_big_cm}},
+        json.dump({"median_ms": m, "median_ms_slow_login": slow, "telemetry_names": names,
+                   "samples_s": {**samples, "slow_login": slow_samples,
+                                 "output_256mb": t_big, "output_256mb_controlmaster": t_big_cm}},
                   f, indent=1)
 
 

@@ -94,6 +94,18 @@ impl Store {
         Ok(())
     }
 
+    /// [`Store::set_telemetry_info`] for a run without samples, and its chart
+    /// drawn as what it is, empty: one write where a run of `true` had three.
+    pub async fn set_telemetry_without_samples(&self, run: i64, gpus: &str, notes: &str) -> StoreResult<()> {
+        sqlx::query("UPDATE runs SET telemetry_gpus = $1, telemetry_notes = $2, telemetry_svg = '' WHERE id = $3")
+            .bind(gpus)
+            .bind(notes)
+            .bind(run)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
     /// The run's telemetry chart; empty when there was nothing to draw.
     pub async fn set_telemetry_svg(&self, run: i64, svg: &str) -> StoreResult<()> {
         sqlx::query("UPDATE runs SET telemetry_svg = $1 WHERE id = $2").bind(svg).bind(run).execute(&self.pool).await?;

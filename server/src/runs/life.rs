@@ -34,7 +34,7 @@ pub(super) struct OwnedEnd {
     pub(super) exit_signal: Option<String>,
     pub(super) error: Option<String>,
     /// The GPU sampler, still storing what it sampled.
-    pub(super) telemetry: Option<tokio::task::JoinHandle<()>>,
+    pub(super) telemetry: Option<tokio::task::JoinHandle<usize>>,
 }
 
 impl OwnedEnd {

@@ -493,21 +493,27 @@ impl Runner {
     }
 
     /// Once the sampler stored what it sampled: the run's telemetry chart, and
-    /// its measurements again (with the telemetry's summaries), told like a change.
-    fn telemetry_after(&self, investigation: &str, run: i64, sampled: tokio::task::JoinHandle<()>) {
+    /// its measurements again (with the telemetry's summaries), told like a
+    /// change; a run without samples is only told.
+    fn telemetry_after(&self, investigation: &str, run: i64, sampled: tokio::task::JoinHandle<usize>) {
         let (store, outputs, live) = (self.store.clone(), self.outputs.clone(), self.live.clone());
         let investigation = investigation.to_string();
         tokio::spawn(async move {
-            if let Err(e) = sampled.await {
+            let samples = sampled.await.unwrap_or_else(|e| {
                 tracing::error!(run, "the telemetry sampler failed: {e}");
+                usize::MAX // drawn from what is stored, below
+            });
+            // Without samples there is nothing to summarise or draw: its
+            // measurements stand, and its empty chart was stored with its notes.
+            if samples > 0 {
+                if let Err(e) = crate::metrics::record::for_run(&store, &outputs, &investigation, run).await {
+                    tracing::error!(run, "cannot extract measurements: {e}");
+                }
+                // Last: the chart's being there is what runs fingerprints tell
+                // (`domain::runs::runs_fingerprint`), so a page opened before it
+                // sees it is not current.
+                draw_telemetry(&store, run).await;
             }
-            if let Err(e) = crate::metrics::record::for_run(&store, &outputs, &investigation, run).await {
-                tracing::error!(run, "cannot extract measurements: {e}");
-            }
-            // Last: the chart's being there is what runs fingerprints tell
-            // (`domain::runs::runs_fingerprint`), so a page opened before it sees
-            // it is not current.
-            draw_telemetry(&store, run).await;
             if let Ok(Some(row)) = store.run(run).await {
                 live.publish(RunEvent::new(&investigation, run_from_row(row)));
             }

@@ -50,6 +50,14 @@ pub fn sampler_script() -> String {
     )
 }
 
+/// What one line of the sampler's stdout was.
+#[derive(Debug, PartialEq)]
+enum Line {
+    Reading(u32, Sample),
+    Known,
+    Unknown,
+}
+
 /// The sampler's output, cut into lines, and what each line is.
 #[derive(Default)]
 struct Lines {
@@ -81,33 +89,26 @@ impl Lines {
         lines
     }
 
-    /// A sample for a query line (with the GPU's newest PCIe reading); `None`
-    /// for headers and dmon lines (which are kept for the next sample).
-    fn read(&mut self, line: &str, t_ms: u64, names: &mut BTreeMap<u32, String>) -> Option<(u32, Sample)> {
-        if let Some(columns) = DmonColumns::from_header(line) {
-            self.dmon = Some(columns);
-            return None;
-        }
-        if line.trim_start().starts_with('#') || line.trim().is_empty() {
-            return None;
+    /// What a line of the sampler's stdout is: a reading (with the GPU's
+    /// newest PCIe reading), a line of known shape (a header, a dmon line,
+    /// kept for the next sample), or one Sleuth does not understand.
+    fn read(&mut self, line: &str, t_ms: u64, names: &mut BTreeMap<u32, String>) -> Line {
+        if line.trim().is_empty() || self.read_dmon(line, t_ms) {
+            return Line::Known;
         }
         if let Some(columns) = QueryColumns::from_header(line) {
             self.query = Some(columns);
-            return None;
+            return Line::Known;
         }
-        if line.contains(',') {
-            let reading = self.query.as_ref()?.reading(line)?;
-            if let Some(name) = &reading.name {
-                names.entry(reading.gpu).or_insert_with(|| name.clone());
-            }
-            let (rx, tx) = match self.pcie.get(&reading.gpu) {
-                Some((rx, tx, at)) if t_ms.saturating_sub(*at) <= PCIE_FRESH_MS => (*rx, *tx),
-                _ => (None, None),
-            };
-            return Some((reading.gpu, sample_of(&reading, t_ms, rx, tx)));
+        let Some(reading) = self.query.as_ref().and_then(|q| q.reading(line)) else { return Line::Unknown };
+        if let Some(name) = &reading.name {
+            names.entry(reading.gpu).or_insert_with(|| name.clone());
         }
-        self.read_dmon(line, t_ms);
-        None
+        let (rx, tx) = match self.pcie.get(&reading.gpu) {
+            Some((rx, tx, at)) if t_ms.saturating_sub(*at) <= PCIE_FRESH_MS => (*rx, *tx),
+            _ => (None, None),
+        };
+        Line::Reading(reading.gpu, sample_of(&reading, t_ms, rx, tx))
     }
 
     /// Whether `line` was dmon's (a header or a reading, kept for the next sample).
@@ -205,7 +206,11 @@ mod tests {
         // Split mid-line, as SSH packets do.
         for part in [&text[..50], &text[50..130], &text[130..]] {
             for line in lines.push(part.as_bytes()) {
-                samples.extend(lines.read(&line, 1000, &mut names));
+                match lines.read(&line, 1000, &mut names) {
+                    Line::Reading(gpu, sample) => samples.push((gpu, sample)),
+                    Line::Known => {}
+                    Line::Unknown => panic!("{line}"),
+                }
             }
         }
         assert_eq!(samples.len(), 1);
@@ -214,8 +219,14 @@ mod tests {
         assert_eq!((s.pcie_rx_mbs, s.pcie_tx_mbs), (Some(162.0), Some(24.0)));
         assert_eq!(names.get(&0).map(String::as_str), Some("NVIDIA H200"));
         // Much later, the PCIe reading is stale and not attached.
-        let later = lines.read("0, 1, 1, 1, 1, 1, 1, 1, NVIDIA H200", 9000, &mut names).unwrap();
-        assert_eq!(later.1.pcie_rx_mbs, None);
+        let Line::Reading(_, later) = lines.read("0, 1, 1, 1, 1, 1, 1, 1, NVIDIA H200", 9000, &mut names) else {
+            panic!("a reading")
+        };
+        assert_eq!(later.pcie_rx_mbs, None);
+        assert_eq!(
+            lines.read("Failed to initialize NVML: Driver/library version mismatch", 9000, &mut names),
+            Line::Unknown
+        );
     }
 
     #[test]
@@ -226,7 +237,11 @@ mod tests {
             assert!(lines.read_dmon(line, 900), "{line}");
         }
         assert!(!lines.read_dmon("Failed to initialize NVML: Driver/library version mismatch", 900));
-        let (gpu, s) = lines.read("0, 100, 63, 7087, 522.5, 1830, 3201, 45, NVIDIA H200", 1000, &mut names).unwrap();
+        let Line::Reading(gpu, s) =
+            lines.read("0, 100, 63, 7087, 522.5, 1830, 3201, 45, NVIDIA H200", 1000, &mut names)
+        else {
+            panic!("a reading")
+        };
         assert_eq!((gpu, s.gpu_util, s.mem_util, s.sm_clock_mhz), (0, Some(100.0), Some(63.0), Some(1830.0)));
         assert_eq!(s.pcie_rx_mbs, Some(162.0));
         assert_eq!(names.get(&0).map(String::as_str), Some("NVIDIA H200"));

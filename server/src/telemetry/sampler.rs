@@ -21,7 +21,7 @@
 //! both `nvidia-smi`s (`kill 0`); a connection that drops does the same
 //! through sshd.
 
-use super::{Lines, NO_NVIDIA_SMI, OPEN_WITHIN, STOP_WITHIN};
+use super::{Line, Lines, NO_NVIDIA_SMI, OPEN_WITHIN, STOP_WITHIN};
 use crate::db::Store;
 use crate::ssh::exec::{self, Event};
 use crate::ssh::{Pool, Target, quote};
@@ -86,13 +86,13 @@ struct HostState {
 /// A run watching its host's sampler. Dropping it stops the watching too.
 pub struct Watching {
     stop: oneshot::Sender<()>,
-    task: tokio::task::JoinHandle<()>,
+    task: tokio::task::JoinHandle<usize>,
 }
 
 impl Watching {
     /// Tells it the run ended, without waiting: the returned task ends once
-    /// the run's samples and notes are stored.
-    pub fn stop(self) -> tokio::task::JoinHandle<()> {
+    /// the run's samples and notes are stored, with how many samples it kept.
+    pub fn stop(self) -> tokio::task::JoinHandle<usize> {
         let _ = self.stop.send(());
         self.task
     }
@@ -130,7 +130,7 @@ impl Samplers {
         let name = target.name.clone();
         let task = tokio::spawn(async move {
             let watcher = Watcher(host);
-            keep_for_run(&store, &watcher.0, &name, readings, run, started, stopped).await;
+            keep_for_run(&store, &watcher.0, &name, readings, run, started, stopped).await
         });
         Watching { stop, task }
     }
@@ -283,10 +283,13 @@ fn read_stdout(host: &HostSampler, target: &Target, lines: &mut Lines, began: In
         if line.trim() == NO_NVIDIA_SMI {
             state.no_nvidia_smi = true;
             state.ended.get_or_insert(format!("No nvidia-smi on {}: no GPU telemetry.", target.name));
-        } else if let Some((gpu, sample)) = lines.read(&line, t_ms, &mut state.names) {
-            batch.push(Timed { at, gpu, sample });
-        } else if state.unread.len() < 3 && !line.trim().is_empty() {
-            state.unread.push(line);
+        } else {
+            match lines.read(&line, t_ms, &mut state.names) {
+                Line::Reading(gpu, sample) => batch.push(Timed { at, gpu, sample }),
+                Line::Known => {}
+                Line::Unknown if state.unread.len() < 3 => state.unread.push(line),
+                Line::Unknown => {}
+            }
         }
     }
     let spoke = !batch.is_empty() || state.ended.is_some() || !state.unread.is_empty();
@@ -301,7 +304,8 @@ fn read_stdout(host: &HostSampler, target: &Target, lines: &mut Lines, began: In
 }
 
 /// One run's share: the readings between its start and its end, stored as
-/// they come (every [`STORE_EVERY`]), then its GPUs and notes.
+/// they come (every [`STORE_EVERY`]), then its GPUs and notes. Returns how
+/// many samples it kept.
 async fn keep_for_run(
     store: &Store,
     host: &HostSampler,
@@ -310,7 +314,7 @@ async fn keep_for_run(
     run: i64,
     started: Instant,
     mut stopped: oneshot::Receiver<()>,
-) {
+) -> usize {
     let mut pending: Vec<(u32, Sample)> = Vec::new();
     let (mut sampled, mut missed, mut named) = (0usize, 0u64, false);
     let mut last_store = Instant::now();
@@ -336,7 +340,7 @@ async fn keep_for_run(
             if !named {
                 // Its GPUs are named before its first sample is stored: a
                 // reader never finds readings without their GPU's name.
-                named = store_info(store, run, host, &[]).await;
+                named = store_info(store, run, host, &[], false).await;
             }
             store_samples(store, run, &mut pending).await;
             last_store = Instant::now();
@@ -381,16 +385,23 @@ async fn keep_for_run(
             }
         }
     }
-    store_info(store, run, host, &notes).await;
+    store_info(store, run, host, &notes, sampled == 0).await;
     store_samples(store, run, &mut pending).await;
+    sampled
 }
 
-/// The run's GPU names (every GPU the sampler has seen) and notes.
-async fn store_info(store: &Store, run: i64, host: &HostSampler, notes: &[String]) -> bool {
+/// The run's GPU names (every GPU the sampler has seen) and notes; for a run
+/// without samples, its (empty) chart marked drawn as well.
+async fn store_info(store: &Store, run: i64, host: &HostSampler, notes: &[String], nothing_sampled: bool) -> bool {
     let gpus: Vec<serde_json::Value> =
         host.state().names.iter().map(|(index, name)| serde_json::json!({ "index": index, "name": name })).collect();
     let (gpus, notes) = (serde_json::json!(gpus).to_string(), serde_json::json!(notes).to_string());
-    match store.set_telemetry_info(run, &gpus, &notes).await {
+    let stored = if nothing_sampled {
+        store.set_telemetry_without_samples(run, &gpus, &notes).await
+    } else {
+        store.set_telemetry_info(run, &gpus, &notes).await
+    };
+    match stored {
         Ok(()) => true,
         Err(e) => {
             tracing::error!(run, "cannot record telemetry notes: {e}");

@@ -400,3 +400,35 @@ async fn telemetry_is_sampled_stored_summarised_and_nothing_is_left_running() {
     assert!(telemetry["notes"][0].as_str().unwrap().contains("off"), "{telemetry}");
     assert_eq!(telemetry["gpus"], json!([]));
 }
+
+/// A run shorter than a sample: `?wait=` answers with it ended and its
+/// telemetry told (a note, an empty chart) at once, not after the 5 s it
+/// gives the telemetry at most, and with nothing summarised again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_run_is_answered_with_its_telemetry_at_once() {
+    let sshd = Sshd::start();
+    let app = app_with_host(&sshd).await;
+    let bin = fake_nvidia_smi(&sshd);
+    let path = format!("{}:/usr/local/bin:/usr/bin:/bin", bin.display());
+    let step = command_step(&app, json!({ "command": "true", "env": { "PATH": path } })).await;
+    // The first starts the host's sampler; the rest find it running.
+    for n in 0..4 {
+        let asked = Instant::now();
+        let run = start(&app, step, json!({})).await[0];
+        let done = app.get(&format!("/api/v1/runs/{run}?wait=30")).await.json();
+        let took = asked.elapsed();
+        assert_eq!(
+            (done["status"].as_str(), done["telemetry_drawn"].as_bool()),
+            (Some("succeeded"), Some(true)),
+            "{done}"
+        );
+        assert!(n == 0 || took < Duration::from_secs(2), "run {n} was answered after {took:?}");
+        let telemetry = app.get(&format!("/api/v1/runs/{run}/telemetry")).await.json();
+        let samples: usize =
+            telemetry["gpus"].as_array().unwrap().iter().map(|g| g["samples"].as_array().unwrap().len()).sum();
+        assert!(
+            samples > 0 || telemetry["notes"][0].as_str().is_some_and(|n| n.contains("No GPU reading")),
+            "{telemetry}"
+        );
+    }
+}
