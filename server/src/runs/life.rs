@@ -33,15 +33,8 @@ pub(super) struct OwnedEnd {
     pub(super) exit_code: Option<i64>,
     pub(super) exit_signal: Option<String>,
     pub(super) error: Option<String>,
-    /// The run's share of its host's GPU sampler.
-    pub(super) telemetry: Option<Telemetry>,
-}
-
-/// A run's telemetry at its end: still being stored, or stored with this many
-/// samples (a run without any is then told whole by its end's event).
-pub(super) enum Telemetry {
-    Storing(tokio::task::JoinHandle<usize>),
-    Stored(usize),
+    /// The GPU sampler, still storing what it sampled.
+    pub(super) telemetry: Option<tokio::task::JoinHandle<usize>>,
 }
 
 impl OwnedEnd {

@@ -13,7 +13,7 @@
 
 use super::beside::{Beside, Kept, Servers};
 use super::feed::Feeds;
-use super::life::{Context, Deadline, OwnedEnd, Stop, Telemetry, cancel_requested, publish};
+use super::life::{Context, Deadline, OwnedEnd, Stop, cancel_requested, publish};
 use super::live::{Live, RunEvent};
 use super::run_from_row;
 use super::sink::{Sink, Space};
@@ -28,9 +28,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
 
-/// How long a run's end waits for its telemetry's last write, which goes
-/// beside its own: a run that is told whole needs no second event.
-const TELEMETRY_BESIDE_THE_END: Duration = Duration::from_millis(50);
 /// Between SIGINT and SIGKILL + close, for cancel and timeout.
 pub const GRACE: Duration = Duration::from_secs(3);
 /// How often counters are written to the store while a run goes.
@@ -441,10 +438,8 @@ impl Runner {
         tracing::info!(run = run_id, host = %target.name, status = end.status.as_str(), "run finished");
         self.search.run_ended(run_id);
         self.publish(investigation, run_id).await;
-        match end.telemetry {
-            // Told whole by the end's event: no samples to summarise or draw.
-            Some(Telemetry::Stored(0)) | None => {}
-            Some(telemetry) => self.telemetry_after(investigation, run_id, telemetry),
+        if let Some(sampled) = end.telemetry {
+            self.telemetry_after(investigation, run_id, sampled);
         }
         self.retention.after_run(target);
         keep
@@ -500,17 +495,14 @@ impl Runner {
     /// Once the sampler stored what it sampled: the run's telemetry chart, and
     /// its measurements again (with the telemetry's summaries), told like a
     /// change; a run without samples is only told.
-    fn telemetry_after(&self, investigation: &str, run: i64, telemetry: Telemetry) {
+    fn telemetry_after(&self, investigation: &str, run: i64, sampled: tokio::task::JoinHandle<usize>) {
         let (store, outputs, live) = (self.store.clone(), self.outputs.clone(), self.live.clone());
         let investigation = investigation.to_string();
         tokio::spawn(async move {
-            let samples = match telemetry {
-                Telemetry::Stored(samples) => samples,
-                Telemetry::Storing(storing) => storing.await.unwrap_or_else(|e| {
-                    tracing::error!(run, "the telemetry sampler failed: {e}");
-                    usize::MAX // drawn from what is stored, below
-                }),
-            };
+            let samples = sampled.await.unwrap_or_else(|e| {
+                tracing::error!(run, "the telemetry sampler failed: {e}");
+                usize::MAX // drawn from what is stored, below
+            });
             // Without samples there is nothing to summarise or draw: its
             // measurements stand, and its empty chart was stored with its notes.
             if samples > 0 {
@@ -757,18 +749,7 @@ impl Runner {
         }
         let mut end = ran.judge(run.timeout_s, &context.target.name);
         stored.tell(&mut end);
-        end.telemetry = match telemetry {
-            // Its samples and notes are stored by now, as a rule (a write
-            // beside the two above): then the end's event tells all of it.
-            Some(mut storing) => Some(match tokio::time::timeout(TELEMETRY_BESIDE_THE_END, &mut storing).await {
-                Ok(stored) => Telemetry::Stored(stored.unwrap_or_else(|e| {
-                    tracing::error!(run = run.id, "the telemetry sampler failed: {e}");
-                    usize::MAX // drawn from what is stored, after the end
-                })),
-                Err(_) => Telemetry::Storing(storing),
-            }),
-            None => None,
-        };
+        end.telemetry = telemetry;
         end
     }
 }
