@@ -403,20 +403,28 @@ impl Runs {
         // just after it: waited for too, a few seconds at most (a run ended
         // by another replica or a restart never gets it).
         let mut deadline = deadline;
-        let mut ended_seen = false;
-        while !run.status.is_finished() || (run.telemetry && !run.telemetry_drawn) {
+        let (mut ended_seen, mut whole) = (false, true);
+        let told = |run: &Run| run.status.is_finished() && (!run.telemetry || run.telemetry_drawn);
+        while !told(&run) {
             if run.status.is_finished() && !ended_seen {
                 ended_seen = true;
                 deadline = deadline.min(tokio::time::Instant::now() + std::time::Duration::from_secs(5));
             }
             match tokio::time::timeout_at(deadline, events.recv()).await {
                 Err(_) => break,
-                Ok(Ok(event)) if event.run.id == id => run = self.run(permit, id).await?,
+                // The event's run says where it is (its status, its chart);
+                // the answer is read whole once, at the end.
+                Ok(Ok(event)) if event.run.id == id => (run, whole) = (event.run, false),
                 Ok(Ok(_)) => {}
-                Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => run = self.run(permit, id).await?,
+                Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => {
+                    (run, whole) = (self.run(permit, id).await?, true);
+                }
                 // The server is shutting down: answer with what is known.
                 Ok(Err(tokio::sync::broadcast::error::RecvError::Closed)) => break,
             }
+        }
+        if !whole {
+            run = self.run(permit, id).await?;
         }
         Ok(run)
     }
