@@ -56,16 +56,26 @@ pub struct Entry {
     pub bytes: u64,
 }
 
-/// Lists the run directories: `now <s>`, then `dir <name> <mtime> <KB>` each.
+/// Lists the run directories: `now <s>`, then one line each. GNU `du --time`
+/// gives each one's size and the newest change of anything in it, for all
+/// of them in one process (`<KB>\t<mtime>\t<name>`); elsewhere a loop says
+/// `dir <name> <mtime of the directory> <KB>`. Three processes per directory
+/// took 13 s for 3 900 directories.
 fn list_script() -> String {
     "d=\"$HOME/.sleuth/runs\"\n\
      echo \"now $(date +%s)\"\n\
      cd \"$d\" 2>/dev/null || exit 0\n\
-     for e in *; do\n\
-       case \"$e\" in *[!0-9a-f-]*) continue ;; esac\n\
-       [ -d \"$e\" ] || continue\n\
-       printf 'dir %s %s %s\\n' \"$e\" \"$(stat -c %Y -- \"$e\")\" \"$(du -sk -- \"$e\" | cut -f1)\"\n\
-     done\n"
+     set -- [0-9]*-*\n\
+     [ -d \"$1\" ] || exit 0\n\
+     if du -sk --time --time-style=+%s -- \"$1\" >/dev/null 2>&1; then\n\
+       du -sk --time --time-style=+%s -- \"$@\" 2>/dev/null\n\
+     else\n\
+       for e in \"$@\"; do\n\
+         [ -d \"$e\" ] || continue\n\
+         printf 'dir %s %s %s\\n' \"$e\" \"$(stat -c %Y -- \"$e\")\" \"$(du -sk -- \"$e\" | cut -f1)\"\n\
+       done\n\
+     fi\n\
+     exit 0\n"
         .to_string()
 }
 
@@ -75,14 +85,17 @@ fn parse_list(text: &str) -> (Option<i64>, Vec<Entry>) {
     let mut entries = Vec::new();
     for line in text.lines() {
         let words: Vec<&str> = line.split_whitespace().collect();
-        match words.as_slice() {
-            ["now", s] => now = s.parse().ok(),
-            ["dir", name, changed, kb] if is_dir_name(name) => {
-                if let (Ok(changed_s), Ok(kb)) = (changed.parse(), kb.parse::<u64>()) {
-                    entries.push(Entry { name: (*name).to_string(), changed_s, bytes: kb.saturating_mul(1024) });
-                }
+        let (name, changed, kb) = match words.as_slice() {
+            ["now", s] => {
+                now = s.parse().ok();
+                continue;
             }
-            _ => {}
+            ["dir", name, changed, kb] => (*name, *changed, *kb),
+            [kb, changed, name] => (*name, *changed, *kb),
+            _ => continue,
+        };
+        if let (true, Ok(changed_s), Ok(kb)) = (is_dir_name(name), changed.parse(), kb.parse::<u64>()) {
+            entries.push(Entry { name: name.to_string(), changed_s, bytes: kb.saturating_mul(1024) });
         }
     }
     (now, entries)
@@ -399,10 +412,18 @@ mod tests {
 
     #[test]
     fn the_list_is_read_and_odd_lines_ignored() {
-        let (now, entries) =
-            parse_list("now 1700000000\ndir 5-0a0b0c0d 1699990000 12\ndir ../x 1 1\nnoise\ndir 6-0a0b0c0e x 1\n");
+        let (now, entries) = parse_list(
+            "now 1700000000\ndir 5-0a0b0c0d 1699990000 12\ndir ../x 1 1\nnoise\ndir 6-0a0b0c0e x 1\n\
+             40\t1699980000\t7-0a0b0c0f\n40\t1699980000\t../etc\n",
+        );
         assert_eq!(now, Some(1_700_000_000));
-        assert_eq!(entries, [Entry { name: "5-0a0b0c0d".into(), changed_s: 1_699_990_000, bytes: 12 * 1024 }]);
+        assert_eq!(
+            entries,
+            [
+                Entry { name: "5-0a0b0c0d".into(), changed_s: 1_699_990_000, bytes: 12 * 1024 },
+                Entry { name: "7-0a0b0c0f".into(), changed_s: 1_699_980_000, bytes: 40 * 1024 },
+            ]
+        );
     }
 
     /// The scripts in a real shell: the list sees run directories only; the

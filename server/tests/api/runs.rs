@@ -655,7 +655,12 @@ async fn run_directories_are_swept_by_age_and_removed_with_their_runs() {
     for dir in [&old, &theirs] {
         std::fs::create_dir_all(dir.join("sub")).unwrap();
         std::fs::write(dir.join("sub/result.json"), "{}").unwrap();
-        let touched = std::process::Command::new("touch").args(["-d", "10 days ago"]).arg(dir).status().unwrap();
+        // Everything in it, as a sweep looks at the newest change inside.
+        let touched = std::process::Command::new("find")
+            .arg(dir)
+            .args(["-exec", "touch", "-d", "10 days ago", "{}", "+"])
+            .status()
+            .unwrap();
         assert!(touched.success());
     }
 
