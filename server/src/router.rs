@@ -81,7 +81,7 @@ pub fn app(state: AppState) -> Router {
         .route("/steps/{step_id}/refresh", post(steps::refresh))
         .route("/steps/{step_id}/annotations", post(annotations::create))
         .route("/annotations/{id}", get(annotations::show).patch(annotations::update).delete(annotations::delete))
-        .route("/runs/{run_id}", get(runs::show))
+        .route("/runs/{run_id}", get(runs::show).delete(runs::delete))
         .route("/runs/{run_id}/cancel", post(runs::cancel))
         .route("/runs/{run_id}/output", get(runs::output))
         .route("/runs/{run_id}/stream", get(runs::stream))

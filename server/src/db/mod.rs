@@ -584,6 +584,15 @@ impl Store {
     /// Deletes a step and closes the gap it leaves; `false` if there is no such step.
     pub async fn delete_step(&self, id: i64) -> StoreResult<bool> {
         let mut tx = self.begin_serialised(Queue::Steps).await?;
+        // Output rows in the index belong to runs, not to the step: they go
+        // with them, or a search would find output no one can open.
+        sqlx::query(
+            "DELETE FROM search_docs WHERE run_id IN (SELECT id FROM runs WHERE step_id = $1)
+                 AND kind IN ('output', 'server_log')",
+        )
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
         let Some((investigation, position)): Option<(String, i64)> =
             sqlx::query_as("DELETE FROM steps WHERE id = $1 RETURNING investigation_id, position")
                 .bind(id)

@@ -92,6 +92,26 @@ impl Store {
             .await?)
     }
 
+    /// Deletes a run with what hangs off it (measurements, logs, telemetry,
+    /// its output in the search index); `false` if there is no such run.
+    pub async fn delete_run(&self, id: i64) -> StoreResult<bool> {
+        let mut tx = self.begin_serialised(super::Queue::Search).await?;
+        sqlx::query("DELETE FROM search_docs WHERE run_id = $1 AND kind IN ('output', 'server_log')")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        let investigation: Option<(String,)> = sqlx::query_as(
+            "DELETE FROM runs WHERE id = $1 RETURNING (SELECT investigation_id FROM steps WHERE steps.id = runs.step_id)",
+        )
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some((investigation,)) = investigation else { return Ok(false) };
+        super::touch_investigation(&mut tx, &investigation, now_ms()).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
     /// The investigation a run belongs to.
     pub async fn run_investigation(&self, id: i64) -> StoreResult<Option<String>> {
         let row: Option<(String,)> =

@@ -1,7 +1,7 @@
 //! Runs: runners start and cancel them (and the host must allow them); readers read them.
 
 use crate::db::OwnedBy;
-use crate::policy::{Read, Run as RunRight};
+use crate::policy::{Edit, Read, Run as RunRight};
 use domain::error::ApiError;
 use domain::ports::Actor;
 use domain::runs::{OutputTail, Run, RunRequest};
@@ -22,6 +22,11 @@ impl super::Guarded {
     pub async fn cancel_run(&self, actor: &Actor, id: i64) -> Result<Run, ApiError> {
         let permit = self.access.permit_for::<RunRight>(actor, OwnedBy::Run, id).await?;
         Ok(self.notebook.runs.cancel(&permit, id).await?)
+    }
+    pub async fn delete_run(&self, actor: &Actor, id: i64) -> Result<(), ApiError> {
+        let permit = self.access.permit_for::<Edit>(actor, OwnedBy::Run, id).await?;
+        let done = self.notebook.runs.delete(&permit, id).await;
+        Ok(self.announce(actor, permit.investigation(), done)?)
     }
     pub async fn output_before(&self, actor: &Actor, id: i64, before: u64, bytes: u64) -> Result<OutputTail, ApiError> {
         let permit = self.access.permit_for::<Read>(actor, OwnedBy::Run, id).await?;

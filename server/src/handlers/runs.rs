@@ -93,6 +93,16 @@ pub async fn cancel(
     Ok(Json(state.notebook.cancel_run(&actor, id).await?))
 }
 
+/// A finished run, with everything kept of it here and its directory on the host.
+pub async fn delete(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+) -> Result<StatusCode, AppError> {
+    state.notebook.delete_run(&actor, id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
 #[derive(Deserialize)]
 pub struct OutputQuery {
     /// `client` (the default: the command's output) or `server` (its server's log).

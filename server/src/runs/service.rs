@@ -206,6 +206,28 @@ impl Runs {
         }
     }
 
+    /// Deletes a finished run: its output, logs, measurements and telemetry,
+    /// and its directory on the host. A run still queued or running is
+    /// refused: cancelling is its own action (and needs the runner role).
+    pub async fn delete(&self, permit: &Permit<Edit>, id: i64) -> Result<()> {
+        let row = self.row(permit, id).await?;
+        if !row.status.is_finished() {
+            return Err(ApiError::new(
+                ErrorCode::Conflict,
+                format!(
+                    "Run {id} is {}; cancel it first (POST /api/v1/runs/{id}/cancel), then delete it.",
+                    row.status.as_str()
+                ),
+            )
+            .into());
+        }
+        self.forget(permit, std::slice::from_ref(&row)).await;
+        if !self.store.delete_run(id).await? {
+            return Err(not_found(id).into());
+        }
+        Ok(())
+    }
+
     /// The run's server log, if its step had a server.
     async fn server_log(&self, run: i64) -> Result<i64> {
         let logs = self.store.logs_of_runs(&[run]).await?;

@@ -713,3 +713,82 @@ async fn run_directories_are_swept_by_age_and_removed_with_their_runs() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// `DELETE /api/v1/runs/{id}`: a finished run goes with its output, its
+/// measurements, its search hits and its directory on the host; its siblings
+/// stay; a run still going is refused with what to do instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_a_run_removes_its_output_measurements_hits_and_directory() {
+    let sshd = Sshd::start();
+    let app = app_with_host(&sshd).await;
+    let home = std::path::PathBuf::from(std::env::var("HOME").unwrap());
+    let word = format!("quokka{}", std::process::id());
+    let step = command_step(
+        &app,
+        json!({
+            "command": format!("echo {word} > kept.txt; echo {word}; echo 'Throughput: 4.05 requests/s, 1234.56 total tokens/s, 617.28 output tokens/s'"),
+            "telemetry": false
+        }),
+    )
+    .await;
+    let investigation = app.get(&format!("/api/v1/steps/{step}")).await.json()["investigation_id"].clone();
+    let investigation = investigation.as_str().unwrap().to_string();
+    let ids = start(&app, step, json!({ "repeat": 2 })).await;
+    let (gone, kept) = (finished(&app, ids[0]).await, finished(&app, ids[1]).await);
+    assert_eq!((gone["status"].as_str(), kept["status"].as_str()), (Some("succeeded"), Some("succeeded")));
+    let dir_of = |run: &Value| home.join(run["run_dir"].as_str().unwrap().strip_prefix("~/").unwrap());
+    let (gone_dir, kept_dir) = (dir_of(&gone), dir_of(&kept));
+    assert!(gone_dir.join("kept.txt").exists() && kept_dir.join("kept.txt").exists());
+    let hits = |answer: &Value, run: i64| {
+        answer["results"].as_array().is_some_and(|r| r.iter().any(|r| r["run_id"] == run && r["kind"] == "output"))
+    };
+    let search = format!("/api/v1/search?q={}", crate::helpers::urlencode(&format!("{word} kind:output")));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let answer = app.get(&search).await.json();
+        if hits(&answer, ids[0]) && hits(&answer, ids[1]) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "both runs' output is not found: {answer}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // A run still going is refused, and says how to stop it.
+    let slow = command_step(&app, json!({ "command": "sleep 30", "telemetry": false })).await;
+    let running = start(&app, slow, json!({})).await[0];
+    wait_for(&app, running, |r| r["status"] == "running", Duration::from_secs(30)).await;
+    let refused = app.delete(&format!("/api/v1/runs/{running}")).await;
+    assert_eq!(refused.status, StatusCode::CONFLICT, "{}", refused.text());
+    assert!(refused.text().contains("cancel it first"), "{}", refused.text());
+    assert_eq!(app.get(&format!("/api/v1/runs/{running}")).await.json()["status"], "running");
+    app.post_json(&format!("/api/v1/runs/{running}/cancel"), json!({})).await;
+
+    let deleted = app.delete(&format!("/api/v1/runs/{}", ids[0])).await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT, "{}", deleted.text());
+    for uri in [format!("/api/v1/runs/{}", ids[0]), format!("/api/v1/runs/{}/output", ids[0])] {
+        let answer = app.get(&uri).await;
+        assert_eq!(answer.status, StatusCode::NOT_FOUND, "{uri}: {}", answer.text());
+        assert!(answer.text().contains(&format!("There is no run {}", ids[0])), "{}", answer.text());
+    }
+    let again = app.delete(&format!("/api/v1/runs/{}", ids[0])).await;
+    assert_eq!(again.status, StatusCode::NOT_FOUND, "{}", again.text());
+    let all = app.get(&format!("/api/v1/investigations/{investigation}/measurements")).await.json();
+    let of = |run: i64| all.as_array().into_iter().flatten().filter(|m| m["run_id"] == run).count();
+    assert_eq!((of(ids[0]), of(ids[1]) > 0), (0, true), "only the deleted run's measurements go: {all}");
+    let answer = app.get(&search).await.json();
+    assert!(!hits(&answer, ids[0]) && hits(&answer, ids[1]), "only the deleted run's output is gone: {answer}");
+    let step_now = app.get(&format!("/api/v1/steps/{step}")).await.json();
+    let left: Vec<i64> = step_now["runs"].as_array().unwrap().iter().map(|r| r["id"].as_i64().unwrap()).collect();
+    assert_eq!(left, [ids[1]], "{step_now}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while gone_dir.exists() {
+        assert!(Instant::now() < deadline, "{} is still there after its run was deleted", gone_dir.display());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(kept_dir.join("kept.txt").exists(), "the other run's directory stays");
+
+    // Deleting the step takes the rest, and its output leaves the index too.
+    assert!(app.delete(&format!("/api/v1/steps/{step}")).await.status.is_success());
+    let answer = app.get(&search).await.json();
+    assert!(!hits(&answer, ids[1]), "a deleted step's output is not found: {answer}");
+}
