@@ -155,7 +155,7 @@ impl LeaseJudge {
 }
 
 /// Replicas seen since this moment (ms) are alive; the others are dead.
-fn lease_cutoff() -> i64 {
+pub(super) fn lease_cutoff() -> i64 {
     now_ms() - EXPIRY.as_millis() as i64
 }
 

@@ -5,6 +5,12 @@ use super::{NewRun, RunEnd, RunRow, Store, StoreResult};
 use crate::time::now_ms;
 use domain::runs::RunStatus;
 
+/// A claim on a left command (`client_left = 2`) by a replica other than this
+/// one (`$1`) that is not alive (no lease renewed since `$2`; SQLite keeps no
+/// leases: there, any earlier process).
+const ABANDONED: &str =
+    "(replica IS NULL OR (replica <> $1 AND replica NOT IN (SELECT id FROM replicas WHERE seen_at >= $2)))";
+
 pub(super) const COLUMNS: &str = "id, step_id, host, command, env, cwd, timeout_s, status, exit_code, exit_signal, error,
     batch_index, batch_size, warmup, stdout_bytes, stderr_bytes, lines, queued_at, started_at, finished_at, who, facts_id,
     config, sweep_id, sweep_index, telemetry, plan, run_dir, server, artifact_notes, host_quiet_s,
@@ -233,22 +239,33 @@ impl Store {
 
 /// Runs whose commands may still be running on their hosts (`runs::retention`):
 /// `client_left` is 1 while one may be, 2 while a server is stopping it, 0 after.
+/// A claim (2) names its replica in `runs.replica` (the run's driver is over by
+/// then): a claim whose replica died before it finished is taken again.
 impl Store {
-    /// `(run, host, run_dir)` of each run ended while its command ran.
+    /// `(run, host, run_dir)` of each run ended while its command ran, not
+    /// being stopped by a live replica.
     pub async fn clients_left(&self) -> StoreResult<Vec<(i64, String, String)>> {
-        Ok(sqlx::query_as(
-            "SELECT id, host, COALESCE(run_dir, '') FROM runs WHERE client_left = 1 AND status NOT IN ('queued', 'running')",
-        )
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT id, host, COALESCE(run_dir, '') FROM runs
+             WHERE status NOT IN ('queued', 'running') AND (client_left = 1 OR (client_left = 2 AND {ABANDONED}))"
+        )))
+        .bind(self.replica())
+        .bind(super::replicas::lease_cutoff())
         .fetch_all(&self.pool)
         .await?)
     }
 
-    /// Takes the run's left command to stop; `false` if another replica took it.
+    /// Takes the run's left command to stop; `false` if a live replica has it.
     pub async fn claim_client_left(&self, run: i64) -> StoreResult<bool> {
-        let done = sqlx::query("UPDATE runs SET client_left = 2 WHERE id = $1 AND client_left = 1")
-            .bind(run)
-            .execute(&self.pool)
-            .await?;
+        let done = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE runs SET client_left = 2, replica = $1
+             WHERE id = $3 AND (client_left = 1 OR (client_left = 2 AND {ABANDONED}))"
+        )))
+        .bind(self.replica())
+        .bind(super::replicas::lease_cutoff())
+        .bind(run)
+        .execute(&self.pool)
+        .await?;
         Ok(done.rows_affected() == 1)
     }
 
@@ -330,6 +347,39 @@ mod tests {
             both(vec![(run, RunStatus::Succeeded, 5), (added, RunStatus::Queued, 0)]).await;
             assert!(other.delete_step(step).await.unwrap());
             both(vec![(added, RunStatus::Queued, 0)]).await;
+        }
+    }
+
+    /// A command left running by a killed Sleuth is stopped by one replica; if
+    /// that one dies while stopping it, another takes the claim over.
+    #[tokio::test]
+    async fn a_left_command_claimed_by_a_replica_that_died_is_claimed_again() {
+        for (_dir, database, first) in crate::db::test_stores().await {
+            let second = Store::open(&database).await.unwrap();
+            let run = crate::db::tests_support::a_run(&first).await;
+            assert!(first.start_run(run, "~/.sleuth/runs/1-ab").await.unwrap());
+            assert!(first.interrupt_unfinished_runs().await.unwrap().contains(&run));
+            let left = |rows: Vec<(i64, String, String)>| rows.iter().any(|(id, _, _)| *id == run);
+            assert!(left(second.clients_left().await.unwrap()));
+
+            first.renew_lease().await.unwrap();
+            second.renew_lease().await.unwrap();
+            assert!(first.claim_client_left(run).await.unwrap());
+            assert!(!second.claim_client_left(run).await.unwrap(), "a live replica's claim holds");
+            assert!(!left(second.clients_left().await.unwrap()), "{:?}", first.backend());
+
+            // The first replica dies mid-stop: its lease lapses.
+            sqlx::query("UPDATE replicas SET seen_at = 0 WHERE id = $1")
+                .bind(first.replica())
+                .execute(&first.pool)
+                .await
+                .unwrap();
+            assert!(left(second.clients_left().await.unwrap()), "{:?}", first.backend());
+            assert!(second.claim_client_left(run).await.unwrap(), "{:?}", first.backend());
+            assert!(!first.claim_client_left(run).await.unwrap(), "now the second's");
+            second.client_stopped(run, Some("Stopped.")).await.unwrap();
+            assert!(!left(first.clients_left().await.unwrap()));
+            assert!(!second.claim_client_left(run).await.unwrap(), "nothing left to stop");
         }
     }
 }
