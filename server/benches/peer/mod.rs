@@ -4,7 +4,7 @@
 
 #[path = "../../tests/api/sshd.rs"]
 #[allow(dead_code)]
-mod sshd;
+pub mod sshd;
 
 pub use domain::ports::Actor;
 use server::AppState;
@@ -52,6 +52,12 @@ impl Postgres {
         if let Ok(admin_url) = std::env::var("SLEUTH_TEST_POSTGRES") {
             return Ok(Postgres { admin_url, scratch: None });
         }
+        Self::scratch()
+    }
+
+    /// A cluster of its own (never `SLEUTH_TEST_POSTGRES`'s), for a benchmark
+    /// that stops and starts it.
+    pub fn scratch() -> Result<Postgres, String> {
         let out = Command::new(pg_scratch()).arg("start").output().map_err(|e| format!("tools/pg-scratch: {e}"))?;
         if !out.status.success() {
             return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
@@ -59,6 +65,24 @@ impl Postgres {
         let line = String::from_utf8_lossy(&out.stdout).trim().to_string();
         let (dir, url) = line.split_once(' ').ok_or_else(|| format!("tools/pg-scratch said {line:?}"))?;
         Ok(Postgres { admin_url: url.to_string(), scratch: Some(dir.to_string()) })
+    }
+
+    /// Stops the server (`pg_ctl -m fast`, as a restart for an upgrade does),
+    /// keeping the cluster; `up` starts it again on its port.
+    pub fn down(&self) -> Result<(), String> {
+        self.pg_scratch(&["down", "fast"])
+    }
+
+    pub fn up(&self) -> Result<(), String> {
+        self.pg_scratch(&["up"])
+    }
+
+    fn pg_scratch(&self, what: &[&str]) -> Result<(), String> {
+        let dir = self.scratch.as_deref().ok_or("not a cluster of this benchmark's own")?;
+        let mut args = vec![what[0], dir];
+        args.extend(&what[1..]);
+        let out = Command::new(pg_scratch()).args(&args).output().map_err(|e| format!("tools/pg-scratch: {e}"))?;
+        if out.status.success() { Ok(()) } else { Err(String::from_utf8_lossy(&out.stderr).trim().to_string()) }
     }
 
     /// A new empty database on it, as a `--database` value.

@@ -3,6 +3,7 @@
 
 mod accounts;
 mod comments;
+mod disk;
 mod helpers;
 mod hypotheses;
 mod investigations;

@@ -1,6 +1,7 @@
 //! Faults an operator meets, on real components: a data disk that fills up (a
 //! real tmpfs), a host that freezes (a real sshd, SIGSTOPped), and `/metrics`.
 
+use crate::disk::{Tmpfs, fill_to_the_last_byte};
 use crate::helpers::TestApp;
 use crate::runs::{add_host, app_with_host, command_step, finished, output, start, wait_for};
 use crate::sshd::Sshd;
@@ -8,31 +9,6 @@ use axum::http::{Method, StatusCode};
 use serde_json::{Value, json};
 use std::process::Command;
 use std::time::{Duration, Instant};
-
-/// A tmpfs mounted for the test, lazily unmounted when it ends.
-struct Tmpfs(std::path::PathBuf);
-
-impl Tmpfs {
-    /// `None` where this user may not mount (not root, or in a container
-    /// without the right): the test says so and checks nothing.
-    fn mount(at: &std::path::Path, size: &str) -> Option<Tmpfs> {
-        std::fs::create_dir_all(at).ok()?;
-        let done = Command::new("mount").args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"]).arg(at).status();
-        match done {
-            Ok(status) if status.success() => Some(Tmpfs(at.to_path_buf())),
-            _ => {
-                eprintln!("skipped: cannot mount a tmpfs here (run the suite as root)");
-                None
-            }
-        }
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-    }
-}
 
 /// A server with accounts whose SQLite data dir is on a 16 MB tmpfs (`None`
 /// on PostgreSQL, whose disk is its server's, or where no tmpfs can be mounted).
@@ -59,16 +35,6 @@ async fn on_a_small_disk() -> Option<(
     let auth = state.auth.clone();
     let app = TestApp { router: server::app(state), data, database, auth: Some(auth.clone()) };
     Some((app, auth, dir, disk, turn))
-}
-
-/// Files that take `dir`'s disk to its last byte (big blocks, then small ones).
-fn fill_to_the_last_byte(dir: &std::path::Path) -> [std::path::PathBuf; 2] {
-    let fillers = [dir.join("fill"), dir.join("fill2")];
-    for (filler, block) in fillers.iter().zip(["bs=64k", "bs=512"]) {
-        let _ = Command::new("dd").args(["if=/dev/zero", block]).arg(format!("of={}", filler.display())).output();
-    }
-    assert!(server::operations::free_bytes(dir).unwrap() < 4096, "full to the last byte");
-    fillers
 }
 
 /// A write that fails for space leaves no pooled connection inside a
