@@ -151,6 +151,8 @@ test('script payloads in every field stay text on every page, under a CSP', asyn
   assert.ok(await page.locator('td.hit-text mark').count() > 0, 'the grep found the payload lines, marked as text');
   await screenshot(page, 'hostile-investigation');
   await visit(page, `/i/${inv.id}#step-${snippet.id}-L1-L2`);
+  await visit(page, `/runs/${runs[0].id}`);
+  await visit(page, `/runs/${runs[1].id}`);
   await visit(page, `/runs/${runs[0].id}/source?file=${encodeURIComponent(P('file-param'))}&line=1`);
   await visit(page, `/runs/${runs[0].id}/source?file=x.py&line=1&searched=1&c=${encodeURIComponent(P('candidate'))}`);
   await visit(page, '/hosts');

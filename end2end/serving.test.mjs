@@ -112,3 +112,50 @@ test('a server beside the run: waiting, its live log, a line to the source, the 
   assert.match(await page.locator(`#step-${snippetId}-L137`).textContent(), /Custom allreduce is disabled/);
   assert.deepEqual(page.problems, []);
 });
+
+test('any run is a page: its own server log, files and numbers, and its neighbours a click away', async () => {
+  const port = await freePort();
+  const log = `${fixtures}/bench-outputs/vllm_startup_custom_allreduce_issue15340.txt`;
+  const results = `${fixtures}/reports/vllm-bench-serve/nerdalert_results.json`;
+  const inv = await api('POST', '/api/v1/investigations', { title: 'run pages' });
+  const step = await api('POST', `/api/v1/investigations/${inv.id}/steps`, {
+    kind: 'command', host: 'gpu', telemetry: false, artifacts: ['result.json'],
+    command: `python3 ${tools}/bench.py --port ${port} --result-from ${results} --line $RUN_LINE`,
+    env: { RUN_LINE: '0' },
+    server: { command: `python3 ${tools}/serve.py --port ${port} --log ${log} --load-s 0.2`, ready: { http: `http://127.0.0.1:${port}/health` } },
+  });
+  const runs = await api('POST', `/api/v1/steps/${step.id}/runs`, { repeat: 3 });
+  for (const run of runs) await api('GET', `/api/v1/runs/${run.id}?wait=60`);
+  const [first, second] = runs.map((r) => r.id);
+
+  const page = await newPage(browser);
+  await page.goto(`${server.url}/i/${inv.id}`);
+  await hydrated(page);
+  // The step shows its newest run; its history links every run to its page.
+  await page.click('.run-history summary');
+  await page.click(`.run-history a[href="/runs/${first}"]`);
+  await page.waitForURL(`**/runs/${first}`);
+  await hydrated(page);
+  const run = page.locator(`.run[data-run="${first}"]`);
+  assert.match(await page.locator('h1').textContent(), new RegExp(`Run ${first}\\s*succeeded`));
+  assert.match(await page.locator('.run-facts').textContent(), /RUN_LINE=0/);
+  assert.match(await run.locator('.server-log pre.output').textContent(), /Custom allreduce is disabled/);
+  assert.match(await run.locator('.artifact-list a.artifact-link').getAttribute('href'), new RegExp(`^/api/v1/runs/${first}/artifacts/\\d+$`));
+  assert.match(await run.locator('.measurements').textContent(), /output_throughput/);
+  assert.equal(await page.locator('.run-siblings li').count(), 3);
+  await screenshot(page, 'run-page');
+
+  await page.click('.run-nav a[rel=next]');
+  await page.waitForURL(`**/runs/${second}`);
+  assert.match(await page.locator('h1').textContent(), new RegExp(`Run ${second}`));
+  assert.match(await page.locator('.run-siblings li.current').textContent(), /run 2 of 3/);
+
+  // A narrow window: nothing wider than it.
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.goto(`${server.url}/runs/${first}`);
+  await hydrated(page);
+  const width = await page.evaluate(() => document.documentElement.scrollWidth);
+  assert.ok(width <= 390, `the run page is ${width} px wide at 390 px`);
+  await screenshot(page, 'run-page-narrow');
+  assert.deepEqual(page.problems, []);
+});

@@ -114,6 +114,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/audit") view=pages::accounts::AuditPage ssr=SsrMode::Async/>
                     <Route path=path!("/mentions") view=pages::comments::MentionsPage ssr=SsrMode::Async/>
                     <Route path=path!("/search") view=pages::search::SearchPage ssr=SsrMode::Async/>
+                    <Route path=path!("/runs/:id") view=pages::run::RunPageView ssr=SsrMode::Async/>
                     <Route path=path!("/runs/:id/source") view=pages::source::SourcePage ssr=SsrMode::Async/>
                     <Route path=path!("/s/:token") view=pages::shared::SharedPage ssr=SsrMode::Async/>
                     <Route

@@ -266,6 +266,69 @@ pub fn config_label(env: &[(String, String)]) -> String {
     env.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
 }
 
+/// Everything `/runs/{id}` shows of one run: the run with the end of its
+/// output and of its server's log, its telemetry and files, and where it
+/// stands among its step's runs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunPage {
+    pub run: Run,
+    pub investigation_id: String,
+    pub investigation_title: String,
+    /// The step's place in the timeline, 1-based.
+    pub step_position: u32,
+    /// The step's runs, oldest first, this one among them.
+    pub runs: Vec<RunLink>,
+    /// The host's facts when the run started, if captured.
+    #[serde(default)]
+    pub facts: Option<crate::hosts::HostFacts>,
+}
+
+/// A run as another run's page links to it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunLink {
+    pub id: i64,
+    pub status: RunStatus,
+    /// Its configuration and place in its batch, in words.
+    pub label: String,
+}
+
+impl RunLink {
+    pub fn of(run: &Run) -> RunLink {
+        let position = batch_position(run);
+        let label = match run.config.is_some() || !run.env.is_empty() {
+            true if position.is_empty() => run.config_label(),
+            true => format!("{} · {position}", run.config_label()),
+            false => position,
+        };
+        RunLink { id: run.id, status: run.status, label }
+    }
+}
+
+impl RunPage {
+    /// This run's place among its step's runs (0-based), if it is there.
+    fn place(&self) -> Option<usize> {
+        self.runs.iter().position(|r| r.id == self.run.id)
+    }
+
+    /// The step's run before this one.
+    pub fn previous(&self) -> Option<&RunLink> {
+        self.place().and_then(|i| i.checked_sub(1)).and_then(|i| self.runs.get(i))
+    }
+
+    /// The step's run after this one.
+    pub fn next(&self) -> Option<&RunLink> {
+        self.place().and_then(|i| self.runs.get(i + 1))
+    }
+
+    /// Up to `n` of the step's runs around this one (it in the middle where
+    /// there are enough on both sides), oldest first.
+    pub fn around(&self, n: usize) -> &[RunLink] {
+        let at = self.place().unwrap_or(0);
+        let start = at.saturating_sub(n / 2).min(self.runs.len().saturating_sub(n));
+        &self.runs[start..(start + n).min(self.runs.len())]
+    }
+}
+
 /// `POST /api/v1/steps/{id}/runs`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -7,6 +7,7 @@ pub mod hypotheses;
 pub mod investigation;
 pub mod measurements;
 pub mod members;
+pub mod run;
 pub mod search;
 pub mod share_links;
 pub mod shared;

@@ -490,10 +490,13 @@ pub fn RunStatusBadge(status: RunStatus) -> impl IntoView {
 /// from byte `data-end`), "show more" adds earlier output above (before byte
 /// `data-first`), and a source reference in it opens as a snippet step.
 #[component]
-fn RunOutput(
+pub fn RunOutput(
     run: Run,
     /// How many runs of the step wait behind it.
     queued: usize,
+    /// On the run's own page: its server's log and measurements open.
+    #[prop(optional)]
+    whole: bool,
 ) -> impl IntoView {
     let (html, start, end) = run.tail.clone().map(|t| (t.html, t.start, t.end)).unwrap_or_default();
     let summary = run_summary(&run);
@@ -521,8 +524,8 @@ fn RunOutput(
             </div>
             {run.error.clone().map(|e| view! { <p class="run-error">{e}</p> })}
             {run.config.as_ref().map(|c| view! { <p class="run-config">"configuration " <code>{crate::sweeps::config_label(c)}</code></p> })}
-            {run.server.clone().map(|state| view! { <ServerBeside run_id state tail=run.server_tail.clone() files=files.clone()/> })}
-            <Measurements found=run.measurements.clone()/>
+            {run.server.clone().map(|state| view! { <ServerBeside run_id state tail=run.server_tail.clone() files=files.clone() open=whole/> })}
+            <Measurements found=run.measurements.clone() open=whole/>
             <Artifacts artifacts=run.artifacts.clone() notes=run.artifact_notes.clone() reports=run.reports.clone() run_dir=run.run_dir.clone() files=files.clone()/>
             {run.telemetry_svg.clone().map(|svg| view! {
                 <details class="telemetry" open>
@@ -573,6 +576,11 @@ impl RunFiles {
         self.0.as_ref().map(|base| format!("{base}/{run}{rest}"))
     }
 
+    /// The run's page, for the team; a share link's reader has the step only.
+    pub fn page(&self, run: i64) -> Option<String> {
+        (self.0.as_deref() == Some(Self::TEAM)).then(|| format!("/runs/{run}"))
+    }
+
     /// A URL the server wrote under the team's API, under this base.
     pub fn rebase(&self, url: &str) -> Option<String> {
         let base = self.0.as_ref()?;
@@ -586,7 +594,14 @@ impl RunFiles {
 /// The server beside a run: where it is in its life, what happened to it, and
 /// its log (live while the run goes, in `browser::live`).
 #[component]
-fn ServerBeside(run_id: i64, state: ServerState, tail: Option<OutputTail>, files: RunFiles) -> impl IntoView {
+fn ServerBeside(
+    run_id: i64,
+    state: ServerState,
+    tail: Option<OutputTail>,
+    files: RunFiles,
+    /// Its log open even when the server has stopped.
+    open: bool,
+) -> impl IntoView {
     let (html, end) = tail.map(|t| (t.html, t.end)).unwrap_or_default();
     let phase = match state.phase {
         ServerPhase::Waiting => "starting",
@@ -622,7 +637,7 @@ fn ServerBeside(run_id: i64, state: ServerState, tail: Option<OutputTail>, files
             {(!state.notes.is_empty()).then(|| view! {
                 <ul class="server-notes muted">{state.notes.iter().map(|n| view! { <li>{n.clone()}</li> }).collect_view()}</ul>
             })}
-            <details class="server-log" data-end=end data-live=live.then_some("") open=live>
+            <details class="server-log" data-end=end data-live=live.then_some("") open=live || open>
                 <summary>
                     "Server log " <span class="muted server-bytes">{human_bytes(end)}</span> " "
                     {files.url(run_id, "/output?stream=server&download=1").map(|href| view! { <a href=href class="quiet">"raw"</a> })}
@@ -718,7 +733,7 @@ fn RunHistory(runs: Vec<Run>) -> impl IntoView {
             let label = run.config_label();
             view! {
                 <tr>
-                    <td class="num">{match files.url(run.id, "/output") {
+                    <td class="num">{match files.page(run.id) {
                         Some(href) => view! { <a href=href>{run.id}</a> }.into_any(),
                         None => view! { <span>{run.id}</span> }.into_any(),
                     }}</td>
@@ -772,7 +787,12 @@ fn format_value(value: f64) -> String {
 
 /// What the extractors found in a run's output.
 #[component]
-fn Measurements(found: Vec<crate::metrics::Measurement>) -> impl IntoView {
+fn Measurements(
+    found: Vec<crate::metrics::Measurement>,
+    /// The whole table open, not only the headline chips.
+    #[prop(optional)]
+    open: bool,
+) -> impl IntoView {
     if found.is_empty() {
         return ().into_any();
     }
@@ -818,7 +838,7 @@ fn Measurements(found: Vec<crate::metrics::Measurement>) -> impl IntoView {
     view! {
         <div class="measurements">
             <ul class="measures">{chips}</ul>
-            <details class="all-measurements">
+            <details class="all-measurements" open=open>
                 <summary>{format!("{} measurement{}", found.len(), if found.len() == 1 { "" } else { "s" })}</summary>
                 <div class="table-scroll">
                 <table class="measurement-table">

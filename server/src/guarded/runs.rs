@@ -15,6 +15,15 @@ impl super::Guarded {
         let permit = self.access.permit_for::<Read>(actor, OwnedBy::Run, id).await?;
         Ok(self.notebook.runs.run(&permit, id).await?)
     }
+    pub async fn run_page(&self, actor: &Actor, id: i64) -> Result<domain::runs::RunPage, ApiError> {
+        let permit = self.access.permit_for::<Read>(actor, OwnedBy::Run, id).await?;
+        let mut page = self.notebook.runs.page(&permit, id).await?;
+        // A reader of a run may read the facts it points at (its provenance).
+        if let Some(facts) = page.run.facts_id {
+            page.facts = self.facts_by_id(actor, facts).await.ok();
+        }
+        Ok(page)
+    }
     pub async fn wait_for_run(&self, actor: &Actor, id: i64, within: std::time::Duration) -> Result<Run, ApiError> {
         let permit = self.access.permit_for::<Read>(actor, OwnedBy::Run, id).await?;
         Ok(self.notebook.runs.wait(&permit, id, within).await?)

@@ -414,6 +414,35 @@ impl Runs {
         Ok(run)
     }
 
+    /// The run as its page shows it: the end of its output and of its
+    /// server's log, its telemetry drawn, its files, and its step's runs.
+    pub async fn page(&self, permit: &Permit<Read>, id: i64) -> Result<domain::runs::RunPage> {
+        let mut run = self.run(permit, id).await?;
+        let outputs = self.outputs();
+        run.tail = Some(tail(outputs, id, OutputKey::Run(id), TAIL_BYTES).await.context("reading the run's output")?);
+        if let Some(log) = self.logs_of(&[id]).await.1.get(&id) {
+            run.server_tail =
+                Some(tail(outputs, id, OutputKey::Log(*log), TAIL_BYTES).await.context("reading the server's log")?);
+        }
+        if run.telemetry && run.status.is_finished() {
+            run.telemetry_svg = self.store.telemetry_svg(id).await?.filter(|svg| !svg.is_empty());
+            if let Some((_, Some(notes))) = self.store.telemetry_info(id).await? {
+                run.telemetry_notes = serde_json::from_str(&notes).unwrap_or_default();
+            }
+        }
+        let step = self.store.step(run.step_id).await?.ok_or_else(|| not_found(id))?;
+        let investigation = self.store.investigation(&step.investigation_id).await?.ok_or_else(|| not_found(id))?;
+        let runs = self.store.runs_of_step(run.step_id).await?;
+        Ok(domain::runs::RunPage {
+            run,
+            investigation_title: investigation.title,
+            investigation_id: step.investigation_id,
+            step_position: u32::try_from(step.position).unwrap_or(0),
+            runs: runs.into_iter().map(|row| domain::runs::RunLink::of(&run_from_row(row))).collect(),
+            facts: None,
+        })
+    }
+
     /// The run once it has finished (measurements recorded: the runner
     /// announces the end after them), or as it is when `within` is over.
     pub async fn wait(&self, permit: &Permit<Read>, id: i64, within: std::time::Duration) -> Result<Run> {

@@ -440,3 +440,46 @@ async fn hostile_artifacts_are_refused_or_bounded_with_a_note_and_nothing_outsid
 async fn run_investigation(app: &TestApp, step: i64) -> String {
     app.get(&format!("/api/v1/steps/{step}")).await.json()["investigation_id"].as_str().unwrap().to_string()
 }
+
+/// `/runs/{id}`: any run of a step, not only its newest, is a page of its own
+/// with its server's log, its files, its measurements and its neighbours; the
+/// step's run numbers link there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_run_is_a_page_with_its_server_log_files_and_measurements() {
+    let sshd = Sshd::start();
+    let app = app_with_host(&sshd).await;
+    let port = free_port();
+    let spec = server(port, "--load-s 0.2", json!({ "http": format!("http://127.0.0.1:{port}/health") }));
+    let step = command_step(
+        &app,
+        json!({ "command": client(port, "--line 0"), "telemetry": false, "server": spec, "artifacts": ["result.json"] }),
+    )
+    .await;
+    let investigation = run_investigation(&app, step).await;
+    let runs = start(&app, step, json!({ "repeat": 2 })).await;
+    for run in &runs {
+        assert_eq!(finished(&app, *run).await["status"], "succeeded");
+    }
+    let (first, second) = (runs[0], runs[1]);
+
+    let page = app.get(&format!("/runs/{first}")).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.text());
+    let html = page.text();
+    assert!(html.contains("Custom allreduce is disabled"), "the first run's server log: {html}");
+    assert!(html.contains(&format!("/api/v1/runs/{first}/artifacts/")) && html.contains("result.json"), "its files");
+    let throughput = format!("{:.2}", throughput_of_line(0));
+    assert!(html.contains(&throughput), "its output_throughput {throughput}");
+    assert!(html.contains(&format!("rel=\"next\" href=\"/runs/{second}\"")), "the next run");
+    assert!(html.contains(&format!("/i/{investigation}#step-{step}")), "its step");
+    assert!(html.contains("run 1 of 2"), "its place in the batch");
+    assert!(!html.contains(&format!("/api/v1/runs/{second}/artifacts/")), "only its own files");
+    let second_page = app.get(&format!("/runs/{second}")).await.text();
+    assert!(second_page.contains(&format!("rel=\"prev\" href=\"/runs/{first}\"")), "the previous run");
+
+    let investigation_page = app.get(&format!("/i/{investigation}")).await.text();
+    assert!(investigation_page.contains(&format!("href=\"/runs/{first}\"")), "run numbers link to run pages");
+
+    let missing = app.get("/runs/987654321").await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+    assert!(missing.text().contains("There is no run 987654321"), "{}", missing.text());
+}

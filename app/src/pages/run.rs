@@ -1,0 +1,151 @@
+//! `/runs/{id}`: one run whole, whichever it is of its step. What it ran
+//! (command, environment, configuration, host and its facts), how it went
+//! (status, times, error), and what it left (output with "show more", the
+//! server's log, files, measurements, telemetry), with links to its step and
+//! to the step's other runs. The output of a run still going follows live.
+
+use crate::components::{PageTitle, Time};
+use crate::error::ApiError;
+use crate::hosts::HostFacts;
+use crate::runs::{RunLink, RunPage, human_duration};
+use crate::steps::command::{RunOutput, RunStatusBadge};
+use leptos::prelude::*;
+use leptos_router::hooks::use_params_map;
+
+/// How many of the step's runs the page lists around this one.
+const AROUND: usize = 15;
+
+#[server]
+pub async fn load_run_page(run_id: i64) -> Result<RunPage, ApiError> {
+    crate::backend::call(move |notebook, actor| async move { notebook.run_page(&actor, run_id).await }).await
+}
+
+#[component]
+pub fn RunPageView() -> impl IntoView {
+    let params = use_params_map();
+    let id = move || params.read().get("id").and_then(|id| id.parse::<i64>().ok());
+    let page = Resource::new(id, |id| async move {
+        match id {
+            Some(id) => load_run_page(id).await,
+            None => Err(ApiError::not_found("There is no such run.")),
+        }
+    });
+    view! {
+        <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+            {move || Suspend::new(async move { super::or_error(page.await.map(|page| view! { <Whole page/> })) })}
+        </Transition>
+    }
+}
+
+#[component]
+fn Whole(page: RunPage) -> impl IntoView {
+    let run = page.run.clone();
+    let step = format!("/i/{}#step-{}", page.investigation_id, run.step_id);
+    let crumb = crate::pages::crumb_title(&page.investigation_title, &page.investigation_id);
+    let of_step = page.runs.len();
+    let (previous, next) = (page.previous().cloned(), page.next().cloned());
+    let around: Vec<RunLink> = page.around(AROUND).to_vec();
+    let place = match (run.sweep_index, crate::runs::batch_position(&run)) {
+        (Some(i), batch) if batch.is_empty() => format!("{i} of its sweep"),
+        (Some(i), batch) => format!("{i} of its sweep · {batch}"),
+        (None, batch) => batch,
+    };
+    view! {
+        <PageTitle text=format!("Run {} · {} · Sleuth", run.id, crumb)/>
+        <nav class="crumbs">
+            <a href="/">"Investigations"</a> " / "
+            <a href=format!("/i/{}", page.investigation_id) title=page.investigation_id.clone()>{crumb.clone()}</a> " / "
+            <a href=step.clone()>"step " {page.step_position}</a> " / "
+            <span>"run " {run.id}</span>
+        </nav>
+        <section class="panel run-page" data-run-page=run.id>
+            <header class="run-page-head">
+                <h1>"Run " {run.id} " " <RunStatusBadge status=run.status/></h1>
+                <nav class="run-nav">
+                    {previous.map(|p| view! { <a rel="prev" href=format!("/runs/{}", p.id)>"← run " {p.id}</a> })}
+                    <a href=step>{format!("{of_step} run{} of step {}", if of_step == 1 { "" } else { "s" }, page.step_position)}</a>
+                    {next.map(|n| view! { <a rel="next" href=format!("/runs/{}", n.id)>"run " {n.id} " →"</a> })}
+                </nav>
+            </header>
+            <dl class="run-facts">
+                <dt>"Command"</dt>
+                <dd><div class="command-wrap"><pre class="command-line">{run.command.clone()}</pre>
+                    <crate::components::CopyButton text=run.command.clone() label="Copy"/></div></dd>
+                <dt>"Host"</dt><dd><span class="host">{run.host.clone()}</span></dd>
+                {(!run.env.is_empty()).then(|| view! {
+                    <dt>"Environment"</dt><dd><code>{crate::runs::config_label(&run.env)}</code></dd>
+                })}
+                {run.config.as_ref().map(|c| view! {
+                    <dt>"Configuration"</dt><dd><code>{crate::sweeps::config_label(c)}</code></dd>
+                })}
+                {(!place.is_empty()).then(|| view! { <dt>"Place"</dt><dd>{place.clone()}</dd> })}
+                {run.cwd.clone().map(|cwd| view! { <dt>"Working directory"</dt><dd><code>{cwd}</code></dd> })}
+                {run.run_dir.clone().map(|dir| view! { <dt>"Run directory"</dt><dd><code>{dir}</code></dd> })}
+                <dt>"Queued"</dt><dd><Time at=run.queued_at.clone()/>{run.who.clone().map(|w| view! { " by " <span class="who">{w}</span> })}</dd>
+                {run.started_at.clone().map(|at| view! { <dt>"Started"</dt><dd><Time at/></dd> })}
+                {run.finished_at.clone().map(|at| view! {
+                    <dt>"Finished"</dt><dd><Time at/>{run.duration_ms.map(|ms| format!(" · took {}", human_duration(ms)))}</dd>
+                })}
+                {run.timeout_s.map(|t| view! { <dt>"Timeout"</dt><dd>{t} " s"</dd> })}
+            </dl>
+            {page.facts.clone().map(|facts| view! { <Facts facts id=run.facts_id/> })}
+            <RunOutput run=run.clone() queued=0 whole=true/>
+            {(of_step > 1).then(|| view! { <Siblings runs=around this=run.id total=of_step/> })}
+        </section>
+    }
+}
+
+/// The host as it was when the run started.
+#[component]
+fn Facts(facts: HostFacts, id: Option<i64>) -> impl IntoView {
+    let mut gpus: Vec<(String, usize)> = Vec::new();
+    for gpu in &facts.gpus {
+        match gpus.iter_mut().find(|(name, _)| *name == gpu.name) {
+            Some((_, n)) => *n += 1,
+            None => gpus.push((gpu.name.clone(), 1)),
+        }
+    }
+    let gpus = gpus.into_iter().map(|(name, n)| format!("{n} × {name}")).collect::<Vec<_>>().join(", ");
+    let mut said: Vec<String> = Vec::new();
+    if !gpus.is_empty() {
+        said.push(gpus);
+    }
+    said.extend(facts.interconnect.clone());
+    said.extend(facts.driver.clone().map(|d| format!("driver {d}")));
+    said.extend(facts.cuda.clone().map(|c| format!("CUDA {c}")));
+    said.extend(facts.cpu_model.clone());
+    let packages = facts.packages.iter().map(|(name, version)| format!("{name} {version}")).collect::<Vec<_>>();
+    view! {
+        <p class="run-host-facts">
+            <span class="tag">"host"</span> " " {said.join(" · ")}
+            {(!packages.is_empty()).then(|| view! { " · " <span class="muted">{packages.join(", ")}</span> })}
+            {id.map(|id| view! { " " <a class="quiet" href=format!("/api/v1/facts/{id}")>"all facts (JSON)"</a> })}
+        </p>
+    }
+}
+
+/// The step's runs around this one, each a link to its page.
+#[component]
+fn Siblings(runs: Vec<RunLink>, this: i64, total: usize) -> impl IntoView {
+    let shown = runs.len();
+    view! {
+        <details class="run-siblings" open>
+            <summary>{if shown < total { format!("{shown} of the step's {total} runs, around this one") } else { format!("The step's {total} runs") }}</summary>
+            <ol class="run-links">
+                {runs.into_iter().map(|r| {
+                    let current = r.id == this;
+                    view! {
+                        <li class:current=current>
+                            {if current {
+                                view! { <span aria-current="page">"run " {r.id}</span> }.into_any()
+                            } else {
+                                view! { <a href=format!("/runs/{}", r.id)>"run " {r.id}</a> }.into_any()
+                            }}
+                            " " <RunStatusBadge status=r.status/> " " <span class="muted">{r.label}</span>
+                        </li>
+                    }
+                }).collect_view()}
+            </ol>
+        </details>
+    }
+}
