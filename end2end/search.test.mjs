@@ -95,11 +95,11 @@ test('the top bar finds output lines and notes; hostile text stays text', async 
   assert.equal(await page.evaluate(() => window.__pwned), undefined);
   assert.equal(await page.locator('main img, main script').count(), 0);
 
-  // The permalink opens the step.
+  // The permalink opens the run that printed it.
   await page.goto(server.url + '/search?q=%22custom+allreduce%22');
   await page.locator('.search-hit[data-kind=output] a.hit-link').first().click();
-  await page.waitForURL(new RegExp(`/i/${inv.id}#step-${step.id}$`));
-  await page.locator(`#step-${step.id}`).waitFor();
+  await page.waitForURL(/\/runs\/\d+$/);
+  await page.locator('.run-page pre.output:has-text("Custom allreduce")').first().waitFor();
 
   // Filters and a query that means nothing to the engine.
   await page.goto(server.url + '/search?q=decode+kind:note');

@@ -478,6 +478,30 @@ mod tests {
     }
 
     #[test]
+    fn a_run_page_lists_the_runs_around_it_and_its_neighbours() {
+        let page = |this: i64, n: i64| RunPage {
+            run: a_run(this, "succeeded"),
+            investigation_id: "i".into(),
+            investigation_title: String::new(),
+            step_position: 1,
+            runs: (1..=n).map(|id| RunLink::of(&a_run(id, "succeeded"))).collect(),
+            facts: None,
+        };
+        let ids = |links: &[RunLink]| links.iter().map(|r| r.id).collect::<Vec<_>>();
+        let middle = page(10, 20);
+        assert_eq!(ids(middle.around(5)), [8, 9, 10, 11, 12]);
+        assert_eq!((middle.previous().map(|r| r.id), middle.next().map(|r| r.id)), (Some(9), Some(11)));
+        let first = page(1, 20);
+        assert_eq!(ids(first.around(5)), [1, 2, 3, 4, 5], "as many as there are, after it");
+        assert_eq!((first.previous().map(|r| r.id), first.next().map(|r| r.id)), (None, Some(2)));
+        let last = page(20, 20);
+        assert_eq!(ids(last.around(5)), [16, 17, 18, 19, 20]);
+        assert_eq!(last.next().map(|r| r.id), None);
+        assert_eq!(ids(page(2, 3).around(15)), [1, 2, 3], "fewer runs than asked for");
+        assert_eq!(RunLink::of(&a_run(1, "succeeded")).label, "", "a lone run has nothing to tell it apart");
+    }
+
+    #[test]
     fn a_card_shows_the_running_run_not_the_last_queued() {
         let batch =
             [a_run(4, "succeeded"), a_run(5, "succeeded"), a_run(6, "running"), a_run(7, "queued"), a_run(8, "queued")];

@@ -132,7 +132,8 @@ async fn hit(outputs: &Outputs, row: DocRow, marks: &excerpt::Marks) -> SearchHi
                 start + line_start as u64,
                 line_text.len().max(1)
             ));
-            (step.clone().unwrap_or_else(|| page.clone()), excerpt::excerpt(line_text, marks))
+            // The run's own page: the step shows only its newest run.
+            (format!("/runs/{run}"), excerpt::excerpt(line_text, marks))
         }
         "snippet" if row.first_line.is_some() => {
             let text = row.body.clone().unwrap_or_default();

@@ -229,7 +229,8 @@ async fn search_finds_output_lines_and_what_was_written_for_those_who_may_read_i
     assert!(answer["results"].as_array().unwrap().iter().all(|r| r["investigation_id"] == id.as_str()), "{answer}");
     let hit = outputs.iter().find(|r| r["run_id"] == run).expect("the run");
     assert_eq!(hit["line"], 301, "300 INFO lines, then the warning: {hit}");
-    assert_eq!(hit["url"], format!("/i/{id}#step-{step}"));
+    assert_eq!(hit["url"], format!("/runs/{run}"), "the run's own page, not its step's newest run");
+    assert_eq!(hit["step_id"], step);
     assert_eq!(hit["title"], "PCIe box at 57.5 tok/s");
     assert_eq!(
         hit["html"],
