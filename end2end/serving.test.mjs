@@ -150,6 +150,15 @@ test('any run is a page: its own server log, files and numbers, and its neighbou
   assert.match(await page.locator('h1').textContent(), new RegExp(`Run ${second}`));
   assert.match(await page.locator('.run-siblings li.current').textContent(), /run 2 of 3/);
 
+  // Side by side with the first: the same configuration, so nothing differs.
+  await page.click(`.run-siblings a[href="/compare?runs=${second},${first}"]`);
+  await page.waitForURL(`**/compare?runs=${second},${first}`);
+  await hydrated(page);
+  assert.equal(await page.locator('th.compared-run').count(), 2);
+  assert.equal(await page.locator('.compare-table tr.differs').count(), 0, 'one configuration: nothing differs');
+  assert.match(await page.locator('.compare-metrics').textContent(), /output_throughput/);
+  await screenshot(page, 'compare-runs');
+
   // A narrow window: nothing wider than it.
   await page.setViewportSize({ width: 390, height: 844 });
   await page.goto(`${server.url}/runs/${first}`);

@@ -27,7 +27,8 @@ pub mod steps;
 // The domain the pages draw, at the paths they name it by (the server names
 // it as `domain::`: nothing here is its way to a type).
 pub(crate) use domain::{
-    accounts, comments, distributions, error, hosts, hypotheses, metrics, model, runs, search, shares, sweeps,
+    accounts, comments, distributions, error, hosts, hypotheses, metrics, model, run_pages, runs, search, shares,
+    sweeps,
 };
 
 use leptos::prelude::*;
@@ -115,6 +116,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/mentions") view=pages::comments::MentionsPage ssr=SsrMode::Async/>
                     <Route path=path!("/search") view=pages::search::SearchPage ssr=SsrMode::Async/>
                     <Route path=path!("/runs/:id") view=pages::run::RunPageView ssr=SsrMode::Async/>
+                    <Route path=path!("/compare") view=pages::compare::ComparePage ssr=SsrMode::Async/>
                     <Route path=path!("/runs/:id/source") view=pages::source::SourcePage ssr=SsrMode::Async/>
                     <Route path=path!("/s/:token") view=pages::shared::SharedPage ssr=SsrMode::Async/>
                     <Route

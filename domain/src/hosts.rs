@@ -273,6 +273,20 @@ pub struct HostFacts {
     pub captured_at: String,
 }
 
+impl HostFacts {
+    /// "8 × NVIDIA H200", "1 × NVIDIA A100, 1 × NVIDIA L4"; empty without GPUs.
+    pub fn gpu_summary(&self) -> String {
+        let mut counted: Vec<(&str, usize)> = Vec::new();
+        for gpu in &self.gpus {
+            match counted.iter_mut().find(|(name, _)| *name == gpu.name) {
+                Some((_, n)) => *n += 1,
+                None => counted.push((&gpu.name, 1)),
+            }
+        }
+        counted.into_iter().map(|(name, n)| format!("{n} × {name}")).collect::<Vec<_>>().join(", ")
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GpuFact {
     pub index: u32,

@@ -14,6 +14,7 @@ pub mod hypotheses;
 pub mod metrics;
 pub mod model;
 pub mod ports;
+pub mod run_pages;
 pub mod runs;
 pub mod search;
 pub mod shares;

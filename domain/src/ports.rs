@@ -130,7 +130,9 @@ pub trait RunOps: Send + Sync + 'static {
     async fn start_runs(&self, actor: &Actor, step_id: i64, request: RunRequest) -> Result<Vec<Run>, ApiError>;
     async fn run(&self, actor: &Actor, id: i64) -> Result<Run, ApiError>;
     /// The run with everything its page shows (`/runs/{id}`).
-    async fn run_page(&self, actor: &Actor, id: i64) -> Result<crate::runs::RunPage, ApiError>;
+    async fn run_page(&self, actor: &Actor, id: i64) -> Result<crate::run_pages::RunPage, ApiError>;
+    /// Runs side by side (`/compare`): two to eight, the first the reference.
+    async fn compare_runs(&self, actor: &Actor, runs: Vec<i64>) -> Result<crate::run_pages::RunsCompared, ApiError>;
     async fn cancel_run(&self, actor: &Actor, id: i64) -> Result<Run, ApiError>;
     /// Up to `bytes` of a run's output ending at `before`, as HTML, from a line start.
     async fn output_before(&self, actor: &Actor, id: i64, before: u64, bytes: u64) -> Result<OutputTail, ApiError>;

@@ -266,69 +266,6 @@ pub fn config_label(env: &[(String, String)]) -> String {
     env.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
 }
 
-/// Everything `/runs/{id}` shows of one run: the run with the end of its
-/// output and of its server's log, its telemetry and files, and where it
-/// stands among its step's runs.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RunPage {
-    pub run: Run,
-    pub investigation_id: String,
-    pub investigation_title: String,
-    /// The step's place in the timeline, 1-based.
-    pub step_position: u32,
-    /// The step's runs, oldest first, this one among them.
-    pub runs: Vec<RunLink>,
-    /// The host's facts when the run started, if captured.
-    #[serde(default)]
-    pub facts: Option<crate::hosts::HostFacts>,
-}
-
-/// A run as another run's page links to it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RunLink {
-    pub id: i64,
-    pub status: RunStatus,
-    /// Its configuration and place in its batch, in words.
-    pub label: String,
-}
-
-impl RunLink {
-    pub fn of(run: &Run) -> RunLink {
-        let position = batch_position(run);
-        let label = match run.config.is_some() || !run.env.is_empty() {
-            true if position.is_empty() => run.config_label(),
-            true => format!("{} · {position}", run.config_label()),
-            false => position,
-        };
-        RunLink { id: run.id, status: run.status, label }
-    }
-}
-
-impl RunPage {
-    /// This run's place among its step's runs (0-based), if it is there.
-    fn place(&self) -> Option<usize> {
-        self.runs.iter().position(|r| r.id == self.run.id)
-    }
-
-    /// The step's run before this one.
-    pub fn previous(&self) -> Option<&RunLink> {
-        self.place().and_then(|i| i.checked_sub(1)).and_then(|i| self.runs.get(i))
-    }
-
-    /// The step's run after this one.
-    pub fn next(&self) -> Option<&RunLink> {
-        self.place().and_then(|i| self.runs.get(i + 1))
-    }
-
-    /// Up to `n` of the step's runs around this one (it in the middle where
-    /// there are enough on both sides), oldest first.
-    pub fn around(&self, n: usize) -> &[RunLink] {
-        let at = self.place().unwrap_or(0);
-        let start = at.saturating_sub(n / 2).min(self.runs.len().saturating_sub(n));
-        &self.runs[start..(start + n).min(self.runs.len())]
-    }
-}
-
 /// `POST /api/v1/steps/{id}/runs`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -475,30 +412,6 @@ mod tests {
             "started_at": (!unstarted).then_some("2026-12-03T00:00:01Z"),
         }))
         .unwrap()
-    }
-
-    #[test]
-    fn a_run_page_lists_the_runs_around_it_and_its_neighbours() {
-        let page = |this: i64, n: i64| RunPage {
-            run: a_run(this, "succeeded"),
-            investigation_id: "i".into(),
-            investigation_title: String::new(),
-            step_position: 1,
-            runs: (1..=n).map(|id| RunLink::of(&a_run(id, "succeeded"))).collect(),
-            facts: None,
-        };
-        let ids = |links: &[RunLink]| links.iter().map(|r| r.id).collect::<Vec<_>>();
-        let middle = page(10, 20);
-        assert_eq!(ids(middle.around(5)), [8, 9, 10, 11, 12]);
-        assert_eq!((middle.previous().map(|r| r.id), middle.next().map(|r| r.id)), (Some(9), Some(11)));
-        let first = page(1, 20);
-        assert_eq!(ids(first.around(5)), [1, 2, 3, 4, 5], "as many as there are, after it");
-        assert_eq!((first.previous().map(|r| r.id), first.next().map(|r| r.id)), (None, Some(2)));
-        let last = page(20, 20);
-        assert_eq!(ids(last.around(5)), [16, 17, 18, 19, 20]);
-        assert_eq!(last.next().map(|r| r.id), None);
-        assert_eq!(ids(page(2, 3).around(15)), [1, 2, 3], "fewer runs than asked for");
-        assert_eq!(RunLink::of(&a_run(1, "succeeded")).label, "", "a lone run has nothing to tell it apart");
     }
 
     #[test]

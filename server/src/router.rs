@@ -89,6 +89,7 @@ pub fn app(state: AppState) -> Router {
         .route("/runs/{run_id}/telemetry", get(runs::telemetry))
         .route("/runs/{run_id}/artifacts", get(runs::artifacts))
         .route("/runs/{run_id}/artifacts/{artifact_id}", get(runs::artifact))
+        .route("/compare", get(runs::compare))
         .route("/sweeps/{sweep_id}", get(runs::sweep))
         .route("/sweeps/{sweep_id}/cancel", post(runs::cancel_sweep))
         .route("/extract", post(extract::extract))

@@ -1,5 +1,6 @@
 pub mod accounts;
 pub mod comments;
+pub mod compare;
 pub mod definitions;
 pub mod home;
 pub mod hosts;

@@ -7,7 +7,8 @@
 use crate::components::{PageTitle, Time};
 use crate::error::ApiError;
 use crate::hosts::HostFacts;
-use crate::runs::{RunLink, RunPage, human_duration};
+use crate::run_pages::{RunLink, RunPage};
+use crate::runs::human_duration;
 use crate::steps::command::{RunOutput, RunStatusBadge};
 use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
@@ -45,6 +46,10 @@ fn Whole(page: RunPage) -> impl IntoView {
     let of_step = page.runs.len();
     let (previous, next) = (page.previous().cloned(), page.next().cloned());
     let around: Vec<RunLink> = page.around(AROUND).to_vec();
+    let previous_id = previous.as_ref().map(|p| p.id);
+    let each_config = page
+        .one_of_each_config()
+        .map(|ids| format!("/compare?runs={}", ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",")));
     let place = match (run.sweep_index, crate::runs::batch_position(&run)) {
         (Some(i), batch) if batch.is_empty() => format!("{i} of its sweep"),
         (Some(i), batch) => format!("{i} of its sweep · {batch}"),
@@ -65,6 +70,8 @@ fn Whole(page: RunPage) -> impl IntoView {
                     {previous.map(|p| view! { <a rel="prev" href=format!("/runs/{}", p.id)>"← run " {p.id}</a> })}
                     <a href=step>{format!("{of_step} run{} of step {}", if of_step == 1 { "" } else { "s" }, page.step_position)}</a>
                     {next.map(|n| view! { <a rel="next" href=format!("/runs/{}", n.id)>"run " {n.id} " →"</a> })}
+                    {previous_id.map(|p| view! { <a class="compare-previous" href=format!("/compare?runs={p},{}", run.id)>"compare with run " {p}</a> })}
+                    {each_config.map(|href| view! { <a class="compare-configs" href=href>"compare its configurations"</a> })}
                 </nav>
             </header>
             <dl class="run-facts">
@@ -98,14 +105,7 @@ fn Whole(page: RunPage) -> impl IntoView {
 /// The host as it was when the run started.
 #[component]
 fn Facts(facts: HostFacts, id: Option<i64>) -> impl IntoView {
-    let mut gpus: Vec<(String, usize)> = Vec::new();
-    for gpu in &facts.gpus {
-        match gpus.iter_mut().find(|(name, _)| *name == gpu.name) {
-            Some((_, n)) => *n += 1,
-            None => gpus.push((gpu.name.clone(), 1)),
-        }
-    }
-    let gpus = gpus.into_iter().map(|(name, n)| format!("{n} × {name}")).collect::<Vec<_>>().join(", ");
+    let gpus = facts.gpu_summary();
     let mut said: Vec<String> = Vec::new();
     if !gpus.is_empty() {
         said.push(gpus);
@@ -142,6 +142,7 @@ fn Siblings(runs: Vec<RunLink>, this: i64, total: usize) -> impl IntoView {
                                 view! { <a href=format!("/runs/{}", r.id)>"run " {r.id}</a> }.into_any()
                             }}
                             " " <RunStatusBadge status=r.status/> " " <span class="muted">{r.label}</span>
+                            {(!current).then(|| view! { " " <a class="quiet" href=format!("/compare?runs={this},{}", r.id)>"compare"</a> })}
                         </li>
                     }
                 }).collect_view()}

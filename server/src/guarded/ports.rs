@@ -73,7 +73,8 @@ answer! { domain::ports::HostOps {
 answer! { domain::ports::RunOps {
         fn start_runs(&self, actor: &Actor, step_id: i64, request: RunRequest) -> Result<Vec<Run>, ApiError>;
         fn run(&self, actor: &Actor, id: i64) -> Result<Run, ApiError>;
-        fn run_page(&self, actor: &Actor, id: i64) -> Result<domain::runs::RunPage, ApiError>;
+        fn run_page(&self, actor: &Actor, id: i64) -> Result<domain::run_pages::RunPage, ApiError>;
+        fn compare_runs(&self, actor: &Actor, runs: Vec<i64>) -> Result<domain::run_pages::RunsCompared, ApiError>;
         fn cancel_run(&self, actor: &Actor, id: i64) -> Result<Run, ApiError>;
         fn output_before(&self, actor: &Actor, id: i64, before: u64, bytes: u64) -> Result<OutputTail, ApiError>;
         fn cancel_sweep(&self, actor: &Actor, id: i64) -> Result<domain::sweeps::Sweep, ApiError>;

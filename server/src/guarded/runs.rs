@@ -15,7 +15,7 @@ impl super::Guarded {
         let permit = self.access.permit_for::<Read>(actor, OwnedBy::Run, id).await?;
         Ok(self.notebook.runs.run(&permit, id).await?)
     }
-    pub async fn run_page(&self, actor: &Actor, id: i64) -> Result<domain::runs::RunPage, ApiError> {
+    pub async fn run_page(&self, actor: &Actor, id: i64) -> Result<domain::run_pages::RunPage, ApiError> {
         let permit = self.access.permit_for::<Read>(actor, OwnedBy::Run, id).await?;
         let mut page = self.notebook.runs.page(&permit, id).await?;
         // A reader of a run may read the facts it points at (its provenance).
@@ -23,6 +23,23 @@ impl super::Guarded {
             page.facts = self.facts_by_id(actor, facts).await.ok();
         }
         Ok(page)
+    }
+    /// Each run needs its reader: runs of several investigations may be compared.
+    pub async fn compare_runs(
+        &self,
+        actor: &Actor,
+        runs: Vec<i64>,
+    ) -> Result<domain::run_pages::RunsCompared, ApiError> {
+        let mut sides = Vec::with_capacity(runs.len());
+        for id in runs {
+            let permit = self.access.permit_for::<Read>(actor, OwnedBy::Run, id).await?;
+            let mut side = self.notebook.runs.side(&permit, id).await?;
+            if let Some(facts) = side.page.run.facts_id {
+                side.page.facts = self.facts_by_id(actor, facts).await.ok();
+            }
+            sides.push(side);
+        }
+        Ok(crate::runs::compare::compared(sides))
     }
     pub async fn wait_for_run(&self, actor: &Actor, id: i64, within: std::time::Duration) -> Result<Run, ApiError> {
         let permit = self.access.permit_for::<Read>(actor, OwnedBy::Run, id).await?;

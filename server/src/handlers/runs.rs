@@ -93,6 +93,23 @@ pub async fn cancel(
     Ok(Json(state.notebook.cancel_run(&actor, id).await?))
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CompareQuery {
+    /// `3,7`: two to eight run numbers, the first the reference.
+    runs: String,
+}
+
+/// Runs side by side: what differs, and every metric they share against the first.
+pub async fn compare(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiQuery(query): ApiQuery<CompareQuery>,
+) -> Result<Json<domain::run_pages::RunsCompared>, AppError> {
+    let runs = domain::run_pages::compared_runs(&query.runs)?;
+    Ok(Json(state.notebook.compare_runs(&actor, runs).await?))
+}
+
 /// A finished run, with everything kept of it here and its directory on the host.
 pub async fn delete(
     Caller(actor): Caller,

@@ -4,6 +4,7 @@
 pub mod artifacts;
 mod beside;
 pub mod bridge;
+pub mod compare;
 pub mod dir;
 pub mod events;
 pub mod feed;

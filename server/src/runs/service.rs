@@ -416,7 +416,7 @@ impl Runs {
 
     /// The run as its page shows it: the end of its output and of its
     /// server's log, its telemetry drawn, its files, and its step's runs.
-    pub async fn page(&self, permit: &Permit<Read>, id: i64) -> Result<domain::runs::RunPage> {
+    pub async fn page(&self, permit: &Permit<Read>, id: i64) -> Result<domain::run_pages::RunPage> {
         let mut run = self.run(permit, id).await?;
         let outputs = self.outputs();
         run.tail = Some(tail(outputs, id, OutputKey::Run(id), TAIL_BYTES).await.context("reading the run's output")?);
@@ -433,14 +433,42 @@ impl Runs {
         let step = self.store.step(run.step_id).await?.ok_or_else(|| not_found(id))?;
         let investigation = self.store.investigation(&step.investigation_id).await?.ok_or_else(|| not_found(id))?;
         let runs = self.store.runs_of_step(run.step_id).await?;
-        Ok(domain::runs::RunPage {
+        Ok(domain::run_pages::RunPage {
             run,
             investigation_title: investigation.title,
             investigation_id: step.investigation_id,
             step_position: u32::try_from(step.position).unwrap_or(0),
-            runs: runs.into_iter().map(|row| domain::runs::RunLink::of(&run_from_row(row))).collect(),
+            runs: runs.into_iter().map(|row| domain::run_pages::RunLink::of(&run_from_row(row))).collect(),
             facts: None,
         })
+    }
+
+    /// The run as a comparison needs it: its page, and its configuration's repeats.
+    pub async fn side(&self, permit: &Permit<Read>, id: i64) -> Result<super::compare::Side> {
+        let page = self.page(permit, id).await?;
+        let config = page.run.config_label();
+        let repeats: Vec<i64> = self
+            .store
+            .runs_of_step(page.run.step_id)
+            .await?
+            .into_iter()
+            .map(super::run_from_row)
+            .filter(|r| r.status == RunStatus::Succeeded && !r.warmup && r.config_label() == config)
+            .map(|r| r.id)
+            .collect();
+        let mut by_run: HashMap<i64, Vec<domain::metrics::Measurement>> = HashMap::new();
+        for row in self.store.measurements_of_runs(&repeats).await? {
+            if let Some(run) = row.run_id {
+                by_run.entry(run).or_default().push(crate::metrics::value_of(&row));
+            }
+        }
+        let mut repeat_values: HashMap<super::compare::MetricKey, Vec<f64>> = HashMap::new();
+        for found in by_run.values() {
+            for (key, m) in super::compare::one_each(found) {
+                repeat_values.entry(key).or_default().push(m.value);
+            }
+        }
+        Ok(super::compare::Side { page, repeats, repeat_values })
     }
 
     /// The run once it has finished (measurements recorded: the runner

@@ -792,3 +792,72 @@ async fn deleting_a_run_removes_its_output_measurements_hits_and_directory() {
     let answer = app.get(&search).await.json();
     assert!(!hits(&answer, ids[1]), "a deleted step's output is not found: {answer}");
 }
+
+/// `GET /api/v1/compare?runs=A,B` and `/compare`: two configurations of a
+/// sweep side by side — the setting that differs, the metrics they share with
+/// the change against the first and whether it is more than each
+/// configuration's repeats vary; bad lists are 422 with the reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_runs_compared_show_what_differs_and_whether_their_numbers_do() {
+    let sshd = Sshd::start();
+    let app = app_with_host(&sshd).await;
+    // Output throughput 100·X plus 0–2 of noise; total throughput the same everywhere.
+    let command = "echo \"Throughput: 4.05 requests/s, 1234.56 total tokens/s, \
+                   $((X * 100 + 10#$(date +%N) % 3)).0 output tokens/s\"";
+    let step = command_step(&app, json!({ "command": command, "telemetry": false, "matrix": { "X": [1, 2] } })).await;
+    let runs = start(&app, step, json!({ "repeat": 3 })).await;
+    let mut by_x: std::collections::BTreeMap<String, Vec<i64>> = Default::default();
+    for id in &runs {
+        let run = finished(&app, *id).await;
+        assert_eq!(run["status"], "succeeded", "{run}");
+        by_x.entry(run["config"]["X"].as_str().unwrap().to_string()).or_default().push(*id);
+    }
+    let (one, two) = (by_x["1"][0], by_x["2"][0]);
+
+    let compared = app.get(&format!("/api/v1/compare?runs={one},{two}")).await;
+    assert_eq!(compared.status, StatusCode::OK, "{}", compared.text());
+    let c = compared.json();
+    assert_eq!(c["runs"][0]["id"], one);
+    assert_eq!(c["runs"][1]["repeats"].as_array().unwrap().len(), 3, "{c}");
+    let row = |rows: &Value, name: &str| rows.as_array().unwrap().iter().find(|r| r["name"] == name).cloned();
+    let x = row(&c["settings"], "X").expect("the sweep's setting");
+    assert_eq!((x["values"].clone(), x["differs"].clone()), (json!(["1", "2"]), json!(true)));
+    assert_eq!(row(&c["settings"], "command").unwrap()["differs"], false);
+    let metric = |name: &str| c["metrics"].as_array().unwrap().iter().find(|m| m["metric"] == name).cloned().unwrap();
+    let output = metric("output_throughput");
+    let delta = output["deltas"][1].as_f64().unwrap();
+    assert!((95.0..=105.0).contains(&delta), "about +100 %: {output}");
+    assert_eq!(output["verdicts"][1]["outcome"], "increase", "{output}");
+    assert!(output["verdicts"][0].is_null() && output["deltas"][0].is_null());
+    assert_eq!(metric("total_throughput")["verdicts"][1]["outcome"], "within_noise");
+
+    // Two runs of one configuration: no setting differs.
+    let same = app.get(&format!("/api/v1/compare?runs={},{}", by_x["1"][0], by_x["1"][1])).await.json();
+    assert!(same["settings"].as_array().unwrap().iter().all(|r| r["differs"] == false), "{same}");
+
+    for (bad, says) in [
+        (format!("{one}"), "Compare 2 to 8 different runs"),
+        (format!("{one},abc"), "\\\"abc\\\" is not a run number"),
+        (format!("{one},{one}"), "Compare 2 to 8 different runs"),
+    ] {
+        let refused = app.get(&format!("/api/v1/compare?runs={}", crate::helpers::urlencode(&bad))).await;
+        assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}: {}", refused.text());
+        assert!(refused.text().contains(says), "{bad}: {}", refused.text());
+    }
+    let missing = app.get(&format!("/api/v1/compare?runs={one},987654321")).await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND, "{}", missing.text());
+
+    // The page: both runs, the row that differs marked, the verdict in words.
+    let page = app.get(&format!("/compare?runs={one},{two}")).await;
+    assert_eq!(page.status, StatusCode::OK);
+    let html = page.text();
+    assert!(html.contains(&format!("href=\"/runs/{one}\"")) && html.contains(&format!("href=\"/runs/{two}\"")));
+    assert!(html.contains("class=\"differs\""), "the setting that differs is marked");
+    assert!(html.contains("data-outcome=\"increase\""), "{html}");
+    let refused = app.get("/compare?runs=7").await;
+    assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(refused.text().contains("Compare 2 to 8 different runs"));
+    // The run page offers the sweep's configurations side by side.
+    let run_page = app.get(&format!("/runs/{two}")).await.text();
+    assert!(run_page.contains("compare its configurations"), "{run_page}");
+}

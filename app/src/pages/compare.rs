@@ -1,0 +1,137 @@
+//! `/compare?runs=A,B[,…]`: runs side by side. What they ran with and on
+//! (the rows that differ first), and every metric they share: each run's
+//! value, its change against the first run, and whether that change is more
+//! than the noise of each configuration's repeats. A form asks for other runs.
+
+use crate::components::PageTitle;
+use crate::error::ApiError;
+use crate::run_pages::{ComparedMetric, Difference, RunsCompared};
+use crate::steps::command::RunStatusBadge;
+use leptos::prelude::*;
+use leptos_router::hooks::use_query_map;
+
+#[server]
+pub async fn load_comparison(runs: String) -> Result<RunsCompared, ApiError> {
+    crate::backend::call(move |notebook, actor| async move {
+        let ids = crate::run_pages::compared_runs(&runs)?;
+        notebook.compare_runs(&actor, ids).await
+    })
+    .await
+}
+
+#[component]
+pub fn ComparePage() -> impl IntoView {
+    let query = use_query_map();
+    let runs = move || query.read().get("runs").unwrap_or_default();
+    let compared = Resource::new(runs, |runs| async move { load_comparison(runs).await });
+    view! {
+        <PageTitle text="Compare runs · Sleuth"/>
+        <nav class="crumbs"><a href="/">"Investigations"</a> " / " <span>"compare runs"</span></nav>
+        <form class="compare-form inline" method="get" action="/compare">
+            <label>"Runs " <input name="runs" value=runs placeholder="3,7" required/></label>
+            <button type="submit">"Compare"</button>
+        </form>
+        <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+            {move || Suspend::new(async move { super::or_error(compared.await.map(|c| view! { <Compared c/> })) })}
+        </Transition>
+    }
+}
+
+#[component]
+fn Compared(c: RunsCompared) -> impl IntoView {
+    let ids: Vec<String> = c.runs.iter().map(|r| r.id.to_string()).collect();
+    let head = c
+        .runs
+        .iter()
+        .map(|r| {
+            view! {
+                <th class="compared-run">
+                    <a href=format!("/runs/{}", r.id)>"run " {r.id}</a> " " <RunStatusBadge status=r.status/>
+                    <span class="muted step-of">
+                        <a href=format!("/i/{}#step-{}", r.investigation_id, r.step_id)>
+                            {crate::pages::crumb_title(&r.investigation_title, &r.investigation_id)} " · step " {r.step_position}
+                        </a>
+                    </span>
+                    <span class="muted repeats">{crate::runs::counted(r.repeats.len() as u64, "run", "runs")} " of its configuration"</span>
+                </th>
+            }
+        })
+        .collect_view();
+    let columns = c.runs.len();
+    view! {
+        <PageTitle text=format!("Runs {} compared · Sleuth", ids.join(", "))/>
+        <section class="panel compare-page">
+            <h1>"Runs " {ids.join(", ")}</h1>
+            <p class="muted">"Each is compared with run " {ids[0].clone()} ". A change is more than noise when the 95 % interval over both configurations' repeats leaves out zero."</p>
+            <div class="table-scroll">
+            <table class="compare-table">
+                <thead><tr><th></th>{head}</tr></thead>
+                <Rows title="Ran with" rows=c.settings columns/>
+                <Rows title="On a host with" rows=c.facts columns/>
+                <tbody class="compare-metrics">
+                    <tr class="section"><th colspan=columns + 1>"Measurements"</th></tr>
+                    {c.metrics.into_iter().map(|m| view! { <MetricRow m/> }).collect_view()}
+                </tbody>
+            </table>
+            </div>
+            {(!c.unshared.is_empty()).then(|| view! {
+                <p class="muted unshared">"Only some of the runs have: " {c.unshared.join(", ")}</p>
+            })}
+        </section>
+    }
+}
+
+/// Rows of settings or facts: those that differ, then the rest folded away.
+#[component]
+fn Rows(title: &'static str, rows: Vec<Difference>, columns: usize) -> impl IntoView {
+    if rows.is_empty() {
+        return ().into_any();
+    }
+    let same = rows.iter().filter(|r| !r.differs).count();
+    let row = |r: Difference| {
+        view! {
+            <tr class:differs=r.differs>
+                <th>{r.name}</th>
+                {r.values.into_iter().map(|v| match v {
+                    Some(v) => view! { <td><code>{v}</code></td> }.into_any(),
+                    None => view! { <td class="muted">"—"</td> }.into_any(),
+                }).collect_view()}
+            </tr>
+        }
+    };
+    let (differ, alike): (Vec<Difference>, Vec<Difference>) = rows.into_iter().partition(|r| r.differs);
+    view! {
+        <tbody class="compare-rows">
+            <tr class="section"><th colspan=columns + 1>{title} <span class="muted">{format!(" · {} differ, {same} the same", differ.len())}</span></th></tr>
+            {differ.into_iter().map(row).collect_view()}
+        </tbody>
+        <tbody class="compare-rows alike">{alike.into_iter().map(row).collect_view()}</tbody>
+    }
+    .into_any()
+}
+
+#[component]
+fn MetricRow(m: ComparedMetric) -> impl IntoView {
+    let name = match &m.key {
+        Some(key) => format!("{} [{key}]", m.metric),
+        None => m.metric.clone(),
+    };
+    let cells = m
+        .values
+        .iter()
+        .enumerate()
+        .map(|(i, (value, extractor))| {
+            let delta = m.deltas.get(i).copied().flatten();
+            let verdict = m.verdicts.get(i).cloned().flatten();
+            let outcome = verdict.as_ref().map(|v| v.outcome.clone()).unwrap_or_default();
+            view! {
+                <td class="num" data-outcome=outcome title=format!("from {extractor}")>
+                    {crate::metrics::figure(*value)}
+                    {delta.map(|d| view! { " " <span class="delta">{format!("{}{d:.1} %", if d >= 0.0 { "+" } else { "" })}</span> })}
+                    {verdict.map(|v| view! { <span class="verdict muted">{v.verdict}</span> })}
+                </td>
+            }
+        })
+        .collect_view();
+    view! { <tr><th><code>{name}</code> " " <span class="muted">{m.unit}</span></th>{cells}</tr> }
+}

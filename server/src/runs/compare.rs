@@ -1,0 +1,160 @@
+//! Runs side by side (`/compare?runs=A,B`): what differs in how and on what
+//! they ran, and every metric they share with its change against the first
+//! run and whether that change is more than the noise of each
+//! configuration's repeats (`metrics::stats::compare`, Welch's interval).
+
+use domain::hosts::HostFacts;
+use domain::metrics::Measurement;
+use domain::run_pages::{ComparedMetric, ComparedRun, Difference, RunPage, RunsCompared};
+use std::collections::HashMap;
+
+/// A metric and its key, as the runs share them.
+pub type MetricKey = (String, Option<String>);
+
+/// What one run brings to a comparison.
+pub struct Side {
+    pub page: RunPage,
+    /// The step's runs of the same configuration that succeeded.
+    pub repeats: Vec<i64>,
+    /// Their values, one per run, by metric.
+    pub repeat_values: HashMap<MetricKey, Vec<f64>>,
+}
+
+/// One measurement per metric and key, in the order found (two extractors
+/// reading the same number, a log line and a result file, give it twice).
+pub fn one_each(found: &[Measurement]) -> Vec<(MetricKey, &Measurement)> {
+    let mut seen: Vec<(MetricKey, &Measurement)> = Vec::new();
+    for m in found {
+        let key = (m.metric.clone(), m.key.clone());
+        if !seen.iter().any(|(k, _)| *k == key) {
+            seen.push((key, m));
+        }
+    }
+    seen
+}
+
+pub fn compared(sides: Vec<Side>) -> RunsCompared {
+    let runs = sides
+        .iter()
+        .map(|s| ComparedRun {
+            id: s.page.run.id,
+            status: s.page.run.status,
+            host: s.page.run.host.clone(),
+            config: s.page.run.config_label(),
+            investigation_id: s.page.investigation_id.clone(),
+            investigation_title: s.page.investigation_title.clone(),
+            step_id: s.page.run.step_id,
+            step_position: s.page.step_position,
+            repeats: s.repeats.clone(),
+        })
+        .collect();
+    let (metrics, unshared) = metrics(&sides);
+    RunsCompared { runs, settings: settings(&sides), facts: facts(&sides), metrics, unshared }
+}
+
+/// Names in the order the runs first have them.
+fn union<'a>(lists: impl Iterator<Item = Vec<&'a str>>) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for list in lists {
+        for name in list {
+            if !names.iter().any(|n| n == name) {
+                names.push(name.to_string());
+            }
+        }
+    }
+    names
+}
+
+fn settings(sides: &[Side]) -> Vec<Difference> {
+    let runs: Vec<&domain::runs::Run> = sides.iter().map(|s| &s.page.run).collect();
+    let each = |f: &dyn Fn(&domain::runs::Run) -> Option<String>| runs.iter().map(|r| f(r)).collect::<Vec<_>>();
+    let mut rows = vec![
+        Difference::new("host", each(&|r| Some(r.host.clone()))),
+        Difference::new("command", each(&|r| Some(r.command.clone()))),
+        Difference::new("working directory", each(&|r| r.cwd.clone())),
+    ];
+    for name in union(runs.iter().map(|r| r.env.iter().map(|(k, _)| k.as_str()).collect())) {
+        let value = |r: &domain::runs::Run| r.env.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone());
+        rows.push(Difference::new(name.clone(), each(&value)));
+    }
+    let configs = runs.iter().map(|r| r.config.iter().flatten().map(|(k, _)| k.as_str()).collect());
+    for name in union(configs) {
+        let value = |r: &domain::runs::Run| {
+            let level = r.config.as_ref()?.get(&name)?;
+            Some(level.clone().unwrap_or_else(|| "(unset)".into()))
+        };
+        rows.push(Difference::new(name.clone(), each(&value)));
+    }
+    rows
+}
+
+fn facts(sides: &[Side]) -> Vec<Difference> {
+    let facts: Vec<Option<&HostFacts>> = sides.iter().map(|s| s.page.facts.as_ref()).collect();
+    if facts.iter().all(Option::is_none) {
+        return Vec::new();
+    }
+    let each = |f: &dyn Fn(&HostFacts) -> Option<String>| facts.iter().map(|h| h.and_then(f)).collect::<Vec<_>>();
+    let mut rows = vec![
+        Difference::new("GPUs", each(&|h| Some(h.gpu_summary()).filter(|s| !s.is_empty()))),
+        Difference::new("driver", each(&|h| h.driver.clone())),
+        Difference::new("CUDA", each(&|h| h.cuda.clone())),
+        Difference::new("interconnect", each(&|h| h.interconnect.clone())),
+        Difference::new("CPU", each(&|h| h.cpu_model.clone())),
+        Difference::new("Python", each(&|h| h.python.clone())),
+    ];
+    let packages =
+        facts.iter().map(|h| h.map(|h| h.packages.iter().map(|(n, _)| n.as_str()).collect()).unwrap_or_default());
+    for name in union(packages) {
+        let version = |h: &HostFacts| h.packages.iter().find(|(n, _)| *n == name).map(|(_, v)| v.clone());
+        rows.push(Difference::new(name.clone(), each(&version)));
+    }
+    rows.retain(|row| row.values.iter().any(Option::is_some));
+    rows
+}
+
+fn metrics(sides: &[Side]) -> (Vec<ComparedMetric>, Vec<String>) {
+    let found: Vec<Vec<(MetricKey, &Measurement)>> = sides.iter().map(|s| one_each(&s.page.run.measurements)).collect();
+    let named = |(metric, key): &MetricKey| match key {
+        Some(key) => format!("{metric} [{key}]"),
+        None => metric.clone(),
+    };
+    let (mut shared, mut unshared) = (Vec::new(), Vec::new());
+    let mut keys: Vec<&MetricKey> = Vec::new();
+    for (key, _) in found.iter().flatten() {
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
+    }
+    for key in keys {
+        let values: Vec<&Measurement> =
+            found.iter().filter_map(|run| run.iter().find(|(k, _)| k == key).map(|(_, m)| *m)).collect();
+        if values.len() < sides.len() {
+            unshared.push(named(key));
+            continue;
+        }
+        let first = values[0].value;
+        let base = sides[0].repeat_values.get(key).cloned().unwrap_or_default();
+        let deltas = values
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (i > 0 && first != 0.0).then(|| (m.value - first) / first.abs() * 100.0))
+            .collect();
+        let verdicts = sides
+            .iter()
+            .enumerate()
+            .map(|(i, side)| {
+                let other = side.repeat_values.get(key).cloned().unwrap_or_default();
+                (i > 0).then(|| crate::metrics::stats::compare(&base, &other)).flatten()
+            })
+            .collect();
+        shared.push(ComparedMetric {
+            metric: key.0.clone(),
+            key: key.1.clone(),
+            unit: values[0].unit.clone(),
+            values: values.iter().map(|m| (m.value, m.extractor.clone())).collect(),
+            deltas,
+            verdicts,
+        });
+    }
+    (shared, unshared)
+}
