@@ -23,6 +23,19 @@ pub struct Measurement {
     pub key: Option<String>,
 }
 
+/// One measurement per metric and key, the first found, in the order found:
+/// two extractors reading the same number (a log line and a result file)
+/// give it twice.
+pub fn one_each(found: &[Measurement]) -> Vec<&Measurement> {
+    let mut kept: Vec<&Measurement> = Vec::new();
+    for m in found {
+        if !kept.iter().any(|k| k.metric == m.metric && k.key == m.key) {
+            kept.push(m);
+        }
+    }
+    kept
+}
+
 /// A measurement as stored in an investigation: from a run's output, or entered by hand.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StoredMeasurement {
@@ -113,6 +126,15 @@ pub struct Comparison {
     pub outcome: String,
     /// The plain line: "+3.1 % ± 4.0 %: within noise", "−42 % (95 % CI −45 … −39 %)".
     pub verdict: String,
+    /// `linear`: the means' difference in percent of the baseline's; `log`:
+    /// the ratio of geometric means, its interval from the logarithms (a
+    /// positive metric whose linear interval would pass −100 %).
+    #[serde(default = "linear")]
+    pub scale: String,
+}
+
+fn linear() -> String {
+    "linear".into()
 }
 
 /// Runs (and manual numbers) of one configuration, on one metric.

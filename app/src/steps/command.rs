@@ -256,16 +256,12 @@ pub fn CommandContent(step: Step, editing: bool) -> impl IntoView {
 /// The step's server, in a line: its command and when it is ready.
 #[component]
 fn ServerSpecLine(server: ServerSpec) -> impl IntoView {
-    let kept = match server.reuse {
-        Reuse::Run => "a server per run",
-        Reuse::Config => "one server per configuration, kept across its repeats",
-    };
     view! {
         <div class="server-spec">
             <span class="tag">"server"</span>
             <code class="server-command">{server.command.clone()}</code>
             <span class="muted">
-                {format!(" ready when {} (within {} s) · {kept}", server.ready.describe(), server.ready_timeout_s)}
+                {format!(" {}", server.how())}
             </span>
         </div>
     }
@@ -800,6 +796,7 @@ fn Measurements(
         Some(key) => format!("{} [{key}]", m.metric),
         None => m.metric.clone(),
     };
+    let found: Vec<crate::metrics::Measurement> = crate::metrics::one_each(&found).into_iter().cloned().collect();
     let mut headline: Vec<&crate::metrics::Measurement> = found
         .iter()
         .filter(|m| m.key.is_none() || m.extractor.starts_with("custom:"))

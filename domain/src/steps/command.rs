@@ -81,6 +81,17 @@ pub struct ServerSpec {
     pub reuse: Reuse,
 }
 
+impl ServerSpec {
+    /// "ready when GET … answers 200 (within 600 s) · a server per run".
+    pub fn how(&self) -> String {
+        let kept = match self.reuse {
+            Reuse::Run => "a server per run",
+            Reuse::Config => "one server per configuration, kept across its repeats",
+        };
+        format!("ready when {} (within {} s) · {kept}", self.ready.describe(), self.ready_timeout_s)
+    }
+}
+
 pub const DEFAULT_READY_TIMEOUT_S: u64 = 600;
 pub const MAX_READY_TIMEOUT_S: u64 = 6 * 3600;
 pub const DEFAULT_STOP_GRACE_S: u64 = 10;

@@ -83,6 +83,10 @@ impl Writer for Html {
         for line in lines {
             let _ =
                 write!(h, "<tr id=\"{}\"><td>{}", domain::hypotheses::hypothesis_anchor(line.id), esc(line.statement));
+            if !line.rationale.trim().is_empty() {
+                // Rendered and sanitized by the server (`hypotheses`), as on the page.
+                let _ = write!(h, "<div class=\"rationale\">{}</div>", line.rationale_html);
+            }
             if let Some((summary, warnings)) = line.provenance {
                 let _ = write!(h, "<br><span class=\"meta\">{}</span>", esc(summary));
                 for w in warnings {
@@ -149,6 +153,24 @@ impl Writer for Html {
 
     fn note(&mut self, markdown: &str) {
         self.0.push_str(&crate::markdown::to_offline_html(markdown));
+    }
+
+    fn slo(&mut self, description: &str) {
+        let _ = writeln!(self.0, "<p class=\"slo\"><strong>SLO:</strong> {}</p>", esc(description));
+    }
+
+    fn server(&mut self, command: &str, how: &str) {
+        let _ = write!(
+            self.0,
+            "<p class=\"meta\">Server beside each run, {}:</p><pre class=\"server-command\"><code>{}</code></pre>",
+            esc(how),
+            esc(command)
+        );
+    }
+
+    fn kept_files(&mut self, globs: &[String]) {
+        let globs: Vec<String> = globs.iter().map(|g| format!("<code>{}</code>", esc(g))).collect();
+        let _ = write!(self.0, "<p class=\"meta\">Files kept from each run's directory: {}</p>", globs.join(" "));
     }
 
     fn command(&mut self, shown: &str, cwd: Option<&str>, sweep: &str) {

@@ -122,6 +122,9 @@ impl Writer for Markdown<'_> {
         md.push_str("|---|---|---|---|---|---|---|\n");
         for line in lines {
             let mut statement = inline(line.statement);
+            if !line.rationale.trim().is_empty() {
+                let _ = write!(statement, "<br>_Why:_ {}", inline(line.rationale));
+            }
             if let Some((summary, warnings)) = line.provenance {
                 let _ = write!(statement, "<br>{}", inline(summary));
                 for w in warnings {
@@ -202,6 +205,20 @@ impl Writer for Markdown<'_> {
 
     fn note(&mut self, markdown: &str) {
         let _ = writeln!(self.md, "{}\n", crate::markdown::with_html_as_text(markdown.trim_end()));
+    }
+
+    fn slo(&mut self, description: &str) {
+        let _ = writeln!(self.md, "**SLO:** {}\n", inline(description));
+    }
+
+    fn server(&mut self, command: &str, how: &str) {
+        let _ = writeln!(self.md, "Server beside each run, {}:\n", inline(how));
+        code_block(&mut self.md, "sh", command);
+    }
+
+    fn kept_files(&mut self, globs: &[String]) {
+        let globs: Vec<String> = globs.iter().map(|g| format!("`{}`", g.replace('`', "'"))).collect();
+        let _ = writeln!(self.md, "Files kept from each run's directory: {}\n", globs.join(" "));
     }
 
     fn command(&mut self, shown: &str, cwd: Option<&str>, sweep: &str) {

@@ -14,6 +14,9 @@ use domain::steps::snippet::Snapshot;
 pub struct HypothesisLine<'a> {
     pub id: i64,
     pub statement: &'a str,
+    /// Why it was thought: Markdown as written, and as the server rendered it (sanitized).
+    pub rationale: &'a str,
+    pub rationale_html: &'a str,
     /// What differed between the two sides, and warnings about it.
     pub provenance: Option<(&'a str, &'a [String])>,
     pub metric: &'a str,
@@ -39,9 +42,15 @@ pub struct RunLine {
     pub exit: String,
     pub duration: String,
     pub config: String,
-    /// `metric = value unit`, one per measurement.
+    /// `metric = value unit (source)`: one per metric and key, those the
+    /// hypotheses and the SLO are about first, at most [`MEASURED_SHOWN`]
+    /// and then how many more.
     pub measured: Vec<String>,
 }
+
+/// Measurements a runs table shows per run; the rest are counted (the JSON
+/// and the page have them all).
+pub const MEASURED_SHOWN: usize = 8;
 
 /// What a format does with each part of a report, in the order [`walk`] gives them.
 pub trait Writer {
@@ -52,8 +61,14 @@ pub trait Writer {
     fn timeline(&mut self);
     fn step_start(&mut self, step: &Step, headline: &str);
     fn note(&mut self, markdown: &str);
+    /// The investigation's SLO, in words.
+    fn slo(&mut self, description: &str);
     /// `shown`: the command with its env in front.
     fn command(&mut self, shown: &str, cwd: Option<&str>, sweep: &str);
+    /// The server started beside each run, and how it was judged ready.
+    fn server(&mut self, command: &str, how: &str);
+    /// The files each run kept from its directory (globs).
+    fn kept_files(&mut self, globs: &[String]);
     fn runs(&mut self, lines: &[RunLine]);
     fn not_run(&mut self);
     fn output(&mut self, excerpt: &Excerpt);
@@ -69,6 +84,9 @@ pub trait Writer {
 pub fn walk(report: &Report, writer: &mut impl Writer) {
     let inv = &report.investigation;
     writer.header(report);
+    if let Some(slo) = &inv.slo {
+        writer.slo(&slo.description);
+    }
     if !inv.hypotheses.is_empty() {
         let lines: Vec<HypothesisLine<'_>> = inv.hypotheses.iter().map(hypothesis_line).collect();
         let charts = inv
@@ -95,8 +113,9 @@ pub fn walk(report: &Report, writer: &mut impl Writer) {
         writer.rates(rates);
     }
     writer.timeline();
+    let asked = asked_about(inv);
     for step in &inv.steps {
-        walk_step(report, step, writer);
+        walk_step(report, step, &asked, writer);
     }
     writer.end(report);
 }
@@ -109,6 +128,8 @@ fn hypothesis_line(h: &domain::hypotheses::Hypothesis) -> HypothesisLine<'_> {
         return HypothesisLine {
             id: h.id,
             statement: &h.statement,
+            rationale: &h.rationale,
+            rationale_html: &h.rationale_html,
             provenance: h.provenance.as_ref().map(|p| (p.summary.as_str(), p.warnings.as_slice())),
             metric: h.metric.as_deref().unwrap_or("—"),
             baseline: side(d.baseline, d.runs.0, d.requests.0),
@@ -125,6 +146,8 @@ fn hypothesis_line(h: &domain::hypotheses::Hypothesis) -> HypothesisLine<'_> {
     HypothesisLine {
         id: h.id,
         statement: &h.statement,
+        rationale: &h.rationale,
+        rationale_html: &h.rationale_html,
         provenance: h.provenance.as_ref().map(|p| (p.summary.as_str(), p.warnings.as_slice())),
         metric: h.metric.as_deref().unwrap_or("—"),
         baseline: group(c.map(|c| &c.baseline)),
@@ -135,7 +158,21 @@ fn hypothesis_line(h: &domain::hypotheses::Hypothesis) -> HypothesisLine<'_> {
     }
 }
 
-fn walk_step(report: &Report, step: &Step, writer: &mut impl Writer) {
+/// The metrics the hypotheses and the SLO are about, in that order (an SLO's
+/// bound names a per-request metric: `ttft_ms` stands for `ttft_ms_p99` too).
+fn asked_about(inv: &domain::model::Investigation) -> Vec<String> {
+    let mut asked: Vec<String> = Vec::new();
+    let hypotheses = inv.hypotheses.iter().filter_map(|h| h.metric.clone());
+    let slo = inv.slo.iter().flat_map(|s| s.slo.bounds.iter().map(|b| b.metric.clone()));
+    for metric in hypotheses.chain(slo) {
+        if !asked.contains(&metric) {
+            asked.push(metric);
+        }
+    }
+    asked
+}
+
+fn walk_step(report: &Report, step: &Step, asked: &[String], writer: &mut impl Writer) {
     writer.step_start(step, &headline(step));
     match &step.body {
         StepBody::Note(n) => writer.note(&n.body),
@@ -146,10 +183,16 @@ fn walk_step(report: &Report, step: &Step, writer: &mut impl Writer) {
             }
             shown.push_str(&c.command);
             writer.command(&shown, c.cwd.as_deref(), &domain::sweeps::matrix_text(&c.matrix));
+            if let Some(server) = &c.server {
+                writer.server(&server.command, &server.how());
+            }
+            if !c.artifacts.is_empty() {
+                writer.kept_files(&c.artifacts);
+            }
             if step.runs.is_empty() {
                 writer.not_run();
             } else {
-                writer.runs(&step.runs.iter().map(run_line).collect::<Vec<_>>());
+                writer.runs(&step.runs.iter().map(|run| run_line(run, asked)).collect::<Vec<_>>());
                 for run in step.runs.iter().rev() {
                     if let Some(e) = report.excerpts.get(&run.id) {
                         writer.output(e);
@@ -170,7 +213,22 @@ fn walk_step(report: &Report, step: &Step, writer: &mut impl Writer) {
     writer.step_end();
 }
 
-fn run_line(run: &domain::runs::Run) -> RunLine {
+fn run_line(run: &domain::runs::Run, asked: &[String]) -> RunLine {
+    let mut found = domain::metrics::one_each(&run.measurements);
+    // Stable: within each rank, the order the extractors found them in.
+    found.sort_by_key(|m| asked.iter().position(|a| m.metric.starts_with(a.as_str())).unwrap_or(asked.len()));
+    let more = found.len().saturating_sub(MEASURED_SHOWN);
+    let mut measured: Vec<String> = found
+        .iter()
+        .take(MEASURED_SHOWN)
+        .map(|m| {
+            let key = m.key.as_ref().map(|k| format!(" [{k}]")).unwrap_or_default();
+            format!("{}{key} = {} {} ({})", m.metric, format_value(m.value), m.unit, m.extractor)
+        })
+        .collect();
+    if more > 0 {
+        measured.push(format!("… {more} more (the JSON export and the run's page have them all)"));
+    }
     RunLine {
         id: run.id,
         warmup: run.warmup,
@@ -178,12 +236,7 @@ fn run_line(run: &domain::runs::Run) -> RunLine {
         exit: run.exit_code.map_or_else(|| run.exit_signal.clone().unwrap_or_else(|| "—".into()), |c| c.to_string()),
         duration: duration(run.duration_ms),
         config: run.config.as_ref().map_or(String::new(), domain::sweeps::config_label),
-        measured: run
-            .measurements
-            .iter()
-            .filter(|m| m.key.is_none())
-            .map(|m| format!("{} = {} {}", m.metric, format_value(m.value), m.unit))
-            .collect(),
+        measured,
     }
 }
 

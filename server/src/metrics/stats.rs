@@ -7,6 +7,13 @@
 //! understates the uncertainty of the percentage; with the handful of runs a
 //! benchmark gets, the t quantile's width dominates. Checked against scipy (see the
 //! tests).
+//!
+//! A positive metric (a latency, a throughput) cannot fall by more than all of
+//! it; where the interval above would reach below −100 % (a baseline that
+//! varies 100–5000 ms against 10 ms), the comparison is made on the
+//! logarithms instead: the ratio of geometric means, with the Welch interval
+//! of the difference of mean logs, which stays above −100 %. The verdict says
+//! so, and `scale` is `log`.
 
 use domain::metrics::{Comparison, GroupSummary};
 use statrs::distribution::{ContinuousCDF, StudentsT};
@@ -57,13 +64,68 @@ fn digits(x: f64) -> usize {
     if x.abs() >= 10.0 { 0 } else { 1 }
 }
 
+/// The ratio of geometric means as a change in percent, and the 95 % Welch
+/// interval of the mean logs' difference as one; none unless every value is
+/// positive and each side has two or more.
+fn log_ratio(baseline: &[f64], treatment: &[f64]) -> Option<(f64, (f64, f64))> {
+    if baseline.iter().chain(treatment).any(|v| *v <= 0.0) {
+        return None;
+    }
+    let logs = |values: &[f64]| summarize(&values.iter().map(|v| v.ln()).collect::<Vec<_>>());
+    let (b, t) = (logs(baseline)?, logs(treatment)?);
+    let (lo, hi) = welch_interval(&b, &t)?;
+    let pct = |x: f64| (x.exp() - 1.0) * 100.0;
+    Some((pct(t.mean - b.mean), (pct(lo), pct(hi))))
+}
+
+/// A bound of an interval in percent, with the decimals it needs not to read
+/// as −100 when it is above it.
+fn bound(x: f64) -> String {
+    let mut places = digits(x);
+    // −99.97 to no decimals would read "−100": more decimals until it does not.
+    while places < 4 && x > -100.0 && format!("{:.*}", places, x).parse::<f64>() == Ok(-100.0) {
+        places += 1;
+    }
+    signed(x, places).replace('+', "")
+}
+
 pub fn compare(baseline: &[f64], treatment: &[f64]) -> Option<Comparison> {
     let (b, t) = (summarize(baseline)?, summarize(treatment)?);
     if b.mean == 0.0 {
         return None;
     }
     let delta_pct = (t.mean - b.mean) / b.mean.abs() * 100.0;
-    let ci_pct = welch_interval(&b, &t).map(|(lo, hi)| (lo / b.mean.abs() * 100.0, hi / b.mean.abs() * 100.0));
+    let linear = welch_interval(&b, &t).map(|(lo, hi)| (lo / b.mean.abs() * 100.0, hi / b.mean.abs() * 100.0));
+    let logged = match linear {
+        Some((lo, _)) if lo < -100.0 => log_ratio(baseline, treatment),
+        _ => None,
+    };
+    if let Some((delta_pct, (lo, hi))) = logged {
+        let outcome = if lo <= 0.0 && hi >= 0.0 {
+            "within_noise"
+        } else if delta_pct > 0.0 {
+            "increase"
+        } else {
+            "decrease"
+        };
+        let verdict = format!(
+            "{} % (95 % CI {} … {} %; ratio of geometric means, on the log scale){}",
+            signed(delta_pct, digits(delta_pct)),
+            bound(lo),
+            bound(hi),
+            if outcome == "within_noise" { ": within noise" } else { "" }
+        );
+        return Some(Comparison {
+            baseline: b,
+            treatment: t,
+            delta_pct,
+            ci_pct: Some((lo, hi)),
+            outcome: outcome.into(),
+            verdict,
+            scale: "log".into(),
+        });
+    }
+    let ci_pct = linear;
     let d = digits(delta_pct);
     let (outcome, verdict) = match ci_pct {
         None => (
@@ -89,7 +151,15 @@ pub fn compare(baseline: &[f64], treatment: &[f64]) -> Option<Comparison> {
             (if delta_pct > 0.0 { "increase" } else { "decrease" }, line)
         }
     };
-    Some(Comparison { baseline: b, treatment: t, delta_pct, ci_pct, outcome: outcome.into(), verdict })
+    Some(Comparison {
+        baseline: b,
+        treatment: t,
+        delta_pct,
+        ci_pct,
+        outcome: outcome.into(),
+        verdict,
+        scale: "linear".into(),
+    })
 }
 
 #[cfg(test)]
@@ -154,6 +224,22 @@ mod tests {
         assert_eq!(one.outcome, "noise_unknown");
         assert_eq!(one.verdict, "+0.2 %: noise unknown with 1 run(s) per side — repeat 5 each");
         assert!(compare(&[0.0, 0.0], &[1.0, 2.0]).is_none(), "no percentage of zero");
+        assert_eq!(worse.scale, "linear", "the interval stays above −100 %: as it was");
+
+        // 100–5000 ms against 10 ms: the linear interval would pass −100 %.
+        let (slow, fast) = ([100.0, 5000.0, 2500.0, 800.0], [10.0, 10.4, 9.7]);
+        let (b, t) = (summarize(&slow).unwrap(), summarize(&fast).unwrap());
+        assert!(welch_interval(&b, &t).unwrap().0 / b.mean * 100.0 < -100.0, "the case this is for");
+        let faster = compare(&slow, &fast).unwrap();
+        let (lo, hi) = faster.ci_pct.unwrap();
+        assert_eq!(faster.scale, "log");
+        assert!(-100.0 < lo && lo <= faster.delta_pct && faster.delta_pct <= hi, "{faster:?}");
+        // The geometric means' ratio: (10·10.4·9.7)^(1/3) / (100·5000·2500·800)^(1/4) − 1.
+        let expected =
+            ((10.0f64 * 10.4 * 9.7).powf(1.0 / 3.0) / (100.0f64 * 5000.0 * 2500.0 * 800.0).powf(0.25) - 1.0) * 100.0;
+        assert!((faster.delta_pct - expected).abs() < 1e-9, "{} vs {expected}", faster.delta_pct);
+        assert!(faster.verdict.contains("ratio of geometric means, on the log scale"), "{}", faster.verdict);
+        assert!(!faster.verdict.contains("−100 …"), "a bound above −100 % does not read as −100: {}", faster.verdict);
         assert!(compare(&[], &[1.0]).is_none());
     }
 }

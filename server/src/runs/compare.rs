@@ -20,17 +20,9 @@ pub struct Side {
     pub repeat_values: HashMap<MetricKey, Vec<f64>>,
 }
 
-/// One measurement per metric and key, in the order found (two extractors
-/// reading the same number, a log line and a result file, give it twice).
+/// One measurement per metric and key (`domain::metrics::one_each`), with its key.
 pub fn one_each(found: &[Measurement]) -> Vec<(MetricKey, &Measurement)> {
-    let mut seen: Vec<(MetricKey, &Measurement)> = Vec::new();
-    for m in found {
-        let key = (m.metric.clone(), m.key.clone());
-        if !seen.iter().any(|(k, _)| *k == key) {
-            seen.push((key, m));
-        }
-    }
-    seen
+    domain::metrics::one_each(found).into_iter().map(|m| ((m.metric.clone(), m.key.clone()), m)).collect()
 }
 
 pub fn compared(sides: Vec<Side>) -> RunsCompared {

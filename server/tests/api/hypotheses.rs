@@ -404,3 +404,59 @@ async fn a_blank_metric_is_refused_and_one_left_out_is_not() {
     let named = app.patch_json(&format!("/api/v1/hypotheses/{id}"), json!({ "metric": " output_throughput " })).await;
     assert_eq!(named.json()["metric"], "output_throughput", "{}", named.text());
 }
+
+/// A latency that falls from 100–5000 ms to 10 ms: the Welch interval in
+/// percent of the baseline would reach below −100 %, which no positive
+/// metric can; the interval is then the ratio's, from the logarithms, and
+/// the verdict says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_positive_metric_never_falls_by_more_than_all_of_it() {
+    let sshd = crate::sshd::Sshd::start();
+    let app = crate::runs::app_with_host(&sshd).await;
+    let dir = sshd.dir.path();
+    std::fs::write(
+        dir.join("lat.sh"),
+        "n=$(cat \"$1.n\" 2>/dev/null || echo 0); n=$((n+1)); echo $n > \"$1.n\"\n\
+         echo \"lat $(sed -n \"${n}p\" \"$1.values\") ms\"\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("slow.values"), "100\n5000\n2500\n800\n").unwrap();
+    std::fs::write(dir.join("fast.values"), "10\n10.4\n9.7\n").unwrap();
+    let bench = |which: &str| format!("cd {} && sh lat.sh {which}", dir.display());
+    let baseline = crate::runs::command_step(&app, json!({ "command": bench("slow"), "telemetry": false })).await;
+    let investigation =
+        app.get(&format!("/api/v1/steps/{baseline}")).await.json()["investigation_id"].as_str().unwrap().to_string();
+    let extractor = json!({ "name": "lat_ms", "pattern": r"lat ([\d.]+) ms", "unit": "ms" });
+    let added = app.post_json(&format!("/api/v1/investigations/{investigation}/extractors"), extractor).await;
+    assert_eq!(added.status, StatusCode::CREATED, "{}", added.text());
+    let treatment = app
+        .post_json(
+            &format!("/api/v1/investigations/{investigation}/steps"),
+            json!({ "kind": "command", "host": "gpu", "command": bench("fast"), "telemetry": false }),
+        )
+        .await
+        .json()["id"]
+        .as_i64()
+        .unwrap();
+    for (step, repeat) in [(baseline, 4), (treatment, 3)] {
+        for run in crate::runs::start(&app, step, json!({ "repeat": repeat })).await {
+            assert_eq!(crate::runs::finished(&app, run).await["status"], "succeeded");
+        }
+    }
+    let created = app
+        .post_json(
+            &format!("/api/v1/investigations/{investigation}/hypotheses"),
+            json!({ "statement": "the cache makes it fast", "metric": "lat_ms", "direction": "decrease",
+                    "baseline": { "steps": [baseline] }, "treatment": { "steps": [treatment] } }),
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text());
+    let c = &created.json()["comparison"];
+    assert_eq!((c["baseline"]["n"].as_u64(), c["treatment"]["n"].as_u64()), (Some(4), Some(3)), "{c}");
+    let (lo, hi) = (c["ci_pct"][0].as_f64().unwrap(), c["ci_pct"][1].as_f64().unwrap());
+    assert!(lo >= -100.0 && lo <= hi, "no latency falls by more than 100 %: {c}");
+    let delta = c["delta_pct"].as_f64().unwrap();
+    assert!(lo <= delta && delta <= hi, "the estimate inside its interval: {c}");
+    assert!(c["verdict"].as_str().unwrap().contains("log scale"), "says which interval: {c}");
+    assert_eq!(c["scale"], "log", "{c}");
+}

@@ -391,7 +391,8 @@ async fn hostile_artifacts_are_refused_or_bounded_with_a_note_and_nothing_outsid
     let command = format!(
         "echo '{{\"ok\": true}}' > '{markup}'; ln -s {secret} leak.json; mkdir sub; ln -s {dir} sub/up; \
          truncate -s 10G huge.bin; head -c 1048576 /dev/zero > one.bin; head -c 1048576 /dev/zero > two.bin; \
-         setsid sh -c 'end=$(($(date +%s) + 60)); while [ $(date +%s) -lt $end ]; do echo more >> growing.log; sleep 0.01; done' \
+         setsid sh -c 'end=$(($(date +%s) + 60)); i=0; while [ $(date +%s) -lt $end ]; do echo more >> growing.log; \
+           i=$((i+1)); if [ $i -ge 20000 ]; then : > growing.log; i=0; fi; done' \
            </dev/null >/dev/null 2>&1 & sleep 0.5; echo made",
         secret = outside.display(),
         dir = sshd.dir.path().display(),
@@ -412,9 +413,10 @@ async fn hostile_artifacts_are_refused_or_bounded_with_a_note_and_nothing_outsid
     assert!(!names.iter().any(|n| n.starts_with("sub/up")), "nor a link to a directory outside: {names:?}");
     assert!(!names.contains(&"huge.bin") && notes.contains("huge.bin is 10.7 GB"), "{names:?} {notes}");
     assert!(notes.contains("growing.log changed while it was read"), "{notes}");
-    // It grew slowly (kilobytes, under the limit per file) for longer than a
-    // loaded suite takes to read it; it is not left growing.
-    let _ = std::process::Command::new("pkill").args(["-f", "echo more >> growing.log; sleep 0.01"]).status();
+    // It changes all the time for longer than a loaded suite takes to read
+    // it, never past 100 KB (emptied every 20 000 lines; the limit per file is
+    // 1 MB); it is not left running.
+    let _ = std::process::Command::new("pkill").args(["-f", "echo more >> growing.log"]).status();
     // Kept by name: growing.log (small), the markup-named file, one.bin; two.bin passes 2 MiB.
     assert!(names.contains(&"one.bin") && !names.contains(&"two.bin"), "{names:?}");
     assert!(notes.contains("two.bin (1.0 MB) would pass the limit of 2.1 MB per run"), "{notes}");
@@ -485,4 +487,64 @@ async fn every_run_is_a_page_with_its_server_log_files_and_measurements() {
     let missing = app.get("/runs/987654321").await;
     assert_eq!(missing.status, StatusCode::NOT_FOUND);
     assert!(missing.text().contains("There is no run 987654321"), "{}", missing.text());
+}
+
+/// The reports keep the experiment: the server and how it was judged ready,
+/// the files kept, the SLO, the hypothesis' rationale; each run's cell names
+/// each metric once (a number two extractors both read is not listed twice),
+/// and the metric the hypothesis is about comes first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reports_keep_the_server_the_slo_and_the_rationale_and_list_each_number_once() {
+    let sshd = Sshd::start();
+    let app = app_with_host(&sshd).await;
+    let port = free_port();
+    let spec = server(port, "--load-s 0.2", json!({ "http": format!("http://127.0.0.1:{port}/health") }));
+    let step = command_step(
+        &app,
+        json!({ "command": client(port, "--line 0"), "telemetry": false, "server": spec, "artifacts": ["result.json"] }),
+    )
+    .await;
+    let investigation = run_investigation(&app, step).await;
+    for run in start(&app, step, json!({ "repeat": 2 })).await {
+        assert_eq!(finished(&app, run).await["status"], "succeeded");
+    }
+    let slo =
+        app.put_json(&format!("/api/v1/investigations/{investigation}/slo"), json!({ "text": "TTFT <= 200 ms" })).await;
+    assert_eq!(slo.status, StatusCode::OK, "{}", slo.text());
+    let rationale = "Custom allreduce is off on PCIe, so <em>every</em> token waits on NCCL.";
+    let hypothesis = json!({ "statement": "NCCL allreduce bounds decode", "rationale": rationale,
+                             "metric": "itl_ms_p99", "baseline": { "steps": [step] }, "treatment": { "steps": [step] } });
+    let made = app.post_json(&format!("/api/v1/investigations/{investigation}/hypotheses"), hypothesis).await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.text());
+
+    for format in ["html", "md"] {
+        let report = app.get(&format!("/api/v1/investigations/{investigation}/export?format={format}")).await;
+        assert_eq!(report.status, StatusCode::OK, "{}", report.text());
+        let text = report.text();
+        assert!(text.contains(&format!("serve.py --port {port}")), "{format}: the server's command");
+        assert!(text.contains(&format!("ready when GET http://127.0.0.1:{port}/health answers 200")), "{format}");
+        assert!(text.contains("result.json"), "{format}: the files kept");
+        assert!(text.contains("TTFT ≤ 200 ms"), "{format}: the SLO");
+        assert!(text.contains("every") && text.contains("token waits on NCCL"), "{format}: the rationale");
+        assert!(!text.contains("<em>every</em>") || format == "html", "markdown keeps the rationale as text");
+        // Each run's cell: one value per metric, the hypothesis' metric first.
+        let rows: Vec<&str> = match format {
+            "html" => text.split("<tr id=\"run-").skip(1).filter_map(|r| r.split("</tr>").next()).collect(),
+            _ => text.lines().filter(|l| l.starts_with("| ") && l.contains(" = ")).collect(),
+        };
+        assert_eq!(rows.len(), 2, "{format}: a row per run: {text}");
+        // Markdown escapes the underscores.
+        let name = |metric: &str| if format == "md" { metric.replace('_', "\\_") } else { metric.to_string() };
+        let (output, itl) = (format!("{} = ", name("output_throughput")), format!("{} = ", name("itl_ms_p99")));
+        for row in rows {
+            assert_eq!(row.matches(&output).count(), 1, "{format}: listed twice in {row}");
+            let (itl, out) = (row.find(&itl).unwrap(), row.find(&output).unwrap());
+            assert!(itl < out, "{format}: what the hypothesis is about comes first: {row}");
+            assert!(row.contains("more (the JSON export"), "{format}: the rest are counted: {row}");
+        }
+    }
+    // The run's page shows a number two extractors read once too.
+    let first = app.get(&format!("/api/v1/steps/{step}/runs")).await.json()[0]["id"].as_i64().unwrap();
+    let page = app.get(&format!("/runs/{first}")).await.text();
+    assert_eq!(page.matches("data-metric=\"output_throughput\"").count(), 1, "one chip for output_throughput");
 }
