@@ -84,6 +84,10 @@ pub struct Hypothesis {
     /// The experiment drawn as SVG (server-rendered), when there is a comparison.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chart_svg: Option<String>,
+    /// When no run of the groups has the metric: saying so, with the nearest
+    /// name they do have ("did you mean `ttft_ms_p99`?").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metric_note: Option<String>,
     pub url: String,
     pub created_at: String,
     pub updated_at: String,
@@ -129,6 +133,56 @@ fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Resul
     Option::<T>::deserialize(d).map(Some)
 }
 
+/// The name in `known` nearest to `wanted`, if one is near: the most words
+/// in common (`p99_ttft` and `ttft_ms_p99` share two of three), else at most
+/// two letters apart (`ouput_throughput`).
+pub fn did_you_mean<'a>(wanted: &str, known: &[&'a str]) -> Option<&'a str> {
+    let words = |s: &str| -> std::collections::BTreeSet<String> {
+        s.to_lowercase()
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(String::from)
+            .collect()
+    };
+    let wanted_words = words(wanted);
+    let shared = |name: &str| {
+        let theirs = words(name);
+        let common = wanted_words.intersection(&theirs).count() as f64;
+        let all = wanted_words.union(&theirs).count().max(1) as f64;
+        common / all
+    };
+    let by_words = known
+        .iter()
+        .map(|k| (shared(k), *k))
+        .filter(|(score, _)| *score >= 0.5)
+        .max_by(|a, b| a.0.total_cmp(&b.0).then_with(|| b.1.len().cmp(&a.1.len())));
+    if let Some((_, name)) = by_words {
+        return Some(name);
+    }
+    known
+        .iter()
+        .map(|k| (edit_distance(&wanted.to_lowercase(), &k.to_lowercase()), *k))
+        .filter(|(d, _)| *d <= 2)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
+}
+
+/// Levenshtein distance, in characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1).min(row[j] + 1).min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
 pub fn hypothesis_anchor(id: i64) -> String {
     format!("hypothesis-{id}")
 }
@@ -170,5 +224,21 @@ pub fn check_metric(text: &str) -> Result<String, MetricError> {
         Ok(metric.to_string())
     } else {
         Err(MetricError::NotAName(metric.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mistyped_metric_gets_the_nearest_name() {
+        let known = ["ttft_ms_p99", "ttft_ms_median", "tpot_ms_p99", "output_throughput", "tg128"];
+        assert_eq!(did_you_mean("p99_ttft", &known), Some("ttft_ms_p99"));
+        assert_eq!(did_you_mean("ouput_throughput", &known), Some("output_throughput"));
+        assert_eq!(did_you_mean("TTFT_MS_P99", &known), Some("ttft_ms_p99"));
+        assert_eq!(did_you_mean("tg12", &known), Some("tg128"));
+        assert_eq!(did_you_mean("gpu_util_mean", &known), None, "nothing near");
+        assert_eq!(did_you_mean("p99", &[]), None);
     }
 }

@@ -343,6 +343,7 @@ fn HypothesisRow(h: Hypothesis, steps: Vec<(i64, String)>, commands: Vec<(String
             <td class="statement">
                 <a href=format!("#{}", hypothesis_anchor(h.id))>{h.statement.clone()}</a>
                 {expected.map(|e| view! { <span class="muted expected">{e}</span> })}
+                {h.metric_note.clone().map(|n| view! { <p class="notice metric-note">{n}</p> })}
                 {(!h.rationale.is_empty()).then(|| view! {
                     <details class="rationale"><summary>"why"</summary><div class="markdown" inner_html=h.rationale_html.clone()></div></details>
                 })}

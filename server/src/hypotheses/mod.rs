@@ -292,6 +292,8 @@ impl Hypotheses {
         let (b_runs, t_runs) = (resolve(&baseline, runs), resolve(&treatment, runs));
         let mut value_of: HashMap<i64, f64> = HashMap::new();
         let mut unit = None;
+        // The metrics the groups' runs have, for a "did you mean" when none has this one.
+        let mut measured: Vec<String> = Vec::new();
         if let Some(metric) = &row.metric {
             let ids: Vec<i64> = b_runs.iter().chain(&t_runs).copied().collect();
             let fetched;
@@ -303,6 +305,11 @@ impl Hypotheses {
                 }
             };
             let wanted: std::collections::HashSet<i64> = ids.iter().copied().collect();
+            for m in rows.iter().filter(|m| m.run_id.is_some_and(|r| wanted.contains(&r))) {
+                if !measured.contains(&m.metric) {
+                    measured.push(m.metric.clone());
+                }
+            }
             for m in rows.iter().filter(|m| &m.metric == metric) {
                 // One value per run: the first the output gave (tools print a summary once).
                 if let Some(run) = m.run_id.filter(|r| wanted.contains(r)) {
@@ -333,6 +340,16 @@ impl Hypotheses {
                 .ok(),
             _ => None,
         };
+        let metric_note = match (&row.metric, &distribution) {
+            (Some(metric), None) if value_of.is_empty() && !measured.is_empty() => {
+                let known: Vec<&str> = measured.iter().map(String::as_str).collect();
+                Some(match domain::hypotheses::did_you_mean(metric, &known) {
+                    Some(near) => format!("No run of these groups measured {metric}; did you mean {near}?"),
+                    None => format!("No run of these groups measured {metric}."),
+                })
+            }
+            _ => None,
+        };
         let provenance = self.provenance(&baseline_values, &treatment_values, runs).await?;
         let outcome =
             distribution.as_ref().map(|d| d.outcome.as_str()).or(comparison.as_ref().map(|c| c.outcome.as_str()));
@@ -361,6 +378,7 @@ impl Hypotheses {
             as_expected,
             unit,
             chart_svg,
+            metric_note,
             provenance,
             created_at: timestamp(row.created_at),
             updated_at: timestamp(row.updated_at),

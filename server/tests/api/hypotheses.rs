@@ -459,4 +459,23 @@ async fn a_positive_metric_never_falls_by_more_than_all_of_it() {
     assert!(lo <= delta && delta <= hi, "the estimate inside its interval: {c}");
     assert!(c["verdict"].as_str().unwrap().contains("log scale"), "says which interval: {c}");
     assert_eq!(c["scale"], "log", "{c}");
+    assert!(created.json()["metric_note"].is_null());
+
+    // A metric no run has is saved (it may be measured later), with the nearest name.
+    let mistyped = app
+        .post_json(
+            &format!("/api/v1/investigations/{investigation}/hypotheses"),
+            json!({ "statement": "typo", "metric": "ms_lat", "baseline": { "steps": [baseline] },
+                    "treatment": { "steps": [treatment] } }),
+        )
+        .await;
+    assert_eq!(mistyped.status, StatusCode::CREATED, "{}", mistyped.text());
+    assert_eq!(
+        mistyped.json()["metric_note"],
+        "No run of these groups measured ms_lat; did you mean lat_ms?",
+        "{}",
+        mistyped.text()
+    );
+    let page = app.get(&format!("/i/{investigation}")).await.text();
+    assert!(page.contains("did you mean lat_ms?"), "the page says it too");
 }
