@@ -417,3 +417,32 @@ test('no password, token, cookie, key or link token appears in any log line', as
     assert.ok(secret && !log.includes(secret), `a secret in the log: ${secret.slice(0, 6)}…`);
   }
 });
+
+test('a mention of someone who is not a member says so, and the owner adds them from the comment', async () => {
+  const ada = await signIn('ada', 'correct horse battery');
+  const inv = await ada.evaluate(async () => {
+    const send = (method, url, body) => fetch(url, { method, headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body) }).then((r) => r.json());
+    await send('POST', '/api/v1/users', { name: 'carol' });
+    const inv = await send('POST', '/api/v1/investigations', { title: 'who was told' });
+    await send('POST', `/api/v1/investigations/${inv.id}/steps`, { kind: 'note', body: 'PCIe only: custom allreduce is off.' });
+    return inv;
+  });
+  await ada.goto(`${server.url}/i/${inv.id}`);
+  await hydrated(ada);
+  const step = ada.locator('.step[data-kind=note]').first();
+  await step.locator('details.new-thread summary').click();
+  await step.locator('details.new-thread textarea[name=body]').fill('@carol @nobody can you rerun this?');
+  await step.locator('details.new-thread button:has-text("Comment")').click();
+  const carol = ada.locator('.mention-note[data-not-told=carol]');
+  await carol.waitFor();
+  assert.match(await carol.textContent(), /@carol was not told: carol is not a member of this investigation\./);
+  assert.match(await ada.locator('.mention-note[data-not-told=nobody]').textContent(), /there is no user nobody/);
+  await screenshot(ada, 'mention-not-told');
+  await carol.locator('button:has-text("Add carol as a viewer")').click();
+  await ada.locator('.mention-note[data-not-told=carol]').waitFor({ state: 'detached' });
+  assert.match(await ada.locator('#members').textContent(), /carol/);
+  assert.equal(await ada.locator('.mention-note[data-not-told=nobody]').count(), 1);
+  assert.deepEqual(ada.problems, []);
+  await ada.context().close();
+});

@@ -23,6 +23,31 @@ pub struct Comment {
     pub resolved_by: Option<String>,
     /// `/i/{investigation}#comment-{id}`.
     pub url: String,
+    /// The `@name`s in it that reach no one: no such user, or someone who is
+    /// not a member of the investigation (an owner may add them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_told: Vec<NotTold>,
+}
+
+/// A name a comment mentions that is told nothing.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NotTold {
+    pub name: String,
+    /// Whether there is a user of that name (who is then not a member); told
+    /// to owners only, who add members by name anyway: to others, which names
+    /// are users is not theirs to learn.
+    pub user: Option<bool>,
+}
+
+impl NotTold {
+    /// "@bob was not told: bob is not a member of this investigation."
+    pub fn sentence(&self) -> String {
+        match self.user {
+            Some(true) => format!("@{0} was not told: {0} is not a member of this investigation.", self.name),
+            Some(false) => format!("@{0} was not told: there is no user {0}.", self.name),
+            None => format!("@{0} was not told: {0} is not a member of this investigation (or not a user).", self.name),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

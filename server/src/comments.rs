@@ -9,7 +9,7 @@ use crate::db::{CommentRow, NewCommentRow, Store};
 use crate::error::Result;
 use crate::policy::{Anyone, Edit, Permit, Read, Readers};
 use crate::time::timestamp;
-use domain::comments::{BODY_CHARS, Comment, Mention, NewComment, comment_anchor, mentioned_names};
+use domain::comments::{BODY_CHARS, Comment, Mention, NewComment, NotTold, comment_anchor, mentioned_names};
 use domain::error::ApiError;
 
 #[derive(Clone)]
@@ -30,6 +30,58 @@ pub(crate) fn comment_view(row: CommentRow) -> Comment {
         created_at: timestamp(row.created_at),
         resolved_at: row.resolved_at.map(timestamp),
         resolved_by: row.resolved_by,
+        not_told: Vec::new(),
+    }
+}
+
+/// Who the team is, as far as mentions go: each name asked about once.
+struct Reach<'a> {
+    store: &'a Store,
+    investigation: &'a str,
+    /// Without accounts (`--no-auth`) a mention reaches no one, and says nothing.
+    accounts: bool,
+    members: Vec<String>,
+    /// Whether the reader may learn which names are users (owners).
+    owner: bool,
+    /// name → whether there is such a user, and whether they read everything.
+    users: std::collections::HashMap<String, Option<bool>>,
+}
+
+impl<'a> Reach<'a> {
+    async fn new(store: &'a Store, permit: &'a Permit<Read>) -> Result<Reach<'a>> {
+        let investigation = permit.investigation();
+        let accounts = store.user_count().await? > 0;
+        let members = store.members(investigation).await?.into_iter().map(|(name, _)| name).collect();
+        let owner = permit.role() >= crate::policy::Role::Owner;
+        Ok(Reach { store, investigation, accounts, members, owner, users: Default::default() })
+    }
+
+    /// The names in `body` (other than its author) that reach no one.
+    async fn not_told(&mut self, body: &str, author: &str) -> Result<Vec<NotTold>> {
+        let mut not_told = Vec::new();
+        if !self.accounts {
+            return Ok(not_told);
+        }
+        for name in mentioned_names(body).into_iter().filter(|n| !n.eq_ignore_ascii_case(author)) {
+            let key = name.to_lowercase();
+            let user = match self.users.get(&key) {
+                Some(user) => *user,
+                None => {
+                    let user = self.store.user_by_name(&name).await?.map(|u| u.is_admin != 0);
+                    self.users.insert(key, user);
+                    user
+                }
+            };
+            let member = self.members.iter().any(|m| m.eq_ignore_ascii_case(&name));
+            let said = |user: bool| self.owner.then_some(user);
+            match user {
+                None => not_told.push(NotTold { name, user: said(false) }),
+                Some(admin) if !admin && !member => not_told.push(NotTold { name, user: said(true) }),
+                Some(_) => {}
+            }
+        }
+        tracing::debug!(investigation = self.investigation, unreached = not_told.len(), "mentions checked");
+        Ok(not_told)
     }
 }
 
@@ -57,7 +109,14 @@ impl Comments {
     /// Every comment of the investigation, oldest first.
     pub async fn of(&self, permit: &Permit<Read>) -> Result<Vec<Comment>> {
         let rows = self.store.comments_of_investigation(permit.investigation()).await?;
-        Ok(rows.into_iter().map(comment_view).collect())
+        let mut reach = Reach::new(&self.store, permit).await?;
+        let mut comments = Vec::with_capacity(rows.len());
+        for row in rows {
+            let mut comment = comment_view(row);
+            comment.not_told = reach.not_told(&comment.body, &comment.author).await?;
+            comments.push(comment);
+        }
+        Ok(comments)
     }
 
     /// A comment (a thread, or a reply to one); its `@name`s become mentions.
@@ -107,7 +166,9 @@ impl Comments {
             })
             .await?;
         tracing::info!(investigation, comment = row.id, mentions = mentions.len(), "comment added");
-        Ok(comment_view(row))
+        let mut comment = comment_view(row);
+        comment.not_told = Reach::new(&self.store, permit).await?.not_told(&body, &author).await?;
+        Ok(comment)
     }
 
     /// Resolves (or reopens) the thread the comment is in.

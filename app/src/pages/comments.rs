@@ -108,7 +108,10 @@ fn Thread(root: Comment, replies: Vec<Comment>, investigation: String) -> impl I
         .zip(root.resolved_at.clone())
         .map(|(by, at)| format!("Resolved by {by}, {}", short_time(&at)));
     let count = 1 + replies.len();
-    let comments = std::iter::once(root.clone()).chain(replies).map(|c| view! { <CommentView c/> }).collect_view();
+    let comments = std::iter::once(root.clone())
+        .chain(replies)
+        .map(|c| view! { <CommentView c investigation=investigation.clone()/> })
+        .collect_view();
     view! {
         <details class="thread" data-resolved=resolved.to_string() open=!resolved>
             <summary class="muted">
@@ -142,7 +145,8 @@ fn Thread(root: Comment, replies: Vec<Comment>, investigation: String) -> impl I
 }
 
 #[component]
-fn CommentView(c: Comment) -> impl IntoView {
+fn CommentView(c: Comment, investigation: String) -> impl IntoView {
+    let not_told = c.not_told.clone();
     view! {
         <div class="comment" id=comment_anchor(c.id)>
             <div class="comment-head">
@@ -150,6 +154,31 @@ fn CommentView(c: Comment) -> impl IntoView {
                 <a class="muted" href=format!("#{}", comment_anchor(c.id))><crate::components::Time at=c.created_at.clone()/></a>
             </div>
             <div class="markdown" inner_html=c.html.clone()></div>
+            {not_told.into_iter().map(|n| view! { <NotToldNote n investigation=investigation.clone()/> }).collect_view()}
+        </div>
+    }
+}
+
+/// A mention that reached no one, and for an owner, adding that user.
+#[component]
+fn NotToldNote(n: crate::comments::NotTold, investigation: String) -> impl IntoView {
+    let add = ServerAction::<crate::pages::members::SetMember>::new();
+    let sentence = n.sentence();
+    let name = n.name.clone();
+    view! {
+        <div class="notice mention-note" data-not-told=name>
+            {sentence}
+            {(n.user == Some(true)).then(|| view! {
+                <Can what=Ability::Own>
+                    <ActionForm action=add attr:class="inline">
+                        <input type="hidden" name="investigation" value=investigation.clone()/>
+                        <input type="hidden" name="user" value=n.name.clone()/>
+                        <input type="hidden" name="role" value="viewer"/>
+                        <button type="submit" class="quiet">{format!("Add {} as a viewer", n.name)}</button>
+                        <ActionError action=add/>
+                    </ActionForm>
+                </Can>
+            })}
         </div>
     }
 }

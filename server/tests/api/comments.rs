@@ -115,3 +115,45 @@ async fn threads_on_steps_and_annotations_with_mentions() {
     assert!(page.contains(&format!("id=\"comment-{}\"", on_annotation["id"])) && page.contains("Resolved by edit"));
     assert!(!page.contains("<script>alert(1)</script>"));
 }
+
+/// A mention of someone who is not a member, or of no one, reaches nobody:
+/// the comment says so, and offers an owner to add that user; once added,
+/// the note is gone and the mention is theirs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mention_that_reaches_no_one_says_so_and_an_owner_can_add_them() {
+    let sshd = crate::sshd::Sshd::start();
+    let team = team(&sshd).await;
+    let (id, command, _) = team.shared_investigation(&sshd).await;
+    let comments = format!("/api/v1/investigations/{id}/comments");
+    let body = json!({ "step_id": command, "body": "@stranger @nobody @view @admin @edit: is this the allreduce?" });
+    let posted = team.ok("edit", Method::POST, &comments, body.clone()).await;
+    assert_eq!(
+        posted["not_told"],
+        json!([{ "name": "stranger", "user": null }, { "name": "nobody", "user": null }]),
+        "members, admins and the author are reached; the rest are named, not told apart: {posted}"
+    );
+    let by_owner = team.ok("own", Method::POST, &comments, body).await;
+    assert_eq!(
+        by_owner["not_told"],
+        json!([{ "name": "stranger", "user": true }, { "name": "nobody", "user": false }]),
+        "an owner, who adds members by name, learns which is a user: {by_owner}"
+    );
+
+    let owners = team.page("own", &format!("/i/{id}")).await;
+    assert!(owners.contains("@stranger was not told: stranger is not a member of this investigation."));
+    assert!(owners.contains("@nobody was not told: there is no user nobody."));
+    assert!(owners.contains("Add stranger as a viewer"), "an owner is offered to add them");
+    assert!(!owners.contains("Add nobody as a viewer"), "no one to add");
+    let editors = team.page("edit", &format!("/i/{id}")).await;
+    assert!(
+        editors.contains("@stranger was not told: stranger is not a member of this investigation (or not a user).")
+    );
+    assert!(!editors.contains("there is no user") && !editors.contains("Add stranger as a viewer"));
+
+    let members = format!("/api/v1/investigations/{id}/members");
+    team.ok("own", Method::PUT, &members, json!({ "user": "stranger", "role": "viewer" })).await;
+    let page = team.page("own", &format!("/i/{id}")).await;
+    assert!(!page.contains("@stranger was not told") && page.contains("@nobody was not told"), "only the rest");
+    let theirs = team.ok("stranger", Method::GET, "/api/v1/mentions", Value::Null).await;
+    assert!(theirs.to_string().contains("is this the allreduce?"), "the mention is theirs now: {theirs}");
+}

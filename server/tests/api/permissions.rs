@@ -24,6 +24,20 @@ impl Team {
         self.app.send_with(method, uri, &headers, body).await
     }
 
+    /// A signed-in browser's cookie for `who` (pages take sessions, not tokens).
+    pub async fn session(&self, who: &str) -> String {
+        let form = format!("name={who}&password={}&next=/", PASSWORD.replace(' ', "+"));
+        let headers = [("content-type", "application/x-www-form-urlencoded")];
+        let signed = self.app.send_with(Method::POST, "/auth/login", &headers, form.into()).await;
+        signed.headers["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_string()
+    }
+
+    /// A page as `who` sees it.
+    pub async fn page(&self, who: &str, uri: &str) -> String {
+        let cookie = self.session(who).await;
+        self.app.send_with(Method::GET, uri, &[("cookie", &cookie)], vec![]).await.text()
+    }
+
     pub async fn ok(&self, who: &str, method: Method, uri: &str, body: Value) -> Value {
         let response = self.call(who, method.clone(), uri, body).await;
         assert!(response.status.is_success(), "{who} {method} {uri}: {} {}", response.status, response.text());
@@ -170,22 +184,7 @@ async fn server_functions_check_the_same_roles() {
     let sshd = crate::sshd::Sshd::start();
     let team = team(&sshd).await;
     let (id, command, snippet) = team.shared_investigation(&sshd).await;
-    let session = |user: &'static str| {
-        let app = &team.app;
-        async move {
-            let form = format!("name={user}&password={}&next=/", PASSWORD.replace(' ', "+"));
-            let signed = app
-                .send_with(
-                    Method::POST,
-                    "/auth/login",
-                    &[("content-type", "application/x-www-form-urlencoded")],
-                    form.into(),
-                )
-                .await;
-            signed.headers["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_string()
-        }
-    };
-    let (viewer, editor, owner) = (session("view").await, session("edit").await, session("own").await);
+    let (viewer, editor, owner) = (team.session("view").await, team.session("edit").await, team.session("own").await);
     let page_of = |cookie: String| {
         let (app, id) = (&team.app, id.clone());
         async move { app.send_with(Method::GET, &format!("/i/{id}"), &[("cookie", &cookie)], vec![]).await.text() }
@@ -236,7 +235,7 @@ async fn server_functions_check_the_same_roles() {
     assert!(!listed.contains(&key) && listed.contains("\"can_manage\":false"), "{listed}");
     let admins = team.call("admin", Method::GET, "/api/v1/hosts", Value::Null).await.text();
     assert!(admins.contains(&key) && admins.contains("\"can_manage\":true"), "{admins}");
-    let runners = session("run").await;
+    let runners = team.session("run").await;
     let runner_hosts = team.app.send_with(Method::GET, "/hosts", &[("cookie", &runners)], vec![]).await.text();
     assert!(runner_hosts.contains("action=\"/api/test_host") && !runner_hosts.contains("action=\"/api/add_host"));
     // The owner's page names the server functions' addresses; others post to them by hand.
@@ -264,7 +263,7 @@ async fn server_functions_check_the_same_roles() {
     assert!(post(&editor, action("add_note"), note).await.status.is_success());
     let run = format!("step_id={command}&repeat=1&warmup=0");
     assert_eq!(post(&editor, action("start_runs"), run.clone()).await.status, StatusCode::FORBIDDEN);
-    let stranger = session("stranger").await;
+    let stranger = team.session("stranger").await;
     let hidden = team.app.send_with(Method::GET, &format!("/i/{id}"), &[("cookie", &stranger)], vec![]).await;
     assert_eq!(hidden.status, StatusCode::NOT_FOUND, "a page one may not read does not exist for them");
 
@@ -282,7 +281,7 @@ async fn server_functions_check_the_same_roles() {
         ("stranger", [gone, gone, gone, gone, gone, gone]),
     ];
     for (user, expected) in matrix {
-        let cookie = session(user).await;
+        let cookie = team.session(user).await;
         let (doomed, _, _) = team.shared_investigation(&sshd).await;
         let read = team.app.send_with(Method::GET, &format!("/i/{id}"), &[("cookie", &cookie)], vec![]).await;
         let got = [
