@@ -135,3 +135,17 @@ test('the field being typed in keeps the focus and the caret when the page is dr
   assert.equal(await page.inputValue('#new-note-body'), '>next: more', 'typing goes on where the caret was');
   assert.deepEqual(page.problems, []);
 });
+
+test('a change made elsewhere is drawn while the reader types, with what they typed and the caret kept', async () => {
+  const [api, inv, page] = await openInvestigation('drawn while typing');
+  await page.click('#new-note-body');
+  await page.keyboard.type('half a thought');
+  // Someone else adds a note: it appears now, not when the reader leaves the field.
+  await api('POST', `/api/v1/investigations/${inv.id}/steps`, { kind: 'note', body: 'from elsewhere' });
+  await page.waitForSelector('.step .markdown:has-text("from elsewhere")', { timeout: 5_000 });
+  assert.equal(await page.evaluate(() => document.activeElement?.id), 'new-note-body', 'still in the field');
+  await page.keyboard.type(', and more');
+  assert.equal(await page.inputValue('#new-note-body'), 'half a thought, and more');
+  assert.equal(await page.locator('#page-notice').count(), 0, 'nothing is held');
+  assert.deepEqual(page.problems, []);
+});

@@ -41,6 +41,9 @@ thread_local! {
     static DRAWN_FROM: std::cell::Cell<f64> = const { std::cell::Cell::new(0.0) };
     /// When the newest change made elsewhere was heard of.
     static CHANGED_AT: std::cell::Cell<f64> = const { std::cell::Cell::new(0.0) };
+    /// Whether the reader is composing text with an input method (the
+    /// characters under way are not the field's value yet).
+    static COMPOSING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// Shows the parts `steps` (`"21-60"`) of a long timeline too, from the next refresh on.
@@ -116,6 +119,8 @@ static DRAWN: std::sync::OnceLock<fn(&web_sys::Element)> = std::sync::OnceLock::
 pub fn install(drawn: fn(&web_sys::Element)) {
     let _ = DRAWN.set(drawn);
     dom::listen(&dom::document(), crate::components::REDRAW_EVENT, false, |_| refresh_now());
+    dom::listen(&dom::document(), "compositionstart", true, |_| COMPOSING.set(true));
+    dom::listen(&dom::document(), "compositionend", true, |_| COMPOSING.set(false));
 }
 
 /// Draws the page anew now.
@@ -125,9 +130,11 @@ pub fn refresh_now() {
 
 /// Draws the page anew after a change made elsewhere: a moment later, so a
 /// burst of changes (a sweep's runs ending one after another) is one redraw,
-/// and the pages open on it do not all ask the server in the same instant; and
-/// while the reader is typing in a field (which the new page would replace),
-/// once the field loses focus. The reader's own changes are drawn at once.
+/// and the pages open on it do not all ask the server in the same instant.
+/// Also while the reader types in a form: what they typed, the focus and the
+/// caret go into the new page (`drafts`, `caret`); only text being composed
+/// with an input method, or an open list, holds it, and the page says so.
+/// The reader's own changes are drawn at once.
 pub fn refresh_when_idle() {
     // The newest change the redraw must show.
     CHANGED_AT.set(web_sys::js_sys::Date::now());
@@ -149,18 +156,24 @@ pub fn refresh_when_idle() {
     );
 }
 
-/// Calls `then` now, or once the field the reader is typing in loses focus.
+/// Calls `then` now; while the reader composes text with an input method
+/// (a redraw would cut it), once that is done, and while a list (`<select>`)
+/// has the focus (a redraw would close it), once it loses it.
 fn when_not_typing(then: fn()) {
-    let typing =
-        dom::document().active_element().filter(|e| matches!(e.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT"));
-    let Some(field) = typing else {
-        then();
-        return;
+    let active = dom::document().active_element();
+    let (field, until) = match active {
+        Some(field) if COMPOSING.get() => (field, "compositionend"),
+        Some(field) if field.tag_name() == "SELECT" => (field, "blur"),
+        _ => {
+            then();
+            return;
+        }
     };
-    // Several changes while typing: one refresh at the end is enough.
+    // Several changes meanwhile: one refresh at the end is enough.
     if field.has_attribute("data-refresh-pending") {
         return;
     }
+    notice(Some("changes made meanwhile are shown when you leave this field"));
     let _ = field.set_attribute("data-refresh-pending", "");
     let target = field.clone();
     let once = wasm_bindgen::closure::Closure::once_into_js(move || {
@@ -170,7 +183,7 @@ fn when_not_typing(then: fn()) {
     let options = web_sys::AddEventListenerOptions::new();
     options.set_once(true);
     let _ =
-        field.add_event_listener_with_callback_and_add_event_listener_options("blur", once.unchecked_ref(), &options);
+        field.add_event_listener_with_callback_and_add_event_listener_options(until, once.unchecked_ref(), &options);
 }
 
 /// Draws the page anew, then calls `after` (also when the server could not be
