@@ -149,3 +149,46 @@ test('a change made elsewhere is drawn while the reader types, with what they ty
   assert.equal(await page.locator('#page-notice').count(), 0, 'nothing is held');
   assert.deepEqual(page.problems, []);
 });
+
+test('Esc on a changed editor asks first, and what was typed survives a reload until it is sent or discarded', async () => {
+  const [api, inv, page] = await openInvestigation('drafts kept');
+  const note = await api('POST', `/api/v1/investigations/${inv.id}/steps`, { kind: 'note', body: 'the first version' });
+  await page.reload();
+  await hydrated(page);
+  const asked = [];
+  let answer = 'dismiss';
+  page.removeAllListeners('dialog');
+  page.on('dialog', async (d) => { asked.push(d.message()); await (answer === 'accept' ? d.accept() : d.dismiss()); });
+
+  // An unsent note and an edit begun: both come back after a reload.
+  await page.fill('#new-note-body', 'an idea not sent yet');
+  await page.click(`#step-${note.id} a[data-view=edit]`);
+  const editor = page.locator(`#step-${note.id} form.note-editor textarea[name=body]`);
+  await editor.waitFor();
+  await editor.press('End');
+  await editor.type('\n\nA whole paragraph of thought.');
+  await page.reload();
+  await hydrated(page);
+  await editor.waitFor();
+  assert.equal(await editor.inputValue(), 'the first version\n\nA whole paragraph of thought.', 'the edit came back');
+  assert.equal(await page.inputValue('#new-note-body'), 'an idea not sent yet');
+
+  // Esc asks; "no" keeps the editor and its text.
+  await editor.press('Escape');
+  assert.deepEqual(asked, ['Discard your changes to this step?']);
+  assert.equal(await editor.inputValue(), 'the first version\n\nA whole paragraph of thought.');
+  await screenshot(page, 'editor-draft-kept');
+  // "Yes" closes it; the note is as it was, and a reload brings nothing back.
+  answer = 'accept';
+  await editor.press('Escape');
+  await editor.waitFor({ state: 'detached' });
+  assert.equal((await api('GET', `/api/v1/steps/${note.id}`)).body, 'the first version');
+  await page.click('button:has-text("Add note")');
+  await page.waitForSelector('.step .markdown:has-text("an idea not sent yet")');
+  await page.reload();
+  await hydrated(page);
+  assert.equal(await page.locator(`#step-${note.id} form.note-editor`).count(), 0, 'the discarded edit stays gone');
+  assert.equal(await page.inputValue('#new-note-body'), '', 'the sent note is not a draft any more');
+  assert.equal(asked.length, 2);
+  assert.deepEqual(page.problems, []);
+});

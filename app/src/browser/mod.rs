@@ -22,6 +22,7 @@
 //! - [`drag`]: steps moved by dragging.
 
 mod dom;
+mod drafts;
 mod drag;
 mod forms;
 mod islands;
@@ -42,6 +43,7 @@ use wasm_bindgen::JsValue;
 pub fn start(exports: JsValue) {
     islands::init(exports);
     forms::install();
+    drafts::install();
     links::install();
     keys::install();
     undo::install();

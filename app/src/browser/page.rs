@@ -74,6 +74,11 @@ pub fn set_edit(step: Option<String>) {
     }
 }
 
+/// The step whose editor is open now, if any.
+pub fn editing() -> Option<String> {
+    current_param("edit").filter(|s| !s.is_empty())
+}
+
 /// `name`'s value in what this page shows now.
 fn current_param(name: &str) -> Option<String> {
     let from_view = VIEW.with_borrow(|v| match name {
@@ -264,6 +269,8 @@ async fn fetch_and_swap(url: &str) -> Result<(), dom::PageError> {
     if let Some(drawn) = DRAWN.get() {
         drawn(&new);
     }
+    // What was sent is gone from the forms now; what was not is kept.
+    super::drafts::save();
     Ok(())
 }
 
@@ -376,7 +383,7 @@ fn form_key(form: &HtmlFormElement) -> String {
     format!("{} {}", form.get_attribute("action").unwrap_or_default(), hidden.join("&"))
 }
 
-fn drafts(root: &Element) -> Vec<Draft> {
+pub(super) fn drafts(root: &Element) -> Vec<Draft> {
     let mut out = Vec::new();
     for form in forms(root, "form") {
         let key = form_key(&form);
@@ -421,7 +428,7 @@ fn drafts(root: &Element) -> Vec<Draft> {
     out
 }
 
-fn restore(root: &Element, drafts: Vec<Draft>) {
+pub(super) fn restore(root: &Element, drafts: Vec<Draft>) {
     if drafts.is_empty() {
         return;
     }
