@@ -168,3 +168,42 @@ test('any run is a page: its own server log, files and numbers, and its neighbou
   await screenshot(page, 'run-page-narrow');
   assert.deepEqual(page.problems, []);
 });
+
+test('the reader is told when their run, and their whole sweep, ends: the title and a notification', async () => {
+  const inv = await api('POST', '/api/v1/investigations', { title: 'tell me when it ends' });
+  const one = await api('POST', `/api/v1/investigations/${inv.id}/steps`,
+    { kind: 'command', host: 'gpu', command: 'sleep 1; echo done', telemetry: false });
+  const sweep = await api('POST', `/api/v1/investigations/${inv.id}/steps`,
+    { kind: 'command', host: 'gpu', command: 'sleep 0.5; echo "X=$X"', telemetry: false, matrix: { X: [1, 2] } });
+  const page = await newPage(browser);
+  // The reader is in another tab, and allowed notifications; each is recorded.
+  await page.context().addInitScript(() => {
+    window.__told = [];
+    window.Notification = class {
+      constructor(title, options) { window.__told.push([title, options?.body ?? '']); }
+      static get permission() { return 'granted'; }
+      static requestPermission() { return Promise.resolve('granted'); }
+    };
+    Object.defineProperty(document, 'hidden', { get: () => true });
+    document.hasFocus = () => false;
+  });
+  await page.goto(`${server.url}/i/${inv.id}`);
+  await hydrated(page);
+  const title = await page.title();
+
+  await page.locator(`#step-${one.id} button.run-button`).click();
+  await page.waitForFunction(() => window.__told.length === 1, null, { timeout: 30_000 });
+  const [[said, body]] = await page.evaluate(() => window.__told);
+  assert.match(said, /^Run \d+ succeeded$/);
+  assert.equal(body, 'sleep 1; echo done');
+  assert.equal(await page.title(), `● ${said} · ${title}`);
+
+  // A sweep: one notification when its last run ends, none per run.
+  await page.locator(`#step-${sweep.id} button.run-button`).click();
+  await page.waitForFunction(() => window.__told.length === 2, null, { timeout: 30_000 });
+  await page.waitForTimeout(1000);
+  const told = await page.evaluate(() => window.__told);
+  assert.equal(told.length, 2, JSON.stringify(told));
+  assert.match(told[1][0], /^Sweep \d+ ended: 2 of 2 runs succeeded$/);
+  assert.deepEqual(page.problems, []);
+});

@@ -59,7 +59,19 @@ pub fn install() {
     });
     let stream = open(
         &format!("/api/v1/investigations/{id}/events?known={known}"),
-        vec![("run", changed()), ("change", changed()), ("presence", presence)],
+        vec![
+            ("run", changed()),
+            (
+                "run",
+                Listener::new(|event: MessageEvent| {
+                    if let Some(data) = event.data().as_string() {
+                        super::notify::run_changed(&data);
+                    }
+                }),
+            ),
+            ("change", changed()),
+            ("presence", presence),
+        ],
     );
     PAGE.set(stream);
 }

@@ -30,6 +30,7 @@ mod keys;
 mod lines;
 mod links;
 mod live;
+mod notify;
 mod output;
 mod page;
 mod refusals;
@@ -52,6 +53,7 @@ pub fn start(exports: JsValue) {
     lines::install();
     timeline::install();
     live::install();
+    notify::install();
     page::install(drawn);
     if let Some(main) = dom::document().query_selector("main").ok().flatten() {
         drawn(&main);
@@ -71,6 +73,7 @@ pub fn start(exports: JsValue) {
 fn drawn(main: &web_sys::Element) {
     islands::hydrate(main);
     live::attach(main);
+    notify::drawn(main);
     timeline::attach(main);
     lines::apply();
     undo::apply(main);
