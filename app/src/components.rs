@@ -21,7 +21,7 @@ where
     move || {
         value
             .try_with(|value| match value {
-                Some(Err(e)) => Some(view! { <p class="error" role="alert">{e.message.clone()}</p> }),
+                Some(Err(e)) => Some(view! { <p class="error" role="alert"><Said text=e.message.clone()/></p> }),
                 _ => None,
             })
             .flatten()
@@ -113,6 +113,15 @@ pub fn LinkToCopy(#[prop(into)] url: String, #[prop(into)] label: String) -> imp
 }
 
 /// Shown where a page could not load its data.
+/// A sentence from the server, what it marks with backticks as code.
+#[component]
+pub fn Said(#[prop(into)] text: String) -> impl IntoView {
+    domain::html::code_spans(&text)
+        .into_iter()
+        .map(|(code, part)| if code { view! { <code>{part}</code> }.into_any() } else { part.into_any() })
+        .collect_view()
+}
+
 #[component]
 pub fn ErrorPanel(error: ApiError) -> impl IntoView {
     let title = match error.code {
@@ -125,7 +134,7 @@ pub fn ErrorPanel(error: ApiError) -> impl IntoView {
     view! {
         <section class="panel error-panel">
             <h1>{title}</h1>
-            <p>{error.message}</p>
+            <p><Said text=error.message/></p>
             <p><a href="/">"Back to investigations"</a></p>
         </section>
     }

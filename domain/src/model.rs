@@ -229,10 +229,14 @@ pub struct Abilities {
     pub run: bool,
     /// Members, share links, delete.
     pub own: bool,
+    /// The reader is a signed-in user, whose name signs what they write
+    /// (without accounts, a form may ask for a name).
+    #[serde(default)]
+    pub named: bool,
 }
 
 impl Abilities {
-    pub const ALL: Self = Self { comment: true, edit: true, run: true, own: true };
+    pub const ALL: Self = Self { comment: true, edit: true, run: true, own: true, named: false };
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -157,7 +157,7 @@ impl Notebook {
             members: members.into_iter().map(|(user, role)| Member { user, role }).collect(),
             share_links: Vec::new(),
             comments,
-            abilities: permit.role().abilities(),
+            abilities: permit.abilities(),
             hypotheses,
             extractors,
             derived,

@@ -93,6 +93,7 @@ fn put_back() {
             super::page::refresh_then(move || {
                 if let Some(main) = dom::find("main") {
                     super::page::restore(&main, fields);
+                    save();
                 }
             });
         }

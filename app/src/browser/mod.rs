@@ -77,4 +77,6 @@ fn drawn(main: &web_sys::Element) {
     timeline::attach(main);
     lines::apply();
     undo::apply(main);
+    // What was sent is gone from the forms now; what was not is kept.
+    drafts::save();
 }

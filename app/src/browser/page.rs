@@ -269,8 +269,6 @@ async fn fetch_and_swap(url: &str) -> Result<(), dom::PageError> {
     if let Some(drawn) = DRAWN.get() {
         drawn(&new);
     }
-    // What was sent is gone from the forms now; what was not is kept.
-    super::drafts::save();
     Ok(())
 }
 

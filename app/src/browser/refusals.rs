@@ -25,7 +25,21 @@ pub fn show_error(form: &HtmlFormElement, message: Option<&str>) {
             }) else {
                 return;
             };
-            p.set_text_content(Some(message));
+            // The server's code spans as code; every part goes in as text.
+            p.set_text_content(None);
+            for (code, part) in domain::html::code_spans(message) {
+                let node: Option<web_sys::Node> = if code {
+                    dom::document().create_element("code").ok().map(|c| {
+                        c.set_text_content(Some(&part));
+                        c.into()
+                    })
+                } else {
+                    Some(dom::document().create_text_node(&part).into())
+                };
+                if let Some(node) = node {
+                    let _ = p.append_child(&node);
+                }
+            }
         }
     }
 }

@@ -468,7 +468,7 @@ fn HostConnection(
                 }.into_any()),
                 // A first contact is the question above, not an error.
                 Some(Err(e)) if e.code == crate::error::ErrorCode::HostKeyUnknown => None,
-                Some(Err(e)) => Some(view! { <p class="error" role="alert">{e.message.clone()}</p> }.into_any()),
+                Some(Err(e)) => Some(view! { <p class="error" role="alert"><crate::components::Said text=e.message.clone()/></p> }.into_any()),
                 None => None,
             })}
         </div>
@@ -503,7 +503,7 @@ fn FactsPanel(name: String) -> impl IntoView {
                     match facts.await {
                         Ok(Some(f)) => view! { <FactsView facts=f/> }.into_any(),
                         Ok(None) => view! { <p class="muted">"Not captured yet."</p> }.into_any(),
-                        Err(e) => view! { <p class="error">{e.message}</p> }.into_any(),
+                        Err(e) => view! { <p class="error"><crate::components::Said text=e.message/></p> }.into_any(),
                     }
                 })}
             </Suspense>

@@ -127,7 +127,9 @@ pub fn AnnotateForm(step_id: i64, shown: (u64, u64)) -> impl IntoView {
                     <label class="narrow">"To line"
                         <input name="end" inputmode="numeric" required value=shown.0/>
                     </label>
-                    <label>"Your name (kept only without accounts)" <input name="author" autocomplete="nickname" maxlength="80" placeholder="optional"/></label>
+                    {(!crate::components::abilities().named).then(|| view! {
+                        <label>"Your name" <input name="author" autocomplete="nickname" maxlength="80" placeholder="optional"/></label>
+                    })}
                 </div>
                 <textarea name="body" rows="4" required maxlength=super::snippet::ANNOTATION_CHARS
                     aria-label="Annotation (Markdown)"

@@ -316,7 +316,7 @@ fn CommandFields(body: Option<CommandBody>) -> impl IntoView {
             <textarea name="matrix" rows="2" placeholder="NCCL_PROTO = unset, LL, SIMPLE\n{batch} = 1, 8, 32">{crate::components::textarea_text(&crate::sweeps::matrix_text(&body.matrix))}</textarea>
         </label>
         <div class="row">
-            <label>"Working directory" <input name="cwd" value=body.cwd.clone().unwrap_or_default() placeholder="~"/></label>
+            <label>"Working directory" <input name="cwd" value=body.cwd.clone().unwrap_or_default() placeholder="$SLEUTH_RUN_DIR (the run's own)"/></label>
             <label>"Timeout (s)" <input name="timeout_s" inputmode="numeric" value=body.timeout_s.map(|t| t.to_string()).unwrap_or_default() placeholder="none"/></label>
         </div>
         <label class="check">

@@ -12,7 +12,7 @@ impl super::Guarded {
     }
     pub async fn abilities(&self, actor: &Actor, id: &str) -> Result<domain::model::Abilities, ApiError> {
         let permit = self.access.permit::<Read>(actor, id).await?;
-        Ok(permit.role().abilities())
+        Ok(permit.abilities())
     }
     pub async fn create_investigation(&self, actor: &Actor, new: NewInvestigation) -> Result<Investigation, ApiError> {
         let id = self.notebook.investigations.create(&self.access.anyone(actor), new).await?;

@@ -68,6 +68,11 @@ impl<R: Right> Permit<R> {
         &self.actor
     }
 
+    /// What the reader may do here, and whether they are a signed-in user.
+    pub fn abilities(&self) -> domain::model::Abilities {
+        domain::model::Abilities { named: !self.actor.local, ..self.role.abilities() }
+    }
+
     pub fn investigation(&self) -> &str {
         &self.investigation
     }

@@ -31,6 +31,7 @@ impl Role {
             edit: self >= Role::Editor,
             run: self >= Role::Runner,
             own: self >= Role::Owner,
+            named: false,
         }
     }
 }

@@ -143,6 +143,7 @@ async fn a_mention_that_reaches_no_one_says_so_and_an_owner_can_add_them() {
     assert!(owners.contains("@stranger was not told: stranger is not a member of this investigation."));
     assert!(owners.contains("@nobody was not told: there is no user nobody."));
     assert!(owners.contains("Add stranger as a viewer"), "an owner is offered to add them");
+    assert!(!owners.contains("name=\"author\""), "a signed-in user's annotation is signed by their name: no field");
     assert!(!owners.contains("Add nobody as a viewer"), "no one to add");
     let editors = team.page("edit", &format!("/i/{id}")).await;
     assert!(

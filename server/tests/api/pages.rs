@@ -98,6 +98,16 @@ async fn missing_pages_are_404() {
     let response = app.get("/no/such/page").await;
     assert_eq!(response.status, StatusCode::NOT_FOUND);
     assert!(response.text().contains("There is no page at this address"), "{}", response.text());
+
+    // What a sentence marks with backticks is shown as code, not as backticks.
+    let response = app.get("/compare?runs=3,%3Cb%3E").await;
+    assert_eq!(response.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let text = response.text();
+    assert!(text.contains("write them as runs=3,7"), "{text}");
+    let response = app.get("/runs/1/source?file=x.py").await;
+    let text = response.text();
+    assert!(text.contains("<code>?file=…&amp;line=137"), "{text}");
+    assert!(!text.contains("`?file="), "no raw backticks: {text}");
 }
 
 #[tokio::test]

@@ -57,7 +57,7 @@ async fn share_links_show_one_investigation_read_only_until_revoked_or_expired()
     assert_eq!(view["shared_by"], "own");
     assert_eq!(
         view["investigation"]["abilities"],
-        json!({ "comment": false, "edit": false, "run": false, "own": false })
+        json!({ "comment": false, "edit": false, "run": false, "own": false, "named": false })
     );
     assert!(view["investigation"].get("members").is_none(), "the team's names stay inside");
     let key = sshd.client_key.display().to_string();

@@ -72,6 +72,7 @@ async fn a_python_module_resolves_and_its_lines_match_sed() {
     let page = app.get(&format!("/i/{}", step["investigation_id"].as_str().unwrap())).await.text();
     assert!(page.contains(&format!("id=\"step-{}-L130\"", step["id"])), "line anchors");
     assert!(page.contains("<span class=\"hl-"), "highlighted");
+    assert!(page.contains("name=\"author\""), "without accounts, an annotation may be signed by a typed name");
 
     let bad = snippet(&app, json!({ "module": "no_such_module_xyz", "start": 1, "end": 2 })).await;
     assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", bad.text());
