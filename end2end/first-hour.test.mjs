@@ -37,13 +37,17 @@ test('keys: Ctrl+Enter saves, Esc cancels an edit and closes menus, / searches, 
   await page.waitForSelector('.step[data-kind=note] .markdown strong:has-text("Ctrl+Enter")');
   assert.equal((await stepsOf(inv.id)).length, 1);
 
-  // Esc leaves an edit without saving it.
+  // Esc leaves an edit without saving it, once the reader says to discard the change.
   await page.click('.step[data-kind=note] a[data-view=edit]');
   const editor = page.locator('.step[data-kind=note] .step-body textarea');
   await editor.waitFor();
   await editor.fill('changed, then abandoned');
+  const asked = [];
+  page.removeAllListeners('dialog');
+  page.on('dialog', async (d) => { asked.push(d.message()); await d.accept(); });
   await editor.press('Escape');
   await page.waitForSelector('.step[data-kind=note] .step-body textarea', { state: 'detached' });
+  assert.deepEqual(asked, ['Discard your changes to this step?']);
   assert.equal((await stepsOf(inv.id))[0].body, 'Saved with **Ctrl+Enter**.');
 
   // Esc closes an open menu; so does a click elsewhere.

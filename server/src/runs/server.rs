@@ -386,6 +386,8 @@ async fn probe_result(mut probe: exec::Exec) -> Result<()> {
 /// What stopping a server took.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Stopped {
+    /// Its group was alive and was sent SIGTERM (else it had already ended).
+    pub termed: bool,
     /// SIGKILL was needed after the grace period.
     pub killed: bool,
     /// Processes of it still alive after SIGKILL (none, normally).
@@ -404,10 +406,11 @@ impl Stopped {
     /// What to say on the run.
     pub fn notes(&self, grace: Duration) -> Vec<String> {
         let mut notes = Vec::new();
-        notes.push(if self.killed {
-            format!("Stopped with SIGKILL: it did not end within {} s of SIGTERM.", grace.as_secs())
-        } else {
-            "Stopped with SIGTERM.".into()
+        notes.push(match (self.killed, self.termed) {
+            (true, _) => format!("Stopped with SIGKILL: it did not end within {} s of SIGTERM.", grace.as_secs()),
+            (false, true) => "Stopped with SIGTERM.".into(),
+            // A server that exited by itself (its exit is said already) was not stopped.
+            (false, false) => "It had ended by itself: there was nothing to stop.".into(),
         });
         if !self.escaped.is_empty() {
             notes.push(format!("Killed {} of its processes that had left its process group.", self.escaped.len()));
@@ -479,6 +482,7 @@ pub async fn stop_on_host(pool: &Pool, target: &Target, handle: &Handle, grace: 
     for line in text.lines() {
         let mut words = line.split_whitespace();
         match (words.next(), words.next()) {
+            (Some("term"), _) => stopped.termed = true,
             (Some("killed"), _) => stopped.killed = true,
             (Some("left"), Some(n)) => stopped.left = n.parse().unwrap_or(0),
             (Some("escaped"), Some(p)) => stopped.escaped.extend(p.parse::<u32>().ok()),
@@ -516,8 +520,10 @@ mod tests {
 
     #[test]
     fn stop_reports_say_what_it_took() {
-        let plain = Stopped { gpu_checked: true, ..Default::default() };
+        let plain = Stopped { termed: true, gpu_checked: true, ..Default::default() };
         assert_eq!(plain.notes(Duration::from_secs(10))[0], "Stopped with SIGTERM.");
+        let gone = Stopped::default();
+        assert_eq!(gone.notes(Duration::from_secs(10)), ["It had ended by itself: there was nothing to stop."]);
         let hard = Stopped { killed: true, gpu: vec![9], gpu_checked: true, gpu_left: vec![9], ..Default::default() };
         let notes = hard.notes(Duration::from_secs(10)).join(" ");
         assert!(notes.contains("SIGKILL") && notes.contains("GPU memory not freed"), "{notes}");

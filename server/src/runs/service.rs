@@ -25,6 +25,15 @@ pub struct Runs {
     hosts: Hosts,
 }
 
+/// Source references in output link to a runner's action (finding the file
+/// on the host): a reader who may not run gets them as marked text, not as a
+/// link that answers "needs the runner role".
+fn for_reader(role: crate::policy::Role, html: &mut String) {
+    if role < crate::policy::Role::Runner {
+        *html = crate::snippets::refs::unlink(html);
+    }
+}
+
 fn not_found(id: i64) -> ApiError {
     ApiError::not_found(format!("There is no run {id}."))
 }
@@ -78,7 +87,7 @@ impl Runs {
     /// each step (and its newest), as a page needs; else for every run.
     pub async fn attach(
         &self,
-        _: &Permit<Read>,
+        permit: &Permit<Read>,
         steps: &mut [Step],
         rows: Vec<RunRow>,
         tails_for: &HashSet<i64>,
@@ -135,12 +144,18 @@ impl Runs {
             if let Some(mut runs) = by_step.remove(&step.id) {
                 if let Some(newest) = runs.last_mut().filter(|_| tails_for.contains(&step.id)) {
                     match tail(self.outputs(), newest.id, OutputKey::Run(newest.id), TAIL_BYTES).await {
-                        Ok(t) => newest.tail = Some(t),
+                        Ok(mut t) => {
+                            for_reader(permit.role(), &mut t.html);
+                            newest.tail = Some(t);
+                        }
                         Err(e) => tracing::error!(run = newest.id, "cannot read output: {e}"),
                     }
                     if let Some(log) = server_logs.get(&newest.id) {
                         match tail(self.outputs(), newest.id, OutputKey::Log(*log), TAIL_BYTES).await {
-                            Ok(t) => newest.server_tail = Some(t),
+                            Ok(mut t) => {
+                                for_reader(permit.role(), &mut t.html);
+                                newest.server_tail = Some(t);
+                            }
                             Err(e) => tracing::error!(run = newest.id, "cannot read the server's log: {e}"),
                         }
                     }
@@ -350,9 +365,12 @@ impl Runs {
     /// Up to `bytes` of a run's output ending at `before`, as HTML, from a line start.
     pub async fn output_before(&self, permit: &Permit<Read>, id: i64, before: u64, bytes: u64) -> Result<OutputTail> {
         self.row(permit, id).await?;
-        window(self.outputs(), id, OutputKey::Run(id), before, bytes.clamp(1, 1024 * 1024), usize::MAX)
-            .await
-            .context(format!("reading the output of run {id}"))
+        let mut earlier =
+            window(self.outputs(), id, OutputKey::Run(id), before, bytes.clamp(1, 1024 * 1024), usize::MAX)
+                .await
+                .context(format!("reading the output of run {id}"))?;
+        for_reader(permit.role(), &mut earlier.html);
+        Ok(earlier)
     }
 
     /// The raw output (the run's own, or its server's log): all of it (a
@@ -388,7 +406,18 @@ impl Runs {
     ) -> Result<impl Stream<Item = Bytes> + Send + use<>> {
         let run = self.run(permit, id).await?;
         let key = self.key(id, which).await?;
-        Ok(self.runner.feeds().follow(key, id, offset, run.status).await)
+        let frames = self.runner.feeds().follow(key, id, offset, run.status).await;
+        // The frames are rendered once for every viewer; a reader who may not
+        // run gets the references in them unlinked.
+        let role = permit.role();
+        Ok(futures::StreamExt::map(frames, move |frame| {
+            if role >= crate::policy::Role::Runner {
+                return frame;
+            }
+            let mut text = String::from_utf8_lossy(&frame).into_owned();
+            for_reader(role, &mut text);
+            Bytes::from(text)
+        }))
     }
 
     /// The investigation's runs fingerprint (`domain::runs::runs_fingerprint`), from the rows alone.
@@ -419,10 +448,14 @@ impl Runs {
     pub async fn page(&self, permit: &Permit<Read>, id: i64) -> Result<domain::run_pages::RunPage> {
         let mut run = self.run(permit, id).await?;
         let outputs = self.outputs();
-        run.tail = Some(tail(outputs, id, OutputKey::Run(id), TAIL_BYTES).await.context("reading the run's output")?);
+        let mut output = tail(outputs, id, OutputKey::Run(id), TAIL_BYTES).await.context("reading the run's output")?;
+        for_reader(permit.role(), &mut output.html);
+        run.tail = Some(output);
         if let Some(log) = self.logs_of(&[id]).await.1.get(&id) {
-            run.server_tail =
-                Some(tail(outputs, id, OutputKey::Log(*log), TAIL_BYTES).await.context("reading the server's log")?);
+            let mut log =
+                tail(outputs, id, OutputKey::Log(*log), TAIL_BYTES).await.context("reading the server's log")?;
+            for_reader(permit.role(), &mut log.html);
+            run.server_tail = Some(log);
         }
         if run.telemetry && run.status.is_finished() {
             run.telemetry_svg = self.store.telemetry_svg(id).await?.filter(|svg| !svg.is_empty());

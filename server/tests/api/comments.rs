@@ -158,3 +158,36 @@ async fn a_mention_that_reaches_no_one_says_so_and_an_owner_can_add_them() {
     let theirs = team.ok("stranger", Method::GET, "/api/v1/mentions", Value::Null).await;
     assert!(theirs.to_string().contains("is this the allreduce?"), "the mention is theirs now: {theirs}");
 }
+
+/// A source reference in output opens the file on the host, which is a
+/// runner's: a viewer sees it marked, not as a link that would answer "needs
+/// the runner role" — on the investigation's page, the run's page and its
+/// live stream; a runner gets the link.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_viewer_gets_source_references_as_text_and_a_runner_as_links() {
+    let sshd = crate::sshd::Sshd::start();
+    let team = team(&sshd).await;
+    let (id, _, _) = team.shared_investigation(&sshd).await;
+    let steps = format!("/api/v1/investigations/{id}/steps");
+    let printing = json!({ "kind": "command", "host": "gpu", "telemetry": false,
+                           "command": "echo '[custom_all_reduce.py:137] Custom allreduce is disabled'" });
+    let step = team.ok("own", Method::POST, &steps, printing).await["id"].as_i64().unwrap();
+    let run =
+        team.ok("run", Method::POST, &format!("/api/v1/steps/{step}/runs"), json!({})).await[0]["id"].as_i64().unwrap();
+    let ended = team.ok("view", Method::GET, &format!("/api/v1/runs/{run}?wait=30"), Value::Null).await;
+    assert_eq!(ended["status"], "succeeded", "{ended}");
+    let link = "<a class=\"src-ref\"";
+    for page in [format!("/i/{id}"), format!("/runs/{run}")] {
+        let (viewers, runners) = (team.page("view", &page).await, team.page("run", &page).await);
+        assert!(viewers.contains("<span class=\"src-ref\">custom_all_reduce.py:137</span>"), "{page}: marked");
+        assert!(!viewers.contains(link), "{page}: no link for a viewer");
+        assert!(runners.contains(link), "{page}: a runner's link");
+    }
+    let stream = |who: &'static str| {
+        let team = &team;
+        async move { team.call(who, Method::GET, &format!("/api/v1/runs/{run}/stream?offset=0"), Value::Null).await.text() }
+    };
+    let (viewers, runners) = (stream("view").await, stream("run").await);
+    assert!(viewers.contains("custom_all_reduce.py:137") && !viewers.contains(link), "{viewers}");
+    assert!(runners.contains(link), "{runners}");
+}

@@ -253,6 +253,8 @@ async fn a_server_that_exits_fails_the_run_and_says_how() {
     assert!(run["error"].as_str().unwrap().contains("server exited with 1 after"), "{run}");
     assert!(run["error"].as_str().unwrap().contains("CUDA out of memory"), "its last lines: {run}");
     assert_eq!(run["server"]["phase"], "failed", "{run}");
+    let notes = run["server"]["notes"].to_string();
+    assert!(notes.contains("It had ended by itself") && !notes.contains("SIGTERM"), "not said to be stopped: {notes}");
 
     // It dies under the client's first request: the client is stopped, the run fails.
     let spec = server(port, "--load-s 0.5 --mode crash", health.clone());
