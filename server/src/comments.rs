@@ -34,13 +34,14 @@ pub(crate) fn comment_view(row: CommentRow) -> Comment {
     }
 }
 
-/// Who the team is, as far as mentions go: each name asked about once.
+/// Who the team is, as far as mentions go: asked only once a comment names
+/// someone (a page of comments without mentions asks nothing), each name once.
 struct Reach<'a> {
     store: &'a Store,
     investigation: &'a str,
-    /// Without accounts (`--no-auth`) a mention reaches no one, and says nothing.
-    accounts: bool,
-    members: Vec<String>,
+    /// Whether there are accounts (without, `--no-auth`, a mention reaches no
+    /// one and says nothing), and the members; read at the first mention.
+    team: Option<(bool, Vec<String>)>,
     /// Whether the reader may learn which names are users (owners).
     owner: bool,
     /// name → whether there is such a user, and whether they read everything.
@@ -48,21 +49,27 @@ struct Reach<'a> {
 }
 
 impl<'a> Reach<'a> {
-    async fn new(store: &'a Store, permit: &'a Permit<Read>) -> Result<Reach<'a>> {
-        let investigation = permit.investigation();
-        let accounts = store.user_count().await? > 0;
-        let members = store.members(investigation).await?.into_iter().map(|(name, _)| name).collect();
+    fn new(store: &'a Store, permit: &'a Permit<Read>) -> Reach<'a> {
         let owner = permit.role() >= crate::policy::Role::Owner;
-        Ok(Reach { store, investigation, accounts, members, owner, users: Default::default() })
+        Reach { store, investigation: permit.investigation(), team: None, owner, users: Default::default() }
     }
 
     /// The names in `body` (other than its author) that reach no one.
     async fn not_told(&mut self, body: &str, author: &str) -> Result<Vec<NotTold>> {
         let mut not_told = Vec::new();
-        if !self.accounts {
+        let names: Vec<String> =
+            mentioned_names(body).into_iter().filter(|n| !n.eq_ignore_ascii_case(author)).collect();
+        if names.is_empty() {
             return Ok(not_told);
         }
-        for name in mentioned_names(body).into_iter().filter(|n| !n.eq_ignore_ascii_case(author)) {
+        if self.team.is_none() {
+            let accounts = self.store.user_count().await? > 0;
+            let members = self.store.members(self.investigation).await?.into_iter().map(|(name, _)| name).collect();
+            self.team = Some((accounts, members));
+        }
+        let Some((true, members)) = &self.team else { return Ok(not_told) };
+        let members = members.clone();
+        for name in names {
             let key = name.to_lowercase();
             let user = match self.users.get(&key) {
                 Some(user) => *user,
@@ -72,7 +79,7 @@ impl<'a> Reach<'a> {
                     user
                 }
             };
-            let member = self.members.iter().any(|m| m.eq_ignore_ascii_case(&name));
+            let member = members.iter().any(|m| m.eq_ignore_ascii_case(&name));
             let said = |user: bool| self.owner.then_some(user);
             match user {
                 None => not_told.push(NotTold { name, user: said(false) }),
@@ -109,7 +116,7 @@ impl Comments {
     /// Every comment of the investigation, oldest first.
     pub async fn of(&self, permit: &Permit<Read>) -> Result<Vec<Comment>> {
         let rows = self.store.comments_of_investigation(permit.investigation()).await?;
-        let mut reach = Reach::new(&self.store, permit).await?;
+        let mut reach = Reach::new(&self.store, permit);
         let mut comments = Vec::with_capacity(rows.len());
         for row in rows {
             let mut comment = comment_view(row);
@@ -167,7 +174,7 @@ impl Comments {
             .await?;
         tracing::info!(investigation, comment = row.id, mentions = mentions.len(), "comment added");
         let mut comment = comment_view(row);
-        comment.not_told = Reach::new(&self.store, permit).await?.not_told(&body, &author).await?;
+        comment.not_told = Reach::new(&self.store, permit).not_told(&body, &author).await?;
         Ok(comment)
     }
 

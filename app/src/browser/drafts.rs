@@ -12,6 +12,11 @@ use web_sys::Event;
 
 const PREFIX: &str = "sleuth-drafts:";
 
+thread_local! {
+    /// A save is due (keys typed since the last one).
+    static DUE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 #[derive(serde::Serialize, serde::Deserialize, Default)]
 struct Saved {
     /// The step whose editor was open.
@@ -30,8 +35,15 @@ fn key() -> String {
 
 pub fn install() {
     let document = dom::document();
-    dom::listen(&document, "input", true, |_| save());
-    dom::listen(&document, "change", true, |_| save());
+    // Not at every key: reading every form of a long page is kept for a pause,
+    // and for leaving the page (a reload), whichever comes first.
+    dom::listen(&document, "input", true, |_| save_soon());
+    dom::listen(&document, "change", true, |_| save_soon());
+    dom::listen(&dom::window(), "pagehide", false, |_| {
+        if DUE.replace(false) {
+            save();
+        }
+    });
     // Before the link that closes an editor acts (capture), and before the
     // sign-out form is sent.
     dom::listen(&document, "click", true, |event: Event| {
@@ -64,6 +76,20 @@ pub fn may_close(cancel: &web_sys::Element) -> bool {
         return true;
     }
     dom::window().confirm_with_message("Discard your changes to this step?").unwrap_or(true)
+}
+
+fn save_soon() {
+    if DUE.replace(true) {
+        return;
+    }
+    leptos::prelude::set_timeout(
+        || {
+            if DUE.replace(false) {
+                save();
+            }
+        },
+        std::time::Duration::from_millis(400),
+    );
 }
 
 /// Keeps the page's drafts now (none: forgets them).

@@ -18,10 +18,7 @@ impl super::Guarded {
     pub async fn run_page(&self, actor: &Actor, id: i64) -> Result<domain::run_pages::RunPage, ApiError> {
         let permit = self.access.permit_for::<Read>(actor, OwnedBy::Run, id).await?;
         let mut page = self.notebook.runs.page(&permit, id).await?;
-        // A reader of a run may read the facts it points at (its provenance).
-        if let Some(facts) = page.run.facts_id {
-            page.facts = self.facts_by_id(actor, facts).await.ok();
-        }
+        self.with_facts(actor, &mut page).await;
         Ok(page)
     }
     /// Each run needs its reader: runs of several investigations may be compared.
@@ -34,12 +31,16 @@ impl super::Guarded {
         for id in runs {
             let permit = self.access.permit_for::<Read>(actor, OwnedBy::Run, id).await?;
             let mut side = self.notebook.runs.side(&permit, id).await?;
-            if let Some(facts) = side.page.run.facts_id {
-                side.page.facts = self.facts_by_id(actor, facts).await.ok();
-            }
+            self.with_facts(actor, &mut side.page).await;
             sides.push(side);
         }
         Ok(crate::runs::compare::compared(sides))
+    }
+    /// The host facts the run points at: a reader of a run may read them (its provenance).
+    async fn with_facts(&self, actor: &Actor, page: &mut domain::run_pages::RunPage) {
+        if let Some(facts) = page.run.facts_id {
+            page.facts = self.facts_by_id(actor, facts).await.ok();
+        }
     }
     pub async fn wait_for_run(&self, actor: &Actor, id: i64, within: std::time::Duration) -> Result<Run, ApiError> {
         let permit = self.access.permit_for::<Read>(actor, OwnedBy::Run, id).await?;

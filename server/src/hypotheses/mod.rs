@@ -293,10 +293,10 @@ impl Hypotheses {
         let mut value_of: HashMap<i64, f64> = HashMap::new();
         let mut unit = None;
         // The metrics the groups' runs have, for a "did you mean" when none has this one.
-        let mut measured: Vec<String> = Vec::new();
+        let mut measured: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
+        let fetched;
         if let Some(metric) = &row.metric {
             let ids: Vec<i64> = b_runs.iter().chain(&t_runs).copied().collect();
-            let fetched;
             let rows: &[MeasurementRow] = match known {
                 Some(rows) => rows,
                 None => {
@@ -305,17 +305,20 @@ impl Hypotheses {
                 }
             };
             let wanted: std::collections::HashSet<i64> = ids.iter().copied().collect();
-            for m in rows.iter().filter(|m| m.run_id.is_some_and(|r| wanted.contains(&r))) {
-                if !measured.contains(&m.metric) {
-                    measured.push(m.metric.clone());
-                }
-            }
             for m in rows.iter().filter(|m| &m.metric == metric) {
                 // One value per run: the first the output gave (tools print a summary once).
                 if let Some(run) = m.run_id.filter(|r| wanted.contains(r)) {
                     value_of.entry(run).or_insert(m.value);
                     unit.get_or_insert_with(|| m.unit.clone());
                 }
+            }
+            // Read only when it is needed: no run had the metric.
+            if value_of.is_empty() {
+                measured = rows
+                    .iter()
+                    .filter(|m| m.run_id.is_some_and(|r| wanted.contains(&r)))
+                    .map(|m| m.metric.as_str())
+                    .collect();
             }
         }
         let values = |ids: &[i64]| ids.iter().filter_map(|id| value_of.get(id).map(|v| (*id, *v))).collect::<Vec<_>>();
@@ -342,7 +345,7 @@ impl Hypotheses {
         };
         let metric_note = match (&row.metric, &distribution) {
             (Some(metric), None) if value_of.is_empty() && !measured.is_empty() => {
-                let known: Vec<&str> = measured.iter().map(String::as_str).collect();
+                let known: Vec<&str> = measured.iter().copied().collect();
                 Some(match domain::hypotheses::did_you_mean(metric, &known) {
                     Some(near) => format!("No run of these groups measured {metric}; did you mean {near}?"),
                     None => format!("No run of these groups measured {metric}."),

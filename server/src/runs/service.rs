@@ -446,8 +446,8 @@ impl Runs {
     /// The run as its page shows it: the end of its output and of its
     /// server's log, its telemetry drawn, its files, and its step's runs.
     pub async fn page(&self, permit: &Permit<Read>, id: i64) -> Result<domain::run_pages::RunPage> {
-        let mut run = self.run(permit, id).await?;
-        let outputs = self.outputs();
+        let (mut page, _) = self.placed(permit, id).await?;
+        let (run, outputs) = (&mut page.run, self.outputs());
         let mut output = tail(outputs, id, OutputKey::Run(id), TAIL_BYTES).await.context("reading the run's output")?;
         for_reader(permit.role(), &mut output.html);
         run.tail = Some(output);
@@ -463,29 +463,34 @@ impl Runs {
                 run.telemetry_notes = serde_json::from_str(&notes).unwrap_or_default();
             }
         }
+        Ok(page)
+    }
+
+    /// The run with its measurements and files, where it stands (its
+    /// investigation, step and the step's runs, also returned whole); no
+    /// output read.
+    async fn placed(&self, permit: &Permit<Read>, id: i64) -> Result<(domain::run_pages::RunPage, Vec<Run>)> {
+        let run = self.run(permit, id).await?;
         let step = self.store.step(run.step_id).await?.ok_or_else(|| not_found(id))?;
         let investigation = self.store.investigation(&step.investigation_id).await?.ok_or_else(|| not_found(id))?;
-        let runs = self.store.runs_of_step(run.step_id).await?;
-        Ok(domain::run_pages::RunPage {
+        let runs: Vec<Run> = self.store.runs_of_step(run.step_id).await?.into_iter().map(run_from_row).collect();
+        let page = domain::run_pages::RunPage {
             run,
             investigation_title: investigation.title,
             investigation_id: step.investigation_id,
             step_position: u32::try_from(step.position).unwrap_or(0),
-            runs: runs.into_iter().map(|row| domain::run_pages::RunLink::of(&run_from_row(row))).collect(),
+            runs: runs.iter().map(domain::run_pages::RunLink::of).collect(),
             facts: None,
-        })
+        };
+        Ok((page, runs))
     }
 
-    /// The run as a comparison needs it: its page, and its configuration's repeats.
+    /// The run as a comparison needs it (no output), and its configuration's repeats.
     pub async fn side(&self, permit: &Permit<Read>, id: i64) -> Result<super::compare::Side> {
-        let page = self.page(permit, id).await?;
+        let (page, runs) = self.placed(permit, id).await?;
         let config = page.run.config_label();
-        let repeats: Vec<i64> = self
-            .store
-            .runs_of_step(page.run.step_id)
-            .await?
-            .into_iter()
-            .map(super::run_from_row)
+        let repeats: Vec<i64> = runs
+            .iter()
             .filter(|r| r.status == RunStatus::Succeeded && !r.warmup && r.config_label() == config)
             .map(|r| r.id)
             .collect();

@@ -448,6 +448,23 @@ async fn run_investigation(app: &TestApp, step: i64) -> String {
     app.get(&format!("/api/v1/steps/{step}")).await.json()["investigation_id"].as_str().unwrap().to_string()
 }
 
+/// A served step (a server per run, `result.json` kept) run twice, both
+/// succeeded: `(the server's port, step, investigation, runs)`.
+async fn served_twice(app: &TestApp) -> (u16, i64, String, Vec<i64>) {
+    let port = free_port();
+    let spec = server(port, "--load-s 0.2", json!({ "http": format!("http://127.0.0.1:{port}/health") }));
+    let step = command_step(
+        app,
+        json!({ "command": client(port, "--line 0"), "telemetry": false, "server": spec, "artifacts": ["result.json"] }),
+    )
+    .await;
+    let runs = start(app, step, json!({ "repeat": 2 })).await;
+    for run in &runs {
+        assert_eq!(finished(app, *run).await["status"], "succeeded");
+    }
+    (port, step, run_investigation(app, step).await, runs)
+}
+
 /// `/runs/{id}`: any run of a step, not only its newest, is a page of its own
 /// with its server's log, its files, its measurements and its neighbours; the
 /// step's run numbers link there.
@@ -455,18 +472,7 @@ async fn run_investigation(app: &TestApp, step: i64) -> String {
 async fn every_run_is_a_page_with_its_server_log_files_and_measurements() {
     let sshd = Sshd::start();
     let app = app_with_host(&sshd).await;
-    let port = free_port();
-    let spec = server(port, "--load-s 0.2", json!({ "http": format!("http://127.0.0.1:{port}/health") }));
-    let step = command_step(
-        &app,
-        json!({ "command": client(port, "--line 0"), "telemetry": false, "server": spec, "artifacts": ["result.json"] }),
-    )
-    .await;
-    let investigation = run_investigation(&app, step).await;
-    let runs = start(&app, step, json!({ "repeat": 2 })).await;
-    for run in &runs {
-        assert_eq!(finished(&app, *run).await["status"], "succeeded");
-    }
+    let (_, step, investigation, runs) = served_twice(&app).await;
     let (first, second) = (runs[0], runs[1]);
 
     let page = app.get(&format!("/runs/{first}")).await;
@@ -499,17 +505,7 @@ async fn every_run_is_a_page_with_its_server_log_files_and_measurements() {
 async fn reports_keep_the_server_the_slo_and_the_rationale_and_list_each_number_once() {
     let sshd = Sshd::start();
     let app = app_with_host(&sshd).await;
-    let port = free_port();
-    let spec = server(port, "--load-s 0.2", json!({ "http": format!("http://127.0.0.1:{port}/health") }));
-    let step = command_step(
-        &app,
-        json!({ "command": client(port, "--line 0"), "telemetry": false, "server": spec, "artifacts": ["result.json"] }),
-    )
-    .await;
-    let investigation = run_investigation(&app, step).await;
-    for run in start(&app, step, json!({ "repeat": 2 })).await {
-        assert_eq!(finished(&app, run).await["status"], "succeeded");
-    }
+    let (port, step, investigation, _) = served_twice(&app).await;
     let slo =
         app.put_json(&format!("/api/v1/investigations/{investigation}/slo"), json!({ "text": "TTFT <= 200 ms" })).await;
     assert_eq!(slo.status, StatusCode::OK, "{}", slo.text());
