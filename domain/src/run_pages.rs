@@ -131,6 +131,21 @@ pub struct RunsCompared {
     pub metrics: Vec<ComparedMetric>,
     /// Metrics only some of them have, as `metric` or `metric [key]`.
     pub unshared: Vec<String>,
+    /// Per-request metrics every run has samples of: their CDFs overlaid, a
+    /// line per run in the runs' order (SVG).
+    #[serde(default)]
+    pub cdfs: Vec<ComparedChart>,
+    /// The runs' GPU telemetry on one time axis (SVG); none when no run was sampled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry_svg: Option<String>,
+}
+
+/// A chart of a comparison, drawn on the server.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ComparedChart {
+    pub metric: String,
+    pub unit: String,
+    pub svg: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -14,6 +14,18 @@ const WIDTH: u32 = 520;
 const HEIGHT: u32 = 260;
 const BASELINE: RGBColor = RGBColor(87, 96, 106);
 const TREATMENT: RGBColor = RGBColor(9, 105, 218);
+/// Lines of several configurations or runs, in order: the first grey (what the
+/// others are compared with), then blue, as the two-group charts draw them.
+const PALETTE: [RGBColor; 8] = [
+    BASELINE,
+    TREATMENT,
+    RGBColor(207, 34, 46),
+    RGBColor(26, 127, 55),
+    RGBColor(130, 80, 223),
+    RGBColor(191, 135, 0),
+    RGBColor(27, 124, 131),
+    RGBColor(191, 57, 137),
+];
 
 /// One experiment: the baseline group against the treatment group.
 pub fn experiment(metric: &str, unit: &str, comparison: &Comparison) -> Result<String, ChartError> {
@@ -216,13 +228,109 @@ pub fn telemetry(telemetry: &domain::telemetry::Telemetry) -> Result<Option<Stri
     Ok(Some(svg))
 }
 
-/// One line of a CDF chart: its label, its values sorted, and whether it is
-/// the baseline (grey) or not (blue); `thin` lines are single runs under the
-/// pooled ones.
+/// One run's GPUs as one line per panel: at each tick (the i-th sample of
+/// every GPU, read from one `nvidia-smi` answer) the mean over its GPUs.
+pub struct TelemetryLine<'a> {
+    pub label: &'a str,
+    pub telemetry: &'a domain::telemetry::Telemetry,
+}
+
+impl TelemetryLine<'_> {
+    fn points(&self, get: Read) -> Vec<(f64, f64)> {
+        let gpus: Vec<&domain::telemetry::GpuSeries> =
+            self.telemetry.gpus.iter().filter(|g| !g.samples.is_empty()).collect();
+        let ticks = gpus.iter().map(|g| g.samples.len()).max().unwrap_or(0);
+        (0..ticks)
+            .filter_map(|i| {
+                let read: Vec<(u64, f64)> =
+                    gpus.iter().filter_map(|g| g.samples.get(i)).filter_map(|s| Some((s.t_ms, get(s)?))).collect();
+                let t = read.iter().map(|(t, _)| *t).min()?;
+                Some((t as f64 / 1000.0, read.iter().map(|(_, v)| v).sum::<f64>() / read.len() as f64))
+            })
+            .collect()
+    }
+}
+
+/// Runs' GPU telemetry on one time axis (seconds since each run started): a
+/// panel per reading (SM utilisation, power, memory used, SM clock), a line
+/// per run, coloured as the runs are listed. `None` when no run was sampled.
+pub fn telemetry_compared(lines: &[TelemetryLine]) -> Result<Option<String>, ChartError> {
+    const READINGS: [(&str, Read, Option<f64>); 4] = [
+        ("SM util % (GPU mean)", |s| s.gpu_util, Some(100.0)),
+        ("power W (GPU mean)", |s| s.power_w, None),
+        ("mem used GiB (GPU mean)", |s| s.mem_used_mib.map(|m| m / 1024.0), None),
+        ("SM clock MHz (GPU mean)", |s| s.sm_clock_mhz, None),
+    ];
+    let drawn: Vec<(usize, &(&str, Read, Option<f64>))> = READINGS
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, get, _))| lines.iter().any(|l| !l.points(*get).is_empty()))
+        .collect();
+    if drawn.is_empty() {
+        return Ok(None);
+    }
+    let end_s = lines
+        .iter()
+        .flat_map(|l| l.telemetry.gpus.iter().flat_map(|g| g.samples.iter().map(|s| s.t_ms)))
+        .max()
+        .map_or(1.0, |ms| (ms as f64 / 1000.0).max(1.0));
+    let (columns, rows) = (2, drawn.len().div_ceil(2));
+    let (width, height) = (WIDTH * 2, 200 * rows as u32 + 28);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
+        let err = |e: DrawingAreaErrorKind<_>| ChartError(e.to_string());
+        root.fill(&WHITE).map_err(err)?;
+        let (legend, body) = root.split_vertically(28);
+        let mut x = 8;
+        for (i, line) in lines.iter().enumerate() {
+            let color = PALETTE[i % PALETTE.len()];
+            let label: String = line.label.chars().take(LABEL_CHARS).collect();
+            legend.draw(&PathElement::new([(x, 14), (x + 16, 14)], color.stroke_width(2))).map_err(err)?;
+            legend.draw_text(&label, &("sans-serif", 12).into_font().color(&BLACK), (x + 20, 8)).map_err(err)?;
+            x += 28 + 7 * label.chars().count() as i32;
+        }
+        for (cell, (_, (title, get, max))) in body.split_evenly((rows, columns)).iter().zip(&drawn) {
+            let per_run: Vec<Vec<(f64, f64)>> = lines.iter().map(|l| l.points(*get)).collect();
+            let top = max.unwrap_or_else(|| {
+                let hi = per_run.iter().flatten().map(|(_, v)| *v).fold(0.0, f64::max);
+                if hi > 0.0 { hi * 1.15 } else { 1.0 }
+            });
+            let mut chart = ChartBuilder::on(cell)
+                .margin(8)
+                .caption(*title, ("sans-serif", 12))
+                .x_label_area_size(20)
+                .y_label_area_size(44)
+                .build_cartesian_2d(0f64..end_s, 0f64..top)
+                .map_err(err)?;
+            chart
+                .configure_mesh()
+                .x_labels(5)
+                .y_labels(4)
+                .x_label_formatter(&|x| format!("{x:.0}s"))
+                .y_label_formatter(&|y| if *y >= 1000.0 { format!("{:.1}k", y / 1000.0) } else { format!("{y:.0}") })
+                .label_style(("sans-serif", 10))
+                .light_line_style(WHITE)
+                .bold_line_style(RGBColor(234, 238, 242))
+                .draw()
+                .map_err(err)?;
+            for (i, points) in per_run.into_iter().enumerate() {
+                let color = PALETTE[i % PALETTE.len()];
+                chart.draw_series(LineSeries::new(points, color.stroke_width(2))).map_err(err)?;
+            }
+        }
+        root.present().map_err(err)?;
+    }
+    Ok(Some(svg))
+}
+
+/// One line of a CDF chart: its label, its values sorted, and its colour's
+/// place in the palette (0 the baseline's grey, 1 blue, …); `thin` lines are
+/// single runs under the pooled ones.
 pub struct CdfLine<'a> {
     pub label: &'a str,
     pub sorted: &'a [f64],
-    pub baseline: bool,
+    pub tone: usize,
     pub thin: bool,
 }
 
@@ -269,7 +377,7 @@ pub fn cdf(metric: &str, unit: &str, lines: &[CdfLine], percentile: Option<f64>)
         let mut ordered: Vec<&CdfLine> = lines.iter().collect();
         ordered.sort_by_key(|l| !l.thin);
         for line in ordered {
-            let color = if line.baseline { BASELINE } else { TREATMENT };
+            let color = PALETTE[line.tone % PALETTE.len()];
             let style = if line.thin { color.mix(0.3).stroke_width(1) } else { color.stroke_width(2) };
             let points = domain::distributions::cdf_points(line.sorted, CDF_POINTS)
                 .into_iter()
@@ -316,7 +424,6 @@ pub fn rates(
     let ys = lines.iter().flat_map(|l| l.points.iter().flat_map(|p| [p.1, p.2]).flatten()).chain(bound);
     let x1 = xs.fold(0.0f64, f64::max).max(1e-9) * 1.08;
     let y1 = ys.fold(0.0f64, f64::max).max(1e-9) * 1.1;
-    let palette = [TREATMENT, RGBColor(207, 34, 46), RGBColor(26, 127, 55), RGBColor(130, 80, 223), BASELINE];
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT + 40)).into_drawing_area();
@@ -344,7 +451,7 @@ pub fn rates(
                 .map_err(err)?;
         }
         for (i, line) in lines.iter().enumerate() {
-            let color = palette[i % palette.len()];
+            let color = PALETTE[(i + 1) % PALETTE.len()];
             let mut sorted = line.points.clone();
             sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
             let p50: Vec<(f64, f64)> = sorted.iter().filter_map(|p| Some((p.0, p.1?))).collect();
@@ -429,6 +536,35 @@ mod telemetry_tests {
         assert!(svg.matches("<polyline").count() >= 6, "lines per GPU and series");
         assert!(telemetry(&Telemetry::default()).unwrap().is_none());
     }
+
+    #[test]
+    fn runs_compared_on_one_axis_as_the_mean_of_their_gpus() {
+        let gpu = |index: u32, util: f64, jitter: u64| GpuSeries {
+            index,
+            name: String::new(),
+            samples: (0..10)
+                .map(|i| Sample { t_ms: i * 1000 + jitter, gpu_util: Some(util), ..Sample::default() })
+                .collect(),
+        };
+        let a = Telemetry { gpus: vec![gpu(0, 80.0, 0), gpu(1, 40.0, 7)], notes: vec![] };
+        let b = Telemetry { gpus: vec![gpu(0, 20.0, 3)], notes: vec![] };
+        let line = TelemetryLine { label: "run 1", telemetry: &a };
+        let points = line.points(|s| s.gpu_util);
+        assert_eq!(points.len(), 10, "a point per tick, not per GPU reading: {points:?}");
+        assert_eq!(points[2], (2.0, 60.0), "the tick's first reading's time, the GPUs' mean");
+        let hostile = "<img src=x onerror=alert(1)>";
+        let svg =
+            telemetry_compared(&[line, TelemetryLine { label: hostile, telemetry: &b }]).unwrap().expect("a chart");
+        let texts: Vec<&str> = svg.split("</text>").filter_map(|t| t.rsplit('>').next()).map(str::trim).collect();
+        assert!(texts.contains(&"SM util % (GPU mean)"), "{texts:?}");
+        assert!(!texts.contains(&"power W (GPU mean)"), "no power readings, no panel: {texts:?}");
+        assert!(!svg.contains("<img"), "a label is text");
+        let drawn =
+            |color: &str| svg.split("<polyline").filter(|l| l.contains(color) && l.matches(',').count() > 5).count();
+        assert_eq!((drawn("#57606A"), drawn("#0969DA")), (1, 1), "a line per run, in the runs' colours");
+        let none = [TelemetryLine { label: "run 3", telemetry: &Telemetry::default() }];
+        assert!(telemetry_compared(&none).unwrap().is_none());
+    }
 }
 
 #[cfg(test)]
@@ -445,9 +581,9 @@ mod distribution_tests {
         let b: Vec<f64> = (1..=500).map(|v| f64::from(v) * 0.7).collect();
         let hostile = "<script>alert(1)</script>";
         let lines = [
-            CdfLine { label: "baseline", sorted: &a, baseline: true, thin: false },
-            CdfLine { label: hostile, sorted: &b, baseline: false, thin: false },
-            CdfLine { label: "run 3", sorted: &b[..250], baseline: false, thin: true },
+            CdfLine { label: "baseline", sorted: &a, tone: 0, thin: false },
+            CdfLine { label: hostile, sorted: &b, tone: 1, thin: false },
+            CdfLine { label: "run 3", sorted: &b[..250], tone: 1, thin: true },
         ];
         let svg = cdf("ttft_ms", "ms", &lines, Some(99.0)).unwrap();
         assert!(!svg.contains("<script"), "markup in a label is text");

@@ -77,6 +77,26 @@ fn Compared(c: RunsCompared) -> impl IntoView {
             {(!c.unshared.is_empty()).then(|| view! {
                 <p class="muted unshared">"Only some of the runs have: " {c.unshared.join(", ")}</p>
             })}
+            {(!c.cdfs.is_empty()).then(|| view! {
+                <h2>"Distributions"</h2>
+                <p class="muted">"Each run's requests, as the share at or under each value; the first run grey."</p>
+                <div class="compare-charts">
+                    {c.cdfs.into_iter().map(|chart| {
+                        let metric = chart.metric.clone();
+                        view! {
+                            <figure class="compare-cdf" data-metric=metric>
+                                <div class="svg" inner_html=chart.svg></div>
+                                <figcaption class="muted"><code>{chart.metric}</code> " (" {chart.unit} ")"</figcaption>
+                            </figure>
+                        }
+                    }).collect_view()}
+                </div>
+            })}
+            {c.telemetry_svg.map(|svg| view! {
+                <h2>"GPU telemetry"</h2>
+                <p class="muted">"Seconds since each run started; each line the mean of its run's GPUs."</p>
+                <figure class="compare-telemetry"><div class="svg" inner_html=svg></div></figure>
+            })}
         </section>
     }
 }

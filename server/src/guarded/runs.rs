@@ -34,7 +34,7 @@ impl super::Guarded {
             self.with_facts(actor, &mut side.page).await;
             sides.push(side);
         }
-        Ok(crate::runs::compare::compared(sides))
+        Ok(crate::runs::compare::compared(sides).map_err(crate::error::Error::from)?)
     }
     /// The host facts the run points at: a reader of a run may read them (its provenance).
     async fn with_facts(&self, actor: &Actor, page: &mut domain::run_pages::RunPage) {

@@ -72,12 +72,12 @@ fn cdf_chart(metric: &str, unit: &str, b: &[Vec<f64>], t: &[Vec<f64>], p: f64) -
     };
     let (pb, pt) = (pooled(b), pooled(t));
     let mut lines = vec![
-        crate::charts::CdfLine { label: "baseline", sorted: &pb, baseline: true, thin: false },
-        crate::charts::CdfLine { label: "treatment", sorted: &pt, baseline: false, thin: false },
+        crate::charts::CdfLine { label: "baseline", sorted: &pb, tone: 0, thin: false },
+        crate::charts::CdfLine { label: "treatment", sorted: &pt, tone: 1, thin: false },
     ];
-    for (side, baseline) in [(b, true), (t, false)] {
+    for (side, tone) in [(b, 0), (t, 1)] {
         if (2..=THIN_LINES).contains(&side.len()) {
-            lines.extend(side.iter().map(|s| crate::charts::CdfLine { label: "", sorted: s, baseline, thin: true }));
+            lines.extend(side.iter().map(|s| crate::charts::CdfLine { label: "", sorted: s, tone, thin: true }));
         }
     }
     Ok(crate::charts::cdf(metric, unit, &lines, Some(p))?)

@@ -5,7 +5,7 @@
 
 use domain::hosts::HostFacts;
 use domain::metrics::Measurement;
-use domain::run_pages::{ComparedMetric, ComparedRun, Difference, RunPage, RunsCompared};
+use domain::run_pages::{ComparedChart, ComparedMetric, ComparedRun, Difference, RunPage, RunsCompared};
 use std::collections::HashMap;
 
 /// A metric and its key, as the runs share them.
@@ -18,14 +18,21 @@ pub struct Side {
     pub repeats: Vec<i64>,
     /// Their values, one per run, by metric.
     pub repeat_values: HashMap<MetricKey, Vec<f64>>,
+    /// This run's per-request samples: a metric's first sampled key (the
+    /// unkeyed one when it has one), as (metric, unit, sorted values).
+    pub samples: Vec<(String, String, Vec<f64>)>,
+    pub telemetry: domain::telemetry::Telemetry,
 }
+
+/// Most per-request metrics drawn as overlaid CDFs.
+const CDFS: usize = 6;
 
 /// One measurement per metric and key (`domain::metrics::one_each`), with its key.
 pub fn one_each(found: &[Measurement]) -> Vec<(MetricKey, &Measurement)> {
     domain::metrics::one_each(found).into_iter().map(|m| ((m.metric.clone(), m.key.clone()), m)).collect()
 }
 
-pub fn compared(sides: Vec<Side>) -> RunsCompared {
+pub fn compared(sides: Vec<Side>) -> Result<RunsCompared, crate::charts::ChartError> {
     let runs = sides
         .iter()
         .map(|s| ComparedRun {
@@ -41,7 +48,43 @@ pub fn compared(sides: Vec<Side>) -> RunsCompared {
         })
         .collect();
     let (metrics, unshared) = metrics(&sides);
-    RunsCompared { runs, settings: settings(&sides), facts: facts(&sides), metrics, unshared }
+    let labels: Vec<String> = sides.iter().map(|s| format!("run {}", s.page.run.id)).collect();
+    let telemetry: Vec<crate::charts::TelemetryLine> = sides
+        .iter()
+        .zip(&labels)
+        .map(|(s, label)| crate::charts::TelemetryLine { label, telemetry: &s.telemetry })
+        .collect();
+    Ok(RunsCompared {
+        runs,
+        settings: settings(&sides),
+        facts: facts(&sides),
+        metrics,
+        unshared,
+        cdfs: cdfs(&sides, &labels)?,
+        telemetry_svg: crate::charts::telemetry_compared(&telemetry)?,
+    })
+}
+
+/// A CDF per sampled metric all the runs have, a line per run.
+fn cdfs(sides: &[Side], labels: &[String]) -> Result<Vec<ComparedChart>, crate::charts::ChartError> {
+    let Some(first) = sides.first() else { return Ok(Vec::new()) };
+    let mut charts = Vec::new();
+    for (metric, unit, _) in first.samples.iter().take(CDFS) {
+        let each: Option<Vec<&Vec<f64>>> = sides
+            .iter()
+            .map(|s| s.samples.iter().find(|(m, _, values)| m == metric && !values.is_empty()).map(|(_, _, v)| v))
+            .collect();
+        let Some(each) = each else { continue };
+        let lines: Vec<crate::charts::CdfLine> = each
+            .iter()
+            .zip(labels)
+            .enumerate()
+            .map(|(tone, (sorted, label))| crate::charts::CdfLine { label, sorted, tone, thin: false })
+            .collect();
+        let svg = crate::charts::cdf(metric, unit, &lines, None)?;
+        charts.push(ComparedChart { metric: metric.clone(), unit: unit.clone(), svg });
+    }
+    Ok(charts)
 }
 
 /// Names in the order the runs first have them.

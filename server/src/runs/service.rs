@@ -506,7 +506,22 @@ impl Runs {
                 repeat_values.entry(key).or_default().push(m.value);
             }
         }
-        Ok(super::compare::Side { page, repeats, repeat_values })
+        let mut samples: Vec<(String, String, Vec<f64>)> = Vec::new();
+        let sampled = self.store.sampled_metrics(&[id]).await?;
+        let mut metrics: Vec<&str> = Vec::new();
+        for (_, metric, _, _) in &sampled {
+            if !metrics.contains(&metric.as_str()) {
+                metrics.push(metric);
+            }
+        }
+        for metric in metrics {
+            let rows = self.store.samples_of_runs(&[id], metric).await?;
+            if let Some(row) = rows.iter().find(|r| r.key.is_none()).or(rows.first()) {
+                samples.push((row.metric.clone(), row.unit.clone(), row.values()));
+            }
+        }
+        let telemetry = crate::telemetry::of_run(&self.store, id, page.run.telemetry).await?;
+        Ok(super::compare::Side { page, repeats, repeat_values, samples, telemetry })
     }
 
     /// The run once it has finished (measurements recorded: the runner

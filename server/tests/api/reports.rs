@@ -92,6 +92,18 @@ async fn a_percentile_hypothesis_on_per_request_samples_and_goodput_under_an_slo
         assert_eq!(reports[0]["metadata"]["model_id"], "<script>alert(1)</script>", "kept as the file has it");
     }
 
+    // Two runs compared: their requests' distributions overlaid, a line each.
+    let (first, second) = (runs[0], runs[3]);
+    let compared = app.get(&format!("/api/v1/compare?runs={first},{second}")).await.json();
+    let cdfs = compared["cdfs"].as_array().unwrap();
+    let ttft = cdfs.iter().find(|c| c["metric"] == "ttft_ms").unwrap_or_else(|| panic!("a TTFT CDF: {compared}"));
+    let svg = ttft["svg"].as_str().unwrap();
+    let texts: Vec<&str> = svg.split("</text>").filter_map(|t| t.rsplit('>').next()).map(str::trim).collect();
+    assert!(texts.contains(&format!("run {first}").as_str()) && texts.contains(&format!("run {second}").as_str()));
+    assert!(cdfs.iter().any(|c| c["metric"] == "itl_ms"), "each per-request metric: {cdfs:?}");
+    let html = app.get(&format!("/compare?runs={first},{second}")).await.text();
+    assert!(html.contains("data-metric=\"ttft_ms\"") && html.contains("Distributions"), "{html}");
+
     let pick = |scale: f64| json!({ "configs": [{ "step": step, "config": { "{scale}": scale } }] });
     let hypothesis = |treatment: f64| {
         json!({ "statement": format!("p99 TTFT at scale {treatment} decreases by ≥ 20 %"), "metric": "ttft_ms_p99",

@@ -830,6 +830,7 @@ async fn two_runs_compared_show_what_differs_and_whether_their_numbers_do() {
     assert_eq!(output["verdicts"][1]["outcome"], "increase", "{output}");
     assert!(output["verdicts"][0].is_null() && output["deltas"][0].is_null());
     assert_eq!(metric("total_throughput")["verdicts"][1]["outcome"], "within_noise");
+    assert_eq!((c["cdfs"].clone(), c["telemetry_svg"].clone()), (json!([]), Value::Null), "nothing sampled");
 
     // Two runs of one configuration: no setting differs.
     let same = app.get(&format!("/api/v1/compare?runs={},{}", by_x["1"][0], by_x["1"][1])).await.json();

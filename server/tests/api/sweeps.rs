@@ -285,7 +285,7 @@ async fn telemetry_is_sampled_stored_summarised_and_nothing_is_left_running() {
     assert_eq!(run["status"], "succeeded", "{run}");
     let starts = std::fs::read_to_string(sshd.dir.path().join("started")).unwrap_or_default();
     assert_eq!(starts.lines().count(), 2, "one sampler (query and dmon) for three runs: {starts}");
-    for other in others {
+    for other in others.iter().copied() {
         let other = finished(&app, other).await;
         assert_eq!(other["status"], "succeeded", "{other}");
         let drawn = |r: &Value| r["telemetry_drawn"] == true;
@@ -296,6 +296,10 @@ async fn telemetry_is_sampled_stored_summarised_and_nothing_is_left_running() {
         let times: Vec<u64> = gpu["samples"].as_array().unwrap().iter().map(|s| s["t_ms"].as_u64().unwrap()).collect();
         assert!(!times.is_empty() && times.iter().all(|t| *t <= 1500), "timed from its own start: {times:?}");
     }
+    // Compared, the runs' telemetry shares one time axis.
+    let compared = app.get(&format!("/api/v1/compare?runs={},{}", others[0], others[1])).await.json();
+    let svg = compared["telemetry_svg"].as_str().unwrap_or_else(|| panic!("a telemetry chart: {compared}"));
+    assert!(svg.contains("SM util % (GPU mean)") && svg.contains(&format!("run {}", others[1])), "{svg}");
     assert_eq!(run["telemetry"], true);
     let id = run["id"].as_i64().unwrap();
     // The run's end does not wait on the sampler: its chart and summaries follow.
