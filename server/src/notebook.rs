@@ -308,7 +308,8 @@ impl Notebook {
         let by = &permit.actor().name;
         let export = async {
             let investigation = self.investigation(permit, None).await?;
-            let mut report = Report::gather(investigation, &self.outputs, comments, format!("Exported by {by}")).await;
+            let mut report =
+                Report::gather(investigation, &self.store, &self.outputs, comments, format!("Exported by {by}")).await;
             if format == ExportFormat::Zip {
                 report.attach(&self.store, &self.outputs, crate::export::ZIP_FILES_BUDGET).await;
             }
@@ -326,7 +327,7 @@ impl Notebook {
             let mut investigation = self.investigation(&permit.read(), None).await?;
             crate::shares::without_team(&mut investigation);
             let provenance = "Shared through a Sleuth link".to_string();
-            let report = Report::gather(investigation, &self.outputs, false, provenance).await;
+            let report = Report::gather(investigation, &self.store, &self.outputs, false, provenance).await;
             // One JSON of the investigation and its excerpts, so hosts and people go from both alike.
             let mut value = serde_json::to_value(report.parts()).context("a shared report as JSON")?;
             self.shares.hide(permit, &mut value).await?;

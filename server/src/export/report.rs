@@ -16,6 +16,11 @@ pub const TAIL_LINES: usize = 12;
 pub const EVIDENCE_LINES: usize = 40;
 /// Runs per step with an excerpt (the newest); the rest are rows of the table.
 pub const RUNS_WITH_EXCERPTS: usize = 12;
+/// Lines shown before and after each line of a server log an excerpt keeps.
+pub const AROUND_LINES: usize = 2;
+/// Bytes of a server log's end read for its excerpt (a model's load can log
+/// megabytes; what is wrong is said near the start or the end).
+const SERVER_LOG_BYTES: u64 = 1 << 20;
 
 /// A run's output, as much as a report keeps.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
@@ -27,11 +32,16 @@ pub struct Excerpt {
     pub total_lines: u64,
     /// Bytes before the part that was read (the report says they were not looked at).
     pub unread_bytes: u64,
+    /// Of the run's server log, not its output.
+    #[serde(default)]
+    pub server_log: bool,
 }
 
 pub struct Report {
     pub investigation: Investigation,
     pub excerpts: std::collections::HashMap<i64, Excerpt>,
+    /// Of runs' server logs: the lines the investigation points at, with what is around them.
+    pub server_logs: std::collections::HashMap<i64, Excerpt>,
     /// Runs' files and server logs (a team's zip export; never a share link's).
     pub attachments: Vec<Attachment>,
     pub comments: bool,
@@ -45,23 +55,39 @@ pub struct Report {
 pub struct Parts {
     pub investigation: Investigation,
     pub excerpts: Vec<Excerpt>,
+    #[serde(default)]
+    pub server_logs: Vec<Excerpt>,
 }
 
 impl Report {
     pub fn parts(&self) -> Parts {
-        Parts { investigation: self.investigation.clone(), excerpts: self.excerpts.values().cloned().collect() }
+        Parts {
+            investigation: self.investigation.clone(),
+            excerpts: self.excerpts.values().cloned().collect(),
+            server_logs: self.server_logs.values().cloned().collect(),
+        }
     }
 
     pub fn with_parts(self, parts: Parts) -> Self {
         let excerpts = parts.excerpts.into_iter().map(|e| (e.run, e)).collect();
-        Self { investigation: parts.investigation, excerpts, ..self }
+        let server_logs = parts.server_logs.into_iter().map(|e| (e.run, e)).collect();
+        Self { investigation: parts.investigation, excerpts, server_logs, ..self }
     }
 
-    /// Reads the excerpts of `investigation`'s runs.
-    pub async fn gather(investigation: Investigation, outputs: &Outputs, comments: bool, provenance: String) -> Self {
+    /// Reads the excerpts of `investigation`'s runs: their output's, and their
+    /// server logs' where they kept one.
+    pub async fn gather(
+        investigation: Investigation,
+        store: &crate::db::Store,
+        outputs: &Outputs,
+        comments: bool,
+        provenance: String,
+    ) -> Self {
         let mut excerpts = std::collections::HashMap::new();
+        let mut shown: Vec<i64> = Vec::new();
         for step in &investigation.steps {
             for run in step.runs.iter().rev().take(RUNS_WITH_EXCERPTS) {
+                shown.push(run.id);
                 match excerpt(outputs, run).await {
                     Ok(Some(e)) => {
                         excerpts.insert(run.id, e);
@@ -71,8 +97,9 @@ impl Report {
                 }
             }
         }
+        let server_logs = server_logs(&investigation, store, outputs, &shown).await;
         let exported_at = crate::time::timestamp(crate::time::now_ms());
-        Self { investigation, excerpts, attachments: Vec::new(), comments, provenance, exported_at }
+        Self { investigation, excerpts, server_logs, attachments: Vec::new(), comments, provenance, exported_at }
     }
 
     /// Adds the runs' artifacts and server logs, their bytes while they fit in
@@ -206,7 +233,100 @@ pub(super) async fn excerpt(outputs: &Outputs, run: &domain::runs::Run) -> std::
             (i as u64 + 1, strip_ansi(&text))
         })
         .collect();
-    Ok(Some(Excerpt { run: run.id, lines, total_lines: total, unread_bytes: from }))
+    Ok(Some(Excerpt { run: run.id, lines, total_lines: total, unread_bytes: from, server_log: false }))
+}
+
+/// The server logs of `runs` (those that kept one), each as the lines the
+/// investigation points at: warnings and errors, source references, and lines
+/// its notes, comments or hypotheses quote, with [`AROUND_LINES`] on each
+/// side, and the log's end.
+async fn server_logs(
+    investigation: &Investigation,
+    store: &crate::db::Store,
+    outputs: &Outputs,
+    runs: &[i64],
+) -> std::collections::HashMap<i64, Excerpt> {
+    let mut found = std::collections::HashMap::new();
+    let logs = match store.logs_of_runs(runs).await {
+        Ok(logs) => logs,
+        Err(e) => {
+            tracing::warn!("cannot list runs' server logs for an export: {e}");
+            return found;
+        }
+    };
+    let quoted = quoted_texts(investigation);
+    for log in logs.iter().filter(|l| l.kind == "server") {
+        let read = async {
+            let len = outputs.len(OutputKey::Log(log.id)).await?;
+            let from = len.saturating_sub(SERVER_LOG_BYTES);
+            Ok::<_, std::io::Error>((from, outputs.read_range(OutputKey::Log(log.id), from, SERVER_LOG_BYTES).await?.0))
+        };
+        match read.await {
+            Ok((_, bytes)) if bytes.is_empty() => {}
+            Ok((from, bytes)) => {
+                let text = String::from_utf8_lossy(&bytes);
+                let mut lines: Vec<String> = text.split('\n').map(strip_ansi).collect();
+                if lines.last().is_some_and(String::is_empty) {
+                    lines.pop();
+                }
+                let skip = usize::from(from > 0);
+                let keep = pointed_at(&lines[skip..], &quoted).into_iter().map(|i| i + skip);
+                let kept = keep.map(|i| (i as u64 + 1, lines[i].chars().take(2000).collect())).collect();
+                let total_lines = lines.len() as u64;
+                let excerpt =
+                    Excerpt { run: log.run_id, lines: kept, total_lines, unread_bytes: from, server_log: true };
+                found.insert(log.run_id, excerpt);
+            }
+            Err(e) => tracing::warn!(run = log.run_id, "cannot read a server log for an export: {e}"),
+        }
+    }
+    found
+}
+
+/// What the investigation's people wrote: a line of a log they quote is one it points at.
+fn quoted_texts(investigation: &Investigation) -> Vec<String> {
+    let notes = investigation.steps.iter().filter_map(|s| match &s.body {
+        domain::steps::StepBody::Note(n) => Some(n.body.clone()),
+        _ => None,
+    });
+    let comments = investigation.comments.iter().map(|c| c.body.clone());
+    let rationales = investigation.hypotheses.iter().map(|h| h.rationale.clone());
+    notes.chain(comments).chain(rationales).filter(|t| !t.trim().is_empty()).collect()
+}
+
+/// A quoted line must say this much (trimmed) to count: "INFO" or "done" is quoted by chance.
+const QUOTED_CHARS: usize = 24;
+
+/// Which of a server log's lines an excerpt keeps (0-based, in order): each
+/// line that warns, errs, names a source line or is quoted in `quoted`, with
+/// [`AROUND_LINES`] around it (at most [`EVIDENCE_LINES`] such lines), and
+/// the last [`TAIL_LINES`].
+pub fn pointed_at(lines: &[String], quoted: &[String]) -> Vec<usize> {
+    static ALARM: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"\b(WARN(ING)?|ERROR|CRITICAL|FATAL|Traceback|[A-Za-z]*Error:|[Dd]isabled|OOM|out of memory)\b",
+        )
+        .expect("valid regex")
+    });
+    let said = |line: &str| {
+        let line = line.trim();
+        line.chars().count() >= QUOTED_CHARS && quoted.iter().any(|q| q.contains(line))
+    };
+    let mut keep: Vec<usize> = Vec::new();
+    let mut evidence = 0;
+    for (i, line) in lines.iter().enumerate() {
+        if evidence >= EVIDENCE_LINES {
+            break;
+        }
+        if ALARM.is_match(line) || !crate::snippets::refs::find(line).is_empty() || said(line) {
+            evidence += 1;
+            keep.extend(i.saturating_sub(AROUND_LINES)..(i + AROUND_LINES + 1).min(lines.len()));
+        }
+    }
+    keep.extend(lines.len().saturating_sub(TAIL_LINES)..lines.len());
+    keep.sort_unstable();
+    keep.dedup();
+    keep
 }
 
 /// Output without terminal colour codes (a report shows plain text).
@@ -327,6 +447,25 @@ mod tests {
     fn file_names_are_plain() {
         assert_eq!(file_stem("vLLM on 8× PCIe: <b>57.5</b> tok/s?", "abc"), "vllm-on-8-pcie-b-57-5-b-tok-s-abc");
         assert_eq!(file_stem("«»", "abc"), "sleuth-abc");
+    }
+
+    #[test]
+    fn a_server_log_keeps_what_is_pointed_at_with_its_surroundings_and_its_end() {
+        let mut lines: Vec<String> = (1..=200).map(|i| format!("INFO 12-04 loading shard {i}")).collect();
+        lines[49] = "WARNING custom_all_reduce.py:137] Custom allreduce is disabled because it's not supported".into();
+        lines[99] = "INFO init engine (profile, create kv cache, warmup model) took 31.2 seconds".into();
+        lines[149] = "INFO done".into();
+        let quoted =
+            vec!["The log says `INFO init engine (profile, create kv cache, warmup model) took 31.2 seconds`".into()];
+        let keep = pointed_at(&lines, &quoted);
+        let around = |i: usize| (i - AROUND_LINES..=i + AROUND_LINES).all(|j| keep.contains(&j));
+        assert!(around(49), "a warning with its surroundings: {keep:?}");
+        assert!(around(99), "a quoted line too");
+        assert!(!keep.contains(&149), "a short line is not quoted by chance");
+        assert!(keep.contains(&199) && keep.contains(&(200 - TAIL_LINES)), "the end");
+        assert!(!keep.contains(&10), "the rest is left out");
+        let loud: Vec<String> = (0..500).map(|i| format!("ERROR {i}")).collect();
+        assert!(pointed_at(&loud, &[]).len() <= EVIDENCE_LINES * (2 * AROUND_LINES + 1) + TAIL_LINES);
     }
 
     #[test]

@@ -194,6 +194,9 @@ fn walk_step(report: &Report, step: &Step, asked: &[String], writer: &mut impl W
             } else {
                 writer.runs(&step.runs.iter().map(|run| run_line(run, asked)).collect::<Vec<_>>());
                 for run in step.runs.iter().rev() {
+                    if let Some(e) = report.server_logs.get(&run.id) {
+                        writer.output(e);
+                    }
                     if let Some(e) = report.excerpts.get(&run.id) {
                         writer.output(e);
                     }
@@ -260,6 +263,21 @@ pub fn excerpt_lines(e: &Excerpt) -> Vec<(u64, String)> {
 
 /// The sentence before an excerpt.
 pub fn excerpt_caption(e: &Excerpt) -> String {
+    if e.server_log {
+        return format!(
+            "Server log of run {}: {} of {} lines shown (warnings, errors, source references and lines the notes quote, \
+             {} lines around each, and its end){}",
+            e.run,
+            e.lines.len(),
+            e.total_lines,
+            super::report::AROUND_LINES,
+            if e.unread_bytes > 0 {
+                format!("; the first {} bytes were not read", e.unread_bytes)
+            } else {
+                String::new()
+            }
+        );
+    }
     format!(
         "Output of run {}: {} of {} lines shown (its end, and the lines its measurements and source references are on){}",
         e.run,

@@ -525,6 +525,9 @@ async fn reports_keep_the_server_the_slo_and_the_rationale_and_list_each_number_
         assert!(text.contains("TTFT ≤ 200 ms"), "{format}: the SLO");
         assert!(text.contains("every") && text.contains("token waits on NCCL"), "{format}: the rationale");
         assert!(!text.contains("<em>every</em>") || format == "html", "markdown keeps the rationale as text");
+        // The server's log, around the line that says why.
+        assert!(text.contains("Server log of run"), "{format}: a server log excerpt");
+        assert!(text.contains("Custom allreduce is disabled"), "{format}: the line that warns");
         // Each run's cell: one value per metric, the hypothesis' metric first.
         let rows: Vec<&str> = match format {
             "html" => text.split("<tr id=\"run-").skip(1).filter_map(|r| r.split("</tr>").next()).collect(),
