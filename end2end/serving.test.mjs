@@ -169,6 +169,21 @@ test('any run is a page: its own server log, files and numbers, and its neighbou
   assert.deepEqual(page.problems, []);
 });
 
+test('a run page follows its run to its end: the output as printed, then its status', async () => {
+  const inv = await api('POST', '/api/v1/investigations', { title: 'follow one run' });
+  const step = await api('POST', `/api/v1/investigations/${inv.id}/steps`,
+    { kind: 'command', host: 'gpu', command: 'echo started; sleep 2; echo finished', telemetry: false });
+  const [run] = await api('POST', `/api/v1/steps/${step.id}/runs`, {});
+  const page = await newPage(browser);
+  await page.goto(`${server.url}/runs/${run.id}`);
+  await hydrated(page);
+  assert.match(await page.locator('h1').textContent(), /queued|running/);
+  await page.locator('.run-page pre.output:has-text("finished")').waitFor({ timeout: 20_000 });
+  await page.waitForFunction(() => /succeeded/.test(document.querySelector('h1')?.textContent ?? ''), null, { timeout: 20_000 });
+  assert.match(await page.locator('.run-facts').textContent(), /Finished/);
+  assert.deepEqual(page.problems, []);
+});
+
 test('the reader is told when their run, and their whole sweep, ends: the title and a notification', async () => {
   const inv = await api('POST', '/api/v1/investigations', { title: 'tell me when it ends' });
   const one = await api('POST', `/api/v1/investigations/${inv.id}/steps`,
