@@ -339,6 +339,60 @@ pub fn batch_position(run: &Run) -> String {
     }
 }
 
+/// What the Run row last asked of a step: repeats and warm-ups (per
+/// configuration in a sweep), and a sweep's order where its runs show it. The
+/// row offers them again: a redraw or the next sweep does not fall back to one
+/// run, interleaved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Asked {
+    pub repeat: u32,
+    pub warmup: u32,
+    /// `None` when the runs do not tell (one run per configuration, one configuration).
+    pub order: Option<crate::sweeps::Order>,
+}
+
+/// [`Asked`] of the newest batch or sweep among `runs`.
+pub fn last_asked(runs: &[Run]) -> Option<Asked> {
+    let newest = runs.iter().max_by_key(|r| r.id)?;
+    let mut of: Vec<&Run> = match newest.sweep_id {
+        Some(sweep) => runs.iter().filter(|r| r.sweep_id == Some(sweep)).collect(),
+        // A batch: its measured runs, and the warm-ups just before them.
+        None => {
+            let first = newest.id - i64::from(newest.batch_index.saturating_sub(1));
+            let warmups = runs.iter().find(|r| r.id == first - 1 && r.warmup && r.batch_index == r.batch_size);
+            let lead = warmups.map_or(0, |w| i64::from(w.batch_size));
+            runs.iter().filter(|r| (first - lead..=newest.id).contains(&r.id) && r.sweep_id.is_none()).collect()
+        }
+    };
+    of.sort_by_key(|r| (r.sweep_index, r.id));
+    let repeat = of.iter().find(|r| !r.warmup).map_or(1, |r| r.batch_size.max(1));
+    let warmup = of.iter().find(|r| r.warmup).map_or(0, |r| r.batch_size);
+    let order = newest.sweep_id.and_then(|_| order_of(&of, repeat));
+    Some(Asked { repeat, warmup, order })
+}
+
+/// The order a sweep's runs (in their order) ran in: each configuration's
+/// runs together (grouped), round after round alike (interleaved), or neither
+/// (shuffled).
+fn order_of(runs: &[&Run], repeat: u32) -> Option<crate::sweeps::Order> {
+    use crate::sweeps::Order;
+    let labels: Vec<String> = runs.iter().map(|r| r.config_label()).collect();
+    let mut configs: Vec<&String> = labels.iter().collect();
+    configs.sort();
+    configs.dedup();
+    if repeat < 2 || configs.len() < 2 {
+        return None;
+    }
+    let changes = labels.windows(2).filter(|w| w[0] != w[1]).count();
+    if changes == configs.len() - 1 {
+        return Some(Order::Grouped);
+    }
+    let measured: Vec<String> = runs.iter().filter(|r| !r.warmup).map(|r| r.config_label()).collect();
+    let period = configs.len();
+    let rounds_alike = measured.iter().enumerate().all(|(i, label)| i < period || *label == measured[i - period]);
+    Some(if rounds_alike { Order::Interleaved } else { Order::Shuffled })
+}
+
 /// "1 line", "2 lines": a count with its noun.
 pub fn counted(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
@@ -412,6 +466,42 @@ mod tests {
             "started_at": (!unstarted).then_some("2026-12-03T00:00:01Z"),
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn the_row_offers_again_what_it_last_asked() {
+        use crate::sweeps::Order;
+        let run = |id: i64, warmup: bool, index: u32, size: u32, sweep: Option<(i64, u32, &str)>| {
+            let mut r = a_run(id, "succeeded");
+            (r.warmup, r.batch_index, r.batch_size) = (warmup, index, size);
+            if let Some((sweep, at, x)) = sweep {
+                (r.sweep_id, r.sweep_index) = (Some(sweep), Some(at));
+                r.config = Some([("X".to_string(), Some(x.to_string()))].into_iter().collect());
+            }
+            r
+        };
+        assert_eq!(last_asked(&[]), None);
+        // An older run of 1, then a warm-up and 3 runs.
+        let batch = [run(1, false, 1, 1, None), run(2, true, 1, 1, None), run(3, false, 1, 3, None)];
+        let batch = [&batch[..], &[run(4, false, 2, 3, None), run(5, false, 3, 3, None)]].concat();
+        assert_eq!(last_asked(&batch), Some(Asked { repeat: 3, warmup: 1, order: None }));
+        // A sweep of X ∈ {a, b}, 2 runs each, as each order lays them out.
+        let sweep = |xs: [&str; 4]| -> Vec<Run> {
+            let mut index = [0u32; 2];
+            xs.iter()
+                .enumerate()
+                .map(|(i, x)| {
+                    let slot = usize::from(*x == "b");
+                    index[slot] += 1;
+                    run(10 + i as i64, false, index[slot], 2, Some((7, i as u32 + 1, x)))
+                })
+                .collect()
+        };
+        let asked = |xs| last_asked(&sweep(xs)).and_then(|a| a.order);
+        assert_eq!(asked(["a", "a", "b", "b"]), Some(Order::Grouped));
+        assert_eq!(asked(["a", "b", "a", "b"]), Some(Order::Interleaved));
+        assert_eq!(asked(["a", "b", "b", "a"]), Some(Order::Shuffled));
+        assert_eq!(last_asked(&sweep(["a", "b", "a", "b"])).map(|a| a.repeat), Some(2));
     }
 
     #[test]

@@ -246,7 +246,8 @@ pub fn CommandContent(step: Step, editing: bool) -> impl IntoView {
     };
     view! {
         {command}
-        <RunControls step_id version shown=shown.clone() queued=queued.clone() sweeping={configs > 0} sweep=sweep/>
+        <RunControls step_id version shown=shown.clone() queued=queued.clone() sweeping={configs > 0} sweep=sweep
+            asked=crate::runs::last_asked(&history) default_order=crate::sweeps::Order::default_for(&body)/>
         {shown.map(|run| view! { <RunOutput run queued=queued.len()/> })}
         <RunHistory runs=history/>
     }
@@ -400,7 +401,15 @@ fn RunControls(
     sweeping: bool,
     /// The newest sweep: (id, still going, progress line).
     sweep: Option<(i64, bool, String)>,
+    /// What the row asked last, offered again.
+    asked: Option<crate::runs::Asked>,
+    /// The order when the runs do not tell (grouped with a kept server).
+    default_order: crate::sweeps::Order,
 ) -> impl IntoView {
+    use crate::sweeps::Order;
+    let (repeat, warmup) = asked.map_or((1, 0), |a| (a.repeat, a.warmup));
+    let order = asked.and_then(|a| a.order).unwrap_or(default_order);
+    let kept = default_order == Order::Grouped;
     let start = ServerAction::<StartRuns>::new();
     let cancel = ServerAction::<CancelRun>::new();
     let cancel_all = ServerAction::<CancelSweep>::new();
@@ -418,16 +427,19 @@ fn RunControls(
                 // What the runner sees is what runs: a changed command is refused.
                 <input type="hidden" name="version" value=version/>
                 <button type="submit" class="primary run-button">{if sweeping { "Run sweep" } else { "Run" }}</button>
-                <label class="small">{if sweeping { "repeat each" } else { "repeat" }} <input name="repeat" class="num-input" inputmode="numeric" value="1"/></label>
-                <label class="small">"+ warm-up" <input name="warmup" class="num-input" inputmode="numeric" value="0"/></label>
+                <label class="small">{if sweeping { "repeat each" } else { "repeat" }} <input name="repeat" class="num-input" inputmode="numeric" value=repeat/></label>
+                <label class="small">"+ warm-up" <input name="warmup" class="num-input" inputmode="numeric" value=warmup/></label>
                 {sweeping.then(|| view! {
-                    <label class="small">"order"
+                    <label class="small" title=kept.then_some("The server is kept across a configuration's runs: grouped starts it once per configuration, interleaved at every run.")>"order"
                         <select name="order">
-                            <option value="interleaved" selected>"interleaved"</option>
-                            <option value="shuffled">"shuffled"</option>
-                            <option value="grouped">"grouped"</option>
+                            {[Order::Interleaved, Order::Shuffled, Order::Grouped].map(|o| view! {
+                                <option value=o.as_str() selected=o == order>{o.as_str()}</option>
+                            }).collect_view()}
                         </select>
                     </label>
+                    {(kept && order != Order::Grouped).then(|| view! {
+                        <span class="small muted kept-note">"the kept server restarts at every change of configuration"</span>
+                    })}
                     <label class="small">"seed" <input name="seed" class="num-input" inputmode="numeric" placeholder="random"/></label>
                     <label class="small">"after a failure"
                         <select name="on_failure">

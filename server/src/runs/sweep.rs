@@ -83,7 +83,7 @@ pub(crate) fn plan<'a>(
     who: &'a str,
 ) -> Result<(NewSweep<'a>, Vec<NewRun>)> {
     let configs = configurations(&command.matrix);
-    let order = request.order.unwrap_or_default();
+    let order = request.order.unwrap_or_else(|| Order::default_for(command));
     let seed = match (order, request.seed) {
         (Order::Shuffled, Some(seed)) if seed > MAX_SEED => {
             return Err(ApiError::invalid(format!("The seed is from 0 to {MAX_SEED}.")).into());

@@ -96,7 +96,8 @@ async fn a_sweep_with_a_server_keeps_its_log_its_files_and_their_numbers() {
     let added = app.post_json(&format!("/api/v1/investigations/{investigation}/extractors"), extractor).await;
     assert_eq!(added.status, StatusCode::CREATED, "{}", added.text());
 
-    let runs = start(&app, step, json!({ "repeat": 2, "order": "grouped" })).await;
+    // No order asked: with the server kept, each configuration's runs go together.
+    let runs = start(&app, step, json!({ "repeat": 2 })).await;
     assert_eq!(runs.len(), 6);
     let mut ended = Vec::new();
     for run in &runs {
@@ -104,6 +105,13 @@ async fn a_sweep_with_a_server_keeps_its_log_its_files_and_their_numbers() {
         assert_eq!(run["status"], "succeeded", "{run}");
         ended.push(run);
     }
+    let sweep = app.get(&format!("/api/v1/sweeps/{}", ended[0]["sweep_id"])).await.json();
+    assert_eq!(sweep["order"], "grouped", "{sweep}");
+    // The Run row offers again what it was asked: 2 each, grouped.
+    let page = app.get(&format!("/i/{investigation}")).await.text();
+    let row = page.split("class=\"inline run-form\"").nth(1).and_then(|r| r.split("</form>").next()).unwrap_or("");
+    assert!(row.contains("name=\"repeat\" inputmode=\"numeric\" value=\"2\""), "{row}");
+    assert!(row.contains("value=\"grouped\" selected"), "{row}");
     none_left(port, Duration::from_secs(10)).await;
 
     let mut pids = Vec::new();
