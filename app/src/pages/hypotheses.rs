@@ -308,6 +308,15 @@ fn HypothesisRow(h: Hypothesis, steps: Vec<(i64, String)>, commands: Vec<(String
         ),
         (None, None) => ("—".into(), "—".into(), "—".into(), None, None),
     };
+    // The pooled percentile is not the mean of the runs' own percentiles the
+    // measurements table shows: say both, so the two numbers do not disagree silently.
+    let per_run = |g: &crate::metrics::GroupSummary| {
+        format!("of all requests pooled; the runs' own values average {} {unit}", number(g.mean))
+    };
+    let (baseline_note, treatment_note) = match (&d, &c) {
+        (Some(_), Some(c)) => (Some(per_run(&c.baseline)), Some(per_run(&c.treatment))),
+        _ => (None, None),
+    };
     let expected = match (&h.direction, h.expected_pct) {
         (Some(d), Some(p)) => Some(format!("expects {} {p} %", if d == "increase" { "+" } else { "−" })),
         (Some(d), None) => Some(format!("expects an {d}")),
@@ -361,8 +370,10 @@ fn HypothesisRow(h: Hypothesis, steps: Vec<(i64, String)>, commands: Vec<(String
                 </crate::components::Can>
             </td>
             <td data-label="metric"><code>{h.metric.clone().unwrap_or_else(|| "—".into())}</code></td>
-            <td class="num" data-label="baseline">{baseline_text}</td>
-            <td class="num" data-label="treatment">{treatment_text}</td>
+            <td class="num" data-label="baseline">{baseline_text}
+                {baseline_note.map(|n| view! { <span class="pooled-note muted">{n}</span> })}</td>
+            <td class="num" data-label="treatment">{treatment_text}
+                {treatment_note.map(|n| view! { <span class="pooled-note muted">{n}</span> })}</td>
             <td class="num" data-label="delta">{delta_text}</td>
             <td class="verdict" data-outcome=outcome data-noise=d.as_ref().map(|_| "bootstrap")>
                 {verdict.unwrap_or_else(|| {

@@ -123,8 +123,14 @@ pub fn walk(report: &Report, writer: &mut impl Writer) {
 fn hypothesis_line(h: &domain::hypotheses::Hypothesis) -> HypothesisLine<'_> {
     if let Some(d) = &h.distribution {
         let unit = h.unit.as_deref().unwrap_or("");
-        let side =
-            |v: f64, runs: usize, requests: usize| format!("{} {unit} ({runs} runs, {requests} req)", format_value(v));
+        // Pooled over requests: not the mean of the runs' own values, which the runs table shows; both are said.
+        let per_run = |g: Option<&domain::metrics::GroupSummary>| {
+            g.map_or(String::new(), |g| format!("; the runs' own average {} {unit}", format_value(g.mean)))
+        };
+        let c = h.comparison.as_ref();
+        let side = |v: f64, runs: usize, requests: usize, g| {
+            format!("{} {unit} ({runs} runs, {requests} req pooled{})", format_value(v), per_run(g))
+        };
         return HypothesisLine {
             id: h.id,
             statement: &h.statement,
@@ -132,8 +138,8 @@ fn hypothesis_line(h: &domain::hypotheses::Hypothesis) -> HypothesisLine<'_> {
             rationale_html: &h.rationale_html,
             provenance: h.provenance.as_ref().map(|p| (p.summary.as_str(), p.warnings.as_slice())),
             metric: h.metric.as_deref().unwrap_or("—"),
-            baseline: side(d.baseline, d.runs.0, d.requests.0),
-            treatment: side(d.treatment, d.runs.1, d.requests.1),
+            baseline: side(d.baseline, d.runs.0, d.requests.0, c.map(|c| &c.baseline)),
+            treatment: side(d.treatment, d.runs.1, d.requests.1, c.map(|c| &c.treatment)),
             delta: format!("{:+.1} %", d.delta_pct),
             ci: format!("{:+.1} … {:+.1} %", d.ci_pct.0, d.ci_pct.1),
             verdict: format!("{} — {}", h.status, d.verdict),

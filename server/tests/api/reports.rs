@@ -128,9 +128,17 @@ async fn a_percentile_hypothesis_on_per_request_samples_and_goodput_under_an_slo
     // The page and the export show both, the model's markup as text.
     let page = app.get(&format!("/i/{investigation}")).await.text();
     assert!(page.contains("share of requests") && page.contains("within noise"), "CDF and verdict on the page");
+    // The pooled p99 beside the mean of the runs' own p99s (the table's number), each named.
+    let own = |side: &str| faster["comparison"][side]["mean"].as_f64().unwrap();
+    assert!(page.contains("of all requests pooled; the runs' own values average"), "both numbers said");
+    assert!(page.contains(&format!("{:.1}", own("baseline"))) || page.contains(&format!("{:.2}", own("baseline"))));
     assert!(!page.contains("<script>alert(1)"), "markup never runs");
     let export = app.get(&format!("/api/v1/investigations/{investigation}/export?format=html")).await.text();
     let at = export.find("id=\"hypotheses\"").unwrap_or(0);
+    assert!(
+        export.contains("req pooled; the runs&#39; own average")
+            || export.contains("req pooled; the runs' own average")
+    );
     assert!(
         export.contains("share of requests") && export.contains("request-to-request"),
         "in the export too: {}",
