@@ -97,10 +97,24 @@ test('CDF and rate charts with hostile labels, with and without JavaScript, and 
   const labels = await page.locator('#rates + .table-scroll td:first-child').allTextContents();
   assert.ok(labels.some((l) => l.includes(hostile)), `the markup label is shown as text: ${labels}`);
   await screenshot(page, 'distributions');
+  // At 1280 px the hypotheses table fits: its verdict is not cut off behind a scroll.
+  const overflow = await page.evaluate(() => {
+    const box = document.querySelector('section.hypotheses .table-scroll');
+    return box.scrollWidth - box.clientWidth;
+  });
+  assert.ok(overflow <= 0, `the hypotheses table is ${overflow} px wider than the page at 1280 px`);
   assert.equal(await page.locator('img[src=x]').count(), 0, 'no markup became an element');
   assert.deepEqual(dialogs, []);
   // The one refusal is the wrong SLO above.
   assert.deepEqual(page.problems.filter((p) => !/^http 422: .*\/api\/set_slo/.test(p)), []);
+
+  // Two rates compared: each run's requests as a CDF, on one chart.
+  await page.goto(`${server.url}/compare?runs=${runs[0].id},${runs[3].id}`);
+  await hydrated(page);
+  const cdf = page.locator('figure.compare-cdf[data-metric=ttft_ms]');
+  assert.match(await cdf.locator('svg').innerHTML(), new RegExp(`run ${runs[3].id}`));
+  await cdf.scrollIntoViewIfNeeded();
+  await screenshot(page, 'compare-cdfs');
 
   // Without JavaScript: the same charts, drawn by the server.
   const plain = await newPage(browser, { javaScriptEnabled: false });

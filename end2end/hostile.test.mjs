@@ -155,6 +155,8 @@ test('script payloads in every field stay text on every page, under a CSP', asyn
   await visit(page, `/runs/${runs[1].id}`);
   await visit(page, `/compare?runs=${runs[0].id},${runs[1].id}`);
   await visit(page, `/compare?runs=${encodeURIComponent(P('runs'))}`, { allow: [/^http 422: .*\/compare\?runs=/] });
+  await visit(page, `/i/${inv.id}/chart?metric=${encodeURIComponent(P('metric'))}&baseline=${encodeURIComponent(P('baseline'))}`,
+    { allow: [/^http 404: .*\/chart\?metric=/] });
   await visit(page, `/runs/${runs[0].id}/source?file=${encodeURIComponent(P('file-param'))}&line=1`);
   await visit(page, `/runs/${runs[0].id}/source?file=x.py&line=1&searched=1&c=${encodeURIComponent(P('candidate'))}`);
   await visit(page, '/hosts');

@@ -119,6 +119,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/compare") view=pages::compare::ComparePage ssr=SsrMode::Async/>
                     <Route path=path!("/runs/:id/source") view=pages::source::SourcePage ssr=SsrMode::Async/>
                     <Route path=path!("/s/:token") view=pages::shared::SharedPage ssr=SsrMode::Async/>
+                    <Route path=path!("/i/:id/chart") view=pages::chart::ChartPage ssr=SsrMode::Async/>
                     <Route
                         path=path!("/i/:id")
                         view=pages::investigation::InvestigationPage

@@ -175,6 +175,13 @@ pub trait MeasurementOps: Send + Sync + 'static {
         new: NewMeasurement,
     ) -> Result<StoredMeasurement, ApiError>;
     async fn delete_measurement(&self, actor: &Actor, id: i64) -> Result<(), ApiError>;
+    /// One metric by configuration (`/i/{id}/chart`); none while no two runs measured it.
+    async fn overview(
+        &self,
+        actor: &Actor,
+        investigation: &str,
+        query: &crate::metrics::OverviewQuery,
+    ) -> Result<Option<crate::metrics::Overview>, ApiError>;
     /// Sets (an empty text removes) the SLO, and reads every finished run again
     /// for its goodput and knee.
     async fn set_slo(

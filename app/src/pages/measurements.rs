@@ -43,48 +43,19 @@ pub async fn delete_manual_measurement(id: i64) -> Result<(), ApiError> {
 #[component]
 pub fn MeasurementsSection(inv: std::sync::Arc<Investigation>) -> impl IntoView {
     let overview = inv.overview.clone().map(|o| {
-        let groups = o
-            .groups
-            .iter()
-            .map(|g| {
-                let s = &g.summary;
-                view! {
-                    <tr>
-                        <td><code>{g.label.clone()}</code></td>
-                        <td class="num">{s.n}</td>
-                        <td class="num">{number(s.mean)}</td>
-                        <td class="num">{s.stddev.map(number).unwrap_or_else(|| "—".into())}</td>
-                        <td class="num">{format!("{:+.1} %", (s.mean - o.baseline) / o.baseline * 100.0)}</td>
-                    </tr>
-                }
-            })
-            .collect_view();
         let others = o
             .metrics
             .iter()
             .map(|m| {
-                let href = format!("/api/v1/investigations/{}/chart.svg?metric={m}", inv.id);
+                let href = format!("/i/{}/chart?metric={}", inv.id, super::search::encode(m));
                 view! { <a href=href>{m.clone()}</a> " " }
             })
             .collect_view();
-        let svg_href = format!("/api/v1/investigations/{}/chart.svg?metric={}", inv.id, o.metric);
+        let svg_href = (!super::outsider()).then(|| {
+            format!("/api/v1/investigations/{}/chart.svg?metric={}", inv.id, super::search::encode(&o.metric))
+        });
         view! {
-            <figure class="chart overview" id="overview-chart">
-                <div class="svg" inner_html=o.svg.clone()></div>
-                <figcaption>
-                    <code>{o.metric.clone()}</code> " by configuration; dashed line: " {o.baseline_label.clone()}
-                    {(!super::outsider()).then(|| view! { " · " <a href=svg_href>"SVG"</a> })}
-                </figcaption>
-            </figure>
-            <div class="table-scroll">
-                <table class="groups-table">
-                    <thead><tr>
-                        <th>"configuration"</th><th class="num">"n"</th><th class="num">{format!("mean {}", o.unit)}</th>
-                        <th class="num">"stddev"</th><th class="num">"vs baseline"</th>
-                    </tr></thead>
-                    <tbody>{groups}</tbody>
-                </table>
-            </div>
+            <OverviewFigure o=o.clone() svg_href/>
             {(!o.metrics.is_empty() && !super::outsider()).then(|| view! { <p class="muted">"Other metrics as charts: " {others}</p> })}
         }
     });
@@ -105,6 +76,45 @@ pub fn MeasurementsSection(inv: std::sync::Arc<Investigation>) -> impl IntoView 
         </section>
     }
     .into_any()
+}
+
+/// A metric by configuration: its chart and its table of groups against the baseline.
+#[component]
+pub fn OverviewFigure(o: crate::metrics::Overview, svg_href: Option<String>) -> impl IntoView {
+    let groups = o
+        .groups
+        .iter()
+        .map(|g| {
+            let s = &g.summary;
+            view! {
+                <tr>
+                    <td><code>{g.label.clone()}</code></td>
+                    <td class="num">{s.n}</td>
+                    <td class="num">{number(s.mean)}</td>
+                    <td class="num">{s.stddev.map(number).unwrap_or_else(|| "—".into())}</td>
+                    <td class="num">{format!("{:+.1} %", (s.mean - o.baseline) / o.baseline * 100.0)}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <figure class="chart overview" id="overview-chart">
+            <div class="svg" inner_html=o.svg.clone()></div>
+            <figcaption>
+                <code>{o.metric.clone()}</code> " by configuration; dashed line: " {o.baseline_label.clone()}
+                {svg_href.map(|href| view! { " · " <a href=href>"SVG"</a> })}
+            </figcaption>
+        </figure>
+        <div class="table-scroll">
+            <table class="groups-table">
+                <thead><tr>
+                    <th>"configuration"</th><th class="num">"n"</th><th class="num">{format!("mean {}", o.unit)}</th>
+                    <th class="num">"stddev"</th><th class="num">"vs baseline"</th>
+                </tr></thead>
+                <tbody>{groups}</tbody>
+            </table>
+        </div>
+    }
 }
 
 /// Latency against load per configuration, with each one's knee.

@@ -1,4 +1,5 @@
 pub mod accounts;
+pub mod chart;
 pub mod comments;
 pub mod compare;
 pub mod definitions;

@@ -151,7 +151,7 @@ fn Hit(hit: SearchHit) -> impl IntoView {
 }
 
 /// `text` for a query string (RFC 3986 unreserved characters kept).
-fn encode(text: &str) -> String {
+pub(crate) fn encode(text: &str) -> String {
     let mut out = String::new();
     for b in text.bytes() {
         match b {

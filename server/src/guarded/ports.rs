@@ -9,7 +9,7 @@ use domain::comments::{Comment, Mention, NewComment};
 use domain::error::ApiError;
 use domain::hosts::{ConnectionReport, Host, HostFacts, HostImport, HostPatch, ImportReport, NewHost};
 use domain::hypotheses::{Hypothesis, HypothesisInput};
-use domain::metrics::{ExtractorDef, NewMeasurement, StoredMeasurement};
+use domain::metrics::{ExtractorDef, NewMeasurement, Overview, OverviewQuery, StoredMeasurement};
 use domain::model::{
     Investigation, InvestigationPatch, InvestigationSummary, NewInvestigation, SharedView, Step, StepWindow,
 };
@@ -91,6 +91,7 @@ answer! { domain::ports::SourceOps {
 answer! { domain::ports::MeasurementOps {
         fn add_measurement(&self, actor: &Actor, investigation: &str, new: NewMeasurement) -> Result<StoredMeasurement, ApiError>;
         fn delete_measurement(&self, actor: &Actor, id: i64) -> Result<(), ApiError>;
+        fn overview(&self, actor: &Actor, investigation: &str, query: &OverviewQuery) -> Result<Option<Overview>, ApiError>;
         fn set_slo(&self, actor: &Actor, investigation: &str, input: domain::distributions::SloInput) -> Result<Option<domain::distributions::SloView>, ApiError>;
         fn add_derived(&self, actor: &Actor, investigation: &str, def: domain::metrics::DerivedDef) -> Result<domain::metrics::DerivedDef, ApiError>;
         fn remove_derived(&self, actor: &Actor, investigation: &str, name: &str) -> Result<(), ApiError>;

@@ -114,6 +114,18 @@ async fn an_experiment_compares_the_runs_of_two_steps() {
     let unknown = app.get(&format!("/api/v1/investigations/{investigation}/chart.svg?metric=nope")).await;
     assert_eq!(unknown.status, StatusCode::NOT_FOUND);
     assert!(unknown.text().contains("these were: output_throughput"), "{}", unknown.text());
+    // The investigation's "other metrics" open a page of the chart, not a bare SVG.
+    let page = app.get(&format!("/i/{investigation}")).await.text();
+    let link = format!("href=\"/i/{investigation}/chart?metric=total_throughput\"");
+    assert!(page.contains(&link), "{page}");
+    let chart = app.get(&format!("/i/{investigation}/chart?metric=total_throughput")).await;
+    assert_eq!(chart.status, StatusCode::OK);
+    let html = chart.text();
+    assert!(html.contains("<svg") && html.contains("NCCL_PROTO=LL") && html.contains("class=\"groups-table\""));
+    assert!(html.contains(&format!("href=\"/i/{investigation}/chart?metric=output_throughput\"")), "the others");
+    let missing = app.get(&format!("/i/{investigation}/chart?metric=nope")).await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+    assert!(missing.text().contains("these were: output_throughput"), "{}", missing.text());
 
     // A person decides; the page's summary shows it.
     let id = h["id"].as_i64().unwrap();
