@@ -108,6 +108,17 @@ test('CDF and rate charts with hostile labels, with and without JavaScript, and 
   // The one refusal is the wrong SLO above.
   assert.deepEqual(page.problems.filter((p) => !/^http 422: .*\/api\/set_slo/.test(p)), []);
 
+  // A phone: nothing wider than it (the pooled notes, the rate chart, the SLO form).
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.reload();
+  await hydrated(page);
+  const wide = await page.evaluate(() => [...document.querySelectorAll('main *')]
+    .filter((e) => e.getBoundingClientRect().right > document.documentElement.clientWidth + 1)
+    .slice(0, 5).map((e) => `${e.tagName}.${e.className} ${Math.round(e.getBoundingClientRect().right)}`));
+  const narrow = await page.evaluate(() => document.documentElement.scrollWidth);
+  assert.ok(narrow <= 390, `the investigation is ${narrow} px wide at 390 px: ${wide.join(', ')}`);
+  await page.setViewportSize({ width: 1280, height: 900 });
+
   // Two rates compared: each run's requests as a CDF, on one chart.
   await page.goto(`${server.url}/compare?runs=${runs[0].id},${runs[3].id}`);
   await hydrated(page);

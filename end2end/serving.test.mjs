@@ -166,6 +166,18 @@ test('any run is a page: its own server log, files and numbers, and its neighbou
   const width = await page.evaluate(() => document.documentElement.scrollWidth);
   assert.ok(width <= 390, `the run page is ${width} px wide at 390 px`);
   await screenshot(page, 'run-page-narrow');
+  // The investigation too, with its served step; and `/` still finds search.
+  await page.goto(`${server.url}/i/${inv.id}`);
+  await hydrated(page);
+  const wide = await page.evaluate(() => [...document.querySelectorAll('main *')]
+    .filter((e) => e.getBoundingClientRect().right > document.documentElement.clientWidth + 1)
+    .slice(0, 5).map((e) => `${e.tagName}.${e.className} ${Math.round(e.getBoundingClientRect().right)}`));
+  const pageWidth = await page.evaluate(() => document.documentElement.scrollWidth);
+  assert.ok(pageWidth <= 390, `the investigation is ${pageWidth} px wide at 390 px: ${wide.join(', ')}`);
+  await screenshot(page, 'served-investigation-narrow');
+  await page.keyboard.press('/');
+  await page.waitForURL('**/search');
+  assert.equal(await page.evaluate(() => document.activeElement?.getAttribute('name')), 'q', 'the search field has the focus');
   assert.deepEqual(page.problems, []);
 });
 

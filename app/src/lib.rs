@@ -152,6 +152,8 @@ fn TopBar() -> impl IntoView {
                     <span class="tagline">"LLM-serving performance notebook"</span>
                     <pages::search::SearchBox/>
                     <nav class="topnav">
+                        // Where the box is hidden (a narrow window), the search page.
+                        <a class="search-link" href="/search">"Search"</a>
                         <A href="/">"Investigations"</A>
                         <A href="/hosts">"Hosts"</A>
                         <pages::accounts::SignedIn/>

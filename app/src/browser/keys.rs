@@ -114,12 +114,21 @@ fn on_key(key: &KeyboardEvent) {
             }
         }
         "/" if !typing(target.as_ref()) && !key.ctrl_key() && !key.meta_key() && !key.alt_key() => {
-            if let Some(search) =
-                dom::find("input[type=search]").and_then(|s| s.dyn_into::<web_sys::HtmlInputElement>().ok())
-            {
-                key.prevent_default();
-                let _ = search.focus();
-                search.select();
+            key.prevent_default();
+            // The first search field that is shown: the top bar's is hidden in a
+            // narrow window, and then `/` goes to the search page.
+            let root = dom::document().document_element();
+            let shown = root
+                .iter()
+                .flat_map(|root| dom::all(root, "input[type=search]"))
+                .filter_map(|s| s.dyn_into::<web_sys::HtmlInputElement>().ok())
+                .find(|s| s.offset_parent().is_some());
+            match shown {
+                Some(search) => {
+                    let _ = search.focus();
+                    search.select();
+                }
+                None => super::page::go_to("/search"),
             }
         }
         "?" if !typing(target.as_ref()) && !key.ctrl_key() && !key.meta_key() => {

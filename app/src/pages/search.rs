@@ -41,7 +41,8 @@ pub fn SearchPage() -> impl IntoView {
         <section class="narrow-page wide search-page">
             <h1>"Search"</h1>
             <form class="search-form" action="/search" method="get" role="search">
-                <input type="search" name="q" value=move || asked().0 aria-label="Search for"
+                // Nothing asked yet: the reader came to type (`/` in a narrow window lands here).
+                <input type="search" name="q" value=move || asked().0 aria-label="Search for" autofocus=move || asked().0.trim().is_empty()
                     placeholder=r#"words, "a phrase", prefix*, -not, host:gpu env:NCCL_PROTO=LL status:failed"#/>
                 <select name="sort" aria-label="Order">
                     <option value="relevance" selected=move || asked().1.as_deref() != Some("newest")>"Most relevant"</option>
