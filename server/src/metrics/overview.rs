@@ -106,7 +106,14 @@ pub fn overview(
             .iter()
             .find_map(|h| {
                 let c = h.comparison.as_ref().filter(|_| h.metric.as_deref() == Some(metric))?;
-                Some((c.baseline.mean, format!("baseline of “{}”", h.statement)))
+                // Only over the steps it judges: a rate sweep elsewhere is not
+                // held against another step's baseline.
+                let step_of = |run: &i64| runs.get(run).map(|(s, _)| s.id);
+                let judged: Vec<i64> =
+                    h.baseline_values.iter().chain(&h.treatment_values).filter_map(|(r, _)| step_of(r)).collect();
+                let charted = groups.iter().flat_map(|g| g.values.iter().filter_map(|(r, _)| r.as_ref()));
+                let within = charted.filter_map(step_of).all(|step| judged.contains(&step));
+                within.then(|| (c.baseline.mean, format!("baseline of “{}”", h.statement)))
             })
             .unwrap_or_else(|| (first.summary.mean, first.label.clone())),
     };

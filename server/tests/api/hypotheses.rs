@@ -126,6 +126,23 @@ async fn an_experiment_compares_the_runs_of_two_steps() {
     let missing = app.get(&format!("/i/{investigation}/chart?metric=nope")).await;
     assert_eq!(missing.status, StatusCode::NOT_FOUND);
     assert!(missing.text().contains("these were: output_throughput"), "{}", missing.text());
+    // Another step's runs on the chart: the hypothesis does not judge them, so
+    // its baseline is not theirs; the first configuration is the line.
+    let other = app
+        .post_json(
+            &format!("/api/v1/investigations/{investigation}/steps"),
+            json!({ "kind": "command", "host": "gpu", "env": { "RATE": "8" },
+                    "command": "echo 'Throughput: 8.00 requests/s, 900.00 total tokens/s, 300.0 output tokens/s'" }),
+        )
+        .await
+        .json()["id"]
+        .as_i64()
+        .unwrap();
+    for run in crate::runs::start(&app, other, json!({ "repeat": 2 })).await {
+        crate::runs::finished(&app, run).await;
+    }
+    let overview = app.get(&format!("/api/v1/investigations/{investigation}/overview")).await.json();
+    assert_eq!(overview["baseline_label"], "(default env)", "{overview}");
 
     // A person decides; the page's summary shows it.
     let id = h["id"].as_i64().unwrap();
