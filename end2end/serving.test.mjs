@@ -85,6 +85,12 @@ test('a server beside the run: waiting, its live log, a line to the source, the 
   const waiting = step.locator('.server-wait-line');
   await waiting.locator('.last-line').waitFor({ timeout: 20_000 });
   assert.match(await waiting.textContent(), /waiting for the server: \d+(\.\d+)? s, last line: .+/);
+  // The line it names is in the log beside it, whose size is not 0 B.
+  const last = (await waiting.locator('.last-line').textContent()).trim();
+  await page.waitForFunction((last) => {
+    const log = document.querySelector('.server-log pre.output')?.textContent ?? '';
+    return log.includes(last) && document.querySelector('.server-bytes')?.textContent.trim() !== '0 B';
+  }, last, { timeout: 3_000 });
   await screenshot(page, 'server-waiting');
   // Live: the client's requests appear in the server's log while the run goes.
   await step.locator('.server-log pre.output:has-text("POST /v1/completions")').waitFor({ timeout: 30_000 });
