@@ -327,7 +327,11 @@ impl Notebook {
             let mut investigation = self.investigation(&permit.read(), None).await?;
             crate::shares::without_team(&mut investigation);
             let provenance = "Shared through a Sleuth link".to_string();
-            let report = Report::gather(investigation, &self.store, &self.outputs, false, provenance).await;
+            let mut report = Report::gather(investigation, &self.store, &self.outputs, false, provenance).await;
+            // The files the link serves go in its zip too; a link that hides hosts serves none.
+            if format == ExportFormat::Zip && !permit.hide_hosts() {
+                report.attach(&self.store, &self.outputs, crate::export::ZIP_FILES_BUDGET).await;
+            }
             // One JSON of the investigation and its excerpts, so hosts and people go from both alike.
             let mut value = serde_json::to_value(report.parts()).context("a shared report as JSON")?;
             self.shares.hide(permit, &mut value).await?;

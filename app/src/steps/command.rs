@@ -691,6 +691,9 @@ fn Artifacts(
                     </li>
                 }).collect_view()}
             </ul>
+            {files.0.is_none().then(|| view! {
+                <p class="muted files-withheld">"This link hides host names, so it offers none of these files (they may name hosts)."</p>
+            })}
             {output_read_as.map(|f| view! { <p class="muted">"The output was read as a report: " <span class="tag report">{f}</span></p> })}
             {(!notes.is_empty()).then(|| view! {
                 <ul class="artifact-notes muted">{notes.into_iter().map(|n| view! { <li>{n}</li> }).collect_view()}</ul>

@@ -192,6 +192,28 @@ async fn a_sweep_with_a_server_keeps_its_log_its_files_and_their_numbers() {
     }
     assert!(listed.contains("## Files from the runs"), "the report lists them: {listed}");
 
+    // A share link's zip holds the files the link serves; one that hides hosts serves none, and its page says so.
+    for hide_hosts in [false, true] {
+        let link = app
+            .post_json(&format!("/api/v1/investigations/{investigation}/shares"), json!({ "hide_hosts": hide_hosts }))
+            .await
+            .json();
+        let token = link["url"].as_str().unwrap().trim_start_matches("/s/").to_string();
+        let zip = app.get(&format!("/api/v1/shared/{token}/export?format=zip")).await;
+        assert_eq!(zip.status, StatusCode::OK, "{}", zip.text());
+        std::fs::write(path.path(), &zip.body).unwrap();
+        let names = std::process::Command::new("python3")
+            .args(["-c", "import sys,zipfile; print('\\n'.join(zipfile.ZipFile(sys.argv[1]).namelist()))"])
+            .arg(path.path())
+            .output()
+            .unwrap();
+        let names = String::from_utf8_lossy(&names.stdout).to_string();
+        let id = ended[0]["id"].as_i64().unwrap();
+        assert_eq!(names.contains(&format!("runs/run-{id}/files/result.json")), !hide_hosts, "{hide_hosts}: {names}");
+        let page = app.get(&format!("/s/{token}")).await.text();
+        assert_eq!(page.contains("offers none of these files"), hide_hosts, "{page}");
+    }
+
     // A run's server log is searchable, like its output.
     let deadline = Instant::now() + Duration::from_secs(20);
     let found = loop {
