@@ -112,7 +112,10 @@ test('set up the first admin, use a token, sign out and back in', async () => {
   await hydrated(page);
   const addNoteUrl = await page.getAttribute('#add-note', 'action');
   await page.click('#members summary');
-  await page.fill('#members input[name=user]', 'bob');
+  // The team's users to choose from, not a name to type.
+  const offered = await page.locator('#members select[name=user] optgroup[label=add] option').allTextContents();
+  assert.ok(offered.includes('bob') && !offered.includes('ada'), `bob, not the owner herself: ${offered}`);
+  await page.locator('#members select[name=user]').selectOption('bob');
   await page.locator('#members select[name=role]').selectOption('viewer');
   await page.click('#members button:has-text("Set role")');
   // The page refreshes (closing the form); the count in its button says two.

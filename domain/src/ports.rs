@@ -235,6 +235,8 @@ pub trait FindOps: Send + Sync + 'static {
 pub trait TeamOps: Send + Sync + 'static {
     /// Gives `member.user` that role (owners only); a role of `none` removes it.
     async fn set_member(&self, actor: &Actor, investigation: &str, member: Member) -> Result<Vec<Member>, ApiError>;
+    /// The team's users not yet members (owners only): whom the Members form offers.
+    async fn member_candidates(&self, actor: &Actor, investigation: &str) -> Result<Vec<String>, ApiError>;
     async fn create_share_link(
         &self,
         actor: &Actor,

@@ -35,6 +35,19 @@ impl Members {
         self.of(permit.investigation()).await
     }
 
+    /// The team's users who are not members yet: whom an owner may add.
+    pub async fn candidates(&self, permit: &Permit<Own>) -> Result<Vec<String>> {
+        let members = self.of(permit.investigation()).await?;
+        let users = self.store.users_listed().await?;
+        let mut names: Vec<String> = users
+            .into_iter()
+            .map(|u| u.name)
+            .filter(|name| !members.iter().any(|m| m.user.eq_ignore_ascii_case(name)))
+            .collect();
+        names.dedup();
+        Ok(names)
+    }
+
     /// Gives `member.user` that role; a role of `none` removes it. An
     /// investigation keeps at least one owner.
     pub async fn set(&self, permit: &Permit<Own>, member: Member) -> Result<Vec<Member>> {

@@ -15,11 +15,40 @@ pub async fn set_member(investigation: String, user: String, role: String) -> Re
     .await
 }
 
+#[server]
+pub async fn member_candidates(investigation: String) -> Result<Vec<String>, ApiError> {
+    crate::backend::call(move |notebook, actor| async move { notebook.member_candidates(&actor, &investigation).await })
+        .await
+}
+
 /// The list comes with the investigation, and a change draws the page anew like
 /// every other header form.
 #[component]
 pub fn Members(investigation: String, members: Vec<Member>) -> impl IntoView {
     let set = ServerAction::<SetMember>::new();
+    // Whom to give a role: the members (to change theirs) and the team's other users, by name.
+    let current: Vec<(String, String)> = members.iter().map(|m| (m.user.clone(), m.role.clone())).collect();
+    let candidates = {
+        let investigation = investigation.clone();
+        Resource::new(|| (), move |_| member_candidates(investigation.clone()))
+    };
+    let users = move || {
+        let current = current.clone();
+        Suspend::new(async move {
+            let others = candidates.await.unwrap_or_default();
+            view! {
+                <select name="user" required aria-label="User">
+                    <option value="" selected>"choose a user…"</option>
+                    {(!others.is_empty()).then(|| view! {
+                        <optgroup label="add">{others.into_iter().map(|name| view! { <option value=name.clone()>{name.clone()}</option> }).collect_view()}</optgroup>
+                    })}
+                    <optgroup label="change">{current.into_iter().map(|(name, role)| view! {
+                        <option value=name.clone()>{format!("{name} ({role})")}</option>
+                    }).collect_view()}</optgroup>
+                </select>
+            }
+        })
+    };
     // The count stays visible when the page refresh closes the form.
     let summary = format!("Members ({})…", members.len());
     let items = members
@@ -38,7 +67,7 @@ pub fn Members(investigation: String, members: Vec<Member>) -> impl IntoView {
             <crate::components::Can what=crate::components::Ability::Own>
             <ActionForm action=set attr:class="inline">
                 <input type="hidden" name="investigation" value=investigation/>
-                <input name="user" required placeholder="user name" aria-label="User"/>
+                <Suspense fallback=|| view! { <select name="user" aria-label="User" disabled><option>"…"</option></select> }>{users}</Suspense>
                 <select name="role" aria-label="Role">
                     <option value="viewer">"viewer (read)"</option>
                     <option value="editor">"editor (+ notes, steps, hypotheses)"</option>

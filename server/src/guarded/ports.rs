@@ -112,6 +112,7 @@ answer! { domain::ports::FindOps {
 
 answer! { domain::ports::TeamOps {
         fn set_member(&self, actor: &Actor, investigation: &str, member: Member) -> Result<Vec<Member>, ApiError>;
+        fn member_candidates(&self, actor: &Actor, investigation: &str) -> Result<Vec<String>, ApiError>;
         fn create_share_link(&self, actor: &Actor, investigation: &str, new: NewShareLink) -> Result<CreatedShareLink, ApiError>;
         fn revoke_share_link(&self, actor: &Actor, id: i64) -> Result<ShareLink, ApiError>;
         fn shared(&self, token: &str, window: Option<&StepWindow>) -> Result<SharedView, ApiError>;

@@ -24,6 +24,11 @@ impl super::Guarded {
         let done = self.notebook.members.set(&permit, member).await;
         Ok(self.announce(actor, investigation, done)?)
     }
+    /// Whom an owner may add: the team's users not yet members.
+    pub async fn member_candidates(&self, actor: &Actor, investigation: &str) -> Result<Vec<String>, ApiError> {
+        let permit = self.access.permit::<Own>(actor, investigation).await?;
+        Ok(self.notebook.members.candidates(&permit).await?)
+    }
     pub async fn share_links(&self, actor: &Actor, investigation: &str) -> Result<Vec<ShareLink>, ApiError> {
         let permit = self.access.permit::<Own>(actor, investigation).await?;
         Ok(self.notebook.shares.links(&permit).await?)
