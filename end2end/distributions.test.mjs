@@ -127,6 +127,22 @@ test('CDF and rate charts with hostile labels, with and without JavaScript, and 
   await cdf.scrollIntoViewIfNeeded();
   await screenshot(page, 'compare-cdfs');
 
+  // One configuration once more, from its run's page: the step has a ninth run, of that configuration.
+  await page.goto(`${server.url}/runs/${runs[3].id}`);
+  await hydrated(page);
+  await page.click('.run-config button.run-again');
+  await page.waitForFunction(() => document.querySelectorAll('.run-siblings li').length === 9, null, { timeout: 20_000 });
+  const steps = await api('GET', `/api/v1/steps/${step.id}/runs`);
+  assert.deepEqual(steps.at(-1).config, steps.find((r) => r.id === runs[3].id).config);
+  // The step duplicated: a copy right after it, without runs.
+  await page.goto(server.url + inv.url);
+  await hydrated(page);
+  await page.click(`#step-${step.id} button.duplicate`);
+  await page.waitForFunction(() => document.querySelectorAll('.step[data-kind=command]').length === 2);
+  const second = page.locator('.step[data-kind=command]').nth(1);
+  assert.match(await second.locator('.sweep-matrix').textContent(), /Sweep of 8 configurations/);
+  assert.equal(await second.locator('.run').count(), 0, 'the copy has no runs');
+
   // Without JavaScript: the same charts, drawn by the server.
   const plain = await newPage(browser, { javaScriptEnabled: false });
   await plain.goto(server.url + inv.url);

@@ -62,6 +62,11 @@ pub async fn move_step(step_id: i64, position: u32) -> Result<Step, ApiError> {
 }
 
 #[server]
+pub async fn duplicate_step(step_id: i64) -> Result<Step, ApiError> {
+    crate::backend::call(move |notebook, actor| async move { notebook.duplicate_step(&actor, step_id).await }).await
+}
+
+#[server]
 pub async fn delete_step(step_id: i64) -> Result<(), ApiError> {
     crate::backend::call(move |notebook, actor| async move { notebook.delete_step(&actor, step_id).await }).await
 }

@@ -94,6 +94,8 @@ pub trait StepOps: Send + Sync + 'static {
     -> Result<Step, ApiError>;
     /// Moves the step to `position` (1-based, clamped to the timeline).
     async fn move_step(&self, actor: &Actor, id: i64, position: u32) -> Result<Step, ApiError>;
+    /// A copy of the step (its body, no runs) right after it.
+    async fn duplicate_step(&self, actor: &Actor, id: i64) -> Result<Step, ApiError>;
     async fn delete_step(&self, actor: &Actor, id: i64) -> Result<(), ApiError>;
 }
 

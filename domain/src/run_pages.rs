@@ -20,6 +20,9 @@ pub struct RunPage {
     /// The host's facts when the run started, if captured.
     #[serde(default)]
     pub facts: Option<crate::hosts::HostFacts>,
+    /// What the reader may do in its investigation (run it again, …).
+    #[serde(default)]
+    pub abilities: crate::model::Abilities,
 }
 
 /// A run as another run's page links to it.
@@ -220,6 +223,7 @@ mod tests {
             step_position: 1,
             runs: (1..=n).map(|id| RunLink::of(&a_run(id))).collect(),
             facts: None,
+            abilities: Default::default(),
         };
         let ids = |links: &[RunLink]| links.iter().map(|r| r.id).collect::<Vec<_>>();
         let middle = page(10, 20);

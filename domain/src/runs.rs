@@ -289,6 +289,10 @@ pub struct RunRequest {
     /// After a run that does not succeed: go on (default) or cancel the rest.
     #[serde(default)]
     pub keep_going: Option<bool>,
+    /// A sweep's configurations to run: those with every value given
+    /// (`{"NCCL_PROTO": "LL"}`, `null` for unset); all of them by default.
+    #[serde(default)]
+    pub only: Option<crate::sweeps::Config>,
 }
 
 pub const MAX_REPEAT: u32 = 100;

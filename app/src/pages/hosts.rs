@@ -393,6 +393,13 @@ fn HostConnection(
             test.dispatch(TestHost { name: again.clone() });
         }
     });
+    // A test changes what the page around the island says of the host (its
+    // connection, a key it offered): that is drawn anew, the island kept.
+    Effect::new(move |_| {
+        if value.with(Option::is_some) {
+            crate::components::redraw_page();
+        }
+    });
     // An unlocked key is tried at once.
     let unlocked = passphrase.value();
     let retry = name.clone();

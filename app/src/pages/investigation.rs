@@ -9,7 +9,8 @@
 
 use super::shown::{Shown, editor_href};
 use crate::api::{
-    DeleteInvestigation, DeleteStep, MoveStep, RenameInvestigation, SetInvestigationStatus, get_investigation,
+    DeleteInvestigation, DeleteStep, DuplicateStep, MoveStep, RenameInvestigation, SetInvestigationStatus,
+    get_investigation,
 };
 use crate::components::PageTitle;
 use crate::components::{Ability, ActionError, Can, Confirm, StatusBadge};
@@ -297,6 +298,7 @@ fn StepItem(step: Step, last: u32) -> impl IntoView {
     let shown = Shown::get();
     let editing = shown.edit == Some(step.id);
     let move_step = ServerAction::<MoveStep>::new();
+    let duplicate = ServerAction::<DuplicateStep>::new();
     let delete = ServerAction::<DeleteStep>::new();
     let position = step.position;
     let anchor = step.anchor();
@@ -334,6 +336,10 @@ fn StepItem(step: Step, last: u32) -> impl IntoView {
                     <input type="hidden" name="position" value=position + 1/>
                     <button type="submit" class="quiet" title="Move down" disabled={position >= last}>"↓"</button>
                 </ActionForm>
+                <ActionForm action=duplicate attr:class="inline">
+                    <input type="hidden" name="step_id" value=step_id/>
+                    <button type="submit" class="quiet duplicate" title="A copy of this step after it, without its runs">"Duplicate"</button>
+                </ActionForm>
                 <Confirm label="Delete…" prompt="Delete this step, with its runs and their output?">
                     <ActionForm action=delete attr:class="inline" attr:data-undo=format!("step #{position}")>
                         <input type="hidden" name="step_id" value=step_id/>
@@ -344,6 +350,7 @@ fn StepItem(step: Step, last: u32) -> impl IntoView {
                 </Can>
             </div>
             <ActionError action=move_step/>
+            <ActionError action=duplicate/>
             <div class="step-body">
                 <StepContent step editing/>
             </div>

@@ -40,6 +40,7 @@ pub fn RunPageView() -> impl IntoView {
 
 #[component]
 fn Whole(page: RunPage) -> impl IntoView {
+    provide_context(page.abilities);
     let run = page.run.clone();
     let step = format!("/i/{}#step-{}", page.investigation_id, run.step_id);
     let crumb = crate::pages::crumb_title(&page.investigation_title, &page.investigation_id);

@@ -112,7 +112,16 @@ pub async fn start_runs(
     order: Option<String>,
     seed: Option<String>,
     on_failure: Option<String>,
+    /// One configuration of a sweep to run again, as JSON (`{"NCCL_PROTO":"LL"}`).
+    only: Option<String>,
 ) -> Result<Vec<Run>, ApiError> {
+    let only = match only.as_deref().map(str::trim).filter(|o| !o.is_empty()) {
+        None => None,
+        Some(text) => Some(
+            serde_json::from_str::<crate::sweeps::Config>(text)
+                .map_err(|_| ApiError::invalid("Not a configuration: write it as JSON, {\"NCCL_PROTO\": \"LL\"}."))?,
+        ),
+    };
     let order = match order.as_deref().map(str::trim).filter(|o| !o.is_empty()) {
         None => None,
         Some(o) => Some(
@@ -127,6 +136,7 @@ pub async fn start_runs(
         order,
         seed: crate::backend::form_number("The seed", seed.as_deref().unwrap_or_default())?,
         keep_going: on_failure.as_deref().map(|f| f != "stop"),
+        only,
     };
     crate::backend::call(move |notebook, actor| async move { notebook.start_runs(&actor, step_id, request).await })
         .await
@@ -531,7 +541,10 @@ pub fn RunOutput(
                 {files.url(run.id, "/output?download=1").map(|href| view! { <a href=href class="quiet">"raw"</a> })}
             </div>
             {run.error.clone().map(|e| view! { <p class="run-error">{e}</p> })}
-            {run.config.as_ref().map(|c| view! { <p class="run-config">"configuration " <code>{crate::sweeps::config_label(c)}</code></p> })}
+            {run.config.as_ref().map(|c| view! {
+                <div class="run-config">"configuration " <code>{crate::sweeps::config_label(c)}</code>
+                    " " <AgainForm step_id=run.step_id config=c.clone()/></div>
+            })}
             {run.server.clone().map(|state| view! { <ServerBeside run_id state tail=run.server_tail.clone() files=files.clone() open=whole/> })}
             <Measurements found=run.measurements.clone() open=whole/>
             <Artifacts artifacts=run.artifacts.clone() notes=run.artifact_notes.clone() reports=run.reports.clone() run_dir=run.run_dir.clone() files=files.clone()/>
@@ -562,6 +575,26 @@ pub fn RunOutput(
                 <code class="live"></code>
             </pre>
         </div>
+    }
+}
+
+/// "run again": this configuration of the sweep once more, with the step's
+/// command as it is now (a sweep of one configuration, one run).
+#[component]
+fn AgainForm(step_id: i64, config: crate::sweeps::Config) -> impl IntoView {
+    let start = ServerAction::<StartRuns>::new();
+    let only = serde_json::to_string(&config).unwrap_or_default();
+    view! {
+        <crate::components::Can what=crate::components::Ability::Run>
+            <ActionForm action=start attr:class="inline again-form">
+                <input type="hidden" name="step_id" value=step_id/>
+                <input type="hidden" name="repeat" value="1"/>
+                <input type="hidden" name="warmup" value="0"/>
+                <input type="hidden" name="only" value=only/>
+                <button type="submit" class="quiet run-again" title="Run this configuration once more, with the step's command as it is now">"run again"</button>
+                <ActionError action=start/>
+            </ActionForm>
+        </crate::components::Can>
     }
 }
 

@@ -52,6 +52,7 @@ answer! { domain::ports::StepOps {
         fn step(&self, actor: &Actor, id: i64) -> Result<Step, ApiError>;
         fn update_step(&self, actor: &Actor, id: i64, body: StepBody, version: Option<i64>) -> Result<Step, ApiError>;
         fn move_step(&self, actor: &Actor, id: i64, position: u32) -> Result<Step, ApiError>;
+        fn duplicate_step(&self, actor: &Actor, id: i64) -> Result<Step, ApiError>;
         fn delete_step(&self, actor: &Actor, id: i64) -> Result<(), ApiError>;
 } }
 

@@ -29,6 +29,14 @@ impl super::Guarded {
         let done = self.notebook.steps.update(&permit, id, body, version).await;
         Ok(self.announce(actor, &investigation, done)?)
     }
+    /// A copy of the step after it: who may add such a step may copy it.
+    pub async fn duplicate_step(&self, actor: &Actor, id: i64) -> Result<Step, ApiError> {
+        let read = self.access.permit_for::<Read>(actor, OwnedBy::Step, id).await?;
+        let original = self.notebook.steps.get(&read, id).await?;
+        let permit = self.access.for_body(actor, &original.investigation_id, &original.body).await?;
+        let done = self.notebook.steps.duplicate(&permit, &original).await;
+        Ok(self.announce(actor, &original.investigation_id, done)?)
+    }
     pub async fn move_step(&self, actor: &Actor, id: i64, position: u32) -> Result<Step, ApiError> {
         let permit = self.access.permit_for(actor, OwnedBy::Step, id).await?;
         let done = self.notebook.steps.move_to(&permit, id, position).await;

@@ -22,6 +22,17 @@ pub async fn create(
     Ok((StatusCode::CREATED, location, Json(step)))
 }
 
+/// `POST /steps/{id}/duplicate`: a copy of the step right after it (201, where it is).
+pub async fn duplicate(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+) -> Result<impl IntoResponse, AppError> {
+    let step = state.notebook.duplicate_step(&actor, id).await?;
+    let location = [(header::LOCATION, step.url.clone())];
+    Ok((StatusCode::CREATED, location, Json(step)))
+}
+
 pub async fn show(
     Caller(actor): Caller,
     State(state): State<AppState>,

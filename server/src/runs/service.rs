@@ -481,6 +481,7 @@ impl Runs {
             step_position: u32::try_from(step.position).unwrap_or(0),
             runs: runs.iter().map(domain::run_pages::RunLink::of).collect(),
             facts: None,
+            abilities: permit.abilities(),
         };
         Ok((page, runs))
     }

@@ -58,9 +58,9 @@ fn env_of(command: &CommandBody, config: &Config) -> Vec<(String, String)> {
 
 /// What a run request asks of a plain (matrix-less) command.
 pub(crate) fn check_plain_request(request: &RunRequest) -> Result<()> {
-    if request.order.is_some() || request.seed.is_some() {
+    if request.order.is_some() || request.seed.is_some() || request.only.is_some() {
         return Err(ApiError::invalid(
-            "order and seed are for sweeps: give the step a matrix of settings to sweep first.",
+            "order, seed and only are for sweeps: give the step a matrix of settings to sweep first.",
         )
         .into());
     }
@@ -82,7 +82,18 @@ pub(crate) fn plan<'a>(
     warmup: u32,
     who: &'a str,
 ) -> Result<(NewSweep<'a>, Vec<NewRun>)> {
-    let configs = configurations(&command.matrix);
+    let mut configs = configurations(&command.matrix);
+    if let Some(only) = &request.only {
+        configs.retain(|config| domain::sweeps::matches(config, only));
+        if configs.is_empty() {
+            return Err(ApiError::invalid(format!(
+                "No configuration of this sweep has {}; it sweeps {}.",
+                domain::sweeps::config_label(only),
+                domain::sweeps::matrix_text(&command.matrix)
+            ))
+            .into());
+        }
+    }
     let order = request.order.unwrap_or_else(|| Order::default_for(command));
     let seed = match (order, request.seed) {
         (Order::Shuffled, Some(seed)) if seed > MAX_SEED => {

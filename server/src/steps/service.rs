@@ -149,6 +149,14 @@ impl Steps {
         Ok(row.ok_or_else(|| not_found(id))?)
     }
 
+    /// A copy of `original` (its body; no runs, snapshots or comments) right
+    /// after it: the next experiment, changed from the last one.
+    pub async fn duplicate(&self, permit: &ForBody, original: &Step) -> Result<Step> {
+        let copy = self.add(permit, original.body.clone()).await?;
+        self.store.move_step(copy.id, i64::from(original.position) + 1).await?.ok_or_else(|| not_found(copy.id))?;
+        self.get(&permit.edit().read(), copy.id).await
+    }
+
     /// Moves the step to `position` (1-based, clamped to the timeline).
     pub async fn move_to(&self, permit: &Permit<Edit>, id: i64, position: u32) -> Result<Step> {
         self.row(permit, id).await?;

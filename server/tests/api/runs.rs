@@ -862,3 +862,56 @@ async fn two_runs_compared_show_what_differs_and_whether_their_numbers_do() {
     let run_page = app.get(&format!("/runs/{two}")).await.text();
     assert!(run_page.contains("compare its configurations"), "{run_page}");
 }
+
+/// `POST /steps/{id}/duplicate`: a copy of the step right after it, its
+/// command, environment and sweep, without its runs. `"only"` runs one
+/// configuration of a sweep again (a value, or `null` for unset); one the
+/// sweep does not have, or `only` on a step without a sweep, is 422 with why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_is_duplicated_and_one_configuration_runs_again() {
+    let sshd = Sshd::start();
+    let app = app_with_host(&sshd).await;
+    let body = json!({ "command": "echo \"X=${X-unset}\"", "telemetry": false, "env": { "KEEP": "<b>yes</b>" },
+                       "matrix": { "X": [1, 2, null] } });
+    let step = command_step(&app, body).await;
+    for run in start(&app, step, json!({})).await {
+        assert_eq!(finished(&app, run).await["status"], "succeeded");
+    }
+    let original = app.get(&format!("/api/v1/steps/{step}")).await.json();
+    let investigation = original["investigation_id"].as_str().unwrap().to_string();
+    let after = app.note(&investigation, "after").await["id"].as_i64().unwrap();
+
+    let copy = app.post_json(&format!("/api/v1/steps/{step}/duplicate"), json!({})).await;
+    assert_eq!(copy.status, StatusCode::CREATED, "{}", copy.text());
+    let copy = copy.json();
+    for field in ["command", "env", "matrix", "host", "telemetry"] {
+        assert_eq!(copy[field], original[field], "{field}: {copy}");
+    }
+    assert!(copy["runs"].as_array().is_none_or(Vec::is_empty), "no runs of its own: {copy}");
+    assert_eq!(copy["position"], original["position"].as_u64().unwrap() + 1, "right after the original");
+    let copy_id = copy["id"].as_i64().unwrap();
+    assert_eq!(app.step_ids(&investigation).await, vec![step, copy_id, after]);
+    let missing = app.post_json("/api/v1/steps/987654321/duplicate", json!({})).await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND, "{}", missing.text());
+
+    // A run's page offers its configuration again.
+    let first = original["runs"][0]["id"].as_i64().unwrap();
+    let page = app.get(&format!("/runs/{first}")).await.text();
+    assert!(page.contains("class=\"quiet run-again\""), "{page}");
+    // One configuration again, and the unset one.
+    for (only, printed) in [(json!({ "X": "2" }), "X=2"), (json!({ "X": null }), "X=unset")] {
+        let again = start(&app, step, json!({ "only": only })).await;
+        assert_eq!(again.len(), 1, "{only}");
+        let run = finished(&app, again[0]).await;
+        assert_eq!(run["config"], only, "{run}");
+        let output = app.get(&format!("/api/v1/runs/{}/output", again[0])).await.text();
+        assert!(output.contains(printed), "{output}");
+    }
+    let refused = app.post_json(&format!("/api/v1/steps/{step}/runs"), json!({ "only": { "X": "7" } })).await;
+    assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", refused.text());
+    assert!(refused.text().contains("No configuration of this sweep has X=7"), "{}", refused.text());
+    let plain = command_step(&app, json!({ "command": "true", "telemetry": false })).await;
+    let refused = app.post_json(&format!("/api/v1/steps/{plain}/runs"), json!({ "only": { "X": "1" } })).await;
+    assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(refused.text().contains("only are for sweeps"), "{}", refused.text());
+}
