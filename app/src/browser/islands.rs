@@ -59,10 +59,15 @@ pub fn hydrate(root: &Element) {
 }
 
 /// Puts the hydrated islands of `old` into `new` (not yet on the page) in
-/// place of the same islands drawn anew: same component, same props. They keep
+/// place of the same islands drawn anew: same component, same props — or, in
+/// an element with a `data-island-key`, the same key (an island that keeps its
+/// own state of what the props said: a host's keys it just trusted). They keep
 /// what they show (a link just made) and their listeners.
 pub fn carry_over(old: &Element, new: &Element) {
-    let key = |e: &Element| (e.get_attribute("data-component"), e.get_attribute("data-props"));
+    let key = |e: &Element| {
+        let keyed = e.parent_element().and_then(|p| p.get_attribute("data-island-key"));
+        (e.get_attribute("data-component"), keyed.or_else(|| e.get_attribute("data-props")))
+    };
     let mut hydrated = dom::all(old, "leptos-island[data-ready]");
     for fresh in dom::all(new, "leptos-island") {
         if let Some(i) = hydrated.iter().position(|h| key(h) == key(&fresh)) {

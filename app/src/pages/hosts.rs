@@ -330,13 +330,16 @@ fn HostCard(host: Host) -> impl IntoView {
                 {manage}
             </div>
             <p class="muted host-run-dirs">{crate::hosts::run_dirs_text(&host.run_dirs)}</p>
-            <HostConnection
-                name=name.clone()
-                trusted=host.trusted_keys.clone()
-                pending=host.pending_key.clone()
-                can_trust=host.can_manage
-                can_use=host.can_use
-            />
+            // Kept across redraws even when its keys changed: it shows them itself.
+            <div class="host-connection" data-island-key=format!("host-{name}")>
+                <HostConnection
+                    name=name.clone()
+                    trusted=host.trusted_keys.clone()
+                    pending=host.pending_key.clone()
+                    can_trust=host.can_manage
+                    can_use=host.can_use
+                />
+            </div>
             {if host.can_use {
                 view! { <FactsPanel name=facts_name/> }.into_any()
             } else {
