@@ -525,4 +525,12 @@ test('tok/s from two configurations, a hypothesis, and its verdict', async () =>
   await page.waitForSelector(`#step-${base.id} li.measure[data-metric=requests]`);
   // The empty metric was refused with 422: expected.
   assert.deepEqual(page.problems.filter((p) => !/^http 422: .*\/api\/add_hypothesis/.test(p)), []);
+
+  // A dot on the investigation's chart is a run: a click opens its page.
+  const dot = page.locator('#overview-chart a.run-dot').first();
+  const href = await dot.getAttribute('href');
+  assert.match(href, /^\/runs\/\d+$/);
+  await dot.locator('circle').click({ force: true });
+  await page.waitForURL(`**${href}`);
+  assert.match(await page.locator('h1').textContent(), new RegExp(`Run ${href.split('/').pop()}`));
 });

@@ -177,6 +177,19 @@ pub struct Overview {
     pub baseline: f64,
     pub baseline_label: String,
     pub svg: String,
+    /// Where each run's dot is in `svg` (a group of more runs than the chart
+    /// draws dots for has none): the team's page makes each a link to its run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub points: Vec<ChartPoint>,
+}
+
+/// A run's dot on a chart, in the SVG's pixels.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChartPoint {
+    pub run: i64,
+    pub x: i32,
+    pub y: i32,
+    pub value: f64,
 }
 
 /// A measured value as the pages show it: one decimal from 100 up, two below.

@@ -48,6 +48,19 @@ pub fn by_group(
     groups: &[(&str, &GroupSummary)],
     baseline: f64,
 ) -> Result<String, ChartError> {
+    Ok(by_group_of_runs(metric, unit, groups, &[], baseline)?.0)
+}
+
+/// [`by_group`], and where each run's dot is: `runs[i]` are group `i`'s runs,
+/// in the order of its values (a group drawn as quantiles has no dots of runs).
+pub fn by_group_of_runs(
+    metric: &str,
+    unit: &str,
+    groups: &[(&str, &GroupSummary)],
+    runs: &[Vec<Option<i64>>],
+    baseline: f64,
+) -> Result<(String, Vec<domain::metrics::ChartPoint>), ChartError> {
+    let mut points = Vec::new();
     let all = groups.iter().flat_map(|(_, g)| g.values.iter().copied()).chain([baseline]);
     let (lo, hi) = all.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| (lo.min(v), hi.max(v)));
     let spread = groups.iter().filter_map(|(_, g)| g.stddev.map(|s| (g.mean - s, g.mean + s)));
@@ -115,8 +128,19 @@ pub fn by_group(
             };
             let k = shown.len().max(1) as f64;
             // Spread the dots sideways a little so equal values stay visible.
-            let dots = shown.iter().enumerate().map(|(j, v)| (x - 0.12 + 0.24 * (j as f64 + 0.5) / k, *v));
-            chart.draw_series(dots.map(|p| Circle::new(p, 3, color.mix(0.55).filled()))).map_err(err)?;
+            let dots: Vec<(f64, f64)> =
+                shown.iter().enumerate().map(|(j, v)| (x - 0.12 + 0.24 * (j as f64 + 0.5) / k, *v)).collect();
+            if group.values.len() <= DOTS
+                && let Some(ids) = runs.get(i)
+            {
+                for (dot, id) in dots.iter().zip(ids) {
+                    if let Some(run) = id {
+                        let (x, y) = chart.backend_coord(dot);
+                        points.push(domain::metrics::ChartPoint { run: *run, x, y, value: dot.1 });
+                    }
+                }
+            }
+            chart.draw_series(dots.into_iter().map(|p| Circle::new(p, 3, color.mix(0.55).filled()))).map_err(err)?;
             if let Some(s) = group.stddev {
                 let bar = ErrorBar::new_vertical(
                     x + 0.25,
@@ -133,7 +157,7 @@ pub fn by_group(
         }
         root.present().map_err(err)?;
     }
-    Ok(svg)
+    Ok((svg, points))
 }
 
 /// How a panel reads one series from a sample.

@@ -97,9 +97,11 @@ pub fn OverviewFigure(o: crate::metrics::Overview, svg_href: Option<String>) -> 
             }
         })
         .collect_view();
+    // The team's page: each run's dot opens its run (a share link's reader has no run pages).
+    let svg = if super::outsider() { o.svg.clone() } else { with_run_links(&o.svg, &o.points) };
     view! {
         <figure class="chart overview" id="overview-chart">
-            <div class="svg" inner_html=o.svg.clone()></div>
+            <div class="svg" inner_html=svg></div>
             <figcaption>
                 <code>{o.metric.clone()}</code> " by configuration; dashed line: " {o.baseline_label.clone()}
                 {svg_href.map(|href| view! { " · " <a href=href>"SVG"</a> })}
@@ -115,6 +117,24 @@ pub fn OverviewFigure(o: crate::metrics::Overview, svg_href: Option<String>) -> 
             </table>
         </div>
     }
+}
+
+/// The chart with a link over each run's dot, to its page, titled with its value.
+fn with_run_links(svg: &str, points: &[crate::metrics::ChartPoint]) -> String {
+    let Some(end) = svg.rfind("</svg>") else { return svg.to_string() };
+    let mut linked = String::with_capacity(svg.len() + points.len() * 120);
+    linked.push_str(&svg[..end]);
+    for p in points {
+        linked.push_str(&format!(
+            "<a href=\"/runs/{run}\" class=\"run-dot\"><circle cx=\"{x}\" cy=\"{y}\" r=\"6\" fill=\"transparent\"><title>run {run}: {value}</title></circle></a>",
+            run = p.run,
+            x = p.x,
+            y = p.y,
+            value = crate::metrics::figure(p.value),
+        ));
+    }
+    linked.push_str(&svg[end..]);
+    linked
 }
 
 /// Latency against load per configuration, with each one's knee.

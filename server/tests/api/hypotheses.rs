@@ -114,8 +114,14 @@ async fn an_experiment_compares_the_runs_of_two_steps() {
     let unknown = app.get(&format!("/api/v1/investigations/{investigation}/chart.svg?metric=nope")).await;
     assert_eq!(unknown.status, StatusCode::NOT_FOUND);
     assert!(unknown.text().contains("these were: output_throughput"), "{}", unknown.text());
-    // The investigation's "other metrics" open a page of the chart, not a bare SVG.
+    // The investigation's "other metrics" open a page of the chart, not a bare SVG;
+    // each run's dot on the chart opens the run (a warm-up has none).
     let page = app.get(&format!("/i/{investigation}")).await.text();
+    let of_baseline = app.get(&format!("/api/v1/steps/{baseline}/runs")).await.json();
+    let (warmup, measured) = (of_baseline[0]["id"].as_i64().unwrap(), of_baseline[1]["id"].as_i64().unwrap());
+    assert!(page.contains(&format!("<a href=\"/runs/{measured}\" class=\"run-dot\">")), "{page}");
+    assert!(!page.contains(&format!("<a href=\"/runs/{warmup}\" class=\"run-dot\">")));
+    assert_eq!(page.matches("class=\"run-dot\"").count(), 9, "a link per measured run");
     let link = format!("href=\"/i/{investigation}/chart?metric=total_throughput\"");
     assert!(page.contains(&link), "{page}");
     let chart = app.get(&format!("/i/{investigation}/chart?metric=total_throughput")).await;
