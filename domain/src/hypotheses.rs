@@ -84,6 +84,9 @@ pub struct Hypothesis {
     /// The experiment drawn as SVG (server-rendered), when there is a comparison.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chart_svg: Option<String>,
+    /// Where each run's dot is on it (none on a CDF): the team's page links them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chart_points: Vec<crate::metrics::ChartPoint>,
     /// When no run of the groups has the metric: saying so, with the nearest
     /// name they do have ("did you mean `ttft_ms_p99`?").
     #[serde(default, skip_serializing_if = "Option::is_none")]

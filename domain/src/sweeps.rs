@@ -162,16 +162,6 @@ impl Order {
     pub fn parse(s: &str) -> Option<Self> {
         [Self::Interleaved, Self::Shuffled, Self::Grouped].into_iter().find(|o| o.as_str() == s)
     }
-
-    /// The order a sweep runs in when none is asked: grouped when its server
-    /// is kept across a configuration's runs (interleaved would restart it at
-    /// every run), else interleaved.
-    pub fn default_for(command: &crate::steps::command::CommandBody) -> Self {
-        match &command.server {
-            Some(server) if server.reuse == crate::steps::command::Reuse::Config => Self::Grouped,
-            _ => Self::Interleaved,
-        }
-    }
 }
 
 /// One run of the plan: which configuration, warm-up or not, and its number

@@ -27,10 +27,16 @@ const PALETTE: [RGBColor; 8] = [
     RGBColor(191, 57, 137),
 ];
 
-/// One experiment: the baseline group against the treatment group.
-pub fn experiment(metric: &str, unit: &str, comparison: &Comparison) -> Result<String, ChartError> {
+/// One experiment: the baseline group against the treatment group, and where
+/// each run's dot is (`runs`: each side's runs, in the order of its values).
+pub fn experiment(
+    metric: &str,
+    unit: &str,
+    comparison: &Comparison,
+    runs: [Vec<Option<i64>>; 2],
+) -> Result<(String, Vec<domain::metrics::ChartPoint>), ChartError> {
     let groups = [("baseline", &comparison.baseline), ("treatment", &comparison.treatment)];
-    by_group(metric, unit, &groups, comparison.baseline.mean)
+    by_group_of_runs(metric, unit, &groups, &runs, comparison.baseline.mean)
 }
 
 /// Most dots drawn per group.
@@ -517,7 +523,9 @@ mod tests {
     #[test]
     fn an_experiment_chart_has_both_groups_and_the_baseline() {
         let comparison = crate::metrics::stats::compare(&[57.4, 57.6, 57.5], &[33.1, 33.4, 33.0]).unwrap();
-        let svg = experiment("output_throughput", "tok/s", &comparison).unwrap();
+        let (svg, points) =
+            experiment("output_throughput", "tok/s", &comparison, [vec![Some(1), Some(2), Some(3)], vec![]]).unwrap();
+        assert_eq!(points.iter().map(|p| p.run).collect::<Vec<_>>(), [1, 2, 3], "the baseline's runs' dots");
         assert!(svg.starts_with("<svg"), "{svg}");
         let texts: Vec<&str> = svg.split("</text>").filter_map(|t| t.rsplit('>').next()).map(str::trim).collect();
         assert!(texts.contains(&"baseline") && texts.contains(&"treatment"), "axis labels: {texts:?}");

@@ -177,6 +177,7 @@ pub fn HypothesesSection(inv: std::sync::Arc<Investigation>) -> impl IntoView {
         .iter()
         .filter_map(|h| {
             let svg = h.chart_svg.clone()?;
+            let svg = if super::outsider() { svg } else { super::measurements::with_run_links(&svg, &h.chart_points) };
             let verdict = h
                 .distribution
                 .as_ref()

@@ -120,7 +120,7 @@ pub fn OverviewFigure(o: crate::metrics::Overview, svg_href: Option<String>) -> 
 }
 
 /// The chart with a link over each run's dot, to its page, titled with its value.
-fn with_run_links(svg: &str, points: &[crate::metrics::ChartPoint]) -> String {
+pub(crate) fn with_run_links(svg: &str, points: &[crate::metrics::ChartPoint]) -> String {
     let Some(end) = svg.rfind("</svg>") else { return svg.to_string() };
     let mut linked = String::with_capacity(svg.len() + points.len() * 120);
     linked.push_str(&svg[..end]);

@@ -28,9 +28,17 @@ pub fn Members(investigation: String, members: Vec<Member>) -> impl IntoView {
     let set = ServerAction::<SetMember>::new();
     // Whom to give a role: the members (to change theirs) and the team's other users, by name.
     let current: Vec<(String, String)> = members.iter().map(|m| (m.user.clone(), m.role.clone())).collect();
+    // Asked only by an owner: anyone else would be refused, and a refusal sets the page's status.
+    let owner = crate::components::abilities().own;
     let candidates = {
         let investigation = investigation.clone();
-        Resource::new(|| (), move |_| member_candidates(investigation.clone()))
+        Resource::new(
+            || (),
+            move |_| {
+                let investigation = investigation.clone();
+                async move { if owner { member_candidates(investigation).await } else { Ok(Vec::new()) } }
+            },
+        )
     };
     let users = move || {
         let current = current.clone();

@@ -257,7 +257,7 @@ pub fn CommandContent(step: Step, editing: bool) -> impl IntoView {
     view! {
         {command}
         <RunControls step_id version shown=shown.clone() queued=queued.clone() sweeping={configs > 0} sweep=sweep
-            asked=crate::runs::last_asked(&history) default_order=crate::sweeps::Order::default_for(&body)/>
+            asked=crate::runs::last_asked(&history) default_order=body.default_order()/>
         {shown.map(|run| view! { <RunOutput run queued=queued.len()/> })}
         <RunHistory runs=history/>
     }

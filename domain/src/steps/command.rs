@@ -49,6 +49,18 @@ pub struct CommandBody {
     pub output_limit_bytes: Option<u64>,
 }
 
+impl CommandBody {
+    /// The order its sweep runs in when none is asked: grouped when its server
+    /// is kept across a configuration's runs (interleaved would restart it at
+    /// every run), else interleaved.
+    pub fn default_order(&self) -> crate::sweeps::Order {
+        match &self.server {
+            Some(server) if server.reuse == Reuse::Config => crate::sweeps::Order::Grouped,
+            _ => crate::sweeps::Order::Interleaved,
+        }
+    }
+}
+
 /// Output kept per run unless a step says otherwise: benchmarks print
 /// megabytes; a runaway loop printing for hours stops filling the disk here.
 pub const DEFAULT_OUTPUT_BYTES: u64 = 10 << 30;

@@ -98,9 +98,11 @@ pub fn walk(report: &Report, writer: &mut impl Writer) {
                     return Some(Chart { id: h.id, caption: &h.statement, svg: h.chart_svg.clone()? });
                 }
                 let (c, metric) = (h.comparison.as_ref()?, h.metric.as_ref()?);
-                let svg = crate::charts::experiment(metric, h.unit.as_deref().unwrap_or(""), c)
-                    .inspect_err(|e| tracing::warn!(hypothesis = h.id, "an export's chart: {e}"))
-                    .ok()?;
+                // No runs named: a report's dots are not links (its reader has no run pages).
+                let (svg, _) =
+                    crate::charts::experiment(metric, h.unit.as_deref().unwrap_or(""), c, Default::default())
+                        .inspect_err(|e| tracing::warn!(hypothesis = h.id, "an export's chart: {e}"))
+                        .ok()?;
                 Some(Chart { id: h.id, caption: &h.statement, svg })
             })
             .collect();

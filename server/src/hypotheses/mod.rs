@@ -336,12 +336,16 @@ impl Hypotheses {
             }
             None => (None, None),
         };
-        let chart_svg = match (&row.metric, &comparison, cdf_svg) {
-            (_, _, Some(svg)) => Some(svg),
-            (Some(metric), Some(c), None) => crate::charts::experiment(metric, unit.as_deref().unwrap_or(""), c)
-                .inspect_err(|e| tracing::error!(hypothesis = row.id, "chart: {e}"))
-                .ok(),
-            _ => None,
+        let ids = |values: &[(i64, f64)]| values.iter().map(|(run, _)| Some(*run)).collect::<Vec<_>>();
+        let (chart_svg, chart_points) = match (&row.metric, &comparison, cdf_svg) {
+            (_, _, Some(svg)) => (Some(svg), Vec::new()),
+            (Some(metric), Some(c), None) => {
+                let runs = [ids(&baseline_values), ids(&treatment_values)];
+                crate::charts::experiment(metric, unit.as_deref().unwrap_or(""), c, runs)
+                    .inspect_err(|e| tracing::error!(hypothesis = row.id, "chart: {e}"))
+                    .map_or((None, Vec::new()), |(svg, points)| (Some(svg), points))
+            }
+            _ => (None, Vec::new()),
         };
         let metric_note = match (&row.metric, &distribution) {
             (Some(metric), None) if value_of.is_empty() && !measured.is_empty() => {
@@ -381,6 +385,7 @@ impl Hypotheses {
             as_expected,
             unit,
             chart_svg,
+            chart_points,
             metric_note,
             provenance,
             created_at: timestamp(row.created_at),

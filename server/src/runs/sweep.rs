@@ -94,7 +94,7 @@ pub(crate) fn plan<'a>(
             .into());
         }
     }
-    let order = request.order.unwrap_or_else(|| Order::default_for(command));
+    let order = request.order.unwrap_or_else(|| command.default_order());
     let seed = match (order, request.seed) {
         (Order::Shuffled, Some(seed)) if seed > MAX_SEED => {
             return Err(ApiError::invalid(format!("The seed is from 0 to {MAX_SEED}.")).into());

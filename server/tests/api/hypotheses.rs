@@ -121,7 +121,7 @@ async fn an_experiment_compares_the_runs_of_two_steps() {
     let (warmup, measured) = (of_baseline[0]["id"].as_i64().unwrap(), of_baseline[1]["id"].as_i64().unwrap());
     assert!(page.contains(&format!("<a href=\"/runs/{measured}\" class=\"run-dot\">")), "{page}");
     assert!(!page.contains(&format!("<a href=\"/runs/{warmup}\" class=\"run-dot\">")));
-    assert_eq!(page.matches("class=\"run-dot\"").count(), 9, "a link per measured run");
+    assert_eq!(page.matches("class=\"run-dot\"").count(), 18, "a link per measured run, on both charts");
     let link = format!("href=\"/i/{investigation}/chart?metric=total_throughput\"");
     assert!(page.contains(&link), "{page}");
     let chart = app.get(&format!("/i/{investigation}/chart?metric=total_throughput")).await;
