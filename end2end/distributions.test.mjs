@@ -127,6 +127,21 @@ test('CDF and rate charts with hostile labels, with and without JavaScript, and 
   await cdf.scrollIntoViewIfNeeded();
   await screenshot(page, 'compare-cdfs');
 
+  // The sweep's frontier: throughput against p99 TTFT, each configuration a row, its markup label as text.
+  await page.goto(`${server.url}/i/${inv.id}`);
+  await hydrated(page);
+  await page.click(`#step-${step.id} a.frontier-link`);
+  await page.waitForURL(`**/i/${inv.id}/frontier?step=${step.id}`);
+  await hydrated(page);
+  await page.fill('.frontier-form input[name=maximize]', 'request_throughput');
+  await page.click('.frontier-form button');
+  await page.waitForURL(/maximize=request_throughput/);
+  await page.locator('table.frontier-table').waitFor();
+  assert.equal(await page.locator('table.frontier-table tbody tr').count(), 8);
+  assert.match(await page.locator('.frontier-best').textContent(), /Best under TTFT ≤ 150 ms|No configuration meets/);
+  assert.equal(await page.locator('img[src=x]').count(), 0, 'labels are text');
+  await screenshot(page, 'frontier');
+
   // One configuration once more, from its run's page: the step has a ninth run, of that configuration.
   await page.goto(`${server.url}/runs/${runs[3].id}`);
   await hydrated(page);

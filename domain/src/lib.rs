@@ -8,6 +8,7 @@ pub mod accounts;
 pub mod comments;
 pub mod distributions;
 pub mod error;
+pub mod frontier;
 pub mod hosts;
 pub mod html;
 pub mod hypotheses;

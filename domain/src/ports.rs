@@ -177,6 +177,13 @@ pub trait MeasurementOps: Send + Sync + 'static {
         new: NewMeasurement,
     ) -> Result<StoredMeasurement, ApiError>;
     async fn delete_measurement(&self, actor: &Actor, id: i64) -> Result<(), ApiError>;
+    /// A sweep's configurations as a frontier (`/i/{id}/frontier?step=`).
+    async fn frontier(
+        &self,
+        actor: &Actor,
+        step: i64,
+        query: &crate::frontier::FrontierQuery,
+    ) -> Result<crate::frontier::Frontier, ApiError>;
     /// One metric by configuration (`/i/{id}/chart`); none while no two runs measured it.
     async fn overview(
         &self,

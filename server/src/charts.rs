@@ -516,6 +516,68 @@ pub fn rates(
     Ok(svg)
 }
 
+/// A sweep's frontier: each configuration at (its mean `minimize`, its mean
+/// `maximize`), with its intervals as bars; those nothing beats on both joined
+/// (blue), the others grey; one that meets the SLO ringed.
+pub fn frontier(
+    maximize: &str,
+    minimize: &str,
+    points: &[domain::frontier::FrontierPoint],
+) -> Result<String, ChartError> {
+    let xs = points.iter().flat_map(|p| [Some(p.minimize), p.minimize_ci.map(|c| c.1)]).flatten();
+    let ys = points.iter().flat_map(|p| [Some(p.maximize), p.maximize_ci.map(|c| c.1)]).flatten();
+    let x1 = xs.fold(0.0f64, f64::max).max(1e-9) * 1.12;
+    let y1 = ys.fold(0.0f64, f64::max).max(1e-9) * 1.12;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT + 40)).into_drawing_area();
+        let err = |e: DrawingAreaErrorKind<_>| ChartError(e.to_string());
+        root.fill(&WHITE).map_err(err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(12)
+            .x_label_area_size(32)
+            .y_label_area_size(56)
+            .build_cartesian_2d(0.0..x1, 0.0..y1)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc(format!("{minimize} (lower is better)"))
+            .y_desc(format!("{maximize} (higher is better)"))
+            .label_style(("sans-serif", 12))
+            .axis_desc_style(("sans-serif", 12))
+            .light_line_style(WHITE)
+            .bold_line_style(RGBColor(234, 238, 242))
+            .draw()
+            .map_err(err)?;
+        let mut line: Vec<(f64, f64)> =
+            points.iter().filter(|p| p.on_frontier).map(|p| (p.minimize, p.maximize)).collect();
+        line.sort_by(|a, b| a.0.total_cmp(&b.0));
+        chart.draw_series(LineSeries::new(line, TREATMENT.stroke_width(2))).map_err(err)?;
+        for p in points {
+            let color = if p.on_frontier { TREATMENT } else { BASELINE };
+            let at = (p.minimize, p.maximize);
+            if let Some((lo, hi)) = p.maximize_ci {
+                chart
+                    .draw_series([ErrorBar::new_vertical(at.0, lo, at.1, hi, color.mix(0.6).stroke_width(1), 6)])
+                    .map_err(err)?;
+            }
+            if let Some((lo, hi)) = p.minimize_ci {
+                chart
+                    .draw_series([ErrorBar::new_horizontal(at.1, lo, at.0, hi, color.mix(0.6).stroke_width(1), 6)])
+                    .map_err(err)?;
+            }
+            chart.draw_series([Circle::new(at, 4, color.filled())]).map_err(err)?;
+            if p.meets_slo == Some(true) {
+                chart.draw_series([Circle::new(at, 8, color.stroke_width(2))]).map_err(err)?;
+            }
+            let label: String = p.label.chars().take(LABEL_CHARS).collect();
+            chart.draw_series([Text::new(label, at, ("sans-serif", 11).into_font().color(&BLACK))]).map_err(err)?;
+        }
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -243,6 +243,28 @@ impl Notebook {
         self.investigations.delete(permit).await
     }
 
+    /// The frontier of a sweep step's configurations, judged against the
+    /// investigation's SLO.
+    pub async fn frontier(
+        &self,
+        permit: &Permit<Read>,
+        step: i64,
+        query: &domain::frontier::FrontierQuery,
+    ) -> Result<domain::frontier::Frontier> {
+        use crate::metrics::frontier::{MAXIMIZE, MINIMIZE, frontier};
+        let step = self.steps.get(permit, step).await?;
+        let slo = self
+            .store
+            .slo(permit.investigation())
+            .await?
+            .and_then(|text| domain::distributions::Slo::parse(&text).ok());
+        let pick = |asked: &Option<String>, default: &'static str| {
+            asked.as_deref().map(str::trim).filter(|m| !m.is_empty()).unwrap_or(default).to_string()
+        };
+        let (maximize, minimize) = (pick(&query.maximize, MAXIMIZE), pick(&query.minimize, MINIMIZE));
+        Ok(frontier(&step, &maximize, &minimize, slo.as_ref())?)
+    }
+
     /// The investigation's chart of `metric` (default: its main one) by
     /// configuration, against `baseline`; `None` while no metric was measured in two runs.
     pub async fn overview(

@@ -3,6 +3,7 @@ pub mod chart;
 pub mod comments;
 pub mod compare;
 pub mod definitions;
+pub mod frontier;
 pub mod home;
 pub mod hosts;
 pub mod hypotheses;

@@ -239,6 +239,9 @@ pub fn CommandContent(step: Step, editing: bool) -> impl IntoView {
                 <p class="sweep-matrix">
                     "Sweep of " {configs} " configurations: "
                     {settings.iter().map(|s| view! { <code>{s.clone()}</code> " " }).collect_view()}
+                    {(configs > 1 && !crate::pages::outsider()).then(|| view! {
+                        <a class="quiet frontier-link" href=format!("/i/{}/frontier?step={step_id}", step.investigation_id)>"frontier"</a>
+                    })}
                 </p>
             })}
             <div class="command-wrap">

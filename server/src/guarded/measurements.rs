@@ -27,6 +27,16 @@ impl super::Guarded {
         let done = self.notebook.metrics.delete(&permit, id).await;
         Ok(self.announce(actor, permit.investigation(), done)?)
     }
+    /// A sweep's frontier: a reader of the step may read it.
+    pub async fn frontier(
+        &self,
+        actor: &Actor,
+        step: i64,
+        query: &domain::frontier::FrontierQuery,
+    ) -> Result<domain::frontier::Frontier, ApiError> {
+        let permit = self.access.permit_for::<Read>(actor, crate::db::OwnedBy::Step, step).await?;
+        Ok(self.notebook.frontier(&permit, step, query).await?)
+    }
     pub async fn overview(
         &self,
         actor: &Actor,

@@ -38,6 +38,17 @@ pub async fn overview(
     Ok(Json(chart(&state, &actor, &investigation, &query).await?))
 }
 
+/// A sweep step's frontier: each configuration's means, which nothing beats,
+/// the best under the SLO, and its chart.
+pub async fn frontier(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiPath(step): ApiPath<i64>,
+    ApiQuery(query): ApiQuery<domain::frontier::FrontierQuery>,
+) -> Result<Json<domain::frontier::Frontier>, AppError> {
+    Ok(Json(state.notebook.frontier(&actor, step, &query).await?))
+}
+
 /// The same chart as an SVG file, to embed or export as it is.
 pub async fn chart_svg(
     Caller(actor): Caller,

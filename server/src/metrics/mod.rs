@@ -13,6 +13,7 @@ pub mod cost;
 pub mod custom;
 pub mod derived;
 mod found;
+pub mod frontier;
 pub mod llama_bench;
 pub mod overview;
 pub mod profiles;

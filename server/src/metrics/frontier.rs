@@ -1,0 +1,149 @@
+//! A sweep's frontier (`GET /api/v1/steps/{id}/frontier`): per configuration,
+//! the means of a metric to maximize and one to minimize over its measured
+//! runs, with 95 % t intervals; which configurations nothing beats on both;
+//! and the best that meets the investigation's SLO at its percentile.
+
+use domain::distributions::{Slo, percentile_name};
+use domain::error::ApiError;
+use domain::frontier::{Frontier, FrontierPoint, best_under_slo, mark_frontier};
+use domain::model::Step;
+use domain::runs::{Run, RunStatus};
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+/// The metrics a frontier is of when none are asked.
+pub const MAXIMIZE: &str = "output_throughput";
+pub const MINIMIZE: &str = "ttft_ms_p99";
+
+/// A run's value of `metric`: the unkeyed one, else the first it measured.
+fn value_of(run: &Run, metric: &str) -> Option<f64> {
+    let of = || run.measurements.iter().filter(|m| m.metric == metric);
+    of().find(|m| m.key.is_none()).or_else(|| of().next()).map(|m| m.value)
+}
+
+/// The mean of `values` and its 95 % t interval (none for one value).
+fn mean_and_ci(values: &[f64]) -> (f64, Option<(f64, f64)>) {
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    if values.len() < 2 {
+        return (mean, None);
+    }
+    let sd = (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+    let t = StudentsT::new(0.0, 1.0, n - 1.0).map(|d| d.inverse_cdf(0.975)).unwrap_or(f64::NAN);
+    let half = t * sd / n.sqrt();
+    (mean, half.is_finite().then_some((mean - half, mean + half)))
+}
+
+/// Whether the runs' mean of each bounded percentile meets its bound; none
+/// when one was not measured.
+fn meets(slo: &Slo, runs: &[&Run]) -> Option<bool> {
+    let mut all = true;
+    for bound in &slo.bounds {
+        let name = percentile_name(&bound.metric, slo.percentile);
+        let values: Vec<f64> = runs.iter().filter_map(|r| value_of(r, &name)).collect();
+        if values.len() < runs.len() || values.is_empty() {
+            return None;
+        }
+        all &= mean_and_ci(&values).0 <= bound.at_most;
+    }
+    Some(all)
+}
+
+/// The frontier of `step`'s configurations; 422 for a step without a sweep or
+/// metrics no configuration has.
+pub fn frontier(step: &Step, maximize: &str, minimize: &str, slo: Option<&Slo>) -> Result<Frontier, ApiError> {
+    let domain::steps::StepBody::Command(command) = &step.body else {
+        return Err(ApiError::invalid("A frontier is of a command step's sweep; this step is not a command."));
+    };
+    if command.matrix.is_empty() {
+        return Err(ApiError::invalid(
+            "A frontier is of a sweep's configurations; this step sweeps nothing (give it a matrix).",
+        ));
+    }
+    let measured: Vec<&Run> = step
+        .runs
+        .iter()
+        .filter(|r| r.status == RunStatus::Succeeded && !r.warmup && r.config.is_some())
+        .filter(|r| value_of(r, maximize).is_some() && value_of(r, minimize).is_some())
+        .collect();
+    let mut labels: Vec<String> = Vec::new();
+    for run in &measured {
+        let label = run.config_label();
+        if !labels.contains(&label) {
+            labels.push(label);
+        }
+    }
+    if labels.is_empty() {
+        let mut known: Vec<&str> =
+            step.runs.iter().flat_map(|r| r.measurements.iter().map(|m| m.metric.as_str())).collect();
+        known.sort_unstable();
+        known.dedup();
+        return Err(ApiError::invalid(format!(
+            "No run of this sweep measured both {maximize} and {minimize}{}.",
+            if known.is_empty() { String::new() } else { format!("; its runs measured: {}", known.join(", ")) }
+        )));
+    }
+    let mut points: Vec<FrontierPoint> = labels
+        .iter()
+        .map(|label| {
+            let runs: Vec<&Run> = measured.iter().copied().filter(|r| r.config_label() == *label).collect();
+            let up: Vec<f64> = runs.iter().filter_map(|r| value_of(r, maximize)).collect();
+            let down: Vec<f64> = runs.iter().filter_map(|r| value_of(r, minimize)).collect();
+            let ((maximize, maximize_ci), (minimize, minimize_ci)) = (mean_and_ci(&up), mean_and_ci(&down));
+            FrontierPoint {
+                label: label.clone(),
+                config: runs[0].config.clone().unwrap_or_default(),
+                runs: runs.iter().map(|r| r.id).collect(),
+                n: runs.len(),
+                maximize,
+                minimize,
+                maximize_ci,
+                minimize_ci,
+                on_frontier: false,
+                meets_slo: slo.and_then(|slo| meets(slo, &runs)),
+            }
+        })
+        .collect();
+    mark_frontier(&mut points);
+    let best = best_under_slo(&points).map(|p| p.label.clone());
+    let why = match (slo, &best) {
+        (_, Some(_)) => None,
+        (None, None) => {
+            Some("The investigation has no SLO: set one (TTFT <= 200 ms) to pick the best configuration.".into())
+        }
+        (Some(slo), None) if points.iter().all(|p| p.meets_slo.is_none()) => Some(format!(
+            "No configuration has the percentiles {} bounds (p{}) measured.",
+            slo.describe(),
+            slo.percentile
+        )),
+        (Some(slo), None) => Some(format!("No configuration meets {}.", slo.describe())),
+    };
+    let svg = crate::charts::frontier(maximize, minimize, &points).map_err(|e| {
+        tracing::error!(step = step.id, "frontier chart: {e}");
+        ApiError::internal()
+    })?;
+    Ok(Frontier {
+        step_id: step.id,
+        maximize: maximize.to_string(),
+        minimize: minimize.to_string(),
+        points,
+        best_under_slo: best,
+        why,
+        slo: slo.map(Slo::describe),
+        svg,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mean_and_its_interval_are_scipys() {
+        // scipy.stats.t.interval(0.95, 2, loc=2, scale=stats.sem([1, 2, 3])) = (-0.484, 4.484)
+        let (mean, ci) = mean_and_ci(&[1.0, 2.0, 3.0]);
+        let (lo, hi) = ci.unwrap();
+        assert_eq!(mean, 2.0);
+        assert!((lo - -0.4841377592).abs() < 1e-6 && (hi - 4.4841377592).abs() < 1e-6, "{lo} {hi}");
+        assert_eq!(mean_and_ci(&[5.0]), (5.0, None));
+    }
+}
