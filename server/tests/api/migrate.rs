@@ -74,18 +74,16 @@ impl As<'_> {
             let shares = self.ok(Method::GET, &format!("/api/v1/investigations/{id}/shares"), Value::Null).await;
             whole.push(json!({ "investigation": investigation, "shares": shares }));
         }
+        // Without the run-directory sweep's report: it lands whenever the sweep after a run ends.
+        let mut hosts = self.ok(Method::GET, "/api/v1/hosts", Value::Null).await;
+        for host in hosts.as_array_mut().into_iter().flatten() {
+            host["run_dirs"]["last_sweep"] = Value::Null;
+        }
         json!({
             "investigations": investigations,
             "each": whole,
             "outputs": outputs,
-            // Without the run-directory sweep's report: it lands whenever the sweep after a run ends.
-            "hosts": {
-                let mut hosts = self.ok(Method::GET, "/api/v1/hosts", Value::Null).await;
-                for host in hosts.as_array_mut().into_iter().flatten() {
-                    host["run_dirs"]["last_sweep"] = Value::Null;
-                }
-                hosts
-            },
+            "hosts": hosts,
             "known_hosts": self.call(Method::GET, "/api/v1/known_hosts", Value::Null).await.text(),
             "audit": self.ok(Method::GET, "/api/v1/audit?format=json&limit=100000", Value::Null).await,
             "mentions": self.ok(Method::GET, "/api/v1/mentions?all=true", Value::Null).await,
