@@ -7,6 +7,7 @@
 pub mod accounts;
 pub mod comments;
 pub mod distributions;
+pub mod engine;
 pub mod error;
 pub mod frontier;
 pub mod hosts;
