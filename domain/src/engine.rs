@@ -43,20 +43,6 @@ pub struct Exposition {
 }
 
 impl Exposition {
-    /// The family a sample belongs to and its kind: `x_bucket`, `x_sum`,
-    /// `x_count` of a histogram `x`; `x_total` of a counter declared as `x`.
-    pub fn kind_of(&self, sample: &str) -> Kind {
-        if let Some(kind) = self.kinds.get(sample) {
-            return *kind;
-        }
-        for suffix in ["_bucket", "_sum", "_count", "_total", "_created"] {
-            if let Some(kind) = sample.strip_suffix(suffix).and_then(|base| self.kinds.get(base)) {
-                return *kind;
-            }
-        }
-        Kind::Untyped
-    }
-
     /// The sum over every label set of `name` (a gauge per engine, per model);
     /// none when it is not there.
     pub fn total(&self, name: &str) -> Option<f64> {
@@ -317,28 +303,6 @@ pub fn histogram_quantile(cumulative: &[(f64, f64)], q: f64) -> Option<f64> {
     Some(previous.0)
 }
 
-/// `GET /api/v1/runs/{id}/engine`: each series the engine exposed during the run.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Engine {
-    pub series: Vec<Series>,
-    /// Why there is less than expected: a scrape that failed, an unread line.
-    pub notes: Vec<String>,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Series {
-    pub metric: String,
-    pub labels: Vec<(String, String)>,
-    pub kind: Kind,
-    pub samples: Vec<Point>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Point {
-    pub t_ms: i64,
-    pub value: f64,
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -390,7 +354,7 @@ mod tests {
         assert_eq!(e.samples.len(), 4, "{e:?}");
         assert_eq!(e.samples[0].labels, [("path".into(), "/a\\b".into()), ("msg".into(), "say \"hi\"\n".into())]);
         assert_eq!(e.samples[0].timestamp_ms, Some(1_700_000_000_000));
-        assert_eq!(e.kind_of("x_total"), Kind::Counter);
+        assert_eq!(e.kinds.get("x"), Some(&Kind::Counter));
         assert_eq!(e.samples[1].value, f64::INFINITY);
         assert_eq!(e.samples[2].value, f64::NEG_INFINITY);
         assert!(e.samples[3].value.is_nan(), "a trailing comma in the labels is allowed");

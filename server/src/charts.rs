@@ -36,7 +36,7 @@ pub fn experiment(
     runs: [Vec<Option<i64>>; 2],
 ) -> Result<(String, Vec<domain::metrics::ChartPoint>), ChartError> {
     let groups = [("baseline", &comparison.baseline), ("treatment", &comparison.treatment)];
-    by_group_of_runs(metric, unit, &groups, &runs, comparison.baseline.mean)
+    by_group(metric, unit, &groups, &runs, comparison.baseline.mean)
 }
 
 /// Most dots drawn per group.
@@ -48,18 +48,9 @@ const LABEL_CHARS: usize = 28;
 /// A metric per configuration: every value as a dot in its group, each group's mean
 /// with ±1 stddev bars when repeated (a ring when measured once), and `baseline`
 /// as a dashed line across. The first group is drawn grey, the others blue.
+/// Also where each run's dot is: `runs[i]` are group `i`'s runs, in the order
+/// of its values (a group drawn as quantiles has no dots of runs).
 pub fn by_group(
-    metric: &str,
-    unit: &str,
-    groups: &[(&str, &GroupSummary)],
-    baseline: f64,
-) -> Result<String, ChartError> {
-    Ok(by_group_of_runs(metric, unit, groups, &[], baseline)?.0)
-}
-
-/// [`by_group`], and where each run's dot is: `runs[i]` are group `i`'s runs,
-/// in the order of its values (a group drawn as quantiles has no dots of runs).
-pub fn by_group_of_runs(
     metric: &str,
     unit: &str,
     groups: &[(&str, &GroupSummary)],
@@ -715,9 +706,14 @@ mod by_group_tests {
         let s = |v: &[f64]| crate::metrics::stats::summarize(v).unwrap();
         let (a, b, c) = (s(&[57.4, 57.6, 57.5]), s(&[57.3]), s(&[57.7, 57.5]));
         let long = "NCCL_PROTO=SIMPLE NCCL_ALGO=Ring NCCL_DEBUG=INFO";
-        let svg =
-            by_group("output_throughput", "tok/s", &[("(default env)", &a), ("NCCL_PROTO=LL", &b), (long, &c)], 57.5)
-                .unwrap();
+        let (svg, _) = by_group(
+            "output_throughput",
+            "tok/s",
+            &[("(default env)", &a), ("NCCL_PROTO=LL", &b), (long, &c)],
+            &[],
+            57.5,
+        )
+        .unwrap();
         let texts: Vec<&str> = svg.split("</text>").filter_map(|t| t.rsplit('>').next()).map(str::trim).collect();
         for label in ["(default env)", "NCCL_PROTO=LL", "NCCL_PROTO=SIMPLE NCCL_ALGO…"] {
             assert!(texts.contains(&label), "{label} in {texts:?}");

@@ -8,7 +8,6 @@ use domain::error::ApiError;
 use domain::frontier::{Frontier, FrontierPoint, best_under_slo, mark_frontier};
 use domain::model::Step;
 use domain::runs::{Run, RunStatus};
-use statrs::distribution::{ContinuousCDF, StudentsT};
 
 /// The metrics a frontier is of when none are asked.
 pub const MAXIMIZE: &str = "output_throughput";
@@ -22,15 +21,10 @@ fn value_of(run: &Run, metric: &str) -> Option<f64> {
 
 /// The mean of `values` and its 95 % t interval (none for one value).
 fn mean_and_ci(values: &[f64]) -> (f64, Option<(f64, f64)>) {
-    let n = values.len() as f64;
-    let mean = values.iter().sum::<f64>() / n;
-    if values.len() < 2 {
-        return (mean, None);
+    match super::stats::summarize(values) {
+        Some(group) => (group.mean, super::stats::mean_interval(&group)),
+        None => (f64::NAN, None),
     }
-    let sd = (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
-    let t = StudentsT::new(0.0, 1.0, n - 1.0).map(|d| d.inverse_cdf(0.975)).unwrap_or(f64::NAN);
-    let half = t * sd / n.sqrt();
-    (mean, half.is_finite().then_some((mean - half, mean + half)))
 }
 
 /// Whether the runs' mean of each bounded percentile meets its bound; none

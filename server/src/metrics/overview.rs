@@ -124,7 +124,7 @@ pub fn overview(
     let columns: Vec<(&str, &domain::metrics::GroupSummary)> =
         groups.iter().map(|g| (g.label.as_str(), &g.summary)).collect();
     let runs: Vec<Vec<Option<i64>>> = groups.iter().map(|g| g.values.iter().map(|(run, _)| *run).collect()).collect();
-    let (svg, points) = crate::charts::by_group_of_runs(metric, &unit, &columns, &runs, baseline)
+    let (svg, points) = crate::charts::by_group(metric, &unit, &columns, &runs, baseline)
         .inspect_err(|e| tracing::error!("overview chart: {e}"))
         .ok()?;
     Some(Overview {

@@ -50,6 +50,15 @@ pub fn welch_interval(baseline: &GroupSummary, treatment: &GroupSummary) -> Opti
     Some((delta - t * se, delta + t * se))
 }
 
+/// `(low, high)` of the 95 % t interval of a group's mean; none with one value.
+pub fn mean_interval(group: &GroupSummary) -> Option<(f64, f64)> {
+    let s = group.stddev?;
+    let n = group.n as f64;
+    let t = StudentsT::new(0.0, 1.0, n - 1.0).ok()?.inverse_cdf(0.975);
+    let half = t * s / n.sqrt();
+    Some((group.mean - half, group.mean + half))
+}
+
 /// "+3.1", "−42" (a real minus sign), to `digits` decimals.
 fn signed(x: f64, digits: usize) -> String {
     let text = format!("{:.*}", digits, x.abs());
