@@ -23,6 +23,9 @@ pub struct RunPage {
     /// What the reader may do in its investigation (run it again, …).
     #[serde(default)]
     pub abilities: crate::model::Abilities,
+    /// The engine's own signals during the run, when its server was scraped.
+    #[serde(default)]
+    pub engine: Option<crate::engine::series::EngineView>,
 }
 
 /// A run as another run's page links to it.

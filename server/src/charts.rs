@@ -249,6 +249,84 @@ pub fn telemetry(telemetry: &domain::telemetry::Telemetry) -> Result<Option<Stri
     Ok(Some(svg))
 }
 
+/// One panel of a run's timeline: its title, its lines (a label and its
+/// points, seconds since the run started), and its y range's top when fixed.
+pub struct TimelinePanel {
+    pub title: String,
+    pub max: Option<f64>,
+    pub lines: Vec<(String, Vec<(f64, f64)>)>,
+}
+
+/// A run's signals stacked on one time axis (seconds since it started): the
+/// engine's queue over its KV-cache use over the GPUs' utilisation, so "TTFT
+/// grew when the queue grew" is one look down. Lines in a panel are blue,
+/// grey, then the palette's; each panel's caption names them. `None` when no
+/// panel has a point.
+pub fn timeline(panels: &[TimelinePanel]) -> Result<Option<String>, ChartError> {
+    let drawn: Vec<&TimelinePanel> = panels.iter().filter(|p| p.lines.iter().any(|(_, l)| !l.is_empty())).collect();
+    if drawn.is_empty() {
+        return Ok(None);
+    }
+    let end_s =
+        drawn.iter().flat_map(|p| p.lines.iter().flat_map(|(_, l)| l.iter().map(|(t, _)| *t))).fold(1.0, f64::max);
+    let (width, panel_h) = (WIDTH + 240, 130u32);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (width, panel_h * drawn.len() as u32)).into_drawing_area();
+        let err = |e: DrawingAreaErrorKind<_>| ChartError(e.to_string());
+        root.fill(&WHITE).map_err(err)?;
+        for (cell, panel) in root.split_evenly((drawn.len(), 1)).iter().zip(&drawn) {
+            let colour = |i: usize| match i {
+                0 => TREATMENT,
+                1 => BASELINE,
+                n => PALETTE[n % PALETTE.len()],
+            };
+            let named: Vec<String> = panel
+                .lines
+                .iter()
+                .enumerate()
+                .map(|(i, (label, _))| {
+                    let name: String = label.chars().take(LABEL_CHARS).collect();
+                    if panel.lines.len() > 1 {
+                        format!("{name} ({})", ["blue", "grey"].get(i).unwrap_or(&""))
+                    } else {
+                        name
+                    }
+                })
+                .collect();
+            let caption = format!("{} — {}", panel.title, named.join(", "));
+            let top = panel.max.unwrap_or_else(|| {
+                let hi = panel.lines.iter().flat_map(|(_, l)| l.iter().map(|(_, v)| *v)).fold(0.0, f64::max);
+                if hi > 0.0 { hi * 1.15 } else { 1.0 }
+            });
+            let mut chart = ChartBuilder::on(cell)
+                .margin(6)
+                .caption(caption, ("sans-serif", 12))
+                .x_label_area_size(18)
+                .y_label_area_size(44)
+                .build_cartesian_2d(0f64..end_s, 0f64..top)
+                .map_err(err)?;
+            chart
+                .configure_mesh()
+                .x_labels(8)
+                .y_labels(3)
+                .x_label_formatter(&|x| format!("{x:.1}s"))
+                .y_label_formatter(&|y| if *y >= 1000.0 { format!("{:.1}k", y / 1000.0) } else { format!("{y:.0}") })
+                .label_style(("sans-serif", 9))
+                .light_line_style(WHITE)
+                .bold_line_style(RGBColor(234, 238, 242))
+                .draw()
+                .map_err(err)?;
+            for (i, (_, points)) in panel.lines.iter().enumerate() {
+                let shown = points.iter().copied().filter(|(t, v)| *t >= 0.0 && v.is_finite());
+                chart.draw_series(LineSeries::new(shown, colour(i).stroke_width(2))).map_err(err)?;
+            }
+        }
+        root.present().map_err(err)?;
+    }
+    Ok(Some(svg))
+}
+
 /// One run's GPUs as one line per panel: at each tick (the i-th sample of
 /// every GPU, read from one `nvidia-smi` answer) the mean over its GPUs.
 pub struct TelemetryLine<'a> {
@@ -257,6 +335,11 @@ pub struct TelemetryLine<'a> {
 }
 
 impl TelemetryLine<'_> {
+    /// SM utilisation, the mean over the run's GPUs at each tick.
+    pub fn gpu_util(&self) -> Vec<(f64, f64)> {
+        self.points(|s| s.gpu_util)
+    }
+
     fn points(&self, get: Read) -> Vec<(f64, f64)> {
         let gpus: Vec<&domain::telemetry::GpuSeries> =
             self.telemetry.gpus.iter().filter(|g| !g.samples.is_empty()).collect();

@@ -9,6 +9,7 @@ pub mod charts;
 pub mod cli;
 mod comments;
 pub mod db;
+pub mod engine;
 pub mod error;
 mod export;
 mod extract;

@@ -89,6 +89,7 @@ pub fn app(state: AppState) -> Router {
         .route("/runs/{run_id}/stream", get(runs::stream))
         .route("/runs/{run_id}/source", post(runs::source))
         .route("/runs/{run_id}/telemetry", get(runs::telemetry))
+        .route("/runs/{run_id}/engine", get(runs::engine))
         .route("/runs/{run_id}/artifacts", get(runs::artifacts))
         .route("/runs/{run_id}/artifacts/{artifact_id}", get(runs::artifact))
         .route("/compare", get(runs::compare))

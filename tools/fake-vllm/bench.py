@@ -4,13 +4,43 @@ server, prints a summary and saves a result file copied from a real one (a
 line of a `--save-result` JSONL fixture), as vLLM writes it, so what Sleuth
 reads is what the real tool writes.
 
-    bench.py --port 8000 --result-from results.json [--line 0] [--requests 4] [--out result.json]"""
+    bench.py --port 8000 --result-from results.json [--line 0] [--requests 4] [--out result.json]
+             [--measure --concurrency C --max-tokens N]
+
+--measure: requests streamed, C at a time, and what they measured written
+over the copied line's summary (throughput, TTFT mean/median/p99, tokens) and
+per-request `ttfts` and `start_times`, as `--save-detailed` writes them."""
 
 import argparse
+import concurrent.futures
 import json
 import os
 import time
 import urllib.request
+
+
+def streamed(port, max_tokens):
+    """One streamed request: (start, ttft s, latency s, tokens)."""
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/v1/completions",
+        data=json.dumps({"model": "fake", "prompt": "hello", "max_tokens": max_tokens, "stream": True}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    start = time.perf_counter()
+    ttft = None
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        for line in answer:
+            if ttft is None and line.startswith(b"data: "):
+                ttft = time.perf_counter() - start
+    return start, ttft, time.perf_counter() - start, max_tokens
+
+
+def percentile(values, p):
+    ordered = sorted(values)
+    rank = (len(ordered) - 1) * p / 100.0
+    low = int(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
 def main():
@@ -21,7 +51,12 @@ def main():
     parser.add_argument("--requests", type=int, default=4)
     parser.add_argument("--out", default="result.json")
     parser.add_argument("--pause-s", type=float, default=0.0, help="between requests")
+    parser.add_argument("--measure", action="store_true")
+    parser.add_argument("--concurrency", type=int, default=1)
+    parser.add_argument("--max-tokens", type=int, default=16)
     args = parser.parse_args()
+    if args.measure:
+        return measure(args)
     started = time.monotonic()
     for i in range(args.requests):
         request = urllib.request.Request(
@@ -44,6 +79,36 @@ def main():
     out = os.path.join(os.environ.get("SLEUTH_RUN_DIR", "."), args.out)
     with open(out, "w", encoding="utf-8") as saved:
         saved.write(line.strip() + "\n")
+
+
+def measure(args):
+    started = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(args.concurrency) as pool:
+        done = list(pool.map(lambda _: streamed(args.port, args.max_tokens), range(args.requests)))
+    duration = time.perf_counter() - started
+    with open(args.result_from, encoding="utf-8") as results:
+        result = json.loads([l for l in results if l.strip()][args.line])
+    ttfts = [d[1] for d in done]
+    tokens = sum(d[3] for d in done)
+    ms = [t * 1000 for t in ttfts]
+    result.update({
+        "duration": duration, "completed": len(done), "total_output_tokens": tokens,
+        "request_throughput": len(done) / duration, "output_throughput": tokens / duration,
+        "mean_ttft_ms": sum(ms) / len(ms), "median_ttft_ms": percentile(ms, 50), "p99_ttft_ms": percentile(ms, 99),
+        "ttfts": ttfts, "start_times": [d[0] for d in done],
+    })
+    for stale in ("itls", "generated_texts", "input_lens", "output_lens", "errors"):
+        result.pop(stale, None)
+    print("============ Serving Benchmark Result ============")
+    print(f"Successful requests:                     {len(done)}")
+    print(f"Benchmark duration (s):                  {duration:.2f}")
+    print(f"Total generated tokens:                  {tokens}")
+    print(f"Output token throughput (tok/s):         {tokens / duration:.2f}")
+    print(f"P99 TTFT (ms):                           {percentile(ms, 99):.2f}")
+    print("==================================================")
+    out = os.path.join(os.environ.get("SLEUTH_RUN_DIR", "."), args.out)
+    with open(out, "w", encoding="utf-8") as saved:
+        saved.write(json.dumps(result) + "\n")
 
 
 if __name__ == "__main__":

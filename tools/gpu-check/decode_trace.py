@@ -8,6 +8,11 @@ $OUT/decode_trace.txt (what the loop did: layers, steps, calls per step,
 and the top of `key_averages().table()` of the same profile) and
 $OUT/decode_trace_table.txt (the whole table, every row, as a user saves it). Sleuth's reader must find
 LAYERS * 2 collective calls per step in the trace (`sleuth report FILE`).
+
+LAYERS (default 24) and FUSED=1 change the loop: fused, each layer makes one
+all_reduce of its attention and MLP outputs together (a `torch.cat` copy,
+then one call), so a profile diff shows half the collective calls and a copy
+kernel more. NAME (default decode_trace) names the files.
 """
 import gzip
 import os
@@ -17,7 +22,9 @@ import time
 import torch
 import torch.distributed as dist
 
-LAYERS = 24
+LAYERS = int(os.environ.get("LAYERS", "24"))
+FUSED = os.environ.get("FUSED") == "1"
+NAME = os.environ.get("NAME", "decode_trace")
 HIDDEN = 4096
 BATCH = 8
 OUT = os.environ.get("OUT", "/tmp")
@@ -36,6 +43,8 @@ weights = [
 
 
 def decode_step(x):
+    if FUSED:
+        return fused_step(x)
     for attn, mlp in weights:
         h = torch.nn.functional.scaled_dot_product_attention(x[:, None, None, :], x[:, None, None, :], x[:, None, None, :])
         x = x + (h[:, 0, 0, :] @ attn)
@@ -45,12 +54,25 @@ def decode_step(x):
     return x.argmax(dim=-1)
 
 
+def fused_step(x):
+    # Both partial sums reduced in one call: what a fused all-reduce saves.
+    for attn, mlp in weights:
+        h = torch.nn.functional.scaled_dot_product_attention(x[:, None, None, :], x[:, None, None, :], x[:, None, None, :])
+        a = h[:, 0, 0, :] @ attn
+        m = torch.nn.functional.silu((x + a) @ mlp)
+        both = torch.cat([a, m])
+        dist.all_reduce(both)
+        a, m = both.split(x.shape[0])
+        x = x + a + m
+    return x.argmax(dim=-1)
+
+
 x = torch.randn(BATCH, HIDDEN, device=device, dtype=torch.bfloat16)
 for _ in range(3):
     decode_step(x)
 torch.cuda.synchronize()
 
-raw = os.path.join(OUT, "decode_trace.json")
+raw = os.path.join(OUT, NAME + ".json")
 schedule = torch.profiler.schedule(wait=1, warmup=2, active=5, repeat=1)
 activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
 started = time.time()
@@ -67,12 +89,13 @@ with open(raw, "rb") as src, gzip.open(raw + ".gz", "wb") as dst:
 size = os.path.getsize(raw)
 os.remove(raw)
 table = prof.key_averages().table(sort_by="cuda_time_total", row_limit=15)
-with open(os.path.join(OUT, "decode_trace.txt"), "w") as f:
+with open(os.path.join(OUT, NAME + ".txt"), "w") as f:
     f.write(f"torch {torch.__version__}, {torch.cuda.get_device_name(0)}, NCCL {torch.cuda.nccl.version()}\n")
-    f.write(f"layers {LAYERS}, all_reduce per layer 2, expected calls per step {LAYERS * 2}\n")
+    per_layer = 1 if FUSED else 2
+    f.write(f"layers {LAYERS}, all_reduce per layer {per_layer}{' (fused)' if FUSED else ''}, expected calls per step {LAYERS * per_layer}\n")
     f.write(f"profiled steps 5 (schedule wait 1, warmup 2, active 5), loop {elapsed:.2f} s, trace {size} bytes\n\n")
     f.write(table)
-with open(os.path.join(OUT, "decode_trace_table.txt"), "w") as f:
+with open(os.path.join(OUT, NAME + "_table.txt"), "w") as f:
     f.write(prof.key_averages().table(sort_by="self_cuda_time_total", row_limit=-1))
-print(open(os.path.join(OUT, "decode_trace.txt")).read())
+print(open(os.path.join(OUT, NAME + ".txt")).read())
 dist.destroy_process_group()

@@ -98,7 +98,42 @@ fn Whole(page: RunPage) -> impl IntoView {
             </dl>
             {page.facts.clone().map(|facts| view! { <Facts facts id=run.facts_id/> })}
             <RunOutput run=run.clone() queued=0 whole=true/>
+            {page.engine.clone().map(|engine| view! { <Engine engine run=run.id/> })}
             {(of_step > 1).then(|| view! { <Siblings runs=around this=run.id total=of_step/> })}
+        </section>
+    }
+}
+
+/// The engine's own account of the run: its queue, KV cache and the GPUs
+/// on the run's time axis, what the scraping said, and every series it kept.
+#[component]
+fn Engine(engine: crate::engine::series::EngineView, run: i64) -> impl IntoView {
+    let number = |v: Option<f64>| v.map(crate::metrics::figure).unwrap_or_else(|| "—".into());
+    let listed = engine.series.len();
+    view! {
+        <section class="run-engine">
+            <h2>"Engine"</h2>
+            {engine.notes.into_iter().map(|n| view! { <p class="note">{n}</p> }).collect_view()}
+            {engine.svg.map(|svg| view! {
+                <p class="muted">"Seconds since the run's command started; the engine's values hold until the next change."</p>
+                <div class="engine-chart" inner_html=svg></div>
+            })}
+            {(engine.total > 0).then(|| view! {
+                <details class="engine-series">
+                    <summary>{format!("{} series from its /metrics", engine.total)}
+                        {(listed < engine.total).then(|| format!(" (the first {listed})"))}</summary>
+                    <table class="series-table">
+                        <thead><tr><th>"series"</th><th>"type"</th><th>"first"</th><th>"last"</th><th>"min"</th><th>"max"</th><th>"values kept"</th></tr></thead>
+                        <tbody>
+                            {engine.series.into_iter().map(|s| view! {
+                                <tr><td><code>{s.name}</code></td><td>{format!("{:?}", s.kind).to_lowercase()}</td>
+                                    <td>{number(s.first)}</td><td>{number(s.last)}</td><td>{number(s.min)}</td><td>{number(s.max)}</td><td>{s.values}</td></tr>
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                    <p><a href=format!("/api/v1/runs/{run}/engine")>"every series and value (JSON)"</a></p>
+                </details>
+            })}
         </section>
     }
 }

@@ -38,6 +38,11 @@ pub struct CommandForm {
     pub server_stop_grace_s: String,
     #[serde(default)]
     pub server_reuse: String,
+    /// The engine's `/metrics` URL; blank: not scraped.
+    #[serde(default)]
+    pub server_metrics_url: String,
+    #[serde(default)]
+    pub server_metrics_interval_ms: String,
     /// Artifact globs, one per line.
     #[serde(default)]
     pub artifacts: String,
@@ -69,6 +74,8 @@ fn body_from_form(form: CommandForm) -> Result<CommandBody, ApiError> {
             ready_timeout_s: &form.server_ready_timeout_s,
             stop_grace_s: &form.server_stop_grace_s,
             reuse: &form.server_reuse,
+            metrics_url: &form.server_metrics_url,
+            metrics_interval_ms: &form.server_metrics_interval_ms,
         })?,
         artifacts: globs_from_text(&form.artifacts),
         artifact_limits: serde_json::from_str(&form.artifact_limits).ok(),
@@ -354,6 +361,9 @@ fn ServerFieldset(server: Option<ServerSpec>) -> impl IntoView {
     let open = server.is_some();
     let (ready, ready_value) = server.as_ref().map(|s| ready_fields(&s.ready)).unwrap_or(("http", String::new()));
     let reuse = server.as_ref().map(|s| s.reuse).unwrap_or_default();
+    let metrics = server.as_ref().and_then(|s| s.metrics.clone());
+    let metrics_url = metrics.as_ref().map(|m| m.url.clone()).unwrap_or_default();
+    let metrics_every = metrics.map(|m| m.interval_ms.to_string()).unwrap_or_default();
     let seconds = |s: Option<u64>| s.map(|s| s.to_string()).unwrap_or_default();
     view! {
         <details class="server-fields" open=open>
@@ -381,6 +391,11 @@ fn ServerFieldset(server: Option<ServerSpec>) -> impl IntoView {
                         <option value="config" selected={reuse == Reuse::Config}>"per configuration (kept across its repeats)"</option>
                     </select>
                 </label>
+            </div>
+            <div class="row">
+                <label>"Engine metrics " <span class="muted">"(Prometheus /metrics, asked on the host while each run goes)"</span>
+                    <input name="server_metrics_url" value=metrics_url placeholder="e.g. http://127.0.0.1:8000/metrics"/></label>
+                <label>"every (ms)" <input name="server_metrics_interval_ms" inputmode="numeric" value=metrics_every placeholder=DEFAULT_METRICS_INTERVAL_MS.to_string()/></label>
             </div>
         </details>
     }

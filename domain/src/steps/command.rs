@@ -91,6 +91,36 @@ pub struct ServerSpec {
     /// warm-ups and repeats while they run back to back.
     #[serde(default)]
     pub reuse: Reuse,
+    /// The engine's own Prometheus `/metrics`, scraped on the host while each
+    /// run goes (`domain::engine`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<MetricsSpec>,
+}
+
+/// Where the engine says how it is doing, and how often to ask.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsSpec {
+    /// Asked on the host (`http://127.0.0.1:8000/metrics`), like readiness.
+    pub url: String,
+    #[serde(default = "default_metrics_interval_ms")]
+    pub interval_ms: u64,
+}
+
+pub const DEFAULT_METRICS_INTERVAL_MS: u64 = 1000;
+/// AIPerf scrapes every 333 ms; faster only loads the server being measured.
+pub const MIN_METRICS_INTERVAL_MS: u64 = 100;
+pub const MAX_METRICS_INTERVAL_MS: u64 = 60_000;
+
+fn default_metrics_interval_ms() -> u64 {
+    DEFAULT_METRICS_INTERVAL_MS
+}
+
+/// A URL the host's own tools can ask: http(s), one token, no controls.
+pub fn is_host_url(url: &str) -> bool {
+    (url.starts_with("http://") || url.starts_with("https://"))
+        && url.len() <= 2000
+        && !url.chars().any(|c| c.is_whitespace() || c.is_control())
 }
 
 impl ServerSpec {
@@ -100,7 +130,11 @@ impl ServerSpec {
             Reuse::Run => "a server per run",
             Reuse::Config => "one server per configuration, kept across its repeats",
         };
-        format!("ready when {} (within {} s) · {kept}", self.ready.describe(), self.ready_timeout_s)
+        let scraped = match &self.metrics {
+            Some(m) => format!(" · engine metrics from {} every {} ms", m.url, m.interval_ms),
+            None => String::new(),
+        };
+        format!("ready when {} (within {} s) · {kept}{scraped}", self.ready.describe(), self.ready_timeout_s)
     }
 }
 
@@ -187,6 +221,10 @@ pub struct ServerFields<'a> {
     pub stop_grace_s: &'a str,
     /// `run` or `config`.
     pub reuse: &'a str,
+    /// The engine's `/metrics` URL; blank: not scraped.
+    pub metrics_url: &'a str,
+    /// Blank: [`DEFAULT_METRICS_INTERVAL_MS`].
+    pub metrics_interval_ms: &'a str,
 }
 
 /// What is wrong with a command step's form (its server, artifacts or
@@ -201,6 +239,8 @@ pub enum StepFormError {
     ReadyKind(String),
     #[error("{what}: {text:?} is not a whole number of seconds.")]
     Seconds { what: &'static str, text: String },
+    #[error("How often to ask for engine metrics: {0:?} is not a whole number of milliseconds.")]
+    Millis(String),
     #[error("A server is kept per run or per config, not {0:?}.")]
     Reuse(String),
     #[error("At most {MAX_ARTIFACT_GLOBS} artifact globs.")]
@@ -260,6 +300,16 @@ pub fn server_from_fields(fields: &ServerFields<'_>) -> Result<Option<ServerSpec
         )?,
         stop_grace_s: seconds("The grace between SIGTERM and SIGKILL", fields.stop_grace_s, DEFAULT_STOP_GRACE_S)?,
         reuse,
+        metrics: match fields.metrics_url.trim() {
+            "" => None,
+            url => Some(MetricsSpec {
+                url: url.to_string(),
+                interval_ms: match fields.metrics_interval_ms.trim() {
+                    "" => DEFAULT_METRICS_INTERVAL_MS,
+                    text => text.parse().map_err(|_| StepFormError::Millis(text.to_string()))?,
+                },
+            }),
+        },
     }))
 }
 

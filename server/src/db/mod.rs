@@ -31,6 +31,7 @@ mod audit;
 mod comments;
 mod copy;
 mod edited;
+mod engine;
 mod facts;
 mod float;
 mod host_keys;

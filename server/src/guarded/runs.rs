@@ -63,6 +63,10 @@ impl super::Guarded {
         let permit = self.access.permit_for::<Read>(actor, OwnedBy::Run, run).await?;
         Ok(self.notebook.runs.telemetry(&permit, run).await?)
     }
+    pub async fn engine(&self, actor: &Actor, run: i64) -> Result<domain::engine::series::EngineSeries, ApiError> {
+        let permit = self.access.permit_for::<Read>(actor, OwnedBy::Run, run).await?;
+        Ok(self.notebook.runs.engine(&permit, run).await?)
+    }
     pub async fn artifacts(&self, actor: &Actor, run: i64) -> Result<Vec<domain::runs::Artifact>, ApiError> {
         let permit = self.access.permit_for::<Read>(actor, OwnedBy::Run, run).await?;
         Ok(self.notebook.runs.artifacts(&permit, run).await?)

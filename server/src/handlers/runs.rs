@@ -69,6 +69,15 @@ pub async fn telemetry(
     Ok(Json(state.notebook.telemetry(&actor, id).await?))
 }
 
+/// The engine's own signals during the run (`domain::engine::series::EngineSeries`).
+pub async fn engine(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+) -> Result<Json<domain::engine::series::EngineSeries>, AppError> {
+    Ok(Json(state.notebook.engine(&actor, id).await?))
+}
+
 pub async fn sweep(
     Caller(actor): Caller,
     State(state): State<AppState>,

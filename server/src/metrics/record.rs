@@ -56,6 +56,8 @@ pub async fn for_run(store: &Store, outputs: &Outputs, investigation: &str, run:
     // what the investigation's formulas make of all of them.
     let samples = store.samples(run).await?;
     found.extend(crate::telemetry::summary::summarize(&samples));
+    // The engine's own account of the run (its /metrics), counters as the run's share.
+    found.extend(crate::engine::measurements(store, run).await?);
     let row = store.run(run).await?;
     // What its throughput costs, at its host's price now.
     let price = match &row {

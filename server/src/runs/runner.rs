@@ -25,7 +25,7 @@ use domain::runs::{Run, RunStatus};
 use russh::Sig;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 /// Between SIGINT and SIGKILL + close, for cancel and timeout.
@@ -40,6 +40,8 @@ const FLUSH_INTERVAL: Duration = Duration::from_millis(40);
 /// from how long on its page says so.
 const QUIET_CHECK: Duration = Duration::from_secs(5);
 const QUIET_AFTER: Duration = Duration::from_secs(15);
+/// How long a run waits for its engine's first scrape before it starts anyway.
+const FIRST_SCRAPE_WITHIN: Duration = Duration::from_secs(3);
 
 pub struct Runner {
     store: Store,
@@ -545,13 +547,20 @@ impl Runner {
             Ok(beside) => beside,
             Err(end) => return (end, None),
         };
+        let scraping = self.scrape(context, beside.is_some()).await;
         let mut running = match self.start_command(context, opened, progress).await {
             Ok(running) => running,
             Err(end) => return (end, self.servers.finish_server(context, beside, None, true).await),
         };
+        if let Some(scraping) = &scraping {
+            scraping.command_started(running.started);
+        }
         let ran = self.run_command(context, &mut running, beside.as_ref(), cancelled, &mut deadline).await;
         let stop = ran.stop;
         let end = self.end_command(context, running, ran).await;
+        if let Some(scraping) = scraping {
+            scraping.stop().await;
+        }
         // Files as evidence, while the server (if any) still runs.
         if !context.plan.artifacts.is_empty() {
             super::artifacts::fetch_for_run(&self.pool, &self.store, &self.outputs, context).await;
@@ -598,6 +607,22 @@ impl Runner {
         self.servers.bring_up(context, spec, &run.env, &unset, kept, cancelled, deadline).await.map(Some)
     }
 
+    /// The engine's metrics asked for while the run goes, when its server says
+    /// where; its first scrape waited for (a few seconds at most), so the
+    /// run's counters count from before its first request.
+    async fn scrape(&self, context: &Context<'_>, served: bool) -> Option<crate::engine::Scraping> {
+        let spec = context.plan.server.as_ref().and_then(|s| s.metrics.clone()).filter(|_| served)?;
+        let mut scraping = crate::engine::Scraping::start(
+            self.pool.clone(),
+            self.store.clone(),
+            context.target.clone(),
+            spec,
+            context.run.id,
+        );
+        scraping.first_scrape(FIRST_SCRAPE_WITHIN).await;
+        Some(scraping)
+    }
+
     /// Starting the command: the script sent on the opened channel while its
     /// directory is made over SFTP (`dir`: that request goes first; whichever
     /// answers last is not waited for), its output's store opened, its GPUs
@@ -635,7 +660,7 @@ impl Runner {
             }
         };
         let limit = context.plan.output_limit_bytes.unwrap_or(domain::steps::command::DEFAULT_OUTPUT_BYTES);
-        Ok(Running::new(command, Sink::new(writer, limit), sampler))
+        Ok(Running::new(command, Sink::new(writer, limit), sampler, started))
     }
 
     /// Running: until the command's channel closes. The loop only
@@ -778,11 +803,13 @@ struct Running {
     counting: Option<tokio::task::JoinHandle<()>>,
     /// Whether the run says its host is silent.
     quiet: bool,
+    /// When its command was started: t = 0 of its time axis.
+    started: Instant,
 }
 
 impl Running {
-    fn new(command: exec::Exec, sink: Sink, sampler: Option<crate::telemetry::Watching>) -> Self {
-        Self { command, sink, sampler, exit_code: None, exit_signal: None, counting: None, quiet: false }
+    fn new(command: exec::Exec, sink: Sink, sampler: Option<crate::telemetry::Watching>, started: Instant) -> Self {
+        Self { command, sink, sampler, started, exit_code: None, exit_signal: None, counting: None, quiet: false }
     }
 }
 

@@ -362,6 +362,12 @@ impl Runs {
         Ok(crate::telemetry::of_run(&self.store, id, found.telemetry).await?)
     }
 
+    /// The engine's series and notes during a run.
+    pub async fn engine(&self, permit: &Permit<Read>, id: i64) -> Result<domain::engine::series::EngineSeries> {
+        self.row(permit, id).await?;
+        Ok(crate::engine::series(&self.store, id).await?)
+    }
+
     /// Up to `bytes` of a run's output ending at `before`, as HTML, from a line start.
     pub async fn output_before(&self, permit: &Permit<Read>, id: i64, before: u64, bytes: u64) -> Result<OutputTail> {
         self.row(permit, id).await?;
@@ -463,6 +469,10 @@ impl Runs {
                 run.telemetry_notes = serde_json::from_str(&notes).unwrap_or_default();
             }
         }
+        if run.status.is_finished() {
+            let sampled = run.telemetry;
+            page.engine = crate::engine::view(&self.store, id, sampled).await?;
+        }
         Ok(page)
     }
 
@@ -482,6 +492,7 @@ impl Runs {
             runs: runs.iter().map(domain::run_pages::RunLink::of).collect(),
             facts: None,
             abilities: permit.abilities(),
+            engine: None,
         };
         Ok((page, runs))
     }

@@ -84,10 +84,7 @@ fn check_server(body: &mut CommandBody) -> Result<(), ApiError> {
     match &mut server.ready {
         Ready::Http(url) => {
             *url = url.trim().to_string();
-            let ok = (url.starts_with("http://") || url.starts_with("https://"))
-                && url.len() <= 2000
-                && !url.chars().any(|c| c.is_whitespace() || c.is_control());
-            if !ok {
+            if !domain::steps::command::is_host_url(url) {
                 return Err(ApiError::invalid(format!(
                     "{url:?} is not a URL the host can ask (http://127.0.0.1:8000/health)."
                 )));
@@ -99,6 +96,21 @@ fn check_server(body: &mut CommandBody) -> Result<(), ApiError> {
         }
         Ready::Tcp(0) => return Err(ApiError::invalid("The ready port is from 1 to 65535.")),
         Ready::Tcp(_) => {}
+    }
+    if let Some(metrics) = &mut server.metrics {
+        use domain::steps::command::{MAX_METRICS_INTERVAL_MS, MIN_METRICS_INTERVAL_MS};
+        metrics.url = metrics.url.trim().to_string();
+        if !domain::steps::command::is_host_url(&metrics.url) {
+            return Err(ApiError::invalid(format!(
+                "{:?} is not a metrics URL the host can ask (http://127.0.0.1:8000/metrics).",
+                metrics.url
+            )));
+        }
+        if !(MIN_METRICS_INTERVAL_MS..=MAX_METRICS_INTERVAL_MS).contains(&metrics.interval_ms) {
+            return Err(ApiError::invalid(format!(
+                "server.metrics.interval_ms is from {MIN_METRICS_INTERVAL_MS} to {MAX_METRICS_INTERVAL_MS}."
+            )));
+        }
     }
     Ok(())
 }

@@ -4,6 +4,7 @@
 mod accounts;
 mod comments;
 mod disk;
+mod engine;
 mod helpers;
 mod hypotheses;
 mod investigations;

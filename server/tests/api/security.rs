@@ -359,6 +359,7 @@ async fn thousands_of_malformed_requests_get_no_5xx() {
         ("/api/v1/runs/{n}", "GET"),
         ("/api/v1/runs/{n}/cancel", "POST"),
         ("/api/v1/runs/{n}/output", "GET"),
+        ("/api/v1/runs/{n}/engine", "GET"),
         ("/api/v1/runs/{n}/source", "POST"),
         ("/api/v1/extract", "POST"),
         ("/api/v1/audit", "GET"),

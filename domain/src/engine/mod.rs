@@ -12,6 +12,8 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+pub mod series;
+
 /// What kind a metric family is (`# TYPE`); untyped when not said.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -159,6 +161,13 @@ fn label_set(text: &str) -> Option<(Vec<(String, String)>, &str)> {
     }
 }
 
+impl Scrape {
+    /// The first of `names` this scrape has, summed over its label sets.
+    pub fn signal(&self, names: &[&str]) -> Option<f64> {
+        names.iter().find_map(|n| self.exposition.total(n))
+    }
+}
+
 /// A scrape at `t_ms` (from the run's start; negative: before it).
 #[derive(Clone, Debug)]
 pub struct Scrape {
@@ -167,10 +176,10 @@ pub struct Scrape {
 }
 
 /// Names a signal goes by: vLLM's (new and old) and SGLang's.
-const WAITING: [&str; 2] = ["vllm:num_requests_waiting", "sglang:num_queue_reqs"];
-const RUNNING: [&str; 2] = ["vllm:num_requests_running", "sglang:num_running_reqs"];
+pub const WAITING: [&str; 2] = ["vllm:num_requests_waiting", "sglang:num_queue_reqs"];
+pub const RUNNING: [&str; 2] = ["vllm:num_requests_running", "sglang:num_running_reqs"];
 /// KV-cache use as a fraction of 1.
-const KV_USAGE: [&str; 3] = ["vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage"];
+pub const KV_USAGE: [&str; 3] = ["vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage"];
 const PREEMPTIONS: [&str; 1] = ["vllm:num_preemptions_total"];
 const PREFIX_QUERIES: [&str; 1] = ["vllm:prefix_cache_queries_total"];
 const PREFIX_HITS: [&str; 1] = ["vllm:prefix_cache_hits_total"];
@@ -180,6 +189,25 @@ const GENERATED: [&str; 2] = ["vllm:generation_tokens_total", "sglang:generation
 const TTFT: [&str; 2] = ["vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds"];
 /// SGLang's own rolling rate (0–1), used where vLLM's counters are absent.
 const SGLANG_HIT_RATE: &str = "sglang:cache_hit_rate";
+
+/// Every name [`measurements`] reads at each scrape (histograms only at the
+/// run's first and last, so they are not here).
+pub fn is_signal(name: &str) -> bool {
+    [
+        &WAITING[..],
+        &RUNNING,
+        &KV_USAGE,
+        &PREEMPTIONS,
+        &PREFIX_QUERIES,
+        &PREFIX_HITS,
+        &SPEC_DRAFT,
+        &SPEC_ACCEPTED,
+        &GENERATED,
+    ]
+    .iter()
+    .any(|names| names.contains(&name))
+        || name == SGLANG_HIT_RATE
+}
 
 /// What a run's scrapes say, as `(metric, value, unit, key)`: gauges over the
 /// run's scrapes, counters as the run's share, the engine's TTFT percentiles

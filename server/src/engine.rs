@@ -1,0 +1,464 @@
+//! The engine's own signals while a run goes: its `/metrics` (vLLM, SGLang,
+//! any Prometheus text exposition) asked on the host from the server's being
+//! ready to the run's end, kept as series on the run's time axis
+//! (`domain::engine::series`), read into measurements when it ends
+//! (`crate::metrics::record`).
+//!
+//! One channel per run runs a small Python loop (`urllib`, one GET per
+//! interval, framed on stdout): no login shell or process per scrape, and a
+//! scrape's time is when it arrives here. At the run's end Sleuth writes
+//! `last` to its stdin: one more scrape (the counters after the last request),
+//! then it exits. A scrape that fails is counted and said in the run's notes;
+//! it never fails the run.
+
+use crate::charts::TimelinePanel;
+use crate::db::Store;
+use crate::ssh::exec::{self, Event};
+use crate::ssh::{Pool, Target, quote};
+use domain::engine::series::{EngineSeries, EngineView, Recorded, Recorder, SeriesLine};
+use domain::metrics::Measurement;
+use domain::steps::command::MetricsSpec;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+use tokio::sync::{oneshot, watch};
+
+/// Scrapes are stored at least this often while a run goes.
+const STORE_EVERY: Duration = Duration::from_secs(2);
+/// A scraper channel that does not open within this is given up (a note).
+const OPEN_WITHIN: Duration = Duration::from_secs(10);
+/// How long the last scrape may take once the run ended.
+const LAST_WITHIN: Duration = Duration::from_secs(5);
+/// A scrape's body beyond this is cut (vLLM's is ~100 kB with many LoRAs).
+const MAX_BODY: usize = 16 << 20;
+/// What the script prints when the host has no python3.
+const NO_PYTHON: &str = "sleuth-engine: no python3";
+const FRAME: &str = "sleuth-scrape ";
+
+/// The loop on the host: a scrape, a frame `sleuth-scrape STATUS LEN`, the
+/// body; until stdin says `last` (one more) or closes.
+const SCRIPT: &str = r#"import select, sys, time, urllib.error, urllib.request
+url, every = sys.argv[1], int(sys.argv[2]) / 1000.0
+out = sys.stdout.buffer
+def scrape():
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            status, body = r.status, r.read(MAX)
+    except urllib.error.HTTPError as e:
+        status, body = e.code, b""
+    except Exception as e:
+        status, body = 0, repr(e).encode()[:300]
+    out.write(b"sleuth-scrape %d %d\n" % (status, len(body)) + body + b"\n")
+    out.flush()
+due = time.monotonic()
+while True:
+    scrape()
+    due = max(due + every, time.monotonic())
+    ready, _, _ = select.select([sys.stdin], [], [], due - time.monotonic())
+    if ready:
+        line = sys.stdin.buffer.readline()
+        if line.strip() == b"last":
+            scrape()
+        break
+"#;
+
+/// The command the scraper channel runs (POSIX sh, then python3).
+fn script(spec: &MetricsSpec) -> String {
+    let program = SCRIPT.replace("MAX", &MAX_BODY.to_string());
+    format!(
+        "command -v python3 >/dev/null 2>&1 || {{ echo '{NO_PYTHON}'; exit 0; }}\nexec python3 -c {} {} {}\n",
+        quote::quote(&program),
+        quote::quote(&spec.url),
+        spec.interval_ms
+    )
+}
+
+/// The scraper's stdout cut into scrapes: `(status, body)`, status 0 when
+/// the GET itself failed (the body says why).
+#[derive(Default)]
+struct Frames {
+    buffer: Vec<u8>,
+    /// Lines that were not a frame (the no-python3 line, a stray print).
+    said: Vec<String>,
+}
+
+impl Frames {
+    fn push(&mut self, data: &[u8]) -> Vec<(u16, Vec<u8>)> {
+        self.buffer.extend_from_slice(data);
+        let mut out = Vec::new();
+        loop {
+            let Some(end) = self.buffer.iter().position(|b| *b == b'\n') else { break };
+            let line = String::from_utf8_lossy(&self.buffer[..end]).to_string();
+            let Some((status, len)) = line.strip_prefix(FRAME).and_then(|rest| rest.split_once(' ')) else {
+                if self.said.len() < 5 && !line.trim().is_empty() {
+                    self.said.push(line.chars().take(300).collect());
+                }
+                self.buffer.drain(..=end);
+                continue;
+            };
+            let (Ok(status), Ok(len)) = (status.parse::<u16>(), len.parse::<usize>()) else {
+                self.buffer.drain(..=end);
+                continue;
+            };
+            // The body and its closing newline, once all of it came.
+            if self.buffer.len() < end + 1 + len + 1 {
+                break;
+            }
+            let body = self.buffer[end + 1..end + 1 + len].to_vec();
+            self.buffer.drain(..end + 1 + len + 1);
+            out.push((status, body));
+        }
+        out
+    }
+}
+
+/// A run's scraper, as the runner holds it.
+pub struct Scraping {
+    started: watch::Sender<Option<Instant>>,
+    /// True once the first scrape came back (or the scraper ended).
+    spoke: watch::Receiver<bool>,
+    stop: oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Scraping {
+    /// Starts asking the engine for `run` (its server is ready).
+    pub fn start(pool: std::sync::Arc<Pool>, store: Store, target: Target, spec: MetricsSpec, run: i64) -> Self {
+        let (started, t0) = watch::channel(None);
+        let (stop, stopped) = oneshot::channel();
+        let (spoke_tx, spoke) = watch::channel(false);
+        let task = tokio::spawn(async move {
+            let mut scraper = Scraper::new(store, run, spec, spoke_tx);
+            scraper.run(&pool, &target, t0, stopped).await;
+            scraper.spoke.send_replace(true);
+            scraper.end().await;
+        });
+        Self { started, spoke, stop, task }
+    }
+
+    /// Waits (at most `within`) for the first scrape: the one a run's
+    /// counters count from must come before its first request.
+    pub async fn first_scrape(&mut self, within: Duration) {
+        let _ = tokio::time::timeout(within, self.spoke.wait_for(|spoke| *spoke)).await;
+    }
+
+    /// The run's command started: t = 0 of its time axis.
+    pub fn command_started(&self, at: Instant) {
+        self.started.send_replace(Some(at));
+    }
+
+    /// The run ended: one last scrape, everything stored. Waited for (a few
+    /// seconds at most), so the run's measurements read all of it.
+    pub async fn stop(self) {
+        let _ = self.stop.send(());
+        if tokio::time::timeout(LAST_WITHIN * 2, self.task).await.is_err() {
+            tracing::warn!("the engine scraper did not end in time");
+        }
+    }
+}
+
+/// One run's scraping: what came, what failed, what is stored.
+struct Scraper {
+    store: Store,
+    run: i64,
+    spec: MetricsSpec,
+    /// Scrapes before the command's start was known, with when they came.
+    held: Vec<(Instant, domain::engine::Exposition)>,
+    t0: Option<Instant>,
+    recorder: Recorder,
+    seq: i64,
+    scrapes: usize,
+    /// Failed scrapes by why ("HTTP 404", "not the text format", the error).
+    failed: BTreeMap<String, usize>,
+    unread_lines: usize,
+    notes: Vec<String>,
+    spoke: watch::Sender<bool>,
+}
+
+impl Scraper {
+    fn new(store: Store, run: i64, spec: MetricsSpec, spoke: watch::Sender<bool>) -> Self {
+        Self {
+            store,
+            run,
+            spec,
+            held: Vec::new(),
+            t0: None,
+            recorder: Recorder::default(),
+            seq: 0,
+            scrapes: 0,
+            failed: BTreeMap::new(),
+            unread_lines: 0,
+            notes: Vec::new(),
+            spoke,
+        }
+    }
+
+    async fn run(
+        &mut self,
+        pool: &Pool,
+        target: &Target,
+        mut t0: watch::Receiver<Option<Instant>>,
+        mut stopped: oneshot::Receiver<()>,
+    ) {
+        let channel = match tokio::time::timeout(OPEN_WITHIN, exec::start(pool, target, &script(&self.spec))).await {
+            Ok(Ok(channel)) => channel,
+            Ok(Err(e)) => return self.notes.push(format!("Engine metrics could not be scraped: {e}")),
+            Err(_) => {
+                return self.notes.push(format!(
+                    "Engine metrics could not be scraped: no channel to {} within {} s (the host's session limit?).",
+                    target.name,
+                    OPEN_WITHIN.as_secs()
+                ));
+            }
+        };
+        let mut channel = channel;
+        let mut frames = Frames::default();
+        let mut errors = Vec::new();
+        let mut stores = tokio::time::interval(STORE_EVERY);
+        let mut last_asked: Option<tokio::time::Instant> = None;
+        loop {
+            let last_due = crate::time::or_never(last_asked.map(|at| tokio::time::sleep_until(at + LAST_WITHIN)));
+            tokio::select! {
+                event = channel.next() => match event {
+                    Some(Event::Stdout(data)) => {
+                        for (status, body) in frames.push(&data) {
+                            self.came(status, &body);
+                        }
+                    }
+                    Some(Event::Stderr(data)) if errors.len() < 2048 => errors.extend_from_slice(&data),
+                    Some(_) => {}
+                    None => break,
+                },
+                changed = t0.changed(), if self.t0.is_none() => {
+                    if changed.is_ok() {
+                        self.t0 = *t0.borrow_and_update();
+                    }
+                }
+                _ = &mut stopped, if last_asked.is_none() => {
+                    // Asked for, or the run dropped its handle: either way the run is over.
+                    last_asked = Some(tokio::time::Instant::now());
+                    let _ = channel.write(b"last\n").await;
+                }
+                () = last_due => break,
+                _ = stores.tick() => self.store_now(false).await,
+            }
+        }
+        channel.close().await;
+        if frames.said.iter().any(|line| line.trim() == NO_PYTHON) {
+            self.notes.push(format!(
+                "No python3 on {}: engine metrics are asked for with python3's urllib, so none were scraped.",
+                target.name
+            ));
+        } else if last_asked.is_none() {
+            let said = String::from_utf8_lossy(&errors).trim().chars().take(300).collect::<String>();
+            self.notes.push(format!(
+                "The engine scraper stopped before the run ended{}.",
+                if said.is_empty() { String::new() } else { format!(": {said}") }
+            ));
+        }
+    }
+
+    /// One scrape came back.
+    fn came(&mut self, status: u16, body: &[u8]) {
+        let at = Instant::now();
+        self.scrapes += 1;
+        self.spoke.send_replace(true);
+        if status != 200 {
+            let why = match status {
+                0 => String::from_utf8_lossy(body).chars().take(200).collect(),
+                code => format!("HTTP {code}"),
+            };
+            *self.failed.entry(why).or_default() += 1;
+            return;
+        }
+        let text = String::from_utf8_lossy(body);
+        let exposition = domain::engine::parse(&text);
+        if exposition.samples.is_empty() && !exposition.unread.is_empty() {
+            *self.failed.entry("not the Prometheus text format".into()).or_default() += 1;
+            return;
+        }
+        self.unread_lines += exposition.unread.len();
+        self.held.push((at, exposition));
+    }
+
+    /// What came is recorded and stored (once the run's t = 0 is known).
+    async fn store_now(&mut self, last: bool) {
+        let Some(t0) = self.t0 else { return };
+        for (at, exposition) in self.held.drain(..) {
+            self.recorder.push(t_ms(at, t0), &exposition);
+        }
+        let chunk = if last { self.recorder.finish() } else { self.recorder.take() };
+        if let Some(chunk) = chunk {
+            self.seq += 1;
+            if let Err(e) = self.store.insert_engine_chunk(self.run, self.seq, &chunk).await {
+                tracing::error!(run = self.run, "cannot store engine metrics: {e}");
+                self.notes.push(format!("Part of the engine's metrics could not be stored: {e}"));
+            }
+        }
+    }
+
+    /// The rest stored, and the notes.
+    async fn end(&mut self) {
+        self.store_now(true).await;
+        let failed: usize = self.failed.values().sum();
+        if failed > 0 {
+            let why: Vec<String> = self.failed.iter().map(|(why, n)| format!("{why} ({n})")).collect();
+            self.notes.push(format!(
+                "{failed} of {} scrapes of {} failed: {}.",
+                self.scrapes,
+                self.spec.url,
+                why.join("; ")
+            ));
+        }
+        if self.unread_lines > 0 {
+            self.notes.push(format!(
+                "{} lines of the engine's metrics were not the Prometheus text format and were skipped.",
+                self.unread_lines
+            ));
+        }
+        let notes = serde_json::json!(self.notes).to_string();
+        if let Err(e) = self.store.set_engine_notes(self.run, &notes).await {
+            tracing::error!(run = self.run, "cannot record engine notes: {e}");
+        }
+    }
+}
+
+/// What the run's measurements name as their source.
+pub const EXTRACTOR: &str = "engine";
+
+/// The run's stored scrapes, read.
+pub async fn recorded(store: &Store, run: i64) -> crate::db::StoreResult<Recorded> {
+    let chunks = store.engine_chunks(run).await?;
+    Ok(Recorded::read(chunks.iter().map(String::as_str)))
+}
+
+/// The run's series and notes (`GET /api/v1/runs/{id}/engine`).
+pub async fn series(store: &Store, run: i64) -> crate::db::StoreResult<EngineSeries> {
+    let notes = store.engine_notes(run).await?.and_then(|n| serde_json::from_str(&n).ok()).unwrap_or_default();
+    Ok(EngineSeries { series: recorded(store, run).await?.series(), notes })
+}
+
+/// What the engine said about the run, as measurements (`domain::engine::measurements`).
+pub async fn measurements(store: &Store, run: i64) -> crate::db::StoreResult<Vec<Measurement>> {
+    let recorded = recorded(store, run).await?;
+    if recorded.is_empty() {
+        return Ok(Vec::new());
+    }
+    Ok(domain::engine::measurements(&recorded.scrapes())
+        .into_iter()
+        .map(|(metric, value, unit, key)| Measurement {
+            metric,
+            value,
+            unit: unit.to_string(),
+            extractor: EXTRACTOR.to_string(),
+            stddev: None,
+            key,
+        })
+        .collect())
+}
+
+/// Series a run page lists (the API gives them all).
+const LISTED: usize = 300;
+/// Gauges of the engine's own, beyond the signals, drawn on the timeline.
+const OTHER_PANELS: usize = 3;
+
+/// The run page's engine: its signals over the run with the GPUs'
+/// utilisation under them, its series listed. `None` when it was not scraped.
+pub async fn view(store: &Store, run: i64, sampled: bool) -> crate::db::StoreResult<Option<EngineView>> {
+    let notes: Vec<String> = match store.engine_notes(run).await? {
+        Some(notes) => serde_json::from_str(&notes).unwrap_or_default(),
+        None => return Ok(None),
+    };
+    let recorded = recorded(store, run).await?;
+    let telemetry = if sampled { Some(crate::telemetry::of_run(store, run, true).await?) } else { None };
+    let scrapes = recorded.scrapes();
+    let over_time = |names: &[&str], scale: f64| -> Vec<(f64, f64)> {
+        scrapes.iter().filter_map(|s| Some((s.t_ms as f64 / 1000.0, s.signal(names)? * scale))).collect()
+    };
+    let mut panels = vec![
+        TimelinePanel {
+            title: "engine".into(),
+            max: None,
+            lines: vec![
+                ("requests waiting".into(), over_time(&domain::engine::WAITING, 1.0)),
+                ("requests running".into(), over_time(&domain::engine::RUNNING, 1.0)),
+            ],
+        },
+        TimelinePanel {
+            title: "KV cache".into(),
+            max: Some(100.0),
+            lines: vec![("used %".into(), over_time(&domain::engine::KV_USAGE, 100.0))],
+        },
+    ];
+    if let Some(telemetry) = &telemetry {
+        let line = crate::charts::TelemetryLine { label: "", telemetry };
+        panels.push(TimelinePanel {
+            title: "GPUs".into(),
+            max: Some(100.0),
+            lines: vec![("SM util % (mean over GPUs)".into(), line.gpu_util())],
+        });
+    }
+    for (name, points) in recorded.other_gauges().into_iter().take(OTHER_PANELS) {
+        panels.push(TimelinePanel { title: "engine".into(), max: None, lines: vec![(name, points)] });
+    }
+    let svg = match crate::charts::timeline(&panels) {
+        Ok(svg) => svg,
+        Err(e) => {
+            tracing::error!(run, "cannot draw the engine's timeline: {e}");
+            None
+        }
+    };
+    let series = recorded.series();
+    Ok(Some(EngineView {
+        svg,
+        notes,
+        total: series.len(),
+        series: series.iter().take(LISTED).map(SeriesLine::of).collect(),
+    }))
+}
+
+/// `at` on the run's time axis (negative: before its command started).
+fn t_ms(at: Instant, t0: Instant) -> i64 {
+    match at.checked_duration_since(t0) {
+        Some(after) => i64::try_from(after.as_millis()).unwrap_or(i64::MAX),
+        None => -i64::try_from(t0.duration_since(at).as_millis()).unwrap_or(i64::MAX),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_cut_anywhere_come_out_whole() {
+        // A body may hold newlines, and even a line like a frame's.
+        let body = b"a 1\nsleuth-scrape 1 1";
+        let mut stream = b"sleuth-engine: hello\n".to_vec();
+        stream.extend(format!("sleuth-scrape 200 {}\n", body.len()).as_bytes());
+        stream.extend(body);
+        stream.extend(b"\nsleuth-scrape 404 0\n\nsleuth-scrape 0 9\nrefused!!\n");
+        for cut in 0..stream.len() {
+            let mut frames = Frames::default();
+            let mut got = frames.push(&stream[..cut]);
+            got.extend(frames.push(&stream[cut..]));
+            assert_eq!(got, [(200, body.to_vec()), (404, Vec::new()), (0, b"refused!!".to_vec())], "cut at {cut}");
+            assert_eq!(frames.said, ["sleuth-engine: hello"]);
+        }
+    }
+
+    #[test]
+    fn the_url_is_one_quoted_word() {
+        let spec = MetricsSpec { url: "http://127.0.0.1:8000/metrics'; rm -rf ~; '".into(), interval_ms: 250 };
+        let script = script(&spec);
+        assert!(script.contains("'http://127.0.0.1:8000/metrics'\\''; rm -rf ~; '\\'''"), "{script}");
+        assert!(script.ends_with(" 250\n"), "{script}");
+    }
+
+    #[test]
+    fn times_before_the_start_are_negative() {
+        let t0 = Instant::now();
+        assert_eq!(t_ms(t0 + Duration::from_millis(1500), t0), 1500);
+        if let Some(before) = t0.checked_sub(Duration::from_millis(250)) {
+            assert_eq!(t_ms(before, t0), -250);
+        }
+    }
+}
