@@ -27,8 +27,8 @@ pub mod steps;
 // The domain the pages draw, at the paths they name it by (the server names
 // it as `domain::`: nothing here is its way to a type).
 pub(crate) use domain::{
-    accounts, comments, distributions, engine, error, frontier, hosts, hypotheses, metrics, model, run_pages, runs,
-    search, shares, sweeps,
+    accounts, comments, distributions, engine, error, frontier, hosts, hypotheses, metrics, model, profiles, run_pages,
+    runs, search, shares, sweeps,
 };
 
 use leptos::prelude::*;

@@ -91,6 +91,9 @@ pub struct Hypothesis {
     /// name they do have ("did you mean `ttft_ms_p99`?").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metric_note: Option<String>,
+    /// Which kernels changed, when both groups have profiles (torch traces, nsys).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_diff: Option<crate::profiles::ProfileDiff>,
     pub url: String,
     pub created_at: String,
     pub updated_at: String,

@@ -16,6 +16,7 @@ pub mod hypotheses;
 pub mod metrics;
 pub mod model;
 pub mod ports;
+pub mod profiles;
 pub mod run_pages;
 pub mod runs;
 pub mod search;

@@ -227,6 +227,7 @@ mod tests {
             runs: (1..=n).map(|id| RunLink::of(&a_run(id))).collect(),
             facts: None,
             abilities: Default::default(),
+            engine: None,
         };
         let ids = |links: &[RunLink]| links.iter().map(|r| r.id).collect::<Vec<_>>();
         let middle = page(10, 20);

@@ -279,6 +279,7 @@ fn HypothesisRow(h: Hypothesis, steps: Vec<(i64, String)>, commands: Vec<(String
         let warnings = p.warnings.into_iter().map(|w| view! { <p class="warning">{w}</p> }).collect_view();
         view! { <div class="provenance"><p class="muted">{p.summary}</p>{warnings}</div> }
     });
+    let profiles = h.profile_diff.clone().map(|diff| view! { <ProfileDiffView diff/> });
     let delete = ServerAction::<DeleteHypothesis>::new();
     let editor = view! { <EditHypothesis h=h.clone() commands/> };
     let unit = h.unit.clone().unwrap_or_default();
@@ -382,6 +383,7 @@ fn HypothesisRow(h: Hypothesis, steps: Vec<(i64, String)>, commands: Vec<(String
                 })}
                 {against.map(|(class, text)| view! { <span class=format!("tag {class}")>{text}</span> })}
                 {provenance}
+                {profiles}
             </td>
             <td>
                 <crate::components::Can what=crate::components::Ability::Edit>
@@ -503,6 +505,47 @@ fn EditHypothesis(h: Hypothesis, commands: Vec<(String, String)>) -> impl IntoVi
                 <crate::components::ActionError action=edit/>
                 <div class="form-actions"><button type="submit" class="primary">"Save hypothesis"</button></div>
             </ActionForm>
+        </details>
+    }
+}
+
+/// Which kernels changed between the groups' profiles: the change in a
+/// sentence, then categories and the kernels that changed most, baseline
+/// against treatment.
+#[component]
+fn ProfileDiffView(diff: crate::profiles::ProfileDiff) -> impl IntoView {
+    let ms = |v: Option<f64>| v.map(crate::metrics::figure).unwrap_or_else(|| "—".into());
+    let row = |r: crate::profiles::DiffRow| {
+        let change = r.change_ms();
+        view! {
+            <tr>
+                <td><code>{r.name.clone()}</code></td>
+                <td class="num">{ms(r.baseline_ms)}</td><td class="num">{ms(r.treatment_ms)}</td>
+                <td class="num">{format!("{change:+.3}")}</td>
+                <td class="num">{ms(r.baseline_calls)}</td><td class="num">{ms(r.treatment_calls)}</td>
+            </tr>
+        }
+    };
+    let head = |what: &'static str| {
+        view! {
+            <thead><tr><th>{what}</th><th>"baseline ms"</th><th>"treatment ms"</th><th>"change"</th>
+                <th>"baseline calls"</th><th>"treatment calls"</th></tr></thead>
+        }
+    };
+    let per = diff.per.clone();
+    let runs = format!("runs {:?} against {:?}, ms {per}", diff.baseline_runs, diff.treatment_runs);
+    view! {
+        <details class="profile-diff">
+            <summary>"Profiles: " {diff.summary.clone()}</summary>
+            <p class="muted">{runs}</p>
+            <table class="profile-table">
+                {head("category")}
+                <tbody>{diff.categories.into_iter().map(row).collect_view()}</tbody>
+            </table>
+            <table class="profile-table">
+                {head("kernel (most changed first)")}
+                <tbody>{diff.kernels.into_iter().map(row).collect_view()}</tbody>
+            </table>
         </details>
     }
 }

@@ -184,6 +184,27 @@ fn changes(before: &HypothesisRow, after: &HypothesisRow) -> Vec<String> {
 }
 
 /// The non-warm-up runs a group names, in this investigation, oldest first.
+/// Which kernels changed between the groups, when both have profiles.
+fn profile_diff(
+    rows: &[MeasurementRow],
+    wanted: &std::collections::HashSet<i64>,
+    baseline: &[i64],
+    treatment: &[i64],
+) -> Option<domain::profiles::ProfileDiff> {
+    let (mut b, mut t) = (Vec::new(), Vec::new());
+    for m in rows {
+        let Some(run) = m.run_id.filter(|r| wanted.contains(r)) else { continue };
+        let measured = domain::profiles::Measured { run, metric: &m.metric, key: m.key.as_deref(), value: m.value };
+        if baseline.contains(&run) {
+            b.push(measured);
+        }
+        if treatment.contains(&run) {
+            t.push(measured);
+        }
+    }
+    domain::profiles::diff(&b, &t)
+}
+
 fn resolve(group: &RunGroup, runs: &[RunRow]) -> Vec<i64> {
     let picked = |r: &RunRow| {
         group.configs.iter().any(|pick| {
@@ -294,17 +315,17 @@ impl Hypotheses {
         let mut unit = None;
         // The metrics the groups' runs have, for a "did you mean" when none has this one.
         let mut measured: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
+        let ids: Vec<i64> = b_runs.iter().chain(&t_runs).copied().collect();
         let fetched;
+        let rows: &[MeasurementRow] = match known {
+            Some(rows) => rows,
+            None => {
+                fetched = self.store.measurements_of_runs(&ids).await?;
+                &fetched
+            }
+        };
+        let wanted: std::collections::HashSet<i64> = ids.iter().copied().collect();
         if let Some(metric) = &row.metric {
-            let ids: Vec<i64> = b_runs.iter().chain(&t_runs).copied().collect();
-            let rows: &[MeasurementRow] = match known {
-                Some(rows) => rows,
-                None => {
-                    fetched = self.store.measurements_of_runs(&ids).await?;
-                    &fetched
-                }
-            };
-            let wanted: std::collections::HashSet<i64> = ids.iter().copied().collect();
             for m in rows.iter().filter(|m| &m.metric == metric) {
                 // One value per run: the first the output gave (tools print a summary once).
                 if let Some(run) = m.run_id.filter(|r| wanted.contains(r)) {
@@ -358,6 +379,7 @@ impl Hypotheses {
             _ => None,
         };
         let provenance = self.provenance(&baseline_values, &treatment_values, runs).await?;
+        let profile_diff = profile_diff(rows, &wanted, &b_runs, &t_runs);
         let outcome =
             distribution.as_ref().map(|d| d.outcome.as_str()).or(comparison.as_ref().map(|c| c.outcome.as_str()));
         let as_expected = match (&row.direction, outcome) {
@@ -388,6 +410,7 @@ impl Hypotheses {
             chart_points,
             metric_note,
             provenance,
+            profile_diff,
             created_at: timestamp(row.created_at),
             updated_at: timestamp(row.updated_at),
             version: row.version,

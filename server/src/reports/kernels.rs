@@ -66,11 +66,17 @@ pub fn category(name: &str) -> &'static str {
     }
 }
 
-/// GPU time by category.
+/// Kernels a profile names by their own measurements (the most time first):
+/// enough for "which kernels changed", few enough for a run's table.
+pub const KERNELS_KEPT: usize = 20;
+
+/// GPU time by category, and by kernel.
 #[derive(Clone, Debug, Default)]
 pub struct Breakdown {
     /// Per category (as `CATEGORIES`): (total ns, calls).
     pub totals: [(f64, u64); 5],
+    /// Per kernel by its short name ([`short_name`]): (total ns, calls).
+    pub kernels: std::collections::HashMap<String, (f64, u64)>,
     /// Decode steps seen, and the mean wall time of one (ns), when the profile
     /// has them (`ProfilerStep#N`, an NVTX range per step).
     pub steps: Option<u64>,
@@ -82,8 +88,19 @@ pub struct Breakdown {
 impl Breakdown {
     pub fn add(&mut self, name: &str, ns: f64, calls: u64) {
         let at = CATEGORIES.iter().position(|c| *c == category(name)).unwrap_or(4);
-        self.totals[at].0 += ns;
-        self.totals[at].1 += calls;
+        self.add_in(at, name, ns, calls);
+    }
+
+    /// [`Breakdown::add`] for a kernel whose category (index in `CATEGORIES`) is known.
+    pub fn add_in(&mut self, at: usize, name: &str, ns: f64, calls: u64) {
+        self.totals[at.min(4)].0 += ns;
+        self.totals[at.min(4)].1 += calls;
+        let kernel = match self.kernels.get_mut(name) {
+            Some(kernel) => kernel,
+            None => self.kernels.entry(name.to_string()).or_default(),
+        };
+        kernel.0 += ns;
+        kernel.1 += calls;
     }
 
     /// Collective calls counted from PyTorch's `nccl:*` annotations where
@@ -113,8 +130,36 @@ impl Breakdown {
             report.add("kernel_calls", calls as f64, "calls", Some(&key));
         }
         let (collective_ns, collective_calls) = self.totals[0];
-        let Some(steps) = self.steps.filter(|s| *s > 0) else { return };
+        let mut kernels: Vec<(String, (f64, u64))> = Vec::new();
+        for (name, (ns, calls)) in &self.kernels {
+            // Kernels that differ only past their short name are one.
+            let short = short_name(name);
+            match kernels.iter_mut().find(|(n, _)| *n == short) {
+                Some((_, k)) => *k = (k.0 + ns, k.1 + calls),
+                None => kernels.push((short, (*ns, *calls))),
+            }
+        }
+        kernels.sort_by(|a, b| b.1.0.total_cmp(&a.1.0).then_with(|| a.0.cmp(&b.0)));
+        kernels.truncate(KERNELS_KEPT);
+        let Some(steps) = self.steps.filter(|s| *s > 0) else {
+            for (name, (ns, calls)) in &kernels {
+                let key = format!("kernel={name}");
+                report.add("kernel_ms", ns / 1e6, "ms", Some(&key));
+                report.add("kernel_calls", *calls as f64, "calls", Some(&key));
+            }
+            return;
+        };
         let per_step = |x: f64| x / steps as f64;
+        for (name, (ns, calls)) in CATEGORIES.iter().zip(self.totals) {
+            let key = format!("category={name}");
+            report.add("gpu_ms_per_step", per_step(ns) / 1e6, "ms", Some(&key));
+            report.add("kernel_calls_per_step", per_step(calls as f64), "calls", Some(&key));
+        }
+        for (name, (ns, calls)) in &kernels {
+            let key = format!("kernel={name}");
+            report.add("kernel_ms_per_step", per_step(*ns) / 1e6, "ms", Some(&key));
+            report.add("kernel_calls_per_step", per_step(*calls as f64), "calls", Some(&key));
+        }
         report.add("decode_steps", steps as f64, "steps", None);
         report.add("collective_calls_per_step", per_step(collective_calls as f64), "calls", None);
         report.add("collective_ms_per_step", per_step(collective_ns) / 1e6, "ms", None);
@@ -133,9 +178,50 @@ impl Breakdown {
     }
 }
 
+/// A kernel's name as tables show it: without `void `, its argument list or
+/// its template arguments past the first few characters (a C++ signature can
+/// run to kilobytes).
+pub fn short_name(name: &str) -> String {
+    let name = name.trim();
+    let name = name.strip_prefix("void ").unwrap_or(name).replace("(anonymous namespace)::", "");
+    // The argument list: the first `(` outside the template's `<…>`.
+    let mut depth = 0i32;
+    let end = name
+        .char_indices()
+        .find(|(_, c)| {
+            match c {
+                '<' => depth += 1,
+                '>' => depth -= 1,
+                _ => {}
+            }
+            *c == '(' && depth <= 0
+        })
+        .map_or(name.len(), |(at, _)| at);
+    let name = name[..end].trim();
+    let cut: String = name.chars().take(96).collect();
+    if cut.len() < name.len() { format!("{cut}…") } else { cut }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn short_names_keep_what_tells_kernels_apart() {
+        assert_eq!(
+            short_name(
+                "void at::native::(anonymous namespace)::CatArrayBatchedCopy_vectorized<at::native::(anonymous namespace)::OpaqueType<2u>, unsigned int, 2, 64, 64>(char*, at::native::(anonymous namespace)::CatArrInputTensorMetadata<at::native::(anonymous namespace)::OpaqueType<2u>, unsigned int, 64, 64>, int)"
+            ),
+            "at::native::CatArrayBatchedCopy_vectorized<at::native::OpaqueType<2u>, unsigned int, 2, 64, 64>"
+        );
+        assert_eq!(
+            short_name(
+                "fmha_cutlassF_bf16_aligned_32x128_gmem_sm80(PyTorchMemEffAttention::AttentionKernel<>::Params)"
+            ),
+            "fmha_cutlassF_bf16_aligned_32x128_gmem_sm80"
+        );
+        assert!(short_name(&format!("k<{}>()", "x".repeat(300))).ends_with('…'));
+    }
 
     #[test]
     fn kernels_are_sorted_by_name() {

@@ -36,8 +36,11 @@ struct Event {
 /// What is kept of the events.
 #[derive(Default)]
 struct Seen {
-    /// (start µs, duration µs, category index).
-    kernels: Vec<(f64, f32, u8)>,
+    /// (start µs, duration µs, category index, name in `names`).
+    kernels: Vec<(f64, f32, u8, u32)>,
+    /// Kernel names, each once with its category, and where each is.
+    names: Vec<(String, u8)>,
+    named: std::collections::HashMap<String, u32>,
     /// (start µs, duration µs) of each `ProfilerStep#N`.
     steps: Vec<(f64, f64)>,
     /// Start (µs) of each `nccl:*` annotation PyTorch makes per collective
@@ -59,8 +62,17 @@ impl Seen {
             return;
         };
         if e.cat.eq_ignore_ascii_case("kernel") {
-            let at = CATEGORIES.iter().position(|c| *c == category(&e.name)).unwrap_or(4);
-            self.kernels.push((ts, dur as f32, at as u8));
+            let id = match self.named.get(&e.name) {
+                Some(id) => *id,
+                None => {
+                    let id = self.names.len() as u32;
+                    let at = CATEGORIES.iter().position(|c| *c == category(&e.name)).unwrap_or(4);
+                    self.named.insert(e.name.clone(), id);
+                    self.names.push((e.name, at as u8));
+                    id
+                }
+            };
+            self.kernels.push((ts, dur as f32, self.names[id as usize].1, id));
         } else if e.cat == "user_annotation" && e.name.starts_with("nccl:") {
             self.calls.push(ts);
         } else if e.name.starts_with("ProfilerStep#") && e.cat != "gpu_user_annotation" {
@@ -89,13 +101,12 @@ pub fn read_trace(input: impl std::io::Read) -> ReadResult<Report> {
         let slack = seen.steps.iter().map(|(_, dur)| *dur).fold(0.0, f64::max);
         let first = seen.steps[0].0;
         let mut outside = 0u64;
-        for (ts, dur, at) in &seen.kernels {
+        for (ts, dur, at, id) in &seen.kernels {
             if *ts < first || *ts > last_end + slack {
                 outside += 1;
                 continue;
             }
-            breakdown.totals[*at as usize].0 += f64::from(*dur) * 1e3;
-            breakdown.totals[*at as usize].1 += 1;
+            breakdown.add_in(usize::from(*at), &seen.names[*id as usize].0, f64::from(*dur) * 1e3, 1);
         }
         // Collective calls: their kernels, or their annotations when they ran
         // none (NCCL with one rank returns without a kernel).
@@ -110,9 +121,8 @@ pub fn read_trace(input: impl std::io::Read) -> ReadResult<Report> {
             report.notes.push(format!("{outside} kernels ran outside the profiled steps and are not counted"));
         }
     } else {
-        for (_, dur, at) in &seen.kernels {
-            breakdown.totals[*at as usize].0 += f64::from(*dur) * 1e3;
-            breakdown.totals[*at as usize].1 += 1;
+        for (_, dur, at, id) in &seen.kernels {
+            breakdown.add_in(usize::from(*at), &seen.names[*id as usize].0, f64::from(*dur) * 1e3, 1);
         }
         report.notes.push("no ProfilerStep#N in the trace: per-step figures need torch.profiler.schedule".into());
     }
@@ -226,6 +236,32 @@ mod tests {
         // The attention kernel (cutlass fmha) and the GEMMs have their own shares.
         assert!(value(&r, "gpu_time_share_pct", Some("category=attention")).unwrap() > 30.0);
         assert!(value(&r, "gpu_time_share_pct", Some("category=gemm")).unwrap() > 10.0);
+    }
+
+    /// The same loop of 16 layers, two all-reduces per layer against one fused
+    /// (`LAYERS=16 [FUSED=1] decode_trace.py`, the lent H200, 2026-12-04).
+    #[test]
+    fn fusing_the_all_reduces_halves_the_calls_and_adds_a_copy() {
+        let read = |name: &str| {
+            let path = format!("{}/../tools/gpu-check/results/{name}", env!("CARGO_MANIFEST_DIR"));
+            let bytes = std::fs::read(path).expect("the trace made on the GPU");
+            super::super::read(name, &bytes[..]).expect("recognised").expect("read")
+        };
+        let (two, fused) = (read("decode_16.json.gz"), read("decode_16_fused.json.gz"));
+        assert_eq!(value(&two, "collective_calls_per_step", None), Some(32.0));
+        assert_eq!(value(&fused, "collective_calls_per_step", None), Some(16.0));
+        // Its short name is cut at 96 characters: found by what it starts with.
+        let copy = |r: &Report| {
+            let key = |m: &domain::metrics::Measurement| m.key.clone().unwrap_or_default();
+            r.measurements
+                .iter()
+                .find(|m| {
+                    m.metric == "kernel_calls_per_step" && key(m).starts_with("kernel=at::native::CatArrayBatchedCopy")
+                })
+                .map(|m| m.value)
+        };
+        assert_eq!(copy(&fused), Some(16.0));
+        assert_eq!(copy(&two), None, "the unfused loop copies nothing");
     }
 
     #[test]

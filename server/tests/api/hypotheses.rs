@@ -514,3 +514,67 @@ async fn a_positive_metric_never_falls_by_more_than_all_of_it() {
     let page = app.get(&format!("/i/{investigation}")).await.text();
     assert!(page.contains("did you mean lat_ms?"), "the page says it too");
 }
+
+/// Two real torch traces of one decode loop made on the lent H200
+/// (`tools/gpu-check/decode_trace.py`, 16 layers): two all-reduce calls per
+/// layer against one fused (a `torch.cat` copy, then one call). The
+/// hypothesis' answer says which kernels changed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hypothesis_with_profiles_says_which_kernels_changed() {
+    let sshd = crate::sshd::Sshd::start();
+    let app = crate::runs::app_with_host(&sshd).await;
+    let results = concat!(env!("CARGO_MANIFEST_DIR"), "/../tools/gpu-check/results");
+    let step = |trace: &str| {
+        json!({ "command": format!("cp {results}/{trace} \"$SLEUTH_RUN_DIR/trace.json.gz\""), "telemetry": false,
+                "artifacts": ["trace.json.gz"] })
+    };
+    let baseline = crate::runs::command_step(&app, step("decode_16.json.gz")).await;
+    let investigation =
+        app.get(&format!("/api/v1/steps/{baseline}")).await.json()["investigation_id"].as_str().unwrap().to_string();
+    let mut fused = step("decode_16_fused.json.gz");
+    fused["kind"] = json!("command");
+    fused["host"] = json!("gpu");
+    let treatment = app.post_json(&format!("/api/v1/investigations/{investigation}/steps"), fused).await.json()["id"]
+        .as_i64()
+        .unwrap();
+    for step in [baseline, treatment] {
+        for run in crate::runs::start(&app, step, json!({})).await {
+            assert_eq!(crate::runs::finished(&app, run).await["status"], "succeeded");
+        }
+    }
+    let created = app
+        .post_json(
+            &format!("/api/v1/investigations/{investigation}/hypotheses"),
+            json!({ "statement": "Fusing the two all-reduces per layer halves the collective calls",
+                    "baseline": { "steps": [baseline] }, "treatment": { "steps": [treatment] } }),
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text());
+    let h = created.json();
+    let d = &h["profile_diff"];
+    assert_eq!(d["per"], "per step", "{d}");
+    assert_eq!(d["collective_calls_per_step"], json!([32.0, 16.0]), "{d}");
+    let category =
+        |name: &str| d["categories"].as_array().unwrap().iter().find(|c| c["name"] == name).cloned().unwrap();
+    let collective = category("collective");
+    assert_eq!(
+        (collective["baseline_calls"].as_f64(), collective["treatment_calls"].as_f64()),
+        (Some(32.0), Some(16.0))
+    );
+    // The fused loop's copy: a kernel the baseline never ran, 16 times a step.
+    let kernels = d["kernels"].as_array().unwrap();
+    let copy = kernels
+        .iter()
+        .find(|k| k["name"].as_str().unwrap().contains("CatArrayBatchedCopy"))
+        .unwrap_or_else(|| panic!("{d}"));
+    assert!(copy["baseline_ms"].is_null(), "{copy}");
+    assert_eq!(copy["treatment_calls"].as_f64(), Some(16.0), "{copy}");
+    let summary = d["summary"].as_str().unwrap();
+    assert!(summary.contains("collective calls per step 32.00 → 16.00"), "{summary}");
+    assert!(summary.contains("new in the treatment") && summary.contains("CatArrayBatchedCopy"), "{summary}");
+
+    // The investigation's page carries it beside the hypothesis.
+    let page = app.get(&format!("/i/{investigation}")).await.text();
+    assert!(page.contains("class=\"profile-diff\""), "{page}");
+    assert!(page.contains("collective calls per step 32.00 → 16.00"));
+}
