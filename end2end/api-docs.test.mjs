@@ -51,6 +51,7 @@ test('every curl example in docs/api.md works', () => {
   assert.match(out, /event: output\nid: \d+\ndata: step 1 proto=LL/);
   assert.match(out, /event: end/);
   assert.match(out, /"status":"cancelled"/);
+  assert.match(out, /\{"series":\[\{"metric":"vllm:num_requests_waiting","labels":\{"model_name":"m"\},"type":"gauge","samples":\[\{"t_ms":-?\d+,"value":3\.0\}/);
   assert.match(out, /"settings":\[\{"name":"host","values":\["gpu1","gpu1"\],"differs":false\}/);
   assert.match(out, /Compare 2 to 8 different runs \(runs=3,7\); 1 given\./);
   assert.match(out, /"kind":"snippet".*"path":"[^"]*json\/decoder\.py","start":130,"end":140/);

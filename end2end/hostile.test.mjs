@@ -111,6 +111,28 @@ test('script payloads in every field stay text on every page, under a CSP', asyn
       await new Promise((r) => setTimeout(r, 100));
     }
   }
+  // An engine whose /metrics labels and help are markup (escaped as the text format escapes quotes).
+  const port = 20000 + Math.floor(Math.random() * 20000);
+  const exposition = [
+    '# HELP sleuth_hostile <script>__pwned="help"</script>',
+    '# TYPE sleuth_hostile gauge',
+    'sleuth_hostile{who="<script>__pwned=\\"label\\"</script><img src=x onerror=__pwned=1>"} 1',
+    'vllm:num_requests_waiting{model_name="<b>m</b>"} 2',
+  ].map((l) => `'${l}'`).join(' ');
+  const served = await call('POST', `/api/v1/investigations/${inv.id}/steps`, {
+    kind: 'command', host: 'gpu', command: 'sleep 0.5', telemetry: false,
+    server: {
+      command: `printf '%s\\n' ${exposition} > metrics && exec python3 -m http.server ${port} --bind 127.0.0.1`,
+      ready: { http: `http://127.0.0.1:${port}/metrics` }, ready_timeout_s: 30, stop_grace_s: 2,
+      metrics: { url: `http://127.0.0.1:${port}/metrics`, interval_ms: 200 },
+    },
+  });
+  const [engineRun] = await call('POST', `/api/v1/steps/${served.id}/runs`, {});
+  for (let i = 0; i < 300 && !['succeeded', 'failed'].includes((await call('GET', `/api/v1/runs/${engineRun.id}`)).status); i++) {
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const engine = await call('GET', `/api/v1/runs/${engineRun.id}/engine`);
+  assert.ok(engine.series.some((s) => s.labels.who?.includes('<script>__pwned="label"')), JSON.stringify(engine));
   const snippet = await call('POST', `/api/v1/investigations/${inv.id}/steps`,
     { kind: 'snippet', host: 'gpu', path: evilFile, start: 1, end: 4 });
   await call('POST', `/api/v1/investigations/${inv.id}/steps`,
@@ -153,6 +175,10 @@ test('script payloads in every field stay text on every page, under a CSP', asyn
   await visit(page, `/i/${inv.id}#step-${snippet.id}-L1-L2`);
   await visit(page, `/runs/${runs[0].id}`);
   await visit(page, `/runs/${runs[1].id}`);
+  await visit(page, `/runs/${engineRun.id}`);
+  await page.locator('details.engine-series summary').click();
+  assert.match(await page.locator('.series-table').textContent(), /who="<script>__pwned=\\"label\\"<\/script>/);
+  await screenshot(page, 'hostile-engine');
   await visit(page, `/compare?runs=${runs[0].id},${runs[1].id}`);
   await visit(page, `/compare?runs=${encodeURIComponent(P('runs'))}`, { allow: [/^http 422: .*\/compare\?runs=/] });
   await visit(page, `/i/${inv.id}/chart?metric=${encodeURIComponent(P('metric'))}&baseline=${encodeURIComponent(P('baseline'))}`,

@@ -254,6 +254,8 @@ pub fn telemetry(telemetry: &domain::telemetry::Telemetry) -> Result<Option<Stri
 pub struct TimelinePanel {
     pub title: String,
     pub max: Option<f64>,
+    /// Points, not a line (one per request).
+    pub dots: bool,
     pub lines: Vec<(String, Vec<(f64, f64)>)>,
 }
 
@@ -319,7 +321,11 @@ pub fn timeline(panels: &[TimelinePanel]) -> Result<Option<String>, ChartError> 
                 .map_err(err)?;
             for (i, (_, points)) in panel.lines.iter().enumerate() {
                 let shown = points.iter().copied().filter(|(t, v)| *t >= 0.0 && v.is_finite());
-                chart.draw_series(LineSeries::new(shown, colour(i).stroke_width(2))).map_err(err)?;
+                if panel.dots {
+                    chart.draw_series(shown.map(|p| Circle::new(p, 2, colour(i).filled()))).map_err(err)?;
+                } else {
+                    chart.draw_series(LineSeries::new(shown, colour(i).stroke_width(2))).map_err(err)?;
+                }
             }
         }
         root.present().map_err(err)?;

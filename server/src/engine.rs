@@ -378,6 +378,7 @@ pub async fn view(store: &Store, run: i64, sampled: bool) -> crate::db::StoreRes
         TimelinePanel {
             title: "engine".into(),
             max: None,
+            dots: false,
             lines: vec![
                 ("requests waiting".into(), over_time(&domain::engine::WAITING, 1.0)),
                 ("requests running".into(), over_time(&domain::engine::RUNNING, 1.0)),
@@ -386,6 +387,7 @@ pub async fn view(store: &Store, run: i64, sampled: bool) -> crate::db::StoreRes
         TimelinePanel {
             title: "KV cache".into(),
             max: Some(100.0),
+            dots: false,
             lines: vec![("used %".into(), over_time(&domain::engine::KV_USAGE, 100.0))],
         },
     ];
@@ -394,11 +396,15 @@ pub async fn view(store: &Store, run: i64, sampled: bool) -> crate::db::StoreRes
         panels.push(TimelinePanel {
             title: "GPUs".into(),
             max: Some(100.0),
+            dots: false,
             lines: vec![("SM util % (mean over GPUs)".into(), line.gpu_util())],
         });
     }
+    if let Some(requests) = requests_on_axis(store, run, &scrapes).await? {
+        panels.insert(1, requests);
+    }
     for (name, points) in recorded.other_gauges().into_iter().take(OTHER_PANELS) {
-        panels.push(TimelinePanel { title: "engine".into(), max: None, lines: vec![(name, points)] });
+        panels.push(TimelinePanel { title: "engine".into(), max: None, dots: false, lines: vec![(name, points)] });
     }
     let svg = match crate::charts::timeline(&panels) {
         Ok(svg) => svg,
@@ -413,6 +419,30 @@ pub async fn view(store: &Store, run: i64, sampled: bool) -> crate::db::StoreRes
         notes,
         total: series.len(),
         series: series.iter().take(LISTED).map(SeriesLine::of).collect(),
+    }))
+}
+
+/// Each request's TTFT at its start, where its report file timed them. A
+/// client's clock is not the run's: its first request is placed at the
+/// engine's first scrape with a request waiting or running (so within one
+/// scrape interval of where it was).
+async fn requests_on_axis(
+    store: &Store,
+    run: i64,
+    scrapes: &[domain::engine::Scrape],
+) -> crate::db::StoreResult<Option<TimelinePanel>> {
+    let Some(text) = store.request_timeline(run).await? else { return Ok(None) };
+    let Ok(requests) = serde_json::from_str::<Vec<(f64, f64)>>(&text) else { return Ok(None) };
+    let busy = |s: &&domain::engine::Scrape| {
+        s.signal(&domain::engine::WAITING).unwrap_or(0.0) + s.signal(&domain::engine::RUNNING).unwrap_or(0.0) > 0.0
+    };
+    let Some(first) = scrapes.iter().filter(|s| s.t_ms >= 0).find(busy) else { return Ok(None) };
+    let at = first.t_ms as f64 / 1000.0;
+    Ok(Some(TimelinePanel {
+        title: "requests (first placed at the engine's first busy scrape)".into(),
+        max: None,
+        dots: true,
+        lines: vec![("TTFT ms by start".into(), requests.into_iter().map(|(s, ms)| (at + s, ms)).collect())],
     }))
 }
 

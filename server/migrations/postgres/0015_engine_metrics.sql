@@ -6,3 +6,4 @@ CREATE TABLE run_engine (
     PRIMARY KEY (run_id, seq)
 );
 ALTER TABLE runs ADD COLUMN engine_notes TEXT CHECK (engine_notes IS NULL OR sleuth_is_json(engine_notes));
+ALTER TABLE runs ADD COLUMN request_timeline TEXT CHECK (request_timeline IS NULL OR sleuth_is_json(request_timeline));

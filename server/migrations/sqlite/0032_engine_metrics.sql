@@ -8,3 +8,5 @@ CREATE TABLE run_engine (
     PRIMARY KEY (run_id, seq)
 ) STRICT;
 ALTER TABLE runs ADD COLUMN engine_notes TEXT CHECK (engine_notes IS NULL OR json_valid(engine_notes));
+-- Its requests as its report file timed them: [[start s after the first, TTFT ms], …].
+ALTER TABLE runs ADD COLUMN request_timeline TEXT CHECK (request_timeline IS NULL OR json_valid(request_timeline));

@@ -33,6 +33,24 @@ impl Store {
         Ok(())
     }
 
+    /// The run's requests by start (JSON `[[s, ms], …]`), from its report file.
+    pub async fn set_request_timeline(&self, run: i64, timeline: Option<&str>) -> StoreResult<()> {
+        sqlx::query("UPDATE runs SET request_timeline = $1 WHERE id = $2")
+            .bind(timeline)
+            .bind(run)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    pub async fn request_timeline(&self, run: i64) -> StoreResult<Option<String>> {
+        let row: Option<(Option<String>,)> = sqlx::query_as("SELECT request_timeline FROM runs WHERE id = $1")
+            .bind(run)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.and_then(|(timeline,)| timeline))
+    }
+
     pub async fn engine_notes(&self, run: i64) -> StoreResult<Option<String>> {
         let row: Option<(Option<String>,)> =
             sqlx::query_as("SELECT engine_notes FROM runs WHERE id = $1").bind(run).fetch_optional(&self.pool).await?;

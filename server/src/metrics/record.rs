@@ -10,6 +10,8 @@ use crate::reports::Report;
 /// this many bytes are read. (32 MB here made a gigabyte's ingest peak 30 MB
 /// higher than the ingest itself needs.)
 pub const READ_BYTES: u64 = 8 * 1024 * 1024;
+/// Requests a run's timeline draws at most.
+const TIMELINE_POINTS: usize = 4000;
 
 /// Runs every extractor (built-in, and the investigation's own) over the run's
 /// output and replaces what was stored for it. Returns how many were found.
@@ -152,6 +154,14 @@ async fn reports(
         }
     }
     let (derived, samples) = crate::reports::derive::derive(&kept, slo.as_ref());
+    // When each request started and how long its first token took, for the
+    // run's timeline (every `TIMELINE_POINTS`-th of a long one).
+    let timeline = kept.iter().find(|r| !r.requests.is_empty()).map(|r| {
+        let every = r.requests.len().div_ceil(TIMELINE_POINTS).max(1);
+        let points: Vec<[f64; 2]> = r.requests.iter().step_by(every).map(|(s, ms)| [*s, *ms]).collect();
+        serde_json::json!(points).to_string()
+    });
+    store.set_request_timeline(run, timeline.as_deref()).await?;
     for report in kept {
         found.extend(report.measurements);
     }

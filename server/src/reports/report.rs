@@ -29,6 +29,9 @@ pub struct Report {
     pub metadata: serde_json::Map<String, serde_json::Value>,
     /// What was skipped or could not be read, in words.
     pub notes: Vec<String>,
+    /// Each request's start (seconds after the first's) and TTFT (ms), in
+    /// request order, where the tool kept start times (`--save-detailed`).
+    pub requests: Vec<(f64, f64)>,
 }
 
 impl Report {

@@ -215,6 +215,8 @@ struct Detailed {
     itls: Option<Reservoir>,
     errors: Vec<bool>,
     output_lens: Vec<f64>,
+    /// Each request's start (`time.perf_counter()`, seconds).
+    start_times: Vec<f64>,
 }
 
 /// What a stream that began like a vLLM result was.
@@ -252,6 +254,11 @@ pub fn read_streaming(input: impl std::io::Read) -> ReadResult<Streamed> {
         report.samples("e2el_ms", "ms", None, e2el, true);
     }
     report.samples("ttft_ms", "ms", None, ttft, true);
+    if detailed.start_times.len() == n && n > 0 {
+        let first = detailed.start_times.iter().copied().fold(f64::INFINITY, f64::min);
+        report.requests =
+            (0..n).filter(|&i| ok(i)).map(|i| (detailed.start_times[i] - first, detailed.ttfts[i] * 1e3)).collect();
+    }
     if let Some(itls) = detailed.itls {
         if itls.seen > itls.kept.len() as u64 {
             report.notes.push(format!("{} of {} ITLs kept as a uniform sample", itls.kept.len(), itls.seen));
@@ -286,7 +293,8 @@ impl<'de> Visitor<'de> for DetailedVisitor {
                 }
                 "errors" => d.errors = map.next_value_seed(Errors)?,
                 // Texts and anything else big and per request: not kept.
-                "generated_texts" | "input_lens" | "start_times" => {
+                "start_times" => d.start_times = map.next_value_seed(Numbers)?,
+                "generated_texts" | "input_lens" => {
                     map.next_value::<IgnoredAny>()?;
                 }
                 _ => {

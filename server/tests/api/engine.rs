@@ -138,6 +138,7 @@ async fn a_sweeps_engine_signals_say_why_its_latency_differs() {
     let page = page.text();
     assert!(page.contains("class=\"engine-chart\""), "{page}");
     assert!(page.contains("requests waiting"), "{page}");
+    assert!(page.contains("TTFT ms by start"), "each request by its start, from the saved start_times");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
