@@ -187,6 +187,41 @@ test('any run is a page: its own server log, files and numbers, and its neighbou
   assert.deepEqual(page.problems, []);
 });
 
+test("a run page draws the engine's queue, each request's TTFT and KV use on the run's time axis", async () => {
+  const port = await freePort();
+  const log = `${fixtures}/bench-outputs/vllm_startup_custom_allreduce_issue15340.txt`;
+  const results = `${fixtures}/reports/vllm-bench-serve/nerdalert_results.json`;
+  const inv = await api('POST', '/api/v1/investigations', { title: 'engine signals' });
+  const step = await api('POST', `/api/v1/investigations/${inv.id}/steps`, {
+    kind: 'command', host: 'gpu', telemetry: false, artifacts: ['result.json'],
+    command: `python3 ${tools}/bench.py --port ${port} --result-from ${results} --measure --concurrency 8 --requests 24 --max-tokens 16`,
+    server: {
+      command: `python3 ${tools}/serve.py --port ${port} --log ${log} --load-s 0.2 --max-batch 2 --token-ms 10 --prefix-hit-pct 40`,
+      ready: { http: `http://127.0.0.1:${port}/health` },
+      metrics: { url: `http://127.0.0.1:${port}/metrics`, interval_ms: 100 },
+    },
+  });
+  const [run] = await api('POST', `/api/v1/steps/${step.id}/runs`, {});
+  await api('GET', `/api/v1/runs/${run.id}?wait=60`);
+  const page = await newPage(browser);
+  await page.goto(`${server.url}/runs/${run.id}`);
+  await hydrated(page);
+  const chart = page.locator('.run-engine .engine-chart svg');
+  assert.equal(await chart.count(), 1);
+  const drawn = await chart.textContent();
+  for (const caption of ['requests waiting', 'TTFT ms by start', 'KV cache']) assert.match(drawn, new RegExp(caption));
+  await page.locator('details.engine-series summary').click();
+  assert.match(await page.locator('.series-table').textContent(), /vllm:num_requests_waiting\{model_name="fake"\}/);
+  assert.match(await page.locator(`.run[data-run="${run.id}"] .measurements`).textContent(), /prefix_cache_hit_pct/);
+  await screenshot(page, 'run-engine');
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.goto(`${server.url}/runs/${run.id}`);
+  await hydrated(page);
+  const width = await page.evaluate(() => document.documentElement.scrollWidth);
+  assert.ok(width <= 390, `the run page with its engine is ${width} px wide at 390 px`);
+  assert.deepEqual(page.problems, []);
+});
+
 test('a run page follows its run to its end: the output as printed, then its status', async () => {
   const inv = await api('POST', '/api/v1/investigations', { title: 'follow one run' });
   const step = await api('POST', `/api/v1/investigations/${inv.id}/steps`,
