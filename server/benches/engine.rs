@@ -23,7 +23,7 @@ mod peer;
 use domain::engine::series::{Recorded, Recorder};
 use domain::runs::{Run, RunRequest};
 use domain::steps::{StepBody, command::CommandBody};
-use peer::{Actor, Peer, median, ms, quick};
+use peer::{Actor, Peer, median, ms, page_p50, quick};
 use std::fmt::Write;
 use std::time::{Duration, Instant};
 
@@ -174,24 +174,6 @@ async fn run_once(peer: &Peer, step: i64) -> (Duration, Run) {
     }
 }
 
-/// `GET path` p50 of 5 after the first, and the page's bytes.
-async fn page(addr: std::net::SocketAddr, path: &str) -> (Duration, usize) {
-    let (mut times, mut size) = (Vec::new(), 0);
-    for i in 0..6 {
-        let started = Instant::now();
-        let mut socket = tokio::net::TcpStream::connect(addr).await.expect("connect");
-        let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
-        tokio::io::AsyncWriteExt::write_all(&mut socket, request.as_bytes()).await.expect("send");
-        let mut body = Vec::new();
-        tokio::io::AsyncReadExt::read_to_end(&mut socket, &mut body).await.expect("receive");
-        if i > 0 {
-            times.push(started.elapsed());
-        }
-        size = body.len();
-    }
-    (median(times), size)
-}
-
 #[tokio::main]
 async fn main() {
     let peer = Peer::start_with(None, false).await;
@@ -243,8 +225,9 @@ async fn main() {
         })
         .collect();
     peer.store.insert_samples(full.id, &samples).await.expect("samples");
-    let (with, with_size) = page(addr, &format!("/runs/{}", full.id)).await;
-    let (without, without_size) = page(addr, &format!("/runs/{}", bare.id)).await;
+    let (with, with_page) = page_p50(addr, &format!("/runs/{}", full.id)).await;
+    let (without, without_page) = page_p50(addr, &format!("/runs/{}", bare.id)).await;
+    let (with_size, without_size) = (with_page.len(), without_page.len());
     println!("(b) a run page, SSR p50 of 5:");
     println!(
         "    with 4 engine series x {scrapes} and 3 telemetry series {:6.1} ms {:5.0} KB (goal <= 50 ms)   with / without = {:.2}x",

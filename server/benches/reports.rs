@@ -24,7 +24,7 @@ mod peer;
 
 use domain::runs::RunRequest;
 use domain::steps::{StepBody, command::CommandBody};
-use peer::{Actor, Peer, median, ms, quick, status_kb};
+use peer::{Actor, Peer, median, ms, page_p50, quick, status_kb};
 use std::io::Write;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -249,28 +249,14 @@ async fn pages(runs: u32) {
     let page = |label: &'static str| {
         let path = path.clone();
         async move {
-            let mut times = Vec::new();
-            let mut size = 0;
-            for i in 0..6 {
-                let started = Instant::now();
-                let mut socket = tokio::net::TcpStream::connect(addr).await.expect("connect");
-                let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
-                tokio::io::AsyncWriteExt::write_all(&mut socket, request.as_bytes()).await.expect("send");
-                let mut body = Vec::new();
-                tokio::io::AsyncReadExt::read_to_end(&mut socket, &mut body).await.expect("receive");
-                // The first computes what later ones find cached (the bootstrap).
-                if i > 0 {
-                    times.push(started.elapsed());
-                }
-                size = body.len();
-                if let Ok(out) = std::env::var("SLEUTH_BENCH_PAGE_OUT") {
-                    std::fs::write(format!("{out}.{}.html", label.len()), &body).ok();
-                }
+            let (p50, body) = page_p50(addr, &path).await;
+            if let Ok(out) = std::env::var("SLEUTH_BENCH_PAGE_OUT") {
+                std::fs::write(format!("{out}.{}.html", label.len()), &body).ok();
             }
             println!(
                 "(c) the {runs}-run page {label}: SSR p50 {:.1} ms, {:.0} KB (goals: ≤ 50 ms, ≤ 1 024 KB)",
-                ms(median(times)),
-                size as f64 / 1024.0
+                ms(p50),
+                body.len() as f64 / 1024.0
             );
         }
     };

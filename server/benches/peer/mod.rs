@@ -276,3 +276,22 @@ pub fn timed(command: &mut Command) -> Duration {
     assert!(status.success(), "{command:?}");
     started.elapsed()
 }
+
+/// `GET path` over a fresh connection 6 times: the p50 of the last 5 (the
+/// first computes what later ones find cached) and the last answer's bytes.
+pub async fn page_p50(addr: std::net::SocketAddr, path: &str) -> (Duration, Vec<u8>) {
+    let (mut times, mut last) = (Vec::new(), Vec::new());
+    for i in 0..6 {
+        let started = Instant::now();
+        let mut socket = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+        tokio::io::AsyncWriteExt::write_all(&mut socket, request.as_bytes()).await.expect("send");
+        let mut body = Vec::new();
+        tokio::io::AsyncReadExt::read_to_end(&mut socket, &mut body).await.expect("receive");
+        if i > 0 {
+            times.push(started.elapsed());
+        }
+        last = body;
+    }
+    (median(times), last)
+}
