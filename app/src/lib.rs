@@ -27,8 +27,8 @@ pub mod steps;
 // The domain the pages draw, at the paths they name it by (the server names
 // it as `domain::`: nothing here is its way to a type).
 pub(crate) use domain::{
-    accounts, comments, distributions, engine, error, frontier, hosts, hypotheses, metrics, model, profiles, run_pages,
-    runs, search, shares, sweeps,
+    accounts, comments, distributions, engine, error, frontier, history, hosts, hypotheses, metrics, model, profiles,
+    run_pages, runs, search, shares, sweeps,
 };
 
 use leptos::prelude::*;
@@ -121,6 +121,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/s/:token") view=pages::shared::SharedPage ssr=SsrMode::Async/>
                     <Route path=path!("/i/:id/chart") view=pages::chart::ChartPage ssr=SsrMode::Async/>
                     <Route path=path!("/i/:id/frontier") view=pages::frontier::FrontierPage ssr=SsrMode::Async/>
+                    <Route path=path!("/i/:id/history") view=pages::history::HistoryPage ssr=SsrMode::Async/>
                     <Route
                         path=path!("/i/:id")
                         view=pages::investigation::InvestigationPage

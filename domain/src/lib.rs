@@ -10,6 +10,7 @@ pub mod distributions;
 pub mod engine;
 pub mod error;
 pub mod frontier;
+pub mod history;
 pub mod hosts;
 pub mod html;
 pub mod hypotheses;

@@ -184,6 +184,13 @@ pub trait MeasurementOps: Send + Sync + 'static {
         step: i64,
         query: &crate::frontier::FrontierQuery,
     ) -> Result<crate::frontier::Frontier, ApiError>;
+    /// A step's history of a metric and its change points (`/i/{id}/history?step=`).
+    async fn history(
+        &self,
+        actor: &Actor,
+        step: i64,
+        query: &crate::history::HistoryQuery,
+    ) -> Result<crate::history::History, ApiError>;
     /// One metric by configuration (`/i/{id}/chart`); none while no two runs measured it.
     async fn overview(
         &self,

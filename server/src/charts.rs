@@ -513,6 +513,71 @@ pub fn cdf(metric: &str, unit: &str, lines: &[CdfLine], percentile: Option<f64>)
     Ok(svg)
 }
 
+/// A step's history: each run's value in order (a dot each), each
+/// segment's mean between change points as a line, and each change marked
+/// where it begins, red for a regression, blue for an improvement.
+pub fn history(
+    metric: &str,
+    unit: &str,
+    runs: &[domain::history::HistoryPoint],
+    changes: &[domain::history::Change],
+) -> Result<String, ChartError> {
+    let values: Vec<f64> = runs.iter().map(|r| r.value).filter(|v| v.is_finite()).collect();
+    let (lo, hi) = values.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(*v), b.max(*v)));
+    let pad = ((hi - lo) * 0.1).max(hi.abs() * 0.02).max(1e-9);
+    let (lo, hi) = (if lo.is_finite() { lo - pad } else { 0.0 }, if hi.is_finite() { hi + pad } else { 1.0 });
+    let n = runs.len().max(2) as f64;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH + 240, HEIGHT)).into_drawing_area();
+        let err = |e: DrawingAreaErrorKind<_>| ChartError(e.to_string());
+        root.fill(&WHITE).map_err(err)?;
+        let caption = format!("{metric} by run{}", if unit.is_empty() { String::new() } else { format!(" ({unit})") });
+        let mut chart = ChartBuilder::on(&root)
+            .margin(10)
+            .caption(caption, ("sans-serif", 13))
+            .x_label_area_size(24)
+            .y_label_area_size(56)
+            .build_cartesian_2d(-0.5f64..n - 0.5, lo..hi)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc("run, in order")
+            .x_labels(10)
+            .y_labels(5)
+            .x_label_formatter(&|x| format!("{}", x.round() as i64 + 1))
+            .label_style(("sans-serif", 10))
+            .light_line_style(WHITE)
+            .bold_line_style(RGBColor(234, 238, 242))
+            .draw()
+            .map_err(err)?;
+        for change in changes {
+            let colour = if change.direction == "regression" { RGBColor(207, 34, 46) } else { TREATMENT };
+            let x = change.index as f64 - 0.5;
+            chart.draw_series(LineSeries::new([(x, lo), (x, hi)], colour.stroke_width(2))).map_err(err)?;
+        }
+        // Each segment's mean, from change to change.
+        let mut bounds: Vec<usize> = vec![0];
+        bounds.extend(changes.iter().map(|c| c.index));
+        bounds.push(runs.len());
+        for w in bounds.windows(2) {
+            let part: Vec<f64> = runs[w[0]..w[1]].iter().map(|r| r.value).collect();
+            if part.is_empty() {
+                continue;
+            }
+            let mean = part.iter().sum::<f64>() / part.len() as f64;
+            let line = [(w[0] as f64 - 0.4, mean), (w[1] as f64 - 0.6, mean)];
+            chart.draw_series(LineSeries::new(line, BASELINE.stroke_width(2))).map_err(err)?;
+        }
+        let dots = runs.iter().enumerate().filter(|(_, r)| r.value.is_finite());
+        chart
+            .draw_series(dots.map(|(i, r)| Circle::new((i as f64, r.value), 3, TREATMENT.mix(0.7).filled())))
+            .map_err(err)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
 /// One configuration of a rate chart: its label, and per rate measured
 /// (achieved request rate, p50, p99 of the latency drawn).
 pub struct RateLine<'a> {

@@ -265,6 +265,32 @@ impl Notebook {
         Ok(frontier(&step, &maximize, &minimize, slo.as_ref())?)
     }
 
+    /// A step's history of a metric, its change points, and what differed
+    /// across each.
+    pub async fn history(
+        &self,
+        permit: &Permit<Read>,
+        step: i64,
+        query: &domain::history::HistoryQuery,
+    ) -> Result<domain::history::History> {
+        let step = self.steps.get(permit, step).await?;
+        let (_, values, _) = crate::metrics::history::measured(&step, query)?;
+        let mut facts = std::collections::HashMap::new();
+        // Only the runs either side of a change need their facts; fetched
+        // once per capture (runs of a day share one).
+        let wanted: std::collections::BTreeSet<i64> = values.iter().filter_map(|(r, _)| r.facts_id).collect();
+        if wanted.len() <= 64 {
+            for id in wanted {
+                if let Some(row) = self.store.facts(id).await? {
+                    if let Ok(parsed) = serde_json::from_str::<domain::hosts::HostFacts>(&row.facts) {
+                        facts.insert(id, parsed);
+                    }
+                }
+            }
+        }
+        Ok(crate::metrics::history::history(&step, query, &facts)?)
+    }
+
     /// The investigation's chart of `metric` (default: its main one) by
     /// configuration, against `baseline`; `None` while no metric was measured in two runs.
     pub async fn overview(

@@ -81,6 +81,7 @@ pub fn app(state: AppState) -> Router {
         .route("/steps/{step_id}/refresh", post(steps::refresh))
         .route("/steps/{step_id}/duplicate", post(steps::duplicate))
         .route("/steps/{step_id}/frontier", get(measurements::frontier))
+        .route("/steps/{step_id}/history", get(measurements::history))
         .route("/steps/{step_id}/annotations", post(annotations::create))
         .route("/annotations/{id}", get(annotations::show).patch(annotations::update).delete(annotations::delete))
         .route("/runs/{run_id}", get(runs::show).delete(runs::delete))

@@ -4,6 +4,7 @@ pub mod comments;
 pub mod compare;
 pub mod definitions;
 pub mod frontier;
+pub mod history;
 pub mod home;
 pub mod hosts;
 pub mod hypotheses;

@@ -269,7 +269,7 @@ pub fn CommandContent(step: Step, editing: bool) -> impl IntoView {
         <RunControls step_id version shown=shown.clone() queued=queued.clone() sweeping={configs > 0} sweep=sweep
             asked=crate::runs::last_asked(&history) default_order=body.default_order()/>
         {shown.map(|run| view! { <RunOutput run queued=queued.len()/> })}
-        <RunHistory runs=history/>
+        <RunHistory runs=history investigation=step.investigation_id.clone()/>
     }
     .into_any()
 }
@@ -780,7 +780,7 @@ fn run_summary(run: &Run) -> String {
 const HISTORY_ROWS: usize = 100;
 
 #[component]
-fn RunHistory(runs: Vec<Run>) -> impl IntoView {
+fn RunHistory(runs: Vec<Run>, investigation: String) -> impl IntoView {
     if runs.len() < 2 {
         return ().into_any();
     }
@@ -813,6 +813,9 @@ fn RunHistory(runs: Vec<Run>) -> impl IntoView {
     view! {
         <details class="run-history">
             <summary>{count} " runs"</summary>
+            {(!crate::pages::outsider()).then(|| view! {
+                <p><a class="history-link" href=format!("/i/{investigation}/history?step={step}")>"a metric over these runs, and where it changed"</a></p>
+            })}
             <div class="table-scroll">
             <table class="list">
                 <thead><tr><th class="num">"Run"</th><th>"Status"</th><th>"Configuration"</th><th></th><th class="num">"Exit"</th><th class="num">"Time"</th><th class="num">"Output"</th><th>"Queued"</th></tr></thead>

@@ -37,6 +37,16 @@ impl super::Guarded {
         let permit = self.access.permit_for::<Read>(actor, crate::db::OwnedBy::Step, step).await?;
         Ok(self.notebook.frontier(&permit, step, query).await?)
     }
+    /// A step's history and change points: a reader of the step may read it.
+    pub async fn history(
+        &self,
+        actor: &Actor,
+        step: i64,
+        query: &domain::history::HistoryQuery,
+    ) -> Result<domain::history::History, ApiError> {
+        let permit = self.access.permit_for::<Read>(actor, crate::db::OwnedBy::Step, step).await?;
+        Ok(self.notebook.history(&permit, step, query).await?)
+    }
     pub async fn overview(
         &self,
         actor: &Actor,

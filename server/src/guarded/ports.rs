@@ -94,6 +94,7 @@ answer! { domain::ports::MeasurementOps {
         fn delete_measurement(&self, actor: &Actor, id: i64) -> Result<(), ApiError>;
         fn overview(&self, actor: &Actor, investigation: &str, query: &OverviewQuery) -> Result<Option<Overview>, ApiError>;
         fn frontier(&self, actor: &Actor, step: i64, query: &domain::frontier::FrontierQuery) -> Result<domain::frontier::Frontier, ApiError>;
+        fn history(&self, actor: &Actor, step: i64, query: &domain::history::HistoryQuery) -> Result<domain::history::History, ApiError>;
         fn set_slo(&self, actor: &Actor, investigation: &str, input: domain::distributions::SloInput) -> Result<Option<domain::distributions::SloView>, ApiError>;
         fn add_derived(&self, actor: &Actor, investigation: &str, def: domain::metrics::DerivedDef) -> Result<domain::metrics::DerivedDef, ApiError>;
         fn remove_derived(&self, actor: &Actor, investigation: &str, name: &str) -> Result<(), ApiError>;

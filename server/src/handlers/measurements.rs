@@ -38,6 +38,16 @@ pub async fn overview(
     Ok(Json(chart(&state, &actor, &investigation, &query).await?))
 }
 
+/// A step's history of a metric and where it changed.
+pub async fn history(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiPath(step): ApiPath<i64>,
+    ApiQuery(query): ApiQuery<domain::history::HistoryQuery>,
+) -> Result<Json<domain::history::History>, AppError> {
+    Ok(Json(state.notebook.history(&actor, step, &query).await?))
+}
+
 /// A sweep step's frontier: each configuration's means, which nothing beats,
 /// the best under the SLO, and its chart.
 pub async fn frontier(

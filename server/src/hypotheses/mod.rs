@@ -3,6 +3,9 @@
 
 mod provenance;
 
+/// What differs between two captures of a host's facts ("driver 570.1 → 580.2").
+pub use provenance::differences as facts_differences;
+
 use crate::db::{HypothesisRow, MeasurementRow, RunRow, Store};
 use crate::error::{Context, Result};
 use crate::markdown::to_safe_html;

@@ -38,7 +38,7 @@ pub fn describe(facts: &HostFacts) -> String {
 }
 
 /// The fields that differ between two captures, as "driver 570.1 → 580.2".
-fn differences(a: &HostFacts, b: &HostFacts) -> Vec<String> {
+pub fn differences(a: &HostFacts, b: &HostFacts) -> Vec<String> {
     let mut out = Vec::new();
     let show = |x: &Option<String>| x.clone().unwrap_or_else(|| "unknown".into());
     let gpus = |f: &HostFacts| f.gpus.iter().map(|g| g.name.clone()).collect::<Vec<_>>().join(", ");

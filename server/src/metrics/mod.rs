@@ -14,6 +14,7 @@ pub mod custom;
 pub mod derived;
 mod found;
 pub mod frontier;
+pub mod history;
 pub mod llama_bench;
 pub mod overview;
 pub mod profiles;

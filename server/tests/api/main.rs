@@ -6,6 +6,7 @@ mod comments;
 mod disk;
 mod engine;
 mod helpers;
+mod history;
 mod hypotheses;
 mod investigations;
 mod metrics;

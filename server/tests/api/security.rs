@@ -354,6 +354,7 @@ async fn thousands_of_malformed_requests_get_no_5xx() {
         ("/api/v1/steps/{step}/refresh", "POST"),
         ("/api/v1/steps/{step}/duplicate", "POST"),
         ("/api/v1/steps/{step}/frontier", "GET"),
+        ("/api/v1/steps/{step}/history", "GET"),
         ("/api/v1/steps/{step}/annotations", "POST"),
         ("/api/v1/annotations/{n}", "GET PATCH DELETE"),
         ("/api/v1/runs/{n}", "GET"),
