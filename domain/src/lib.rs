@@ -18,6 +18,7 @@ pub mod metrics;
 pub mod model;
 pub mod ports;
 pub mod profiles;
+pub mod replays;
 pub mod run_pages;
 pub mod runs;
 pub mod search;

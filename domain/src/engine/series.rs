@@ -1,5 +1,5 @@
 //! A run's scrapes kept as series: what is stored while it runs, what the
-//! API gives, and the scrapes [`super::measurements`] reads, made back from it.
+//! API gives, and the scrapes [`super::exposition::measurements`] reads, made back from it.
 //!
 //! A series' value is kept when it changes, and at the run's first and last
 //! scrape: between two kept values it held the first (a step line loses
@@ -14,7 +14,7 @@
 //! v 3 2                         series 3 is 2 at the scrape above
 //! ```
 
-use super::{Exposition, Kind, PromSample, Scrape};
+use super::exposition::{Exposition, Kind, PromSample, Scrape};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
@@ -282,7 +282,7 @@ impl Recorded {
     pub fn other_gauges(&self) -> Vec<(String, Vec<(f64, f64)>)> {
         self.series
             .iter()
-            .filter(|((name, _), kind, _)| *kind == Kind::Gauge && !super::is_signal(name))
+            .filter(|((name, _), kind, _)| *kind == Kind::Gauge && !super::exposition::is_signal(name))
             .map(|((name, labels), _, points)| {
                 let labels: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
                 let name = if labels.is_empty() { name.clone() } else { format!("{name}{{{}}}", labels.join(",")) };
@@ -291,7 +291,7 @@ impl Recorded {
             .collect()
     }
 
-    /// The scrapes again, as [`super::measurements`] reads them: the signals
+    /// The scrapes again, as [`super::exposition::measurements`] reads them: the signals
     /// at every scrape, and every series at the one counters count from (the
     /// last before the run, else its first) and at the last.
     pub fn scrapes(&self) -> Vec<Scrape> {
@@ -305,7 +305,7 @@ impl Recorded {
             let whole = whole_at.contains(&Some(i));
             let mut exposition = Exposition::default();
             for (at, ((name, labels), kind, points)) in self.series.iter().enumerate() {
-                if !whole && !super::is_signal(name) {
+                if !whole && !super::exposition::is_signal(name) {
                     continue;
                 }
                 // The value as of `t`: the last written at or before it.
@@ -348,7 +348,7 @@ mod tests {
     use super::*;
 
     fn scrape(waiting: f64, tokens: f64, buckets: [f64; 2]) -> Exposition {
-        super::super::parse(&format!(
+        super::super::exposition::parse(&format!(
             "# TYPE vllm:num_requests_waiting gauge\n\
              vllm:num_requests_waiting{{model_name=\"m\"}} {waiting}\n\
              # TYPE vllm:generation_tokens_total counter\n\
@@ -388,7 +388,10 @@ mod tests {
         // The first scrape's 5, then only changes (1, 4, 5, 0), and the last scrape's 5 again.
         assert_eq!(recorder.written, 20);
         let recorded = Recorded::read(chunks.iter().map(String::as_str));
-        assert_eq!(super::super::measurements(&recorded.scrapes()), super::super::measurements(&scrapes));
+        assert_eq!(
+            super::super::exposition::measurements(&recorded.scrapes()),
+            super::super::exposition::measurements(&scrapes)
+        );
         let series = recorded.series();
         let waiting = series.iter().find(|s| s.metric == "vllm:num_requests_waiting").expect("kept");
         assert_eq!((waiting.kind, waiting.labels.get("model_name").map(String::as_str)), (Kind::Gauge, Some("m")));
