@@ -28,7 +28,7 @@ pub mod steps;
 // it as `domain::`: nothing here is its way to a type).
 pub(crate) use domain::{
     accounts, comments, distributions, engine, error, frontier, history, hosts, hypotheses, metrics, model, profiles,
-    run_pages, runs, search, shares, sweeps,
+    replays, run_pages, runs, search, shares, sweeps,
 };
 
 use leptos::prelude::*;
@@ -122,6 +122,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/i/:id/chart") view=pages::chart::ChartPage ssr=SsrMode::Async/>
                     <Route path=path!("/i/:id/frontier") view=pages::frontier::FrontierPage ssr=SsrMode::Async/>
                     <Route path=path!("/i/:id/history") view=pages::history::HistoryPage ssr=SsrMode::Async/>
+                    <Route path=path!("/replays/:id") view=pages::replay::ReplayPage ssr=SsrMode::Async/>
                     <Route
                         path=path!("/i/:id")
                         view=pages::investigation::InvestigationPage

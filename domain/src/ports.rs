@@ -66,6 +66,8 @@ pub trait InvestigationOps: Send + Sync + 'static {
     /// What the caller may do in the investigation (404 when they may not read it).
     async fn abilities(&self, actor: &Actor, id: &str) -> Result<crate::model::Abilities, ApiError>;
     async fn create_investigation(&self, actor: &Actor, new: NewInvestigation) -> Result<Investigation, ApiError>;
+    /// A replay beside its original (`/replays/{id}`).
+    async fn replay(&self, actor: &Actor, id: i64) -> Result<crate::replays::Replay, ApiError>;
     /// `window`: only the steps a page shows in full, the rest as an outline;
     /// `None`: everything (the API).
     async fn investigation(

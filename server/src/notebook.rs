@@ -265,6 +265,29 @@ impl Notebook {
         Ok(frontier(&step, &maximize, &minimize, slo.as_ref())?)
     }
 
+    /// A replay recorded: its copy exists (the permit is the copy's) and the
+    /// original was read by the same actor.
+    pub async fn record_replay(&self, permit: &Permit<crate::policy::Edit>, row: &crate::db::ReplayRow) -> Result<i64> {
+        debug_assert_eq!(permit.investigation(), row.investigation_id);
+        Ok(self.store.insert_replay(row).await?)
+    }
+
+    /// A replay's record. Unchecked: its caller reads both investigations
+    /// it names as the actor before showing anything of it.
+    pub async fn replay_row(&self, id: i64) -> Result<Option<crate::db::ReplayRow>> {
+        Ok(self.store.replay(id).await?)
+    }
+
+    /// A capture of host facts a run of the permit's investigation started under.
+    pub async fn facts_of_run(&self, permit: &Permit<Read>, run: i64) -> Result<Option<domain::hosts::HostFacts>> {
+        if self.store.run_investigation(run).await?.as_deref() != Some(permit.investigation()) {
+            return Ok(None);
+        }
+        let Some(row) = self.store.run(run).await? else { return Ok(None) };
+        let Some(id) = row.facts_id else { return Ok(None) };
+        Ok(self.store.facts(id).await?.and_then(|f| serde_json::from_str(&f.facts).ok()))
+    }
+
     /// A step's history of a metric, its change points, and what differed
     /// across each.
     pub async fn history(

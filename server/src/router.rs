@@ -2,7 +2,7 @@
 
 use crate::handlers::{
     self, annotations, audit, auth, comments, extract, health, highlight, hosts, hypotheses, investigations,
-    measurements, runs, search, shares, steps, users,
+    measurements, replays, runs, search, shares, steps, users,
 };
 use crate::state::AppState;
 use app::{App, shell};
@@ -75,6 +75,8 @@ pub fn app(state: AppState) -> Router {
         .route("/investigations/{id}/derived/{name}", delete(measurements::remove_derived))
         .route("/measurements/{id}", delete(measurements::delete))
         .route("/investigations/{id}/hypotheses", get(hypotheses::list).post(hypotheses::create))
+        .route("/investigations/{id}/replay", post(replays::create))
+        .route("/replays/{replay_id}", get(replays::get))
         .route("/hypotheses/{id}", get(hypotheses::show).patch(hypotheses::update).delete(hypotheses::delete))
         .route("/steps/{step_id}", get(steps::show).patch(steps::update).delete(steps::delete))
         .route("/steps/{step_id}/runs", get(runs::of_step).post(runs::start))

@@ -11,6 +11,7 @@ pub mod hypotheses;
 pub mod investigation;
 pub mod measurements;
 pub mod members;
+pub mod replay;
 pub mod run;
 pub mod search;
 pub mod share_links;

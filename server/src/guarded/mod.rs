@@ -17,6 +17,7 @@ mod investigations;
 mod measurements;
 mod operations;
 mod ports;
+mod replays;
 mod runs;
 mod source;
 mod steps;

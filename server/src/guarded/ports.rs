@@ -42,6 +42,7 @@ answer! { domain::ports::InvestigationOps {
         fn list_investigations(&self, actor: &Actor) -> Result<Vec<InvestigationSummary>, ApiError>;
         fn abilities(&self, actor: &Actor, id: &str) -> Result<domain::model::Abilities, ApiError>;
         fn create_investigation(&self, actor: &Actor, new: NewInvestigation) -> Result<Investigation, ApiError>;
+        fn replay(&self, actor: &Actor, id: i64) -> Result<domain::replays::Replay, ApiError>;
         fn investigation(&self, actor: &Actor, id: &str, window: Option<&StepWindow>) -> Result<Investigation, ApiError>;
         fn update_investigation(&self, actor: &Actor, id: &str, patch: InvestigationPatch) -> Result<Investigation, ApiError>;
         fn delete_investigation(&self, actor: &Actor, id: &str) -> Result<(), ApiError>;

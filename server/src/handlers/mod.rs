@@ -12,6 +12,7 @@ pub mod hosts;
 pub mod hypotheses;
 pub mod investigations;
 pub mod measurements;
+pub mod replays;
 pub mod runs;
 pub mod search;
 pub mod shares;

@@ -14,6 +14,7 @@ mod migrate;
 mod operations;
 mod pages;
 mod permissions;
+mod replays;
 mod replicas;
 mod reports;
 mod runs;

@@ -1,0 +1,108 @@
+//! Replaying an investigation on a second host entry with an extra env: its
+//! steps copied and run there, its hypothesis judged again beside the original.
+
+use crate::runs::{add_host, app_with_host, finished, start};
+use crate::sshd::Sshd;
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+/// vLLM's throughput line: 50 ± 1, or 100 ± 1 with `FAST=1`; and what `EXTRA` was.
+const COMMAND: &str = "v=$(awk -v f=${FAST:-0} -v s=$$ 'BEGIN { srand(s); printf \"%.2f\", (f == 1 ? 100 : 50) + rand() * 2 - 1 }'); \
+    echo \"extra=${EXTRA:-unset}\"; \
+    printf '============ Serving Benchmark Result ============\\nOutput token throughput (tok/s):          %s\\n==================================================\\n' $v";
+
+async fn replay_done(app: &crate::helpers::TestApp, id: i64) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let replay = app.get(&format!("/api/v1/replays/{id}")).await.json();
+        if replay["status"] == "finished" {
+            return replay;
+        }
+        assert!(Instant::now() < deadline, "{replay}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replay_on_another_host_reaches_the_same_conclusion() {
+    let sshd = Sshd::start();
+    let app = app_with_host(&sshd).await;
+    add_host(&app, "gpu2", &sshd, &sshd.client_key.display().to_string()).await;
+    let trusted =
+        app.post_json("/api/v1/hosts/gpu2/trust", json!({ "fingerprint": sshd.host_key_fingerprint() })).await;
+    assert_eq!(trusted.status, StatusCode::OK, "{}", trusted.text());
+
+    let investigation = app.investigation("FAST=1 doubles decode").await;
+    let steps = format!("/api/v1/investigations/{investigation}/steps");
+    let step = |fast: &str| json!({ "kind": "command", "host": "gpu", "command": COMMAND, "telemetry": false, "env": { "FAST": fast } });
+    let baseline = app.post_json(&steps, step("0")).await.json()["id"].as_i64().unwrap();
+    let treatment = app.post_json(&steps, step("1")).await.json()["id"].as_i64().unwrap();
+    let source = std::env::temp_dir().join(format!("sleuth-replay-{}.py", std::process::id()));
+    std::fs::write(&source, "def fast():\n    return 2\n").unwrap();
+    let snippet = app
+        .post_json(
+            &steps,
+            json!({ "kind": "snippet", "host": "gpu", "path": source.display().to_string(), "start": 1, "end": 2 }),
+        )
+        .await;
+    assert_eq!(snippet.status, StatusCode::CREATED, "{}", snippet.text());
+    for step in [baseline, treatment] {
+        for run in start(&app, step, json!({ "repeat": 3 })).await {
+            assert_eq!(finished(&app, run).await["status"], "succeeded");
+        }
+    }
+    let h = app
+        .post_json(
+            &format!("/api/v1/investigations/{investigation}/hypotheses"),
+            json!({ "statement": "FAST=1 doubles throughput", "metric": "output_throughput", "direction": "increase",
+                    "baseline": { "steps": [baseline] }, "treatment": { "steps": [treatment] } }),
+        )
+        .await
+        .json();
+    assert_eq!(h["comparison"]["outcome"], "increase", "{h}");
+
+    // On the second host entry, with an extra variable, twice each.
+    let replayed = app
+        .post_json(
+            &format!("/api/v1/investigations/{investigation}/replay"),
+            json!({ "host": "gpu2", "env": { "EXTRA": "yes" }, "repeat": 2 }),
+        )
+        .await;
+    assert_eq!(replayed.status, StatusCode::CREATED, "{}", replayed.text());
+    let id = replayed.json()["id"].as_i64().unwrap();
+    let replay = replay_done(&app, id).await;
+    assert_eq!(replay["original"], investigation.as_str());
+    let runs = replay["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 4, "two command steps, twice each: {replay}");
+    assert!(runs.iter().all(|r| r["host"] == "gpu2" && r["status"] == "succeeded"), "{replay}");
+    let output =
+        String::from_utf8_lossy(&app.get(&format!("/api/v1/runs/{}/output", runs[0]["id"])).await.body).to_string();
+    assert!(output.contains("extra=yes"), "{output}");
+    let judged = &replay["hypotheses"][0];
+    assert_eq!(judged["original_outcome"], "increase", "{judged}");
+    assert_eq!(judged["replayed_outcome"], "increase", "{judged}");
+    assert_eq!(judged["same_conclusion"], true, "{judged}");
+    assert_eq!(replay["snippets"][0]["source"], "same", "{replay}");
+    // The original is as it was: its runs, not the replay's.
+    let original = app.get(&format!("/api/v1/hypotheses/{}", h["id"])).await.json();
+    assert_eq!(original["baseline_values"].as_array().unwrap().len(), 3, "{original}");
+
+    // The page shows both conclusions.
+    let page = app.get(&format!("/replays/{id}")).await;
+    assert_eq!(page.status, StatusCode::OK);
+    let page = page.text();
+    assert!(page.contains("same conclusion") && page.contains("FAST=1 doubles throughput"), "{page}");
+
+    // What it cannot be: a host that does not exist, a step that is not a command, a replay that does not exist.
+    let unknown =
+        app.post_json(&format!("/api/v1/investigations/{investigation}/replay"), json!({ "host": "nope" })).await;
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND, "{}", unknown.text());
+    let snippet_id = snippet.json()["id"].as_i64().unwrap();
+    let not_a_command = app
+        .post_json(&format!("/api/v1/investigations/{investigation}/replay"), json!({ "steps": [snippet_id] }))
+        .await;
+    assert_eq!(not_a_command.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", not_a_command.text());
+    assert_eq!(app.get("/api/v1/replays/999999").await.status, StatusCode::NOT_FOUND);
+    let _ = std::fs::remove_file(source);
+}
