@@ -28,7 +28,7 @@ pub mod steps;
 // it as `domain::`: nothing here is its way to a type).
 pub(crate) use domain::{
     accounts, comments, distributions, engine, error, frontier, history, hosts, hypotheses, metrics, model, profiles,
-    replays, run_pages, runs, search, shares, sweeps,
+    replays, run_pages, runs, search, shares, sweeps, watches,
 };
 
 use leptos::prelude::*;

@@ -26,3 +26,4 @@ pub mod shares;
 pub mod steps;
 pub mod sweeps;
 pub mod telemetry;
+pub mod watches;

@@ -90,6 +90,9 @@ pub struct Investigation {
     /// Its view-only links; only owners get them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub share_links: Vec<crate::shares::ShareLink>,
+    /// Its watched steps, each with the newest change it found.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub watches: Vec<crate::watches::Watch>,
     /// What the reader may do here (from their role): the page offers only these
     /// forms. The server checks every change regardless.
     #[serde(default)]

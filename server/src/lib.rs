@@ -45,6 +45,8 @@ mod steps;
 pub mod telemetry;
 pub mod time;
 pub mod user_regex;
+pub mod watches;
+mod webhook;
 
 pub use router::app;
 pub use state::AppState;

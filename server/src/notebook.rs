@@ -156,6 +156,7 @@ impl Notebook {
             runs_fingerprint,
             members: members.into_iter().map(|(user, role)| Member { user, role }).collect(),
             share_links: Vec::new(),
+            watches: self.store.watches_of(permit.investigation()).await?.iter().map(crate::watches::view).collect(),
             comments,
             abilities: permit.abilities(),
             hypotheses,
@@ -263,6 +264,37 @@ impl Notebook {
         };
         let (maximize, minimize) = (pick(&query.maximize, MAXIMIZE), pick(&query.minimize, MINIMIZE));
         Ok(frontier(&step, &maximize, &minimize, slo.as_ref())?)
+    }
+
+    /// A new watch of a step the permit may run.
+    pub async fn add_watch(&self, permit: &Permit<crate::policy::Run>, row: &crate::db::WatchRow) -> Result<i64> {
+        debug_assert_eq!(permit.investigation(), row.investigation_id);
+        Ok(self.store.insert_watch(row).await?)
+    }
+
+    /// A watch's record. Unchecked: its caller checks the investigation it names.
+    pub async fn watch_row(&self, id: i64) -> Result<Option<crate::db::WatchRow>> {
+        Ok(self.store.watch(id).await?)
+    }
+
+    /// Every watch. Unchecked: its caller keeps those the actor may read.
+    pub async fn watch_rows(&self) -> Result<Vec<crate::db::WatchRow>> {
+        Ok(self.store.watches().await?)
+    }
+
+    pub async fn watch_rows_of(&self, permit: &Permit<Read>) -> Result<Vec<crate::db::WatchRow>> {
+        Ok(self.store.watches_of(permit.investigation()).await?)
+    }
+
+    /// Deletes a watch of the permit's investigation: nothing more is queued for it.
+    pub async fn delete_watch(&self, permit: &Permit<crate::policy::Run>, id: i64) -> Result<()> {
+        match self.store.watch(id).await? {
+            Some(row) if row.investigation_id == permit.investigation() => {
+                self.store.delete_watch(id).await?;
+                Ok(())
+            }
+            _ => Err(ApiError::not_found(format!("There is no watch {id}.")).into()),
+        }
     }
 
     /// A replay recorded: its copy exists (the permit is the copy's) and the

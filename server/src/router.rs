@@ -2,7 +2,7 @@
 
 use crate::handlers::{
     self, annotations, audit, auth, comments, extract, health, highlight, hosts, hypotheses, investigations,
-    measurements, replays, runs, search, shares, steps, users,
+    measurements, replays, runs, search, shares, steps, users, watches,
 };
 use crate::state::AppState;
 use app::{App, shell};
@@ -84,6 +84,9 @@ pub fn app(state: AppState) -> Router {
         .route("/steps/{step_id}/duplicate", post(steps::duplicate))
         .route("/steps/{step_id}/frontier", get(measurements::frontier))
         .route("/steps/{step_id}/history", get(measurements::history))
+        .route("/steps/{step_id}/watch", post(watches::create))
+        .route("/watches", get(watches::list))
+        .route("/watches/{watch_id}", get(watches::get).delete(watches::delete))
         .route("/steps/{step_id}/annotations", post(annotations::create))
         .route("/annotations/{id}", get(annotations::show).patch(annotations::update).delete(annotations::delete))
         .route("/runs/{run_id}", get(runs::show).delete(runs::delete))

@@ -113,6 +113,8 @@ pub async fn open(data: &Path, site: &Path, options: Options) -> Result<Opened, 
     let notebook = Notebook::new(store.clone(), pool, runner.clone());
     let notebook = Arc::new(crate::guarded::Guarded::new(notebook, access, live.clone(), index, auth.clone()));
     let public_server_fns = crate::router::public_server_fns();
+    // Watched steps run on their schedules (each firing claimed in the database).
+    crate::watches::spawn(notebook.clone(), store.clone());
     Ok(Opened { state: AppState { notebook, leptos, auth, public_server_fns }, store, live, outputs, runner })
 }
 

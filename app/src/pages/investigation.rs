@@ -217,6 +217,7 @@ fn Header(inv: std::sync::Arc<Investigation>, export: String) -> impl IntoView {
                 <StatusBadge status=inv.status/>
             </div>
             {question}
+            {(!inv.watches.is_empty()).then(|| view! { <WatchBanner watches=inv.watches.clone() investigation=inv.id.clone()/> })}
             <p class="muted meta">
                 "Started " <crate::components::Time at=inv.created_at.clone()/> " · updated " <crate::components::Time at=inv.updated_at.clone()/>
             </p>
@@ -357,4 +358,35 @@ fn StepItem(step: Step, last: u32) -> impl IntoView {
             <super::comments::Threads step_id/>
         </li>
     }
+}
+
+/// The investigation's watched steps: each schedule, and the newest change
+/// it found (or why it stopped).
+#[component]
+fn WatchBanner(watches: Vec<crate::watches::Watch>, investigation: String) -> impl IntoView {
+    let items = watches
+        .into_iter()
+        .map(|w| {
+            let every = match (&w.every_s, &w.cron) {
+                (Some(s), _) => format!("every {s} s"),
+                (None, Some(c)) => format!("cron {c}"),
+                _ => String::new(),
+            };
+            let href = format!("/i/{investigation}/history?step={}", w.step_id);
+            let change = w.last_change.map(|c| {
+                view! {
+                    " · " <strong class=format!("change {}", c.direction)>{c.direction.clone()}</strong>
+                    {format!(" {:+.1} % from run #{}", c.delta_pct, c.run_id)}
+                }
+            });
+            view! {
+                <li>
+                    <a href=href>{format!("Watching step {} ({}) {every}", w.step_id, w.metric)}</a>
+                    {change}
+                    {w.stopped.map(|why| view! { " · " <span class="warning">{why}</span> })}
+                </li>
+            }
+        })
+        .collect_view();
+    view! { <ul class="watch-banner">{items}</ul> }
 }

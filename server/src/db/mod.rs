@@ -53,6 +53,7 @@ mod sign_in;
 mod snapshots;
 mod sweeps;
 mod telemetry;
+mod watches;
 
 pub use access::OwnedBy;
 pub use accounts::{ListedUserRow, NO_PASSWORD, TokenRow, UserRow};
@@ -74,6 +75,7 @@ pub use searches::SearchRow;
 pub use shares::ShareRow;
 pub use snapshots::SnapshotRow;
 pub use sweeps::{NewSweep, SweepRow};
+pub use watches::WatchRow;
 
 use crate::time::now_ms;
 use sqlx::AnyPool;

@@ -23,6 +23,7 @@ mod source;
 mod steps;
 pub mod streams;
 mod team;
+mod watches;
 
 use crate::auth::Auth;
 use crate::notebook::Notebook;

@@ -18,6 +18,7 @@ pub mod search;
 pub mod shares;
 pub mod steps;
 pub mod users;
+pub mod watches;
 
 use crate::error::AppError;
 use domain::error::{ApiError, ErrorCode};

@@ -27,3 +27,4 @@ mod sshd;
 mod steps;
 mod sweeps;
 mod upgrade;
+mod watches;

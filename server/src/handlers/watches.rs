@@ -1,0 +1,45 @@
+//! Watches: a step run on a schedule, its changes told.
+
+use crate::auth::Caller;
+use crate::error::AppError;
+use crate::extract::{ApiJson, ApiPath};
+use crate::state::AppState;
+use axum::Json;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use domain::watches::{Watch, WatchRequest};
+
+/// `POST /api/v1/steps/{id}/watch`: 201; its first run is queued within a second.
+pub async fn create(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiPath(step): ApiPath<i64>,
+    ApiJson(request): ApiJson<WatchRequest>,
+) -> Result<impl IntoResponse, AppError> {
+    let watch = state.notebook.watch_step(&actor, step, request).await?;
+    let location = [(header::LOCATION, format!("/api/v1/watches/{}", watch.id))];
+    Ok((StatusCode::CREATED, location, Json(watch)))
+}
+
+pub async fn list(Caller(actor): Caller, State(state): State<AppState>) -> Result<Json<Vec<Watch>>, AppError> {
+    Ok(Json(state.notebook.watches(&actor).await?))
+}
+
+pub async fn get(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+) -> Result<Json<Watch>, AppError> {
+    Ok(Json(state.notebook.watch(&actor, id).await?))
+}
+
+/// Stops it at once: no run is queued for it after this answers.
+pub async fn delete(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+) -> Result<StatusCode, AppError> {
+    state.notebook.delete_watch(&actor, id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,213 @@
+//! Watching steps: each watch runs its step on a schedule (`every_s` or a
+//! cron line), judges the step's history after each run
+//! (`crate::metrics::history`), and tells a new change point to its webhook
+//! and on the investigation. The scheduler ticks every second on every
+//! replica; each firing and each judging is a compare-and-set in the
+//! database (`db/watches.rs`), so on a team server exactly one replica runs
+//! or judges it. Runs are started and histories read as the watch's creator,
+//! through the same checks as their own requests: one who lost access stops
+//! their watch.
+
+use crate::db::{Store, WatchRow};
+use crate::guarded::Guarded;
+use domain::history::{Change, HistoryQuery};
+use domain::ports::Actor;
+use domain::runs::{RunRequest, RunStatus};
+use domain::watches::{Cron, Watch, webhook_shown};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How often the scheduler looks.
+const TICK: Duration = Duration::from_secs(1);
+
+/// The first firing after `now_ms` (milliseconds), by its schedule.
+pub fn next_at(every_s: Option<i64>, cron: Option<&str>, now_ms: i64) -> Option<i64> {
+    match (every_s, cron) {
+        (Some(every), _) => Some(now_ms + every.max(1) * 1000),
+        (None, Some(line)) => Cron::parse(line).ok()?.next_after(now_ms / 1000).map(|s| s * 1000),
+        (None, None) => None,
+    }
+}
+
+/// A watch as the API shows it.
+pub fn view(row: &WatchRow) -> Watch {
+    Watch {
+        id: row.id,
+        step_id: row.step_id,
+        investigation_id: row.investigation_id.clone(),
+        metric: row.metric.clone(),
+        config: row.config.clone(),
+        every_s: row.every_s.and_then(|s| u64::try_from(s).ok()),
+        cron: row.cron.clone(),
+        webhook: row.webhook.as_deref().map(webhook_shown),
+        created_by: row.created_by.clone(),
+        created_at: crate::time::timestamp(row.created_at),
+        next_at: row.next_at.map(crate::time::timestamp),
+        runs: u64::try_from(row.runs).unwrap_or(0),
+        failures_in_row: u32::try_from(row.failures).unwrap_or(0),
+        max_failures: u32::try_from(row.max_failures).unwrap_or(0),
+        last_run: row.last_run,
+        last_change: row.last_change.as_deref().and_then(|c| serde_json::from_str(c).ok()),
+        last_told: row.last_told.clone(),
+        stopped: row.stopped.clone(),
+    }
+}
+
+/// Who a watch acts as: its creator.
+fn actor_of(row: &WatchRow) -> Actor {
+    let name = row.created_by.clone().unwrap_or_else(|| "local".into());
+    Actor { local: name == "local", admin: false, name }
+}
+
+/// Starts the scheduler (one per process; replicas share the work by the database).
+pub fn spawn(guarded: Arc<Guarded>, store: Store) {
+    tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(TICK);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        loop {
+            ticks.tick().await;
+            let now = crate::time::now_ms();
+            let due = match store.watches_to_do(now).await {
+                Ok(due) => due,
+                Err(e) => {
+                    tracing::warn!("cannot read the watches: {e}");
+                    continue;
+                }
+            };
+            for row in due {
+                if let Err(e) = tend(&guarded, &store, &row, now).await {
+                    tracing::error!(watch = row.id, "watch: {e}");
+                }
+            }
+        }
+    });
+}
+
+/// One watch's turn: its last run judged once it ended, then a new run if one is due.
+async fn tend(guarded: &Guarded, store: &Store, row: &WatchRow, now: i64) -> crate::db::StoreResult<()> {
+    let actor = actor_of(row);
+    let last = match row.last_run {
+        Some(id) => guarded.run(&actor, id).await.ok(),
+        None => None,
+    };
+    let unjudged = row.last_run.is_some_and(|run| row.judged_run.is_none_or(|j| j < run));
+    if let Some(run) = last.as_ref().filter(|r| unjudged && r.status.is_finished())
+        && store.claim_judging(row.id, row.judged_run, run.id).await?
+    {
+        judge(guarded, store, row, run, &actor).await?;
+    }
+    let Some(was) = row.next_at.filter(|at| *at <= now) else { return Ok(()) };
+    let next = next_at(row.every_s, row.cron.as_deref(), now);
+    if !store.claim_watch(row.id, was, next).await? {
+        return Ok(()); // another replica took this firing
+    }
+    // A run still going is not stacked on: this firing is skipped.
+    if last.as_ref().is_some_and(|r| !r.status.is_finished()) {
+        return Ok(());
+    }
+    let request = match only(guarded, &actor, row).await {
+        Ok(only) => RunRequest { repeat: Some(1), only, ..RunRequest::default() },
+        Err(why) => return store.stop_watch(row.id, &why).await,
+    };
+    match guarded.start_runs(&actor, row.step_id, request).await {
+        Ok(runs) => match runs.first() {
+            Some(run) => store.watch_ran(row.id, run.id).await,
+            None => Ok(()),
+        },
+        Err(e) => store.stop_watch(row.id, &format!("Its step could not be run: {}", e.message)).await,
+    }
+}
+
+/// The sweep configuration a watch runs, from its label.
+async fn only(guarded: &Guarded, actor: &Actor, row: &WatchRow) -> Result<Option<domain::sweeps::Config>, String> {
+    let Some(label) = &row.config else { return Ok(None) };
+    let step = guarded.step(actor, row.step_id).await.map_err(|e| format!("Its step cannot be read: {}", e.message))?;
+    let domain::steps::StepBody::Command(body) = &step.body else { return Err("Its step is no command.".into()) };
+    domain::sweeps::configurations(&body.matrix)
+        .into_iter()
+        .find(|c| domain::sweeps::config_label(c) == *label)
+        .map(Some)
+        .ok_or_else(|| format!("Its step no longer has the configuration {label}."))
+}
+
+/// A run of the watch ended: counted as a failure, or its history judged and
+/// a new change told.
+async fn judge(
+    guarded: &Guarded,
+    store: &Store,
+    row: &WatchRow,
+    run: &domain::runs::Run,
+    actor: &Actor,
+) -> crate::db::StoreResult<()> {
+    if run.status != RunStatus::Succeeded {
+        let failures = row.failures + 1;
+        store.watch_judged(row.id, failures).await?;
+        if failures >= row.max_failures {
+            let why = format!(
+                "Stopped: {failures} runs in a row did not succeed; the last, #{}, {}{}.",
+                run.id,
+                run.status.as_str(),
+                run.error
+                    .as_deref()
+                    .map(|e| format!(": {}", e.chars().take(200).collect::<String>()))
+                    .unwrap_or_default()
+            );
+            store.stop_watch(row.id, &why).await?;
+        }
+        return Ok(());
+    }
+    store.watch_judged(row.id, 0).await?;
+    let query = HistoryQuery { metric: Some(row.metric.clone()), config: row.config.clone(), better: None };
+    let history = match guarded.history(actor, row.step_id, &query).await {
+        Ok(history) => history,
+        Err(e) => {
+            tracing::warn!(watch = row.id, "cannot judge its history: {}", e.message);
+            return Ok(());
+        }
+    };
+    let Some(change) = history.changes.last().filter(|c| row.told_run.is_none_or(|t| c.run_id > t)) else {
+        return Ok(());
+    };
+    let (text, body) = message(row, &history.metric, history.unit.as_deref(), change);
+    let told = match &row.webhook {
+        Some(url) => match crate::webhook::post(url, &body).await {
+            Ok(status) if (200..300).contains(&status) => format!("{} answered {status}", webhook_shown(url)),
+            Ok(status) => format!("{} answered {status} (not taken)", webhook_shown(url)),
+            Err(why) => format!("{} could not be told: {why}", webhook_shown(url)),
+        },
+        None => "no webhook; shown on the investigation".into(),
+    };
+    tracing::info!(watch = row.id, step = row.step_id, "{text} — {told}");
+    let change_json = serde_json::to_string(change).unwrap_or_default();
+    store.watch_told(row.id, change.run_id, &change_json, &told).await
+}
+
+/// The message: a Slack-compatible `text`, and the change whole.
+fn message(row: &WatchRow, metric: &str, unit: Option<&str>, change: &Change) -> (String, String) {
+    let url = format!("/i/{}/history?step={}", row.investigation_id, row.step_id);
+    let text = format!(
+        "Sleuth: {metric} of step {} {} {:+.1} % ({} → {}{}) from run #{}{} — {url}",
+        row.step_id,
+        if change.direction == "regression" { "regressed" } else { "improved" },
+        change.delta_pct,
+        domain::metrics::figure(change.before_mean),
+        domain::metrics::figure(change.after_mean),
+        unit.map(|u| format!(" {u}")).unwrap_or_default(),
+        change.run_id,
+        if change.between.differs.is_empty() {
+            String::new()
+        } else {
+            format!("; between them: {}", change.between.differs.join("; "))
+        },
+    );
+    let body = serde_json::json!({
+        "text": text,
+        "investigation": row.investigation_id,
+        "step": row.step_id,
+        "metric": metric,
+        "config": row.config,
+        "change": change,
+        "url": url,
+    });
+    (text, body.to_string())
+}

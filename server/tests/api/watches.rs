@@ -1,0 +1,144 @@
+//! Watching a step: runs on a schedule, a change told to a webhook (a real
+//! local receiver), stopped at once by DELETE, stopped by failures in a row.
+
+use crate::runs::{app_with_host, command_step};
+use crate::sshd::Sshd;
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// A webhook receiver on 127.0.0.1: each POST's body, as JSON, on the channel.
+async fn receiver() -> (String, tokio::sync::mpsc::UnboundedReceiver<Value>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://127.0.0.1:{}/hooks/secret-path-T0B0", listener.local_addr().unwrap().port());
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut socket, _)) = listener.accept().await else { return };
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                let mut data = Vec::new();
+                let mut buf = [0u8; 4096];
+                loop {
+                    let n = socket.read(&mut buf).await.unwrap_or(0);
+                    if n == 0 {
+                        break;
+                    }
+                    data.extend_from_slice(&buf[..n]);
+                    let text = String::from_utf8_lossy(&data).to_string();
+                    if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                        let length = head
+                            .lines()
+                            .find_map(|l| {
+                                l.to_ascii_lowercase()
+                                    .strip_prefix("content-length:")
+                                    .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+                            })
+                            .unwrap_or(0);
+                        if body.len() >= length {
+                            let _ = tx.send(serde_json::from_str(body).unwrap_or(Value::Null));
+                            break;
+                        }
+                    }
+                }
+                let _ = socket.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").await;
+            });
+        }
+    });
+    (url, rx)
+}
+
+async fn runs_of(app: &crate::helpers::TestApp, step: i64) -> usize {
+    app.get(&format!("/api/v1/steps/{step}/runs")).await.json().as_array().map_or(0, Vec::len)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watched_step_that_drops_tells_the_webhook_and_delete_stops_it() {
+    let sshd = Sshd::start();
+    let app = app_with_host(&sshd).await;
+    let dir = tempfile::tempdir().unwrap();
+    let counter = dir.path().join("counter");
+    // 60 ± 1.5 tok/s for 10 runs, then 48.
+    let command = format!(
+        "n=$(cat {c} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {c}; \
+         v=$(awk -v n=$n 'BEGIN {{ srand(n * 7919); printf \"%.2f\", (n > 10 ? 48 : 60) + (rand() * 2 - 1) * 1.5 }}'); \
+         printf '============ Serving Benchmark Result ============\\nOutput token throughput (tok/s):          %s\\n==================================================\\n' $v",
+        c = counter.display()
+    );
+    let step = command_step(&app, json!({ "command": command, "telemetry": false })).await;
+    let (webhook, mut told) = receiver().await;
+    let created = app
+        .post_json(
+            &format!("/api/v1/steps/{step}/watch"),
+            json!({ "every_s": 1, "metric": "output_throughput", "webhook": webhook }),
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text());
+    let watch = created.json();
+    // Where it posts, never the secret path.
+    assert_eq!(watch["webhook"], format!("{}/…", &webhook[..webhook.find("/hooks").unwrap()]));
+    assert!(!created.text().contains("secret-path"), "{}", created.text());
+
+    let message =
+        tokio::time::timeout(Duration::from_secs(120), told.recv()).await.expect("told within 120 s").unwrap();
+    let text = message["text"].as_str().unwrap_or_default();
+    assert!(text.contains(&format!("step {step}")) && text.contains("regressed"), "{message}");
+    assert_eq!(message["step"], step);
+    assert_eq!(message["metric"], "output_throughput");
+    assert_eq!(message["change"]["direction"], "regression");
+    let delta = message["change"]["delta_pct"].as_f64().unwrap();
+    assert!((-23.0..=-17.0).contains(&delta), "{delta}");
+
+    let listed = app.get("/api/v1/watches").await.json();
+    let mine = listed.as_array().unwrap().iter().find(|w| w["id"] == watch["id"]).cloned().unwrap();
+    assert_eq!(mine["last_change"]["direction"], "regression", "{mine}");
+    assert!(mine["last_told"].as_str().unwrap().contains("answered 200"), "{mine}");
+    // The investigation's page says so.
+    let investigation = watch["investigation_id"].as_str().unwrap();
+    let page = app.get(&format!("/i/{investigation}")).await.text();
+    assert!(page.contains("class=\"watch-banner\"") && page.contains("regression"), "{page}");
+
+    let deleted = app.delete(&format!("/api/v1/watches/{}", watch["id"])).await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT);
+    let after = runs_of(&app, step).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(runs_of(&app, step).await, after, "no run queued after DELETE");
+    assert_eq!(app.get(&format!("/api/v1/watches/{}", watch["id"])).await.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_whose_runs_fail_says_so_and_stops() {
+    let sshd = Sshd::start();
+    let app = app_with_host(&sshd).await;
+    let step = command_step(&app, json!({ "command": "echo broken >&2; exit 3", "telemetry": false })).await;
+    let watch =
+        app.post_json(&format!("/api/v1/steps/{step}/watch"), json!({ "every_s": 1, "max_failures": 2 })).await.json();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let stopped = loop {
+        let w = app.get(&format!("/api/v1/watches/{}", watch["id"])).await.json();
+        if !w["stopped"].is_null() {
+            break w;
+        }
+        assert!(Instant::now() < deadline, "{w}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    let why = stopped["stopped"].as_str().unwrap();
+    assert!(why.contains("2 runs in a row did not succeed") && why.contains("failed"), "{why}");
+    let runs = runs_of(&app, step).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(runs_of(&app, step).await, runs, "a stopped watch runs no more");
+
+    // Asked for badly: refused with a reason.
+    for (body, says) in [
+        (json!({}), "every_s"),
+        (json!({ "every_s": 1, "cron": "* * * * *" }), "one of them"),
+        (json!({ "cron": "61 * * * *" }), "from 0 to 59"),
+        (json!({ "every_s": 1, "webhook": "file:///etc/passwd" }), "http:// or https://"),
+        (json!({ "every_s": 1, "config": "X=1" }), "no configuration"),
+    ] {
+        let refused = app.post_json(&format!("/api/v1/steps/{step}/watch"), body.clone()).await;
+        assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{body}: {}", refused.text());
+        assert!(refused.text().contains(says), "{body}: {}", refused.text());
+    }
+}
