@@ -28,8 +28,11 @@ pub struct ReplayRequest {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Replay {
     pub id: i64,
-    /// The investigation replayed, and the one the replay ran in.
-    pub original: String,
+    /// The investigation replayed (none when it came from another Sleuth's
+    /// manifest), its title and address there, and the one the replay ran in.
+    pub original: Option<String>,
+    pub original_title: String,
+    pub original_url: String,
     pub investigation: String,
     pub host: Option<String>,
     pub env: BTreeMap<String, String>,
@@ -90,5 +93,179 @@ pub fn outcome(h: &crate::hypotheses::Hypothesis) -> (Option<String>, Option<Str
         (Some(d), _) => (Some(d.outcome.clone()), Some(d.verdict.clone())),
         (None, Some(c)) => (Some(c.outcome.clone()), Some(c.verdict.clone())),
         (None, None) => (None, None),
+    }
+}
+
+/// The provenance manifest (`provenance.json` in a team's zip export): what
+/// each run ran, where and under what, and the conclusions — enough to replay
+/// the investigation on another Sleuth (`POST /api/v1/replays`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// `sleuth-provenance/1`.
+    pub format: String,
+    pub investigation: ManifestInvestigation,
+    pub exported_at: String,
+    pub steps: Vec<ManifestStep>,
+    pub hypotheses: Vec<ManifestHypothesis>,
+}
+
+pub const MANIFEST_FORMAT: &str = "sleuth-provenance/1";
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ManifestInvestigation {
+    pub id: String,
+    pub title: String,
+    pub question: String,
+    pub url: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ManifestStep {
+    pub id: i64,
+    pub position: u32,
+    /// The step as it is now (a command's server spec, env and matrix included).
+    pub body: crate::steps::StepBody,
+    #[serde(default)]
+    pub runs: Vec<ManifestRun>,
+    /// A snippet's snapshots: which file, which lines, its hash.
+    #[serde(default)]
+    pub snapshots: Vec<ManifestSnapshot>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ManifestRun {
+    pub id: i64,
+    pub host: String,
+    /// The command as it ran, and its env.
+    pub command: String,
+    pub env: Vec<(String, String)>,
+    pub config: Option<crate::sweeps::Config>,
+    pub status: crate::runs::RunStatus,
+    pub warmup: bool,
+    pub started_at: Option<String>,
+    /// The host as it was when the run started (GPUs, driver, CUDA, packages).
+    pub facts: Option<crate::hosts::HostFacts>,
+    /// Its files: name, bytes, sha256.
+    pub artifacts: Vec<(String, u64, String)>,
+    pub measurements: Vec<(String, f64, String, Option<String>)>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ManifestSnapshot {
+    pub path: String,
+    pub start: u64,
+    pub end: u64,
+    pub sha256: Option<String>,
+    pub lines: Vec<String>,
+    pub fetched_at: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ManifestHypothesis {
+    pub id: i64,
+    pub statement: String,
+    pub rationale: String,
+    pub metric: Option<String>,
+    pub direction: Option<String>,
+    pub expected_pct: Option<f64>,
+    pub baseline: crate::hypotheses::RunGroup,
+    pub treatment: crate::hypotheses::RunGroup,
+    pub outcome: Option<String>,
+    pub verdict: Option<String>,
+}
+
+/// `POST /api/v1/replays`: a manifest from another Sleuth, replayed here.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ManifestReplay {
+    pub provenance: Manifest,
+    #[serde(default)]
+    pub host: Option<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    #[serde(default)]
+    pub steps: Option<Vec<i64>>,
+    #[serde(default)]
+    pub repeat: Option<u32>,
+}
+
+/// The manifest of `inv`; `facts` by capture id, for its runs.
+pub fn manifest_of(
+    inv: &crate::model::Investigation,
+    facts: &std::collections::HashMap<i64, crate::hosts::HostFacts>,
+    exported_at: String,
+) -> Manifest {
+    let steps = inv
+        .steps
+        .iter()
+        .map(|s| ManifestStep {
+            id: s.id,
+            position: s.position,
+            body: s.body.clone(),
+            runs: s
+                .runs
+                .iter()
+                .map(|r| ManifestRun {
+                    id: r.id,
+                    host: r.host.clone(),
+                    command: r.command.clone(),
+                    env: r.env.clone(),
+                    config: r.config.clone(),
+                    status: r.status,
+                    warmup: r.warmup,
+                    started_at: r.started_at.clone(),
+                    facts: r.facts_id.and_then(|id| facts.get(&id).cloned()),
+                    artifacts: r.artifacts.iter().map(|a| (a.name.clone(), a.size, a.sha256.clone())).collect(),
+                    measurements: r
+                        .measurements
+                        .iter()
+                        .map(|m| (m.metric.clone(), m.value, m.unit.clone(), m.key.clone()))
+                        .collect(),
+                })
+                .collect(),
+            snapshots: s
+                .snapshots
+                .iter()
+                .map(|snap| ManifestSnapshot {
+                    path: snap.path.clone(),
+                    start: snap.start,
+                    end: snap.end,
+                    sha256: snap.sha256.clone(),
+                    lines: snap.lines.clone(),
+                    fetched_at: snap.fetched_at.clone(),
+                })
+                .collect(),
+        })
+        .collect();
+    let hypotheses = inv
+        .hypotheses
+        .iter()
+        .map(|h| {
+            let (outcome, verdict) = outcome(h);
+            ManifestHypothesis {
+                id: h.id,
+                statement: h.statement.clone(),
+                rationale: h.rationale.clone(),
+                metric: h.metric.clone(),
+                direction: h.direction.clone(),
+                expected_pct: h.expected_pct,
+                baseline: h.baseline.clone(),
+                treatment: h.treatment.clone(),
+                outcome,
+                verdict,
+            }
+        })
+        .collect();
+    Manifest {
+        format: MANIFEST_FORMAT.into(),
+        investigation: ManifestInvestigation {
+            id: inv.id.clone(),
+            title: inv.title.clone(),
+            question: inv.question.clone(),
+            url: inv.url.clone(),
+        },
+        exported_at,
+        steps,
+        hypotheses,
     }
 }

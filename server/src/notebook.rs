@@ -415,6 +415,8 @@ impl Notebook {
                 Report::gather(investigation, &self.store, &self.outputs, comments, format!("Exported by {by}")).await;
             if format == ExportFormat::Zip {
                 report.attach(&self.store, &self.outputs, crate::export::ZIP_FILES_BUDGET).await;
+                // What a replay here or on another Sleuth reads back.
+                report.with_manifest(&self.store).await;
             }
             crate::export::render(&report, format)
         }

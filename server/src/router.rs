@@ -76,6 +76,8 @@ pub fn app(state: AppState) -> Router {
         .route("/measurements/{id}", delete(measurements::delete))
         .route("/investigations/{id}/hypotheses", get(hypotheses::list).post(hypotheses::create))
         .route("/investigations/{id}/replay", post(replays::create))
+        .route("/investigations/{id}/provenance", get(replays::manifest))
+        .route("/replays", post(replays::create_from_manifest))
         .route("/replays/{replay_id}", get(replays::get))
         .route("/hypotheses/{id}", get(hypotheses::show).patch(hypotheses::update).delete(hypotheses::delete))
         .route("/steps/{step_id}", get(steps::show).patch(steps::update).delete(steps::delete))

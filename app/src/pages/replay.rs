@@ -69,7 +69,11 @@ fn Whole(r: Replay) -> impl IntoView {
         .collect_view();
     view! {
         <nav class="crumbs">
-            <a href="/">"Investigations"</a> " / " <a href=format!("/i/{}", r.original)>"the original"</a>
+            <a href="/">"Investigations"</a> " / "
+            {match &r.original {
+                Some(id) => view! { <a href=format!("/i/{id}")>{r.original_title.clone()}</a> }.into_any(),
+                None => view! { <span title=r.original_url.clone()>{r.original_title.clone()} " (from another Sleuth)"</span> }.into_any(),
+            }}
             " / " <span>"replay " {r.id}</span>
         </nav>
         <section class="panel replay-page">

@@ -6,24 +6,27 @@ use super::{Store, StoreResult};
 pub struct ReplayRow {
     pub id: i64,
     pub investigation_id: String,
-    pub original_id: String,
+    pub original_id: Option<String>,
     pub host: Option<String>,
     /// JSON object of the env set over each step's.
     pub env: String,
     /// JSON `[[original step, copy], …]`, likewise `hypotheses`.
     pub steps: String,
     pub hypotheses: String,
+    /// The original's `domain::replays::Manifest` (JSON).
+    pub manifest: String,
     pub created_by: Option<String>,
     pub created_at: i64,
 }
 
-const COLUMNS: &str = "id, investigation_id, original_id, host, env, steps, hypotheses, created_by, created_at";
+const COLUMNS: &str =
+    "id, investigation_id, original_id, host, env, steps, hypotheses, manifest, created_by, created_at";
 
 impl Store {
     pub async fn insert_replay(&self, row: &ReplayRow) -> StoreResult<i64> {
         let ids: Vec<(i64,)> = sqlx::query_as(
-            "INSERT INTO replays (investigation_id, original_id, host, env, steps, hypotheses, created_by, created_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+            "INSERT INTO replays (investigation_id, original_id, host, env, steps, hypotheses, manifest, created_by, created_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
         )
         .bind(&row.investigation_id)
         .bind(&row.original_id)
@@ -31,6 +34,7 @@ impl Store {
         .bind(&row.env)
         .bind(&row.steps)
         .bind(&row.hypotheses)
+        .bind(&row.manifest)
         .bind(&row.created_by)
         .bind(row.created_at)
         .fetch_all(&self.pool)

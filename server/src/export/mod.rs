@@ -33,6 +33,10 @@ pub fn render(report: &Report, format: ExportFormat) -> crate::error::Result<Exp
             let mut files = vec![(format!("{name}.md"), md.into_bytes())];
             files.extend(charts.into_iter().map(|(file, svg)| (file, svg.into_bytes())));
             files.extend(report.attachments.iter().filter_map(|a| Some((a.path.clone(), a.bytes.clone()?))));
+            if let Some(manifest) = &report.manifest {
+                let json = serde_json::to_vec_pretty(manifest).context("the provenance manifest as JSON")?;
+                files.push(("provenance.json".to_string(), json));
+            }
             zip::stored(&files).context("zipping the export")?
         }
     };

@@ -48,6 +48,8 @@ pub struct Report {
     /// Where it came from, for the header: "Shared by …" or the exporter.
     pub provenance: String,
     pub exported_at: String,
+    /// The team's zip holds `provenance.json` (`domain::replays::Manifest`), which a replay reads back.
+    pub manifest: Option<domain::replays::Manifest>,
 }
 
 /// What of a report a share link hides hosts and people in (`crate::shares`).
@@ -99,7 +101,35 @@ impl Report {
         }
         let server_logs = server_logs(&investigation, store, outputs, &shown).await;
         let exported_at = crate::time::timestamp(crate::time::now_ms());
-        Self { investigation, excerpts, server_logs, attachments: Vec::new(), comments, provenance, exported_at }
+        Self {
+            investigation,
+            excerpts,
+            server_logs,
+            attachments: Vec::new(),
+            comments,
+            provenance,
+            exported_at,
+            manifest: None,
+        }
+    }
+
+    /// Adds the provenance manifest: every run's host facts as it started.
+    pub async fn with_manifest(&mut self, store: &crate::db::Store) {
+        let mut facts = std::collections::HashMap::new();
+        let ids: std::collections::BTreeSet<i64> =
+            self.investigation.steps.iter().flat_map(|s| s.runs.iter().filter_map(|r| r.facts_id)).collect();
+        for id in ids {
+            match store.facts(id).await {
+                Ok(Some(row)) => {
+                    if let Ok(parsed) = serde_json::from_str::<domain::hosts::HostFacts>(&row.facts) {
+                        facts.insert(id, parsed);
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => tracing::warn!("cannot read host facts for a manifest: {e}"),
+            }
+        }
+        self.manifest = Some(domain::replays::manifest_of(&self.investigation, &facts, self.exported_at.clone()));
     }
 
     /// Adds the runs' artifacts and server logs, their bytes while they fit in

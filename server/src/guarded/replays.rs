@@ -2,22 +2,46 @@
 //! by hand — a new investigation, its steps copied (hosts and env changed),
 //! its hypotheses copied onto the copies, the command steps run — each
 //! checked as that operation always is; then both conclusions side by side.
+//! The original is read through its provenance manifest (`provenance.json`
+//! of a zip export), so a replay starts alike from an investigation here or
+//! from one exported by another Sleuth.
 
 use super::Guarded;
 use crate::db::ReplayRow;
 use crate::policy::{Edit, Read};
 use domain::error::ApiError;
+use domain::hosts::HostFacts;
 use domain::hypotheses::{HypothesisInput, RunGroup};
 use domain::model::{Investigation, NewInvestigation};
 use domain::ports::Actor;
-use domain::replays::{Replay, ReplayRequest, ReplayedHypothesis, ReplayedRun, ReplayedSnippet, outcome};
+use domain::replays::{
+    MANIFEST_FORMAT, Manifest, ManifestReplay, Replay, ReplayRequest, ReplayedHypothesis, ReplayedRun, ReplayedSnippet,
+    manifest_of, outcome,
+};
 use domain::steps::StepBody;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// The most runs one replay may queue.
 const MAX_RUNS: usize = 2000;
 
 impl Guarded {
+    /// The investigation's provenance manifest: its steps, runs (with the
+    /// host facts each started under), snippets' hashes and conclusions.
+    pub async fn manifest(&self, actor: &Actor, investigation: &str) -> Result<Manifest, ApiError> {
+        let source = self.investigation(actor, investigation, None).await?;
+        let permit = self.access.permit::<Read>(actor, investigation).await?;
+        let mut facts: HashMap<i64, HostFacts> = HashMap::new();
+        for run in source.steps.iter().flat_map(|s| s.runs.iter()) {
+            if let Some(id) = run.facts_id
+                && !facts.contains_key(&id)
+                && let Some(found) = self.notebook.facts_of_run(&permit, run.id).await?
+            {
+                facts.insert(id, found);
+            }
+        }
+        Ok(manifest_of(&source, &facts, crate::time::timestamp(crate::time::now_ms())))
+    }
+
     /// `POST /api/v1/investigations/{id}/replay`.
     pub async fn replay_investigation(
         &self,
@@ -25,7 +49,29 @@ impl Guarded {
         original: &str,
         request: ReplayRequest,
     ) -> Result<Replay, ApiError> {
-        let source = self.investigation(actor, original, None).await?;
+        let manifest = self.manifest(actor, original).await?;
+        self.start_replay(actor, manifest, Some(original.to_string()), request).await
+    }
+
+    /// `POST /api/v1/replays`: another Sleuth's manifest, replayed here.
+    pub async fn replay_manifest(&self, actor: &Actor, asked: ManifestReplay) -> Result<Replay, ApiError> {
+        if asked.provenance.format != MANIFEST_FORMAT {
+            return Err(ApiError::invalid(format!(
+                "This is not a manifest Sleuth reads: its format is {:?}, not {MANIFEST_FORMAT:?}.",
+                asked.provenance.format
+            )));
+        }
+        let request = ReplayRequest { host: asked.host, env: asked.env, steps: asked.steps, repeat: asked.repeat };
+        self.start_replay(actor, asked.provenance, None, request).await
+    }
+
+    async fn start_replay(
+        &self,
+        actor: &Actor,
+        source: Manifest,
+        original: Option<String>,
+        request: ReplayRequest,
+    ) -> Result<Replay, ApiError> {
         let host = request.host.as_deref().map(str::trim).filter(|h| !h.is_empty()).map(str::to_string);
         if let Some(host) = &host {
             // Its access is checked again by every step and run: this only says it early and plainly.
@@ -65,27 +111,29 @@ impl Guarded {
             return Err(ApiError::invalid(format!("This replay would queue {queued} runs; at most {MAX_RUNS}.")));
         }
 
+        let place = host.as_ref().map(|h| format!(" on {h}")).unwrap_or_default();
+        let with = if request.env.is_empty() { String::new() } else { format!(" with {}", env_words(&request.env)) };
         let copy = self
             .create_investigation(
                 actor,
                 NewInvestigation {
-                    title: format!("Replay: {}", source.title).chars().take(200).collect(),
-                    question: Some(format!(
-                        "{} — replayed{}{} from {}",
-                        source.question,
-                        host.as_ref().map(|h| format!(" on {h}")).unwrap_or_default(),
-                        if request.env.is_empty() {
-                            String::new()
-                        } else {
-                            format!(" with {}", env_words(&request.env))
-                        },
-                        source.url
-                    )),
+                    title: format!("Replay: {}", source.investigation.title).chars().take(200).collect(),
+                    question: Some(
+                        format!(
+                            "{} — replayed{place}{with} from {}",
+                            source.investigation.question, source.investigation.url
+                        )
+                        .chars()
+                        .take(2000)
+                        .collect(),
+                    ),
                 },
             )
             .await?;
+        let mut ordered: Vec<&domain::replays::ManifestStep> = source.steps.iter().collect();
+        ordered.sort_by_key(|s| s.position);
         let mut steps: Vec<(i64, i64)> = Vec::new();
-        for step in &source.steps {
+        for step in ordered {
             let body = retargeted(&step.body, host.as_deref(), &request.env);
             let added = self.add_step(actor, &copy.id, body).await?;
             steps.push((step.id, added.id));
@@ -120,11 +168,12 @@ impl Guarded {
         let row = ReplayRow {
             id: 0,
             investigation_id: copy.id.clone(),
-            original_id: source.id.clone(),
+            original_id: original,
             host: host.clone(),
             env: serde_json::json!(request.env).to_string(),
             steps: serde_json::json!(steps).to_string(),
             hypotheses: serde_json::json!(hypotheses).to_string(),
+            manifest: serde_json::to_string(&source).unwrap_or_default(),
             created_by: Some(actor.name.clone()),
             created_at: crate::time::now_ms(),
         };
@@ -143,46 +192,39 @@ impl Guarded {
     pub async fn replay(&self, actor: &Actor, id: i64) -> Result<Replay, ApiError> {
         let missing = || ApiError::not_found(format!("There is no replay {id}."));
         let row = self.notebook.replay_row(id).await?.ok_or_else(missing)?;
-        // A reader of both, or none: a replay shows the original's conclusions.
+        // A reader of the replay's investigation reads it (its manifest is
+        // the original as its creator could read it).
         let replayed = self.investigation(actor, &row.investigation_id, None).await.map_err(|_| missing())?;
-        let original = self.investigation(actor, &row.original_id, None).await.map_err(|_| missing())?;
-        let host_facts = self.facts_differences(actor, &original, &replayed).await?;
-        Ok(view(&row, &original, &replayed, host_facts))
-    }
-
-    /// What differs between the hosts the two ran on: the newest capture of each side's runs.
-    async fn facts_differences(
-        &self,
-        actor: &Actor,
-        original: &Investigation,
-        replayed: &Investigation,
-    ) -> Result<Vec<String>, ApiError> {
-        let newest = |inv: &Investigation| {
-            inv.steps
-                .iter()
-                .flat_map(|s| s.runs.iter())
-                .filter(|r| r.facts_id.is_some())
-                .max_by_key(|r| r.id)
-                .map(|r| r.id)
+        let manifest: Manifest = serde_json::from_str(&row.manifest).map_err(|_| missing())?;
+        let permit = self.access.permit::<Read>(actor, &replayed.id).await?;
+        let newest =
+            replayed.steps.iter().flat_map(|s| s.runs.iter()).filter(|r| r.facts_id.is_some()).max_by_key(|r| r.id);
+        let after = match newest {
+            Some(run) => self.notebook.facts_of_run(&permit, run.id).await?,
+            None => None,
         };
-        let (Some(a), Some(b)) = (newest(original), newest(replayed)) else { return Ok(Vec::new()) };
-        let before = self.notebook.facts_of_run(&self.access.permit::<Read>(actor, &original.id).await?, a).await?;
-        let after = self.notebook.facts_of_run(&self.access.permit::<Read>(actor, &replayed.id).await?, b).await?;
-        Ok(match (before, after) {
-            (Some(a), Some(b)) => crate::hypotheses::facts_differences(&a, &b),
+        let before = manifest
+            .steps
+            .iter()
+            .flat_map(|s| s.runs.iter())
+            .filter_map(|r| r.facts.as_ref().map(|f| (r.id, f)))
+            .max_by_key(|(id, _)| *id);
+        let host_facts = match (before, after) {
+            (Some((_, a)), Some(b)) => crate::hypotheses::facts_differences(a, &b),
             _ => Vec::new(),
-        })
+        };
+        Ok(view(&row, &manifest, &replayed, host_facts))
     }
 }
 
 /// `A=1, B=2`.
-fn env_words(env: &std::collections::BTreeMap<String, String>) -> String {
+fn env_words(env: &BTreeMap<String, String>) -> String {
     env.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")
 }
 
 /// A step as the replay runs it: on `host` where it names one, with `env` set
 /// over its own (a command's and its server's).
-fn retargeted(body: &StepBody, host: Option<&str>, env: &std::collections::BTreeMap<String, String>) -> StepBody {
+fn retargeted(body: &StepBody, host: Option<&str>, env: &BTreeMap<String, String>) -> StepBody {
     let mut body = body.clone();
     match &mut body {
         StepBody::Command(c) => {
@@ -207,7 +249,7 @@ fn retargeted(body: &StepBody, host: Option<&str>, env: &std::collections::BTree
 }
 
 /// The replay as its page and the API show it.
-fn view(row: &ReplayRow, original: &Investigation, replayed: &Investigation, host_facts: Vec<String>) -> Replay {
+fn view(row: &ReplayRow, original: &Manifest, replayed: &Investigation, host_facts: Vec<String>) -> Replay {
     let steps: Vec<(i64, i64)> = serde_json::from_str(&row.steps).unwrap_or_default();
     let pairs: Vec<(i64, i64)> = serde_json::from_str(&row.hypotheses).unwrap_or_default();
     let runs: Vec<ReplayedRun> = replayed
@@ -222,8 +264,8 @@ fn view(row: &ReplayRow, original: &Investigation, replayed: &Investigation, hos
         .filter_map(|(a, b)| {
             let before = original.hypotheses.iter().find(|h| h.id == *a)?;
             let after = replayed.hypotheses.iter().find(|h| h.id == *b)?;
-            let ((oo, ov), (ro, rv)) = (outcome(before), outcome(after));
-            let same_conclusion = match (&oo, &ro) {
+            let (replayed_outcome, replayed_verdict) = outcome(after);
+            let same_conclusion = match (&before.outcome, &replayed_outcome) {
                 (Some(x), Some(y)) => Some(x == y),
                 _ => None,
             };
@@ -232,10 +274,10 @@ fn view(row: &ReplayRow, original: &Investigation, replayed: &Investigation, hos
                 replay_id: *b,
                 statement: before.statement.clone(),
                 metric: before.metric.clone(),
-                original_outcome: oo,
-                replayed_outcome: ro,
-                original_verdict: ov,
-                replayed_verdict: rv,
+                original_outcome: before.outcome.clone(),
+                replayed_outcome,
+                original_verdict: before.verdict.clone(),
+                replayed_verdict,
                 same_conclusion,
             })
         })
@@ -250,8 +292,7 @@ fn view(row: &ReplayRow, original: &Investigation, replayed: &Investigation, hos
             let (source, note) = match (x.and_then(|s| s.sha256.as_ref()), y.and_then(|s| s.sha256.as_ref())) {
                 (Some(p), Some(q)) if p == q => ("same", None),
                 (Some(_), Some(_)) => {
-                    let (x, y) = (x.map(|s| &s.lines), y.map(|s| &s.lines));
-                    let shown = if x == y {
+                    let shown = if x.map(|s| &s.lines) == y.map(|s| &s.lines) {
                         "the lines shown are the same; elsewhere in the file it differs"
                     } else {
                         "the lines shown differ"
@@ -272,6 +313,8 @@ fn view(row: &ReplayRow, original: &Investigation, replayed: &Investigation, hos
     Replay {
         id: row.id,
         original: row.original_id.clone(),
+        original_title: original.investigation.title.clone(),
+        original_url: original.investigation.url.clone(),
         investigation: row.investigation_id.clone(),
         host: row.host.clone(),
         env: serde_json::from_str(&row.env).unwrap_or_default(),

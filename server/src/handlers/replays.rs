@@ -22,6 +22,26 @@ pub async fn create(
     Ok((StatusCode::CREATED, location, Json(replay)))
 }
 
+/// `POST /api/v1/replays`: a provenance manifest (another Sleuth's export) replayed here.
+pub async fn create_from_manifest(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiJson(asked): ApiJson<domain::replays::ManifestReplay>,
+) -> Result<impl IntoResponse, AppError> {
+    let replay = state.notebook.replay_manifest(&actor, asked).await?;
+    let location = [(header::LOCATION, format!("/api/v1/replays/{}", replay.id))];
+    Ok((StatusCode::CREATED, location, Json(replay)))
+}
+
+/// `GET /api/v1/investigations/{id}/provenance`: the manifest alone.
+pub async fn manifest(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiPath(investigation): ApiPath<String>,
+) -> Result<Json<domain::replays::Manifest>, AppError> {
+    Ok(Json(state.notebook.manifest(&actor, &investigation).await?))
+}
+
 pub async fn get(
     Caller(actor): Caller,
     State(state): State<AppState>,

@@ -73,6 +73,7 @@ async fn a_replay_on_another_host_reaches_the_same_conclusion() {
     let id = replayed.json()["id"].as_i64().unwrap();
     let replay = replay_done(&app, id).await;
     assert_eq!(replay["original"], investigation.as_str());
+    assert_eq!(replay["original_title"], "FAST=1 doubles decode");
     let runs = replay["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 4, "two command steps, twice each: {replay}");
     assert!(runs.iter().all(|r| r["host"] == "gpu2" && r["status"] == "succeeded"), "{replay}");
@@ -93,6 +94,34 @@ async fn a_replay_on_another_host_reaches_the_same_conclusion() {
     assert_eq!(page.status, StatusCode::OK);
     let page = page.text();
     assert!(page.contains("same conclusion") && page.contains("FAST=1 doubles throughput"), "{page}");
+
+    // The team's zip export carries the provenance manifest; replayed from
+    // it (as another Sleuth would be given it), on the first host entry.
+    let zip = app.get(&format!("/api/v1/investigations/{investigation}/export?format=zip")).await;
+    assert_eq!(zip.status, StatusCode::OK);
+    let bytes = String::from_utf8_lossy(&zip.body).to_string();
+    assert!(
+        bytes.contains("provenance.json") && bytes.contains("\"format\": \"sleuth-provenance/1\""),
+        "the manifest is in the zip"
+    );
+    let manifest = app.get(&format!("/api/v1/investigations/{investigation}/provenance")).await.json();
+    let runs_in_it: usize =
+        manifest["steps"].as_array().unwrap().iter().map(|s| s["runs"].as_array().unwrap().len()).sum();
+    assert_eq!(runs_in_it, 6, "every run of the original, with what it ran under");
+    assert!(manifest["steps"][2]["snapshots"][0]["sha256"].is_string(), "{}", manifest["steps"][2]);
+    assert_eq!(manifest["hypotheses"][0]["outcome"], "increase");
+    let from_manifest =
+        app.post_json("/api/v1/replays", json!({ "provenance": manifest, "host": "gpu", "repeat": 2 })).await;
+    assert_eq!(from_manifest.status, StatusCode::CREATED, "{}", from_manifest.text());
+    let again = replay_done(&app, from_manifest.json()["id"].as_i64().unwrap()).await;
+    assert!(again["original"].is_null(), "{again}");
+    assert_eq!(again["original_title"], "FAST=1 doubles decode");
+    assert_eq!(again["hypotheses"][0]["same_conclusion"], true, "{again}");
+    assert!(again["runs"].as_array().unwrap().iter().all(|r| r["host"] == "gpu"), "{again}");
+    let mut wrong = app.get(&format!("/api/v1/investigations/{investigation}/provenance")).await.json();
+    wrong["format"] = json!("something-else/9");
+    let refused = app.post_json("/api/v1/replays", json!({ "provenance": wrong })).await;
+    assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", refused.text());
 
     // What it cannot be: a host that does not exist, a step that is not a command, a replay that does not exist.
     let unknown =

@@ -344,6 +344,8 @@ async fn thousands_of_malformed_requests_get_no_5xx() {
         ("/api/v1/investigations/{id}/hypotheses", "GET POST"),
         ("/api/v1/investigations/{id}/replay", "POST"),
         ("/api/v1/replays/{n}", "GET"),
+        ("/api/v1/replays", "POST"),
+        ("/api/v1/investigations/{id}/provenance", "GET"),
         ("/api/v1/comments/{n}", "PATCH"),
         ("/api/v1/mentions", "GET"),
         ("/api/v1/mentions/read", "POST"),
