@@ -47,6 +47,9 @@ pub struct InvestigationSummary {
     /// RFC 3339, UTC.
     pub created_at: String,
     pub updated_at: String,
+    /// What its watches found: a change, or why one stopped ("step 3: regression −20.1 % from run #45").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alerts: Vec<String>,
 }
 
 /// An investigation with its timeline, steps in order.

@@ -65,6 +65,7 @@ pub(crate) fn summary(row: InvestigationRow) -> InvestigationSummary {
         id: row.id,
         title: row.title,
         question: row.question,
+        alerts: Vec::new(),
     }
 }
 
@@ -76,7 +77,19 @@ impl Investigations {
     /// Those the caller may read, newest first.
     pub async fn list(&self, readers: &Readers) -> Result<Vec<InvestigationSummary>> {
         let rows = self.store.list_investigations().await?;
-        Ok(rows.into_iter().filter(|r| readers.may_read(&r.id)).map(summary).collect())
+        let mut listed: Vec<InvestigationSummary> =
+            rows.into_iter().filter(|r| readers.may_read(&r.id)).map(summary).collect();
+        // One query for every watch: the list says which investigations changed.
+        let mut alerts: std::collections::HashMap<String, Vec<String>> = std::collections::HashMap::new();
+        for w in self.store.watches().await?.iter().map(crate::watches::view) {
+            if let Some(text) = crate::watches::alert(&w) {
+                alerts.entry(w.investigation_id.clone()).or_default().push(text);
+            }
+        }
+        for inv in &mut listed {
+            inv.alerts = alerts.remove(&inv.id).unwrap_or_default();
+        }
+        Ok(listed)
     }
 
     /// A new investigation, owned by whoever made it; its id.

@@ -53,6 +53,17 @@ pub fn view(row: &WatchRow) -> Watch {
     }
 }
 
+/// What a watch has to say on the investigations' list: its newest change,
+/// or why it stopped; nothing while all is quiet.
+pub fn alert(w: &Watch) -> Option<String> {
+    if let Some(why) = &w.stopped {
+        return Some(format!("step {} watch stopped: {why}", w.step_id));
+    }
+    w.last_change.as_ref().map(|c| {
+        format!("step {}: {} {:+.1} % in {} from run #{}", w.step_id, c.direction, c.delta_pct, w.metric, c.run_id)
+    })
+}
+
 /// Who a watch acts as: its creator.
 fn actor_of(row: &WatchRow) -> Actor {
     let name = row.created_by.clone().unwrap_or_else(|| "local".into());
@@ -169,6 +180,11 @@ async fn judge(
         return Ok(());
     };
     let (text, body) = message(row, &history.metric, history.unit.as_deref(), change);
+    // Kept before it is told: whoever the webhook sends to Sleuth finds it, and
+    // a Sleuth stopped while telling does not tell it twice.
+    let change_json = serde_json::to_string(change).unwrap_or_default();
+    let telling = if row.webhook.is_some() { "being told" } else { "no webhook; shown on the investigation" };
+    store.watch_told(row.id, change.run_id, &change_json, telling).await?;
     let told = match &row.webhook {
         Some(url) => match crate::webhook::post(url, &body).await {
             Ok(status) if (200..300).contains(&status) => format!("{} answered {status}", webhook_shown(url)),
@@ -178,7 +194,6 @@ async fn judge(
         None => "no webhook; shown on the investigation".into(),
     };
     tracing::info!(watch = row.id, step = row.step_id, "{text} — {told}");
-    let change_json = serde_json::to_string(change).unwrap_or_default();
     store.watch_told(row.id, change.run_id, &change_json, &told).await
 }
 

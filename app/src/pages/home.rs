@@ -78,6 +78,7 @@ fn InvestigationTable(list: Vec<InvestigationSummary>) -> impl IntoView {
                     <td class="title-cell">
                         <a href=inv.url.clone()>{inv.title.clone()}</a>
                         <div class="muted question">{inv.question.clone()}</div>
+                        {inv.alerts.iter().map(|a| view! { <div class="watch-alert">{a.clone()}</div> }).collect_view()}
                     </td>
                     <td><StatusBadge status=inv.status/></td>
                     <td class="num">{inv.step_count}</td>
