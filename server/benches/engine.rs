@@ -15,7 +15,11 @@
 //!     its metrics asked every 100 ms against the same run without: the run's
 //!     wall time (goal: ≤ 1.1x; the first scrape is waited for).
 //!
-//! `SLEUTH_BENCH_QUICK=1`: 60 scrapes, 2 runs each.
+//! (d) a step's history of 10 000 runs with a 10 % step at run 7 000 (2 %
+//!     noise): `GET /api/v1/steps/{id}/history` p50 of 5 (goal: ≤ 200 ms),
+//!     against the step's `GET /api/v1/steps/{id}` (reading the same runs).
+//!
+//! `SLEUTH_BENCH_QUICK=1`: 60 scrapes, 2 runs each, 500 runs of history.
 
 #[allow(dead_code)] // not every benchmark uses every part of the peer
 mod peer;
@@ -280,4 +284,59 @@ async fn main() {
         ms(w) / ms(o)
     );
     println!("    without               {:7.1} ms", ms(o));
+
+    // (d) a step's history of many runs, stored as runs' ends store them.
+    let count: usize = if quick() { 500 } else { 10_000 };
+    let step = add(&peer, command("true", false)).await;
+    let started = Instant::now();
+    for i in 0..count {
+        let new = server::db::NewRun {
+            step_id: step,
+            host: "bench".into(),
+            command: "true".into(),
+            env: "[]".into(),
+            cwd: None,
+            timeout_s: None,
+            batch_index: 0,
+            batch_size: 1,
+            warmup: false,
+            who: None,
+            config: None,
+            sweep_id: None,
+            sweep_index: None,
+            telemetry: false,
+            plan: None,
+        };
+        let row = peer.store.insert_run(&new).await.expect("a run");
+        peer.store.start_run(row.id, "~/.sleuth/runs/bench").await.expect("started");
+        let end = server::db::RunEnd {
+            status: domain::runs::RunStatus::Succeeded,
+            exit_code: Some(0),
+            exit_signal: None,
+            error: None,
+        };
+        peer.store.finish_run(row.id, &end).await.expect("finished");
+        let level = if i < count * 7 / 10 { 100.0 } else { 90.0 };
+        let noise = ((i * 7919) % 1000) as f64 / 1000.0 * 4.0 - 2.0;
+        let m = domain::metrics::Measurement {
+            metric: "output_throughput".into(),
+            value: level + noise,
+            unit: "tok/s".into(),
+            extractor: "vllm-bench-serve".into(),
+            stddev: None,
+            key: None,
+        };
+        peer.store.replace_run_measurements(&peer.investigation, row.id, &[m]).await.expect("measured");
+    }
+    println!("(d) {count} runs stored in {:.1} s", started.elapsed().as_secs_f64());
+    let (history, body) = page_p50(addr, &format!("/api/v1/steps/{step}/history")).await;
+    let text = String::from_utf8_lossy(&body);
+    let found = text.matches("\"direction\"").count();
+    let (plain, _) = page_p50(addr, &format!("/api/v1/steps/{step}")).await;
+    println!(
+        "    GET …/history p50 {:7.1} ms ({found} change found; goal <= 200 ms)   GET the step p50 {:7.1} ms   history / step = {:.2}x",
+        ms(history),
+        ms(plain),
+        ms(history) / ms(plain)
+    );
 }
