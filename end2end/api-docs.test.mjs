@@ -51,6 +51,11 @@ test('every curl example in docs/api.md works', () => {
   assert.match(out, /event: output\nid: \d+\ndata: step 1 proto=LL/);
   assert.match(out, /event: end/);
   assert.match(out, /"status":"cancelled"/);
+  assert.match(out, /"metric":"ticks","unit":"steps","config":null,"better":"higher","runs":\[\{"run_id":\d+,"value":1\.0/);
+  assert.match(out, /"cron":"0 3 \* \* 1-5","webhook":"https:\/\/hooks\.example\.com\/…"/);
+  assert.doesNotMatch(out, /services\/T0\/B0\/secret"/);
+  assert.match(out, /\{"format":"sleuth-provenance\/1","investigation":/);
+  assert.match(out, /"original_title":"[^"]*","original_url":"[^"]*","investigation":"\w+","host":"gpu1","env":\{"EXTRA":"1"\}/);
   assert.match(out, /\{"series":\[\{"metric":"vllm:num_requests_waiting","labels":\{"model_name":"m"\},"type":"gauge","samples":\[\{"t_ms":-?\d+,"value":3\.0\}/);
   assert.match(out, /"settings":\[\{"name":"host","values":\["gpu1","gpu1"\],"differs":false\}/);
   assert.match(out, /Compare 2 to 8 different runs \(runs=3,7\); 1 given\./);

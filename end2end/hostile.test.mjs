@@ -175,6 +175,14 @@ test('script payloads in every field stay text on every page, under a CSP', asyn
   await visit(page, `/i/${inv.id}#step-${snippet.id}-L1-L2`);
   await visit(page, `/runs/${runs[0].id}`);
   await visit(page, `/runs/${runs[1].id}`);
+  await visit(page, `/i/${inv.id}/history?step=${command.id}&metric=tok`);
+  await visit(page, `/i/${inv.id}/history?step=${command.id}&metric=${encodeURIComponent(P('history-metric'))}&config=${encodeURIComponent(P('history-config'))}`,
+    { allow: [/^http 422: .*\/history\?step=/] });
+  const replay = await call('POST', `/api/v1/investigations/${inv.id}/replay`, { steps: [command.id], env: { REPLAYED: P('replay-env') } });
+  await visit(page, `/replays/${replay.id}`);
+  assert.match(await page.locator('.replay-page').textContent(), /REPLAYED=<script>__pwned="replay-env"/);
+  assert.match(await page.locator('.replay-table').textContent(), /<script>__pwned="statement"/);
+  await screenshot(page, 'hostile-replay');
   await visit(page, `/runs/${engineRun.id}`);
   await page.locator('details.engine-series summary').click();
   assert.match(await page.locator('.series-table').textContent(), /who="<script>__pwned=\\"label\\"<\/script>/);

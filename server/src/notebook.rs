@@ -328,22 +328,34 @@ impl Notebook {
         step: i64,
         query: &domain::history::HistoryQuery,
     ) -> Result<domain::history::History> {
-        let step = self.steps.get(permit, step).await?;
-        let (_, values, _) = crate::metrics::history::measured(&step, query)?;
+        use crate::metrics::history::{history, measured, metric_of};
+        // The permit is for the step's investigation (`OwnedBy::Step`); only
+        // its runs' values are read, not the runs whole.
+        let rows = self.store.history_rows(step, &metric_of(query)).await?;
+        let known = match rows.iter().any(|r| r.value.is_some()) {
+            true => Vec::new(),
+            false => self.store.metrics_of_step(step).await?,
+        };
+        let (values, configs) = measured(&rows, query, || known)?;
+        // Only the runs either side of a change need their facts: read once
+        // per capture, for the captures those runs started under.
         let mut facts = std::collections::HashMap::new();
-        // Only the runs either side of a change need their facts; fetched
-        // once per capture (runs of a day share one).
-        let wanted: std::collections::BTreeSet<i64> = values.iter().filter_map(|(r, _)| r.facts_id).collect();
-        if wanted.len() <= 64 {
-            for id in wanted {
-                if let Some(row) = self.store.facts(id).await? {
-                    if let Ok(parsed) = serde_json::from_str::<domain::hosts::HostFacts>(&row.facts) {
-                        facts.insert(id, parsed);
-                    }
-                }
+        let series: Vec<f64> = values.iter().map(|m| m.value).collect();
+        let changes = domain::history::change_points(&series);
+        let wanted: std::collections::BTreeSet<i64> = changes
+            .iter()
+            .flat_map(|c| [&values[c.index - 1], &values[c.index]])
+            .filter_map(|m| m.row.facts_id)
+            .collect();
+        for id in wanted {
+            if let Some(row) = self.store.facts(id).await?
+                && let Ok(parsed) = serde_json::from_str::<domain::hosts::HostFacts>(&row.facts)
+            {
+                facts.insert(id, parsed);
             }
         }
-        Ok(crate::metrics::history::history(&step, query, &facts)?)
+        let _ = permit;
+        Ok(history(step, query, &values, configs, changes, &facts)?)
     }
 
     /// The investigation's chart of `metric` (default: its main one) by

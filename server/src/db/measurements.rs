@@ -407,3 +407,49 @@ mod floats {
         }
     }
 }
+
+/// A finished, measured run of a step as its history reads it.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct HistoryRow {
+    pub id: i64,
+    pub host: String,
+    pub command: String,
+    /// JSON, as on `runs`.
+    pub env: String,
+    pub config: Option<String>,
+    pub facts_id: Option<i64>,
+    pub started_at: Option<i64>,
+    /// The metric's value (the unkeyed one, else the first) and unit; none when not measured.
+    pub value: Option<f64>,
+    pub unit: Option<String>,
+}
+
+impl Store {
+    /// A step's succeeded, non-warm-up runs in queue order, each with its
+    /// value of `metric`: one query, whatever else the runs measured.
+    pub async fn history_rows(&self, step: i64, metric: &str) -> StoreResult<Vec<HistoryRow>> {
+        Ok(sqlx::query_as(
+            "SELECT r.id, r.host, r.command, r.env, r.config, r.facts_id, r.started_at,
+                    (SELECT m.value FROM measurements m WHERE m.run_id = r.id AND m.metric = $2
+                     ORDER BY CASE WHEN m.key IS NULL THEN 0 ELSE 1 END, m.id LIMIT 1) AS value,
+                    (SELECT m.unit FROM measurements m WHERE m.run_id = r.id AND m.metric = $2
+                     ORDER BY CASE WHEN m.key IS NULL THEN 0 ELSE 1 END, m.id LIMIT 1) AS unit
+             FROM runs r WHERE r.step_id = $1 AND r.status = 'succeeded' AND r.warmup = 0 ORDER BY r.id",
+        )
+        .bind(step)
+        .bind(metric)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// The metrics a step's runs measured, each once (for a "they measured …").
+    pub async fn metrics_of_step(&self, step: i64) -> StoreResult<Vec<String>> {
+        let rows: Vec<(String,)> = sqlx::query_as(
+            "SELECT DISTINCT m.metric FROM measurements m JOIN runs r ON r.id = m.run_id WHERE r.step_id = $1 ORDER BY m.metric",
+        )
+        .bind(step)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.into_iter().map(|(m,)| m).collect())
+    }
+}

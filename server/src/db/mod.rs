@@ -65,6 +65,7 @@ pub use facts::FactsRow;
 pub use hypotheses::HypothesisRow;
 pub use logs::LogRow;
 pub use measurements::ExtractorRow;
+pub use measurements::HistoryRow;
 pub use output::{OutputBlock, OutputKey};
 pub use replays::ReplayRow;
 pub use replicas::{EXPIRY as LEASE_EXPIRY, LeaseJudge, Notices, RENEW as LEASE_RENEW};

@@ -583,3 +583,25 @@ async fn a_rolling_restart_behind_a_proxy_loses_nothing_a_viewer_saw() {
     let stored: Vec<u32> = stored.lines().filter_map(|l| l.strip_prefix("line-")?.parse().ok()).collect();
     assert_eq!(stored, all);
 }
+
+/// Two replicas tick for one watch: each firing is claimed in the database,
+/// so a watch every second runs about once a second, not once per replica.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_run_a_watch_once_per_firing() {
+    if !on_postgres() {
+        eprintln!("skipped: replicas need PostgreSQL (SLEUTH_TEST_POSTGRES)");
+        return;
+    }
+    let sshd = Sshd::start();
+    let b = app_with_host(&sshd).await;
+    let _a = Replica::start(&b.database, &["--no-auth"]);
+    let step = command_step(&b, json!({ "command": "true", "telemetry": false })).await;
+    let created = b.post_json(&format!("/api/v1/steps/{step}/watch"), json!({ "every_s": 1 })).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text());
+    let watch = created.json();
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    let deleted = b.delete(&format!("/api/v1/watches/{}", watch["id"])).await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT);
+    let runs = b.get(&format!("/api/v1/steps/{step}/runs")).await.json().as_array().map_or(0, Vec::len);
+    assert!((4..=10).contains(&runs), "about one run a second for 8 s, not one per replica: {runs}");
+}
