@@ -62,7 +62,7 @@ test('every curl example in docs/api.md works', () => {
   assert.match(out, /"kind":"snippet".*"path":"[^"]*json\/decoder\.py","start":130,"end":140/);
   assert.match(out, /"start":120,"end":150/);
   assert.match(out, /<mark>JSONDecodeError<\/mark>/);
-  assert.equal((out.match(/^204$/gm) ?? []).length, 3, out);
+  assert.equal((out.match(/^204$/gm) ?? []).length, 4, out); // three deletes, and a watch stopped
   assert.match(out, /"metric":"ticks","unit":"steps"/);
   assert.match(out, /"description":"TTFT ≤ 200 ms and TPOT ≤ 50 ms \(p99 for the knee\)"/);
   assert.match(out, /the bound is a positive number/);

@@ -180,7 +180,7 @@ test('script payloads in every field stay text on every page, under a CSP', asyn
     { allow: [/^http 422: .*\/history\?step=/] });
   const replay = await call('POST', `/api/v1/investigations/${inv.id}/replay`, { steps: [command.id], env: { REPLAYED: P('replay-env') } });
   await visit(page, `/replays/${replay.id}`);
-  assert.match(await page.locator('.replay-page').textContent(), /REPLAYED=<script>__pwned="replay-env"/);
+  assert.match(await page.locator('.replay-page').textContent(), /REPLAYED=<\/title><script>__pwned="replay-env"/);
   assert.match(await page.locator('.replay-table').textContent(), /<script>__pwned="statement"/);
   await screenshot(page, 'hostile-replay');
   await visit(page, `/runs/${engineRun.id}`);

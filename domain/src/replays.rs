@@ -107,6 +107,13 @@ pub struct Manifest {
     pub exported_at: String,
     pub steps: Vec<ManifestStep>,
     pub hypotheses: Vec<ManifestHypothesis>,
+    /// How its runs' numbers are read: its own extractors, derived metrics and SLO.
+    #[serde(default)]
+    pub extractors: Vec<crate::metrics::ExtractorDef>,
+    #[serde(default)]
+    pub derived: Vec<crate::metrics::DerivedDef>,
+    #[serde(default)]
+    pub slo: Option<String>,
 }
 
 pub const MANIFEST_FORMAT: &str = "sleuth-provenance/1";
@@ -267,5 +274,8 @@ pub fn manifest_of(
         exported_at,
         steps,
         hypotheses,
+        extractors: inv.extractors.clone(),
+        derived: inv.derived.clone(),
+        slo: inv.slo.as_ref().map(|s| s.text.clone()),
     }
 }

@@ -74,6 +74,24 @@ pub struct MeasuredFrom {
     pub unit: String,
 }
 
+impl CalculatorBody {
+    /// The same inputs, without saying which measurements they came from (a
+    /// copy in another investigation, whose measurements those are not).
+    pub fn without_sources(mut self) -> Self {
+        match &mut self {
+            Self::Bandwidth(b) => {
+                b.tok_s_from = None;
+                b.mem_util_from = None;
+            }
+            Self::Collective(c) => {
+                c.latency_from = None;
+                c.tok_s_from = None;
+            }
+        }
+        self
+    }
+}
+
 impl MeasuredFrom {
     /// "output_throughput of run #12", for the step's input table.
     pub fn describe(&self) -> String {

@@ -130,6 +130,16 @@ impl Guarded {
                 },
             )
             .await?;
+        // Its numbers are read as the original's were.
+        for def in &source.extractors {
+            self.add_extractor(actor, &copy.id, def.clone()).await?;
+        }
+        for def in &source.derived {
+            self.add_derived(actor, &copy.id, def.clone()).await?;
+        }
+        if let Some(text) = &source.slo {
+            self.set_slo(actor, &copy.id, domain::distributions::SloInput { text: text.clone() }).await?;
+        }
         let mut ordered: Vec<&domain::replays::ManifestStep> = source.steps.iter().collect();
         ordered.sort_by_key(|s| s.position);
         let mut steps: Vec<(i64, i64)> = Vec::new();
@@ -223,7 +233,8 @@ fn env_words(env: &BTreeMap<String, String>) -> String {
 }
 
 /// A step as the replay runs it: on `host` where it names one, with `env` set
-/// over its own (a command's and its server's).
+/// over its own (a command's and its server's); a calculator keeps its inputs'
+/// values, not which of the original's measurements they came from.
 fn retargeted(body: &StepBody, host: Option<&str>, env: &BTreeMap<String, String>) -> StepBody {
     let mut body = body.clone();
     match &mut body {
@@ -243,7 +254,8 @@ fn retargeted(body: &StepBody, host: Option<&str>, env: &BTreeMap<String, String
                 g.host = host.to_string();
             }
         }
-        StepBody::Note(_) | StepBody::Calculator(_) => {}
+        StepBody::Calculator(c) => *c = c.clone().without_sources(),
+        StepBody::Note(_) => {}
     }
     body
 }

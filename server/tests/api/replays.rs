@@ -47,6 +47,9 @@ async fn a_replay_on_another_host_reaches_the_same_conclusion() {
         )
         .await;
     assert_eq!(snippet.status, StatusCode::CREATED, "{}", snippet.text());
+    let extractor = json!({ "name": "tokps", "pattern": r"throughput \(tok/s\):\s+([\d.]+)", "unit": "tok/s" });
+    let added = app.post_json(&format!("/api/v1/investigations/{investigation}/extractors"), extractor).await;
+    assert_eq!(added.status, StatusCode::CREATED, "{}", added.text());
     for step in [baseline, treatment] {
         for run in start(&app, step, json!({ "repeat": 3 })).await {
             assert_eq!(finished(&app, run).await["status"], "succeeded");
@@ -80,6 +83,9 @@ async fn a_replay_on_another_host_reaches_the_same_conclusion() {
     let output =
         String::from_utf8_lossy(&app.get(&format!("/api/v1/runs/{}/output", runs[0]["id"])).await.body).to_string();
     assert!(output.contains("extra=yes"), "{output}");
+    // Its numbers are read as the original's: its own extractor came along.
+    let run = app.get(&format!("/api/v1/runs/{}", runs[0]["id"])).await.json();
+    assert!(run["measurements"].to_string().contains("\"tokps\""), "{run}");
     let judged = &replay["hypotheses"][0];
     assert_eq!(judged["original_outcome"], "increase", "{judged}");
     assert_eq!(judged["replayed_outcome"], "increase", "{judged}");
