@@ -70,7 +70,7 @@ pub struct ReplayedHypothesis {
     pub replayed_outcome: Option<String>,
     pub original_verdict: Option<String>,
     pub replayed_verdict: Option<String>,
-    /// Both judged, and to the same outcome.
+    /// Both judged (not `noise_unknown`), and to the same outcome; none until then.
     pub same_conclusion: Option<bool>,
 }
 

@@ -42,7 +42,7 @@ fn Whole(r: Replay) -> impl IntoView {
             let same = match h.same_conclusion {
                 Some(true) => "same conclusion",
                 Some(false) => "a different conclusion",
-                None => "not judged on both yet",
+                None => "not judged on both (too few runs, or not measured)",
             };
             view! {
                 <tr data-same=h.same_conclusion.map(|s| s.to_string())>

@@ -277,7 +277,10 @@ fn view(row: &ReplayRow, original: &Manifest, replayed: &Investigation, host_fac
             let before = original.hypotheses.iter().find(|h| h.id == *a)?;
             let after = replayed.hypotheses.iter().find(|h| h.id == *b)?;
             let (replayed_outcome, replayed_verdict) = outcome(after);
-            let same_conclusion = match (&before.outcome, &replayed_outcome) {
+            // Judged on both sides: an outcome that says its noise is unknown
+            // (one run a side) is no conclusion to agree or disagree with.
+            let judged = |o: &Option<String>| o.clone().filter(|o| o != "noise_unknown");
+            let same_conclusion = match (judged(&before.outcome), judged(&replayed_outcome)) {
                 (Some(x), Some(y)) => Some(x == y),
                 _ => None,
             };
