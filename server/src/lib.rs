@@ -45,6 +45,7 @@ mod steps;
 pub mod telemetry;
 pub mod time;
 pub mod user_regex;
+mod watch_rows;
 pub mod watches;
 mod webhook;
 

@@ -156,7 +156,7 @@ impl Notebook {
             runs_fingerprint,
             members: members.into_iter().map(|(user, role)| Member { user, role }).collect(),
             share_links: Vec::new(),
-            watches: self.store.watches_of(permit.investigation()).await?.iter().map(crate::watches::view).collect(),
+            watches: self.store.watches_of(permit.investigation()).await?.iter().map(crate::watch_rows::view).collect(),
             comments,
             abilities: permit.abilities(),
             hypotheses,

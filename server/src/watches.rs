@@ -10,59 +10,16 @@
 
 use crate::db::{Store, WatchRow};
 use crate::guarded::Guarded;
+use crate::watch_rows::next_at;
 use domain::history::{Change, HistoryQuery};
 use domain::ports::Actor;
 use domain::runs::{RunRequest, RunStatus};
-use domain::watches::{Cron, Watch, webhook_shown};
+use domain::watches::webhook_shown;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// How often the scheduler looks.
 const TICK: Duration = Duration::from_secs(1);
-
-/// The first firing after `now_ms` (milliseconds), by its schedule.
-pub fn next_at(every_s: Option<i64>, cron: Option<&str>, now_ms: i64) -> Option<i64> {
-    match (every_s, cron) {
-        (Some(every), _) => Some(now_ms + every.max(1) * 1000),
-        (None, Some(line)) => Cron::parse(line).ok()?.next_after(now_ms / 1000).map(|s| s * 1000),
-        (None, None) => None,
-    }
-}
-
-/// A watch as the API shows it.
-pub fn view(row: &WatchRow) -> Watch {
-    Watch {
-        id: row.id,
-        step_id: row.step_id,
-        investigation_id: row.investigation_id.clone(),
-        metric: row.metric.clone(),
-        config: row.config.clone(),
-        every_s: row.every_s.and_then(|s| u64::try_from(s).ok()),
-        cron: row.cron.clone(),
-        webhook: row.webhook.as_deref().map(webhook_shown),
-        created_by: row.created_by.clone(),
-        created_at: crate::time::timestamp(row.created_at),
-        next_at: row.next_at.map(crate::time::timestamp),
-        runs: u64::try_from(row.runs).unwrap_or(0),
-        failures_in_row: u32::try_from(row.failures).unwrap_or(0),
-        max_failures: u32::try_from(row.max_failures).unwrap_or(0),
-        last_run: row.last_run,
-        last_change: row.last_change.as_deref().and_then(|c| serde_json::from_str(c).ok()),
-        last_told: row.last_told.clone(),
-        stopped: row.stopped.clone(),
-    }
-}
-
-/// What a watch has to say on the investigations' list: its newest change,
-/// or why it stopped; nothing while all is quiet.
-pub fn alert(w: &Watch) -> Option<String> {
-    if let Some(why) = &w.stopped {
-        return Some(format!("step {} watch stopped: {why}", w.step_id));
-    }
-    w.last_change.as_ref().map(|c| {
-        format!("step {}: {} {:+.1} % in {} from run #{}", w.step_id, c.direction, c.delta_pct, w.metric, c.run_id)
-    })
-}
 
 /// Who a watch acts as: its creator.
 fn actor_of(row: &WatchRow) -> Actor {

@@ -71,7 +71,7 @@ impl super::Guarded {
             created_by: Some(actor.name.clone()),
             created_at: now,
             // The first run now (a watch is asked for to see the next number).
-            next_at: if every.is_some() { Some(now) } else { crate::watches::next_at(None, cron.as_deref(), now) },
+            next_at: if every.is_some() { Some(now) } else { crate::watch_rows::next_at(None, cron.as_deref(), now) },
             runs: 0,
             failures: 0,
             last_run: None,
@@ -95,7 +95,7 @@ impl super::Guarded {
             .permit::<Read>(actor, &row.investigation_id)
             .await
             .map_err(|_| ApiError::not_found(format!("There is no watch {id}.")))?;
-        Ok(crate::watches::view(&row))
+        Ok(crate::watch_rows::view(&row))
     }
 
     /// `GET /api/v1/watches`: those of investigations the actor may read.
@@ -103,7 +103,7 @@ impl super::Guarded {
         let mut out = Vec::new();
         for row in self.notebook.watch_rows().await? {
             if self.access.permit::<Read>(actor, &row.investigation_id).await.is_ok() {
-                out.push(crate::watches::view(&row));
+                out.push(crate::watch_rows::view(&row));
             }
         }
         Ok(out)
@@ -112,7 +112,7 @@ impl super::Guarded {
     /// An investigation's watches (its page's banner).
     pub async fn watches_of(&self, actor: &Actor, investigation: &str) -> Result<Vec<Watch>, ApiError> {
         let permit = self.access.permit::<Read>(actor, investigation).await?;
-        Ok(self.notebook.watch_rows_of(&permit).await?.iter().map(crate::watches::view).collect())
+        Ok(self.notebook.watch_rows_of(&permit).await?.iter().map(crate::watch_rows::view).collect())
     }
 
     /// `DELETE /api/v1/watches/{id}`: who may run its step stops it, at once.
