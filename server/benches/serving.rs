@@ -149,6 +149,7 @@ async fn main() {
         ready_timeout_s: 60,
         stop_grace_s: 5,
         reuse: Default::default(),
+        metrics: None,
     });
     let served = add(&peer, served).await;
     let (mut lags, mut cycles) = (Vec::new(), Vec::new());
