@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct User {
     pub name: String,
     pub admin: bool,
@@ -10,6 +11,7 @@ pub struct User {
 
 /// An API token as listed (the token itself is shown once, at creation).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct ApiToken {
     pub id: i64,
     pub label: String,
@@ -20,6 +22,7 @@ pub struct ApiToken {
 
 /// A token just created: the only time its secret is seen.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct NewApiToken {
     pub token: String,
     pub info: ApiToken,
@@ -27,6 +30,7 @@ pub struct NewApiToken {
 
 /// One remote action, as the audit log keeps it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct AuditEntry {
     pub id: i64,
     pub at: String,
@@ -44,6 +48,7 @@ pub struct AuditEntry {
 
 /// Someone's role in an investigation: `owner`, `runner`, `editor` or `viewer`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Member {
     pub user: String,
@@ -52,6 +57,7 @@ pub struct Member {
 
 /// Who may run on a host: everyone, or the listed users (admins always).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct HostAccess {
     pub whole_team: bool,
@@ -61,6 +67,7 @@ pub struct HostAccess {
 
 /// A user as the users page and `GET /api/v1/users` list them.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct TeamUser {
     pub name: String,
     pub admin: bool,
@@ -72,6 +79,7 @@ pub struct TeamUser {
 /// `POST /api/v1/users`: a user to add; they choose their password through
 /// the sign-in link the answer carries.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct NewUser {
     pub name: String,
@@ -81,6 +89,7 @@ pub struct NewUser {
 
 /// `PATCH /api/v1/users/{name}`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct UserChange {
     pub admin: bool,
@@ -89,6 +98,7 @@ pub struct UserChange {
 /// A one-time sign-in link just made: the only time its URL is seen (only its
 /// hash is kept). `url` is a path on this Sleuth (`/welcome?token=…`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct SignInLink {
     pub user: TeamUser,
     pub url: String,

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 pub const BODY_CHARS: usize = 10_000;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Comment {
     pub id: i64,
     pub step_id: i64,
@@ -31,6 +32,7 @@ pub struct Comment {
 
 /// A name a comment mentions that is told nothing.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct NotTold {
     pub name: String,
     /// Whether there is a user of that name (who is then not a member); told
@@ -51,6 +53,7 @@ impl NotTold {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct NewComment {
     /// On a step (or the step of `annotation_id`, or of `parent_id`'s thread).
     #[serde(default)]
@@ -65,6 +68,7 @@ pub struct NewComment {
 
 /// A comment that mentions the reader, for their list of mentions.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Mention {
     pub comment_id: i64,
     pub investigation_id: String,

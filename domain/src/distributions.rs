@@ -66,6 +66,7 @@ pub const STANDARD_PERCENTILES: [f64; 4] = [50.0, 90.0, 95.0, 99.0];
 
 /// One bound of an SLO: `ttft_ms ≤ 200`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Bound {
     /// The per-request metric (`ttft_ms`, `tpot_ms`, `itl_ms`, `e2el_ms`).
     pub metric: String,
@@ -77,6 +78,7 @@ pub struct Bound {
 /// `TTFT ≤ 200 ms and TPOT ≤ 50 ms` (optionally `at p90`; the knee of a rate
 /// sweep holds each bound at that percentile, p99 by default).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Slo {
     pub bounds: Vec<Bound>,
     pub percentile: f64,
@@ -204,6 +206,7 @@ impl Slo {
 
 /// An investigation's SLO as written and as read.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct SloView {
     pub text: String,
     pub slo: Slo,
@@ -213,6 +216,7 @@ pub struct SloView {
 
 /// A new SLO for an investigation; an empty text removes it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct SloInput {
     pub text: String,
@@ -220,6 +224,7 @@ pub struct SloInput {
 
 /// The investigation's rate sweeps: latency against achieved request rate.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct RateChart {
     /// The latency drawn (`ttft_ms`), its p50 solid and p99 dashed.
     pub metric: String,
@@ -229,6 +234,7 @@ pub struct RateChart {
 
 /// One configuration of a rate chart.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct RateLineInfo {
     pub label: String,
     pub points: usize,
@@ -238,6 +244,7 @@ pub struct RateLineInfo {
 
 /// One rate of a sweep: its load, and the percentiles measured at it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct RatePoint {
     /// The request rate asked for (or achieved, when the tool asks none: a
     /// throughput or synchronous strategy).
@@ -311,6 +318,7 @@ const DRAWS_PER_SIDE: usize = 40_000;
 
 /// A percentile compared between two groups of runs, each run's per-request samples.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct PercentileComparison {
     pub percentile: f64,
     /// Runs and requests (samples) on each side.

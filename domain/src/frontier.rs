@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 /// One configuration of the sweep: its means over its measured runs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct FrontierPoint {
     /// The configuration in words (`MAX_BATCH=8`), and as the runs carry it.
     pub label: String,
@@ -32,6 +33,7 @@ pub struct FrontierPoint {
 /// Which metrics a frontier is of (`?maximize=…&minimize=…`); output
 /// throughput against p99 TTFT when not said.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct FrontierQuery {
     #[serde(default)]
     pub maximize: Option<String>,
@@ -40,6 +42,7 @@ pub struct FrontierQuery {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Frontier {
     pub step_id: i64,
     pub maximize: String,

@@ -25,6 +25,7 @@ const ALPHA: f64 = 0.01;
 
 /// Which way is better for a metric.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Better {
     Higher,
@@ -67,6 +68,7 @@ impl Better {
 
 /// `?metric=…&config=…&better=higher|lower`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct HistoryQuery {
     #[serde(default)]
     pub metric: Option<String>,
@@ -79,6 +81,7 @@ pub struct HistoryQuery {
 
 /// One run's value.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct HistoryPoint {
     pub run_id: i64,
     pub value: f64,
@@ -88,6 +91,7 @@ pub struct HistoryPoint {
 
 /// A change point: the runs from `run_id` on differ from those before.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Change {
     /// The first run after the change.
     pub run_id: i64,
@@ -104,6 +108,7 @@ pub struct Change {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Between {
     pub before_run: i64,
     pub after_run: i64,
@@ -112,6 +117,7 @@ pub struct Between {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct History {
     pub step_id: i64,
     pub metric: String,

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Host {
     /// The alias used everywhere in Sleuth, e.g. `h200-box`.
     pub name: String,
@@ -36,6 +37,7 @@ pub struct Host {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct NewHost {
     pub name: String,
@@ -51,6 +53,7 @@ pub struct NewHost {
 
 /// `PATCH /api/v1/hosts/{name}`: the fields given change, the rest stay.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct HostPatch {
     /// `null` removes the price; left out, it stays.
@@ -72,6 +75,7 @@ fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Resul
 /// How long a host keeps run directories (`~/.sleuth/runs/<id>-<tag>`), and
 /// what the last sweep of them did.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct RunDirs {
     /// A run's directory is removed this many days after its last change.
     pub keep_days: u32,
@@ -95,6 +99,7 @@ pub const MAX_KEEP_RUN_DIRS_DAYS: u32 = 3650;
 
 /// One sweep of a host's run directories.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Sweep {
     pub at: String,
     /// Directories left, and their size.
@@ -172,6 +177,7 @@ pub fn price_from_form(text: &str) -> Result<Option<f64>, PriceError> {
 
 /// What "Test connection" found.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct ConnectionReport {
     /// Round trip of a `true` on the pooled connection.
     pub latency_ms: f64,
@@ -182,6 +188,7 @@ pub struct ConnectionReport {
 
 /// `POST /api/v1/hosts/import`: an ssh_config file on the Sleuth server, or its text.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct HostImport {
     #[serde(default)]
@@ -191,6 +198,7 @@ pub struct HostImport {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct ImportReport {
     pub imported: Vec<Host>,
     /// What was left out, and why.
@@ -250,6 +258,7 @@ pub fn is_host_name(name: &str) -> bool {
 
 /// What a host is, captured on demand: the provenance of its runs' numbers.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct HostFacts {
     pub gpus: Vec<GpuFact>,
     pub driver: Option<String>,
@@ -288,6 +297,7 @@ impl HostFacts {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct GpuFact {
     pub index: u32,
     pub name: String,
@@ -297,6 +307,7 @@ pub struct GpuFact {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Topology {
     pub devices: Vec<String>,
     pub links: Vec<Vec<String>>,
@@ -305,6 +316,7 @@ pub struct Topology {
 /// How this server stands (`GET /api/v1/status`): what every page's banner
 /// says to everyone, and for admins the detail behind it (the hosts page).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct ServerStatus {
     /// While writes or new runs are refused: why, in a sentence.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -315,6 +327,7 @@ pub struct ServerStatus {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct ServerDetail {
     /// Where run output (and SQLite) is kept.
     pub data_dir: Option<String>,

@@ -12,6 +12,7 @@ pub const STATUSES: [&str; 4] = ["open", "supported", "refuted", "inconclusive"]
 /// one picks every configuration that agrees: `{"NCCL_PROTO": "LL"}` is LL
 /// with every NCCL_ALGO). Warm-up runs and runs without the metric are left out.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RunGroup {
     #[serde(default)]
@@ -24,6 +25,7 @@ pub struct RunGroup {
 
 /// Runs of step `step` whose configuration has every value of `config`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ConfigPick {
     pub step: i64,
@@ -47,6 +49,7 @@ impl RunGroup {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Hypothesis {
     pub id: i64,
     pub investigation_id: String,
@@ -106,6 +109,7 @@ pub struct Hypothesis {
 
 /// A new hypothesis, or (every field optional) a change to one.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct HypothesisInput {
     #[serde(default)]
@@ -196,6 +200,7 @@ pub fn hypothesis_anchor(id: i64) -> String {
 /// How an experiment's two groups differ beyond the metric, from what each run
 /// recorded: its host, the host facts current at its start, its command and env.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Provenance {
     /// "Same host (h200) and host facts (2 × NVIDIA H200, driver 580.159.04, CUDA 13.0);
     /// only NCCL_PROTO differs: (unset) → LL."

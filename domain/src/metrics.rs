@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 /// One number, with where it came from.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Measurement {
     /// `output_throughput`, `ttft_ms_p99`, `tg128`, or a user extractor's name.
     pub metric: String,
@@ -38,6 +39,7 @@ pub fn one_each(found: &[Measurement]) -> Vec<&Measurement> {
 
 /// A measurement as stored in an investigation: from a run's output, or entered by hand.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct StoredMeasurement {
     pub id: i64,
     /// The run whose output it came from; none for manual ones.
@@ -55,6 +57,7 @@ pub struct StoredMeasurement {
 
 /// A number measured elsewhere, entered by hand.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct NewMeasurement {
     pub metric: String,
@@ -70,6 +73,7 @@ pub struct NewMeasurement {
 
 /// An investigation's own extractor: a regex with one capture group (the number).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ExtractorDef {
     pub name: String,
@@ -80,6 +84,7 @@ pub struct ExtractorDef {
 /// A metric computed from a run's other measurements (`server/src/metrics/derived.rs`):
 /// `hbm_gbps = output_throughput * weights_gb` with `weights_gb = 6.4`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct DerivedDef {
     pub name: String,
@@ -102,6 +107,7 @@ impl DerivedDef {
 
 /// One side of a comparison.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct GroupSummary {
     pub n: usize,
     pub mean: f64,
@@ -113,6 +119,7 @@ pub struct GroupSummary {
 
 /// Baseline against treatment on one metric.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Comparison {
     pub baseline: GroupSummary,
     pub treatment: GroupSummary,
@@ -139,6 +146,7 @@ fn linear() -> String {
 
 /// Runs (and manual numbers) of one configuration, on one metric.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct ConfigGroup {
     /// `NCCL_PROTO=LL`, `(default env)`, a sweep's configuration
     /// (`NCCL_ALGO=Ring NCCL_PROTO=(unset)`), a manual measurement's label;
@@ -156,6 +164,7 @@ pub struct ConfigGroup {
 /// whose mean the others are compared with (default: the first hypothesis's
 /// baseline, else the first configuration measured).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct OverviewQuery {
     #[serde(default)]
     pub metric: Option<String>,
@@ -166,6 +175,7 @@ pub struct OverviewQuery {
 
 /// The investigation's chart: one metric across every configuration measured.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Overview {
     pub metric: String,
     pub unit: String,
@@ -185,6 +195,7 @@ pub struct Overview {
 
 /// A run's dot on a chart, in the SVG's pixels.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct ChartPoint {
     pub run: i64,
     pub x: i32,

@@ -13,6 +13,7 @@ pub mod limits {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum InvestigationStatus {
     Open,
@@ -37,6 +38,7 @@ impl InvestigationStatus {
 
 /// One row of the investigations list.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct InvestigationSummary {
     pub id: String,
     pub url: String,
@@ -54,6 +56,7 @@ pub struct InvestigationSummary {
 
 /// An investigation with its timeline, steps in order.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Investigation {
     pub id: String,
     pub url: String,
@@ -112,6 +115,7 @@ pub struct Investigation {
 /// A step the page does not show in full: enough to list it, link to it, and
 /// land on it from a permalink (its comments' and annotations' anchors too).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct StepOutline {
     pub id: i64,
     pub position: u32,
@@ -146,6 +150,7 @@ impl Investigation {
 /// few, and the parts the reader asked for (`?steps=21-60`, or by scrolling).
 /// The rest are listed as [`StepOutline`]s. Short investigations show everything.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct StepWindow {
     /// Inclusive position ranges asked for, in order, merged.
     pub ranges: Vec<(u32, u32)>,
@@ -225,6 +230,7 @@ impl StepWindow {
 
 /// What one reader may do in an investigation. A share link's reader: nothing.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Abilities {
     /// Comment and reply (every member, viewers too).
     #[serde(default)]
@@ -246,6 +252,7 @@ impl Abilities {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct NewInvestigation {
     pub title: String,
     #[serde(default)]
@@ -254,6 +261,7 @@ pub struct NewInvestigation {
 
 /// A partial update: absent fields are left as they are.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct InvestigationPatch {
     #[serde(default)]
@@ -266,6 +274,7 @@ pub struct InvestigationPatch {
 
 /// One entry of an investigation's timeline.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Step {
     pub id: i64,
     pub investigation_id: String,
@@ -421,6 +430,7 @@ pub fn relative_time(rfc3339: &str, now_ms: i64) -> String {
 
 /// What a share link shows: the investigation, read-only, and the link's terms.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct SharedView {
     pub investigation: Investigation,
     pub expires_at: Option<String>,

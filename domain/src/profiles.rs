@@ -17,6 +17,7 @@ pub struct Measured<'a> {
 
 /// Baseline against treatment, means over each group's profiled runs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct ProfileDiff {
     /// Runs with a profile in each group.
     pub baseline_runs: Vec<i64>,
@@ -35,6 +36,7 @@ pub struct ProfileDiff {
 /// A category's or a kernel's time (ms) and calls, baseline and treatment;
 /// `None` where a side's profiles did not name it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct DiffRow {
     pub name: String,
     pub baseline_ms: Option<f64>,

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 /// What to replay, where and how.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ReplayRequest {
     /// The host the copies run on (default: each step's own).
@@ -26,6 +27,7 @@ pub struct ReplayRequest {
 
 /// A replay and where it stands.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Replay {
     pub id: i64,
     /// The investigation replayed (none when it came from another Sleuth's
@@ -51,6 +53,7 @@ pub struct Replay {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct ReplayedRun {
     pub id: i64,
     pub step_id: i64,
@@ -60,6 +63,7 @@ pub struct ReplayedRun {
 
 /// A hypothesis judged on the original's runs and on the replay's.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct ReplayedHypothesis {
     pub original_id: i64,
     pub replay_id: i64,
@@ -76,6 +80,7 @@ pub struct ReplayedHypothesis {
 
 /// A snippet read again from the replay's host.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct ReplayedSnippet {
     pub original_step: i64,
     pub replay_step: i64,
@@ -100,6 +105,7 @@ pub fn outcome(h: &crate::hypotheses::Hypothesis) -> (Option<String>, Option<Str
 /// each run ran, where and under what, and the conclusions — enough to replay
 /// the investigation on another Sleuth (`POST /api/v1/replays`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Manifest {
     /// `sleuth-provenance/1`.
     pub format: String,
@@ -119,6 +125,7 @@ pub struct Manifest {
 pub const MANIFEST_FORMAT: &str = "sleuth-provenance/1";
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct ManifestInvestigation {
     pub id: String,
     pub title: String,
@@ -127,6 +134,7 @@ pub struct ManifestInvestigation {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct ManifestStep {
     pub id: i64,
     pub position: u32,
@@ -140,6 +148,7 @@ pub struct ManifestStep {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct ManifestRun {
     pub id: i64,
     pub host: String,
@@ -158,6 +167,7 @@ pub struct ManifestRun {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct ManifestSnapshot {
     pub path: String,
     pub start: u64,
@@ -168,6 +178,7 @@ pub struct ManifestSnapshot {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct ManifestHypothesis {
     pub id: i64,
     pub statement: String,
@@ -183,6 +194,7 @@ pub struct ManifestHypothesis {
 
 /// `POST /api/v1/replays`: a manifest from another Sleuth, replayed here.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ManifestReplay {
     pub provenance: Manifest,

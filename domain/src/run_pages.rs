@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 /// output and of its server's log, its telemetry and files, and where it
 /// stands among its step's runs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct RunPage {
     pub run: Run,
     pub investigation_id: String,
@@ -30,6 +31,7 @@ pub struct RunPage {
 
 /// A run as another run's page links to it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct RunLink {
     pub id: i64,
     pub status: RunStatus,
@@ -124,6 +126,7 @@ pub fn compared_runs(text: &str) -> Result<Vec<i64>, crate::error::ApiError> {
 
 /// Runs side by side (`GET /api/v1/compare?runs=A,B[,…]`, the `/compare` page).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct RunsCompared {
     /// The runs in the order asked; the first is what the others are compared with.
     pub runs: Vec<ComparedRun>,
@@ -148,6 +151,7 @@ pub struct RunsCompared {
 
 /// A chart of a comparison, drawn on the server.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct ComparedChart {
     pub metric: String,
     pub unit: String,
@@ -155,6 +159,7 @@ pub struct ComparedChart {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct ComparedRun {
     pub id: i64,
     pub status: RunStatus,
@@ -172,6 +177,7 @@ pub struct ComparedRun {
 
 /// One thing the runs were run with or on, a value per run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Difference {
     pub name: String,
     pub values: Vec<Option<String>>,
@@ -188,6 +194,7 @@ impl Difference {
 
 /// One metric every run has.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct ComparedMetric {
     pub metric: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]

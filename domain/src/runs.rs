@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
     Queued,
@@ -66,6 +67,7 @@ impl TryFrom<String> for RunStatus {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Run {
     pub id: i64,
     pub step_id: i64,
@@ -151,6 +153,7 @@ pub struct Run {
 /// A report file of a run, as read: which tool's format, and what the reader
 /// says about it (a truncated file, values skipped, ITLs sampled).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct ReportInfo {
     /// The artifact's name, or `output` for the run's own output.
     pub name: String,
@@ -165,6 +168,7 @@ pub struct ReportInfo {
 
 /// Where a run's server is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ServerPhase {
     /// Started; not ready yet.
@@ -179,6 +183,7 @@ pub enum ServerPhase {
 
 /// The server beside a run, as its page shows it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct ServerState {
     pub phase: ServerPhase,
     /// RFC 3339: when it was started (for this run, or for an earlier run of
@@ -225,6 +230,7 @@ impl ServerState {
 
 /// A file kept from a run's directory.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Artifact {
     pub id: i64,
     /// Its path relative to the run's directory.
@@ -237,6 +243,7 @@ pub struct Artifact {
 
 /// Part of a run's output rendered as HTML (ANSI colors kept, everything escaped).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct OutputTail {
     pub html: String,
     /// Byte offsets of the rendered part in the raw output.
@@ -268,6 +275,7 @@ pub fn config_label(env: &[(String, String)]) -> String {
 
 /// `POST /api/v1/steps/{id}/runs`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RunRequest {
     /// Measured runs to queue (default 1, at most 100).

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// `GET /api/v1/search?q=…&sort=relevance|newest&limit=&offset=`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct SearchRequest {
     #[serde(default)]
     pub q: String,
@@ -24,6 +25,7 @@ pub const MAX_LIMIT: u32 = 100;
 pub const DEFAULT_LIMIT: u32 = 20;
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct SearchResults {
     /// How many results the reader may see in all (not only this page).
     pub total: u64,
@@ -42,6 +44,7 @@ pub struct SearchResults {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct SearchHit {
     /// `investigation`, `note`, `command`, `output`, `snippet`, `hypothesis`,
     /// `annotation`, `comment`, `measurement`, `grep` or `calculator`.
@@ -70,6 +73,7 @@ pub struct SearchHit {
 
 /// `GET /api/v1/investigations/{id}/export?format=html|md|zip&comments=true`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum ExportFormat {
     Html,

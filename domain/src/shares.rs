@@ -8,6 +8,7 @@ pub const MAX_DAYS: u32 = 365;
 
 /// A link as its owners see it (never its token: only a hash is kept).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct ShareLink {
     pub id: i64,
     pub label: String,
@@ -22,6 +23,7 @@ pub struct ShareLink {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct NewShareLink {
     #[serde(default)]
     pub label: Option<String>,
@@ -34,6 +36,7 @@ pub struct NewShareLink {
 
 /// A link just created: the only time its URL is seen.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct CreatedShareLink {
     /// `/s/{token}`, relative to the server.
     pub url: String,

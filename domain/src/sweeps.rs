@@ -138,6 +138,7 @@ pub fn matches(config: &Config, wanted: &Config) -> bool {
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Order {
     /// Round after round, each configuration once per round: drift over the
@@ -230,6 +231,7 @@ pub fn plan(configs: usize, repeat: u32, warmup: u32, order: Order, seed: u64) -
 
 /// `POST /api/v1/steps/{id}/runs` on a step with a matrix makes one of these.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Sweep {
     pub id: i64,
     pub step_id: i64,

@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Telemetry {
     pub gpus: Vec<GpuSeries>,
     /// Why there is less than expected: no `nvidia-smi` on the host, a sampler
@@ -13,6 +14,7 @@ pub struct Telemetry {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct GpuSeries {
     pub index: u32,
     pub name: String,
@@ -22,6 +24,7 @@ pub struct GpuSeries {
 /// One reading of one GPU. `t_ms` counts from the run's start, as the output's
 /// chunk times do; a field the GPU or driver does not report is absent.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Sample {
     pub t_ms: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]

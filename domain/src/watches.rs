@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 /// What to watch and how often: `every_s` or a `cron` line (minute hour
 /// day-of-month month day-of-week, UTC).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct WatchRequest {
     #[serde(default)]
@@ -33,6 +34,7 @@ pub const DEFAULT_MAX_FAILURES: u32 = 5;
 
 /// A watch as the API shows it (the webhook's path, which is its secret, left out).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Watch {
     pub id: i64,
     pub step_id: i64,

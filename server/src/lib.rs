@@ -29,6 +29,7 @@ mod members;
 pub mod metrics;
 pub mod migrate;
 pub mod notebook;
+pub mod openapi;
 pub mod operations;
 pub mod output;
 pub mod policy;

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 
 /// What kind a metric family is (`# TYPE`); untyped when not said.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
     Counter,

@@ -20,6 +20,7 @@ use std::collections::{BTreeMap, HashMap};
 
 /// One series of a run, as `GET /api/v1/runs/{id}/engine` gives it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Series {
     pub metric: String,
     pub labels: BTreeMap<String, String>,
@@ -31,6 +32,7 @@ pub struct Series {
 /// A value at `t_ms` from the run's start (negative: before its command
 /// started, the scrape its counters count from). `null`: NaN or infinite.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Point {
     pub t_ms: i64,
     pub value: Option<f64>,
@@ -38,6 +40,7 @@ pub struct Point {
 
 /// A run's engine signals: its series, and what the scraping said.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct EngineSeries {
     pub series: Vec<Series>,
     pub notes: Vec<String>,
@@ -46,6 +49,7 @@ pub struct EngineSeries {
 /// The engine as a run's page shows it: its timeline, what the scraping
 /// said, and every series it kept, in a line each.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct EngineView {
     pub svg: Option<String>,
     pub notes: Vec<String>,
@@ -56,6 +60,7 @@ pub struct EngineView {
 
 /// A series in a line: `name{labels}`, its kind, and its range over the run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct SeriesLine {
     pub name: String,
     pub kind: Kind,

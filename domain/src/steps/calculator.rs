@@ -13,6 +13,7 @@ pub const GPU_PRESETS: [(&str, f64); 5] =
     [("H200", 4.8), ("H100 SXM", 3.35), ("A100 80GB", 2.0), ("RTX PRO 6000 Blackwell", 1.79), ("MI300X", 5.3)];
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(tag = "calculator", rename_all = "snake_case")]
 pub enum CalculatorBody {
     Bandwidth(Bandwidth),
@@ -20,6 +21,7 @@ pub enum CalculatorBody {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Bandwidth {
     /// A preset's name, or `custom` with `peak_tb_s`.
@@ -54,6 +56,7 @@ pub struct Bandwidth {
 /// is copied into the step when it is saved, so the step reads the same later
 /// even if the run's output is extracted again; this keeps where it came from.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct MeasuredFrom {
     /// The measurement's id when the step was saved (the only field a client sends).
@@ -109,6 +112,7 @@ impl MeasuredFrom {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Collective {
     pub layers: u32,
@@ -127,6 +131,7 @@ pub struct Collective {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct BandwidthResult {
     pub peak_gb_s: f64,
     pub bytes_per_token_per_gpu: f64,
@@ -140,6 +145,7 @@ pub struct BandwidthResult {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct CollectiveResult {
     pub calls_per_token: u32,
     pub ms_per_token: f64,
@@ -153,6 +159,7 @@ pub struct CollectiveResult {
 
 /// Collectives per decode step as a profile measured them.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct ProfileMeasured {
     pub run: i64,
     pub calls_per_step: f64,
@@ -249,6 +256,7 @@ impl Collective {
 
 /// A calculator step's results, as its JSON carries them (`results`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(untagged)]
 pub enum CalculatorResults {
     Bandwidth(BandwidthResult),

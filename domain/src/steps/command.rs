@@ -8,6 +8,7 @@ pub const MAX_ENV_VARS: usize = 64;
 pub const MAX_TIMEOUT_S: u64 = 7 * 24 * 3600;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CommandBody {
     /// Host name (alias).
@@ -76,6 +77,7 @@ pub const MAX_ARTIFACT_GLOBS: usize = 32;
 /// environment and configuration, its log kept as a second stream of the run,
 /// waited for until `ready`, and stopped (its whole process group) after.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ServerSpec {
     /// Run by the host's shell; a sweep's `{placeholders}` apply here too.
@@ -99,6 +101,7 @@ pub struct ServerSpec {
 
 /// Where the engine says how it is doing, and how often to ask.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct MetricsSpec {
     /// Asked on the host (`http://127.0.0.1:8000/metrics`), like readiness.
@@ -153,6 +156,7 @@ fn default_stop_grace_s() -> u64 {
 
 /// When a server is ready.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Ready {
     /// An HTTP GET of this URL, made on the host, answers 200.
@@ -175,6 +179,7 @@ impl Ready {
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Reuse {
     #[default]
@@ -184,6 +189,7 @@ pub enum Reuse {
 
 /// Bytes of artifacts kept per file and per run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ArtifactLimits {
     #[serde(default = "default_file_bytes")]

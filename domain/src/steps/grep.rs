@@ -8,6 +8,7 @@ pub const DEFAULT_MAX_HITS: u32 = 200;
 pub const MAX_HITS: u32 = 2_000;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct GrepBody {
     pub host: String,
@@ -25,6 +26,7 @@ pub struct GrepBody {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Hit {
     pub file: String,
     pub line: u64,
@@ -35,6 +37,7 @@ pub struct Hit {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct SearchResult {
     pub hits: Vec<Hit>,
     /// All matching lines, including those beyond the cap.

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 // variant; steps are few per page, so boxing it would buy nothing.
 #[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum StepBody {
     Note(note::NoteBody),

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 pub const MAX_BYTES: usize = 100_000;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct NoteBody {
     /// Markdown (CommonMark + GFM tables, task lists, strikethrough).

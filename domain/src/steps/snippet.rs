@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 pub const MAX_LINES: u64 = 5_000;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct SnippetBody {
     pub host: String,
@@ -45,6 +46,7 @@ pub const CONTEXT_LINES: u64 = 15;
 /// Where a source reference in a run's output (`custom_all_reduce.py:137`) may
 /// point on the run's host.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct SourceCandidates {
     pub run_id: i64,
     pub step_id: i64,
@@ -100,6 +102,7 @@ fn url_component(text: &str) -> String {
 
 /// One fetch of the file.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Snapshot {
     pub id: i64,
     pub path: String,
@@ -120,6 +123,7 @@ pub struct Snapshot {
 
 /// Markdown written beside lines of a snippet step.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Annotation {
     pub id: i64,
     pub step_id: i64,
@@ -143,6 +147,7 @@ pub struct Annotation {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct NewAnnotation {
     pub start: u64,
@@ -154,6 +159,7 @@ pub struct NewAnnotation {
 
 /// A partial update of an annotation: absent fields stay.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct AnnotationPatch {
     #[serde(default)]

@@ -48,6 +48,7 @@ fn is_public(path: &str, server_fns: &[&str]) -> bool {
         || path == "/highlight.css"
         || path.starts_with("/s/")
         || path.starts_with("/api/v1/shared/")
+        || path == "/api/v1/openapi.json"
         || server_fns.contains(&path)
 }
 

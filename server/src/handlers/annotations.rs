@@ -1,11 +1,11 @@
 use crate::auth::Caller;
 use crate::error::AppError;
 use crate::extract::{ApiJson, ApiPath};
+use crate::handlers::Created;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
-use axum::http::{StatusCode, header};
-use axum::response::IntoResponse;
+use axum::response::NoContent;
 use domain::steps::snippet::{Annotation, AnnotationPatch, NewAnnotation};
 
 pub async fn create(
@@ -13,10 +13,9 @@ pub async fn create(
     State(state): State<AppState>,
     ApiPath(step_id): ApiPath<i64>,
     ApiJson(new): ApiJson<NewAnnotation>,
-) -> Result<impl IntoResponse, AppError> {
+) -> Result<Created<Annotation>, AppError> {
     let annotation = state.notebook.add_annotation(&actor, step_id, new).await?;
-    let location = [(header::LOCATION, format!("/api/v1/annotations/{}", annotation.id))];
-    Ok((StatusCode::CREATED, location, Json(annotation)))
+    Ok(Created::at(format!("/api/v1/annotations/{}", annotation.id), annotation))
 }
 
 pub async fn show(
@@ -40,7 +39,7 @@ pub async fn delete(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
-) -> Result<StatusCode, AppError> {
+) -> Result<NoContent, AppError> {
     state.notebook.delete_annotation(&actor, id).await?;
-    Ok(StatusCode::NO_CONTENT)
+    Ok(NoContent)
 }

@@ -3,10 +3,11 @@
 use crate::auth::Caller;
 use crate::error::AppError;
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::handlers::Created;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::response::NoContent;
 use domain::comments::{Comment, Mention, NewComment};
 use serde::Deserialize;
 
@@ -15,11 +16,11 @@ pub async fn create(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<String>,
     ApiJson(new): ApiJson<NewComment>,
-) -> Result<(StatusCode, Json<Comment>), AppError> {
-    Ok((StatusCode::CREATED, Json(state.notebook.add_comment(&actor, &id, new).await?)))
+) -> Result<Created<Comment>, AppError> {
+    Ok(Created::new(state.notebook.add_comment(&actor, &id, new).await?))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct Resolve {
     resolved: bool,
 }
@@ -34,7 +35,7 @@ pub async fn resolve(
     Ok(Json(state.notebook.resolve_comment(&actor, id, body.resolved).await?))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct MentionsQuery {
     #[serde(default)]
     all: bool,
@@ -48,7 +49,7 @@ pub async fn mentions(
     Ok(Json(state.notebook.mentions(&actor, query.all).await?))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct Read {
     #[serde(default)]
     comment_id: Option<i64>,
@@ -59,7 +60,7 @@ pub async fn read(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiJson(body): ApiJson<Read>,
-) -> Result<StatusCode, AppError> {
+) -> Result<NoContent, AppError> {
     state.notebook.read_mentions(&actor, body.comment_id).await?;
-    Ok(StatusCode::NO_CONTENT)
+    Ok(NoContent)
 }

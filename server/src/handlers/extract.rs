@@ -10,7 +10,7 @@ use domain::error::ApiError;
 use domain::metrics::Measurement;
 use serde::Deserialize;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExtractRequest {
     text: String,
@@ -21,7 +21,7 @@ pub struct ExtractRequest {
 /// Each extractor is a compiled regex run over the whole text.
 const MAX_EXTRACTORS: usize = 20;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExtractorSpec {
     name: String,

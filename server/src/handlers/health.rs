@@ -5,6 +5,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
+use axum::response::Response;
 use serde_json::{Value, json};
 
 pub async fn check() -> Json<Value> {
@@ -23,9 +24,9 @@ pub async fn status(
 /// Prometheus text format, for admins (a scraper sends an admin's API token
 /// as a bearer token): runs by status, the queue, the SSH pool, store errors
 /// and free space on the data disk.
-pub async fn metrics(Caller(actor): Caller, State(state): State<AppState>) -> Result<impl IntoResponse, AppError> {
+pub async fn metrics(Caller(actor): Caller, State(state): State<AppState>) -> Result<Response, AppError> {
     let text = state.notebook.operations(&actor).await?;
-    Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], text))
+    Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], text).into_response())
 }
 
 /// While the database is known to be away, a request is answered `503` at

@@ -1,11 +1,14 @@
 use crate::auth::Caller;
 use crate::error::AppError;
 use crate::extract::{ApiJson, ApiPath};
+use crate::handlers::Created;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
-use axum::http::{StatusCode, header};
+use axum::http::header;
 use axum::response::IntoResponse;
+use axum::response::NoContent;
+use axum::response::Response;
 use domain::error::ApiError;
 use domain::hosts::{ConnectionReport, Host, HostImport, HostPatch, ImportReport, NewHost};
 use serde::Deserialize;
@@ -18,17 +21,16 @@ pub async fn create(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiJson(new): ApiJson<NewHost>,
-) -> Result<impl IntoResponse, AppError> {
+) -> Result<Created<Host>, AppError> {
     let host = state.notebook.add_host(&actor, new).await?;
-    let location = [(header::LOCATION, format!("/api/v1/hosts/{}", host.name))];
-    Ok((StatusCode::CREATED, location, Json(host)))
+    Ok(Created::at(format!("/api/v1/hosts/{}", host.name), host))
 }
 
 /// The pinned host keys as an OpenSSH known_hosts file (`ssh-keygen -lf -`,
 /// `ssh -o UserKnownHostsFile=`).
-pub async fn known_hosts(Caller(actor): Caller, State(state): State<AppState>) -> Result<impl IntoResponse, AppError> {
+pub async fn known_hosts(Caller(actor): Caller, State(state): State<AppState>) -> Result<Response, AppError> {
     let text = state.notebook.known_hosts(&actor).await?;
-    Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text))
+    Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response())
 }
 
 pub async fn show(
@@ -62,12 +64,12 @@ pub async fn delete(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(name): ApiPath<String>,
-) -> Result<StatusCode, AppError> {
+) -> Result<NoContent, AppError> {
     state.notebook.remove_host(&actor, &name).await?;
-    Ok(StatusCode::NO_CONTENT)
+    Ok(NoContent)
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Trust {
     fingerprint: String,
@@ -82,7 +84,7 @@ pub async fn trust(
     Ok(Json(state.notebook.trust_host(&actor, &name, &trust.fingerprint).await?))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Passphrase {
     passphrase: String,
@@ -93,9 +95,9 @@ pub async fn passphrase(
     State(state): State<AppState>,
     ApiPath(name): ApiPath<String>,
     ApiJson(body): ApiJson<Passphrase>,
-) -> Result<StatusCode, AppError> {
+) -> Result<NoContent, AppError> {
     state.notebook.set_passphrase(&actor, &name, body.passphrase).await?;
-    Ok(StatusCode::NO_CONTENT)
+    Ok(NoContent)
 }
 
 pub async fn test(
@@ -114,7 +116,7 @@ pub async fn import(
     Ok(Json(state.notebook.import_hosts(&actor, source).await?))
 }
 
-#[derive(serde::Deserialize, Default)]
+#[derive(serde::Deserialize, Default, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CaptureFacts {
     #[serde(default)]

@@ -1,11 +1,11 @@
 use crate::auth::Caller;
 use crate::error::AppError;
 use crate::extract::{ApiJson, ApiPath};
+use crate::handlers::Created;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
-use axum::http::{StatusCode, header};
-use axum::response::IntoResponse;
+use axum::response::NoContent;
 use domain::hypotheses::{Hypothesis, HypothesisInput};
 
 pub async fn list(
@@ -21,10 +21,9 @@ pub async fn create(
     State(state): State<AppState>,
     ApiPath(investigation): ApiPath<String>,
     ApiJson(input): ApiJson<HypothesisInput>,
-) -> Result<impl IntoResponse, AppError> {
+) -> Result<Created<Hypothesis>, AppError> {
     let hypothesis = state.notebook.add_hypothesis(&actor, &investigation, input).await?;
-    let location = [(header::LOCATION, format!("/api/v1/hypotheses/{}", hypothesis.id))];
-    Ok((StatusCode::CREATED, location, Json(hypothesis)))
+    Ok(Created::at(format!("/api/v1/hypotheses/{}", hypothesis.id), hypothesis))
 }
 
 pub async fn show(
@@ -48,7 +47,7 @@ pub async fn delete(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
-) -> Result<StatusCode, AppError> {
+) -> Result<NoContent, AppError> {
     state.notebook.delete_hypothesis(&actor, id).await?;
-    Ok(StatusCode::NO_CONTENT)
+    Ok(NoContent)
 }

@@ -1,11 +1,11 @@
 use crate::auth::Caller;
 use crate::error::AppError;
 use crate::extract::{ApiJson, ApiPath};
+use crate::handlers::Created;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
-use axum::http::{StatusCode, header};
-use axum::response::IntoResponse;
+use axum::response::NoContent;
 use domain::model::{Investigation, InvestigationPatch, InvestigationSummary, NewInvestigation};
 
 pub async fn list(
@@ -19,10 +19,9 @@ pub async fn create(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiJson(new): ApiJson<NewInvestigation>,
-) -> Result<impl IntoResponse, AppError> {
+) -> Result<Created<Investigation>, AppError> {
     let investigation = state.notebook.create_investigation(&actor, new).await?;
-    let location = [(header::LOCATION, investigation.url.clone())];
-    Ok((StatusCode::CREATED, location, Json(investigation)))
+    Ok(Created::at(investigation.url.clone(), investigation))
 }
 
 pub async fn show(
@@ -46,9 +45,9 @@ pub async fn delete(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<String>,
-) -> Result<StatusCode, AppError> {
+) -> Result<NoContent, AppError> {
     state.notebook.delete_investigation(&actor, &id).await?;
-    Ok(StatusCode::NO_CONTENT)
+    Ok(NoContent)
 }
 
 pub async fn members(

@@ -1,11 +1,14 @@
 use crate::auth::Caller;
 use crate::error::AppError;
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::handlers::Created;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
-use axum::http::{StatusCode, header};
+use axum::http::header;
 use axum::response::IntoResponse;
+use axum::response::NoContent;
+use axum::response::Response;
 use domain::error::ApiError;
 use domain::metrics::{ExtractorDef, NewMeasurement, Overview, StoredMeasurement};
 use domain::ports::Actor;
@@ -23,8 +26,8 @@ pub async fn create(
     State(state): State<AppState>,
     ApiPath(investigation): ApiPath<String>,
     ApiJson(new): ApiJson<NewMeasurement>,
-) -> Result<impl IntoResponse, AppError> {
-    Ok((StatusCode::CREATED, Json(state.notebook.add_measurement(&actor, &investigation, new).await?)))
+) -> Result<Created<StoredMeasurement>, AppError> {
+    Ok(Created::new(state.notebook.add_measurement(&actor, &investigation, new).await?))
 }
 
 /// The investigation's chart (JSON with the groups and the SVG); 404 while nothing
@@ -65,9 +68,9 @@ pub async fn chart_svg(
     State(state): State<AppState>,
     ApiPath(investigation): ApiPath<String>,
     ApiQuery(query): ApiQuery<domain::metrics::OverviewQuery>,
-) -> Result<impl IntoResponse, AppError> {
+) -> Result<Response, AppError> {
     let overview = chart(&state, &actor, &investigation, &query).await?;
-    Ok(([(header::CONTENT_TYPE, "image/svg+xml")], overview.svg))
+    Ok(([(header::CONTENT_TYPE, "image/svg+xml")], overview.svg).into_response())
 }
 
 async fn chart(
@@ -85,9 +88,9 @@ pub async fn delete(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
-) -> Result<StatusCode, AppError> {
+) -> Result<NoContent, AppError> {
     state.notebook.delete_measurement(&actor, id).await?;
-    Ok(StatusCode::NO_CONTENT)
+    Ok(NoContent)
 }
 
 pub async fn extractors(
@@ -103,8 +106,8 @@ pub async fn add_extractor(
     State(state): State<AppState>,
     ApiPath(investigation): ApiPath<String>,
     ApiJson(def): ApiJson<ExtractorDef>,
-) -> Result<impl IntoResponse, AppError> {
-    Ok((StatusCode::CREATED, Json(state.notebook.add_extractor(&actor, &investigation, def).await?)))
+) -> Result<Created<ExtractorDef>, AppError> {
+    Ok(Created::new(state.notebook.add_extractor(&actor, &investigation, def).await?))
 }
 
 pub async fn slo(
@@ -137,24 +140,24 @@ pub async fn add_derived(
     State(state): State<AppState>,
     ApiPath(investigation): ApiPath<String>,
     ApiJson(def): ApiJson<domain::metrics::DerivedDef>,
-) -> Result<impl IntoResponse, AppError> {
-    Ok((StatusCode::CREATED, Json(state.notebook.add_derived(&actor, &investigation, def).await?)))
+) -> Result<Created<domain::metrics::DerivedDef>, AppError> {
+    Ok(Created::new(state.notebook.add_derived(&actor, &investigation, def).await?))
 }
 
 pub async fn remove_derived(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath((investigation, name)): ApiPath<(String, String)>,
-) -> Result<StatusCode, AppError> {
+) -> Result<NoContent, AppError> {
     state.notebook.remove_derived(&actor, &investigation, &name).await?;
-    Ok(StatusCode::NO_CONTENT)
+    Ok(NoContent)
 }
 
 pub async fn remove_extractor(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath((investigation, name)): ApiPath<(String, String)>,
-) -> Result<StatusCode, AppError> {
+) -> Result<NoContent, AppError> {
     state.notebook.remove_extractor(&actor, &investigation, &name).await?;
-    Ok(StatusCode::NO_CONTENT)
+    Ok(NoContent)
 }

@@ -3,11 +3,10 @@
 use crate::auth::Caller;
 use crate::error::AppError;
 use crate::extract::{ApiJson, ApiPath};
+use crate::handlers::Created;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
-use axum::http::{StatusCode, header};
-use axum::response::IntoResponse;
 use domain::replays::{Replay, ReplayRequest};
 
 /// `POST /api/v1/investigations/{id}/replay`: 201 with the replay, its runs queued.
@@ -16,10 +15,9 @@ pub async fn create(
     State(state): State<AppState>,
     ApiPath(investigation): ApiPath<String>,
     ApiJson(request): ApiJson<ReplayRequest>,
-) -> Result<impl IntoResponse, AppError> {
+) -> Result<Created<Replay>, AppError> {
     let replay = state.notebook.replay_investigation(&actor, &investigation, request).await?;
-    let location = [(header::LOCATION, format!("/api/v1/replays/{}", replay.id))];
-    Ok((StatusCode::CREATED, location, Json(replay)))
+    Ok(Created::at(format!("/api/v1/replays/{}", replay.id), replay))
 }
 
 /// `POST /api/v1/replays`: a provenance manifest (another Sleuth's export) replayed here.
@@ -27,10 +25,9 @@ pub async fn create_from_manifest(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiJson(asked): ApiJson<domain::replays::ManifestReplay>,
-) -> Result<impl IntoResponse, AppError> {
+) -> Result<Created<Replay>, AppError> {
     let replay = state.notebook.replay_manifest(&actor, asked).await?;
-    let location = [(header::LOCATION, format!("/api/v1/replays/{}", replay.id))];
-    Ok((StatusCode::CREATED, location, Json(replay)))
+    Ok(Created::at(format!("/api/v1/replays/{}", replay.id), replay))
 }
 
 /// `GET /api/v1/investigations/{id}/provenance`: the manifest alone.

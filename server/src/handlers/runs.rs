@@ -1,13 +1,15 @@
 use crate::auth::Caller;
 use crate::auth::middleware::Reauth;
 use crate::error::AppError;
-use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::extract::{ApiJson, ApiPath, ApiQuery, OptionalJson};
 use crate::guarded::streams::{Output, Which};
+use crate::handlers::Created;
 use crate::state::AppState;
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::NoContent;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use domain::error::ApiError;
@@ -22,22 +24,17 @@ pub async fn start(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(step_id): ApiPath<i64>,
-    body: axum::body::Bytes,
-) -> Result<impl IntoResponse, AppError> {
-    // The body is optional: no body means one run, no warm-up.
-    let request: RunRequest = if body.iter().all(u8::is_ascii_whitespace) {
-        RunRequest::default()
-    } else {
-        serde_json::from_slice(&body).map_err(|e| ApiError::invalid(format!("The run request is not valid: {e}")))?
-    };
+    // No body: one run, no warm-up.
+    OptionalJson(request): OptionalJson<RunRequest>,
+) -> Result<Created<Vec<Run>>, AppError> {
     let runs = state.notebook.start_runs(&actor, step_id, request).await?;
-    Ok((StatusCode::CREATED, Json(runs)))
+    Ok(Created::new(runs))
 }
 
 /// The longest `?wait=` a script may ask for.
 pub const MAX_WAIT_S: u64 = 60;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ShowQuery {
     /// Seconds to wait for the run to finish before answering (a long poll).
@@ -102,7 +99,7 @@ pub async fn cancel(
     Ok(Json(state.notebook.cancel_run(&actor, id).await?))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CompareQuery {
     /// `3,7`: two to eight run numbers, the first the reference.
@@ -124,12 +121,12 @@ pub async fn delete(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
-) -> Result<StatusCode, AppError> {
+) -> Result<NoContent, AppError> {
     state.notebook.delete_run(&actor, id).await?;
-    Ok(StatusCode::NO_CONTENT)
+    Ok(NoContent)
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct OutputQuery {
     /// `client` (the default: the command's output) or `server` (its server's log).
     #[serde(default)]
@@ -184,7 +181,7 @@ fn output_response(id: i64, query: &OutputQuery, output: Output) -> Response {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct StreamQuery {
     #[serde(default)]
     stream: Which,
@@ -237,7 +234,7 @@ fn with_keep_alive(stream: impl Stream<Item = Bytes> + Send + 'static) -> impl S
 /// Server-Sent Events for an investigation: `event: run` with the run as JSON
 /// whenever one of its runs is queued, starts or ends (and `{"sync":true}` on
 /// connecting if `?known=` is not the current runs fingerprint).
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct EventsQuery {
     /// The runs fingerprint the client shows (see `domain::runs::runs_fingerprint`).
     known: Option<u64>,
@@ -324,7 +321,7 @@ pub async fn of_step(
     Ok(Json(state.notebook.step(&actor, step_id).await?.runs))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SourceQuery {
     file: String,

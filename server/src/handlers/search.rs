@@ -21,7 +21,7 @@ pub async fn search(
     Ok(Json(state.notebook.search(&actor, request).await?))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct ExportQuery {
     #[serde(default)]
     format: Option<String>,

@@ -4,10 +4,10 @@
 use crate::auth::Caller;
 use crate::error::AppError;
 use crate::extract::{ApiJson, ApiPath};
+use crate::handlers::Created;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
 use domain::model::SharedView;
 use domain::shares::{CreatedShareLink, NewShareLink, ShareLink};
 
@@ -25,8 +25,8 @@ pub async fn create(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<String>,
     ApiJson(new): ApiJson<NewShareLink>,
-) -> Result<(StatusCode, Json<CreatedShareLink>), AppError> {
-    Ok((StatusCode::CREATED, Json(state.notebook.create_share_link(&actor, &id, new).await?)))
+) -> Result<Created<CreatedShareLink>, AppError> {
+    Ok(Created::new(state.notebook.create_share_link(&actor, &id, new).await?))
 }
 
 pub async fn revoke(

@@ -1,11 +1,11 @@
 use crate::auth::Caller;
 use crate::error::AppError;
 use crate::extract::{ApiJson, ApiPath};
+use crate::handlers::Created;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
-use axum::http::{StatusCode, header};
-use axum::response::IntoResponse;
+use axum::response::NoContent;
 use domain::error::ApiError;
 use domain::model::Step;
 use domain::steps::StepBody;
@@ -16,10 +16,9 @@ pub async fn create(
     State(state): State<AppState>,
     ApiPath(investigation): ApiPath<String>,
     ApiJson(body): ApiJson<StepBody>,
-) -> Result<impl IntoResponse, AppError> {
+) -> Result<Created<Step>, AppError> {
     let step = state.notebook.add_step(&actor, &investigation, body).await?;
-    let location = [(header::LOCATION, step.url.clone())];
-    Ok((StatusCode::CREATED, location, Json(step)))
+    Ok(Created::at(step.url.clone(), step))
 }
 
 /// `POST /steps/{id}/duplicate`: a copy of the step right after it (201, where it is).
@@ -27,10 +26,9 @@ pub async fn duplicate(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
-) -> Result<impl IntoResponse, AppError> {
+) -> Result<Created<Step>, AppError> {
     let step = state.notebook.duplicate_step(&actor, id).await?;
-    let location = [(header::LOCATION, step.url.clone())];
-    Ok((StatusCode::CREATED, location, Json(step)))
+    Ok(Created::at(step.url.clone(), step))
 }
 
 pub async fn show(
@@ -83,12 +81,12 @@ pub async fn delete(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
-) -> Result<StatusCode, AppError> {
+) -> Result<NoContent, AppError> {
     state.notebook.delete_step(&actor, id).await?;
-    Ok(StatusCode::NO_CONTENT)
+    Ok(NoContent)
 }
 
-#[derive(serde::Deserialize, Default)]
+#[derive(serde::Deserialize, Default, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Refresh {
     #[serde(default)]

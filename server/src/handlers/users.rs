@@ -4,10 +4,11 @@
 use crate::auth::Caller;
 use crate::error::AppError;
 use crate::extract::{ApiJson, ApiPath};
+use crate::handlers::Created;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::response::NoContent;
 use domain::accounts::{NewUser, SignInLink, TeamUser, UserChange};
 
 pub async fn list(Caller(actor): Caller, State(state): State<AppState>) -> Result<Json<Vec<TeamUser>>, AppError> {
@@ -19,8 +20,8 @@ pub async fn create(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiJson(new): ApiJson<NewUser>,
-) -> Result<(StatusCode, Json<SignInLink>), AppError> {
-    Ok((StatusCode::CREATED, Json(state.notebook.add_team_user(&actor, new).await?)))
+) -> Result<Created<SignInLink>, AppError> {
+    Ok(Created::new(state.notebook.add_team_user(&actor, new).await?))
 }
 
 pub async fn update(
@@ -45,7 +46,7 @@ pub async fn delete(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(name): ApiPath<String>,
-) -> Result<StatusCode, AppError> {
+) -> Result<NoContent, AppError> {
     state.notebook.remove_team_user(&actor, &name).await?;
-    Ok(StatusCode::NO_CONTENT)
+    Ok(NoContent)
 }

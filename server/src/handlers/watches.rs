@@ -3,11 +3,11 @@
 use crate::auth::Caller;
 use crate::error::AppError;
 use crate::extract::{ApiJson, ApiPath};
+use crate::handlers::Created;
 use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
-use axum::http::{StatusCode, header};
-use axum::response::IntoResponse;
+use axum::response::NoContent;
 use domain::watches::{Watch, WatchRequest};
 
 /// `POST /api/v1/steps/{id}/watch`: 201; its first run is queued within a second.
@@ -16,10 +16,9 @@ pub async fn create(
     State(state): State<AppState>,
     ApiPath(step): ApiPath<i64>,
     ApiJson(request): ApiJson<WatchRequest>,
-) -> Result<impl IntoResponse, AppError> {
+) -> Result<Created<Watch>, AppError> {
     let watch = state.notebook.watch_step(&actor, step, request).await?;
-    let location = [(header::LOCATION, format!("/api/v1/watches/{}", watch.id))];
-    Ok((StatusCode::CREATED, location, Json(watch)))
+    Ok(Created::at(format!("/api/v1/watches/{}", watch.id), watch))
 }
 
 pub async fn list(Caller(actor): Caller, State(state): State<AppState>) -> Result<Json<Vec<Watch>>, AppError> {
@@ -39,7 +38,7 @@ pub async fn delete(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
-) -> Result<StatusCode, AppError> {
+) -> Result<NoContent, AppError> {
     state.notebook.delete_watch(&actor, id).await?;
-    Ok(StatusCode::NO_CONTENT)
+    Ok(NoContent)
 }

@@ -40,7 +40,7 @@ fn not_found(id: i64) -> ApiError {
 
 /// Which of a run's outputs: its command's (stdout and stderr as they came), or
 /// its server's log (`?stream=server`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Which {
     #[default]

@@ -11,6 +11,7 @@ mod hypotheses;
 mod investigations;
 mod metrics;
 mod migrate;
+mod openapi;
 mod operations;
 mod pages;
 mod permissions;
