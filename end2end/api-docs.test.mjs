@@ -41,6 +41,7 @@ test('every curl example in docs/api.md works', () => {
     timeout: 60_000,
   });
   assert.match(out, /"status":"ok"/);
+  assert.match(out, /^3\.1\.0 \d+ paths$/m);
   assert.match(out, /<table>/);
   assert.match(out, /NCCL_PROTO sweep: no effect/);
   assert.match(out, /"code":"host_key_unknown"/);

@@ -7,7 +7,7 @@ use crate::handlers::Created;
 use crate::state::AppState;
 use axum::Json;
 use axum::body::Body;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::NoContent;
 use axum::response::{IntoResponse, Response};
@@ -144,7 +144,7 @@ pub async fn output(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
-    Query(query): Query<OutputQuery>,
+    ApiQuery(query): ApiQuery<OutputQuery>,
 ) -> Result<Response, AppError> {
     let output = state.notebook.output(&actor, id, query.stream, query.offset, query.limit).await?;
     Ok(output_response(id, &query, output))
@@ -154,7 +154,7 @@ pub async fn output(
 pub async fn shared_output(
     State(state): State<AppState>,
     ApiPath((token, id)): ApiPath<(String, i64)>,
-    Query(query): Query<OutputQuery>,
+    ApiQuery(query): ApiQuery<OutputQuery>,
 ) -> Result<Response, AppError> {
     let output = state.notebook.shared_output(&token, id, query.stream, query.offset, query.limit).await?;
     Ok(output_response(id, &query, output))
@@ -198,7 +198,7 @@ pub async fn stream(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
-    Query(query): Query<StreamQuery>,
+    ApiQuery(query): ApiQuery<StreamQuery>,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
     let resume = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
@@ -244,7 +244,7 @@ pub async fn investigation_events(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(investigation): ApiPath<String>,
-    Query(query): Query<EventsQuery>,
+    ApiQuery(query): ApiQuery<EventsQuery>,
     headers: HeaderMap,
 ) -> Result<Response, AppError> {
     let reauth = Reauth::new(state.auth.clone(), headers);
