@@ -33,6 +33,102 @@ pub enum Command {
     Backup(BackupArgs),
     /// Put a backup made by `sleuth backup` into an empty --data dir.
     Restore(RestoreArgs),
+    /// Sign this terminal in to a Sleuth server: checks an API token (read
+    /// from standard input, not echoed) and keeps it for the commands below,
+    /// in ~/.config/sleuth/credentials.json (mode 0600). SLEUTH_URL and
+    /// SLEUTH_TOKEN, when set, are used instead.
+    Login(LoginArgs),
+    /// Add a command step to an investigation and run it on a host: its output
+    /// streams here as it comes, and sleuth exits with the command's exit code
+    /// (124 timed out, 130 cancelled). Ctrl-C cancels the run.
+    Run(RunArgs),
+    /// Add a note (Markdown) to an investigation; prints its URL.
+    Note(NoteArgs),
+    /// Follow a run's output until it ends; exits with its exit code. Ctrl-C
+    /// stops watching, not the run.
+    Watch(WatchArgs),
+    /// Print the page URL of an investigation, a step or a run.
+    Open(OpenArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LoginArgs {
+    /// The server, as its pages are opened: `https://sleuth.example.com`.
+    pub url: String,
+    /// The server runs with --no-auth: keep its URL, no token.
+    #[arg(long)]
+    pub no_token: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The investigation (its ID, as in /i/ID).
+    #[arg(long, short = 'i')]
+    pub investigation: String,
+    /// The host, by its name in Sleuth.
+    #[arg(long)]
+    pub host: String,
+    /// An environment variable for the command: NAME=VALUE. Repeatable.
+    #[arg(long = "env", short = 'e', value_name = "NAME=VALUE")]
+    pub env: Vec<String>,
+    /// The directory the command runs in, on the host.
+    #[arg(long)]
+    pub cwd: Option<String>,
+    /// Seconds before the run is stopped and ends `timed_out`.
+    #[arg(long, value_name = "SECONDS")]
+    pub timeout: Option<u64>,
+    /// A server started beside the run and stopped after it (`vllm serve …`).
+    #[arg(long, value_name = "COMMAND")]
+    pub server: Option<String>,
+    /// The server is ready when a GET of this URL, made on the host, answers 200.
+    #[arg(long, value_name = "URL", requires = "server")]
+    pub ready_url: Option<String>,
+    /// The server is ready when a line of its log matches this regular expression.
+    #[arg(long, value_name = "REGEX", requires = "server")]
+    pub ready_log: Option<String>,
+    /// The server is ready when this port on the host accepts a connection.
+    #[arg(long, value_name = "PORT", requires = "server")]
+    pub ready_port: Option<u16>,
+    /// Seconds the server may take to be ready (default 600).
+    #[arg(long, value_name = "SECONDS", requires = "server")]
+    pub ready_timeout: Option<u64>,
+    /// Stream the server's log to standard error as it comes.
+    #[arg(long, requires = "server")]
+    pub server_log: bool,
+    /// Files the run leaves in $SLEUTH_RUN_DIR to keep: a glob. Repeatable.
+    #[arg(long = "artifact", value_name = "GLOB")]
+    pub artifacts: Vec<String>,
+    /// The command: one word is a command line as typed (`'nvidia-smi | head'`);
+    /// several are words, each quoted (`sh -c 'echo hi; exit 3'`).
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct NoteArgs {
+    #[arg(long, short = 'i')]
+    pub investigation: String,
+    /// The note, in Markdown; `-` reads it from standard input.
+    pub text: String,
+}
+
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// The run's number.
+    pub run: i64,
+    /// Also stream its server's log to standard error.
+    #[arg(long)]
+    pub server_log: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct OpenArgs {
+    /// An investigation's ID.
+    pub id: Option<String>,
+    #[arg(long, conflicts_with_all = ["id", "run"])]
+    pub step: Option<i64>,
+    #[arg(long, conflicts_with_all = ["id", "step"])]
+    pub run: Option<i64>,
 }
 
 #[derive(Debug, Args)]

@@ -7,6 +7,7 @@ pub mod auth;
 pub mod backup;
 pub mod charts;
 pub mod cli;
+pub mod client;
 mod comments;
 pub mod db;
 pub mod engine;

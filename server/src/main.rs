@@ -10,7 +10,23 @@ async fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
 
-    let result = match Cli::parse().command {
+    let client = match Cli::parse().command {
+        Command::Login(args) => server::client::login(args).await,
+        Command::Run(args) => server::client::run(args).await,
+        Command::Note(args) => server::client::note(args).await,
+        Command::Watch(args) => server::client::watch(args).await,
+        Command::Open(args) => server::client::open(args).await,
+        command => return admin(command).await,
+    };
+    client.unwrap_or_else(|error| {
+        eprintln!("sleuth: {error}");
+        ExitCode::FAILURE
+    })
+}
+
+/// The server and the commands that work on its data directly.
+async fn admin(command: Command) -> ExitCode {
+    let result = match command {
         Command::Serve(args) => server::serve::run(args).await,
         Command::Extract(args) => server::metrics::command::run(args),
         Command::User(command) => server::auth::command::user(command).await,
@@ -18,6 +34,7 @@ async fn main() -> ExitCode {
         Command::Migrate(args) => server::migrate::run(args).await,
         Command::Backup(args) => server::backup::backup(args).await,
         Command::Restore(args) => server::backup::restore(args).await,
+        Command::Login(_) | Command::Run(_) | Command::Note(_) | Command::Watch(_) | Command::Open(_) => Ok(()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -75,7 +75,7 @@ async fn tend(guarded: &Guarded, store: &Store, row: &WatchRow, now: i64) -> cra
     }
     let request = match only(guarded, &actor, row).await {
         Ok(only) => RunRequest { repeat: Some(1), only, ..RunRequest::default() },
-        Err(why) => return store.stop_watch(row.id, &why).await,
+        Err(why) => return store.stop_watch(row.id, &why.to_string()).await,
     };
     match guarded.start_runs(&actor, row.step_id, request).await {
         Ok(runs) => match runs.first() {
@@ -87,15 +87,26 @@ async fn tend(guarded: &Guarded, store: &Store, row: &WatchRow, now: i64) -> cra
 }
 
 /// The sweep configuration a watch runs, from its label.
-async fn only(guarded: &Guarded, actor: &Actor, row: &WatchRow) -> Result<Option<domain::sweeps::Config>, String> {
+async fn only(guarded: &Guarded, actor: &Actor, row: &WatchRow) -> Result<Option<domain::sweeps::Config>, Unrunnable> {
     let Some(label) = &row.config else { return Ok(None) };
-    let step = guarded.step(actor, row.step_id).await.map_err(|e| format!("Its step cannot be read: {}", e.message))?;
-    let domain::steps::StepBody::Command(body) = &step.body else { return Err("Its step is no command.".into()) };
+    let step = guarded.step(actor, row.step_id).await.map_err(Unrunnable::Step)?;
+    let domain::steps::StepBody::Command(body) = &step.body else { return Err(Unrunnable::NotACommand) };
     domain::sweeps::configurations(&body.matrix)
         .into_iter()
         .find(|c| domain::sweeps::config_label(c) == *label)
         .map(Some)
-        .ok_or_else(|| format!("Its step no longer has the configuration {label}."))
+        .ok_or_else(|| Unrunnable::ConfigurationGone(label.clone()))
+}
+
+/// Why a watch cannot run its step any more: the sentence it stops with.
+#[derive(Debug, thiserror::Error)]
+enum Unrunnable {
+    #[error("Its step cannot be read: {}", .0.message)]
+    Step(domain::error::ApiError),
+    #[error("Its step is no command.")]
+    NotACommand,
+    #[error("Its step no longer has the configuration {0}.")]
+    ConfigurationGone(String),
 }
 
 /// A run of the watch ended: counted as a failure, or its history judged and
@@ -155,7 +166,7 @@ async fn judge(
 }
 
 /// The message: a Slack-compatible `text`, and the change whole.
-fn message(row: &WatchRow, metric: &str, unit: Option<&str>, change: &Change) -> (String, String) {
+fn message(row: &WatchRow, metric: &str, unit: Option<&str>, change: &Change) -> (String, serde_json::Value) {
     let url = format!("/i/{}/history?step={}", row.investigation_id, row.step_id);
     let text = format!(
         "Sleuth: {metric} of step {} {} {:+.1} % ({} → {}{}) from run #{}{} — {url}",
@@ -181,5 +192,5 @@ fn message(row: &WatchRow, metric: &str, unit: Option<&str>, change: &Change) ->
         "change": change,
         "url": url,
     });
-    (text, body.to_string())
+    (text, body)
 }

@@ -1,0 +1,145 @@
+// Sleuth from a terminal: the `sleuth` binary's client commands against a team
+// server (accounts, an API token) and a real sshd host.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawn } from 'node:child_process';
+import { statSync, readFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startServer, tempDataDir } from './harness.mjs';
+import { startSshd } from './sshd.mjs';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const bin = process.env.SLEUTH_BIN ?? join(root, 'target', 'debug', 'sleuth');
+
+let server;
+let sshd;
+let token;
+let investigation;
+
+async function api(method, path, body) {
+  const response = await fetch(server.url + path, {
+    method,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: body && JSON.stringify(body),
+  });
+  const text = await response.text();
+  if (response.status >= 300 && !(path.endsWith('/test') && response.status === 409)) {
+    throw new Error(`${method} ${path}: ${response.status} ${text}`);
+  }
+  return text ? JSON.parse(text) : null;
+}
+
+/** Runs `sleuth ARGS…`; resolves with its exit code, stdout and stderr. */
+function sleuth(args, { env = {}, input, onStderr } = {}) {
+  const child = spawn(bin, args, {
+    env: { PATH: process.env.PATH, HOME: mkdtempSync(join(tmpdir(), 'sleuth-home-')), RUST_LOG: 'warn', ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => { stdout += d; });
+  child.stderr.on('data', (d) => { stderr += d; onStderr?.(stderr, child); });
+  child.stdin.end(input ?? '');
+  return new Promise((resolve) => child.on('exit', (code) => resolve({ code, stdout, stderr })));
+}
+
+const asTeam = () => ({ SLEUTH_URL: server.url, SLEUTH_TOKEN: token });
+
+before(async () => {
+  sshd = await startSshd();
+  const data = tempDataDir();
+  execFileSync(bin, ['user', 'add', 'ana', '--admin', '--password-stdin', '--data', data], { input: 'a-long-password-1\n' });
+  token = execFileSync(bin, ['token', 'create', '--user', 'ana', '--data', data], { encoding: 'utf8' }).trim();
+  server = await startServer(data, { accounts: true, setup: false });
+  await api('POST', '/api/v1/hosts', { name: 'gpu', hostname: '127.0.0.1', port: sshd.port, user: sshd.user, identity_file: sshd.key });
+  await api('POST', '/api/v1/hosts/gpu/test');
+  await api('POST', '/api/v1/hosts/gpu/trust', { fingerprint: sshd.fingerprint });
+  investigation = (await api('POST', '/api/v1/investigations', { title: 'from a terminal' })).id;
+});
+
+after(async () => {
+  await server?.stop();
+  sshd?.stop();
+});
+
+test('sleuth run prints the output, exits with the remote code, and leaves one command step with that run', async () => {
+  const { code, stdout, stderr } = await sleuth(
+    ['run', '--investigation', investigation, '--host', 'gpu', '--', 'sh', '-c', 'echo hello; exit 3'], { env: asTeam() });
+  assert.equal(stdout, 'hello\n', stderr);
+  assert.equal(code, 3, stderr);
+  assert.match(stderr, /sleuth: run (\d+) of step (\d+) on gpu: http:\/\/127\.0\.0\.1:\d+\/runs\/\d+/);
+  assert.ok(!stdout.includes(token) && !stderr.includes(token), 'no token is printed');
+  const found = await api('GET', `/api/v1/investigations/${investigation}`);
+  const commands = found.steps.filter((s) => s.kind === 'command');
+  assert.equal(commands.length, 1);
+  assert.equal(commands[0].command, "sh -c 'echo hello; exit 3'");
+  const runs = await api('GET', `/api/v1/steps/${commands[0].id}/runs`);
+  assert.deepEqual(runs.map((r) => [r.status, r.exit_code]), [['failed', 3]]);
+});
+
+test('env, a server beside the run and its log on stderr', async () => {
+  const { code, stdout, stderr } = await sleuth([
+    'run', '-i', investigation, '--host', 'gpu', '--env', 'NCCL_PROTO=LL',
+    '--server', 'echo "server up on $NCCL_PROTO"; exec sleep 60', '--ready-log', 'server up', '--server-log',
+    '--', 'echo "client with $NCCL_PROTO"',
+  ], { env: asTeam() });
+  assert.equal(code, 0, stderr);
+  assert.equal(stdout, 'client with LL\n');
+  assert.match(stderr, /server up on LL/);
+});
+
+test('Ctrl-C cancels the run', async () => {
+  let interrupted = false;
+  const { code, stderr } = await sleuth(['run', '-i', investigation, '--host', 'gpu', '--', 'echo started; sleep 60'], {
+    env: asTeam(),
+    onStderr: (text, child) => {
+      if (!interrupted && /sleuth: run \d+/.test(text)) {
+        interrupted = true;
+        setTimeout(() => child.kill('SIGINT'), 500);
+      }
+    },
+  });
+  assert.equal(code, 130, stderr);
+  assert.match(stderr, /cancelling run (\d+)/);
+  const run = await api('GET', `/api/v1/runs/${stderr.match(/cancelling run (\d+)/)[1]}`);
+  assert.equal(run.status, 'cancelled');
+});
+
+test('sleuth watch follows a run to its end; login keeps the token 0600; note and open', async () => {
+  const step = await api('POST', `/api/v1/investigations/${investigation}/steps`,
+    { kind: 'command', host: 'gpu', command: 'for i in 1 2 3; do echo "line $i"; sleep 0.3; done; exit 7' });
+  const [run] = await api('POST', `/api/v1/steps/${step.id}/runs`);
+
+  // A home of its own: `login` writes there, the others read it (no SLEUTH_* set).
+  const home = mkdtempSync(join(tmpdir(), 'sleuth-home-'));
+  const bad = await sleuth(['login', server.url], { env: { HOME: home }, input: 'not-a-token\n' });
+  assert.equal(bad.code, 1);
+  assert.match(bad.stderr, /did not accept the token: run `sleuth login http/);
+  const login = await sleuth(['login', server.url], { env: { HOME: home }, input: `${token}\n` });
+  assert.equal(login.code, 0, login.stderr);
+  const kept = join(home, '.config', 'sleuth', 'credentials.json');
+  assert.equal(statSync(kept).mode & 0o777, 0o600);
+  assert.equal(JSON.parse(readFileSync(kept, 'utf8')).token, token);
+  assert.ok(!login.stderr.includes(token));
+
+  const watched = await sleuth(['watch', String(run.id)], { env: { HOME: home } });
+  assert.equal(watched.stdout, 'line 1\nline 2\nline 3\n', watched.stderr);
+  assert.equal(watched.code, 7);
+
+  const note = await sleuth(['note', '-i', investigation, '**Custom allreduce** is off: <script>alert(1)</script>'], { env: { HOME: home } });
+  assert.equal(note.code, 0, note.stderr);
+  assert.match(note.stdout, new RegExp(`^${server.url}/i/${investigation}#step-\\d+\\n$`));
+  const opened = await sleuth(['open', investigation], { env: { HOME: home } });
+  assert.equal(opened.stdout, `${server.url}/i/${investigation}\n`);
+  const openedRun = await sleuth(['open', '--run', String(run.id)], { env: { HOME: home } });
+  assert.equal(openedRun.stdout, `${server.url}/runs/${run.id}\n`);
+
+  const missing = await sleuth(['open', 'nosuchthing'], { env: { HOME: home } });
+  assert.equal(missing.code, 1);
+  assert.match(missing.stderr, /^sleuth: .*(no such|not found|No investigation)/i);
+  const nowhere = await sleuth(['note', '-i', investigation, 'x'], { env: { HOME: mkdtempSync(join(tmpdir(), 'sleuth-home-')) } });
+  assert.equal(nowhere.code, 1);
+  assert.match(nowhere.stderr, /Not signed in: run `sleuth login URL`/);
+});

@@ -1,0 +1,402 @@
+//! Sleuth from a terminal: `sleuth login`, `run`, `note`, `watch`, `open`
+//! talk to a server's JSON API (docs/api.md) as a script would, with the
+//! token `login` kept (or `SLEUTH_URL` + `SLEUTH_TOKEN`).
+
+pub mod credentials;
+mod follow;
+pub mod http;
+
+use crate::cli::{LoginArgs, NoteArgs, OpenArgs, RunArgs, WatchArgs};
+use credentials::Credentials;
+use domain::model::Step;
+use domain::runs::{Run, RunStatus};
+use follow::Stream;
+use http::{HttpError, Origin};
+use hyper::Method;
+use serde::de::DeserializeOwned;
+use serde_json::json;
+use std::io::{BufRead, IsTerminal};
+use std::process::ExitCode;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("{0}")]
+    Usage(String),
+    #[error(transparent)]
+    Http(#[from] HttpError),
+    #[error("{what}: {source}")]
+    Io { what: String, source: std::io::Error },
+}
+
+/// A server and the token to show it.
+pub struct Api {
+    origin: Origin,
+    token: Option<String>,
+}
+
+impl Api {
+    fn new(credentials: Credentials) -> Result<Self, ClientError> {
+        Ok(Self { origin: Origin::parse(&credentials.url)?, token: credentials.token })
+    }
+
+    async fn call<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<serde_json::Value>,
+    ) -> Result<T, ClientError> {
+        let place = self.origin.place();
+        let response = self.origin.send(method, path, self.token.as_deref(), body.as_ref()).await?;
+        let (status, bytes) = http::body(&place, response).await?;
+        Ok(http::json(&place, status, &bytes).map_err(|e| self.explain(e))?)
+    }
+
+    /// A 2xx answer's bytes (a run's output).
+    async fn bytes(&self, path: &str) -> Result<bytes::Bytes, ClientError> {
+        let place = self.origin.place();
+        let response = self.origin.send(Method::GET, path, self.token.as_deref(), None).await?;
+        let (status, bytes) = http::body(&place, response).await?;
+        if !status.is_success() {
+            return Err(self.explain(http::refusal(&place, status, &bytes)).into());
+        }
+        Ok(bytes)
+    }
+
+    /// A 2xx answer whose body is read as it comes (an event stream).
+    async fn open(&self, path: &str) -> Result<hyper::body::Incoming, ClientError> {
+        let place = self.origin.place();
+        let response = self.origin.send(Method::GET, path, self.token.as_deref(), None).await?;
+        if !response.status().is_success() {
+            let (status, bytes) = http::body(&place, response).await?;
+            return Err(self.explain(http::refusal(&place, status, &bytes)).into());
+        }
+        Ok(response.into_body())
+    }
+
+    /// A 401 says what to do from a terminal.
+    fn explain(&self, error: HttpError) -> HttpError {
+        match error {
+            HttpError::Api { status: 401, code, .. } => HttpError::Api {
+                status: 401,
+                code,
+                message: format!(
+                    "{} did not accept {}: run `sleuth login {}` (or set SLEUTH_TOKEN).",
+                    self.origin.url(),
+                    if self.token.is_some() { "the token" } else { "a request without a token" },
+                    self.origin.url()
+                ),
+            },
+            other => other,
+        }
+    }
+
+    fn page(&self, path: &str) -> String {
+        format!("{}{path}", self.origin.url())
+    }
+}
+
+pub async fn login(args: LoginArgs) -> Result<ExitCode, ClientError> {
+    let origin = Origin::parse(&args.url)?;
+    let token = if args.no_token {
+        None
+    } else {
+        let prompt =
+            format!("API token for {} (from the /tokens page or `sleuth token create --user NAME`): ", origin.url());
+        Some(read_secret(&prompt)?)
+    };
+    let api = Api { origin, token };
+    // Any call that needs a caller: it fails now, not at the first `sleuth run`.
+    api.call::<serde_json::Value>(Method::GET, "/api/v1/status", None).await?;
+    let path = credentials::write(&Credentials { url: api.origin.url(), token: api.token })?;
+    eprintln!("Signed in to {}; the token is kept in {} (only you can read it).", api.origin.url(), path.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One line from standard input, not echoed when it is a terminal.
+fn read_secret(prompt: &str) -> Result<String, ClientError> {
+    let stdin = std::io::stdin();
+    let terminal = stdin.is_terminal();
+    if terminal {
+        eprint!("{prompt}");
+    }
+    let echo = terminal.then(|| Echo::off(libc::STDIN_FILENO));
+    let mut line = String::new();
+    let read = stdin.lock().read_line(&mut line);
+    drop(echo);
+    if terminal {
+        eprintln!();
+    }
+    read.map_err(|source| ClientError::Io { what: "reading the token".into(), source })?;
+    let token = line.trim().to_string();
+    if token.is_empty() {
+        return Err(ClientError::Usage("No token given: paste one, or pipe it in (`… | sleuth login URL`).".into()));
+    }
+    Ok(token)
+}
+
+/// The terminal's echo turned off until dropped.
+struct Echo(libc::c_int, Option<libc::termios>);
+
+impl Echo {
+    fn off(fd: libc::c_int) -> Self {
+        // SAFETY: tcgetattr/tcsetattr on a descriptor we were given, with a
+        // termios that lives on this stack frame.
+        unsafe {
+            let mut saved: libc::termios = std::mem::zeroed();
+            if libc::tcgetattr(fd, &mut saved) != 0 {
+                return Self(fd, None);
+            }
+            let mut quiet = saved;
+            quiet.c_lflag &= !libc::ECHO;
+            libc::tcsetattr(fd, libc::TCSANOW, &quiet);
+            Self(fd, Some(saved))
+        }
+    }
+}
+
+impl Drop for Echo {
+    fn drop(&mut self) {
+        if let Some(saved) = self.1 {
+            // SAFETY: as in `off`.
+            unsafe {
+                libc::tcsetattr(self.0, libc::TCSANOW, &saved);
+            }
+        }
+    }
+}
+
+pub async fn run(args: RunArgs) -> Result<ExitCode, ClientError> {
+    let api = Api::new(credentials::current()?)?;
+    let body = command_step(&args)?;
+    let step: Step =
+        api.call(Method::POST, &format!("/api/v1/investigations/{}/steps", args.investigation), Some(body)).await?;
+    let runs: Vec<Run> = api.call(Method::POST, &format!("/api/v1/steps/{}/runs", step.id), None).await?;
+    let run = runs.into_iter().next().ok_or_else(|| ClientError::Usage("The server queued no run.".into()))?;
+    eprintln!("sleuth: run {} of step {} on {}: {}", run.id, step.id, run.host, api.page(&format!("/runs/{}", run.id)));
+    follow_to_end(&api, run.id, args.server_log, Interrupt::Cancels).await
+}
+
+/// The command step `sleuth run` adds. One word after `--` is a command line
+/// as typed (`'nvidia-smi | head'`); more are words, each quoted, as `exec`
+/// would pass them (`sh -c 'echo hello; exit 3'`).
+fn command_step(args: &RunArgs) -> Result<serde_json::Value, ClientError> {
+    let command = match args.command.as_slice() {
+        [] => return Err(ClientError::Usage("Name the command after `--`.".into())),
+        [line] => line.clone(),
+        words => words.iter().map(|w| crate::ssh::quote::quote_if_needed(w)).collect::<Vec<_>>().join(" "),
+    };
+    let mut env = serde_json::Map::new();
+    for pair in &args.env {
+        let (name, value) =
+            pair.split_once('=').ok_or_else(|| ClientError::Usage(format!("--env {pair:?}: write it NAME=VALUE.")))?;
+        env.insert(name.to_string(), json!(value));
+    }
+    let mut body = json!({ "kind": "command", "host": args.host, "command": command, "env": env });
+    if let Some(cwd) = &args.cwd {
+        body["cwd"] = json!(cwd);
+    }
+    if let Some(timeout) = args.timeout {
+        body["timeout_s"] = json!(timeout);
+    }
+    if !args.artifacts.is_empty() {
+        body["artifacts"] = json!(args.artifacts);
+    }
+    if let Some(server) = &args.server {
+        let ready = match (&args.ready_url, &args.ready_log, args.ready_port) {
+            (Some(url), None, None) => json!({ "http": url }),
+            (None, Some(pattern), None) => json!({ "log": pattern }),
+            (None, None, Some(port)) => json!({ "tcp": port }),
+            _ => {
+                return Err(ClientError::Usage(
+                    "Say when the server is ready with one of --ready-url, --ready-log or --ready-port.".into(),
+                ));
+            }
+        };
+        let mut spec = json!({ "command": server, "ready": ready });
+        if let Some(seconds) = args.ready_timeout {
+            spec["ready_timeout_s"] = json!(seconds);
+        }
+        body["server"] = spec;
+    }
+    Ok(body)
+}
+
+pub async fn watch(args: WatchArgs) -> Result<ExitCode, ClientError> {
+    let api = Api::new(credentials::current()?)?;
+    let run: Run = api.call(Method::GET, &format!("/api/v1/runs/{}", args.run), None).await?;
+    eprintln!(
+        "sleuth: run {} on {} ({}): {}",
+        run.id,
+        run.host,
+        run.status.as_str(),
+        api.page(&format!("/runs/{}", run.id))
+    );
+    follow_to_end(&api, run.id, args.server_log, Interrupt::StopsWatching).await
+}
+
+/// What Ctrl-C does while a run is followed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Interrupt {
+    /// `sleuth run`: the run is cancelled (a second Ctrl-C leaves at once).
+    Cancels,
+    /// `sleuth watch`: only the watching stops.
+    StopsWatching,
+}
+
+/// Output to stdout (the server's log to stderr) until the run ends; the
+/// exit code says how it ended.
+async fn follow_to_end(api: &Api, run: i64, server_log: bool, interrupt: Interrupt) -> Result<ExitCode, ClientError> {
+    let output = async {
+        let mut stdout = tokio::io::stdout();
+        let client = follow::follow(api, run, Stream::Client, &mut stdout);
+        if server_log {
+            let mut stderr = tokio::io::stderr();
+            let (client, server) = tokio::join!(client, follow::follow(api, run, Stream::Server, &mut stderr));
+            server?;
+            client
+        } else {
+            client.await
+        }
+    };
+    tokio::pin!(output);
+    let mut cancelled = false;
+    loop {
+        tokio::select! {
+            done = &mut output => {
+                done?;
+                break;
+            }
+            _ = tokio::signal::ctrl_c() => {
+                if interrupt == Interrupt::StopsWatching || cancelled {
+                    eprintln!("\nsleuth: stopped watching run {run}; it goes on.");
+                    return Ok(ExitCode::from(130));
+                }
+                cancelled = true;
+                eprintln!("\nsleuth: cancelling run {run} (Ctrl-C again to stop waiting)…");
+                if let Err(e) = api.call::<Run>(Method::POST, &format!("/api/v1/runs/{run}/cancel"), None).await {
+                    eprintln!("sleuth: {e}");
+                }
+            }
+        }
+    }
+    let ended: Run = api.call(Method::GET, &format!("/api/v1/runs/{run}?wait=60"), None).await?;
+    Ok(exit_code(&ended))
+}
+
+/// A run's end as a process's: the command's own code, 124 for a timeout
+/// (as `timeout(1)`), 128+N for a signal, 130 when cancelled, else 1 with
+/// the reason on stderr.
+fn exit_code(run: &Run) -> ExitCode {
+    let code = match (run.status, run.exit_code) {
+        (RunStatus::Succeeded | RunStatus::Failed, Some(code)) => code.clamp(0, 255) as u8,
+        (RunStatus::TimedOut, _) => 124,
+        (RunStatus::Cancelled, _) => 130,
+        (_, _) => match run.exit_signal.as_deref().and_then(signal_number) {
+            Some(n) => 128 + n,
+            None => 1,
+        },
+    };
+    if code != 0 {
+        let why = run.error.as_deref().unwrap_or("");
+        eprintln!("sleuth: run {} {}{}{}", run.id, run.status.as_str(), if why.is_empty() { "" } else { ": " }, why);
+    }
+    ExitCode::from(code)
+}
+
+fn signal_number(name: &str) -> Option<u8> {
+    let name = name.trim_start_matches("SIG");
+    ["HUP", "INT", "QUIT", "ILL", "TRAP", "ABRT", "BUS", "FPE", "KILL", "USR1", "SEGV", "USR2", "PIPE", "ALRM", "TERM"]
+        .iter()
+        .position(|s| *s == name)
+        .map(|at| at as u8 + 1)
+}
+
+pub async fn note(args: NoteArgs) -> Result<ExitCode, ClientError> {
+    let api = Api::new(credentials::current()?)?;
+    let text = if args.text == "-" {
+        std::io::read_to_string(std::io::stdin())
+            .map_err(|source| ClientError::Io { what: "reading the note".into(), source })?
+    } else {
+        args.text
+    };
+    let body = json!({ "kind": "note", "body": text });
+    let step: Step =
+        api.call(Method::POST, &format!("/api/v1/investigations/{}/steps", args.investigation), Some(body)).await?;
+    println!("{}", api.page(&step.url));
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn open(args: OpenArgs) -> Result<ExitCode, ClientError> {
+    let api = Api::new(credentials::current()?)?;
+    let url = match (&args.id, args.step, args.run) {
+        (Some(id), None, None) => {
+            api.call::<serde_json::Value>(Method::GET, &format!("/api/v1/investigations/{id}"), None).await?["url"]
+                .as_str()
+                .map(str::to_string)
+        }
+        (None, Some(step), None) => {
+            Some(api.call::<Step>(Method::GET, &format!("/api/v1/steps/{step}"), None).await?.url)
+        }
+        (None, None, Some(run)) => {
+            let run: Run = api.call(Method::GET, &format!("/api/v1/runs/{run}"), None).await?;
+            Some(format!("/runs/{}", run.id))
+        }
+        _ => {
+            return Err(ClientError::Usage(
+                "Name one thing to open: an investigation's ID, --step N or --run N.".into(),
+            ));
+        }
+    };
+    let url = url.ok_or_else(|| ClientError::Usage("The server's answer has no page URL.".into()))?;
+    println!("{}", api.page(&url));
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(command: &[&str]) -> RunArgs {
+        use clap::Parser;
+        let mut argv = vec!["sleuth", "run", "--investigation", "abc", "--host", "gpu", "--env", "NCCL_PROTO=LL", "--"];
+        argv.extend_from_slice(command);
+        match crate::cli::Cli::parse_from(argv).command {
+            crate::cli::Command::Run(args) => args,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn words_after_the_dashes_are_quoted_and_one_is_a_command_line() {
+        let step = command_step(&args(&["sh", "-c", "echo hello; exit 3"])).unwrap();
+        assert_eq!(step["command"], "sh -c 'echo hello; exit 3'");
+        assert_eq!(step["env"]["NCCL_PROTO"], "LL");
+        let step = command_step(&args(&["nvidia-smi | head -3"])).unwrap();
+        assert_eq!(step["command"], "nvidia-smi | head -3");
+    }
+
+    #[test]
+    fn a_server_says_when_it_is_ready() {
+        let mut run = args(&["bench"]);
+        run.server = Some("vllm serve m".into());
+        assert!(matches!(command_step(&run), Err(ClientError::Usage(_))));
+        run.ready_port = Some(8000);
+        assert_eq!(command_step(&run).unwrap()["server"], json!({"command": "vllm serve m", "ready": {"tcp": 8000}}));
+    }
+
+    #[test]
+    fn runs_end_with_their_commands_code() {
+        let mut run: Run = serde_json::from_value(json!({
+            "id": 1, "step_id": 1, "host": "gpu", "command": "x", "env": [], "cwd": null, "timeout_s": null,
+            "status": "failed", "exit_code": 3, "exit_signal": null, "error": null, "batch_index": 1, "batch_size": 1,
+            "warmup": false, "stdout_bytes": 0, "stderr_bytes": 0, "lines": 0, "queued_at": "2026-12-04T00:00:00Z",
+            "started_at": null, "finished_at": null, "duration_ms": null, "who": null,
+        }))
+        .unwrap_or_else(|e| panic!("a run from JSON: {e}"));
+        assert_eq!(exit_code(&run), ExitCode::from(3));
+        run.status = RunStatus::TimedOut;
+        assert_eq!(exit_code(&run), ExitCode::from(124));
+        (run.status, run.exit_code, run.exit_signal) = (RunStatus::Lost, None, Some("KILL".into()));
+        assert_eq!(exit_code(&run), ExitCode::from(137));
+    }
+}
