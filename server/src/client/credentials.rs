@@ -3,7 +3,7 @@
 //! `$XDG_CONFIG_HOME/sleuth/credentials.json` (`~/.config/…`), readable by its
 //! owner only.
 
-use super::ClientError;
+use super::api::ClientError;
 use std::io::Write;
 use std::path::PathBuf;
 

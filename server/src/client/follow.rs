@@ -3,7 +3,7 @@
 //! bytes come from `…/output?offset=&limit=` — exactly as the host wrote them
 //! (the stream's own data is HTML for pages).
 
-use super::{Api, ClientError};
+use super::api::{Api, ClientError};
 use crate::client::http::HttpError;
 use http_body_util::BodyExt;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
@@ -76,7 +76,7 @@ async fn follow_once(
     let mut body = api.open(&path).await?;
     let mut pending = Vec::new();
     while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|source| HttpError::Broken { place: api.origin.place(), source })?;
+        let frame = frame.map_err(|source| HttpError::Broken { place: api.place(), source })?;
         let Ok(data) = frame.into_data() else { continue };
         pending.extend_from_slice(&data);
         while let Some(at) = pending.windows(2).position(|w| w == b"\n\n") {

@@ -2,97 +2,28 @@
 //! talk to a server's JSON API (docs/api.md) as a script would, with the
 //! token `login` kept (or `SLEUTH_URL` + `SLEUTH_TOKEN`).
 
+mod api;
 pub mod credentials;
 mod follow;
 pub mod http;
+
+pub use api::{Api, ClientError};
 
 use crate::cli::{LoginArgs, NoteArgs, OpenArgs, RunArgs, WatchArgs};
 use credentials::Credentials;
 use domain::model::Step;
 use domain::runs::{Run, RunStatus};
 use follow::Stream;
-use http::{HttpError, Origin};
+use http::Origin;
 use hyper::Method;
-use serde::de::DeserializeOwned;
 use serde_json::json;
 use std::io::{BufRead, IsTerminal};
 use std::process::ExitCode;
 
-#[derive(Debug, thiserror::Error)]
-pub enum ClientError {
-    #[error("{0}")]
-    Usage(String),
-    #[error(transparent)]
-    Http(#[from] HttpError),
-    #[error("{what}: {source}")]
-    Io { what: String, source: std::io::Error },
-}
-
-/// A server and the token to show it.
-pub struct Api {
-    origin: Origin,
-    token: Option<String>,
-}
-
-impl Api {
-    fn new(credentials: Credentials) -> Result<Self, ClientError> {
-        Ok(Self { origin: Origin::parse(&credentials.url)?, token: credentials.token })
-    }
-
-    async fn call<T: DeserializeOwned>(
-        &self,
-        method: Method,
-        path: &str,
-        body: Option<serde_json::Value>,
-    ) -> Result<T, ClientError> {
-        let place = self.origin.place();
-        let response = self.origin.send(method, path, self.token.as_deref(), body.as_ref()).await?;
-        let (status, bytes) = http::body(&place, response).await?;
-        Ok(http::json(&place, status, &bytes).map_err(|e| self.explain(e))?)
-    }
-
-    /// A 2xx answer's bytes (a run's output).
-    async fn bytes(&self, path: &str) -> Result<bytes::Bytes, ClientError> {
-        let place = self.origin.place();
-        let response = self.origin.send(Method::GET, path, self.token.as_deref(), None).await?;
-        let (status, bytes) = http::body(&place, response).await?;
-        if !status.is_success() {
-            return Err(self.explain(http::refusal(&place, status, &bytes)).into());
-        }
-        Ok(bytes)
-    }
-
-    /// A 2xx answer whose body is read as it comes (an event stream).
-    async fn open(&self, path: &str) -> Result<hyper::body::Incoming, ClientError> {
-        let place = self.origin.place();
-        let response = self.origin.send(Method::GET, path, self.token.as_deref(), None).await?;
-        if !response.status().is_success() {
-            let (status, bytes) = http::body(&place, response).await?;
-            return Err(self.explain(http::refusal(&place, status, &bytes)).into());
-        }
-        Ok(response.into_body())
-    }
-
-    /// A 401 says what to do from a terminal.
-    fn explain(&self, error: HttpError) -> HttpError {
-        match error {
-            HttpError::Api { status: 401, code, .. } => HttpError::Api {
-                status: 401,
-                code,
-                message: format!(
-                    "{} did not accept {}: run `sleuth login {}` (or set SLEUTH_TOKEN).",
-                    self.origin.url(),
-                    if self.token.is_some() { "the token" } else { "a request without a token" },
-                    self.origin.url()
-                ),
-            },
-            other => other,
-        }
-    }
-
-    fn page(&self, path: &str) -> String {
-        format!("{}{path}", self.origin.url())
-    }
+/// The server and token of `SLEUTH_URL`/`SLEUTH_TOKEN` or `sleuth login`.
+fn signed_in() -> Result<Api, ClientError> {
+    let credentials = credentials::current()?;
+    Ok(Api::with(Origin::parse(&credentials.url)?, credentials.token))
 }
 
 pub async fn login(args: LoginArgs) -> Result<ExitCode, ClientError> {
@@ -104,11 +35,11 @@ pub async fn login(args: LoginArgs) -> Result<ExitCode, ClientError> {
             format!("API token for {} (from the /tokens page or `sleuth token create --user NAME`): ", origin.url());
         Some(read_secret(&prompt)?)
     };
-    let api = Api { origin, token };
+    let api = Api::with(origin, token);
     // Any call that needs a caller: it fails now, not at the first `sleuth run`.
     api.call::<serde_json::Value>(Method::GET, "/api/v1/status", None).await?;
-    let path = credentials::write(&Credentials { url: api.origin.url(), token: api.token })?;
-    eprintln!("Signed in to {}; the token is kept in {} (only you can read it).", api.origin.url(), path.display());
+    let path = credentials::write(&Credentials { url: api.url(), token: api.token().map(str::to_string) })?;
+    eprintln!("Signed in to {}; the token is kept in {} (only you can read it).", api.url(), path.display());
     Ok(ExitCode::SUCCESS)
 }
 
@@ -166,7 +97,7 @@ impl Drop for Echo {
 }
 
 pub async fn run(args: RunArgs) -> Result<ExitCode, ClientError> {
-    let api = Api::new(credentials::current()?)?;
+    let api = signed_in()?;
     let body = command_step(&args)?;
     let step: Step =
         api.call(Method::POST, &format!("/api/v1/investigations/{}/steps", args.investigation), Some(body)).await?;
@@ -222,7 +153,7 @@ fn command_step(args: &RunArgs) -> Result<serde_json::Value, ClientError> {
 }
 
 pub async fn watch(args: WatchArgs) -> Result<ExitCode, ClientError> {
-    let api = Api::new(credentials::current()?)?;
+    let api = signed_in()?;
     let run: Run = api.call(Method::GET, &format!("/api/v1/runs/{}", args.run), None).await?;
     eprintln!(
         "sleuth: run {} on {} ({}): {}",
@@ -312,7 +243,7 @@ fn signal_number(name: &str) -> Option<u8> {
 }
 
 pub async fn note(args: NoteArgs) -> Result<ExitCode, ClientError> {
-    let api = Api::new(credentials::current()?)?;
+    let api = signed_in()?;
     let text = if args.text == "-" {
         std::io::read_to_string(std::io::stdin())
             .map_err(|source| ClientError::Io { what: "reading the note".into(), source })?
@@ -327,7 +258,7 @@ pub async fn note(args: NoteArgs) -> Result<ExitCode, ClientError> {
 }
 
 pub async fn open(args: OpenArgs) -> Result<ExitCode, ClientError> {
-    let api = Api::new(credentials::current()?)?;
+    let api = signed_in()?;
     let url = match (&args.id, args.step, args.run) {
         (Some(id), None, None) => {
             api.call::<serde_json::Value>(Method::GET, &format!("/api/v1/investigations/{id}"), None).await?["url"]
