@@ -143,3 +143,16 @@ test('sleuth watch follows a run to its end; login keeps the token 0600; note an
   assert.equal(nowhere.code, 1);
   assert.match(nowhere.stderr, /Not signed in: run `sleuth login URL`/);
 });
+
+test('sleuth watch --sweep shows progress until the sweep ends', async () => {
+  const step = await api('POST', `/api/v1/investigations/${investigation}/steps`,
+    { kind: 'command', host: 'gpu', command: 'sleep 0.5; [ "$MODE" != bad ]', matrix: { MODE: ['good', 'bad'] } });
+  const runs = await api('POST', `/api/v1/steps/${step.id}/runs`);
+  const sweep = runs[0].sweep_id;
+  assert.ok(sweep, JSON.stringify(runs[0]));
+  const { code, stderr } = await sleuth(['watch', '--sweep', String(sweep)], { env: asTeam() });
+  assert.equal(code, 1, stderr); // MODE=bad failed
+  assert.match(stderr, /sleuth: \[0:\d\d\] sweep 1 of 2/);
+  assert.match(stderr, /sweep done: 2 runs, 1 not succeeded/);
+  assert.match(stderr, new RegExp(`${server.url}/i/${investigation}#step-${step.id}`));
+});

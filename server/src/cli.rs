@@ -44,8 +44,9 @@ pub enum Command {
     Run(RunArgs),
     /// Add a note (Markdown) to an investigation; prints its URL.
     Note(NoteArgs),
-    /// Follow a run's output until it ends; exits with its exit code. Ctrl-C
-    /// stops watching, not the run.
+    /// Follow a run's output until it ends, and exit with its exit code; or a
+    /// sweep's progress until its last run ends (exit 1 if any did not
+    /// succeed). Ctrl-C stops watching, not the run.
     Watch(WatchArgs),
     /// Print the page URL of an investigation, a step or a run.
     Open(OpenArgs),
@@ -115,8 +116,12 @@ pub struct NoteArgs {
 #[derive(Debug, Args)]
 pub struct WatchArgs {
     /// The run's number.
-    pub run: i64,
-    /// Also stream its server's log to standard error.
+    #[arg(required_unless_present = "sweep")]
+    pub run: Option<i64>,
+    /// A sweep's number instead (as its step's page shows it).
+    #[arg(long, conflicts_with_all = ["run", "server_log"])]
+    pub sweep: Option<i64>,
+    /// Also stream the run's server log to standard error.
     #[arg(long)]
     pub server_log: bool,
 }

@@ -13,6 +13,7 @@ use crate::cli::{LoginArgs, NoteArgs, OpenArgs, RunArgs, WatchArgs};
 use credentials::Credentials;
 use domain::model::Step;
 use domain::runs::{Run, RunStatus};
+use domain::sweeps::Sweep;
 use follow::Stream;
 use http::Origin;
 use hyper::Method;
@@ -154,7 +155,12 @@ fn command_step(args: &RunArgs) -> Result<serde_json::Value, ClientError> {
 
 pub async fn watch(args: WatchArgs) -> Result<ExitCode, ClientError> {
     let api = signed_in()?;
-    let run: Run = api.call(Method::GET, &format!("/api/v1/runs/{}", args.run), None).await?;
+    let run = match (args.run, args.sweep) {
+        (_, Some(sweep)) => return watch_sweep(&api, sweep).await,
+        (Some(run), None) => run,
+        (None, None) => return Err(ClientError::Usage("Name a run, or --sweep N.".into())),
+    };
+    let run: Run = api.call(Method::GET, &format!("/api/v1/runs/{run}"), None).await?;
     eprintln!(
         "sleuth: run {} on {} ({}): {}",
         run.id,
@@ -163,6 +169,51 @@ pub async fn watch(args: WatchArgs) -> Result<ExitCode, ClientError> {
         api.page(&format!("/runs/{}", run.id))
     );
     follow_to_end(&api, run.id, args.server_log, Interrupt::StopsWatching).await
+}
+
+/// How often a sweep is asked how far it is.
+const SWEEP_POLL: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// A sweep's progress on stderr as it changes, until its last run ended;
+/// then a bell, when stderr is a terminal (a long sweep is left running in a
+/// tab).
+async fn watch_sweep(api: &Api, id: i64) -> Result<ExitCode, ClientError> {
+    let started = std::time::Instant::now();
+    let mut shown = String::new();
+    let sweep = loop {
+        let sweep: Sweep = api.call(Method::GET, &format!("/api/v1/sweeps/{id}"), None).await?;
+        let line = sweep.progress();
+        if line != shown {
+            eprintln!("sleuth: [{}] {line}", elapsed(started.elapsed()));
+            shown = line;
+        }
+        if sweep.finished() {
+            break sweep;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(SWEEP_POLL) => {}
+            _ = tokio::signal::ctrl_c() => {
+                eprintln!("sleuth: stopped watching sweep {id}; it goes on.");
+                return Ok(ExitCode::from(130));
+            }
+        }
+    };
+    if std::io::stderr().is_terminal() {
+        eprint!("\x07");
+    }
+    let step: Step = api.call(Method::GET, &format!("/api/v1/steps/{}", sweep.step_id), None).await?;
+    eprintln!("sleuth: {}", api.page(&step.url));
+    Ok(if sweep.failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// `1:02:03`, `2:03`.
+fn elapsed(time: std::time::Duration) -> String {
+    let s = time.as_secs();
+    if s >= 3600 {
+        format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+    } else {
+        format!("{}:{:02}", s / 60, s % 60)
+    }
 }
 
 /// What Ctrl-C does while a run is followed.
@@ -313,6 +364,12 @@ mod tests {
         assert!(matches!(command_step(&run), Err(ClientError::Usage(_))));
         run.ready_port = Some(8000);
         assert_eq!(command_step(&run).unwrap()["server"], json!({"command": "vllm serve m", "ready": {"tcp": 8000}}));
+    }
+
+    #[test]
+    fn elapsed_time_reads_like_a_clock() {
+        assert_eq!(elapsed(std::time::Duration::from_secs(62)), "1:02");
+        assert_eq!(elapsed(std::time::Duration::from_secs(3723)), "1:02:03");
     }
 
     #[test]
