@@ -85,7 +85,9 @@ async fn main() {
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
     for _ in 0..n {
         let (url, investigation) = (url.clone(), investigation.clone());
-        ours.push(tokio::task::spawn_blocking(move || sleuth_run(&url, &investigation, "true").0).await.expect("client"));
+        ours.push(
+            tokio::task::spawn_blocking(move || sleuth_run(&url, &investigation, "true").0).await.expect("client"),
+        );
         theirs.push(ssh_run(&peer, "true").0);
     }
     let (ours, theirs) = (median(ours), median(theirs));

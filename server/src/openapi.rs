@@ -314,3 +314,22 @@ pub fn json_or_csv<T: JsonSchema>(op: TransformOperation<'_>) -> TransformOperat
     }
     op
 }
+
+/// `POST /extract`: benchmark output as text, or JSON with extractors.
+pub fn text_or_json<T: JsonSchema>(mut op: TransformOperation<'_>) -> TransformOperation<'_> {
+    let schema = aide::generate::in_context(|ctx| ctx.schema.subschema_for::<T>());
+    let media = |schema| MediaType {
+        schema: Some(SchemaObject { json_schema: schema, example: None, external_docs: None }),
+        ..Default::default()
+    };
+    op.inner_mut().request_body = Some(ReferenceOr::Item(openapi::RequestBody {
+        description: Some("The output as `text/plain`, or JSON with extractors of your own.".into()),
+        content: IndexMap::from_iter([
+            ("text/plain".into(), media(schemars::json_schema!({"type": "string"}))),
+            ("application/json".into(), media(schema)),
+        ]),
+        required: true,
+        extensions: Default::default(),
+    }));
+    op
+}

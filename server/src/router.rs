@@ -8,7 +8,7 @@ use crate::openapi;
 use crate::openapi::{events, export, file, json_or_csv, svg, text};
 use crate::state::AppState;
 use aide::axum::ApiRouter;
-use aide::axum::routing::{delete, get, get_with, patch, post};
+use aide::axum::routing::{delete, get, get_with, patch, post, post_with};
 use app::{App, shell};
 use axum::Router;
 use axum::body::Body;
@@ -107,7 +107,7 @@ pub fn app(state: AppState) -> Router {
         .api_route("/compare", get(runs::compare))
         .api_route("/sweeps/{sweep_id}", get(runs::sweep))
         .api_route("/sweeps/{sweep_id}/cancel", post(runs::cancel_sweep))
-        .api_route("/extract", post(extract::extract))
+        .api_route("/extract", post_with(extract::extract, openapi::text_or_json::<extract::ExtractRequest>))
         .api_route("/audit", get_with(audit::list, json_or_csv::<Vec<domain::accounts::AuditEntry>>))
         .api_route("/users", get(users::list).post(users::create))
         .api_route("/users/{name}", patch(users::update).delete(users::delete))

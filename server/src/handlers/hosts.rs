@@ -1,6 +1,6 @@
 use crate::auth::Caller;
 use crate::error::AppError;
-use crate::extract::{ApiJson, ApiPath};
+use crate::extract::{ApiJson, ApiPath, OptionalJson};
 use crate::handlers::Created;
 use crate::state::AppState;
 use axum::Json;
@@ -128,14 +128,9 @@ pub async fn capture_facts(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(name): ApiPath<String>,
-    body: axum::body::Bytes,
+    // No body: the host's default python3.
+    OptionalJson(request): OptionalJson<CaptureFacts>,
 ) -> Result<Json<domain::hosts::HostFacts>, AppError> {
-    let request: CaptureFacts = if body.iter().all(u8::is_ascii_whitespace) {
-        CaptureFacts::default()
-    } else {
-        serde_json::from_slice(&body)
-            .map_err(|e| ApiError::invalid(format!("Send {{\"python\": \"…\"}} or nothing: {e}")))?
-    };
     Ok(Json(state.notebook.capture_facts(&actor, &name, request.python).await?))
 }
 

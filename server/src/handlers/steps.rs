@@ -1,6 +1,6 @@
 use crate::auth::Caller;
 use crate::error::AppError;
-use crate::extract::{ApiJson, ApiPath};
+use crate::extract::{ApiJson, ApiPath, OptionalJson};
 use crate::handlers::Created;
 use crate::state::AppState;
 use axum::Json;
@@ -100,13 +100,8 @@ pub async fn refresh(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<i64>,
-    body: axum::body::Bytes,
+    // No body: the same range.
+    OptionalJson(refresh): OptionalJson<Refresh>,
 ) -> Result<Json<Step>, AppError> {
-    let refresh: Refresh = if body.iter().all(u8::is_ascii_whitespace) {
-        Refresh::default()
-    } else {
-        serde_json::from_slice(&body)
-            .map_err(|e| ApiError::invalid(format!("The refresh request is not valid: {e}")))?
-    };
     Ok(Json(state.notebook.refresh_snippet(&actor, id, refresh.start, refresh.end).await?))
 }
