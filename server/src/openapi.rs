@@ -118,22 +118,30 @@ pub fn finish(mut api: OpenApi, prefix: &str) -> OpenApi {
         let ReferenceOr::Item(mut item) = item else { continue };
         let names = path_names(&path);
         let operations = [
-            &mut item.get,
-            &mut item.put,
-            &mut item.post,
-            &mut item.delete,
-            &mut item.patch,
-            &mut item.head,
-            &mut item.options,
-            &mut item.trace,
+            ("get", &mut item.get),
+            ("put", &mut item.put),
+            ("post", &mut item.post),
+            ("delete", &mut item.delete),
+            ("patch", &mut item.patch),
         ];
-        for operation in operations.into_iter().flatten() {
+        for (method, operation) in operations {
+            let Some(operation) = operation else { continue };
             name_path_parameters(operation, &names);
+            // What client generators name their methods by, and group them by.
+            operation.operation_id = Some(operation_id(method, &path));
+            operation.tags = path.split('/').find(|s| !s.is_empty()).map(|s| vec![s.to_string()]).unwrap_or_default();
         }
         prefixed.paths.insert(format!("{prefix}{path}"), ReferenceOr::Item(item));
     }
     api.paths = Some(prefixed);
     api
+}
+
+/// `get_runs_run_id_output` for `GET /runs/{run_id}/output`: unique, since a
+/// method and a path are, and stable while the route is.
+fn operation_id(method: &str, path: &str) -> String {
+    let words = path.split(['/', '{', '}', '.']).filter(|w| !w.is_empty());
+    std::iter::once(method).chain(words).collect::<Vec<_>>().join("_")
 }
 
 /// `{id}` and `{run_id}` in `/steps/{id}/runs/{run_id}`, in order.

@@ -54,6 +54,8 @@ async fn the_document_is_public_and_names_every_route() {
     // What a client needs from an operation: its parameters named from the
     // route and typed from the handler, the body, the answer, the errors.
     let start = &document["paths"]["/api/v1/steps/{step_id}/runs"]["post"];
+    assert_eq!(start["operationId"], "post_steps_step_id_runs");
+    assert_eq!(start["tags"][0], "steps");
     let parameter = &start["parameters"][0];
     assert_eq!((parameter["name"].as_str(), parameter["in"].as_str()), (Some("step_id"), Some("path")));
     assert_eq!(parameter["schema"]["type"], "integer");
@@ -64,6 +66,13 @@ async fn the_document_is_public_and_names_every_route() {
     assert!(start["security"].as_array().is_some_and(|s| !s.is_empty()), "runs need a token or a session");
     let shared = &document["paths"]["/api/v1/shared/{token}"]["get"];
     assert!(shared.get("security").is_none_or(|s| s.as_array().is_some_and(|s| s.is_empty())));
+    let mut ids = BTreeSet::new();
+    for item in document["paths"].as_object().expect("paths").values() {
+        for operation in item.as_object().expect("a path item").values() {
+            let id = operation["operationId"].as_str().expect("every operation has an id");
+            assert!(ids.insert(id.to_string()), "operation id {id} is given twice");
+        }
+    }
     let schemes = &document["components"]["securitySchemes"];
     assert_eq!(schemes["bearer"]["scheme"], "bearer");
     let investigation = &document["components"]["schemas"]["NewInvestigation"];
