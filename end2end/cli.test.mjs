@@ -17,6 +17,7 @@ let server;
 let sshd;
 let token;
 let investigation;
+let data;
 
 async function api(method, path, body) {
   const response = await fetch(server.url + path, {
@@ -49,7 +50,7 @@ const asTeam = () => ({ SLEUTH_URL: server.url, SLEUTH_TOKEN: token });
 
 before(async () => {
   sshd = await startSshd();
-  const data = tempDataDir();
+  data = tempDataDir();
   execFileSync(bin, ['user', 'add', 'ana', '--admin', '--password-stdin', '--data', data], { input: 'a-long-password-1\n' });
   token = execFileSync(bin, ['token', 'create', '--user', 'ana', '--data', data], { encoding: 'utf8' }).trim();
   server = await startServer(data, { accounts: true, setup: false });
@@ -155,4 +156,28 @@ test('sleuth watch --sweep shows progress until the sweep ends', async () => {
   assert.match(stderr, /sleuth: \[0:\d\d\] sweep 1 of 2/);
   assert.match(stderr, /sweep done: 2 runs, 1 not succeeded/);
   assert.match(stderr, new RegExp(`${server.url}/i/${investigation}#step-${step.id}`));
+});
+
+test('a run that fails says why; one that may not start leaves no step behind', async () => {
+  // The host's key is not trusted under this name: the run starts, and fails.
+  await api('POST', '/api/v1/hosts', { name: 'stranger', hostname: 'localhost', port: sshd.port, user: sshd.user, identity_file: sshd.key });
+  const failed = await sleuth(['run', '-i', investigation, '--host', 'stranger', '--', 'true'], { env: asTeam() });
+  assert.equal(failed.code, 1, failed.stderr);
+  assert.equal(failed.stdout, '');
+  assert.match(failed.stderr, /^sleuth: run \d+ failed: .*host key/im);
+
+  // An editor may add steps, not run them: the step it added goes again.
+  execFileSync(bin, ['user', 'add', 'ed', '--password-stdin', '--data', data], { input: 'another-password-2\n' });
+  const editor = execFileSync(bin, ['token', 'create', '--user', 'ed', '--data', data], { encoding: 'utf8' }).trim();
+  await api('PUT', `/api/v1/investigations/${investigation}/members`, { user: 'ed', role: 'editor' });
+  const before = (await api('GET', `/api/v1/investigations/${investigation}`)).steps.length;
+  const refused = await sleuth(['run', '-i', investigation, '--host', 'gpu', '--', 'true'], { env: { SLEUTH_URL: server.url, SLEUTH_TOKEN: editor } });
+  assert.equal(refused.code, 1, refused.stderr);
+  assert.match(refused.stderr, /^sleuth: /m);
+  assert.ok(!refused.stderr.includes(editor));
+  assert.equal((await api('GET', `/api/v1/investigations/${investigation}`)).steps.length, before, refused.stderr);
+
+  const unknown = await sleuth(['run', '-i', 'nosuchinvestigation', '--host', 'gpu', '--', 'true'], { env: asTeam() });
+  assert.equal(unknown.code, 1);
+  assert.match(unknown.stderr, /^sleuth: .*nosuchinvestigation/m);
 });

@@ -176,6 +176,8 @@ pub fn json<T: DeserializeOwned>(place: &str, status: StatusCode, bytes: &[u8]) 
     if !status.is_success() {
         return Err(refusal(place, status, bytes));
     }
+    // 204: nothing, which reads as `null`.
+    let bytes = if bytes.is_empty() { b"null".as_slice() } else { bytes };
     serde_json::from_slice(bytes).map_err(|_| not_sleuth(place, status, bytes))
 }
 

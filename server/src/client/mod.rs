@@ -102,8 +102,13 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, ClientError> {
     let body = command_step(&args)?;
     let step: Step =
         api.call(Method::POST, &format!("/api/v1/investigations/{}/steps", args.investigation), Some(body)).await?;
-    let runs: Vec<Run> = api.call(Method::POST, &format!("/api/v1/steps/{}/runs", step.id), None).await?;
-    let run = runs.into_iter().next().ok_or_else(|| ClientError::Usage("The server queued no run.".into()))?;
+    let runs: Result<Vec<Run>, _> = api.call(Method::POST, &format!("/api/v1/steps/{}/runs", step.id), None).await;
+    let Some(run) = runs.as_ref().ok().and_then(|runs| runs.first().cloned()) else {
+        // A step whose run could not start (an untrusted host key, a full
+        // disk) would stay behind as if it had been run: it goes again.
+        let _ = api.call::<serde_json::Value>(Method::DELETE, &format!("/api/v1/steps/{}", step.id), None).await;
+        return Err(runs.err().unwrap_or_else(|| ClientError::Usage("The server queued no run.".into())));
+    };
     eprintln!("sleuth: run {} of step {} on {}: {}", run.id, step.id, run.host, api.page(&format!("/runs/{}", run.id)));
     follow_to_end(&api, run.id, args.server_log, Interrupt::Cancels).await
 }
