@@ -5,6 +5,7 @@
 
 use super::api::{Api, ClientError};
 use crate::client::http::HttpError;
+use futures::FutureExt;
 use http_body_util::BodyExt;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 
@@ -75,21 +76,33 @@ async fn follow_once(
     let path = format!("/api/v1/runs/{run}/stream?{}&offset={offset}", stream.query());
     let mut body = api.open(&path).await?;
     let mut pending = Vec::new();
+    let broken = |source| HttpError::Broken { place: api.place(), source };
     while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|source| HttpError::Broken { place: api.place(), source })?;
-        let Ok(data) = frame.into_data() else { continue };
-        pending.extend_from_slice(&data);
+        if let Ok(data) = frame.map_err(broken)?.into_data() {
+            pending.extend_from_slice(&data);
+        }
+        // And what else has come already, without waiting.
+        while let Some(Some(frame)) = body.frame().now_or_never() {
+            if let Ok(data) = frame.map_err(broken)?.into_data() {
+                pending.extend_from_slice(&data);
+            }
+        }
+        // Every event that arrived meanwhile, fetched as one range: a client
+        // behind a fast command asks once for many batches.
+        let (mut until, mut ended) = (*offset, false);
         while let Some(at) = pending.windows(2).position(|w| w == b"\n\n") {
             let event: Vec<u8> = pending.drain(..at + 2).collect();
             let event = String::from_utf8_lossy(&event);
             let (name, id) = parse_event(&event);
-            if let Some(until) = id.filter(|&until| until > *offset) {
-                copy(api, run, stream, offset, until, out).await?;
-            }
-            if name == Some("end") {
-                out.flush().await.map_err(|source| ClientError::Io { what: "writing the output".into(), source })?;
-                return Ok(true);
-            }
+            until = until.max(id.unwrap_or(0));
+            ended |= name == Some("end");
+        }
+        if until > *offset {
+            copy(api, run, stream, offset, until, out).await?;
+        }
+        if ended {
+            out.flush().await.map_err(|source| ClientError::Io { what: "writing the output".into(), source })?;
+            return Ok(true);
         }
     }
     Ok(false)
