@@ -17,20 +17,21 @@ use peer::{Peer, median, ms, quick};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// `sleuth run …` against the server at `url`; its time and stdout's length.
-fn sleuth_run(url: &str, investigation: &str, command: &str) -> (Duration, u64) {
+/// `sleuth run …` against the server at `url`; its time, stdout's length and the run's number.
+fn sleuth_run(url: &str, investigation: &str, command: &str) -> (Duration, u64, i64) {
     let started = Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_sleuth"))
         .args(["run", "--investigation", investigation, "--host", "bench", "--", command])
         .env("SLEUTH_URL", url)
         .env("HOME", std::env::temp_dir())
         .env("RUST_LOG", "warn")
-        .stderr(Stdio::inherit())
         .output()
         .expect("sleuth run");
     let took = started.elapsed();
-    assert!(out.status.success(), "sleuth run {command}: {:?}", out.status);
-    (took, out.stdout.len() as u64)
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "sleuth run {command}: {:?} {stderr}", out.status);
+    let run = stderr.split("sleuth: run ").nth(1).and_then(|r| r.split(' ').next()).and_then(|n| n.parse().ok());
+    (took, out.stdout.len() as u64, run.expect("sleuth run names its run"))
 }
 
 fn ssh_run(peer: &Peer, command: &str) -> (Duration, u64) {
@@ -57,19 +58,24 @@ async fn main() {
     // `fold` adds no newline after the last line.
     let expected = bytes / 100 * 100 - 1;
     let rounds = if quick() { 1 } else { 3 };
-    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    let (mut ours, mut theirs, mut runs) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..rounds {
         let (url, investigation, command) = (url.clone(), investigation.clone(), lines.clone());
-        let (took, got) =
+        let (took, got, run) =
             tokio::task::spawn_blocking(move || sleuth_run(&url, &investigation, &command)).await.expect("client");
         assert_eq!(got, expected, "sleuth run wrote every byte of the output");
         ours.push(took);
+        // How long the run itself took on the server, from the command's start
+        // to its end: where the time goes (ingest, or the client behind it).
+        let run = peer.state.notebook.run(&peer::Actor::local(), run).await.expect("the run");
+        runs.push(Duration::from_millis(run.duration_ms.unwrap_or(0)));
         let (took, got) = ssh_run(&peer, &lines);
         assert_eq!(got, expected, "ssh wrote every byte");
         theirs.push(took);
     }
-    let (ours, theirs) = (median(ours), median(theirs));
+    let (ours, theirs, runs) = (median(ours), median(theirs), median(runs));
     let rate = |d: Duration| mb as f64 / d.as_secs_f64();
+    println!("    the run itself (its command's start to its end, on the server): {:.0} ms", ms(runs));
     println!(
         "(a) {mb} MB of output: sleuth run {:.0} ms ({:.0} MB/s), ssh -S cm {:.0} ms ({:.0} MB/s): \
          throughput {:.2}x ssh (goal >= 0.5x)",
