@@ -48,6 +48,7 @@ pub fn loggable_path(path: &str) -> String {
 pub fn app(state: AppState) -> Router {
     let api = ApiRouter::new()
         .api_route("/openapi.json", get_with(openapi::serve, openapi::document))
+        .api_route("/openapi.html", get_with(openapi::page, openapi::html))
         .api_route("/investigations", get(investigations::list).post(investigations::create))
         .route(
             "/investigations/{id}",

@@ -198,7 +198,7 @@ pub fn TokensPage() -> impl IntoView {
         <PageTitle text="API tokens · Sleuth"/>
         <section class="narrow-page">
             <h1>"API tokens"</h1>
-            <p class="muted">"For scripts: every " <code>"/api/v1"</code> " route takes " <code>"Authorization: Bearer TOKEN"</code> "."</p>
+            <p class="muted">"For scripts: every " <code>"/api/v1"</code> " route takes " <code>"Authorization: Bearer TOKEN"</code> " (" <a href="/api/v1/openapi.html" rel="external">"the API reference"</a> ", as " <a href="/api/v1/openapi.json" rel="external">"OpenAPI"</a> "); from a terminal, " <code>"sleuth login URL"</code> " keeps one."</p>
             <NewToken/>
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
                         {move || Suspend::new(async move {

@@ -49,6 +49,7 @@ fn is_public(path: &str, server_fns: &[&str]) -> bool {
         || path.starts_with("/s/")
         || path.starts_with("/api/v1/shared/")
         || path == "/api/v1/openapi.json"
+        || path == "/api/v1/openapi.html"
         || server_fns.contains(&path)
 }
 

@@ -7,6 +7,8 @@
 //! say — a path parameter's name, a body that is not JSON — is added here, once
 //! per kind, and named on the route's line in `router.rs` (`get_with(h, text)`).
 
+mod page;
+
 use crate::auth::Caller;
 use crate::error::AppError;
 use crate::extract::{ApiJson, ApiPath, ApiQuery, OptionalJson};
@@ -23,7 +25,6 @@ use axum::http::header;
 use axum::response::IntoResponse;
 use indexmap::IndexMap;
 use schemars::JsonSchema;
-use std::sync::Arc;
 
 /// The two ways a request says who it is: an API token, or a browser's session.
 const SCHEMES: [&str; 2] = ["bearer", "session"];
@@ -31,9 +32,12 @@ const SCHEMES: [&str; 2] = ["bearer", "session"];
 /// Where `ApiPath<T>` leaves its schemas for [`finish`] to name from the route.
 const PATH_TYPES: &str = "x-sleuth-path-types";
 
-/// The document, made once when the router is built; served as it is.
+/// The document, made once when the router is built, and its page; served as they are.
 #[derive(Clone)]
-pub struct Document(Arc<bytes::Bytes>);
+pub struct Document {
+    json: bytes::Bytes,
+    page: bytes::Bytes,
+}
 
 impl Document {
     /// The document as JSON Schema 2020-12 wants it (OpenAPI 3.1's dialect):
@@ -41,14 +45,18 @@ impl Document {
     /// the `[name, value]` pairs of a run's `env`) 2020-12 spells `prefixItems`.
     pub fn of(api: OpenApi) -> Self {
         // Serializing types we built cannot fail; were it to, the route says so.
-        let bytes = serde_json::to_value(&api)
-            .map(|mut value| {
-                to_2020_12(&mut value);
-                value
-            })
-            .and_then(|value| serde_json::to_vec_pretty(&value))
-            .unwrap_or_else(|e| format!("{{\"error\":\"the document did not serialize: {e}\"}}").into_bytes());
-        Self(Arc::new(bytes.into()))
+        let value = serde_json::to_value(&api).map(|mut value| {
+            to_2020_12(&mut value);
+            value
+        });
+        let json = value
+            .as_ref()
+            .map_err(|e| e.to_string())
+            .and_then(|v| serde_json::to_vec_pretty(v).map_err(|e| e.to_string()));
+        let json =
+            json.unwrap_or_else(|e| format!("{{\"error\":\"the document did not serialize: {e}\"}}").into_bytes());
+        let page = value.map(|v| page::render(&v)).unwrap_or_default();
+        Self { json: json.into(), page: page.into() }
     }
 }
 
@@ -71,7 +79,17 @@ fn to_2020_12(value: &mut serde_json::Value) {
 }
 
 pub async fn serve(axum::Extension(document): axum::Extension<Document>) -> axum::response::Response {
-    ([(header::CONTENT_TYPE, "application/json")], document.0.as_ref().clone()).into_response()
+    ([(header::CONTENT_TYPE, "application/json")], document.json).into_response()
+}
+
+/// The document as a page (`page.rs`).
+pub async fn page(axum::Extension(document): axum::Extension<Document>) -> axum::response::Response {
+    ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], document.page).into_response()
+}
+
+/// This document as a page.
+pub fn html(op: TransformOperation<'_>) -> TransformOperation<'_> {
+    non_json(op, &["text/html"], "The document as a page to read.")
 }
 
 /// This document's own route.
