@@ -96,6 +96,10 @@ pub struct RunArgs {
     /// Stream the server's log to standard error as it comes.
     #[arg(long, requires = "server")]
     pub server_log: bool,
+    /// The engine's Prometheus metrics, scraped on the host while the run goes
+    /// (`http://127.0.0.1:8000/metrics`): queue, KV cache, preemptions on the run's page.
+    #[arg(long, value_name = "URL", requires = "server")]
+    pub server_metrics: Option<String>,
     /// Files the run leaves in $SLEUTH_RUN_DIR to keep: a glob. Repeatable.
     #[arg(long = "artifact", value_name = "GLOB")]
     pub artifacts: Vec<String>,

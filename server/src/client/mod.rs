@@ -153,6 +153,9 @@ fn command_step(args: &RunArgs) -> Result<serde_json::Value, ClientError> {
         if let Some(seconds) = args.ready_timeout {
             spec["ready_timeout_s"] = json!(seconds);
         }
+        if let Some(url) = &args.server_metrics {
+            spec["metrics"] = json!({ "url": url });
+        }
         body["server"] = spec;
     }
     Ok(body)
@@ -369,6 +372,8 @@ mod tests {
         assert!(matches!(command_step(&run), Err(ClientError::Usage(_))));
         run.ready_port = Some(8000);
         assert_eq!(command_step(&run).unwrap()["server"], json!({"command": "vllm serve m", "ready": {"tcp": 8000}}));
+        run.server_metrics = Some("http://127.0.0.1:8000/metrics".into());
+        assert_eq!(command_step(&run).unwrap()["server"]["metrics"], json!({"url": "http://127.0.0.1:8000/metrics"}));
     }
 
     #[test]
