@@ -1,7 +1,7 @@
-//! Following a run from a terminal: its event stream says when there is more
-//! (`event: output`, its id the byte offset after it; `event: end`), and the
-//! bytes come from `…/output?offset=&limit=` — exactly as the host wrote them
-//! (the stream's own data is HTML for pages).
+//! Following a run from a terminal: its event stream, offsets only, says when
+//! there is more (`event: output`, its id how far the output has got; `event:
+//! end`), and the bytes come from `…/output?offset=&limit=` — exactly as the
+//! host wrote them (the stream's data for pages is HTML; none is made for us).
 
 use super::api::{Api, ClientError};
 use crate::client::http::HttpError;
@@ -73,7 +73,7 @@ async fn follow_once(
     offset: &mut u64,
     out: &mut (impl AsyncWrite + Unpin),
 ) -> Result<bool, ClientError> {
-    let path = format!("/api/v1/runs/{run}/stream?{}&offset={offset}", stream.query());
+    let path = format!("/api/v1/runs/{run}/stream?{}&offset={offset}&offsets_only=true", stream.query());
     let mut body = api.open(&path).await?;
     let mut pending = Vec::new();
     let broken = |source| HttpError::Broken { place: api.place(), source };

@@ -68,17 +68,23 @@ impl super::Guarded {
         Ok(self.notebook.runs.artifact(&permit, run, artifact).await?)
     }
 
-    /// A run's output from `offset` as SSE frames (`event: output`, then `end`).
+    /// A run's output from `offset` as SSE frames (`event: output`, then
+    /// `end`); with `offsets_only`, frames that say only how far it has got.
     pub async fn follow_run(
         &self,
         actor: &Actor,
         run: i64,
         which: Which,
         offset: u64,
+        offsets_only: bool,
         reauth: Reauth,
     ) -> Result<impl Stream<Item = Bytes> + Send + use<>, ApiError> {
         let permit = self.access.permit_for::<Read>(actor, OwnedBy::Run, run).await?;
-        let frames = self.notebook.runs.follow(&permit, run, which, offset).await?;
+        let frames = if offsets_only {
+            self.notebook.runs.lengths(&permit, run, which, offset).await?.boxed()
+        } else {
+            self.notebook.runs.follow(&permit, run, which, offset).await?.boxed()
+        };
         let stop = until_closed_or_lost(&self.live, self.access.clone(), reauth, permit.investigation().to_string());
         Ok(frames.take_until(stop))
     }

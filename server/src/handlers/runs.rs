@@ -187,6 +187,10 @@ pub struct StreamQuery {
     stream: Which,
     #[serde(default)]
     offset: u64,
+    /// Events without data, only their offsets: for a client that reads the
+    /// bytes from `…/output` (as `sleuth run` does); nothing is rendered for it.
+    #[serde(default)]
+    offsets_only: bool,
 }
 
 /// Server-Sent Events with the run's output from `offset` as HTML (ANSI colors
@@ -203,7 +207,8 @@ pub async fn stream(
 ) -> Result<Response, AppError> {
     let resume = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
     let reauth = Reauth::new(state.auth.clone(), headers);
-    let output = state.notebook.follow_run(&actor, id, query.stream, resume.unwrap_or(query.offset), reauth).await?;
+    let offset = resume.unwrap_or(query.offset);
+    let output = state.notebook.follow_run(&actor, id, query.stream, offset, query.offsets_only, reauth).await?;
     Ok(event_stream(with_keep_alive(output)))
 }
 

@@ -166,31 +166,91 @@ impl Feeds {
         offset: u64,
         status: domain::runs::RunStatus,
     ) -> impl Stream<Item = Bytes> + use<> {
-        let mut feed = self.feed(key, run);
-        if feed.is_none() && status == domain::runs::RunStatus::Running {
-            let stored = self.outputs.len(key).await.unwrap_or(0);
-            self.live.watch_remote(key, run, stored);
-            feed = self.feed(key, run);
-        }
-        if feed.is_none() && !status.is_finished() {
-            // Queued: wait for it to start (or to end) rather than say it is over.
-            let deadline = tokio::time::Instant::now() + QUEUED_WAIT;
-            let mut events = self.live.subscribe();
-            while feed.is_none() && tokio::time::Instant::now() < deadline {
-                let event = tokio::time::timeout(Duration::from_millis(100), events.recv()).await;
-                if let Ok(Ok(event)) = event
-                    && event.run.id == run
-                    && event.run.status.is_finished()
-                {
-                    break;
-                }
-                feed = self.feed(key, run);
-            }
-        }
+        let feed = match self.progress(key, run, status).await {
+            Some(_) => self.feed(key, run),
+            None => None,
+        };
         let viewer = Viewer { outputs: self.outputs.clone(), key, run, offset, feed, pending: None, done: false };
         futures::stream::unfold(viewer, |mut viewer| async move {
             let bytes = viewer.next().await?;
             Some((bytes, viewer))
+        })
+    }
+}
+
+impl Feeds {
+    /// The run's progress: here, or through the store for a run another
+    /// replica drives; a queued run is waited for (at most [`QUEUED_WAIT`])
+    /// rather than said to be over. `None`: it is over (or never started).
+    async fn progress(
+        &self,
+        key: OutputKey,
+        run: i64,
+        status: domain::runs::RunStatus,
+    ) -> Option<watch::Receiver<Progress>> {
+        if let Some(watch) = self.live.watch(key) {
+            return Some(watch);
+        }
+        if status == domain::runs::RunStatus::Running {
+            let stored = self.outputs.len(key).await.unwrap_or(0);
+            return Some(self.live.watch_remote(key, run, stored));
+        }
+        if status.is_finished() {
+            return None;
+        }
+        let deadline = tokio::time::Instant::now() + QUEUED_WAIT;
+        let mut events = self.live.subscribe();
+        while tokio::time::Instant::now() < deadline {
+            let event = tokio::time::timeout(Duration::from_millis(100), events.recv()).await;
+            if let Ok(Ok(event)) = event
+                && event.run.id == run
+                && event.run.status.is_finished()
+            {
+                return None;
+            }
+            if let Some(watch) = self.live.watch(key) {
+                return Some(watch);
+            }
+        }
+        None
+    }
+
+    /// How far the run's output has got, as SSE frames with ids and no data
+    /// (`event: output`, then `end`), for a client that reads the bytes from
+    /// `…/output` itself (`sleuth run`): nothing is rendered for it, and a
+    /// slow one skips to the latest length.
+    pub async fn lengths(
+        self: &Arc<Self>,
+        key: OutputKey,
+        run: i64,
+        offset: u64,
+        status: domain::runs::RunStatus,
+    ) -> impl Stream<Item = Bytes> + use<> {
+        let watch = self.progress(key, run, status).await;
+        let outputs = self.outputs.clone();
+        futures::stream::unfold(Some((watch, offset)), move |state| {
+            let outputs = outputs.clone();
+            async move {
+                let (watch, sent) = state?;
+                if let Some(mut watch) = watch {
+                    loop {
+                        let progress = *watch.borrow_and_update();
+                        if progress.finished {
+                            break;
+                        }
+                        if progress.len > sent {
+                            let frame = super::sse::frame_with_id("output", progress.len, "");
+                            return Some((frame, Some((Some(watch), progress.len))));
+                        }
+                        if watch.changed().await.is_err() {
+                            break;
+                        }
+                    }
+                }
+                // Over: what the store holds is all there is.
+                let len = outputs.len(key).await.unwrap_or(sent).max(sent);
+                Some((super::sse::frame_with_id("end", len, "end"), None))
+            }
         })
     }
 }

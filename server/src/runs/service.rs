@@ -426,6 +426,20 @@ impl Runs {
         }))
     }
 
+    /// How far the run's output (or its server's log) has got, as SSE frames
+    /// without data (`runs::feed::Feeds::lengths`).
+    pub async fn lengths(
+        &self,
+        permit: &Permit<Read>,
+        id: i64,
+        which: Which,
+        offset: u64,
+    ) -> Result<impl Stream<Item = Bytes> + Send + use<>> {
+        let run = self.run(permit, id).await?;
+        let key = self.key(id, which).await?;
+        Ok(self.runner.feeds().lengths(key, id, offset, run.status).await)
+    }
+
     /// The investigation's runs fingerprint (`domain::runs::runs_fingerprint`), from the rows alone.
     pub async fn fingerprint(&self, permit: &Permit<Read>) -> Result<u64> {
         let investigation = permit.investigation();

@@ -534,6 +534,38 @@ async fn the_output_stream_resumes_at_an_offset_without_gaps_or_duplicates() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_offsets_only_stream_says_how_far_the_output_got_and_nothing_else() {
+    let sshd = Sshd::start();
+    let app = app_with_host(&sshd).await;
+    let step =
+        command_step(&app, json!({ "command": "for i in $(seq 1 5); do echo \"<b>$i</b>\"; sleep 0.2; done" })).await;
+    let run = start(&app, step, json!({})).await[0];
+    // Followed live, from the start: ids that grow to the whole length, no data.
+    let request = axum::http::Request::get(format!("/api/v1/runs/{run}/stream?offset=0&offsets_only=true"))
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let response = tower::ServiceExt::oneshot(app.router.clone(), request).await.unwrap();
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let body = http_body_util::BodyExt::collect(response.into_body()).await.unwrap().to_bytes();
+    let text = String::from_utf8_lossy(&body);
+    let all = output(&app, run).await;
+    assert_eq!(all.len(), 5 * 9);
+    let ids: Vec<u64> = text.lines().filter_map(|l| l.strip_prefix("id: ")).filter_map(|n| n.parse().ok()).collect();
+    assert!(ids.len() >= 2, "a frame as it grew, then the end: {text}");
+    assert!(ids.windows(2).all(|w| w[0] <= w[1]), "{text}");
+    assert_eq!(ids.last().copied(), Some(all.len() as u64), "{text}");
+    assert!(text.trim_end().ends_with("event: end\nid: 45\ndata: end"), "{text}");
+    assert!(!text.contains("<b>") && !text.contains("&lt;b"), "no output in it, raw or rendered: {text}");
+    // A finished run: only the end, at its length, from any offset.
+    let request = axum::http::Request::get(format!("/api/v1/runs/{run}/stream?offset=9&offsets_only=true"))
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let response = tower::ServiceExt::oneshot(app.router.clone(), request).await.unwrap();
+    let body = http_body_util::BodyExt::collect(response.into_body()).await.unwrap().to_bytes();
+    assert_eq!(String::from_utf8_lossy(&body), "event: end\nid: 45\ndata: end\n\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn host_facts_are_captured_on_demand_and_kept() {
     let sshd = Sshd::start();
     let app = app_with_host(&sshd).await;
