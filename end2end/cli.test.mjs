@@ -153,7 +153,7 @@ test('sleuth watch --sweep shows progress until the sweep ends', async () => {
   assert.ok(sweep, JSON.stringify(runs[0]));
   const { code, stderr } = await sleuth(['watch', '--sweep', String(sweep)], { env: asTeam() });
   assert.equal(code, 1, stderr); // MODE=bad failed
-  assert.match(stderr, /sleuth: \[0:\d\d\] sweep 1 of 2/);
+  assert.match(stderr, /sleuth: \[\d+(\.\d)? m?s\] sweep 1 of 2/);
   assert.match(stderr, /sweep done: 2 runs, 1 not succeeded/);
   assert.match(stderr, new RegExp(`${server.url}/i/${investigation}#step-${step.id}`));
 });

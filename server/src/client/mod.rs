@@ -12,7 +12,7 @@ pub use api::{Api, ClientError};
 use crate::cli::{LoginArgs, NoteArgs, OpenArgs, RunArgs, WatchArgs};
 use credentials::Credentials;
 use domain::model::Step;
-use domain::runs::{Run, RunStatus};
+use domain::runs::{Run, RunStatus, human_duration};
 use domain::sweeps::Sweep;
 use follow::Stream;
 use http::Origin;
@@ -192,7 +192,7 @@ async fn watch_sweep(api: &Api, id: i64) -> Result<ExitCode, ClientError> {
         let sweep: Sweep = api.call(Method::GET, &format!("/api/v1/sweeps/{id}"), None).await?;
         let line = sweep.progress();
         if line != shown {
-            eprintln!("sleuth: [{}] {line}", elapsed(started.elapsed()));
+            eprintln!("sleuth: [{}] {line}", human_duration(started.elapsed().as_millis() as u64));
             shown = line;
         }
         if sweep.finished() {
@@ -212,16 +212,6 @@ async fn watch_sweep(api: &Api, id: i64) -> Result<ExitCode, ClientError> {
     let step: Step = api.call(Method::GET, &format!("/api/v1/steps/{}", sweep.step_id), None).await?;
     eprintln!("sleuth: {}", api.page(&step.url));
     Ok(if sweep.failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
-}
-
-/// `1:02:03`, `2:03`.
-fn elapsed(time: std::time::Duration) -> String {
-    let s = time.as_secs();
-    if s >= 3600 {
-        format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
-    } else {
-        format!("{}:{:02}", s / 60, s % 60)
-    }
 }
 
 /// What Ctrl-C does while a run is followed.
@@ -374,12 +364,6 @@ mod tests {
         assert_eq!(command_step(&run).unwrap()["server"], json!({"command": "vllm serve m", "ready": {"tcp": 8000}}));
         run.server_metrics = Some("http://127.0.0.1:8000/metrics".into());
         assert_eq!(command_step(&run).unwrap()["server"]["metrics"], json!({"url": "http://127.0.0.1:8000/metrics"}));
-    }
-
-    #[test]
-    fn elapsed_time_reads_like_a_clock() {
-        assert_eq!(elapsed(std::time::Duration::from_secs(62)), "1:02");
-        assert_eq!(elapsed(std::time::Duration::from_secs(3723)), "1:02:03");
     }
 
     #[test]

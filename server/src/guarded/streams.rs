@@ -80,11 +80,7 @@ impl super::Guarded {
         reauth: Reauth,
     ) -> Result<impl Stream<Item = Bytes> + Send + use<>, ApiError> {
         let permit = self.access.permit_for::<Read>(actor, OwnedBy::Run, run).await?;
-        let frames = if offsets_only {
-            self.notebook.runs.lengths(&permit, run, which, offset).await?.boxed()
-        } else {
-            self.notebook.runs.follow(&permit, run, which, offset).await?.boxed()
-        };
+        let frames = self.notebook.runs.follow(&permit, run, which, offset, offsets_only).await?;
         let stop = until_closed_or_lost(&self.live, self.access.clone(), reauth, permit.investigation().to_string());
         Ok(frames.take_until(stop))
     }

@@ -102,18 +102,18 @@ impl Feeds {
     /// A viewer's hold on the run's feed, started if the run is running here
     /// and nobody follows it yet. Viewers hold receivers only, never the
     /// sender: the channel closes when the feed is done.
-    fn feed(self: &Arc<Self>, key: OutputKey, run: i64) -> Option<Following> {
+    /// `watch`: the run's progress ([`Self::progress`]), which a new feed pumps from.
+    fn feed(self: &Arc<Self>, key: OutputKey, run: i64, watch: watch::Receiver<Progress>) -> Following {
         let mut feeds = self.feeds.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(feed) = feeds.get(&key) {
-            return Some(Following { published: feed.published.clone(), frames: feed.frames.subscribe() });
+            return Following { published: feed.published.clone(), frames: feed.frames.subscribe() };
         }
-        let watch = self.live.watch(key)?;
         let (frames, receiver) = broadcast::channel(BUFFERED_FRAMES);
         let feed = Feed { frames, published: Arc::new(AtomicU64::new(0)) };
         let published = feed.published.clone();
         feeds.insert(key, feed.clone());
         tokio::spawn(self.clone().pump(key, run, feed, watch));
-        Some(Following { published, frames: receiver })
+        Following { published, frames: receiver }
     }
 
     /// Broadcasts the run's output as it grows, until it has ended and all is sent.
@@ -166,10 +166,7 @@ impl Feeds {
         offset: u64,
         status: domain::runs::RunStatus,
     ) -> impl Stream<Item = Bytes> + use<> {
-        let feed = match self.progress(key, run, status).await {
-            Some(_) => self.feed(key, run),
-            None => None,
-        };
+        let feed = self.progress(key, run, status).await.map(|watch| self.feed(key, run, watch));
         let viewer = Viewer { outputs: self.outputs.clone(), key, run, offset, feed, pending: None, done: false };
         futures::stream::unfold(viewer, |mut viewer| async move {
             let bytes = viewer.next().await?;

@@ -402,42 +402,36 @@ impl Runs {
     }
 
     /// The run's output (or its server's log) from `offset` as SSE frames,
-    /// live while it runs (`runs::feed`).
+    /// live while it runs (`runs::feed`); with `offsets_only`, frames that
+    /// say only how far it has got (`Feeds::lengths`).
     pub async fn follow(
         &self,
         permit: &Permit<Read>,
         id: i64,
         which: Which,
         offset: u64,
-    ) -> Result<impl Stream<Item = Bytes> + Send + use<>> {
+        offsets_only: bool,
+    ) -> Result<futures::stream::BoxStream<'static, Bytes>> {
+        use futures::StreamExt;
         let run = self.run(permit, id).await?;
         let key = self.key(id, which).await?;
+        if offsets_only {
+            return Ok(self.runner.feeds().lengths(key, id, offset, run.status).await.boxed());
+        }
         let frames = self.runner.feeds().follow(key, id, offset, run.status).await;
         // The frames are rendered once for every viewer; a reader who may not
         // run gets the references in them unlinked.
         let role = permit.role();
-        Ok(futures::StreamExt::map(frames, move |frame| {
-            if role >= crate::policy::Role::Runner {
-                return frame;
-            }
-            let mut text = String::from_utf8_lossy(&frame).into_owned();
-            for_reader(role, &mut text);
-            Bytes::from(text)
-        }))
-    }
-
-    /// How far the run's output (or its server's log) has got, as SSE frames
-    /// without data (`runs::feed::Feeds::lengths`).
-    pub async fn lengths(
-        &self,
-        permit: &Permit<Read>,
-        id: i64,
-        which: Which,
-        offset: u64,
-    ) -> Result<impl Stream<Item = Bytes> + Send + use<>> {
-        let run = self.run(permit, id).await?;
-        let key = self.key(id, which).await?;
-        Ok(self.runner.feeds().lengths(key, id, offset, run.status).await)
+        Ok(frames
+            .map(move |frame| {
+                if role >= crate::policy::Role::Runner {
+                    return frame;
+                }
+                let mut text = String::from_utf8_lossy(&frame).into_owned();
+                for_reader(role, &mut text);
+                Bytes::from(text)
+            })
+            .boxed())
     }
 
     /// The investigation's runs fingerprint (`domain::runs::runs_fingerprint`), from the rows alone.
