@@ -7,7 +7,7 @@ import { statSync, readFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startServer, tempDataDir } from './harness.mjs';
+import { teamServerWithHost } from './harness.mjs';
 import { startSshd } from './sshd.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -18,19 +18,7 @@ let sshd;
 let token;
 let investigation;
 let data;
-
-async function api(method, path, body) {
-  const response = await fetch(server.url + path, {
-    method,
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: body && JSON.stringify(body),
-  });
-  const text = await response.text();
-  if (response.status >= 300 && !(path.endsWith('/test') && response.status === 409)) {
-    throw new Error(`${method} ${path}: ${response.status} ${text}`);
-  }
-  return text ? JSON.parse(text) : null;
-}
+let api;
 
 /** Runs `sleuth ARGS…`; resolves with its exit code, stdout and stderr. */
 function sleuth(args, { env = {}, input, onStderr } = {}) {
@@ -50,13 +38,7 @@ const asTeam = () => ({ SLEUTH_URL: server.url, SLEUTH_TOKEN: token });
 
 before(async () => {
   sshd = await startSshd();
-  data = tempDataDir();
-  execFileSync(bin, ['user', 'add', 'ana', '--admin', '--password-stdin', '--data', data], { input: 'a-long-password-1\n' });
-  token = execFileSync(bin, ['token', 'create', '--user', 'ana', '--data', data], { encoding: 'utf8' }).trim();
-  server = await startServer(data, { accounts: true, setup: false });
-  await api('POST', '/api/v1/hosts', { name: 'gpu', hostname: '127.0.0.1', port: sshd.port, user: sshd.user, identity_file: sshd.key });
-  await api('POST', '/api/v1/hosts/gpu/test');
-  await api('POST', '/api/v1/hosts/gpu/trust', { fingerprint: sshd.fingerprint });
+  ({ server, token, api, data } = await teamServerWithHost(sshd, 'ana'));
   investigation = (await api('POST', '/api/v1/investigations', { title: 'from a terminal' })).id;
 });
 

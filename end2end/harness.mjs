@@ -1,6 +1,6 @@
 // Shared pieces of the browser tests: a real `sleuth` server on a free port with
 // a temp data dir, and Debian's Chromium driven by playwright-core.
-import { spawn } from 'node:child_process';
+import { spawn, execFileSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
@@ -169,4 +169,34 @@ export async function addLoopbackHost(api, server, sshd) {
   await api('POST', '/api/v1/hosts', { name: 'gpu', hostname: '127.0.0.1', port: sshd.port, user: sshd.user, identity_file: sshd.key });
   await fetch(server.url + '/api/v1/hosts/gpu/test', { method: 'POST' }); // 409: the key is unknown until trusted
   await api('POST', '/api/v1/hosts/gpu/trust', { fingerprint: sshd.fingerprint });
+}
+
+/**
+ * A team server (accounts) with an admin `user` and their API token, whose host
+ * `gpu` is the loopback `sshd`, trusted. `api(method, path, body)` calls it with
+ * the token; an answer of 300 or more fails the test (but a host's first test,
+ * 409 until its key is trusted).
+ */
+export async function teamServerWithHost(sshd, user) {
+  const bin = process.env.SLEUTH_BIN ?? join(root, 'target', 'debug', 'sleuth');
+  const data = tempDataDir();
+  execFileSync(bin, ['user', 'add', user, '--admin', '--password-stdin', '--data', data], { input: 'a-long-password-1\n' });
+  const token = execFileSync(bin, ['token', 'create', '--user', user, '--data', data], { encoding: 'utf8' }).trim();
+  const server = await startServer(data, { accounts: true, setup: false });
+  const api = async (method, path, body) => {
+    const response = await fetch(server.url + path, {
+      method,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: body && JSON.stringify(body),
+    });
+    const text = await response.text();
+    if (response.status >= 300 && !(path.endsWith('/test') && response.status === 409)) {
+      throw new Error(`${method} ${path}: ${response.status} ${text}`);
+    }
+    return text ? JSON.parse(text) : null;
+  };
+  await api('POST', '/api/v1/hosts', { name: 'gpu', hostname: '127.0.0.1', port: sshd.port, user: sshd.user, identity_file: sshd.key });
+  await api('POST', '/api/v1/hosts/gpu/test');
+  await api('POST', '/api/v1/hosts/gpu/trust', { fingerprint: sshd.fingerprint });
+  return { server, token, data, api, bin };
 }

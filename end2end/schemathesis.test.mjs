@@ -11,12 +11,11 @@ import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startServer, tempDataDir } from './harness.mjs';
+import { tempDataDir, teamServerWithHost } from './harness.mjs';
 import { startSshd } from './sshd.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const py = join(root, 'target', 'py', 'bin');
-const bin = process.env.SLEUTH_BIN ?? join(root, 'target', 'debug', 'sleuth');
 
 // Fixed, so a finding reproduces; bounded, so the suite stays minutes on 2 cores.
 const SEED = '20261204';
@@ -26,30 +25,12 @@ let server;
 let sshd;
 let token;
 let config;
-
-async function api(method, path, body) {
-  const response = await fetch(server.url + path, {
-    method,
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: body && JSON.stringify(body),
-  });
-  const text = await response.text();
-  if (response.status >= 300 && !(path.endsWith('/test') && response.status === 409)) {
-    throw new Error(`${method} ${path}: ${response.status} ${text}`);
-  }
-  return text ? JSON.parse(text) : null;
-}
+let api;
 
 before(async () => {
   assert.ok(existsSync(join(py, 'schemathesis')), 'Schemathesis is missing: run ./dev setup --browser');
   sshd = await startSshd();
-  const data = tempDataDir();
-  execFileSync(bin, ['user', 'add', 'fuzz', '--admin', '--password-stdin', '--data', data], { input: 'a-long-password-1\n' });
-  token = execFileSync(bin, ['token', 'create', '--user', 'fuzz', '--data', data], { encoding: 'utf8' }).trim();
-  server = await startServer(data, { accounts: true, setup: false });
-  await api('POST', '/api/v1/hosts', { name: 'gpu', hostname: '127.0.0.1', port: sshd.port, user: sshd.user, identity_file: sshd.key });
-  await api('POST', '/api/v1/hosts/gpu/test');
-  await api('POST', '/api/v1/hosts/gpu/trust', { fingerprint: sshd.fingerprint });
+  ({ server, token, api } = await teamServerWithHost(sshd, 'fuzz'));
   const investigation = await api('POST', '/api/v1/investigations', { title: 'fuzzed' });
   await api('POST', `/api/v1/investigations/${investigation.id}/steps`, { kind: 'note', body: 'a note' });
   const step = await api('POST', `/api/v1/investigations/${investigation.id}/steps`, { kind: 'command', host: 'gpu', command: 'echo 1' });
