@@ -1,16 +1,157 @@
 //! Hypotheses: a statement tied to numbers. Each holds one experiment — a
-//! baseline group of runs against a treatment group on one metric — whose
-//! comparison the server computes; the status is set by a person.
+//! baseline arm of runs against a treatment arm on one metric — whose
+//! comparison the server computes; its status follows the verdict until a
+//! person sets it.
 
 use crate::metrics::Comparison;
 use serde::{Deserialize, Serialize};
 
-pub const STATUSES: [&str; 4] = ["open", "supported", "refuted", "inconclusive"];
+/// Where a hypothesis stands.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum HypothesisStatus {
+    #[default]
+    Open,
+    Supported,
+    Refuted,
+    Inconclusive,
+}
 
-/// Runs named one by one, every run of the named (command) steps, and the runs
-/// of a sweep's step whose configuration agrees with the one named (a partial
-/// one picks every configuration that agrees: `{"NCCL_PROTO": "LL"}` is LL
-/// with every NCCL_ALGO). Warm-up runs and runs without the metric are left out.
+impl HypothesisStatus {
+    pub const ALL: [HypothesisStatus; 4] = [Self::Open, Self::Supported, Self::Refuted, Self::Inconclusive];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Open => "open",
+            Self::Supported => "supported",
+            Self::Refuted => "refuted",
+            Self::Inconclusive => "inconclusive",
+        }
+    }
+
+    /// What the verdict says: supported when the change goes the expected way
+    /// beyond noise, refuted when it goes the other way, inconclusive within
+    /// noise, open while there is no judged verdict (or no expectation).
+    pub fn of_verdict(direction: Option<Direction>, outcome: Option<&str>) -> Self {
+        match (direction, outcome) {
+            (Some(d), Some(o @ ("increase" | "decrease"))) => {
+                if d.as_str() == o {
+                    Self::Supported
+                } else {
+                    Self::Refuted
+                }
+            }
+            (Some(_), Some("within_noise")) => Self::Inconclusive,
+            _ => Self::Open,
+        }
+    }
+}
+
+/// A stored status that is none of [`HypothesisStatus`] (the schema's CHECK keeps them out).
+#[derive(Debug, thiserror::Error)]
+#[error("{0:?} is not a hypothesis status")]
+pub struct UnknownStatus(pub String);
+
+impl TryFrom<String> for HypothesisStatus {
+    type Error = UnknownStatus;
+
+    fn try_from(text: String) -> Result<Self, UnknownStatus> {
+        Self::ALL.into_iter().find(|s| s.as_str() == text).ok_or(UnknownStatus(text))
+    }
+}
+
+/// A status as a person sets it, or `auto`: back to following the verdict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum StatusSetting {
+    Open,
+    Supported,
+    Refuted,
+    Inconclusive,
+    Auto,
+}
+
+impl StatusSetting {
+    /// `None` for `auto`.
+    pub fn status(self) -> Option<HypothesisStatus> {
+        match self {
+            Self::Open => Some(HypothesisStatus::Open),
+            Self::Supported => Some(HypothesisStatus::Supported),
+            Self::Refuted => Some(HypothesisStatus::Refuted),
+            Self::Inconclusive => Some(HypothesisStatus::Inconclusive),
+            Self::Auto => None,
+        }
+    }
+
+    /// From a form's select: a status, or `auto`.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text.trim() {
+            "auto" => Some(Self::Auto),
+            other => HypothesisStatus::ALL.into_iter().find(|s| s.as_str() == other).map(Self::from),
+        }
+    }
+}
+
+impl From<HypothesisStatus> for StatusSetting {
+    fn from(status: HypothesisStatus) -> Self {
+        match status {
+            HypothesisStatus::Open => Self::Open,
+            HypothesisStatus::Supported => Self::Supported,
+            HypothesisStatus::Refuted => Self::Refuted,
+            HypothesisStatus::Inconclusive => Self::Inconclusive,
+        }
+    }
+}
+
+/// Which way a hypothesis expects its metric to move.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    Increase,
+    Decrease,
+}
+
+impl Direction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Increase => "increase",
+            Self::Decrease => "decrease",
+        }
+    }
+
+    /// `increase`, `decrease`; `None` for anything else (the caller says what is wrong).
+    pub fn parse(text: &str) -> Option<Self> {
+        match text.trim() {
+            "increase" => Some(Self::Increase),
+            "decrease" => Some(Self::Decrease),
+            _ => None,
+        }
+    }
+}
+
+/// A stored direction that is neither (the schema's CHECK keeps them out).
+#[derive(Debug, thiserror::Error)]
+#[error("{0:?} is not a direction")]
+pub struct UnknownDirection(pub String);
+
+impl TryFrom<String> for Direction {
+    type Error = UnknownDirection;
+
+    fn try_from(text: String) -> Result<Self, UnknownDirection> {
+        Self::parse(&text).ok_or(UnknownDirection(text))
+    }
+}
+
+/// The runs an arm compares: named one by one, every run of the named
+/// (command) steps, and the runs of a sweep's step whose configuration agrees
+/// with the one named (a partial one picks every configuration that agrees:
+/// `{"NCCL_PROTO": "LL"}` is LL with every NCCL_ALGO); of those named by step
+/// or configuration, optionally only those in a time window or of one launch.
+/// Warm-up runs, runs left out by hand, and runs without the metric are left
+/// out; so are a watch's runs unless the arm asks for them.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
@@ -21,6 +162,31 @@ pub struct RunGroup {
     pub steps: Vec<i64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub configs: Vec<ConfigPick>,
+    /// Of the runs of `steps` and `configs`: only those that started in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<Window>,
+    /// Only the runs of one launch (a Run press or a sweep), named by its first
+    /// run; alone, every run of that launch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch: Option<i64>,
+    /// Runs left out by hand.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exclude: Vec<i64>,
+    /// Runs a watch made of these steps join the arm too (by default they do not:
+    /// a watch's schedule is not an experiment's design).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub include_watch_runs: bool,
+}
+
+/// A time window by when runs started (RFC 3339); either end may be open.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Window {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
 }
 
 /// Runs of step `step` whose configuration has every value of `config`.
@@ -44,7 +210,114 @@ fn deserialize_config<'de, D: serde::Deserializer<'de>>(d: D) -> Result<crate::s
 
 impl RunGroup {
     pub fn is_empty(&self) -> bool {
-        self.runs.is_empty() && self.steps.is_empty() && self.configs.is_empty()
+        self.runs.is_empty() && self.steps.is_empty() && self.configs.is_empty() && self.launch.is_none()
+    }
+
+    /// What narrows the arm beyond its runs, steps and configurations, in
+    /// words ("of launch #41; 2 runs left out; watch runs included"); empty
+    /// when nothing does.
+    pub fn narrowed(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(window) = &self.window {
+            match (&window.from, &window.to) {
+                (Some(from), Some(to)) => out.push(format!("started {from} – {to}")),
+                (Some(from), None) => out.push(format!("started from {from}")),
+                (None, Some(to)) => out.push(format!("started until {to}")),
+                (None, None) => {}
+            }
+        }
+        if let Some(launch) = self.launch {
+            out.push(format!("of the launch begun by run #{launch}"));
+        }
+        if !self.exclude.is_empty() {
+            out.push(format!("{} left out ({})", crate::runs::counted(self.exclude.len() as u64, "run", "runs"), run_ranges(&self.exclude)));
+        }
+        if self.include_watch_runs {
+            out.push("watch runs included".into());
+        }
+        out
+    }
+}
+
+/// Run ids as people read them: `#9–16, #19`.
+pub fn run_ranges(ids: &[i64]) -> String {
+    let mut sorted = ids.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < sorted.len() {
+        let mut j = i;
+        while j + 1 < sorted.len() && sorted[j + 1] == sorted[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j > i { format!("#{}–{}", sorted[i], sorted[j]) } else { format!("#{}", sorted[i]) });
+        i = j + 1;
+    }
+    parts.join(", ")
+}
+
+/// A verdict as it was shown: its change, outcome and how many runs it rested on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+pub struct VerdictSeen {
+    pub delta_pct: Option<f64>,
+    pub outcome: Option<String>,
+    pub verdict: Option<String>,
+    pub baseline_runs: Vec<i64>,
+    pub treatment_runs: Vec<i64>,
+    /// RFC 3339: when it was first shown so.
+    pub at: String,
+}
+
+impl VerdictSeen {
+    pub fn runs(&self) -> usize {
+        self.baseline_runs.len() + self.treatment_runs.len()
+    }
+}
+
+/// How the verdict moved when the runs under it changed: kept, never silent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+pub struct VerdictChange {
+    pub was: VerdictSeen,
+    pub now: VerdictSeen,
+    /// Runs that joined either arm since, and runs that left it.
+    pub joined: Vec<i64>,
+    pub left: Vec<i64>,
+    /// "was +100.0 % on 4 runs; now +2.0 % on 16 — runs #9–16 joined".
+    pub text: String,
+}
+
+impl VerdictChange {
+    /// The change from `was` to `now`; none when they rest on the same runs.
+    pub fn between(was: VerdictSeen, now: VerdictSeen) -> Option<Self> {
+        let all = |v: &VerdictSeen| -> std::collections::BTreeSet<i64> {
+            v.baseline_runs.iter().chain(&v.treatment_runs).copied().collect()
+        };
+        let (before, after) = (all(&was), all(&now));
+        let same_sides = was.baseline_runs == now.baseline_runs && was.treatment_runs == now.treatment_runs;
+        if same_sides {
+            return None;
+        }
+        let joined: Vec<i64> = after.difference(&before).copied().collect();
+        let left: Vec<i64> = before.difference(&after).copied().collect();
+        let said = |v: &VerdictSeen| match v.delta_pct {
+            Some(d) => format!("{} on {}", crate::metrics::signed_pct(d), crate::runs::counted(v.runs() as u64, "run", "runs")),
+            None => format!("no verdict on {}", crate::runs::counted(v.runs() as u64, "run", "runs")),
+        };
+        let mut moved = Vec::new();
+        if !joined.is_empty() {
+            moved.push(format!("{} {} joined", if joined.len() == 1 { "run" } else { "runs" }, run_ranges(&joined)));
+        }
+        if !left.is_empty() {
+            moved.push(format!("{} {} left", if left.len() == 1 { "run" } else { "runs" }, run_ranges(&left)));
+        }
+        if moved.is_empty() {
+            moved.push("runs moved between the arms".into());
+        }
+        let text = format!("was {}; now {} — {}", said(&was), said(&now), moved.join("; "));
+        Some(Self { was, now, joined, left, text })
     }
 }
 
@@ -59,11 +332,15 @@ pub struct Hypothesis {
     pub rationale_html: String,
     /// The metric the experiment compares (`output_throughput`).
     pub metric: Option<String>,
-    /// The expected effect: `increase` or `decrease`, optionally by this many percent.
-    pub direction: Option<String>,
+    /// The expected effect: an increase or a decrease, optionally by this many percent.
+    pub direction: Option<Direction>,
     pub expected_pct: Option<f64>,
-    /// `open`, `supported`, `refuted` or `inconclusive`.
-    pub status: String,
+    /// What the verdict says (supported, refuted, inconclusive, open), or what
+    /// a person set it to.
+    pub status: HypothesisStatus,
+    /// Whether a person set the status (else it follows the verdict).
+    #[serde(default)]
+    pub status_set: bool,
     pub baseline: RunGroup,
     pub treatment: RunGroup,
     /// Steps that bear on it (notes, snippets, runs' steps).
@@ -79,6 +356,14 @@ pub struct Hypothesis {
     pub distribution: Option<crate::distributions::PercentileComparison>,
     /// Whether the measured change goes the expected way (none until both are known).
     pub as_expected: Option<bool>,
+    /// The verdict's own word: "as expected", "opposite of expected", "within
+    /// noise", "noise unknown"; none before there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict_word: Option<String>,
+    /// The last time the runs under the verdict changed: what it was, what it
+    /// is, which runs joined or left.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict_change: Option<VerdictChange>,
     /// Unit of the metric, from its measurements.
     pub unit: Option<String>,
     /// What else told the groups apart: host, host facts, command, env.
@@ -118,13 +403,15 @@ pub struct HypothesisInput {
     pub rationale: Option<String>,
     #[serde(default)]
     pub metric: Option<String>,
-    #[serde(default)]
-    pub direction: Option<String>,
+    /// `increase` or `decrease`; `""` or `null` for none.
+    #[serde(default, deserialize_with = "direction_input")]
+    pub direction: Option<Option<Direction>>,
     /// Absent: unchanged; `null`: no expected size any more.
     #[serde(default, deserialize_with = "present")]
     pub expected_pct: Option<Option<f64>>,
+    /// A status set by a person, or `auto` to have it follow the verdict again.
     #[serde(default)]
-    pub status: Option<String>,
+    pub status: Option<StatusSetting>,
     #[serde(default)]
     pub baseline: Option<RunGroup>,
     #[serde(default)]
@@ -135,6 +422,17 @@ pub struct HypothesisInput {
     /// Without it, the change applies to whatever is there (scripts).
     #[serde(default)]
     pub version: Option<i64>,
+}
+
+/// A direction as given: `increase`, `decrease`, or `""`/`null` for none.
+fn direction_input<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<Direction>>, D::Error> {
+    let text: Option<String> = Option::deserialize(d)?;
+    match text.as_deref().map(str::trim) {
+        None | Some("") => Ok(Some(None)),
+        Some(text) => Direction::parse(text).map(|d| Some(Some(d))).ok_or_else(|| {
+            serde::de::Error::custom(format!("the expected direction is increase or decrease, not {text:?}"))
+        }),
+    }
 }
 
 /// A field that is there, `null` included (`Some(None)`); absent is `None`

@@ -203,6 +203,13 @@ pub struct ChartPoint {
     pub value: f64,
 }
 
+/// A change in percent with its sign and one decimal: `+3.1 %`, `−42.0 %`
+/// (a true minus; `+0.0 %` for what rounds to zero).
+pub fn signed_pct(x: f64) -> String {
+    let text = format!("{:.1}", x.abs());
+    if x < 0.0 && text != "0.0" { format!("−{text} %") } else { format!("+{text} %") }
+}
+
 /// A measured value as the pages show it: one decimal from 100 up, two below.
 pub fn figure(value: f64) -> String {
     if value.abs() >= 100.0 { format!("{value:.1}") } else { format!("{value:.2}") }

@@ -38,8 +38,7 @@ pub struct Replay {
     pub investigation: String,
     pub host: Option<String>,
     pub env: BTreeMap<String, String>,
-    /// `running` while any of its runs is queued or running, else `finished`.
-    pub status: String,
+    pub status: ReplayStatus,
     /// Each original step and its copy.
     pub steps: Vec<(i64, i64)>,
     pub runs: Vec<ReplayedRun>,
@@ -50,6 +49,28 @@ pub struct Replay {
     pub created_at: String,
     pub created_by: Option<String>,
     pub url: String,
+    /// What went wrong on the hosts after the copy (a snippet not read there, a
+    /// step that could not be started).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// Running while any of its runs is queued or running.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum ReplayStatus {
+    Running,
+    Finished,
+}
+
+impl ReplayStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Finished => "finished",
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -85,10 +106,30 @@ pub struct ReplayedSnippet {
     pub original_step: i64,
     pub replay_step: i64,
     pub path: Option<String>,
-    /// `same`, `changed`, or `unread` (a side has no snapshot).
-    pub source: String,
+    pub source: SnippetSource,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+}
+
+/// A snippet's file on the replay's host against the original's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum SnippetSource {
+    Same,
+    Changed,
+    /// A side has no snapshot (not read there).
+    Unread,
+}
+
+impl SnippetSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Same => "same",
+            Self::Changed => "changed",
+            Self::Unread => "unread",
+        }
+    }
 }
 
 /// A hypothesis' outcome and verdict: the percentile bootstrap's when it has
@@ -184,10 +225,16 @@ pub struct ManifestHypothesis {
     pub statement: String,
     pub rationale: String,
     pub metric: Option<String>,
-    pub direction: Option<String>,
+    pub direction: Option<crate::hypotheses::Direction>,
     pub expected_pct: Option<f64>,
     pub baseline: crate::hypotheses::RunGroup,
     pub treatment: crate::hypotheses::RunGroup,
+    /// The runs each arm used when the manifest was made (a replay maps them
+    /// to the same configurations of the copied steps).
+    #[serde(default)]
+    pub baseline_runs: Vec<i64>,
+    #[serde(default)]
+    pub treatment_runs: Vec<i64>,
     pub outcome: Option<String>,
     pub verdict: Option<String>,
 }
@@ -266,10 +313,12 @@ pub fn manifest_of(
                 statement: h.statement.clone(),
                 rationale: h.rationale.clone(),
                 metric: h.metric.clone(),
-                direction: h.direction.clone(),
+                direction: h.direction,
                 expected_pct: h.expected_pct,
                 baseline: h.baseline.clone(),
                 treatment: h.treatment.clone(),
+                baseline_runs: h.baseline_values.iter().map(|(run, _)| *run).collect(),
+                treatment_runs: h.treatment_values.iter().map(|(run, _)| *run).collect(),
                 outcome,
                 verdict,
             }

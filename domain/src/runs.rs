@@ -66,6 +66,94 @@ impl TryFrom<String> for RunStatus {
     }
 }
 
+/// Who made a run: a person (a Run press, a sweep, `sleuth run`), a watch on
+/// its schedule, or a replay. A hypothesis's arms leave a watch's runs out
+/// unless they ask for them; the frontier and compare do too.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RunOrigin {
+    #[default]
+    Person,
+    /// The watch's id.
+    Watch { id: i64 },
+    /// The replay's id.
+    Replay { id: i64 },
+}
+
+/// The kind of [`RunOrigin`], as the store's `origin` column holds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OriginKind {
+    Person,
+    Watch,
+    Replay,
+}
+
+impl OriginKind {
+    pub const ALL: [OriginKind; 3] = [Self::Person, Self::Watch, Self::Replay];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Person => "person",
+            Self::Watch => "watch",
+            Self::Replay => "replay",
+        }
+    }
+}
+
+/// A stored origin that is none of [`OriginKind`] (the schema's CHECK keeps them out).
+#[derive(Debug, thiserror::Error)]
+#[error("{0:?} is not a run origin")]
+pub struct UnknownOrigin(pub String);
+
+impl TryFrom<String> for OriginKind {
+    type Error = UnknownOrigin;
+
+    fn try_from(text: String) -> Result<Self, UnknownOrigin> {
+        Self::ALL.into_iter().find(|k| k.as_str() == text).ok_or(UnknownOrigin(text))
+    }
+}
+
+impl RunOrigin {
+    /// From the row's two columns; a watch or replay without its id reads as a person's.
+    pub fn of(kind: OriginKind, id: Option<i64>) -> Self {
+        match (kind, id) {
+            (OriginKind::Watch, Some(id)) => Self::Watch { id },
+            (OriginKind::Replay, Some(id)) => Self::Replay { id },
+            _ => Self::Person,
+        }
+    }
+
+    pub fn kind(self) -> OriginKind {
+        match self {
+            Self::Person => OriginKind::Person,
+            Self::Watch { .. } => OriginKind::Watch,
+            Self::Replay { .. } => OriginKind::Replay,
+        }
+    }
+
+    pub fn id(self) -> Option<i64> {
+        match self {
+            Self::Person => None,
+            Self::Watch { id } | Self::Replay { id } => Some(id),
+        }
+    }
+
+    pub fn is_watch(self) -> bool {
+        matches!(self, Self::Watch { .. })
+    }
+
+    /// "watch 3", "replay 2"; nothing for a person's run.
+    pub fn label(self) -> Option<String> {
+        match self {
+            Self::Person => None,
+            Self::Watch { id } => Some(format!("watch {id}")),
+            Self::Replay { id } => Some(format!("replay {id}")),
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Run {
@@ -148,6 +236,12 @@ pub struct Run {
     /// that is 15 s or more (a frozen host is given up after about 40 s).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_quiet_s: Option<u64>,
+    /// Who made it: a person, a watch or a replay.
+    #[serde(default)]
+    pub origin: RunOrigin,
+    /// The Run press or sweep it was one of, by that launch's first run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch: Option<i64>,
 }
 
 /// A report file of a run, as read: which tool's format, and what the reader

@@ -306,8 +306,9 @@ async fn main() {
             sweep_index: None,
             telemetry: false,
             plan: None,
+            origin: domain::runs::RunOrigin::Person,
         };
-        let row = peer.store.insert_run(&new).await.expect("a run");
+        let row = peer.store.insert_run(&new, None).await.expect("a run");
         peer.store.start_run(row.id, "~/.sleuth/runs/bench").await.expect("started");
         let end = server::db::RunEnd {
             status: domain::runs::RunStatus::Succeeded,

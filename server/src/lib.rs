@@ -34,6 +34,7 @@ pub mod openapi;
 pub mod operations;
 pub mod output;
 pub mod policy;
+mod replays;
 pub mod reports;
 pub mod router;
 pub mod runs;

@@ -47,6 +47,7 @@ pub struct Notebook {
     pub members: Members,
     pub shares: Shares,
     pub search: Search,
+    pub replays: crate::replays::Replays,
 }
 
 impl Notebook {
@@ -65,6 +66,7 @@ impl Notebook {
             members: Members::new(store.clone()),
             shares: Shares::new(store.clone()),
             search: Search::new(store.clone(), outputs.clone()),
+            replays: crate::replays::Replays::new(store.clone()),
             hosts,
             runs,
             source,
@@ -295,19 +297,6 @@ impl Notebook {
             }
             _ => Err(ApiError::not_found(format!("There is no watch {id}.")).into()),
         }
-    }
-
-    /// A replay recorded: its copy exists (the permit is the copy's) and the
-    /// original was read by the same actor.
-    pub async fn record_replay(&self, permit: &Permit<crate::policy::Edit>, row: &crate::db::ReplayRow) -> Result<i64> {
-        debug_assert_eq!(permit.investigation(), row.investigation_id);
-        Ok(self.store.insert_replay(row).await?)
-    }
-
-    /// A replay's record. Unchecked: its caller reads both investigations
-    /// it names as the actor before showing anything of it.
-    pub async fn replay_row(&self, id: i64) -> Result<Option<crate::db::ReplayRow>> {
-        Ok(self.store.replay(id).await?)
     }
 
     /// A capture of host facts a run of the permit's investigation started under.

@@ -17,6 +17,12 @@ pub fn timestamp(ms: i64) -> String {
         .unwrap_or_default()
 }
 
+/// RFC 3339 (any offset) → Unix milliseconds; none for anything else.
+pub fn parse_timestamp(text: &str) -> Option<i64> {
+    let at = time::OffsetDateTime::parse(text.trim(), &time::format_description::well_known::Rfc3339).ok()?;
+    i64::try_from(at.unix_timestamp_nanos() / 1_000_000).ok()
+}
+
 /// Unix milliseconds → the UTC day, `2026-11-30`.
 pub fn day(ms: i64) -> String {
     timestamp(ms).chars().take(10).collect()
@@ -47,5 +53,8 @@ mod tests {
         assert_eq!(day(1_796_023_293_123), "2026-11-30");
         assert!(same_day(1_796_023_293_123, 1_796_023_293_123 + 3_600_000));
         assert!(!same_day(0, 86_400_000));
+        assert_eq!(parse_timestamp("2026-11-30T07:21:33.123Z"), Some(1_796_023_293_123));
+        assert_eq!(parse_timestamp("2026-11-30T08:21:33.123+01:00"), Some(1_796_023_293_123));
+        assert_eq!(parse_timestamp("yesterday"), None);
     }
 }

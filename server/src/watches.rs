@@ -77,7 +77,7 @@ async fn tend(guarded: &Guarded, store: &Store, row: &WatchRow, now: i64) -> cra
         Ok(only) => RunRequest { repeat: Some(1), only, ..RunRequest::default() },
         Err(why) => return store.stop_watch(row.id, &why.to_string()).await,
     };
-    match guarded.start_runs(&actor, row.step_id, request).await {
+    match guarded.start_runs_for(&actor, row.step_id, request, domain::runs::RunOrigin::Watch { id: row.id }).await {
         Ok(runs) => match runs.first() {
             Some(run) => store.watch_ran(row.id, run.id).await,
             None => Ok(()),

@@ -2,7 +2,7 @@
 //! hypothesis with its experiment's numbers and verdict, and the form to add one.
 
 use crate::error::ApiError;
-use crate::hypotheses::{Hypothesis, STATUSES, hypothesis_anchor};
+use crate::hypotheses::{Direction, Hypothesis, HypothesisStatus, hypothesis_anchor};
 use crate::model::Investigation;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
@@ -50,6 +50,15 @@ fn form_input(
 ) -> Result<crate::hypotheses::HypothesisInput, ApiError> {
     let expected_pct =
         crate::backend::form_number("The expected size in %", expected_pct.trim().trim_end_matches('%'))?;
+    let direction = match direction.trim() {
+        "" => None,
+        text => Some(Direction::parse(text).ok_or_else(|| {
+            crate::backend::with_status::<()>(Err(ApiError::invalid(format!(
+                "The expected direction is increase or decrease, not {text:?}."
+            ))))
+            .unwrap_err()
+        })?),
+    };
     Ok(crate::hypotheses::HypothesisInput {
         statement: Some(statement),
         rationale: Some(rationale),
@@ -107,9 +116,12 @@ pub async fn edit_hypothesis(
 
 #[server]
 pub async fn set_hypothesis_status(id: i64, version: i64, status: String) -> Result<Hypothesis, ApiError> {
+    let setting = crate::backend::with_status(crate::hypotheses::StatusSetting::parse(&status).ok_or_else(|| {
+        ApiError::invalid(format!("The status is auto, open, supported, refuted or inconclusive, not {status:?}."))
+    }))?;
     // The version the page showed: a change by someone else since is not overwritten.
     let input =
-        crate::hypotheses::HypothesisInput { status: Some(status), version: Some(version), ..Default::default() };
+        crate::hypotheses::HypothesisInput { status: Some(setting), version: Some(version), ..Default::default() };
     crate::backend::call(move |notebook, actor| async move { notebook.update_hypothesis(&actor, id, input).await })
         .await
 }
@@ -319,9 +331,9 @@ fn HypothesisRow(h: Hypothesis, steps: Vec<(i64, String)>, commands: Vec<(String
         (Some(_), Some(c)) => (Some(per_run(&c.baseline)), Some(per_run(&c.treatment))),
         _ => (None, None),
     };
-    let expected = match (&h.direction, h.expected_pct) {
-        (Some(d), Some(p)) => Some(format!("expects {} {p} %", if d == "increase" { "+" } else { "−" })),
-        (Some(d), None) => Some(format!("expects an {d}")),
+    let expected = match (h.direction, h.expected_pct) {
+        (Some(d), Some(p)) => Some(format!("expects {} {p} %", if d == Direction::Increase { "+" } else { "−" })),
+        (Some(d), None) => Some(format!("expects an {}", d.as_str())),
         _ => None,
     };
     let against = match h.as_expected {
@@ -330,11 +342,36 @@ fn HypothesisRow(h: Hypothesis, steps: Vec<(i64, String)>, commands: Vec<(String
         None => None,
     };
     let id = h.id;
-    let status = h.status.clone();
-    let options =
-        STATUSES.iter().map(|s| view! { <option value=*s selected=*s == status>{*s}</option> }).collect_view();
+    let status = h.status;
+    // "auto" follows the verdict; a person's choice stays until they pick auto again.
+    let auto_label = format!("auto: {}", if h.status_set { "from the verdict" } else { status.as_str() });
+    let options = view! {
+        <option value="auto" selected=!h.status_set>{auto_label}</option>
+        {HypothesisStatus::ALL
+            .iter()
+            .map(|s| view! { <option value=s.as_str() selected=h.status_set && *s == status>{s.as_str()}</option> })
+            .collect_view()}
+    };
+    let status_source = if h.status_set { "set by a person" } else { "follows the verdict" };
+    let used = |values: &[(i64, f64)]| {
+        let ids: Vec<i64> = values.iter().map(|(r, _)| *r).collect();
+        if ids.is_empty() { "none".to_string() } else { crate::hypotheses::run_ranges(&ids) }
+    };
+    let arms_used = format!(
+        "runs used — baseline: {}; treatment: {}",
+        used(&h.baseline_values),
+        used(&h.treatment_values)
+    );
+    let narrowed: Vec<String> = [("baseline", &h.baseline), ("treatment", &h.treatment)]
+        .iter()
+        .filter_map(|(side, g)| {
+            let n = g.narrowed();
+            (!n.is_empty()).then(|| format!("{side}: {}", n.join("; ")))
+        })
+        .collect();
+    let verdict_change = h.verdict_change.clone();
     view! {
-        <tr id=hypothesis_anchor(h.id) data-status=h.status.clone()>
+        <tr id=hypothesis_anchor(h.id) data-status=status.as_str() data-status-set=h.status_set.to_string()>
             <td>
                 {if crate::components::abilities().edit {
                     view! {
@@ -348,8 +385,9 @@ fn HypothesisRow(h: Hypothesis, steps: Vec<(i64, String)>, commands: Vec<(String
                         </ActionForm>
                     }.into_any()
                 } else {
-                    view! { <span class="tag status">{status.clone()}</span> }.into_any()
+                    view! { <span class="tag status">{status.as_str()}</span> }.into_any()
                 }}
+                <span class="muted status-source">{status_source}</span>
             </td>
             <td class="statement">
                 <a href=format!("#{}", hypothesis_anchor(h.id))>{h.statement.clone()}</a>
@@ -382,6 +420,11 @@ fn HypothesisRow(h: Hypothesis, steps: Vec<(i64, String)>, commands: Vec<(String
                     if h.metric.is_none() { "no metric chosen".into() } else { "no runs with this metric yet".into() }
                 })}
                 {against.map(|(class, text)| view! { <span class=format!("tag {class}")>{text}</span> })}
+                {verdict_change.map(|c| view! {
+                    <p class="notice verdict-change" title=format!("since {}", c.now.at)>{c.text}</p>
+                })}
+                <p class="muted arms-used">{arms_used}</p>
+                {(!narrowed.is_empty()).then(|| view! { <p class="muted arms-narrowed">{narrowed.join(" · ")}</p> })}
                 {provenance}
                 {profiles}
             </td>
@@ -481,7 +524,7 @@ fn EditHypothesis(h: Hypothesis, commands: Vec<(String, String)>) -> impl IntoVi
         select("baseline_step", "Baseline runs", group_choice(&h.baseline)),
         select("treatment_step", "Treatment runs", group_choice(&h.treatment)),
     );
-    let direction = h.direction.clone().unwrap_or_default();
+    let direction = h.direction.map(Direction::as_str).unwrap_or_default();
     let directions = ["", "increase", "decrease"]
         .into_iter()
         .map(|d| view! { <option value=d selected=d == direction>{if d.is_empty() { "—" } else { d }}</option> })

@@ -58,7 +58,7 @@ fn Whole(r: Replay) -> impl IntoView {
         .snippets
         .iter()
         .map(|s| {
-            view! { <li><code>{s.path.clone().unwrap_or_default()}</code> ": " {s.source.clone()}
+            view! { <li><code>{s.path.clone().unwrap_or_default()}</code> ": " {s.source.as_str()}
             {s.note.clone().map(|n| view! { <span class="muted">{format!(" — {n}")}</span> })}</li> }
         })
         .collect_view();
@@ -77,7 +77,7 @@ fn Whole(r: Replay) -> impl IntoView {
             " / " <span>"replay " {r.id}</span>
         </nav>
         <section class="panel replay-page">
-            <h1>"Replay " {r.id} " · " {r.status.clone()}</h1>
+            <h1>"Replay " {r.id} " · " {r.status.as_str()}</h1>
             <p class="muted">
                 {r.host.clone().map(|h| format!("On {h}")).unwrap_or_else(|| "On each step's own host".into())}
                 {(!env.is_empty()).then(|| format!(", with {}", env.join(", ")))}

@@ -13,13 +13,14 @@ pub async fn add_annotation(
     start: String,
     end: String,
     body: String,
-    author: String,
+    // Only the form without accounts asks for a name: a member's annotation is theirs.
+    #[server(default)] author: Option<String>,
 ) -> Result<Annotation, ApiError> {
     let new = super::snippet::NewAnnotation {
         start: crate::backend::required_number("The first line", &start)?,
         end: crate::backend::required_number("The last line", &end)?,
         body,
-        author: Some(author),
+        author: author.filter(|a| !a.trim().is_empty()),
     };
     crate::backend::call(move |notebook, actor| async move { notebook.add_annotation(&actor, step_id, new).await })
         .await

@@ -14,16 +14,7 @@ impl Store {
     }
 
     pub async fn set_member(&self, investigation: &str, user: &str, role: &str) -> StoreResult<()> {
-        sqlx::query(
-            "INSERT INTO investigation_members (investigation_id, user_name, role) VALUES ($1, $2, $3)
-             ON CONFLICT (investigation_id, user_name) DO UPDATE SET role = excluded.role",
-        )
-        .bind(investigation)
-        .bind(user)
-        .bind(role)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
+        set_member_in(&mut *self.pool.acquire().await?, investigation, user, role).await
     }
 
     pub async fn remove_member(&self, investigation: &str, user: &str) -> StoreResult<bool> {
@@ -160,4 +151,23 @@ pub enum OwnedBy {
     ShareLink,
     Comment,
     Sweep,
+}
+
+/// Gives `user` the `role` in `investigation`, on `conn`.
+pub(super) async fn set_member_in(
+    conn: &mut sqlx::AnyConnection,
+    investigation: &str,
+    user: &str,
+    role: &str,
+) -> StoreResult<()> {
+    sqlx::query(
+        "INSERT INTO investigation_members (investigation_id, user_name, role) VALUES ($1, $2, $3)
+         ON CONFLICT (investigation_id, user_name) DO UPDATE SET role = excluded.role",
+    )
+    .bind(investigation)
+    .bind(user)
+    .bind(role)
+    .execute(conn)
+    .await?;
+    Ok(())
 }

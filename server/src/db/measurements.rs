@@ -168,21 +168,7 @@ impl Store {
         pattern: &str,
         unit: &str,
     ) -> StoreResult<Option<i64>> {
-        let id: Option<(i64,)> = sqlx::query_as(
-            "INSERT INTO extractors (investigation_id, name, pattern, unit, created_at) VALUES ($1, $2, $3, $4, $5)
-             ON CONFLICT (investigation_id, name) DO NOTHING
-             RETURNING id",
-        )
-        .bind(investigation)
-        .bind(name)
-        .bind(pattern)
-        .bind(unit)
-        .bind(now_ms())
-        .fetch_all(&self.pool)
-        .await?
-        .into_iter()
-        .next();
-        Ok(id.map(|(id,)| id))
+        insert_extractor_in(&mut *self.pool.acquire().await?, investigation, name, pattern, unit).await
     }
 
     pub async fn extractors(&self, investigation: &str) -> StoreResult<Vec<ExtractorRow>> {
@@ -212,19 +198,7 @@ impl Store {
         formula: &str,
         constants: &str,
     ) -> StoreResult<bool> {
-        let done = sqlx::query(
-            "INSERT INTO derived_metrics (investigation_id, name, unit, formula, constants, created_at)
-             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (investigation_id, name) DO NOTHING",
-        )
-        .bind(investigation)
-        .bind(name)
-        .bind(unit)
-        .bind(formula)
-        .bind(constants)
-        .bind(now_ms())
-        .execute(&self.pool)
-        .await?;
-        Ok(done.rows_affected() == 1)
+        insert_derived_in(&mut *self.pool.acquire().await?, investigation, name, unit, formula, constants).await
     }
 
     /// `(name, unit, formula, constants JSON)`, oldest first.
@@ -245,6 +219,56 @@ impl Store {
             .await?;
         Ok(done.rows_affected() == 1)
     }
+}
+
+
+/// An extractor on `conn`; `None` when the investigation has one of that name.
+pub(super) async fn insert_extractor_in(
+    conn: &mut sqlx::AnyConnection,
+    investigation: &str,
+    name: &str,
+    pattern: &str,
+    unit: &str,
+) -> StoreResult<Option<i64>> {
+    let id: Option<(i64,)> = sqlx::query_as(
+        "INSERT INTO extractors (investigation_id, name, pattern, unit, created_at) VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (investigation_id, name) DO NOTHING
+         RETURNING id",
+    )
+    .bind(investigation)
+    .bind(name)
+    .bind(pattern)
+    .bind(unit)
+    .bind(now_ms())
+    .fetch_all(conn)
+    .await?
+    .into_iter()
+    .next();
+    Ok(id.map(|(id,)| id))
+}
+
+/// A derived metric on `conn`; `false` when the investigation has one of that name.
+pub(super) async fn insert_derived_in(
+    conn: &mut sqlx::AnyConnection,
+    investigation: &str,
+    name: &str,
+    unit: &str,
+    formula: &str,
+    constants: &str,
+) -> StoreResult<bool> {
+    let done = sqlx::query(
+        "INSERT INTO derived_metrics (investigation_id, name, unit, formula, constants, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (investigation_id, name) DO NOTHING",
+    )
+    .bind(investigation)
+    .bind(name)
+    .bind(unit)
+    .bind(formula)
+    .bind(constants)
+    .bind(now_ms())
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected() == 1)
 }
 
 #[cfg(test)]

@@ -62,15 +62,15 @@ pub use audit::{AuditRow, NewAudit};
 pub use comments::{CommentRow, MentionRow, NewCommentRow};
 pub use copy::{Copy, CopyError};
 pub use facts::FactsRow;
-pub use hypotheses::HypothesisRow;
+pub use hypotheses::{HypothesisRow, VerdictRow};
 pub use logs::LogRow;
 pub use measurements::ExtractorRow;
 pub use measurements::HistoryRow;
 pub use output::{OutputBlock, OutputKey};
-pub use replays::ReplayRow;
+pub use replays::{Copied, ReplayCopy, ReplayRow};
 pub use replicas::{EXPIRY as LEASE_EXPIRY, LeaseJudge, Notices, RENEW as LEASE_RENEW};
 pub use reports::{NewReport, ReportRow, SamplesRow, encode as encode_samples};
-pub use rows::{HostRow, InvestigationRow, MeasurementRow, NewRun, RunEnd, RunRow, StepRow};
+pub use rows::{HostRow, InvestigationRow, Maybe, MeasurementRow, NewRun, RunEnd, RunRow, StepRow};
 pub use search::{DocQuery, DocRow, Found, NewDoc, RANK_AT_MOST};
 pub use searches::SearchRow;
 pub use shares::ShareRow;
@@ -413,19 +413,7 @@ impl Store {
 
     /// Inserts a new investigation; `false` if `id` is taken.
     pub async fn insert_investigation(&self, id: &str, title: &str, question: &str) -> StoreResult<bool> {
-        let now = now_ms();
-        let done = sqlx::query(
-            "INSERT INTO investigations (id, title, question, status, created_at, updated_at)
-             VALUES ($1, $2, $3, 'open', $4, $5) ON CONFLICT (id) DO NOTHING",
-        )
-        .bind(id)
-        .bind(title)
-        .bind(question)
-        .bind(now)
-        .bind(now)
-        .execute(&self.pool)
-        .await?;
-        Ok(done.rows_affected() == 1)
+        insert_investigation_in(&mut *self.pool.acquire().await?, id, title, question, now_ms()).await
     }
 
     /// Sets the given fields; `false` if there is no such investigation.
@@ -490,19 +478,7 @@ impl Store {
         if !touched {
             return Ok(None);
         }
-        let row = sqlx::query_as(
-            "INSERT INTO steps (investigation_id, position, kind, body, created_at, updated_at)
-             VALUES ($1, (SELECT COALESCE(MAX(position), 0) + 1 FROM steps WHERE investigation_id = $2), $3, $4, $5, $6)
-             RETURNING id, investigation_id, position, kind, body, created_at, updated_at, version, updated_by",
-        )
-        .bind(investigation)
-        .bind(investigation)
-        .bind(kind)
-        .bind(body)
-        .bind(now)
-        .bind(now)
-        .fetch_one(&mut *tx)
-        .await?;
+        let row = append_step_in(&mut tx, investigation, kind, body, now).await?;
         tx.commit().await?;
         Ok(Some(row))
     }
@@ -618,6 +594,52 @@ impl Store {
     }
 }
 
+/// A new investigation on `conn` (a transaction's, or the pool's); `false` when the id is taken.
+pub(super) async fn insert_investigation_in(
+    conn: &mut sqlx::AnyConnection,
+    id: &str,
+    title: &str,
+    question: &str,
+    now: i64,
+) -> StoreResult<bool> {
+    let done = sqlx::query(
+        "INSERT INTO investigations (id, title, question, status, created_at, updated_at)
+         VALUES ($1, $2, $3, 'open', $4, $5) ON CONFLICT (id) DO NOTHING",
+    )
+    .bind(id)
+    .bind(title)
+    .bind(question)
+    .bind(now)
+    .bind(now)
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// A step at the end of its investigation's timeline, on `conn` (in a
+/// transaction that serialises the timeline's writers).
+pub(super) async fn append_step_in(
+    conn: &mut sqlx::AnyConnection,
+    investigation: &str,
+    kind: &str,
+    body: &str,
+    now: i64,
+) -> StoreResult<StepRow> {
+    Ok(sqlx::query_as(
+        "INSERT INTO steps (investigation_id, position, kind, body, created_at, updated_at)
+         VALUES ($1, (SELECT COALESCE(MAX(position), 0) + 1 FROM steps WHERE investigation_id = $2), $3, $4, $5, $6)
+         RETURNING id, investigation_id, position, kind, body, created_at, updated_at, version, updated_by",
+    )
+    .bind(investigation)
+    .bind(investigation)
+    .bind(kind)
+    .bind(body)
+    .bind(now)
+    .bind(now)
+    .fetch_one(conn)
+    .await?)
+}
+
 async fn touch_investigation(tx: &mut Transaction<'static, Any>, id: &str, now: i64) -> StoreResult<bool> {
     let done = sqlx::query("UPDATE investigations SET updated_at = $1 WHERE id = $2")
         .bind(now)
@@ -688,8 +710,9 @@ pub(crate) mod tests_support {
             sweep_index: None,
             telemetry: false,
             plan: None,
+            origin: domain::runs::RunOrigin::Person,
         };
-        store.insert_run(&run).await.unwrap().id
+        store.insert_run(&run, None).await.unwrap().id
     }
 }
 

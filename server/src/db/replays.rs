@@ -1,6 +1,7 @@
 //! Replays of investigations (`crate::replays`).
 
-use super::{Store, StoreResult};
+use super::{HypothesisRow, Store, StoreResult};
+use std::collections::HashMap;
 
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct ReplayRow {
@@ -17,14 +18,79 @@ pub struct ReplayRow {
     pub manifest: String,
     pub created_by: Option<String>,
     pub created_at: i64,
+    /// What went wrong after the copy (a snippet not read on the new host), JSON strings (0033).
+    pub notes: Option<String>,
 }
 
 const COLUMNS: &str =
-    "id, investigation_id, original_id, host, env, steps, hypotheses, manifest, created_by, created_at";
+    "id, investigation_id, original_id, host, env, steps, hypotheses, manifest, created_by, created_at, notes";
+
+/// A replay's copy of an investigation, all of it written in one transaction
+/// ([`Store::insert_replay_copy`]): a refused or failed copy leaves nothing.
+pub struct ReplayCopy<'a> {
+    /// The new investigation's id (taken: nothing is written), title and question.
+    pub id: &'a str,
+    pub title: &'a str,
+    pub question: &'a str,
+    /// Who made it: its owner.
+    pub owner: &'a str,
+    /// `(name, pattern, unit)`.
+    pub extractors: Vec<(String, String, String)>,
+    /// `(name, unit, formula, constants JSON)`.
+    pub derived: Vec<(String, String, String, String)>,
+    pub slo: Option<String>,
+    /// `(original step, kind, body JSON)`, in timeline order.
+    pub steps: Vec<(i64, &'a str, String)>,
+    /// The copied hypotheses, `(original id, row)`, given the original → copy step map.
+    pub hypotheses: &'a (dyn Fn(&HashMap<i64, i64>) -> Vec<(i64, HypothesisRow)> + Sync),
+    /// The replay's own row (its steps and hypotheses pairs are filled in).
+    pub replay: ReplayRow,
+}
+
+/// What a copy made: the replay's id and each original step and hypothesis against its copy.
+pub struct Copied {
+    pub replay: i64,
+    pub steps: Vec<(i64, i64)>,
+    pub hypotheses: Vec<(i64, i64)>,
+}
 
 impl Store {
-    pub async fn insert_replay(&self, row: &ReplayRow) -> StoreResult<i64> {
-        let ids: Vec<(i64,)> = sqlx::query_as(
+    /// The whole copy in one transaction; `None` (nothing written) when the
+    /// investigation id is taken.
+    pub async fn insert_replay_copy(&self, copy: &ReplayCopy<'_>) -> StoreResult<Option<Copied>> {
+        let now = crate::time::now_ms();
+        let mut tx = self.begin_serialised(super::Queue::Steps).await?;
+        if !super::insert_investigation_in(&mut tx, copy.id, copy.title, copy.question, now).await? {
+            return Ok(None);
+        }
+        super::access::set_member_in(&mut tx, copy.id, copy.owner, "owner").await?;
+        for (name, pattern, unit) in &copy.extractors {
+            super::measurements::insert_extractor_in(&mut tx, copy.id, name, pattern, unit).await?;
+        }
+        for (name, unit, formula, constants) in &copy.derived {
+            super::measurements::insert_derived_in(&mut tx, copy.id, name, unit, formula, constants).await?;
+        }
+        if let Some(text) = &copy.slo {
+            super::reports::set_slo_in(&mut tx, copy.id, text, copy.owner).await?;
+        }
+        let mut steps = Vec::with_capacity(copy.steps.len());
+        for (original, kind, body) in &copy.steps {
+            let row = super::append_step_in(&mut tx, copy.id, kind, body, now).await?;
+            steps.push((*original, row.id));
+        }
+        let mapped: HashMap<i64, i64> = steps.iter().copied().collect();
+        let mut hypotheses = Vec::new();
+        for (original, row) in (copy.hypotheses)(&mapped) {
+            let row = HypothesisRow { investigation_id: copy.id.to_string(), ..row };
+            hypotheses.push((original, super::hypotheses::insert_hypothesis_in(&mut tx, &row, now).await?));
+        }
+        let row = ReplayRow {
+            investigation_id: copy.id.to_string(),
+            steps: serde_json::json!(steps).to_string(),
+            hypotheses: serde_json::json!(hypotheses).to_string(),
+            ..copy.replay.clone()
+        };
+        let (replay,): (i64,) = sqlx::query_as(
             "INSERT INTO replays (investigation_id, original_id, host, env, steps, hypotheses, manifest, created_by, created_at)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
         )
@@ -37,9 +103,20 @@ impl Store {
         .bind(&row.manifest)
         .bind(&row.created_by)
         .bind(row.created_at)
-        .fetch_all(&self.pool)
+        .fetch_one(&mut *tx)
         .await?;
-        Ok(ids.first().map_or(0, |(id,)| *id))
+        tx.commit().await?;
+        Ok(Some(Copied { replay, steps, hypotheses }))
+    }
+
+    /// Notes what went wrong after the copy (appended to the replay's notes).
+    pub async fn note_replay(&self, id: i64, notes: &[String]) -> StoreResult<()> {
+        sqlx::query("UPDATE replays SET notes = $1 WHERE id = $2")
+            .bind(serde_json::json!(notes).to_string())
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
     }
 
     pub async fn replay(&self, id: i64) -> StoreResult<Option<ReplayRow>> {

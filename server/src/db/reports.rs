@@ -157,18 +157,7 @@ impl Store {
     /// Sets (or, with `None`, removes) the investigation's SLO.
     pub async fn set_slo(&self, investigation: &str, text: Option<&str>, by: &str) -> StoreResult<()> {
         match text {
-            Some(text) => {
-                sqlx::query(
-                    "INSERT INTO slos (investigation_id, text, updated_at, updated_by) VALUES ($1, $2, $3, $4)
-                     ON CONFLICT (investigation_id) DO UPDATE SET text = $2, updated_at = $3, updated_by = $4",
-                )
-                .bind(investigation)
-                .bind(text)
-                .bind(now_ms())
-                .bind(by)
-                .execute(&self.pool)
-                .await?;
-            }
+            Some(text) => set_slo_in(&mut *self.pool.acquire().await?, investigation, text, by).await?,
             None => {
                 sqlx::query("DELETE FROM slos WHERE investigation_id = $1")
                     .bind(investigation)
@@ -178,6 +167,22 @@ impl Store {
         }
         Ok(())
     }
+}
+
+
+/// The investigation's SLO on `conn`, replacing any.
+pub(super) async fn set_slo_in(conn: &mut sqlx::AnyConnection, investigation: &str, text: &str, by: &str) -> StoreResult<()> {
+    sqlx::query(
+        "INSERT INTO slos (investigation_id, text, updated_at, updated_by) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (investigation_id) DO UPDATE SET text = $2, updated_at = $3, updated_by = $4",
+    )
+    .bind(investigation)
+    .bind(text)
+    .bind(now_ms())
+    .bind(by)
+    .execute(conn)
+    .await?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,5 +1,19 @@
 //! Rows as the store returns them.
 
+/// A nullable column that holds one of a closed set (`#[sqlx(try_from =
+/// "Option<String>")]`): none, or one of its values; anything else is an
+/// error reading the row, never a silent default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Maybe<T>(pub Option<T>);
+
+impl<T: TryFrom<String>> TryFrom<Option<String>> for Maybe<T> {
+    type Error = T::Error;
+
+    fn try_from(text: Option<String>) -> Result<Self, T::Error> {
+        text.map(T::try_from).transpose().map(Maybe)
+    }
+}
+
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct InvestigationRow {
     pub id: String,
@@ -88,6 +102,12 @@ pub struct RunRow {
     /// Whether its telemetry chart was drawn (1), the last thing stored after
     /// a run with telemetry ends; the chart itself is read on its own.
     pub telemetry_drawn: i64,
+    /// Who made it (0033): a person, or the watch or replay `origin_id` names.
+    #[sqlx(try_from = "String")]
+    pub origin: domain::runs::OriginKind,
+    pub origin_id: Option<i64>,
+    /// The first run of its Run press or sweep (0033).
+    pub launch: Option<i64>,
 }
 
 /// What a new run records; the rest starts at zero.
@@ -110,6 +130,8 @@ pub struct NewRun {
     pub telemetry: bool,
     /// Its server and artifacts (JSON, `runs::Plan`), if its step has either.
     pub plan: Option<String>,
+    /// A person's, or a watch's or replay's.
+    pub origin: domain::runs::RunOrigin,
 }
 
 /// Where a run ended.

@@ -14,14 +14,17 @@ const ABANDONED: &str =
 pub(super) const COLUMNS: &str = "id, step_id, host, command, env, cwd, timeout_s, status, exit_code, exit_signal, error,
     batch_index, batch_size, warmup, stdout_bytes, stderr_bytes, lines, queued_at, started_at, finished_at, who, facts_id,
     config, sweep_id, sweep_index, telemetry, plan, run_dir, server, artifact_notes, host_quiet_s,
-    CAST(CASE WHEN telemetry_svg IS NULL THEN 0 ELSE 1 END AS BIGINT) AS telemetry_drawn";
+    CAST(CASE WHEN telemetry_svg IS NULL THEN 0 ELSE 1 END AS BIGINT) AS telemetry_drawn, origin, origin_id, launch";
 
 impl Store {
-    pub async fn insert_run(&self, run: &NewRun) -> StoreResult<RunRow> {
-        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
+    /// Inserts one run; `launch`: the first run of its Run press or sweep
+    /// (none for that first one, which is its own).
+    pub async fn insert_run(&self, run: &NewRun, launch: Option<i64>) -> StoreResult<RunRow> {
+        let row: RunRow = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "INSERT INTO runs (step_id, host, command, env, cwd, timeout_s, status, batch_index, batch_size, warmup, queued_at, who,
-                               replica, config, sweep_id, sweep_index, telemetry, plan)
-             VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) RETURNING {COLUMNS}"
+                               replica, config, sweep_id, sweep_index, telemetry, plan, origin, origin_id, launch)
+             VALUES ($1, $2, $3, $4, $5, $6, 'queued', $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
+             RETURNING {COLUMNS}"
         )))
         .bind(run.step_id)
         .bind(&run.host)
@@ -40,11 +43,19 @@ impl Store {
         .bind(run.sweep_index)
         .bind(i64::from(run.telemetry))
         .bind(&run.plan)
+        .bind(run.origin.kind().as_str())
+        .bind(run.origin.id())
+        .bind(launch)
         .fetch_all(&self.pool)
         .await?
         .into_iter()
         .next()
-        .ok_or(sqlx::Error::RowNotFound)?)
+        .ok_or(sqlx::Error::RowNotFound)?;
+        if launch.is_some() {
+            return Ok(row);
+        }
+        sqlx::query("UPDATE runs SET launch = id WHERE id = $1").bind(row.id).execute(&self.pool).await?;
+        Ok(RunRow { launch: Some(row.id), ..row })
     }
 
     pub async fn run(&self, id: i64) -> StoreResult<Option<RunRow>> {

@@ -144,7 +144,7 @@ fn hypothesis_line(h: &domain::hypotheses::Hypothesis) -> HypothesisLine<'_> {
             treatment: side(d.treatment, d.runs.1, d.requests.1, c.map(|c| &c.treatment)),
             delta: format!("{:+.1} %", d.delta_pct),
             ci: format!("{:+.1} … {:+.1} %", d.ci_pct.0, d.ci_pct.1),
-            verdict: format!("{} — {}", h.status, d.verdict),
+            verdict: said(h, Some(&d.verdict)),
         };
     }
     let c = h.comparison.as_ref();
@@ -162,8 +162,24 @@ fn hypothesis_line(h: &domain::hypotheses::Hypothesis) -> HypothesisLine<'_> {
         treatment: group(c.map(|c| &c.treatment)),
         delta: c.map_or("—".into(), |c| format!("{:+.1} %", c.delta_pct)),
         ci: c.and_then(|c| c.ci_pct).map_or("—".into(), |(lo, hi)| format!("{lo:+.1} … {hi:+.1} %")),
-        verdict: c.map_or_else(|| h.status.clone(), |c| format!("{} — {}", h.status, c.verdict)),
+        verdict: said(h, c.map(|c| c.verdict.as_str())),
     }
+}
+
+/// The verdict as a report prints it: its own word ("as expected", "within
+/// noise"), the numbers, the status where a person set one, and how it moved
+/// when runs joined; the status alone before there is a verdict.
+fn said(h: &domain::hypotheses::Hypothesis, verdict: Option<&str>) -> String {
+    let Some(verdict) = verdict else { return h.status.as_str().to_string() };
+    let word = h.verdict_word.as_deref().unwrap_or(h.status.as_str());
+    let mut out = format!("{word} — {verdict}");
+    if h.status_set {
+        out.push_str(&format!(" (status: {}, set by a person)", h.status.as_str()));
+    }
+    if let Some(change) = &h.verdict_change {
+        out.push_str(&format!("; {}", change.text));
+    }
+    out
 }
 
 /// The metrics the hypotheses and the SLO are about, in that order (an SLO's

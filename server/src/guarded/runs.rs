@@ -4,12 +4,22 @@ use crate::db::OwnedBy;
 use crate::policy::{Edit, Read, Run as RunRight};
 use domain::error::ApiError;
 use domain::ports::Actor;
-use domain::runs::{OutputTail, Run, RunRequest};
+use domain::runs::{OutputTail, Run, RunOrigin, RunRequest};
 
 impl super::Guarded {
     pub async fn start_runs(&self, actor: &Actor, step_id: i64, request: RunRequest) -> Result<Vec<Run>, ApiError> {
+        self.start_runs_for(actor, step_id, request, RunOrigin::Person).await
+    }
+    /// Runs a watch or a replay starts as its creator: marked as its.
+    pub async fn start_runs_for(
+        &self,
+        actor: &Actor,
+        step_id: i64,
+        request: RunRequest,
+        origin: RunOrigin,
+    ) -> Result<Vec<Run>, ApiError> {
         let permit = self.access.run_on_step(actor, step_id).await?;
-        Ok(self.notebook.runs.start(&permit, step_id, request).await?)
+        Ok(self.notebook.runs.start(&permit, step_id, request, origin).await?)
     }
     pub async fn run(&self, actor: &Actor, id: i64) -> Result<Run, ApiError> {
         let permit = self.access.permit_for::<Read>(actor, OwnedBy::Run, id).await?;

@@ -14,7 +14,9 @@ use crate::policy::{Edit, Permit, Read};
 use crate::time::timestamp;
 use domain::distributions::PercentileComparison;
 use domain::error::ApiError;
-use domain::hypotheses::{Hypothesis, HypothesisInput, RunGroup, STATUSES, hypothesis_anchor};
+use domain::hypotheses::{
+    Hypothesis, HypothesisInput, HypothesisStatus, RunGroup, VerdictChange, VerdictSeen, hypothesis_anchor,
+};
 use std::collections::HashMap;
 
 const STATEMENT_CHARS: usize = 500;
@@ -89,7 +91,8 @@ fn cdf_chart(metric: &str, unit: &str, b: &[Vec<f64>], t: &[Vec<f64>], p: f64) -
 fn stale(current: &HypothesisRow) -> ApiError {
     let then = format!(
         "It now reads: {:?} (status {}). Reload and apply your change again.",
-        current.statement, current.status
+        current.statement,
+        current.status.as_str()
     );
     crate::error::stale_save(
         "hypothesis",
@@ -119,16 +122,7 @@ fn apply(row: &mut HypothesisRow, input: HypothesisInput) -> Result<()> {
         row.metric = Some(domain::hypotheses::check_metric(&metric).map_err(ApiError::from)?);
     }
     if let Some(direction) = input.direction {
-        row.direction = match direction.trim() {
-            "" => None,
-            d @ ("increase" | "decrease") => Some(d.to_string()),
-            other => {
-                return Err(ApiError::invalid(format!(
-                    "The expected direction is increase or decrease, not {other:?}."
-                ))
-                .into());
-            }
-        };
+        row.direction = crate::db::Maybe(direction);
     }
     match input.expected_pct {
         None => {}
@@ -140,24 +134,52 @@ fn apply(row: &mut HypothesisRow, input: HypothesisInput) -> Result<()> {
         }
         Some(pct) => row.expected_pct = pct,
     }
-    if let Some(status) = input.status {
-        if !STATUSES.contains(&status.as_str()) {
-            return Err(
-                ApiError::invalid(format!("The status is one of {}, not {status:?}.", STATUSES.join(", "))).into()
-            );
+    if let Some(setting) = input.status {
+        match setting.status() {
+            Some(status) => (row.status, row.status_auto) = (status, 0),
+            None => row.status_auto = 1,
         }
-        row.status = status;
     }
     if let Some(group) = input.baseline {
+        check_group("baseline", &group)?;
         row.baseline = serde_json::to_string(&group).context("a run group as JSON")?;
     }
     if let Some(group) = input.treatment {
+        check_group("treatment", &group)?;
         row.treatment = serde_json::to_string(&group).context("a run group as JSON")?;
     }
     if let Some(evidence) = input.evidence {
         row.evidence = serde_json::to_string(&evidence).context("evidence as JSON")?;
     }
     Ok(())
+}
+
+/// An arm's window is two RFC 3339 times, the first before the second.
+fn check_group(side: &str, group: &RunGroup) -> Result<()> {
+    let Some(window) = &group.window else { return Ok(()) };
+    let end = |name: &str, text: &Option<String>| -> Result<Option<i64>> {
+        match text {
+            None => Ok(None),
+            Some(text) => crate::time::parse_timestamp(text).map(Some).ok_or_else(|| {
+                ApiError::invalid(format!(
+                    "The {side}'s window.{name} is not a time: {text:?} (RFC 3339, e.g. 2026-12-06T15:00:00Z)."
+                ))
+                .into()
+            }),
+        }
+    };
+    if let (Some(from), Some(to)) = (end("from", &window.from)?, end("to", &window.to)?)
+        && from > to
+    {
+        return Err(ApiError::invalid(format!("The {side}'s window ends before it begins.")).into());
+    }
+    Ok(())
+}
+
+/// A status as the audit log says it: `supported` (set by a person), or
+/// `open (auto)` (following the verdict).
+fn status_said(row: &HypothesisRow) -> String {
+    if row.status_auto == 1 { format!("{} (auto)", row.status.as_str()) } else { row.status.as_str().to_string() }
 }
 
 /// What an edit changed, for the audit log: `metric: — → output_throughput`.
@@ -168,9 +190,9 @@ fn changes(before: &HypothesisRow, after: &HypothesisRow) -> Vec<String> {
         ("statement", Some(before.statement.clone()), Some(after.statement.clone())),
         ("rationale", Some(before.rationale.clone()), Some(after.rationale.clone())),
         ("metric", before.metric.clone(), after.metric.clone()),
-        ("direction", before.direction.clone(), after.direction.clone()),
+        ("direction", before.direction.0.map(|d| d.as_str().to_string()), after.direction.0.map(|d| d.as_str().to_string())),
         ("expected", pct(before.expected_pct), pct(after.expected_pct)),
-        ("status", Some(before.status.clone()), Some(after.status.clone())),
+        ("status", Some(status_said(before)), Some(status_said(after))),
         ("baseline", Some(before.baseline.clone()), Some(after.baseline.clone())),
         ("treatment", Some(before.treatment.clone()), Some(after.treatment.clone())),
         ("evidence", Some(before.evidence.clone()), Some(after.evidence.clone())),
@@ -208,6 +230,10 @@ fn profile_diff(
     domain::profiles::diff(&b, &t)
 }
 
+/// The runs an arm uses, oldest first: those it names (one by one, by step,
+/// by configuration, by launch), narrowed by its window and launch (runs named
+/// one by one are always in), less warm-ups, runs left out, and a watch's runs
+/// unless it asks for them.
 fn resolve(group: &RunGroup, runs: &[RunRow]) -> Vec<i64> {
     let picked = |r: &RunRow| {
         group.configs.iter().any(|pick| {
@@ -218,10 +244,65 @@ fn resolve(group: &RunGroup, runs: &[RunRow]) -> Vec<i64> {
                     .is_some_and(|config| domain::sweeps::matches(&config, &pick.config))
         })
     };
+    let by_launch_alone = group.steps.is_empty() && group.configs.is_empty();
+    let named = |r: &RunRow| {
+        group.steps.contains(&r.step_id) || picked(r) || (by_launch_alone && group.launch.is_some_and(|l| r.launch == Some(l)))
+    };
+    let window = group.window.as_ref().map(|w| {
+        let end = |t: &Option<String>| t.as_deref().and_then(crate::time::parse_timestamp);
+        (end(&w.from), end(&w.to))
+    });
+    let within = |r: &RunRow| match window {
+        None => true,
+        Some((from, to)) => r.started_at.is_some_and(|at| from.is_none_or(|f| at >= f) && to.is_none_or(|t| at <= t)),
+    };
+    let of_launch = |r: &RunRow| group.launch.is_none_or(|l| r.launch == Some(l));
+    let origin_ok = |r: &RunRow| group.include_watch_runs || r.origin != domain::runs::OriginKind::Watch;
     runs.iter()
-        .filter(|r| r.warmup == 0 && (group.runs.contains(&r.id) || group.steps.contains(&r.step_id) || picked(r)))
+        .filter(|r| r.warmup == 0 && !group.exclude.contains(&r.id))
+        .filter(|r| group.runs.contains(&r.id) || (named(r) && within(r) && of_launch(r) && origin_ok(r)))
         .map(|r| r.id)
         .collect()
+}
+
+/// The verdict's own word, as reports and the page print it.
+fn verdict_word(outcome: Option<&str>, as_expected: Option<bool>) -> Option<String> {
+    let word = match (outcome?, as_expected) {
+        (_, Some(true)) => "as expected",
+        (_, Some(false)) => "opposite of expected",
+        ("increase", None) => "an increase",
+        ("decrease", None) => "a decrease",
+        ("within_noise", _) => "within noise",
+        ("noise_unknown", _) => "noise unknown",
+        (other, _) => other,
+    };
+    Some(word.to_string())
+}
+
+/// The verdict as shown now, for keeping.
+fn seen(h: &Hypothesis, at: i64) -> VerdictSeen {
+    let (outcome, verdict) = domain::replays::outcome(h);
+    let delta_pct = h.distribution.as_ref().map(|d| d.delta_pct).or(h.comparison.as_ref().map(|c| c.delta_pct));
+    VerdictSeen {
+        delta_pct,
+        outcome,
+        verdict,
+        baseline_runs: h.baseline_values.iter().map(|(r, _)| *r).collect(),
+        treatment_runs: h.treatment_values.iter().map(|(r, _)| *r).collect(),
+        at: timestamp(at),
+    }
+}
+
+fn seen_of_row(row: &crate::db::VerdictRow) -> Result<VerdictSeen> {
+    let runs = |text: &str| -> Result<Vec<i64>> { Ok(serde_json::from_str(text).context("a kept verdict's runs")?) };
+    Ok(VerdictSeen {
+        delta_pct: row.delta_pct,
+        outcome: row.outcome.clone(),
+        verdict: row.verdict.clone(),
+        baseline_runs: runs(&row.baseline_runs)?,
+        treatment_runs: runs(&row.treatment_runs)?,
+        at: timestamp(row.at),
+    })
 }
 
 impl Hypotheses {
@@ -311,8 +392,8 @@ impl Hypotheses {
     /// `runs`: the investigation's runs (loaded once for all its hypotheses).
     /// `known`: the investigation's measurements, when the caller has them.
     async fn view(&self, row: HypothesisRow, runs: &[RunRow], known: Option<&[MeasurementRow]>) -> Result<Hypothesis> {
-        let baseline: RunGroup = serde_json::from_str(&row.baseline).unwrap_or_default();
-        let treatment: RunGroup = serde_json::from_str(&row.treatment).unwrap_or_default();
+        let baseline: RunGroup = serde_json::from_str(&row.baseline).context("a hypothesis's baseline arm")?;
+        let treatment: RunGroup = serde_json::from_str(&row.treatment).context("a hypothesis's treatment arm")?;
         let (b_runs, t_runs) = (resolve(&baseline, runs), resolve(&treatment, runs));
         let mut value_of: HashMap<i64, f64> = HashMap::new();
         let mut unit = None;
@@ -385,22 +466,27 @@ impl Hypotheses {
         let profile_diff = profile_diff(rows, &wanted, &b_runs, &t_runs);
         let outcome =
             distribution.as_ref().map(|d| d.outcome.as_str()).or(comparison.as_ref().map(|c| c.outcome.as_str()));
-        let as_expected = match (&row.direction, outcome) {
-            (Some(d), Some(o @ ("increase" | "decrease"))) => Some(d == o),
+        let direction = row.direction.0;
+        let as_expected = match (direction, outcome) {
+            (Some(d), Some(o @ ("increase" | "decrease"))) => Some(d.as_str() == o),
             _ => None,
         };
+        let verdict_word = verdict_word(outcome, as_expected);
+        let status_set = row.status_auto == 0;
+        let status = if status_set { row.status } else { HypothesisStatus::of_verdict(direction, outcome) };
         Ok(Hypothesis {
             url: format!("{}#{}", domain::model::investigation_url(&row.investigation_id), hypothesis_anchor(row.id)),
             rationale_html: to_safe_html(&row.rationale),
-            evidence: serde_json::from_str(&row.evidence).unwrap_or_default(),
+            evidence: serde_json::from_str(&row.evidence).context("a hypothesis's evidence")?,
             id: row.id,
             investigation_id: row.investigation_id,
             statement: row.statement,
             rationale: row.rationale,
             metric: row.metric,
-            direction: row.direction,
+            direction,
             expected_pct: row.expected_pct,
-            status: row.status,
+            status,
+            status_set,
             baseline,
             treatment,
             baseline_values,
@@ -408,6 +494,8 @@ impl Hypotheses {
             comparison,
             distribution,
             as_expected,
+            verdict_word,
+            verdict_change: None,
             unit,
             chart_svg,
             chart_points,
@@ -478,7 +566,61 @@ impl Hypotheses {
             }
             out.push(view);
         }
+        self.keep_verdicts(investigation, &mut out).await;
         Ok(out)
+    }
+
+    /// Each verdict against the one kept before it: when the runs under it
+    /// changed, the new one is kept and the change shown (`verdict_change`);
+    /// a status that follows the verdict is kept current in the row (search,
+    /// lists). Best effort: reading a page never fails for want of a write.
+    async fn keep_verdicts(&self, investigation: &str, views: &mut [Hypothesis]) {
+        let kept = match self.store.recent_verdicts(investigation).await {
+            Ok(kept) => kept,
+            Err(e) => {
+                tracing::warn!(investigation, "cannot read kept verdicts: {e}");
+                return;
+            }
+        };
+        let now = crate::time::now_ms();
+        for h in views.iter_mut() {
+            let mine: Vec<&crate::db::VerdictRow> = kept.iter().filter(|v| v.hypothesis_id == h.id).collect();
+            let seen_now = seen(h, now);
+            let latest = match mine.first().map(|row| seen_of_row(row)).transpose() {
+                Ok(latest) => latest,
+                Err(e) => {
+                    tracing::error!(hypothesis = h.id, "a kept verdict is unreadable: {e}");
+                    continue;
+                }
+            };
+            let unchanged = latest.as_ref().is_some_and(|l| {
+                l.baseline_runs == seen_now.baseline_runs && l.treatment_runs == seen_now.treatment_runs
+            });
+            if unchanged {
+                let earlier = mine.get(1).and_then(|row| seen_of_row(row).ok());
+                h.verdict_change = earlier.zip(latest).and_then(|(was, now)| VerdictChange::between(was, now));
+            } else if seen_now.runs() > 0 || latest.is_some() {
+                let row = crate::db::VerdictRow {
+                    id: 0,
+                    hypothesis_id: h.id,
+                    at: now,
+                    baseline_runs: serde_json::json!(seen_now.baseline_runs).to_string(),
+                    treatment_runs: serde_json::json!(seen_now.treatment_runs).to_string(),
+                    delta_pct: seen_now.delta_pct,
+                    outcome: seen_now.outcome.clone(),
+                    verdict: seen_now.verdict.clone(),
+                };
+                if let Err(e) = self.store.insert_verdict(&row).await {
+                    tracing::warn!(hypothesis = h.id, "cannot keep a verdict: {e}");
+                }
+                h.verdict_change = latest.and_then(|was| VerdictChange::between(was, seen_now));
+            }
+            if !h.status_set
+                && let Err(e) = self.store.follow_verdict(h.id, h.status).await
+            {
+                tracing::warn!(hypothesis = h.id, "cannot keep its status: {e}");
+            }
+        }
     }
 
     /// The hypothesis, if it is of the permit's investigation.
@@ -490,7 +632,10 @@ impl Hypotheses {
     pub async fn get(&self, permit: &Permit<Read>, id: i64) -> Result<Hypothesis> {
         let row = self.row(permit, id).await?;
         let runs = self.store.runs_of_investigation(&row.investigation_id).await?;
-        self.view(row, &runs, None).await
+        let mut view = [self.view(row, &runs, None).await?];
+        self.keep_verdicts(permit.investigation(), &mut view).await;
+        let [view] = view;
+        Ok(view)
     }
 
     pub async fn add(&self, permit: &Permit<Edit>, input: HypothesisInput) -> Result<Hypothesis> {
@@ -507,9 +652,10 @@ impl Hypotheses {
             statement: String::new(),
             rationale: String::new(),
             metric: None,
-            direction: None,
+            direction: crate::db::Maybe(None),
             expected_pct: None,
-            status: "open".into(),
+            status: HypothesisStatus::Open,
+            status_auto: 1,
             baseline: r#"{"runs":[],"steps":[]}"#.into(),
             treatment: r#"{"runs":[],"steps":[]}"#.into(),
             evidence: "[]".into(),

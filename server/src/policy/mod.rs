@@ -22,7 +22,8 @@ mod permit;
 mod roles;
 
 pub use permit::{
-    Admin, Anyone, Edit, FactsPermit, ForBody, HostUse, Own, Permit, Read, Readers, Right, Run, RunOn, Shared,
+    Admin, Anyone, Edit, FactsPermit, ForBody, HostUse, Own, Permit, Read, Readers, Replaying, Right, Run, RunOn,
+    Shared,
 };
 pub use roles::{Need, Role};
 
@@ -189,6 +190,22 @@ impl Access {
             self.check_host(actor, host).await?;
         }
         Ok(HostUse::new(actor.clone(), host.to_string()))
+    }
+
+    /// Replaying into a new investigation of the caller's (so they own it and
+    /// may run there): every host its copies reach must exist and be on the
+    /// caller's list. Checked before anything is copied.
+    pub async fn replaying(&self, actor: &Actor, hosts: &[String]) -> Result<Replaying> {
+        for host in hosts {
+            if self.store.host(host).await?.is_none() {
+                return Err(ApiError::not_found(format!(
+                    "There is no host {host:?} here: add it on the Hosts page, or replay on another (`host`)."
+                ))
+                .into());
+            }
+            self.check_host(actor, host).await?;
+        }
+        Ok(Replaying::new(actor.clone(), hosts.to_vec()))
     }
 
     /// Reading one capture of host facts: those who may use the host, and

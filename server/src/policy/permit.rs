@@ -212,6 +212,29 @@ impl HostUse {
     }
 }
 
+/// Replaying an investigation into a new one of the caller's own, whose
+/// copies reach these hosts (each on the caller's list, or the caller an admin).
+#[derive(Debug)]
+pub struct Replaying {
+    actor: Actor,
+    hosts: Vec<String>,
+}
+
+impl Replaying {
+    pub(super) fn new(actor: Actor, hosts: Vec<String>) -> Self {
+        Self { actor, hosts }
+    }
+
+    pub fn actor(&self) -> &Actor {
+        &self.actor
+    }
+
+    /// Whether the copies may reach `host`.
+    pub fn reaches(&self, host: &str) -> bool {
+        self.hosts.iter().any(|h| h == host)
+    }
+}
+
 /// Reading one capture of host facts.
 #[derive(Debug)]
 pub struct FactsPermit {

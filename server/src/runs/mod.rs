@@ -130,6 +130,8 @@ pub fn run_from_row(row: RunRow) -> Run {
             .then_some(row.host_quiet_s)
             .flatten()
             .and_then(|s| u64::try_from(s).ok()),
+        origin: domain::runs::RunOrigin::of(row.origin, row.origin_id),
+        launch: row.launch,
     }
 }
 

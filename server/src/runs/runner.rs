@@ -311,9 +311,10 @@ impl Runner {
     }
 
     pub async fn insert_batch(&self, new_runs: Vec<NewRun>) -> crate::db::StoreResult<Vec<Run>> {
-        let mut runs = Vec::with_capacity(new_runs.len());
+        let mut runs: Vec<Run> = Vec::with_capacity(new_runs.len());
         for new in &new_runs {
-            runs.push(run_from_row(self.store.insert_run(new).await?));
+            let launch = runs.first().map(|first| first.id);
+            runs.push(run_from_row(self.store.insert_run(new, launch).await?));
         }
         Ok(runs)
     }

@@ -275,8 +275,9 @@ impl Runs {
         Ok((log.name, len, Output::Whole(Box::pin(self.outputs().whole(key)), len)))
     }
 
-    /// Queues runs of a command step (warm-ups first, or a sweep's plan); they start right away.
-    pub async fn start(&self, permit: &RunOn, step_id: i64, request: RunRequest) -> Result<Vec<Run>> {
+    /// Whether new runs may start here now: not while the server shuts down,
+    /// nor below the disk's floor.
+    pub fn ready_to_start(&self) -> Result<()> {
         if self.runner.draining() {
             return Err(ApiError::new(
                 domain::error::ErrorCode::ShuttingDown,
@@ -284,7 +285,18 @@ impl Runs {
             )
             .into());
         }
-        self.runner.room_for_runs()?;
+        Ok(self.runner.room_for_runs()?)
+    }
+
+    /// Queues runs of a command step (warm-ups first, or a sweep's plan); they start right away.
+    pub async fn start(
+        &self,
+        permit: &RunOn,
+        step_id: i64,
+        request: RunRequest,
+        origin: domain::runs::RunOrigin,
+    ) -> Result<Vec<Run>> {
+        self.ready_to_start()?;
         let repeat = request.repeat.unwrap_or(1);
         let warmup = request.warmup.unwrap_or(0);
         if !(1..=MAX_REPEAT).contains(&repeat) {
@@ -347,6 +359,7 @@ impl Runs {
             tracing::info!(step = step_id, sweep = sweep.id, host = %command.host, runs = runs.len(), "queued a sweep");
             runs
         };
+        let new_runs = new_runs.into_iter().map(|run| NewRun { origin, ..run }).collect();
         let runs = self.runner.insert_batch(new_runs).await?;
         tracing::info!(step = step_id, host = %command.host, runs = runs.len(), "queued runs");
         for run in &runs {
@@ -660,6 +673,7 @@ fn plain_runs(
             sweep_index: None,
             telemetry: command.telemetry,
             plan: super::Plan::of(command, str::to_string).stored(),
+            origin: domain::runs::RunOrigin::Person,
         })
         .collect())
 }

@@ -143,6 +143,7 @@ pub(crate) fn plan<'a>(
             sweep_index: Some(k as i64 + 1),
             telemetry: command.telemetry,
             plan: super::Plan::of(command, |server| substitute(server, config)).stored(),
+            origin: domain::runs::RunOrigin::Person,
         });
     }
     Ok((sweep, runs))

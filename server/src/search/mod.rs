@@ -411,7 +411,7 @@ async fn index_investigation(store: &Store, investigation: &str) -> Result<(), I
         }
     }
     for h in store.hypotheses(investigation).await? {
-        let text = format!("{}\n{}\n{}", h.statement, h.rationale, h.status);
+        let text = format!("{}\n{}\n{}", h.statement, h.rationale, h.status.as_str());
         docs.push(NewDoc {
             kind: "hypothesis",
             ref_id: Some(h.id),

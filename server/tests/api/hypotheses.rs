@@ -56,7 +56,9 @@ async fn an_experiment_compares_the_runs_of_two_steps() {
         .await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.text());
     let h = created.json();
-    assert_eq!(h["status"], "open");
+    // Within noise, where an increase was expected: the status follows the verdict.
+    assert_eq!((&h["status"], &h["status_set"]), (&json!("inconclusive"), &json!(false)), "{h}");
+    assert_eq!(h["verdict_word"], "within noise", "{h}");
     assert!(h["rationale_html"].as_str().unwrap().contains("<strong>small</strong>"));
     let c = &h["comparison"];
     assert_eq!(
@@ -411,7 +413,10 @@ async fn a_stale_save_of_a_hypothesis_is_refused_with_the_newer_text() {
         .collect();
     assert!(edits.contains(&"expected: 15 % → —"), "{edits:?}");
     assert!(edits.contains(&"metric: — → tpot_ms"), "{edits:?}");
-    assert!(edits.contains(&"status: open → refuted") || edits.contains(&"status: open → supported"), "{edits:?}");
+    assert!(
+        edits.contains(&"status: open (auto) → refuted") || edits.contains(&"status: open (auto) → supported"),
+        "{edits:?}"
+    );
     assert!(edits.contains(&"statement changed"), "{edits:?}");
 }
 
