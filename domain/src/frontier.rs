@@ -39,6 +39,10 @@ pub struct FrontierQuery {
     pub maximize: Option<String>,
     #[serde(default)]
     pub minimize: Option<String>,
+    /// A watch's runs count too (by default they do not: a watch's schedule
+    /// is not the sweep's design).
+    #[serde(default)]
+    pub include_watch_runs: Option<bool>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -58,6 +62,9 @@ pub struct Frontier {
     pub slo: Option<String>,
     /// The chart: `minimize` across, `maximize` up, the frontier joined (SVG).
     pub svg: String,
+    /// Runs a watch made that were left out (`include_watch_runs` counts them).
+    #[serde(default)]
+    pub watch_runs_left_out: usize,
 }
 
 /// Marks the points no other dominates: at least as high on `maximize`, at

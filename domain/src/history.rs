@@ -394,7 +394,20 @@ mod tests {
     #[test]
     fn a_wobble_before_a_drop_does_not_take_its_place() {
         for seed in 1..20 {
-            let v = noisy(20, |i| if i < 8 { 425.0 } else if i < 12 { 418.0 } else { 188.0 }, 2.0, seed);
+            let v = noisy(
+                20,
+                |i| {
+                    if i < 8 {
+                        425.0
+                    } else if i < 12 {
+                        418.0
+                    } else {
+                        188.0
+                    }
+                },
+                2.0,
+                seed,
+            );
             let found = change_points(&v);
             assert_eq!(found.len(), 1, "seed {seed}: {found:?}");
             assert_eq!(found[0].index, 12, "seed {seed}: {found:?}");
@@ -429,7 +442,20 @@ mod tests {
     /// not against the mean of everything on the other side.
     #[test]
     fn each_change_is_measured_between_its_neighbours() {
-        let v = noisy(45, |i| if i < 15 { 100.0 } else if i < 30 { 80.0 } else { 110.0 }, 1.5, 3);
+        let v = noisy(
+            45,
+            |i| {
+                if i < 15 {
+                    100.0
+                } else if i < 30 {
+                    80.0
+                } else {
+                    110.0
+                }
+            },
+            1.5,
+            3,
+        );
         let found = change_points(&v);
         let deltas: Vec<f64> = found.iter().map(|f| (f.after_mean - f.before_mean) / f.before_mean * 100.0).collect();
         assert!((-21.5..=-18.5).contains(&deltas[0]) && (35.0..=40.0).contains(&deltas[1]), "{deltas:?}");

@@ -17,6 +17,19 @@ pub fn code_spans(text: &str) -> Vec<(bool, String)> {
     parts
 }
 
+/// `text` for a query string (RFC 3986 unreserved characters kept, a space as `+`).
+pub fn query_encode(text: &str) -> String {
+    let mut out = String::new();
+    for b in text.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => out.push(b as char),
+            b' ' => out.push('+'),
+            b => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
 /// `text` as HTML text content: `&`, `<`, `>` (and quotes, for attribute
 /// values) as entities.
 pub fn escape_text(text: &str) -> String {

@@ -230,7 +230,11 @@ impl RunGroup {
             out.push(format!("of the launch begun by run #{launch}"));
         }
         if !self.exclude.is_empty() {
-            out.push(format!("{} left out ({})", crate::runs::counted(self.exclude.len() as u64, "run", "runs"), run_ranges(&self.exclude)));
+            out.push(format!(
+                "{} left out ({})",
+                crate::runs::counted(self.exclude.len() as u64, "run", "runs"),
+                run_ranges(&self.exclude)
+            ));
         }
         if self.include_watch_runs {
             out.push("watch runs included".into());
@@ -303,7 +307,9 @@ impl VerdictChange {
         let joined: Vec<i64> = after.difference(&before).copied().collect();
         let left: Vec<i64> = before.difference(&after).copied().collect();
         let said = |v: &VerdictSeen| match v.delta_pct {
-            Some(d) => format!("{} on {}", crate::metrics::signed_pct(d), crate::runs::counted(v.runs() as u64, "run", "runs")),
+            Some(d) => {
+                format!("{} on {}", crate::metrics::signed_pct(d), crate::runs::counted(v.runs() as u64, "run", "runs"))
+            }
             None => format!("no verdict on {}", crate::runs::counted(v.runs() as u64, "run", "runs")),
         };
         let mut moved = Vec::new();

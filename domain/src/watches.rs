@@ -56,8 +56,11 @@ pub struct Watch {
     /// The newest change it found, and what the webhook answered.
     pub last_change: Option<crate::history::Change>,
     pub last_told: Option<String>,
-    /// Why it stopped (failures in a row); none while it runs.
+    /// Why it stopped (failures in a row, its step changed by someone else,
+    /// its creator's rights gone); none while it runs.
     pub stopped: Option<String>,
+    /// Its history page, the configuration it judges in the link.
+    pub url: String,
 }
 
 /// `https://hooks.slack.com/services/T0/B0/xyz` → `https://hooks.slack.com/…`.

@@ -279,4 +279,8 @@ pub struct ServeArgs {
     /// stays after the host's last run, so that the next run finds it running.
     #[arg(long, env = "SLEUTH_TELEMETRY_LINGER", default_value_t = 120, value_name = "SECONDS")]
     pub telemetry_linger: u64,
+    /// Where people open this Sleuth (`https://sleuth.example.com`): links in
+    /// webhook messages point there. Default: the address each watch was made through.
+    #[arg(long, env = "SLEUTH_PUBLIC_URL", value_name = "URL")]
+    pub public_url: Option<String>,
 }

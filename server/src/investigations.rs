@@ -81,8 +81,9 @@ impl Investigations {
             rows.into_iter().filter(|r| readers.may_read(&r.id)).map(summary).collect();
         // One query for every watch: the list says which investigations changed.
         let mut alerts: std::collections::HashMap<String, Vec<String>> = std::collections::HashMap::new();
-        for w in self.store.watches().await?.iter().map(crate::watch_rows::view) {
-            if let Some(text) = crate::watch_rows::alert(&w) {
+        for w in self.store.watches().await?.iter().map(crate::watches::rows::view) {
+            let w = w?;
+            if let Some(text) = crate::watches::rows::alert(&w) {
                 alerts.entry(w.investigation_id.clone()).or_default().push(text);
             }
         }

@@ -48,9 +48,7 @@ mod steps;
 pub mod telemetry;
 pub mod time;
 pub mod user_regex;
-mod watch_rows;
 pub mod watches;
-mod webhook;
 
 pub use router::app;
 pub use state::AppState;

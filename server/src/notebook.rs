@@ -48,10 +48,11 @@ pub struct Notebook {
     pub shares: Shares,
     pub search: Search,
     pub replays: crate::replays::Replays,
+    pub watches: crate::watches::Watches,
 }
 
 impl Notebook {
-    pub fn new(store: Store, pool: Arc<Pool>, runner: Arc<Runner>) -> Self {
+    pub fn new(store: Store, pool: Arc<Pool>, runner: Arc<Runner>, watching: crate::watches::Settings) -> Self {
         let outputs = runner.outputs().clone();
         let hosts = Hosts::new(store.clone(), pool);
         let runs = Runs::new(store.clone(), runner, hosts.clone());
@@ -67,6 +68,7 @@ impl Notebook {
             shares: Shares::new(store.clone()),
             search: Search::new(store.clone(), outputs.clone()),
             replays: crate::replays::Replays::new(store.clone()),
+            watches: crate::watches::Watches::new(store.clone(), watching),
             hosts,
             runs,
             source,
@@ -158,7 +160,13 @@ impl Notebook {
             runs_fingerprint,
             members: members.into_iter().map(|(user, role)| Member { user, role }).collect(),
             share_links: Vec::new(),
-            watches: self.store.watches_of(permit.investigation()).await?.iter().map(crate::watch_rows::view).collect(),
+            watches: self
+                .watches
+                .rows_of(permit)
+                .await?
+                .iter()
+                .map(crate::watches::rows::view)
+                .collect::<Result<_>>()?,
             comments,
             abilities: permit.abilities(),
             hypotheses,
@@ -265,38 +273,7 @@ impl Notebook {
             asked.as_deref().map(str::trim).filter(|m| !m.is_empty()).unwrap_or(default).to_string()
         };
         let (maximize, minimize) = (pick(&query.maximize, MAXIMIZE), pick(&query.minimize, MINIMIZE));
-        Ok(frontier(&step, &maximize, &minimize, slo.as_ref())?)
-    }
-
-    /// A new watch of a step the permit may run.
-    pub async fn add_watch(&self, permit: &Permit<crate::policy::Run>, row: &crate::db::WatchRow) -> Result<i64> {
-        debug_assert_eq!(permit.investigation(), row.investigation_id);
-        Ok(self.store.insert_watch(row).await?)
-    }
-
-    /// A watch's record. Unchecked: its caller checks the investigation it names.
-    pub async fn watch_row(&self, id: i64) -> Result<Option<crate::db::WatchRow>> {
-        Ok(self.store.watch(id).await?)
-    }
-
-    /// Every watch. Unchecked: its caller keeps those the actor may read.
-    pub async fn watch_rows(&self) -> Result<Vec<crate::db::WatchRow>> {
-        Ok(self.store.watches().await?)
-    }
-
-    pub async fn watch_rows_of(&self, permit: &Permit<Read>) -> Result<Vec<crate::db::WatchRow>> {
-        Ok(self.store.watches_of(permit.investigation()).await?)
-    }
-
-    /// Deletes a watch of the permit's investigation: nothing more is queued for it.
-    pub async fn delete_watch(&self, permit: &Permit<crate::policy::Run>, id: i64) -> Result<()> {
-        match self.store.watch(id).await? {
-            Some(row) if row.investigation_id == permit.investigation() => {
-                self.store.delete_watch(id).await?;
-                Ok(())
-            }
-            _ => Err(ApiError::not_found(format!("There is no watch {id}.")).into()),
-        }
+        Ok(frontier(&step, &maximize, &minimize, slo.as_ref(), query.include_watch_runs == Some(true))?)
     }
 
     /// A capture of host facts a run of the permit's investigation started under.

@@ -33,6 +33,8 @@ pub struct Options {
     /// `--telemetry-linger`: how long a host's GPU sampler stays after its
     /// last run (`None`: [`crate::telemetry::sampler::LINGER`]).
     pub telemetry_linger: Option<std::time::Duration>,
+    /// `--public-url`: where people open Sleuth; webhook messages link there.
+    pub public_url: Option<String>,
 }
 
 /// A running Sleuth's state, and the handles under it that tools and
@@ -110,7 +112,8 @@ pub async fn open(data: &Path, site: &Path, options: Options) -> Result<Opened, 
     let auth = Arc::new(crate::auth::Auth::new(store.clone(), options.no_auth, options.secure_cookies));
     let access = crate::policy::Access::new(store.clone());
     let index = runner.search().clone();
-    let notebook = Notebook::new(store.clone(), pool, runner.clone());
+    let watching = crate::watches::Settings { public_url: options.public_url.clone() };
+    let notebook = Notebook::new(store.clone(), pool, runner.clone(), watching);
     let notebook = Arc::new(crate::guarded::Guarded::new(notebook, access, live.clone(), index, auth.clone()));
     let public_server_fns = crate::router::public_server_fns();
     // Watched steps run on their schedules (each firing claimed in the database).
@@ -167,6 +170,12 @@ pub async fn run(args: ServeArgs) -> crate::error::Result<()> {
         no_search_index: false,
         min_free: args.min_free,
         telemetry_linger: Some(std::time::Duration::from_secs(args.telemetry_linger)),
+        public_url: match args.public_url.as_deref() {
+            Some(url) => Some(crate::watches::base_url(url).ok_or_else(|| {
+                Error::usage(format!("--public-url is where people open Sleuth, an http(s):// URL; not {url:?}"))
+            })?),
+            None => None,
+        },
     };
     let Opened { state, live, runner, .. } = open(&args.data, &args.site, options).await.context("starting")?;
     let grace = std::time::Duration::from_secs(args.shutdown_grace);

@@ -14,6 +14,7 @@ pub async fn load_frontier(step: i64, maximize: String, minimize: String) -> Res
         let query = crate::frontier::FrontierQuery {
             maximize: Some(maximize).filter(|m| !m.trim().is_empty()),
             minimize: Some(minimize).filter(|m| !m.trim().is_empty()),
+            include_watch_runs: None,
         };
         notebook.frontier(&actor, step, &query).await
     })

@@ -357,11 +357,8 @@ fn HypothesisRow(h: Hypothesis, steps: Vec<(i64, String)>, commands: Vec<(String
         let ids: Vec<i64> = values.iter().map(|(r, _)| *r).collect();
         if ids.is_empty() { "none".to_string() } else { crate::hypotheses::run_ranges(&ids) }
     };
-    let arms_used = format!(
-        "runs used — baseline: {}; treatment: {}",
-        used(&h.baseline_values),
-        used(&h.treatment_values)
-    );
+    let arms_used =
+        format!("runs used — baseline: {}; treatment: {}", used(&h.baseline_values), used(&h.treatment_values));
     let narrowed: Vec<String> = [("baseline", &h.baseline), ("treatment", &h.treatment)]
         .iter()
         .filter_map(|(side, g)| {

@@ -151,18 +151,7 @@ fn Hit(hit: SearchHit) -> impl IntoView {
     }
 }
 
-/// `text` for a query string (RFC 3986 unreserved characters kept).
-pub(crate) fn encode(text: &str) -> String {
-    let mut out = String::new();
-    for b in text.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => out.push(b as char),
-            b' ' => out.push('+'),
-            b => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
-}
+pub(crate) use crate::html::query_encode as encode;
 
 #[cfg(test)]
 mod tests {

@@ -146,7 +146,11 @@ impl Store {
 }
 
 /// A new hypothesis on `conn` (its id, investigation and fields from `row`).
-pub(super) async fn insert_hypothesis_in(conn: &mut sqlx::AnyConnection, row: &HypothesisRow, now: i64) -> StoreResult<i64> {
+pub(super) async fn insert_hypothesis_in(
+    conn: &mut sqlx::AnyConnection,
+    row: &HypothesisRow,
+    now: i64,
+) -> StoreResult<i64> {
     let (id,): (i64,) = sqlx::query_as(
         "INSERT INTO hypotheses (investigation_id, statement, rationale, metric, direction, expected_pct, status,
                                  status_auto, baseline, treatment, evidence, created_at, updated_at)

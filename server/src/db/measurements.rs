@@ -221,7 +221,6 @@ impl Store {
     }
 }
 
-
 /// An extractor on `conn`; `None` when the investigation has one of that name.
 pub(super) async fn insert_extractor_in(
     conn: &mut sqlx::AnyConnection,

@@ -169,9 +169,13 @@ impl Store {
     }
 }
 
-
 /// The investigation's SLO on `conn`, replacing any.
-pub(super) async fn set_slo_in(conn: &mut sqlx::AnyConnection, investigation: &str, text: &str, by: &str) -> StoreResult<()> {
+pub(super) async fn set_slo_in(
+    conn: &mut sqlx::AnyConnection,
+    investigation: &str,
+    text: &str,
+    by: &str,
+) -> StoreResult<()> {
     sqlx::query(
         "INSERT INTO slos (investigation_id, text, updated_at, updated_by) VALUES ($1, $2, $3, $4)
          ON CONFLICT (investigation_id) DO UPDATE SET text = $2, updated_at = $3, updated_by = $4",

@@ -26,17 +26,24 @@ pub struct WatchRow {
     pub last_change: Option<String>,
     pub last_told: Option<String>,
     pub stopped: Option<String>,
+    /// The step's version and body its creator approved (0033): an edit by
+    /// anyone else stops the watch.
+    pub step_version: Option<i64>,
+    pub approved: Option<String>,
+    /// Where its links point: `--public-url`, else the address it was made through.
+    pub base_url: Option<String>,
 }
 
 const COLUMNS: &str = "id, step_id, investigation_id, metric, config, every_s, cron, webhook, max_failures, created_by, \
-                       created_at, next_at, runs, failures, last_run, judged_run, told_run, last_change, last_told, stopped";
+                       created_at, next_at, runs, failures, last_run, judged_run, told_run, last_change, last_told, stopped, \
+                       step_version, approved, base_url";
 
 impl Store {
     pub async fn insert_watch(&self, w: &WatchRow) -> StoreResult<i64> {
         let ids: Vec<(i64,)> = sqlx::query_as(
             "INSERT INTO watches (step_id, investigation_id, metric, config, every_s, cron, webhook, max_failures,
-                                  created_by, created_at, next_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id",
+                                  created_by, created_at, next_at, step_version, approved, base_url)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id",
         )
         .bind(w.step_id)
         .bind(&w.investigation_id)
@@ -49,6 +56,9 @@ impl Store {
         .bind(&w.created_by)
         .bind(w.created_at)
         .bind(w.next_at)
+        .bind(w.step_version)
+        .bind(&w.approved)
+        .bind(&w.base_url)
         .fetch_all(&self.pool)
         .await?;
         Ok(ids.first().map_or(0, |(id,)| *id))
@@ -160,6 +170,30 @@ impl Store {
             .execute(&self.pool)
             .await?;
         Ok(())
+    }
+
+    /// Its creator changed the step: the watch runs the new version.
+    pub async fn rebind_watch(&self, id: i64, version: i64, approved: &str) -> StoreResult<()> {
+        sqlx::query("UPDATE watches SET step_version = $1, approved = $2 WHERE id = $3")
+            .bind(version)
+            .bind(approved)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Watches of a step, and of a user, that still run (the limits count them).
+    pub async fn running_watches(&self, step: i64, user: &str) -> StoreResult<(i64, i64)> {
+        let (of_step, of_user): (i64, i64) = sqlx::query_as(
+            "SELECT (SELECT count(*) FROM watches WHERE step_id = $1 AND stopped IS NULL),
+                    (SELECT count(*) FROM watches WHERE created_by = $2 AND stopped IS NULL)",
+        )
+        .bind(step)
+        .bind(user)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok((of_step, of_user))
     }
 
     pub async fn delete_watch(&self, id: i64) -> StoreResult<bool> {

@@ -14,10 +14,12 @@ use domain::watches::{Watch, WatchRequest};
 pub async fn create(
     Caller(actor): Caller,
     State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
     ApiPath(step): ApiPath<i64>,
     ApiJson(request): ApiJson<WatchRequest>,
 ) -> Result<Created<Watch>, AppError> {
-    let watch = state.notebook.watch_step(&actor, step, request).await?;
+    let through = crate::headers::asked_origin(&headers);
+    let watch = state.notebook.watch_step(&actor, step, request, through).await?;
     Ok(Created::at(format!("/api/v1/watches/{}", watch.id), watch))
 }
 

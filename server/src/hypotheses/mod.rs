@@ -190,7 +190,11 @@ fn changes(before: &HypothesisRow, after: &HypothesisRow) -> Vec<String> {
         ("statement", Some(before.statement.clone()), Some(after.statement.clone())),
         ("rationale", Some(before.rationale.clone()), Some(after.rationale.clone())),
         ("metric", before.metric.clone(), after.metric.clone()),
-        ("direction", before.direction.0.map(|d| d.as_str().to_string()), after.direction.0.map(|d| d.as_str().to_string())),
+        (
+            "direction",
+            before.direction.0.map(|d| d.as_str().to_string()),
+            after.direction.0.map(|d| d.as_str().to_string()),
+        ),
         ("expected", pct(before.expected_pct), pct(after.expected_pct)),
         ("status", Some(status_said(before)), Some(status_said(after))),
         ("baseline", Some(before.baseline.clone()), Some(after.baseline.clone())),
@@ -246,7 +250,9 @@ fn resolve(group: &RunGroup, runs: &[RunRow]) -> Vec<i64> {
     };
     let by_launch_alone = group.steps.is_empty() && group.configs.is_empty();
     let named = |r: &RunRow| {
-        group.steps.contains(&r.step_id) || picked(r) || (by_launch_alone && group.launch.is_some_and(|l| r.launch == Some(l)))
+        group.steps.contains(&r.step_id)
+            || picked(r)
+            || (by_launch_alone && group.launch.is_some_and(|l| r.launch == Some(l)))
     };
     let window = group.window.as_ref().map(|w| {
         let end = |t: &Option<String>| t.as_deref().and_then(crate::time::parse_timestamp);

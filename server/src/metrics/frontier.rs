@@ -44,7 +44,13 @@ fn meets(slo: &Slo, runs: &[&Run]) -> Option<bool> {
 
 /// The frontier of `step`'s configurations; 422 for a step without a sweep or
 /// metrics no configuration has.
-pub fn frontier(step: &Step, maximize: &str, minimize: &str, slo: Option<&Slo>) -> Result<Frontier, ApiError> {
+pub fn frontier(
+    step: &Step,
+    maximize: &str,
+    minimize: &str,
+    slo: Option<&Slo>,
+    include_watch_runs: bool,
+) -> Result<Frontier, ApiError> {
     let domain::steps::StepBody::Command(command) = &step.body else {
         return Err(ApiError::invalid("A frontier is of a command step's sweep; this step is not a command."));
     };
@@ -53,9 +59,12 @@ pub fn frontier(step: &Step, maximize: &str, minimize: &str, slo: Option<&Slo>) 
             "A frontier is of a sweep's configurations; this step sweeps nothing (give it a matrix).",
         ));
     }
+    let by_watch = |r: &&Run| r.origin.is_watch() && !include_watch_runs;
+    let watch_runs_left_out = step.runs.iter().filter(|r| by_watch(r)).count();
     let measured: Vec<&Run> = step
         .runs
         .iter()
+        .filter(|r| !by_watch(r))
         .filter(|r| r.status == RunStatus::Succeeded && !r.warmup && r.config.is_some())
         .filter(|r| value_of(r, maximize).is_some() && value_of(r, minimize).is_some())
         .collect();
@@ -124,6 +133,7 @@ pub fn frontier(step: &Step, maximize: &str, minimize: &str, slo: Option<&Slo>) 
         why,
         slo: slo.map(Slo::describe),
         svg,
+        watch_runs_left_out,
     })
 }
 

@@ -129,7 +129,8 @@ pub fn plan(source: Manifest, original: Option<String>, request: ReplayRequest) 
     let mut ordered: Vec<&domain::replays::ManifestStep> = source.steps.iter().collect();
     ordered.sort_by_key(|s| s.position);
     let mut steps = Vec::with_capacity(ordered.len());
-    let mut hosts: Vec<String> = Vec::new();
+    // The host asked for is checked even where no step would reach it.
+    let mut hosts: Vec<String> = host.iter().cloned().collect();
     for step in ordered {
         let body = crate::steps::validate(retargeted(&step.body, host.as_deref(), &request.env))
             .map_err(|e| ApiError::invalid(format!("Step {} cannot be copied: {}", step.id, e.message)))?;

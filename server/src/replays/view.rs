@@ -11,12 +11,7 @@ use domain::replays::{
 use domain::steps::StepBody;
 
 /// The replay as its page and the API show it.
-pub fn view(
-    row: &ReplayRow,
-    original: &Manifest,
-    replayed: &Investigation,
-    host_facts: Vec<String>,
-) -> Result<Replay> {
+pub fn view(row: &ReplayRow, original: &Manifest, replayed: &Investigation, host_facts: Vec<String>) -> Result<Replay> {
     let steps: Vec<(i64, i64)> = serde_json::from_str(&row.steps).context("a replay's steps")?;
     let pairs: Vec<(i64, i64)> = serde_json::from_str(&row.hypotheses).context("a replay's hypotheses")?;
     let runs: Vec<ReplayedRun> = replayed

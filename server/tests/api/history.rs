@@ -115,3 +115,30 @@ async fn one_outlier_is_no_change_and_a_sweep_is_judged_per_configuration() {
     assert_eq!(one.status, StatusCode::OK, "{}", one.text());
     assert_eq!(one.json()["runs"].as_array().unwrap().len(), 2);
 }
+
+/// The walkthrough's series: 8 runs at 425 tok/s, 4 at 418 (−1.6 %), 8 at
+/// 188 (−56 %). One regression, at the first 188 run, measured between the
+/// segments it separates; the wobble is no change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wobble_before_a_drop_leaves_the_change_at_the_drop() {
+    let sshd = Sshd::start();
+    let app = app_with_host(&sshd).await;
+    let dir = tempfile::tempdir().unwrap();
+    let step = command_step(
+        &app,
+        json!({ "command": command(&dir.path().join("counter")), "telemetry": false, "env": { "LEVEL": "425" } }),
+    )
+    .await;
+    for (level, n) in [("425", 8), ("418", 4), ("188", 8)] {
+        let patched = app.patch_json(&format!("/api/v1/steps/{step}"), json!({ "env": { "LEVEL": level } })).await;
+        assert_eq!(patched.status, StatusCode::OK, "{}", patched.text());
+        run_times(&app, step, n).await;
+    }
+    let h = app.get(&format!("/api/v1/steps/{step}/history")).await.json();
+    let runs = h["runs"].as_array().unwrap();
+    let changes = h["changes"].as_array().unwrap();
+    assert_eq!(changes.len(), 1, "{}", h["changes"]);
+    assert_eq!(changes[0]["run_id"], runs[12]["run_id"], "the first 188 run: {}", h["changes"]);
+    let delta = changes[0]["delta_pct"].as_f64().unwrap();
+    assert!((-57.0..=-54.0).contains(&delta), "{delta}");
+}

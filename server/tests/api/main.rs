@@ -5,6 +5,7 @@ mod accounts;
 mod comments;
 mod disk;
 mod engine;
+mod evidence;
 mod helpers;
 mod history;
 mod hypotheses;

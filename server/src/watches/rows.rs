@@ -3,7 +3,23 @@
 //! scheduler (`crate::watches`), the policy layer and the notebook alike.
 
 use crate::db::WatchRow;
+use crate::error::{Context, Result};
 use domain::watches::{Cron, Watch, webhook_shown};
+
+/// The history page a watch judges, its configuration in the link (a sweep's
+/// history is of one configuration): `/i/ID/history?step=N&metric=M&config=C`.
+pub fn history_path(row: &WatchRow) -> String {
+    let mut path = format!(
+        "/i/{}/history?step={}&metric={}",
+        row.investigation_id,
+        row.step_id,
+        domain::html::query_encode(&row.metric)
+    );
+    if let Some(config) = &row.config {
+        path.push_str(&format!("&config={}", domain::html::query_encode(config)));
+    }
+    path
+}
 
 /// The first firing after `now_ms` (milliseconds), by its schedule.
 pub fn next_at(every_s: Option<i64>, cron: Option<&str>, now_ms: i64) -> Option<i64> {
@@ -15,8 +31,13 @@ pub fn next_at(every_s: Option<i64>, cron: Option<&str>, now_ms: i64) -> Option<
 }
 
 /// A watch as the API shows it.
-pub fn view(row: &WatchRow) -> Watch {
-    Watch {
+pub fn view(row: &WatchRow) -> Result<Watch> {
+    let last_change = match row.last_change.as_deref() {
+        Some(text) => Some(serde_json::from_str(text).context("a watch's last change")?),
+        None => None,
+    };
+    Ok(Watch {
+        url: history_path(row),
         id: row.id,
         step_id: row.step_id,
         investigation_id: row.investigation_id.clone(),
@@ -32,10 +53,10 @@ pub fn view(row: &WatchRow) -> Watch {
         failures_in_row: u32::try_from(row.failures).unwrap_or(0),
         max_failures: u32::try_from(row.max_failures).unwrap_or(0),
         last_run: row.last_run,
-        last_change: row.last_change.as_deref().and_then(|c| serde_json::from_str(c).ok()),
+        last_change,
         last_told: row.last_told.clone(),
         stopped: row.stopped.clone(),
-    }
+    })
 }
 
 /// What a watch has to say on the investigations' list: its newest change,

@@ -4,31 +4,45 @@
 //! and on the investigation. The scheduler ticks every second on every
 //! replica; each firing and each judging is a compare-and-set in the
 //! database (`db/watches.rs`), so on a team server exactly one replica runs
-//! or judges it. Runs are started and histories read as the watch's creator,
-//! through the same checks as their own requests: one who lost access stops
-//! their watch.
+//! or judges it. Watches are tended side by side (a slow webhook delays only
+//! its own). A watch runs only what its creator approved — the step's version
+//! when it was made; an edit by anyone else stops it — and acts with its
+//! creator's rights at each firing, through the same checks as their own
+//! requests: one who lost access stops their watch.
+
+pub mod rows;
+mod service;
+mod webhook;
+
+pub use service::{Settings, Watches, base_url};
 
 use crate::db::{Store, WatchRow};
 use crate::guarded::Guarded;
-use crate::watch_rows::next_at;
 use domain::history::{Change, HistoryQuery};
 use domain::ports::Actor;
 use domain::runs::{RunRequest, RunStatus};
 use domain::watches::webhook_shown;
-use std::sync::Arc;
+use rows::next_at;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How often the scheduler looks.
 const TICK: Duration = Duration::from_secs(1);
 
-/// Who a watch acts as: its creator.
-fn actor_of(row: &WatchRow) -> Actor {
+/// Who a watch acts as: its creator, with the rights they have now (an
+/// admin's watch acts as an admin); `None` when they have no account any more.
+async fn actor_of(store: &Store, row: &WatchRow) -> crate::db::StoreResult<Option<Actor>> {
     let name = row.created_by.clone().unwrap_or_else(|| "local".into());
-    Actor { local: name == "local", admin: false, name }
+    if name == "local" {
+        return Ok(Some(Actor { local: true, admin: true, name }));
+    }
+    Ok(store.user_by_name(&name).await?.map(|user| Actor { local: false, admin: user.is_admin != 0, name }))
 }
 
 /// Starts the scheduler (one per process; replicas share the work by the database).
 pub fn spawn(guarded: Arc<Guarded>, store: Store) {
+    let busy: Arc<Mutex<HashSet<i64>>> = Arc::default();
     tokio::spawn(async move {
         let mut ticks = tokio::time::interval(TICK);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -43,17 +57,50 @@ pub fn spawn(guarded: Arc<Guarded>, store: Store) {
                 }
             };
             for row in due {
-                if let Err(e) = tend(&guarded, &store, &row, now).await {
-                    tracing::error!(watch = row.id, "watch: {e}");
+                // A watch still being tended (its webhook slow) is not tended twice.
+                if !busy.lock().is_ok_and(|mut busy| busy.insert(row.id)) {
+                    continue;
                 }
+                let (guarded, store, busy) = (guarded.clone(), store.clone(), busy.clone());
+                tokio::spawn(async move {
+                    if let Err(e) = tend(&guarded, &store, &row, now).await {
+                        tracing::error!(watch = row.id, "watch: {e}");
+                    }
+                    if let Ok(mut busy) = busy.lock() {
+                        busy.remove(&row.id);
+                    }
+                });
             }
         }
     });
 }
 
+/// Why a watch stops before a firing, if it must: its step changed by
+/// someone else since its creator approved it (their own edit carries on,
+/// bound to the new version).
+async fn still_approved(store: &Store, row: &WatchRow) -> crate::db::StoreResult<Result<(), String>> {
+    let Some(step) = store.step(row.step_id).await? else { return Ok(Err("Its step was deleted.".into())) };
+    let Some(approved) = row.step_version else { return Ok(Ok(())) };
+    if step.version == approved {
+        return Ok(Ok(()));
+    }
+    let by = step.updated_by.clone().unwrap_or_else(|| "someone".into());
+    if row.created_by.as_deref() == Some(by.as_str()) {
+        store.rebind_watch(row.id, step.version, &step.body).await?;
+        return Ok(Ok(()));
+    }
+    Ok(Err(format!(
+        "Step changed by {by} at {}: watch stopped; start it again to run the new version.",
+        crate::time::timestamp(step.updated_at)
+    )))
+}
+
 /// One watch's turn: its last run judged once it ended, then a new run if one is due.
 async fn tend(guarded: &Guarded, store: &Store, row: &WatchRow, now: i64) -> crate::db::StoreResult<()> {
-    let actor = actor_of(row);
+    let Some(actor) = actor_of(store, row).await? else {
+        let who = row.created_by.as_deref().unwrap_or("its creator");
+        return store.stop_watch(row.id, &format!("{who} has no account here any more.")).await;
+    };
     let last = match row.last_run {
         Some(id) => guarded.run(&actor, id).await.ok(),
         None => None,
@@ -71,6 +118,13 @@ async fn tend(guarded: &Guarded, store: &Store, row: &WatchRow, now: i64) -> cra
     }
     // A run still going is not stacked on: this firing is skipped.
     if last.as_ref().is_some_and(|r| !r.status.is_finished()) {
+        return Ok(());
+    }
+    if let Err(why) = still_approved(store, row).await? {
+        return store.stop_watch(row.id, &why).await;
+    }
+    // Deleted or stopped meanwhile (this turn was claimed before): nothing is queued for it.
+    if store.watch(row.id).await?.is_none_or(|w| w.stopped.is_some()) {
         return Ok(());
     }
     let request = match only(guarded, &actor, row).await {
@@ -154,7 +208,7 @@ async fn judge(
     let telling = if row.webhook.is_some() { "being told" } else { "no webhook; shown on the investigation" };
     store.watch_told(row.id, change.run_id, &change_json, telling).await?;
     let told = match &row.webhook {
-        Some(url) => match crate::webhook::post(url, &body).await {
+        Some(url) => match webhook::post(url, &body).await {
             Ok(status) if (200..300).contains(&status) => format!("{} answered {status}", webhook_shown(url)),
             Ok(status) => format!("{} answered {status} (not taken)", webhook_shown(url)),
             Err(why) => format!("{} could not be told: {why}", webhook_shown(url)),
@@ -167,7 +221,8 @@ async fn judge(
 
 /// The message: a Slack-compatible `text`, and the change whole.
 fn message(row: &WatchRow, metric: &str, unit: Option<&str>, change: &Change) -> (String, serde_json::Value) {
-    let url = format!("/i/{}/history?step={}", row.investigation_id, row.step_id);
+    // Absolute: a message is read in Slack, not on the server.
+    let url = format!("{}{}", row.base_url.as_deref().unwrap_or(""), rows::history_path(row));
     let text = format!(
         "Sleuth: {metric} of step {} {} {:+.1} % ({} → {}{}) from run #{}{} — {url}",
         row.step_id,
