@@ -200,3 +200,57 @@ export async function teamServerWithHost(sshd, user) {
   await api('POST', '/api/v1/hosts/gpu/trust', { fingerprint: sshd.fingerprint });
   return { server, token, data, api, bin };
 }
+
+/**
+ * A team server whose investigation work is done by members, not an admin:
+ * `admin` (the host's keeper) and `owner`, `runner`, `editor`, `viewer` (each
+ * signs in with `PASSWORD`), with API tokens for each, and the host `gpu` (the
+ * loopback `sshd`, trusted). `as(name)` calls the API as that person;
+ * `team.investigation(title)` is one of `owner`'s shared with the others by
+ * their roles; `signIn(browser, name)` is a page signed in as them.
+ */
+export const PASSWORD = 'a-long-password-1';
+export async function team(sshd) {
+  const bin = process.env.SLEUTH_BIN ?? join(root, 'target', 'debug', 'sleuth');
+  const data = tempDataDir();
+  const names = ['admin', 'owner', 'runner', 'editor', 'viewer'];
+  const tokens = {};
+  for (const name of names) {
+    execFileSync(bin, ['user', 'add', name, ...(name === 'admin' ? ['--admin'] : []), '--password-stdin', '--data', data], { input: `${PASSWORD}\n` });
+    tokens[name] = execFileSync(bin, ['token', 'create', '--user', name, '--data', data], { encoding: 'utf8' }).trim();
+  }
+  const server = await startServer(data, { accounts: true, setup: false });
+  const as = (name) => async (method, path, body) => {
+    const response = await fetch(server.url + path, {
+      method,
+      headers: { authorization: `Bearer ${tokens[name]}`, 'content-type': 'application/json' },
+      body: body && JSON.stringify(body),
+    });
+    const text = await response.text();
+    if (response.status >= 300 && !(path.endsWith('/test') && response.status === 409)) {
+      throw new Error(`${name} ${method} ${path}: ${response.status} ${text}`);
+    }
+    return text ? JSON.parse(text) : null;
+  };
+  const admin = as('admin');
+  await admin('POST', '/api/v1/hosts', { name: 'gpu', hostname: '127.0.0.1', port: sshd.port, user: sshd.user, identity_file: sshd.key });
+  await admin('POST', '/api/v1/hosts/gpu/test');
+  await admin('POST', '/api/v1/hosts/gpu/trust', { fingerprint: sshd.fingerprint });
+  const investigation = async (title) => {
+    const inv = await as('owner')('POST', '/api/v1/investigations', { title });
+    for (const role of ['runner', 'editor', 'viewer']) {
+      await as('owner')('PUT', `/api/v1/investigations/${inv.id}/members`, { user: role, role });
+    }
+    return inv;
+  };
+  const signIn = async (browser, name, options = {}) => {
+    const page = await newPage(browser, options);
+    await page.goto(server.url + '/login');
+    await page.fill('#sign-in input[name=name]', name);
+    await page.fill('#sign-in input[name=password]', PASSWORD);
+    await page.click('#sign-in button[type=submit]');
+    await page.waitForURL(server.url + '/');
+    return page;
+  };
+  return { server, as, investigation, signIn, data };
+}

@@ -99,6 +99,12 @@ pub struct Investigation {
     /// Its watched steps, each with the newest change it found.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub watches: Vec<crate::watches::Watch>,
+    /// Its replays the reader may read, newest first, and the replay it is
+    /// the copy of (linked both ways).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replays: Vec<crate::replays::ReplayLink>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay_of: Option<crate::replays::ReplayLink>,
     /// What the reader may do here (from their role): the page offers only these
     /// forms. The server checks every change regardless.
     #[serde(default)]

@@ -68,6 +68,23 @@ pub trait InvestigationOps: Send + Sync + 'static {
     async fn create_investigation(&self, actor: &Actor, new: NewInvestigation) -> Result<Investigation, ApiError>;
     /// A replay beside its original (`/replays/{id}`).
     async fn replay(&self, actor: &Actor, id: i64) -> Result<crate::replays::Replay, ApiError>;
+    /// "Replay on…": the investigation replayed into a new one of the caller's.
+    async fn replay_investigation(
+        &self,
+        actor: &Actor,
+        id: &str,
+        request: crate::replays::ReplayRequest,
+    ) -> Result<crate::replays::Replay, ApiError>;
+    /// "Watch…": a step run on a schedule; `through`: the address the page was asked at.
+    async fn watch_step(
+        &self,
+        actor: &Actor,
+        step: i64,
+        request: crate::watches::WatchRequest,
+        through: Option<String>,
+    ) -> Result<crate::watches::Watch, ApiError>;
+    /// "Stop": a watch stopped and gone.
+    async fn delete_watch(&self, actor: &Actor, id: i64) -> Result<(), ApiError>;
     /// `window`: only the steps a page shows in full, the rest as an outline;
     /// `None`: everything (the API).
     async fn investigation(

@@ -166,6 +166,9 @@ pub struct ComparedRun {
     pub host: String,
     /// Its configuration in words (`NCCL_PROTO=LL`, a sweep's settings).
     pub config: String,
+    /// A person's, a watch's or a replay's.
+    #[serde(default)]
+    pub origin: crate::runs::RunOrigin,
     pub investigation_id: String,
     pub investigation_title: String,
     pub step_id: i64,

@@ -63,6 +63,21 @@ pub struct Watch {
     pub url: String,
 }
 
+/// The address a request was made to, as a base for links sent elsewhere (a
+/// webhook's message): `X-Forwarded-Proto` (or http) and `Host`; none without
+/// a plausible host (`name`, `name:port`, `[v6]:port`).
+pub fn asked_origin(host: Option<&str>, forwarded_proto: Option<&str>) -> Option<String> {
+    let host = host?.trim();
+    let plausible = !host.is_empty()
+        && host.len() <= 255
+        && host.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'));
+    if !plausible {
+        return None;
+    }
+    let scheme = if forwarded_proto.map(str::trim) == Some("https") { "https" } else { "http" };
+    Some(format!("{scheme}://{host}"))
+}
+
 /// `https://hooks.slack.com/services/T0/B0/xyz` → `https://hooks.slack.com/…`.
 pub fn webhook_shown(url: &str) -> String {
     let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
@@ -174,6 +189,17 @@ fn civil(t: i64) -> (usize, usize, usize, usize, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn links_are_based_on_the_address_asked() {
+        assert_eq!(
+            asked_origin(Some("sleuth.example.com"), Some("https")).as_deref(),
+            Some("https://sleuth.example.com")
+        );
+        assert_eq!(asked_origin(Some("127.0.0.1:3000"), None).as_deref(), Some("http://127.0.0.1:3000"));
+        assert_eq!(asked_origin(Some("evil.com/\"<x>"), None), None);
+        assert_eq!(asked_origin(None, None), None);
+    }
 
     #[test]
     fn the_webhooks_secret_path_is_not_shown() {

@@ -94,20 +94,8 @@ mod tests {
     }
 }
 
-/// The address a request was made to, as a base for links sent elsewhere
-/// (a webhook's message): `X-Forwarded-Proto` (or http) and `Host`; none
-/// without a plausible host (`name`, `name:port`, `[v6]:port`).
+/// The address a request was made to (`domain::watches::asked_origin`).
 pub fn asked_origin(headers: &HeaderMap) -> Option<String> {
-    let host = headers.get(axum::http::header::HOST)?.to_str().ok()?.trim();
-    let plausible = !host.is_empty()
-        && host.len() <= 255
-        && host.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'));
-    if !plausible {
-        return None;
-    }
-    let scheme = match headers.get("x-forwarded-proto").and_then(|v| v.to_str().ok()).map(str::trim) {
-        Some("https") => "https",
-        _ => "http",
-    };
-    Some(format!("{scheme}://{host}"))
+    let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    domain::watches::asked_origin(get("host"), get("x-forwarded-proto"))
 }

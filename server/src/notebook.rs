@@ -160,6 +160,8 @@ impl Notebook {
             runs_fingerprint,
             members: members.into_iter().map(|(user, role)| Member { user, role }).collect(),
             share_links: Vec::new(),
+            replays: Vec::new(),
+            replay_of: None,
             watches: self
                 .watches
                 .rows_of(permit)

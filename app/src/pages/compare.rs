@@ -47,6 +47,7 @@ fn Compared(c: RunsCompared) -> impl IntoView {
             view! {
                 <th class="compared-run">
                     <a href=format!("/runs/{}", r.id)>"run " {r.id}</a> " " <RunStatusBadge status=r.status/>
+                    {r.origin.label().map(|by| view! { " " <span class="tag origin">{by}</span> })}
                     <span class="muted step-of">
                         <a href=format!("/i/{}#step-{}", r.investigation_id, r.step_id)>
                             {crate::pages::crumb_title(&r.investigation_title, &r.investigation_id)} " · step " {r.step_position}

@@ -4,7 +4,7 @@
 
 use crate::components::PageTitle;
 use crate::error::ApiError;
-use crate::history::{History, HistoryQuery};
+use crate::history::History;
 use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
@@ -12,7 +12,29 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 pub async fn load_history(step: i64, metric: String, config: String, better: String) -> Result<History, ApiError> {
     crate::backend::call(move |notebook, actor| async move {
         let some = |text: String| Some(text).filter(|t| !t.trim().is_empty());
-        let query = HistoryQuery { metric: some(metric), config: some(config), better: some(better) };
+        let query = crate::history::HistoryQuery { metric: some(metric), config: some(config), better: some(better) };
+        // A sweep's history is of one configuration: without one, the page
+        // lists them to choose from (the API says so with a 422).
+        if query.config.is_none()
+            && let crate::steps::StepBody::Command(body) = notebook.step(&actor, step).await?.body
+        {
+            let configs: Vec<String> =
+                crate::sweeps::configurations(&body.matrix).iter().map(crate::sweeps::config_label).collect();
+            if configs.len() > 1 {
+                let metric = query.metric.clone().unwrap_or_else(|| "output_throughput".into());
+                return Ok(History {
+                    step_id: step,
+                    better: crate::history::Better::of(&metric),
+                    metric,
+                    unit: None,
+                    config: None,
+                    runs: Vec::new(),
+                    changes: Vec::new(),
+                    svg: None,
+                    configs,
+                });
+            }
+        }
         notebook.history(&actor, step, &query).await
     })
     .await
@@ -102,6 +124,7 @@ fn Whole(h: History, investigation: String) -> impl IntoView {
         })
         .collect_view();
     let none = h.changes.is_empty();
+    let choosing = h.config.is_none() && h.configs.len() > 1 && h.runs.is_empty();
     let rows = h
         .runs
         .iter()
@@ -119,13 +142,17 @@ fn Whole(h: History, investigation: String) -> impl IntoView {
             <h1>"History of step " {h.step_id}</h1>
             <p class="muted">{h.metric.clone()} " · " {better} {h.config.clone().map(|c| format!(" · {c}"))}
                 " · " {h.runs.len()} " runs · " <a href=step_href>"the step"</a></p>
-            {config_links.map(|links| view! { <p>"Its configurations: " {links}</p> })}
+            {config_links.map(|links| view! {
+                <p class="history-configs">{if choosing { "A sweep's history is of one configuration at a time; choose one: " } else { "Its configurations: " }} {links}</p>
+            })}
             {h.svg.clone().map(|svg| view! {
                 <figure class="chart history"><div class="svg" inner_html=svg></div>
                     <figcaption class="muted">"Each run in order; grey: each stretch's mean; a red line: a regression begins, blue: an improvement."</figcaption>
                 </figure>
             })}
-            {if none {
+            {if choosing {
+                ().into_any()
+            } else if none {
                 view! { <p class="history-none">"No change: the runs vary within their noise (or by less than 2 %)."</p> }.into_any()
             } else {
                 view! { <ul class="history-changes">{changes}</ul> }.into_any()

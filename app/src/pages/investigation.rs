@@ -217,7 +217,8 @@ fn Header(inv: std::sync::Arc<Investigation>, export: String) -> impl IntoView {
                 <StatusBadge status=inv.status/>
             </div>
             {question}
-            {(!inv.watches.is_empty()).then(|| view! { <WatchBanner watches=inv.watches.clone() investigation=inv.id.clone()/> })}
+            {(!inv.watches.is_empty()).then(|| view! { <WatchBanner watches=inv.watches.clone()/> })}
+            <ReplayLinks replays=inv.replays.clone() replay_of=inv.replay_of.clone()/>
             <p class="muted meta">
                 "Started " <crate::components::Time at=inv.created_at.clone()/> " · updated " <crate::components::Time at=inv.updated_at.clone()/>
             </p>
@@ -243,6 +244,7 @@ fn Header(inv: std::sync::Arc<Investigation>, export: String) -> impl IntoView {
                 </details>
                 </Can>
                 <ExportMenu base=export/>
+                {(!super::outsider()).then(|| view! { <super::replay::ReplayForm investigation=inv.id.clone()/> })}
                 // A share link's reader is not told who the team is.
                 {(!super::outsider()).then(|| view! { <super::members::Members investigation=inv.id.clone() members=inv.members.clone()/> })}
                 <Can what=Ability::Own>
@@ -361,9 +363,10 @@ fn StepItem(step: Step, last: u32) -> impl IntoView {
 }
 
 /// The investigation's watched steps: each schedule, and the newest change
-/// it found (or why it stopped).
+/// it found (or why it stopped), its history (its configuration in the link)
+/// and, for runners, Stop.
 #[component]
-fn WatchBanner(watches: Vec<crate::watches::Watch>, investigation: String) -> impl IntoView {
+fn WatchBanner(watches: Vec<crate::watches::Watch>) -> impl IntoView {
     let items = watches
         .into_iter()
         .map(|w| {
@@ -372,21 +375,61 @@ fn WatchBanner(watches: Vec<crate::watches::Watch>, investigation: String) -> im
                 (None, Some(c)) => format!("cron {c}"),
                 _ => String::new(),
             };
-            let href = format!("/i/{investigation}/history?step={}", w.step_id);
+            let href = w.url.clone();
+            let config = w.config.clone().map(|c| format!(" [{c}]")).unwrap_or_default();
+            let by = w.created_by.clone().map(|b| format!(" by {b}")).unwrap_or_default();
+            let id = w.id;
             let change = w.last_change.map(|c| {
                 view! {
                     " · " <strong class=format!("change {}", c.direction)>{c.direction.clone()}</strong>
                     {format!(" {:+.1} % from run #{}", c.delta_pct, c.run_id)}
                 }
             });
+            let running = w.stopped.is_none();
             view! {
-                <li>
-                    <a href=href>{format!("Watching step {} ({}) {every}", w.step_id, w.metric)}</a>
+                <li data-watch=id>
+                    <a href=href>{format!("Watching step {}{config} ({}) {every}{by}", w.step_id, w.metric)}</a>
+                    <span class="muted">{format!(" · {} runs", w.runs)}</span>
                     {change}
+                    {w.last_told.map(|t| view! { <span class="muted">" · " {t}</span> })}
                     {w.stopped.map(|why| view! { " · " <span class="warning">{why}</span> })}
+                    {running.then(|| view! {
+                        <Can what=Ability::Run><crate::steps::watch::StopWatch id/></Can>
+                    })}
                 </li>
             }
         })
         .collect_view();
     view! { <ul class="watch-banner">{items}</ul> }
+}
+
+/// This investigation's replays (each a link to its page), and the replay it
+/// is itself the copy of.
+#[component]
+fn ReplayLinks(
+    replays: Vec<crate::replays::ReplayLink>,
+    replay_of: Option<crate::replays::ReplayLink>,
+) -> impl IntoView {
+    let of = replay_of.map(|r| {
+        view! {
+            <p class="notice replay-of">"A replay" {r.host.clone().map(|h| format!(" on {h}"))} " — "
+                <a href=r.url.clone()>{format!("replay {} beside its original", r.id)}</a>
+                {r.original.clone().map(|o| view! { " · " <a href=format!("/i/{o}")>"the original"</a> })}
+            </p>
+        }
+    });
+    let listed = (!replays.is_empty()).then(|| {
+        let items = replays
+            .into_iter()
+            .map(|r| {
+                view! {
+                    <li><a href=r.url.clone()>{format!("Replay {}", r.id)}</a>
+                        {r.host.clone().map(|h| format!(" on {h}"))} " · " <crate::components::Time at=r.created_at.clone()/>
+                        {r.created_by.clone().map(|b| format!(" by {b}"))}</li>
+                }
+            })
+            .collect_view();
+        view! { <ul class="replay-links">{items}</ul> }
+    });
+    view! { {of} {listed} }
 }

@@ -5,8 +5,66 @@
 use crate::components::PageTitle;
 use crate::error::ApiError;
 use crate::replays::Replay;
+use leptos::form::ActionForm;
 use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
+
+/// "Replay on…": `env` one `NAME=value` a line; a blank host keeps each step's own.
+#[server]
+pub async fn replay_investigation_form(
+    investigation: String,
+    #[server(default)] host: String,
+    #[server(default)] env: String,
+    #[server(default)] repeat: String,
+) -> Result<Replay, ApiError> {
+    let mut vars = std::collections::BTreeMap::new();
+    for line in env.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let Some((name, value)) = line.split_once('=') else {
+            return crate::backend::with_status(Err(ApiError::invalid(format!(
+                "{line:?}: write each variable as NAME=value, one a line."
+            ))));
+        };
+        vars.insert(name.trim().to_string(), value.trim().to_string());
+    }
+    let request = crate::replays::ReplayRequest {
+        host: Some(host).filter(|h| !h.trim().is_empty()),
+        env: vars,
+        steps: None,
+        repeat: crate::backend::form_number("Repeats", &repeat)?,
+    };
+    let replay = crate::backend::call(move |notebook, actor| async move {
+        notebook.replay_investigation(&actor, &investigation, request).await
+    })
+    .await?;
+    // Its progress and result are its page.
+    leptos_axum::redirect(&replay.url);
+    Ok(replay)
+}
+
+/// The form in an investigation's toolbar.
+#[component]
+pub fn ReplayForm(investigation: String) -> impl IntoView {
+    let replay = ServerAction::<ReplayInvestigationForm>::new();
+    view! {
+        <details class="inline-form replay-form">
+            <summary class="button">"Replay on…"</summary>
+            <ActionForm action=replay attr:class="stacked">
+                <input type="hidden" name="investigation" value=investigation/>
+                <p class="muted hint">"Copies this investigation into a new one of yours, runs its command steps there, \
+                    and judges each hypothesis again beside the original."</p>
+                <div class="row">
+                    <label>"Host " <span class="muted">"(blank: each step's own)"</span> <input name="host" maxlength="100"/></label>
+                    <label class="narrow">"Repeats" <input name="repeat" inputmode="numeric" value="1"/></label>
+                </div>
+                <label>"Env " <span class="muted">"(NAME=value, one a line; set over each command's own)"</span>
+                    <textarea name="env" rows="2" placeholder="VLLM_VERSION=0.9.2"></textarea>
+                </label>
+                <crate::components::ActionError action=replay/>
+                <div class="form-actions"><button type="submit" class="primary">"Replay"</button></div>
+            </ActionForm>
+        </details>
+    }
+}
 
 #[server]
 pub async fn load_replay(id: i64) -> Result<Replay, ApiError> {
@@ -85,6 +143,9 @@ fn Whole(r: Replay) -> impl IntoView {
                 <a href=format!("/i/{}", r.investigation)>"the replay's investigation"</a>
             </p>
             {(!r.host_facts.is_empty()).then(|| view! { <p class="notice">"The hosts differ: " {r.host_facts.join("; ")}</p> })}
+            {(!r.notes.is_empty()).then(|| view! {
+                <ul class="replay-notes">{r.notes.iter().map(|n| view! { <li class="warning">{n.clone()}</li> }).collect_view()}</ul>
+            })}
             <div class="table-scroll"><table class="groups-table replay-table">
                 <thead><tr><th>"hypothesis"</th><th>"original"</th><th>"replayed"</th><th></th></tr></thead>
                 <tbody>{hypotheses}</tbody>

@@ -67,6 +67,17 @@ fn Whole(page: RunPage) -> impl IntoView {
         <section class="panel run-page" data-run-page=run.id>
             <header class="run-page-head">
                 <h1>"Run " {run.id} " " <RunStatusBadge status=run.status/></h1>
+                {match run.origin {
+                    crate::runs::RunOrigin::Person => ().into_any(),
+                    crate::runs::RunOrigin::Watch { id } => view! {
+                        <p class="notice run-origin" data-origin="watch">"Made by watch " {id}
+                            " on its schedule: it joins no hypothesis and no frontier unless one asks for watch runs."</p>
+                    }.into_any(),
+                    crate::runs::RunOrigin::Replay { id } => view! {
+                        <p class="notice run-origin" data-origin="replay">"Made by "
+                            <a href=format!("/replays/{id}")>{format!("replay {id}")}</a> "."</p>
+                    }.into_any(),
+                }}
                 <nav class="run-nav">
                     {previous.map(|p| view! { <a rel="prev" href=format!("/runs/{}", p.id)>"← run " {p.id}</a> })}
                     <a href=step>{format!("{of_step} run{} of step {}", if of_step == 1 { "" } else { "s" }, page.step_position)}</a>

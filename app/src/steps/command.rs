@@ -220,6 +220,12 @@ pub fn CommandContent(step: Step, editing: bool) -> impl IntoView {
         .unwrap_or_default();
     let sweep = sweep_progress(&step.runs);
     let configs = crate::sweeps::configurations(&body.matrix).len();
+    // A watch runs and judges one configuration of a sweep.
+    let watchable: Vec<String> = if configs > 1 {
+        crate::sweeps::configurations(&body.matrix).iter().map(crate::sweeps::config_label).collect()
+    } else {
+        Vec::new()
+    };
     let settings: Vec<String> = body
         .matrix
         .iter()
@@ -270,6 +276,9 @@ pub fn CommandContent(step: Step, editing: bool) -> impl IntoView {
             asked=crate::runs::last_asked(&history) default_order=body.default_order()/>
         {shown.map(|run| view! { <RunOutput run queued=queued.len()/> })}
         <RunHistory runs=history investigation=step.investigation_id.clone()/>
+        <crate::components::Can what=crate::components::Ability::Run>
+            <super::watch::WatchForm step_id configs=watchable.clone()/>
+        </crate::components::Can>
     }
     .into_any()
 }
@@ -801,7 +810,8 @@ fn RunHistory(runs: Vec<Run>, investigation: String) -> impl IntoView {
                     }}</td>
                     <td><RunStatusBadge status=run.status/></td>
                     <td class="env">{label}</td>
-                    <td>{crate::runs::batch_position(&run)}</td>
+                    <td>{crate::runs::batch_position(&run)}
+                        {run.origin.label().map(|by| view! { " " <span class="tag origin" title="made by, not by a person">{by}</span> })}</td>
                     <td class="num">{run.exit_code.map(|c| c.to_string()).unwrap_or_default()}</td>
                     <td class="num">{run.duration_ms.map(human_duration).unwrap_or_default()}</td>
                     <td class="num">{human_bytes(run.output_bytes())}</td>

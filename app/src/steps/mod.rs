@@ -7,6 +7,7 @@ pub mod command;
 pub mod grep;
 pub mod note;
 pub mod snippet;
+pub mod watch;
 
 pub(crate) use domain::steps::StepBody;
 use leptos::prelude::*;

@@ -126,6 +126,14 @@ impl Store {
             .await?)
     }
 
+    /// The replay whose copy `investigation` is.
+    pub async fn replay_into(&self, investigation: &str) -> StoreResult<Option<ReplayRow>> {
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM replays WHERE investigation_id = $1")))
+            .bind(investigation)
+            .fetch_optional(&self.pool)
+            .await?)
+    }
+
     /// The replays of an investigation, newest first.
     pub async fn replays_of(&self, original: &str) -> StoreResult<Vec<ReplayRow>> {
         Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(

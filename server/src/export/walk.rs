@@ -262,7 +262,12 @@ fn run_line(run: &domain::runs::Run, asked: &[String]) -> RunLine {
         status: run.status.as_str(),
         exit: run.exit_code.map_or_else(|| run.exit_signal.clone().unwrap_or_else(|| "—".into()), |c| c.to_string()),
         duration: duration(run.duration_ms),
-        config: run.config.as_ref().map_or(String::new(), domain::sweeps::config_label),
+        // Who made it, where not a person: "(watch 3)".
+        config: match (run.config.as_ref().map_or(String::new(), domain::sweeps::config_label), run.origin.label()) {
+            (config, None) => config,
+            (config, Some(by)) if config.is_empty() => format!("({by})"),
+            (config, Some(by)) => format!("{config} ({by})"),
+        },
         measured,
     }
 }

@@ -31,6 +31,15 @@ impl super::Guarded {
             let owner = self.access.permit::<Own>(actor, id).await?;
             investigation.share_links = self.notebook.shares.links(&owner).await?;
         }
+        // Replays both ways, of those the reader may read the other side of.
+        for row in self.notebook.replays.of(id).await? {
+            if self.access.permit::<Read>(actor, &row.investigation_id).await.is_ok() {
+                investigation.replays.push(crate::replays::link(&row));
+            }
+        }
+        if let Some(row) = self.notebook.replays.copied_into(id).await? {
+            investigation.replay_of = Some(crate::replays::link(&row));
+        }
         Ok(investigation)
     }
     pub async fn update_investigation(

@@ -43,6 +43,9 @@ answer! { domain::ports::InvestigationOps {
         fn abilities(&self, actor: &Actor, id: &str) -> Result<domain::model::Abilities, ApiError>;
         fn create_investigation(&self, actor: &Actor, new: NewInvestigation) -> Result<Investigation, ApiError>;
         fn replay(&self, actor: &Actor, id: i64) -> Result<domain::replays::Replay, ApiError>;
+        fn replay_investigation(&self, actor: &Actor, id: &str, request: domain::replays::ReplayRequest) -> Result<domain::replays::Replay, ApiError>;
+        fn watch_step(&self, actor: &Actor, step: i64, request: domain::watches::WatchRequest, through: Option<String>) -> Result<domain::watches::Watch, ApiError>;
+        fn delete_watch(&self, actor: &Actor, id: i64) -> Result<(), ApiError>;
         fn investigation(&self, actor: &Actor, id: &str, window: Option<&StepWindow>) -> Result<Investigation, ApiError>;
         fn update_investigation(&self, actor: &Actor, id: &str, patch: InvestigationPatch) -> Result<Investigation, ApiError>;
         fn delete_investigation(&self, actor: &Actor, id: &str) -> Result<(), ApiError>;

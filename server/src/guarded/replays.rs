@@ -119,16 +119,4 @@ impl Guarded {
         };
         Ok(crate::replays::view(&row, &manifest, &replayed, host_facts)?)
     }
-
-    /// The replays of an investigation its reader may read (its page links them).
-    pub async fn replays_of(&self, actor: &Actor, investigation: &str) -> Result<Vec<Replay>, ApiError> {
-        self.access.permit::<Read>(actor, investigation).await?;
-        let mut out = Vec::new();
-        for row in self.notebook.replays.of(investigation).await? {
-            if let Ok(replay) = self.replay(actor, row.id).await {
-                out.push(replay);
-            }
-        }
-        Ok(out)
-    }
 }

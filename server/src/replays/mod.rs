@@ -378,10 +378,27 @@ impl Replays {
         Ok(self.store.replay(id).await?)
     }
 
-    /// The replays of an investigation (its page links them), newest first.
-    /// Unchecked likewise.
+    /// The replays of an investigation (its page links them), newest first,
+    /// and the replay it is the copy of. Unchecked likewise.
     pub async fn of(&self, original: &str) -> Result<Vec<ReplayRow>> {
         Ok(self.store.replays_of(original).await?)
+    }
+
+    pub async fn copied_into(&self, investigation: &str) -> Result<Option<ReplayRow>> {
+        Ok(self.store.replay_into(investigation).await?)
+    }
+}
+
+/// A replay as the investigations it joins link it.
+pub fn link(row: &ReplayRow) -> domain::replays::ReplayLink {
+    domain::replays::ReplayLink {
+        id: row.id,
+        url: format!("/replays/{}", row.id),
+        investigation: row.investigation_id.clone(),
+        original: row.original_id.clone(),
+        host: row.host.clone(),
+        created_at: crate::time::timestamp(row.created_at),
+        created_by: row.created_by.clone(),
     }
 }
 

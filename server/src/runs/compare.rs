@@ -40,6 +40,7 @@ pub fn compared(sides: Vec<Side>) -> Result<RunsCompared, crate::charts::ChartEr
             status: s.page.run.status,
             host: s.page.run.host.clone(),
             config: s.page.run.config_label(),
+            origin: s.page.run.origin,
             investigation_id: s.page.investigation_id.clone(),
             investigation_title: s.page.investigation_title.clone(),
             step_id: s.page.run.step_id,

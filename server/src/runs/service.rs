@@ -522,9 +522,12 @@ impl Runs {
     pub async fn side(&self, permit: &Permit<Read>, id: i64) -> Result<super::compare::Side> {
         let (page, runs) = self.placed(permit, id).await?;
         let config = page.run.config_label();
+        // A watch's runs are not the experiment's repeats (unless this run is one).
+        let watching = page.run.origin.is_watch();
         let repeats: Vec<i64> = runs
             .iter()
             .filter(|r| r.status == RunStatus::Succeeded && !r.warmup && r.config_label() == config)
+            .filter(|r| watching || !r.origin.is_watch() || r.id == page.run.id)
             .map(|r| r.id)
             .collect();
         let mut by_run: HashMap<i64, Vec<domain::metrics::Measurement>> = HashMap::new();
