@@ -283,4 +283,11 @@ pub struct ServeArgs {
     /// webhook messages point there. Default: the address each watch was made through.
     #[arg(long, env = "SLEUTH_PUBLIC_URL", value_name = "URL")]
     pub public_url: Option<String>,
+    /// Inside addresses webhooks may reach (`10.0.0.0/8,fd00::/8`): by default a
+    /// webhook reaches only the outside (no loopback, private or link-local address).
+    #[arg(long, env = "SLEUTH_WEBHOOK_ALLOW", value_name = "CIDR,…")]
+    pub webhook_allow: Option<String>,
+    /// The shortest schedule a watch may have, in seconds.
+    #[arg(long, env = "SLEUTH_WATCH_MIN_EVERY", default_value_t = crate::watches::MIN_EVERY_S, value_name = "SECONDS")]
+    pub watch_min_every: u64,
 }

@@ -35,6 +35,10 @@ pub struct Options {
     pub telemetry_linger: Option<std::time::Duration>,
     /// `--public-url`: where people open Sleuth; webhook messages link there.
     pub public_url: Option<String>,
+    /// `--webhook-allow`: inside ranges webhooks may reach.
+    pub webhook_allow: Vec<ipnet::IpNet>,
+    /// `--watch-min-every`: the shortest watch schedule (`None`: the default).
+    pub watch_min_every_s: Option<u64>,
 }
 
 /// A running Sleuth's state, and the handles under it that tools and
@@ -112,7 +116,11 @@ pub async fn open(data: &Path, site: &Path, options: Options) -> Result<Opened, 
     let auth = Arc::new(crate::auth::Auth::new(store.clone(), options.no_auth, options.secure_cookies));
     let access = crate::policy::Access::new(store.clone());
     let index = runner.search().clone();
-    let watching = crate::watches::Settings { public_url: options.public_url.clone() };
+    let watching = crate::watches::Settings {
+        public_url: options.public_url.clone(),
+        webhook_allow: options.webhook_allow.clone(),
+        min_every_s: options.watch_min_every_s.unwrap_or(crate::watches::MIN_EVERY_S),
+    };
     let notebook = Notebook::new(store.clone(), pool, runner.clone(), watching);
     let notebook = Arc::new(crate::guarded::Guarded::new(notebook, access, live.clone(), index, auth.clone()));
     let public_server_fns = crate::router::public_server_fns();
@@ -170,6 +178,9 @@ pub async fn run(args: ServeArgs) -> crate::error::Result<()> {
         no_search_index: false,
         min_free: args.min_free,
         telemetry_linger: Some(std::time::Duration::from_secs(args.telemetry_linger)),
+        webhook_allow: crate::watches::webhook::parse_allow(args.webhook_allow.as_deref().unwrap_or(""))
+            .map_err(|e| Error::usage(format!("--webhook-allow: {e}")))?,
+        watch_min_every_s: Some(args.watch_min_every.max(1)),
         public_url: match args.public_url.as_deref() {
             Some(url) => Some(crate::watches::base_url(url).ok_or_else(|| {
                 Error::usage(format!("--public-url is where people open Sleuth, an http(s):// URL; not {url:?}"))

@@ -91,11 +91,15 @@ impl Origin {
         format!("{}://{}", if self.tls { "https" } else { "http" }, self.authority)
     }
 
-    async fn connect(&self) -> Result<Box<dyn Io>, HttpError> {
+    /// A connection to the host, or to `at` (an address already resolved and
+    /// checked: the webhook's) with the host still named for TLS.
+    async fn connect(&self, at: Option<std::net::SocketAddr>) -> Result<Box<dyn Io>, HttpError> {
         let place = self.place();
-        let tcp = tokio::net::TcpStream::connect((self.host.as_str(), self.port))
-            .await
-            .map_err(|source| HttpError::Connect { place: place.clone(), source })?;
+        let tcp = match at {
+            Some(addr) => tokio::net::TcpStream::connect(addr).await,
+            None => tokio::net::TcpStream::connect((self.host.as_str(), self.port)).await,
+        }
+        .map_err(|source| HttpError::Connect { place: place.clone(), source })?;
         let _ = tcp.set_nodelay(true);
         if !self.tls {
             return Ok(Box::new(tcp));
@@ -129,8 +133,20 @@ impl Origin {
         token: Option<&str>,
         json: Option<&serde_json::Value>,
     ) -> Result<Response<Incoming>, HttpError> {
+        self.send_to(None, method, path, token, json).await
+    }
+
+    /// [`Origin::send`], connecting to `at` when given.
+    pub async fn send_to(
+        &self,
+        at: Option<std::net::SocketAddr>,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        json: Option<&serde_json::Value>,
+    ) -> Result<Response<Incoming>, HttpError> {
         let place = self.place();
-        let io = self.connect().await?;
+        let io = self.connect(at).await?;
         let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(io))
             .await
             .map_err(|source| HttpError::Broken { place: place.clone(), source })?;

@@ -1,7 +1,7 @@
 //! Runs: runners start and cancel them (and the host must allow them); readers read them.
 
 use crate::db::OwnedBy;
-use crate::policy::{Edit, Read, Run as RunRight};
+use crate::policy::{Read, Run as RunRight};
 use domain::error::ApiError;
 use domain::ports::Actor;
 use domain::runs::{OutputTail, Run, RunOrigin, RunRequest};
@@ -60,8 +60,9 @@ impl super::Guarded {
         let permit = self.access.permit_for::<RunRight>(actor, OwnedBy::Run, id).await?;
         Ok(self.notebook.runs.cancel(&permit, id).await?)
     }
+    /// Deleting a run frees its output and its directory on the host: runners (and owners).
     pub async fn delete_run(&self, actor: &Actor, id: i64) -> Result<(), ApiError> {
-        let permit = self.access.permit_for::<Edit>(actor, OwnedBy::Run, id).await?;
+        let permit = self.access.permit_for::<RunRight>(actor, OwnedBy::Run, id).await?;
         let done = self.notebook.runs.delete(&permit, id).await;
         Ok(self.announce(actor, permit.investigation(), done)?)
     }

@@ -8,6 +8,11 @@ use domain::ports::Actor;
 use domain::watches::{Watch, WatchRequest};
 
 impl super::Guarded {
+    /// How watches behave here (the scheduler's webhook allow-list).
+    pub fn watch_settings(&self) -> &crate::watches::Settings {
+        self.notebook.watches.settings()
+    }
+
     /// `POST /api/v1/steps/{id}/watch`; `through`: the address asked (links' base).
     pub async fn watch_step(
         &self,

@@ -95,7 +95,12 @@ impl Access {
     /// to; a 404 that names it if there is none.
     pub async fn permit_for<R: Right>(&self, actor: &Actor, what: OwnedBy, id: i64) -> Result<Permit<R>> {
         let investigation = self.store.investigation_of(what, id).await?.ok_or_else(|| missing(what, id))?;
-        self.permit(actor, &investigation).await
+        // Someone with no role there is told of the run (or step…) alone, as
+        // if it did not exist: never which investigation holds it.
+        match self.role(actor, &investigation).await? {
+            None => Err(missing(what, id).into()),
+            Some(_) => self.permit(actor, &investigation).await,
+        }
     }
 
     /// The investigation the `what` with this id belongs to, if any (for
@@ -114,6 +119,9 @@ impl Access {
     /// Running what a step runs or reads (a command, a snippet) on its host.
     pub async fn run_on_step(&self, actor: &Actor, step: i64) -> Result<RunOn> {
         let row = self.store.step(step).await?.ok_or_else(|| missing(OwnedBy::Step, step))?;
+        if self.role(actor, &row.investigation_id).await?.is_none() {
+            return Err(missing(OwnedBy::Step, step).into());
+        }
         // Every kind that reaches a host names it in its `host` field.
         let body: serde_json::Value = serde_json::from_str(&row.body).unwrap_or_default();
         let host = body.get("host").and_then(serde_json::Value::as_str).unwrap_or_default();
@@ -124,6 +132,9 @@ impl Access {
     pub async fn run_on_run(&self, actor: &Actor, run: i64) -> Result<RunOn> {
         let row = self.store.run(run).await?.ok_or_else(|| missing(OwnedBy::Run, run))?;
         let investigation = self.investigation_of(OwnedBy::Run, run).await?;
+        if self.role(actor, &investigation).await?.is_none() {
+            return Err(missing(OwnedBy::Run, run).into());
+        }
         self.run_on(actor, &investigation, &row.host).await
     }
 

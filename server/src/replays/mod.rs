@@ -412,13 +412,13 @@ mod tests {
             "investigation": { "id": "i", "title": "t", "question": "q", "url": "/i/i" },
             "exported_at": "2026-12-06T00:00:00Z",
             "steps": [
-                { "id": 7, "position": 1, "body": { "kind": "note", "text": "n" }, "runs": [
+                { "id": 7, "position": 1, "body": { "kind": "note", "body": "n" }, "runs": [
                     { "id": 70, "host": "h", "command": "c", "env": [], "config": { "MB": "1" }, "status": "succeeded",
                       "warmup": false, "started_at": null, "facts": null, "artifacts": [], "measurements": [] },
                     { "id": 71, "host": "h", "command": "c", "env": [], "config": { "MB": "8" }, "status": "succeeded",
                       "warmup": false, "started_at": null, "facts": null, "artifacts": [], "measurements": [] }
                 ] },
-                { "id": 8, "position": 2, "body": { "kind": "note", "text": "n" }, "runs": [
+                { "id": 8, "position": 2, "body": { "kind": "note", "body": "n" }, "runs": [
                     { "id": 80, "host": "h", "command": "c", "env": [], "config": null, "status": "succeeded",
                       "warmup": false, "started_at": null, "facts": null, "artifacts": [], "measurements": [] }
                 ] }

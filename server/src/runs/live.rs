@@ -445,6 +445,9 @@ mod tests {
             artifact_notes: None,
             host_quiet_s: None,
             telemetry_drawn: 0,
+            origin: domain::runs::OriginKind::Person,
+            origin_id: None,
+            launch: None,
         })
     }
 

@@ -224,7 +224,12 @@ impl Runs {
     /// Deletes a finished run: its output, logs, measurements and telemetry,
     /// and its directory on the host. A run still queued or running is
     /// refused: cancelling is its own action (and needs the runner role).
-    pub async fn delete(&self, permit: &Permit<Edit>, id: i64) -> Result<()> {
+    /// Deletes a finished run: its output, measurements, files and its
+    /// directory on the host. Runners (and owners) may; it is audited with
+    /// who and what was freed.
+    pub async fn delete(&self, permit: &Permit<RunRight>, id: i64) -> Result<()> {
+        let permit_edit = permit.edit();
+        let permit = &permit_edit;
         let row = self.row(permit, id).await?;
         if !row.status.is_finished() {
             return Err(ApiError::new(
@@ -236,10 +241,25 @@ impl Runs {
             )
             .into());
         }
+        let freed = row.stdout_bytes + row.stderr_bytes;
         self.forget(permit, std::slice::from_ref(&row)).await;
         if !self.store.delete_run(id).await? {
             return Err(not_found(id).into());
         }
+        let entry = crate::db::NewAudit {
+            who: permit.actor().name.clone(),
+            action: "run.delete",
+            host: Some(row.host.clone()),
+            target: format!("run {id} of step {} in {}", row.step_id, permit.investigation()),
+            env: None,
+            outcome: Some(format!(
+                "freed {} of output{}",
+                domain::runs::human_bytes(u64::try_from(freed).unwrap_or(0)),
+                row.run_dir.as_deref().map(|d| format!(" and {d} on the host")).unwrap_or_default()
+            )),
+            run_id: Some(id),
+        };
+        crate::audit::record(&self.store, entry).await;
         Ok(())
     }
 

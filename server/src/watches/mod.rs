@@ -12,9 +12,9 @@
 
 pub mod rows;
 mod service;
-mod webhook;
+pub mod webhook;
 
-pub use service::{Settings, Watches, base_url};
+pub use service::{MAX_PER_STEP, MAX_PER_USER, MIN_EVERY_S, Settings, Watches, base_url};
 
 use crate::db::{Store, WatchRow};
 use crate::guarded::Guarded;
@@ -208,11 +208,10 @@ async fn judge(
     let telling = if row.webhook.is_some() { "being told" } else { "no webhook; shown on the investigation" };
     store.watch_told(row.id, change.run_id, &change_json, telling).await?;
     let told = match &row.webhook {
-        Some(url) => match webhook::post(url, &body).await {
-            Ok(status) if (200..300).contains(&status) => format!("{} answered {status}", webhook_shown(url)),
-            Ok(status) => format!("{} answered {status} (not taken)", webhook_shown(url)),
-            Err(why) => format!("{} could not be told: {why}", webhook_shown(url)),
-        },
+        Some(url) => {
+            let delivery = webhook::post(url, &body, &guarded.watch_settings().webhook_allow).await;
+            format!("{}: {delivery}", webhook_shown(url))
+        }
         None => "no webhook; shown on the investigation".into(),
     };
     tracing::info!(watch = row.id, step = row.step_id, "{text} — {told}");

@@ -7,7 +7,7 @@ use crate::error::{Context, Result};
 use crate::policy::{Permit, Read, Run};
 use domain::error::ApiError;
 use domain::model::Step;
-use domain::watches::{DEFAULT_MAX_FAILURES, MAX_EVERY_S, MIN_EVERY_S, WatchRequest};
+use domain::watches::{DEFAULT_MAX_FAILURES, MAX_EVERY_S, WatchRequest};
 use std::sync::Arc;
 
 /// How watches behave on this server (`sleuth serve` flags).
@@ -16,7 +16,18 @@ pub struct Settings {
     /// `--public-url`: where people open Sleuth (`https://sleuth.example.com`);
     /// webhook messages link there. Without it, the address a watch was made through.
     pub public_url: Option<String>,
+    /// `--webhook-allow`: inside ranges webhooks may reach (none by default).
+    pub webhook_allow: Vec<ipnet::IpNet>,
+    /// `--watch-min-every`: the shortest schedule a watch may have, in seconds.
+    pub min_every_s: u64,
 }
+
+/// The shortest schedule a watch may have by default: a watch runs a
+/// benchmark on a GPU host, and 200 of them every second once wore a host down.
+pub const MIN_EVERY_S: u64 = 60;
+/// Watches that run at once, per step and per person.
+pub const MAX_PER_STEP: i64 = 5;
+pub const MAX_PER_USER: i64 = 20;
 
 #[derive(Clone)]
 pub struct Watches {
@@ -36,6 +47,10 @@ pub fn base_url(text: &str) -> Option<String> {
 impl Watches {
     pub fn new(store: Store, settings: Settings) -> Self {
         Self { store, settings: Arc::new(settings) }
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
     }
 
     /// A new watch of `step` (which the permit may run), bound to the step as
@@ -58,8 +73,12 @@ impl Watches {
                     ApiError::invalid("Say how often: every_s (seconds) or cron (a cron line), one of them.").into()
                 );
             }
-            (Some(every), None) if !(MIN_EVERY_S..=MAX_EVERY_S).contains(&every) => {
-                return Err(ApiError::invalid(format!("every_s is from {MIN_EVERY_S} to {MAX_EVERY_S}.")).into());
+            (Some(every), None) if !(self.settings.min_every_s..=MAX_EVERY_S).contains(&every) => {
+                return Err(ApiError::invalid(format!(
+                    "every_s is from {} to {MAX_EVERY_S} (this server's shortest schedule is --watch-min-every).",
+                    self.settings.min_every_s
+                ))
+                .into());
             }
             (None, Some(line)) => {
                 domain::watches::Cron::parse(line).map_err(ApiError::invalid)?;
@@ -67,12 +86,24 @@ impl Watches {
             _ => {}
         }
         let webhook = request.webhook.as_deref().map(str::trim).filter(|w| !w.is_empty()).map(str::to_string);
-        if let Some(url) = &webhook
-            && !domain::steps::command::is_host_url(url)
-        {
-            return Err(ApiError::invalid(
-                "The webhook is an http:// or https:// URL (one line, up to 2000 characters).",
-            )
+        if let Some(url) = &webhook {
+            let checked = super::webhook::check(url, &self.settings.webhook_allow)
+                .map_err(|why| ApiError::invalid(why.to_string()))?;
+            // A name that resolves inside (or nowhere) is refused now too; it is checked again at sending.
+            checked.resolve(&self.settings.webhook_allow).await.map_err(|why| ApiError::invalid(why.to_string()))?;
+        }
+        let (of_step, of_user) = self.store.running_watches(step.id, &permit.actor().name).await?;
+        if of_step >= MAX_PER_STEP {
+            return Err(ApiError::invalid(format!(
+                "Step {} has {of_step} watches already, the most it may have; stop one first.",
+                step.id
+            ))
+            .into());
+        }
+        if of_user >= MAX_PER_USER {
+            return Err(ApiError::invalid(format!(
+                "You have {of_user} watches running, the most one person may; stop one first."
+            ))
             .into());
         }
         let config = request.config.as_deref().map(str::trim).filter(|c| !c.is_empty()).map(str::to_string);

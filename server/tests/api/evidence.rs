@@ -3,7 +3,7 @@
 //! a replay of chosen sweep runs reaches the same conclusion, a refused
 //! replay leaves nothing, and an edit by someone else stops a watch.
 
-use crate::runs::{app_with_host, finished, start};
+use crate::runs::{app_with_host, app_with_host_and_loopback_webhooks, finished, start};
 use crate::sshd::Sshd;
 use axum::http::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -76,7 +76,7 @@ async fn all_succeed(app: &crate::helpers::TestApp, runs: Vec<i64>) -> Vec<i64> 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watchs_runs_are_marked_and_leave_an_earlier_verdict_alone() {
     let sshd = Sshd::start();
-    let app = app_with_host(&sshd).await;
+    let app = app_with_host_and_loopback_webhooks(&sshd).await;
     let slow = sshd.dir.path().join("slowed");
     let investigation = app.investigation("FAST=1 doubles decode").await;
     let step = sweep_step(&app, &investigation, &slow).await;

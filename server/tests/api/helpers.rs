@@ -88,7 +88,8 @@ pub async fn spawn_app_with_accounts_on(database: Option<Database>) -> TestApp {
 }
 
 async fn with_accounts(data: TempDir, database: Database) -> TestApp {
-    let options = server::serve::Options { database: Some(database.clone()), ..Default::default() };
+    let options =
+        server::serve::Options { database: Some(database.clone()), watch_min_every_s: Some(1), ..Default::default() };
     let state = server::serve::state(&data.path().join("db"), &data.path().join("site"), options).await.expect("state");
     let auth = state.auth.clone();
     TestApp { router: server::app(state), data, database, auth: Some(auth) }
@@ -117,7 +118,13 @@ async fn router_for(data: &TempDir, database: &Database) -> Router {
 async fn router_with(data: &TempDir, database: &Database, options: server::serve::Options) -> Router {
     // No site is needed: these tests read server-rendered HTML and JSON only.
     let site = data.path().join("site");
-    let options = server::serve::Options { no_auth: true, database: Some(database.clone()), ..options };
+    // Watches on a test's schedule (a second, not a minute).
+    let options = server::serve::Options {
+        no_auth: true,
+        database: Some(database.clone()),
+        watch_min_every_s: options.watch_min_every_s.or(Some(1)),
+        ..options
+    };
     let state = server::serve::state(&data.path().join("db"), &site, options).await.expect("state");
     server::app(state)
 }

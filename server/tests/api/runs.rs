@@ -11,6 +11,14 @@ pub async fn app_with_host(sshd: &Sshd) -> TestApp {
     with_host(spawn_app().await, sshd).await
 }
 
+/// [`app_with_host`] whose webhooks may reach the tests' receivers on 127.0.0.1
+/// (by default a webhook reaches only the outside).
+pub async fn app_with_host_and_loopback_webhooks(sshd: &Sshd) -> TestApp {
+    let allow = server::watches::webhook::parse_allow("127.0.0.1/32").unwrap();
+    let options = server::serve::Options { webhook_allow: allow, ..Default::default() };
+    with_host(crate::helpers::spawn_app_with(options).await, sshd).await
+}
+
 /// `app` with the host `gpu` on `sshd`, its key trusted.
 pub async fn with_host(app: TestApp, sshd: &Sshd) -> TestApp {
     add_host(&app, "gpu", sshd, &sshd.client_key.display().to_string()).await;

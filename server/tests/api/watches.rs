@@ -1,7 +1,7 @@
 //! Watching a step: runs on a schedule, a change told to a webhook (a real
 //! local receiver), stopped at once by DELETE, stopped by failures in a row.
 
-use crate::runs::{app_with_host, command_step};
+use crate::runs::{app_with_host, app_with_host_and_loopback_webhooks, command_step};
 use crate::sshd::Sshd;
 use axum::http::StatusCode;
 use serde_json::{Value, json};
@@ -56,7 +56,7 @@ async fn runs_of(app: &crate::helpers::TestApp, step: i64) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watched_step_that_drops_tells_the_webhook_and_delete_stops_it() {
     let sshd = Sshd::start();
-    let app = app_with_host(&sshd).await;
+    let app = app_with_host_and_loopback_webhooks(&sshd).await;
     let dir = tempfile::tempdir().unwrap();
     let counter = dir.path().join("counter");
     // 60 ± 1.5 tok/s for 10 runs, then 48.
@@ -101,7 +101,7 @@ async fn a_watched_step_that_drops_tells_the_webhook_and_delete_stops_it() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     assert_eq!(mine["last_change"]["direction"], "regression", "{mine}");
-    assert!(mine["last_told"].as_str().unwrap().contains("answered 200"), "{mine}");
+    assert!(mine["last_told"].as_str().unwrap().contains("delivered (200)"), "{mine}");
     // The investigation's page says so.
     let investigation = watch["investigation_id"].as_str().unwrap();
     let page = app.get(&format!("/i/{investigation}")).await.text();
@@ -152,4 +152,44 @@ async fn a_watch_whose_runs_fail_says_so_and_stops() {
         assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{body}: {}", refused.text());
         assert!(refused.text().contains(says), "{body}: {}", refused.text());
     }
+}
+
+/// A webhook reaches only the outside: every spelling of an inside address
+/// (and a name that resolves there) is refused when the watch is made, with
+/// the reason; a step takes at most 5 running watches.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_to_the_inside_is_refused_in_every_spelling() {
+    let sshd = Sshd::start();
+    let app = app_with_host(&sshd).await;
+    let step = command_step(&app, json!({ "command": "true", "telemetry": false })).await;
+    for url in [
+        "http://127.0.0.1:3000/hook",
+        "http://localhost:3000/hook",
+        "http://localhost.:3000/hook",
+        "http://2130706433/hook",
+        "http://0177.0.0.1/hook",
+        "http://127.1/hook",
+        "http://0.0.0.0/hook",
+        "http://[::ffff:127.0.0.1]/hook",
+        "http://[::1]/hook",
+        "http://10.0.0.1/hook",
+        "http://192.168.0.1/hook",
+        "http://169.254.169.254/latest/meta-data",
+    ] {
+        let refused =
+            app.post_json(&format!("/api/v1/steps/{step}/watch"), json!({ "every_s": 60, "webhook": url })).await;
+        assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{url}: {}", refused.text());
+        let text = refused.text();
+        assert!(text.contains("reaches only the outside"), "{url}: {text}");
+        assert!(!text.contains("/hook") && !text.contains("meta-data"), "never the path: {text}");
+    }
+    assert_eq!(runs_of(&app, step).await, 0, "nothing was made");
+    // Five watches of one step at most.
+    for _ in 0..5 {
+        let made = app.post_json(&format!("/api/v1/steps/{step}/watch"), json!({ "cron": "0 3 * * *" })).await;
+        assert_eq!(made.status, StatusCode::CREATED, "{}", made.text());
+    }
+    let sixth = app.post_json(&format!("/api/v1/steps/{step}/watch"), json!({ "cron": "0 3 * * *" })).await;
+    assert_eq!(sixth.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", sixth.text());
+    assert!(sixth.text().contains("the most it may have"), "{}", sixth.text());
 }
