@@ -163,3 +163,48 @@ test('a run that fails says why; one that may not start leaves no step behind', 
   assert.equal(unknown.code, 1);
   assert.match(unknown.stderr, /^sleuth: .*nosuchinvestigation/m);
 });
+
+test('a hostile or silent server cannot drive the terminal, hang the client or fill its memory', async () => {
+  const { createServer } = await import('node:http');
+  const { createServer: createTcp } = await import('node:net');
+  const hostile = '\u001b]0;pwned\u0007\u001b]52;c;ZWNobyBoaQ==\u0007\u001b[2J';
+  // An error answer whose message carries escape sequences (title, clipboard, clear screen).
+  const evil = createServer((req, res) => {
+    if (req.url.startsWith('/api/v1/investigations/')) {
+      res.writeHead(404, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { code: 'not_found', message: `There is no such investigation ${hostile}` } }));
+    } else {
+      // Endless: a body that never stops.
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const chunk = Buffer.alloc(1 << 20, 0x20);
+      const pump = () => { while (res.write(chunk)); };
+      res.on('drain', pump);
+      pump();
+      req.on('close', () => res.destroy());
+    }
+  });
+  await new Promise((r) => evil.listen(0, '127.0.0.1', r));
+  const evilUrl = `http://127.0.0.1:${evil.address().port}`;
+  const said = await sleuth(['note', '-i', 'abc', 'hello'], { env: { SLEUTH_URL: evilUrl, SLEUTH_TOKEN: 't' } });
+  assert.equal(said.code, 1);
+  assert.match(said.stderr, /There is no such investigation/);
+  assert.ok(!said.stderr.includes('\u001b') && !said.stderr.includes('\u0007'), JSON.stringify(said.stderr));
+  // An endless answer stops at the limit, with a sentence.
+  const endless = await sleuth(['open', '--run', '1'], { env: { SLEUTH_URL: evilUrl, SLEUTH_TOKEN: 't' } });
+  assert.notEqual(endless.code, 0);
+  assert.match(endless.stderr, /more than 64 MiB; stopped reading/, endless.stderr);
+  evil.close();
+
+  // A server that accepts and never answers: a clear error within the timeout, not a hang.
+  const sockets = [];
+  const silent = createTcp((s) => sockets.push(s));
+  await new Promise((r) => silent.listen(0, '127.0.0.1', r));
+  const started = Date.now();
+  const hung = await sleuth(['note', '-i', 'abc', 'hello'],
+    { env: { SLEUTH_URL: `http://127.0.0.1:${silent.address().port}`, SLEUTH_TOKEN: 't', SLEUTH_CLIENT_TIMEOUT: '3' } });
+  assert.equal(hung.code, 1);
+  assert.match(hung.stderr, /did not answer within 3 s/);
+  assert.ok(Date.now() - started < 15_000, `${Date.now() - started} ms`);
+  sockets.forEach((s) => s.destroy());
+  silent.close();
+});

@@ -96,6 +96,10 @@ pub struct RunArgs {
     /// Stream the server's log to standard error as it comes.
     #[arg(long, requires = "server")]
     pub server_log: bool,
+    /// The server's log as the host wrote it, escape sequences and all (on a
+    /// terminal they are removed by default: a host's log may not drive your terminal).
+    #[arg(long, requires = "server_log")]
+    pub raw: bool,
     /// The engine's Prometheus metrics, scraped on the host while the run goes
     /// (`http://127.0.0.1:8000/metrics`): queue, KV cache, preemptions on the run's page.
     #[arg(long, value_name = "URL", requires = "server")]
@@ -128,15 +132,18 @@ pub struct WatchArgs {
     /// Also stream the run's server log to standard error.
     #[arg(long)]
     pub server_log: bool,
+    /// The server's log as the host wrote it (see `sleuth run --raw`).
+    #[arg(long, requires = "server_log")]
+    pub raw: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct OpenArgs {
-    /// An investigation's ID.
+    /// An investigation's ID (with --step or --run: where the step or run is).
     pub id: Option<String>,
-    #[arg(long, conflicts_with_all = ["id", "run"])]
+    #[arg(long, conflicts_with = "run")]
     pub step: Option<i64>,
-    #[arg(long, conflicts_with_all = ["id", "step"])]
+    #[arg(long, conflicts_with = "step")]
     pub run: Option<i64>,
 }
 

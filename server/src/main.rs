@@ -19,7 +19,8 @@ async fn main() -> ExitCode {
         command => return admin(command).await,
     };
     client.unwrap_or_else(|error| {
-        eprintln!("sleuth: {error}");
+        // A server's error message is its text, not a terminal's commands.
+        eprintln!("sleuth: {}", server::client::terminal::printable(&error.to_string()));
         ExitCode::FAILURE
     })
 }

@@ -29,17 +29,19 @@ impl Stream {
 const RETRIES: u32 = 30;
 
 /// Copies `stream` of run `run` to `out` from its start until the run has
-/// ended and all of it was written. Returns the bytes written.
+/// ended and all of it was written; with `strip`, made inert for a terminal
+/// (`client::terminal`). Returns the bytes read.
 pub async fn follow(
     api: &Api,
     run: i64,
     stream: Stream,
     out: &mut (impl AsyncWrite + Unpin),
+    mut strip: Option<super::terminal::Strip>,
 ) -> Result<u64, ClientError> {
     let mut offset = 0u64;
     let mut failures = 0;
     loop {
-        match follow_once(api, run, stream, &mut offset, out).await {
+        match follow_once(api, run, stream, &mut offset, out, strip.as_mut()).await {
             Ok(true) => return Ok(offset),
             // The stream closed before its end (a restart, a proxy): resume at `offset`.
             Ok(false) => failures = 0,
@@ -72,12 +74,18 @@ async fn follow_once(
     stream: Stream,
     offset: &mut u64,
     out: &mut (impl AsyncWrite + Unpin),
+    mut strip: Option<&mut super::terminal::Strip>,
 ) -> Result<bool, ClientError> {
     let path = format!("/api/v1/runs/{run}/stream?{}&offset={offset}&offsets_only=true", stream.query());
     let mut body = api.open(&path).await?;
     let mut pending = Vec::new();
     let broken = |source| HttpError::Broken { place: api.place(), source };
-    while let Some(frame) = body.frame().await {
+    // The stream says something every 15 s (keep-alives): a socket silent for
+    // three times that is gone, and is opened again where it left off.
+    while let Some(frame) = match tokio::time::timeout(std::time::Duration::from_secs(45), body.frame()).await {
+        Ok(frame) => frame,
+        Err(_) => return Ok(false),
+    } {
         if let Ok(data) = frame.map_err(broken)?.into_data() {
             pending.extend_from_slice(&data);
         }
@@ -98,7 +106,7 @@ async fn follow_once(
             ended |= name == Some("end");
         }
         if until > *offset {
-            copy(api, run, stream, offset, until, out).await?;
+            copy(api, run, stream, offset, until, out, strip.as_deref_mut()).await?;
         }
         if ended {
             out.flush().await.map_err(|source| ClientError::Io { what: "writing the output".into(), source })?;
@@ -129,6 +137,7 @@ async fn copy(
     offset: &mut u64,
     until: u64,
     out: &mut (impl AsyncWrite + Unpin),
+    mut strip: Option<&mut super::terminal::Strip>,
 ) -> Result<(), ClientError> {
     const PIECE: u64 = 8 << 20;
     while *offset < until {
@@ -138,7 +147,13 @@ async fn copy(
         if bytes.is_empty() {
             break;
         }
-        out.write_all(&bytes).await.map_err(|source| ClientError::Io { what: "writing the output".into(), source })?;
+        let written = match strip.as_deref_mut() {
+            Some(strip) => strip.feed(&bytes),
+            None => bytes.to_vec(),
+        };
+        out.write_all(&written)
+            .await
+            .map_err(|source| ClientError::Io { what: "writing the output".into(), source })?;
         out.flush().await.map_err(|source| ClientError::Io { what: "writing the output".into(), source })?;
         *offset += bytes.len() as u64;
     }

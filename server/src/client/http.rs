@@ -12,6 +12,17 @@ use serde::de::DeserializeOwned;
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncWrite};
 
+/// How long a server may take to accept a connection and answer a request's
+/// head, and to send the next piece of an answer (`SLEUTH_CLIENT_TIMEOUT`
+/// seconds to change it): a server that never answers is an error, not a hang.
+pub fn timeout() -> std::time::Duration {
+    let seconds = std::env::var("SLEUTH_CLIENT_TIMEOUT").ok().and_then(|s| s.trim().parse::<u64>().ok());
+    std::time::Duration::from_secs(seconds.unwrap_or(30).max(1))
+}
+
+/// The most of one answer read into memory (output is fetched in 8 MiB pieces).
+pub const ANSWER_AT_MOST: usize = 64 << 20;
+
 #[derive(Debug, thiserror::Error)]
 pub enum HttpError {
     #[error("{0:?} is not an http:// or https:// URL")]
@@ -24,6 +35,8 @@ pub enum HttpError {
     Broken { place: String, source: hyper::Error },
     #[error("{place} did not answer within {} s", .within.as_secs())]
     Slow { place: String, within: std::time::Duration },
+    #[error("{place} answered with more than {} MiB; stopped reading", .limit >> 20)]
+    TooLarge { place: String, limit: usize },
     /// Sleuth's own error answer: its sentence, as the server wrote it.
     #[error("{message}")]
     Api { status: u16, code: String, message: String },
@@ -146,7 +159,9 @@ impl Origin {
         json: Option<&serde_json::Value>,
     ) -> Result<Response<Incoming>, HttpError> {
         let place = self.place();
-        let io = self.connect(at).await?;
+        let within = timeout();
+        let slow = || HttpError::Slow { place: place.clone(), within };
+        let io = tokio::time::timeout(within, self.connect(at)).await.map_err(|_| slow())??;
         let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(io))
             .await
             .map_err(|source| HttpError::Broken { place: place.clone(), source })?;
@@ -168,23 +183,36 @@ impl Origin {
         }
         let request =
             request.body(Full::new(body)).map_err(|e| HttpError::NotAUrl(format!("{}{path} ({e})", self.url())))?;
-        sender.send_request(request).await.map_err(|source| HttpError::Broken { place, source })
+        tokio::time::timeout(within, sender.send_request(request))
+            .await
+            .map_err(|_| slow())?
+            .map_err(|source| HttpError::Broken { place, source })
     }
 }
 
 trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
 
-/// The whole body of an answer.
+/// The whole body of an answer: at most [`ANSWER_AT_MOST`], each piece within [`timeout`].
 pub async fn body(place: &str, response: Response<Incoming>) -> Result<(StatusCode, Bytes), HttpError> {
     let status = response.status();
-    let bytes = response
-        .into_body()
-        .collect()
-        .await
-        .map_err(|source| HttpError::Broken { place: place.to_string(), source })?
-        .to_bytes();
-    Ok((status, bytes))
+    let mut body = response.into_body();
+    let mut bytes = bytes::BytesMut::new();
+    let within = timeout();
+    loop {
+        let frame = tokio::time::timeout(within, body.frame())
+            .await
+            .map_err(|_| HttpError::Slow { place: place.to_string(), within })?;
+        let Some(frame) = frame else { break };
+        let frame = frame.map_err(|source| HttpError::Broken { place: place.to_string(), source })?;
+        if let Ok(data) = frame.into_data() {
+            if bytes.len() + data.len() > ANSWER_AT_MOST {
+                return Err(HttpError::TooLarge { place: place.to_string(), limit: ANSWER_AT_MOST });
+            }
+            bytes.extend_from_slice(&data);
+        }
+    }
+    Ok((status, bytes.freeze()))
 }
 
 /// A 2xx answer's JSON, or Sleuth's error in its own words.

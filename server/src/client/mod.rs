@@ -6,6 +6,7 @@ mod api;
 pub mod credentials;
 mod follow;
 pub mod http;
+pub mod terminal;
 
 pub use api::{Api, ClientError};
 
@@ -110,7 +111,7 @@ pub async fn run(args: RunArgs) -> Result<ExitCode, ClientError> {
         return Err(runs.err().unwrap_or_else(|| ClientError::Usage("The server queued no run.".into())));
     };
     eprintln!("sleuth: run {} of step {} on {}: {}", run.id, step.id, run.host, api.page(&format!("/runs/{}", run.id)));
-    follow_to_end(&api, run.id, args.server_log, Interrupt::Cancels).await
+    follow_to_end(&api, run.id, args.server_log, args.raw, Interrupt::Cancels).await
 }
 
 /// The command step `sleuth run` adds. One word after `--` is a command line
@@ -176,7 +177,7 @@ pub async fn watch(args: WatchArgs) -> Result<ExitCode, ClientError> {
         run.status.as_str(),
         api.page(&format!("/runs/{}", run.id))
     );
-    follow_to_end(&api, run.id, args.server_log, Interrupt::StopsWatching).await
+    follow_to_end(&api, run.id, args.server_log, args.raw, Interrupt::StopsWatching).await
 }
 
 /// How often a sweep is asked how far it is.
@@ -192,6 +193,7 @@ async fn watch_sweep(api: &Api, id: i64) -> Result<ExitCode, ClientError> {
         let sweep: Sweep = api.call(Method::GET, &format!("/api/v1/sweeps/{id}"), None).await?;
         let line = sweep.progress();
         if line != shown {
+            let line = terminal::printable(&line);
             eprintln!("sleuth: [{}] {line}", human_duration(started.elapsed().as_millis() as u64));
             shown = line;
         }
@@ -225,13 +227,22 @@ enum Interrupt {
 
 /// Output to stdout (the server's log to stderr) until the run ends; the
 /// exit code says how it ended.
-async fn follow_to_end(api: &Api, run: i64, server_log: bool, interrupt: Interrupt) -> Result<ExitCode, ClientError> {
+async fn follow_to_end(
+    api: &Api,
+    run: i64,
+    server_log: bool,
+    raw: bool,
+    interrupt: Interrupt,
+) -> Result<ExitCode, ClientError> {
     let output = async {
         let mut stdout = tokio::io::stdout();
-        let client = follow::follow(api, run, Stream::Client, &mut stdout);
+        // The command's own output byte for byte; its server's log made inert
+        // on a terminal (a host's log is not the command's output), unless --raw.
+        let client = follow::follow(api, run, Stream::Client, &mut stdout, None);
         if server_log {
             let mut stderr = tokio::io::stderr();
-            let (client, server) = tokio::join!(client, follow::follow(api, run, Stream::Server, &mut stderr));
+            let strip = (!raw && std::io::stderr().is_terminal()).then(terminal::Strip::default);
+            let (client, server) = tokio::join!(client, follow::follow(api, run, Stream::Server, &mut stderr, strip));
             server?;
             client
         } else {
@@ -277,7 +288,8 @@ fn exit_code(run: &Run) -> ExitCode {
         },
     };
     if code != 0 {
-        let why = run.error.as_deref().unwrap_or("");
+        // The reason may quote a host's server log: made inert.
+        let why = terminal::printable(run.error.as_deref().unwrap_or(""));
         eprintln!("sleuth: run {} {}{}{}", run.id, run.status.as_str(), if why.is_empty() { "" } else { ": " }, why);
     }
     ExitCode::from(code)
@@ -314,10 +326,9 @@ pub async fn open(args: OpenArgs) -> Result<ExitCode, ClientError> {
                 .as_str()
                 .map(str::to_string)
         }
-        (None, Some(step), None) => {
-            Some(api.call::<Step>(Method::GET, &format!("/api/v1/steps/{step}"), None).await?.url)
-        }
-        (None, None, Some(run)) => {
+        // `open ID --step N` / `--run N` open the step or run (the ID is how people remember where it is).
+        (_, Some(step), None) => Some(api.call::<Step>(Method::GET, &format!("/api/v1/steps/{step}"), None).await?.url),
+        (_, None, Some(run)) => {
             let run: Run = api.call(Method::GET, &format!("/api/v1/runs/{run}"), None).await?;
             Some(format!("/runs/{}", run.id))
         }
