@@ -30,16 +30,25 @@ const OPEN_WITHIN: Duration = Duration::from_secs(10);
 const LAST_WITHIN: Duration = Duration::from_secs(5);
 /// A scrape's body beyond this is cut (vLLM's is ~100 kB with many LoRAs).
 const MAX_BODY: usize = 16 << 20;
+/// Series kept per run: an engine exposing tens of thousands (one per LoRA,
+/// per request ID label) would make every viewer of the run read megabytes.
+/// The rest are counted and their names said in a note.
+pub const MAX_SERIES: usize = 2000;
 /// What the script prints when the host has no python3.
 const NO_PYTHON: &str = "sleuth-engine: no python3";
 const FRAME: &str = "sleuth-scrape ";
 
 /// The loop on the host: a scrape, a frame `sleuth-scrape STATUS LEN`, the
-/// body; until stdin says `last` (one more) or closes.
+/// body; until stdin says `last` (one more) or closes. A `/metrics` slower
+/// than the interval is waited for, then what is left of the interval (none);
+/// how many scrapes were late is said at the end (`sleuth-late N SLOWEST_MS`).
 const SCRIPT: &str = r#"import select, sys, time, urllib.error, urllib.request
 url, every = sys.argv[1], int(sys.argv[2]) / 1000.0
 out = sys.stdout.buffer
+late, slowest = 0, 0.0
 def scrape():
+    global late, slowest
+    began = time.monotonic()
     try:
         with urllib.request.urlopen(url, timeout=5) as r:
             status, body = r.status, r.read(MAX)
@@ -49,16 +58,22 @@ def scrape():
         status, body = 0, repr(e).encode()[:300]
     out.write(b"sleuth-scrape %d %d\n" % (status, len(body)) + body + b"\n")
     out.flush()
+    took = time.monotonic() - began
+    if took > every:
+        late, slowest = late + 1, max(slowest, took)
 due = time.monotonic()
 while True:
     scrape()
     due = max(due + every, time.monotonic())
-    ready, _, _ = select.select([sys.stdin], [], [], due - time.monotonic())
+    ready, _, _ = select.select([sys.stdin], [], [], max(0.0, due - time.monotonic()))
     if ready:
         line = sys.stdin.buffer.readline()
         if line.strip() == b"last":
             scrape()
         break
+if late:
+    out.write(b"sleuth-late %d %d\n" % (late, int(slowest * 1000)))
+    out.flush()
 "#;
 
 /// The command the scraper channel runs (POSIX sh, then python3).
@@ -172,6 +187,10 @@ struct Scraper {
     unread_lines: usize,
     notes: Vec<String>,
     spoke: watch::Sender<bool>,
+    /// Series kept, and those beyond [`MAX_SERIES`] left out (by metric, counted).
+    series: std::collections::HashSet<(String, Vec<(String, String)>)>,
+    dropped: std::collections::HashSet<(String, Vec<(String, String)>)>,
+    dropped_by_metric: BTreeMap<String, usize>,
 }
 
 impl Scraper {
@@ -189,6 +208,9 @@ impl Scraper {
             unread_lines: 0,
             notes: Vec::new(),
             spoke,
+            series: Default::default(),
+            dropped: Default::default(),
+            dropped_by_metric: BTreeMap::new(),
         }
     }
 
@@ -243,6 +265,16 @@ impl Scraper {
             }
         }
         channel.close().await;
+        if let Some((late, slowest)) = frames.said.iter().find_map(|line| {
+            let (n, ms) = line.trim().strip_prefix("sleuth-late ")?.split_once(' ')?;
+            Some((n.parse::<u64>().ok()?, ms.parse::<u64>().ok()?))
+        }) {
+            self.notes.push(format!(
+                "{late} scrapes took longer than the interval of {} ms (the slowest {slowest} ms): the series are \
+                 sparser than asked.",
+                self.spec.interval_ms
+            ));
+        }
         if frames.said.iter().any(|line| line.trim() == NO_PYTHON) {
             self.notes.push(format!(
                 "No python3 on {}: engine metrics are asked for with python3's urllib, so none were scraped.",
@@ -277,7 +309,28 @@ impl Scraper {
             return;
         }
         self.unread_lines += exposition.unread.len();
+        let exposition = self.capped(exposition);
         self.held.push((at, exposition));
+    }
+
+    /// The scrape's samples of series already kept, and of new ones while
+    /// fewer than [`MAX_SERIES`] are; the rest counted by metric.
+    fn capped(&mut self, mut exposition: domain::engine::Exposition) -> domain::engine::Exposition {
+        exposition.samples.retain(|sample| {
+            let key = (sample.name.clone(), sample.labels.clone());
+            if self.series.contains(&key) {
+                return true;
+            }
+            if self.series.len() < MAX_SERIES {
+                self.series.insert(key);
+                return true;
+            }
+            if self.dropped.insert(key) {
+                *self.dropped_by_metric.entry(sample.name.clone()).or_default() += 1;
+            }
+            false
+        });
+        exposition
     }
 
     /// What came is recorded and stored (once the run's t = 0 is known).
@@ -307,6 +360,17 @@ impl Scraper {
                 self.scrapes,
                 self.spec.url,
                 why.join("; ")
+            ));
+        }
+        if !self.dropped.is_empty() {
+            let mut most: Vec<(&String, &usize)> = self.dropped_by_metric.iter().collect();
+            most.sort_by(|a, b| b.1.cmp(a.1));
+            let named: Vec<String> = most.iter().take(5).map(|(m, n)| format!("{m} ({n})")).collect();
+            self.notes.push(format!(
+                "The engine exposed more than {MAX_SERIES} series; {} more were not kept: {}{}.",
+                self.dropped.len(),
+                named.join(", "),
+                if most.len() > 5 { format!(" and {} other metrics", most.len() - 5) } else { String::new() }
             ));
         }
         if self.unread_lines > 0 {

@@ -185,3 +185,45 @@ async fn metrics_that_cannot_be_read_are_a_note_never_a_failed_run() {
         .await;
     assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", refused.text());
 }
+
+/// An engine exposing 50 000 series, 0.3 s to answer, scraped every 100 ms:
+/// the run keeps scraping (the host loop waits for the answer, then for what
+/// is left of the interval), keeps 2 000 series, and says both in notes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_huge_slow_metrics_page_is_capped_and_said() {
+    let sshd = Sshd::start();
+    let app = app_with_host(&sshd).await;
+    let port = free_port();
+    let server = format!(
+        "python3 -c 'import http.server, time\n\
+         body = \"\".join(\"vllm:lora_requests{{id=\\\"%d\\\"}} %d\\n\" % (i, i) for i in range(50000)).encode()\n\
+         class H(http.server.BaseHTTPRequestHandler):\n\
+         \x20   def do_GET(self):\n\
+         \x20       time.sleep(0.3)\n\
+         \x20       self.send_response(200); self.send_header(\"Content-Length\", str(len(body))); self.end_headers(); self.wfile.write(body)\n\
+         \x20   def log_message(self, *a): pass\n\
+         http.server.ThreadingHTTPServer((\"127.0.0.1\", {port}), H).serve_forever()'"
+    );
+    let spec = json!({
+        "command": server,
+        "ready": { "tcp": port },
+        "stop_grace_s": 1,
+        "metrics": { "url": format!("http://127.0.0.1:{port}/metrics"), "interval_ms": 100 },
+    });
+    let step = command_step(&app, json!({ "command": "sleep 3", "telemetry": false, "server": spec })).await;
+    let run = start(&app, step, json!({})).await[0];
+    let ended = finished(&app, run).await;
+    assert_eq!(ended["status"], "succeeded", "{ended}");
+    let response = app.get(&format!("/api/v1/runs/{run}/engine")).await;
+    assert_eq!(response.status, StatusCode::OK);
+    assert!(response.body.len() <= 5 << 20, "{} bytes", response.body.len());
+    let engine = response.json();
+    let kept = engine["series"].as_array().unwrap();
+    assert_eq!(kept.len(), 2000, "the cap");
+    let notes = engine["notes"].to_string();
+    assert!(notes.contains("more than 2000 series") && notes.contains("vllm:lora_requests"), "{notes}");
+    assert!(notes.contains("took longer than the interval of 100 ms"), "{notes}");
+    // It kept scraping past the first slow one.
+    let samples = kept[0]["samples"].as_array().unwrap().len();
+    assert!(samples >= 2, "{}", kept[0]);
+}
