@@ -247,9 +247,14 @@ impl IntoResponse for AppError {
     fn into_response(self) -> Response {
         let status = StatusCode::from_u16(self.0.code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let away = self.0.code == ErrorCode::StoreUnavailable;
+        let busy = self.0.code == ErrorCode::TooManyRequests;
         let mut response = (status, Json(serde_json::json!({ "error": self.0 }))).into_response();
         if away {
             response.extensions_mut().insert(StoreAway);
+        }
+        if busy {
+            // Every 429 says when to try again (a sign-in pause says how long in its sentence).
+            response.headers_mut().insert(axum::http::header::RETRY_AFTER, axum::http::HeaderValue::from_static("5"));
         }
         response
     }

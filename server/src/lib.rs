@@ -25,6 +25,7 @@ pub mod hosts;
 mod hypotheses;
 pub(crate) mod ids;
 mod investigations;
+pub mod listen;
 mod markdown;
 mod members;
 pub mod metrics;

@@ -187,6 +187,18 @@ pub fn render(snapshot: &Snapshot) -> String {
     let errors = [("full", &STORE_FULL), ("unavailable", &STORE_UNAVAILABLE), ("other", &STORE_OTHER)]
         .map(|(kind, n)| (format!("{{kind=\"{kind}\"}}"), n.load(Ordering::Relaxed) as f64));
     metric("sleuth_store_errors_total", "counter", "Store operations that failed, by why.", &errors);
+    metric(
+        "sleuth_http_connections_open",
+        "gauge",
+        "HTTP connections open now.",
+        &[(String::new(), crate::listen::open_connections() as f64)],
+    );
+    if let Ok(entries) = std::fs::read_dir("/proc/self/fd") {
+        let limit = open_files_limit();
+        let mut fds = vec![(String::new(), entries.count() as f64)];
+        fds.extend(limit.map(|l| ("{kind=\"limit\"}".to_string(), l as f64)));
+        metric("sleuth_open_files", "gauge", "File descriptors open now (and the process's limit).", &fds);
+    }
     if let Some(free) = data_dir().as_deref().and_then(free_bytes) {
         metric(
             "sleuth_data_disk_free_bytes",
@@ -196,6 +208,13 @@ pub fn render(snapshot: &Snapshot) -> String {
         );
     }
     out
+}
+
+/// The process's soft limit on open files, from `/proc/self/limits`.
+fn open_files_limit() -> Option<u64> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    line.split_whitespace().nth(3)?.parse().ok()
 }
 
 /// A label value as the exposition format quotes it.

@@ -203,23 +203,18 @@ pub async fn run(args: ServeArgs) -> crate::error::Result<()> {
         Ok(None) => {}
         Err(e) => return Err(e),
     }
-    let app = router::app(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            shutdown_signal().await;
-            // Pages keep being served meanwhile: viewers see the runs end.
-            let ended = runner.drain(grace).await;
-            if ended > 0 {
-                tracing::warn!(
-                    "{ended} runs were still going after the {} s grace and are `interrupted`",
-                    grace.as_secs()
-                );
-            }
-            // Open event streams would hold the shutdown forever.
-            live.close();
-        })
-        .await
-        .context("serving")
+    crate::listen::serve(listener, router::app(state), async move {
+        shutdown_signal().await;
+        // Pages keep being served meanwhile: viewers see the runs end.
+        let ended = runner.drain(grace).await;
+        if ended > 0 {
+            tracing::warn!("{ended} runs were still going after the {} s grace and are `interrupted`", grace.as_secs());
+        }
+        // Open event streams would hold the shutdown forever.
+        live.close();
+    })
+    .await
+    .context("serving")
 }
 
 async fn shutdown_signal() {

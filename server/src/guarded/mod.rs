@@ -42,11 +42,13 @@ pub struct Guarded {
     index: Arc<Index>,
     /// Accounts: tokens, users, the audit log.
     auth: Arc<Auth>,
+    /// Live streams open, per person (each has a cap).
+    streams: streams::Streams,
 }
 
 impl Guarded {
     pub fn new(notebook: Notebook, access: Access, live: Arc<Live>, index: Arc<Index>, auth: Arc<Auth>) -> Self {
-        Self { notebook, access, live, index, auth }
+        Self { notebook, access, live, index, auth, streams: streams::Streams::default() }
     }
 
     /// Tells everyone viewing `investigation` that it changed, when `result` is a success.

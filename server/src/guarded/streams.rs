@@ -80,9 +80,13 @@ impl super::Guarded {
         reauth: Reauth,
     ) -> Result<impl Stream<Item = Bytes> + Send + use<>, ApiError> {
         let permit = self.access.permit_for::<Read>(actor, OwnedBy::Run, run).await?;
+        let slot = self.streams.take(actor)?;
         let frames = self.notebook.runs.follow(&permit, run, which, offset, offsets_only).await?;
         let stop = until_closed_or_lost(&self.live, self.access.clone(), reauth, permit.investigation().to_string());
-        Ok(frames.take_until(stop))
+        Ok(frames.take_until(stop).map(move |frame| {
+            let _held = &slot;
+            frame
+        }))
     }
 
     /// An investigation's events: its runs queued, started and ended, changes,
@@ -96,13 +100,64 @@ impl super::Guarded {
         reauth: Reauth,
     ) -> Result<impl Stream<Item = Bytes> + Send + use<>, ApiError> {
         let permit = self.access.permit::<Read>(actor, investigation).await?;
+        let slot = self.streams.take(actor)?;
         // Only the run rows: rendering the whole investigation (output tails,
         // highlighted snippets) on every subscription would be wasted work.
         let fingerprint = self.notebook.runs.fingerprint(&permit).await?;
         let in_sync = known == Some(fingerprint);
         let events = crate::runs::events::follow(&self.live, investigation.to_string(), actor.name.clone(), in_sync);
         let stop = until_closed_or_lost(&self.live, self.access.clone(), reauth, investigation.to_string());
-        Ok(events.take_until(stop))
+        Ok(events.take_until(stop).map(move |frame| {
+            let _held = &slot;
+            frame
+        }))
+    }
+}
+
+/// Live streams each person holds open at once: one viewer opening thousands
+/// would hold the server's files and the store's connections from everyone.
+pub const STREAMS_PER_PERSON: usize = 64;
+
+/// The live streams open now, by who opened them.
+#[derive(Default)]
+pub struct Streams {
+    open: Arc<std::sync::Mutex<std::collections::HashMap<String, usize>>>,
+}
+
+/// One open stream, counted until it is dropped.
+pub struct StreamSlot {
+    open: Arc<std::sync::Mutex<std::collections::HashMap<String, usize>>>,
+    who: String,
+}
+
+impl Streams {
+    /// A slot for one more of `actor`'s streams; 429 beyond [`STREAMS_PER_PERSON`].
+    pub fn take(&self, actor: &Actor) -> Result<StreamSlot, ApiError> {
+        let mut open = self.open.lock().map_err(|_| ApiError::internal())?;
+        let n = open.entry(actor.name.clone()).or_default();
+        if *n >= STREAMS_PER_PERSON {
+            return Err(ApiError::new(
+                domain::error::ErrorCode::TooManyRequests,
+                format!(
+                    "You have {STREAMS_PER_PERSON} live streams open (pages, runs followed); close some, or try again in a few seconds."
+                ),
+            ));
+        }
+        *n += 1;
+        Ok(StreamSlot { open: self.open.clone(), who: actor.name.clone() })
+    }
+}
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        if let Ok(mut open) = self.open.lock()
+            && let Some(n) = open.get_mut(&self.who)
+        {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.who);
+            }
+        }
     }
 }
 
