@@ -105,8 +105,12 @@ pub enum SloError {
     Percentile(String),
     #[error("`{0}`: write a bound as `TTFT <= 200 ms`.")]
     NotABound(String),
-    #[error("`{0}` is not a latency an SLO can bound (TTFT, TPOT, ITL, E2EL).")]
+    #[error(
+        "`{0}` is not a latency an SLO can bound (TTFT, TPOT, ITL, E2EL, or their names here: ttft_ms, ttft_ms_p99); e.g. `p99 TTFT <= 200 ms and TPOT <= 50 ms`."
+    )]
     NotALatency(String),
+    #[error("`{0}`: an SLO has one percentile for all its bounds (e.g. `p99 TTFT <= 200 ms and p99 TPOT <= 50 ms`).")]
+    TwoPercentiles(String),
     #[error("`{0}`: the bound is a positive number.")]
     NotPositive(String),
     #[error("`{term}`: `{unit}` is not a time unit (ms, s, us).")]
@@ -119,6 +123,32 @@ impl From<SloError> for crate::error::ApiError {
     fn from(error: SloError) -> Self {
         Self::invalid(error.to_string())
     }
+}
+
+/// A bound's name as people and Sleuth write it (`p99 TTFT`, `ttft p99`,
+/// `ttft_ms`, `ttft_ms_p99`, `time-to-first-token`… lower case): the short
+/// name, and the percentile it names.
+fn slo_name(name: &str) -> (String, Option<f64>) {
+    let mut name = name.trim().replace([' ', '-'], "_");
+    let mut said = None;
+    let pct = |word: &str| word.strip_prefix('p').and_then(|p| p.replace('_', ".").parse::<f64>().ok());
+    if let Some((first, rest)) = name.split_once('_')
+        && let Some(p) = pct(first)
+    {
+        said = Some(p);
+        name = rest.to_string();
+    }
+    if let Some((base, p)) = percentile_metric(&name) {
+        said = Some(p);
+        name = base.to_string();
+    } else if let Some((rest, last)) = name.rsplit_once('_')
+        && let Some(p) = pct(last)
+    {
+        said = Some(p);
+        name = rest.to_string();
+    }
+    let name = name.strip_suffix("_ms").unwrap_or(&name).to_string();
+    (name, said.filter(|p| *p > 0.0 && *p < 100.0))
 }
 
 impl Slo {
@@ -141,6 +171,8 @@ impl Slo {
             }
             None => (lower.clone(), 99.0),
         };
+        let asked_at = lower.contains(" at ");
+        let mut named_percentile: Option<f64> = None;
         let mut bounds = Vec::new();
         for term in terms.split(" and ") {
             let term = term.trim();
@@ -148,7 +180,15 @@ impl Slo {
                 .split_once("<=")
                 .or_else(|| term.split_once('<'))
                 .ok_or_else(|| SloError::NotABound(term.to_string()))?;
-            let name = name.trim().replace([' ', '-'], "_");
+            // `p99 TTFT`, `TTFT p99`, `ttft_ms`, `ttft_ms_p99`: the name, and the percentile it says.
+            let (name, said) = slo_name(name);
+            if let Some(p) = said {
+                match named_percentile {
+                    Some(q) if q != p => return Err(SloError::TwoPercentiles(term.to_string())),
+                    _ if asked_at && p != percentile => return Err(SloError::TwoPercentiles(term.to_string())),
+                    _ => named_percentile = Some(p),
+                }
+            }
             let metric = SLO_METRICS
                 .iter()
                 .find(|(said, _)| *said == name)
@@ -173,7 +213,7 @@ impl Slo {
             }
             bounds.push(Bound { metric, at_most: value * factor });
         }
-        Ok(Slo { bounds, percentile })
+        Ok(Slo { bounds, percentile: named_percentile.unwrap_or(percentile) })
     }
 
     /// `TTFT ≤ 200 ms and TPOT ≤ 50 ms (p99)`.
@@ -514,6 +554,15 @@ mod tests {
         );
         assert_eq!(slo.percentile, 99.0);
         assert_eq!(Slo::parse("ttft < 1 s at p90").unwrap().percentile, 90.0);
+        // The product's own names, and the percentile said with the bound.
+        let named = Slo::parse("p99 TTFT <= 200 ms").unwrap();
+        assert_eq!((named.bounds[0].metric.as_str(), named.percentile), ("ttft_ms", 99.0));
+        let named = Slo::parse("ttft_ms_p90 <= 200 and tpot_ms <= 50").unwrap();
+        assert_eq!((named.bounds.len(), named.percentile), (2, 90.0));
+        assert_eq!(Slo::parse("TTFT p95 <= 1 s").unwrap().percentile, 95.0);
+        assert!(Slo::parse("p99 TTFT <= 1 s and p90 TPOT <= 1 s").is_err(), "one percentile");
+        let said = Slo::parse("GPU <= 3 ms").unwrap_err().to_string();
+        assert!(said.contains("e.g. `p99 TTFT <= 200 ms"), "{said}");
         for bad in [
             "",
             "TTFT",

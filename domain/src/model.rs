@@ -102,9 +102,9 @@ pub struct Investigation {
     /// Its replays the reader may read, newest first, and the replay it is
     /// the copy of (linked both ways).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub replays: Vec<crate::replays::ReplayLink>,
+    pub replays: Vec<ReplayLink>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub replay_of: Option<crate::replays::ReplayLink>,
+    pub replay_of: Option<ReplayLink>,
     /// What the reader may do here (from their role): the page offers only these
     /// forms. The server checks every change regardless.
     #[serde(default)]
@@ -547,4 +547,19 @@ mod tests {
         assert_eq!(StepWindow::part_of(470, 500), (461, 490));
         assert_eq!(StepWindow::part_of(62, 75), (61, 65), "a short last part");
     }
+}
+
+/// A replay as the investigations it joins link it: the replay's page, the
+/// copy it ran in, where and when.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+pub struct ReplayLink {
+    pub id: i64,
+    pub url: String,
+    /// The copy it ran in, and the investigation replayed (none from another Sleuth).
+    pub investigation: String,
+    pub original: Option<String>,
+    pub host: Option<String>,
+    pub created_at: String,
+    pub created_by: Option<String>,
 }

@@ -25,21 +25,6 @@ pub struct ReplayRequest {
     pub repeat: Option<u32>,
 }
 
-/// A replay as the investigations it joins link it: the replay's page, the
-/// copy it ran in, where and when.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
-pub struct ReplayLink {
-    pub id: i64,
-    pub url: String,
-    /// The copy it ran in, and the investigation replayed (none from another Sleuth).
-    pub investigation: String,
-    pub original: Option<String>,
-    pub host: Option<String>,
-    pub created_at: String,
-    pub created_by: Option<String>,
-}
-
 /// A replay and where it stands.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]

@@ -57,6 +57,8 @@ pub enum MatrixError {
     NotASetting { line: usize, text: String },
     #[error("{0} is in the sweep twice.")]
     Twice(String),
+    #[error("Line {line} of the sweep has an empty name or value: {text:?} (write `unset` for a variable left unset).")]
+    Empty { line: usize, text: String },
 }
 
 impl From<MatrixError> for crate::error::ApiError {
@@ -77,11 +79,14 @@ pub fn parse_matrix(text: &str) -> Result<Matrix, MatrixError> {
         let Some((key, values)) = line.split_once('=') else {
             return Err(MatrixError::NotASetting { line: n + 1, text: line.to_string() });
         };
-        let levels = values
+        let levels: Vec<Level> = values
             .split(',')
             .map(str::trim)
             .map(|v| if v.eq_ignore_ascii_case("unset") { None } else { Some(v.to_string()) })
             .collect();
+        if key.trim().is_empty() || levels.iter().any(|l| l.as_deref() == Some("")) {
+            return Err(MatrixError::Empty { line: n + 1, text: line.to_string() });
+        }
         if matrix.insert(key.trim().to_string(), levels).is_some() {
             return Err(MatrixError::Twice(key.trim().to_string()));
         }
@@ -303,6 +308,9 @@ mod tests {
         assert_eq!(parse_matrix(&matrix_text(&m)).unwrap(), m);
         assert!(parse_matrix("JUSTANAME").unwrap_err().to_string().contains("Line 1"));
         assert_eq!(parse_matrix("A = 1\nA = 2").unwrap_err(), MatrixError::Twice("A".into()));
+        for empty in ["A =", "A = 1, , 2", "= 1, 2", "A = 1,"] {
+            assert!(matches!(parse_matrix(empty), Err(MatrixError::Empty { line: 1, .. })), "{empty}");
+        }
     }
 
     #[test]

@@ -406,10 +406,7 @@ fn WatchBanner(watches: Vec<crate::watches::Watch>) -> impl IntoView {
 /// This investigation's replays (each a link to its page), and the replay it
 /// is itself the copy of.
 #[component]
-fn ReplayLinks(
-    replays: Vec<crate::replays::ReplayLink>,
-    replay_of: Option<crate::replays::ReplayLink>,
-) -> impl IntoView {
+fn ReplayLinks(replays: Vec<crate::model::ReplayLink>, replay_of: Option<crate::model::ReplayLink>) -> impl IntoView {
     let of = replay_of.map(|r| {
         view! {
             <p class="notice replay-of">"A replay" {r.host.clone().map(|h| format!(" on {h}"))} " — "

@@ -21,6 +21,7 @@ mod replays;
 mod runs;
 mod source;
 mod steps;
+mod stream_slots;
 pub mod streams;
 mod team;
 mod watches;
@@ -43,12 +44,12 @@ pub struct Guarded {
     /// Accounts: tokens, users, the audit log.
     auth: Arc<Auth>,
     /// Live streams open, per person (each has a cap).
-    streams: streams::Streams,
+    streams: stream_slots::Streams,
 }
 
 impl Guarded {
     pub fn new(notebook: Notebook, access: Access, live: Arc<Live>, index: Arc<Index>, auth: Arc<Auth>) -> Self {
-        Self { notebook, access, live, index, auth, streams: streams::Streams::default() }
+        Self { notebook, access, live, index, auth, streams: stream_slots::Streams::default() }
     }
 
     /// Tells everyone viewing `investigation` that it changed, when `result` is a success.

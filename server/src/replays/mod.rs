@@ -390,8 +390,8 @@ impl Replays {
 }
 
 /// A replay as the investigations it joins link it.
-pub fn link(row: &ReplayRow) -> domain::replays::ReplayLink {
-    domain::replays::ReplayLink {
+pub fn link(row: &ReplayRow) -> domain::model::ReplayLink {
+    domain::model::ReplayLink {
         id: row.id,
         url: format!("/replays/{}", row.id),
         investigation: row.investigation_id.clone(),

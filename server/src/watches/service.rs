@@ -89,8 +89,14 @@ impl Watches {
         if let Some(url) = &webhook {
             let checked = super::webhook::check(url, &self.settings.webhook_allow)
                 .map_err(|why| ApiError::invalid(why.to_string()))?;
-            // A name that resolves inside (or nowhere) is refused now too; it is checked again at sending.
-            checked.resolve(&self.settings.webhook_allow).await.map_err(|why| ApiError::invalid(why.to_string()))?;
+            // A name that resolves inside is refused now too; it is checked again
+            // at sending (one that cannot be found now may be later: DNS away).
+            let resolved =
+                tokio::time::timeout(std::time::Duration::from_secs(2), checked.resolve(&self.settings.webhook_allow))
+                    .await;
+            if let Ok(Err(why @ super::webhook::Refused::Inside { .. })) = resolved {
+                return Err(ApiError::invalid(why.to_string()).into());
+            }
         }
         let (of_step, of_user) = self.store.running_watches(step.id, &permit.actor().name).await?;
         if of_step >= MAX_PER_STEP {
