@@ -13,6 +13,11 @@ impl super::Guarded {
         self.notebook.watches.settings()
     }
 
+    /// The watches the scheduler is tending now (it marks them).
+    pub fn watches_being_tended(&self) -> crate::watches::Tending {
+        self.notebook.watches.tending()
+    }
+
     /// `POST /api/v1/steps/{id}/watch`; `through`: the address asked (links' base).
     pub async fn watch_step(
         &self,

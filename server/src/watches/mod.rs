@@ -14,7 +14,7 @@ pub mod rows;
 mod service;
 pub mod webhook;
 
-pub use service::{MAX_PER_STEP, MAX_PER_USER, MIN_EVERY_S, Settings, Watches, base_url};
+pub use service::{MAX_PER_STEP, MAX_PER_USER, MIN_EVERY_S, Settings, Tending, Watches, base_url};
 
 use crate::db::{Store, WatchRow};
 use crate::guarded::Guarded;
@@ -23,8 +23,7 @@ use domain::ports::Actor;
 use domain::runs::{RunRequest, RunStatus};
 use domain::watches::webhook_shown;
 use rows::next_at;
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How often the scheduler looks.
@@ -42,7 +41,7 @@ async fn actor_of(store: &Store, row: &WatchRow) -> crate::db::StoreResult<Optio
 
 /// Starts the scheduler (one per process; replicas share the work by the database).
 pub fn spawn(guarded: Arc<Guarded>, store: Store) {
-    let busy: Arc<Mutex<HashSet<i64>>> = Arc::default();
+    let busy = guarded.watches_being_tended();
     tokio::spawn(async move {
         let mut ticks = tokio::time::interval(TICK);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);

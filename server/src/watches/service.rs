@@ -33,7 +33,13 @@ pub const MAX_PER_USER: i64 = 20;
 pub struct Watches {
     store: Store,
     settings: Arc<Settings>,
+    /// Watches the scheduler is tending now (a firing claimed, its run not
+    /// yet queued): a deletion waits for them.
+    tending: Tending,
 }
+
+/// The ids of the watches being tended in this process.
+pub type Tending = Arc<std::sync::Mutex<std::collections::HashSet<i64>>>;
 
 /// `https://sleuth.example.com/team/` → `https://sleuth.example.com/team`;
 /// none for anything but an http(s) URL without spaces.
@@ -46,7 +52,12 @@ pub fn base_url(text: &str) -> Option<String> {
 
 impl Watches {
     pub fn new(store: Store, settings: Settings) -> Self {
-        Self { store, settings: Arc::new(settings) }
+        Self { store, settings: Arc::new(settings), tending: Tending::default() }
+    }
+
+    /// What the scheduler marks while it tends a watch.
+    pub fn tending(&self) -> Tending {
+        self.tending.clone()
     }
 
     pub fn settings(&self) -> &Settings {
@@ -189,6 +200,12 @@ impl Watches {
             _ => return Err(ApiError::not_found(format!("There is no watch {id}.")).into()),
         };
         self.store.delete_watch(id).await?;
+        // A firing claimed just before may be queueing its run: it is queued
+        // before this answers, or not at all (it finds the watch gone).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+        while self.tending.lock().is_ok_and(|t| t.contains(&id)) && std::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
         let entry = crate::db::NewAudit {
             who: permit.actor().name.clone(),
             action: "watch.delete",
