@@ -34,6 +34,9 @@ test('set up the first admin, use a token, sign out and back in', async () => {
   // Signed out, a page sends you to sign in and back where you were going.
   await page.goto(server.url + '/hosts');
   assert.match(page.url(), /\/login\?next=\/hosts$/);
+  // Before anyone has an account, the sign-in page says where the first one comes from.
+  await page.locator('.setup-hint').waitFor();
+  assert.match(await page.locator('.setup-hint').textContent(), /\/setup\?token=…/);
 
   await page.goto(server.setupUrl);
   await page.fill('#setup input[name=name]', 'ada');

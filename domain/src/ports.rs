@@ -315,4 +315,7 @@ pub trait Accounts: Send + Sync + 'static {
     async fn sign_in_link_user(&self, token: &str) -> Result<Option<String>, ApiError>;
     /// Whether a first-admin setup link still works; anyone may ask.
     async fn setup_link_works(&self, token: &str) -> Result<bool, ApiError>;
+    /// Whether nobody has an account yet (the sign-in page then points at the
+    /// setup link the server printed); anyone may ask.
+    async fn awaiting_setup(&self) -> Result<bool, ApiError>;
 }

@@ -200,12 +200,13 @@ pub fn app(state: AppState) -> Router {
 /// The server functions reachable without signing in (`auth::middleware`
 /// reads them from `AppState`): those that tell the sign-in, setup and share
 /// pages whether their link works.
-pub(crate) fn public_server_fns() -> [&'static str; 3] {
+pub(crate) fn public_server_fns() -> [&'static str; 4] {
     use leptos::server_fn::ServerFn;
     [
         <app::pages::shared::SharedInvestigation as ServerFn>::PATH,
         <app::pages::accounts::SignInLinkFor as ServerFn>::PATH,
         <app::pages::accounts::SetupLinkWorks as ServerFn>::PATH,
+        <app::pages::accounts::AwaitingSetup as ServerFn>::PATH,
     ]
 }
 

@@ -13,7 +13,7 @@ pub struct AppState {
     /// Accounts, sessions, API tokens (see `crate::auth`).
     pub auth: Arc<crate::auth::Auth>,
     /// The server functions anyone may call (`router::public_server_fns`).
-    pub public_server_fns: [&'static str; 3],
+    pub public_server_fns: [&'static str; 4],
 }
 
 impl FromRef<AppState> for LeptosOptions {

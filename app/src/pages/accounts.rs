@@ -75,6 +75,7 @@ fn query(name: &'static str) -> impl Fn() -> String + Copy {
 #[component]
 pub fn LoginPage() -> impl IntoView {
     let (error, name, next) = (query("error"), query("name"), query("next"));
+    let setup = Resource::new(|| (), |()| awaiting_setup());
     view! {
         <PageTitle text="Sign in · Sleuth"/>
         <section class="narrow-page">
@@ -86,9 +87,29 @@ pub fn LoginPage() -> impl IntoView {
                 <label>"Password" <input name="password" type="password" required autocomplete="current-password"/></label>
                 <div class="form-actions"><button type="submit" class="primary">"Sign in"</button></div>
             </form>
-            <p class="muted">"No account? Ask an admin of this Sleuth: they add you on the Users page and send you a sign-in link."</p>
+            <Transition fallback=|| ()>
+                {move || Suspend::new(async move {
+                    match setup.await {
+                        Ok(true) => view! {
+                            <p class="notice setup-hint">"Nobody has an account here yet. The first admin is made with the one-time "
+                                <code>"/setup?token=…"</code> " link Sleuth printed when it started (or, on the server, "
+                                <code>"sleuth user add NAME --admin --password-stdin"</code> ")."</p>
+                        }.into_any(),
+                        _ => view! {
+                            <p class="muted">"No account? Ask an admin of this Sleuth: they add you on the Users page and send you a sign-in link."</p>
+                        }.into_any(),
+                    }
+                })}
+            </Transition>
         </section>
     }
+}
+
+/// Whether nobody has an account yet (anyone may ask).
+#[server]
+pub async fn awaiting_setup() -> Result<bool, ApiError> {
+    let accounts = crate::backend::accounts()?;
+    crate::backend::with_status(accounts.awaiting_setup().await)
 }
 
 /// Whether the first-admin setup link still works (anyone may ask: the token is the right).

@@ -84,6 +84,7 @@ pub fn HistoryPage() -> impl IntoView {
 
 #[component]
 fn Whole(h: History, investigation: String) -> impl IntoView {
+    let choosing = h.config.is_none() && h.configs.len() > 1 && h.runs.is_empty();
     let unit = h.unit.clone().unwrap_or_default();
     let better = match h.better {
         crate::history::Better::Higher => "higher is better",
@@ -124,7 +125,6 @@ fn Whole(h: History, investigation: String) -> impl IntoView {
         })
         .collect_view();
     let none = h.changes.is_empty();
-    let choosing = h.config.is_none() && h.configs.len() > 1 && h.runs.is_empty();
     let rows = h
         .runs
         .iter()
@@ -141,7 +141,7 @@ fn Whole(h: History, investigation: String) -> impl IntoView {
         <section class="panel history-page">
             <h1>"History of step " {h.step_id}</h1>
             <p class="muted">{h.metric.clone()} " · " {better} {h.config.clone().map(|c| format!(" · {c}"))}
-                " · " {h.runs.len()} " runs · " <a href=step_href>"the step"</a></p>
+                {(!choosing).then(|| format!(" · {} runs", h.runs.len()))} " · " <a href=step_href>"the step"</a></p>
             {config_links.map(|links| view! {
                 <p class="history-configs">{if choosing { "A sweep's history is of one configuration at a time; choose one: " } else { "Its configurations: " }} {links}</p>
             })}
@@ -157,7 +157,7 @@ fn Whole(h: History, investigation: String) -> impl IntoView {
             } else {
                 view! { <ul class="history-changes">{changes}</ul> }.into_any()
             }}
-            <details class="history-runs"><summary>"The values"</summary>
+            <details class="history-runs" hidden=choosing><summary>"The values"</summary>
                 <div class="table-scroll"><table class="groups-table">
                     <thead><tr><th class="num">"#"</th><th>"run"</th><th class="num">{h.metric.clone()}</th><th>"started"</th></tr></thead>
                     <tbody>{rows}</tbody>

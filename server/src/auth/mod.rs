@@ -199,6 +199,11 @@ impl Auth {
     }
 
     /// Whether the setup page's link would still create the first admin.
+    /// Whether nobody has an account yet (with accounts on).
+    pub async fn awaiting_setup(&self) -> crate::error::Result<bool> {
+        Ok(!self.disabled && self.store.user_count().await? == 0)
+    }
+
     pub async fn setup_link_works(&self, token: &str) -> crate::error::Result<bool> {
         Ok(!self.disabled && self.store.setup_token_valid(&hash_secret(token)).await?)
     }

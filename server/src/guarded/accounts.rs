@@ -51,4 +51,7 @@ impl super::Guarded {
     pub async fn setup_link_works(&self, token: &str) -> Result<bool, ApiError> {
         Ok(self.auth.setup_link_works(token).await?)
     }
+    pub async fn awaiting_setup(&self) -> Result<bool, ApiError> {
+        Ok(self.auth.awaiting_setup().await?)
+    }
 }

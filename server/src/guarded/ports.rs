@@ -142,4 +142,5 @@ answer! { domain::ports::Accounts {
         fn remove_team_user(&self, actor: &Actor, name: &str) -> Result<(), ApiError>;
         fn sign_in_link_user(&self, token: &str) -> Result<Option<String>, ApiError>;
         fn setup_link_works(&self, token: &str) -> Result<bool, ApiError>;
+        fn awaiting_setup(&self) -> Result<bool, ApiError>;
 } }
