@@ -193,3 +193,46 @@ async fn a_webhook_to_the_inside_is_refused_in_every_spelling() {
     assert_eq!(sixth.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", sixth.text());
     assert!(sixth.text().contains("the most it may have"), "{}", sixth.text());
 }
+
+/// A webhook that never answers holds only its own watch: another keeps its
+/// schedule meanwhile (watches are tended side by side).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_webhook_does_not_delay_another_watch() {
+    let sshd = Sshd::start();
+    let app = app_with_host_and_loopback_webhooks(&sshd).await;
+    let dir = tempfile::tempdir().unwrap();
+    let counter = dir.path().join("counter");
+    // 60 tok/s for 4 runs, then 30: a change to tell at the eighth run.
+    let dropping = format!(
+        "n=$(cat {c} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {c}; \
+         printf '============ Serving Benchmark Result ============\\nOutput token throughput (tok/s):          %s\\n' $([ $n -gt 4 ] && echo 30.$n || echo 60.$n)",
+        c = counter.display()
+    );
+    let told = command_step(&app, json!({ "command": dropping, "telemetry": false })).await;
+    let steady = command_step(&app, json!({ "command": "true", "telemetry": false })).await;
+    // Accepts, reads, never answers.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let silent = format!("http://127.0.0.1:{}/hook", listener.local_addr().unwrap().port());
+    let (reached_tx, mut reached) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            let _ = reached_tx.send(Instant::now());
+            held.push(socket);
+        }
+    });
+    for (step, webhook) in [(told, Some(silent)), (steady, None)] {
+        let made = app
+            .post_json(
+                &format!("/api/v1/steps/{step}/watch"),
+                json!({ "every_s": 1, "max_failures": 100, "webhook": webhook }),
+            )
+            .await;
+        assert_eq!(made.status, StatusCode::CREATED, "{}", made.text());
+    }
+    let since = tokio::time::timeout(Duration::from_secs(90), reached.recv()).await.expect("the webhook is tried").unwrap();
+    let before = runs_of(&app, steady).await;
+    tokio::time::sleep_until((since + Duration::from_secs(8)).into()).await;
+    let after = runs_of(&app, steady).await;
+    assert!(after >= before + 4, "the other watch ran {} times in the 8 s the webhook held its own", after - before);
+}
