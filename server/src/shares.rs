@@ -136,6 +136,11 @@ pub fn without_team(investigation: &mut Investigation) {
     investigation.members.clear();
     investigation.share_links.clear();
     investigation.comments.clear();
+    // Watches name their creators and webhooks, replays their makers, and
+    // both link the team's pages: a link shows none of it.
+    investigation.watches.clear();
+    investigation.replays.clear();
+    investigation.replay_of = None;
     investigation.outline.iter_mut().for_each(|step| step.comments.clear());
     investigation.abilities = Abilities::default();
     // Source references open a page of the team's; for outsiders they are text.

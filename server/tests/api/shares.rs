@@ -115,3 +115,29 @@ async fn share_links_show_one_investigation_read_only_until_revoked_or_expired()
         assert!(!list.to_string().contains(&token(link)));
     }
 }
+
+/// A link shows no watch (its creator, its webhook, the team's history page)
+/// and no replay: nobody on the team is named, no team-only page is linked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_share_link_shows_no_watch_and_no_replay() {
+    let sshd = crate::sshd::Sshd::start();
+    let team = team(&sshd).await;
+    let (id, command, _) = team.shared_investigation(&sshd).await;
+    let watch = json!({ "cron": "0 3 * * *", "webhook": "https://hooks.example.com/services/T0/B0/x" });
+    team.ok("run", Method::POST, &format!("/api/v1/steps/{command}/watch"), watch).await;
+    let inside = team.ok("view", Method::GET, &format!("/api/v1/investigations/{id}"), Value::Null).await;
+    assert_eq!(inside["watches"].as_array().map(Vec::len), Some(1), "the team sees it");
+    let link = team.ok("own", Method::POST, &format!("/api/v1/investigations/{id}/shares"), json!({})).await;
+    let url = link["url"].as_str().unwrap().to_string();
+    let token = url.trim_start_matches("/s/");
+    let json = team.app.send_with(Method::GET, &format!("/api/v1/shared/{token}"), &[], vec![]).await.text();
+    assert!(
+        !json.contains("\"watches\"")
+            && !json.contains("hooks.example.com")
+            && !json.contains("\"created_by\":\"run\""),
+        "{json}"
+    );
+    let page = team.app.send_with(Method::GET, &url, &[], vec![]).await.text();
+    assert!(!page.contains("watch-banner") && !page.contains("/history?step="), "no team page is linked");
+    assert!(!page.contains("Replay on"), "no replay form for a link's reader");
+}

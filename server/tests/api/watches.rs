@@ -230,7 +230,8 @@ async fn a_silent_webhook_does_not_delay_another_watch() {
             .await;
         assert_eq!(made.status, StatusCode::CREATED, "{}", made.text());
     }
-    let since = tokio::time::timeout(Duration::from_secs(90), reached.recv()).await.expect("the webhook is tried").unwrap();
+    let since =
+        tokio::time::timeout(Duration::from_secs(90), reached.recv()).await.expect("the webhook is tried").unwrap();
     let before = runs_of(&app, steady).await;
     tokio::time::sleep_until((since + Duration::from_secs(8)).into()).await;
     let after = runs_of(&app, steady).await;
