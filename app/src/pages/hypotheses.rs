@@ -491,6 +491,11 @@ fn AddHypothesis(investigation: String, commands: Vec<(String, String)>) -> impl
 /// configuration of a sweep, none; or `keep` for a group the selects cannot
 /// show (runs picked one by one, through the API).
 fn group_choice(group: &crate::hypotheses::RunGroup) -> String {
+    // Narrowed (a window, a launch, runs left out, watch runs asked for): the
+    // selects cannot show it, and saving the form must not drop it.
+    if !group.narrowed().is_empty() {
+        return "keep".into();
+    }
     match (group.runs.as_slice(), group.steps.as_slice(), group.configs.as_slice()) {
         ([], [], []) => String::new(),
         ([], [step], []) => step.to_string(),
@@ -587,5 +592,27 @@ fn ProfileDiffView(diff: crate::profiles::ProfileDiff) -> impl IntoView {
                 <tbody>{diff.kernels.into_iter().map(row).collect_view()}</tbody>
             </table>
         </details>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::group_choice;
+    use crate::hypotheses::{ConfigPick, RunGroup};
+
+    #[test]
+    fn a_narrowed_arm_is_kept_as_it_is_by_the_form() {
+        let pick = ConfigPick { step: 3, config: [("X".to_string(), Some("1".to_string()))].into_iter().collect() };
+        let plain = RunGroup { configs: vec![pick.clone()], ..RunGroup::default() };
+        assert_eq!(group_choice(&plain), r#"3|{"X":"1"}"#);
+        assert_eq!(group_choice(&RunGroup { steps: vec![4], ..RunGroup::default() }), "4");
+        let narrowed = [
+            RunGroup { launch: Some(9), ..plain.clone() },
+            RunGroup { exclude: vec![2], ..plain.clone() },
+            RunGroup { include_watch_runs: true, ..plain.clone() },
+        ];
+        for group in narrowed {
+            assert_eq!(group_choice(&group), "keep", "{group:?}");
+        }
     }
 }
