@@ -74,11 +74,20 @@ pub fn spawn(guarded: Arc<Guarded>, store: Store) {
     });
 }
 
+/// Why a watch no longer runs what its creator approved.
+#[derive(Debug, thiserror::Error)]
+enum NotApproved {
+    #[error("Its step was deleted.")]
+    Deleted,
+    #[error("Step changed by {by} at {at}: watch stopped; start it again to run the new version.")]
+    Changed { by: String, at: String },
+}
+
 /// Why a watch stops before a firing, if it must: its step changed by
 /// someone else since its creator approved it (their own edit carries on,
 /// bound to the new version).
-async fn still_approved(store: &Store, row: &WatchRow) -> crate::db::StoreResult<Result<(), String>> {
-    let Some(step) = store.step(row.step_id).await? else { return Ok(Err("Its step was deleted.".into())) };
+async fn still_approved(store: &Store, row: &WatchRow) -> crate::db::StoreResult<Result<(), NotApproved>> {
+    let Some(step) = store.step(row.step_id).await? else { return Ok(Err(NotApproved::Deleted)) };
     let Some(approved) = row.step_version else { return Ok(Ok(())) };
     if step.version == approved {
         return Ok(Ok(()));
@@ -88,10 +97,7 @@ async fn still_approved(store: &Store, row: &WatchRow) -> crate::db::StoreResult
         store.rebind_watch(row.id, step.version, &step.body).await?;
         return Ok(Ok(()));
     }
-    Ok(Err(format!(
-        "Step changed by {by} at {}: watch stopped; start it again to run the new version.",
-        crate::time::timestamp(step.updated_at)
-    )))
+    Ok(Err(NotApproved::Changed { by, at: crate::time::timestamp(step.updated_at) }))
 }
 
 /// One watch's turn: its last run judged once it ended, then a new run if one is due.
@@ -120,7 +126,7 @@ async fn tend(guarded: &Guarded, store: &Store, row: &WatchRow, now: i64) -> cra
         return Ok(());
     }
     if let Err(why) = still_approved(store, row).await? {
-        return store.stop_watch(row.id, &why).await;
+        return store.stop_watch(row.id, &why.to_string()).await;
     }
     // Deleted or stopped meanwhile (this turn was claimed before): nothing is queued for it.
     if store.watch(row.id).await?.is_none_or(|w| w.stopped.is_some()) {

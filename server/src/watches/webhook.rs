@@ -220,15 +220,18 @@ pub async fn post(url: &str, body: &serde_json::Value, allow: &[IpNet]) -> Deliv
     tokio::time::timeout(WITHIN, send).await.unwrap_or(Delivery::TimedOut)
 }
 
+/// A `--webhook-allow` entry that is neither a range nor an address.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a CIDR range (10.0.0.0/8) or an address")]
+pub struct NotARange(pub String);
+
 /// `--webhook-allow 10.0.0.0/8,fd00::/8` (a lone address is its /32 or /128).
-pub fn parse_allow(text: &str) -> Result<Vec<IpNet>, String> {
+pub fn parse_allow(text: &str) -> Result<Vec<IpNet>, NotARange> {
     text.split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .map(|s| {
-            s.parse::<IpNet>()
-                .or_else(|_| s.parse::<IpAddr>().map(IpNet::from))
-                .map_err(|_| format!("{s:?} is not a CIDR range (10.0.0.0/8) or an address"))
+            s.parse::<IpNet>().or_else(|_| s.parse::<IpAddr>().map(IpNet::from)).map_err(|_| NotARange(s.to_string()))
         })
         .collect()
 }

@@ -8,7 +8,6 @@ use crate::sshd::Sshd;
 use axum::http::{Method, StatusCode};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// vLLM's throughput line: 100 ± 1 with `FAST=1`, else 50 ± 1 — or 50 ± 1
 /// whatever `FAST` is while the file `$SLOW` exists on the host (an engine
@@ -16,46 +15,6 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 const COMMAND: &str = "f=${FAST:-0}; [ -n \"$SLOW\" ] && [ -e \"$SLOW\" ] && f=0; \
     v=$(awk -v f=$f -v s=$$ 'BEGIN { srand(s); printf \"%.2f\", (f == 1 ? 100 : 50) + rand() * 2 - 1 }'); \
     printf '============ Serving Benchmark Result ============\\nOutput token throughput (tok/s):          %s\\n==================================================\\n' $v";
-
-/// A webhook receiver on 127.0.0.1: each POST's body, as JSON.
-async fn receiver() -> (String, tokio::sync::mpsc::UnboundedReceiver<Value>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://127.0.0.1:{}/hooks/T0", listener.local_addr().unwrap().port());
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        loop {
-            let Ok((mut socket, _)) = listener.accept().await else { return };
-            let tx = tx.clone();
-            tokio::spawn(async move {
-                let mut data = Vec::new();
-                let mut buf = [0u8; 4096];
-                loop {
-                    let n = socket.read(&mut buf).await.unwrap_or(0);
-                    if n == 0 {
-                        break;
-                    }
-                    data.extend_from_slice(&buf[..n]);
-                    let text = String::from_utf8_lossy(&data).to_string();
-                    if let Some((head, body)) = text.split_once("\r\n\r\n") {
-                        let length = head
-                            .lines()
-                            .find_map(|l| {
-                                l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().to_string())
-                            })
-                            .and_then(|v| v.parse::<usize>().ok())
-                            .unwrap_or(0);
-                        if body.len() >= length {
-                            let _ = tx.send(serde_json::from_str(body).unwrap_or(Value::Null));
-                            break;
-                        }
-                    }
-                }
-                let _ = socket.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").await;
-            });
-        }
-    });
-    (url, rx)
-}
 
 async fn sweep_step(app: &crate::helpers::TestApp, investigation: &str, slow: &std::path::Path) -> i64 {
     let steps = format!("/api/v1/investigations/{investigation}/steps");
@@ -98,7 +57,7 @@ async fn a_watchs_runs_are_marked_and_leave_an_earlier_verdict_alone() {
 
     // The engine slows; a watch on FAST=1 runs it on its schedule and tells a webhook.
     std::fs::write(&slow, "").unwrap();
-    let (webhook, mut told) = receiver().await;
+    let (webhook, mut told) = crate::watches::receiver().await;
     // Made through http://localhost:3000: its links point there.
     let body = json!({ "every_s": 1, "config": "FAST=1", "webhook": webhook }).to_string().into_bytes();
     let headers = [("host", "localhost:3000"), ("content-type", "application/json")];

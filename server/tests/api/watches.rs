@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// A webhook receiver on 127.0.0.1: each POST's body, as JSON, on the channel.
-async fn receiver() -> (String, tokio::sync::mpsc::UnboundedReceiver<Value>) {
+pub async fn receiver() -> (String, tokio::sync::mpsc::UnboundedReceiver<Value>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://127.0.0.1:{}/hooks/secret-path-T0B0", listener.local_addr().unwrap().port());
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
