@@ -99,7 +99,12 @@ async fn receive(runner: Arc<Runner>) {
     tokio::pin!(closed);
     let mut notices = loop {
         match runner.store().listen().await {
-            Ok(Some(notices)) => break notices,
+            Ok(Some(notices)) => {
+                // Viewers who came before this replica listened may follow a
+                // run whose news went by unheard.
+                resync(&runner, &live).await;
+                break notices;
+            }
             Ok(None) => return,
             Err(e) => {
                 tracing::error!("cannot listen to the other replicas (retrying): {e}");

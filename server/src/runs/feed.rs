@@ -30,6 +30,9 @@ const FRAME_BYTES: u64 = 256 * 1024;
 const BUFFERED_FRAMES: usize = 64;
 /// How long a viewer of a queued run waits for it to start.
 const QUEUED_WAIT: Duration = Duration::from_secs(60);
+/// How long a run another replica drives may go without news before the
+/// store is read again (its notices can be lost: see [`Feeds::changed`]).
+const RECHECK: Duration = Duration::from_secs(5);
 
 /// Output `[start, end)` of a run, as the SSE frame every viewer gets.
 #[derive(Clone, Debug)]
@@ -51,6 +54,8 @@ struct Feed {
 pub struct Feeds {
     outputs: Outputs,
     live: Arc<Live>,
+    /// Read again for a run another replica drives (see [`Self::progress`]).
+    store: crate::db::Store,
     feeds: Mutex<HashMap<OutputKey, Feed>>,
 }
 
@@ -95,8 +100,8 @@ async fn read_frame(
 }
 
 impl Feeds {
-    pub fn new(outputs: Outputs, live: Arc<Live>) -> Self {
-        Self { outputs, live, feeds: Mutex::new(HashMap::new()) }
+    pub fn new(outputs: Outputs, live: Arc<Live>, store: crate::db::Store) -> Self {
+        Self { outputs, live, store, feeds: Mutex::new(HashMap::new()) }
     }
 
     /// A viewer's hold on the run's feed, started if the run is running here
@@ -144,7 +149,7 @@ impl Feeds {
             if progress.finished {
                 break;
             }
-            if watch.changed().await.is_err() {
+            if self.changed(&mut watch, key, run).await.is_err() {
                 // The run is over; its last progress says so.
                 continue;
             }
@@ -190,7 +195,11 @@ impl Feeds {
         }
         if status == domain::runs::RunStatus::Running {
             let stored = self.outputs.len(key).await.unwrap_or(0);
-            return Some(self.live.watch_remote(key, run, stored));
+            let watch = self.live.watch_remote(key, run, stored);
+            // The run may have ended since the caller read it, its notice
+            // finding nothing here to finish; from here on the notice finds the watch.
+            self.recheck(key, run).await;
+            return Some(watch);
         }
         if status.is_finished() {
             return None;
@@ -224,9 +233,9 @@ impl Feeds {
         status: domain::runs::RunStatus,
     ) -> impl Stream<Item = Bytes> + use<> {
         let watch = self.progress(key, run, status).await;
-        let outputs = self.outputs.clone();
+        let feeds = self.clone();
         futures::stream::unfold(Some((watch, offset)), move |state| {
-            let outputs = outputs.clone();
+            let feeds = feeds.clone();
             async move {
                 let (watch, sent) = state?;
                 if let Some(mut watch) = watch {
@@ -239,16 +248,50 @@ impl Feeds {
                             let frame = super::sse::frame_with_id("output", progress.len, "");
                             return Some((frame, Some((Some(watch), progress.len))));
                         }
-                        if watch.changed().await.is_err() {
+                        if feeds.changed(&mut watch, key, run).await.is_err() {
                             break;
                         }
                     }
                 }
                 // Over: what the store holds is all there is.
-                let len = outputs.len(key).await.unwrap_or(sent).max(sent);
+                let len = feeds.outputs.len(key).await.unwrap_or(sent).max(sent);
                 Some((super::sse::frame_with_id("end", len, "end"), None))
             }
         })
+    }
+}
+
+impl Feeds {
+    /// Waits for the run's progress to change. A run another replica drives
+    /// is read again from the store after [`RECHECK`] without news: a notice
+    /// lost on the way (a replica that started listening late, a dropped
+    /// connection) must not keep its viewers waiting for ever.
+    async fn changed(
+        &self,
+        watch: &mut watch::Receiver<Progress>,
+        key: OutputKey,
+        run: i64,
+    ) -> Result<(), watch::error::RecvError> {
+        loop {
+            match tokio::time::timeout(RECHECK, watch.changed()).await {
+                Ok(changed) => return changed,
+                Err(_) if self.live.is_remote(key) => self.recheck(key, run).await,
+                Err(_) => {}
+            }
+        }
+    }
+
+    /// The store's word on a run another replica drives: how long its output
+    /// is, and whether it has ended.
+    async fn recheck(&self, key: OutputKey, run: i64) {
+        if let Ok(len) = self.outputs.len(key).await {
+            self.live.output_remote(key, len);
+        }
+        if let Ok(Some(row)) = self.store.run(run).await
+            && row.status.is_finished()
+        {
+            self.live.finish_remote(run);
+        }
     }
 }
 

@@ -365,7 +365,7 @@ impl Live {
     }
 
     /// A run driven elsewhere ended: its output and its logs are whole.
-    fn finish_remote(&self, run: i64) {
+    pub fn finish_remote(&self, run: i64) {
         let mut runs = lock(&self.runs);
         let ended: Vec<OutputKey> = runs.iter().filter(|(_, t)| t.remote && t.run == run).map(|(k, _)| *k).collect();
         for key in ended {
@@ -399,6 +399,11 @@ impl Live {
             });
         }
         tracked.progress.subscribe()
+    }
+
+    /// Whether this replica follows `key` for a run another one drives.
+    pub fn is_remote(&self, key: impl Into<OutputKey>) -> bool {
+        lock(&self.runs).get(&key.into()).is_some_and(|t| t.remote)
     }
 
     /// What this replica follows for others (`(output, its run)`), for a resync.

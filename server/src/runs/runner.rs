@@ -91,7 +91,7 @@ impl Drop for Driving {
 impl Runner {
     /// `search`: keep the search index (see `crate::search`).
     pub fn new(store: Store, pool: Arc<Pool>, live: Arc<Live>, outputs: Outputs, search: bool) -> Self {
-        let feeds = Arc::new(Feeds::new(outputs.clone(), live.clone()));
+        let feeds = Arc::new(Feeds::new(outputs.clone(), live.clone(), store.clone()));
         let driving = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let search = if search {
             crate::search::Index::start(store.clone(), outputs.clone(), driving.clone())

@@ -23,6 +23,8 @@ use tower::ServiceExt;
 pub struct Replica {
     pub child: Child,
     addr: String,
+    /// Its stderr (the server's log), read when a test fails on it.
+    log: std::path::PathBuf,
     _data: Option<tempfile::TempDir>,
 }
 
@@ -55,8 +57,15 @@ impl Replica {
             .arg("--site")
             .arg(data.join("site"))
             .env_remove("SLEUTH_DATABASE")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null());
+            .stdout(Stdio::piped());
+        static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let _ = std::fs::create_dir_all(data);
+        let log = data.join(format!("replica-{n}.log"));
+        match std::fs::File::create(&log) {
+            Ok(file) => command.stderr(file),
+            Err(_) => command.stderr(Stdio::null()),
+        };
         if let Database::Postgres(url) = database {
             command.env("SLEUTH_DATABASE", url);
         }
@@ -81,7 +90,36 @@ impl Replica {
             .and_then(|rest| rest.split('/').next())
             .unwrap_or_else(|| panic!("no address in {line:?}"))
             .to_string();
-        Replica { child, addr, _data: None }
+        Replica { child, addr, log, _data: None }
+    }
+
+    /// The last lines of its log, for a failure's message.
+    fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(30)..].join("\n")
+    }
+
+    /// SIGTERM, as a deploy sends it.
+    fn terminate(&self) {
+        let sent = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        assert!(sent.is_ok_and(|s| s.success()), "kill -TERM {}", self.child.id());
+    }
+
+    /// Waits for the process to exit, failing the test (with its log) after `within`.
+    fn exited_within(&mut self, within: Duration) -> std::process::ExitStatus {
+        let deadline = Instant::now() + within;
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => return status,
+                Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
+                other => panic!(
+                    "the replica at {} did not exit within {within:?} ({other:?}); its log ends:\n{}",
+                    self.addr,
+                    self.log_tail()
+                ),
+            }
+        }
     }
 
     /// One HTTP/1.1 request: the answer's status, head and body.
@@ -475,9 +513,12 @@ async fn view_run(addr: String, run: i64) -> (Vec<u32>, usize) {
         let mut buf = vec![0u8; 16 * 1024];
         let mut in_body = false;
         loop {
-            let n = match stream.read(&mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => n,
+            // A stream that goes silent past the deadline fails the test, never hangs it.
+            let left = deadline.saturating_duration_since(Instant::now());
+            let n = match tokio::time::timeout(left, stream.read(&mut buf)).await {
+                Ok(Ok(0) | Err(_)) => break,
+                Ok(Ok(n)) => n,
+                Err(_) => panic!("the viewer's stream went silent; it saw {lines:?} over {connections} connections"),
             };
             text.push_str(&String::from_utf8_lossy(&buf[..n]));
             if !in_body {
@@ -544,12 +585,16 @@ async fn a_rolling_restart_behind_a_proxy_loses_nothing_a_viewer_saw() {
     // `two` restarts: out of the balancer, SIGTERM (it drives nothing, so it
     // exits at once), a new `two` in.
     proxy.set(&[&one]);
-    let term = |replica: &Replica| {
-        assert!(Command::new("kill").args(["-TERM", &replica.child.id().to_string()]).status().unwrap().success());
-    };
-    term(&two);
-    assert!(two.child.wait().unwrap().success());
-    two = Replica::start(&b.database, &flags);
+    two.terminate();
+    let (two_was, exited) = tokio::task::spawn_blocking(move || {
+        let exited = two.exited_within(Duration::from_secs(20));
+        (two, exited)
+    })
+    .await
+    .unwrap();
+    assert!(exited.success(), "{exited:?}; its log ends:\n{}", two_was.log_tail());
+    drop(two_was);
+    let two = Replica::start(&b.database, &flags);
     proxy.set(&[&one, &two]);
     let (status, during) = http(&proxy.addr, "GET", &format!("/api/v1/runs/{run}"), Value::Null).await;
     assert_eq!(status, 200, "{during}");
@@ -558,16 +603,16 @@ async fn a_rolling_restart_behind_a_proxy_loses_nothing_a_viewer_saw() {
     // `one`, which drives the run, restarts: out of the balancer, SIGTERM; it
     // lets the run end (within its grace) and then exits.
     proxy.set(&[&two]);
-    term(&one);
+    one.terminate();
     let late = tokio::spawn(view_run(proxy.addr.clone(), run));
     let stopped = tokio::task::spawn_blocking(move || {
-        let exited = one.child.wait();
+        let exited = one.exited_within(Duration::from_secs(60));
         (one, exited)
     });
     let (viewed, connections) = viewer.await.unwrap();
     let (late, _) = late.await.unwrap();
     let (one_was, exited) = stopped.await.unwrap();
-    assert!(exited.unwrap().success());
+    assert!(exited.success(), "{exited:?}; its log ends:\n{}", one_was.log_tail());
     drop(one_was);
     let one = Replica::start(&b.database, &flags);
     proxy.set(&[&one, &two]);
@@ -582,6 +627,41 @@ async fn a_rolling_restart_behind_a_proxy_loses_nothing_a_viewer_saw() {
     let (_, stored) = http(&proxy.addr, "GET", &format!("/api/v1/runs/{run}/output"), Value::Null).await;
     let stored: Vec<u32> = stored.lines().filter_map(|l| l.strip_prefix("line-")?.parse().ok()).collect();
     assert_eq!(stored, all);
+}
+
+/// A replica hears that a run driven elsewhere ended through a notice; when
+/// that notice is lost (it started listening late, its connection dropped
+/// meanwhile), its viewers must still reach the end: the store is read again
+/// after a few seconds without news. Here the run's end is written to the
+/// database behind every replica's back, as a lost notice would leave it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_viewer_reaches_the_end_of_a_run_whose_end_notice_was_lost() {
+    if !on_postgres() {
+        eprintln!("skipped: replicas need PostgreSQL (SLEUTH_TEST_POSTGRES)");
+        return;
+    }
+    let sshd = Sshd::start();
+    let b = app_with_host(&sshd).await;
+    let a = Replica::start(&b.database, &["--no-auth"]);
+    let step = command_step(&b, json!({ "command": "echo line-1; sleep 120" })).await;
+    let (status, runs) = a.post(&format!("/api/v1/steps/{step}/runs"), json!({})).await;
+    assert_eq!(status, 201, "{runs}");
+    let run = runs[0]["id"].as_i64().expect("run id");
+    let output = follow_in_process(&b, &format!("/api/v1/runs/{run}/stream?offset=0"), None);
+    let lengths = follow_in_process(&b, &format!("/api/v1/runs/{run}/stream?offset=0&offsets_only=true"), None);
+    output.wait_for("line-1 on B", Duration::from_secs(20), |t| t.contains("line-1")).await;
+
+    let db = b.sql().await;
+    sqlx::query("UPDATE runs SET status = 'succeeded', exit_code = 0 WHERE id = $1")
+        .bind(run)
+        .execute(&db)
+        .await
+        .unwrap();
+    let ended = Instant::now();
+    output.wait_for("the end on B, without its notice", Duration::from_secs(20), |t| t.contains("event: end")).await;
+    lengths.wait_for("the end of the lengths stream", Duration::from_secs(20), |t| t.contains("event: end")).await;
+    eprintln!("a lost end notice: the viewer ended {:?} after the store said so", ended.elapsed());
+    drop(a);
 }
 
 /// Two replicas tick for one watch: each firing is claimed in the database,
