@@ -372,6 +372,16 @@ test('an admin adds a user on the Users page; the one-time link lets them choose
   await ada.waitForSelector('table.users tr[data-user=carol]', { state: 'attached' });
   assert.match(await ada.locator('tr[data-user=carol]').textContent(), /member.*sign-in link waiting/s);
   assert.equal(await link.inputValue(), url);
+  // A second person added: their link joins the first, which stays until sent.
+  await ada.fill('#add-user input[name=name]', 'dave');
+  await ada.click('#add-user button:has-text("Add user")');
+  await ada.waitForFunction(() => document.querySelectorAll('.created-link input.link-url').length === 2);
+  const links = await ada.locator('.created-link input.link-url').evaluateAll((inputs) => inputs.map((i) => i.value));
+  assert.ok(links.includes(url) && links.some((l) => l !== url && /\/welcome\?token=/.test(l)), `both links shown: ${links}`);
+  for (const l of links) secrets.add(l.split('token=')[1]);
+  assert.match(await ada.locator('.created-link').first().textContent(), /dave/, 'the newest first');
+  assert.doesNotMatch(await ada.locator('.created-link').first().textContent(), /Copied/, 'the copy was of carol\'s');
+  await ada.waitForSelector('table.users tr[data-user=dave]', { state: 'attached' });
   await screenshot(ada, 'users');
 
   // Carol opens it in her own browser: her name, a password, and she is in.

@@ -216,6 +216,9 @@ test('grep on the host, open a hit as a highlighted snippet, follow a line link'
   const line = page.locator(`#step-${stepId}-L137`);
   assert.match(await line.textContent(), /Custom allreduce is disabled/);
   assert.equal(await page.locator(`#step-${stepId}-L122`).count(), 1, 'centered: 15 lines of context');
+  // The hit's line is marked in its snippet, and only it.
+  assert.deepEqual(await page.locator(`#step-${stepId} tr.marked`).evaluateAll((rows) => rows.map((r) => r.id)), [`step-${stepId}-L137`]);
+  assert.notEqual(await line.locator('td.code').evaluate((el) => getComputedStyle(el).backgroundColor), 'rgba(0, 0, 0, 0)');
   await screenshot(page, 'grep-and-snippet');
 
   // A line link opened in a fresh page (no JS needed) scrolls to and marks the line.

@@ -2,23 +2,26 @@
 // detailed results (per-request TTFTs and ITLs) under configuration labels
 // that are markup, an SLO set through the form, a hypothesis on p99 TTFT; the
 // CDF chart, the verdict and the rate chart render with the markup as text —
-// with JavaScript and without — and in the HTML export.
+// with JavaScript and without — and in the HTML export. Signed in, as the
+// team works: the runner runs and sets the SLO, a viewer reads the compare
+// page and the page without JavaScript.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launchBrowser, newPage, hydrated, screenshot, tempDataDir, apiClient, addLoopbackHost } from './harness.mjs';
+import { launchBrowser, newPage, hydrated, screenshot, team } from './harness.mjs';
 import { startSshd } from './sshd.mjs';
 
 let server;
 let browser;
 let sshd;
 let api;
+let members;
 
 before(async () => {
   sshd = await startSshd();
-  server = await startServer(tempDataDir());
+  members = await team(sshd);
+  server = members.server;
   browser = await launchBrowser();
-  api = apiClient(server);
-  await addLoopbackHost(api, server, sshd);
+  api = members.as('runner');
 });
 
 after(async () => {
@@ -51,14 +54,14 @@ async function waitFor(check, what, ms = 60000) {
 }
 
 test('CDF and rate charts with hostile labels, with and without JavaScript, and in the export', async () => {
-  const inv = await api('POST', '/api/v1/investigations', { title: 'TTFT under load' });
+  const inv = await members.investigation('TTFT under load');
   const step = await api('POST', `/api/v1/investigations/${inv.id}/steps`, {
     kind: 'command', host: 'gpu', command: client, telemetry: false, artifacts: ['result.json'],
     matrix: { '{label}': [hostile, 'plain'], '{rate}': [1, 2, 4, 8] },
   });
 
   // The SLO through the form; a wrong one is refused with its reason.
-  const page = await newPage(browser);
+  const page = await members.signIn(browser, 'runner');
   const dialogs = [];
   page.on('dialog', (d) => { dialogs.push(d.message()); d.dismiss(); });
   await page.goto(server.url + inv.url);
@@ -120,12 +123,21 @@ test('CDF and rate charts with hostile labels, with and without JavaScript, and 
   await page.setViewportSize({ width: 1280, height: 900 });
 
   // Two rates compared: each run's requests as a CDF, on one chart.
-  await page.goto(`${server.url}/compare?runs=${runs[0].id},${runs[3].id}`);
-  await hydrated(page);
-  const cdf = page.locator('figure.compare-cdf[data-metric=ttft_ms]');
-  assert.match(await cdf.locator('svg').innerHTML(), new RegExp(`run ${runs[3].id}`));
+  const viewer = await members.signIn(browser, 'viewer');
+  await viewer.goto(`${server.url}/compare?runs=${runs[0].id},${runs[3].id}`);
+  await hydrated(viewer);
+  const cdf = viewer.locator('figure.compare-cdf[data-metric=ttft_ms]');
+  assert.match(await cdf.locator('.svg.main svg').innerHTML(), new RegExp(`run ${runs[3].id}`));
+  // Latencies across decades: a log axis by default, a linear one a click away.
+  assert.equal(await cdf.getAttribute('data-axis'), 'log');
+  assert.ok(await cdf.locator('.svg.main').isVisible() && !(await cdf.locator('.svg.linear').isVisible()));
   await cdf.scrollIntoViewIfNeeded();
-  await screenshot(page, 'compare-cdfs');
+  await screenshot(viewer, 'compare-cdfs');
+  await cdf.getByLabel('linear axis').check();
+  assert.ok(await cdf.locator('.svg.linear').isVisible() && !(await cdf.locator('.svg.main').isVisible()));
+  assert.doesNotMatch(await cdf.locator('.svg.linear').innerHTML(), /log scale/);
+  await cdf.getByLabel('log axis').check();
+  assert.ok(await cdf.locator('.svg.main').isVisible());
 
   // The sweep's frontier: throughput against p99 TTFT, each configuration a row, its markup label as text.
   await page.goto(`${server.url}/i/${inv.id}`);
@@ -141,6 +153,13 @@ test('CDF and rate charts with hostile labels, with and without JavaScript, and 
   assert.match(await page.locator('.frontier-best').textContent(), /Best under TTFT ≤ 150 ms|No configuration meets/);
   assert.equal(await page.locator('img[src=x]').count(), 0, 'labels are text');
   await screenshot(page, 'frontier');
+  // A phone: the page fits; the table scrolls inside its box.
+  await page.setViewportSize({ width: 390, height: 844 });
+  assert.ok(await page.evaluate(() => document.documentElement.scrollWidth) <= 390, 'the frontier page fits 390 px');
+  const box = await page.locator('table.frontier-table').evaluate((t) => [t.parentElement.className, t.scrollWidth > t.parentElement.clientWidth]);
+  assert.equal(box[0], 'table-scroll');
+  await screenshot(page, 'frontier-390');
+  await page.setViewportSize({ width: 1280, height: 900 });
 
   // One configuration once more, from its run's page: the step has a ninth run, of that configuration.
   await page.goto(`${server.url}/runs/${runs[3].id}`);
@@ -158,8 +177,8 @@ test('CDF and rate charts with hostile labels, with and without JavaScript, and 
   assert.match(await second.locator('.sweep-matrix').textContent(), /Sweep of 8 configurations/);
   assert.equal(await second.locator('.run').count(), 0, 'the copy has no runs');
 
-  // Without JavaScript: the same charts, drawn by the server.
-  const plain = await newPage(browser, { javaScriptEnabled: false });
+  // Without JavaScript: the same charts, drawn by the server (the viewer's session).
+  const plain = await newPage(browser, { javaScriptEnabled: false, storageState: await viewer.context().storageState() });
   await plain.goto(server.url + inv.url);
   assert.match(await plain.locator('.charts figure.chart svg').first().innerHTML(), /share of requests/);
   assert.match(await plain.locator('figure#rates svg').innerHTML(), /achieved request rate/);
@@ -167,7 +186,7 @@ test('CDF and rate charts with hostile labels, with and without JavaScript, and 
   await screenshot(plain, 'distributions-no-js');
 
   // The HTML export, opened as a file would be: charts inline, labels as text.
-  const exported = await fetch(`${server.url}/api/v1/investigations/${inv.id}/export?format=html`).then((r) => r.text());
+  const exported = await api('GET', `/api/v1/investigations/${inv.id}/export?format=html`);
   const report = await newPage(browser);
   const reportDialogs = [];
   report.on('dialog', (d) => { reportDialogs.push(d.message()); d.dismiss(); });

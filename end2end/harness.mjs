@@ -230,6 +230,7 @@ export async function team(sshd) {
     if (response.status >= 300 && !(path.endsWith('/test') && response.status === 409)) {
       throw new Error(`${name} ${method} ${path}: ${response.status} ${text}`);
     }
+    if (!(response.headers.get('content-type') ?? '').includes('json')) return text;
     return text ? JSON.parse(text) : null;
   };
   const admin = as('admin');

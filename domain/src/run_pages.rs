@@ -155,7 +155,22 @@ pub struct RunsCompared {
 pub struct ComparedChart {
     pub metric: String,
     pub unit: String,
+    /// Drawn on `axis`: log for values that span more than a factor of ten
+    /// (latencies, mostly), else linear.
     pub svg: String,
+    pub axis: ChartAxis,
+    /// The same chart on the other axis, when `axis` is log (to switch to).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub linear_svg: Option<String>,
+}
+
+/// How a chart's value axis is drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum ChartAxis {
+    Linear,
+    Log,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

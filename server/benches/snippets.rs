@@ -48,6 +48,7 @@ async fn main() {
             python: None,
             start: Some(130),
             end: Some(180),
+            marked: Vec::new(),
         })
     };
 

@@ -452,65 +452,116 @@ const CDF_POINTS: usize = 200;
 /// The x axis ends at the largest p99.9 so one straggler does not flatten
 /// every curve (the caption says so).
 pub fn cdf(metric: &str, unit: &str, lines: &[CdfLine], percentile: Option<f64>) -> Result<String, ChartError> {
+    cdf_on(metric, unit, lines, percentile, Axis::Linear)
+}
+
+/// How a chart's value axis is drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Axis {
+    Linear,
+    /// For latencies: a 9 ms curve and a 5 s tail are both readable.
+    Log,
+}
+
+impl Axis {
+    /// Log when the values span more than a factor of ten and are all above
+    /// zero (a linear axis then draws the fast side as a line at zero).
+    pub fn for_values(lines: &[CdfLine]) -> Axis {
+        let low = lines.iter().filter_map(|l| l.sorted.first().copied()).fold(f64::INFINITY, f64::min);
+        let high = lines.iter().filter_map(|l| l.sorted.last().copied()).fold(0.0f64, f64::max);
+        if low > 0.0 && low.is_finite() && high / low > 10.0 { Axis::Log } else { Axis::Linear }
+    }
+}
+
+/// [`cdf`] on the axis asked for.
+pub fn cdf_on(
+    metric: &str,
+    unit: &str,
+    lines: &[CdfLine],
+    percentile: Option<f64>,
+    axis: Axis,
+) -> Result<String, ChartError> {
     let top =
         lines.iter().filter_map(|l| domain::distributions::percentile(l.sorted, 99.9)).fold(0.0f64, f64::max).max(1e-9);
     let low = lines.iter().filter_map(|l| l.sorted.first().copied()).fold(f64::INFINITY, f64::min);
-    let low = if low.is_finite() { (low - (top - low) * 0.05).max(0.0) } else { 0.0 };
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
         let err = |e: DrawingAreaErrorKind<_>| ChartError(e.to_string());
         root.fill(&WHITE).map_err(err)?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(12)
-            .x_label_area_size(32)
-            .y_label_area_size(48)
-            .build_cartesian_2d(low..top * 1.02, 0.0f64..1.0)
-            .map_err(err)?;
-        chart
-            .configure_mesh()
-            .x_desc(format!("{metric} ({unit})"))
-            .y_desc("share of requests")
-            .label_style(("sans-serif", 12))
-            .axis_desc_style(("sans-serif", 12))
-            .light_line_style(WHITE)
-            .bold_line_style(RGBColor(234, 238, 242))
-            .draw()
-            .map_err(err)?;
-        if let Some(p) = percentile {
-            let y = p / 100.0;
-            chart
-                .draw_series(DashedLineSeries::new([(low, y), (top * 1.02, y)], 2, 3, BASELINE.stroke_width(1)))
-                .map_err(err)?;
-        }
-        // Thin lines first, so the pooled ones are drawn over them.
-        let mut ordered: Vec<&CdfLine> = lines.iter().collect();
-        ordered.sort_by_key(|l| !l.thin);
-        for line in ordered {
-            let color = PALETTE[line.tone % PALETTE.len()];
-            let style = if line.thin { color.mix(0.3).stroke_width(1) } else { color.stroke_width(2) };
-            let points = domain::distributions::cdf_points(line.sorted, CDF_POINTS)
-                .into_iter()
-                .map(|(x, y)| (x.min(top * 1.02), y));
-            let series = chart.draw_series(LineSeries::new(points, style)).map_err(err)?;
-            if !line.thin {
-                let label: String = line.label.chars().take(LABEL_CHARS).collect();
-                series
-                    .label(label)
-                    .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], color.stroke_width(2)));
+        let mut builder = ChartBuilder::on(&root);
+        builder.margin(12).x_label_area_size(32).y_label_area_size(48);
+        let x_desc = match axis {
+            Axis::Linear => format!("{metric} ({unit})"),
+            Axis::Log => format!("{metric} ({unit}, log scale)"),
+        };
+        match axis {
+            Axis::Linear => {
+                let low = if low.is_finite() { (low - (top - low) * 0.05).max(0.0) } else { 0.0 };
+                let chart = builder.build_cartesian_2d(low..top * 1.02, 0.0f64..1.0).map_err(err)?;
+                draw_cdf(chart, &x_desc, lines, percentile, (low, top * 1.02))?;
+            }
+            Axis::Log => {
+                let low = if low.is_finite() && low > 0.0 { low * 0.8 } else { top / 1e3 };
+                let chart = builder.build_cartesian_2d((low..top * 1.25).log_scale(), 0.0f64..1.0).map_err(err)?;
+                draw_cdf(chart, &x_desc, lines, percentile, (low, top * 1.25))?;
             }
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(RGBColor(208, 215, 222))
-            .label_font(("sans-serif", 12))
-            .draw()
-            .map_err(err)?;
         root.present().map_err(err)?;
     }
     Ok(svg)
+}
+
+/// The lines of [`cdf_on`] on a chart whose value axis is `x` (linear or log).
+fn draw_cdf<'a, X>(
+    mut chart: ChartContext<'a, SVGBackend<'a>, Cartesian2d<X, plotters::coord::types::RangedCoordf64>>,
+    x_desc: &str,
+    lines: &[CdfLine],
+    percentile: Option<f64>,
+    (low, high): (f64, f64),
+) -> Result<(), ChartError>
+where
+    X: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
+{
+    let err = |e: DrawingAreaErrorKind<_>| ChartError(e.to_string());
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc("share of requests")
+        .label_style(("sans-serif", 12))
+        .axis_desc_style(("sans-serif", 12))
+        .light_line_style(WHITE)
+        .bold_line_style(RGBColor(234, 238, 242))
+        .draw()
+        .map_err(err)?;
+    if let Some(p) = percentile {
+        let y = p / 100.0;
+        chart.draw_series(DashedLineSeries::new([(low, y), (high, y)], 2, 3, BASELINE.stroke_width(1))).map_err(err)?;
+    }
+    // Thin lines first, so the pooled ones are drawn over them.
+    let mut ordered: Vec<&CdfLine> = lines.iter().collect();
+    ordered.sort_by_key(|l| !l.thin);
+    for line in ordered {
+        let color = PALETTE[line.tone % PALETTE.len()];
+        let style = if line.thin { color.mix(0.3).stroke_width(1) } else { color.stroke_width(2) };
+        let points = domain::distributions::cdf_points(line.sorted, CDF_POINTS)
+            .into_iter()
+            .map(|(x, y)| (x.clamp(low, high), y));
+        let series = chart.draw_series(LineSeries::new(points, style)).map_err(err)?;
+        if !line.thin {
+            let label: String = line.label.chars().take(LABEL_CHARS).collect();
+            series.label(label).legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], color.stroke_width(2)));
+        }
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(RGBColor(208, 215, 222))
+        .label_font(("sans-serif", 12))
+        .draw()
+        .map_err(err)?;
+    Ok(())
 }
 
 /// A step's history: each run's value in order (a dot each), each
@@ -829,6 +880,40 @@ mod distribution_tests {
         assert!(svg.contains("&lt;script&gt;"), "and shown as such");
         assert!(texts(&svg).contains(&"share of requests"));
         assert!(svg.matches("<polyline").count() >= 3, "a line per series");
+    }
+
+    #[test]
+    fn latencies_across_decades_get_a_log_axis_where_both_curves_are_seen() {
+        // 9 ms against a 5 s tail: on a linear axis the fast run is a line at zero.
+        let fast: Vec<f64> = (0..200).map(|i| 8.0 + f64::from(i) * 0.01).collect();
+        let slow: Vec<f64> = (0..200).map(|i| 300.0 + f64::from(i) * 25.0).collect();
+        let lines = [
+            CdfLine { label: "run 1", sorted: &fast, tone: 0, thin: false },
+            CdfLine { label: "run 2", sorted: &slow, tone: 1, thin: false },
+        ];
+        assert_eq!(Axis::for_values(&lines), Axis::Log);
+        let near = [CdfLine { label: "a", sorted: &fast, tone: 0, thin: false }];
+        assert_eq!(Axis::for_values(&near), Axis::Linear, "8…10 ms: linear");
+        let zero = [0.0, 5.0, 500.0];
+        assert_eq!(Axis::for_values(&[CdfLine { label: "z", sorted: &zero, tone: 0, thin: false }]), Axis::Linear);
+        // The fast curve's x positions: spread over a part of the width on a
+        // log axis, squeezed into a pixel or two on a linear one.
+        let spread = |svg: &str| {
+            // The first curve: the first line of many points (ticks and the legend have two).
+            let xs: Vec<f64> = svg
+                .split("<polyline")
+                .skip(1)
+                .filter_map(|l| l.split("points=\"").nth(1)?.split('"').next())
+                .map(|points| points.split(' ').filter_map(|p| p.split(',').next()?.parse().ok()).collect::<Vec<f64>>())
+                .find(|xs| xs.len() > 50)
+                .expect("a curve");
+            xs.iter().copied().fold(f64::MIN, f64::max) - xs.iter().copied().fold(f64::MAX, f64::min)
+        };
+        let log = cdf_on("ttft_ms", "ms", &lines, None, Axis::Log).unwrap();
+        let linear = cdf_on("ttft_ms", "ms", &lines, None, Axis::Linear).unwrap();
+        assert!(texts(&log).contains(&"ttft_ms (ms, log scale)"), "{:?}", texts(&log));
+        assert!(spread(&linear) < 2.0, "linear: {}", spread(&linear));
+        assert!(spread(&log) > 5.0, "log: {}", spread(&log));
     }
 
     #[test]

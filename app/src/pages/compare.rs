@@ -5,7 +5,7 @@
 
 use crate::components::PageTitle;
 use crate::error::ApiError;
-use crate::run_pages::{ComparedMetric, Difference, RunsCompared};
+use crate::run_pages::{ChartAxis, ComparedMetric, Difference, RunsCompared};
 use crate::steps::command::RunStatusBadge;
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
@@ -84,9 +84,24 @@ fn Compared(c: RunsCompared) -> impl IntoView {
                 <div class="compare-charts">
                     {c.cdfs.into_iter().map(|chart| {
                         let metric = chart.metric.clone();
+                        let axis = match chart.axis { ChartAxis::Log => "log", ChartAxis::Linear => "linear" };
+                        // A log chart carries its linear twin; two radios switch them
+                        // in CSS, so the switch works before (and without) the bundle.
+                        let switch = chart.linear_svg.map(|linear| {
+                            let name = format!("axis-{}", chart.metric);
+                            view! {
+                                <div class="svg linear" inner_html=linear></div>
+                                <fieldset class="axis-switch">
+                                    <legend class="visually-hidden">"Value axis"</legend>
+                                    <label><input type="radio" class="log" name=name.clone() checked/>" log axis"</label>
+                                    <label><input type="radio" class="linear" name=name/>" linear axis"</label>
+                                </fieldset>
+                            }
+                        });
                         view! {
-                            <figure class="compare-cdf" data-metric=metric>
-                                <div class="svg" inner_html=chart.svg></div>
+                            <figure class="compare-cdf" data-metric=metric data-axis=axis>
+                                <div class="svg main" inner_html=chart.svg></div>
+                                {switch}
                                 <figcaption class="muted"><code>{chart.metric}</code> " (" {chart.unit} ")"</figcaption>
                             </figure>
                         }
@@ -148,8 +163,13 @@ fn MetricRow(m: ComparedMetric) -> impl IntoView {
             view! {
                 <td class="num" data-outcome=outcome title=format!("from {extractor}")>
                     {crate::metrics::figure(*value)}
-                    {delta.map(|d| view! { " " <span class="delta">{format!("{}{d:.1} %", if d >= 0.0 { "+" } else { "" })}</span> })}
-                    {verdict.map(|v| view! { <span class="verdict muted">{v.verdict}</span> })}
+                    // One percentage per cell: the verdict over the configurations'
+                    // repeats when there is one (it starts with its own change), else
+                    // this run against the first.
+                    {match verdict {
+                        Some(v) => view! { <span class="verdict muted">{v.verdict}</span> }.into_any(),
+                        None => delta.map(|d| view! { " " <span class="delta">{format!("{}{d:.1} %", if d >= 0.0 { "+" } else { "" })}</span> }).into_any(),
+                    }}
                 </td>
             }
         })

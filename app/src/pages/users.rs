@@ -94,7 +94,24 @@ fn AddUser() -> impl IntoView {
     let add = crate::components::island_action::<AddTeamUser>();
     let value = add.value();
     let form = crate::components::refresh_page_on_success(add);
-    let fresh = move || value.get().and_then(Result::ok).map(|link| view! { <FreshLink link what="Added."/> });
+    // Every link made here stays until the page is left: adding a second
+    // person must not take away the first one's link before it was sent.
+    let made = RwSignal::new(Vec::<SignInLink>::new());
+    Effect::new(move |_| {
+        if let Some(Ok(link)) = value.get() {
+            made.update(|made| {
+                if !made.iter().any(|l| l.url == link.url) {
+                    made.insert(0, link);
+                }
+            });
+        }
+    });
+    // Keyed: each link keeps its own view (and its copy button's "Copied").
+    let fresh = view! {
+        <For each=move || made.get() key=|link| link.url.clone() let:link>
+            <FreshLink link what="Added."/>
+        </For>
+    };
     view! {
         {fresh}
         <ActionForm node_ref=form action=add attr:class="inline" attr:id="add-user">

@@ -43,6 +43,7 @@ pub async fn add_snippet(
         python,
         start: crate::backend::form_number("The start line", &start)?,
         end: crate::backend::form_number("The end line", &end)?,
+        marked: Vec::new(),
     };
     crate::backend::call(move |notebook, actor| async move {
         notebook.add_step(&actor, &investigation, super::StepBody::Snippet(body)).await
@@ -98,7 +99,7 @@ pub fn SnippetContent(step: Step) -> impl IntoView {
             // A click on a line number selects the line (`browser::lines`), Shift
             // extends the selection; without JavaScript it is a link to the line.
             view! {
-                <tr id=anchor.clone() data-line=n>
+                <tr id=anchor.clone() data-line=n class:marked=body.marked.contains(&n)>
                     <td class="ln"><a href=format!("#{anchor}")>{n}</a></td>
                     <td class="code"><code inner_html=html.clone()></code></td>
                 </tr>

@@ -24,10 +24,14 @@ pub struct SnippetBody {
     pub start: Option<u64>,
     #[serde(default)]
     pub end: Option<u64>,
+    /// Lines marked in the shown range: the grep hit or log reference the
+    /// snippet was opened from.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub marked: Vec<u64>,
 }
 
 impl SnippetBody {
-    /// A snippet of `path` centred on `line`, with [`CONTEXT_LINES`] either side.
+    /// A snippet of `path` centred on `line` (marked), with [`CONTEXT_LINES`] either side.
     pub fn around(host: String, path: String, line: u64) -> Self {
         Self {
             host,
@@ -36,6 +40,7 @@ impl SnippetBody {
             python: None,
             start: Some(line.saturating_sub(CONTEXT_LINES).max(1)),
             end: Some(line + CONTEXT_LINES),
+            marked: vec![line],
         }
     }
 }

@@ -82,8 +82,24 @@ fn cdfs(sides: &[Side], labels: &[String]) -> Result<Vec<ComparedChart>, crate::
             .enumerate()
             .map(|(tone, (sorted, label))| crate::charts::CdfLine { label, sorted, tone, thin: false })
             .collect();
-        let svg = crate::charts::cdf(metric, unit, &lines, None)?;
-        charts.push(ComparedChart { metric: metric.clone(), unit: unit.clone(), svg });
+        use crate::charts::Axis;
+        let chart = match Axis::for_values(&lines) {
+            Axis::Log => ComparedChart {
+                metric: metric.clone(),
+                unit: unit.clone(),
+                svg: crate::charts::cdf_on(metric, unit, &lines, None, Axis::Log)?,
+                axis: domain::run_pages::ChartAxis::Log,
+                linear_svg: Some(crate::charts::cdf_on(metric, unit, &lines, None, Axis::Linear)?),
+            },
+            Axis::Linear => ComparedChart {
+                metric: metric.clone(),
+                unit: unit.clone(),
+                svg: crate::charts::cdf_on(metric, unit, &lines, None, Axis::Linear)?,
+                axis: domain::run_pages::ChartAxis::Linear,
+                linear_svg: None,
+            },
+        };
+        charts.push(chart);
     }
     Ok(charts)
 }

@@ -28,14 +28,46 @@ fn not_found(id: i64) -> ApiError {
     ApiError::not_found(format!("There is no step {id}."))
 }
 
-/// A save begun on an older version: who changed it since, and (for a note) their text.
-fn stale(current: &Step) -> ApiError {
-    let theirs = match &current.body {
-        StepBody::Note(note) => format!(" Their text:\n\n{}", note.body),
+/// A save begun on an older version: who changed it since, and (for a note)
+/// their text and how it differs from `yours`, line by line.
+fn stale(current: &Step, yours: Option<&StepBody>) -> ApiError {
+    let theirs = match (&current.body, yours) {
+        (StepBody::Note(note), Some(StepBody::Note(mine))) if note.body != mine.body => format!(
+            " Their text:\n\n{}\n\nTheirs (-) against yours (+):\n{}",
+            note.body,
+            line_diff(&note.body, &mine.body)
+        ),
+        (StepBody::Note(note), _) => format!(" Their text:\n\n{}", note.body),
         _ => String::new(),
     };
     let then = format!("Copy your text, reload, and merge.{theirs}");
     crate::error::stale_save("step", current.updated_by.as_deref(), &current.updated_at, current.version, &then)
+}
+
+/// The lines that differ between two texts, `-` theirs and `+` yours, with
+/// a line of context around each change.
+fn line_diff(theirs: &str, yours: &str) -> String {
+    let diff = similar::TextDiff::from_lines(theirs, yours);
+    let mut out = String::new();
+    for group in diff.grouped_ops(1) {
+        if !out.is_empty() {
+            out.push_str("  …\n");
+        }
+        for op in group {
+            for change in diff.iter_changes(&op) {
+                let sign = match change.tag() {
+                    similar::ChangeTag::Delete => '-',
+                    similar::ChangeTag::Insert => '+',
+                    similar::ChangeTag::Equal => ' ',
+                };
+                out.push(sign);
+                out.push(' ');
+                out.push_str(change.value().trim_end_matches('\n'));
+                out.push('\n');
+            }
+        }
+    }
+    out.trim_end().to_string()
 }
 
 impl Steps {
@@ -101,7 +133,7 @@ impl Steps {
         let edit = permit.edit();
         let current = self.get(&edit.read(), id).await?;
         if version.is_some_and(|v| v != current.version) {
-            return Err(stale(&current).into());
+            return Err(stale(&current, Some(&body)).into());
         }
         if current.body.kind() != body.kind() {
             return Err(ApiError::invalid(format!(
@@ -119,7 +151,7 @@ impl Steps {
         let Some(row) = self.store.update_step_body(id, &fields, &permit.actor().name, version).await? else {
             // Gone, or saved by someone else between our read and our write.
             return Err(match self.get(&edit.read(), id).await {
-                Ok(newer) => stale(&newer).into(),
+                Ok(newer) => stale(&newer, Some(&body)).into(),
                 Err(e) => e,
             });
         };
@@ -138,6 +170,9 @@ impl Steps {
         if start.is_some() || end.is_some() {
             body.start = start.or(body.start);
             body.end = end.or(body.end);
+            // Marks go with the lines they mark: those no longer shown are dropped.
+            let (first, last) = (body.start.unwrap_or(1), body.end.unwrap_or(u64::MAX));
+            body.marked.retain(|n| (first..=last).contains(n));
         }
         let body = super::validate(StepBody::Snippet(body))?;
         self.update(&ForBody::Fetch(permit), id, body, None).await

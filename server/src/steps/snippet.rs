@@ -44,5 +44,18 @@ pub fn validate(mut body: SnippetBody) -> Result<SnippetBody, ApiError> {
         }
         _ => return Err(ApiError::invalid("Give both `start` and `end`, or neither for the whole file.")),
     }
+    body.marked.sort_unstable();
+    body.marked.dedup();
+    if body.marked.len() > MAX_MARKED {
+        return Err(ApiError::invalid(format!("Mark at most {MAX_MARKED} lines.")));
+    }
+    if let Some(&line) =
+        body.marked.iter().find(|&&n| n == 0 || body.start.is_some_and(|s| n < s) || body.end.is_some_and(|e| n > e))
+    {
+        return Err(ApiError::invalid(format!("Marked line {line} is not among the lines shown.")));
+    }
     Ok(body)
 }
+
+/// The most lines one snippet marks.
+const MAX_MARKED: usize = 100;

@@ -98,6 +98,9 @@ async fn a_percentile_hypothesis_on_per_request_samples_and_goodput_under_an_slo
     let cdfs = compared["cdfs"].as_array().unwrap();
     let ttft = cdfs.iter().find(|c| c["metric"] == "ttft_ms").unwrap_or_else(|| panic!("a TTFT CDF: {compared}"));
     let svg = ttft["svg"].as_str().unwrap();
+    // These TTFTs span more than a factor of ten: a log axis, with its linear twin to switch to.
+    assert_eq!(ttft["axis"], "log", "{ttft}");
+    assert!(svg.contains("log scale") && ttft["linear_svg"].as_str().is_some_and(|l| !l.contains("log scale")));
     let texts: Vec<&str> = svg.split("</text>").filter_map(|t| t.rsplit('>').next()).map(str::trim).collect();
     assert!(texts.contains(&format!("run {first}").as_str()) && texts.contains(&format!("run {second}").as_str()));
     assert!(cdfs.iter().any(|c| c["metric"] == "itl_ms"), "each per-request metric: {cdfs:?}");

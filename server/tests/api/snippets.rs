@@ -121,12 +121,21 @@ async fn bad_input_gets_a_reason_and_never_a_5xx() {
         (json!({ "path": p("short.txt"), "start": 10, "end": 20 }), StatusCode::UNPROCESSABLE_ENTITY, "past its end"),
         (json!({ "path": "relative/path.py" }), StatusCode::UNPROCESSABLE_ENTITY, "absolute path"),
         (json!({ "path": p("short.txt"), "start": 1 }), StatusCode::UNPROCESSABLE_ENTITY, "both"),
+        (
+            json!({ "path": p("short.txt"), "start": 1, "end": 2, "marked": [3] }),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Marked line 3 is not among the lines shown",
+        ),
     ];
     for (body, status, reason) in cases {
         let response = snippet(&app, body.clone()).await;
         assert_eq!(response.status, status, "{body}: {}", response.text());
         assert!(response.text().contains(reason), "{body}: {}", response.text());
     }
+
+    // A marked line (a grep hit it was opened from) is kept with the step.
+    let marked = snippet(&app, json!({ "path": p("short.txt"), "start": 1, "end": 3, "marked": [2, 2] })).await.json();
+    assert_eq!(marked["marked"], json!([2]), "{marked}");
 
     let clamped = snippet(&app, json!({ "path": p("short.txt"), "start": 2, "end": 50 })).await.json();
     assert_eq!(joined(&clamped), b"two\nthree\n");

@@ -182,7 +182,8 @@ async fn a_stale_save_is_refused_with_who_changed_it_and_their_text() {
     assert_eq!(second.error_code(), "conflict");
     let message = second.json()["error"]["message"].as_str().unwrap().to_string();
     assert!(message.contains("changed by local at") && message.contains("(version 2)"), "{message}");
-    assert!(message.ends_with("ada's text"), "their text comes with it: {message}");
+    assert!(message.contains("Their text:\n\nada's text\n"), "their text comes with it: {message}");
+    assert!(message.ends_with("Theirs (-) against yours (+):\n- ada's text\n+ bob's text"), "and a diff: {message}");
     assert_eq!(app.get(&uri).await.json()["body"], "ada's text", "not overwritten");
     // Saving from the version one has now works; scripts that send no version just write.
     let merged = app.patch_json(&uri, serde_json::json!({ "body": "merged", "version": 2 })).await;
