@@ -80,6 +80,57 @@ test('an editor annotates snippet lines: saved as theirs, markup kept as text', 
   await page.context().close();
 });
 
+test('an editor keeps an arm to chosen runs through the form; the row says which runs it used', async () => {
+  const owner = t.as('owner');
+  const runs = await owner('GET', `/api/v1/steps/${sweep.id}/runs`);
+  const slow = runs.filter((r) => r.config?.FAST === '0').map((r) => r.id);
+  assert.equal(slow.length, 2, JSON.stringify(runs.map((r) => r.config)));
+  const page = await t.signIn(browser, 'editor');
+  await page.goto(`${t.server.url}/i/${inv.id}`);
+  await hydrated(page);
+  const row = page.locator('table.hypotheses-table tbody tr').first();
+  // As the page writes run numbers: #3, #5 apart, #3–4 together.
+  const both = slow[1] === slow[0] + 1 ? `#${slow[0]}–${slow[1]}` : `#${slow[0]}, #${slow[1]}`;
+  assert.match(await row.locator('.arms-used').textContent(), new RegExp(`baseline: ${both};`));
+  const editing = page.locator('table.hypotheses-table tr.hypothesis-editor details.edit-hypothesis').first();
+  const editor = editing.locator('form');
+  const save = async () => {
+    await editor.locator('button:has-text("Save hypothesis")').click();
+  };
+  await editing.locator('summary').click();
+  // A typo is refused with its reason, and nothing changes.
+  await editor.locator('input[name=baseline_exclude]').fill('#x');
+  await save();
+  await editor.locator('p.error').waitFor();
+  assert.match(await editor.locator('p.error').textContent(), /"x" is not a run number/);
+  // One run left out, watch runs asked for on the treatment, a window on the baseline.
+  await editor.locator('input[name=baseline_exclude]').fill(`#${slow[0]}`);
+  await editor.locator('input[name=baseline_from]').fill('2020-01-01 00:00');
+  await editor.locator('input[name=treatment_watch]').check();
+  await save();
+  await page.waitForFunction((id) => /1 run left out/.test(document.querySelector('table.hypotheses-table .arms-narrowed')?.textContent ?? ''), slow[0]);
+  const narrowed = await row.locator('.arms-narrowed').textContent();
+  assert.match(narrowed, new RegExp(`started from 2020-01-01T00:00:00Z.*1 run left out \\(#${slow[0]}\\).*watch runs included`), narrowed);
+  assert.match(await row.locator('.arms-used').textContent(), new RegExp(`baseline: #${slow[1]};`));
+  const [stored] = await owner('GET', `/api/v1/investigations/${inv.id}/hypotheses`);
+  assert.deepEqual([stored.baseline.exclude, stored.baseline.window, stored.treatment.include_watch_runs],
+    [[slow[0]], { from: '2020-01-01T00:00:00Z' }, true]);
+  await screenshot(page, 'hypothesis-narrowed');
+  // The form shows what it holds; emptied, the arm is whole again.
+  await page.reload();
+  await hydrated(page);
+  await editing.locator('summary').click();
+  assert.equal(await editor.locator('input[name=baseline_exclude]').inputValue(), `#${slow[0]}`);
+  await editor.locator('input[name=baseline_exclude]').fill('');
+  await editor.locator('input[name=baseline_from]').fill('');
+  await editor.locator('input[name=treatment_watch]').uncheck();
+  await save();
+  await page.waitForFunction(() => !document.querySelector('table.hypotheses-table .arms-narrowed'));
+  assert.match(await row.locator('.arms-used').textContent(), new RegExp(`baseline: ${both};`));
+  assert.deepEqual(page.problems.filter((p) => !/^http 4\d\d: .*\/api\/edit_hypothesis/.test(p)), []);
+  await page.context().close();
+});
+
 test('a runner watches one configuration of a sweep; a viewer reads it, its history lists the configurations', async () => {
   const runner = await t.signIn(browser, 'runner');
   await runner.goto(`${t.server.url}/i/${inv.id}`);

@@ -33,6 +33,65 @@ fn edited_group(text: &str) -> Result<Option<crate::hypotheses::RunGroup>, ApiEr
     }
 }
 
+/// An arm's narrowing as the edit form gives it: a window's ends (RFC 3339,
+/// or `2026-12-06 15:00` read as UTC), a launch (its first run, `#12` or
+/// `12`), runs left out (`#3, 7`), and whether watch runs join.
+#[cfg(feature = "ssr")]
+struct Narrowing {
+    from: String,
+    to: String,
+    launch: String,
+    exclude: String,
+    watch: Option<String>,
+}
+
+#[cfg(feature = "ssr")]
+impl Narrowing {
+    /// `group` with this narrowing in place of its own.
+    fn apply(self, mut group: crate::hypotheses::RunGroup) -> Result<crate::hypotheses::RunGroup, ApiError> {
+        let (from, to) = (form_time(&self.from), form_time(&self.to));
+        group.window = (from.is_some() || to.is_some()).then_some(crate::hypotheses::Window { from, to });
+        group.launch =
+            crate::backend::form_number("The launch's first run", self.launch.trim().trim_start_matches('#'))?;
+        group.exclude = run_list(&self.exclude)?;
+        group.include_watch_runs = self.watch.is_some();
+        Ok(group)
+    }
+}
+
+/// A time typed in the form: as given when it has a zone (the store checks
+/// it is RFC 3339), else UTC (`2026-12-06 15:00` → `2026-12-06T15:00:00Z`).
+#[cfg(feature = "ssr")]
+fn form_time(text: &str) -> Option<String> {
+    let text = text.trim().replacen(' ', "T", 1);
+    if text.is_empty() {
+        return None;
+    }
+    let zoned = text.ends_with('Z') || text.get(19..).is_some_and(|rest| rest.contains(['+', '-']));
+    Some(match (zoned, text.len()) {
+        (true, _) => text,
+        (false, 16) => format!("{text}:00Z"),
+        (false, _) => format!("{text}Z"),
+    })
+}
+
+/// `#3, 7 #9` → `[3, 7, 9]`.
+#[cfg(feature = "ssr")]
+fn run_list(text: &str) -> Result<Vec<i64>, ApiError> {
+    text.split([',', ' ', ';'])
+        .map(|part| part.trim().trim_start_matches('#'))
+        .filter(|part| !part.is_empty())
+        .map(|part| {
+            part.parse::<i64>().ok().filter(|id| *id > 0).ok_or_else(|| {
+                crate::backend::with_status::<()>(Err(ApiError::invalid(format!(
+                    "{part:?} is not a run number: list runs to leave out as #3, #7."
+                ))))
+                .unwrap_err()
+            })
+        })
+        .collect()
+}
+
 /// A hypothesis is judged on one metric: the page asks for it (the API lets a
 /// script leave it out and name it later, but not give a blank one).
 #[cfg(feature = "ssr")]
@@ -104,14 +163,48 @@ pub async fn edit_hypothesis(
     expected_pct: String,
     baseline_step: String,
     treatment_step: String,
+    baseline_from: String,
+    baseline_to: String,
+    baseline_launch: String,
+    baseline_exclude: String,
+    baseline_watch: Option<String>,
+    treatment_from: String,
+    treatment_to: String,
+    treatment_launch: String,
+    treatment_exclude: String,
+    treatment_watch: Option<String>,
 ) -> Result<Hypothesis, ApiError> {
     let fields = [statement, rationale, metric, direction, expected_pct];
-    let input = crate::hypotheses::HypothesisInput {
-        version: Some(version),
-        ..form_input(fields, edited_group(&baseline_step)?, edited_group(&treatment_step)?)?
-    };
-    crate::backend::call(move |notebook, actor| async move { notebook.update_hypothesis(&actor, id, input).await })
-        .await
+    let narrowing = [
+        Narrowing {
+            from: baseline_from,
+            to: baseline_to,
+            launch: baseline_launch,
+            exclude: baseline_exclude,
+            watch: baseline_watch,
+        },
+        Narrowing {
+            from: treatment_from,
+            to: treatment_to,
+            launch: treatment_launch,
+            exclude: treatment_exclude,
+            watch: treatment_watch,
+        },
+    ];
+    let chosen = [edited_group(&baseline_step)?, edited_group(&treatment_step)?];
+    crate::backend::call(move |notebook, actor| async move {
+        // `keep`: the arm's runs as they are (picked through the API); the
+        // form's narrowing replaces theirs either way.
+        let current = notebook.hypothesis(&actor, id).await?;
+        let [mut baseline, mut treatment] = chosen;
+        let [b, t] = narrowing;
+        baseline = Some(b.apply(baseline.unwrap_or(current.baseline))?);
+        treatment = Some(t.apply(treatment.unwrap_or(current.treatment))?);
+        let input =
+            crate::hypotheses::HypothesisInput { version: Some(version), ..form_input(fields, baseline, treatment)? };
+        notebook.update_hypothesis(&actor, id, input).await
+    })
+    .await
 }
 
 #[server]
@@ -491,11 +584,7 @@ fn AddHypothesis(investigation: String, commands: Vec<(String, String)>) -> impl
 /// configuration of a sweep, none; or `keep` for a group the selects cannot
 /// show (runs picked one by one, through the API).
 fn group_choice(group: &crate::hypotheses::RunGroup) -> String {
-    // Narrowed (a window, a launch, runs left out, watch runs asked for): the
-    // selects cannot show it, and saving the form must not drop it.
-    if !group.narrowed().is_empty() {
-        return "keep".into();
-    }
+    // Its narrowing (window, launch, runs left out, watch runs) has fields of its own.
     match (group.runs.as_slice(), group.steps.as_slice(), group.configs.as_slice()) {
         ([], [], []) => String::new(),
         ([], [step], []) => step.to_string(),
@@ -526,6 +615,8 @@ fn EditHypothesis(h: Hypothesis, commands: Vec<(String, String)>) -> impl IntoVi
         select("baseline_step", "Baseline runs", group_choice(&h.baseline)),
         select("treatment_step", "Treatment runs", group_choice(&h.treatment)),
     );
+    let (baseline_narrow, treatment_narrow) =
+        (narrowing_fields("baseline", &h.baseline), narrowing_fields("treatment", &h.treatment));
     let direction = h.direction.map(Direction::as_str).unwrap_or_default();
     let directions = ["", "increase", "decrease"]
         .into_iter()
@@ -547,10 +638,34 @@ fn EditHypothesis(h: Hypothesis, commands: Vec<(String, String)>) -> impl IntoVi
                     <label class="narrow">"by %" <input name="expected_pct" inputmode="decimal" value=h.expected_pct.map(|p| p.to_string()).unwrap_or_default()/></label>
                 </div>
                 <div class="row">{baseline}{treatment}</div>
+                <div class="row arm-narrowing">{baseline_narrow}{treatment_narrow}</div>
                 <crate::components::ActionError action=edit/>
                 <div class="form-actions"><button type="submit" class="primary">"Save hypothesis"</button></div>
             </ActionForm>
         </details>
+    }
+}
+
+/// An arm's narrowing in the edit form, filled with what it has now: only
+/// runs started in a window, of one launch, some left out, watch runs or not.
+fn narrowing_fields(side: &'static str, group: &crate::hypotheses::RunGroup) -> impl IntoView + use<> {
+    let window = group.window.clone().unwrap_or_default();
+    let exclude = group.exclude.iter().map(|id| format!("#{id}")).collect::<Vec<_>>().join(", ");
+    let launch = group.launch.map(|id| format!("#{id}")).unwrap_or_default();
+    view! {
+        <fieldset class="narrowing" data-side=side>
+            <legend>{format!("Keep the {side} to")}</legend>
+            <label>"runs started from " <span class="muted">"(UTC)"</span>
+                <input name=format!("{side}_from") value=window.from placeholder="2026-12-06 15:00" autocomplete="off"/></label>
+            <label>"until " <span class="muted">"(UTC)"</span>
+                <input name=format!("{side}_to") value=window.to placeholder="2026-12-06 18:00" autocomplete="off"/></label>
+            <label>"one launch, begun by run"
+                <input name=format!("{side}_launch") value=launch placeholder="#12" inputmode="numeric" autocomplete="off"/></label>
+            <label>"leaving out runs"
+                <input name=format!("{side}_exclude") value=exclude placeholder="#3, #7" autocomplete="off"/></label>
+            <label class="check"><input type="checkbox" name=format!("{side}_watch") value="on" checked=group.include_watch_runs/>
+                " with the runs of watches"</label>
+        </fieldset>
     }
 }
 
@@ -601,7 +716,7 @@ mod tests {
     use crate::hypotheses::{ConfigPick, RunGroup};
 
     #[test]
-    fn a_narrowed_arm_is_kept_as_it_is_by_the_form() {
+    fn the_select_shows_an_arms_runs_and_its_narrowing_has_fields_of_its_own() {
         let pick = ConfigPick { step: 3, config: [("X".to_string(), Some("1".to_string()))].into_iter().collect() };
         let plain = RunGroup { configs: vec![pick.clone()], ..RunGroup::default() };
         assert_eq!(group_choice(&plain), r#"3|{"X":"1"}"#);
@@ -612,7 +727,43 @@ mod tests {
             RunGroup { include_watch_runs: true, ..plain.clone() },
         ];
         for group in narrowed {
-            assert_eq!(group_choice(&group), "keep", "{group:?}");
+            assert_eq!(group_choice(&group), r#"3|{"X":"1"}"#, "{group:?}");
         }
+        assert_eq!(group_choice(&RunGroup { runs: vec![1, 2], ..RunGroup::default() }), "keep", "picked runs");
+    }
+
+    #[cfg(feature = "ssr")]
+    #[test]
+    fn narrowing_as_typed() {
+        use super::{Narrowing, form_time, run_list};
+        assert_eq!(form_time("2026-12-06 15:00").as_deref(), Some("2026-12-06T15:00:00Z"));
+        assert_eq!(form_time("2026-12-06T15:00:30").as_deref(), Some("2026-12-06T15:00:30Z"));
+        assert_eq!(form_time(" 2026-12-06T15:00:00+01:00 ").as_deref(), Some("2026-12-06T15:00:00+01:00"));
+        assert_eq!(form_time("2026-12-06T15:00:00.250Z").as_deref(), Some("2026-12-06T15:00:00.250Z"));
+        assert_eq!(form_time("  "), None);
+        assert_eq!(run_list("#3, 7 #9;").unwrap(), vec![3, 7, 9]);
+        assert!(run_list("#3, seven").unwrap_err().message.contains("\"seven\" is not a run number"));
+        let narrowed = Narrowing {
+            from: "2026-12-06 15:00".into(),
+            to: String::new(),
+            launch: "#12".into(),
+            exclude: "#4".into(),
+            watch: Some("on".into()),
+        }
+        .apply(RunGroup { steps: vec![2], exclude: vec![1], ..RunGroup::default() })
+        .unwrap();
+        assert_eq!(narrowed.steps, vec![2]);
+        assert_eq!(narrowed.window.and_then(|w| w.from).as_deref(), Some("2026-12-06T15:00:00Z"));
+        assert_eq!((narrowed.launch, narrowed.exclude, narrowed.include_watch_runs), (Some(12), vec![4], true));
+        let cleared = Narrowing {
+            from: String::new(),
+            to: String::new(),
+            launch: String::new(),
+            exclude: String::new(),
+            watch: None,
+        }
+        .apply(RunGroup { exclude: vec![1], launch: Some(3), ..RunGroup::default() })
+        .unwrap();
+        assert_eq!(cleared, RunGroup::default(), "emptied fields clear the narrowing");
     }
 }
