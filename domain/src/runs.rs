@@ -223,6 +223,11 @@ pub struct Run {
     /// On pages, for the newest run of a step: the end of its server's log.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_tail: Option<OutputTail>,
+    /// On its page, for a run on a server another run started (kept across
+    /// runs): the end of that run's log of it, the server's start-up. This
+    /// run's own log is its window of the server's life.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_before: Option<ServerLogBefore>,
     /// The files kept from the run's directory.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub artifacts: Vec<Artifact>,
@@ -320,6 +325,15 @@ impl ServerState {
             notes: Vec::new(),
         }
     }
+}
+
+/// The log of a kept server before a run: kept with the run that started it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+pub struct ServerLogBefore {
+    /// The run that started the server.
+    pub run: i64,
+    pub tail: OutputTail,
 }
 
 /// A file kept from a run's directory.

@@ -572,7 +572,7 @@ pub fn RunOutput(
                 <div class="run-config">"configuration " <code>{crate::sweeps::config_label(c)}</code>
                     " " <AgainForm step_id=run.step_id config=c.clone()/></div>
             })}
-            {run.server.clone().map(|state| view! { <ServerBeside run_id state tail=run.server_tail.clone() files=files.clone() open=whole/> })}
+            {run.server.clone().map(|state| view! { <ServerBeside run_id state tail=run.server_tail.clone() before=run.server_before.clone() files=files.clone() open=whole/> })}
             <Measurements found=run.measurements.clone() open=whole/>
             <Artifacts artifacts=run.artifacts.clone() notes=run.artifact_notes.clone() reports=run.reports.clone() run_dir=run.run_dir.clone() files=files.clone()/>
             {run.telemetry_svg.clone().map(|svg| view! {
@@ -666,11 +666,25 @@ fn ServerBeside(
     run_id: i64,
     state: ServerState,
     tail: Option<OutputTail>,
+    /// On a kept server, its log before this run (from the run that started it).
+    before: Option<crate::runs::ServerLogBefore>,
     files: RunFiles,
     /// Its log open even when the server has stopped.
     open: bool,
 ) -> impl IntoView {
     let (html, end) = tail.map(|t| (t.html, t.end)).unwrap_or_default();
+    let kept = before.is_some();
+    let before = before.map(|b| {
+        let from = match files.page(b.run) {
+            Some(href) => view! { <a href=format!("{href}#server-{}", b.run)>{format!("run {}", b.run)}</a> }.into_any(),
+            None => view! { <span>{format!("run {}", b.run)}</span> }.into_any(),
+        };
+        view! {
+            <p class="muted server-window">"Before this run — the end of its log with " {from} ", which started the server:"</p>
+            <pre class="output server-output server-before"><code inner_html=b.tail.html></code></pre>
+            <p class="muted server-window">"During this run:"</p>
+        }
+    });
     let phase = match state.phase {
         ServerPhase::Waiting => "starting",
         ServerPhase::Ready => "ready",
@@ -695,7 +709,7 @@ fn ServerBeside(
     };
     let live = !matches!(state.phase, ServerPhase::Stopped | ServerPhase::Failed);
     view! {
-        <section class="server-beside" data-phase=format!("{:?}", state.phase).to_lowercase()>
+        <section class="server-beside" id=format!("server-{run_id}") data-phase=format!("{:?}", state.phase).to_lowercase()>
             <div class="server-head">
                 <span class="tag">"server"</span>
                 <span class=format!("badge server-{}", format!("{:?}", state.phase).to_lowercase())>{phase}</span>
@@ -707,10 +721,13 @@ fn ServerBeside(
             })}
             <details class="server-log" data-end=end data-live=live.then_some("") open=live || open>
                 <summary>
-                    "Server log " <span class="muted server-bytes">{human_bytes(end)}</span> " "
+                    "Server log " <span class="muted server-bytes">{human_bytes(end)}</span>
+                    {(kept && end == 0 && !live).then(|| view! { <span class="muted">" (nothing during this run)"</span> })}
+                    " "
                     {files.url(run_id, "/output?stream=server&download=1").map(|href| view! { <a href=href class="quiet">"raw"</a> })}
                 </summary>
-                <pre class="output server-output">
+                {before}
+                <pre class="output server-output" class:this-window=kept>
                     <code inner_html=html></code>
                     <code class="live"></code>
                 </pre>

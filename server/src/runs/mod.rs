@@ -120,6 +120,7 @@ pub fn run_from_row(row: RunRow) -> Run {
         telemetry_svg: None,
         telemetry_drawn: row.telemetry_drawn != 0,
         server_tail: None,
+        server_before: None,
         telemetry_notes: Vec::new(),
         run_dir: row.run_dir,
         server: row.server.as_deref().and_then(|s| serde_json::from_str(s).ok()),

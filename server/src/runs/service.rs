@@ -504,6 +504,20 @@ impl Runs {
             for_reader(permit.role(), &mut log.html);
             run.server_tail = Some(log);
         }
+        // On a kept server, this run's log is its window of the server's life:
+        // the start-up is in the log of the run that started it.
+        if let Some(started_by) = run.server.as_ref().and_then(|s| s.started_by_run).filter(|by| *by != id)
+            && self.row(permit, started_by).await.is_ok()
+            && let Some(log) = self.logs_of(&[started_by]).await.1.get(&started_by)
+        {
+            match tail(outputs, started_by, OutputKey::Log(*log), TAIL_BYTES).await {
+                Ok(mut before) => {
+                    for_reader(permit.role(), &mut before.html);
+                    run.server_before = Some(domain::runs::ServerLogBefore { run: started_by, tail: before });
+                }
+                Err(e) => tracing::error!(run = id, started_by, "cannot read the kept server's log: {e}"),
+            }
+        }
         if run.telemetry && run.status.is_finished() {
             run.telemetry_svg = self.store.telemetry_svg(id).await?.filter(|svg| !svg.is_empty());
             if let Some((_, Some(notes))) = self.store.telemetry_info(id).await? {

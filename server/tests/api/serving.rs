@@ -137,6 +137,14 @@ async fn a_sweep_with_a_server_keeps_its_log_its_files_and_their_numbers() {
             // Kept from the run before (same configuration, back to back): not restarted.
             assert_eq!(state["started_by_run"], ended[i - 1]["id"], "{state}");
             assert!(!log.contains("custom_all_reduce"), "only what it printed during this run: {log}");
+            // Its page shows the server's log before this run (from the run
+            // that started it), then this run's window of it.
+            let page = app.get(&format!("/runs/{id}")).await.text();
+            let before = page.split("server-before").nth(1).and_then(|r| r.split("</pre>").next()).unwrap_or("");
+            assert!(before.contains("Custom allreduce is disabled"), "the start-up, before this run: {page}");
+            let by = ended[i - 1]["id"].as_i64().unwrap();
+            assert!(page.contains(&format!("href=\"/runs/{by}#server-{by}\"")), "a link to the run that started it");
+            assert!(page.contains("class=\"output server-output this-window\""), "this run's window, marked");
         }
         assert!(log.contains("POST /v1/completions"), "the client's requests, in the server's log: {log}");
         let phase = state["phase"].as_str().unwrap();
