@@ -24,6 +24,20 @@ pub struct Measurement {
     pub key: Option<String>,
 }
 
+/// [`one_each`], owned: the first of each metric and key, and the others
+/// (the same number read again by another extractor), in the order found.
+pub fn split_one_each(found: Vec<Measurement>) -> (Vec<Measurement>, Vec<Measurement>) {
+    let (mut first, mut again): (Vec<Measurement>, Vec<Measurement>) = (Vec::new(), Vec::new());
+    for m in found {
+        if first.iter().any(|k| k.metric == m.metric && k.key == m.key) {
+            again.push(m);
+        } else {
+            first.push(m);
+        }
+    }
+    (first, again)
+}
+
 /// One measurement per metric and key, the first found, in the order found:
 /// two extractors reading the same number (a log line and a result file)
 /// give it twice.

@@ -193,6 +193,11 @@ pub struct Run {
     /// What the extractors found in the output once the run ended.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub measurements: Vec<crate::metrics::Measurement>,
+    /// A run read alone (`GET /runs/{id}`) lists each metric and key once in
+    /// `measurements` (the first source found); the same number read again
+    /// by another extractor (a log line and a result file) is here, with it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_sources: Vec<crate::metrics::Measurement>,
     /// A sweep's run: the matrix values it ran with (`null`: unset).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<crate::sweeps::Config>,

@@ -113,6 +113,7 @@ pub fn run_from_row(row: RunRow) -> Run {
         facts_id: row.facts_id,
         tail: None,
         measurements: Vec::new(),
+        other_sources: Vec::new(),
         config: row.config.as_deref().and_then(|c| serde_json::from_str(c).ok()),
         sweep_id: row.sweep_id,
         sweep_index: row.sweep_index.and_then(|i| u32::try_from(i).ok()),

@@ -484,8 +484,8 @@ impl Runs {
         run.artifacts = self.logs_of(&[id]).await.0.remove(&id).unwrap_or_default();
         run.reports = self.store.reports_of_runs(&[id]).await?.into_iter().map(|r| super::report_of(r, true)).collect();
         if run.status.is_finished() {
-            run.measurements =
-                self.store.measurements_of_runs(&[id]).await?.iter().map(crate::metrics::value_of).collect();
+            let found = self.store.measurements_of_runs(&[id]).await?.iter().map(crate::metrics::value_of).collect();
+            (run.measurements, run.other_sources) = domain::metrics::split_one_each(found);
         }
         Ok(run)
     }

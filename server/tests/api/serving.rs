@@ -166,12 +166,30 @@ async fn a_sweep_with_a_server_keeps_its_log_its_files_and_their_numbers() {
         assert_eq!(artifact["size"].as_u64().unwrap(), download.body.len() as u64);
         assert_eq!(artifact["sha256"].as_str().unwrap(), hex(&Sha256::digest(&download.body)));
         assert!(run["run_dir"].as_str().unwrap().starts_with(&format!("~/.sleuth/runs/{id}-")), "{run}");
-        let from_file = run["measurements"]
-            .as_array()
-            .unwrap()
+        // Each metric and key once; the same number from another source (the
+        // printed line and the saved file both give the throughput) under
+        // `other_sources`, with its extractor.
+        let listed = run["measurements"].as_array().unwrap();
+        let mut names: Vec<String> = listed.iter().map(|m| format!("{} {}", m["metric"], m["key"])).collect();
+        let all = names.len();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), all, "one value per metric and key: {listed:?}");
+        let others = run["other_sources"].as_array().cloned().unwrap_or_default();
+        assert!(!others.is_empty(), "the throughput is read twice: {run}");
+        for other in &others {
+            assert!(
+                listed.iter().any(|m| m["metric"] == other["metric"]
+                    && m["key"] == other["key"]
+                    && m["extractor"] != other["extractor"]),
+                "{other} is a second source of a listed metric"
+            );
+        }
+        let from_file = listed
             .iter()
+            .chain(&others)
             .find(|m| m["metric"] == "output_throughput" && m["extractor"] == "vllm-save-result")
-            .unwrap_or_else(|| panic!("the saved result's numbers: {}", run["measurements"]))
+            .unwrap_or_else(|| panic!("the saved result's numbers: {run}"))
             .clone();
         assert_eq!(from_file["value"].as_f64().unwrap(), throughput_of_line(i / 2), "{proto}");
     }
