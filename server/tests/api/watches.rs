@@ -237,3 +237,96 @@ async fn a_silent_webhook_does_not_delay_another_watch() {
     let after = runs_of(&app, steady).await;
     assert!(after >= before + 4, "the other watch ran {} times in the 8 s the webhook held its own", after - before);
 }
+
+/// Measured in a process of its own: a test's peak RSS is then its own.
+#[test]
+fn a_webhook_answering_a_gigabyte_is_read_no_further_than_a_few_kilobytes() {
+    let exe = std::env::current_exe().expect("the test binary");
+    let out = std::process::Command::new(exe)
+        .args(["--exact", "watches::gigabyte_answer_in_a_process_of_its_own", "--ignored", "--nocapture"])
+        .output()
+        .expect("run the test binary");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success() && text.contains("1 passed"), "{text}");
+}
+
+fn peak_rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("VmHWM"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "run by a_webhook_answering_a_gigabyte_is_read_no_further_than_a_few_kilobytes in a process of its own"]
+async fn gigabyte_answer_in_a_process_of_its_own() {
+    let sshd = Sshd::start();
+    let app = app_with_host_and_loopback_webhooks(&sshd).await;
+    let dir = tempfile::tempdir().unwrap();
+    let counter = dir.path().join("counter");
+    // 60 tok/s for 4 runs, then 30: a change to tell at the eighth run.
+    let dropping = format!(
+        "n=$(cat {c} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {c}; \
+         printf '============ Serving Benchmark Result ============\\nOutput token throughput (tok/s):          %s\\n' $([ $n -gt 4 ] && echo 30.$n || echo 60.$n)",
+        c = counter.display()
+    );
+    let step = command_step(&app, json!({ "command": dropping, "telemetry": false })).await;
+    // Reads the request, then answers 200 with a body of 1 GiB, written as
+    // fast as the socket takes it, until the server hangs up.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://127.0.0.1:{}/hook", listener.local_addr().unwrap().port());
+    let (sent_tx, mut sent) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let sent_tx = sent_tx.clone();
+            tokio::spawn(async move {
+                let mut request = Vec::new();
+                let mut buf = [0u8; 8192];
+                while !String::from_utf8_lossy(&request).contains("}") {
+                    match socket.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                }
+                const GIB: u64 = 1 << 30;
+                let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {GIB}\r\nContent-Type: text/plain\r\n\r\n");
+                let mut written = 0u64;
+                if socket.write_all(head.as_bytes()).await.is_ok() {
+                    let chunk = vec![b'x'; 64 * 1024];
+                    while written < GIB && socket.write_all(&chunk).await.is_ok() {
+                        written += chunk.len() as u64;
+                    }
+                }
+                let _ = sent_tx.send(written);
+            });
+        }
+    });
+    let before = peak_rss_kb();
+    let made = app
+        .post_json(&format!("/api/v1/steps/{step}/watch"), json!({ "every_s": 1, "max_failures": 100, "webhook": url }))
+        .await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.text());
+    let written = tokio::time::timeout(Duration::from_secs(90), sent.recv())
+        .await
+        .expect("the webhook is told within 90 s")
+        .unwrap();
+    let watch = made.json()["id"].as_i64().unwrap();
+    let told = loop {
+        let shown = app.get(&format!("/api/v1/watches/{watch}")).await.json();
+        if let Some(told) = shown["last_told"].as_str() {
+            break told.to_string();
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let growth_mb = peak_rss_kb().saturating_sub(before) / 1024;
+    println!(
+        "a 1 GiB webhook answer: the receiver got {} KB out before the hang-up; peak RSS grew {growth_mb} MB",
+        written / 1024
+    );
+    assert!(told.ends_with(": delivered (200)"), "{told}");
+    assert!(written < 64 << 20, "the rest of the gigabyte was never asked for ({written} bytes went out)");
+    assert!(growth_mb <= 16, "peak RSS grew {growth_mb} MB");
+}
