@@ -14,7 +14,8 @@ const ABANDONED: &str =
 pub(super) const COLUMNS: &str = "id, step_id, host, command, env, cwd, timeout_s, status, exit_code, exit_signal, error,
     batch_index, batch_size, warmup, stdout_bytes, stderr_bytes, lines, queued_at, started_at, finished_at, who, facts_id,
     config, sweep_id, sweep_index, telemetry, plan, run_dir, server, artifact_notes, host_quiet_s,
-    CAST(CASE WHEN telemetry_svg IS NULL THEN 0 ELSE 1 END AS BIGINT) AS telemetry_drawn, origin, origin_id, launch";
+    CAST(CASE WHEN telemetry_svg IS NULL THEN 0 ELSE 1 END AS BIGINT) AS telemetry_drawn, origin, origin_id,
+    COALESCE(launch, id) AS launch";
 
 impl Store {
     /// Inserts one run; `launch`: the first run of its Run press or sweep
@@ -51,11 +52,9 @@ impl Store {
         .into_iter()
         .next()
         .ok_or(sqlx::Error::RowNotFound)?;
-        if launch.is_some() {
-            return Ok(row);
-        }
-        sqlx::query("UPDATE runs SET launch = id WHERE id = $1").bind(row.id).execute(&self.pool).await?;
-        Ok(RunRow { launch: Some(row.id), ..row })
+        // A launch's first run is stored without one (read as its own id):
+        // one write per run, not an insert and an update.
+        Ok(row)
     }
 
     pub async fn run(&self, id: i64) -> StoreResult<Option<RunRow>> {
