@@ -34,6 +34,10 @@ const MAX_BODY: usize = 16 << 20;
 /// per request ID label) would make every viewer of the run read megabytes.
 /// The rest are counted and their names said in a note.
 pub const MAX_SERIES: usize = 2000;
+/// Bytes of recorded metrics a run keeps (changes only, as stored): past it
+/// the run goes on, its later scrapes are not kept, and a note says from when.
+/// 2 000 series changing every second fill it in about an hour and a half.
+pub const KEEP_AT_MOST: usize = 128 << 20;
 /// What the script prints when the host has no python3.
 const NO_PYTHON: &str = "sleuth-engine: no python3";
 const FRAME: &str = "sleuth-scrape ";
@@ -191,6 +195,11 @@ struct Scraper {
     series: std::collections::HashSet<(String, Vec<(String, String)>)>,
     dropped: std::collections::HashSet<(String, Vec<(String, String)>)>,
     dropped_by_metric: BTreeMap<String, usize>,
+    /// Bytes stored so far, of [`KEEP_AT_MOST`] (`keep_at_most`, smaller in tests).
+    kept_bytes: usize,
+    keep_at_most: usize,
+    /// Set once the run's metrics filled what it keeps.
+    full: bool,
 }
 
 impl Scraper {
@@ -211,6 +220,9 @@ impl Scraper {
             series: Default::default(),
             dropped: Default::default(),
             dropped_by_metric: BTreeMap::new(),
+            kept_bytes: 0,
+            keep_at_most: KEEP_AT_MOST,
+            full: false,
         }
     }
 
@@ -336,11 +348,25 @@ impl Scraper {
     /// What came is recorded and stored (once the run's t = 0 is known).
     async fn store_now(&mut self, last: bool) {
         let Some(t0) = self.t0 else { return };
+        let first = self.held.first().map(|(at, _)| *at);
         for (at, exposition) in self.held.drain(..) {
             self.recorder.push(t_ms(at, t0), &exposition);
         }
         let chunk = if last { self.recorder.finish() } else { self.recorder.take() };
         if let Some(chunk) = chunk {
+            if self.full {
+                return;
+            }
+            if self.kept_bytes + chunk.len() > self.keep_at_most {
+                self.full = true;
+                let since = format!("{:.0}", t_ms(first.unwrap_or(t0), t0).max(0) as f64 / 1000.0);
+                self.notes.push(format!(
+                    "The engine's metrics filled the {} MiB a run keeps; scrapes from {since} s on were not kept.",
+                    self.keep_at_most >> 20
+                ));
+                return;
+            }
+            self.kept_bytes += chunk.len();
             self.seq += 1;
             if let Err(e) = self.store.insert_engine_chunk(self.run, self.seq, &chunk).await {
                 tracing::error!(run = self.run, "cannot store engine metrics: {e}");
@@ -545,6 +571,34 @@ mod tests {
         let script = script(&spec);
         assert!(script.contains("'http://127.0.0.1:8000/metrics'\\''; rm -rf ~; '\\'''"), "{script}");
         assert!(script.ends_with(" 250\n"), "{script}");
+    }
+
+    #[tokio::test]
+    async fn a_run_keeps_metrics_up_to_its_cap_and_says_from_when_it_stopped() {
+        for (_dir, _db, store) in crate::db::test_stores().await {
+            let run = crate::db::tests_support::a_run(&store).await;
+            let spec = MetricsSpec { url: "http://127.0.0.1:8000/metrics".into(), interval_ms: 1000 };
+            let mut scraper = Scraper::new(store.clone(), run, spec, watch::channel(false).0);
+            scraper.keep_at_most = 16 << 10;
+            let t0 = Instant::now();
+            scraper.t0 = Some(t0);
+            // 50 series changing every scrape, stored every 10 scrapes.
+            for i in 0..200u64 {
+                let text: String = (0..50).map(|s| format!("vllm:thing{{n=\"{s}\"}} {}\n", i * 7 + s)).collect();
+                scraper.held.push((t0 + Duration::from_secs(i), domain::engine::parse(&text)));
+                if i % 10 == 9 {
+                    scraper.store_now(false).await;
+                }
+            }
+            scraper.end().await;
+            let kept: usize = store.engine_chunks(run).await.unwrap().iter().map(String::len).sum();
+            assert!(kept > 0 && kept <= 16 << 10, "{kept} bytes kept");
+            let note = scraper.notes.iter().find(|n| n.contains("filled")).expect("a note says so");
+            assert!(note.contains("scrapes from") && note.contains("s on were not kept"), "{note}");
+            let from: u64 =
+                note.split("scrapes from ").nth(1).and_then(|r| r.split(' ').next()).unwrap().parse().unwrap();
+            assert!((10..200).contains(&from) && from % 10 == 0, "the first scrape not kept: {note}");
+        }
     }
 
     #[test]
