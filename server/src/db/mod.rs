@@ -248,7 +248,16 @@ pub struct Store {
     runs: std::sync::Arc<kept::Kept<RunRow>>,
     /// See [`Store::reachable_now`].
     away: std::sync::Arc<Away>,
+    /// See [`Store::read_slot`].
+    reads: std::sync::Arc<tokio::sync::Semaphore>,
 }
+
+/// Pooled connections (PostgreSQL, SQLite) and those of them kept for writes:
+/// reads of run output — every viewer of a live run, every download — take at
+/// most the rest, so a crowd of viewers cannot keep a run's output, a note or a
+/// sign-in from being stored.
+pub(crate) const POOL: (u32, u32) = (16, 8);
+const KEPT_FOR_WRITES: (u32, u32) = (4, 2);
 
 /// Whether the database is known to be away ([`Store::reachable_now`]).
 #[derive(Default)]
@@ -283,7 +292,7 @@ impl Store {
             Database::Sqlite(dir) => (open_sqlite(dir).await?, Backend::Sqlite),
             Database::Postgres(url) => {
                 let pool = AnyPoolOptions::new()
-                    .max_connections(16)
+                    .max_connections(POOL.0)
                     .acquire_timeout(Duration::from_secs(10))
                     .before_acquire(|conn, _| Box::pin(async move { Ok(outside_a_transaction(conn)) }))
                     .connect(url)
@@ -324,7 +333,18 @@ impl Store {
             measurements: std::sync::Arc::new(kept::Kept::new(400_000)),
             runs: std::sync::Arc::new(kept::Kept::new(50_000)),
             away: std::sync::Arc::default(),
+            reads: std::sync::Arc::new(tokio::sync::Semaphore::new(match backend {
+                Backend::Postgres => (POOL.0 - KEPT_FOR_WRITES.0) as usize,
+                Backend::Sqlite => (POOL.1 - KEPT_FOR_WRITES.1) as usize,
+            })),
         })
+    }
+
+    /// A place among the run-output reads that may hold a connection at once
+    /// (the pool less [`KEPT_FOR_WRITES`]); held for one query.
+    pub(crate) async fn read_slot(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        // Never closed: `None` cannot happen, and would only mean no limit.
+        self.reads.acquire().await.ok()
     }
 
     pub fn backend(&self) -> Backend {
@@ -721,7 +741,7 @@ async fn open_sqlite(dir: &Path) -> Result<AnyPool, OpenError> {
     let file = dir.join("sleuth.db");
     let url = Database::Sqlite(dir.to_path_buf()).url();
     AnyPoolOptions::new()
-        .max_connections(8)
+        .max_connections(POOL.1)
         // Per connection: WAL lets readers run beside the writer; foreign keys
         // are off in SQLite unless asked for; writers wait for each other.
         .after_connect(|conn, _| {

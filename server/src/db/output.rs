@@ -69,6 +69,7 @@ impl Store {
 
     /// How many bytes of the run's output are stored.
     pub async fn output_len(&self, key: OutputKey) -> StoreResult<u64> {
+        let _slot = self.read_slot().await;
         let (table, column, id) = key.table();
         let sql = format!("SELECT stop FROM {table} WHERE {column} = $1 ORDER BY start DESC LIMIT 1");
         let row: Option<(i64,)> = sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(id).fetch_optional(&self.pool).await?;
@@ -82,6 +83,7 @@ impl Store {
         if to <= from {
             return Ok(Vec::new());
         }
+        let _slot = self.read_slot().await;
         let (table, column, id) = key.table();
         let sql = format!(
             "SELECT substring(data FROM (GREATEST($2, start) - start + 1)::int
@@ -108,6 +110,7 @@ impl Store {
     /// Up to `limit` whole blocks from the one starting at `from` on, for
     /// readers that walk the whole output (downloads, per-stream reads, copies).
     pub async fn output_blocks(&self, key: OutputKey, from: u64, limit: i64) -> StoreResult<Vec<OutputBlock>> {
+        let _slot = self.read_slot().await;
         let (table, column, id) = key.table();
         let sql = format!(
             "SELECT start, data, chunks FROM {table} WHERE {column} = $1 AND start >= $2 ORDER BY start LIMIT $3"
@@ -129,5 +132,46 @@ impl Store {
         let sql = format!("DELETE FROM {table} WHERE {column} = $1");
         sqlx::query(sqlx::AssertSqlSafe(sql)).bind(id).execute(&self.pool).await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::output::OutputKey;
+    use std::time::Duration;
+
+    /// Output reads waiting for a place never hold up a write: the pool keeps
+    /// connections for writes that reads cannot take (PostgreSQL, where run
+    /// output is in the store; `./dev test` runs the lib tests there too).
+    #[tokio::test]
+    async fn reads_of_output_wait_their_turn_and_writes_go_on() {
+        for (_dir, _db, store) in crate::db::test_stores().await {
+            if store.backend() != crate::db::Backend::Postgres {
+                continue; // SQLite keeps run output in files, not in the store.
+            }
+            let run = crate::db::tests_support::a_run(&store).await;
+            store.append_output(OutputKey::Run(run), 0, b"hello\n", &[]).await.unwrap();
+            let readers = store.reads.available_permits();
+            assert!(readers >= 1, "some reads at once");
+            assert!(readers + 4 <= crate::db::POOL.0 as usize, "{readers} reads leave connections for writes");
+            // Every place taken, as a crowd of viewers would.
+            let crowd = store.reads.acquire_many(readers as u32).await.unwrap();
+            let waiting = tokio::spawn({
+                let store = store.clone();
+                async move { store.output_len(OutputKey::Run(run)).await }
+            });
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            assert!(!waiting.is_finished(), "a read waits for a place");
+            // Writes meanwhile: a run stored, its output appended.
+            let wrote = tokio::time::timeout(Duration::from_secs(5), async {
+                let other = crate::db::tests_support::a_run(&store).await;
+                store.append_output(OutputKey::Run(other), 0, b"written\n", &[]).await.unwrap();
+            })
+            .await;
+            assert!(wrote.is_ok(), "writes are not held up by the reads");
+            drop(crowd);
+            let len = tokio::time::timeout(Duration::from_secs(5), waiting).await.unwrap().unwrap().unwrap();
+            assert_eq!(len, 6);
+        }
     }
 }
