@@ -209,6 +209,11 @@ test('a runner replays the investigation; the replay and both investigations lin
   assert.match(await runner.locator('.replay-page h1').textContent(), /finished/);
   assert.equal(await runner.locator('tr[data-same=true]').count(), 1, await runner.locator('main').textContent());
   await screenshot(runner, 'replay-1280');
+  // A phone: the replay's page fits; its table scrolls in its box.
+  await runner.setViewportSize({ width: 390, height: 844 });
+  assert.ok(await runner.evaluate(() => document.documentElement.scrollWidth) <= 390, 'the replay page fits 390 px');
+  await screenshot(runner, 'replay-390');
+  await runner.setViewportSize({ width: 1280, height: 900 });
   // The copy says it is a replay, and of what; the original lists it.
   await runner.locator('a', { hasText: "the replay's investigation" }).click();
   await runner.locator('.replay-of').waitFor();

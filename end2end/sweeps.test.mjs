@@ -1,13 +1,15 @@
 // A sweep in the browser: a command with a matrix added through the form, run
 // as a sweep (interleaved, a warm-up each), its progress line, a configuration
 // per run, the overview grouped by configuration — and GPU telemetry from a
-// fake nvidia-smi replaying the H200 fixtures, drawn beside the run.
+// fake nvidia-smi replaying the H200 fixtures, drawn beside the run. Signed
+// in as the team works: a runner adds and runs the sweep; a viewer reads the
+// telemetry.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync, chmodSync, mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
-import { startServer, launchBrowser, newPage, hydrated, screenshot, tempDataDir, apiClient, addLoopbackHost, fixturesDir } from './harness.mjs';
+import { launchBrowser, hydrated, screenshot, team, fixturesDir } from './harness.mjs';
 import { startSshd } from './sshd.mjs';
 
 let server;
@@ -33,13 +35,14 @@ exec sleep 600
 }
 
 let api;
+let members;
 
 before(async () => {
   sshd = await startSshd();
-  server = await startServer(tempDataDir());
+  members = await team(sshd);
+  server = members.server;
   browser = await launchBrowser();
-  api = apiClient(server);
-  await addLoopbackHost(api, server, sshd);
+  api = members.as('runner');
 });
 
 after(async () => {
@@ -49,9 +52,9 @@ after(async () => {
 });
 
 test('a sweep from the form: progress, a configuration per run, groups by configuration', async () => {
-  const inv = await api('POST', '/api/v1/investigations', { title: 'NCCL_PROTO × batch' });
-  await api('POST', `/api/v1/investigations/${inv.id}/extractors`, { name: 'decode', pattern: 'decode ([\\d.]+) tok/s', unit: 'tok/s' });
-  const page = await newPage(browser);
+  const inv = await members.investigation('NCCL_PROTO × batch');
+  await members.as('owner')('POST', `/api/v1/investigations/${inv.id}/extractors`, { name: 'decode', pattern: 'decode ([\\d.]+) tok/s', unit: 'tok/s' });
+  const page = await members.signIn(browser, 'runner');
   await page.goto(server.url + inv.url);
   await hydrated(page);
   await page.click('#add-command summary');
@@ -86,7 +89,7 @@ test('a sweep from the form: progress, a configuration per run, groups by config
 
 test('GPU telemetry from a fake nvidia-smi is drawn beside the run', async () => {
   const bin = fakeNvidiaSmi();
-  const inv = await api('POST', '/api/v1/investigations', { title: 'decode with telemetry' });
+  const inv = await members.investigation('decode with telemetry');
   const step = await api('POST', `/api/v1/investigations/${inv.id}/steps`,
     { kind: 'command', host: 'gpu', command: 'sleep 3; echo decode done', env: { PATH: `${bin}:/usr/bin:/bin` } });
   const [run] = await api('POST', `/api/v1/steps/${step.id}/runs`, {});
@@ -98,7 +101,7 @@ test('GPU telemetry from a fake nvidia-smi is drawn beside the run', async () =>
   const telemetry = await api('GET', `/api/v1/runs/${run.id}/telemetry`);
   assert.ok(telemetry.gpus.length === 1 && telemetry.gpus[0].samples.length > 0,
     `no samples: ${JSON.stringify(telemetry.notes)}\n${server.log().slice(-4000)}`);
-  const page = await newPage(browser);
+  const page = await members.signIn(browser, 'viewer');
   // The chart is drawn just after the run ends (the run's end does not wait on the
   // sampler); a page opened in between carries a runs fingerprint without it, so the
   // event stream tells it to sync and the chart appears without a reload.
