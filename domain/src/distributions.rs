@@ -434,7 +434,7 @@ pub fn compare_percentile(baseline: &[Vec<f64>], treatment: &[Vec<f64>], p: f64)
     if b == 0.0 || !b.is_finite() || !t.is_finite() {
         return None;
     }
-    let mut random = Random(0x5EED_0F_D15C);
+    let mut random = Random(0x5E_ED0F_D15C);
     let mut pool = Vec::new();
     let several = baseline.len() > 1 || treatment.len() > 1;
     let ((b_per_run, b_scale), (t_per_run, t_scale)) = (draws(&baseline), draws(&treatment));

@@ -6,7 +6,7 @@
 pub fn code_spans(text: &str) -> Vec<(bool, String)> {
     let mut parts: Vec<(bool, String)> =
         text.split('`').enumerate().map(|(i, part)| (i % 2 == 1, part.to_string())).collect();
-    if parts.len() % 2 == 0
+    if parts.len().is_multiple_of(2)
         && let Some((_, last)) = parts.pop()
         && let Some((_, before)) = parts.last_mut()
     {

@@ -154,7 +154,7 @@ async fn main() {
 async fn ingest_vs_ssh(peer: &Peer, step: i64, bytes: u64, command: &str, target: f64) {
     let _ = std::fs::write("/proc/self/clear_refs", "5"); // resets the peak RSS counter
     let rss_before = status_kb("VmRSS:");
-    let sleuth = sleuth_run(&peer, step).await;
+    let sleuth = sleuth_run(peer, step).await;
     let peak_growth = status_kb("VmHWM:").saturating_sub(rss_before);
     let ssh = timed(&mut peer.via_master(command));
     let rate = |d: Duration| bytes as f64 / 1e6 / d.as_secs_f64();

@@ -365,13 +365,15 @@ impl TelemetryLine<'_> {
 /// panel per reading (SM utilisation, power, memory used, SM clock), a line
 /// per run, coloured as the runs are listed. `None` when no run was sampled.
 pub fn telemetry_compared(lines: &[TelemetryLine]) -> Result<Option<String>, ChartError> {
-    const READINGS: [(&str, Read, Option<f64>); 4] = [
+    // A panel: its title, what it reads of a sample, its fixed top if any.
+    type Panel = (&'static str, Read, Option<f64>);
+    const READINGS: [Panel; 4] = [
         ("SM util % (GPU mean)", |s| s.gpu_util, Some(100.0)),
         ("power W (GPU mean)", |s| s.power_w, None),
         ("mem used GiB (GPU mean)", |s| s.mem_used_mib.map(|m| m / 1024.0), None),
         ("SM clock MHz (GPU mean)", |s| s.sm_clock_mhz, None),
     ];
-    let drawn: Vec<(usize, &(&str, Read, Option<f64>))> = READINGS
+    let drawn: Vec<(usize, &Panel)> = READINGS
         .iter()
         .enumerate()
         .filter(|(_, (_, get, _))| lines.iter().any(|l| !l.points(*get).is_empty()))

@@ -67,6 +67,12 @@ fn add_missing(headers: &mut HeaderMap) {
     }
 }
 
+/// The address a request was made to (`domain::watches::asked_origin`).
+pub fn asked_origin(headers: &HeaderMap) -> Option<String> {
+    let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    domain::watches::asked_origin(get("host"), get("x-forwarded-proto"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,10 +98,4 @@ mod tests {
         assert_eq!(headers[header::X_FRAME_OPTIONS], "DENY");
         assert_eq!(headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
     }
-}
-
-/// The address a request was made to (`domain::watches::asked_origin`).
-pub fn asked_origin(headers: &HeaderMap) -> Option<String> {
-    let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    domain::watches::asked_origin(get("host"), get("x-forwarded-proto"))
 }

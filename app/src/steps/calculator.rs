@@ -213,7 +213,6 @@ const CHOICES: usize = 200;
 
 /// A select of the investigation's measurements that fit an input (by unit);
 /// the empty choice means "use the typed number".
-
 fn measurement_choice(name: &'static str, measurements: &[StoredMeasurement], units: &[&str]) -> AnyView {
     let fitting: Vec<&StoredMeasurement> =
         measurements.iter().filter(|m| units.iter().any(|u| m.measurement.unit.eq_ignore_ascii_case(u))).collect();

@@ -108,7 +108,9 @@ pub async fn edit_command(
     Ok(step)
 }
 
+/// A server fn's arguments are its form's fields.
 #[server]
+#[allow(clippy::too_many_arguments)]
 pub async fn start_runs(
     step_id: i64,
     repeat: String,

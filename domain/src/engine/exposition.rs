@@ -335,6 +335,7 @@ mod tests {
     use super::*;
 
     /// vLLM's exposition as its docs name the metrics (v0.10 `/metrics`).
+    #[allow(clippy::too_many_arguments)]
     fn vllm(
         waiting: f64,
         running: f64,

@@ -208,12 +208,14 @@ fn kind_from(name: &str) -> Kind {
     }
 }
 
+/// One series as recorded: name and labels, kind, and its (t_ms, value) in order.
+type Recording = (SeriesKey, Kind, Vec<(i64, f64)>);
+
 /// What a run's stored chunks hold: its series (values as written) and when
 /// each scrape was.
 #[derive(Clone, Debug, Default)]
 pub struct Recorded {
-    /// Per series: name, labels, kind, and its (t_ms, value) in order.
-    series: Vec<(SeriesKey, Kind, Vec<(i64, f64)>)>,
+    series: Vec<Recording>,
     times: Vec<i64>,
 }
 

@@ -25,6 +25,9 @@ pub struct ReplayRow {
 const COLUMNS: &str =
     "id, investigation_id, original_id, host, env, steps, hypotheses, manifest, created_by, created_at, notes";
 
+/// The copied hypotheses, `(original id, row)`, given the original → copy step map.
+pub type CopyHypotheses<'a> = dyn Fn(&HashMap<i64, i64>) -> Vec<(i64, HypothesisRow)> + Sync + 'a;
+
 /// A replay's copy of an investigation, all of it written in one transaction
 /// ([`Store::insert_replay_copy`]): a refused or failed copy leaves nothing.
 pub struct ReplayCopy<'a> {
@@ -42,7 +45,7 @@ pub struct ReplayCopy<'a> {
     /// `(original step, kind, body JSON)`, in timeline order.
     pub steps: Vec<(i64, &'a str, String)>,
     /// The copied hypotheses, `(original id, row)`, given the original → copy step map.
-    pub hypotheses: &'a (dyn Fn(&HashMap<i64, i64>) -> Vec<(i64, HypothesisRow)> + Sync),
+    pub hypotheses: &'a CopyHypotheses<'a>,
     /// The replay's own row (its steps and hypotheses pairs are filled in).
     pub replay: ReplayRow,
 }

@@ -56,15 +56,13 @@ pub fn encode(values: &[f64]) -> Vec<u8> {
 const SAMPLE_COLUMNS: &str = "id, run_id, metric, unit, key, count, data";
 const REPORT_COLUMNS: &str = "id, run_id, log_id, name, format, notes, metadata";
 
+/// A report's per-request samples as stored: metric, unit, key, count, and the values packed.
+pub type NewSample = (String, String, Option<String>, i64, Vec<u8>);
+
 impl Store {
     /// Replaces what report files gave `run` (reports read, samples), in one
     /// transaction, as `replace_run_measurements` does for its numbers.
-    pub async fn replace_run_reports(
-        &self,
-        run: i64,
-        reports: &[NewReport],
-        samples: &[(String, String, Option<String>, i64, Vec<u8>)],
-    ) -> StoreResult<()> {
+    pub async fn replace_run_reports(&self, run: i64, reports: &[NewReport], samples: &[NewSample]) -> StoreResult<()> {
         let mut tx = self.pool.begin().await?;
         sqlx::query("DELETE FROM run_reports WHERE run_id = $1").bind(run).execute(&mut *tx).await?;
         sqlx::query("DELETE FROM run_samples WHERE run_id = $1").bind(run).execute(&mut *tx).await?;

@@ -89,6 +89,10 @@ fn cdf_chart(metric: &str, unit: &str, b: &[Vec<f64>], t: &[Vec<f64>], p: f64) -
     Ok(crate::charts::cdf_on(metric, unit, &lines, Some(p), axis)?)
 }
 
+/// What a caller already read of an investigation: its runs, their
+/// measurements, and the store's version of both.
+type Known<'a> = (&'a [RunRow], &'a [MeasurementRow], (i64, i64));
+
 fn stale(current: &HypothesisRow) -> ApiError {
     let then = format!(
         "It now reads: {:?} (status {}). Reload and apply your change again.",
@@ -301,7 +305,7 @@ fn seen(h: &Hypothesis, at: i64) -> VerdictSeen {
 }
 
 fn seen_of_row(row: &crate::db::VerdictRow) -> Result<VerdictSeen> {
-    let runs = |text: &str| -> Result<Vec<i64>> { Ok(serde_json::from_str(text).context("a kept verdict's runs")?) };
+    let runs = |text: &str| -> Result<Vec<i64>> { serde_json::from_str(text).context("a kept verdict's runs") };
     Ok(VerdictSeen {
         delta_pct: row.delta_pct,
         outcome: row.outcome.clone(),
@@ -534,11 +538,7 @@ impl Hypotheses {
     /// has read them (a thousand runs' rows take tens of ms to read again),
     /// and the counters it read before them (`Store::data_versions`): each
     /// view is kept under those and its row's version.
-    pub async fn list(
-        &self,
-        permit: &Permit<Read>,
-        known: Option<(&[RunRow], &[MeasurementRow], (i64, i64))>,
-    ) -> Result<Vec<Hypothesis>> {
+    pub async fn list(&self, permit: &Permit<Read>, known: Option<Known<'_>>) -> Result<Vec<Hypothesis>> {
         let investigation = permit.investigation();
         if self.store.investigation(investigation).await?.is_none() {
             return Err(crate::investigations::not_found(investigation).into());

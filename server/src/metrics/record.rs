@@ -113,7 +113,9 @@ async fn reports(
     output: &[u8],
     logs: &[crate::db::LogRow],
 ) -> Result<Vec<domain::metrics::Measurement>> {
-    let mut read: Vec<(Option<i64>, String, Option<Result<Report, crate::reports::ReadError>>)> = Vec::new();
+    // Per file: its artifact, its name, and what reading it gave (none: not a report).
+    type Read = (Option<i64>, String, Option<Result<Report, crate::reports::ReadError>>);
+    let mut read: Vec<Read> = Vec::new();
     for log in logs.iter().filter(|l| l.kind == "artifact") {
         read.push((
             Some(log.id),

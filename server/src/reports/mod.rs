@@ -198,10 +198,10 @@ fn from_value(value: &serde_json::Value) -> Option<ReadResult<Report>> {
 
 /// JSON Lines, each line an object, read one at a time.
 fn read_lines(input: impl Read) -> Option<ReadResult<Report>> {
-    let mut lines = BufReader::new(input).lines();
+    let lines = BufReader::new(input).lines();
     let mut reader: Option<Box<dyn json::LineReader>> = None;
     let mut at = 0usize;
-    while let Some(line) = lines.next() {
+    for line in lines {
         at += 1;
         let line = match line {
             Ok(line) => line,
@@ -220,10 +220,8 @@ fn read_lines(input: impl Read) -> Option<ReadResult<Report>> {
                     r
                 } else if let Some(r) = aiperf::line_reader(&object) {
                     r
-                } else if let Some(r) = llama_bench::line_reader(&object) {
-                    r
                 } else {
-                    return None;
+                    llama_bench::line_reader(&object)?
                 };
                 reader.insert(found)
             }
