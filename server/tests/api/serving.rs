@@ -450,7 +450,7 @@ async fn hostile_artifacts_are_refused_or_bounded_with_a_note_and_nothing_outsid
         "echo '{{\"ok\": true}}' > '{markup}'; ln -s {secret} leak.json; mkdir sub; ln -s {dir} sub/up; \
          truncate -s 10G huge.bin; head -c 1048576 /dev/zero > one.bin; head -c 1048576 /dev/zero > two.bin; \
          setsid sh -c 'end=$(($(date +%s) + 60)); i=0; while :; do echo more >> growing.log; i=$((i+1)); \
-           if [ $i -ge 20000 ]; then : > growing.log; i=0; [ $(date +%s) -lt $end ] || exit 0; fi; done' \
+           if [ $i -ge 150000 ]; then : > growing.log; i=0; [ $(date +%s) -lt $end ] || exit 0; fi; done' \
            </dev/null >/dev/null 2>&1 & sleep 0.5; echo made",
         secret = outside.display(),
         dir = sshd.dir.path().display(),
