@@ -2,6 +2,7 @@
 //! JavaScript, and the same file an export will carry.
 
 use domain::metrics::{Comparison, GroupSummary};
+pub use domain::run_pages::ChartAxis as Axis;
 use plotters::prelude::*;
 
 /// plotters could not draw a chart (its SVG backend writes to a string, so
@@ -457,22 +458,13 @@ pub fn cdf(metric: &str, unit: &str, lines: &[CdfLine], percentile: Option<f64>)
     cdf_on(metric, unit, lines, percentile, Axis::Linear)
 }
 
-/// How a chart's value axis is drawn.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Axis {
-    Linear,
-    /// For latencies: a 9 ms curve and a 5 s tail are both readable.
-    Log,
-}
-
-impl Axis {
-    /// Log when the values span more than a factor of ten and are all above
-    /// zero (a linear axis then draws the fast side as a line at zero).
-    pub fn for_values(lines: &[CdfLine]) -> Axis {
-        let low = lines.iter().filter_map(|l| l.sorted.first().copied()).fold(f64::INFINITY, f64::min);
-        let high = lines.iter().filter_map(|l| l.sorted.last().copied()).fold(0.0f64, f64::max);
-        if low > 0.0 && low.is_finite() && high / low > 10.0 { Axis::Log } else { Axis::Linear }
-    }
+/// How a CDF's value axis is drawn: log when the values span more than a
+/// factor of ten and are all above zero (a 9 ms curve beside a 5 s tail; a
+/// linear axis would draw the fast side as a line at zero), else linear.
+pub fn axis_for(lines: &[CdfLine]) -> Axis {
+    let low = lines.iter().filter_map(|l| l.sorted.first().copied()).fold(f64::INFINITY, f64::min);
+    let high = lines.iter().filter_map(|l| l.sorted.last().copied()).fold(0.0f64, f64::max);
+    if low > 0.0 && low.is_finite() && high / low > 10.0 { Axis::Log } else { Axis::Linear }
 }
 
 /// [`cdf`] on the axis asked for.
@@ -893,11 +885,11 @@ mod distribution_tests {
             CdfLine { label: "run 1", sorted: &fast, tone: 0, thin: false },
             CdfLine { label: "run 2", sorted: &slow, tone: 1, thin: false },
         ];
-        assert_eq!(Axis::for_values(&lines), Axis::Log);
+        assert_eq!(axis_for(&lines), Axis::Log);
         let near = [CdfLine { label: "a", sorted: &fast, tone: 0, thin: false }];
-        assert_eq!(Axis::for_values(&near), Axis::Linear, "8…10 ms: linear");
+        assert_eq!(axis_for(&near), Axis::Linear, "8…10 ms: linear");
         let zero = [0.0, 5.0, 500.0];
-        assert_eq!(Axis::for_values(&[CdfLine { label: "z", sorted: &zero, tone: 0, thin: false }]), Axis::Linear);
+        assert_eq!(axis_for(&[CdfLine { label: "z", sorted: &zero, tone: 0, thin: false }]), Axis::Linear);
         // The fast curve's x positions: spread over a part of the width on a
         // log axis, squeezed into a pixel or two on a linear one.
         let spread = |svg: &str| {

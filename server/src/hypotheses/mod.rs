@@ -85,7 +85,7 @@ fn cdf_chart(metric: &str, unit: &str, b: &[Vec<f64>], t: &[Vec<f64>], p: f64) -
             lines.extend(side.iter().map(|s| crate::charts::CdfLine { label: "", sorted: s, tone, thin: true }));
         }
     }
-    let axis = crate::charts::Axis::for_values(&lines);
+    let axis = crate::charts::axis_for(&lines);
     Ok(crate::charts::cdf_on(metric, unit, &lines, Some(p), axis)?)
 }
 

@@ -83,23 +83,14 @@ fn cdfs(sides: &[Side], labels: &[String]) -> Result<Vec<ComparedChart>, crate::
             .map(|(tone, (sorted, label))| crate::charts::CdfLine { label, sorted, tone, thin: false })
             .collect();
         use crate::charts::Axis;
-        let chart = match Axis::for_values(&lines) {
-            Axis::Log => ComparedChart {
-                metric: metric.clone(),
-                unit: unit.clone(),
-                svg: crate::charts::cdf_on(metric, unit, &lines, None, Axis::Log)?,
-                axis: domain::run_pages::ChartAxis::Log,
-                linear_svg: Some(crate::charts::cdf_on(metric, unit, &lines, None, Axis::Linear)?),
-            },
-            Axis::Linear => ComparedChart {
-                metric: metric.clone(),
-                unit: unit.clone(),
-                svg: crate::charts::cdf_on(metric, unit, &lines, None, Axis::Linear)?,
-                axis: domain::run_pages::ChartAxis::Linear,
-                linear_svg: None,
-            },
+        let axis = crate::charts::axis_for(&lines);
+        // A log chart carries its linear twin, to switch to.
+        let linear_svg = match axis {
+            Axis::Log => Some(crate::charts::cdf_on(metric, unit, &lines, None, Axis::Linear)?),
+            Axis::Linear => None,
         };
-        charts.push(chart);
+        let svg = crate::charts::cdf_on(metric, unit, &lines, None, axis)?;
+        charts.push(ComparedChart { metric: metric.clone(), unit: unit.clone(), svg, axis, linear_svg });
     }
     Ok(charts)
 }

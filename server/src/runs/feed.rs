@@ -198,7 +198,7 @@ impl Feeds {
             let watch = self.live.watch_remote(key, run, stored);
             // The run may have ended since the caller read it, its notice
             // finding nothing here to finish; from here on the notice finds the watch.
-            self.recheck(key, run).await;
+            self.finish_if_ended(run).await;
             return Some(watch);
         }
         if status.is_finished() {
@@ -287,6 +287,11 @@ impl Feeds {
         if let Ok(len) = self.outputs.len(key).await {
             self.live.output_remote(key, len);
         }
+        self.finish_if_ended(run).await;
+    }
+
+    /// A run another replica drove, marked over here if the store says it ended.
+    async fn finish_if_ended(&self, run: i64) {
         if let Ok(Some(row)) = self.store.run(run).await
             && row.status.is_finished()
         {
