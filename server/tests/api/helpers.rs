@@ -243,3 +243,27 @@ pub fn urlencode(text: &str) -> String {
         })
         .collect()
 }
+
+/// Runs the ignored test `name` (`module::test`) alone in a process of its own
+/// (this binary again) and fails unless it passes: memory is measured per
+/// process, and other tests' allocations would count as its growth.
+pub fn in_a_process_of_its_own(name: &str) {
+    let exe = std::env::current_exe().expect("the test binary");
+    let out = std::process::Command::new(exe)
+        .args(["--exact", name, "--ignored", "--nocapture"])
+        .output()
+        .expect("run the test binary");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success() && text.contains("1 passed"), "{text}");
+}
+
+/// This process's peak resident memory so far (`VmHWM`), in KB.
+pub fn peak_rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("VmHWM"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}

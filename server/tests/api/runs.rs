@@ -340,13 +340,7 @@ fn rss_kb() -> u64 {
 /// allocations (argon2 hashes, big outputs) would otherwise count as its growth.
 #[test]
 fn a_hundred_megabytes_of_output_with_bounded_memory() {
-    let exe = std::env::current_exe().expect("the test binary");
-    let out = std::process::Command::new(exe)
-        .args(["--exact", "runs::hundred_megabytes_in_a_process_of_its_own", "--ignored", "--nocapture"])
-        .output()
-        .expect("run the test binary");
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success() && text.contains("1 passed"), "{text}");
+    crate::helpers::in_a_process_of_its_own("runs::hundred_megabytes_in_a_process_of_its_own");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -250,23 +250,7 @@ async fn event_streams_end_soon_after_access_is_lost() {
 /// Measured in a process of its own (see `runs::a_hundred_megabytes_of_output_with_bounded_memory`).
 #[test]
 fn a_burst_of_sign_ins_is_bounded() {
-    let exe = std::env::current_exe().expect("the test binary");
-    let out = std::process::Command::new(exe)
-        .args(["--exact", "security::sign_in_burst_in_a_process_of_its_own", "--ignored", "--nocapture"])
-        .output()
-        .expect("run the test binary");
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success() && text.contains("1 passed"), "{text}");
-}
-
-fn peak_rss_kb() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .find(|l| l.starts_with("VmHWM"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
+    crate::helpers::in_a_process_of_its_own("security::sign_in_burst_in_a_process_of_its_own");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -287,7 +271,7 @@ async fn sign_in_burst_in_a_process_of_its_own() {
             response.headers()["location"].to_str().unwrap().to_string()
         }
     };
-    let before = peak_rss_kb();
+    let before = crate::helpers::peak_rss_kb();
     // 60 guesses at one name at once: only the pair's budget is verified.
     let guesses: Vec<String> = futures::future::join_all((0..60).map(|_| sign_in("ada".into()))).await;
     let verified = guesses.iter().filter(|l| l.contains("Wrong")).count();
@@ -298,7 +282,7 @@ async fn sign_in_burst_in_a_process_of_its_own() {
     let names: Vec<String> = futures::future::join_all((0..60).map(|i| sign_in(format!("user{i}")))).await;
     let verified = names.iter().filter(|l| l.contains("Wrong")).count();
     assert!(verified <= CLIENT_FAILURES, "{verified} verified");
-    let growth_mb = peak_rss_kb().saturating_sub(before) / 1024;
+    let growth_mb = crate::helpers::peak_rss_kb().saturating_sub(before) / 1024;
     // argon2 takes 19 MiB a check: unbounded, 60 at once would be over a gigabyte.
     let bound = (CONCURRENT_CHECKS as u64) * 19 + 48;
     println!("sign-in burst: peak RSS grew {growth_mb} MB (bound {bound} MB)");

@@ -201,13 +201,7 @@ async fn a_silent_webhook_does_not_delay_another_watch() {
     let sshd = Sshd::start();
     let app = app_with_host_and_loopback_webhooks(&sshd).await;
     let dir = tempfile::tempdir().unwrap();
-    let counter = dir.path().join("counter");
-    // 60 tok/s for 4 runs, then 30: a change to tell at the eighth run.
-    let dropping = format!(
-        "n=$(cat {c} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {c}; \
-         printf '============ Serving Benchmark Result ============\\nOutput token throughput (tok/s):          %s\\n' $([ $n -gt 4 ] && echo 30.$n || echo 60.$n)",
-        c = counter.display()
-    );
+    let dropping = dropping_at_the_fifth_run(&dir.path().join("counter"));
     let told = command_step(&app, json!({ "command": dropping, "telemetry": false })).await;
     let steady = command_step(&app, json!({ "command": "true", "telemetry": false })).await;
     // Accepts, reads, never answers.
@@ -238,26 +232,20 @@ async fn a_silent_webhook_does_not_delay_another_watch() {
     assert!(after >= before + 4, "the other watch ran {} times in the 8 s the webhook held its own", after - before);
 }
 
+/// vLLM's throughput line: 60 tok/s for 4 runs, then 30 (a change to tell at
+/// the eighth run), counted in `counter`.
+fn dropping_at_the_fifth_run(counter: &std::path::Path) -> String {
+    format!(
+        "n=$(cat {c} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {c}; \
+         printf '============ Serving Benchmark Result ============\\nOutput token throughput (tok/s):          %s\\n' $([ $n -gt 4 ] && echo 30.$n || echo 60.$n)",
+        c = counter.display()
+    )
+}
+
 /// Measured in a process of its own: a test's peak RSS is then its own.
 #[test]
 fn a_webhook_answering_a_gigabyte_is_read_no_further_than_a_few_kilobytes() {
-    let exe = std::env::current_exe().expect("the test binary");
-    let out = std::process::Command::new(exe)
-        .args(["--exact", "watches::gigabyte_answer_in_a_process_of_its_own", "--ignored", "--nocapture"])
-        .output()
-        .expect("run the test binary");
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success() && text.contains("1 passed"), "{text}");
-}
-
-fn peak_rss_kb() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .find(|l| l.starts_with("VmHWM"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
+    crate::helpers::in_a_process_of_its_own("watches::gigabyte_answer_in_a_process_of_its_own");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -266,13 +254,7 @@ async fn gigabyte_answer_in_a_process_of_its_own() {
     let sshd = Sshd::start();
     let app = app_with_host_and_loopback_webhooks(&sshd).await;
     let dir = tempfile::tempdir().unwrap();
-    let counter = dir.path().join("counter");
-    // 60 tok/s for 4 runs, then 30: a change to tell at the eighth run.
-    let dropping = format!(
-        "n=$(cat {c} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {c}; \
-         printf '============ Serving Benchmark Result ============\\nOutput token throughput (tok/s):          %s\\n' $([ $n -gt 4 ] && echo 30.$n || echo 60.$n)",
-        c = counter.display()
-    );
+    let dropping = dropping_at_the_fifth_run(&dir.path().join("counter"));
     let step = command_step(&app, json!({ "command": dropping, "telemetry": false })).await;
     // Reads the request, then answers 200 with a body of 1 GiB, written as
     // fast as the socket takes it, until the server hangs up.
@@ -304,7 +286,7 @@ async fn gigabyte_answer_in_a_process_of_its_own() {
             });
         }
     });
-    let before = peak_rss_kb();
+    let before = crate::helpers::peak_rss_kb();
     let made = app
         .post_json(&format!("/api/v1/steps/{step}/watch"), json!({ "every_s": 1, "max_failures": 100, "webhook": url }))
         .await;
@@ -316,12 +298,13 @@ async fn gigabyte_answer_in_a_process_of_its_own() {
     let watch = made.json()["id"].as_i64().unwrap();
     let told = loop {
         let shown = app.get(&format!("/api/v1/watches/{watch}")).await.json();
-        if let Some(told) = shown["last_told"].as_str() {
+        // "being told" while the delivery is under way; then what came of it.
+        if let Some(told) = shown["last_told"].as_str().filter(|t| *t != "being told") {
             break told.to_string();
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
-    let growth_mb = peak_rss_kb().saturating_sub(before) / 1024;
+    let growth_mb = crate::helpers::peak_rss_kb().saturating_sub(before) / 1024;
     println!(
         "a 1 GiB webhook answer: the receiver got {} KB out before the hang-up; peak RSS grew {growth_mb} MB",
         written / 1024
