@@ -1,8 +1,12 @@
 //! Soak: a `sleuth serve` process under a mixed load (runs, note edits and
 //! deletes, page and stream viewers, searches, run deletes) while faults come
 //! in turn: the host's sshd killed, the data disk filled to the last byte,
-//! PostgreSQL restarted, Sleuth SIGTERMed and started again. On SQLite and on
-//! PostgreSQL (a scratch cluster of its own, so that it can restart it).
+//! PostgreSQL restarted, Sleuth SIGTERMed and started again, and a flood: 3 000
+//! connections that never finish a request head (from six source addresses,
+//! each under the per-address cap) while one viewer asks for 1 000 event
+//! streams. On SQLite and on PostgreSQL (a scratch cluster of its own, so that
+//! it can restart it). The load is signed in: an owner (admin) drives it, a
+//! viewer of the investigation floods.
 //!
 //! It counts what must stay at zero:
 //! - answers 5xx other than 503 (unavailable, and said so) and 507 (no space);
@@ -12,7 +16,11 @@
 //! - connections left in a transaction: PostgreSQL's `pg_stat_activity`, after
 //!   each fault; SQLite has no such view, so there the symptom is counted
 //!   instead: errors in Sleuth's log saying `transaction depth`;
-//! - runs never ended, and panics in the log.
+//! - runs never ended, and panics in the log;
+//! - 429s to anyone but the flooding viewer; and, during the flood, a
+//!   `/healthz` slower than 2 s, a half-open connection left open past 35 s,
+//!   the viewer's streams not capped (64, then 429 with `Retry-After`), open
+//!   files not back to where they were.
 //!
 //! Per fault it prints how the requests were answered and how long until a
 //! write was answered 201 again.
@@ -77,12 +85,20 @@ impl Reply {
     }
 }
 
-async fn http(addr: &str, method: &str, path: &str, json: Option<&Value>, within: Duration) -> Reply {
+async fn http(
+    addr: &str,
+    token: Option<&str>,
+    method: &str,
+    path: &str,
+    json: Option<&Value>,
+    within: Duration,
+) -> Reply {
     let exchange = async {
         let mut stream = tokio::net::TcpStream::connect(addr).await?;
         let body = json.map(Value::to_string).unwrap_or_default();
+        let bearer = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
         let head = format!(
-            "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\n\
+            "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{bearer}Content-Type: application/json\r\n\
              Content-Length: {}\r\n\r\n",
             body.len()
         );
@@ -131,12 +147,16 @@ struct Counts {
     unavailable: u64,
     no_space: u64,
     server_errors: u64,
+    /// 429: only the flooding viewer may see one (goal 0 here).
+    too_many: u64,
     refused: u64,
     timed_out: u64,
 }
 
 struct Soak {
     addr: String,
+    /// The owner's API token: the steady load acts as a signed-in team member.
+    token: String,
     phase: Mutex<String>,
     counts: Mutex<BTreeMap<String, Counts>>,
     /// The first few 5xx other than 503/507, to say what they were.
@@ -153,6 +173,9 @@ struct Soak {
     /// Notes as last answered 2xx (`None`: deleted), and the writes whose
     /// answer never came (either outcome is right).
     notes: Mutex<BTreeMap<i64, Note>>,
+    /// The slowest `/healthz` answer seen in each phase, in seconds.
+    healthz: Mutex<BTreeMap<String, f64>>,
+    flood: Mutex<Option<Flooded>>,
 }
 
 #[derive(Default)]
@@ -173,7 +196,7 @@ impl Soak {
     }
 
     async fn call_within(&self, method: &str, path: &str, json: Option<&Value>, within: Duration) -> Reply {
-        let reply = http(&self.addr, method, path, json, within).await;
+        let reply = http(&self.addr, Some(&self.token), method, path, json, within).await;
         let phase = self.phase.lock().unwrap().clone();
         let mut counts = self.counts.lock().unwrap();
         let c = counts.entry(phase.clone()).or_default();
@@ -182,6 +205,7 @@ impl Soak {
             Reply::Answer { status, body } => match status {
                 503 => c.unavailable += 1,
                 507 => c.no_space += 1,
+                429 => c.too_many += 1,
                 500.. => {
                     c.server_errors += 1;
                     let mut bad = self.bad.lock().unwrap();
@@ -342,6 +366,199 @@ async fn searcher(soak: Arc<Soak>) {
     }
 }
 
+/// How long `/healthz` takes to answer, through every phase: the slowest per phase.
+async fn health(soak: Arc<Soak>) {
+    while !soak.stopped() {
+        let asked = Instant::now();
+        let reply = http(&soak.addr, None, "GET", "/healthz", None, Duration::from_secs(10)).await;
+        // Nothing listening (Sleuth restarting) is not slowness: the restart phase counts it as refused.
+        if !matches!(reply, Reply::Refused) {
+            let took = asked.elapsed().as_secs_f64();
+            let phase = soak.phase.lock().unwrap().clone();
+            let mut slowest = soak.healthz.lock().unwrap();
+            let seen = slowest.entry(phase).or_default();
+            *seen = seen.max(took);
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+// ---- a flood: half-open connections, and one viewer opening a thousand streams
+
+/// Half-open connections per source address: under the per-address cap
+/// (`listen::PER_ADDRESS`, 512), so that what closes them is the header timeout.
+const HALF_OPEN_PER_ADDRESS: usize = 500;
+
+/// What the flood did, and what it cost the server.
+#[derive(Default, Clone)]
+struct Flooded {
+    half_open: usize,
+    /// Half-open connections the server closed, and the longest one stayed open.
+    closed: usize,
+    never_connected: usize,
+    longest_open_s: f64,
+    streams_asked: usize,
+    streams_held: usize,
+    streams_refused: usize,
+    /// Of the 429s, how many said when to come back (`Retry-After`).
+    retry_after: usize,
+    streams_other: BTreeMap<String, usize>,
+    rss_before_mb: f64,
+    rss_peak_mb: f64,
+    /// Two seconds after the flood stopped.
+    rss_after_mb: f64,
+    fds_before: usize,
+    fds_peak: usize,
+    /// Two seconds after the flood stopped.
+    fds_after: usize,
+}
+
+fn rss_mb(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let kb = status.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.split_whitespace().next());
+    kb.and_then(|kb| kb.parse::<f64>().ok()).unwrap_or(0.0) / 1024.0
+}
+
+fn fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, Iterator::count)
+}
+
+enum HalfOpen {
+    NotConnected,
+    ClosedAfter(Duration),
+    StillOpen,
+}
+
+/// A connection that sends half a request head and nothing more; how long
+/// until the server closes it (a 408 first is fine).
+async fn half_open(addr: std::net::SocketAddr, from: std::net::Ipv4Addr) -> HalfOpen {
+    let connected = async {
+        let socket = tokio::net::TcpSocket::new_v4()?;
+        socket.bind((from, 0).into())?;
+        let mut stream = socket.connect(addr).await?;
+        stream.write_all(b"GET /healthz HTTP/1.1\r\nHost: soak\r\n").await?;
+        Ok::<_, std::io::Error>(stream)
+    };
+    let Ok(Ok(mut stream)) = tokio::time::timeout(Duration::from_secs(30), connected).await else {
+        return HalfOpen::NotConnected;
+    };
+    let opened = Instant::now();
+    let mut buf = [0u8; 512];
+    loop {
+        match tokio::time::timeout(Duration::from_secs(60), stream.read(&mut buf)).await {
+            Err(_) => return HalfOpen::StillOpen,
+            Ok(Ok(0) | Err(_)) => return HalfOpen::ClosedAfter(opened.elapsed()),
+            Ok(Ok(_)) => {}
+        }
+    }
+}
+
+enum Streamed {
+    Held(tokio::net::TcpStream),
+    TooMany { retry_after: bool },
+    Other(String),
+}
+
+/// Opens an event stream as `token` from its own address; holds it if it was granted.
+async fn open_stream(addr: std::net::SocketAddr, token: String, path: String) -> Streamed {
+    let opened = async {
+        let socket = tokio::net::TcpSocket::new_v4()?;
+        socket.bind((std::net::Ipv4Addr::new(127, 0, 2, 1), 0).into())?;
+        let mut stream = socket.connect(addr).await?;
+        let head = format!("GET {path} HTTP/1.1\r\nHost: soak\r\nAuthorization: Bearer {token}\r\n\r\n");
+        stream.write_all(head.as_bytes()).await?;
+        let mut answer = Vec::new();
+        let mut buf = [0u8; 1024];
+        while !answer.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = stream.read(&mut buf).await?;
+            if n == 0 {
+                break;
+            }
+            answer.extend_from_slice(&buf[..n]);
+        }
+        Ok::<_, std::io::Error>((stream, String::from_utf8_lossy(&answer).to_ascii_lowercase()))
+    };
+    match tokio::time::timeout(Duration::from_secs(10), opened).await {
+        Err(_) => Streamed::Other("no answer within 10 s".into()),
+        Ok(Err(e)) => Streamed::Other(e.kind().to_string()),
+        Ok(Ok((stream, head))) => match head.split(' ').nth(1) {
+            Some("200") => Streamed::Held(stream),
+            Some("429") => Streamed::TooMany { retry_after: head.contains("\r\nretry-after:") },
+            other => Streamed::Other(format!("answered {}", other.unwrap_or("nothing"))),
+        },
+    }
+}
+
+/// Half-open connections from several addresses, and one viewer (`token`)
+/// opening streams of the investigation's events, held `hold` while the rest of
+/// the load goes on; the server's RSS and open files sampled throughout.
+async fn flood(soak: &Soak, pid: u32, investigation: &str, token: &str, hold: Duration) -> Flooded {
+    let (half, streams) = if quick() { (300, 200) } else { (3000, 1000) };
+    let addr: std::net::SocketAddr = soak.addr.parse().expect("a socket address");
+    let mut flooded = Flooded {
+        half_open: half,
+        streams_asked: streams,
+        rss_before_mb: rss_mb(pid),
+        fds_before: fds(pid),
+        ..Flooded::default()
+    };
+    let sampling = Arc::new(AtomicBool::new(true));
+    let sampler = {
+        let sampling = sampling.clone();
+        tokio::spawn(async move {
+            let (mut rss, mut files) = (0.0f64, 0usize);
+            while sampling.load(Ordering::Relaxed) {
+                rss = rss.max(rss_mb(pid));
+                files = files.max(fds(pid));
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            (rss, files)
+        })
+    };
+    let mut half_open_ones = tokio::task::JoinSet::new();
+    for i in 0..half {
+        let from = std::net::Ipv4Addr::new(127, 0, 1, 1 + (i / HALF_OPEN_PER_ADDRESS) as u8);
+        half_open_ones.spawn(half_open(addr, from));
+    }
+    let path = format!("/api/v1/investigations/{investigation}/events");
+    let mut held = Vec::new();
+    for batch in (0..streams).collect::<Vec<_>>().chunks(100) {
+        let mut opening = tokio::task::JoinSet::new();
+        for _ in batch {
+            opening.spawn(open_stream(addr, token.to_string(), path.clone()));
+        }
+        while let Some(streamed) = opening.join_next().await {
+            match streamed.unwrap_or_else(|e| Streamed::Other(e.to_string())) {
+                Streamed::Held(stream) => held.push(stream),
+                Streamed::TooMany { retry_after } => {
+                    flooded.streams_refused += 1;
+                    flooded.retry_after += usize::from(retry_after);
+                }
+                Streamed::Other(what) => *flooded.streams_other.entry(what).or_default() += 1,
+            }
+        }
+    }
+    flooded.streams_held = held.len();
+    tokio::time::sleep(hold).await;
+    while let Some(done) = half_open_ones.join_next().await {
+        match done {
+            Ok(HalfOpen::ClosedAfter(took)) => {
+                flooded.closed += 1;
+                flooded.longest_open_s = flooded.longest_open_s.max(took.as_secs_f64());
+            }
+            Ok(HalfOpen::NotConnected) => flooded.never_connected += 1,
+            Ok(HalfOpen::StillOpen) | Err(_) => {}
+        }
+    }
+    drop(held);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    sampling.store(false, Ordering::Relaxed);
+    (flooded.rss_peak_mb, flooded.fds_peak) = sampler.await.unwrap_or_default();
+    flooded.fds_after = fds(pid);
+    flooded.rss_after_mb = rss_mb(pid);
+    flooded
+}
+
 // ---- what the load runs against ---------------------------------------------
 
 struct Rig {
@@ -355,6 +572,10 @@ struct Rig {
     disk: Option<disk::Tmpfs>,
     port: u16,
     sleuth: Option<Child>,
+    /// API tokens of the owner (an admin, who drives the load) and of the
+    /// viewer who floods.
+    owner: String,
+    flooder: String,
 }
 
 impl Rig {
@@ -364,7 +585,7 @@ impl Rig {
         let disk = disk::Tmpfs::mount(&data, "128m");
         let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
         let site = std::env::var_os("SLEUTH_SITE").map_or_else(|| dir.path().join("site"), PathBuf::from);
-        Rig {
+        let mut rig = Rig {
             sshd: Sshd::start(),
             postgres,
             log: dir.path().join("sleuth.log"),
@@ -374,7 +595,37 @@ impl Rig {
             disk,
             port,
             sleuth: None,
+            owner: String::new(),
+            flooder: String::new(),
+        };
+        rig.owner = rig.account("soak-owner", true);
+        rig.flooder = rig.account("soak-flooder", false);
+        rig
+    }
+
+    /// A Sleuth command on the rig's store (`sleuth user add`, `token create`).
+    fn sleuth(&self, args: &[&str], stdin: &str) -> String {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_sleuth"));
+        command.args(args).arg("--data").arg(&self.data).env_remove("SLEUTH_DATABASE");
+        if let Some((_, url)) = &self.postgres {
+            command.env("SLEUTH_DATABASE", url);
         }
+        let mut child =
+            command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("sleuth");
+        std::io::Write::write_all(&mut child.stdin.take().expect("stdin"), stdin.as_bytes()).expect("stdin");
+        let out = child.wait_with_output().expect("sleuth exits");
+        assert!(out.status.success(), "sleuth {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// A user (an admin or not) and an API token for them.
+    fn account(&self, name: &str, admin: bool) -> String {
+        let mut add = vec!["user", "add", name, "--password-stdin"];
+        if admin {
+            add.push("--admin");
+        }
+        self.sleuth(&add, "soak-password-1\n");
+        self.sleuth(&["token", "create", "--user", name], "")
     }
 
     fn addr(&self) -> String {
@@ -386,7 +637,7 @@ impl Rig {
         let log = std::fs::OpenOptions::new().create(true).append(true).open(&self.log).expect("log");
         let mut command = Command::new(env!("CARGO_BIN_EXE_sleuth"));
         command
-            .args(["serve", "--no-auth", "--shutdown-grace", "5", "--addr", &self.addr()])
+            .args(["serve", "--shutdown-grace", "5", "--addr", &self.addr()])
             .arg("--data")
             .arg(&self.data)
             .arg("--site")
@@ -400,7 +651,7 @@ impl Rig {
         }
         self.sleuth = Some(command.spawn().expect("sleuth serve"));
         let deadline = Instant::now() + Duration::from_secs(60);
-        while http(&self.addr(), "GET", "/healthz", None, Duration::from_secs(2)).await.status() != Some(200) {
+        while http(&self.addr(), None, "GET", "/healthz", None, Duration::from_secs(2)).await.status() != Some(200) {
             assert!(Instant::now() < deadline, "sleuth serve did not answer within 60 s; see {}", self.log.display());
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
@@ -455,6 +706,7 @@ enum Fault {
     DiskFull,
     PostgresRestarted,
     Sigterm,
+    Flood,
 }
 
 impl Fault {
@@ -464,13 +716,19 @@ impl Fault {
             Fault::DiskFull => "disk full",
             Fault::PostgresRestarted => "PostgreSQL restarted",
             Fault::Sigterm => "SIGTERM, restart",
+            Fault::Flood => "flood",
         }
     }
 }
 
 /// Brings the fault on, holds it `hold`, and ends it.
-async fn inject(rig: &mut Rig, fault: Fault, hold: Duration) {
+async fn inject(rig: &mut Rig, soak: &Soak, investigation: &str, fault: Fault, hold: Duration) {
     match fault {
+        Fault::Flood => {
+            let pid = rig.sleuth.as_ref().expect("sleuth is serving").id();
+            let flooded = flood(soak, pid, investigation, &rig.flooder, hold).await;
+            *soak.flood.lock().unwrap() = Some(flooded);
+        }
         Fault::SshdKilled => {
             rig.sshd.kill();
             tokio::time::sleep(hold).await;
@@ -569,6 +827,8 @@ struct Report {
     transaction_depth: usize,
     panics: usize,
     disk: bool,
+    healthz: BTreeMap<String, f64>,
+    flood: Option<Flooded>,
 }
 
 async fn soak_on(postgres: Option<(Postgres, String)>) -> Report {
@@ -578,6 +838,9 @@ async fn soak_on(postgres: Option<(Postgres, String)>) -> Report {
     rig.start_sleuth().await;
     let soak = Arc::new(Soak {
         addr: rig.addr(),
+        token: rig.owner.clone(),
+        healthz: Mutex::default(),
+        flood: Mutex::default(),
         phase: Mutex::new("steady".into()),
         counts: Mutex::default(),
         bad: Mutex::default(),
@@ -591,7 +854,10 @@ async fn soak_on(postgres: Option<(Postgres, String)>) -> Report {
         notes: Mutex::default(),
     });
     let (investigation, step) = setup(&soak, &rig.sshd).await;
-    let mut load = Vec::new();
+    let viewer_role = json!({ "user": "soak-flooder", "role": "viewer" });
+    let member = soak.call("PUT", &format!("/api/v1/investigations/{investigation}/members"), Some(&viewer_role)).await;
+    assert_eq!(member.status(), Some(200), "the flooding viewer made a member");
+    let mut load = vec![tokio::spawn(health(soak.clone()))];
     for _ in 0..2 {
         load.push(tokio::spawn(runner(soak.clone(), step)));
         load.push(tokio::spawn(viewer(soak.clone(), investigation.clone(), step)));
@@ -604,7 +870,7 @@ async fn soak_on(postgres: Option<(Postgres, String)>) -> Report {
     } else {
         (Duration::from_secs(20), Duration::from_secs(15), 2)
     };
-    let mut faults = vec![Fault::SshdKilled, Fault::DiskFull, Fault::PostgresRestarted, Fault::Sigterm];
+    let mut faults = vec![Fault::SshdKilled, Fault::DiskFull, Fault::PostgresRestarted, Fault::Sigterm, Fault::Flood];
     faults.retain(|f| {
         (*f != Fault::PostgresRestarted || rig.postgres.is_some()) && (*f != Fault::DiskFull || rig.disk.is_some())
     });
@@ -614,7 +880,7 @@ async fn soak_on(postgres: Option<(Postgres, String)>) -> Report {
         for fault in &faults {
             tokio::time::sleep(steady).await;
             soak.phase(fault.name());
-            inject(&mut rig, *fault, hold).await;
+            inject(&mut rig, &soak, &investigation, *fault, hold).await;
             let took = recovered(&soak, &investigation).await;
             recoveries.entry(fault.name().to_string()).or_default().push(took);
             soak.phase("steady");
@@ -656,6 +922,8 @@ async fn soak_on(postgres: Option<(Postgres, String)>) -> Report {
         transaction_depth: rig.log_lines_saying("transaction depth"),
         panics: rig.log_lines_saying("panicked"),
         disk: rig.disk.is_some(),
+        healthz: soak.healthz.lock().unwrap().clone(),
+        flood: soak.flood.lock().unwrap().clone(),
     };
     rig.stop_sleuth();
     report
@@ -669,22 +937,54 @@ fn print(report: &Report) {
         if quick() { " (quick mode: not for perf.md)" } else { "" }
     );
     println!(
-        "    {:<22} {:>8} {:>7} {:>6} {:>6} {:>6} {:>9} {:>8} {:>8} {:>12}",
-        "phase", "requests", "2xx/3xx", "4xx", "503", "507", "other 5xx", "refused", "timeout", "write again"
+        "    {:<22} {:>8} {:>7} {:>6} {:>5} {:>6} {:>6} {:>9} {:>8} {:>8} {:>12} {:>9}",
+        "phase",
+        "requests",
+        "2xx/3xx",
+        "4xx",
+        "429",
+        "503",
+        "507",
+        "other 5xx",
+        "refused",
+        "timeout",
+        "write again",
+        "/healthz"
     );
     for (name, c, took) in &report.phases {
         println!(
-            "    {:<22} {:>8} {:>7} {:>6} {:>6} {:>6} {:>9} {:>8} {:>8} {:>12}",
+            "    {:<22} {:>8} {:>7} {:>6} {:>5} {:>6} {:>6} {:>9} {:>8} {:>8} {:>12} {:>9}",
             name,
             c.requests,
             c.ok,
             c.client_errors,
+            c.too_many,
             c.unavailable,
             c.no_space,
             c.server_errors,
             c.refused,
             c.timed_out,
-            took.map_or(String::new(), |t| format!("≤ {t:.1} s"))
+            took.map_or(String::new(), |t| format!("≤ {t:.1} s")),
+            report.healthz.get(name).map_or(String::new(), |t| format!("≤ {t:.2} s"))
+        );
+    }
+    println!("    (429: answers to the load, not to the flooding viewer; /healthz: the slowest answer in the phase)");
+    if let Some(f) = &report.flood {
+        println!(
+            "    flood: {} half-open connections from {} source addresses: {} closed by the server, the longest after {:.1} s (goal ≤ 35 s); {} never connected",
+            f.half_open,
+            f.half_open.div_ceil(HALF_OPEN_PER_ADDRESS),
+            f.closed,
+            f.longest_open_s,
+            f.never_connected
+        );
+        println!(
+            "    flood: one viewer asked for {} event streams: {} held, {} answered 429 ({} with Retry-After), other: {:?}",
+            f.streams_asked, f.streams_held, f.streams_refused, f.retry_after, f.streams_other
+        );
+        println!(
+            "    flood: server RSS {:.0} MB before, {:.0} MB at most, {:.0} MB two seconds after; open files {} before, {} at most, {} after",
+            f.rss_before_mb, f.rss_peak_mb, f.rss_after_mb, f.fds_before, f.fds_peak, f.fds_after
         );
     }
     if !report.disk {
@@ -745,5 +1045,27 @@ async fn main() {
         let other_5xx: u64 = report.phases.iter().map(|(_, c, _)| c.server_errors).sum();
         let lost = report.bytes_lost + report.note_bytes_lost + report.runs_garbled;
         assert_eq!((other_5xx, lost, report.never_ended.len()), (0, 0, 0), "soak on {} broke a goal", report.backend);
+        let too_many: u64 = report.phases.iter().map(|(_, c, _)| c.too_many).sum();
+        assert_eq!(too_many, 0, "soak on {}: the load (not the flooding viewer) was answered 429", report.backend);
+        let slowest = report.healthz.get("flood").copied().unwrap_or(f64::MAX);
+        assert!(slowest <= 2.0, "soak on {}: /healthz took {slowest:.2} s during the flood", report.backend);
+        let f = report.flood.as_ref().expect("the flood ran");
+        assert!(
+            f.closed + f.never_connected == f.half_open && f.longest_open_s <= 35.0,
+            "soak on {}: half-open connections not all closed within 35 s",
+            report.backend
+        );
+        assert!(
+            f.streams_held <= 64 && f.streams_refused == f.retry_after && f.streams_refused > 0,
+            "soak on {}: the flooding viewer's streams were not capped with a 429 and Retry-After",
+            report.backend
+        );
+        assert!(
+            f.fds_after <= f.fds_before + 64,
+            "soak on {}: {} files open after the flood, {} before",
+            report.backend,
+            f.fds_after,
+            f.fds_before
+        );
     }
 }
