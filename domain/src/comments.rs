@@ -66,11 +66,15 @@ pub struct NewComment {
     pub body: String,
 }
 
-/// A comment that mentions the reader, for their list of mentions.
+/// A comment or an annotation that mentions the reader, for their list of mentions.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct Mention {
-    pub comment_id: i64,
+    /// The comment that names the reader (`None`: an annotation does).
+    pub comment_id: Option<i64>,
+    /// The annotation that names the reader (`None`: a comment does).
+    #[serde(default)]
+    pub annotation_id: Option<i64>,
     pub investigation_id: String,
     pub investigation_title: String,
     pub author: String,
@@ -79,6 +83,42 @@ pub struct Mention {
     pub created_at: String,
     pub read: bool,
     pub url: String,
+}
+
+impl Mention {
+    /// What names the reader, to mark it read.
+    pub fn of(&self) -> Option<MentionIn> {
+        match (self.comment_id, self.annotation_id) {
+            (Some(id), _) => Some(MentionIn::Comment(id)),
+            (None, Some(id)) => Some(MentionIn::Annotation(id)),
+            (None, None) => None,
+        }
+    }
+}
+
+/// Where a mention is written: one mention is marked read by this.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MentionIn {
+    Comment(i64),
+    Annotation(i64),
+}
+
+impl MentionIn {
+    /// The element on the investigation's page: `comment-12`, `annotation-3`.
+    pub fn anchor(self) -> String {
+        match self {
+            MentionIn::Comment(id) => comment_anchor(id),
+            MentionIn::Annotation(id) => crate::steps::snippet::annotation_anchor(id),
+        }
+    }
+
+    /// The inverse of [`MentionIn::anchor`].
+    pub fn from_anchor(anchor: &str) -> Option<MentionIn> {
+        if let Some(id) = anchor.strip_prefix("comment-") {
+            return id.parse().ok().map(MentionIn::Comment);
+        }
+        anchor.strip_prefix("annotation-")?.parse().ok().map(MentionIn::Annotation)
+    }
 }
 
 pub fn comment_anchor(id: i64) -> String {
@@ -110,6 +150,16 @@ pub fn mentioned_names(body: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mention_is_found_again_from_its_anchor() {
+        for of in [MentionIn::Comment(12), MentionIn::Annotation(3)] {
+            assert_eq!(MentionIn::from_anchor(&of.anchor()), Some(of));
+        }
+        assert_eq!(MentionIn::Annotation(3).anchor(), "annotation-3");
+        assert_eq!(MentionIn::from_anchor("step-4"), None);
+        assert_eq!(MentionIn::from_anchor("comment-x"), None);
+    }
 
     #[test]
     fn mentions_are_names_after_an_at_sign() {

@@ -6,7 +6,7 @@
 //! what a page calls, and nothing else.
 
 use crate::accounts::{ApiToken, Member, NewApiToken, NewUser, SignInLink, TeamUser, User};
-use crate::comments::{Comment, Mention, NewComment};
+use crate::comments::{Comment, Mention, MentionIn, NewComment};
 use crate::error::ApiError;
 use crate::hosts::{ConnectionReport, Host, HostFacts, HostImport, HostPatch, ImportReport, NewHost};
 use crate::hypotheses::{Hypothesis, HypothesisInput};
@@ -288,7 +288,7 @@ pub trait TeamOps: Send + Sync + 'static {
     /// The signed-in user's mentions, newest first: unread ones, or `all`.
     async fn mentions(&self, actor: &Actor, all: bool) -> Result<Vec<Mention>, ApiError>;
     /// Marks one comment's mention read, or all of them (`None`).
-    async fn read_mentions(&self, actor: &Actor, comment: Option<i64>) -> Result<(), ApiError>;
+    async fn read_mentions(&self, actor: &Actor, which: Option<MentionIn>) -> Result<(), ApiError>;
 }
 
 /// The signed-in user's API tokens, and what admins read about accounts.

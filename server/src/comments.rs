@@ -9,7 +9,7 @@ use crate::db::{CommentRow, NewCommentRow, Store};
 use crate::error::Result;
 use crate::policy::{Anyone, Edit, Permit, Read, Readers};
 use crate::time::timestamp;
-use domain::comments::{BODY_CHARS, Comment, Mention, NewComment, NotTold, comment_anchor, mentioned_names};
+use domain::comments::{BODY_CHARS, Comment, Mention, MentionIn, NewComment, NotTold, comment_anchor, mentioned_names};
 use domain::error::ApiError;
 
 #[derive(Clone)]
@@ -158,8 +158,7 @@ impl Comments {
             return Err(elsewhere().into());
         }
         let author = permit.actor().name.clone();
-        let mentions = self.store.existing_users(&mentioned_names(&body)).await?;
-        let mentions: Vec<String> = mentions.into_iter().filter(|m| !m.eq_ignore_ascii_case(&author)).collect();
+        let mentions = self.store.users_named_in(&body, &author).await?;
         let row = self
             .store
             .insert_comment(NewCommentRow {
@@ -202,9 +201,13 @@ impl Comments {
                 if m.body.chars().count() > 200 {
                     excerpt.push('…');
                 }
+                // A row is of a comment or of an annotation (the store's union).
+                let of = m.comment_id.map(MentionIn::Comment).or(m.annotation_id.map(MentionIn::Annotation));
+                let anchor = of.map(|of| format!("#{}", of.anchor())).unwrap_or_default();
                 Mention {
-                    url: format!("/i/{}#{}", m.investigation_id, comment_anchor(m.comment_id)),
+                    url: format!("/i/{}{anchor}", m.investigation_id),
                     comment_id: m.comment_id,
+                    annotation_id: m.annotation_id,
                     investigation_id: m.investigation_id,
                     investigation_title: m.title,
                     author: m.author,
@@ -216,9 +219,9 @@ impl Comments {
             .collect())
     }
 
-    /// Marks one comment's mention read, or all of them (`None`).
-    pub async fn read_mentions(&self, permit: &Anyone, comment: Option<i64>) -> Result<()> {
+    /// Marks one comment's or annotation's mention read, or all of them (`None`).
+    pub async fn read_mentions(&self, permit: &Anyone, which: Option<MentionIn>) -> Result<()> {
         let user = permit.actor().name.clone();
-        Ok(self.store.read_mentions(&user, comment).await?)
+        Ok(self.store.read_mentions(&user, which).await?)
     }
 }

@@ -38,12 +38,12 @@ fn toggle_editor(link: &web_sys::Element) {
 }
 
 fn open_mention(link: &web_sys::Element) {
-    let (Some(id), Some(href)) = (dom::number::<i64>(link, "data-mention"), link.get_attribute("href")) else {
+    let (Some(anchor), Some(href)) = (link.get_attribute("data-mention"), link.get_attribute("href")) else {
         return;
     };
     wasm_bindgen_futures::spawn_local(async move {
         // Unread it stays if this fails; the link is followed either way.
-        let _ = crate::pages::comments::read_mentions(Some(id)).await;
+        let _ = crate::pages::comments::read_mentions(Some(anchor)).await;
         let _ = dom::window().location().assign(&href);
     });
 }

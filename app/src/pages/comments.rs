@@ -41,9 +41,17 @@ pub async fn unread_mentions() -> Result<usize, ApiError> {
     Ok(crate::backend::notebook()?.mentions(&crate::backend::actor()?, false).await.map_or(0, |m| m.len()))
 }
 
+/// Marks one mention read (`anchor`: `comment-12`, `annotation-3`), or all (none).
 #[server]
-pub async fn read_mentions(comment_id: Option<i64>) -> Result<(), ApiError> {
-    crate::backend::call(move |notebook, actor| async move { notebook.read_mentions(&actor, comment_id).await }).await
+pub async fn read_mentions(anchor: Option<String>) -> Result<(), ApiError> {
+    let which = match anchor.as_deref() {
+        None => None,
+        Some(anchor) => Some(
+            domain::comments::MentionIn::from_anchor(anchor)
+                .ok_or_else(|| ApiError::invalid(format!("No mention is at {anchor:?}.")))?,
+        ),
+    };
+    crate::backend::call(move |notebook, actor| async move { notebook.read_mentions(&actor, which).await }).await
 }
 
 /// The investigation's comments, for the threads under its steps.
@@ -183,7 +191,7 @@ fn NotToldNote(n: crate::comments::NotTold, investigation: String) -> impl IntoV
     }
 }
 
-/// `/mentions`: comments that name you; opening one marks it read.
+/// `/mentions`: comments and annotations that name you; opening one marks it read.
 #[component]
 pub fn MentionsPage() -> impl IntoView {
     let read = ServerAction::<ReadMentions>::new();
@@ -214,10 +222,12 @@ pub fn MentionsPage() -> impl IntoView {
 /// link works, unmarked.
 #[component]
 fn MentionItem(m: Mention) -> impl IntoView {
+    let anchor = m.of().map(|of| of.anchor());
+    let what = if m.annotation_id.is_some() { " annotated, in " } else { " in " };
     view! {
-        <li class="mention" data-read=m.read.to_string() data-comment=m.comment_id>
-            <a href=m.url.clone() data-mention=m.comment_id>
-                <strong>{m.author.clone()}</strong> " in " <span class="title">{m.investigation_title.clone()}</span>
+        <li class="mention" data-read=m.read.to_string() data-comment=m.comment_id data-annotation=m.annotation_id>
+            <a href=m.url.clone() data-mention=anchor>
+                <strong>{m.author.clone()}</strong> {what} <span class="title">{m.investigation_title.clone()}</span>
             </a>
             " " <span class="muted"><crate::components::Time at=m.created_at.clone()/></span>
             {(!m.read).then(|| view! { " " <span class="tag unread">"unread"</span> })}

@@ -23,6 +23,7 @@ const SELECT: &str = "SELECT a.id, a.step_id, a.snapshot_id, a.start_line, a.end
                       FROM annotations a JOIN steps s ON s.id = a.step_id";
 
 impl Store {
+    /// The annotation and the users it mentions, together.
     pub async fn insert_annotation(
         &self,
         step_id: i64,
@@ -30,8 +31,10 @@ impl Store {
         (start, end): (i64, i64),
         body: &str,
         author: Option<&str>,
+        mentions: &[String],
     ) -> StoreResult<i64> {
         let now = now_ms();
+        let mut tx = self.pool.begin().await?;
         let (id,): (i64,) = sqlx::query_as(
             "INSERT INTO annotations (step_id, snapshot_id, start_line, end_line, body, author, created_at, updated_at)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
@@ -45,11 +48,13 @@ impl Store {
         .bind(author)
         .bind(now)
         .bind(now)
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *tx)
         .await?
         .into_iter()
         .next()
         .ok_or(sqlx::Error::RowNotFound)?;
+        mention(&mut tx, id, mentions).await?;
+        tx.commit().await?;
         Ok(id)
     }
 
@@ -60,8 +65,16 @@ impl Store {
             .await?)
     }
 
-    /// Returns whether the annotation exists.
-    pub async fn update_annotation(&self, id: i64, (start, end): (i64, i64), body: &str) -> StoreResult<bool> {
+    /// Returns whether the annotation exists. Users the new body names are
+    /// told (those told before stay told).
+    pub async fn update_annotation(
+        &self,
+        id: i64,
+        (start, end): (i64, i64),
+        body: &str,
+        mentions: &[String],
+    ) -> StoreResult<bool> {
+        let mut tx = self.pool.begin().await?;
         let done = sqlx::query(
             "UPDATE annotations SET start_line = $1, end_line = $2, body = $3, updated_at = $4 WHERE id = $5",
         )
@@ -70,9 +83,14 @@ impl Store {
         .bind(body)
         .bind(now_ms())
         .bind(id)
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await?;
-        Ok(done.rows_affected() == 1)
+        if done.rows_affected() != 1 {
+            return Ok(false);
+        }
+        mention(&mut tx, id, mentions).await?;
+        tx.commit().await?;
+        Ok(true)
     }
 
     pub async fn delete_annotation(&self, id: i64) -> StoreResult<bool> {
@@ -95,4 +113,17 @@ impl Store {
             .fetch_all(&self.pool)
             .await?)
     }
+}
+
+async fn mention(tx: &mut sqlx::Transaction<'_, sqlx::Any>, annotation: i64, users: &[String]) -> StoreResult<()> {
+    for user in users {
+        sqlx::query(
+            "INSERT INTO annotation_mentions (annotation_id, user_name) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+        )
+        .bind(annotation)
+        .bind(user)
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
 }

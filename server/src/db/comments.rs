@@ -2,6 +2,7 @@
 
 use super::{Store, StoreResult};
 use crate::time::now_ms;
+use domain::comments::MentionIn;
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct CommentRow {
@@ -17,10 +18,11 @@ pub struct CommentRow {
     pub resolved_by: Option<String>,
 }
 
-/// A mention with what the inbox shows of its comment.
+/// A mention with what the inbox shows of its comment or annotation.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct MentionRow {
-    pub comment_id: i64,
+    pub comment_id: Option<i64>,
+    pub annotation_id: Option<i64>,
     pub investigation_id: String,
     pub title: String,
     pub step_id: i64,
@@ -98,31 +100,70 @@ impl Store {
         Ok(())
     }
 
-    /// Newest first; unread only unless `all`.
+    /// In comments and in annotations, newest first; unread only unless `all`.
     pub async fn mentions_of(&self, user: &str, all: bool) -> StoreResult<Vec<MentionRow>> {
         Ok(sqlx::query_as(
-            "SELECT m.comment_id, c.investigation_id, i.title, c.step_id, c.author, c.body, c.created_at, m.read_at
+            "SELECT m.comment_id, CAST(NULL AS BIGINT) AS annotation_id, c.investigation_id, i.title, c.step_id,
+                    c.author, c.body, c.created_at AS created_at, m.read_at
              FROM mentions m JOIN comments c ON c.id = m.comment_id JOIN investigations i ON i.id = c.investigation_id
-             WHERE m.user_name = $1 AND ($2 OR m.read_at IS NULL) ORDER BY c.id DESC LIMIT 200",
+             WHERE m.user_name = $1 AND ($2 OR m.read_at IS NULL)
+             UNION ALL
+             SELECT CAST(NULL AS BIGINT), a.id, s.investigation_id, i.title, a.step_id,
+                    COALESCE(a.author, ''), a.body, a.created_at, m.read_at
+             FROM annotation_mentions m JOIN annotations a ON a.id = m.annotation_id
+                  JOIN steps s ON s.id = a.step_id JOIN investigations i ON i.id = s.investigation_id
+             WHERE m.user_name = $3 AND ($4 OR m.read_at IS NULL)
+             ORDER BY created_at DESC LIMIT 200",
         )
+        .bind(user)
+        .bind(all)
         .bind(user)
         .bind(all)
         .fetch_all(&self.pool)
         .await?)
     }
 
-    /// Marks `user`'s mentions read: one comment's, or all (`None`).
-    pub async fn read_mentions(&self, user: &str, comment: Option<i64>) -> StoreResult<()> {
-        sqlx::query(
-            "UPDATE mentions SET read_at = $1 WHERE user_name = $2 AND read_at IS NULL AND ($3 IS NULL OR comment_id = $4)",
-        )
-        .bind(now_ms())
-        .bind(user)
-        .bind(comment)
-        .bind(comment)
-        .execute(&self.pool)
-        .await?;
+    /// Marks `user`'s mentions read: one comment's or annotation's, or all (`None`).
+    pub async fn read_mentions(&self, user: &str, which: Option<MentionIn>) -> StoreResult<()> {
+        let (comment, annotation) = match which {
+            Some(MentionIn::Comment(id)) => (Some(id), None),
+            Some(MentionIn::Annotation(id)) => (None, Some(id)),
+            None => (None, None),
+        };
+        let mut tx = self.pool.begin().await?;
+        if annotation.is_none() {
+            sqlx::query(
+                "UPDATE mentions SET read_at = $1
+                 WHERE user_name = $2 AND read_at IS NULL AND ($3 IS NULL OR comment_id = $4)",
+            )
+            .bind(now_ms())
+            .bind(user)
+            .bind(comment)
+            .bind(comment)
+            .execute(&mut *tx)
+            .await?;
+        }
+        if comment.is_none() {
+            sqlx::query(
+                "UPDATE annotation_mentions SET read_at = $1
+                 WHERE user_name = $2 AND read_at IS NULL AND ($3 IS NULL OR annotation_id = $4)",
+            )
+            .bind(now_ms())
+            .bind(user)
+            .bind(annotation)
+            .bind(annotation)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
         Ok(())
+    }
+
+    /// The users a text's `@name`s name (spelled as stored), but `author`:
+    /// who a comment or an annotation mentions.
+    pub async fn users_named_in(&self, body: &str, author: &str) -> StoreResult<Vec<String>> {
+        let named = self.existing_users(&domain::comments::mentioned_names(body)).await?;
+        Ok(named.into_iter().filter(|m| !m.eq_ignore_ascii_case(author)).collect())
     }
 
     /// Which of `names` are users, spelled as stored.

@@ -5,7 +5,7 @@
 //! from a handler lands on the code. What only the API does is not a port.
 
 use domain::accounts::{ApiToken, Member, NewApiToken, NewUser, SignInLink, TeamUser};
-use domain::comments::{Comment, Mention, NewComment};
+use domain::comments::{Comment, Mention, MentionIn, NewComment};
 use domain::error::ApiError;
 use domain::hosts::{ConnectionReport, Host, HostFacts, HostImport, HostPatch, ImportReport, NewHost};
 use domain::hypotheses::{Hypothesis, HypothesisInput};
@@ -126,7 +126,7 @@ answer! { domain::ports::TeamOps {
         fn add_comment(&self, actor: &Actor, investigation: &str, new: NewComment) -> Result<Comment, ApiError>;
         fn resolve_comment(&self, actor: &Actor, id: i64, resolved: bool) -> Result<Comment, ApiError>;
         fn mentions(&self, actor: &Actor, all: bool) -> Result<Vec<Mention>, ApiError>;
-        fn read_mentions(&self, actor: &Actor, comment: Option<i64>) -> Result<(), ApiError>;
+        fn read_mentions(&self, actor: &Actor, which: Option<MentionIn>) -> Result<(), ApiError>;
 } }
 
 answer! { domain::ports::Accounts {

@@ -3,7 +3,7 @@
 use crate::db::OwnedBy;
 use crate::policy::{Edit, Own, Read};
 use domain::accounts::Member;
-use domain::comments::{Comment, Mention, NewComment};
+use domain::comments::{Comment, Mention, MentionIn, NewComment};
 use domain::error::ApiError;
 use domain::model::{SharedView, StepWindow};
 use domain::ports::Actor;
@@ -66,7 +66,7 @@ impl super::Guarded {
         let readers = self.access.readers(actor).await?;
         Ok(self.notebook.comments.mentions(&readers, all).await?)
     }
-    pub async fn read_mentions(&self, actor: &Actor, comment: Option<i64>) -> Result<(), ApiError> {
-        Ok(self.notebook.comments.read_mentions(&self.access.anyone(actor), comment).await?)
+    pub async fn read_mentions(&self, actor: &Actor, which: Option<MentionIn>) -> Result<(), ApiError> {
+        Ok(self.notebook.comments.read_mentions(&self.access.anyone(actor), which).await?)
     }
 }

@@ -8,7 +8,8 @@ use crate::state::AppState;
 use axum::Json;
 use axum::extract::State;
 use axum::response::NoContent;
-use domain::comments::{Comment, Mention, NewComment};
+use domain::comments::{Comment, Mention, MentionIn, NewComment};
+use domain::error::ApiError;
 use serde::Deserialize;
 
 pub async fn create(
@@ -53,14 +54,25 @@ pub async fn mentions(
 pub struct Read {
     #[serde(default)]
     comment_id: Option<i64>,
+    #[serde(default)]
+    annotation_id: Option<i64>,
 }
 
-/// Marks one comment's mention read (`{"comment_id": 12}`), or all (`{}`).
+/// Marks one mention read (`{"comment_id": 12}` or `{"annotation_id": 3}`),
+/// or all (`{}`).
 pub async fn read(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiJson(body): ApiJson<Read>,
 ) -> Result<NoContent, AppError> {
-    state.notebook.read_mentions(&actor, body.comment_id).await?;
+    let which = match (body.comment_id, body.annotation_id) {
+        (Some(id), None) => Some(MentionIn::Comment(id)),
+        (None, Some(id)) => Some(MentionIn::Annotation(id)),
+        (None, None) => None,
+        (Some(_), Some(_)) => {
+            return Err(ApiError::invalid("Give comment_id or annotation_id, not both.").into());
+        }
+    };
+    state.notebook.read_mentions(&actor, which).await?;
     Ok(NoContent)
 }

@@ -139,7 +139,10 @@ impl Source {
         let range = check_range(new.start, new.end, shown)?;
         let body = check_body(&new.body)?;
         let author = check_author(new.author.as_deref())?;
-        let id = self.store.insert_annotation(step_id, Some(shown.id), range, &body, author.as_deref()).await?;
+        // Its `@name`s reach Mentions, as a comment's do (without accounts there is no one to tell).
+        let mentions = self.store.users_named_in(&body, &permit.actor().name).await?;
+        let id =
+            self.store.insert_annotation(step_id, Some(shown.id), range, &body, author.as_deref(), &mentions).await?;
         tracing::info!(step = step_id, annotation = id, "annotated lines {}–{}", new.start, new.end);
         self.annotation(&permit.read(), id).await
     }
@@ -167,7 +170,11 @@ impl Source {
             Some(body) => check_body(body)?,
             None => current.body.clone(),
         };
-        if !self.store.update_annotation(id, range, &body).await? {
+        let mentions = match &patch.body {
+            Some(_) => self.store.users_named_in(&body, &permit.actor().name).await?,
+            None => Vec::new(),
+        };
+        if !self.store.update_annotation(id, range, &body, &mentions).await? {
             return Err(not_found(id).into());
         }
         self.annotation(&permit.read(), id).await

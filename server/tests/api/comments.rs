@@ -116,6 +116,51 @@ async fn threads_on_steps_and_annotations_with_mentions() {
     assert!(!page.contains("<script>alert(1)</script>"));
 }
 
+/// An annotation's `@name`s reach Mentions as a comment's do: the named member
+/// (not the author) sees it unread with a link to the annotation; an edit that
+/// names someone new tells them; marking it read needs the annotation's id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mentions_in_annotations_reach_mentions() {
+    let sshd = crate::sshd::Sshd::start();
+    let team = team(&sshd).await;
+    let (id, _, snippet) = team.shared_investigation(&sshd).await;
+    let annotations = format!("/api/v1/steps/{snippet}/annotations");
+    let note = json!({ "start": 2, "end": 3, "body": "@view is this the gate? @edit <b>x</b>" });
+    let annotation = team.ok("edit", Method::POST, &annotations, note).await;
+
+    let unread = team.ok("view", Method::GET, "/api/v1/mentions", Value::Null).await;
+    assert_eq!(unread.as_array().unwrap().len(), 1, "{unread}");
+    assert_eq!(unread[0]["annotation_id"], annotation["id"]);
+    assert_eq!(unread[0]["comment_id"], Value::Null);
+    assert_eq!(unread[0]["url"], format!("/i/{id}#annotation-{}", annotation["id"]));
+    assert_eq!(unread[0]["author"], "edit");
+    assert!(unread[0]["excerpt"].as_str().unwrap().contains("is this the gate?"));
+    assert_eq!(team.ok("edit", Method::GET, "/api/v1/mentions", Value::Null).await, json!([]), "not the author");
+    assert_eq!(team.ok("run", Method::GET, "/api/v1/mentions", Value::Null).await, json!([]));
+
+    // An edit naming someone new tells them; the first one stays told once.
+    let path = format!("/api/v1/annotations/{}", annotation["id"]);
+    team.ok("edit", Method::PATCH, &path, json!({ "body": "@view @run: the gate, see line 2" })).await;
+    assert_eq!(team.ok("run", Method::GET, "/api/v1/mentions", Value::Null).await.as_array().unwrap().len(), 1);
+    assert_eq!(team.ok("view", Method::GET, "/api/v1/mentions", Value::Null).await.as_array().unwrap().len(), 1);
+
+    // Read by its annotation: a comment id of the same number is another thing.
+    let read = "/api/v1/mentions/read";
+    team.ok("view", Method::POST, read, json!({ "comment_id": annotation["id"] })).await;
+    assert_eq!(team.ok("view", Method::GET, "/api/v1/mentions", Value::Null).await.as_array().unwrap().len(), 1);
+    team.ok("view", Method::POST, read, json!({ "annotation_id": annotation["id"] })).await;
+    assert_eq!(team.ok("view", Method::GET, "/api/v1/mentions", Value::Null).await, json!([]));
+    let both = team.call("view", Method::POST, read, json!({ "annotation_id": 1, "comment_id": 1 })).await;
+    assert_eq!(both.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", both.text());
+    // "Mark all read" reaches annotations too.
+    team.ok("run", Method::POST, read, json!({})).await;
+    assert_eq!(team.ok("run", Method::GET, "/api/v1/mentions", Value::Null).await, json!([]));
+
+    // Deleting the annotation takes its mentions with it.
+    assert_eq!(team.call("edit", Method::DELETE, &path, Value::Null).await.status, StatusCode::NO_CONTENT);
+    assert_eq!(team.ok("view", Method::GET, "/api/v1/mentions?all=true", Value::Null).await, json!([]));
+}
+
 /// A mention of someone who is not a member, or of no one, reaches nobody:
 /// the comment says so, and offers an owner to add that user; once added,
 /// the note is gone and the mention is theirs.
