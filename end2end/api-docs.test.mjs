@@ -16,7 +16,7 @@ let sshd;
 
 before(async () => {
   sshd = await startSshd();
-  server = await startServer(tempDataDir());
+  server = await startServer(tempDataDir(), { accounts: false }); // the documented examples' outputs are for --no-auth ('local')
 });
 after(async () => {
   await server?.stop();

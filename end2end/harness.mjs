@@ -28,16 +28,71 @@ export function tempDataDir() {
   return mkdtempSync(join(tmpdir(), 'sleuth-e2e-'));
 }
 
+/** Who feature tests are signed in as: an admin (for hosts), owner of what they create. */
+export const MEMBER = { name: 'ada', password: 'a-long-password-1' };
+
+/** The signed-in server pages open on (`newPage`): the one started last. */
+let session = null;
+
+/** `Authorization` for API calls to `server` (none for a `--no-auth` one). */
+export function authHeaders(server) {
+  return server?.token ? { authorization: `Bearer ${server.token}` } : {};
+}
+
 /**
  * Starts `sleuth serve` on 127.0.0.1:0 and resolves once it printed its URL.
- * Feature tests run it as a single local user (`--no-auth`); `accounts.test.mjs`
- * passes `{ accounts: true }` and gets the printed setup URL as `setupUrl`
- * (`setup: false` when users exist already, and none is printed). `database`:
- * a `postgres://` URL for the store (a replica of a team server); `extraArgs`:
- * more `sleuth serve` flags.
+ * Feature tests run it signed in, as a team uses it (`accounts` left out): the
+ * data dir gets the admin `MEMBER` (once), the server an API token of theirs
+ * (`server.token`, see `authHeaders`) and a session signed in through the
+ * sign-in form, which every `newPage` after it carries (`{ signedOut: true }`
+ * for one without). `{ accounts: true }`: a team server whose users the test
+ * makes itself; the printed setup URL is `setupUrl` (`setup: false` when users
+ * exist already, and none is printed). `{ accounts: false }`: `--no-auth`.
+ * `database`: a `postgres://` URL for the store (a replica of a team server);
+ * `extraArgs`: more `sleuth serve` flags.
  */
-export function startServer(dataDir, { accounts = false, logLevel, database, setup = accounts, extraArgs = [] } = {}) {
+export async function startServer(dataDir, { accounts, logLevel, database, setup = accounts === true, extraArgs = [] } = {}) {
   const bin = process.env.SLEUTH_BIN ?? join(root, 'target', 'debug', 'sleuth');
+  const member = accounts === undefined;
+  let token;
+  if (member) {
+    const env = { ...process.env, SLEUTH_DATABASE: database ?? '' };
+    try {
+      execFileSync(bin, ['user', 'add', MEMBER.name, '--admin', '--password-stdin', '--data', dataDir],
+        { input: `${MEMBER.password}\n`, env, stdio: 'pipe' });
+    } catch (e) {
+      // The data dir of a restart has them already.
+      if (!String(e.stderr).includes('already')) throw e;
+    }
+    token = execFileSync(bin, ['token', 'create', '--user', MEMBER.name, '--data', dataDir], { encoding: 'utf8', env }).trim();
+  }
+  const server = await spawnServer(bin, dataDir, { accounts: accounts !== false, logLevel, database, setup, extraArgs });
+  if (!member) return server;
+  server.token = token;
+  server.user = MEMBER.name;
+  server.cookies = await signInCookies(server.url, MEMBER);
+  session = server;
+  return server;
+}
+
+/** Signs in through the sign-in form's endpoint; the session cookies it set, for Playwright. */
+async function signInCookies(url, { name, password }) {
+  const response = await fetch(`${url}/auth/login`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ name, password, next: '/' }).toString(),
+  });
+  const cookies = response.headers.getSetCookie().map((c) => {
+    const [pair] = c.split(';');
+    const at = pair.indexOf('=');
+    return { name: pair.slice(0, at), value: pair.slice(at + 1), url, httpOnly: true, sameSite: 'Lax' };
+  });
+  if (response.status !== 303 || !cookies.length) throw new Error(`signing in as ${name} answered ${response.status}`);
+  return cookies;
+}
+
+function spawnServer(bin, dataDir, { accounts, logLevel, database, setup, extraArgs }) {
   const site = process.env.SLEUTH_SITE ?? join(root, 'target', 'site');
   const args = ['serve', '--addr', '127.0.0.1:0', '--data', dataDir, '--site', site, ...(accounts ? [] : ['--no-auth']), ...extraArgs];
   const child = spawn(bin, args, {
@@ -93,7 +148,7 @@ export async function launchBrowser() {
 }
 
 /**
- * For a test file that needs only a `--no-auth` server on a fresh data dir and
+ * For a test file that needs only a signed-in server on a fresh data dir and
  * Chromium: both start before its tests and stop after them. Read
  * `env.server` / `env.browser` inside the tests.
  */
@@ -110,9 +165,13 @@ export function serverAndBrowser() {
   return env;
 }
 
-/** A page that records uncaught errors, console errors and dialogs (alert = XSS). */
-export async function newPage(browser, options = {}) {
+/**
+ * A page that records uncaught errors, console errors and dialogs (alert = XSS),
+ * signed in to the server started last (`{ signedOut: true }`: not).
+ */
+export async function newPage(browser, { signedOut = false, ...options } = {}) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, ...options });
+  if (session && !signedOut) await context.addCookies(session.cookies);
   const page = await context.newPage();
   page.problems = [];
   page.on('pageerror', (e) => page.problems.push(`pageerror: ${e.message}`));
@@ -140,7 +199,7 @@ export async function hydrated(page) {
 /** A new investigation (through the API) open in a new page: { created, page }. */
 export async function openNewInvestigation(browser, server, title) {
   const created = await fetch(server.url + '/api/v1/investigations', {
-    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ title }),
+    method: 'POST', headers: { 'content-type': 'application/json', ...authHeaders(server) }, body: JSON.stringify({ title }),
   }).then((r) => r.json());
   const page = await newPage(browser);
   await page.goto(server.url + created.url);
@@ -152,11 +211,11 @@ export async function screenshot(page, name) {
   await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
 }
 
-/** JSON calls to a `--no-auth` server; an answer of 300 or more fails the test with its body. */
+/** JSON calls to a server as its member (`authHeaders`); an answer of 300 or more fails the test with its body. */
 export function apiClient(server) {
   return async (method, path, body) => {
     const response = await fetch(server.url + path, {
-      method, headers: { 'content-type': 'application/json' }, body: body && JSON.stringify(body),
+      method, headers: { 'content-type': 'application/json', ...authHeaders(server) }, body: body && JSON.stringify(body),
     });
     const text = await response.text();
     if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${text}`);
@@ -167,7 +226,7 @@ export function apiClient(server) {
 /** Adds the host `gpu` for the loopback `sshd` and trusts its key. */
 export async function addLoopbackHost(api, server, sshd) {
   await api('POST', '/api/v1/hosts', { name: 'gpu', hostname: '127.0.0.1', port: sshd.port, user: sshd.user, identity_file: sshd.key });
-  await fetch(server.url + '/api/v1/hosts/gpu/test', { method: 'POST' }); // 409: the key is unknown until trusted
+  await fetch(server.url + '/api/v1/hosts/gpu/test', { method: 'POST', headers: authHeaders(server) }); // 409: the key is unknown until trusted
   await api('POST', '/api/v1/hosts/gpu/trust', { fingerprint: sshd.fingerprint });
 }
 

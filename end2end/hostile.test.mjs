@@ -122,7 +122,8 @@ test('script payloads in every field stay text on every page, under a CSP', asyn
   const served = await call('POST', `/api/v1/investigations/${inv.id}/steps`, {
     kind: 'command', host: 'gpu', command: 'sleep 0.5', telemetry: false,
     server: {
-      command: `printf '%s\\n' ${exposition} > metrics && exec python3 -m http.server ${port} --bind 127.0.0.1`,
+      // Its log (the server's stderr) starts with a payload line, with a terminal escape in it.
+      command: `printf '%s\\n' ${exposition} > metrics && printf '%s\\033[31m red\\n' '${P('server-log').replace(/'/g, "'\\''")}' >&2 && exec python3 -m http.server ${port} --bind 127.0.0.1`,
       ready: { http: `http://127.0.0.1:${port}/metrics` }, ready_timeout_s: 30, stop_grace_s: 2,
       metrics: { url: `http://127.0.0.1:${port}/metrics`, interval_ms: 200 },
     },
@@ -184,6 +185,9 @@ test('script payloads in every field stay text on every page, under a CSP', asyn
   assert.match(await page.locator('.replay-table').textContent(), /<script>__pwned="statement"/);
   await screenshot(page, 'hostile-replay');
   await visit(page, `/runs/${engineRun.id}`);
+  const serverLog = page.locator('.server-beside pre.server-output');
+  assert.match(await serverLog.textContent(), /<\/title><script>__pwned="server-log"<\/script><img src=x onerror=alert\("server-log"\)>/);
+  assert.equal(await serverLog.locator('script, img, svg').count(), 0, 'the server log is text');
   await page.locator('details.engine-series summary').click();
   assert.match(await page.locator('.series-table').textContent(), /who="<script>__pwned=\\"label\\"<\/script>/);
   await screenshot(page, 'hostile-engine');

@@ -3,7 +3,7 @@
 // permalink on a cold load — with JavaScript, and as plain links without it.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launchBrowser, newPage, hydrated, screenshot, tempDataDir } from './harness.mjs';
+import { startServer, launchBrowser, newPage, hydrated, screenshot, tempDataDir, authHeaders } from './harness.mjs';
 
 let server;
 let browser;
@@ -13,7 +13,7 @@ let comment;
 
 async function api(method, path, body) {
   const r = await fetch(server.url + path, {
-    method, headers: { 'content-type': 'application/json' }, body: body && JSON.stringify(body),
+    method, headers: { 'content-type': 'application/json', ...authHeaders(server) }, body: body && JSON.stringify(body),
   });
   assert.ok(r.ok, `${method} ${path}: ${r.status} ${await r.clone().text()}`);
   return r.json();

@@ -3,7 +3,7 @@
 // follow a step link, read without JavaScript, and find everything after a restart.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launchBrowser, newPage, hydrated, screenshot, tempDataDir, openNewInvestigation } from './harness.mjs';
+import { startServer, launchBrowser, newPage, hydrated, screenshot, tempDataDir, openNewInvestigation, authHeaders } from './harness.mjs';
 
 const data = tempDataDir();
 let server;
@@ -180,7 +180,7 @@ test('the roofline and collective-budget calculators give the story\'s numbers',
   await screenshot(page, 'calculators');
   assert.deepEqual(page.problems.filter((p) => !/^http 422: .*\/api\/add_bandwidth/.test(p)), []);
   // The tests after this one count the investigations.
-  await fetch(server.url + `/api/v1/investigations/${created.id}`, { method: 'DELETE' });
+  await fetch(server.url + `/api/v1/investigations/${created.id}`, { method: 'DELETE', headers: authHeaders(server) });
 });
 
 test('dark mode and a phone-sized screen', async () => {

@@ -43,7 +43,7 @@ test('a page drawn anew keeps drafts, open panels, an editor\'s text and an isla
   await step.locator('button:has-text("Save")').click();
   const refused = step.locator('.note-editor p.error[role=alert]');
   await refused.waitFor();
-  assert.match(await refused.textContent(), /Not saved: this step was changed by local .*version 2/);
+  assert.match(await refused.textContent(), /Not saved: this step was changed by ada .*version 2/);
   assert.equal(await editor.inputValue(), 'first note, as I see it', 'nothing lost');
   await screenshot(page, 'redraw-conflict');
 

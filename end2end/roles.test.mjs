@@ -66,7 +66,7 @@ test('an editor annotates snippet lines: saved as theirs, markup kept as text', 
   assert.equal(await form.locator('input[name=author]').count(), 0, 'a member is not asked their name');
   await form.locator('input[name=start]').fill('3');
   await form.locator('input[name=end]').fill('5');
-  await form.locator('textarea[name=body]').fill(`The gate ${PAYLOAD}`);
+  await form.locator('textarea[name=body]').fill(`The gate, @viewer ${PAYLOAD}`);
   await form.locator('button[type=submit]').click();
   const saved = page.locator(`.annotation[data-step="${snippet.id}"]`);
   await saved.waitFor({ timeout: 15_000 });
@@ -78,6 +78,21 @@ test('an editor annotates snippet lines: saved as theirs, markup kept as text', 
   assert.equal(await page.locator('.watch-form').count(), 0);
   assert.deepEqual(page.problems, []);
   await page.context().close();
+
+  // The mention reaches the viewer's Mentions, and opens the annotation.
+  const viewer = await t.signIn(browser, 'viewer');
+  await viewer.goto(`${t.server.url}/mentions`);
+  await hydrated(viewer);
+  const mention = viewer.locator('li.mention[data-read=false][data-annotation]').first();
+  assert.match(await mention.textContent(), /editor annotated, in Batching: who may do what/);
+  assert.equal(await mention.locator('img[onerror], script').count(), 0, 'the excerpt is text');
+  await mention.locator('a').click();
+  await viewer.waitForURL(/\/i\/\w+#annotation-\d+$/);
+  await viewer.waitForSelector('.annotation:target');
+  await viewer.goto(`${t.server.url}/mentions`);
+  assert.equal(await viewer.locator('li.mention[data-read=false]').count(), 0, 'opened, so read');
+  assert.deepEqual(viewer.problems, []);
+  await viewer.context().close();
 });
 
 test('an editor keeps an arm to chosen runs through the form; the row says which runs it used', async () => {
@@ -221,6 +236,60 @@ test('a runner replays the investigation; the replay and both investigations lin
   await runner.goto(`${t.server.url}/i/${inv.id}`);
   await runner.locator('ul.replay-links a').first().waitFor();
   assert.equal(new URL(replayUrl).pathname, await runner.locator('ul.replay-links a').first().getAttribute('href'));
+  assert.deepEqual(runner.problems, []);
+  await runner.context().close();
+});
+
+test("each role is offered only the forms its role allows, and each it is offered works", async () => {
+  const owner = t.as('owner');
+  const forms = await t.investigation('Forms by role');
+  const step = await owner('POST', `/api/v1/investigations/${forms.id}/steps`,
+    { kind: 'command', host: 'gpu', command: 'echo forty-two', telemetry: false });
+  const open = async (role) => {
+    const page = await t.signIn(browser, role);
+    await page.goto(`${t.server.url}/i/${forms.id}`);
+    await hydrated(page);
+    return page;
+  };
+  const offered = async (page) => ({
+    run: await page.locator('.run-form').count(),
+    note: await page.locator('#add-note').count(),
+    edit: await page.locator(`#step-${step.id} a[data-view=edit]`).count(),
+    comment: await page.locator(`#step-${step.id} details.new-thread`).count(),
+  });
+
+  // A viewer reads and asks: a comment, nothing that changes the notebook.
+  const viewer = await open('viewer');
+  assert.deepEqual(await offered(viewer), { run: 0, note: 0, edit: 0, comment: 1 });
+  const thread = viewer.locator(`#step-${step.id} details.new-thread`);
+  await thread.locator('summary').click();
+  await thread.locator('textarea[name=body]').fill(`Why forty-two? ${PAYLOAD}`);
+  await thread.locator('button:has-text("Comment")').click();
+  const asked = viewer.locator(`#step-${step.id} .comment:has-text("Why forty-two?")`);
+  await asked.waitFor({ timeout: 15_000 });
+  assert.equal((await asked.locator('.author').textContent()).trim(), 'viewer');
+  assert.equal(await asked.locator('img[onerror], script').count(), 0);
+  assert.deepEqual(viewer.problems, []);
+  await viewer.context().close();
+
+  // An editor writes, but does not run.
+  const editor = await open('editor');
+  assert.deepEqual(await offered(editor), { run: 0, note: 1, edit: 1, comment: 1 });
+  await editor.fill('#new-note-body', `The answer is in the **log**. ${PAYLOAD}`);
+  await editor.click('button:has-text("Add note")');
+  await editor.locator('.step[data-kind=note] .markdown strong:has-text("log")').waitFor({ timeout: 15_000 });
+  assert.equal(await editor.locator('#add-note .error').count(), 0);
+  assert.deepEqual(editor.problems, []);
+  await editor.context().close();
+
+  // A runner runs it.
+  const runner = await open('runner');
+  assert.deepEqual(await offered(runner), { run: 1, note: 1, edit: 1, comment: 1 });
+  await runner.locator(`#step-${step.id} .run-button`).click();
+  await runner.locator(`#step-${step.id} .run[data-status=succeeded]`).waitFor({ timeout: 30_000 });
+  assert.match(await runner.locator(`#step-${step.id} .run`).first().textContent(), /forty-two/);
+  const [run] = await owner('GET', `/api/v1/steps/${step.id}/runs`);
+  assert.equal(run.who, 'runner');
   assert.deepEqual(runner.problems, []);
   await runner.context().close();
 });
