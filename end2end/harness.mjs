@@ -261,24 +261,40 @@ export async function teamServerWithHost(sshd, user) {
 }
 
 /**
+ * A new database on the PostgreSQL cluster `./dev test` starts
+ * (`SLEUTH_TEST_POSTGRES`, an admin URL), as a URL; `undefined` without one.
+ */
+export function scratchPostgres() {
+  const admin = process.env.SLEUTH_TEST_POSTGRES;
+  if (!admin) return undefined;
+  const name = `sleuth_e2e_${Math.random().toString(16).slice(2, 12)}`;
+  execFileSync('psql', [admin, '-q', '-c', `CREATE DATABASE ${name}`]);
+  const url = new URL(admin);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/**
  * A team server whose investigation work is done by members, not an admin:
  * `admin` (the host's keeper) and `owner`, `runner`, `editor`, `viewer` (each
  * signs in with `PASSWORD`), with API tokens for each, and the host `gpu` (the
- * loopback `sshd`, trusted). `as(name)` calls the API as that person;
+ * loopback `sshd`, trusted), on SQLite or on `database` (a `postgres://` URL,
+ * `scratchPostgres()`). `as(name)` calls the API as that person;
  * `team.investigation(title)` is one of `owner`'s shared with the others by
  * their roles; `signIn(browser, name)` is a page signed in as them.
  */
 export const PASSWORD = 'a-long-password-1';
-export async function team(sshd) {
+export async function team(sshd, { database } = {}) {
   const bin = process.env.SLEUTH_BIN ?? join(root, 'target', 'debug', 'sleuth');
   const data = tempDataDir();
   const names = ['admin', 'owner', 'runner', 'editor', 'viewer'];
   const tokens = {};
+  const env = { ...process.env, SLEUTH_DATABASE: database ?? '' };
   for (const name of names) {
-    execFileSync(bin, ['user', 'add', name, ...(name === 'admin' ? ['--admin'] : []), '--password-stdin', '--data', data], { input: `${PASSWORD}\n` });
-    tokens[name] = execFileSync(bin, ['token', 'create', '--user', name, '--data', data], { encoding: 'utf8' }).trim();
+    execFileSync(bin, ['user', 'add', name, ...(name === 'admin' ? ['--admin'] : []), '--password-stdin', '--data', data], { input: `${PASSWORD}\n`, env });
+    tokens[name] = execFileSync(bin, ['token', 'create', '--user', name, '--data', data], { encoding: 'utf8', env }).trim();
   }
-  const server = await startServer(data, { accounts: true, setup: false });
+  const server = await startServer(data, { accounts: true, setup: false, database });
   const as = (name) => async (method, path, body) => {
     const response = await fetch(server.url + path, {
       method,

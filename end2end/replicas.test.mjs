@@ -7,8 +7,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import { execFileSync } from 'node:child_process';
-import { startServer, tempDataDir, launchBrowser, newPage, hydrated, screenshot } from './harness.mjs';
+import { startServer, tempDataDir, launchBrowser, newPage, hydrated, screenshot, scratchPostgres } from './harness.mjs';
 
 const admin = process.env.SLEUTH_TEST_POSTGRES;
 let replicas = [];
@@ -16,15 +15,6 @@ let proxy;
 let proxyUrl;
 let browser;
 const served = { a: 0, b: 0 };
-
-/** A new database on the test cluster, as a URL. */
-function scratchDatabase() {
-  const name = `sleuth_e2e_${Math.random().toString(16).slice(2, 12)}`;
-  execFileSync('psql', [admin, '-q', '-c', `CREATE DATABASE ${name}`]);
-  const url = new URL(admin);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
 
 /** Every request to the next replica in turn; streams (SSE) pass through unbuffered. */
 function roundRobin(targets) {
@@ -45,7 +35,7 @@ function roundRobin(targets) {
 
 before(async () => {
   if (!admin) return;
-  const database = scratchDatabase();
+  const database = scratchPostgres();
   // A prints the setup link (no users yet); B comes up on the same database.
   replicas.push(await startServer(tempDataDir(), { accounts: true, database }));
   replicas.push(await startServer(tempDataDir(), { accounts: true, database, setup: false }));

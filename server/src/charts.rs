@@ -588,9 +588,13 @@ pub fn history(
         chart
             .configure_mesh()
             .x_desc("run, in order")
-            .x_labels(10)
+            // Runs are counted: as many labels as runs (up to 10), so that the
+            // ticks fall on whole runs, and none on a half run.
+            .x_labels(runs.len().clamp(2, 10))
             .y_labels(5)
-            .x_label_formatter(&|x| format!("{}", x.round() as i64 + 1))
+            .x_label_formatter(&|x| {
+                if (x - x.round()).abs() < 1e-6 { format!("{}", x.round() as i64 + 1) } else { String::new() }
+            })
             .label_style(("sans-serif", 10))
             .light_line_style(WHITE)
             .bold_line_style(RGBColor(234, 238, 242))
@@ -784,6 +788,27 @@ mod tests {
         assert!(texts.contains(&"output_throughput (tok/s)"), "axis title");
         assert!(svg.matches("<circle").count() >= 6, "a dot per run");
         assert!(svg.contains("<polyline") || svg.contains("<line"), "the baseline line and the bars");
+    }
+
+    #[test]
+    fn a_history_labels_each_run_once_on_whole_runs() {
+        for n in [3usize, 7, 40] {
+            let runs: Vec<_> = (0..n)
+                .map(|i| domain::history::HistoryPoint {
+                    run_id: i as i64 + 1,
+                    value: 100.0 + (i % 3) as f64,
+                    at: None,
+                })
+                .collect();
+            let svg = history("output_throughput", "tok/s", &runs, &[]).unwrap();
+            let texts: Vec<&str> = svg.split("</text>").filter_map(|t| t.rsplit('>').next()).map(str::trim).collect();
+            let numbers: Vec<i64> = texts.iter().filter_map(|t| t.parse::<i64>().ok()).collect();
+            let mut once = numbers.clone();
+            once.dedup();
+            assert_eq!(numbers, once, "{n} runs: a run number twice: {numbers:?}");
+            assert!(numbers.iter().all(|k| (1..=n as i64).contains(k)), "{n} runs: {numbers:?}");
+            assert!(numbers.len() >= 2, "{n} runs: {numbers:?}");
+        }
     }
 }
 
