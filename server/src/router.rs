@@ -50,7 +50,7 @@ pub fn app(state: AppState) -> Router {
         .api_route("/openapi.json", get_with(openapi::serve, openapi::document))
         .api_route("/openapi.html", get_with(openapi::page, openapi::html))
         .api_route("/investigations", get(investigations::list).post(investigations::create))
-        .route(
+        .api_route(
             "/investigations/{id}",
             get(investigations::show).patch(investigations::update).delete(investigations::delete),
         )
