@@ -10,7 +10,7 @@ pub enum ReadError {
     #[error("not valid JSON ({0})")]
     Json(#[from] serde_json::Error),
     #[error("not valid YAML ({0})")]
-    Yaml(#[from] yaml_rust::ScanError),
+    Yaml(#[from] yaml_rust2::ScanError),
     /// A format read whole that is over this many bytes.
     #[error("over {} MB; this format is read whole and was skipped", .0 >> 20)]
     TooBig(usize),

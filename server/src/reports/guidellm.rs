@@ -136,13 +136,13 @@ pub fn from_value(value: &Value) -> Option<ReadResult<Report>> {
 
 /// A YAML report as the same JSON document.
 pub fn yaml_to_json(text: &str) -> ReadResult<Value> {
-    let docs = yaml_rust::YamlLoader::load_from_str(text)?;
+    let docs = yaml_rust2::YamlLoader::load_from_str(text)?;
     let doc = docs.into_iter().next().ok_or(ReadError::Missing("an empty YAML document"))?;
     Ok(convert(doc, 0))
 }
 
-fn convert(yaml: yaml_rust::Yaml, depth: usize) -> Value {
-    use yaml_rust::Yaml;
+fn convert(yaml: yaml_rust2::Yaml, depth: usize) -> Value {
+    use yaml_rust2::Yaml;
     if depth > 64 {
         return Value::Null;
     }
