@@ -27,33 +27,39 @@ impl Auth {
     }
 }
 
-/// One CSV cell: quoted, quotes doubled, and a leading `= + - @` (or tab/CR)
-/// defused with `'` so a spreadsheet does not run a command someone typed.
-fn cell(text: &str) -> String {
-    let defused =
-        if text.starts_with(['=', '+', '-', '@', '\t', '\r']) { format!("'{text}") } else { text.to_string() };
-    format!("\"{}\"", defused.replace('"', "\"\""))
+/// A leading `= + - @` (or tab/CR) defused with `'`, so a spreadsheet does
+/// not run a command someone typed.
+fn defused(text: &str) -> String {
+    if text.starts_with(['=', '+', '-', '@', '\t', '\r']) { format!("'{text}") } else { text.to_string() }
 }
 
+/// Text cells quoted (quotes doubled, formulas defused), numbers bare.
 pub fn to_csv(entries: &[AuditEntry]) -> String {
-    let mut out = String::from("id,at,who,action,host,target,env,outcome,run_id\n");
+    let mut out = csv::WriterBuilder::new().quote_style(csv::QuoteStyle::NonNumeric).from_writer(Vec::new());
+    let mut rows = Vec::with_capacity(entries.len());
     for e in entries {
         let env: Vec<String> = e.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let row = [
+        rows.push([
             e.id.to_string(),
-            cell(&e.at),
-            cell(&e.who),
-            cell(&e.action),
-            cell(e.host.as_deref().unwrap_or("")),
-            cell(&e.target),
-            cell(&env.join(" ")),
-            cell(e.outcome.as_deref().unwrap_or("")),
+            defused(&e.at),
+            defused(&e.who),
+            defused(&e.action),
+            defused(e.host.as_deref().unwrap_or("")),
+            defused(&e.target),
+            defused(&env.join(" ")),
+            defused(e.outcome.as_deref().unwrap_or("")),
             e.run_id.map(|r| r.to_string()).unwrap_or_default(),
-        ];
-        out.push_str(&row.join(","));
-        out.push('\n');
+        ]);
     }
-    out
+    // Writing into memory fails only if the memory does; a header-only file is still a CSV.
+    for row in rows {
+        if out.write_record(&row).is_err() {
+            break;
+        }
+    }
+    let body = String::from_utf8(out.into_inner().unwrap_or_default()).unwrap_or_default();
+    // The header's names bare, as spreadsheets and `csvkit` expect them.
+    format!("id,at,who,action,host,target,env,outcome,run_id\n{body}")
 }
 
 #[cfg(test)]
@@ -62,9 +68,23 @@ mod tests {
 
     #[test]
     fn csv_cells_are_quoted_and_formulas_defused() {
-        assert_eq!(cell(r#"echo "hi""#), r#""echo ""hi""""#);
-        assert_eq!(cell("=HYPERLINK(\"x\")"), r#""'=HYPERLINK(""x"")""#);
-        assert_eq!(cell("-rf"), "\"'-rf\"");
+        let only = |text: &str| {
+            let csv = to_csv(&[AuditEntry {
+                id: 1,
+                at: text.into(),
+                who: String::new(),
+                action: String::new(),
+                host: None,
+                target: String::new(),
+                env: vec![],
+                outcome: None,
+                run_id: None,
+            }]);
+            csv.lines().nth(1).unwrap_or_default().split_once(',').map(|(_, rest)| rest.to_string()).unwrap_or_default()
+        };
+        assert!(only(r#"echo "hi""#).starts_with(r#""echo ""hi""","#));
+        assert!(only("=HYPERLINK(\"x\")").starts_with(r#""'=HYPERLINK(""x"")","#));
+        assert!(only("-rf").starts_with("\"'-rf\","));
         let entry = AuditEntry {
             id: 1,
             at: "t".into(),

@@ -1,25 +1,15 @@
-//! CSV lines as the field's tools write them: cells with commas are quoted,
-//! `""` is a quote inside quotes (nsys kernel names, llama-bench's every cell).
+//! CSV lines as the field's tools write them (nsys kernel names, llama-bench's
+//! every cell, AIPerf's tables): read with the `csv` crate, one line at a time,
+//! since the readers look for their header and sections line by line.
 
 /// One CSV line's cells (names with commas are quoted, `""` inside quotes).
 pub fn split(line: &str) -> Vec<String> {
-    let mut cells = Vec::new();
-    let mut cell = String::new();
-    let mut quoted = false;
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        match (c, quoted) {
-            ('"', true) if chars.peek() == Some(&'"') => {
-                cell.push('"');
-                chars.next();
-            }
-            ('"', _) => quoted = !quoted,
-            (',', false) => cells.push(std::mem::take(&mut cell)),
-            _ => cell.push(c),
-        }
+    let mut reader = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(line.as_bytes());
+    match reader.records().next() {
+        Some(Ok(record)) => record.iter().map(str::to_string).collect(),
+        // An empty line is one empty cell, as a spreadsheet shows it.
+        Some(Err(_)) | None => vec![String::new()],
     }
-    cells.push(cell);
-    cells
 }
 
 #[cfg(test)]
@@ -28,5 +18,6 @@ mod tests {
     fn quoted_cells_keep_their_commas() {
         assert_eq!(super::split(r#"1,"a, b","say ""hi""",x"#), ["1", "a, b", "say \"hi\"", "x"]);
         assert_eq!(super::split(""), [""]);
+        assert_eq!(super::split("a,,b"), ["a", "", "b"]);
     }
 }
