@@ -11,6 +11,7 @@
 //! requests: one who lost access stops their watch.
 
 pub mod rows;
+mod schedule;
 mod service;
 pub mod webhook;
 

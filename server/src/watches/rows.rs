@@ -2,9 +2,10 @@
 //! investigations' list: plain functions of `db::WatchRow`, used by the
 //! scheduler (`crate::watches`), the policy layer and the notebook alike.
 
+use super::schedule::Schedule;
 use crate::db::WatchRow;
 use crate::error::{Context, Result};
-use domain::watches::{Cron, Watch, webhook_shown};
+use domain::watches::{Watch, webhook_shown};
 
 /// The history page a watch judges, its configuration in the link (a sweep's
 /// history is of one configuration): `/i/ID/history?step=N&metric=M&config=C`.
@@ -25,7 +26,7 @@ pub fn history_path(row: &WatchRow) -> String {
 pub fn next_at(every_s: Option<i64>, cron: Option<&str>, now_ms: i64) -> Option<i64> {
     match (every_s, cron) {
         (Some(every), _) => Some(now_ms + every.max(1) * 1000),
-        (None, Some(line)) => Cron::parse(line).ok()?.next_after(now_ms / 1000).map(|s| s * 1000),
+        (None, Some(line)) => Schedule::parse(line).ok()?.next_after(now_ms / 1000).map(|s| s * 1000),
         (None, None) => None,
     }
 }

@@ -92,7 +92,7 @@ impl Watches {
                 .into());
             }
             (None, Some(line)) => {
-                domain::watches::Cron::parse(line).map_err(ApiError::invalid)?;
+                super::schedule::Schedule::parse(line)?;
             }
             _ => {}
         }

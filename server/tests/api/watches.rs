@@ -144,7 +144,7 @@ async fn a_watch_whose_runs_fail_says_so_and_stops() {
     for (body, says) in [
         (json!({}), "every_s"),
         (json!({ "every_s": 1, "cron": "* * * * *" }), "one of them"),
-        (json!({ "cron": "61 * * * *" }), "from 0 to 59"),
+        (json!({ "cron": "61 * * * *" }), "minute 0–59"),
         (json!({ "every_s": 1, "webhook": "file:///etc/passwd" }), "http:// or https://"),
         (json!({ "every_s": 1, "config": "X=1" }), "no configuration"),
     ] {
