@@ -45,57 +45,22 @@ pub async fn login(args: LoginArgs) -> Result<ExitCode, ClientError> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// One line from standard input, not echoed when it is a terminal.
+/// One line from standard input, not echoed when it is a terminal
+/// (`rpassword` turns the echo off and back on, also when reading fails).
 fn read_secret(prompt: &str) -> Result<String, ClientError> {
     let stdin = std::io::stdin();
-    let terminal = stdin.is_terminal();
-    if terminal {
-        eprint!("{prompt}");
-    }
-    let echo = terminal.then(|| Echo::off(libc::STDIN_FILENO));
-    let mut line = String::new();
-    let read = stdin.lock().read_line(&mut line);
-    drop(echo);
-    if terminal {
-        eprintln!();
-    }
-    read.map_err(|source| ClientError::Io { what: "reading the token".into(), source })?;
+    let read = if stdin.is_terminal() {
+        rpassword::prompt_password(prompt)
+    } else {
+        let mut line = String::new();
+        stdin.lock().read_line(&mut line).map(|_| line)
+    };
+    let line = read.map_err(|source| ClientError::Io { what: "reading the token".into(), source })?;
     let token = line.trim().to_string();
     if token.is_empty() {
         return Err(ClientError::Usage("No token given: paste one, or pipe it in (`… | sleuth login URL`).".into()));
     }
     Ok(token)
-}
-
-/// The terminal's echo turned off until dropped.
-struct Echo(libc::c_int, Option<libc::termios>);
-
-impl Echo {
-    fn off(fd: libc::c_int) -> Self {
-        // SAFETY: tcgetattr/tcsetattr on a descriptor we were given, with a
-        // termios that lives on this stack frame.
-        unsafe {
-            let mut saved: libc::termios = std::mem::zeroed();
-            if libc::tcgetattr(fd, &mut saved) != 0 {
-                return Self(fd, None);
-            }
-            let mut quiet = saved;
-            quiet.c_lflag &= !libc::ECHO;
-            libc::tcsetattr(fd, libc::TCSANOW, &quiet);
-            Self(fd, Some(saved))
-        }
-    }
-}
-
-impl Drop for Echo {
-    fn drop(&mut self) {
-        if let Some(saved) = self.1 {
-            // SAFETY: as in `off`.
-            unsafe {
-                libc::tcsetattr(self.0, libc::TCSANOW, &saved);
-            }
-        }
-    }
 }
 
 pub async fn run(args: RunArgs) -> Result<ExitCode, ClientError> {
