@@ -1,60 +1,21 @@
-//! A zip archive of a few files, stored (not compressed: the Markdown and SVG
-//! of a report are small, and any unzip reads method 0). PKWARE APPNOTE 4.3.7
-//! local headers, central directory and end record; names are UTF-8 (flag 11).
+//! A zip archive of an export's files, stored (not compressed: the Markdown and
+//! SVG are small, run files are often compressed already, and an export of up
+//! to `ZIP_FILES_BUDGET` is made inside a request), written by the `zip` crate:
+//! UTF-8 names, and Zip64 where sizes need it.
+
+use std::io::Write;
 
 /// The archive holding `files` (`(name, bytes)`), or why it cannot be made.
-pub fn stored(files: &[(String, Vec<u8>)]) -> Result<Vec<u8>, &'static str> {
-    let mut out = Vec::new();
-    let mut central = Vec::new();
-    let too_big = "an export over 4 GiB cannot be a plain zip";
+pub fn stored(files: &[(String, Vec<u8>)]) -> Result<Vec<u8>, zip::result::ZipError> {
+    let mut archive = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let options = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Stored)
+        .large_file(files.iter().any(|(_, data)| data.len() as u64 >= u64::from(u32::MAX)));
     for (name, data) in files {
-        let crc = crc32fast::hash(data);
-        let size = u32::try_from(data.len()).map_err(|_| too_big)?;
-        let offset = u32::try_from(out.len()).map_err(|_| too_big)?;
-        let name_len = u16::try_from(name.len()).map_err(|_| "a file name in the zip is too long")?;
-        // Local file header.
-        out.extend_from_slice(&0x0403_4b50u32.to_le_bytes());
-        out.extend_from_slice(&20u16.to_le_bytes()); // version needed
-        out.extend_from_slice(&(1u16 << 11).to_le_bytes()); // UTF-8 names
-        out.extend_from_slice(&0u16.to_le_bytes()); // stored
-        out.extend_from_slice(&0u16.to_le_bytes()); // time
-        out.extend_from_slice(&0x21u16.to_le_bytes()); // date: 1980-01-01
-        out.extend_from_slice(&crc.to_le_bytes());
-        out.extend_from_slice(&size.to_le_bytes());
-        out.extend_from_slice(&size.to_le_bytes());
-        out.extend_from_slice(&name_len.to_le_bytes());
-        out.extend_from_slice(&0u16.to_le_bytes()); // extra
-        out.extend_from_slice(name.as_bytes());
-        out.extend_from_slice(data);
-        // Its central directory entry.
-        central.extend_from_slice(&0x0201_4b50u32.to_le_bytes());
-        central.extend_from_slice(&20u16.to_le_bytes()); // made by
-        central.extend_from_slice(&20u16.to_le_bytes()); // needed
-        central.extend_from_slice(&(1u16 << 11).to_le_bytes());
-        central.extend_from_slice(&0u16.to_le_bytes());
-        central.extend_from_slice(&0u16.to_le_bytes());
-        central.extend_from_slice(&0x21u16.to_le_bytes());
-        central.extend_from_slice(&crc.to_le_bytes());
-        central.extend_from_slice(&size.to_le_bytes());
-        central.extend_from_slice(&size.to_le_bytes());
-        central.extend_from_slice(&name_len.to_le_bytes());
-        central.extend_from_slice(&[0; 6]); // extra, comment, disk number start
-        central.extend_from_slice(&[0; 6]); // internal, external attributes
-        central.extend_from_slice(&offset.to_le_bytes());
-        central.extend_from_slice(name.as_bytes());
+        archive.start_file(name.as_str(), options)?;
+        archive.write_all(data)?;
     }
-    let count = u16::try_from(files.len()).map_err(|_| "too many files for a plain zip")?;
-    let central_at = u32::try_from(out.len()).map_err(|_| too_big)?;
-    let central_len = u32::try_from(central.len()).map_err(|_| too_big)?;
-    out.extend_from_slice(&central);
-    out.extend_from_slice(&0x0605_4b50u32.to_le_bytes());
-    out.extend_from_slice(&[0; 4]); // this disk, disk with the directory
-    out.extend_from_slice(&count.to_le_bytes());
-    out.extend_from_slice(&count.to_le_bytes());
-    out.extend_from_slice(&central_len.to_le_bytes());
-    out.extend_from_slice(&central_at.to_le_bytes());
-    out.extend_from_slice(&0u16.to_le_bytes()); // comment
-    Ok(out)
+    Ok(archive.finish()?.into_inner())
 }
 
 #[cfg(test)]
