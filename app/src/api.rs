@@ -2,9 +2,9 @@
 //! Each one is a thin call through [`crate::backend::Notebook`]; kind-specific
 //! functions live with their kind in `steps/`.
 
-use crate::error::ApiError;
-use crate::hosts::Host;
-use crate::model::{Investigation, InvestigationSummary, Step};
+use domain::error::ApiError;
+use domain::hosts::Host;
+use domain::model::{Investigation, InvestigationSummary, Step};
 use leptos::prelude::*;
 
 #[server]
@@ -16,14 +16,14 @@ pub async fn list_investigations() -> Result<Vec<InvestigationSummary>, ApiError
 /// timeline shown in full besides its first and last steps.
 #[server]
 pub async fn get_investigation(id: String, steps: String) -> Result<Investigation, ApiError> {
-    let window = crate::model::StepWindow::parse(&steps);
+    let window = domain::model::StepWindow::parse(&steps);
     crate::backend::call(move |notebook, actor| async move { notebook.investigation(&actor, &id, Some(&window)).await })
         .await
 }
 
 #[server]
 pub async fn create_investigation(title: String, question: String) -> Result<Investigation, ApiError> {
-    let new = crate::model::NewInvestigation { title, question: Some(question) };
+    let new = domain::model::NewInvestigation { title, question: Some(question) };
     let investigation =
         crate::backend::call(move |notebook, actor| async move { notebook.create_investigation(&actor, new).await })
             .await?;
@@ -33,16 +33,16 @@ pub async fn create_investigation(title: String, question: String) -> Result<Inv
 
 #[server]
 pub async fn rename_investigation(id: String, title: String, question: String) -> Result<Investigation, ApiError> {
-    let patch = crate::model::InvestigationPatch { title: Some(title), question: Some(question), status: None };
+    let patch = domain::model::InvestigationPatch { title: Some(title), question: Some(question), status: None };
     crate::backend::call(move |notebook, actor| async move { notebook.update_investigation(&actor, &id, patch).await })
         .await
 }
 
 #[server]
 pub async fn set_investigation_status(id: String, status: String) -> Result<Investigation, ApiError> {
-    let status = crate::model::InvestigationStatus::parse(&status)
+    let status = domain::model::InvestigationStatus::parse(&status)
         .ok_or_else(|| ApiError::invalid(format!("unknown status {status:?}: use open or closed")))?;
-    let patch = crate::model::InvestigationPatch { status: Some(status), ..Default::default() };
+    let patch = domain::model::InvestigationPatch { status: Some(status), ..Default::default() };
     crate::backend::call(move |notebook, actor| async move { notebook.update_investigation(&actor, &id, patch).await })
         .await
 }

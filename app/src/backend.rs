@@ -4,8 +4,8 @@
 
 pub(crate) use domain::ports::*;
 
-use crate::accounts::User;
-use crate::error::ApiError;
+use domain::accounts::User;
+use domain::error::ApiError;
 use std::sync::Arc;
 
 pub fn accounts() -> Result<Arc<dyn Accounts>, ApiError> {
@@ -19,7 +19,7 @@ pub fn accounts() -> Result<Arc<dyn Accounts>, ApiError> {
 pub fn actor() -> Result<Actor, ApiError> {
     leptos::prelude::use_context::<http::request::Parts>()
         .and_then(|parts| parts.extensions.get::<Actor>().cloned())
-        .ok_or_else(|| ApiError::new(crate::error::ErrorCode::Unauthenticated, "Sign in first."))
+        .ok_or_else(|| ApiError::new(domain::error::ErrorCode::Unauthenticated, "Sign in first."))
 }
 
 pub fn current_user() -> Result<User, ApiError> {
@@ -115,7 +115,7 @@ fn without_editor(path: &str, query: Option<&str>, step_id: i64) -> String {
     let kept: Vec<&str> =
         query.unwrap_or_default().split('&').filter(|p| !p.is_empty() && !p.starts_with("edit=")).collect();
     let query = if kept.is_empty() { String::new() } else { format!("?{}", kept.join("&")) };
-    format!("{path}{query}#{}", crate::model::step_anchor(step_id))
+    format!("{path}{query}#{}", domain::model::step_anchor(step_id))
 }
 
 pub fn set_status(error: &ApiError) {

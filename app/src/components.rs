@@ -1,7 +1,7 @@
 //! Small building blocks shared by the pages.
 
-use crate::error::ApiError;
-use crate::model::InvestigationStatus;
+use domain::error::ApiError;
+use domain::model::InvestigationStatus;
 use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
 
@@ -84,8 +84,8 @@ pub fn now_ms() -> i64 {
 /// browser keeps the words current (`browser::keys`).
 #[component]
 pub fn Time(#[prop(into)] at: String) -> impl IntoView {
-    let said = crate::model::relative_time(&at, now_ms());
-    let exact = crate::model::short_time(&at);
+    let said = domain::model::relative_time(&at, now_ms());
+    let exact = domain::model::short_time(&at);
     view! { <time datetime=at title=exact data-relative="">{said}</time> }
 }
 
@@ -125,10 +125,10 @@ pub fn Said(#[prop(into)] text: String) -> impl IntoView {
 #[component]
 pub fn ErrorPanel(error: ApiError) -> impl IntoView {
     let title = match error.code {
-        crate::error::ErrorCode::NotFound => "Not found",
-        crate::error::ErrorCode::Network => "Server unreachable",
-        crate::error::ErrorCode::Gone => "This link no longer works",
-        crate::error::ErrorCode::Forbidden => "Not allowed",
+        domain::error::ErrorCode::NotFound => "Not found",
+        domain::error::ErrorCode::Network => "Server unreachable",
+        domain::error::ErrorCode::Gone => "This link no longer works",
+        domain::error::ErrorCode::Forbidden => "Not allowed",
         _ => "Could not load this page",
     };
     view! {
@@ -247,7 +247,7 @@ pub fn textarea_text(text: &str) -> String {
 }
 
 /// Shows its children only to readers who may do `what` in this investigation
-/// (the page provides their [`Abilities`](crate::model::Abilities); without them,
+/// (the page provides their [`Abilities`](domain::model::Abilities); without them,
 /// as on a share link, nothing). Hiding is a courtesy: the server checks anyway.
 #[component]
 pub fn Can(what: Ability, children: Children) -> impl IntoView {
@@ -262,8 +262,8 @@ pub fn Can(what: Ability, children: Children) -> impl IntoView {
 }
 
 /// The reader's abilities in the investigation on this page (none elsewhere).
-pub fn abilities() -> crate::model::Abilities {
-    use_context::<crate::model::Abilities>().unwrap_or_default()
+pub fn abilities() -> domain::model::Abilities {
+    use_context::<domain::model::Abilities>().unwrap_or_default()
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

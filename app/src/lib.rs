@@ -24,13 +24,6 @@ pub mod components;
 pub mod pages;
 pub mod steps;
 
-// The domain the pages draw, at the paths they name it by (the server names
-// it as `domain::`: nothing here is its way to a type).
-pub(crate) use domain::{
-    accounts, comments, distributions, engine, error, frontier, history, hosts, html, hypotheses, metrics, model,
-    profiles, replays, run_pages, runs, search, shares, sweeps, watches,
-};
-
 use leptos::prelude::*;
 use leptos_meta::{MetaTags, provide_meta_context};
 use leptos_router::{

@@ -138,7 +138,7 @@ pub fn scroll_to(element: &Element) {
 /// The element a URL fragment names: an id, or the first line of a line range
 /// (`#step-12-L130-L180`, which no element has as its id).
 pub fn fragment_target(fragment: &str) -> Option<Element> {
-    use crate::steps::snippet::{Focus, line_anchor};
+    use domain::steps::snippet::{Focus, line_anchor};
     let id = fragment.trim_start_matches('#');
     if id.is_empty() {
         return None;
@@ -146,7 +146,7 @@ pub fn fragment_target(fragment: &str) -> Option<Element> {
     document().get_element_by_id(id).or_else(|| match Focus::parse(id)? {
         Focus::Lines { step_id, start, .. } => document()
             .get_element_by_id(&line_anchor(step_id, start))
-            .or_else(|| document().get_element_by_id(&crate::model::step_anchor(step_id))),
+            .or_else(|| document().get_element_by_id(&domain::model::step_anchor(step_id))),
         Focus::Annotation(_) => None,
     })
 }

@@ -48,7 +48,7 @@ pub fn install() {
         let Some(target) = dom::closest(&event, "ol.steps > li.step") else { return };
         event.prevent_default();
         let Some(over) = dom::number::<u32>(&target, "data-position") else { return };
-        let to = crate::model::drop_position(from, over, lower_half(&event, &target));
+        let to = domain::model::drop_position(from, over, lower_half(&event, &target));
         if to == from {
             return;
         }

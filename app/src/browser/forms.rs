@@ -6,7 +6,7 @@
 //! the same forms post the usual way and come back to the page.
 
 use super::dom;
-use crate::error::ApiError;
+use domain::error::ApiError;
 use wasm_bindgen::JsCast;
 use web_sys::{Element, Event, HtmlFormElement};
 

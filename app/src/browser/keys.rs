@@ -211,7 +211,7 @@ fn refresh_times() {
     let Some(root) = dom::document().document_element() else { return };
     for time in dom::all(&root, "time[data-relative]") {
         if let Some(at) = time.get_attribute("datetime") {
-            time.set_text_content(Some(&crate::model::relative_time(&at, now)));
+            time.set_text_content(Some(&domain::model::relative_time(&at, now)));
         }
     }
 }

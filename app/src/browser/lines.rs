@@ -5,7 +5,7 @@
 //! The server never sees the fragment, so this is all the browser's.
 
 use super::dom;
-use crate::steps::snippet::{Focus, range_anchor};
+use domain::steps::snippet::{Focus, range_anchor};
 use std::cell::Cell;
 use wasm_bindgen::JsCast;
 use web_sys::Event;
@@ -36,7 +36,7 @@ pub fn from_fragment() {
 /// position instead: a marked range's first line goes to the middle.
 fn scroll_to_focus() {
     if let Some(Focus::Lines { step_id, start, .. }) = FOCUS.get()
-        && let Some(line) = dom::document().get_element_by_id(&crate::steps::snippet::line_anchor(step_id, start))
+        && let Some(line) = dom::document().get_element_by_id(&domain::steps::snippet::line_anchor(step_id, start))
     {
         dom::scroll_to(&line);
     }
@@ -71,7 +71,7 @@ fn marked() -> Option<(i64, u64, u64)> {
     match FOCUS.get()? {
         Focus::Lines { step_id, start, end } => Some((step_id, start, end)),
         Focus::Annotation(id) => {
-            let note = dom::document().get_element_by_id(&crate::steps::snippet::annotation_anchor(id))?;
+            let note = dom::document().get_element_by_id(&domain::steps::snippet::annotation_anchor(id))?;
             Some((dom::number(&note, "data-step")?, dom::number(&note, "data-start")?, dom::number(&note, "data-end")?))
         }
     }

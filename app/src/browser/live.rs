@@ -138,7 +138,7 @@ fn follow(run: i64, offset: u64, followed: Followed) -> Option<Stream> {
             if let Ok(bytes) = event.last_event_id().parse::<u64>() {
                 let _ = element.set_attribute("data-end", &bytes.to_string());
                 if let Ok(Some(shown)) = element.query_selector(bytes_selector) {
-                    shown.set_text_content(Some(&crate::runs::human_bytes(bytes)));
+                    shown.set_text_content(Some(&domain::runs::human_bytes(bytes)));
                 }
             }
         })

@@ -67,7 +67,7 @@ fn me() -> Option<String> {
 
 /// A run changed (`event: run` of the investigation's stream).
 pub fn run_changed(data: &str) {
-    let Ok(run) = serde_json::from_str::<crate::runs::Run>(data) else { return };
+    let Ok(run) = serde_json::from_str::<domain::runs::Run>(data) else { return };
     // Without accounts, everyone is the one reader.
     if me().is_some_and(|me| run.who.as_deref() != Some(me.as_str())) {
         return;
@@ -87,7 +87,7 @@ pub fn run_changed(data: &str) {
             Some(sweep) => {
                 let tally = s.sweeps.entry(sweep).or_default();
                 tally.0 += 1;
-                tally.1 += u32::from(run.status == crate::runs::RunStatus::Succeeded);
+                tally.1 += u32::from(run.status == domain::runs::RunStatus::Succeeded);
                 let (ended, succeeded) = *tally;
                 // The sweep goes on while a run of it is still going.
                 (!s.going.values().any(|v| *v == Some(sweep))).then(|| {

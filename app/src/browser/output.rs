@@ -70,7 +70,7 @@ fn load_earlier(run: Element) {
             return;
         }
         if let Ok(Some(bytes)) = line.query_selector(".earlier-bytes") {
-            bytes.set_text_content(Some(&crate::runs::human_bytes(part.start)));
+            bytes.set_text_content(Some(&domain::runs::human_bytes(part.start)));
         }
         if let Ok(Some(link)) = line.query_selector("a.load-earlier") {
             let from = part.start.saturating_sub(crate::steps::command::EARLIER_BYTES);

@@ -49,7 +49,7 @@ thread_local! {
 /// Shows the parts `steps` (`"21-60"`) of a long timeline too, from the next refresh on.
 pub fn show_steps(steps: &str) {
     let current = current_param("steps");
-    let merged = crate::model::StepWindow::parse(&format!("{},{steps}", current.unwrap_or_default())).query();
+    let merged = domain::model::StepWindow::parse(&format!("{},{steps}", current.unwrap_or_default())).query();
     VIEW.with_borrow_mut(|v| v.steps = Some(merged));
 }
 

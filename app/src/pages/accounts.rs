@@ -2,9 +2,9 @@
 //! are plain forms posted to `/auth/…` (the server answers with a redirect and
 //! the session cookie), so they work before the bundle loads.
 
-use crate::accounts::{ApiToken, AuditEntry, NewApiToken, User};
 use crate::components::PageTitle;
-use crate::error::ApiError;
+use domain::accounts::{ApiToken, AuditEntry, NewApiToken, User};
+use domain::error::ApiError;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
@@ -267,8 +267,8 @@ fn TokenList(list: Vec<ApiToken>, revoke: ServerAction<RevokeToken>) -> impl Int
         .into_iter()
         .map(|t| {
             let state = match (&t.revoked_at, &t.last_used_at) {
-                (Some(r), _) => format!("revoked {}", crate::model::short_time(r)),
-                (None, Some(u)) => format!("last used {}", crate::model::short_time(u)),
+                (Some(r), _) => format!("revoked {}", domain::model::short_time(r)),
+                (None, Some(u)) => format!("last used {}", domain::model::short_time(u)),
                 (None, None) => "never used".into(),
             };
             let active = t.revoked_at.is_none();

@@ -3,15 +3,15 @@
 //! metrics a click away), where the investigation's "other metrics" links go.
 
 use crate::components::PageTitle;
-use crate::error::ApiError;
-use crate::metrics::Overview;
+use domain::error::ApiError;
+use domain::metrics::Overview;
 use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
 #[server]
 pub async fn load_chart(investigation: String, metric: String, baseline: Option<String>) -> Result<Overview, ApiError> {
     crate::backend::call(move |notebook, actor| async move {
-        let query = crate::metrics::OverviewQuery { metric: Some(metric.clone()), baseline };
+        let query = domain::metrics::OverviewQuery { metric: Some(metric.clone()), baseline };
         notebook
             .overview(&actor, &investigation, &query)
             .await?

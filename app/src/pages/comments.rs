@@ -1,11 +1,11 @@
 //! Comment threads under steps and annotations, and `/mentions`: the comments
 //! that name you, unread first.
 
-use crate::comments::{Comment, Mention, comment_anchor};
 use crate::components::PageTitle;
 use crate::components::{Ability, ActionError, Can};
-use crate::error::ApiError;
-use crate::model::short_time;
+use domain::comments::{Comment, Mention, comment_anchor};
+use domain::error::ApiError;
+use domain::model::short_time;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 use std::sync::Arc;
@@ -18,7 +18,7 @@ pub async fn add_comment(
     parent_id: Option<i64>,
     body: String,
 ) -> Result<Comment, ApiError> {
-    let new = crate::comments::NewComment { step_id, annotation_id, parent_id, body };
+    let new = domain::comments::NewComment { step_id, annotation_id, parent_id, body };
     crate::backend::call(move |notebook, actor| async move { notebook.add_comment(&actor, &investigation, new).await })
         .await
 }
@@ -93,7 +93,7 @@ pub fn Threads(step_id: i64, #[prop(optional)] annotation: Option<i64>) -> impl 
                         <input type="hidden" name="investigation" value=all.investigation.clone()/>
                         <input type="hidden" name="step_id" value=step_id/>
                         {annotation.map(|a| view! { <input type="hidden" name="annotation_id" value=a/> })}
-                        <textarea name="body" rows="3" required maxlength=crate::comments::BODY_CHARS
+                        <textarea name="body" rows="3" required maxlength=domain::comments::BODY_CHARS
                             placeholder="Markdown; @name tells a teammate" aria-label="Comment"></textarea>
                         <ActionError action=add/>
                         <div class="form-actions"><button type="submit" class="primary">"Comment"</button></div>
@@ -169,7 +169,7 @@ fn CommentView(c: Comment, investigation: String) -> impl IntoView {
 
 /// A mention that reached no one, and for an owner, adding that user.
 #[component]
-fn NotToldNote(n: crate::comments::NotTold, investigation: String) -> impl IntoView {
+fn NotToldNote(n: domain::comments::NotTold, investigation: String) -> impl IntoView {
     let add = ServerAction::<crate::pages::members::SetMember>::new();
     let sentence = n.sentence();
     let name = n.name.clone();

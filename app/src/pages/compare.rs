@@ -4,16 +4,16 @@
 //! than the noise of each configuration's repeats. A form asks for other runs.
 
 use crate::components::PageTitle;
-use crate::error::ApiError;
-use crate::run_pages::{ChartAxis, ComparedMetric, Difference, RunsCompared};
 use crate::steps::command::RunStatusBadge;
+use domain::error::ApiError;
+use domain::run_pages::{ChartAxis, ComparedMetric, Difference, RunsCompared};
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
 #[server]
 pub async fn load_comparison(runs: String) -> Result<RunsCompared, ApiError> {
     crate::backend::call(move |notebook, actor| async move {
-        let ids = crate::run_pages::compared_runs(&runs)?;
+        let ids = domain::run_pages::compared_runs(&runs)?;
         notebook.compare_runs(&actor, ids).await
     })
     .await
@@ -53,7 +53,7 @@ fn Compared(c: RunsCompared) -> impl IntoView {
                             {crate::pages::crumb_title(&r.investigation_title, &r.investigation_id)} " · step " {r.step_position}
                         </a>
                     </span>
-                    <span class="muted repeats">{crate::runs::counted(r.repeats.len() as u64, "run", "runs")} " of its configuration"</span>
+                    <span class="muted repeats">{domain::runs::counted(r.repeats.len() as u64, "run", "runs")} " of its configuration"</span>
                 </th>
             }
         })
@@ -162,7 +162,7 @@ fn MetricRow(m: ComparedMetric) -> impl IntoView {
             let outcome = verdict.as_ref().map(|v| v.outcome.clone()).unwrap_or_default();
             view! {
                 <td class="num" data-outcome=outcome title=format!("from {extractor}")>
-                    {crate::metrics::figure(*value)}
+                    {domain::metrics::figure(*value)}
                     // One percentage per cell: the verdict over the configurations'
                     // repeats when there is one (it starts with its own change), else
                     // this run against the first.

@@ -2,13 +2,13 @@
 //! extractors: its own extractors (a regex per metric) and derived metrics (a
 //! formula over the others).
 
-use crate::error::ApiError;
+use domain::error::ApiError;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 
 #[server]
 pub async fn add_extractor(investigation: String, name: String, pattern: String, unit: String) -> Result<(), ApiError> {
-    let def = crate::metrics::ExtractorDef { name, pattern, unit };
+    let def = domain::metrics::ExtractorDef { name, pattern, unit };
     crate::backend::call(move |notebook, actor| async move {
         notebook.add_extractor(&actor, &investigation, def).await.map(|_| ())
     })
@@ -39,7 +39,7 @@ pub async fn add_derived(
         };
         parsed.insert(k.trim().to_string(), crate::backend::required_number(k.trim(), v.trim())?);
     }
-    let def = crate::metrics::DerivedDef { name, unit, formula, constants: parsed };
+    let def = domain::metrics::DerivedDef { name, unit, formula, constants: parsed };
     crate::backend::call(move |notebook, actor| async move {
         notebook.add_derived(&actor, &investigation, def).await.map(|_| ())
     })
@@ -56,7 +56,7 @@ pub async fn remove_derived(investigation: String, name: String) -> Result<(), A
 
 #[server]
 pub async fn set_slo(investigation: String, text: String) -> Result<(), ApiError> {
-    let input = crate::distributions::SloInput { text };
+    let input = domain::distributions::SloInput { text };
     crate::backend::call(move |notebook, actor| async move {
         notebook.set_slo(&actor, &investigation, input).await.map(|_| ())
     })
@@ -65,7 +65,7 @@ pub async fn set_slo(investigation: String, text: String) -> Result<(), ApiError
 
 /// The investigation's SLO: goodput and each rate sweep's knee follow from it.
 #[component]
-pub(super) fn SloForm(investigation: String, slo: Option<crate::distributions::SloView>) -> impl IntoView {
+pub(super) fn SloForm(investigation: String, slo: Option<domain::distributions::SloView>) -> impl IntoView {
     let set = ServerAction::<SetSlo>::new();
     let (text, described) = match &slo {
         Some(s) => (s.text.clone(), s.description.clone()),
@@ -89,7 +89,7 @@ pub(super) fn SloForm(investigation: String, slo: Option<crate::distributions::S
 
 /// The investigation's derived metrics, each formula shown as written.
 #[component]
-pub(super) fn DerivedMetrics(investigation: String, defs: Vec<crate::metrics::DerivedDef>) -> impl IntoView {
+pub(super) fn DerivedMetrics(investigation: String, defs: Vec<domain::metrics::DerivedDef>) -> impl IntoView {
     let add = ServerAction::<AddDerived>::new();
     let remove = ServerAction::<RemoveDerived>::new();
     let count = defs.len();
@@ -138,7 +138,7 @@ pub(super) fn DerivedMetrics(investigation: String, defs: Vec<crate::metrics::De
 
 /// The investigation's own extractors: for output no built-in one knows.
 #[component]
-pub(super) fn Extractors(investigation: String, defs: Vec<crate::metrics::ExtractorDef>) -> impl IntoView {
+pub(super) fn Extractors(investigation: String, defs: Vec<domain::metrics::ExtractorDef>) -> impl IntoView {
     let add = ServerAction::<AddExtractor>::new();
     let remove = ServerAction::<RemoveExtractor>::new();
     let count = defs.len();

@@ -3,15 +3,15 @@
 //! that meets the investigation's SLO — with the numbers under the chart.
 
 use crate::components::PageTitle;
-use crate::error::ApiError;
-use crate::frontier::Frontier;
+use domain::error::ApiError;
+use domain::frontier::Frontier;
 use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
 #[server]
 pub async fn load_frontier(step: i64, maximize: String, minimize: String) -> Result<Frontier, ApiError> {
     crate::backend::call(move |notebook, actor| async move {
-        let query = crate::frontier::FrontierQuery {
+        let query = domain::frontier::FrontierQuery {
             maximize: Some(maximize).filter(|m| !m.trim().is_empty()),
             minimize: Some(minimize).filter(|m| !m.trim().is_empty()),
             include_watch_runs: None,
@@ -61,7 +61,7 @@ pub fn FrontierPage() -> impl IntoView {
 #[component]
 fn Whole(f: Frontier, investigation: String) -> impl IntoView {
     let interval = |ci: Option<(f64, f64)>| {
-        ci.map(|(lo, hi)| format!(" ({} … {})", crate::metrics::figure(lo), crate::metrics::figure(hi)))
+        ci.map(|(lo, hi)| format!(" ({} … {})", domain::metrics::figure(lo), domain::metrics::figure(hi)))
             .unwrap_or_default()
     };
     let rows = f
@@ -78,8 +78,8 @@ fn Whole(f: Frontier, investigation: String) -> impl IntoView {
                 <tr class:on-frontier=p.on_frontier data-label=p.label.clone()>
                     <td><code>{p.label.clone()}</code></td>
                     <td class="num">{p.n}</td>
-                    <td class="num">{crate::metrics::figure(p.maximize)} <span class="muted">{interval(p.maximize_ci)}</span></td>
-                    <td class="num">{crate::metrics::figure(p.minimize)} <span class="muted">{interval(p.minimize_ci)}</span></td>
+                    <td class="num">{domain::metrics::figure(p.maximize)} <span class="muted">{interval(p.maximize_ci)}</span></td>
+                    <td class="num">{domain::metrics::figure(p.minimize)} <span class="muted">{interval(p.minimize_ci)}</span></td>
                     <td>{if p.on_frontier { "on it" } else { "beaten" }}</td>
                     <td>{meets}</td>
                     <td>{p.runs.iter().map(|r| view! { <a href=format!("/runs/{r}")>{format!("#{r}")}</a> " " }).collect_view()}

@@ -3,8 +3,8 @@
 //! either side and what differed between them), and the numbers.
 
 use crate::components::PageTitle;
-use crate::error::ApiError;
-use crate::history::History;
+use domain::error::ApiError;
+use domain::history::History;
 use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
@@ -12,19 +12,19 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 pub async fn load_history(step: i64, metric: String, config: String, better: String) -> Result<History, ApiError> {
     crate::backend::call(move |notebook, actor| async move {
         let some = |text: String| Some(text).filter(|t| !t.trim().is_empty());
-        let query = crate::history::HistoryQuery { metric: some(metric), config: some(config), better: some(better) };
+        let query = domain::history::HistoryQuery { metric: some(metric), config: some(config), better: some(better) };
         // A sweep's history is of one configuration: without one, the page
         // lists them to choose from (the API says so with a 422).
         if query.config.is_none()
-            && let crate::steps::StepBody::Command(body) = notebook.step(&actor, step).await?.body
+            && let domain::steps::StepBody::Command(body) = notebook.step(&actor, step).await?.body
         {
             let configs: Vec<String> =
-                crate::sweeps::configurations(&body.matrix).iter().map(crate::sweeps::config_label).collect();
+                domain::sweeps::configurations(&body.matrix).iter().map(domain::sweeps::config_label).collect();
             if configs.len() > 1 {
                 let metric = query.metric.clone().unwrap_or_else(|| "output_throughput".into());
                 return Ok(History {
                     step_id: step,
-                    better: crate::history::Better::of(&metric),
+                    better: domain::history::Better::of(&metric),
                     metric,
                     unit: None,
                     config: None,
@@ -87,8 +87,8 @@ fn Whole(h: History, investigation: String) -> impl IntoView {
     let choosing = h.config.is_none() && h.configs.len() > 1 && h.runs.is_empty();
     let unit = h.unit.clone().unwrap_or_default();
     let better = match h.better {
-        crate::history::Better::Higher => "higher is better",
-        crate::history::Better::Lower => "lower is better",
+        domain::history::Better::Higher => "higher is better",
+        domain::history::Better::Lower => "lower is better",
     };
     let config_links = (h.config.is_none() && h.configs.len() > 1).then(|| {
         h.configs
@@ -116,7 +116,7 @@ fn Whole(h: History, investigation: String) -> impl IntoView {
             view! {
                 <li class=format!("change {}", c.direction) data-run=c.run_id>
                     <strong>{c.direction.clone()}</strong> " from run " <a href=format!("/runs/{}", c.run_id)>{format!("#{}", c.run_id)}</a>
-                    ": " {crate::metrics::figure(c.before_mean)} " → " {crate::metrics::figure(c.after_mean)} " " {unit.clone()}
+                    ": " {domain::metrics::figure(c.before_mean)} " → " {domain::metrics::figure(c.after_mean)} " " {unit.clone()}
                     {format!(" ({:+.1} %, p = {:.3})", c.delta_pct, c.p_value)}
                     <br/><span class="muted">"between " <a href=format!("/runs/{}", c.between.before_run)>{format!("#{}", c.between.before_run)}</a>
                     " and " <a href=format!("/runs/{}", c.between.after_run)>{format!("#{}", c.between.after_run)}</a> ": " {differs}</span>
@@ -132,7 +132,7 @@ fn Whole(h: History, investigation: String) -> impl IntoView {
         .map(|(i, r)| {
             view! {
                 <tr><td class="num">{i + 1}</td><td><a href=format!("/runs/{}", r.run_id)>{format!("#{}", r.run_id)}</a></td>
-                    <td class="num">{crate::metrics::figure(r.value)}</td><td class="muted">{r.at.clone().unwrap_or_default()}</td></tr>
+                    <td class="num">{domain::metrics::figure(r.value)}</td><td class="muted">{r.at.clone().unwrap_or_default()}</td></tr>
             }
         })
         .collect_view();

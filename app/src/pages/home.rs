@@ -3,7 +3,7 @@
 use crate::api::{CreateInvestigation, list_investigations};
 use crate::components::PageTitle;
 use crate::components::{ActionError, StatusBadge};
-use crate::model::{InvestigationSummary, limits};
+use domain::model::{InvestigationSummary, limits};
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 

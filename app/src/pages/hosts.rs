@@ -3,8 +3,8 @@
 use crate::api::list_hosts;
 use crate::components::PageTitle;
 use crate::components::{ActionError, Confirm};
-use crate::error::ApiError;
-use crate::hosts::{ConnectionReport, Host};
+use domain::error::ApiError;
+use domain::hosts::{ConnectionReport, Host};
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 
@@ -22,9 +22,9 @@ fn host_from_form(
     user: String,
     identity_file: String,
     proxy_jump: String,
-) -> Result<crate::hosts::NewHost, ApiError> {
+) -> Result<domain::hosts::NewHost, ApiError> {
     let port = crate::backend::form_number::<u16>("The port (1–65535)", &port)?;
-    Ok(crate::hosts::NewHost {
+    Ok(domain::hosts::NewHost {
         name,
         hostname,
         port,
@@ -63,8 +63,8 @@ pub async fn update_host(
 /// The price form's text: a number in any currency, or blank to remove it.
 #[server]
 pub async fn set_host_price(name: String, price: String) -> Result<Host, ApiError> {
-    let price = crate::backend::with_status(crate::hosts::price_from_form(&price).map_err(ApiError::from))?;
-    let patch = crate::hosts::HostPatch { price_per_hour: Some(price), ..Default::default() };
+    let price = crate::backend::with_status(domain::hosts::price_from_form(&price).map_err(ApiError::from))?;
+    let patch = domain::hosts::HostPatch { price_per_hour: Some(price), ..Default::default() };
     crate::backend::call(move |notebook, actor| async move { notebook.patch_host(&actor, &name, patch).await }).await
 }
 
@@ -72,26 +72,26 @@ pub async fn set_host_price(name: String, price: String) -> Result<Host, ApiErro
 #[server]
 pub async fn set_run_dirs(name: String, keep_days: String, max_mb: String) -> Result<Host, ApiError> {
     let (days, mb) =
-        crate::backend::with_status(crate::hosts::run_dirs_from_form(&keep_days, &max_mb).map_err(ApiError::from))?;
+        crate::backend::with_status(domain::hosts::run_dirs_from_form(&keep_days, &max_mb).map_err(ApiError::from))?;
     let patch =
-        crate::hosts::HostPatch { run_dirs_keep_days: Some(days), run_dirs_max_mb: Some(mb), ..Default::default() };
+        domain::hosts::HostPatch { run_dirs_keep_days: Some(days), run_dirs_max_mb: Some(mb), ..Default::default() };
     crate::backend::call(move |notebook, actor| async move { notebook.patch_host(&actor, &name, patch).await }).await
 }
 
 #[server]
-pub async fn import_hosts(path: String, text: String) -> Result<crate::hosts::ImportReport, ApiError> {
+pub async fn import_hosts(path: String, text: String) -> Result<domain::hosts::ImportReport, ApiError> {
     let source =
-        crate::hosts::HostImport { path: optional(path).filter(|_| text.trim().is_empty()), text: optional(text) };
+        domain::hosts::HostImport { path: optional(path).filter(|_| text.trim().is_empty()), text: optional(text) };
     crate::backend::call(move |notebook, actor| async move { notebook.import_hosts(&actor, source).await }).await
 }
 
 /// Whether writes are refused (everyone), and the server's state (admins).
 #[server]
-pub async fn server_status() -> Result<crate::hosts::ServerStatus, ApiError> {
+pub async fn server_status() -> Result<domain::hosts::ServerStatus, ApiError> {
     // Asked by every page's banner, the sign-in and share-link pages too: no
     // one signed in is told nothing (and the page keeps its own status).
     if crate::backend::actor().is_err() {
-        return Ok(crate::hosts::ServerStatus::default());
+        return Ok(domain::hosts::ServerStatus::default());
     }
     crate::backend::call(move |notebook, actor| async move { notebook.server_status(&actor).await }).await
 }
@@ -186,8 +186,8 @@ pub fn HostsPage() -> impl IntoView {
 /// The server's own state, for its admins: the data disk against the
 /// free-space floor, the store's failures, and the pooled SSH connections.
 #[component]
-fn ServerState(detail: crate::hosts::ServerDetail) -> impl IntoView {
-    use crate::runs::human_bytes;
+fn ServerState(detail: domain::hosts::ServerDetail) -> impl IntoView {
+    use domain::runs::human_bytes;
     let low = matches!((detail.disk_free_bytes, detail.min_free_bytes), (Some(free), Some(floor)) if free < floor);
     let disk = match (detail.disk_free_bytes, detail.disk_size_bytes) {
         (Some(free), Some(size)) => format!("{} free of {}", human_bytes(free), human_bytes(size)),
@@ -207,7 +207,7 @@ fn ServerState(detail: crate::hosts::ServerDetail) -> impl IntoView {
                     {if errors == 0 { "none".to_string() } else { format!(
                         "{} disk full, {} database unreachable, {} other",
                         detail.store_errors_full, detail.store_errors_unavailable, detail.store_errors_other) }}
-                    {detail.last_full_at.map(|at| format!(" · last refused for a full disk at {}", crate::model::short_time(&at)))}
+                    {detail.last_full_at.map(|at| format!(" · last refused for a full disk at {}", domain::model::short_time(&at)))}
                 </td></tr>
                 <tr><th>"SSH connections"</th><td>
                     {if detail.connections.is_empty() { "none yet".to_string() } else {
@@ -325,11 +325,11 @@ fn HostCard(host: Host) -> impl IntoView {
                 <code>{address}</code>
                 {auth.map(|a| view! { <span class="muted">{a}</span> })}
                 {host.proxy_jump.clone().map(|j| view! { <span class="muted">"via " {j}</span> })}
-                {host.price_per_hour.map(|p| view! { <span class="muted host-price-shown">{crate::hosts::price_text(p)}</span> })}
+                {host.price_per_hour.map(|p| view! { <span class="muted host-price-shown">{domain::hosts::price_text(p)}</span> })}
                 <span class="spacer"></span>
                 {manage}
             </div>
-            <p class="muted host-run-dirs">{crate::hosts::run_dirs_text(&host.run_dirs)}</p>
+            <p class="muted host-run-dirs">{domain::hosts::run_dirs_text(&host.run_dirs)}</p>
             // Kept across redraws even when its keys changed: it shows them itself.
             <div class="host-connection" data-island-key=format!("host-{name}")>
                 <HostConnection
@@ -380,7 +380,7 @@ fn HostConnection(
     Effect::new(move |_| {
         value.with(|v| {
             if let Some(Err(e)) = v
-                && e.code == crate::error::ErrorCode::HostKeyUnknown
+                && e.code == domain::error::ErrorCode::HostKeyUnknown
                 && let Some(fingerprint) = offered_fingerprint(&e.message)
             {
                 offered.set(Some(fingerprint));
@@ -412,7 +412,7 @@ fn HostConnection(
         }
     });
     let needs_passphrase =
-        move || value.with(|v| matches!(v, Some(Err(e)) if e.code == crate::error::ErrorCode::NeedsPassphrase));
+        move || value.with(|v| matches!(v, Some(Err(e)) if e.code == domain::error::ErrorCode::NeedsPassphrase));
     let (pass_name, trust_name, host_name) = (name.clone(), name.clone(), name.clone());
     let question = move || {
         offered.get().map(|fingerprint| {
@@ -477,7 +477,7 @@ fn HostConnection(
                     </dl>
                 }.into_any()),
                 // A first contact is the question above, not an error.
-                Some(Err(e)) if e.code == crate::error::ErrorCode::HostKeyUnknown => None,
+                Some(Err(e)) if e.code == domain::error::ErrorCode::HostKeyUnknown => None,
                 Some(Err(e)) => Some(view! { <p class="error" role="alert"><crate::components::Said text=e.message.clone()/></p> }.into_any()),
                 None => None,
             })}
@@ -487,12 +487,12 @@ fn HostConnection(
 }
 
 #[server]
-pub async fn host_facts(name: String) -> Result<Option<crate::hosts::HostFacts>, ApiError> {
+pub async fn host_facts(name: String) -> Result<Option<domain::hosts::HostFacts>, ApiError> {
     crate::backend::call(move |notebook, actor| async move { notebook.facts(&actor, &name).await }).await
 }
 
 #[server]
-pub async fn capture_host_facts(name: String, python: String) -> Result<crate::hosts::HostFacts, ApiError> {
+pub async fn capture_host_facts(name: String, python: String) -> Result<domain::hosts::HostFacts, ApiError> {
     let python = Some(python).filter(|p| !p.trim().is_empty());
     crate::backend::call(move |notebook, actor| async move { notebook.capture_facts(&actor, &name, python).await })
         .await
@@ -528,7 +528,7 @@ fn FactsPanel(name: String) -> impl IntoView {
 }
 
 #[component]
-fn FactsView(facts: crate::hosts::HostFacts) -> impl IntoView {
+fn FactsView(facts: domain::hosts::HostFacts) -> impl IntoView {
     let gpus = facts
         .gpus
         .iter()

@@ -1,17 +1,17 @@
 //! The hypotheses of an investigation, at the top of its page: one row per
 //! hypothesis with its experiment's numbers and verdict, and the form to add one.
 
-use crate::error::ApiError;
-use crate::hypotheses::{Direction, Hypothesis, HypothesisStatus, hypothesis_anchor};
-use crate::model::Investigation;
+use domain::error::ApiError;
+use domain::hypotheses::{Direction, Hypothesis, HypothesisStatus, hypothesis_anchor};
+use domain::model::Investigation;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 
 /// A choice of the form's group selects: every run of a step (`12`), or the
 /// runs of one configuration of a sweep step (`12|{"NCCL_PROTO":"LL"}`).
 #[cfg(feature = "ssr")]
-fn step_group(text: &str) -> Result<Option<crate::hypotheses::RunGroup>, ApiError> {
-    use crate::hypotheses::{ConfigPick, RunGroup};
+fn step_group(text: &str) -> Result<Option<domain::hypotheses::RunGroup>, ApiError> {
+    use domain::hypotheses::{ConfigPick, RunGroup};
     if let Some((step, config)) = text.split_once('|') {
         let step = crate::backend::required_number("The step", step)?;
         let config = serde_json::from_str(config)
@@ -25,10 +25,10 @@ fn step_group(text: &str) -> Result<Option<crate::hypotheses::RunGroup>, ApiErro
 /// A group select when editing: `keep` leaves the group as it is (one the
 /// selects cannot show), empty clears it, else as [`step_group`].
 #[cfg(feature = "ssr")]
-fn edited_group(text: &str) -> Result<Option<crate::hypotheses::RunGroup>, ApiError> {
+fn edited_group(text: &str) -> Result<Option<domain::hypotheses::RunGroup>, ApiError> {
     match text {
         "keep" => Ok(None),
-        "" => Ok(Some(crate::hypotheses::RunGroup::default())),
+        "" => Ok(Some(domain::hypotheses::RunGroup::default())),
         _ => step_group(text),
     }
 }
@@ -48,9 +48,9 @@ struct Narrowing {
 #[cfg(feature = "ssr")]
 impl Narrowing {
     /// `group` with this narrowing in place of its own.
-    fn apply(self, mut group: crate::hypotheses::RunGroup) -> Result<crate::hypotheses::RunGroup, ApiError> {
+    fn apply(self, mut group: domain::hypotheses::RunGroup) -> Result<domain::hypotheses::RunGroup, ApiError> {
         let (from, to) = (form_time(&self.from), form_time(&self.to));
-        group.window = (from.is_some() || to.is_some()).then_some(crate::hypotheses::Window { from, to });
+        group.window = (from.is_some() || to.is_some()).then_some(domain::hypotheses::Window { from, to });
         group.launch =
             crate::backend::form_number("The launch's first run", self.launch.trim().trim_start_matches('#'))?;
         group.exclude = run_list(&self.exclude)?;
@@ -96,7 +96,7 @@ fn run_list(text: &str) -> Result<Vec<i64>, ApiError> {
 /// script leave it out and name it later, but not give a blank one).
 #[cfg(feature = "ssr")]
 fn chosen_metric(metric: &str) -> Result<String, ApiError> {
-    crate::backend::with_status(crate::hypotheses::check_metric(metric).map_err(ApiError::from))
+    crate::backend::with_status(domain::hypotheses::check_metric(metric).map_err(ApiError::from))
 }
 
 /// What the add and edit forms say: statement, why, metric, direction and
@@ -104,9 +104,9 @@ fn chosen_metric(metric: &str) -> Result<String, ApiError> {
 #[cfg(feature = "ssr")]
 fn form_input(
     [statement, rationale, metric, direction, expected_pct]: [String; 5],
-    baseline: Option<crate::hypotheses::RunGroup>,
-    treatment: Option<crate::hypotheses::RunGroup>,
-) -> Result<crate::hypotheses::HypothesisInput, ApiError> {
+    baseline: Option<domain::hypotheses::RunGroup>,
+    treatment: Option<domain::hypotheses::RunGroup>,
+) -> Result<domain::hypotheses::HypothesisInput, ApiError> {
     let expected_pct =
         crate::backend::form_number("The expected size in %", expected_pct.trim().trim_end_matches('%'))?;
     let direction = match direction.trim() {
@@ -118,7 +118,7 @@ fn form_input(
             .unwrap_err()
         })?),
     };
-    Ok(crate::hypotheses::HypothesisInput {
+    Ok(domain::hypotheses::HypothesisInput {
         statement: Some(statement),
         rationale: Some(rationale),
         metric: Some(chosen_metric(&metric)?),
@@ -201,7 +201,7 @@ pub async fn edit_hypothesis(
         baseline = Some(b.apply(baseline.unwrap_or(current.baseline))?);
         treatment = Some(t.apply(treatment.unwrap_or(current.treatment))?);
         let input =
-            crate::hypotheses::HypothesisInput { version: Some(version), ..form_input(fields, baseline, treatment)? };
+            domain::hypotheses::HypothesisInput { version: Some(version), ..form_input(fields, baseline, treatment)? };
         notebook.update_hypothesis(&actor, id, input).await
     })
     .await
@@ -209,12 +209,12 @@ pub async fn edit_hypothesis(
 
 #[server]
 pub async fn set_hypothesis_status(id: i64, version: i64, status: String) -> Result<Hypothesis, ApiError> {
-    let setting = crate::backend::with_status(crate::hypotheses::StatusSetting::parse(&status).ok_or_else(|| {
+    let setting = crate::backend::with_status(domain::hypotheses::StatusSetting::parse(&status).ok_or_else(|| {
         ApiError::invalid(format!("The status is auto, open, supported, refuted or inconclusive, not {status:?}."))
     }))?;
     // The version the page showed: a change by someone else since is not overwritten.
     let input =
-        crate::hypotheses::HypothesisInput { status: Some(setting), version: Some(version), ..Default::default() };
+        domain::hypotheses::HypothesisInput { status: Some(setting), version: Some(version), ..Default::default() };
     crate::backend::call(move |notebook, actor| async move { notebook.update_hypothesis(&actor, id, input).await })
         .await
 }
@@ -228,7 +228,7 @@ pub async fn link_evidence(id: i64, step: String) -> Result<Hypothesis, ApiError
         let mut evidence = current.evidence;
         evidence.push(step);
         // From the version just read: two links at once cannot drop one of them.
-        let input = crate::hypotheses::HypothesisInput {
+        let input = domain::hypotheses::HypothesisInput {
             evidence: Some(evidence),
             version: Some(current.version),
             ..Default::default()
@@ -244,7 +244,7 @@ pub async fn unlink_evidence(id: i64, step: i64) -> Result<Hypothesis, ApiError>
         let current = notebook.hypothesis(&actor, id).await?;
         let mut evidence = current.evidence;
         evidence.retain(|s| *s != step);
-        let input = crate::hypotheses::HypothesisInput {
+        let input = domain::hypotheses::HypothesisInput {
             evidence: Some(evidence),
             version: Some(current.version),
             ..Default::default()
@@ -259,7 +259,7 @@ pub async fn delete_hypothesis(id: i64) -> Result<(), ApiError> {
     crate::backend::call(move |notebook, actor| async move { notebook.delete_hypothesis(&actor, id).await }).await
 }
 
-use crate::metrics::figure as number;
+use domain::metrics::figure as number;
 
 #[component]
 pub fn HypothesesSection(inv: std::sync::Arc<Investigation>) -> impl IntoView {
@@ -313,7 +313,7 @@ pub fn HypothesesSection(inv: std::sync::Arc<Investigation>) -> impl IntoView {
             // A sweep: every run of it, or one configuration's.
             let picks = s.sweep.iter().map(move |config| {
                 let value = format!("{}|{}", s.id, serde_json::to_string(config).unwrap_or_default());
-                (value, format!("#{} · {}", s.position, crate::sweeps::config_label(config)))
+                (value, format!("#{} · {}", s.position, domain::sweeps::config_label(config)))
             });
             std::iter::once((s.id.to_string(), label)).chain(picks).collect::<Vec<_>>()
         })
@@ -388,7 +388,7 @@ fn HypothesisRow(h: Hypothesis, steps: Vec<(i64, String)>, commands: Vec<(String
     let delete = ServerAction::<DeleteHypothesis>::new();
     let editor = view! { <EditHypothesis h=h.clone() commands/> };
     let unit = h.unit.clone().unwrap_or_default();
-    let side = |g: Option<&crate::metrics::GroupSummary>| {
+    let side = |g: Option<&domain::metrics::GroupSummary>| {
         g.map(|g| format!("{} {unit} (n={})", number(g.mean), g.n)).unwrap_or_else(|| "—".into())
     };
     let c = h.comparison.clone();
@@ -417,7 +417,7 @@ fn HypothesisRow(h: Hypothesis, steps: Vec<(i64, String)>, commands: Vec<(String
     };
     // The pooled percentile is not the mean of the runs' own percentiles the
     // measurements table shows: say both, so the two numbers do not disagree silently.
-    let per_run = |g: &crate::metrics::GroupSummary| {
+    let per_run = |g: &domain::metrics::GroupSummary| {
         format!("of all requests pooled; the runs' own values average {} {unit}", number(g.mean))
     };
     let (baseline_note, treatment_note) = match (&d, &c) {
@@ -448,7 +448,7 @@ fn HypothesisRow(h: Hypothesis, steps: Vec<(i64, String)>, commands: Vec<(String
     let status_source = if h.status_set { "set by a person" } else { "follows the verdict" };
     let used = |values: &[(i64, f64)]| {
         let ids: Vec<i64> = values.iter().map(|(r, _)| *r).collect();
-        if ids.is_empty() { "none".to_string() } else { crate::hypotheses::run_ranges(&ids) }
+        if ids.is_empty() { "none".to_string() } else { domain::hypotheses::run_ranges(&ids) }
     };
     let arms_used =
         format!("runs used — baseline: {}; treatment: {}", used(&h.baseline_values), used(&h.treatment_values));
@@ -583,7 +583,7 @@ fn AddHypothesis(investigation: String, commands: Vec<(String, String)>) -> impl
 /// The value a group select shows for `group`: a step's runs, one
 /// configuration of a sweep, none; or `keep` for a group the selects cannot
 /// show (runs picked one by one, through the API).
-fn group_choice(group: &crate::hypotheses::RunGroup) -> String {
+fn group_choice(group: &domain::hypotheses::RunGroup) -> String {
     // Its narrowing (window, launch, runs left out, watch runs) has fields of its own.
     match (group.runs.as_slice(), group.steps.as_slice(), group.configs.as_slice()) {
         ([], [], []) => String::new(),
@@ -648,7 +648,7 @@ fn EditHypothesis(h: Hypothesis, commands: Vec<(String, String)>) -> impl IntoVi
 
 /// An arm's narrowing in the edit form, filled with what it has now: only
 /// runs started in a window, of one launch, some left out, watch runs or not.
-fn narrowing_fields(side: &'static str, group: &crate::hypotheses::RunGroup) -> impl IntoView + use<> {
+fn narrowing_fields(side: &'static str, group: &domain::hypotheses::RunGroup) -> impl IntoView + use<> {
     let window = group.window.clone().unwrap_or_default();
     let exclude = group.exclude.iter().map(|id| format!("#{id}")).collect::<Vec<_>>().join(", ");
     let launch = group.launch.map(|id| format!("#{id}")).unwrap_or_default();
@@ -673,9 +673,9 @@ fn narrowing_fields(side: &'static str, group: &crate::hypotheses::RunGroup) -> 
 /// sentence, then categories and the kernels that changed most, baseline
 /// against treatment.
 #[component]
-fn ProfileDiffView(diff: crate::profiles::ProfileDiff) -> impl IntoView {
-    let ms = |v: Option<f64>| v.map(crate::metrics::figure).unwrap_or_else(|| "—".into());
-    let row = |r: crate::profiles::DiffRow| {
+fn ProfileDiffView(diff: domain::profiles::ProfileDiff) -> impl IntoView {
+    let ms = |v: Option<f64>| v.map(domain::metrics::figure).unwrap_or_else(|| "—".into());
+    let row = |r: domain::profiles::DiffRow| {
         let change = r.change_ms();
         view! {
             <tr>
@@ -713,7 +713,7 @@ fn ProfileDiffView(diff: crate::profiles::ProfileDiff) -> impl IntoView {
 #[cfg(test)]
 mod tests {
     use super::group_choice;
-    use crate::hypotheses::{ConfigPick, RunGroup};
+    use domain::hypotheses::{ConfigPick, RunGroup};
 
     #[test]
     fn the_select_shows_an_arms_runs_and_its_narrowing_has_fields_of_its_own() {

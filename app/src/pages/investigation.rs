@@ -14,8 +14,8 @@ use crate::api::{
 };
 use crate::components::PageTitle;
 use crate::components::{Ability, ActionError, Can, Confirm, StatusBadge};
-use crate::model::{Investigation, InvestigationStatus, Step, StepOutline, StepWindow, limits, short_time};
 use crate::steps::{StepContent, command::AddCommand, grep::AddGrep, note::AddNote, snippet::AddSnippet};
+use domain::model::{Investigation, InvestigationStatus, Step, StepOutline, StepWindow, limits, short_time};
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
@@ -139,7 +139,7 @@ fn part_href(range: (u32, u32), target: &str) -> String {
 /// "Show steps 21–60": opens the part when clicked, or when it scrolls near.
 #[component]
 fn PartHead(range: (u32, u32), first: i64) -> impl IntoView {
-    let href = part_href(range, &crate::model::step_anchor(first));
+    let href = part_href(range, &domain::model::step_anchor(first));
     view! {
         <li class="part" data-from=range.0 data-to=range.1>
             <a class="show-part" href=href>{format!("Show steps {}–{}", range.0, range.1)}</a>
@@ -151,7 +151,7 @@ fn PartHead(range: (u32, u32), first: i64) -> impl IntoView {
 /// comments and annotations) are here, so a permalink lands on it.
 #[component]
 fn FoldedStep(step: StepOutline, part: (u32, u32)) -> impl IntoView {
-    let anchor = crate::model::step_anchor(step.id);
+    let anchor = domain::model::step_anchor(step.id);
     let href = part_href(part, &anchor);
     let details = [
         step.config.clone().filter(|c| !c.is_empty()),
@@ -165,8 +165,8 @@ fn FoldedStep(step: StepOutline, part: (u32, u32)) -> impl IntoView {
     let targets = step
         .comments
         .iter()
-        .map(|c| crate::comments::comment_anchor(*c))
-        .chain(step.annotations.iter().map(|a| crate::steps::snippet::annotation_anchor(*a)))
+        .map(|c| domain::comments::comment_anchor(*c))
+        .chain(step.annotations.iter().map(|a| domain::steps::snippet::annotation_anchor(*a)))
         .map(|id| view! { <span class="anchor" id=id></span> })
         .collect_view();
     view! {
@@ -305,7 +305,7 @@ fn StepItem(step: Step, last: u32) -> impl IntoView {
     let delete = ServerAction::<DeleteStep>::new();
     let position = step.position;
     let anchor = step.anchor();
-    let editable = matches!(step.body, crate::steps::StepBody::Note(_) | crate::steps::StepBody::Command(_));
+    let editable = matches!(step.body, domain::steps::StepBody::Note(_) | domain::steps::StepBody::Command(_));
     let toggle = editor_href(step.id, !editing);
     let (kind, created) = (step.body.kind(), step.created_at.clone());
     view! {
@@ -366,7 +366,7 @@ fn StepItem(step: Step, last: u32) -> impl IntoView {
 /// it found (or why it stopped), its history (its configuration in the link)
 /// and, for runners, Stop.
 #[component]
-fn WatchBanner(watches: Vec<crate::watches::Watch>) -> impl IntoView {
+fn WatchBanner(watches: Vec<domain::watches::Watch>) -> impl IntoView {
     let items = watches
         .into_iter()
         .map(|w| {
@@ -406,7 +406,7 @@ fn WatchBanner(watches: Vec<crate::watches::Watch>) -> impl IntoView {
 /// This investigation's replays (each a link to its page), and the replay it
 /// is itself the copy of.
 #[component]
-fn ReplayLinks(replays: Vec<crate::model::ReplayLink>, replay_of: Option<crate::model::ReplayLink>) -> impl IntoView {
+fn ReplayLinks(replays: Vec<domain::model::ReplayLink>, replay_of: Option<domain::model::ReplayLink>) -> impl IntoView {
     let of = replay_of.map(|r| {
         view! {
             <p class="notice replay-of">"A replay" {r.host.clone().map(|h| format!(" on {h}"))} " — "

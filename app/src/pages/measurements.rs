@@ -2,9 +2,9 @@
 //! numbers entered by hand, and where the numbers come from — the
 //! investigation's own extractors and derived metrics.
 
-use crate::error::ApiError;
-use crate::metrics::figure as number;
-use crate::model::Investigation;
+use domain::error::ApiError;
+use domain::metrics::figure as number;
+use domain::model::Investigation;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 
@@ -19,7 +19,7 @@ pub async fn add_manual_measurement(
     note: String,
 ) -> Result<(), ApiError> {
     use crate::backend::{form_number, required_number};
-    let new = crate::metrics::NewMeasurement {
+    let new = domain::metrics::NewMeasurement {
         metric,
         value: required_number("The value", &value)?,
         unit,
@@ -80,7 +80,7 @@ pub fn MeasurementsSection(inv: std::sync::Arc<Investigation>) -> impl IntoView 
 
 /// A metric by configuration: its chart and its table of groups against the baseline.
 #[component]
-pub fn OverviewFigure(o: crate::metrics::Overview, svg_href: Option<String>) -> impl IntoView {
+pub fn OverviewFigure(o: domain::metrics::Overview, svg_href: Option<String>) -> impl IntoView {
     let groups = o
         .groups
         .iter()
@@ -120,7 +120,7 @@ pub fn OverviewFigure(o: crate::metrics::Overview, svg_href: Option<String>) -> 
 }
 
 /// The chart with a link over each run's dot, to its page, titled with its value.
-pub(crate) fn with_run_links(svg: &str, points: &[crate::metrics::ChartPoint]) -> String {
+pub(crate) fn with_run_links(svg: &str, points: &[domain::metrics::ChartPoint]) -> String {
     let Some(end) = svg.rfind("</svg>") else { return svg.to_string() };
     let mut linked = String::with_capacity(svg.len() + points.len() * 120);
     linked.push_str(&svg[..end]);
@@ -130,7 +130,7 @@ pub(crate) fn with_run_links(svg: &str, points: &[crate::metrics::ChartPoint]) -
             run = p.run,
             x = p.x,
             y = p.y,
-            value = crate::metrics::figure(p.value),
+            value = domain::metrics::figure(p.value),
         ));
     }
     linked.push_str(&svg[end..]);
@@ -139,13 +139,13 @@ pub(crate) fn with_run_links(svg: &str, points: &[crate::metrics::ChartPoint]) -
 
 /// Latency against load per configuration, with each one's knee.
 #[component]
-fn RateSweeps(chart: crate::distributions::RateChart) -> impl IntoView {
+fn RateSweeps(chart: domain::distributions::RateChart) -> impl IntoView {
     let rows = chart
         .lines
         .iter()
         .map(|l| {
             let knee = match l.knee {
-                Some(k) => format!("{} req/s", crate::metrics::figure(k)),
+                Some(k) => format!("{} req/s", domain::metrics::figure(k)),
                 None => "—".into(),
             };
             view! { <tr><td>{l.label.clone()}</td><td class="num">{l.points}</td><td class="num knee">{knee}</td></tr> }

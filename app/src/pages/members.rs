@@ -1,8 +1,8 @@
 //! An investigation's members, in its header: who may read, edit, run and
 //! share it. Owners change them; everyone who can read it sees them.
 
-use crate::accounts::Member;
-use crate::error::ApiError;
+use domain::accounts::Member;
+use domain::error::ApiError;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 

@@ -21,7 +21,7 @@ pub mod source;
 pub mod users;
 
 use crate::components::ErrorPanel;
-use crate::error::ApiError;
+use domain::error::ApiError;
 use leptos::prelude::*;
 
 /// A page's data as the page, or the panel that says why it could not be

@@ -3,8 +3,8 @@
 //! snippets read again, what differs between the hosts, and the runs.
 
 use crate::components::PageTitle;
-use crate::error::ApiError;
-use crate::replays::Replay;
+use domain::error::ApiError;
+use domain::replays::Replay;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
@@ -26,7 +26,7 @@ pub async fn replay_investigation_form(
         };
         vars.insert(name.trim().to_string(), value.trim().to_string());
     }
-    let request = crate::replays::ReplayRequest {
+    let request = domain::replays::ReplayRequest {
         host: Some(host).filter(|h| !h.trim().is_empty()),
         env: vars,
         steps: None,

@@ -5,11 +5,11 @@
 //! to the step's other runs. The output of a run still going follows live.
 
 use crate::components::{PageTitle, Time};
-use crate::error::ApiError;
-use crate::hosts::HostFacts;
-use crate::run_pages::{RunLink, RunPage};
-use crate::runs::human_duration;
 use crate::steps::command::{RunOutput, RunStatusBadge};
+use domain::error::ApiError;
+use domain::hosts::HostFacts;
+use domain::run_pages::{RunLink, RunPage};
+use domain::runs::human_duration;
 use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
 
@@ -51,7 +51,7 @@ fn Whole(page: RunPage) -> impl IntoView {
     let each_config = page
         .one_of_each_config()
         .map(|ids| format!("/compare?runs={}", ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",")));
-    let place = match (run.sweep_index, crate::runs::batch_position(&run)) {
+    let place = match (run.sweep_index, domain::runs::batch_position(&run)) {
         (Some(i), batch) if batch.is_empty() => format!("{i} of its sweep"),
         (Some(i), batch) => format!("{i} of its sweep · {batch}"),
         (None, batch) => batch,
@@ -68,12 +68,12 @@ fn Whole(page: RunPage) -> impl IntoView {
             <header class="run-page-head">
                 <h1>"Run " {run.id} " " <RunStatusBadge status=run.status/></h1>
                 {match run.origin {
-                    crate::runs::RunOrigin::Person => ().into_any(),
-                    crate::runs::RunOrigin::Watch { id } => view! {
+                    domain::runs::RunOrigin::Person => ().into_any(),
+                    domain::runs::RunOrigin::Watch { id } => view! {
                         <p class="notice run-origin" data-origin="watch">"Made by watch " {id}
                             " on its schedule: it joins no hypothesis and no frontier unless one asks for watch runs."</p>
                     }.into_any(),
-                    crate::runs::RunOrigin::Replay { id } => view! {
+                    domain::runs::RunOrigin::Replay { id } => view! {
                         <p class="notice run-origin" data-origin="replay">"Made by "
                             <a href=format!("/replays/{id}")>{format!("replay {id}")}</a> "."</p>
                     }.into_any(),
@@ -92,10 +92,10 @@ fn Whole(page: RunPage) -> impl IntoView {
                     <crate::components::CopyButton text=run.command.clone() label="Copy"/></div></dd>
                 <dt>"Host"</dt><dd><span class="host">{run.host.clone()}</span></dd>
                 {(!run.env.is_empty()).then(|| view! {
-                    <dt>"Environment"</dt><dd><code>{crate::runs::config_label(&run.env)}</code></dd>
+                    <dt>"Environment"</dt><dd><code>{domain::runs::config_label(&run.env)}</code></dd>
                 })}
                 {run.config.as_ref().map(|c| view! {
-                    <dt>"Configuration"</dt><dd><code>{crate::sweeps::config_label(c)}</code></dd>
+                    <dt>"Configuration"</dt><dd><code>{domain::sweeps::config_label(c)}</code></dd>
                 })}
                 {(!place.is_empty()).then(|| view! { <dt>"Place"</dt><dd>{place.clone()}</dd> })}
                 {run.cwd.clone().map(|cwd| view! { <dt>"Working directory"</dt><dd><code>{cwd}</code></dd> })}
@@ -118,8 +118,8 @@ fn Whole(page: RunPage) -> impl IntoView {
 /// The engine's own account of the run: its queue, KV cache and the GPUs
 /// on the run's time axis, what the scraping said, and every series it kept.
 #[component]
-fn Engine(engine: crate::engine::series::EngineView, run: i64) -> impl IntoView {
-    let number = |v: Option<f64>| v.map(crate::metrics::figure).unwrap_or_else(|| "—".into());
+fn Engine(engine: domain::engine::series::EngineView, run: i64) -> impl IntoView {
+    let number = |v: Option<f64>| v.map(domain::metrics::figure).unwrap_or_else(|| "—".into());
     let listed = engine.series.len();
     view! {
         <section class="run-engine">

@@ -2,14 +2,14 @@
 //! A plain GET form and plain links, so it works the same without JavaScript.
 
 use crate::components::PageTitle;
-use crate::error::ApiError;
-use crate::search::{SearchHit, SearchResults};
+use domain::error::ApiError;
+use domain::search::{SearchHit, SearchResults};
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
 #[server]
 pub async fn find(q: String, sort: Option<String>, offset: Option<u32>) -> Result<SearchResults, ApiError> {
-    let request = crate::search::SearchRequest { q, sort, limit: None, offset };
+    let request = domain::search::SearchRequest { q, sort, limit: None, offset };
     crate::backend::call(move |notebook, actor| async move { notebook.search(&actor, request).await }).await
 }
 
@@ -151,7 +151,7 @@ fn Hit(hit: SearchHit) -> impl IntoView {
     }
 }
 
-pub(crate) use crate::html::query_encode as encode;
+pub(crate) use domain::html::query_encode as encode;
 
 #[cfg(test)]
 mod tests {

@@ -1,9 +1,9 @@
 //! The owners' **Share…** panel in an investigation's header: view-only links
 //! made (label, expiry, hosts hidden), listed and revoked.
 
-use crate::error::ApiError;
-use crate::model::short_time;
-use crate::shares::{CreatedShareLink, ShareLink};
+use domain::error::ApiError;
+use domain::model::short_time;
+use domain::shares::{CreatedShareLink, ShareLink};
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 
@@ -18,7 +18,7 @@ pub async fn create_share_link(
         "never" => None,
         days => Some(days.parse().map_err(|_| ApiError::invalid(format!("Not a number of days: {days:?}.")))?),
     };
-    let new = crate::shares::NewShareLink { label: Some(label), expires_in_days, hide_hosts: hide_hosts.is_some() };
+    let new = domain::shares::NewShareLink { label: Some(label), expires_in_days, hide_hosts: hide_hosts.is_some() };
     crate::backend::call(
         move |notebook, actor| async move { notebook.create_share_link(&actor, &investigation, new).await },
     )

@@ -1,9 +1,9 @@
 //! `/s/{token}`: one investigation as a view-only share link shows it, to
 //! anyone who has the link, without an account and without any form.
 
-use crate::error::ApiError;
-use crate::model::SharedView;
-use crate::model::short_time;
+use domain::error::ApiError;
+use domain::model::SharedView;
+use domain::model::short_time;
 use leptos::prelude::*;
 use leptos_meta::Meta;
 use leptos_router::hooks::use_params_map;
@@ -11,7 +11,7 @@ use leptos_router::hooks::use_params_map;
 /// Reachable without signing in (the token is the right to read).
 #[server(endpoint = "shared_investigation")]
 pub async fn shared_investigation(token: String, steps: String) -> Result<SharedView, ApiError> {
-    let window = crate::model::StepWindow::parse(&steps);
+    let window = domain::model::StepWindow::parse(&steps);
     crate::backend::call_public(move |notebook| async move { notebook.shared(&token, Some(&window)).await }).await
 }
 

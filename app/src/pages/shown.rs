@@ -2,7 +2,7 @@
 //! says (`?steps=`, `?edit=`): read once per page, and the addresses of the
 //! same page showing more (or editing another step).
 
-use crate::model::StepWindow;
+use domain::model::StepWindow;
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
@@ -10,7 +10,7 @@ use leptos_router::hooks::use_query_map;
 /// editor is the page with `?edit=`, and Cancel (and saving) the page without.
 pub(crate) fn editor_href(step_id: i64, open: bool) -> String {
     let shown = Shown::get();
-    Shown::href(&shown.window, open.then_some(step_id), &crate::model::step_anchor(step_id))
+    Shown::href(&shown.window, open.then_some(step_id), &domain::model::step_anchor(step_id))
 }
 
 /// What the address asks a timeline page to show besides its first and last
@@ -53,7 +53,7 @@ impl Shown {
 #[cfg(test)]
 mod tests {
     use super::Shown;
-    use crate::model::StepWindow;
+    use domain::model::StepWindow;
 
     #[test]
     fn page_addresses_keep_the_parts_shown_and_name_the_editor() {

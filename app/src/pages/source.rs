@@ -10,8 +10,8 @@
 
 use crate::components::PageTitle;
 use crate::components::{Ability, Can};
-use crate::error::ApiError;
-use crate::steps::snippet::{CONTEXT_LINES, SourceCandidates};
+use domain::error::ApiError;
+use domain::steps::snippet::{CONTEXT_LINES, SourceCandidates};
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
@@ -50,7 +50,7 @@ pub async fn find_source(run_id: i64, file: String, line: u64) -> Result<SourceC
         notebook.source_candidates(&actor, run_id, &file, line).await
     })
     .await?;
-    leptos_axum::redirect(&crate::steps::snippet::candidates_url(&found));
+    leptos_axum::redirect(&domain::steps::snippet::candidates_url(&found));
     Ok(found)
 }
 
@@ -64,7 +64,7 @@ pub async fn open_reference(run_id: i64, file: String, line: u64, path: String) 
         let (investigation, host, path) = if path.is_empty() {
             let found = notebook.source_candidates(&actor, run_id, &file, line).await?;
             if found.candidates.len() != 1 {
-                return Ok(crate::steps::snippet::candidates_url(&found));
+                return Ok(domain::steps::snippet::candidates_url(&found));
             }
             let path = found.candidates.into_iter().next().unwrap_or_default();
             (found.investigation_id, found.host, path)
@@ -73,9 +73,9 @@ pub async fn open_reference(run_id: i64, file: String, line: u64, path: String) 
             let step = notebook.step(&actor, run.step_id).await?;
             (step.investigation_id, run.host, path)
         };
-        let body = crate::steps::snippet::SnippetBody::around(host, path, line);
-        let step = notebook.add_step(&actor, &investigation, crate::steps::StepBody::Snippet(body)).await?;
-        Ok(format!("/i/{investigation}#{}", crate::steps::snippet::line_anchor(step.id, line)))
+        let body = domain::steps::snippet::SnippetBody::around(host, path, line);
+        let step = notebook.add_step(&actor, &investigation, domain::steps::StepBody::Snippet(body)).await?;
+        Ok(format!("/i/{investigation}#{}", domain::steps::snippet::line_anchor(step.id, line)))
     })
     .await?;
     leptos_axum::redirect(&opened);
@@ -84,7 +84,7 @@ pub async fn open_reference(run_id: i64, file: String, line: u64, path: String) 
 
 /// What the reader may do in an investigation (the page offers only that).
 #[server]
-pub async fn investigation_abilities(id: String) -> Result<crate::model::Abilities, ApiError> {
+pub async fn investigation_abilities(id: String) -> Result<domain::model::Abilities, ApiError> {
     crate::backend::call(move |notebook, actor| async move { notebook.abilities(&actor, &id).await }).await
 }
 
@@ -129,7 +129,7 @@ pub fn SourcePage() -> impl IntoView {
 }
 
 #[component]
-fn Candidates(found: SourceCandidates, abilities: crate::model::Abilities, searched: bool) -> impl IntoView {
+fn Candidates(found: SourceCandidates, abilities: domain::model::Abilities, searched: bool) -> impl IntoView {
     // Searching the host and opening a file as a step are a runner's.
     provide_context(abilities);
     let open = ServerAction::<OpenReference>::new();

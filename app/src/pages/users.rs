@@ -2,9 +2,9 @@
 //! not a password sent around), reset one (a new link; the old password stops
 //! working), make or unmake admins, remove. Everyone else gets a 403 page.
 
-use crate::accounts::{SignInLink, TeamUser};
 use crate::components::{Confirm, PageTitle};
-use crate::error::ApiError;
+use domain::accounts::{SignInLink, TeamUser};
+use domain::error::ApiError;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 
@@ -16,7 +16,7 @@ pub async fn list_team_users() -> Result<Vec<TeamUser>, ApiError> {
 /// `admin` is the checkbox: present ("on") or absent.
 #[server]
 pub async fn add_team_user(name: String, admin: Option<String>) -> Result<SignInLink, ApiError> {
-    let new = crate::accounts::NewUser { name, admin: admin.is_some() };
+    let new = domain::accounts::NewUser { name, admin: admin.is_some() };
     crate::backend::call_accounts(move |accounts, actor| async move { accounts.add_team_user(&actor, new).await }).await
 }
 

@@ -2,7 +2,7 @@
 //! (`#step-12-L130-L180`, `#annotation-7`) is the browser's (`browser::lines`):
 //! the server never sees the fragment.
 
-use crate::error::ApiError;
+use domain::error::ApiError;
 use domain::steps::snippet::{Annotation, annotation_anchor, range_anchor};
 use leptos::form::ActionForm;
 use leptos::prelude::*;
@@ -16,7 +16,7 @@ pub async fn add_annotation(
     // Only the form without accounts asks for a name: a member's annotation is theirs.
     #[server(default)] author: Option<String>,
 ) -> Result<Annotation, ApiError> {
-    let new = super::snippet::NewAnnotation {
+    let new = domain::steps::snippet::NewAnnotation {
         start: crate::backend::required_number("The first line", &start)?,
         end: crate::backend::required_number("The last line", &end)?,
         body,
@@ -28,7 +28,7 @@ pub async fn add_annotation(
 
 #[server]
 pub async fn edit_annotation(id: i64, start: String, end: String, body: String) -> Result<Annotation, ApiError> {
-    let patch = super::snippet::AnnotationPatch {
+    let patch = domain::steps::snippet::AnnotationPatch {
         start: Some(crate::backend::required_number("The first line", &start)?),
         end: Some(crate::backend::required_number("The last line", &end)?),
         body: Some(body),
@@ -87,7 +87,7 @@ pub fn AnnotationView(annotation: Annotation, first_of_range: bool) -> impl Into
                             <label class="narrow">"From line" <input name="start" inputmode="numeric" value=a.start/></label>
                             <label class="narrow">"To line" <input name="end" inputmode="numeric" value=a.end/></label>
                         </div>
-                        <textarea name="body" rows="4" maxlength=super::snippet::ANNOTATION_CHARS aria-label="Annotation (Markdown)">
+                        <textarea name="body" rows="4" maxlength=domain::steps::snippet::ANNOTATION_CHARS aria-label="Annotation (Markdown)">
                             {crate::components::textarea_text(&a.body)}
                         </textarea>
                         <crate::components::ActionError action=edit/>
@@ -132,7 +132,7 @@ pub fn AnnotateForm(step_id: i64, shown: (u64, u64)) -> impl IntoView {
                         <label>"Your name" <input name="author" autocomplete="nickname" maxlength="80" placeholder="optional"/></label>
                     })}
                 </div>
-                <textarea name="body" rows="4" required maxlength=super::snippet::ANNOTATION_CHARS
+                <textarea name="body" rows="4" required maxlength=domain::steps::snippet::ANNOTATION_CHARS
                     aria-label="Annotation (Markdown)"
                     placeholder="What these lines do, and why it matters here. Markdown."></textarea>
                 <crate::components::ActionError action=add/>

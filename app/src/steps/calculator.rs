@@ -5,9 +5,9 @@
 //! The arithmetic is here (shared), so the server renders results and the page
 //! shows them without JavaScript.
 
-use crate::error::ApiError;
-use crate::metrics::StoredMeasurement;
-use crate::model::Step;
+use domain::error::ApiError;
+use domain::metrics::StoredMeasurement;
+use domain::model::Step;
 pub(crate) use domain::steps::calculator::*;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
@@ -40,7 +40,9 @@ pub async fn add_bandwidth(
         tok_s: number("The measured tok/s", &tok_s)?.unwrap_or(0.0),
     };
     crate::backend::call(move |notebook, actor| async move {
-        notebook.add_step(&actor, &investigation, super::StepBody::Calculator(CalculatorBody::Bandwidth(body))).await
+        notebook
+            .add_step(&actor, &investigation, domain::steps::StepBody::Calculator(CalculatorBody::Bandwidth(body)))
+            .await
     })
     .await
 }
@@ -65,7 +67,9 @@ pub async fn add_collective(
         tok_s_from: linked(&tok_s_from)?,
     };
     crate::backend::call(move |notebook, actor| async move {
-        notebook.add_step(&actor, &investigation, super::StepBody::Calculator(CalculatorBody::Collective(body))).await
+        notebook
+            .add_step(&actor, &investigation, domain::steps::StepBody::Calculator(CalculatorBody::Collective(body)))
+            .await
     })
     .await
 }
@@ -97,7 +101,7 @@ fn fmt(x: f64) -> String {
 
 #[component]
 pub fn CalculatorContent(step: Step) -> impl IntoView {
-    let super::StepBody::Calculator(body) = step.body.clone() else {
+    let domain::steps::StepBody::Calculator(body) = step.body.clone() else {
         return ().into_any();
     };
     let rows: Vec<(String, String)>;
@@ -246,7 +250,7 @@ const SPEED_UNITS: [&str; 3] = ["tok/s", "tokens/s", "t/s"];
 const LATENCY_UNITS: [&str; 4] = ["us", "µs", "ms", "s"];
 
 #[component]
-pub fn AddCalculator(investigation: String, inv: std::sync::Arc<crate::model::Investigation>) -> impl IntoView {
+pub fn AddCalculator(investigation: String, inv: std::sync::Arc<domain::model::Investigation>) -> impl IntoView {
     let measurements = &inv.measurements;
     let roofline_speed = measurement_choice("tok_s_from", measurements, &SPEED_UNITS);
     let mem_util: Vec<StoredMeasurement> =

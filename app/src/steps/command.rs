@@ -1,9 +1,9 @@
 //! Command steps: a command run on a GPU host over SSH, with its runs.
 
 use crate::components::ActionError;
-use crate::error::ApiError;
-use crate::model::{Step, short_time};
-use crate::runs::{Artifact, OutputTail, Run, RunStatus, ServerPhase, ServerState, human_bytes, human_duration};
+use domain::error::ApiError;
+use domain::model::{Step, short_time};
+use domain::runs::{Artifact, OutputTail, Run, RunStatus, ServerPhase, ServerState, human_bytes, human_duration};
 pub(crate) use domain::steps::command::*;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
@@ -57,7 +57,7 @@ pub struct CommandForm {
 #[cfg(feature = "ssr")]
 fn body_from_form(form: CommandForm) -> Result<CommandBody, ApiError> {
     let env = parse_env(&form.env)?;
-    let matrix = crate::sweeps::parse_matrix(&form.matrix)?;
+    let matrix = domain::sweeps::parse_matrix(&form.matrix)?;
     let timeout_s = crate::backend::form_number("The timeout in seconds", &form.timeout_s)?;
     Ok(CommandBody {
         host: form.host,
@@ -87,7 +87,7 @@ fn body_from_form(form: CommandForm) -> Result<CommandBody, ApiError> {
 pub async fn add_command(investigation: String, #[server(flatten)] form: CommandForm) -> Result<Step, ApiError> {
     let body = body_from_form(form)?;
     crate::backend::call(move |notebook, actor| async move {
-        notebook.add_step(&actor, &investigation, super::StepBody::Command(body)).await
+        notebook.add_step(&actor, &investigation, domain::steps::StepBody::Command(body)).await
     })
     .await
 }
@@ -101,7 +101,7 @@ pub async fn edit_command(
     let body = body_from_form(form)?;
     let version = crate::backend::form_number("The version", &version)?;
     let step = crate::backend::call(move |notebook, actor| async move {
-        notebook.update_step(&actor, step_id, super::StepBody::Command(body), version).await
+        notebook.update_step(&actor, step_id, domain::steps::StepBody::Command(body), version).await
     })
     .await?;
     crate::backend::close_editor(step_id);
@@ -127,18 +127,18 @@ pub async fn start_runs(
     let only = match only.as_deref().map(str::trim).filter(|o| !o.is_empty()) {
         None => None,
         Some(text) => Some(
-            serde_json::from_str::<crate::sweeps::Config>(text)
+            serde_json::from_str::<domain::sweeps::Config>(text)
                 .map_err(|_| ApiError::invalid("Not a configuration: write it as JSON, {\"NCCL_PROTO\": \"LL\"}."))?,
         ),
     };
     let order = match order.as_deref().map(str::trim).filter(|o| !o.is_empty()) {
         None => None,
         Some(o) => Some(
-            crate::sweeps::Order::parse(o)
+            domain::sweeps::Order::parse(o)
                 .ok_or_else(|| ApiError::invalid("The order is interleaved, shuffled or grouped."))?,
         ),
     };
-    let request = crate::runs::RunRequest {
+    let request = domain::runs::RunRequest {
         repeat: crate::backend::form_number("Repeat", &repeat)?,
         warmup: crate::backend::form_number("Warm-up", &warmup)?,
         version: crate::backend::form_number("The version", version.as_deref().unwrap_or_default())?,
@@ -155,7 +155,7 @@ pub async fn start_runs(
 pub const EARLIER_BYTES: u64 = 64 * 1024;
 
 #[server]
-pub async fn earlier_output(run_id: i64, before: u64) -> Result<crate::runs::OutputTail, ApiError> {
+pub async fn earlier_output(run_id: i64, before: u64) -> Result<domain::runs::OutputTail, ApiError> {
     crate::backend::call(move |notebook, actor| async move {
         notebook.output_before(&actor, run_id, before, EARLIER_BYTES).await
     })
@@ -163,7 +163,7 @@ pub async fn earlier_output(run_id: i64, before: u64) -> Result<crate::runs::Out
 }
 
 #[server]
-pub async fn cancel_sweep(sweep_id: i64) -> Result<crate::sweeps::Sweep, ApiError> {
+pub async fn cancel_sweep(sweep_id: i64) -> Result<domain::sweeps::Sweep, ApiError> {
     crate::backend::call(move |notebook, actor| async move { notebook.cancel_sweep(&actor, sweep_id).await }).await
 }
 
@@ -209,22 +209,22 @@ pub async fn cancel_runs(run_ids: String) -> Result<Vec<Run>, ApiError> {
 
 #[component]
 pub fn CommandContent(step: Step, editing: bool) -> impl IntoView {
-    let super::StepBody::Command(body) = step.body.clone() else {
+    let domain::steps::StepBody::Command(body) = step.body.clone() else {
         return ().into_any();
     };
     let html = step.html.clone().unwrap_or_default();
-    let label = crate::runs::config_label(&body.env.clone().into_iter().collect::<Vec<_>>());
+    let label = domain::runs::config_label(&body.env.clone().into_iter().collect::<Vec<_>>());
     // The run running now (a batch's queued runs wait behind it), else the newest.
-    let shown = crate::runs::shown_run(&step.runs).cloned();
+    let shown = domain::runs::shown_run(&step.runs).cloned();
     let queued: Vec<i64> = shown
         .as_ref()
-        .map(|s| crate::runs::queued_besides(&step.runs, s).iter().map(|r| r.id).collect())
+        .map(|s| domain::runs::queued_besides(&step.runs, s).iter().map(|r| r.id).collect())
         .unwrap_or_default();
     let sweep = sweep_progress(&step.runs);
-    let configs = crate::sweeps::configurations(&body.matrix).len();
+    let configs = domain::sweeps::configurations(&body.matrix).len();
     // A watch runs and judges one configuration of a sweep.
     let watchable: Vec<String> = if configs > 1 {
-        crate::sweeps::configurations(&body.matrix).iter().map(crate::sweeps::config_label).collect()
+        domain::sweeps::configurations(&body.matrix).iter().map(domain::sweeps::config_label).collect()
     } else {
         Vec::new()
     };
@@ -233,7 +233,7 @@ pub fn CommandContent(step: Step, editing: bool) -> impl IntoView {
         .iter()
         .map(|(key, levels)| {
             let values: Vec<&str> = levels.iter().map(|l| l.as_deref().unwrap_or("(unset)")).collect();
-            format!("{} ∈ {{{}}}", crate::sweeps::placeholder(key).unwrap_or(key), values.join(", "))
+            format!("{} ∈ {{{}}}", domain::sweeps::placeholder(key).unwrap_or(key), values.join(", "))
         })
         .collect();
     let step_id = step.id;
@@ -275,7 +275,7 @@ pub fn CommandContent(step: Step, editing: bool) -> impl IntoView {
     view! {
         {command}
         <RunControls step_id version shown=shown.clone() queued=queued.clone() sweeping={configs > 0} sweep=sweep
-            asked=crate::runs::last_asked(&history) default_order=body.default_order()/>
+            asked=domain::runs::last_asked(&history) default_order=body.default_order()/>
         {shown.map(|run| view! { <RunOutput run queued=queued.len()/> })}
         <RunHistory runs=history investigation=step.investigation_id.clone()/>
         <crate::components::Can what=crate::components::Ability::Run>
@@ -345,7 +345,7 @@ fn CommandFields(body: Option<CommandBody>) -> impl IntoView {
         </label>
         <label>
             <span>"Sweep " <span class="muted">"(optional: NAME = a, b, unset or {placeholder} = 1, 8 — one setting per line; every combination runs)"</span></span>
-            <textarea name="matrix" rows="2" placeholder="NCCL_PROTO = unset, LL, SIMPLE\n{batch} = 1, 8, 32">{crate::components::textarea_text(&crate::sweeps::matrix_text(&body.matrix))}</textarea>
+            <textarea name="matrix" rows="2" placeholder="NCCL_PROTO = unset, LL, SIMPLE\n{batch} = 1, 8, 32">{crate::components::textarea_text(&domain::sweeps::matrix_text(&body.matrix))}</textarea>
         </label>
         <div class="row">
             <label>"Working directory" <input name="cwd" value=body.cwd.clone().unwrap_or_default() placeholder="$SLEUTH_RUN_DIR (the run's own)"/></label>
@@ -441,11 +441,11 @@ fn RunControls(
     /// The newest sweep: (id, still going, progress line).
     sweep: Option<(i64, bool, String)>,
     /// What the row asked last, offered again.
-    asked: Option<crate::runs::Asked>,
+    asked: Option<domain::runs::Asked>,
     /// The order when the runs do not tell (grouped with a kept server).
-    default_order: crate::sweeps::Order,
+    default_order: domain::sweeps::Order,
 ) -> impl IntoView {
-    use crate::sweeps::Order;
+    use domain::sweeps::Order;
     let (repeat, warmup) = asked.map_or((1, 0), |a| (a.repeat, a.warmup));
     let order = asked.and_then(|a| a.order).unwrap_or(default_order);
     let kept = default_order == Order::Grouped;
@@ -509,7 +509,7 @@ fn RunControls(
                     <ActionForm action=cancel_batch attr:class="inline">
                         <input type="hidden" name="run_ids" value=ids.join(",")/>
                         <button type="submit" class="danger cancel-batch">
-                            {format!("Cancel the rest of the batch ({})", crate::runs::counted(ids.len() as u64, "run", "runs"))}
+                            {format!("Cancel the rest of the batch ({})", domain::runs::counted(ids.len() as u64, "run", "runs"))}
                         </button>
                         <ActionError action=cancel_batch/>
                     </ActionForm>
@@ -547,7 +547,7 @@ pub fn RunOutput(
 ) -> impl IntoView {
     let (html, start, end) = run.tail.clone().map(|t| (t.html, t.start, t.end)).unwrap_or_default();
     let summary = run_summary(&run);
-    let position = crate::runs::batch_position(&run);
+    let position = domain::runs::batch_position(&run);
     let run_id = run.id;
     let earlier_from = start.saturating_sub(EARLIER_BYTES);
     let files = RunFiles::current();
@@ -571,7 +571,7 @@ pub fn RunOutput(
             </div>
             {run.error.clone().map(|e| view! { <p class="run-error">{e}</p> })}
             {run.config.as_ref().map(|c| view! {
-                <div class="run-config">"configuration " <code>{crate::sweeps::config_label(c)}</code>
+                <div class="run-config">"configuration " <code>{domain::sweeps::config_label(c)}</code>
                     " " <AgainForm step_id=run.step_id config=c.clone()/></div>
             })}
             {run.server.clone().map(|state| view! { <ServerBeside run_id state tail=run.server_tail.clone() before=run.server_before.clone() files=files.clone() open=whole/> })}
@@ -610,7 +610,7 @@ pub fn RunOutput(
 /// "run again": this configuration of the sweep once more, with the step's
 /// command as it is now (a sweep of one configuration, one run).
 #[component]
-fn AgainForm(step_id: i64, config: crate::sweeps::Config) -> impl IntoView {
+fn AgainForm(step_id: i64, config: domain::sweeps::Config) -> impl IntoView {
     let start = ServerAction::<StartRuns>::new();
     let only = serde_json::to_string(&config).unwrap_or_default();
     view! {
@@ -669,7 +669,7 @@ fn ServerBeside(
     state: ServerState,
     tail: Option<OutputTail>,
     /// On a kept server, its log before this run (from the run that started it).
-    before: Option<crate::runs::ServerLogBefore>,
+    before: Option<domain::runs::ServerLogBefore>,
     files: RunFiles,
     /// Its log open even when the server has stopped.
     open: bool,
@@ -743,7 +743,7 @@ fn ServerBeside(
 fn Artifacts(
     artifacts: Vec<Artifact>,
     mut notes: Vec<String>,
-    reports: Vec<crate::runs::ReportInfo>,
+    reports: Vec<domain::runs::ReportInfo>,
     run_dir: Option<String>,
     files: RunFiles,
 ) -> impl IntoView {
@@ -798,7 +798,7 @@ fn run_summary(run: &Run) -> String {
     }
     // While it runs the count lags what is shown (the bytes beside it are live).
     if run.status.is_finished() {
-        parts.push(crate::runs::counted(run.lines, "line", "lines"));
+        parts.push(domain::runs::counted(run.lines, "line", "lines"));
     }
     parts.join(" · ")
 }
@@ -829,7 +829,7 @@ fn RunHistory(runs: Vec<Run>, investigation: String) -> impl IntoView {
                     }}</td>
                     <td><RunStatusBadge status=run.status/></td>
                     <td class="env">{label}</td>
-                    <td>{crate::runs::batch_position(&run)}
+                    <td>{domain::runs::batch_position(&run)}
                         {run.origin.label().map(|by| view! { " " <span class="tag origin" title="made by, not by a person">{by}</span> })}</td>
                     <td class="num">{run.exit_code.map(|c| c.to_string()).unwrap_or_default()}</td>
                     <td class="num">{run.duration_ms.map(human_duration).unwrap_or_default()}</td>
@@ -882,7 +882,7 @@ fn format_value(value: f64) -> String {
 /// What the extractors found in a run's output.
 #[component]
 fn Measurements(
-    found: Vec<crate::metrics::Measurement>,
+    found: Vec<domain::metrics::Measurement>,
     /// The whole table open, not only the headline chips.
     #[prop(optional)]
     open: bool,
@@ -890,12 +890,12 @@ fn Measurements(
     if found.is_empty() {
         return ().into_any();
     }
-    let label = |m: &crate::metrics::Measurement| match &m.key {
+    let label = |m: &domain::metrics::Measurement| match &m.key {
         Some(key) => format!("{} [{key}]", m.metric),
         None => m.metric.clone(),
     };
-    let found: Vec<crate::metrics::Measurement> = crate::metrics::one_each(&found).into_iter().cloned().collect();
-    let mut headline: Vec<&crate::metrics::Measurement> = found
+    let found: Vec<domain::metrics::Measurement> = domain::metrics::one_each(&found).into_iter().cloned().collect();
+    let mut headline: Vec<&domain::metrics::Measurement> = found
         .iter()
         .filter(|m| m.key.is_none() || m.extractor.starts_with("custom:"))
         .filter(|m| {

@@ -1,8 +1,8 @@
 //! Grep steps: a pattern searched in a file or directory on a host; each hit
 //! opens as a snippet step centered on its line.
 
-use crate::error::ApiError;
-use crate::model::Step;
+use domain::error::ApiError;
+use domain::model::Step;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 
@@ -24,29 +24,29 @@ pub async fn add_grep(
         max_hits: None,
     };
     crate::backend::call(move |notebook, actor| async move {
-        notebook.add_step(&actor, &investigation, super::StepBody::Grep(body)).await
+        notebook.add_step(&actor, &investigation, domain::steps::StepBody::Grep(body)).await
     })
     .await
 }
 
 #[server]
 pub async fn open_hit(investigation: String, host: String, file: String, line: u64) -> Result<Step, ApiError> {
-    let body = super::snippet::SnippetBody::around(host, file, line);
+    let body = domain::steps::snippet::SnippetBody::around(host, file, line);
     let into = investigation.clone();
     let step = crate::backend::call(move |notebook, actor| async move {
-        notebook.add_step(&actor, &into, super::StepBody::Snippet(body)).await
+        notebook.add_step(&actor, &into, domain::steps::StepBody::Snippet(body)).await
     })
     .await?;
     // Without JavaScript, go straight to the line; with it, the page refreshes in place.
     if crate::backend::is_plain_form_post() {
-        leptos_axum::redirect(&format!("/i/{investigation}#{}", super::snippet::line_anchor(step.id, line)));
+        leptos_axum::redirect(&format!("/i/{investigation}#{}", domain::steps::snippet::line_anchor(step.id, line)));
     }
     Ok(step)
 }
 
 #[component]
 pub fn GrepContent(step: Step) -> impl IntoView {
-    let super::StepBody::Grep(body) = step.body.clone() else {
+    let domain::steps::StepBody::Grep(body) = step.body.clone() else {
         return ().into_any();
     };
     let Some(result) = step.search.clone() else {

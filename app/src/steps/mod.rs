@@ -9,12 +9,12 @@ pub mod note;
 pub mod snippet;
 pub mod watch;
 
-pub(crate) use domain::steps::StepBody;
+use domain::steps::StepBody;
 use leptos::prelude::*;
 
 /// The body of a step in the timeline; `editing`: its editor (notes and commands).
 #[component]
-pub fn StepContent(step: crate::model::Step, editing: bool) -> impl IntoView {
+pub fn StepContent(step: domain::model::Step, editing: bool) -> impl IntoView {
     match step.body.clone() {
         StepBody::Note(_) => view! { <note::NoteContent step editing/> }.into_any(),
         StepBody::Command(_) => view! { <command::CommandContent step editing/> }.into_any(),

@@ -1,8 +1,8 @@
 //! Note steps: Markdown written by a person. The server renders and sanitizes it
 //! (pulldown-cmark + ammonia), so neither crate ships to the browser.
 
-use crate::error::ApiError;
-use crate::model::Step;
+use domain::error::ApiError;
+use domain::model::Step;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 
@@ -11,7 +11,7 @@ pub(crate) use domain::steps::note::*;
 #[server]
 pub async fn add_note(investigation: String, body: String) -> Result<Step, ApiError> {
     crate::backend::call(move |notebook, actor| async move {
-        notebook.add_step(&actor, &investigation, super::StepBody::Note(NoteBody { body })).await
+        notebook.add_step(&actor, &investigation, domain::steps::StepBody::Note(NoteBody { body })).await
     })
     .await
 }
@@ -20,7 +20,7 @@ pub async fn add_note(investigation: String, body: String) -> Result<Step, ApiEr
 pub async fn edit_note(step_id: i64, version: String, body: String) -> Result<Step, ApiError> {
     let version = crate::backend::form_number("The version", &version)?;
     let step = crate::backend::call(move |notebook, actor| async move {
-        notebook.update_step(&actor, step_id, super::StepBody::Note(NoteBody { body }), version).await
+        notebook.update_step(&actor, step_id, domain::steps::StepBody::Note(NoteBody { body }), version).await
     })
     .await?;
     crate::backend::close_editor(step_id);
@@ -34,7 +34,7 @@ pub fn NoteContent(step: Step, editing: bool) -> impl IntoView {
         return view! { <div class="markdown" inner_html=step.html.clone().unwrap_or_default()></div> }.into_any();
     }
     let body = match &step.body {
-        super::StepBody::Note(note) => note.body.clone(),
+        domain::steps::StepBody::Note(note) => note.body.clone(),
         _ => String::new(),
     };
     let edit = ServerAction::<EditNote>::new();

@@ -1,10 +1,10 @@
 //! Snippet steps: a line range of a source file on a GPU host, kept as
 //! snapshots of what was read.
 
-use crate::error::ApiError;
-use crate::model::{Step, short_time};
-use crate::runs::human_bytes;
-pub(crate) use domain::steps::snippet::*;
+use domain::error::ApiError;
+use domain::model::{Step, short_time};
+use domain::runs::human_bytes;
+use domain::steps::snippet::*;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 
@@ -46,14 +46,14 @@ pub async fn add_snippet(
         marked: Vec::new(),
     };
     crate::backend::call(move |notebook, actor| async move {
-        notebook.add_step(&actor, &investigation, super::StepBody::Snippet(body)).await
+        notebook.add_step(&actor, &investigation, domain::steps::StepBody::Snippet(body)).await
     })
     .await
 }
 
 #[component]
 pub fn SnippetContent(step: Step) -> impl IntoView {
-    let super::StepBody::Snippet(body) = step.body.clone() else {
+    let domain::steps::StepBody::Snippet(body) = step.body.clone() else {
         return ().into_any();
     };
     let Some(snapshot) = step.snapshots.last().cloned() else {
@@ -80,7 +80,7 @@ pub fn SnippetContent(step: Step) -> impl IntoView {
         short_time(&snapshot.fetched_at),
     );
     let mut seen_ranges = std::collections::HashSet::new();
-    let mut annotations_after: std::collections::HashMap<u64, Vec<(super::snippet::Annotation, bool)>> =
+    let mut annotations_after: std::collections::HashMap<u64, Vec<(Annotation, bool)>> =
         Default::default();
     for a in &step.annotations {
         let first_of_range = seen_ranges.insert((a.start, a.end));

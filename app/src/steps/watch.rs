@@ -1,7 +1,7 @@
 //! "Watch…" on a command step (run it on a schedule, judge its history after
 //! each run, tell a webhook of a change) and "Stop" on a watch.
 
-use crate::error::ApiError;
+use domain::error::ApiError;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 
@@ -12,7 +12,7 @@ pub async fn watch_step_form(
     #[server(default)] config: String,
     schedule: String,
     #[server(default)] webhook: String,
-) -> Result<crate::watches::Watch, ApiError> {
+) -> Result<domain::watches::Watch, ApiError> {
     let some = |text: String| Some(text.trim().to_string()).filter(|t| !t.is_empty());
     // One field for both: a number of seconds, or a cron line.
     let schedule = schedule.trim().to_string();
@@ -20,7 +20,7 @@ pub async fn watch_step_form(
         Ok(seconds) => (Some(seconds), None),
         Err(_) => (None, some(schedule)),
     };
-    let request = crate::watches::WatchRequest {
+    let request = domain::watches::WatchRequest {
         every_s,
         cron,
         metric: some(metric),
@@ -30,7 +30,7 @@ pub async fn watch_step_form(
     };
     let through = leptos::prelude::use_context::<http::request::Parts>().and_then(|parts| {
         let get = |name: &str| parts.headers.get(name).and_then(|v| v.to_str().ok());
-        crate::watches::asked_origin(get("host"), get("x-forwarded-proto"))
+        domain::watches::asked_origin(get("host"), get("x-forwarded-proto"))
     });
     crate::backend::call(
         move |notebook, actor| async move { notebook.watch_step(&actor, step_id, request, through).await },

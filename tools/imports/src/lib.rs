@@ -4,7 +4,8 @@
 //! type, or the tokens of a macro such as `view!`) resolves to an item the
 //! other file defines. Paths are followed through `pub use` re-exports to the
 //! file that defines the item, so a `mod.rs` that re-exports its children is a
-//! facade, not a knot; an item a parent module defines itself (a helper in
+//! facade, not a knot; a name re-exported from another crate (`pub use
+//! domain::x::*`) is the re-exporting file's, since that file is what was named; an item a parent module defines itself (a helper in
 //! `runs/mod.rs` that `runs/runner.rs` calls) is an edge to the parent. Test
 //! modules (`#[cfg(test)]`) are left out: they may reach anywhere.
 //!
@@ -369,7 +370,9 @@ impl Resolver<'_> {
         }
         let rest = &absolute[module_len + 1..];
         if let Some(target) = module.imports.get(name) {
-            let target = self.absolute(&at, target, 0)?;
+            // Re-exported from another crate: this module is the interface
+            // the name was reached through, so naming it imports this file.
+            let Some(target) = self.absolute(&at, target, 0) else { return Some(module.file) };
             let full: Vec<String> = target.into_iter().chain(rest.iter().cloned()).collect();
             return self.defining_file(&full, depth + 1).or(Some(module.file));
         }
@@ -386,9 +389,10 @@ impl Resolver<'_> {
                 return self.defining_file(&full, depth + 1);
             }
         }
-        // Not defined here, and brought in whole from another crate: that crate's.
+        // Not defined here, and brought in whole from another crate: reached
+        // through this module, so an import of this file (a re-export is one).
         if external_glob {
-            return None;
+            return Some(module.file);
         }
         // Not found here (a method, an enum variant, something a macro made): the module's file.
         Some(module.file)
@@ -551,6 +555,28 @@ mod tests {
         );
         let graph = read_crate(&dir).unwrap();
         assert_eq!(graph.circles(), vec![vec!["runs/mod.rs", "runs/runner.rs"]]);
+    }
+
+    #[test]
+    fn a_name_re_exported_from_another_crate_imports_the_file_that_re_exports_it() {
+        // snippet.rs re-exports the domain's types and uses annotation.rs's view;
+        // annotation.rs names a domain type through snippet.rs: a circle, which
+        // following the name to the other crate would miss.
+        let dir = temp("external");
+        write(
+            &dir,
+            &[
+                ("lib.rs", "pub mod steps;"),
+                ("steps/mod.rs", "pub mod snippet; pub mod annotation;"),
+                ("steps/snippet.rs", "pub use domain::snippet::*; fn f() { super::annotation::view() }"),
+                ("steps/annotation.rs", "pub fn view() { let _ = super::snippet::NewAnnotation {}; }"),
+            ],
+        );
+        let graph = read_crate(&dir).unwrap();
+        assert_eq!(graph.circles(), vec![vec!["steps/annotation.rs", "steps/snippet.rs"]]);
+        // Named from the other crate itself, there is no circle.
+        write(&dir, &[("steps/annotation.rs", "pub fn view() { let _ = domain::snippet::NewAnnotation {}; }")]);
+        assert!(read_crate(&dir).unwrap().circles().is_empty());
     }
 
     #[test]
