@@ -24,6 +24,27 @@ pub enum Kind {
     Untyped,
 }
 
+impl Kind {
+    /// As `# TYPE` and the stored chunks write it (and serde: `snake_case`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Counter => "counter",
+            Kind::Gauge => "gauge",
+            Kind::Histogram => "histogram",
+            Kind::Summary => "summary",
+            Kind::Untyped => "untyped",
+        }
+    }
+
+    /// The inverse of [`Kind::name`]; a kind this reader does not know is untyped.
+    pub fn from_name(name: &str) -> Kind {
+        [Kind::Counter, Kind::Gauge, Kind::Histogram, Kind::Summary]
+            .into_iter()
+            .find(|k| k.name() == name)
+            .unwrap_or(Kind::Untyped)
+    }
+}
+
 /// One sample line: `name{labels} value [timestamp]`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PromSample {
@@ -70,14 +91,7 @@ pub fn parse(text: &str) -> Exposition {
             if words.next() == Some("TYPE")
                 && let (Some(name), Some(kind)) = (words.next(), words.next())
             {
-                let kind = match kind {
-                    "counter" => Kind::Counter,
-                    "gauge" => Kind::Gauge,
-                    "histogram" => Kind::Histogram,
-                    "summary" => Kind::Summary,
-                    _ => Kind::Untyped,
-                };
-                out.kinds.insert(name.to_string(), kind);
+                out.kinds.insert(name.to_string(), Kind::from_name(kind));
             }
             continue;
         }
@@ -332,6 +346,15 @@ pub fn histogram_quantile(cumulative: &[(f64, f64)], q: f64) -> Option<f64> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_kinds_name_is_serdes_and_reads_back() {
+        for kind in [Kind::Counter, Kind::Gauge, Kind::Histogram, Kind::Summary, Kind::Untyped] {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.name());
+            assert_eq!(Kind::from_name(kind.name()), kind);
+        }
+        assert_eq!(Kind::from_name("stateset"), Kind::Untyped);
+    }
+
     use super::*;
 
     /// vLLM's exposition as its docs name the metrics (v0.10 `/metrics`).

@@ -131,7 +131,7 @@ impl Recorder {
                 None => {
                     let at = self.last.len();
                     let named = serde_json::json!([s.name, s.labels]);
-                    let _ = writeln!(self.pending, "s {at} {} {named}", kind_name(kind_of(e, &s.name)));
+                    let _ = writeln!(self.pending, "s {at} {} {named}", kind_of(e, &s.name).name());
                     self.index.insert(key, at);
                     self.last.push(Last { written: f64::NAN, written_t: i64::MIN, seen: s.value, seen_t: t_ms });
                     at
@@ -188,26 +188,6 @@ fn kind_of(e: &Exposition, name: &str) -> Kind {
         .unwrap_or(Kind::Untyped)
 }
 
-fn kind_name(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Counter => "counter",
-        Kind::Gauge => "gauge",
-        Kind::Histogram => "histogram",
-        Kind::Summary => "summary",
-        Kind::Untyped => "untyped",
-    }
-}
-
-fn kind_from(name: &str) -> Kind {
-    match name {
-        "counter" => Kind::Counter,
-        "gauge" => Kind::Gauge,
-        "histogram" => Kind::Histogram,
-        "summary" => Kind::Summary,
-        _ => Kind::Untyped,
-    }
-}
-
 /// One series as recorded: name and labels, kind, and its (t_ms, value) in order.
 type Recording = (SeriesKey, Kind, Vec<(i64, f64)>);
 
@@ -241,7 +221,7 @@ impl Recorded {
                     let (Ok(id), Some((kind, named))) = (id.parse::<usize>(), rest.split_once(' ')) else { continue };
                     if let Ok((name, labels)) = serde_json::from_str::<(String, Vec<(String, String)>)>(named) {
                         ids.insert(id, recorded.series.len());
-                        recorded.series.push(((name, labels), kind_from(kind), Vec::new()));
+                        recorded.series.push(((name, labels), Kind::from_name(kind), Vec::new()));
                     }
                 }
                 (Some("v"), Some(id), Some(value)) => {
