@@ -80,8 +80,7 @@ pub fn SnippetContent(step: Step) -> impl IntoView {
         short_time(&snapshot.fetched_at),
     );
     let mut seen_ranges = std::collections::HashSet::new();
-    let mut annotations_after: std::collections::HashMap<u64, Vec<(Annotation, bool)>> =
-        Default::default();
+    let mut annotations_after: std::collections::HashMap<u64, Vec<(Annotation, bool)>> = Default::default();
     for a in &step.annotations {
         let first_of_range = seen_ranges.insert((a.start, a.end));
         // Annotations of lines no longer shown go after the last line, not away.
