@@ -305,7 +305,9 @@ async fn index_stream(
     };
     let env = run_env(row);
     let at = row.finished_at.or(row.started_at).unwrap_or(row.queued_at);
-    let len = outputs.len(key).await.unwrap_or(0);
+    // An error is tried again (the claim is released), never taken for no output:
+    // a busy database would otherwise mark the run indexed with nothing in it.
+    let len = outputs.len(key).await?;
     let (mut offset, mut line) = (0u64, 1i64);
     let mut batch_started = std::time::Instant::now();
     let mut carry: Vec<u8> = Vec::new();
