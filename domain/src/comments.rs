@@ -88,11 +88,7 @@ pub struct Mention {
 impl Mention {
     /// What names the reader, to mark it read.
     pub fn of(&self) -> Option<MentionIn> {
-        match (self.comment_id, self.annotation_id) {
-            (Some(id), _) => Some(MentionIn::Comment(id)),
-            (None, Some(id)) => Some(MentionIn::Annotation(id)),
-            (None, None) => None,
-        }
+        MentionIn::of(self.comment_id, self.annotation_id)
     }
 }
 
@@ -104,6 +100,12 @@ pub enum MentionIn {
 }
 
 impl MentionIn {
+    /// A comment's or an annotation's (as a row or a request names them);
+    /// `None` when neither is given.
+    pub fn of(comment: Option<i64>, annotation: Option<i64>) -> Option<MentionIn> {
+        comment.map(MentionIn::Comment).or(annotation.map(MentionIn::Annotation))
+    }
+
     /// The element on the investigation's page: `comment-12`, `annotation-3`.
     pub fn anchor(self) -> String {
         match self {

@@ -201,8 +201,7 @@ impl Comments {
                 if m.body.chars().count() > 200 {
                     excerpt.push('…');
                 }
-                // A row is of a comment or of an annotation (the store's union).
-                let of = m.comment_id.map(MentionIn::Comment).or(m.annotation_id.map(MentionIn::Annotation));
+                let of = MentionIn::of(m.comment_id, m.annotation_id);
                 let anchor = of.map(|of| format!("#{}", of.anchor())).unwrap_or_default();
                 Mention {
                     url: format!("/i/{}{anchor}", m.investigation_id),

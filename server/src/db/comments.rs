@@ -125,33 +125,22 @@ impl Store {
 
     /// Marks `user`'s mentions read: one comment's or annotation's, or all (`None`).
     pub async fn read_mentions(&self, user: &str, which: Option<MentionIn>) -> StoreResult<()> {
-        let (comment, annotation) = match which {
-            Some(MentionIn::Comment(id)) => (Some(id), None),
-            Some(MentionIn::Annotation(id)) => (None, Some(id)),
-            None => (None, None),
+        // (table, its id column, the one id or every row)
+        let tables = match which {
+            None => vec![("mentions", "comment_id", None), ("annotation_mentions", "annotation_id", None)],
+            Some(MentionIn::Comment(id)) => vec![("mentions", "comment_id", Some(id))],
+            Some(MentionIn::Annotation(id)) => vec![("annotation_mentions", "annotation_id", Some(id))],
         };
         let mut tx = self.pool.begin().await?;
-        if annotation.is_none() {
-            sqlx::query(
-                "UPDATE mentions SET read_at = $1
-                 WHERE user_name = $2 AND read_at IS NULL AND ($3 IS NULL OR comment_id = $4)",
-            )
+        for (table, column, id) in tables {
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "UPDATE {table} SET read_at = $1
+                 WHERE user_name = $2 AND read_at IS NULL AND ($3 IS NULL OR {column} = $4)"
+            )))
             .bind(now_ms())
             .bind(user)
-            .bind(comment)
-            .bind(comment)
-            .execute(&mut *tx)
-            .await?;
-        }
-        if comment.is_none() {
-            sqlx::query(
-                "UPDATE annotation_mentions SET read_at = $1
-                 WHERE user_name = $2 AND read_at IS NULL AND ($3 IS NULL OR annotation_id = $4)",
-            )
-            .bind(now_ms())
-            .bind(user)
-            .bind(annotation)
-            .bind(annotation)
+            .bind(id)
+            .bind(id)
             .execute(&mut *tx)
             .await?;
         }

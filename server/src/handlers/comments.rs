@@ -65,14 +65,9 @@ pub async fn read(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<Read>,
 ) -> Result<NoContent, AppError> {
-    let which = match (body.comment_id, body.annotation_id) {
-        (Some(id), None) => Some(MentionIn::Comment(id)),
-        (None, Some(id)) => Some(MentionIn::Annotation(id)),
-        (None, None) => None,
-        (Some(_), Some(_)) => {
-            return Err(ApiError::invalid("Give comment_id or annotation_id, not both.").into());
-        }
-    };
-    state.notebook.read_mentions(&actor, which).await?;
+    if body.comment_id.is_some() && body.annotation_id.is_some() {
+        return Err(ApiError::invalid("Give comment_id or annotation_id, not both.").into());
+    }
+    state.notebook.read_mentions(&actor, MentionIn::of(body.comment_id, body.annotation_id)).await?;
     Ok(NoContent)
 }
