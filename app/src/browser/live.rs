@@ -88,13 +88,15 @@ fn show_presence() {
     }
 }
 
-/// Follows the output of every run in `root` that has not ended, from the byte
-/// the server's page showed last; the runs of the page drawn before are let go.
+/// Follows the output of every run in `root` that has not ended and is to be
+/// followed (`data-follow`: not on a share link's page, whose reader may not
+/// open the team's streams), from the byte the server's page showed last; the
+/// runs of the page drawn before are let go.
 pub fn attach(root: &Element) {
     show_presence();
     RUNS.with_borrow_mut(Vec::clear);
     let mut streams = Vec::new();
-    for run in dom::all(root, ".run[data-status=queued], .run[data-status=running]") {
+    for run in dom::all(root, ".run[data-follow][data-status=queued], .run[data-follow][data-status=running]") {
         let (Some(id), Some(end)) = (dom::number::<i64>(&run, "data-run"), dom::number::<u64>(&run, "data-end")) else {
             continue;
         };

@@ -551,8 +551,10 @@ pub fn RunOutput(
     let run_id = run.id;
     let earlier_from = start.saturating_sub(EARLIER_BYTES);
     let files = RunFiles::current();
+    // The team's pages follow a running run live; a share link's reader sees it as it was drawn.
+    let follow = files.page(run_id).is_some().then_some("");
     view! {
-        <div class="run" data-run=run.id data-status=run.status.as_str() data-first=start data-end=end>
+        <div class="run" data-run=run.id data-status=run.status.as_str() data-first=start data-end=end data-follow=follow>
             <div class="run-head">
                 <RunStatusBadge status=run.status/>
                 <span class="run-id">"run " {run.id}</span>

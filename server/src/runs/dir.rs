@@ -39,6 +39,31 @@ pub fn prelude(name: &str) -> String {
     )
 }
 
+/// A script that sends `signal` (`INT`, `KILL`) to every process of the run
+/// `name` on the host, and prints their numbers: the shell sshd started for
+/// it (its command line holds [`prelude`]'s first line) and every process
+/// started under it (their environment holds the `SLEUTH_RUN_DIR` it
+/// exported, also one that started a session of its own). A server beside
+/// the run carries that too, and is left alone: it carries its token, and is
+/// stopped as a server (`runs::server`), or kept for the next run.
+pub fn signal_script(name: &str, signal: &str) -> String {
+    // The shell first: a child killed before it would let it go on to its
+    // next line. The patterns are put together at run time, so that this
+    // script's own command line does not match them.
+    format!(
+        "n={name}\n\
+         for f in $(grep -lsaF \"SLEUTH_RUN_DIR=\\\"\\$HOME/.sleuth/runs/$n\\\"\" /proc/[0-9]*/cmdline 2>/dev/null) \
+                  $(grep -lsazxF \"SLEUTH_RUN_DIR=$HOME/.sleuth/runs/$n\" /proc/[0-9]*/environ 2>/dev/null); do\n\
+           p=${{f#/proc/}}; p=${{p%/*}}\n\
+           [ \"$p\" = \"$$\" ] && continue\n\
+           grep -qsaz '^SLEUTH_SERVER_TOKEN=' \"/proc/$p/environ\" && continue\n\
+           kill -{signal} \"$p\" 2>/dev/null && echo \"$p\"\n\
+         done\n\
+         exit 0\n",
+        name = crate::ssh::quote::quote(name),
+    )
+}
+
 /// Makes the directory over the host's SFTP session if one is open (errors are
 /// left to the shell's fallback; without one, the pool opens one for the next
 /// run). Polled before the command is sent, so its request goes first.
@@ -61,6 +86,55 @@ mod tests {
         assert_eq!(from_home("7-ab"), ".sleuth/runs/7-ab");
         let prelude = prelude("7-ab");
         assert!(prelude.contains("export SLEUTH_RUN_DIR") && prelude.contains("mkdir -p"), "{prelude}");
+    }
+
+    /// A run's shell (which did not exec its last command) and what it started
+    /// — a child, a grandchild in a session of its own, one that ignores
+    /// SIGINT — are all signalled; another run and a server beside this one
+    /// are not. Real processes, found as on a host (Linux `/proc`).
+    #[test]
+    fn the_signal_script_reaches_the_whole_run_and_nothing_else() {
+        use std::process::{Command, Stdio};
+        let home = tempfile::tempdir().unwrap();
+        let spawn = |name: &str, command: &str| {
+            Command::new("bash")
+                .arg("-c")
+                .arg(format!("{}{command}", prelude(name)))
+                .env("HOME", home.path())
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap()
+        };
+        let mut run = spawn("7-aaaaaaaa", "trap '' INT; sleep 31.7 & setsid sleep 31.8 & sleep 31.9; echo after");
+        let mut other = spawn("8-bbbbbbbb", "sleep 32.1; true");
+        let mut server = spawn("7-aaaaaaaa", "SLEUTH_SERVER_TOKEN=t; export SLEUTH_SERVER_TOKEN; exec sleep 32.2");
+        let alive =
+            |pattern: &str| Command::new("pgrep").args(["-fx", pattern]).output().is_ok_and(|o| o.status.success());
+        let signal = |sig: &str| {
+            let out =
+                Command::new("sh").arg("-c").arg(signal_script("7-aaaaaaaa", sig)).env("HOME", home.path()).output();
+            String::from_utf8_lossy(&out.unwrap().stdout).split_whitespace().count()
+        };
+        for _ in 0..50 {
+            if ["sleep 31.7", "sleep 31.8", "sleep 31.9", "sleep 32.1", "sleep 32.2"].iter().all(|p| alive(p)) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        // The shell ignores SIGINT, and so do the children it started after the trap.
+        assert_eq!(signal("INT"), 4, "the shell and its three children");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert!(alive("sleep 31.7") && alive("sleep 31.8"), "they ignore SIGINT");
+        assert_eq!(signal("KILL"), 4);
+        let status = run.wait().unwrap();
+        assert!(status.code().is_none(), "the shell was killed, not left to echo: {status:?}");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        for gone in ["sleep 31.7", "sleep 31.8", "sleep 31.9"] {
+            assert!(!alive(gone), "{gone} is still running");
+        }
+        assert!(alive("sleep 32.1") && alive("sleep 32.2"), "another run and the server are left alone");
+        let _ = (other.kill(), server.kill(), other.wait(), server.wait());
+        let _ = Command::new("pkill").args(["-fx", "sleep 32.[12]"]).status();
     }
 
     /// The prelude in a real shell: it makes the directory when it is missing,

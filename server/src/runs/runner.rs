@@ -30,6 +30,8 @@ use tokio::sync::watch;
 
 /// Between SIGINT and SIGKILL + close, for cancel and timeout.
 pub const GRACE: Duration = Duration::from_secs(3);
+/// How long a stopped run waits for the host to say its processes were killed.
+const KILL_WITHIN: Duration = Duration::from_secs(5);
 /// How often counters are written to the store while a run goes.
 const COUNT_INTERVAL: Duration = Duration::from_millis(500);
 /// How often new output is flushed to disk and announced to live readers. Not
@@ -690,16 +692,22 @@ impl Runner {
                 _ = clocks.flushes.tick(), if running.sink.unflushed => running.sink.flush().await,
                 _ = cancel_requested(cancelled), if stopping.stop.is_none() => {
                     stopping.begin(Stop::Cancel, &running.command).await;
+                    self.signal_processes(context, "INT");
                 }
                 () = deadline.reached(), if stopping.stop.is_none() => {
                     stopping.begin(Stop::Timeout, &running.command).await;
+                    self.signal_processes(context, "INT");
                 }
                 exited = &mut server_ended, if server_exit.is_none() && stopping.stop.is_none() => {
                     server_exit = Some(exited);
                     stopping.begin(Stop::ServerEnded, &running.command).await;
+                    self.signal_processes(context, "INT");
                 }
                 () = kill => {
                     running.command.signal(Sig::KILL).await;
+                    // Gone before the run says it ended: a cancelled benchmark
+                    // left running would skew the next runs on its GPUs.
+                    let _ = tokio::time::timeout(KILL_WITHIN, self.signal_processes(context, "KILL")).await;
                     running.command.close().await;
                     break;
                 }
@@ -714,6 +722,25 @@ impl Runner {
             exit_signal: running.exit_signal.take(),
             connection_lost: running.command.connection_lost(),
         }
+    }
+
+    /// Sends `signal` to the run's processes on the host through a channel of
+    /// its own ([`super::dir::signal_script`]): sshd passes on a channel's
+    /// signal request only where it supports one, and closing a channel
+    /// without a terminal ends nothing. Runs on by itself; awaited, it is done
+    /// once the host has answered.
+    fn signal_processes(&self, context: &Context<'_>, signal: &'static str) -> tokio::task::JoinHandle<()> {
+        let (pool, target) = (self.pool.clone(), context.target.clone());
+        let (script, run) = (super::dir::signal_script(context.dir, signal), context.run.id);
+        tokio::spawn(async move {
+            match exec::capture(&pool, &target, &script, 4096).await {
+                Ok(done) => {
+                    let pids = String::from_utf8_lossy(&done.stdout).split_whitespace().count();
+                    tracing::debug!(run, signal, pids, "signalled the run's processes");
+                }
+                Err(e) => tracing::warn!(run, signal, "could not signal the run's processes: {e}"),
+            }
+        })
     }
 
     /// One event of the command: output stored (within its limit and the

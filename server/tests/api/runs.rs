@@ -240,7 +240,12 @@ async fn cancel_and_timeout_stop_the_command() {
     let sshd = Sshd::start();
     let app = app_with_host(&sshd).await;
 
-    let step = command_step(&app, json!({ "command": "echo started; sleep 30; echo after" })).await;
+    // On the host, nothing of a stopped run is left: sshd passes on no signal
+    // here, and a closed channel without a terminal ends nothing.
+    let running = |pattern: &str| {
+        std::process::Command::new("pgrep").args(["-fx", pattern]).output().is_ok_and(|o| o.status.success())
+    };
+    let step = command_step(&app, json!({ "command": "echo started; sleep 30.123; echo after" })).await;
     let run = start(&app, step, json!({})).await[0];
     wait_for(&app, run, |r| r["stdout_bytes"].as_u64() == Some(8), Duration::from_secs(20)).await;
     let cancelled = app.post_json(&format!("/api/v1/runs/{run}/cancel"), json!({})).await;
@@ -249,13 +254,16 @@ async fn cancel_and_timeout_stop_the_command() {
     assert_eq!(run["status"], "cancelled", "{run}");
     assert!(run["duration_ms"].as_u64().unwrap() < 10_000, "{run}");
     assert_eq!(output(&app, run["id"].as_i64().unwrap()).await, b"started\n");
+    assert!(!running("sleep 30.123"), "the cancelled run's command is still running on the host");
     let again = app.post_json(&format!("/api/v1/runs/{}/cancel", run["id"]), json!({})).await;
     assert_eq!(again.status, StatusCode::CONFLICT);
 
-    let slow = command_step(&app, json!({ "command": "sleep 30", "timeout_s": 1 })).await;
+    // One that ignores SIGINT is killed after the grace.
+    let slow = command_step(&app, json!({ "command": "trap '' INT; sleep 30.456; true", "timeout_s": 1 })).await;
     let run = finished(&app, start(&app, slow, json!({})).await[0]).await;
     assert_eq!(run["status"], "timed_out", "{run}");
     assert!(run["duration_ms"].as_u64().unwrap() < 10_000, "{run}");
+    assert!(!running("sleep 30.456"), "the timed-out run's command is still running on the host");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
