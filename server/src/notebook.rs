@@ -202,7 +202,12 @@ impl Notebook {
     pub fn server_detail(&self, _: &crate::policy::Admin) -> domain::hosts::ServerDetail {
         let floor = self.runs.runner().floor();
         let data_dir = crate::operations::data_dir();
-        let space = data_dir.as_deref().and_then(crate::operations::space);
+        // This server's own disk where it keeps output (the data dir is the
+        // process's: one server in production, several in the tests).
+        let space = match &floor {
+            Some((_, free, size, _)) => Some((*free, *size)),
+            None => data_dir.as_deref().and_then(crate::operations::space),
+        };
         let errors = crate::operations::store_errors();
         domain::hosts::ServerDetail {
             data_dir: data_dir.map(|d| d.display().to_string()),
