@@ -373,8 +373,8 @@ pub struct PercentileComparison {
     /// Share of the interval's variance that the requests within runs explain
     /// (the rest is run-to-run spread); none with one run per side.
     pub within_share: Option<f64>,
-    /// `increase`, `decrease` or `within_noise`.
-    pub outcome: String,
+    /// Never `noise_unknown`: the bootstrap has an interval.
+    pub outcome: crate::metrics::Outcome,
     /// "−31 % (95 % CI −36 … −25 %); request-to-request noise dominated (82 %)".
     pub verdict: String,
 }
@@ -468,13 +468,7 @@ pub fn compare_percentile(baseline: &[Vec<f64>], treatment: &[Vec<f64>], p: f64)
         if total > 0.0 { (within / total).min(1.0) } else { 1.0 }
     });
     let delta_pct = (t - b) / b.abs() * 100.0;
-    let outcome = if ci.0 <= 0.0 && ci.1 >= 0.0 {
-        "within_noise"
-    } else if delta_pct > 0.0 {
-        "increase"
-    } else {
-        "decrease"
-    };
+    let outcome = crate::metrics::Outcome::of(delta_pct, ci);
     let noise = match within_share {
         None => "one run per side: only request-to-request noise is known — repeat runs for run-to-run".to_string(),
         Some(share) if share >= 0.5 => format!("request-to-request noise dominated ({:.0} %)", share * 100.0),
@@ -482,7 +476,7 @@ pub fn compare_percentile(baseline: &[Vec<f64>], treatment: &[Vec<f64>], p: f64)
     };
     let pct = |x: f64| crate::metrics::signed_pct(x).trim_end_matches(" %").to_string();
     let verdict = match outcome {
-        "within_noise" => {
+        crate::metrics::Outcome::WithinNoise => {
             format!("{} % (95 % CI {} … {} %): within noise; {noise}", pct(delta_pct), pct(ci.0), pct(ci.1))
         }
         _ => format!("{} % (95 % CI {} … {} %); {noise}", pct(delta_pct), pct(ci.0), pct(ci.1)),
@@ -497,7 +491,7 @@ pub fn compare_percentile(baseline: &[Vec<f64>], treatment: &[Vec<f64>], p: f64)
         delta_pct,
         ci_pct: ci,
         within_share,
-        outcome: outcome.into(),
+        outcome,
         verdict,
     })
 }
@@ -609,11 +603,11 @@ mod tests {
         let faster: Vec<Vec<f64>> = (10..13).map(|s| latencies(s, 2_000, 70.0)).collect();
         let same: Vec<Vec<f64>> = (20..23).map(|s| latencies(s, 2_000, 100.0)).collect();
         let c = compare_percentile(&baseline, &faster, 99.0).unwrap();
-        assert_eq!(c.outcome, "decrease", "{}", c.verdict);
+        assert_eq!(c.outcome, crate::metrics::Outcome::Decrease, "{}", c.verdict);
         assert!((c.delta_pct + 30.0).abs() < 6.0, "{}", c.delta_pct);
         assert!(c.ci_pct.0 < c.delta_pct && c.delta_pct < c.ci_pct.1);
         let c = compare_percentile(&baseline, &same, 99.0).unwrap();
-        assert_eq!(c.outcome, "within_noise", "{}", c.verdict);
+        assert_eq!(c.outcome, crate::metrics::Outcome::WithinNoise, "{}", c.verdict);
         assert!(c.within_share.is_some());
         // Runs far apart from each other: the spread across runs dominates.
         let apart: Vec<Vec<f64>> =
@@ -637,7 +631,7 @@ mod tests {
         let c = compare_percentile(&slow, &fast, 99.0).unwrap();
         assert!(c.ci_pct.0 > -100.0 && c.ci_pct.1 < 0.0, "{:?}: {}", c.ci_pct, c.verdict);
         assert!(c.ci_pct.0 <= c.delta_pct && c.delta_pct <= c.ci_pct.1, "{}", c.verdict);
-        assert_eq!(c.outcome, "decrease");
+        assert_eq!(c.outcome, crate::metrics::Outcome::Decrease);
         // The other way round: an increase's interval is not bounded above.
         let c = compare_percentile(&fast, &slow, 99.0).unwrap();
         assert!(c.ci_pct.0 > 0.0, "{:?}", c.ci_pct);

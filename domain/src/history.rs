@@ -112,10 +112,41 @@ pub struct Change {
     pub after_mean: f64,
     pub delta_pct: f64,
     pub p_value: f64,
-    /// `regression` or `improvement`, by which way the metric is better.
-    pub direction: String,
+    pub direction: ChangeDirection,
     /// The last run before and the first after, and what differed between them.
     pub between: Between,
+}
+
+/// Which way a change went, by which way the metric is better.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum ChangeDirection {
+    Regression,
+    Improvement,
+}
+
+impl ChangeDirection {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Regression => "regression",
+            Self::Improvement => "improvement",
+        }
+    }
+
+    /// "regressed", "improved": what a watch tells.
+    pub fn verb(self) -> &'static str {
+        match self {
+            Self::Regression => "regressed",
+            Self::Improvement => "improved",
+        }
+    }
+}
+
+impl std::fmt::Display for ChangeDirection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

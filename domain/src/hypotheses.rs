@@ -3,7 +3,7 @@
 //! comparison the server computes; its status follows the verdict until a
 //! person sets it.
 
-use crate::metrics::Comparison;
+use crate::metrics::{Comparison, Outcome};
 use serde::{Deserialize, Serialize};
 
 /// Where a hypothesis stands.
@@ -33,16 +33,16 @@ impl HypothesisStatus {
     /// What the verdict says: supported when the change goes the expected way
     /// beyond noise, refuted when it goes the other way, inconclusive within
     /// noise, open while there is no judged verdict (or no expectation).
-    pub fn of_verdict(direction: Option<Direction>, outcome: Option<&str>) -> Self {
+    pub fn of_verdict(direction: Option<Direction>, outcome: Option<Outcome>) -> Self {
         match (direction, outcome) {
-            (Some(d), Some(o @ ("increase" | "decrease"))) => {
-                if d.as_str() == o {
+            (Some(d), Some(o @ (Outcome::Increase | Outcome::Decrease))) => {
+                if d.went(o) {
                     Self::Supported
                 } else {
                     Self::Refuted
                 }
             }
-            (Some(_), Some("within_noise")) => Self::Inconclusive,
+            (Some(_), Some(Outcome::WithinNoise)) => Self::Inconclusive,
             _ => Self::Open,
         }
     }
@@ -123,6 +123,11 @@ impl Direction {
     }
 
     /// `increase`, `decrease`; `None` for anything else (the caller says what is wrong).
+    /// Whether `outcome` went this way.
+    pub fn went(self, outcome: Outcome) -> bool {
+        matches!((self, outcome), (Self::Increase, Outcome::Increase) | (Self::Decrease, Outcome::Decrease))
+    }
+
     pub fn parse(text: &str) -> Option<Self> {
         match text.trim() {
             "increase" => Some(Self::Increase),
@@ -266,7 +271,7 @@ pub fn run_ranges(ids: &[i64]) -> String {
 #[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct VerdictSeen {
     pub delta_pct: Option<f64>,
-    pub outcome: Option<String>,
+    pub outcome: Option<Outcome>,
     pub verdict: Option<String>,
     pub baseline_runs: Vec<i64>,
     pub treatment_runs: Vec<i64>,

@@ -142,20 +142,88 @@ pub struct Comparison {
     /// 95 % confidence interval of that delta, in percent of the baseline mean
     /// (Welch's t interval of the difference of means); none when a side has one value.
     pub ci_pct: Option<(f64, f64)>,
-    /// `increase` or `decrease` (the interval excludes zero), `within_noise`, or
-    /// `noise_unknown` (a side has a single value).
-    pub outcome: String,
+    pub outcome: Outcome,
     /// The plain line: "+3.1 % ± 4.0 %: within noise", "−42 % (95 % CI −45 … −39 %)".
     pub verdict: String,
-    /// `linear`: the means' difference in percent of the baseline's; `log`:
-    /// the ratio of geometric means, its interval from the logarithms (a
-    /// positive metric whose linear interval would pass −100 %).
-    #[serde(default = "linear")]
-    pub scale: String,
+    #[serde(default)]
+    pub scale: Scale,
 }
 
-fn linear() -> String {
-    "linear".into()
+/// What a comparison found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The interval lies above zero.
+    Increase,
+    /// The interval lies below zero.
+    Decrease,
+    /// The interval includes zero.
+    WithinNoise,
+    /// A side has a single value: there is no interval.
+    NoiseUnknown,
+}
+
+impl Outcome {
+    /// From a delta and its 95 % interval, which decides.
+    pub fn of(delta_pct: f64, (lo, hi): (f64, f64)) -> Self {
+        if lo <= 0.0 && hi >= 0.0 {
+            Self::WithinNoise
+        } else if delta_pct > 0.0 {
+            Self::Increase
+        } else {
+            Self::Decrease
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Increase => "increase",
+            Self::Decrease => "decrease",
+            Self::WithinNoise => "within_noise",
+            Self::NoiseUnknown => "noise_unknown",
+        }
+    }
+
+    /// A conclusion either way or within noise; not `noise_unknown`.
+    pub fn judged(self) -> bool {
+        self != Self::NoiseUnknown
+    }
+}
+
+impl std::str::FromStr for Outcome {
+    type Err = UnknownOutcome;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        [Self::Increase, Self::Decrease, Self::WithinNoise, Self::NoiseUnknown]
+            .into_iter()
+            .find(|o| o.as_str() == text)
+            .ok_or_else(|| UnknownOutcome(text.to_string()))
+    }
+}
+
+/// A stored outcome that is none of [`Outcome`].
+#[derive(Debug, thiserror::Error)]
+#[error("{0:?} is not an outcome (increase, decrease, within_noise, noise_unknown)")]
+pub struct UnknownOutcome(pub String);
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How a comparison's delta is taken.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum Scale {
+    /// The means' difference in percent of the baseline's.
+    #[default]
+    Linear,
+    /// The ratio of geometric means, its interval from the logarithms (a
+    /// positive metric whose linear interval would pass −100 %).
+    Log,
 }
 
 /// Runs (and manual numbers) of one configuration, on one metric.

@@ -3,6 +3,7 @@
 //! investigation that runs there, its hypotheses judged again, and the two
 //! conclusions side by side (`GET /api/v1/replays/{id}`).
 
+use crate::metrics::Outcome;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -90,9 +91,9 @@ pub struct ReplayedHypothesis {
     pub replay_id: i64,
     pub statement: String,
     pub metric: Option<String>,
-    /// `increase`, `decrease`, `within_noise`… (none until measured).
-    pub original_outcome: Option<String>,
-    pub replayed_outcome: Option<String>,
+    /// None until measured.
+    pub original_outcome: Option<Outcome>,
+    pub replayed_outcome: Option<Outcome>,
     pub original_verdict: Option<String>,
     pub replayed_verdict: Option<String>,
     /// Both judged (not `noise_unknown`), and to the same outcome; none until then.
@@ -134,10 +135,10 @@ impl SnippetSource {
 
 /// A hypothesis' outcome and verdict: the percentile bootstrap's when it has
 /// one, else the comparison of means.
-pub fn outcome(h: &crate::hypotheses::Hypothesis) -> (Option<String>, Option<String>) {
+pub fn outcome(h: &crate::hypotheses::Hypothesis) -> (Option<Outcome>, Option<String>) {
     match (&h.distribution, &h.comparison) {
-        (Some(d), _) => (Some(d.outcome.clone()), Some(d.verdict.clone())),
-        (None, Some(c)) => (Some(c.outcome.clone()), Some(c.verdict.clone())),
+        (Some(d), _) => (Some(d.outcome), Some(d.verdict.clone())),
+        (None, Some(c)) => (Some(c.outcome), Some(c.verdict.clone())),
         (None, None) => (None, None),
     }
 }
@@ -235,7 +236,7 @@ pub struct ManifestHypothesis {
     pub baseline_runs: Vec<i64>,
     #[serde(default)]
     pub treatment_runs: Vec<i64>,
-    pub outcome: Option<String>,
+    pub outcome: Option<Outcome>,
     pub verdict: Option<String>,
 }
 

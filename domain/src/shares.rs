@@ -18,8 +18,27 @@ pub struct ShareLink {
     pub created_at: String,
     pub expires_at: Option<String>,
     pub revoked_at: Option<String>,
-    /// `active`, `expired` or `revoked`.
-    pub state: String,
+    pub state: LinkState,
+}
+
+/// Where a share link is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum LinkState {
+    Active,
+    Expired,
+    Revoked,
+}
+
+impl LinkState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Active => "active",
+            Self::Expired => "expired",
+            Self::Revoked => "revoked",
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

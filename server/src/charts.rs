@@ -601,7 +601,11 @@ pub fn history(
             .draw()
             .map_err(err)?;
         for change in changes {
-            let colour = if change.direction == "regression" { RGBColor(207, 34, 46) } else { TREATMENT };
+            let colour = if change.direction == domain::history::ChangeDirection::Regression {
+                RGBColor(207, 34, 46)
+            } else {
+                TREATMENT
+            };
             let x = change.index as f64 - 0.5;
             chart.draw_series(LineSeries::new([(x, lo), (x, hi)], colour.stroke_width(2))).map_err(err)?;
         }

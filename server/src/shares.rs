@@ -17,7 +17,7 @@ use crate::policy::{Own, Permit, Shared};
 use crate::time::{now_ms, timestamp};
 use domain::error::ApiError;
 use domain::model::{Abilities, Investigation};
-use domain::shares::{CreatedShareLink, MAX_DAYS, NewShareLink, ShareLink};
+use domain::shares::{CreatedShareLink, LinkState, MAX_DAYS, NewShareLink, ShareLink};
 use serde_json::Value;
 
 #[derive(Clone)]
@@ -30,9 +30,9 @@ const DAY_MS: i64 = 24 * 60 * 60 * 1000;
 
 fn link(row: crate::db::ShareRow, now: i64) -> ShareLink {
     let state = match (row.revoked_at, row.expires_at) {
-        (Some(_), _) => "revoked",
-        (None, Some(at)) if at <= now => "expired",
-        _ => "active",
+        (Some(_), _) => LinkState::Revoked,
+        (None, Some(at)) if at <= now => LinkState::Expired,
+        _ => LinkState::Active,
     };
     ShareLink {
         id: row.id,
@@ -42,7 +42,7 @@ fn link(row: crate::db::ShareRow, now: i64) -> ShareLink {
         created_at: timestamp(row.created_at),
         expires_at: row.expires_at.map(timestamp),
         revoked_at: row.revoked_at.map(timestamp),
-        state: state.into(),
+        state,
     }
 }
 
@@ -344,9 +344,9 @@ mod tests {
             expires_at,
             revoked_at,
         };
-        assert_eq!(link(row(None, None), 10).state, "active");
-        assert_eq!(link(row(Some(20), None), 10).state, "active");
-        assert_eq!(link(row(Some(10), None), 10).state, "expired");
-        assert_eq!(link(row(Some(20), Some(5)), 10).state, "revoked");
+        assert_eq!(link(row(None, None), 10).state, LinkState::Active);
+        assert_eq!(link(row(Some(20), None), 10).state, LinkState::Active);
+        assert_eq!(link(row(Some(10), None), 10).state, LinkState::Expired);
+        assert_eq!(link(row(Some(20), Some(5)), 10).state, LinkState::Revoked);
     }
 }

@@ -159,7 +159,7 @@ fn MetricRow(m: ComparedMetric) -> impl IntoView {
         .map(|(i, (value, extractor))| {
             let delta = m.deltas.get(i).copied().flatten();
             let verdict = m.verdicts.get(i).cloned().flatten();
-            let outcome = verdict.as_ref().map(|v| v.outcome.clone()).unwrap_or_default();
+            let outcome = verdict.as_ref().map(|v| v.outcome.as_str()).unwrap_or_default();
             view! {
                 <td class="num" data-outcome=outcome title=format!("from {extractor}")>
                     {domain::metrics::figure(*value)}

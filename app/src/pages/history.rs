@@ -115,7 +115,7 @@ fn Whole(h: History, investigation: String) -> impl IntoView {
             };
             view! {
                 <li class=format!("change {}", c.direction) data-run=c.run_id>
-                    <strong>{c.direction.clone()}</strong> " from run " <a href=format!("/runs/{}", c.run_id)>{format!("#{}", c.run_id)}</a>
+                    <strong>{c.direction.as_str()}</strong> " from run " <a href=format!("/runs/{}", c.run_id)>{format!("#{}", c.run_id)}</a>
                     ": " {domain::metrics::figure(c.before_mean)} " → " {domain::metrics::figure(c.after_mean)} " " {unit.clone()}
                     {format!(" ({:+.1} %, p = {:.3})", c.delta_pct, c.p_value)}
                     <br/><span class="muted">"between " <a href=format!("/runs/{}", c.between.before_run)>{format!("#{}", c.between.before_run)}</a>

@@ -381,7 +381,7 @@ fn WatchBanner(watches: Vec<domain::watches::Watch>) -> impl IntoView {
             let id = w.id;
             let change = w.last_change.map(|c| {
                 view! {
-                    " · " <strong class=format!("change {}", c.direction)>{c.direction.clone()}</strong>
+                    " · " <strong class=format!("change {}", c.direction)>{c.direction.as_str()}</strong>
                     {format!(" {:+.1} % from run #{}", c.delta_pct, c.run_id)}
                 }
             });

@@ -3,7 +3,7 @@
 
 use domain::error::ApiError;
 use domain::model::short_time;
-use domain::shares::{CreatedShareLink, ShareLink};
+use domain::shares::{CreatedShareLink, LinkState, ShareLink};
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 
@@ -34,21 +34,21 @@ pub async fn revoke_share_link(id: i64) -> Result<ShareLink, ApiError> {
 #[component]
 pub fn SharePanel(investigation: String, links: Vec<ShareLink>) -> impl IntoView {
     let revoke = ServerAction::<RevokeShareLink>::new();
-    let count = links.iter().filter(|l| l.state == "active").count();
+    let count = links.iter().filter(|l| l.state == LinkState::Active).count();
     let any = !links.is_empty();
     let rows = links
         .into_iter()
         .rev()
         .map(|l| {
             let expires = l.expires_at.as_deref().map_or_else(|| "never".to_string(), short_time);
-            let active = l.state == "active";
+            let active = l.state == LinkState::Active;
             view! {
-                <tr data-link=l.id data-state=l.state.clone()>
+                <tr data-link=l.id data-state=l.state.as_str()>
                     <td>{if l.label.is_empty() { "(no label)".to_string() } else { l.label.clone() }}</td>
                     <td>{l.created_by.clone()} " · " <crate::components::Time at=l.created_at.clone()/></td>
                     <td>{expires}</td>
                     <td>{if l.hide_hosts { "hidden" } else { "shown" }}</td>
-                    <td><span class=format!("tag link-{}", l.state)>{l.state.clone()}</span></td>
+                    <td><span class=format!("tag link-{}", l.state.as_str())>{l.state.as_str()}</span></td>
                     <td>
                         {active.then(|| view! {
                             <ActionForm action=revoke attr:class="inline">

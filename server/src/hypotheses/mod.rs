@@ -17,6 +17,7 @@ use domain::error::ApiError;
 use domain::hypotheses::{
     Hypothesis, HypothesisInput, HypothesisStatus, RunGroup, VerdictChange, VerdictSeen, hypothesis_anchor,
 };
+use domain::metrics::Outcome;
 use std::collections::HashMap;
 
 const STATEMENT_CHARS: usize = 500;
@@ -277,15 +278,14 @@ fn resolve(group: &RunGroup, runs: &[RunRow]) -> Vec<i64> {
 }
 
 /// The verdict's own word, as reports and the page print it.
-fn verdict_word(outcome: Option<&str>, as_expected: Option<bool>) -> Option<String> {
+fn verdict_word(outcome: Option<Outcome>, as_expected: Option<bool>) -> Option<String> {
     let word = match (outcome?, as_expected) {
         (_, Some(true)) => "as expected",
         (_, Some(false)) => "opposite of expected",
-        ("increase", None) => "an increase",
-        ("decrease", None) => "a decrease",
-        ("within_noise", _) => "within noise",
-        ("noise_unknown", _) => "noise unknown",
-        (other, _) => other,
+        (Outcome::Increase, None) => "an increase",
+        (Outcome::Decrease, None) => "a decrease",
+        (Outcome::WithinNoise, _) => "within noise",
+        (Outcome::NoiseUnknown, _) => "noise unknown",
     };
     Some(word.to_string())
 }
@@ -308,7 +308,7 @@ fn seen_of_row(row: &crate::db::VerdictRow) -> Result<VerdictSeen> {
     let runs = |text: &str| -> Result<Vec<i64>> { serde_json::from_str(text).context("a kept verdict's runs") };
     Ok(VerdictSeen {
         delta_pct: row.delta_pct,
-        outcome: row.outcome.clone(),
+        outcome: row.outcome.as_deref().map(str::parse).transpose().context("a kept verdict's outcome")?,
         verdict: row.verdict.clone(),
         baseline_runs: runs(&row.baseline_runs)?,
         treatment_runs: runs(&row.treatment_runs)?,
@@ -475,11 +475,10 @@ impl Hypotheses {
         };
         let provenance = self.provenance(&baseline_values, &treatment_values, runs).await?;
         let profile_diff = profile_diff(rows, &wanted, &b_runs, &t_runs);
-        let outcome =
-            distribution.as_ref().map(|d| d.outcome.as_str()).or(comparison.as_ref().map(|c| c.outcome.as_str()));
+        let outcome = distribution.as_ref().map(|d| d.outcome).or(comparison.as_ref().map(|c| c.outcome));
         let direction = row.direction.0;
         let as_expected = match (direction, outcome) {
-            (Some(d), Some(o @ ("increase" | "decrease"))) => Some(d.as_str() == o),
+            (Some(d), Some(o @ (Outcome::Increase | Outcome::Decrease))) => Some(d.went(o)),
             _ => None,
         };
         let verdict_word = verdict_word(outcome, as_expected);
@@ -614,7 +613,7 @@ impl Hypotheses {
                     baseline_runs: serde_json::json!(seen_now.baseline_runs).to_string(),
                     treatment_runs: serde_json::json!(seen_now.treatment_runs).to_string(),
                     delta_pct: seen_now.delta_pct,
-                    outcome: seen_now.outcome.clone(),
+                    outcome: seen_now.outcome.map(|o| o.as_str().to_string()),
                     verdict: seen_now.verdict.clone(),
                 };
                 if let Err(e) = self.store.insert_verdict(&row).await {

@@ -5,7 +5,7 @@
 
 use crate::db::HistoryRow;
 use domain::error::ApiError;
-use domain::history::{Better, Between, Change, History, HistoryPoint, HistoryQuery};
+use domain::history::{Better, Between, Change, ChangeDirection, History, HistoryPoint, HistoryQuery};
 use domain::hosts::HostFacts;
 
 /// The metric a history is of when none is asked.
@@ -140,7 +140,7 @@ pub fn history(
                 after_mean: found.after_mean,
                 delta_pct,
                 p_value: found.p_value,
-                direction: if worse { "regression" } else { "improvement" }.into(),
+                direction: if worse { ChangeDirection::Regression } else { ChangeDirection::Improvement },
                 between: Between {
                     before_run: before.row.id,
                     after_run: after.row.id,

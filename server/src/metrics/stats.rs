@@ -15,7 +15,7 @@
 //! of the difference of mean logs, which stays above −100 %. The verdict says
 //! so, and `scale` is `log`.
 
-use domain::metrics::{Comparison, GroupSummary};
+use domain::metrics::{Comparison, GroupSummary, Outcome, Scale};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 /// Runs to suggest when a side has a single value.
@@ -110,35 +110,29 @@ pub fn compare(baseline: &[f64], treatment: &[f64]) -> Option<Comparison> {
         _ => None,
     };
     if let Some((delta_pct, (lo, hi))) = logged {
-        let outcome = if lo <= 0.0 && hi >= 0.0 {
-            "within_noise"
-        } else if delta_pct > 0.0 {
-            "increase"
-        } else {
-            "decrease"
-        };
+        let outcome = Outcome::of(delta_pct, (lo, hi));
         let verdict = format!(
             "{} % (95 % CI {} … {} %; ratio of geometric means, on the log scale){}",
             signed(delta_pct, digits(delta_pct)),
             bound(lo),
             bound(hi),
-            if outcome == "within_noise" { ": within noise" } else { "" }
+            if outcome == Outcome::WithinNoise { ": within noise" } else { "" }
         );
         return Some(Comparison {
             baseline: b,
             treatment: t,
             delta_pct,
             ci_pct: Some((lo, hi)),
-            outcome: outcome.into(),
+            outcome,
             verdict,
-            scale: "log".into(),
+            scale: Scale::Log,
         });
     }
     let ci_pct = linear;
     let d = digits(delta_pct);
     let (outcome, verdict) = match ci_pct {
         None => (
-            "noise_unknown",
+            Outcome::NoiseUnknown,
             format!(
                 "{} %: noise unknown with {} run(s) per side — repeat {SUGGESTED_REPEAT} each",
                 signed(delta_pct, d),
@@ -147,7 +141,7 @@ pub fn compare(baseline: &[f64], treatment: &[f64]) -> Option<Comparison> {
         ),
         Some((lo, hi)) if lo <= 0.0 && hi >= 0.0 => {
             let half = (hi - lo) / 2.0;
-            ("within_noise", format!("{} % ± {:.1} %: within noise", signed(delta_pct, d), half))
+            (Outcome::WithinNoise, format!("{} % ± {:.1} %: within noise", signed(delta_pct, d), half))
         }
         Some((lo, hi)) => {
             let dd = digits(lo).max(digits(hi));
@@ -157,18 +151,10 @@ pub fn compare(baseline: &[f64], treatment: &[f64]) -> Option<Comparison> {
                 signed(lo, dd).replace('+', ""),
                 signed(hi, dd).replace('+', "")
             );
-            (if delta_pct > 0.0 { "increase" } else { "decrease" }, line)
+            (Outcome::of(delta_pct, (lo, hi)), line)
         }
     };
-    Some(Comparison {
-        baseline: b,
-        treatment: t,
-        delta_pct,
-        ci_pct,
-        outcome: outcome.into(),
-        verdict,
-        scale: "linear".into(),
-    })
+    Some(Comparison { baseline: b, treatment: t, delta_pct, ci_pct, outcome, verdict, scale: Scale::Linear })
 }
 
 #[cfg(test)]
@@ -221,19 +207,19 @@ mod tests {
     #[test]
     fn verdict_lines() {
         let noise = compare(&[57.4, 57.6, 57.5, 57.3, 57.7], &[57.9, 57.2, 58.1, 57.6]).unwrap();
-        assert_eq!(noise.outcome, "within_noise");
+        assert_eq!(noise.outcome, Outcome::WithinNoise);
         assert!(noise.verdict.ends_with("within noise"), "{}", noise.verdict);
         assert!(noise.verdict.starts_with("+0.3 % ± "), "{}", noise.verdict);
 
         let worse = compare(&[1049.39, 1032.10, 1061.84], &[612.2, 598.7, 620.9, 605.0, 611.3, 603.8]).unwrap();
-        assert_eq!(worse.outcome, "decrease");
+        assert_eq!(worse.outcome, Outcome::Decrease);
         assert!(worse.verdict.starts_with("−42 % (95 % CI −"), "{}", worse.verdict);
 
         let one = compare(&[57.5], &[57.6]).unwrap();
-        assert_eq!(one.outcome, "noise_unknown");
+        assert_eq!(one.outcome, Outcome::NoiseUnknown);
         assert_eq!(one.verdict, "+0.2 %: noise unknown with 1 run(s) per side — repeat 5 each");
         assert!(compare(&[0.0, 0.0], &[1.0, 2.0]).is_none(), "no percentage of zero");
-        assert_eq!(worse.scale, "linear", "the interval stays above −100 %: as it was");
+        assert_eq!(worse.scale, Scale::Linear, "the interval stays above −100 %: as it was");
 
         // 100–5000 ms against 10 ms: the linear interval would pass −100 %.
         let (slow, fast) = ([100.0, 5000.0, 2500.0, 800.0], [10.0, 10.4, 9.7]);
@@ -241,7 +227,7 @@ mod tests {
         assert!(welch_interval(&b, &t).unwrap().0 / b.mean * 100.0 < -100.0, "the case this is for");
         let faster = compare(&slow, &fast).unwrap();
         let (lo, hi) = faster.ci_pct.unwrap();
-        assert_eq!(faster.scale, "log");
+        assert_eq!(faster.scale, Scale::Log);
         assert!(-100.0 < lo && lo <= faster.delta_pct && faster.delta_pct <= hi, "{faster:?}");
         // The geometric means' ratio: (10·10.4·9.7)^(1/3) / (100·5000·2500·800)^(1/4) − 1.
         let expected =

@@ -29,7 +29,7 @@ pub fn view(row: &ReplayRow, original: &Manifest, replayed: &Investigation, host
             let (replayed_outcome, replayed_verdict) = outcome(after);
             // Judged on both sides: an outcome that says its noise is unknown
             // (one run a side) is no conclusion to agree or disagree with.
-            let judged = |o: &Option<String>| o.clone().filter(|o| o != "noise_unknown");
+            let judged = |o: &Option<domain::metrics::Outcome>| o.filter(|o| o.judged());
             let same_conclusion = match (judged(&before.outcome), judged(&replayed_outcome)) {
                 (Some(x), Some(y)) => Some(x == y),
                 _ => None,
@@ -39,7 +39,7 @@ pub fn view(row: &ReplayRow, original: &Manifest, replayed: &Investigation, host
                 replay_id: *b,
                 statement: before.statement.clone(),
                 metric: before.metric.clone(),
-                original_outcome: before.outcome.clone(),
+                original_outcome: before.outcome,
                 replayed_outcome,
                 original_verdict: before.verdict.clone(),
                 replayed_verdict,

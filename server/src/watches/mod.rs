@@ -231,7 +231,7 @@ fn message(row: &WatchRow, metric: &str, unit: Option<&str>, change: &Change) ->
     let text = format!(
         "Sleuth: {metric} of step {} {} {:+.1} % ({} → {}{}) from run #{}{} — {url}",
         row.step_id,
-        if change.direction == "regression" { "regressed" } else { "improved" },
+        change.direction.verb(),
         change.delta_pct,
         domain::metrics::figure(change.before_mean),
         domain::metrics::figure(change.after_mean),
