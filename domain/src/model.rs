@@ -36,6 +36,20 @@ impl InvestigationStatus {
     }
 }
 
+/// A stored investigation status that is none of [`InvestigationStatus`].
+#[derive(Debug, thiserror::Error)]
+#[error("{0:?} is not an investigation status")]
+pub struct UnknownInvestigationStatus(pub String);
+
+/// For the store's rows.
+impl TryFrom<String> for InvestigationStatus {
+    type Error = UnknownInvestigationStatus;
+
+    fn try_from(text: String) -> Result<Self, Self::Error> {
+        Self::parse(&text).ok_or(UnknownInvestigationStatus(text))
+    }
+}
+
 /// One row of the investigations list.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]

@@ -50,15 +50,10 @@ fn check_question(question: &str) -> Result<String> {
     Ok(question.to_string())
 }
 
-fn status(row: &InvestigationRow) -> InvestigationStatus {
-    // The schema's CHECK constraint allows nothing else.
-    InvestigationStatus::parse(&row.status).unwrap_or(InvestigationStatus::Open)
-}
-
 pub(crate) fn summary(row: InvestigationRow) -> InvestigationSummary {
     InvestigationSummary {
         url: investigation_url(&row.id),
-        status: status(&row),
+        status: row.status,
         step_count: u32::try_from(row.step_count).unwrap_or(u32::MAX),
         created_at: timestamp(row.created_at),
         updated_at: timestamp(row.updated_at),

@@ -10,8 +10,8 @@ use crate::time::now_ms;
 pub struct LogRow {
     pub id: i64,
     pub run_id: i64,
-    /// `server` or `artifact`.
-    pub kind: String,
+    #[sqlx(try_from = "String")]
+    pub kind: LogKind,
     /// An artifact's path relative to the run's directory; `server` for the server's log.
     pub name: String,
     pub size: i64,
@@ -19,15 +19,48 @@ pub struct LogRow {
     pub created_at: i64,
 }
 
+/// What a run's log holds: its server's log, or a file fetched from its directory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogKind {
+    Server,
+    Artifact,
+}
+
+impl LogKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Server => "server",
+            Self::Artifact => "artifact",
+        }
+    }
+}
+
+/// A stored log kind that is none of [`LogKind`] (the schema's CHECK keeps them out).
+#[derive(Debug, thiserror::Error)]
+#[error("{0:?} is not a log kind")]
+pub struct UnknownLogKind(String);
+
+impl TryFrom<String> for LogKind {
+    type Error = UnknownLogKind;
+
+    fn try_from(text: String) -> Result<Self, Self::Error> {
+        match text.as_str() {
+            "server" => Ok(Self::Server),
+            "artifact" => Ok(Self::Artifact),
+            _ => Err(UnknownLogKind(text)),
+        }
+    }
+}
+
 const COLUMNS: &str = "id, run_id, kind, name, size, sha256, created_at";
 
 impl Store {
-    pub async fn insert_log(&self, run: i64, kind: &str, name: &str) -> StoreResult<i64> {
+    pub async fn insert_log(&self, run: i64, kind: LogKind, name: &str) -> StoreResult<i64> {
         let (id,): (i64,) = sqlx::query_as(
             "INSERT INTO run_logs (run_id, kind, name, created_at) VALUES ($1, $2, $3, $4) RETURNING id",
         )
         .bind(run)
-        .bind(kind)
+        .bind(kind.as_str())
         .bind(name)
         .bind(now_ms())
         .fetch_all(&self.pool)

@@ -63,7 +63,7 @@ pub use comments::{CommentRow, MentionRow, NewCommentRow};
 pub use copy::{Copy, CopyError};
 pub use facts::FactsRow;
 pub use hypotheses::{HypothesisRow, VerdictRow};
-pub use logs::LogRow;
+pub use logs::{LogKind, LogRow};
 pub use measurements::ExtractorRow;
 pub use measurements::HistoryRow;
 pub use output::{OutputBlock, OutputKey};

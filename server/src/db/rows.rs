@@ -19,7 +19,8 @@ pub struct InvestigationRow {
     pub id: String,
     pub title: String,
     pub question: String,
-    pub status: String,
+    #[sqlx(try_from = "String")]
+    pub status: domain::model::InvestigationStatus,
     pub created_at: i64,
     pub updated_at: i64,
     pub step_count: i64,

@@ -143,14 +143,18 @@ impl Report {
         };
         let mut used = 0u64;
         for log in logs {
-            let (path, what) = match log.kind.as_str() {
-                "artifact" => (format!("runs/run-{}/files/{}", log.run_id, log.name), log.name.clone()),
-                "server" => (format!("runs/run-{}/server.log", log.run_id), "server log".to_string()),
-                _ => continue,
+            let (path, what) = match log.kind {
+                crate::db::LogKind::Artifact => {
+                    (format!("runs/run-{}/files/{}", log.run_id, log.name), log.name.clone())
+                }
+                crate::db::LogKind::Server => (format!("runs/run-{}/server.log", log.run_id), "server log".to_string()),
             };
             let size = u64::try_from(log.size).unwrap_or(0);
-            let size =
-                if log.kind == "server" { outputs.len(OutputKey::Log(log.id)).await.unwrap_or(size) } else { size };
+            let size = if log.kind == crate::db::LogKind::Server {
+                outputs.len(OutputKey::Log(log.id)).await.unwrap_or(size)
+            } else {
+                size
+            };
             let bytes = if used + size <= budget {
                 match outputs.read_range(OutputKey::Log(log.id), 0, size).await {
                     Ok((bytes, _)) => {
@@ -166,8 +170,11 @@ impl Report {
                 None
             };
             let url = format!("/api/v1/runs/{}/artifacts/{}", log.run_id, log.id);
-            let url =
-                if log.kind == "server" { format!("/api/v1/runs/{}/output?stream=server", log.run_id) } else { url };
+            let url = if log.kind == crate::db::LogKind::Server {
+                format!("/api/v1/runs/{}/output?stream=server", log.run_id)
+            } else {
+                url
+            };
             self.attachments.push(Attachment { run: log.run_id, path, what, size, sha256: log.sha256, url, bytes });
         }
     }
@@ -285,7 +292,7 @@ async fn server_logs(
         }
     };
     let quoted = quoted_texts(investigation);
-    for log in logs.iter().filter(|l| l.kind == "server") {
+    for log in logs.iter().filter(|l| l.kind == crate::db::LogKind::Server) {
         let read = async {
             let len = outputs.len(OutputKey::Log(log.id)).await?;
             let from = len.saturating_sub(SERVER_LOG_BYTES);

@@ -23,7 +23,7 @@ pub async fn for_run(store: &Store, outputs: &Outputs, investigation: &str, run:
     // Its server's log, for the investigation's own extractors (`model loaded in
     // (\d+) s`): what they find there is keyed `server`.
     let logs = store.logs_of_runs(&[run]).await?;
-    let server_log = match logs.iter().find(|l| l.kind == "server") {
+    let server_log = match logs.iter().find(|l| l.kind == crate::db::LogKind::Server) {
         Some(log) => {
             let key = OutputKey::Log(log.id);
             let len = outputs.len(key).await.context(format!("reading run {run}'s server log"))?;
@@ -116,7 +116,7 @@ async fn reports(
     // Per file: its artifact, its name, and what reading it gave (none: not a report).
     type Read = (Option<i64>, String, Option<Result<Report, crate::reports::ReadError>>);
     let mut read: Vec<Read> = Vec::new();
-    for log in logs.iter().filter(|l| l.kind == "artifact") {
+    for log in logs.iter().filter(|l| l.kind == crate::db::LogKind::Artifact) {
         read.push((
             Some(log.id),
             log.name.clone(),

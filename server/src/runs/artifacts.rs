@@ -207,7 +207,7 @@ async fn keep(
     file: &Found,
     limit: u64,
 ) -> crate::error::Result<(i64, u64, Option<String>)> {
-    let log = store.insert_log(run, "artifact", &file.name).await?;
+    let log = store.insert_log(run, crate::db::LogKind::Artifact, &file.name).await?;
     let (progress, _) = watch::channel(Progress::default());
     let read = async {
         let mut writer = outputs.writer(OutputKey::Log(log), progress).map_err(|e| e.to_string())?;

@@ -179,7 +179,7 @@ impl Servers {
     ) -> Result<Beside, OwnedEnd> {
         let run = context.run;
         let grace = Duration::from_secs(spec.stop_grace_s);
-        let log = match self.store.insert_log(run.id, "server", "server").await {
+        let log = match self.store.insert_log(run.id, crate::db::LogKind::Server, "server").await {
             Ok(log) => log,
             Err(e) => {
                 let beside = Beside { server, log: 0, state, grace, reuse: Reuse::Run };

@@ -181,11 +181,11 @@ impl Runs {
         match self.store.logs_of_runs(runs).await {
             Ok(logs) => {
                 for log in logs {
-                    if log.kind == "server" {
+                    if log.kind == crate::db::LogKind::Server {
                         server_logs.insert(log.run_id, log.id);
                         continue;
                     }
-                    if log.kind != "artifact" {
+                    if log.kind != crate::db::LogKind::Artifact {
                         continue;
                     }
                     by_run.entry(log.run_id).or_default().push(domain::runs::Artifact {
@@ -266,7 +266,7 @@ impl Runs {
     /// The run's server log, if its step had a server.
     async fn server_log(&self, run: i64) -> Result<i64> {
         let logs = self.store.logs_of_runs(&[run]).await?;
-        let log = logs.into_iter().rev().find(|l| l.kind == "server");
+        let log = logs.into_iter().rev().find(|l| l.kind == crate::db::LogKind::Server);
         Ok(log.map(|l| l.id).ok_or_else(|| ApiError::not_found(format!("Run {run} has no server log.")))?)
     }
 
@@ -288,8 +288,12 @@ impl Runs {
     pub async fn artifact(&self, permit: &Permit<Read>, run: i64, artifact: i64) -> Result<(String, u64, Output)> {
         self.row(permit, run).await?;
         let gone = || ApiError::not_found(format!("Run {run} has no artifact {artifact}."));
-        let log =
-            self.store.log(artifact).await?.filter(|l| l.run_id == run && l.kind == "artifact").ok_or_else(gone)?;
+        let log = self
+            .store
+            .log(artifact)
+            .await?
+            .filter(|l| l.run_id == run && l.kind == crate::db::LogKind::Artifact)
+            .ok_or_else(gone)?;
         let key = OutputKey::Log(log.id);
         let len = self.outputs().len(key).await.context(format!("reading artifact {artifact}'s length"))?;
         Ok((log.name, len, Output::Whole(Box::pin(self.outputs().whole(key)), len)))

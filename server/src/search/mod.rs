@@ -273,7 +273,7 @@ async fn index_claimed(
     let mut batch = Vec::with_capacity(PIECES_PER_WRITE);
     index_stream(store, outputs, driving, row, investigation, Indexed::Output, &mut batch).await?;
     // Its server's log, which holds lines such as vLLM's custom-allreduce warning.
-    for log in store.logs_of_runs(&[row.id]).await?.into_iter().filter(|l| l.kind == "server") {
+    for log in store.logs_of_runs(&[row.id]).await?.into_iter().filter(|l| l.kind == crate::db::LogKind::Server) {
         index_stream(store, outputs, driving, row, investigation, Indexed::ServerLog(log.id), &mut batch).await?;
     }
     store.add_run_docs(investigation, row.id, &batch, true).await?;
