@@ -86,8 +86,9 @@ pub struct HistoryQuery {
     /// A sweep's configuration, as its runs are labelled (`NCCL_PROTO=LL`).
     #[serde(default)]
     pub config: Option<String>,
+    /// Which way is better; left out, by the metric's name ([`Better::of`]).
     #[serde(default)]
-    pub better: Option<String>,
+    pub better: Option<Better>,
 }
 
 /// One run's value.

@@ -12,7 +12,14 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 pub async fn load_history(step: i64, metric: String, config: String, better: String) -> Result<History, ApiError> {
     crate::backend::call(move |notebook, actor| async move {
         let some = |text: String| Some(text).filter(|t| !t.trim().is_empty());
-        let query = domain::history::HistoryQuery { metric: some(metric), config: some(config), better: some(better) };
+        let better =
+            match some(better) {
+                Some(text) => Some(domain::history::Better::parse(text.trim()).ok_or_else(|| {
+                    ApiError::invalid(format!("better= is `higher` or `lower`, not {:?}.", text.trim()))
+                })?),
+                None => None,
+            };
+        let query = domain::history::HistoryQuery { metric: some(metric), config: some(config), better };
         // A sweep's history is of one configuration: without one, the page
         // lists them to choose from (the API says so with a 422).
         if query.config.is_none()

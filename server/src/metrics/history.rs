@@ -118,11 +118,7 @@ pub fn history(
     facts: &std::collections::HashMap<i64, HostFacts>,
 ) -> Result<History, ApiError> {
     let metric = metric_of(query);
-    let better = match query.better.as_deref().map(str::trim).filter(|b| !b.is_empty()) {
-        Some(text) => Better::parse(text)
-            .ok_or_else(|| ApiError::invalid(format!("better= is `higher` or `lower`, not {text:?}.")))?,
-        None => Better::of(&metric),
-    };
+    let better = query.better.unwrap_or_else(|| Better::of(&metric));
     let of_run = |m: &Measured| m.row.facts_id.and_then(|id| facts.get(&id));
     let changes: Vec<Change> = found
         .into_iter()

@@ -73,14 +73,15 @@ async fn a_drop_at_the_thirteenth_run_is_one_regression_and_says_what_changed() 
     let card = app.get(&format!("/i/{investigation}")).await.text();
     assert!(card.contains(&format!("/i/{investigation}/history?step={step}")), "the step links to it");
 
-    // What it cannot be: a metric no run has, a better that is neither, a configuration the step lacks.
-    for (query, says) in [
-        ("metric=ttft_ms_p99", "measured: output_throughput"),
-        ("better=sideways", "higher` or `lower"),
-        ("config=X%3D1", "no configuration"),
+    // What it cannot be: a metric no run has, a configuration the step lacks
+    // (422); a better that is neither is a query that does not parse (400).
+    for (query, status, says) in [
+        ("metric=ttft_ms_p99", StatusCode::UNPROCESSABLE_ENTITY, "measured: output_throughput"),
+        ("better=sideways", StatusCode::BAD_REQUEST, "expected `higher` or `lower`"),
+        ("config=X%3D1", StatusCode::UNPROCESSABLE_ENTITY, "no configuration"),
     ] {
         let refused = app.get(&format!("/api/v1/steps/{step}/history?{query}")).await;
-        assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{query}");
+        assert_eq!(refused.status, status, "{query}");
         assert!(refused.text().contains(says), "{query}: {}", refused.text());
     }
 }
