@@ -39,12 +39,13 @@ function keyOf({ action, method, text, classes }) {
   if (method !== 'post') return `GET ${classes.find((c) => /-(form|box)$/.test(c)) ?? classes.join('.')}`;
   const path = new URL(action, 'http://x').pathname;
   if (!path.startsWith('/api/')) return path;
-  const fn = path.slice('/api/'.length).replace(/\d+$/, '');
+  // The server function's name, without the hash leptos appends.
+  const name = path.slice('/api/'.length).replace(/\d+$/, '');
   const label = text.replace(/\(.*?\)/g, '').replace(/\d+/g, 'N').replace(/\s+/g, ' ').trim();
-  if (BY_BUTTON.has(fn)) return `${fn}:${label}`;
-  if (fn === 'open_reference') return `${fn}:${classes.includes('other-path') ? 'another path' : 'a candidate'}`;
-  if (fn === 'set_member') return `${fn}:${label.startsWith('Add ') ? 'add the one mentioned' : 'set role'}`;
-  return fn;
+  if (BY_BUTTON.has(name)) return `${name}:${label}`;
+  if (name === 'open_reference') return `${name}:${classes.includes('other-path') ? 'another path' : 'a candidate'}`;
+  if (name === 'set_member') return `${name}:${label.startsWith('Add ') ? 'add the one mentioned' : 'set role'}`;
+  return name;
 }
 
 const step = (id) => `#step-${id}`;
