@@ -12,7 +12,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { team, launchBrowser, newPage, hydrated, scratchPostgres } from './harness.mjs';
+import { team, launchBrowser, newPage, hydrated, scratchPostgres, settled } from './harness.mjs';
 import { startSshd } from './sshd.mjs';
 
 /** vLLM's result block: 100.5 tok/s and a p99 TTFT of 45 ms with FAST=1, else 50.5 and 90. */
@@ -445,15 +445,6 @@ const FORMS = [
     await submit(c, '/auth/logout', c.page.locator('form.sign-out'));
   } },
 ];
-
-async function settled(api, id) {
-  for (let i = 0; i < 600; i++) {
-    const runs = await api('GET', `/api/v1/steps/${id}/runs`);
-    if (runs.length && runs.every((r) => !['queued', 'running'].includes(r.status))) return runs;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`step ${id}'s runs did not end`);
-}
 
 /** Starts noting every form drawn in `page` from now on, into `c.seen`. */
 async function watchForms(c) {

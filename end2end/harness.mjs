@@ -274,6 +274,16 @@ export function scratchPostgres() {
   return url.toString();
 }
 
+/** A step's runs once none is queued or running (60 s at most), through `api` (`team().as(name)`). */
+export async function settled(api, step) {
+  for (let i = 0; i < 600; i++) {
+    const runs = await api('GET', `/api/v1/steps/${step}/runs`);
+    if (runs.length && runs.every((r) => !['queued', 'running'].includes(r.status))) return runs;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`step ${step}'s runs did not end`);
+}
+
 /**
  * A team server whose investigation work is done by members, not an admin:
  * `admin` (the host's keeper) and `owner`, `runner`, `editor`, `viewer` (each

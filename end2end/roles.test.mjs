@@ -9,22 +9,13 @@ import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { team, launchBrowser, hydrated, screenshot, scratchPostgres } from './harness.mjs';
+import { team, launchBrowser, hydrated, screenshot, scratchPostgres, settled } from './harness.mjs';
 import { startSshd } from './sshd.mjs';
 
 /** vLLM's throughput line: 100 ± 1 with FAST=1, else 50 ± 1. */
 const COMMAND = "v=$(awk -v f=${FAST:-0} -v s=$$ 'BEGIN { srand(s); printf \"%.2f\", (f == 1 ? 100 : 50) + rand() * 2 - 1 }'); "
   + "printf '============ Serving Benchmark Result ============\\nOutput token throughput (tok/s):          %s\\n==================================================\\n' $v";
 const PAYLOAD = '<img src=x onerror=alert(1)><script>alert(2)</script>';
-
-async function settled(api, step) {
-  for (let i = 0; i < 600; i++) {
-    const runs = await api('GET', `/api/v1/steps/${step}/runs`);
-    if (runs.length && runs.every((r) => !['queued', 'running'].includes(r.status))) return runs;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`step ${step}'s runs did not end`);
-}
 
 /**
  * The whole suite on one store: SQLite, or (`postgres`) a fresh database on

@@ -691,17 +691,14 @@ impl Runner {
                 },
                 _ = clocks.flushes.tick(), if running.sink.unflushed => running.sink.flush().await,
                 _ = cancel_requested(cancelled), if stopping.stop.is_none() => {
-                    stopping.begin(Stop::Cancel, &running.command).await;
-                    self.signal_processes(context, "INT");
+                    self.stop_command(&mut stopping, Stop::Cancel, context, running).await;
                 }
                 () = deadline.reached(), if stopping.stop.is_none() => {
-                    stopping.begin(Stop::Timeout, &running.command).await;
-                    self.signal_processes(context, "INT");
+                    self.stop_command(&mut stopping, Stop::Timeout, context, running).await;
                 }
                 exited = &mut server_ended, if server_exit.is_none() && stopping.stop.is_none() => {
                     server_exit = Some(exited);
-                    stopping.begin(Stop::ServerEnded, &running.command).await;
-                    self.signal_processes(context, "INT");
+                    self.stop_command(&mut stopping, Stop::ServerEnded, context, running).await;
                 }
                 () = kill => {
                     running.command.signal(Sig::KILL).await;
@@ -722,6 +719,13 @@ impl Runner {
             exit_signal: running.exit_signal.take(),
             connection_lost: running.command.connection_lost(),
         }
+    }
+
+    /// Begins stopping the command: SIGINT through its channel and to its
+    /// processes on the host; SIGKILL follows after [`GRACE`].
+    async fn stop_command(&self, stopping: &mut Stopping, stop: Stop, context: &Context<'_>, running: &Running) {
+        stopping.begin(stop, &running.command).await;
+        self.signal_processes(context, "INT");
     }
 
     /// Sends `signal` to the run's processes on the host through a channel of
