@@ -1,14 +1,13 @@
-//! Every route Sleuth serves, one per line.
+//! Every route Sleuth serves: the API, merged from each resource's own
+//! `routes()` (atuin-server's `router.rs` does the same), then sign-in, the
+//! pages and the built files.
 
 use crate::handlers::{
     self, annotations, audit, auth, comments, extract, health, highlight, hosts, hypotheses, investigations,
     measurements, replays, runs, search, shares, steps, users, watches,
 };
-use crate::openapi;
-use crate::openapi::{events, export, file, json_or_csv, svg, text};
+use crate::openapi::{self, Routes};
 use crate::state::AppState;
-use aide::axum::ApiRouter;
-use aide::axum::routing::{delete, get, get_with, patch, post, post_with};
 use app::{App, shell};
 use axum::Router;
 use axum::body::Body;
@@ -45,85 +44,31 @@ pub fn loggable_path(path: &str) -> String {
     path.to_string()
 }
 
+/// Every API route, by resource: each handler module says its own
+/// (`routes()`), documented by construction (`openapi::Routes`).
+pub fn api_routes() -> Routes {
+    Routes::default()
+        .merge(openapi::routes())
+        .merge(investigations::routes())
+        .merge(steps::routes())
+        .merge(comments::routes())
+        .merge(shares::routes())
+        .merge(search::routes())
+        .merge(runs::routes())
+        .merge(measurements::routes())
+        .merge(hypotheses::routes())
+        .merge(replays::routes())
+        .merge(watches::routes())
+        .merge(annotations::routes())
+        .merge(extract::routes())
+        .merge(audit::routes())
+        .merge(users::routes())
+        .merge(hosts::routes())
+        .merge(health::routes())
+}
+
 pub fn app(state: AppState) -> Router {
-    let api = ApiRouter::new()
-        .api_route("/openapi.json", get_with(openapi::serve, openapi::document))
-        .api_route("/openapi.html", get_with(openapi::page, openapi::html))
-        .api_route("/investigations", get(investigations::list).post(investigations::create))
-        .api_route(
-            "/investigations/{id}",
-            get(investigations::show).patch(investigations::update).delete(investigations::delete),
-        )
-        .api_route("/investigations/{id}/steps", post(steps::create))
-        .api_route("/investigations/{id}/members", get(investigations::members).put(investigations::set_member))
-        .api_route("/investigations/{id}/comments", post(comments::create))
-        .api_route("/comments/{id}", patch(comments::resolve))
-        .api_route("/mentions", get(comments::mentions))
-        .api_route("/mentions/read", post(comments::read))
-        .api_route("/investigations/{id}/shares", get(shares::list).post(shares::create))
-        .api_route("/shares/{id}", delete(shares::revoke))
-        .api_route("/shared/{token}", get(shares::shared))
-        .api_route("/shared/{token}/export", get_with(search::export_shared, export))
-        .api_route("/shared/{token}/runs/{run_id}/output", get_with(runs::shared_output, text))
-        .api_route("/shared/{token}/runs/{run_id}/telemetry", get(runs::shared_telemetry))
-        .api_route("/shared/{token}/runs/{run_id}/artifacts/{artifact_id}", get_with(runs::shared_artifact, file))
-        .api_route("/search", get(search::search))
-        .api_route("/investigations/{id}/export", get_with(search::export, export))
-        .api_route("/investigations/{id}/events", get_with(runs::investigation_events, events))
-        .api_route("/investigations/{id}/measurements", get(measurements::list).post(measurements::create))
-        .api_route("/investigations/{id}/overview", get(measurements::overview))
-        .api_route("/investigations/{id}/chart.svg", get_with(measurements::chart_svg, svg))
-        .api_route("/investigations/{id}/extractors", get(measurements::extractors).post(measurements::add_extractor))
-        .api_route("/investigations/{id}/extractors/{name}", delete(measurements::remove_extractor))
-        .api_route("/investigations/{id}/derived", get(measurements::derived).post(measurements::add_derived))
-        .api_route("/investigations/{id}/slo", get(measurements::slo).put(measurements::set_slo))
-        .api_route("/investigations/{id}/derived/{name}", delete(measurements::remove_derived))
-        .api_route("/measurements/{id}", delete(measurements::delete))
-        .api_route("/investigations/{id}/hypotheses", get(hypotheses::list).post(hypotheses::create))
-        .api_route("/investigations/{id}/replay", post(replays::create))
-        .api_route("/investigations/{id}/provenance", get(replays::manifest))
-        .api_route("/replays", post(replays::create_from_manifest))
-        .api_route("/replays/{replay_id}", get(replays::get))
-        .api_route("/hypotheses/{id}", get(hypotheses::show).patch(hypotheses::update).delete(hypotheses::delete))
-        .api_route("/steps/{step_id}", get(steps::show).patch(steps::update).delete(steps::delete))
-        .api_route("/steps/{step_id}/runs", get(runs::of_step).post(runs::start))
-        .api_route("/steps/{step_id}/refresh", post(steps::refresh))
-        .api_route("/steps/{step_id}/duplicate", post(steps::duplicate))
-        .api_route("/steps/{step_id}/frontier", get(measurements::frontier))
-        .api_route("/steps/{step_id}/history", get(measurements::history))
-        .api_route("/steps/{step_id}/watch", post(watches::create))
-        .api_route("/watches", get(watches::list))
-        .api_route("/watches/{watch_id}", get(watches::get).delete(watches::delete))
-        .api_route("/steps/{step_id}/annotations", post(annotations::create))
-        .api_route("/annotations/{id}", get(annotations::show).patch(annotations::update).delete(annotations::delete))
-        .api_route("/runs/{run_id}", get(runs::show).delete(runs::delete))
-        .api_route("/runs/{run_id}/cancel", post(runs::cancel))
-        .api_route("/runs/{run_id}/output", get_with(runs::output, text))
-        .api_route("/runs/{run_id}/stream", get_with(runs::stream, events))
-        .api_route("/runs/{run_id}/source", post(runs::source))
-        .api_route("/runs/{run_id}/telemetry", get(runs::telemetry))
-        .api_route("/runs/{run_id}/engine", get(runs::engine))
-        .api_route("/runs/{run_id}/artifacts", get(runs::artifacts))
-        .api_route("/runs/{run_id}/artifacts/{artifact_id}", get_with(runs::artifact, file))
-        .api_route("/compare", get(runs::compare))
-        .api_route("/sweeps/{sweep_id}", get(runs::sweep))
-        .api_route("/sweeps/{sweep_id}/cancel", post(runs::cancel_sweep))
-        .api_route("/extract", post_with(extract::extract, openapi::text_or_json::<extract::ExtractRequest>))
-        .api_route("/audit", get_with(audit::list, json_or_csv::<Vec<domain::accounts::AuditEntry>>))
-        .api_route("/users", get(users::list).post(users::create))
-        .api_route("/users/{name}", patch(users::update).delete(users::delete))
-        .api_route("/users/{name}/reset", post(users::reset))
-        .api_route("/hosts", get(hosts::list).post(hosts::create))
-        .api_route("/hosts/import", post(hosts::import))
-        .api_route("/known_hosts", get_with(hosts::known_hosts, text))
-        .api_route("/status", get(health::status))
-        .api_route("/hosts/{name}", get(hosts::show).put(hosts::update).patch(hosts::patch).delete(hosts::delete))
-        .api_route("/hosts/{name}/trust", post(hosts::trust))
-        .api_route("/hosts/{name}/passphrase", post(hosts::passphrase))
-        .api_route("/hosts/{name}/test", post(hosts::test))
-        .api_route("/hosts/{name}/facts", get(hosts::facts).post(hosts::capture_facts))
-        .api_route("/hosts/{name}/access", get(hosts::access).put(hosts::set_access))
-        .api_route("/facts/{id}", get(hosts::facts_by_id));
+    let api = api_routes().into_router();
     let mut document = aide::openapi::OpenApi::default();
     let api = api.finish_api(&mut document);
     let document = openapi::Document::of(openapi::finish(document, "/api/v1"));

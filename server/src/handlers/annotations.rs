@@ -43,3 +43,11 @@ pub async fn delete(
     state.notebook.delete_annotation(&actor, id).await?;
     Ok(NoContent)
 }
+
+/// The routes of annotations (under `/api/v1`).
+pub fn routes() -> crate::openapi::Routes {
+    use aide::axum::routing;
+    crate::openapi::Routes::default()
+        .at("/steps/{step_id}/annotations", routing::post(create))
+        .at("/annotations/{id}", routing::get(show).patch(update).delete(delete))
+}

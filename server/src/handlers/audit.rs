@@ -38,3 +38,10 @@ pub async fn list(
         }
     })
 }
+
+/// The routes of the audit log (under `/api/v1`).
+pub fn routes() -> crate::openapi::Routes {
+    use aide::axum::routing;
+    crate::openapi::Routes::default()
+        .at("/audit", routing::get_with(list, crate::openapi::json_or_csv::<Vec<domain::accounts::AuditEntry>>))
+}

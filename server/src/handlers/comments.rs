@@ -71,3 +71,13 @@ pub async fn read(
     state.notebook.read_mentions(&actor, MentionIn::of(body.comment_id, body.annotation_id)).await?;
     Ok(NoContent)
 }
+
+/// The routes of comments and mentions (under `/api/v1`).
+pub fn routes() -> crate::openapi::Routes {
+    use aide::axum::routing;
+    crate::openapi::Routes::default()
+        .at("/investigations/{id}/comments", routing::post(create))
+        .at("/comments/{id}", routing::patch(resolve))
+        .at("/mentions", routing::get(mentions))
+        .at("/mentions/read", routing::post(read))
+}

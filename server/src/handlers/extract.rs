@@ -51,3 +51,10 @@ pub async fn extract(headers: HeaderMap, body: Bytes) -> Result<Json<Vec<Measure
     }
     Ok(Json(found))
 }
+
+/// The routes of extraction of pasted output (under `/api/v1`).
+pub fn routes() -> crate::openapi::Routes {
+    use aide::axum::routing;
+    crate::openapi::Routes::default()
+        .at("/extract", routing::post_with(extract, crate::openapi::text_or_json::<ExtractRequest>))
+}

@@ -56,3 +56,9 @@ pub async fn refuse_while_unreachable(
     }
     response
 }
+
+/// The routes of the server's status (under `/api/v1`).
+pub fn routes() -> crate::openapi::Routes {
+    use aide::axum::routing;
+    crate::openapi::Routes::default().at("/status", routing::get(status))
+}

@@ -171,3 +171,19 @@ pub async fn set_access(
 ) -> Result<Json<domain::accounts::HostAccess>, AppError> {
     Ok(Json(state.notebook.set_host_access(&actor, &name, access).await?))
 }
+
+/// The routes of hosts, their keys, access and facts (under `/api/v1`).
+pub fn routes() -> crate::openapi::Routes {
+    use aide::axum::routing;
+    crate::openapi::Routes::default()
+        .at("/hosts", routing::get(list).post(create))
+        .at("/hosts/import", routing::post(import))
+        .at("/known_hosts", routing::get_with(known_hosts, crate::openapi::text))
+        .at("/hosts/{name}", routing::get(show).put(update).patch(patch).delete(delete))
+        .at("/hosts/{name}/trust", routing::post(trust))
+        .at("/hosts/{name}/passphrase", routing::post(passphrase))
+        .at("/hosts/{name}/test", routing::post(test))
+        .at("/hosts/{name}/facts", routing::get(facts).post(capture_facts))
+        .at("/hosts/{name}/access", routing::get(access).put(set_access))
+        .at("/facts/{id}", routing::get(facts_by_id))
+}

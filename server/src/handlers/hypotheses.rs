@@ -51,3 +51,11 @@ pub async fn delete(
     state.notebook.delete_hypothesis(&actor, id).await?;
     Ok(NoContent)
 }
+
+/// The routes of hypotheses (under `/api/v1`).
+pub fn routes() -> crate::openapi::Routes {
+    use aide::axum::routing;
+    crate::openapi::Routes::default()
+        .at("/investigations/{id}/hypotheses", routing::get(list).post(create))
+        .at("/hypotheses/{id}", routing::get(show).patch(update).delete(delete))
+}

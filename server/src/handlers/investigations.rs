@@ -67,3 +67,12 @@ pub async fn set_member(
 ) -> Result<Json<Vec<domain::accounts::Member>>, AppError> {
     Ok(Json(state.notebook.set_member(&actor, &id, member).await?))
 }
+
+/// The routes of investigations and their members (under `/api/v1`).
+pub fn routes() -> crate::openapi::Routes {
+    use aide::axum::routing;
+    crate::openapi::Routes::default()
+        .at("/investigations", routing::get(list).post(create))
+        .at("/investigations/{id}", routing::get(show).patch(update).delete(delete))
+        .at("/investigations/{id}/members", routing::get(members).put(set_member))
+}

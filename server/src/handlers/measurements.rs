@@ -161,3 +161,20 @@ pub async fn remove_extractor(
     state.notebook.remove_extractor(&actor, &investigation, &name).await?;
     Ok(NoContent)
 }
+
+/// The routes of measurements, extractors, derived metrics, SLO, frontier and history (under `/api/v1`).
+pub fn routes() -> crate::openapi::Routes {
+    use aide::axum::routing;
+    crate::openapi::Routes::default()
+        .at("/investigations/{id}/measurements", routing::get(list).post(create))
+        .at("/investigations/{id}/overview", routing::get(overview))
+        .at("/investigations/{id}/chart.svg", routing::get_with(chart_svg, crate::openapi::svg))
+        .at("/investigations/{id}/extractors", routing::get(extractors).post(add_extractor))
+        .at("/investigations/{id}/extractors/{name}", routing::delete(remove_extractor))
+        .at("/investigations/{id}/derived", routing::get(derived).post(add_derived))
+        .at("/investigations/{id}/slo", routing::get(slo).put(set_slo))
+        .at("/investigations/{id}/derived/{name}", routing::delete(remove_derived))
+        .at("/measurements/{id}", routing::delete(delete))
+        .at("/steps/{step_id}/frontier", routing::get(frontier))
+        .at("/steps/{step_id}/history", routing::get(history))
+}

@@ -46,3 +46,13 @@ pub async fn get(
 ) -> Result<Json<Replay>, AppError> {
     Ok(Json(state.notebook.replay(&actor, id).await?))
 }
+
+/// The routes of replays and provenance (under `/api/v1`).
+pub fn routes() -> crate::openapi::Routes {
+    use aide::axum::routing;
+    crate::openapi::Routes::default()
+        .at("/investigations/{id}/replay", routing::post(create))
+        .at("/investigations/{id}/provenance", routing::get(manifest))
+        .at("/replays", routing::post(create_from_manifest))
+        .at("/replays/{replay_id}", routing::get(get))
+}

@@ -343,3 +343,29 @@ pub async fn source(
 ) -> Result<Json<SourceCandidates>, AppError> {
     Ok(Json(state.notebook.source_candidates(&actor, id, &query.file, query.line).await?))
 }
+
+/// The routes of runs, sweeps and their output (under `/api/v1`).
+pub fn routes() -> crate::openapi::Routes {
+    use aide::axum::routing;
+    crate::openapi::Routes::default()
+        .at("/shared/{token}/runs/{run_id}/output", routing::get_with(shared_output, crate::openapi::text))
+        .at("/shared/{token}/runs/{run_id}/telemetry", routing::get(shared_telemetry))
+        .at(
+            "/shared/{token}/runs/{run_id}/artifacts/{artifact_id}",
+            routing::get_with(shared_artifact, crate::openapi::file),
+        )
+        .at("/investigations/{id}/events", routing::get_with(investigation_events, crate::openapi::events))
+        .at("/steps/{step_id}/runs", routing::get(of_step).post(start))
+        .at("/runs/{run_id}", routing::get(show).delete(delete))
+        .at("/runs/{run_id}/cancel", routing::post(cancel))
+        .at("/runs/{run_id}/output", routing::get_with(output, crate::openapi::text))
+        .at("/runs/{run_id}/stream", routing::get_with(stream, crate::openapi::events))
+        .at("/runs/{run_id}/source", routing::post(source))
+        .at("/runs/{run_id}/telemetry", routing::get(telemetry))
+        .at("/runs/{run_id}/engine", routing::get(engine))
+        .at("/runs/{run_id}/artifacts", routing::get(artifacts))
+        .at("/runs/{run_id}/artifacts/{artifact_id}", routing::get_with(artifact, crate::openapi::file))
+        .at("/compare", routing::get(compare))
+        .at("/sweeps/{sweep_id}", routing::get(sweep))
+        .at("/sweeps/{sweep_id}/cancel", routing::post(cancel_sweep))
+}

@@ -69,3 +69,12 @@ fn download(export: Export) -> Response {
     );
     response
 }
+
+/// The routes of search and exports (under `/api/v1`).
+pub fn routes() -> crate::openapi::Routes {
+    use aide::axum::routing;
+    crate::openapi::Routes::default()
+        .at("/shared/{token}/export", routing::get_with(export_shared, crate::openapi::export))
+        .at("/search", routing::get(search))
+        .at("/investigations/{id}/export", routing::get_with(export, crate::openapi::export))
+}

@@ -44,3 +44,12 @@ pub async fn shared(
 ) -> Result<Json<SharedView>, AppError> {
     Ok(Json(state.notebook.shared(&token, None).await?))
 }
+
+/// The routes of share links, and what a link shows (under `/api/v1`).
+pub fn routes() -> crate::openapi::Routes {
+    use aide::axum::routing;
+    crate::openapi::Routes::default()
+        .at("/investigations/{id}/shares", routing::get(list).post(create))
+        .at("/shares/{id}", routing::delete(revoke))
+        .at("/shared/{token}", routing::get(shared))
+}

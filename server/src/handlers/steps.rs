@@ -105,3 +105,13 @@ pub async fn refresh(
 ) -> Result<Json<Step>, AppError> {
     Ok(Json(state.notebook.refresh_snippet(&actor, id, refresh.start, refresh.end).await?))
 }
+
+/// The routes of steps (under `/api/v1`).
+pub fn routes() -> crate::openapi::Routes {
+    use aide::axum::routing;
+    crate::openapi::Routes::default()
+        .at("/investigations/{id}/steps", routing::post(create))
+        .at("/steps/{step_id}", routing::get(show).patch(update).delete(delete))
+        .at("/steps/{step_id}/refresh", routing::post(refresh))
+        .at("/steps/{step_id}/duplicate", routing::post(duplicate))
+}

@@ -50,3 +50,12 @@ pub async fn delete(
     state.notebook.remove_team_user(&actor, &name).await?;
     Ok(NoContent)
 }
+
+/// The routes of users (under `/api/v1`).
+pub fn routes() -> crate::openapi::Routes {
+    use aide::axum::routing;
+    crate::openapi::Routes::default()
+        .at("/users", routing::get(list).post(create))
+        .at("/users/{name}", routing::patch(update).delete(delete))
+        .at("/users/{name}/reset", routing::post(reset))
+}

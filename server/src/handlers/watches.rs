@@ -44,3 +44,12 @@ pub async fn delete(
     state.notebook.delete_watch(&actor, id).await?;
     Ok(NoContent)
 }
+
+/// The routes of watches (under `/api/v1`).
+pub fn routes() -> crate::openapi::Routes {
+    use aide::axum::routing;
+    crate::openapi::Routes::default()
+        .at("/steps/{step_id}/watch", routing::post(create))
+        .at("/watches", routing::get(list))
+        .at("/watches/{watch_id}", routing::get(get).delete(delete))
+}

@@ -5,9 +5,13 @@
 //! `NoContent`, errors from `AppError`; the schemas are the domain types' own
 //! (`schemars`, which follows their serde attributes). What a signature cannot
 //! say — a path parameter's name, a body that is not JSON — is added here, once
-//! per kind, and named on the route's line in `router.rs` (`get_with(h, text)`).
+//! per kind, and named on the route's line in its resource's `routes()`
+//! (`routing::get_with(output, crate::openapi::text)`).
 
 mod page;
+mod routes;
+
+pub use routes::Routes;
 
 use crate::auth::Caller;
 use crate::error::AppError;
@@ -358,4 +362,12 @@ pub fn text_or_json<T: JsonSchema>(mut op: TransformOperation<'_>) -> TransformO
         extensions: Default::default(),
     }));
     op
+}
+
+/// The routes of the API's own document and its page (under `/api/v1`).
+pub fn routes() -> Routes {
+    use aide::axum::routing;
+    Routes::default()
+        .at("/openapi.json", routing::get_with(serve, document))
+        .at("/openapi.html", routing::get_with(page, html))
 }
