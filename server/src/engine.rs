@@ -421,8 +421,9 @@ pub async fn recorded(store: &Store, run: i64) -> crate::db::StoreResult<Recorde
 }
 
 /// The run's series and notes (`GET /api/v1/runs/{id}/engine`).
-pub async fn series(store: &Store, run: i64) -> crate::db::StoreResult<EngineSeries> {
-    let notes = store.engine_notes(run).await?.and_then(|n| serde_json::from_str(&n).ok()).unwrap_or_default();
+pub async fn series(store: &Store, run: i64) -> crate::error::Result<EngineSeries> {
+    let notes = store.engine_notes(run).await?;
+    let notes = crate::error::stored_opt(notes.as_deref(), || format!("run {run}'s engine notes"))?.unwrap_or_default();
     Ok(EngineSeries { series: recorded(store, run).await?.series(), notes })
 }
 
@@ -452,9 +453,9 @@ const OTHER_PANELS: usize = 3;
 
 /// The run page's engine: its signals over the run with the GPUs'
 /// utilisation under them, its series listed. `None` when it was not scraped.
-pub async fn view(store: &Store, run: i64, sampled: bool) -> crate::db::StoreResult<Option<EngineView>> {
+pub async fn view(store: &Store, run: i64, sampled: bool) -> crate::error::Result<Option<EngineView>> {
     let notes: Vec<String> = match store.engine_notes(run).await? {
-        Some(notes) => serde_json::from_str(&notes).unwrap_or_default(),
+        Some(notes) => crate::error::stored(&notes, || format!("run {run}'s engine notes"))?,
         None => return Ok(None),
     };
     let recorded = recorded(store, run).await?;
@@ -519,9 +520,9 @@ async fn requests_on_axis(
     store: &Store,
     run: i64,
     scrapes: &[domain::engine::Scrape],
-) -> crate::db::StoreResult<Option<TimelinePanel>> {
+) -> crate::error::Result<Option<TimelinePanel>> {
     let Some(text) = store.request_timeline(run).await? else { return Ok(None) };
-    let Ok(requests) = serde_json::from_str::<Vec<(f64, f64)>>(&text) else { return Ok(None) };
+    let requests: Vec<(f64, f64)> = crate::error::stored(&text, || format!("run {run}'s request timeline"))?;
     let busy = |s: &&domain::engine::Scrape| {
         s.signal(&domain::engine::WAITING).unwrap_or(0.0) + s.signal(&domain::engine::RUNNING).unwrap_or(0.0) > 0.0
     };

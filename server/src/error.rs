@@ -40,6 +40,9 @@ pub struct Internal {
     /// Where the error was met: the `?` or the call that named the operation.
     at: &'static Location<'static>,
     cause: Cause,
+    /// The sentence the answer says instead of the generic one, where it
+    /// helps and gives nothing away (stored data that is unreadable).
+    told: Option<String>,
 }
 
 impl std::fmt::Debug for Internal {
@@ -69,7 +72,29 @@ impl Error {
     /// An internal failure of `operation`, caused by `cause`.
     #[track_caller]
     pub fn internal(operation: impl Into<Cow<'static, str>>, cause: impl Into<Cause>) -> Self {
-        Self::Internal(Internal { operation: operation.into(), at: Location::caller(), cause: cause.into() })
+        Self::Internal(Internal {
+            operation: operation.into(),
+            at: Location::caller(),
+            cause: cause.into(),
+            told: None,
+        })
+    }
+
+    /// Stored data that does not parse: `what` names it ("run 12's env"). The
+    /// answer says it is unreadable — never shown as empty — and the log has
+    /// the cause.
+    #[track_caller]
+    pub fn unreadable(what: impl Into<String>, cause: impl Into<Cause>) -> Self {
+        let what: String = what.into();
+        let told = format!(
+            "{what} is stored in a form that cannot be read (unreadable); the details are in the server's log."
+        );
+        Self::Internal(Internal {
+            operation: format!("reading {what}").into(),
+            at: Location::caller(),
+            cause: cause.into(),
+            told: Some(told),
+        })
     }
 
     /// An internal failure known by its description alone (no error value caused it).
@@ -116,6 +141,25 @@ pub fn chain(e: &(dyn std::error::Error + 'static)) -> String {
     text
 }
 
+/// Stored JSON read back as `T`: text that does not parse is
+/// [`Error::unreadable`] naming `what` it holds, never a default.
+#[track_caller]
+pub fn stored<T: serde::de::DeserializeOwned>(text: &str, what: impl FnOnce() -> String) -> Result<T> {
+    serde_json::from_str(text).map_err(|cause| Error::unreadable(what(), cause))
+}
+
+/// The same for a column that may be NULL: NULL is `None`, text that does not parse an error.
+#[track_caller]
+pub fn stored_opt<T: serde::de::DeserializeOwned>(
+    text: Option<&str>,
+    what: impl FnOnce() -> String,
+) -> Result<Option<T>> {
+    match text {
+        Some(text) => stored(text, what).map(Some),
+        None => Ok(None),
+    }
+}
+
 /// Names the operation of a failing `Result`: `.context("reading run 12's output")?`.
 pub trait Context<T> {
     #[track_caller]
@@ -126,7 +170,9 @@ impl<T, E: Into<Cause>> Context<T> for std::result::Result<T, E> {
     #[track_caller]
     fn context(self, operation: impl Into<Cow<'static, str>>) -> Result<T> {
         let at = Location::caller();
-        self.map_err(|cause| Error::Internal(Internal { operation: operation.into(), at, cause: cause.into() }))
+        self.map_err(|cause| {
+            Error::Internal(Internal { operation: operation.into(), at, cause: cause.into(), told: None })
+        })
     }
 }
 
@@ -139,7 +185,7 @@ impl From<ApiError> for Error {
 impl From<crate::charts::ChartError> for Error {
     #[track_caller]
     fn from(e: crate::charts::ChartError) -> Self {
-        Self::Internal(Internal { operation: "".into(), at: Location::caller(), cause: Box::new(e) })
+        Self::Internal(Internal { operation: "".into(), at: Location::caller(), cause: Box::new(e), told: None })
     }
 }
 
@@ -169,7 +215,12 @@ impl From<crate::db::StoreError> for Error {
                 "Text with a NUL character (\\0) cannot be stored; remove it and try again.",
             ));
         }
-        Self::Internal(Internal { operation: "the store".into(), at: Location::caller(), cause: Box::new(e) })
+        Self::Internal(Internal {
+            operation: "the store".into(),
+            at: Location::caller(),
+            cause: Box::new(e),
+            told: None,
+        })
     }
 }
 
@@ -195,7 +246,10 @@ impl From<Error> for ApiError {
             Error::User(e) => e,
             Error::Internal(e) => {
                 tracing::error!("{e}");
-                ApiError::internal()
+                match e.told {
+                    Some(told) => ApiError::new(ErrorCode::Internal, told),
+                    None => ApiError::internal(),
+                }
             }
         }
     }

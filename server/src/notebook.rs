@@ -105,11 +105,11 @@ impl Notebook {
         // Read once for the runs, the hypotheses and the chart: a thousand runs
         // carry tens of thousands of numbers.
         let measured = self.store.measurements_of_investigation(id).await?;
-        self.runs.attach(permit, &mut steps, runs.clone(), &shown, Some(&measured), window.is_some()).await;
+        self.runs.attach(permit, &mut steps, runs.clone(), &shown, Some(&measured), window.is_some()).await?;
         let runs_fingerprint = domain::runs::runs_fingerprint(steps.iter().flat_map(|s| s.runs.iter()));
         let mut snapshots = self.store.snapshots_of_investigation(id).await?;
         snapshots.retain(|row| shown.contains(&row.step_id));
-        self.source.attach_snapshots(permit, &mut steps, snapshots);
+        self.source.attach_snapshots(permit, &mut steps, snapshots)?;
         let annotations = self.store.annotations_of_investigation(id).await?;
         let mut annotated: HashMap<i64, Vec<i64>> = HashMap::new();
         for row in &annotations {
@@ -119,7 +119,7 @@ impl Notebook {
         self.source.attach_annotations(permit, &mut steps, shown_annotations);
         let mut searches = self.store.searches_of_investigation(id).await?;
         searches.retain(|row| shown.contains(&row.step_id));
-        self.source.attach_searches(permit, &mut steps, searches);
+        self.source.attach_searches(permit, &mut steps, searches)?;
         let hypotheses = self.hypotheses.list(permit, Some((&runs, &measured, versions))).await?;
         let extractors = self.metrics.extractors(permit).await?;
         let derived = self.metrics.derived(permit).await?;
@@ -290,7 +290,7 @@ impl Notebook {
         }
         let Some(row) = self.store.run(run).await? else { return Ok(None) };
         let Some(id) = row.facts_id else { return Ok(None) };
-        Ok(self.store.facts(id).await?.and_then(|f| serde_json::from_str(&f.facts).ok()))
+        self.store.facts(id).await?.map(crate::facts::of_row).transpose()
     }
 
     /// A step's history of a metric, its change points, and what differed
@@ -321,10 +321,8 @@ impl Notebook {
             .filter_map(|m| m.row.facts_id)
             .collect();
         for id in wanted {
-            if let Some(row) = self.store.facts(id).await?
-                && let Ok(parsed) = serde_json::from_str::<domain::hosts::HostFacts>(&row.facts)
-            {
-                facts.insert(id, parsed);
+            if let Some(row) = self.store.facts(id).await? {
+                facts.insert(id, crate::facts::of_row(row)?);
             }
         }
         let _ = permit;
@@ -401,7 +399,7 @@ impl Notebook {
             if format == ExportFormat::Zip {
                 report.attach(&self.store, &self.outputs, crate::export::ZIP_FILES_BUDGET).await;
                 // What a replay here or on another Sleuth reads back.
-                report.with_manifest(&self.store).await;
+                report.with_manifest(&self.store).await?;
             }
             crate::export::render(&report, format)
         }

@@ -10,20 +10,21 @@ impl Auth {
     /// The newest `limit` entries, newest first.
     pub async fn audit_log(&self, _: &Admin, limit: i64) -> crate::error::Result<Vec<AuditEntry>> {
         let rows = self.store.audit_entries(limit.clamp(1, MAX_ENTRIES)).await?;
-        Ok(rows
-            .into_iter()
-            .map(|r| AuditEntry {
-                id: r.id,
-                at: crate::time::timestamp(r.at),
-                who: r.who,
-                action: r.action,
-                host: r.host,
-                target: r.target,
-                env: serde_json::from_str(&r.env).unwrap_or_default(),
-                outcome: r.outcome,
-                run_id: r.run_id,
+        rows.into_iter()
+            .map(|r| {
+                Ok(AuditEntry {
+                    env: crate::error::stored(&r.env, || format!("audit entry {}'s environment", r.id))?,
+                    id: r.id,
+                    at: crate::time::timestamp(r.at),
+                    who: r.who,
+                    action: r.action,
+                    host: r.host,
+                    target: r.target,
+                    outcome: r.outcome,
+                    run_id: r.run_id,
+                })
             })
-            .collect())
+            .collect()
     }
 }
 

@@ -114,22 +114,17 @@ impl Report {
     }
 
     /// Adds the provenance manifest: every run's host facts as it started.
-    pub async fn with_manifest(&mut self, store: &crate::db::Store) {
+    pub async fn with_manifest(&mut self, store: &crate::db::Store) -> crate::error::Result<()> {
         let mut facts = std::collections::HashMap::new();
         let ids: std::collections::BTreeSet<i64> =
             self.investigation.steps.iter().flat_map(|s| s.runs.iter().filter_map(|r| r.facts_id)).collect();
         for id in ids {
-            match store.facts(id).await {
-                Ok(Some(row)) => {
-                    if let Ok(parsed) = serde_json::from_str::<domain::hosts::HostFacts>(&row.facts) {
-                        facts.insert(id, parsed);
-                    }
-                }
-                Ok(None) => {}
-                Err(e) => tracing::warn!("cannot read host facts for a manifest: {e}"),
+            if let Some(row) = store.facts(id).await? {
+                facts.insert(id, crate::facts::of_row(row)?);
             }
         }
         self.manifest = Some(domain::replays::manifest_of(&self.investigation, &facts, self.exported_at.clone()));
+        Ok(())
     }
 
     /// Adds the runs' artifacts and server logs, their bytes while they fit in

@@ -79,8 +79,9 @@ pub fn from_output(out: &str, marker: &str, python: &str) -> HostFacts {
     facts
 }
 
-fn with_time(row: crate::db::FactsRow) -> Result<HostFacts> {
-    let mut facts: HostFacts = serde_json::from_str(&row.facts).context("reading stored host facts")?;
+/// A capture as stored: facts that do not parse are unreadable, never empty.
+pub fn of_row(row: crate::db::FactsRow) -> Result<HostFacts> {
+    let mut facts: HostFacts = crate::error::stored(&row.facts, || format!("host facts {}", row.id))?;
     facts.captured_at = timestamp(row.captured_at);
     Ok(facts)
 }
@@ -120,16 +121,13 @@ pub async fn capture(
     let json = serde_json::to_string(&facts).context("host facts as JSON")?;
     let row = store.insert_facts(&target.name, &json).await?;
     tracing::info!(host = %target.name, gpus = facts.gpus.len(), "captured host facts");
-    with_time(row)
+    of_row(row)
 }
 
 /// The python the last capture used (`python3` before any): what captures use
 /// unless an admin names another.
-fn last_python(latest: Option<crate::db::FactsRow>) -> String {
-    latest
-        .and_then(|row| serde_json::from_str::<HostFacts>(&row.facts).ok())
-        .and_then(|f| f.python_command)
-        .unwrap_or_else(|| "python3".into())
+fn last_python(latest: Option<crate::db::FactsRow>) -> Result<String> {
+    Ok(latest.map(of_row).transpose()?.and_then(|f| f.python_command).unwrap_or_else(|| "python3".into()))
 }
 
 /// Before a host's first run of a (UTC) day: captures its facts unless some were
@@ -141,7 +139,10 @@ pub async fn capture_if_stale(store: &Store, pool: &Pool, target: &Target) {
         Ok(latest) => latest,
         Err(e) => return tracing::error!(host = %target.name, "reading facts: {}", crate::error::chain(&e)),
     };
-    let python = last_python(latest);
+    let python = match last_python(latest) {
+        Ok(python) => python,
+        Err(e) => return tracing::error!(host = %target.name, "facts before the day's first run: {e}"),
+    };
     if let Err(e) = capture(store, pool, target, &python, Duration::from_secs(30), crate::audit::SLEUTH).await {
         tracing::warn!(host = %target.name, "facts before the day's first run: {e}");
     }
@@ -159,7 +160,7 @@ impl Facts {
         let named = python.map(str::trim).filter(|p| !p.is_empty()).map(str::to_string);
         let python = match named {
             Some(python) => python,
-            None => last_python(self.store.latest_facts(host).await?),
+            None => last_python(self.store.latest_facts(host).await?)?,
         };
         let python = python.as_str();
         if python.len() > 500 || python.chars().any(char::is_control) {
@@ -174,9 +175,7 @@ impl Facts {
     pub async fn by_id(&self, permit: &FactsPermit) -> Result<HostFacts> {
         let id = permit.id();
         let row = self.store.facts(id).await?;
-        row.map(with_time)
-            .transpose()?
-            .ok_or_else(|| ApiError::not_found(format!("There are no host facts {id}.")).into())
+        row.map(of_row).transpose()?.ok_or_else(|| ApiError::not_found(format!("There are no host facts {id}.")).into())
     }
 
     /// The newest capture, if any.
@@ -188,7 +187,7 @@ impl Facts {
             ))
             .into());
         }
-        self.store.latest_facts(permit.host()).await?.map(with_time).transpose()
+        self.store.latest_facts(permit.host()).await?.map(of_row).transpose()
     }
 }
 

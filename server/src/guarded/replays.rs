@@ -99,8 +99,7 @@ impl Guarded {
         let row = self.notebook.replays.row(id).await?.ok_or_else(missing)?;
         let replayed = self.investigation(actor, &row.investigation_id, None).await.map_err(|_| missing())?;
         let permit = self.access.permit::<Read>(actor, &replayed.id).await?;
-        let manifest: Manifest = serde_json::from_str(&row.manifest)
-            .map_err(|e| crate::error::Error::internal("reading a replay's manifest", e))?;
+        let manifest: Manifest = crate::error::stored(&row.manifest, || format!("replay {id}'s manifest"))?;
         let newest =
             replayed.steps.iter().flat_map(|s| s.runs.iter()).filter(|r| r.facts_id.is_some()).max_by_key(|r| r.id);
         let after = match newest {

@@ -81,15 +81,17 @@ fn check(new: NewHost) -> Result<HostRow> {
 }
 
 /// How long the host keeps run directories, and its last sweep.
-pub fn run_dirs_of(row: &HostRow) -> domain::hosts::RunDirs {
-    domain::hosts::RunDirs {
+pub fn run_dirs_of(row: &HostRow) -> Result<domain::hosts::RunDirs> {
+    let last_sweep =
+        crate::error::stored_opt(row.run_dirs_swept.as_deref(), || format!("host {}'s last sweep", row.name))?;
+    Ok(domain::hosts::RunDirs {
         keep_days: row
             .run_dirs_keep_days
             .and_then(|d| u32::try_from(d).ok())
             .unwrap_or(domain::hosts::DEFAULT_KEEP_RUN_DIRS_DAYS),
         max_mb: row.run_dirs_max_mb.and_then(|mb| u64::try_from(mb).ok()),
-        last_sweep: row.run_dirs_swept.as_deref().and_then(|s| serde_json::from_str(s).ok()),
-    }
+        last_sweep,
+    })
 }
 
 fn expand_home(path: &str) -> PathBuf {
@@ -104,11 +106,11 @@ impl Hosts {
         Self { store, pool }
     }
 
-    async fn view(&self, row: HostRow) -> Host {
+    async fn view(&self, row: HostRow) -> Result<Host> {
         let port = u16::try_from(row.port).unwrap_or(22);
         let trusted_keys = self.pool.known_hosts().fingerprints(&row.hostname, port).await;
-        let run_dirs = run_dirs_of(&row);
-        Host {
+        let run_dirs = run_dirs_of(&row)?;
+        Ok(Host {
             pending_key: self.pool.pending_fingerprint(&row.hostname, port).await,
             trusted_keys,
             port,
@@ -124,7 +126,7 @@ impl Hosts {
             // What the caller may do is the policy's to say (`guarded::hosts`).
             can_manage: false,
             can_use: false,
-        }
+        })
     }
 
     async fn row(&self, name: &str) -> Result<HostRow> {
@@ -171,13 +173,13 @@ impl Hosts {
         let rows = self.store.hosts().await?;
         let mut hosts = Vec::with_capacity(rows.len());
         for row in rows {
-            hosts.push(self.view(row).await);
+            hosts.push(self.view(row).await?);
         }
         Ok(hosts)
     }
 
     pub async fn get(&self, _: &Anyone, name: &str) -> Result<Host> {
-        Ok(self.view(self.row(name).await?).await)
+        self.view(self.row(name).await?).await
     }
 
     pub async fn add(&self, admin: &Admin, new: NewHost) -> Result<Host> {
@@ -186,7 +188,7 @@ impl Hosts {
             return Err(ApiError::new(ErrorCode::Conflict, format!("There is already a host {:?}.", row.name)).into());
         }
         self.save(&row).await?;
-        Ok(self.view(self.row(&row.name).await?).await).inspect(|_| {
+        self.view(self.row(&row.name).await?).await.inspect(|_| {
             tracing::info!(host = %row.name, by = %admin.actor().name, "added host");
         })
     }
@@ -199,7 +201,7 @@ impl Hosts {
         }
         self.save(&row).await?;
         self.pool.forget(name).await;
-        Ok(self.view(self.row(name).await?).await)
+        self.view(self.row(name).await?).await
     }
 
     /// Changes the fields `patch` gives. Returns the host, and whether its
@@ -227,7 +229,7 @@ impl Hosts {
                 return Err(host_not_found(name).into());
             }
         }
-        Ok((self.view(self.row(name).await?).await, repriced))
+        Ok((self.view(self.row(name).await?).await?, repriced))
     }
 
     async fn save(&self, row: &HostRow) -> Result<()> {
@@ -281,7 +283,7 @@ impl Hosts {
             // Ask the host for its key first; the expected outcome is "unknown key".
             let target = self.target(name).await?;
             match self.pool.connection(&target).await {
-                Ok(_) => return Ok(self.view(row).await), // already trusted
+                Ok(_) => return self.view(row).await, // already trusted
                 Err(ssh::SshError::UnknownHostKey { .. } | ssh::SshError::HostKeyChanged { .. }) => {}
                 Err(e) => return Err(e.into()),
             }
@@ -294,7 +296,7 @@ impl Hosts {
             Err(ssh::TrustError::Keys(e)) => return Err(Error::internal("pinning a host key", e)),
         }
         tracing::info!(host = %name, %fingerprint, "host key trusted");
-        Ok(self.view(self.row(name).await?).await)
+        self.view(self.row(name).await?).await
     }
 
     pub async fn set_passphrase(&self, _: &Admin, name: &str, passphrase: String) -> Result<()> {

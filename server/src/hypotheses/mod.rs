@@ -7,7 +7,7 @@ mod provenance;
 pub use provenance::differences as facts_differences;
 
 use crate::db::{HypothesisRow, MeasurementRow, RunRow, Store};
-use crate::error::{Context, Result};
+use crate::error::{Context, Result, stored};
 use crate::markdown::to_safe_html;
 use crate::metrics::stats;
 use crate::policy::{Edit, Permit, Read};
@@ -244,14 +244,20 @@ fn profile_diff(
 /// by configuration, by launch), narrowed by its window and launch (runs named
 /// one by one are always in), less warm-ups, runs left out, and a watch's runs
 /// unless it asks for them.
-fn resolve(group: &RunGroup, runs: &[RunRow]) -> Vec<i64> {
+fn resolve(group: &RunGroup, runs: &[RunRow]) -> Result<Vec<i64>> {
+    let mut configs: HashMap<i64, domain::sweeps::Config> = HashMap::new();
+    if !group.configs.is_empty() {
+        for r in runs {
+            let what = || format!("run {}'s configuration", r.id);
+            if let Some(config) = crate::error::stored_opt(r.config.as_deref(), what)? {
+                configs.insert(r.id, config);
+            }
+        }
+    }
     let picked = |r: &RunRow| {
         group.configs.iter().any(|pick| {
             pick.step == r.step_id
-                && r.config
-                    .as_deref()
-                    .and_then(|c| serde_json::from_str::<domain::sweeps::Config>(c).ok())
-                    .is_some_and(|config| domain::sweeps::matches(&config, &pick.config))
+                && configs.get(&r.id).is_some_and(|config| domain::sweeps::matches(config, &pick.config))
         })
     };
     let by_launch_alone = group.steps.is_empty() && group.configs.is_empty();
@@ -270,11 +276,12 @@ fn resolve(group: &RunGroup, runs: &[RunRow]) -> Vec<i64> {
     };
     let of_launch = |r: &RunRow| group.launch.is_none_or(|l| r.launch == Some(l));
     let origin_ok = |r: &RunRow| group.include_watch_runs || r.origin != domain::runs::OriginKind::Watch;
-    runs.iter()
+    Ok(runs
+        .iter()
         .filter(|r| r.warmup == 0 && !group.exclude.contains(&r.id))
         .filter(|r| group.runs.contains(&r.id) || (named(r) && within(r) && of_launch(r) && origin_ok(r)))
         .map(|r| r.id)
-        .collect()
+        .collect())
 }
 
 /// The verdict's own word, as reports and the page print it.
@@ -305,7 +312,7 @@ fn seen(h: &Hypothesis, at: i64) -> VerdictSeen {
 }
 
 fn seen_of_row(row: &crate::db::VerdictRow) -> Result<VerdictSeen> {
-    let runs = |text: &str| -> Result<Vec<i64>> { serde_json::from_str(text).context("a kept verdict's runs") };
+    let runs = |text: &str| -> Result<Vec<i64>> { crate::error::stored(text, || format!("verdict {}'s runs", row.id)) };
     Ok(VerdictSeen {
         delta_pct: row.delta_pct,
         outcome: row.outcome.as_deref().map(str::parse).transpose().context("a kept verdict's outcome")?,
@@ -383,29 +390,31 @@ impl Hypotheses {
             if let std::collections::hash_map::Entry::Vacant(slot) = facts.entry(id)
                 && let Some(row) = self.store.facts(id).await?
             {
-                slot.insert(serde_json::from_str(&row.facts).context("reading stored host facts")?);
+                slot.insert(crate::facts::of_row(row)?);
             }
         }
         let facts = &facts;
-        let context = |rows: Vec<&'a RunRow>| -> Vec<provenance::RunContext<'_>> {
+        let context = |rows: Vec<&'a RunRow>| -> Result<Vec<provenance::RunContext<'_>>> {
             rows.into_iter()
-                .map(|r| provenance::RunContext {
-                    host: &r.host,
-                    command: &r.command,
-                    env: serde_json::from_str(&r.env).unwrap_or_default(),
-                    facts: r.facts_id.and_then(|id| facts.get(&id)),
+                .map(|r| {
+                    Ok(provenance::RunContext {
+                        host: &r.host,
+                        command: &r.command,
+                        env: crate::error::stored(&r.env, || format!("run {}'s environment", r.id))?,
+                        facts: r.facts_id.and_then(|id| facts.get(&id)),
+                    })
                 })
                 .collect()
         };
-        Ok(provenance::provenance(&context(b), &context(t)))
+        Ok(provenance::provenance(&context(b)?, &context(t)?))
     }
 
     /// `runs`: the investigation's runs (loaded once for all its hypotheses).
     /// `known`: the investigation's measurements, when the caller has them.
     async fn view(&self, row: HypothesisRow, runs: &[RunRow], known: Option<&[MeasurementRow]>) -> Result<Hypothesis> {
-        let baseline: RunGroup = serde_json::from_str(&row.baseline).context("a hypothesis's baseline arm")?;
-        let treatment: RunGroup = serde_json::from_str(&row.treatment).context("a hypothesis's treatment arm")?;
-        let (b_runs, t_runs) = (resolve(&baseline, runs), resolve(&treatment, runs));
+        let baseline: RunGroup = stored(&row.baseline, || format!("hypothesis {}'s baseline arm", row.id))?;
+        let treatment: RunGroup = stored(&row.treatment, || format!("hypothesis {}'s treatment arm", row.id))?;
+        let (b_runs, t_runs) = (resolve(&baseline, runs)?, resolve(&treatment, runs)?);
         let mut value_of: HashMap<i64, f64> = HashMap::new();
         let mut unit = None;
         // The metrics the groups' runs have, for a "did you mean" when none has this one.
@@ -487,7 +496,7 @@ impl Hypotheses {
         Ok(Hypothesis {
             url: format!("{}#{}", domain::model::investigation_url(&row.investigation_id), hypothesis_anchor(row.id)),
             rationale_html: to_safe_html(&row.rationale),
-            evidence: serde_json::from_str(&row.evidence).context("a hypothesis's evidence")?,
+            evidence: stored(&row.evidence, || format!("hypothesis {}'s evidence", row.id))?,
             id: row.id,
             investigation_id: row.investigation_id,
             statement: row.statement,
@@ -521,7 +530,8 @@ impl Hypotheses {
 
     /// Evidence names steps of the hypothesis's own investigation, each once.
     async fn check_evidence(&self, row: &mut HypothesisRow) -> Result<()> {
-        let mut evidence: Vec<i64> = serde_json::from_str(&row.evidence).unwrap_or_default();
+        let mut evidence: Vec<i64> =
+            crate::error::stored(&row.evidence, || format!("hypothesis {}'s evidence", row.id))?;
         let steps = self.store.steps(&row.investigation_id).await?;
         if let Some(stranger) = evidence.iter().find(|id| !steps.iter().any(|s| s.id == **id)) {
             return Err(ApiError::invalid(format!("Step {stranger} is not a step of this investigation.")).into());

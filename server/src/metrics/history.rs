@@ -31,18 +31,19 @@ pub fn measured<'a>(
     rows: &'a [HistoryRow],
     query: &HistoryQuery,
     known: impl FnOnce() -> Vec<String>,
-) -> Result<(Vec<Measured<'a>>, Vec<String>), ApiError> {
+) -> crate::error::Result<(Vec<Measured<'a>>, Vec<String>)> {
+    use crate::error::{stored, stored_opt};
     let metric = metric_of(query);
-    let label = |row: &HistoryRow| {
-        row.config
-            .as_deref()
-            .and_then(|c| serde_json::from_str::<domain::sweeps::Config>(c).ok())
-            .map(|c| domain::sweeps::config_label(&c))
-    };
+    let mut labels: Vec<Option<String>> = Vec::with_capacity(rows.len());
+    for row in rows {
+        let config: Option<domain::sweeps::Config> =
+            stored_opt(row.config.as_deref(), || format!("run {}'s configuration", row.id))?;
+        labels.push(config.map(|c| domain::sweeps::config_label(&c)));
+    }
     let mut configs: Vec<String> = Vec::new();
-    for l in rows.iter().filter_map(label) {
-        if !configs.contains(&l) {
-            configs.push(l);
+    for l in labels.iter().flatten() {
+        if !configs.contains(l) {
+            configs.push(l.clone());
         }
     }
     let config = query.config.as_deref().map(str::trim).filter(|c| !c.is_empty());
@@ -51,30 +52,33 @@ pub fn measured<'a>(
             return Err(ApiError::invalid(format!(
                 "This step has no configuration {config:?}; its runs ran {}.",
                 if configs.is_empty() { "without one".to_string() } else { configs.join(", ") }
-            )));
+            ))
+            .into());
         }
-        Some(config) => rows.iter().filter(|r| label(r).as_deref() == Some(config)).collect(),
+        Some(config) => {
+            rows.iter().zip(&labels).filter(|(_, l)| l.as_deref() == Some(config)).map(|(r, _)| r).collect()
+        }
         None if configs.len() > 1 => {
             return Err(ApiError::invalid(format!(
                 "A history is of one configuration at a time (their values differ by design); give config= one of: {}.",
                 configs.join(", ")
-            )));
+            ))
+            .into());
         }
         None => rows.iter().collect(),
     };
-    let values: Vec<Measured<'a>> = kept
-        .into_iter()
-        .filter_map(|row| {
-            let value = row.value.filter(|v| v.is_finite())?;
-            Some(Measured { row, env: serde_json::from_str(&row.env).unwrap_or_default(), value })
-        })
-        .collect();
+    let mut values: Vec<Measured<'a>> = Vec::with_capacity(kept.len());
+    for row in kept {
+        let Some(value) = row.value.filter(|v| v.is_finite()) else { continue };
+        values.push(Measured { row, env: stored(&row.env, || format!("run {}'s environment", row.id))?, value });
+    }
     if values.is_empty() {
         let known = known();
         return Err(ApiError::invalid(format!(
             "No finished run of this step measured {metric}{}.",
             if known.is_empty() { String::new() } else { format!("; its runs measured: {}", known.join(", ")) }
-        )));
+        ))
+        .into());
     }
     Ok((values, configs))
 }

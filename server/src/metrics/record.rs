@@ -68,11 +68,9 @@ pub async fn for_run(store: &Store, outputs: &Outputs, investigation: &str, run:
     };
     found.extend(super::cost::of_run(&found, price));
     let defs = derived_defs(store, investigation).await?;
-    let config = row.and_then(|r| r.config);
-    let settings = config
-        .and_then(|c| serde_json::from_str::<domain::sweeps::Config>(&c).ok())
-        .map(|c| super::derived::settings_of(&c))
-        .unwrap_or_default();
+    let config: Option<domain::sweeps::Config> =
+        crate::error::stored_opt(row.and_then(|r| r.config).as_deref(), || format!("run {run}'s configuration"))?;
+    let settings = config.map(|c| super::derived::settings_of(&c)).unwrap_or_default();
     let derived = super::derived::apply(&defs, &found, &settings);
     found.extend(derived);
     store.replace_run_measurements(investigation, run, &found).await?;
@@ -173,19 +171,11 @@ async fn reports(
 }
 
 /// The investigation's derived metrics.
-pub async fn derived_defs(
-    store: &Store,
-    investigation: &str,
-) -> crate::db::StoreResult<Vec<domain::metrics::DerivedDef>> {
-    Ok(store
-        .derived(investigation)
-        .await?
-        .into_iter()
-        .map(|(name, unit, formula, constants)| domain::metrics::DerivedDef {
-            name,
-            unit,
-            formula,
-            constants: serde_json::from_str(&constants).unwrap_or_default(),
-        })
-        .collect())
+pub async fn derived_defs(store: &Store, investigation: &str) -> Result<Vec<domain::metrics::DerivedDef>> {
+    let mut defs = Vec::new();
+    for (name, unit, formula, constants) in store.derived(investigation).await? {
+        let constants = crate::error::stored(&constants, || format!("derived metric {name}'s constants"))?;
+        defs.push(domain::metrics::DerivedDef { name, unit, formula, constants });
+    }
+    Ok(defs)
 }

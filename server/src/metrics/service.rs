@@ -268,7 +268,7 @@ impl Metrics {
     pub async fn derived(&self, permit: &Permit<Read>) -> Result<Vec<DerivedDef>> {
         let investigation = permit.investigation();
         self.existing(investigation).await?;
-        Ok(super::record::derived_defs(&self.store, investigation).await?)
+        super::record::derived_defs(&self.store, investigation).await
     }
 
     /// Adds the derived metric and computes it for every finished run.

@@ -123,7 +123,7 @@ impl Access {
             return Err(missing(OwnedBy::Step, step).into());
         }
         // Every kind that reaches a host names it in its `host` field.
-        let body: serde_json::Value = serde_json::from_str(&row.body).unwrap_or_default();
+        let body: serde_json::Value = crate::error::stored(&row.body, || format!("step {step}'s body"))?;
         let host = body.get("host").and_then(serde_json::Value::as_str).unwrap_or_default();
         self.run_on(actor, &row.investigation_id, host).await
     }

@@ -3,7 +3,7 @@
 //! between the hosts, and the runs.
 
 use crate::db::ReplayRow;
-use crate::error::{Context, Result};
+use crate::error::{Result, stored, stored_opt};
 use domain::model::Investigation;
 use domain::replays::{
     Manifest, Replay, ReplayStatus, ReplayedHypothesis, ReplayedRun, ReplayedSnippet, SnippetSource, outcome,
@@ -12,8 +12,8 @@ use domain::steps::StepBody;
 
 /// The replay as its page and the API show it.
 pub fn view(row: &ReplayRow, original: &Manifest, replayed: &Investigation, host_facts: Vec<String>) -> Result<Replay> {
-    let steps: Vec<(i64, i64)> = serde_json::from_str(&row.steps).context("a replay's steps")?;
-    let pairs: Vec<(i64, i64)> = serde_json::from_str(&row.hypotheses).context("a replay's hypotheses")?;
+    let steps: Vec<(i64, i64)> = stored(&row.steps, || format!("replay {}'s steps", row.id))?;
+    let pairs: Vec<(i64, i64)> = stored(&row.hypotheses, || format!("replay {}'s hypotheses", row.id))?;
     let runs: Vec<ReplayedRun> = replayed
         .steps
         .iter()
@@ -82,7 +82,7 @@ pub fn view(row: &ReplayRow, original: &Manifest, replayed: &Investigation, host
         original_url: original.investigation.url.clone(),
         investigation: row.investigation_id.clone(),
         host: row.host.clone(),
-        env: serde_json::from_str(&row.env).context("a replay's env")?,
+        env: stored(&row.env, || format!("replay {}'s environment", row.id))?,
         status: if running { ReplayStatus::Running } else { ReplayStatus::Finished },
         steps,
         runs,
@@ -92,9 +92,6 @@ pub fn view(row: &ReplayRow, original: &Manifest, replayed: &Investigation, host
         created_at: crate::time::timestamp(row.created_at),
         created_by: row.created_by.clone(),
         url: format!("/replays/{}", row.id),
-        notes: match &row.notes {
-            Some(notes) => serde_json::from_str(notes).context("a replay's notes")?,
-            None => Vec::new(),
-        },
+        notes: stored_opt(row.notes.as_deref(), || format!("replay {}'s notes", row.id))?.unwrap_or_default(),
     })
 }

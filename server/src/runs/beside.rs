@@ -39,10 +39,11 @@ pub(super) struct Kept {
     grace: Duration,
 }
 
-/// A run's server identity (`None` without a server), from its stored plan.
+/// A run's server identity (`None` without a server, or where its plan cannot
+/// be read: the run itself fails on that when it begins).
 async fn server_identity(store: &Store, run: &Run) -> Option<String> {
     let row = store.run(run.id).await.ok().flatten()?;
-    let plan = super::Plan::read(row.plan.as_deref());
+    let plan = super::Plan::read(run.id, row.plan.as_deref()).ok()?;
     let unset = run.config.as_ref().map(super::unset_in).unwrap_or_default();
     plan.server.map(|spec| super::server::identity(&spec, &run.env, &unset, run.cwd.as_deref()))
 }
@@ -379,11 +380,18 @@ impl Servers {
             match super::server::stop_orphan(&self.pool, &target, &handle).await {
                 Ok(stopped) => {
                     tracing::warn!(run, host, killed = stopped.killed, "stopped a server its run left running");
-                    let mut state: ServerState = match self.store.run(run).await {
-                        Ok(Some(row)) => row.server.as_deref().and_then(|s| serde_json::from_str(s).ok()),
+                    // What the page said of the server, where it can be read; else a state anew.
+                    let said = match self.store.run(run).await {
+                        Ok(Some(row)) => {
+                            crate::error::stored_opt(row.server.as_deref(), || format!("run {run}'s server"))
+                                .inspect_err(|e| tracing::error!(run, "{e}"))
+                                .ok()
+                                .flatten()
+                        }
                         _ => None,
-                    }
-                    .unwrap_or_else(|| ServerState::new(ServerPhase::Stopped, String::new()));
+                    };
+                    let mut state: ServerState =
+                        said.unwrap_or_else(|| ServerState::new(ServerPhase::Stopped, String::new()));
                     state.phase = ServerPhase::Stopped;
                     state.last_line = None;
                     state.notes.push("Left running when Sleuth stopped; stopped when it was found.".into());

@@ -148,7 +148,10 @@ async fn apply(runner: &Runner, live: &Live, payload: &str) {
     for notice in payload.n {
         match notice {
             Notice::Run { investigation, run } => match runner.store().run(run).await {
-                Ok(Some(row)) => live.publish_remote(RunEvent::new(&investigation, run_from_row(row))),
+                Ok(Some(row)) => match run_from_row(row) {
+                    Ok(row) => live.publish_remote(RunEvent::new(&investigation, row)),
+                    Err(e) => tracing::error!(run, "cannot tell a run another replica changed: {e}"),
+                },
                 Ok(None) => {}
                 Err(e) => tracing::error!(run, "cannot read a run another replica changed: {e}"),
             },
@@ -179,7 +182,10 @@ async fn resync(runner: &Runner, live: &Live) {
         else {
             continue;
         };
-        live.publish_remote(RunEvent::new(&investigation, run_from_row(row)));
+        match run_from_row(row) {
+            Ok(row) => live.publish_remote(RunEvent::new(&investigation, row)),
+            Err(e) => tracing::error!(run, "cannot tell a run after lost notices: {e}"),
+        }
     }
     live.resync();
 }

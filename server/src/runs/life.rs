@@ -92,7 +92,9 @@ pub(super) async fn cancel_requested(switch: &mut watch::Receiver<bool>) {
 
 /// Tells the run's viewers its row as it is now.
 pub(super) async fn publish(store: &Store, live: &Live, investigation: &str, run: i64) {
-    if let Ok(Some(row)) = store.run(run).await {
-        live.publish(RunEvent::new(investigation, run_from_row(row)));
+    match store.run(run).await.map_err(crate::error::Error::from).and_then(|row| row.map(run_from_row).transpose()) {
+        Ok(Some(row)) => live.publish(RunEvent::new(investigation, row)),
+        Ok(None) => {}
+        Err(e) => tracing::error!(run, "cannot tell the run's viewers: {e}"),
     }
 }

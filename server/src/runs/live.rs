@@ -454,6 +454,7 @@ mod tests {
             origin_id: None,
             launch: None,
         })
+        .expect("a run of the test's own")
     }
 
     #[test]

@@ -62,8 +62,10 @@ impl Plan {
         (*self != Self::default()).then(|| serde_json::to_string(self).unwrap_or_default())
     }
 
-    pub fn read(stored: Option<&str>) -> Self {
-        stored.and_then(|p| serde_json::from_str(p).ok()).unwrap_or_default()
+    /// Run `run`'s plan as stored (`None`: nothing besides its command).
+    #[track_caller]
+    pub fn read(run: i64, stored: Option<&str>) -> crate::error::Result<Self> {
+        Ok(crate::error::stored_opt(stored, || format!("run {run}'s plan"))?.unwrap_or_default())
     }
 }
 
@@ -76,18 +78,21 @@ pub fn unset_in(config: &domain::sweeps::Config) -> Vec<String> {
         .collect()
 }
 
-/// The same from a run row's stored configuration (JSON).
-pub fn unset_by(config: Option<&str>) -> Vec<String> {
-    config.and_then(|c| serde_json::from_str(c).ok()).map(|c| unset_in(&c)).unwrap_or_default()
-}
-
-pub fn run_from_row(row: RunRow) -> Run {
-    let env: Vec<(String, String)> = serde_json::from_str(&row.env).unwrap_or_default();
+/// A run as stored. Its JSON columns that do not parse make it an error
+/// (`Error::unreadable`), never a run with nothing in them.
+pub fn run_from_row(row: RunRow) -> crate::error::Result<Run> {
+    use crate::error::{stored, stored_opt};
+    let id = row.id;
+    let env: Vec<(String, String)> = stored(&row.env, || format!("run {id}'s environment"))?;
+    let config = stored_opt(row.config.as_deref(), || format!("run {id}'s configuration"))?;
+    let server = stored_opt(row.server.as_deref(), || format!("run {id}'s server"))?;
+    let artifact_notes =
+        stored_opt(row.artifact_notes.as_deref(), || format!("run {id}'s artifact notes"))?.unwrap_or_default();
     let duration_ms = match (row.started_at, row.finished_at) {
         (Some(start), Some(end)) => u64::try_from(end - start).ok(),
         _ => None,
     };
-    Run {
+    Ok(Run {
         id: row.id,
         step_id: row.step_id,
         host: row.host,
@@ -114,7 +119,7 @@ pub fn run_from_row(row: RunRow) -> Run {
         tail: None,
         measurements: Vec::new(),
         other_sources: Vec::new(),
-        config: row.config.as_deref().and_then(|c| serde_json::from_str(c).ok()),
+        config,
         sweep_id: row.sweep_id,
         sweep_index: row.sweep_index.and_then(|i| u32::try_from(i).ok()),
         telemetry: row.telemetry != 0,
@@ -124,9 +129,9 @@ pub fn run_from_row(row: RunRow) -> Run {
         server_before: None,
         telemetry_notes: Vec::new(),
         run_dir: row.run_dir,
-        server: row.server.as_deref().and_then(|s| serde_json::from_str(s).ok()),
+        server,
         artifacts: Vec::new(),
-        artifact_notes: row.artifact_notes.as_deref().and_then(|n| serde_json::from_str(n).ok()).unwrap_or_default(),
+        artifact_notes,
         reports: Vec::new(),
         host_quiet_s: (row.status == RunStatus::Running)
             .then_some(row.host_quiet_s)
@@ -134,17 +139,18 @@ pub fn run_from_row(row: RunRow) -> Run {
             .and_then(|s| u64::try_from(s).ok()),
         origin: domain::runs::RunOrigin::of(row.origin, row.origin_id),
         launch: row.launch,
-    }
+    })
 }
 
 /// A stored report as runs show it; `metadata` only where one run is asked for.
-pub fn report_of(row: crate::db::ReportRow, metadata: bool) -> domain::runs::ReportInfo {
-    domain::runs::ReportInfo {
-        name: row.name,
-        format: row.format,
-        notes: serde_json::from_str(&row.notes).unwrap_or_default(),
-        metadata: if metadata { serde_json::from_str(&row.metadata).unwrap_or_default() } else { Default::default() },
-    }
+pub fn report_of(row: crate::db::ReportRow, metadata: bool) -> crate::error::Result<domain::runs::ReportInfo> {
+    use crate::error::stored;
+    let notes = stored(&row.notes, || format!("run {}'s report {} notes", row.run_id, row.name))?;
+    let metadata = match metadata {
+        true => stored(&row.metadata, || format!("run {}'s report {} metadata", row.run_id, row.name))?,
+        false => Default::default(),
+    };
+    Ok(domain::runs::ReportInfo { name: row.name, format: row.format, notes, metadata })
 }
 
 use crate::output::{OutputKey, Outputs};

@@ -235,7 +235,7 @@ impl Retention {
 
     async fn try_sweep(&self, target: &Target) -> Result<Sweep, CleanError> {
         let row = self.store.host(&target.name).await?;
-        let policy: RunDirs = row.as_ref().map(crate::hosts::run_dirs_of).unwrap_or_default();
+        let policy: RunDirs = row.as_ref().map(crate::hosts::run_dirs_of).transpose()?.unwrap_or_default();
         let in_use: HashSet<String> = self
             .store
             .run_dirs_in_use(&target.name)

@@ -14,9 +14,9 @@
 use super::beside::{Beside, Kept, Servers};
 use super::feed::Feeds;
 use super::life::{Context, Deadline, OwnedEnd, Stop, cancel_requested, publish};
-use super::live::{Live, RunEvent};
-use super::run_from_row;
+use super::live::Live;
 use super::sink::{Sink, Space};
+use super::{Plan, run_from_row};
 use crate::db::{NewAudit, NewRun, RunEnd, Store};
 use crate::output::{Outputs, Stream};
 use crate::ssh::exec::{self, Event, Exit};
@@ -312,11 +312,11 @@ impl Runner {
         }
     }
 
-    pub async fn insert_batch(&self, new_runs: Vec<NewRun>) -> crate::db::StoreResult<Vec<Run>> {
+    pub async fn insert_batch(&self, new_runs: Vec<NewRun>) -> crate::error::Result<Vec<Run>> {
         let mut runs: Vec<Run> = Vec::with_capacity(new_runs.len());
         for new in &new_runs {
             let launch = runs.first().map(|first| first.id);
-            runs.push(run_from_row(self.store.insert_run(new, launch).await?));
+            runs.push(run_from_row(self.store.insert_run(new, launch).await?)?);
         }
         Ok(runs)
     }
@@ -416,13 +416,11 @@ impl Runner {
         kept: Option<Kept>,
         next: Option<String>,
     ) -> Option<Kept> {
-        let Some((mut cancelled, row, dir)) = self.begin(run_id).await else {
+        let Some((mut cancelled, run, plan, dir)) = self.begin(investigation, run_id).await else {
             return self.servers.stop_if_kept(kept, target).await;
         };
-        let plan = super::Plan::read(row.plan.as_deref());
         let progress = self.live.start(run_id);
         self.publish(investigation, run_id).await;
-        let run = run_from_row(row);
         crate::audit::record(&self.store, audit_entry(&run, "run.start", run.cwd.as_ref().map(|c| format!("in {c}"))))
             .await;
         let driving = Driving::start(&self.driving);
@@ -454,16 +452,27 @@ impl Runner {
     /// with the name of its directory on the host (one write, not two; the
     /// name has a random part, so it is made once, here). `None`: it was
     /// cancelled (or removed) while it waited.
-    async fn begin(&self, run_id: i64) -> Option<(watch::Receiver<bool>, crate::db::RunRow, String)> {
+    async fn begin(&self, investigation: &str, run_id: i64) -> Option<(watch::Receiver<bool>, Run, Plan, String)> {
         let cancelled = self.cancels.lock().unwrap_or_else(|e| e.into_inner()).get(&run_id).map(|tx| tx.subscribe())?;
         if *cancelled.borrow() {
             return None;
         }
         let row = self.store.run(run_id).await.ok().flatten()?;
+        let read = Plan::read(run_id, row.plan.as_deref()).and_then(|plan| Ok((run_from_row(row)?, plan)));
         let dir = super::dir::name(run_id);
         match self.store.start_run(run_id, &format!("~/{}", super::dir::from_home(&dir))).await {
-            Ok(true) => Some((cancelled, row, dir)),
-            _ => None, // cancelled while queued
+            Ok(true) => {}
+            _ => return None, // cancelled while queued
+        }
+        match read {
+            Ok((run, plan)) => Some((cancelled, run, plan, dir)),
+            Err(e) => {
+                // Logged once here; the run says what could not be read.
+                let told = domain::error::ApiError::from(e).message;
+                self.record_end(run_id, &OwnedEnd::error(RunStatus::Failed, told)).await;
+                self.publish(investigation, run_id).await;
+                None
+            }
         }
     }
 
@@ -519,9 +528,7 @@ impl Runner {
                 // sees it is not current.
                 draw_telemetry(&store, run).await;
             }
-            if let Ok(Some(row)) = store.run(run).await {
-                live.publish(RunEvent::new(&investigation, run_from_row(row)));
-            }
+            super::life::publish(&store, &live, &investigation, run).await;
             live.changed(&investigation, crate::audit::SLEUTH);
         });
     }
@@ -930,7 +937,7 @@ impl Ran {
 async fn draw_telemetry(store: &Store, run: i64) {
     let drawn = match crate::telemetry::of_run(store, run, true).await {
         Ok(telemetry) => crate::charts::telemetry(&telemetry).map_err(crate::error::Error::from),
-        Err(e) => Err(crate::error::Error::from(e)),
+        Err(e) => Err(e),
     };
     let svg = drawn.unwrap_or_else(|e| {
         tracing::error!(run, "cannot draw the telemetry: {e}");

@@ -20,7 +20,7 @@
 //! may be running, so a Sleuth that was killed (or another replica) finds and
 //! stops it ([`stop_orphan`]).
 
-use crate::error::{Context, Error, Result};
+use crate::error::{Error, Result};
 use crate::output::{OutputWriter, Stream};
 use crate::ssh::exec::{self, Event, Exit};
 use crate::ssh::quote::quote;
@@ -500,7 +500,7 @@ pub async fn stop_on_host(pool: &Pool, target: &Target, handle: &Handle, grace: 
 /// Stops a server a run left behind (its Sleuth was killed, its replica
 /// died), by the handle kept on the run.
 pub async fn stop_orphan(pool: &Pool, target: &Target, handle: &str) -> Result<Stopped> {
-    let handle: Handle = serde_json::from_str(handle).context("reading a server's handle")?;
+    let handle: Handle = crate::error::stored(handle, || "a kept server's handle".to_string())?;
     stop_on_host(pool, target, &handle, Duration::from_secs(10)).await
 }
 

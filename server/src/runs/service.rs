@@ -5,7 +5,7 @@
 use super::sweep;
 use super::{Runner, TAIL_BYTES, run_from_row, tail, window};
 use crate::db::{NewRun, RunRow, Store};
-use crate::error::{Context, Error, Result};
+use crate::error::{Context, Error, Result, stored};
 use crate::hosts::Hosts;
 use crate::output::{OutputKey, Outputs};
 use crate::policy::{Edit, Permit, Read, Run as RunRight, RunOn};
@@ -93,7 +93,7 @@ impl Runs {
         tails_for: &HashSet<i64>,
         known: Option<&[crate::db::MeasurementRow]>,
         only_shown: bool,
-    ) {
+    ) -> Result<()> {
         let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
         let mut measured: HashMap<i64, Vec<domain::metrics::Measurement>> = HashMap::new();
         let loaded = match known {
@@ -112,7 +112,7 @@ impl Runs {
         }
         let mut by_step: HashMap<i64, Vec<Run>> = HashMap::new();
         for row in rows {
-            let mut run = run_from_row(row);
+            let mut run = run_from_row(row)?;
             run.measurements = measured.remove(&run.id).unwrap_or_default();
             by_step.entry(run.step_id).or_default().push(run);
         }
@@ -131,7 +131,7 @@ impl Runs {
         match self.store.reports_of_runs(&detailed).await {
             Ok(rows) => {
                 for row in rows {
-                    reports.entry(row.run_id).or_default().push(super::report_of(row, false));
+                    reports.entry(row.run_id).or_default().push(super::report_of(row, false)?);
                 }
             }
             Err(e) => tracing::error!("cannot read reports: {}", crate::error::chain(&e)),
@@ -165,13 +165,15 @@ impl Runs {
                             Err(e) => tracing::error!(run = newest.id, "cannot read the telemetry chart: {e}"),
                         }
                         if let Ok(Some((_, Some(notes)))) = self.store.telemetry_info(newest.id).await {
-                            newest.telemetry_notes = serde_json::from_str(&notes).unwrap_or_default();
+                            let id = newest.id;
+                            newest.telemetry_notes = stored(&notes, || format!("run {id}'s telemetry notes"))?;
                         }
                     }
                 }
                 step.runs = runs;
             }
         }
+        Ok(())
     }
 
     /// The artifacts of these runs, and their server logs' ids, by run.
@@ -335,7 +337,8 @@ impl Runs {
             .await?
             .filter(|s| s.investigation_id == permit.investigation())
             .ok_or_else(|| ApiError::not_found(format!("There is no step {step_id}.")))?;
-        let body = crate::steps::from_stored(&row.kind, &row.body).context("reading a stored step")?;
+        let body = crate::steps::from_stored(&row.kind, &row.body)
+            .map_err(|e| Error::unreadable(format!("step {step_id}'s body"), e))?;
         let StepBody::Command(command) = body else {
             return Err(
                 ApiError::invalid(format!("Step {step_id} is a {} step; only command steps run.", row.kind)).into()
@@ -396,13 +399,13 @@ impl Runs {
     /// The GPUs' telemetry during a run.
     pub async fn telemetry(&self, permit: &Permit<Read>, id: i64) -> Result<domain::telemetry::Telemetry> {
         let found = self.run(permit, id).await?;
-        Ok(crate::telemetry::of_run(&self.store, id, found.telemetry).await?)
+        crate::telemetry::of_run(&self.store, id, found.telemetry).await
     }
 
     /// The engine's series and notes during a run.
     pub async fn engine(&self, permit: &Permit<Read>, id: i64) -> Result<domain::engine::series::EngineSeries> {
         self.row(permit, id).await?;
-        Ok(crate::engine::series(&self.store, id).await?)
+        crate::engine::series(&self.store, id).await
     }
 
     /// Up to `bytes` of a run's output ending at `before`, as HTML, from a line start.
@@ -477,16 +480,27 @@ impl Runs {
         if self.store.investigation(investigation).await?.is_none() {
             return Err(crate::investigations::not_found(investigation).into());
         }
-        let runs: Vec<Run> =
-            self.store.runs_of_investigation(investigation).await?.into_iter().map(run_from_row).collect();
+        let runs: Vec<Run> = self
+            .store
+            .runs_of_investigation(investigation)
+            .await?
+            .into_iter()
+            .map(run_from_row)
+            .collect::<Result<_>>()?;
         Ok(domain::runs::runs_fingerprint(&runs))
     }
 
     /// The run with its measurements (none until it has finished).
     pub async fn run(&self, permit: &Permit<Read>, id: i64) -> Result<Run> {
-        let mut run = run_from_row(self.row(permit, id).await?);
+        let mut run = run_from_row(self.row(permit, id).await?)?;
         run.artifacts = self.logs_of(&[id]).await.0.remove(&id).unwrap_or_default();
-        run.reports = self.store.reports_of_runs(&[id]).await?.into_iter().map(|r| super::report_of(r, true)).collect();
+        run.reports = self
+            .store
+            .reports_of_runs(&[id])
+            .await?
+            .into_iter()
+            .map(|r| super::report_of(r, true))
+            .collect::<Result<_>>()?;
         if run.status.is_finished() {
             let found = self.store.measurements_of_runs(&[id]).await?.iter().map(crate::metrics::value_of).collect();
             (run.measurements, run.other_sources) = domain::metrics::split_one_each(found);
@@ -525,7 +539,7 @@ impl Runs {
         if run.telemetry && run.status.is_finished() {
             run.telemetry_svg = self.store.telemetry_svg(id).await?.filter(|svg| !svg.is_empty());
             if let Some((_, Some(notes))) = self.store.telemetry_info(id).await? {
-                run.telemetry_notes = serde_json::from_str(&notes).unwrap_or_default();
+                run.telemetry_notes = stored(&notes, || format!("run {id}'s telemetry notes"))?;
             }
         }
         if run.status.is_finished() {
@@ -542,7 +556,8 @@ impl Runs {
         let run = self.run(permit, id).await?;
         let step = self.store.step(run.step_id).await?.ok_or_else(|| not_found(id))?;
         let investigation = self.store.investigation(&step.investigation_id).await?.ok_or_else(|| not_found(id))?;
-        let runs: Vec<Run> = self.store.runs_of_step(run.step_id).await?.into_iter().map(run_from_row).collect();
+        let runs: Vec<Run> =
+            self.store.runs_of_step(run.step_id).await?.into_iter().map(run_from_row).collect::<Result<_>>()?;
         let page = domain::run_pages::RunPage {
             run,
             investigation_title: investigation.title,
@@ -665,7 +680,8 @@ impl Runs {
         {
             return Err(sweep::not_found(id).into());
         }
-        let runs: Vec<Run> = self.store.runs_of_sweep(id).await?.into_iter().map(run_from_row).collect();
+        let runs: Vec<Run> =
+            self.store.runs_of_sweep(id).await?.into_iter().map(run_from_row).collect::<Result<_>>()?;
         Ok(sweep::view(row, &runs))
     }
 
@@ -673,7 +689,8 @@ impl Runs {
     /// starts while the running one stops.
     pub async fn cancel_sweep(&self, permit: &Permit<RunRight>, id: i64) -> Result<domain::sweeps::Sweep> {
         self.sweep(&permit.read(), id).await?;
-        let runs: Vec<Run> = self.store.runs_of_sweep(id).await?.into_iter().map(run_from_row).collect();
+        let runs: Vec<Run> =
+            self.store.runs_of_sweep(id).await?.into_iter().map(run_from_row).collect::<Result<_>>()?;
         for run in runs.iter().filter(|r| r.status == RunStatus::Queued) {
             self.runner.cancel(permit.investigation(), run.id).await?;
         }

@@ -189,6 +189,9 @@ pub enum IndexError {
     Store(#[from] crate::db::StoreError),
     #[error("reading output: {0}")]
     Output(#[from] std::io::Error),
+    /// Stored data that does not parse (`Error::unreadable`).
+    #[error(transparent)]
+    Unreadable(#[from] crate::error::Error),
 }
 
 /// The words to index for `text`.
@@ -215,10 +218,11 @@ pub fn env_text<'a>(pairs: impl IntoIterator<Item = (&'a str, Option<&'a str>)>)
     (out.len() > 1).then_some(out)
 }
 
-fn run_env(row: &crate::db::RunRow) -> Option<String> {
-    let env: Vec<(String, String)> = serde_json::from_str(&row.env).unwrap_or_default();
+fn run_env(row: &crate::db::RunRow) -> Result<Option<String>, IndexError> {
+    use crate::error::{stored, stored_opt};
+    let env: Vec<(String, String)> = stored(&row.env, || format!("run {}'s environment", row.id))?;
     let config: serde_json::Map<String, serde_json::Value> =
-        row.config.as_deref().and_then(|c| serde_json::from_str(c).ok()).unwrap_or_default();
+        stored_opt(row.config.as_deref(), || format!("run {}'s configuration", row.id))?.unwrap_or_default();
     let config: Vec<(String, Option<String>)> = config
         .into_iter()
         .map(|(k, v)| {
@@ -230,9 +234,9 @@ fn run_env(row: &crate::db::RunRow) -> Option<String> {
             (k, v)
         })
         .collect();
-    env_text(env.iter().map(|(k, v)| (k.as_str(), Some(v.as_str()))).chain(
+    Ok(env_text(env.iter().map(|(k, v)| (k.as_str(), Some(v.as_str()))).chain(
         config.iter().filter(|(k, _)| !env.iter().any(|(e, _)| e == k)).map(|(k, v)| (k.as_str(), v.as_deref())),
-    ))
+    )))
 }
 
 /// Indexes a finished run's output; the investigation it is in.
@@ -303,7 +307,7 @@ async fn index_stream(
         Indexed::Output => (OutputKey::Run(run), "output", None),
         Indexed::ServerLog(log) => (OutputKey::Log(log), "server_log", Some(log)),
     };
-    let env = run_env(row);
+    let env = run_env(row)?;
     let at = row.finished_at.or(row.started_at).unwrap_or(row.queued_at);
     // An error is tried again (the claim is released), never taken for no output:
     // a busy database would otherwise mark the run indexed with nothing in it.
@@ -399,7 +403,7 @@ async fn index_investigation(store: &Store, investigation: &str) -> Result<(), I
         let snapshot = snapshots.iter().filter(|s| s.step_id == step.id).max_by_key(|s| s.id);
         match (kind, snapshot) {
             ("snippet", Some(snap)) => {
-                let lines: Vec<String> = serde_json::from_str(&snap.lines).unwrap_or_default();
+                let lines: Vec<String> = crate::error::stored(&snap.lines, || format!("snapshot {}'s lines", snap.id))?;
                 // A module's name too, before the file it resolved to.
                 let head = if text == snap.path { text } else { format!("{text} {}", snap.path) };
                 docs.push(NewDoc {
@@ -464,7 +468,7 @@ async fn index_investigation(store: &Store, investigation: &str) -> Result<(), I
             step_id: row.map(|r| r.step_id),
             run_id: run,
             host: row.map(|r| r.host.clone()),
-            env: row.and_then(run_env),
+            env: row.map(run_env).transpose()?.flatten(),
             author: row.and_then(|r| r.who.clone()),
             ..with_text(NewDoc::default(), at, labels.join("\n"))
         });

@@ -111,7 +111,13 @@ impl Source {
         let row = self.store.step(step_id).await?.filter(|s| s.investigation_id == permit.investigation());
         let row = row.ok_or_else(|| ApiError::not_found(format!("There is no step {step_id}.")))?;
         let mut step = crate::steps::unrendered(row)?;
-        step.snapshots = self.store.snapshots_of_step(step_id).await?.into_iter().map(super::snapshot_view).collect();
+        step.snapshots = self
+            .store
+            .snapshots_of_step(step_id)
+            .await?
+            .into_iter()
+            .map(super::snapshot_view)
+            .collect::<Result<_>>()?;
         Ok(step)
     }
 

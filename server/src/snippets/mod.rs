@@ -35,14 +35,18 @@ fn highlight_row(path: &str, start_line: i64, lines: &[String]) -> Vec<String> {
     highlight::highlight(path, first, lines)
 }
 
-pub(crate) fn snapshot_view(row: SnapshotRow) -> Snapshot {
-    let lines: Vec<String> = serde_json::from_str(&row.lines).unwrap_or_default();
+pub(crate) fn snapshot_view(row: SnapshotRow) -> Result<Snapshot> {
+    let id = row.id;
+    let lines: Vec<String> = crate::error::stored(&row.lines, || format!("snapshot {id}'s lines"))?;
+    let notes = crate::error::stored(&row.notes, || format!("snapshot {id}'s notes"))?;
+    // The highlighted lines are a cache of `lines`: one that does not parse
+    // (or does not match) is made again, so nothing is lost.
     let stored: Option<Vec<String>> = row.html_lines.as_deref().and_then(|h| serde_json::from_str(h).ok());
     let html_lines = match stored {
         Some(html) if html.len() == lines.len() => html,
         _ => highlight_row(&row.path, row.start_line, &lines),
     };
-    Snapshot {
+    Ok(Snapshot {
         id: row.id,
         start: u64::try_from(row.start_line).unwrap_or(1),
         end: u64::try_from(row.end_line).unwrap_or(1),
@@ -52,10 +56,10 @@ pub(crate) fn snapshot_view(row: SnapshotRow) -> Snapshot {
         size: u64::try_from(row.size).unwrap_or(0),
         mtime: row.mtime.map(|s| timestamp(s * 1000)),
         sha256: row.sha256,
-        notes: serde_json::from_str(&row.notes).unwrap_or_default(),
+        notes,
         fetched_at: timestamp(row.fetched_at),
         path: row.path,
-    }
+    })
 }
 
 impl Source {
@@ -112,10 +116,10 @@ impl Source {
     }
 
     /// The snapshots of snippet steps: the newest highlighted, older ones as text.
-    pub fn attach_snapshots(&self, _: &Permit<Read>, steps: &mut [Step], rows: Vec<SnapshotRow>) {
+    pub fn attach_snapshots(&self, _: &Permit<Read>, steps: &mut [Step], rows: Vec<SnapshotRow>) -> Result<()> {
         let mut by_step: HashMap<i64, Vec<Snapshot>> = HashMap::new();
         for row in rows {
-            by_step.entry(row.step_id).or_default().push(snapshot_view(row));
+            by_step.entry(row.step_id).or_default().push(snapshot_view(row)?);
         }
         for step in steps.iter_mut() {
             if let Some(mut snapshots) = by_step.remove(&step.id) {
@@ -127,6 +131,7 @@ impl Source {
                 step.snapshots = snapshots;
             }
         }
+        Ok(())
     }
 }
 
@@ -211,11 +216,12 @@ impl Source {
     }
 
     /// The newest search of each grep step, its matches marked.
-    pub fn attach_searches(&self, _: &Permit<Read>, steps: &mut [Step], rows: Vec<crate::db::SearchRow>) {
+    pub fn attach_searches(&self, _: &Permit<Read>, steps: &mut [Step], rows: Vec<crate::db::SearchRow>) -> Result<()> {
         for row in rows {
             let Some(step) = steps.iter_mut().find(|s| s.id == row.step_id) else { continue };
             let StepBody::Grep(body) = &step.body else { continue };
-            let mut hits: Vec<domain::steps::grep::Hit> = serde_json::from_str(&row.hits).unwrap_or_default();
+            let mut hits: Vec<domain::steps::grep::Hit> =
+                crate::error::stored(&row.hits, || format!("grep step {}'s hits", row.step_id))?;
             let marker = search::Marker::new(&body.pattern, body.regex);
             for hit in &mut hits {
                 hit.html = search::mark(&hit.text, &marker);
@@ -227,5 +233,6 @@ impl Source {
                 searched_at: timestamp(row.searched_at),
             });
         }
+        Ok(())
     }
 }

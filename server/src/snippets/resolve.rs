@@ -151,8 +151,10 @@ impl Source {
         let pythons = pythons_in_command(&run.command);
         let program = first_program(&run.command).filter(|p| !p.contains('/'));
         let body = script(file, &direct, &roots, &pythons, program);
-        let env: Vec<(String, String)> = serde_json::from_str(&run.env).unwrap_or_default();
-        let unset = crate::runs::unset_by(run.config.as_deref());
+        let env_json = run.env.clone();
+        let run = crate::runs::run_from_row(run)?;
+        let unset = run.config.as_ref().map(crate::runs::unset_in).unwrap_or_default();
+        let env = &run.env;
         let pairs = env.iter().map(|(k, v)| (k.as_str(), v.as_str()));
         let mut full = ssh::quote::remote_script(&body, pairs, unset.iter().map(String::as_str), None);
         if let Some(cwd) = run.cwd.as_deref().filter(|c| !c.is_empty()) {
@@ -174,7 +176,7 @@ impl Source {
             action: "source.search",
             host: Some(run.host.clone()),
             target: format!("where is {file} (for run {run_id})"),
-            env: Some(run.env.clone()),
+            env: Some(env_json),
             outcome: crate::audit::outcome(&captured),
             run_id: Some(run_id),
         };

@@ -10,7 +10,7 @@ mod snippet;
 pub use service::Steps;
 
 use crate::db::StepRow;
-use crate::error::{Context, Result};
+use crate::error::Result;
 use crate::time::timestamp;
 use domain::error::ApiError;
 use domain::model::{Step, step_url};
@@ -60,7 +60,8 @@ pub fn from_stored(kind: &str, fields: &str) -> Result<StepBody, serde_json::Err
 /// A step as stored, without its HTML, runs, snapshots or searches: what a
 /// folded step of a long timeline needs, and what the rest is added to.
 pub fn unrendered(row: StepRow) -> Result<Step> {
-    let body = from_stored(&row.kind, &row.body).context(format!("step {} has an unreadable body", row.id))?;
+    let body = from_stored(&row.kind, &row.body)
+        .map_err(|e| crate::error::Error::unreadable(format!("step {}'s body", row.id), e))?;
     Ok(Step {
         url: step_url(&row.investigation_id, row.id),
         runs: Vec::new(),

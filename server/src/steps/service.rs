@@ -117,13 +117,13 @@ impl Steps {
     pub async fn get(&self, permit: &Permit<Read>, id: i64) -> Result<Step> {
         let mut steps = vec![super::rendered(self.row(permit, id).await?)?];
         let runs = self.store.runs_of_step(id).await?;
-        self.runs.attach(permit, &mut steps, runs, &HashSet::from([id]), None, false).await;
+        self.runs.attach(permit, &mut steps, runs, &HashSet::from([id]), None, false).await?;
         let snapshots = self.store.snapshots_of_step(id).await?;
-        self.source.attach_snapshots(permit, &mut steps, snapshots);
+        self.source.attach_snapshots(permit, &mut steps, snapshots)?;
         let annotations = self.store.annotations_of_step(id).await?;
         self.source.attach_annotations(permit, &mut steps, annotations);
         let searches = self.store.search_of_step(id).await?;
-        self.source.attach_searches(permit, &mut steps, searches.into_iter().collect());
+        self.source.attach_searches(permit, &mut steps, searches.into_iter().collect())?;
         Ok(steps.remove(0))
     }
 

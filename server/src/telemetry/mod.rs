@@ -142,19 +142,17 @@ fn sample_of(r: &Reading, t_ms: u64, pcie_rx_mbs: Option<f64>, pcie_tx_mbs: Opti
 }
 
 /// The run's telemetry as the API answers it.
-pub async fn of_run(
-    store: &Store,
-    run: i64,
-    sampled: bool,
-) -> Result<domain::telemetry::Telemetry, crate::db::StoreError> {
+pub async fn of_run(store: &Store, run: i64, sampled: bool) -> crate::error::Result<domain::telemetry::Telemetry> {
+    use crate::error::stored_opt;
     let (gpus, notes) = store.telemetry_info(run).await?.unwrap_or_default();
+    let gpus: Vec<serde_json::Value> =
+        stored_opt(gpus.as_deref(), || format!("run {run}'s telemetry GPUs"))?.unwrap_or_default();
     let names: Vec<(u32, String)> = gpus
-        .and_then(|g| serde_json::from_str::<Vec<serde_json::Value>>(&g).ok())
-        .unwrap_or_default()
         .iter()
         .filter_map(|g| Some((u32::try_from(g["index"].as_u64()?).ok()?, g["name"].as_str()?.to_string())))
         .collect();
-    let mut notes: Vec<String> = notes.and_then(|n| serde_json::from_str(&n).ok()).unwrap_or_default();
+    let mut notes: Vec<String> =
+        stored_opt(notes.as_deref(), || format!("run {run}'s telemetry notes"))?.unwrap_or_default();
     if !sampled {
         notes.push("GPU telemetry was off for this run's step.".into());
     }
@@ -184,10 +182,10 @@ pub async fn of_run(
 }
 
 /// The GPUs the run's host facts list (none when it has none).
-async fn gpus_in_facts(store: &Store, run: i64) -> Result<Vec<domain::hosts::GpuFact>, crate::db::StoreError> {
+async fn gpus_in_facts(store: &Store, run: i64) -> crate::error::Result<Vec<domain::hosts::GpuFact>> {
     let Some(facts) = store.run(run).await?.and_then(|row| row.facts_id) else { return Ok(Vec::new()) };
     let Some(row) = store.facts(facts).await? else { return Ok(Vec::new()) };
-    Ok(serde_json::from_str::<domain::hosts::HostFacts>(&row.facts).map(|f| f.gpus).unwrap_or_default())
+    Ok(crate::facts::of_row(row)?.gpus)
 }
 
 #[cfg(test)]

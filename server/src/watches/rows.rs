@@ -4,7 +4,7 @@
 
 use super::schedule::Schedule;
 use crate::db::WatchRow;
-use crate::error::{Context, Result};
+use crate::error::Result;
 use domain::watches::{Watch, webhook_shown};
 
 /// The history page a watch judges, its configuration in the link (a sweep's
@@ -33,10 +33,8 @@ pub fn next_at(every_s: Option<i64>, cron: Option<&str>, now_ms: i64) -> Option<
 
 /// A watch as the API shows it.
 pub fn view(row: &WatchRow) -> Result<Watch> {
-    let last_change = match row.last_change.as_deref() {
-        Some(text) => Some(serde_json::from_str(text).context("a watch's last change")?),
-        None => None,
-    };
+    let last_change =
+        crate::error::stored_opt(row.last_change.as_deref(), || format!("watch {}'s last change", row.id))?;
     Ok(Watch {
         url: history_path(row),
         id: row.id,

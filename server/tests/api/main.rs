@@ -27,6 +27,7 @@ mod shares;
 mod snippets;
 mod sshd;
 mod steps;
+mod stored;
 mod sweeps;
 mod upgrade;
 mod watches;
