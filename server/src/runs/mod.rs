@@ -6,6 +6,7 @@ mod beside;
 pub mod bridge;
 pub mod compare;
 pub mod dir;
+mod engine_view;
 pub mod events;
 pub mod feed;
 mod life;

@@ -544,7 +544,7 @@ impl Runs {
         }
         if run.status.is_finished() {
             let sampled = run.telemetry;
-            page.engine = crate::engine::view(&self.store, id, sampled).await?;
+            page.engine = super::engine_view::view(&self.store, id, sampled).await?;
         }
         Ok(page)
     }

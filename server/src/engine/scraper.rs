@@ -1,22 +1,12 @@
-//! The engine's own signals while a run goes: its `/metrics` (vLLM, SGLang,
-//! any Prometheus text exposition) asked on the host from the server's being
-//! ready to the run's end, kept as series on the run's time axis
-//! (`domain::engine::series`), read into measurements when it ends
-//! (`crate::metrics::record`).
-//!
-//! One channel per run runs a small Python loop (`urllib`, one GET per
-//! interval, framed on stdout): no login shell or process per scrape, and a
-//! scrape's time is when it arrives here. At the run's end Sleuth writes
-//! `last` to its stdin: one more scrape (the counters after the last request),
-//! then it exits. A scrape that fails is counted and said in the run's notes;
-//! it never fails the run.
+//! One run's scraper: a channel on the run's host that runs `scrape.py`
+//! (`urllib`, one GET per interval, framed on stdout), its frames read into
+//! scrapes on the run's time axis, changes stored every few seconds, notes on
+//! what failed.
 
-use crate::charts::TimelinePanel;
 use crate::db::Store;
 use crate::ssh::exec::{self, Event};
 use crate::ssh::{Pool, Target, quote};
-use domain::engine::series::{EngineSeries, EngineView, Recorded, Recorder, SeriesLine};
-use domain::metrics::Measurement;
+use domain::engine::series::Recorder;
 use domain::steps::command::MetricsSpec;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -42,50 +32,17 @@ pub const KEEP_AT_MOST: usize = 128 << 20;
 const NO_PYTHON: &str = "sleuth-engine: no python3";
 const FRAME: &str = "sleuth-scrape ";
 
-/// The loop on the host: a scrape, a frame `sleuth-scrape STATUS LEN`, the
+/// The loop on the host (`scrape.py`): a scrape, a frame `sleuth-scrape STATUS LEN`, the
 /// body; until stdin says `last` (one more) or closes. A `/metrics` slower
 /// than the interval is waited for, then what is left of the interval (none);
 /// how many scrapes were late is said at the end (`sleuth-late N SLOWEST_MS`).
-const SCRIPT: &str = r#"import select, sys, time, urllib.error, urllib.request
-url, every = sys.argv[1], int(sys.argv[2]) / 1000.0
-out = sys.stdout.buffer
-late, slowest = 0, 0.0
-def scrape():
-    global late, slowest
-    began = time.monotonic()
-    try:
-        with urllib.request.urlopen(url, timeout=5) as r:
-            status, body = r.status, r.read(MAX)
-    except urllib.error.HTTPError as e:
-        status, body = e.code, b""
-    except Exception as e:
-        status, body = 0, repr(e).encode()[:300]
-    out.write(b"sleuth-scrape %d %d\n" % (status, len(body)) + body + b"\n")
-    out.flush()
-    took = time.monotonic() - began
-    if took > every:
-        late, slowest = late + 1, max(slowest, took)
-due = time.monotonic()
-while True:
-    scrape()
-    due = max(due + every, time.monotonic())
-    ready, _, _ = select.select([sys.stdin], [], [], max(0.0, due - time.monotonic()))
-    if ready:
-        line = sys.stdin.buffer.readline()
-        if line.strip() == b"last":
-            scrape()
-        break
-if late:
-    out.write(b"sleuth-late %d %d\n" % (late, int(slowest * 1000)))
-    out.flush()
-"#;
+const SCRIPT: &str = include_str!("scrape.py");
 
 /// The command the scraper channel runs (POSIX sh, then python3).
 fn script(spec: &MetricsSpec) -> String {
-    let program = SCRIPT.replace("MAX", &MAX_BODY.to_string());
     format!(
-        "command -v python3 >/dev/null 2>&1 || {{ echo '{NO_PYTHON}'; exit 0; }}\nexec python3 -c {} {} {}\n",
-        quote::quote(&program),
+        "command -v python3 >/dev/null 2>&1 || {{ echo '{NO_PYTHON}'; exit 0; }}\nexec python3 -c {} {} {} {MAX_BODY}\n",
+        quote::quote(SCRIPT),
         quote::quote(&spec.url),
         spec.interval_ms
     )
@@ -411,131 +368,6 @@ impl Scraper {
     }
 }
 
-/// What the run's measurements name as their source.
-pub const EXTRACTOR: &str = "engine";
-
-/// The run's stored scrapes, read.
-pub async fn recorded(store: &Store, run: i64) -> crate::db::StoreResult<Recorded> {
-    let chunks = store.engine_chunks(run).await?;
-    Ok(Recorded::read(chunks.iter().map(String::as_str)))
-}
-
-/// The run's series and notes (`GET /api/v1/runs/{id}/engine`).
-pub async fn series(store: &Store, run: i64) -> crate::error::Result<EngineSeries> {
-    let notes = store.engine_notes(run).await?;
-    let notes = crate::error::stored_opt(notes.as_deref(), || format!("run {run}'s engine notes"))?.unwrap_or_default();
-    Ok(EngineSeries { series: recorded(store, run).await?.series(), notes })
-}
-
-/// What the engine said about the run, as measurements (`domain::engine::measurements`).
-pub async fn measurements(store: &Store, run: i64) -> crate::db::StoreResult<Vec<Measurement>> {
-    let recorded = recorded(store, run).await?;
-    if recorded.is_empty() {
-        return Ok(Vec::new());
-    }
-    Ok(domain::engine::measurements(&recorded.scrapes())
-        .into_iter()
-        .map(|(metric, value, unit, key)| Measurement {
-            metric,
-            value,
-            unit: unit.to_string(),
-            extractor: EXTRACTOR.to_string(),
-            stddev: None,
-            key,
-        })
-        .collect())
-}
-
-/// Series a run page lists (the API gives them all).
-const LISTED: usize = 300;
-/// Gauges of the engine's own, beyond the signals, drawn on the timeline.
-const OTHER_PANELS: usize = 3;
-
-/// The run page's engine: its signals over the run with the GPUs'
-/// utilisation under them, its series listed. `None` when it was not scraped.
-pub async fn view(store: &Store, run: i64, sampled: bool) -> crate::error::Result<Option<EngineView>> {
-    let notes: Vec<String> = match store.engine_notes(run).await? {
-        Some(notes) => crate::error::stored(&notes, || format!("run {run}'s engine notes"))?,
-        None => return Ok(None),
-    };
-    let recorded = recorded(store, run).await?;
-    let telemetry = if sampled { Some(crate::telemetry::of_run(store, run, true).await?) } else { None };
-    let scrapes = recorded.scrapes();
-    let over_time = |names: &[&str], scale: f64| -> Vec<(f64, f64)> {
-        scrapes.iter().filter_map(|s| Some((s.t_ms as f64 / 1000.0, s.signal(names)? * scale))).collect()
-    };
-    let mut panels = vec![
-        TimelinePanel {
-            title: "engine".into(),
-            max: None,
-            dots: false,
-            lines: vec![
-                ("requests waiting".into(), over_time(&domain::engine::WAITING, 1.0)),
-                ("requests running".into(), over_time(&domain::engine::RUNNING, 1.0)),
-            ],
-        },
-        TimelinePanel {
-            title: "KV cache".into(),
-            max: Some(100.0),
-            dots: false,
-            lines: vec![("used %".into(), over_time(&domain::engine::KV_USAGE, 100.0))],
-        },
-    ];
-    if let Some(telemetry) = &telemetry {
-        let line = crate::charts::TelemetryLine { label: "", telemetry };
-        panels.push(TimelinePanel {
-            title: "GPUs".into(),
-            max: Some(100.0),
-            dots: false,
-            lines: vec![("SM util % (mean over GPUs)".into(), line.gpu_util())],
-        });
-    }
-    if let Some(requests) = requests_on_axis(store, run, &scrapes).await? {
-        panels.insert(1, requests);
-    }
-    for (name, points) in recorded.other_gauges().into_iter().take(OTHER_PANELS) {
-        panels.push(TimelinePanel { title: "engine".into(), max: None, dots: false, lines: vec![(name, points)] });
-    }
-    let svg = match crate::charts::timeline(&panels) {
-        Ok(svg) => svg,
-        Err(e) => {
-            tracing::error!(run, "cannot draw the engine's timeline: {e}");
-            None
-        }
-    };
-    let series = recorded.series();
-    Ok(Some(EngineView {
-        svg,
-        notes,
-        total: series.len(),
-        series: series.iter().take(LISTED).map(SeriesLine::of).collect(),
-    }))
-}
-
-/// Each request's TTFT at its start, where its report file timed them. A
-/// client's clock is not the run's: its first request is placed at the
-/// engine's first scrape with a request waiting or running (so within one
-/// scrape interval of where it was).
-async fn requests_on_axis(
-    store: &Store,
-    run: i64,
-    scrapes: &[domain::engine::Scrape],
-) -> crate::error::Result<Option<TimelinePanel>> {
-    let Some(text) = store.request_timeline(run).await? else { return Ok(None) };
-    let requests: Vec<(f64, f64)> = crate::error::stored(&text, || format!("run {run}'s request timeline"))?;
-    let busy = |s: &&domain::engine::Scrape| {
-        s.signal(&domain::engine::WAITING).unwrap_or(0.0) + s.signal(&domain::engine::RUNNING).unwrap_or(0.0) > 0.0
-    };
-    let Some(first) = scrapes.iter().filter(|s| s.t_ms >= 0).find(busy) else { return Ok(None) };
-    let at = first.t_ms as f64 / 1000.0;
-    Ok(Some(TimelinePanel {
-        title: "requests (first placed at the engine's first busy scrape)".into(),
-        max: None,
-        dots: true,
-        lines: vec![("TTFT ms by start".into(), requests.into_iter().map(|(s, ms)| (at + s, ms)).collect())],
-    }))
-}
-
 /// `at` on the run's time axis (negative: before its command started).
 fn t_ms(at: Instant, t0: Instant) -> i64 {
     match at.checked_duration_since(t0) {
@@ -570,7 +402,7 @@ mod tests {
         let spec = MetricsSpec { url: "http://127.0.0.1:8000/metrics'; rm -rf ~; '".into(), interval_ms: 250 };
         let script = script(&spec);
         assert!(script.contains("'http://127.0.0.1:8000/metrics'\\''; rm -rf ~; '\\'''"), "{script}");
-        assert!(script.ends_with(" 250\n"), "{script}");
+        assert!(script.ends_with(&format!(" 250 {MAX_BODY}\n")), "{script}");
     }
 
     #[tokio::test]
