@@ -1,6 +1,7 @@
 //! Host facts: GPUs, their links, CPU/NUMA and the serving stack's versions,
 //! captured in one shell round trip and kept with the time they were taken.
 
+pub mod differ;
 pub mod parse;
 
 use crate::db::Store;

@@ -113,7 +113,7 @@ impl Guarded {
             .filter_map(|r| r.facts.as_ref().map(|f| (r.id, f)))
             .max_by_key(|(id, _)| *id);
         let host_facts = match (before, after) {
-            (Some((_, a)), Some(b)) => crate::hypotheses::facts_differences(a, &b),
+            (Some((_, a)), Some(b)) => crate::facts::differ::differences(a, &b),
             _ => Vec::new(),
         };
         Ok(crate::replays::view(&row, &manifest, &replayed, host_facts)?)

@@ -1,11 +1,9 @@
 //! Hypotheses: checking what people write, and computing each one's experiment
 //! from the measurements of its runs.
 
-mod provenance;
+mod apart;
 
 /// What differs between two captures of a host's facts ("driver 570.1 → 580.2").
-pub use provenance::differences as facts_differences;
-
 use crate::db::{HypothesisRow, MeasurementRow, RunRow, Store};
 use crate::error::{Context, Result, stored};
 use crate::markdown::to_safe_html;
@@ -394,10 +392,10 @@ impl Hypotheses {
             }
         }
         let facts = &facts;
-        let context = |rows: Vec<&'a RunRow>| -> Result<Vec<provenance::RunContext<'_>>> {
+        let context = |rows: Vec<&'a RunRow>| -> Result<Vec<apart::RunContext<'_>>> {
             rows.into_iter()
                 .map(|r| {
-                    Ok(provenance::RunContext {
+                    Ok(apart::RunContext {
                         host: &r.host,
                         command: &r.command,
                         env: crate::error::stored(&r.env, || format!("run {}'s environment", r.id))?,
@@ -406,7 +404,7 @@ impl Hypotheses {
                 })
                 .collect()
         };
-        Ok(provenance::provenance(&context(b)?, &context(t)?))
+        Ok(apart::between_arms(&context(b)?, &context(t)?))
     }
 
     /// `runs`: the investigation's runs (loaded once for all its hypotheses).

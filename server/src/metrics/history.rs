@@ -94,7 +94,7 @@ pub fn differences(
         out.push(format!("host {} → {}", before.row.host, after.row.host));
     }
     if let (Some(a), Some(b)) = facts {
-        out.extend(crate::hypotheses::facts_differences(a, b));
+        out.extend(crate::facts::differ::differences(a, b));
     }
     let env = |m: &Measured| m.env.iter().cloned().collect::<std::collections::BTreeMap<String, String>>();
     let (a, b) = (env(before), env(after));

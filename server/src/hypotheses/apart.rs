@@ -1,11 +1,13 @@
-//! What told an experiment's groups apart besides the metric: hosts, the host
-//! facts each run started under, commands and env. The point is the sentence
+//! What told a hypothesis's two arms apart besides the metric: hosts, the host
+//! facts each run started under, commands and env (the hypothesis's
+//! `provenance` field; not a replay's manifest, `domain::replays::Manifest`). The point is the sentence
 //! "same host, same driver, only NCCL_PROTO differs" — or a warning when that
 //! is not so.
 
+use crate::facts::differ::{describe, differences};
 use domain::hosts::HostFacts;
 use domain::hypotheses::Provenance;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 
 /// What a run recorded about how it ran.
 pub struct RunContext<'a> {
@@ -19,53 +21,6 @@ fn distinct<T: Ord + Clone>(items: impl Iterator<Item = T>) -> Vec<T> {
     items.collect::<BTreeSet<T>>().into_iter().collect()
 }
 
-/// "2 × NVIDIA H200, driver 580.159.04, CUDA 13.0, NVLink between all 2 GPUs (NV18)".
-pub fn describe(facts: &HostFacts) -> String {
-    let mut parts = Vec::new();
-    if let Some(first) = facts.gpus.first() {
-        parts.push(format!("{} × {}", facts.gpus.len(), first.name));
-    }
-    if let Some(d) = &facts.driver {
-        parts.push(format!("driver {d}"));
-    }
-    if let Some(c) = &facts.cuda {
-        parts.push(format!("CUDA {c}"));
-    }
-    if let Some(i) = &facts.interconnect {
-        parts.push(i.clone());
-    }
-    if parts.is_empty() { "no GPU facts".into() } else { parts.join(", ") }
-}
-
-/// The fields that differ between two captures, as "driver 570.1 → 580.2".
-pub fn differences(a: &HostFacts, b: &HostFacts) -> Vec<String> {
-    let mut out = Vec::new();
-    let show = |x: &Option<String>| x.clone().unwrap_or_else(|| "unknown".into());
-    let gpus = |f: &HostFacts| f.gpus.iter().map(|g| g.name.clone()).collect::<Vec<_>>().join(", ");
-    if gpus(a) != gpus(b) {
-        out.push(format!("GPUs {} → {}", gpus(a), gpus(b)));
-    }
-    for (name, x, y) in [
-        ("driver", &a.driver, &b.driver),
-        ("CUDA", &a.cuda, &b.cuda),
-        ("interconnect", &a.interconnect, &b.interconnect),
-        ("python", &a.python, &b.python),
-    ] {
-        if x != y {
-            out.push(format!("{name} {} → {}", show(x), show(y)));
-        }
-    }
-    let (pa, pb): (BTreeMap<_, _>, BTreeMap<_, _>) =
-        (a.packages.iter().cloned().collect(), b.packages.iter().cloned().collect());
-    for name in pa.keys().chain(pb.keys()).collect::<BTreeSet<_>>() {
-        if pa.get(name) != pb.get(name) {
-            let v = |m: &BTreeMap<String, String>| m.get(name).cloned().unwrap_or_else(|| "absent".into());
-            out.push(format!("{name} {} → {}", v(&pa), v(&pb)));
-        }
-    }
-    out
-}
-
 /// The same capture content regardless of when it was taken.
 fn content(facts: &HostFacts) -> String {
     let mut f = facts.clone();
@@ -73,7 +28,7 @@ fn content(facts: &HostFacts) -> String {
     serde_json::to_string(&f).unwrap_or_default()
 }
 
-pub fn provenance(baseline: &[RunContext], treatment: &[RunContext]) -> Option<Provenance> {
+pub fn between_arms(baseline: &[RunContext], treatment: &[RunContext]) -> Option<Provenance> {
     if baseline.is_empty() || treatment.is_empty() {
         return None;
     }
@@ -209,7 +164,7 @@ mod tests {
         });
         let b = [run(&[], Some(&morning)), run(&[], Some(&noon))];
         let t = [run(&[("NCCL_PROTO", "LL")], Some(&noon))];
-        let p = provenance(&b, &t).unwrap();
+        let p = between_arms(&b, &t).unwrap();
         assert_eq!(
             p.summary,
             "Same host (h200) and the same host facts (2 × NVIDIA H200, driver 580.159.04, CUDA 13.0); \
@@ -225,7 +180,7 @@ mod tests {
         newer_torch.packages = vec![("torch".into(), "2.12.0".into())];
         let b = [run(&[("NCCL_PROTO", "SIMPLE")], Some(&old))];
         let t = [run(&[("NCCL_PROTO", "LL")], Some(&newer_torch)), run(&[("NCCL_PROTO", "LL")], None)];
-        let p = provenance(&b, &t).unwrap();
+        let p = between_arms(&b, &t).unwrap();
         assert!(p.summary.contains("different host facts"), "{}", p.summary);
         assert!(p.summary.contains("only NCCL_PROTO differs: SIMPLE → LL"), "{}", p.summary);
         let all = p.warnings.join("\n");
@@ -239,9 +194,9 @@ mod tests {
         let mut other = run(&[], None);
         other.host = "a100";
         other.command = "python decode.py --tp 4";
-        let p = provenance(&[run(&[], None)], &[other]).unwrap();
+        let p = between_arms(&[run(&[], None)], &[other]).unwrap();
         assert!(p.warnings[0].contains("different hosts"), "{:?}", p.warnings);
         assert!(p.summary.contains("no host facts recorded; only the command differs"), "{}", p.summary);
-        assert!(provenance(&[], &[run(&[], None)]).is_none());
+        assert!(between_arms(&[], &[run(&[], None)]).is_none());
     }
 }
