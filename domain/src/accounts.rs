@@ -46,13 +46,111 @@ pub struct AuditEntry {
     pub run_id: Option<i64>,
 }
 
-/// Someone's role in an investigation: `owner`, `runner`, `editor` or `viewer`.
+/// An investigation member's role, in the order of what it allows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Viewer,
+    Editor,
+    Runner,
+    Owner,
+}
+
+impl Role {
+    /// Owners first, as lists show them.
+    pub const ALL: [Role; 4] = [Role::Owner, Role::Runner, Role::Editor, Role::Viewer];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Viewer => "viewer",
+            Self::Editor => "editor",
+            Self::Runner => "runner",
+            Self::Owner => "owner",
+        }
+    }
+
+    /// What a member with this role may do on the investigation's pages.
+    pub fn abilities(self) -> crate::model::Abilities {
+        crate::model::Abilities {
+            comment: true,
+            edit: self >= Role::Editor,
+            run: self >= Role::Runner,
+            own: self >= Role::Owner,
+            named: false,
+        }
+    }
+}
+
+impl std::str::FromStr for Role {
+    type Err = UnknownRole;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Self::ALL.into_iter().find(|r| r.as_str() == text).ok_or_else(|| UnknownRole(text.to_string()))
+    }
+}
+
+impl TryFrom<String> for Role {
+    type Error = UnknownRole;
+
+    fn try_from(text: String) -> Result<Self, Self::Error> {
+        text.parse()
+    }
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A role that is none of [`Role`] (a stored one the schema should have kept out).
+#[derive(Debug, thiserror::Error)]
+#[error("{0:?} is not a role (owner, runner, editor, viewer)")]
+pub struct UnknownRole(pub String);
+
+/// Someone's role in an investigation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Member {
     pub user: String,
-    pub role: String,
+    pub role: Role,
+}
+
+/// A change of membership (`PUT /investigations/{id}/members`): a role, or
+/// `none` to take the user's away.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct MemberChange {
+    pub user: String,
+    pub role: RoleChange,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum RoleChange {
+    Owner,
+    Runner,
+    Editor,
+    Viewer,
+    /// No role: the user is no longer a member.
+    None,
+}
+
+impl RoleChange {
+    /// The role given; `None` where it is taken away.
+    pub fn role(self) -> Option<Role> {
+        match self {
+            Self::Owner => Some(Role::Owner),
+            Self::Runner => Some(Role::Runner),
+            Self::Editor => Some(Role::Editor),
+            Self::Viewer => Some(Role::Viewer),
+            Self::None => None,
+        }
+    }
 }
 
 /// Who may run on a host: everyone, or the listed users (admins always).

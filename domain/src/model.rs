@@ -139,7 +139,7 @@ pub struct Investigation {
 pub struct StepOutline {
     pub id: i64,
     pub position: u32,
-    pub kind: String,
+    pub kind: crate::steps::StepKind,
     /// [`StepBody::headline`].
     pub headline: String,
     /// A command step's environment, `NCCL_PROTO=LL` (empty: none); `None` for other kinds.
@@ -341,7 +341,7 @@ impl Step {
         StepOutline {
             id: self.id,
             position: self.position,
-            kind: self.body.kind().to_string(),
+            kind: self.body.kind(),
             headline: self.body.headline(),
             config: match &self.body {
                 StepBody::Command(c) => {

@@ -5,7 +5,7 @@
 //! They exist because the pages must compile without the server: each holds
 //! what a page calls, and nothing else.
 
-use crate::accounts::{ApiToken, Member, NewApiToken, NewUser, SignInLink, TeamUser, User};
+use crate::accounts::{ApiToken, Member, MemberChange, NewApiToken, NewUser, SignInLink, TeamUser, User};
 use crate::comments::{Comment, Mention, MentionIn, NewComment};
 use crate::error::ApiError;
 use crate::hosts::{ConnectionReport, Host, HostFacts, HostImport, HostPatch, ImportReport, NewHost};
@@ -269,7 +269,12 @@ pub trait FindOps: Send + Sync + 'static {
 #[async_trait::async_trait]
 pub trait TeamOps: Send + Sync + 'static {
     /// Gives `member.user` that role (owners only); a role of `none` removes it.
-    async fn set_member(&self, actor: &Actor, investigation: &str, member: Member) -> Result<Vec<Member>, ApiError>;
+    async fn set_member(
+        &self,
+        actor: &Actor,
+        investigation: &str,
+        change: MemberChange,
+    ) -> Result<Vec<Member>, ApiError>;
     /// The team's users not yet members (owners only): whom the Members form offers.
     async fn member_candidates(&self, actor: &Actor, investigation: &str) -> Result<Vec<String>, ApiError>;
     async fn create_share_link(

@@ -46,9 +46,7 @@ pub struct SearchResults {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
 pub struct SearchHit {
-    /// `investigation`, `note`, `command`, `output`, `snippet`, `hypothesis`,
-    /// `annotation`, `comment`, `measurement`, `grep` or `calculator`.
-    pub kind: String,
+    pub kind: DocKind,
     pub investigation_id: String,
     /// The investigation's title.
     pub title: String,
@@ -115,3 +113,91 @@ pub struct Export {
     pub format: ExportFormat,
     pub bytes: Vec<u8>,
 }
+
+/// What a search hit is: a kind of step, a run's output or its server's log,
+/// or what is said about them (`kind:` in a query names one).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum DocKind {
+    #[default]
+    Investigation,
+    Note,
+    Command,
+    Output,
+    ServerLog,
+    Snippet,
+    Grep,
+    Calculator,
+    Hypothesis,
+    Annotation,
+    Comment,
+    Measurement,
+}
+
+impl DocKind {
+    pub const ALL: [DocKind; 12] = [
+        Self::Investigation,
+        Self::Note,
+        Self::Command,
+        Self::Output,
+        Self::ServerLog,
+        Self::Snippet,
+        Self::Grep,
+        Self::Calculator,
+        Self::Hypothesis,
+        Self::Annotation,
+        Self::Comment,
+        Self::Measurement,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Investigation => "investigation",
+            Self::Note => "note",
+            Self::Command => "command",
+            Self::Output => "output",
+            Self::ServerLog => "server_log",
+            Self::Snippet => "snippet",
+            Self::Grep => "grep",
+            Self::Calculator => "calculator",
+            Self::Hypothesis => "hypothesis",
+            Self::Annotation => "annotation",
+            Self::Comment => "comment",
+            Self::Measurement => "measurement",
+        }
+    }
+
+    /// The kind of a step's document.
+    pub fn of_step(kind: crate::steps::StepKind) -> Self {
+        use crate::steps::StepKind;
+        match kind {
+            StepKind::Note => Self::Note,
+            StepKind::Command => Self::Command,
+            StepKind::Snippet => Self::Snippet,
+            StepKind::Grep => Self::Grep,
+            StepKind::Calculator => Self::Calculator,
+        }
+    }
+}
+
+impl std::str::FromStr for DocKind {
+    type Err = UnknownDocKind;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Self::ALL.into_iter().find(|k| k.as_str() == text).ok_or_else(|| UnknownDocKind(text.to_string()))
+    }
+}
+
+impl TryFrom<String> for DocKind {
+    type Error = UnknownDocKind;
+
+    fn try_from(text: String) -> Result<Self, Self::Error> {
+        text.parse()
+    }
+}
+
+/// A stored or asked-for kind that is none of [`DocKind`].
+#[derive(Debug, thiserror::Error)]
+#[error("{0:?} is not a kind of search hit")]
+pub struct UnknownDocKind(pub String);

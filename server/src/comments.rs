@@ -64,7 +64,7 @@ impl<'a> Reach<'a> {
         }
         if self.team.is_none() {
             let accounts = self.store.user_count().await? > 0;
-            let members = self.store.members(self.investigation).await?.into_iter().map(|(name, _)| name).collect();
+            let members = self.store.members(self.investigation).await?.into_iter().map(|m| m.user).collect();
             self.team = Some((accounts, members));
         }
         let Some((true, members)) = &self.team else { return Ok(not_told) };

@@ -96,7 +96,7 @@ impl Investigations {
         for _ in 0..4 {
             let id = ids::new_investigation_id();
             if self.store.insert_investigation(&id, &title, &question).await? {
-                self.store.set_member(&id, &permit.actor().name, Role::Owner.as_str()).await?;
+                self.store.set_member(&id, &permit.actor().name, Role::Owner).await?;
                 tracing::info!(investigation = %id, by = %permit.actor().name, "created investigation");
                 return Ok(id);
             }

@@ -4,7 +4,7 @@
 use crate::db::Store;
 use crate::error::Result;
 use crate::policy::{Own, Permit, Read, Role};
-use domain::accounts::Member;
+use domain::accounts::{Member, MemberChange};
 use domain::error::ApiError;
 
 #[derive(Clone)]
@@ -27,7 +27,7 @@ impl Members {
             return Err(crate::investigations::not_found(investigation).into());
         }
         let rows = self.store.members(investigation).await?;
-        Ok(rows.into_iter().map(|(user, role)| Member { user, role }).collect())
+        Ok(rows)
     }
 
     /// Who has which role, owners first.
@@ -50,23 +50,18 @@ impl Members {
 
     /// Gives `member.user` that role; a role of `none` removes it. An
     /// investigation keeps at least one owner.
-    pub async fn set(&self, permit: &Permit<Own>, member: Member) -> Result<Vec<Member>> {
+    pub async fn set(&self, permit: &Permit<Own>, change: MemberChange) -> Result<Vec<Member>> {
         let investigation = permit.investigation();
         let members = self.of(investigation).await?;
-        let role = match member.role.as_str() {
-            "none" => None,
-            other => Some(Role::parse(other).ok_or_else(|| {
-                ApiError::invalid(format!("A role is owner, runner, editor, viewer or none; not {other:?}."))
-            })?),
-        };
-        let user = self.existing_user(&member.user).await?;
-        let owners = members.iter().filter(|m| m.role == "owner" && !m.user.eq_ignore_ascii_case(&user)).count();
+        let role = change.role.role();
+        let user = self.existing_user(&change.user).await?;
+        let owners = members.iter().filter(|m| m.role == Role::Owner && !m.user.eq_ignore_ascii_case(&user)).count();
         if owners == 0 && role != Some(Role::Owner) {
             let why = "An investigation keeps at least one owner; make someone else owner first.";
             return Err(ApiError::invalid(why).into());
         }
         match role {
-            Some(role) => self.store.set_member(investigation, &user, role.as_str()).await?,
+            Some(role) => self.store.set_member(investigation, &user, role).await?,
             None => {
                 self.store.remove_member(investigation, &user).await?;
             }

@@ -23,7 +23,6 @@ use crate::shares::Shares;
 use crate::snippets::Source;
 use crate::ssh::Pool;
 use crate::steps::Steps;
-use domain::accounts::Member;
 use domain::error::ApiError;
 use domain::metrics::Overview;
 use domain::model::SharedView;
@@ -158,7 +157,7 @@ impl Notebook {
         Ok(Investigation {
             outline,
             runs_fingerprint,
-            members: members.into_iter().map(|(user, role)| Member { user, role }).collect(),
+            members,
             share_links: Vec::new(),
             replays: Vec::new(),
             replay_of: None,

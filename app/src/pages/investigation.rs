@@ -170,10 +170,10 @@ fn FoldedStep(step: StepOutline, part: (u32, u32)) -> impl IntoView {
         .map(|id| view! { <span class="anchor" id=id></span> })
         .collect_view();
     view! {
-        <li class="step folded" id=anchor data-kind=step.kind.clone()>
+        <li class="step folded" id=anchor data-kind=step.kind.as_str()>
             <a class="step-link" href=href title="Show this part of the timeline">"#" {step.position}</a>
             " "
-            <span class="kind">{step.kind.clone()}</span>
+            <span class="kind">{step.kind.as_str()}</span>
             " "
             <span class="headline">{step.headline.clone()}</span>
             " "
@@ -185,7 +185,8 @@ fn FoldedStep(step: StepOutline, part: (u32, u32)) -> impl IntoView {
 
 /// Why a signed-in reader sees no forms, and whom to ask.
 fn read_only_notice(inv: &Investigation) -> Option<impl IntoView + use<>> {
-    let owners: Vec<String> = inv.members.iter().filter(|m| m.role == "owner").map(|m| m.user.clone()).collect();
+    let owners: Vec<String> =
+        inv.members.iter().filter(|m| m.role == domain::accounts::Role::Owner).map(|m| m.user.clone()).collect();
     let ask = if owners.is_empty() { String::new() } else { format!(" (ask an owner: {})", owners.join(", ")) };
     let text = match (inv.abilities.edit, inv.abilities.run) {
         (false, _) => format!("You can read this investigation; changing it needs the editor role{ask}."),
@@ -307,7 +308,7 @@ fn StepItem(step: Step, last: u32) -> impl IntoView {
     let anchor = step.anchor();
     let editable = matches!(step.body, domain::steps::StepBody::Note(_) | domain::steps::StepBody::Command(_));
     let toggle = editor_href(step.id, !editing);
-    let (kind, created) = (step.body.kind(), step.created_at.clone());
+    let (kind, created) = (step.body.kind().as_str(), step.created_at.clone());
     view! {
         <li class="step" id=anchor.clone() data-kind=kind data-editing=editing.then_some("") data-step=step_id data-position=position tabindex="-1">
             <div class="step-head">

@@ -1,16 +1,16 @@
 //! An investigation's members, in its header: who may read, edit, run and
 //! share it. Owners change them; everyone who can read it sees them.
 
-use domain::accounts::Member;
+use domain::accounts::{Member, MemberChange, RoleChange};
 use domain::error::ApiError;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 
 #[server]
-pub async fn set_member(investigation: String, user: String, role: String) -> Result<Vec<Member>, ApiError> {
-    let member = Member { user, role };
+pub async fn set_member(investigation: String, user: String, role: RoleChange) -> Result<Vec<Member>, ApiError> {
+    let change = MemberChange { user, role };
     crate::backend::call(
-        move |notebook, actor| async move { notebook.set_member(&actor, &investigation, member).await },
+        move |notebook, actor| async move { notebook.set_member(&actor, &investigation, change).await },
     )
     .await
 }
@@ -27,7 +27,7 @@ pub async fn member_candidates(investigation: String) -> Result<Vec<String>, Api
 pub fn Members(investigation: String, members: Vec<Member>) -> impl IntoView {
     let set = ServerAction::<SetMember>::new();
     // Whom to give a role: the members (to change theirs) and the team's other users, by name.
-    let current: Vec<(String, String)> = members.iter().map(|m| (m.user.clone(), m.role.clone())).collect();
+    let current: Vec<(String, &str)> = members.iter().map(|m| (m.user.clone(), m.role.as_str())).collect();
     // Asked only by an owner: anyone else would be refused, and a refusal sets the page's status.
     let owner = crate::components::abilities().own;
     let candidates = {
@@ -63,7 +63,7 @@ pub fn Members(investigation: String, members: Vec<Member>) -> impl IntoView {
         .into_iter()
         .map(|m| {
             let name = m.user.clone();
-            view! { <li data-member=name><strong>{m.user}</strong> " " <span class="tag">{m.role}</span></li> }
+            view! { <li data-member=name><strong>{m.user}</strong> " " <span class="tag">{m.role.as_str()}</span></li> }
         })
         .collect_view();
     view! {

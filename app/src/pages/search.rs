@@ -129,14 +129,15 @@ fn Results(found: SearchResults, asked: String) -> impl IntoView {
 
 #[component]
 fn Hit(hit: SearchHit) -> impl IntoView {
-    let what = match (hit.kind.as_str(), hit.line, hit.run_id) {
-        ("output", Some(line), Some(run)) => format!("output of run {run}, line {line}"),
-        ("server_log", Some(line), Some(run)) => format!("server log of run {run}, line {line}"),
-        ("snippet", Some(line), _) => format!("source, line {line}"),
-        (kind, _, _) => kind.to_string(),
+    use domain::search::DocKind;
+    let what = match (hit.kind, hit.line, hit.run_id) {
+        (DocKind::Output, Some(line), Some(run)) => format!("output of run {run}, line {line}"),
+        (DocKind::ServerLog, Some(line), Some(run)) => format!("server log of run {run}, line {line}"),
+        (DocKind::Snippet, Some(line), _) => format!("source, line {line}"),
+        (kind, _, _) => kind.as_str().to_string(),
     };
     view! {
-        <li class="search-hit" data-kind=hit.kind.clone()>
+        <li class="search-hit" data-kind=hit.kind.as_str()>
             <a class="hit-link" href=hit.url.clone()>
                 <span class="tag">{what}</span>
                 // The server escaped the text, then marked the matches.

@@ -25,14 +25,67 @@ pub enum StepBody {
     Calculator(calculator::CalculatorBody),
 }
 
-impl StepBody {
-    pub fn kind(&self) -> &'static str {
+/// A step's kind: [`StepBody`]'s tag, as lists and the store name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum StepKind {
+    Note,
+    Command,
+    Snippet,
+    Grep,
+    Calculator,
+}
+
+impl StepKind {
+    pub const ALL: [StepKind; 5] = [Self::Note, Self::Command, Self::Snippet, Self::Grep, Self::Calculator];
+
+    pub fn as_str(self) -> &'static str {
         match self {
-            Self::Note(_) => "note",
-            Self::Command(_) => "command",
-            Self::Snippet(_) => "snippet",
-            Self::Grep(_) => "grep",
-            Self::Calculator(_) => "calculator",
+            Self::Note => "note",
+            Self::Command => "command",
+            Self::Snippet => "snippet",
+            Self::Grep => "grep",
+            Self::Calculator => "calculator",
+        }
+    }
+}
+
+impl std::fmt::Display for StepKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for StepKind {
+    type Err = UnknownStepKind;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Self::ALL.into_iter().find(|k| k.as_str() == text).ok_or_else(|| UnknownStepKind(text.to_string()))
+    }
+}
+
+impl TryFrom<String> for StepKind {
+    type Error = UnknownStepKind;
+
+    fn try_from(text: String) -> Result<Self, Self::Error> {
+        text.parse()
+    }
+}
+
+/// A stored step kind that is none of [`StepKind`].
+#[derive(Debug, thiserror::Error)]
+#[error("{0:?} is not a step kind (note, command, snippet, grep, calculator)")]
+pub struct UnknownStepKind(pub String);
+
+impl StepBody {
+    pub fn kind(&self) -> StepKind {
+        match self {
+            Self::Note(_) => StepKind::Note,
+            Self::Command(_) => StepKind::Command,
+            Self::Snippet(_) => StepKind::Snippet,
+            Self::Grep(_) => StepKind::Grep,
+            Self::Calculator(_) => StepKind::Calculator,
         }
     }
 

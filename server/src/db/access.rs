@@ -1,19 +1,34 @@
 //! Investigation members and host allow-lists (see migration 0014).
 
 use super::{Store, StoreResult};
+use domain::accounts::{Member, Role};
+
+/// A role as stored: one the schema's CHECK should have kept out is an error, not "no role".
+#[derive(sqlx::FromRow)]
+struct RoleRow {
+    #[sqlx(try_from = "String")]
+    role: Role,
+}
+
+#[derive(sqlx::FromRow)]
+struct MemberRow {
+    user_name: String,
+    #[sqlx(try_from = "String")]
+    role: Role,
+}
 
 impl Store {
-    pub async fn role_of(&self, investigation: &str, user: &str) -> StoreResult<Option<String>> {
-        let row: Option<(String,)> =
+    pub async fn role_of(&self, investigation: &str, user: &str) -> StoreResult<Option<Role>> {
+        let row: Option<RoleRow> =
             sqlx::query_as("SELECT role FROM investigation_members WHERE investigation_id = $1 AND user_name = $2")
                 .bind(investigation)
                 .bind(user)
                 .fetch_optional(&self.pool)
                 .await?;
-        Ok(row.map(|(r,)| r))
+        Ok(row.map(|r| r.role))
     }
 
-    pub async fn set_member(&self, investigation: &str, user: &str, role: &str) -> StoreResult<()> {
+    pub async fn set_member(&self, investigation: &str, user: &str, role: Role) -> StoreResult<()> {
         set_member_in(&mut *self.pool.acquire().await?, investigation, user, role).await
     }
 
@@ -26,15 +41,16 @@ impl Store {
         Ok(done.rows_affected() == 1)
     }
 
-    /// `(user, role)`, owners first.
-    pub async fn members(&self, investigation: &str) -> StoreResult<Vec<(String, String)>> {
-        Ok(sqlx::query_as(
+    /// The members, owners first.
+    pub async fn members(&self, investigation: &str) -> StoreResult<Vec<Member>> {
+        let rows: Vec<MemberRow> = sqlx::query_as(
             "SELECT user_name, role FROM investigation_members WHERE investigation_id = $1
              ORDER BY CASE role WHEN 'owner' THEN 0 WHEN 'runner' THEN 1 WHEN 'editor' THEN 2 ELSE 3 END, user_name",
         )
         .bind(investigation)
         .fetch_all(&self.pool)
-        .await?)
+        .await?;
+        Ok(rows.into_iter().map(|r| Member { user: r.user_name, role: r.role }).collect())
     }
 
     /// Ids of the investigations `user` is a member of.
@@ -158,7 +174,7 @@ pub(super) async fn set_member_in(
     conn: &mut sqlx::AnyConnection,
     investigation: &str,
     user: &str,
-    role: &str,
+    role: Role,
 ) -> StoreResult<()> {
     sqlx::query(
         "INSERT INTO investigation_members (investigation_id, user_name, role) VALUES ($1, $2, $3)
@@ -166,7 +182,7 @@ pub(super) async fn set_member_in(
     )
     .bind(investigation)
     .bind(user)
-    .bind(role)
+    .bind(role.as_str())
     .execute(conn)
     .await?;
     Ok(())

@@ -66,7 +66,7 @@ impl Store {
         if !super::insert_investigation_in(&mut tx, copy.id, copy.title, copy.question, now).await? {
             return Ok(None);
         }
-        super::access::set_member_in(&mut tx, copy.id, copy.owner, "owner").await?;
+        super::access::set_member_in(&mut tx, copy.id, copy.owner, domain::accounts::Role::Owner).await?;
         for (name, pattern, unit) in &copy.extractors {
             super::measurements::insert_extractor_in(&mut tx, copy.id, name, pattern, unit).await?;
         }

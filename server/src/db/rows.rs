@@ -31,7 +31,8 @@ pub struct StepRow {
     pub id: i64,
     pub investigation_id: String,
     pub position: i64,
-    pub kind: String,
+    #[sqlx(try_from = "String")]
+    pub kind: domain::steps::StepKind,
     /// The kind's fields as a JSON object (without `kind`).
     pub body: String,
     pub created_at: i64,

@@ -8,7 +8,7 @@ use sqlx::{Any, Transaction};
 /// A findable thing, as the indexer makes it (see `crate::search::docs`).
 #[derive(Clone, Debug, Default)]
 pub struct NewDoc {
-    pub kind: &'static str,
+    pub kind: domain::search::DocKind,
     pub step_id: Option<i64>,
     pub run_id: Option<i64>,
     pub ref_id: Option<i64>,
@@ -30,7 +30,8 @@ pub struct DocRow {
     pub id: i64,
     pub investigation_id: String,
     pub title: String,
-    pub kind: String,
+    #[sqlx(try_from = "String")]
+    pub kind: domain::search::DocKind,
     pub step_id: Option<i64>,
     pub run_id: Option<i64>,
     pub ref_id: Option<i64>,
@@ -55,7 +56,7 @@ pub struct DocQuery {
     pub env: Vec<String>,
     pub status: Option<String>,
     pub author: Option<String>,
-    pub kind: Option<String>,
+    pub kind: Option<domain::search::DocKind>,
     pub after_ms: Option<i64>,
     pub before_ms: Option<i64>,
     pub newest_first: bool,
@@ -179,7 +180,7 @@ impl Store {
         };
         let mut query = sqlx::query_as::<_, (i64,)>(sqlx::AssertSqlSafe(insert))
             .bind(investigation)
-            .bind(doc.kind)
+            .bind(doc.kind.as_str())
             .bind(doc.step_id)
             .bind(doc.run_id)
             .bind(doc.ref_id)
@@ -290,8 +291,8 @@ impl Store {
             let s = slot(author.to_lowercase(), &mut binds);
             conditions.push(format!("LOWER(d.author) = {s}"));
         }
-        if let Some(kind) = &query.kind {
-            let s = slot(kind.clone(), &mut binds);
+        if let Some(kind) = query.kind {
+            let s = slot(kind.as_str().to_string(), &mut binds);
             conditions.push(format!("d.kind = {s}"));
         }
         let mut numbers: Vec<(String, i64)> = Vec::new();

@@ -4,7 +4,7 @@
 //! which the JSON API's handlers call directly, so that "go to definition"
 //! from a handler lands on the code. What only the API does is not a port.
 
-use domain::accounts::{ApiToken, Member, NewApiToken, NewUser, SignInLink, TeamUser};
+use domain::accounts::{ApiToken, Member, MemberChange, NewApiToken, NewUser, SignInLink, TeamUser};
 use domain::comments::{Comment, Mention, MentionIn, NewComment};
 use domain::error::ApiError;
 use domain::hosts::{ConnectionReport, Host, HostFacts, HostImport, HostPatch, ImportReport, NewHost};
@@ -118,7 +118,7 @@ answer! { domain::ports::FindOps {
 } }
 
 answer! { domain::ports::TeamOps {
-        fn set_member(&self, actor: &Actor, investigation: &str, member: Member) -> Result<Vec<Member>, ApiError>;
+        fn set_member(&self, actor: &Actor, investigation: &str, change: MemberChange) -> Result<Vec<Member>, ApiError>;
         fn member_candidates(&self, actor: &Actor, investigation: &str) -> Result<Vec<String>, ApiError>;
         fn create_share_link(&self, actor: &Actor, investigation: &str, new: NewShareLink) -> Result<CreatedShareLink, ApiError>;
         fn revoke_share_link(&self, actor: &Actor, id: i64) -> Result<ShareLink, ApiError>;

@@ -2,7 +2,7 @@
 
 use crate::db::OwnedBy;
 use crate::policy::{Edit, Own, Read};
-use domain::accounts::Member;
+use domain::accounts::{Member, MemberChange};
 use domain::comments::{Comment, Mention, MentionIn, NewComment};
 use domain::error::ApiError;
 use domain::model::{SharedView, StepWindow};
@@ -18,10 +18,10 @@ impl super::Guarded {
         &self,
         actor: &Actor,
         investigation: &str,
-        member: Member,
+        change: MemberChange,
     ) -> Result<Vec<Member>, ApiError> {
         let permit = self.access.permit::<Own>(actor, investigation).await?;
-        let done = self.notebook.members.set(&permit, member).await;
+        let done = self.notebook.members.set(&permit, change).await;
         Ok(self.announce(actor, investigation, done)?)
     }
     /// Whom an owner may add: the team's users not yet members.

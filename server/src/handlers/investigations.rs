@@ -63,9 +63,9 @@ pub async fn set_member(
     Caller(actor): Caller,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<String>,
-    ApiJson(member): ApiJson<domain::accounts::Member>,
+    ApiJson(change): ApiJson<domain::accounts::MemberChange>,
 ) -> Result<Json<Vec<domain::accounts::Member>>, AppError> {
-    Ok(Json(state.notebook.set_member(&actor, &id, member).await?))
+    Ok(Json(state.notebook.set_member(&actor, &id, change).await?))
 }
 
 /// The routes of investigations and their members (under `/api/v1`).

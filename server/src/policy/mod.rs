@@ -63,8 +63,7 @@ impl Access {
         if actor.admin {
             return Ok(Some(Role::Owner));
         }
-        let role = self.store.role_of(investigation, &actor.name).await?;
-        Ok(role.as_deref().and_then(Role::parse))
+        Ok(self.store.role_of(investigation, &actor.name).await?)
     }
 
     /// The caller's role, if it is enough for `need`; a 404 without one, a 403 naming it if too small.

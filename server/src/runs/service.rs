@@ -337,7 +337,7 @@ impl Runs {
             .await?
             .filter(|s| s.investigation_id == permit.investigation())
             .ok_or_else(|| ApiError::not_found(format!("There is no step {step_id}.")))?;
-        let body = crate::steps::from_stored(&row.kind, &row.body)
+        let body = crate::steps::from_stored(row.kind, &row.body)
             .map_err(|e| Error::unreadable(format!("step {step_id}'s body"), e))?;
         let StepBody::Command(command) = body else {
             return Err(

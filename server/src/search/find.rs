@@ -8,6 +8,7 @@ use crate::error::Result;
 use crate::output::Outputs;
 use crate::policy::Readers;
 use domain::error::ApiError;
+use domain::search::DocKind;
 use domain::search::{DEFAULT_LIMIT, MAX_LIMIT, SearchHit, SearchRequest, SearchResults};
 
 impl From<QueryError> for ApiError {
@@ -71,7 +72,7 @@ async fn search(
             .collect(),
         status: f.status.clone(),
         author: f.author.clone(),
-        kind: f.kind.clone(),
+        kind: f.kind,
         after_ms: f.after_ms,
         before_ms: f.before_ms,
         newest_first,
@@ -107,12 +108,12 @@ async fn hit(outputs: &Outputs, row: DocRow, marks: &excerpt::Marks) -> SearchHi
     let step = row.step_id.map(|s| format!("{page}#step-{s}"));
     let mut line = None;
     let mut output_url = None;
-    let (url, html) = match row.kind.as_str() {
-        "output" | "server_log" => {
+    let (url, html) = match row.kind {
+        DocKind::Output | DocKind::ServerLog => {
             let (run, start) = (row.run_id.unwrap_or(0), row.start_byte.unwrap_or(0).max(0) as u64);
             let len = row.len.unwrap_or(0).max(0) as u64;
-            let (key, stream) = match (row.kind.as_str(), row.ref_id) {
-                ("server_log", Some(log)) => (OutputKey::Log(log), "&stream=server"),
+            let (key, stream) = match (row.kind, row.ref_id) {
+                (DocKind::ServerLog, Some(log)) => (OutputKey::Log(log), "&stream=server"),
                 _ => (OutputKey::Run(run), ""),
             };
             let text = match outputs.read_range(key, start, len).await {
@@ -135,7 +136,7 @@ async fn hit(outputs: &Outputs, row: DocRow, marks: &excerpt::Marks) -> SearchHi
             // The run's own page: the step shows only its newest run.
             (format!("/runs/{run}"), excerpt::excerpt(line_text, marks))
         }
-        "snippet" if row.first_line.is_some() => {
+        DocKind::Snippet if row.first_line.is_some() => {
             let text = row.body.clone().unwrap_or_default();
             // The body is the path, then the snapshot's lines.
             let (n, _) = excerpt::first_match(&text, marks).unwrap_or((0, 0));
@@ -153,9 +154,9 @@ async fn hit(outputs: &Outputs, row: DocRow, marks: &excerpt::Marks) -> SearchHi
         kind => {
             let text = row.body.clone().unwrap_or_default();
             let url = match (kind, row.ref_id) {
-                ("hypothesis", Some(id)) => format!("{page}#{}", domain::hypotheses::hypothesis_anchor(id)),
-                ("annotation", Some(id)) => format!("{page}#{}", domain::steps::snippet::annotation_anchor(id)),
-                ("comment", Some(id)) => format!("{page}#{}", domain::comments::comment_anchor(id)),
+                (DocKind::Hypothesis, Some(id)) => format!("{page}#{}", domain::hypotheses::hypothesis_anchor(id)),
+                (DocKind::Annotation, Some(id)) => format!("{page}#{}", domain::steps::snippet::annotation_anchor(id)),
+                (DocKind::Comment, Some(id)) => format!("{page}#{}", domain::comments::comment_anchor(id)),
                 _ => step.clone().unwrap_or_else(|| page.clone()),
             };
             (url, excerpt::excerpt(&text, marks))

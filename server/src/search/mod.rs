@@ -34,6 +34,7 @@ pub use find::Search;
 
 use crate::db::{NewDoc, OutputKey, OwnedBy, Store};
 use crate::output::Outputs;
+use domain::search::DocKind;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -304,8 +305,8 @@ async fn index_stream(
 ) -> Result<(), IndexError> {
     let run = row.id;
     let (key, kind, ref_id) = match stream {
-        Indexed::Output => (OutputKey::Run(run), "output", None),
-        Indexed::ServerLog(log) => (OutputKey::Log(log), "server_log", Some(log)),
+        Indexed::Output => (OutputKey::Run(run), DocKind::Output, None),
+        Indexed::ServerLog(log) => (OutputKey::Log(log), DocKind::ServerLog, Some(log)),
     };
     let env = run_env(row)?;
     let at = row.finished_at.or(row.started_at).unwrap_or(row.queued_at);
@@ -376,33 +377,34 @@ async fn index_stream(
 /// Indexes everything of `investigation` but run output again.
 async fn index_investigation(store: &Store, investigation: &str) -> Result<(), IndexError> {
     let Some(row) = store.investigation(investigation).await? else { return Ok(()) };
-    let mut docs = vec![doc("investigation", row.created_at, format!("{}\n{}", row.title, row.question))];
+    let mut docs = vec![doc(DocKind::Investigation, row.created_at, format!("{}\n{}", row.title, row.question))];
     let steps = store.steps(investigation).await?;
     let runs = store.runs_of_investigation(investigation).await?;
     let snapshots = store.snapshots_of_investigation(investigation).await?;
     for step in &steps {
-        let Ok(body) = crate::steps::from_stored(&step.kind, &step.body) else { continue };
+        let body = crate::steps::from_stored(step.kind, &step.body)
+            .map_err(|e| crate::error::Error::unreadable(format!("step {}'s body", step.id), e))?;
         let base = NewDoc { step_id: Some(step.id), author: step.updated_by.clone(), ..NewDoc::default() };
         use domain::steps::StepBody;
         let (kind, host, env, text) = match &body {
-            StepBody::Note(n) => ("note", None, None, n.body.clone()),
+            StepBody::Note(n) => (DocKind::Note, None, None, n.body.clone()),
             StepBody::Command(c) => {
                 let env = env_text(c.env.iter().map(|(k, v)| (k.as_str(), Some(v.as_str()))));
                 let sweep = domain::sweeps::matrix_text(&c.matrix);
                 let env_lines: String = c.env.iter().map(|(k, v)| format!("\n{k}={v}")).collect();
-                ("command", Some(c.host.clone()), env, format!("{}{env_lines}\n{sweep}", c.command))
+                (DocKind::Command, Some(c.host.clone()), env, format!("{}{env_lines}\n{sweep}", c.command))
             }
             StepBody::Snippet(s) => {
                 let what = s.path.clone().or_else(|| s.module.clone()).unwrap_or_default();
-                ("snippet", Some(s.host.clone()), None, what)
+                (DocKind::Snippet, Some(s.host.clone()), None, what)
             }
-            StepBody::Grep(g) => ("grep", Some(g.host.clone()), None, format!("{}\n{}", g.pattern, g.path)),
+            StepBody::Grep(g) => (DocKind::Grep, Some(g.host.clone()), None, format!("{}\n{}", g.pattern, g.path)),
             StepBody::Calculator(_) => continue,
         };
         // A snippet is found by its newest snapshot (path, then lines), the others by their text.
         let snapshot = snapshots.iter().filter(|s| s.step_id == step.id).max_by_key(|s| s.id);
         match (kind, snapshot) {
-            ("snippet", Some(snap)) => {
+            (DocKind::Snippet, Some(snap)) => {
                 let lines: Vec<String> = crate::error::stored(&snap.lines, || format!("snapshot {}'s lines", snap.id))?;
                 // A module's name too, before the file it resolved to.
                 let head = if text == snap.path { text } else { format!("{text} {}", snap.path) };
@@ -419,7 +421,7 @@ async fn index_investigation(store: &Store, investigation: &str) -> Result<(), I
     for h in store.hypotheses(investigation).await? {
         let text = format!("{}\n{}\n{}", h.statement, h.rationale, h.status.as_str());
         docs.push(NewDoc {
-            kind: "hypothesis",
+            kind: DocKind::Hypothesis,
             ref_id: Some(h.id),
             author: h.updated_by.clone(),
             ..with_text(NewDoc::default(), h.updated_at, text)
@@ -427,7 +429,7 @@ async fn index_investigation(store: &Store, investigation: &str) -> Result<(), I
     }
     for a in store.annotations_of_investigation(investigation).await? {
         docs.push(NewDoc {
-            kind: "annotation",
+            kind: DocKind::Annotation,
             step_id: Some(a.step_id),
             ref_id: Some(a.id),
             first_line: Some(a.start_line),
@@ -437,7 +439,7 @@ async fn index_investigation(store: &Store, investigation: &str) -> Result<(), I
     }
     for c in store.comments_of_investigation(investigation).await? {
         docs.push(NewDoc {
-            kind: "comment",
+            kind: DocKind::Comment,
             step_id: Some(c.step_id),
             ref_id: Some(c.id),
             author: Some(c.author.clone()),
@@ -464,7 +466,7 @@ async fn index_investigation(store: &Store, investigation: &str) -> Result<(), I
         let first = measurements.iter().filter(|m| m.run_id == run).map(|m| m.created_at).min();
         let at = row.map_or(first.unwrap_or(0), |r| r.finished_at.unwrap_or(r.queued_at));
         docs.push(NewDoc {
-            kind: "measurement",
+            kind: DocKind::Measurement,
             step_id: row.map(|r| r.step_id),
             run_id: run,
             host: row.map(|r| r.host.clone()),
@@ -477,7 +479,7 @@ async fn index_investigation(store: &Store, investigation: &str) -> Result<(), I
     Ok(())
 }
 
-fn doc(kind: &'static str, at: i64, text: String) -> NewDoc {
+fn doc(kind: DocKind, at: i64, text: String) -> NewDoc {
     NewDoc { kind, ..with_text(NewDoc::default(), at, text) }
 }
 

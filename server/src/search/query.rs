@@ -36,7 +36,7 @@ pub struct Filters {
     pub env: Vec<(String, Option<String>)>,
     pub status: Option<String>,
     pub author: Option<String>,
-    pub kind: Option<String>,
+    pub kind: Option<domain::search::DocKind>,
     /// Unix milliseconds, inclusive / exclusive.
     pub after_ms: Option<i64>,
     pub before_ms: Option<i64>,
@@ -60,21 +60,6 @@ pub enum QueryError {
     #[error("A search is at most 500 characters.")]
     TooLong,
 }
-
-pub const KINDS: &[&str] = &[
-    "investigation",
-    "note",
-    "command",
-    "output",
-    "server_log",
-    "snippet",
-    "grep",
-    "calculator",
-    "hypothesis",
-    "annotation",
-    "comment",
-    "measurement",
-];
 
 impl Query {
     pub fn parse(text: &str) -> Result<Self, QueryError> {
@@ -117,9 +102,10 @@ impl Query {
             "metric" => f.metric = Some(value.to_string()),
             "status" => f.status = Some(value.to_ascii_lowercase()),
             "author" | "by" => f.author = Some(value.to_string()),
-            "kind" | "in" if KINDS.contains(&value.to_ascii_lowercase().as_str()) => {
-                f.kind = Some(value.to_ascii_lowercase());
-            }
+            "kind" | "in" => match value.to_ascii_lowercase().parse() {
+                Ok(kind) => f.kind = Some(kind),
+                Err(_) => return Ok(false), // `in:` a word that is no kind is text
+            },
             "env" => f.env.push(match value.split_once('=') {
                 Some((k, v)) => (k.to_string(), Some(v.to_string())),
                 None => (value.to_string(), None),
@@ -193,7 +179,7 @@ impl Query {
         add("metric", &f.metric);
         add("status", &f.status);
         add("author", &f.author);
-        add("kind", &f.kind);
+        add("kind", &f.kind.map(|k| k.as_str().to_string()));
         for (k, v) in &f.env {
             parts.push(match v {
                 Some(v) => format!("env:{k}={v}"),
@@ -309,7 +295,7 @@ mod tests {
         assert_eq!(f.metric.as_deref(), Some("tok_s"));
         assert_eq!(f.env, vec![("NCCL_PROTO".into(), Some("LL".into())), ("NCCL_ALGO".into(), None)]);
         assert_eq!(f.status.as_deref(), Some("failed"));
-        assert_eq!((f.author.as_deref(), f.kind.as_deref()), (Some("ana"), Some("output")));
+        assert_eq!((f.author.as_deref(), f.kind), (Some("ana"), Some(domain::search::DocKind::Output)));
         assert_eq!(f.after_ms, Some(1_793_491_200_000), "2026-11-01T00:00Z");
         assert_eq!(
             q.understood(),

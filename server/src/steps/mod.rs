@@ -41,18 +41,19 @@ pub fn render(body: &StepBody) -> Option<String> {
 
 /// `(kind, fields as a JSON object)`, the stored form of a body.
 pub fn to_stored(body: &StepBody) -> Result<(&'static str, String), serde_json::Error> {
+    // The kind as the store's column holds it.
     let mut value = serde_json::to_value(body)?;
     if let Some(fields) = value.as_object_mut() {
         fields.remove("kind");
     }
-    Ok((body.kind(), serde_json::to_string(&value)?))
+    Ok((body.kind().as_str(), serde_json::to_string(&value)?))
 }
 
 /// The inverse of [`to_stored`].
-pub fn from_stored(kind: &str, fields: &str) -> Result<StepBody, serde_json::Error> {
+pub fn from_stored(kind: domain::steps::StepKind, fields: &str) -> Result<StepBody, serde_json::Error> {
     let mut value: serde_json::Value = serde_json::from_str(fields)?;
     if let Some(fields) = value.as_object_mut() {
-        fields.insert("kind".into(), kind.into());
+        fields.insert("kind".into(), kind.as_str().into());
     }
     serde_json::from_value(value)
 }
@@ -60,7 +61,7 @@ pub fn from_stored(kind: &str, fields: &str) -> Result<StepBody, serde_json::Err
 /// A step as stored, without its HTML, runs, snapshots or searches: what a
 /// folded step of a long timeline needs, and what the rest is added to.
 pub fn unrendered(row: StepRow) -> Result<Step> {
-    let body = from_stored(&row.kind, &row.body)
+    let body = from_stored(row.kind, &row.body)
         .map_err(|e| crate::error::Error::unreadable(format!("step {}'s body", row.id), e))?;
     Ok(Step {
         url: step_url(&row.investigation_id, row.id),
@@ -102,7 +103,8 @@ mod tests {
         let (kind, fields) = to_stored(&body).unwrap();
         assert_eq!(kind, "note");
         assert_eq!(fields, r#"{"body":"**hi**"}"#);
-        assert_eq!(from_stored(kind, &fields).unwrap(), body);
-        assert!(from_stored("teleport", &fields).is_err());
+        assert_eq!(from_stored(kind.parse().unwrap(), &fields).unwrap(), body);
+        assert!("teleport".parse::<domain::steps::StepKind>().is_err());
+        assert!(from_stored(domain::steps::StepKind::Command, &fields).is_err(), "a note's fields are not a command's");
     }
 }
