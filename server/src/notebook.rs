@@ -51,10 +51,15 @@ pub struct Notebook {
 }
 
 impl Notebook {
-    pub fn new(store: Store, pool: Arc<Pool>, runner: Arc<Runner>, watching: crate::watches::Settings) -> Self {
-        let outputs = runner.outputs().clone();
+    pub fn new(
+        store: Store,
+        pool: Arc<Pool>,
+        runner: Arc<Runner>,
+        outputs: Outputs,
+        watching: crate::watches::Settings,
+    ) -> Self {
         let hosts = Hosts::new(store.clone(), pool);
-        let runs = Runs::new(store.clone(), runner, hosts.clone());
+        let runs = Runs::new(store.clone(), runner, hosts.clone(), outputs.clone());
         let source = Source::new(store.clone(), hosts.clone(), outputs.clone());
         let metrics = Metrics::new(store.clone(), outputs.clone());
         Self {

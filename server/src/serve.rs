@@ -104,7 +104,7 @@ pub async fn open(data: &Path, site: &Path, options: Options) -> Result<Opened, 
             crate::output::held::replay(&store, &data.join("runs"), true).await;
             let orphans = runner.clone();
             tokio::spawn(async move { orphans.stop_orphans().await });
-            crate::runs::bridge::spawn(&runner);
+            crate::runs::bridge::spawn(&store, &live, &outputs);
         }
     }
     let leptos = LeptosOptions::builder()
@@ -115,13 +115,13 @@ pub async fn open(data: &Path, site: &Path, options: Options) -> Result<Opened, 
         .build();
     let auth = Arc::new(crate::auth::Auth::new(store.clone(), options.no_auth, options.secure_cookies));
     let access = crate::policy::Access::new(store.clone());
-    let index = runner.search().clone();
+    let index = runner.index();
     let watching = crate::watches::Settings {
         public_url: options.public_url.clone(),
         webhook_allow: options.webhook_allow.clone(),
         min_every_s: options.watch_min_every_s.unwrap_or(crate::watches::MIN_EVERY_S),
     };
-    let notebook = Notebook::new(store.clone(), pool, runner.clone(), watching);
+    let notebook = Notebook::new(store.clone(), pool, runner.clone(), outputs.clone(), watching);
     let notebook = Arc::new(crate::guarded::Guarded::new(notebook, access, live.clone(), index, auth.clone()));
     let public_server_fns = crate::router::public_server_fns();
     // Watched steps run on their schedules (each firing claimed in the database).

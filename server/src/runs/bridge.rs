@@ -11,9 +11,9 @@
 //! again from the store and every page is told to read everything again.
 
 use super::live::{Live, Notice};
-use super::{RunEvent, Runner, run_from_row};
+use super::{RunEvent, run_from_row};
 use crate::db::Store;
-use crate::output::OutputKey;
+use crate::output::{OutputKey, Outputs};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,11 +29,17 @@ struct Payload {
 }
 
 /// Starts sending and receiving (once per server, on PostgreSQL).
-pub fn spawn(runner: &Arc<Runner>) {
-    let Some(outbox) = runner.live().bridge() else { return };
-    let store = runner.store().clone();
+pub fn spawn(store: &Store, live: &Arc<Live>, outputs: &Outputs) {
+    let Some(outbox) = live.bridge() else { return };
     tokio::spawn(send(store.clone(), outbox));
-    tokio::spawn(receive(runner.clone()));
+    tokio::spawn(receive(Replica { store: store.clone(), live: live.clone(), outputs: outputs.clone() }));
+}
+
+/// What the receiving side reads and tells: this replica's store, viewers and output.
+struct Replica {
+    store: Store,
+    live: Arc<Live>,
+    outputs: Outputs,
 }
 
 /// Joins notices into payloads: several output notices of one run become its
@@ -93,16 +99,16 @@ async fn send(store: Store, mut outbox: mpsc::UnboundedReceiver<Notice>) {
     }
 }
 
-async fn receive(runner: Arc<Runner>) {
-    let live = runner.live().clone();
+async fn receive(replica: Replica) {
+    let live = replica.live.clone();
     let closed = live.closed();
     tokio::pin!(closed);
     let mut notices = loop {
-        match runner.store().listen().await {
+        match replica.store.listen().await {
             Ok(Some(notices)) => {
                 // Viewers who came before this replica listened may follow a
                 // run whose news went by unheard.
-                resync(&runner, &live).await;
+                resync(&replica, &live).await;
                 break notices;
             }
             Ok(None) => return,
@@ -121,10 +127,10 @@ async fn receive(runner: Arc<Runner>) {
             () = &mut closed => return,
         };
         match next {
-            Ok(Some(payload)) => apply(&runner, &live, &payload).await,
+            Ok(Some(payload)) => apply(&replica, &live, &payload).await,
             Ok(None) => {
                 tracing::warn!("lost the connection that hears other replicas; reading again what may be missed");
-                resync(&runner, &live).await;
+                resync(&replica, &live).await;
             }
             Err(e) => {
                 tracing::error!("listening to the other replicas: {e}");
@@ -134,7 +140,7 @@ async fn receive(runner: Arc<Runner>) {
     }
 }
 
-async fn apply(runner: &Runner, live: &Live, payload: &str) {
+async fn apply(replica: &Replica, live: &Live, payload: &str) {
     let payload: Payload = match serde_json::from_str(payload) {
         Ok(p) => p,
         Err(e) => {
@@ -142,12 +148,12 @@ async fn apply(runner: &Runner, live: &Live, payload: &str) {
             return;
         }
     };
-    if payload.from == runner.store().replica() {
+    if payload.from == replica.store.replica() {
         return;
     }
     for notice in payload.n {
         match notice {
-            Notice::Run { investigation, run } => match runner.store().run(run).await {
+            Notice::Run { investigation, run } => match replica.store.run(run).await {
                 Ok(Some(row)) => match run_from_row(row) {
                     Ok(row) => live.publish_remote(RunEvent::new(&investigation, row)),
                     Err(e) => tracing::error!(run, "cannot tell a run another replica changed: {e}"),
@@ -169,16 +175,16 @@ async fn apply(runner: &Runner, live: &Live, payload: &str) {
 
 /// After lost notices: the runs followed for others as the store has them now,
 /// and every page told to read everything again.
-async fn resync(runner: &Runner, live: &Live) {
+async fn resync(replica: &Replica, live: &Live) {
     for (key, run) in live.remote_runs() {
-        if let Ok(len) = runner.outputs().len(key).await {
+        if let Ok(len) = replica.outputs.len(key).await {
             live.output_remote(key, len);
         }
         if key != OutputKey::Run(run) {
             continue;
         }
         let (Ok(Some(row)), Ok(Some(investigation))) =
-            (runner.store().run(run).await, runner.store().run_investigation(run).await)
+            (replica.store.run(run).await, replica.store.run_investigation(run).await)
         else {
             continue;
         };

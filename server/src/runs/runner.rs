@@ -14,11 +14,11 @@
 use super::beside::{Beside, Kept, Servers};
 use super::feed::Feeds;
 use super::life::{Context, Deadline, OwnedEnd, Stop, cancel_requested, publish};
-use super::live::Live;
+use super::live::{Live, RunEvent};
 use super::sink::{Sink, Space};
 use super::{Plan, run_from_row};
 use crate::db::{NewAudit, NewRun, RunEnd, Store};
-use crate::output::{Outputs, Stream};
+use crate::output::{OutputKey, Outputs, Stream};
 use crate::ssh::exec::{self, Event, Exit};
 use crate::ssh::{Pool, Target, quote};
 use domain::runs::{Run, RunStatus};
@@ -92,6 +92,8 @@ impl Drop for Driving {
 
 impl Runner {
     /// `search`: keep the search index (see `crate::search`).
+    /// `search`: whether to keep the search index (its indexer holds back
+    /// while this runner drives runs); [`Runner::index`] is it.
     pub fn new(store: Store, pool: Arc<Pool>, live: Arc<Live>, outputs: Outputs, search: bool) -> Self {
         let feeds = Arc::new(Feeds::new(outputs.clone(), live.clone(), store.clone()));
         let driving = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -228,26 +230,38 @@ impl Runner {
         ended
     }
 
-    /// The search index (what changed goes to it).
-    pub fn search(&self) -> &Arc<crate::search::Index> {
-        &self.search
+    /// The search index this runner tells what ended (the notebook tells it what changed).
+    pub fn index(&self) -> Arc<crate::search::Index> {
+        self.search.clone()
     }
 
-    /// Where run output is kept (files or the database).
-    pub fn outputs(&self) -> &Outputs {
-        &self.outputs
+    /// Tells the viewers of `investigation` that these runs are queued.
+    pub fn announce(&self, investigation: &str, runs: &[Run]) {
+        for run in runs {
+            self.live.publish(RunEvent::new(investigation, run.clone()));
+        }
     }
 
-    pub fn store(&self) -> &Store {
-        &self.store
+    /// A run's output (or a log of it) from `offset` as it comes, in frames
+    /// rendered once for every viewer; `lengths_only`: only how long it is.
+    pub async fn follow(
+        &self,
+        key: OutputKey,
+        run: i64,
+        offset: u64,
+        status: RunStatus,
+        lengths_only: bool,
+    ) -> futures::stream::BoxStream<'static, bytes::Bytes> {
+        use futures::StreamExt;
+        match lengths_only {
+            true => self.feeds.lengths(key, run, offset, status).await.boxed(),
+            false => self.feeds.follow(key, run, offset, status).await.boxed(),
+        }
     }
 
-    pub fn live(&self) -> &Arc<Live> {
-        &self.live
-    }
-
-    pub fn feeds(&self) -> &Arc<Feeds> {
-        &self.feeds
+    /// Every run event from now on (a run's end, its new state).
+    pub fn events(&self) -> tokio::sync::broadcast::Receiver<RunEvent> {
+        self.live.subscribe()
     }
 
     /// Queues `runs` (already inserted as `queued`) and executes them in order;
@@ -945,5 +959,116 @@ async fn draw_telemetry(store: &Store, run: i64) {
     });
     if let Err(e) = store.set_telemetry_svg(run, svg.as_deref().unwrap_or("")).await {
         tracing::error!(run, "cannot keep the telemetry chart: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ssh::known_hosts::KnownHosts;
+
+    fn ran(stop: Option<Stop>, exit_code: Option<i64>, exit_signal: Option<&str>, connection_lost: bool) -> Ran {
+        let server_exit = (stop == Some(Stop::ServerEnded))
+            .then(|| super::super::server::Exited { how: "exited with 1".into(), after: Duration::from_secs(7) });
+        Ran { stop, server_exit, exit_code, exit_signal: exit_signal.map(str::to_string), connection_lost }
+    }
+
+    #[test]
+    fn ending_judges_a_stop_before_the_exit_and_says_why() {
+        let judged = |r: Ran| r.judge(Some(30), "gpu");
+        // A stop wins over the exit a SIGINT caused; the exit is kept beside it.
+        let cancelled = judged(ran(Some(Stop::Cancel), Some(130), None, false));
+        assert_eq!((cancelled.status, cancelled.exit_code), (RunStatus::Cancelled, Some(130)));
+        let timed_out = judged(ran(Some(Stop::Timeout), None, Some("INT"), false));
+        assert_eq!(timed_out.status, RunStatus::TimedOut);
+        assert_eq!(timed_out.error.as_deref(), Some("Stopped after the step's timeout of 30 s."));
+        assert_eq!(timed_out.exit_signal.as_deref(), Some("INT"));
+        let server = judged(ran(Some(Stop::ServerEnded), Some(0), None, false));
+        assert_eq!(server.status, RunStatus::Failed, "a command whose server died did not succeed, whatever it exited");
+        let why = server.error.unwrap_or_default();
+        assert!(why.contains("exited with 1 after 7 s"), "{why}");
+        // Without a stop, the exit decides.
+        assert_eq!(judged(ran(None, Some(0), None, false)).status, RunStatus::Succeeded);
+        assert_eq!(judged(ran(None, Some(2), None, false)).status, RunStatus::Failed);
+        assert_eq!(judged(ran(None, None, Some("KILL"), false)).status, RunStatus::Failed);
+        // No exit at all: lost, and the sentence says whether the connection went.
+        let lost = judged(ran(None, None, None, true));
+        assert_eq!(lost.status, RunStatus::Lost);
+        assert!(lost.error.unwrap_or_default().contains("connection to gpu was lost"));
+        let closed = judged(ran(None, None, None, false));
+        assert!(closed.error.unwrap_or_default().contains("without reporting an exit status"));
+    }
+
+    /// A runner on a test store, for the phases that need one.
+    async fn runner(store: &Store, dir: &std::path::Path) -> Runner {
+        let known = KnownHosts::new(Arc::new(crate::hosts::keys::StoredKeys::new(store.clone())));
+        let pool = Arc::new(Pool::new(known, false));
+        Runner::new(store.clone(), pool, Arc::new(Live::default()), Outputs::Files(dir.join("runs")), false)
+    }
+
+    fn target(port: u16) -> Target {
+        Target {
+            name: "gpu".into(),
+            hostname: "127.0.0.1".into(),
+            port,
+            user: "nobody".into(),
+            identity_file: None,
+            jump: None,
+        }
+    }
+
+    /// A port that takes connections and never says a word (a frozen host).
+    fn silent_host() -> (std::net::TcpListener, u16) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("address").port();
+        (listener, port)
+    }
+
+    #[tokio::test]
+    async fn connecting_ends_on_a_refusal_a_cancel_or_the_timeout() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Store::open(&crate::db::Database::Sqlite(dir.path().to_path_buf())).await.expect("store");
+        let runner = runner(&store, dir.path()).await;
+        let (_switch, mut cancelled) = watch::channel(false);
+
+        // Nothing listens: failed, saying so.
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("address").port();
+        let refused = runner.connect(&target(closed), &mut cancelled, &mut Deadline::after(None)).await;
+        let end = refused.err().expect("no channel on a closed port");
+        assert_eq!(end.status, RunStatus::Failed, "{:?}", end.error);
+
+        // A frozen host: Cancel ends the wait.
+        let (_frozen, port) = silent_host();
+        let (switch, mut cancelled) = watch::channel(false);
+        let pressed = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let _ = switch.send(true);
+            switch
+        });
+        let began = Instant::now();
+        let end = runner.connect(&target(port), &mut cancelled, &mut Deadline::after(None)).await.err().expect("ended");
+        assert_eq!((end.status, end.error.as_deref()), (RunStatus::Cancelled, Some("Cancelled while connecting.")));
+        assert!(began.elapsed() < Duration::from_secs(5), "{:?}", began.elapsed());
+        drop(pressed.await);
+
+        // A frozen host: the step's timeout ends it.
+        let (_switch, mut cancelled) = watch::channel(false);
+        let end =
+            runner.connect(&target(port), &mut cancelled, &mut Deadline::after(Some(1))).await.err().expect("ended");
+        assert_eq!((end.status, end.error.as_deref()), (RunStatus::TimedOut, Some("Timed out while connecting.")));
+    }
+
+    #[test]
+    fn a_runs_audit_line_names_its_person_or_sleuth() {
+        let mut run: Run = serde_json::from_value(serde_json::json!({
+            "id": 7, "step_id": 1, "host": "gpu", "command": "nvidia-smi", "env": [["A", "1"]], "status": "queued",
+            "batch_index": 1, "batch_size": 1, "warmup": false, "stdout_bytes": 0, "stderr_bytes": 0, "lines": 0,
+            "queued_at": "2026-12-07T00:00:00Z", "telemetry": false, "telemetry_drawn": false
+        }))
+        .expect("a run");
+        let entry = audit_entry(&run, "run.start", None);
+        assert_eq!((entry.who.as_str(), entry.env.as_deref()), (crate::audit::SLEUTH, Some(r#"[["A","1"]]"#)));
+        run.who = Some("ana".into());
+        assert_eq!(audit_entry(&run, "run.end", Some("succeeded".into())).who, "ana");
     }
 }

@@ -23,6 +23,7 @@ pub struct Runs {
     store: Store,
     runner: Arc<Runner>,
     hosts: Hosts,
+    outputs: Outputs,
 }
 
 /// Source references in output link to a runner's action (finding the file
@@ -57,12 +58,12 @@ pub enum Output {
 }
 
 impl Runs {
-    pub fn new(store: Store, runner: Arc<Runner>, hosts: Hosts) -> Self {
-        Self { store, runner, hosts }
+    pub fn new(store: Store, runner: Arc<Runner>, hosts: Hosts, outputs: Outputs) -> Self {
+        Self { store, runner, hosts, outputs }
     }
 
     fn outputs(&self) -> &Outputs {
-        self.runner.outputs()
+        &self.outputs
     }
 
     pub fn runner(&self) -> &Arc<Runner> {
@@ -389,9 +390,7 @@ impl Runs {
         let new_runs = new_runs.into_iter().map(|run| NewRun { origin, ..run }).collect();
         let runs = self.runner.insert_batch(new_runs).await?;
         tracing::info!(step = step_id, host = %command.host, runs = runs.len(), "queued runs");
-        for run in &runs {
-            self.runner.live().publish(super::RunEvent::new(&row.investigation_id, run.clone()));
-        }
+        self.runner.announce(&row.investigation_id, &runs);
         self.runner.spawn_batch(row.investigation_id, runs.clone(), target, stop_on_failure);
         Ok(runs)
     }
@@ -456,9 +455,9 @@ impl Runs {
         let run = self.run(permit, id).await?;
         let key = self.key(id, which).await?;
         if offsets_only {
-            return Ok(self.runner.feeds().lengths(key, id, offset, run.status).await.boxed());
+            return Ok(self.runner.follow(key, id, offset, run.status, true).await);
         }
-        let frames = self.runner.feeds().follow(key, id, offset, run.status).await;
+        let frames = self.runner.follow(key, id, offset, run.status, false).await;
         // The frames are rendered once for every viewer; a reader who may not
         // run gets the references in them unlinked.
         let role = permit.role();
@@ -618,7 +617,7 @@ impl Runs {
     pub async fn wait(&self, permit: &Permit<Read>, id: i64, within: std::time::Duration) -> Result<Run> {
         let deadline = tokio::time::Instant::now() + within;
         // Subscribed before reading, so an end between the two is not missed.
-        let mut events = self.runner.live().subscribe();
+        let mut events = self.runner.events();
         let mut run = self.run(permit, id).await?;
         // What follows the end (its telemetry's notes and chart) is stored
         // just after it: waited for too, a few seconds at most (a run ended
