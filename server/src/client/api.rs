@@ -64,14 +64,14 @@ impl Api {
     }
 
     /// A 2xx answer whose body is read as it comes (an event stream).
-    pub async fn open(&self, path: &str) -> Result<hyper::body::Incoming, ClientError> {
+    pub async fn open(&self, path: &str) -> Result<reqwest::Response, ClientError> {
         let place = self.origin.place();
         let response = self.origin.send(Method::GET, path, self.token.as_deref(), None).await?;
         if !response.status().is_success() {
             let (status, bytes) = http::body(&place, response).await?;
             return Err(self.explain(http::refusal(&place, status, &bytes)).into());
         }
-        Ok(response.into_body())
+        Ok(response)
     }
 
     /// A 401 says what to do from a terminal.

@@ -6,7 +6,6 @@
 use super::api::{Api, ClientError};
 use crate::client::http::HttpError;
 use futures::FutureExt;
-use http_body_util::BodyExt;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 
 /// The stream of a run: `client` (the command's output) or `server` (its server's log).
@@ -79,20 +78,19 @@ async fn follow_once(
     let path = format!("/api/v1/runs/{run}/stream?{}&offset={offset}&offsets_only=true", stream.query());
     let mut body = api.open(&path).await?;
     let mut pending = Vec::new();
-    let broken = |source| HttpError::Broken { place: api.place(), source };
+    let broken = |e| HttpError::of(&api.place(), e);
     // The stream says something every 15 s (keep-alives): a socket silent for
     // three times that is gone, and is opened again where it left off.
-    while let Some(frame) = match tokio::time::timeout(std::time::Duration::from_secs(45), body.frame()).await {
-        Ok(frame) => frame,
+    while let Some(data) = match tokio::time::timeout(std::time::Duration::from_secs(45), body.chunk()).await {
+        Ok(piece) => piece.map_err(broken)?,
         Err(_) => return Ok(false),
     } {
-        if let Ok(data) = frame.map_err(broken)?.into_data() {
-            pending.extend_from_slice(&data);
-        }
+        pending.extend_from_slice(&data);
         // And what else has come already, without waiting.
-        while let Some(Some(frame)) = body.frame().now_or_never() {
-            if let Ok(data) = frame.map_err(broken)?.into_data() {
-                pending.extend_from_slice(&data);
+        while let Some(piece) = body.chunk().now_or_never() {
+            match piece.map_err(broken)? {
+                Some(data) => pending.extend_from_slice(&data),
+                None => break,
             }
         }
         // Every event that arrived meanwhile, fetched as one range: a client

@@ -1,16 +1,11 @@
-//! HTTP/1.1 for the terminal client and the webhook: one connection per
-//! request (hyper's client half, over the tokio-rustls that sqlx already
-//! builds; the system's roots for https). Errors say which URL and why, as
-//! sentences, and never hold a token.
+//! HTTP/1.1 for the terminal client and the webhook, through reqwest (on
+//! the hyper and rustls the server already builds; the system's roots for
+//! https): one client per request, no proxy, no redirects. Errors say which
+//! origin and why, as sentences, and never hold a path or a token.
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
-use hyper::{Method, Request, Response, StatusCode, header};
-use hyper_util::rt::TokioIo;
+use reqwest::{Method, StatusCode, header};
 use serde::de::DeserializeOwned;
-use std::sync::Arc;
-use tokio::io::{AsyncRead, AsyncWrite};
 
 /// How long a server may take to accept a connection and answer a request's
 /// head, and to send the next piece of an answer (`SLEUTH_CLIENT_TIMEOUT`
@@ -27,12 +22,11 @@ pub const ANSWER_AT_MOST: usize = 64 << 20;
 pub enum HttpError {
     #[error("{0:?} is not an http:// or https:// URL")]
     NotAUrl(String),
-    #[error("cannot reach {place}: {source}")]
-    Connect { place: String, source: std::io::Error },
-    #[error("TLS with {place}: {reason}")]
-    Tls { place: String, reason: String },
-    #[error("the connection to {place} broke: {source}")]
-    Broken { place: String, source: hyper::Error },
+    /// No connection, or TLS refused it; `reason` is the whole chain of causes.
+    #[error("cannot reach {place}: {reason}")]
+    Connect { place: String, reason: String },
+    #[error("the connection to {place} broke: {reason}")]
+    Broken { place: String, reason: String },
     #[error("{place} did not answer within {} s", .within.as_secs())]
     Slow { place: String, within: std::time::Duration },
     #[error("{place} answered with more than {} MiB; stopped reading", .limit >> 20)]
@@ -44,98 +38,76 @@ pub enum HttpError {
     NotSleuth { place: String, status: u16, start: String },
 }
 
+impl HttpError {
+    /// A client's error as one of ours, its URL left out (a webhook's path is
+    /// its secret; a token is never in one).
+    pub fn of(place: &str, e: reqwest::Error) -> Self {
+        let within = timeout();
+        let (slow, connect) = (e.is_timeout(), e.is_connect());
+        let reason = crate::error::chain(&e.without_url());
+        let place = place.to_string();
+        if slow {
+            Self::Slow { place, within }
+        } else if connect {
+            Self::Connect { place, reason }
+        } else {
+            Self::Broken { place, reason }
+        }
+    }
+}
+
 /// Where requests go: `http(s)://host[:port][/prefix]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Origin {
-    tls: bool,
-    host: String,
-    port: u16,
-    /// `host:port` as the `Host` header carries it.
-    authority: String,
+    /// Scheme, host and port; no credentials, path, query or fragment.
+    base: reqwest::Url,
     /// A path the server is mounted under (`https://x.org/sleuth`), no trailing `/`.
     prefix: String,
 }
 
 impl Origin {
     pub fn parse(url: &str) -> Result<Self, HttpError> {
+        let (base, path) = Self::split(url)?;
+        Ok(Self { base, prefix: path.trim_end_matches('/').to_string() })
+    }
+
+    /// The URL's origin, and its path (without query and fragment).
+    fn split(url: &str) -> Result<(reqwest::Url, String), HttpError> {
         let not = || HttpError::NotAUrl(url.to_string());
-        let (tls, rest) = match url.split_once("://") {
-            Some(("https", rest)) => (true, rest),
-            Some(("http", rest)) => (false, rest),
-            _ => return Err(not()),
-        };
-        let (authority, path) = rest.find(['/', '?', '#']).map_or((rest, ""), |at| rest.split_at(at));
-        let path = path.split(['?', '#']).next().unwrap_or_default();
-        // Credentials in a URL (`user:pass@`) are not sent on, and not kept.
-        let authority = authority.rsplit('@').next().unwrap_or(authority);
-        let (host, port) = match authority.rsplit_once(':') {
-            Some((host, port)) if !port.contains(']') => (host, port.parse::<u16>().map_err(|_| not())?),
-            _ => (authority, if tls { 443 } else { 80 }),
-        };
-        if host.is_empty() || host.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        let mut parsed = reqwest::Url::parse(url).map_err(|_| not())?;
+        if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none_or(str::is_empty) {
             return Err(not());
         }
-        Ok(Self {
-            tls,
-            host: host.trim_start_matches('[').trim_end_matches(']').to_string(),
-            port,
-            authority: authority.to_string(),
-            prefix: path.trim_end_matches('/').to_string(),
-        })
+        let path = parsed.path().to_string();
+        // Credentials in a URL (`user:pass@`) are not sent on, and not kept.
+        let _ = parsed.set_username("");
+        let _ = parsed.set_password(None);
+        parsed.set_path("");
+        parsed.set_query(None);
+        parsed.set_fragment(None);
+        Ok((parsed, path))
     }
 
     /// A URL to send to as it is: the origin, and its path with the query.
     pub fn endpoint(url: &str) -> Result<(Self, String), HttpError> {
-        let origin = Self::parse(url)?;
-        let after = url.split_once("://").map_or("", |(_, rest)| rest);
-        let path = after.find(['/', '?']).map_or("/", |at| &after[at..]);
-        let path = path.split('#').next().unwrap_or_default();
-        let path = if path.starts_with('/') { path.to_string() } else { format!("/{path}") };
-        Ok((Self { prefix: String::new(), ..origin }, path))
+        let (base, path) = Self::split(url)?;
+        let query = reqwest::Url::parse(url).ok().and_then(|u| u.query().map(|q| format!("?{q}"))).unwrap_or_default();
+        let path = if path.is_empty() { "/".to_string() } else { path };
+        Ok((Self { base, prefix: String::new() }, format!("{path}{query}")))
     }
 
     /// `https://host:port/prefix` — what a person opens.
     pub fn url(&self) -> String {
-        format!("{}://{}{}", if self.tls { "https" } else { "http" }, self.authority, self.prefix)
+        format!("{}{}", self.place(), self.prefix)
     }
 
     /// Where a failure happened, without the path (a webhook's path is its secret).
     pub fn place(&self) -> String {
-        format!("{}://{}", if self.tls { "https" } else { "http" }, self.authority)
+        self.base.as_str().trim_end_matches('/').to_string()
     }
 
-    /// A connection to the host, or to `at` (an address already resolved and
-    /// checked: the webhook's) with the host still named for TLS.
-    async fn connect(&self, at: Option<std::net::SocketAddr>) -> Result<Box<dyn Io>, HttpError> {
-        let place = self.place();
-        let tcp = match at {
-            Some(addr) => tokio::net::TcpStream::connect(addr).await,
-            None => tokio::net::TcpStream::connect((self.host.as_str(), self.port)).await,
-        }
-        .map_err(|source| HttpError::Connect { place: place.clone(), source })?;
-        let _ = tcp.set_nodelay(true);
-        if !self.tls {
-            return Ok(Box::new(tcp));
-        }
-        let tls = |reason: String| HttpError::Tls { place: place.clone(), reason };
-        let mut roots = tokio_rustls::rustls::RootCertStore::empty();
-        for cert in rustls_native_certs::load_native_certs().certs {
-            let _ = roots.add(cert);
-        }
-        let config = tokio_rustls::rustls::ClientConfig::builder_with_provider(Arc::new(
-            tokio_rustls::rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .map_err(|e| tls(e.to_string()))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-        let name = tokio_rustls::rustls::pki_types::ServerName::try_from(self.host.clone())
-            .map_err(|_| tls(format!("{:?} is not a name TLS can check", self.host)))?;
-        let stream = tokio_rustls::TlsConnector::from(Arc::new(config))
-            .connect(name, tcp)
-            .await
-            .map_err(|e| tls(e.to_string()))?;
-        Ok(Box::new(stream))
+    fn host(&self) -> &str {
+        self.base.host_str().unwrap_or_default()
     }
 
     /// Sends one request; the answer's body is read by the caller, as it comes.
@@ -145,11 +117,14 @@ impl Origin {
         path: &str,
         token: Option<&str>,
         json: Option<&serde_json::Value>,
-    ) -> Result<Response<Incoming>, HttpError> {
+    ) -> Result<reqwest::Response, HttpError> {
         self.send_to(None, method, path, token, json).await
     }
 
-    /// [`Origin::send`], connecting to `at` when given.
+    /// [`Origin::send`], connecting to `at` when given (an address already
+    /// resolved and checked: the webhook's), the host still named for TLS.
+    /// Redirects are not followed and no proxy is asked: a request goes where
+    /// it was checked to go.
     pub async fn send_to(
         &self,
         at: Option<std::net::SocketAddr>,
@@ -157,60 +132,49 @@ impl Origin {
         path: &str,
         token: Option<&str>,
         json: Option<&serde_json::Value>,
-    ) -> Result<Response<Incoming>, HttpError> {
+    ) -> Result<reqwest::Response, HttpError> {
         let place = self.place();
         let within = timeout();
-        let slow = || HttpError::Slow { place: place.clone(), within };
-        let io = tokio::time::timeout(within, self.connect(at)).await.map_err(|_| slow())??;
-        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(io))
-            .await
-            .map_err(|source| HttpError::Broken { place: place.clone(), source })?;
-        tokio::spawn(async move {
-            // Its errors reach the request or the body being read.
-            let _ = connection.await;
-        });
-        let body = json.map(|j| Bytes::from(j.to_string())).unwrap_or_default();
-        let mut request = Request::builder()
-            .method(method)
-            .uri(format!("{}{path}", self.prefix))
-            .header(header::HOST, &self.authority)
-            .header(header::USER_AGENT, concat!("sleuth/", env!("CARGO_PKG_VERSION")));
-        if json.is_some() {
-            request = request.header(header::CONTENT_TYPE, "application/json");
+        let mut client = reqwest::Client::builder()
+            .no_proxy()
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(within)
+            .read_timeout(within)
+            .user_agent(concat!("sleuth/", env!("CARGO_PKG_VERSION")));
+        if let Some(addr) = at {
+            client = client.resolve(self.host(), addr);
+        }
+        let client = client.build().map_err(|e| HttpError::of(&place, e))?;
+        let url = format!("{}{}{path}", self.place(), self.prefix);
+        let mut request = client.request(method, url);
+        if let Some(json) = json {
+            request = request.header(header::CONTENT_TYPE, "application/json").body(json.to_string());
         }
         if let Some(token) = token {
-            request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
+            request = request.bearer_auth(token);
         }
-        let request =
-            request.body(Full::new(body)).map_err(|e| HttpError::NotAUrl(format!("{}{path} ({e})", self.url())))?;
-        tokio::time::timeout(within, sender.send_request(request))
-            .await
-            .map_err(|_| slow())?
-            .map_err(|source| HttpError::Broken { place, source })
+        // The answer's head within the limit too (a server that accepts and never answers).
+        match tokio::time::timeout(within, request.send()).await {
+            Err(_) => Err(HttpError::Slow { place, within }),
+            Ok(sent) => sent.map_err(|e| HttpError::of(&place, e)),
+        }
     }
 }
 
-trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
-impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
-
 /// The whole body of an answer: at most [`ANSWER_AT_MOST`], each piece within [`timeout`].
-pub async fn body(place: &str, response: Response<Incoming>) -> Result<(StatusCode, Bytes), HttpError> {
+pub async fn body(place: &str, mut response: reqwest::Response) -> Result<(StatusCode, Bytes), HttpError> {
     let status = response.status();
-    let mut body = response.into_body();
     let mut bytes = bytes::BytesMut::new();
     let within = timeout();
     loop {
-        let frame = tokio::time::timeout(within, body.frame())
+        let piece = tokio::time::timeout(within, response.chunk())
             .await
             .map_err(|_| HttpError::Slow { place: place.to_string(), within })?;
-        let Some(frame) = frame else { break };
-        let frame = frame.map_err(|source| HttpError::Broken { place: place.to_string(), source })?;
-        if let Ok(data) = frame.into_data() {
-            if bytes.len() + data.len() > ANSWER_AT_MOST {
-                return Err(HttpError::TooLarge { place: place.to_string(), limit: ANSWER_AT_MOST });
-            }
-            bytes.extend_from_slice(&data);
+        let Some(data) = piece.map_err(|e| HttpError::of(place, e))? else { break };
+        if bytes.len() + data.len() > ANSWER_AT_MOST {
+            return Err(HttpError::TooLarge { place: place.to_string(), limit: ANSWER_AT_MOST });
         }
+        bytes.extend_from_slice(&data);
     }
     Ok((status, bytes.freeze()))
 }
@@ -257,12 +221,12 @@ mod tests {
     #[test]
     fn origins_keep_their_prefix_and_drop_credentials() {
         let o = Origin::parse("https://me:secret@sleuth.example.com/team/").unwrap();
-        assert_eq!((o.tls, o.host.as_str(), o.port, o.prefix.as_str()), (true, "sleuth.example.com", 443, "/team"));
+        assert_eq!((o.host(), o.prefix.as_str()), ("sleuth.example.com", "/team"));
         assert_eq!(o.url(), "https://sleuth.example.com/team");
         let o = Origin::parse("http://127.0.0.1:3000").unwrap();
-        assert_eq!((o.port, o.prefix.as_str(), o.place()), (3000, "", "http://127.0.0.1:3000".to_string()));
+        assert_eq!((o.prefix.as_str(), o.place()), ("", "http://127.0.0.1:3000".to_string()));
         let o = Origin::parse("http://[::1]:8080/x?y#z").unwrap();
-        assert_eq!((o.host.as_str(), o.port, o.prefix.as_str()), ("::1", 8080, "/x"));
+        assert_eq!((o.place().as_str(), o.prefix.as_str()), ("http://[::1]:8080", "/x"));
         let (o, path) = Origin::endpoint("https://hooks.example.com/services/T0/B0/secret?x=1#f").unwrap();
         assert_eq!((o.url(), path.as_str()), ("https://hooks.example.com".to_string(), "/services/T0/B0/secret?x=1"));
         assert_eq!(Origin::endpoint("http://h:8080").unwrap().1, "/");
