@@ -69,17 +69,6 @@ impl Role {
             Self::Owner => "owner",
         }
     }
-
-    /// What a member with this role may do on the investigation's pages.
-    pub fn abilities(self) -> crate::model::Abilities {
-        crate::model::Abilities {
-            comment: true,
-            edit: self >= Role::Editor,
-            run: self >= Role::Runner,
-            own: self >= Role::Owner,
-            named: false,
-        }
-    }
 }
 
 impl std::str::FromStr for Role {

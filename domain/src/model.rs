@@ -268,6 +268,20 @@ pub struct Abilities {
 }
 
 impl Abilities {
+    /// What a member with `role` may do on the investigation's pages.
+    pub fn of(role: crate::accounts::Role) -> Self {
+        use crate::accounts::Role;
+        Self {
+            comment: true,
+            edit: role >= Role::Editor,
+            run: role >= Role::Runner,
+            own: role >= Role::Owner,
+            named: false,
+        }
+    }
+}
+
+impl Abilities {
     pub const ALL: Self = Self { comment: true, edit: true, run: true, own: true, named: false };
 }
 

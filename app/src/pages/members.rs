@@ -1,14 +1,14 @@
 //! An investigation's members, in its header: who may read, edit, run and
 //! share it. Owners change them; everyone who can read it sees them.
 
-use domain::accounts::{Member, MemberChange, RoleChange};
+use domain::accounts::{Member, RoleChange};
 use domain::error::ApiError;
 use leptos::form::ActionForm;
 use leptos::prelude::*;
 
 #[server]
 pub async fn set_member(investigation: String, user: String, role: RoleChange) -> Result<Vec<Member>, ApiError> {
-    let change = MemberChange { user, role };
+    let change = domain::accounts::MemberChange { user, role };
     crate::backend::call(
         move |notebook, actor| async move { notebook.set_member(&actor, &investigation, change).await },
     )

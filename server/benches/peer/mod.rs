@@ -43,12 +43,24 @@ pub struct Postgres {
     scratch: Option<String>,
 }
 
+/// Why there is no PostgreSQL to measure against: `tools/pg-scratch`'s own words.
+#[derive(Debug)]
+pub struct NoPostgres(pub String);
+
+impl std::fmt::Display for NoPostgres {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NoPostgres {}
+
 fn pg_scratch() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../tools/pg-scratch"))
 }
 
 impl Postgres {
-    pub fn start() -> Result<Postgres, String> {
+    pub fn start() -> Result<Postgres, NoPostgres> {
         if let Ok(admin_url) = std::env::var("SLEUTH_TEST_POSTGRES") {
             return Ok(Postgres { admin_url, scratch: None });
         }
@@ -57,32 +69,42 @@ impl Postgres {
 
     /// A cluster of its own (never `SLEUTH_TEST_POSTGRES`'s), for a benchmark
     /// that stops and starts it.
-    pub fn scratch() -> Result<Postgres, String> {
-        let out = Command::new(pg_scratch()).arg("start").output().map_err(|e| format!("tools/pg-scratch: {e}"))?;
+    pub fn scratch() -> Result<Postgres, NoPostgres> {
+        let out = Command::new(pg_scratch())
+            .arg("start")
+            .output()
+            .map_err(|e| NoPostgres(format!("tools/pg-scratch: {e}")))?;
         if !out.status.success() {
-            return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
+            return Err(NoPostgres(String::from_utf8_lossy(&out.stderr).trim().to_string()));
         }
         let line = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        let (dir, url) = line.split_once(' ').ok_or_else(|| format!("tools/pg-scratch said {line:?}"))?;
+        let (dir, url) = line.split_once(' ').ok_or_else(|| NoPostgres(format!("tools/pg-scratch said {line:?}")))?;
         Ok(Postgres { admin_url: url.to_string(), scratch: Some(dir.to_string()) })
     }
 
     /// Stops the server (`pg_ctl -m fast`, as a restart for an upgrade does),
     /// keeping the cluster; `up` starts it again on its port.
-    pub fn down(&self) -> Result<(), String> {
+    pub fn down(&self) -> Result<(), NoPostgres> {
         self.pg_scratch(&["down", "fast"])
     }
 
-    pub fn up(&self) -> Result<(), String> {
+    pub fn up(&self) -> Result<(), NoPostgres> {
         self.pg_scratch(&["up"])
     }
 
-    fn pg_scratch(&self, what: &[&str]) -> Result<(), String> {
-        let dir = self.scratch.as_deref().ok_or("not a cluster of this benchmark's own")?;
+    fn pg_scratch(&self, what: &[&str]) -> Result<(), NoPostgres> {
+        let dir = self.scratch.as_deref().ok_or_else(|| NoPostgres("not a cluster of this benchmark's own".into()))?;
         let mut args = vec![what[0], dir];
         args.extend(&what[1..]);
-        let out = Command::new(pg_scratch()).args(&args).output().map_err(|e| format!("tools/pg-scratch: {e}"))?;
-        if out.status.success() { Ok(()) } else { Err(String::from_utf8_lossy(&out.stderr).trim().to_string()) }
+        let out = Command::new(pg_scratch())
+            .args(&args)
+            .output()
+            .map_err(|e| NoPostgres(format!("tools/pg-scratch: {e}")))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(NoPostgres(String::from_utf8_lossy(&out.stderr).trim().to_string()))
+        }
     }
 
     /// A new empty database on it, as a `--database` value.

@@ -70,7 +70,7 @@ impl<R: Right> Permit<R> {
 
     /// What the reader may do here, and whether they are a signed-in user.
     pub fn abilities(&self) -> domain::model::Abilities {
-        domain::model::Abilities { named: !self.actor.local, ..self.role.abilities() }
+        domain::model::Abilities { named: !self.actor.local, ..domain::model::Abilities::of(self.role) }
     }
 
     pub fn investigation(&self) -> &str {
