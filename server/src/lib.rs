@@ -34,6 +34,7 @@ pub mod notebook;
 pub mod openapi;
 pub mod operations;
 pub mod output;
+pub mod patches;
 pub mod policy;
 mod replays;
 pub mod reports;
