@@ -1,0 +1,295 @@
+//! A patch on its host: its files read (their bases), written and put back,
+//! each step checked by sha256, through one POSIX shell script per action
+//! (run over the pooled connection like a run's own). The scripts answer one
+//! line per file, `WORD<TAB>N<TAB>…`, which [`answers`] reads; nothing here
+//! trusts a file it has not just hashed.
+//!
+//! - Applying checks every file's base first and writes nothing unless all
+//!   match; then, per file, keeps the original in the run's directory, writes
+//!   the new text beside it and renames it over (atomic; mode and owner kept),
+//!   removes its `.pyc`, and hashes what is there now.
+//! - Reverting puts an original back only over the text the patch wrote (or
+//!   leaves an original that is back already): a file changed since is never
+//!   overwritten. It hashes the result; one that is not the base is said so.
+//! - A path that is a symlink is followed only within its own directory.
+
+use crate::ssh::quote::quote;
+
+/// One file's change, as applying needs it.
+#[derive(Clone, Debug)]
+pub struct Change {
+    pub path: String,
+    /// The sha256 (hex) the file must have before it is written.
+    pub base: String,
+    pub text: Vec<u8>,
+}
+
+/// A file a patch wrote, as reverting needs it.
+#[derive(Clone, Debug)]
+pub struct Written {
+    pub path: String,
+    pub base: String,
+    /// The sha256 of what the patch wrote.
+    pub applied: String,
+}
+
+/// What a script said of one file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Said {
+    /// Read: its sha256.
+    Hash(String),
+    Missing,
+    /// A symlink to somewhere outside its directory.
+    Escapes(String),
+    /// Its sha256 is not the patch's base.
+    Differs(String),
+    /// Written; the sha256 of what is there now.
+    Applied(String),
+    /// Put back; the sha256 of what is there now (the base).
+    Reverted(String),
+    /// Changed by someone since the patch wrote it: left alone.
+    Changed(String),
+    /// Put back, but what is there now is not the base (its sha256).
+    Unverified(String),
+    /// An action on it failed: what the shell said.
+    Failed(String),
+}
+
+/// The lines the shell functions below share: a file's hash, and a path
+/// followed through a symlink only within its own directory.
+const COMMON: &str = r#"set -u
+# The answer's own stream: `target` speaks from inside a command substitution.
+exec 3>&1
+hash() { sha256sum < "$1" | cut -d' ' -f1; }
+# The file a path names: itself, or a symlink's target in the same directory.
+target() {
+  if [ -L "$1" ]; then
+    t=$(readlink -f -- "$1") || return 1
+    d=$(cd -- "$(dirname -- "$1")" && pwd -P) || return 1
+    case "$t" in "$d"/*) printf '%s' "$t" ;; *) echo "escapes	$2	$t" >&3; return 1 ;; esac
+  else
+    printf '%s' "$1"
+  fi
+}
+"#;
+
+/// Reads each path's sha256 (or says it is missing or escapes).
+pub fn read_script(paths: &[String]) -> String {
+    let mut script = String::from(COMMON);
+    script.push_str(
+        r#"read1() {
+  f=$(target "$2" "$1") || return 0
+  if [ -f "$f" ]; then echo "hash	$1	$(hash "$f")"; else echo "missing	$1"; fi
+}
+"#,
+    );
+    for (n, path) in paths.iter().enumerate() {
+        script.push_str(&format!("read1 {n} {}\n", quote(path)));
+    }
+    script
+}
+
+/// Applies `changes`, keeping the originals under `keep` (a directory of the run's).
+pub fn apply_script(keep: &str, changes: &[Change]) -> String {
+    use base64::Engine;
+    let mut script = String::from(COMMON);
+    script.push_str(&format!("keep={}\n", quote(keep)));
+    script.push_str(
+        r#"check() {
+  f=$(target "$2" "$1") || return 1
+  [ -f "$f" ] || { echo "missing	$1"; return 1; }
+  h=$(hash "$f")
+  [ "$h" = "$3" ] || { echo "differs	$1	$h"; return 1; }
+}
+write() {
+  f=$(target "$2" "$1") || return 0
+  cp -p -- "$f" "$keep/$1.orig" 2>/dev/null || { echo "failed	$1	cannot keep the original in $keep"; return 0; }
+  tmp=$(mktemp "$(dirname -- "$f")/.sleuth-patch.XXXXXX" 2>/dev/null) || { echo "failed	$1	cannot write beside it"; return 0; }
+  if printf '%s' "$3" | base64 -d > "$tmp" && chmod --reference="$f" "$tmp" && { chown --reference="$f" "$tmp" 2>/dev/null || true; } && mv -f -- "$tmp" "$f"; then
+    rm -f -- "$(dirname -- "$f")/__pycache__/$(basename -- "$f" .py)".*.pyc
+    echo "applied	$1	$(hash "$f")"
+  else
+    rm -f -- "$tmp"; echo "failed	$1	cannot replace it"
+  fi
+}
+mkdir -p -- "$keep" || { echo "failed	-	cannot make $keep"; exit 0; }
+ok=1
+"#,
+    );
+    for (n, c) in changes.iter().enumerate() {
+        script.push_str(&format!("check {n} {} {} || ok=0\n", quote(&c.path), quote(&c.base)));
+    }
+    script.push_str("[ \"$ok\" = 1 ] || exit 0\n");
+    for (n, c) in changes.iter().enumerate() {
+        let text = base64::engine::general_purpose::STANDARD.encode(&c.text);
+        script.push_str(&format!("write {n} {} {}\n", quote(&c.path), quote(&text)));
+    }
+    script
+}
+
+/// Puts back what [`apply_script`] kept under `keep`.
+pub fn revert_script(keep: &str, written: &[Written]) -> String {
+    let mut script = String::from(COMMON);
+    script.push_str(&format!("keep={}\n", quote(keep)));
+    script.push_str(
+        r#"revert() {
+  f=$(target "$2" "$1") || return 0
+  h=$(hash "$f" 2>/dev/null)
+  if [ "$h" = "$4" ]; then echo "reverted	$1	$h"; return 0; fi
+  if [ "$h" != "$3" ]; then echo "changed	$1	$h"; return 0; fi
+  tmp=$(mktemp "$(dirname -- "$f")/.sleuth-patch.XXXXXX" 2>/dev/null) || { echo "failed	$1	cannot write beside it"; return 0; }
+  if cp -p -- "$keep/$1.orig" "$tmp" && mv -f -- "$tmp" "$f"; then
+    rm -f -- "$(dirname -- "$f")/__pycache__/$(basename -- "$f" .py)".*.pyc
+    h=$(hash "$f")
+    if [ "$h" = "$4" ]; then echo "reverted	$1	$h"; else echo "unverified	$1	$h"; fi
+  else
+    rm -f -- "$tmp"; echo "failed	$1	cannot put the original back"
+  fi
+}
+"#,
+    );
+    for (n, w) in written.iter().enumerate() {
+        script.push_str(&format!("revert {n} {} {} {}\n", quote(&w.path), quote(&w.applied), quote(&w.base)));
+    }
+    script
+}
+
+/// What a script said of each of its `files` files, in their order (`None`
+/// where it said nothing: a script cut short); and what it said of none (a
+/// line for `-`, or one it does not know).
+pub fn answers(out: &str, files: usize) -> (Vec<Option<Said>>, Vec<String>) {
+    let mut said: Vec<Option<Said>> = vec![None; files];
+    let mut other = Vec::new();
+    for line in out.lines() {
+        let mut parts = line.splitn(3, '\t');
+        let (word, n, rest) = (parts.next().unwrap_or(""), parts.next(), parts.next().unwrap_or("").to_string());
+        let what = match word {
+            "hash" => Some(Said::Hash(rest)),
+            "missing" => Some(Said::Missing),
+            "escapes" => Some(Said::Escapes(rest)),
+            "differs" => Some(Said::Differs(rest)),
+            "applied" => Some(Said::Applied(rest)),
+            "reverted" => Some(Said::Reverted(rest)),
+            "changed" => Some(Said::Changed(rest)),
+            "unverified" => Some(Said::Unverified(rest)),
+            "failed" => Some(Said::Failed(rest)),
+            _ => None,
+        };
+        match (what, n.and_then(|n| n.parse::<usize>().ok()).filter(|n| *n < files)) {
+            (Some(what), Some(n)) => said[n] = Some(what),
+            _ => other.push(line.to_string()),
+        }
+    }
+    (said, other)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// The script run by the shell a host has, here.
+    fn run(script: &str) -> String {
+        let out = std::process::Command::new("sh").arg("-c").arg(script).output().expect("sh");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn sha(bytes: &[u8]) -> String {
+        use sha2::Digest;
+        format!("{:x}", sha2::Sha256::digest(bytes))
+    }
+
+    #[test]
+    fn applying_checks_every_base_first_then_writes_in_place_and_reverting_puts_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("gate.py"), dir.path().join("other.py"));
+        std::fs::write(&a, "if world_size > 2:\n").unwrap();
+        std::fs::write(&b, "x = 1\n").unwrap();
+        std::fs::set_permissions(&a, std::fs::Permissions::from_mode(0o640)).unwrap();
+        std::fs::create_dir(dir.path().join("__pycache__")).unwrap();
+        let pyc = dir.path().join("__pycache__/gate.cpython-312.pyc");
+        std::fs::write(&pyc, "stale").unwrap();
+        let keep = dir.path().join("run/patch").display().to_string();
+        let paths = [a.display().to_string(), b.display().to_string()];
+        let change =
+            |path: &str, base: &str, text: &str| Change { path: path.into(), base: base.into(), text: text.into() };
+
+        // Read: both hashes.
+        let (read, _) = answers(&run(&read_script(&paths)), 2);
+        assert_eq!(read[0], Some(Said::Hash(sha(b"if world_size > 2:\n"))));
+
+        // One base differs: nothing is written, and it says which and what it found.
+        let wrong = [
+            change(&paths[0], &sha(b"if world_size > 2:\n"), "if world_size > 8:\n"),
+            change(&paths[1], &"0".repeat(64), "x = 2\n"),
+        ];
+        let (said, _) = answers(&run(&apply_script(&keep, &wrong)), 2);
+        assert_eq!(said[1], Some(Said::Differs(sha(b"x = 1\n"))));
+        assert_eq!(said[0], None, "nothing written: {said:?}");
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "if world_size > 2:\n");
+
+        // Both bases right: written in place, mode kept, the .pyc gone, the new hash said.
+        let right = [change(&paths[0], &sha(b"if world_size > 2:\n"), "if world_size > 8:\n")];
+        let (said, _) = answers(&run(&apply_script(&keep, &right)), 1);
+        assert_eq!(said[0], Some(Said::Applied(sha(b"if world_size > 8:\n"))));
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "if world_size > 8:\n");
+        assert_eq!(std::fs::metadata(&a).unwrap().permissions().mode() & 0o777, 0o640);
+        assert!(!pyc.exists(), "the stale .pyc is removed");
+
+        // Reverting: the original back, verified by its hash.
+        let written = [Written {
+            path: paths[0].clone(),
+            base: sha(b"if world_size > 2:\n"),
+            applied: sha(b"if world_size > 8:\n"),
+        }];
+        let (said, _) = answers(&run(&revert_script(&keep, &written)), 1);
+        assert_eq!(said[0], Some(Said::Reverted(sha(b"if world_size > 2:\n"))));
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "if world_size > 2:\n");
+        // Again (a recovery after the first revert): already back, nothing written.
+        let (said, _) = answers(&run(&revert_script(&keep, &written)), 1);
+        assert_eq!(said[0], Some(Said::Reverted(sha(b"if world_size > 2:\n"))));
+    }
+
+    #[test]
+    fn a_file_changed_since_is_never_overwritten_and_a_symlink_out_of_its_directory_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("gate.py");
+        std::fs::write(&a, "v1\n").unwrap();
+        let keep = dir.path().join("run/patch").display().to_string();
+        let path = a.display().to_string();
+        let applied = [Change { path: path.clone(), base: sha(b"v1\n"), text: b"v2\n".to_vec() }];
+        assert!(matches!(answers(&run(&apply_script(&keep, &applied)), 1).0[0], Some(Said::Applied(_))));
+        // Someone edits it while the patch is on.
+        std::fs::write(&a, "hand-edited\n").unwrap();
+        let written = [Written { path: path.clone(), base: sha(b"v1\n"), applied: sha(b"v2\n") }];
+        let (said, _) = answers(&run(&revert_script(&keep, &written)), 1);
+        assert_eq!(said[0], Some(Said::Changed(sha(b"hand-edited\n"))));
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "hand-edited\n", "left as they made it");
+
+        // A symlink whose target is elsewhere: refused, the target named.
+        let outside = tempfile::tempdir().unwrap();
+        let secret = outside.path().join("secret.py");
+        std::fs::write(&secret, "s\n").unwrap();
+        let link = dir.path().join("link.py");
+        std::os::unix::fs::symlink(&secret, &link).unwrap();
+        let (said, _) = answers(&run(&read_script(&[link.display().to_string()])), 1);
+        assert!(matches!(&said[0], Some(Said::Escapes(t)) if t.ends_with("secret.py")), "{said:?}");
+        let change = [Change { path: link.display().to_string(), base: sha(b"s\n"), text: b"x\n".to_vec() }];
+        run(&apply_script(&keep, &change));
+        assert_eq!(std::fs::read_to_string(&secret).unwrap(), "s\n");
+        // A symlink within its directory is followed, and the link kept.
+        let inside = dir.path().join("inside.py");
+        std::os::unix::fs::symlink(&a, &inside).unwrap();
+        let (said, _) = answers(&run(&read_script(&[inside.display().to_string()])), 1);
+        assert_eq!(said[0], Some(Said::Hash(sha(b"hand-edited\n"))));
+    }
+
+    #[test]
+    fn names_with_quotes_and_spaces_stay_one_word() {
+        let dir = tempfile::tempdir().unwrap();
+        let odd = dir.path().join("it's a $(file).py");
+        std::fs::write(&odd, "a\n").unwrap();
+        let (said, other) = answers(&run(&read_script(&[odd.display().to_string()])), 1);
+        assert_eq!(said[0], Some(Said::Hash(sha(b"a\n"))), "{other:?}");
+    }
+}
