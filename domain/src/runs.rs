@@ -254,6 +254,88 @@ pub struct Run {
     pub launch: Option<i64>,
 }
 
+/// Which of Sleuth's readers read a report file (`crate::reports` in the
+/// server): the tool and the file's kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+#[serde(rename_all = "kebab-case")]
+pub enum ReportFormat {
+    VllmSaveResult,
+    SglangBenchServing,
+    VllmBenchLatency,
+    VllmBenchThroughput,
+    Guidellm,
+    Aiperf,
+    AiperfRequests,
+    LlamaBench,
+    MlperfLoadgen,
+    NsysKernels,
+    NsysNvtx,
+    NsysApi,
+    NsysStats,
+    TorchTrace,
+    TorchTable,
+}
+
+impl ReportFormat {
+    pub const ALL: [ReportFormat; 15] = [
+        Self::VllmSaveResult,
+        Self::SglangBenchServing,
+        Self::VllmBenchLatency,
+        Self::VllmBenchThroughput,
+        Self::Guidellm,
+        Self::Aiperf,
+        Self::AiperfRequests,
+        Self::LlamaBench,
+        Self::MlperfLoadgen,
+        Self::NsysKernels,
+        Self::NsysNvtx,
+        Self::NsysApi,
+        Self::NsysStats,
+        Self::TorchTrace,
+        Self::TorchTable,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::VllmSaveResult => "vllm-save-result",
+            Self::SglangBenchServing => "sglang-bench-serving",
+            Self::VllmBenchLatency => "vllm-bench-latency",
+            Self::VllmBenchThroughput => "vllm-bench-throughput",
+            Self::Guidellm => "guidellm",
+            Self::Aiperf => "aiperf",
+            Self::AiperfRequests => "aiperf-requests",
+            Self::LlamaBench => "llama-bench",
+            Self::MlperfLoadgen => "mlperf-loadgen",
+            Self::NsysKernels => "nsys-kernels",
+            Self::NsysNvtx => "nsys-nvtx",
+            Self::NsysApi => "nsys-api",
+            Self::NsysStats => "nsys-stats",
+            Self::TorchTrace => "torch-trace",
+            Self::TorchTable => "torch-table",
+        }
+    }
+}
+
+impl std::fmt::Display for ReportFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for ReportFormat {
+    type Err = UnknownReportFormat;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Self::ALL.into_iter().find(|f| f.as_str() == text).ok_or_else(|| UnknownReportFormat(text.to_string()))
+    }
+}
+
+/// A stored report format that is none of [`ReportFormat`].
+#[derive(Debug, thiserror::Error)]
+#[error("{0:?} is not a report format Sleuth reads")]
+pub struct UnknownReportFormat(pub String);
+
 /// A report file of a run, as read: which tool's format, and what the reader
 /// says about it (a truncated file, values skipped, ITLs sampled).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -261,9 +343,8 @@ pub struct Run {
 pub struct ReportInfo {
     /// The artifact's name, or `output` for the run's own output.
     pub name: String,
-    /// `vllm-save-result`, `guidellm`, `torch-trace`…; none when the file was
-    /// recognised but could not be read.
-    pub format: Option<String>,
+    /// Which reader read it; none when the file was recognised but could not be read.
+    pub format: Option<ReportFormat>,
     pub notes: Vec<String>,
     /// Fields no reader knows (the tool's settings, model names), as the file has them.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]

@@ -751,7 +751,7 @@ fn Artifacts(
 ) -> impl IntoView {
     // What the report readers said, after what fetching the files said.
     notes.extend(reports.iter().flat_map(|r| r.notes.iter().cloned()));
-    let read_as = |name: &str| reports.iter().find(|r| r.name == name).and_then(|r| r.format.clone());
+    let read_as = |name: &str| reports.iter().find(|r| r.name == name).and_then(|r| r.format);
     let output_read_as = read_as("output");
     if artifacts.is_empty() && notes.is_empty() && output_read_as.is_none() {
         return ().into_any();
@@ -768,14 +768,14 @@ fn Artifacts(
                         }}
                         " " <span class="muted">{human_bytes(a.size)}</span>
                         " " <code class="sha256 muted" title="sha256">{a.sha256.chars().take(12).collect::<String>()}</code>
-                        {read_as(&a.name).map(|f| view! { " " <span class="tag report" title="read as this tool's report">{f}</span> })}
+                        {read_as(&a.name).map(|f| view! { " " <span class="tag report" title="read as this tool's report">{f.as_str()}</span> })}
                     </li>
                 }).collect_view()}
             </ul>
             {files.0.is_none().then(|| view! {
                 <p class="muted files-withheld">"This link hides host names, so it offers none of these files (they may name hosts)."</p>
             })}
-            {output_read_as.map(|f| view! { <p class="muted">"The output was read as a report: " <span class="tag report">{f}</span></p> })}
+            {output_read_as.map(|f| view! { <p class="muted">"The output was read as a report: " <span class="tag report">{f.as_str()}</span></p> })}
             {(!notes.is_empty()).then(|| view! {
                 <ul class="artifact-notes muted">{notes.into_iter().map(|n| view! { <li>{n}</li> }).collect_view()}</ul>
             })}

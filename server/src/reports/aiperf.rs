@@ -11,10 +11,11 @@
 use super::error::{ReadError, ReadResult};
 use super::json::LineReader;
 use super::report::{Report, Reservoir};
+use domain::runs::ReportFormat;
 use serde_json::{Map, Value};
 
-const FORMAT: &str = "aiperf";
-const REQUESTS: &str = "aiperf-requests";
+const FORMAT: ReportFormat = ReportFormat::Aiperf;
+const REQUESTS: ReportFormat = ReportFormat::AiperfRequests;
 
 /// A tag (or genai-perf name), Sleuth's metric, and whether it is a latency
 /// (kept in ms, with its percentiles) or a rate or count (its mean).

@@ -144,7 +144,7 @@ mod tests {
 
     #[test]
     fn goodput_is_a_hand_count() {
-        let mut report = Report::new("vllm-save-result");
+        let mut report = Report::new(domain::runs::ReportFormat::VllmSaveResult);
         // Requests 1 and 3 meet TTFT ≤ 200 and TPOT ≤ 50; 2 misses TTFT, 4 misses TPOT.
         report.samples.push(samples("ttft_ms", None, &[120.0, 250.0, 199.0, 80.0]));
         report.samples.push(samples("tpot_ms", None, &[30.0, 20.0, 50.0, 51.0]));

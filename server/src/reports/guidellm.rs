@@ -9,9 +9,10 @@
 
 use super::error::{ReadError, ReadResult};
 use super::report::Report;
+use domain::runs::ReportFormat;
 use serde_json::{Map, Value};
 
-const FORMAT: &str = "guidellm";
+const FORMAT: ReportFormat = ReportFormat::Guidellm;
 
 /// GuideLLM's metric, Sleuth's name, and the factor to its unit.
 const METRICS: [(&str, &str, &str, f64); 9] = [

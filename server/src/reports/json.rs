@@ -152,18 +152,6 @@ pub trait LineReader: Send {
     }
 }
 
-/// What is left of a reader that stopped.
-pub struct Done;
-
-impl LineReader for Done {
-    fn line(&mut self, _: Map<String, Value>) -> ReadResult<()> {
-        Ok(())
-    }
-    fn finish(self: Box<Self>) -> Report {
-        Report::default()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,9 +10,10 @@
 use super::error::{ReadError, ReadResult};
 use super::json::LineReader;
 use super::report::Report;
+use domain::runs::ReportFormat;
 use serde_json::{Map, Value};
 
-const FORMAT: &str = "llama-bench";
+const FORMAT: ReportFormat = ReportFormat::LlamaBench;
 
 fn is_result(object: &Map<String, Value>) -> bool {
     object.contains_key("n_prompt") && object.contains_key("n_gen") && object.contains_key("avg_ts")
@@ -157,7 +158,7 @@ mod tests {
     #[test]
     fn json_and_jsonl_name_tests_as_the_table_does() {
         let r = crate::reports::read("bench.json", JSON.as_bytes()).expect("recognised").expect("read");
-        assert_eq!(r.format, FORMAT);
+        assert_eq!(r.format.as_str(), FORMAT.as_str());
         assert_eq!(value(&r, "pp512"), Some((7100.002165, Some(140.341520))));
         assert_eq!(value(&r, "tg128 @ d4096"), Some((120.5, Some(0.4))));
         assert_eq!(r.measurements[0].key.as_deref(), Some("qwen2 7B Q4_K - Medium"));
@@ -176,7 +177,7 @@ mod tests {
     fn csv_as_llama_cpp_documents_it() {
         let csv = include_str!("testdata/llama-bench.csv");
         let r = crate::reports::read("bench.csv", csv.as_bytes()).expect("recognised").expect("read");
-        assert_eq!(r.format, FORMAT);
+        assert_eq!(r.format.as_str(), FORMAT.as_str());
         assert_eq!(value(&r, "pp512"), Some((7285.676949, Some(100.064434))));
         assert_eq!(value(&r, "tg128"), Some((119.915244, Some(0.430617))));
         assert_eq!(r.measurements[0].key.as_deref(), Some("qwen2 7B Q4_K - Medium"));

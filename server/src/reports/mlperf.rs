@@ -7,9 +7,10 @@
 
 use super::error::{ReadError, ReadResult};
 use super::report::Report;
+use domain::runs::ReportFormat;
 use serde_json::Value;
 
-const FORMAT: &str = "mlperf-loadgen";
+const FORMAT: ReportFormat = ReportFormat::MlperfLoadgen;
 
 pub fn recognise(head: &str) -> bool {
     head.lines().take(4).any(|l| l.trim() == "MLPerf Results Summary")

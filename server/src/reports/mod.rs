@@ -200,9 +200,7 @@ fn from_value(value: &serde_json::Value) -> Option<ReadResult<Report>> {
 fn read_lines(input: impl Read) -> Option<ReadResult<Report>> {
     let lines = BufReader::new(input).lines();
     let mut reader: Option<Box<dyn json::LineReader>> = None;
-    let mut at = 0usize;
-    for line in lines {
-        at += 1;
+    for (at, line) in (1usize..).zip(lines) {
         let line = match line {
             Ok(line) => line,
             Err(e) => return reader.map(|r| Ok(r.finish_with(ReadError::at(at, e.into())))),
@@ -213,8 +211,8 @@ fn read_lines(input: impl Read) -> Option<ReadResult<Report>> {
         let Some(object) = json::object_line(&line) else {
             return reader.map(|r| Ok(r.finish_with(ReadError::at(at, ReadError::NotAnObject))));
         };
-        let reader = match &mut reader {
-            Some(reader) => reader,
+        let current = match &mut reader {
+            Some(current) => current,
             None => {
                 let found: Box<dyn json::LineReader> = if let Some(r) = vllm::line_reader(&object) {
                     r
@@ -226,8 +224,8 @@ fn read_lines(input: impl Read) -> Option<ReadResult<Report>> {
                 reader.insert(found)
             }
         };
-        if let Err(e) = reader.line(object) {
-            return Some(Ok(std::mem::replace(reader, Box::new(json::Done)).finish_with(ReadError::at(at, e))));
+        if let Err(e) = current.line(object) {
+            return reader.take().map(|r| Ok(r.finish_with(ReadError::at(at, e))));
         }
     }
     reader.map(|r| Ok(r.finish()))
@@ -258,7 +256,7 @@ mod tests {
             // Under a name that says nothing: recognition is by content.
             let report = read("artifact.bin", &fixture(path)[..]).unwrap_or_else(|| panic!("{path}: not recognised"));
             let report = report.unwrap_or_else(|e| panic!("{path}: {e}"));
-            assert_eq!(report.format, format, "{path}");
+            assert_eq!(report.format.as_str(), format, "{path}");
             assert!(!report.measurements.is_empty(), "{path}: no measurements");
         }
         for other in ["bench-outputs/vllm_bench_serve_pr36559.txt", "gpu-host-h200x2/decode.log", "reports/README.md"] {
@@ -279,7 +277,7 @@ mod tests {
             (console.into_bytes(), "nsys-stats"),
         ] {
             let report = read("artifact.bin", &bytes[..]).unwrap_or_else(|| panic!("{format}: not recognised"));
-            assert_eq!(report.unwrap_or_else(|e| panic!("{format}: {e}")).format, format);
+            assert_eq!(report.unwrap_or_else(|e| panic!("{format}: {e}")).format.as_str(), format);
         }
     }
 

@@ -15,6 +15,7 @@ use super::csv::split as split_csv;
 use super::error::{ReadError, ReadResult};
 use super::kernels::Breakdown;
 use super::report::Report;
+use domain::runs::ReportFormat;
 
 type Reader = fn(&str) -> ReadResult<Report>;
 
@@ -151,7 +152,7 @@ fn kernel_breakdown(text: &str, csv: bool) -> ReadResult<Breakdown> {
 }
 
 fn kernels(text: &str, csv: bool) -> ReadResult<Report> {
-    let mut report = Report::new("nsys-kernels");
+    let mut report = Report::new(ReportFormat::NsysKernels);
     kernel_breakdown(text, csv)?.measure(&mut report);
     Ok(report)
 }
@@ -205,7 +206,7 @@ fn ranges_into(text: &str, csv: bool, report: &mut Report) -> ReadResult<Steps> 
 }
 
 fn ranges(text: &str, csv: bool) -> ReadResult<Report> {
-    let mut report = Report::new("nsys-nvtx");
+    let mut report = Report::new(ReportFormat::NsysNvtx);
     ranges_into(text, csv, &mut report)?;
     Ok(report)
 }
@@ -247,7 +248,7 @@ fn api_into(text: &str, csv: bool, report: &mut Report) -> ReadResult<()> {
 }
 
 fn api(text: &str, csv: bool) -> ReadResult<Report> {
-    let mut report = Report::new("nsys-api");
+    let mut report = Report::new(ReportFormat::NsysApi);
     api_into(text, csv, &mut report)?;
     Ok(report)
 }
@@ -275,7 +276,7 @@ fn section_name(line: &str) -> Option<&str> {
 }
 
 pub fn read_console(text: &str) -> ReadResult<Report> {
-    let mut report = Report::new("nsys-stats");
+    let mut report = Report::new(ReportFormat::NsysStats);
     let mut breakdown = None;
     let mut steps = Steps::default();
     let mut sections = Vec::new();
@@ -379,7 +380,7 @@ mod tests {
         let run = first_console_run();
         assert!(is_console(&run));
         let r = read_console(&run).expect("read");
-        assert_eq!(r.format, "nsys-stats");
+        assert_eq!(r.format.as_str(), "nsys-stats");
         // By hand from the fixture: vectorAdd 1,831,281 ns over 1,010 launches;
         // cudaLaunchKernel 1,010 calls, 3,201,638 ns; the osrt table is not CUDA's.
         assert_eq!(value(&r, "gpu_time_ms", None), Some(1.831281));
@@ -407,7 +408,7 @@ mod tests {
         };
         let api = table("cuda_api_sum");
         let r = recognise(&api).expect("an API table")(&api).expect("read");
-        assert_eq!(r.format, "nsys-api");
+        assert_eq!(r.format.as_str(), "nsys-api");
         assert_eq!(value(&r, "cuda_api_calls", Some("api=cudaMalloc")), Some(3.0));
         assert!(recognise(&table("osrt_sum")).is_none(), "OS runtime calls are not CUDA's");
     }

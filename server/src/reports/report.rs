@@ -3,6 +3,7 @@
 
 use crate::metrics::measurement;
 use domain::metrics::Measurement;
+use domain::runs::ReportFormat;
 
 /// Per-request values of one metric, in request order (so columns of one key
 /// line up request by request: a goodput counts requests meeting every bound).
@@ -19,10 +20,10 @@ pub struct Samples {
 }
 
 /// What a reader made of one file.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Report {
-    /// Which reader: `vllm-save-result`, `guidellm`, `torch-trace`…
-    pub format: &'static str,
+    /// Which reader.
+    pub format: ReportFormat,
     pub measurements: Vec<Measurement>,
     pub samples: Vec<Samples>,
     /// Fields no reader knows, kept as they were (`gpu`, `deployment`…).
@@ -35,13 +36,20 @@ pub struct Report {
 }
 
 impl Report {
-    pub fn new(format: &'static str) -> Self {
-        Self { format, ..Self::default() }
+    pub fn new(format: ReportFormat) -> Self {
+        Self {
+            format,
+            measurements: Vec::new(),
+            samples: Vec::new(),
+            metadata: serde_json::Map::new(),
+            notes: Vec::new(),
+            requests: Vec::new(),
+        }
     }
 
     pub fn add(&mut self, metric: impl Into<String>, value: f64, unit: &str, key: Option<&str>) {
         if value.is_finite() {
-            let mut m = measurement(metric, value, unit, self.format);
+            let mut m = measurement(metric, value, unit, self.format.as_str());
             m.key = key.map(str::to_string);
             self.measurements.push(m);
         }

@@ -11,6 +11,7 @@ use super::error::ReadResult;
 use super::json::Literals;
 use super::kernels::{Breakdown, CATEGORIES, category};
 use super::report::Report;
+use domain::runs::ReportFormat;
 use serde::Deserialize;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use std::fmt;
@@ -87,7 +88,7 @@ pub fn read_trace(input: impl std::io::Read) -> ReadResult<Report> {
         serde_json::Deserializer::from_reader(std::io::BufReader::with_capacity(64 * 1024, Literals::new(input)));
     let mut seen = Seen::default();
     (&mut de).deserialize_any(TraceVisitor(&mut seen))?;
-    let mut report = Report::new("torch-trace");
+    let mut report = Report::new(ReportFormat::TorchTrace);
     report.metadata = std::mem::take(&mut seen.metadata);
     if seen.kernels.is_empty() {
         report.notes.push(format!("{} events and no GPU kernels (was CUDA activity profiled?)", seen.events));
@@ -199,7 +200,7 @@ mod tests {
         let bytes = std::fs::read(crate::fixtures::dir().join("reports/pytorch-profiler/hta_nccl_data.json.gz"))
             .expect("fixture");
         let r = super::super::read("trace", &bytes[..]).expect("recognised").expect("read");
-        assert_eq!(r.format, "torch-trace");
+        assert_eq!(r.format.as_str(), "torch-trace");
         assert_eq!(value(&r, "decode_steps", None), Some(3.0));
         assert_eq!(value(&r, "collective_calls_per_step", None), Some(7.0));
         let share = value(&r, "gpu_time_share_pct", Some("category=collective")).unwrap();

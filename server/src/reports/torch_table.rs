@@ -11,8 +11,9 @@
 use super::error::{ReadError, ReadResult};
 use super::kernels::{Breakdown, CATEGORIES};
 use super::report::Report;
+use domain::runs::ReportFormat;
 
-const FORMAT: &str = "torch-table";
+const FORMAT: ReportFormat = ReportFormat::TorchTable;
 
 /// The table starts with a rule of dashes and a header naming `Self CPU`.
 pub fn recognise(head: &str) -> bool {
@@ -170,7 +171,7 @@ mod tests {
         let text = made_on_the_h200("decode_trace.txt");
         assert!(recognise(&text));
         let r = read(&text).expect("read");
-        assert_eq!(r.format, "torch-table");
+        assert_eq!(r.format.as_str(), "torch-table");
         assert_eq!(value(&r, "decode_steps", None), Some(5.0));
         assert_eq!(value(&r, "step_time_ms", None), Some(9.756), "the CPU's ProfilerStep* average");
         let near = |metric: &str, key: Option<&str>, want: f64| {

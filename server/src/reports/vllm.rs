@@ -18,16 +18,17 @@
 use super::error::{ReadError, ReadResult};
 use super::json::{self, LineReader, Literals};
 use super::report::{Report, Reservoir};
+use domain::runs::ReportFormat;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 use std::fmt;
 
-const FORMAT: &str = "vllm-save-result";
-const SGLANG: &str = "sglang-bench-serving";
+const FORMAT: ReportFormat = ReportFormat::VllmSaveResult;
+const SGLANG: ReportFormat = ReportFormat::SglangBenchServing;
 /// ITLs kept per file (per token, so a big run has millions).
 const ITL_SAMPLES: usize = 100_000;
 
-fn format_of(object: &Map<String, Value>) -> &'static str {
+fn format_of(object: &Map<String, Value>) -> ReportFormat {
     let sglang = object.get("backend").and_then(Value::as_str).is_some_and(|b| b.starts_with("sglang"))
         || object.contains_key("mean_e2e_latency_ms")
         || object.contains_key("total_output_tokens_retokenized");
@@ -131,7 +132,7 @@ pub fn from_value(value: &Value) -> Option<ReadResult<Report>> {
         return Some(Ok(report));
     }
     if object.contains_key("avg_latency") && object.contains_key("percentiles") {
-        let mut report = Report::new("vllm-bench-latency");
+        let mut report = Report::new(ReportFormat::VllmBenchLatency);
         if let Some(avg) = json::number(object, "avg_latency") {
             report.add("latency_s_mean", avg, "s", None);
         }
@@ -149,7 +150,7 @@ pub fn from_value(value: &Value) -> Option<ReadResult<Report>> {
         return Some(Ok(report));
     }
     if object.contains_key("requests_per_second") && object.contains_key("tokens_per_second") {
-        let mut report = Report::new("vllm-bench-throughput");
+        let mut report = Report::new(ReportFormat::VllmBenchThroughput);
         for (field, metric, unit) in [
             ("requests_per_second", "request_throughput", "req/s"),
             // Prompt and output tokens together, as vLLM counts them.
@@ -476,7 +477,7 @@ mod tests {
     #[test]
     fn sglang_sweeps_are_keyed_by_rate() {
         let report = read(&crate::fixtures::read("reports/sglang-bench-serving/llama_3_3_70b_online_output.jsonl"));
-        assert_eq!(report.format, SGLANG);
+        assert_eq!(report.format.as_str(), SGLANG.as_str());
         // The line of request rate 1.0, as the file has it.
         let one = Some("request_rate=1");
         assert_eq!(of(&report.measurements, "output_throughput", one).map(|m| m.value), Some(537.4142851849319));
@@ -490,7 +491,7 @@ mod tests {
         );
         // One line, `Infinity` for its rate: a single result, read all the same.
         let single = read(&crate::fixtures::read("reports/sglang-bench-serving/deepseek_dp_mla_output.jsonl"));
-        assert_eq!(single.format, SGLANG);
+        assert_eq!(single.format.as_str(), SGLANG.as_str());
         assert_eq!(of(&single.measurements, "output_throughput", None).map(|m| m.value), Some(12412.394674113431));
         assert_eq!(single.metadata.get("request_rate").and_then(Value::as_str), Some("inf"));
     }
@@ -500,12 +501,12 @@ mod tests {
         let t = read(
             r#"{"elapsed_time": 10.0, "num_requests": 100, "total_num_tokens": 51200, "requests_per_second": 10.0, "tokens_per_second": 5120.0}"#,
         );
-        assert_eq!(t.format, "vllm-bench-throughput");
+        assert_eq!(t.format.as_str(), "vllm-bench-throughput");
         assert_eq!(of(&t.measurements, "total_throughput", None).map(|m| m.value), Some(5120.0));
         let l = read(
             r#"{"avg_latency": 1.5, "latencies": [1.4, 1.5, 1.6], "percentiles": {"10": 1.42, "50": 1.5, "99": 1.598}}"#,
         );
-        assert_eq!(l.format, "vllm-bench-latency");
+        assert_eq!(l.format.as_str(), "vllm-bench-latency");
         assert_eq!(of(&l.measurements, "latency_s_p99", None).map(|m| (m.value, m.unit.as_str())), Some((1.598, "s")));
         assert_eq!(l.samples[0].values, vec![1400.0, 1500.0, 1600.0]);
     }

@@ -151,7 +151,14 @@ pub fn report_of(row: crate::db::ReportRow, metadata: bool) -> crate::error::Res
         true => stored(&row.metadata, || format!("run {}'s report {} metadata", row.run_id, row.name))?,
         false => Default::default(),
     };
-    Ok(domain::runs::ReportInfo { name: row.name, format: row.format, notes, metadata })
+    let format = match row.format.as_deref().map(str::parse) {
+        Some(Ok(format)) => Some(format),
+        Some(Err(e)) => {
+            return Err(crate::error::Error::unreadable(format!("run {}'s report {} format", row.run_id, row.name), e));
+        }
+        None => None,
+    };
+    Ok(domain::runs::ReportInfo { name: row.name, format, notes, metadata })
 }
 
 use crate::output::{OutputKey, Outputs};
