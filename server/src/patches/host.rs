@@ -13,7 +13,11 @@
 //!   overwritten. It hashes the result; one that is not the base is said so.
 //! - A path that is a symlink is followed only within its own directory.
 
+use crate::error::Result;
+use crate::ssh::exec;
 use crate::ssh::quote::quote;
+use crate::ssh::{Pool, Target};
+use domain::error::{ApiError, ErrorCode};
 
 /// One file's change, as applying needs it.
 #[derive(Clone, Debug)]
@@ -100,6 +104,7 @@ pub fn apply_script(keep: &str, changes: &[Change]) -> String {
   [ -f "$f" ] || { echo "missing	$1"; return 1; }
   h=$(hash "$f")
   [ "$h" = "$3" ] || { echo "differs	$1	$h"; return 1; }
+  echo "hash	$1	$h"
 }
 write() {
   f=$(target "$2" "$1") || return 0
@@ -152,6 +157,43 @@ pub fn revert_script(keep: &str, written: &[Written]) -> String {
         script.push_str(&format!("revert {n} {} {} {}\n", quote(&w.path), quote(&w.applied), quote(&w.base)));
     }
     script
+}
+
+/// Runs `script` on the host: what it said of each of its `files` files, in
+/// order. A file it said nothing of (a script cut short, a shell that is not
+/// POSIX) is an error with what it did say.
+async fn run(pool: &Pool, target: &Target, script: &str, files: usize) -> Result<Vec<Said>> {
+    let captured = exec::capture(pool, target, script, 1 << 20).await?;
+    let (said, other) = answers(&String::from_utf8_lossy(&captured.stdout), files);
+    let answered = said.iter().flatten().count();
+    if answered < files {
+        let stderr = String::from_utf8_lossy(&captured.stderr);
+        let more: Vec<&str> = other.iter().map(String::as_str).chain(stderr.lines()).take(5).collect();
+        return Err(ApiError::new(
+            ErrorCode::HostUnreachable,
+            format!("{} answered for {answered} of the patch's {files} files: {}", target.name, more.join(" / ")),
+        )
+        .into());
+    }
+    Ok(said.into_iter().flatten().collect())
+}
+
+/// Each path's sha256 on the host (or that it is missing, or escapes its directory).
+pub async fn read(pool: &Pool, target: &Target, paths: &[String]) -> Result<Vec<Said>> {
+    run(pool, target, &read_script(paths), paths.len()).await
+}
+
+/// Applies `changes` on the host, the originals kept under `keep`: each file
+/// `Applied`, or — where one base differs, is missing or escapes — nothing
+/// written and each file's state said.
+pub async fn apply(pool: &Pool, target: &Target, keep: &str, changes: &[Change]) -> Result<Vec<Said>> {
+    run(pool, target, &apply_script(keep, changes), changes.len()).await
+}
+
+/// Puts back what [`apply`] wrote: each file `Reverted`, `Changed` (left
+/// alone), `Unverified` or `Failed`.
+pub async fn revert(pool: &Pool, target: &Target, keep: &str, written: &[Written]) -> Result<Vec<Said>> {
+    run(pool, target, &revert_script(keep, written), written.len()).await
 }
 
 /// What a script said of each of its `files` files, in their order (`None`
@@ -225,7 +267,7 @@ mod tests {
         ];
         let (said, _) = answers(&run(&apply_script(&keep, &wrong)), 2);
         assert_eq!(said[1], Some(Said::Differs(sha(b"x = 1\n"))));
-        assert_eq!(said[0], None, "nothing written: {said:?}");
+        assert_eq!(said[0], Some(Said::Hash(sha(b"if world_size > 2:\n"))), "checked, not written: {said:?}");
         assert_eq!(std::fs::read_to_string(&a).unwrap(), "if world_size > 2:\n");
 
         // Both bases right: written in place, mode kept, the .pyc gone, the new hash said.

@@ -15,6 +15,7 @@ mod migrate;
 mod openapi;
 mod operations;
 mod pages;
+mod patches;
 mod permissions;
 mod replays;
 mod replicas;
