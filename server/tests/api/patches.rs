@@ -37,7 +37,7 @@ async fn a_patch_is_applied_and_put_back_on_the_host_each_step_hashed() {
     // The diff made from edited lines; its file's base read on the host.
     let after = before.replace("> 2", "> 8");
     let files = diff::parse(&diff::between(&path, before, &after)).expect("a diff");
-    let read = host::read(&pool, &target, &[path.clone()]).await.expect("read");
+    let read = host::read(&pool, &target, std::slice::from_ref(&path)).await.expect("read");
     assert_eq!(read, [Said::Hash(sha(before.as_bytes()))]);
     let (text, _) = diff::apply(before, &files[0]).expect("applies");
 
