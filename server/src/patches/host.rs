@@ -64,12 +64,12 @@ pub enum Said {
 const COMMON: &str = r#"set -u
 # The answer's own stream: `target` speaks from inside a command substitution.
 exec 3>&1
-hash() { sha256sum < "$1" | cut -d' ' -f1; }
+hash() { h=$(sha256sum < "$1") && printf '%s' "${h%% *}"; }
 # The file a path names: itself, or a symlink's target in the same directory.
 target() {
   if [ -L "$1" ]; then
     t=$(readlink -f -- "$1") || return 1
-    d=$(cd -- "$(dirname -- "$1")" && pwd -P) || return 1
+    d=$(cd -- "${1%/*}" && pwd -P) || return 1
     case "$t" in "$d"/*) printf '%s' "$t" ;; *) echo "escapes	$2	$t" >&3; return 1 ;; esac
   else
     printf '%s' "$1"
@@ -93,9 +93,10 @@ pub fn read_script(paths: &[String]) -> String {
     script
 }
 
-/// Applies `changes`, keeping the originals under `keep` (a directory of the run's).
-pub fn apply_script(keep: &str, changes: &[Change]) -> String {
-    use base64::Engine;
+/// Applies `changes`, keeping the originals under `keep` (a directory of the
+/// run's): the script, and what goes on its stdin (the new texts, one after
+/// another; a command line holds at most 128 KiB).
+pub fn apply_script(keep: &str, changes: &[Change]) -> (String, Vec<u8>) {
     let mut script = String::from(COMMON);
     script.push_str(&format!("keep={}\n", quote(keep)));
     script.push_str(
@@ -106,12 +107,15 @@ pub fn apply_script(keep: &str, changes: &[Change]) -> String {
   [ "$h" = "$3" ] || { echo "differs	$1	$h"; return 1; }
   echo "hash	$1	$h"
 }
+# The next $1 bytes of stdin, exactly (each file's text is read whatever else fails).
+take() { if [ "$1" -gt 0 ]; then dd bs="$1" count=1 iflag=fullblock 2>/dev/null; fi; }
 write() {
-  f=$(target "$2" "$1") || return 0
-  cp -p -- "$f" "$keep/$1.orig" 2>/dev/null || { echo "failed	$1	cannot keep the original in $keep"; return 0; }
-  tmp=$(mktemp "$(dirname -- "$f")/.sleuth-patch.XXXXXX" 2>/dev/null) || { echo "failed	$1	cannot write beside it"; return 0; }
-  if printf '%s' "$3" | base64 -d > "$tmp" && chmod --reference="$f" "$tmp" && { chown --reference="$f" "$tmp" 2>/dev/null || true; } && mv -f -- "$tmp" "$f"; then
-    rm -f -- "$(dirname -- "$f")/__pycache__/$(basename -- "$f" .py)".*.pyc
+  f=$(target "$2" "$1") || { take "$3" > /dev/null; return 0; }
+  tmp=$(mktemp "${f%/*}/.sleuth-patch.XXXXXX" 2>/dev/null) || { take "$3" > /dev/null; echo "failed	$1	cannot write beside it"; return 0; }
+  take "$3" > "$tmp"
+  cp -p -- "$f" "$keep/$1.orig" 2>/dev/null || { rm -f -- "$tmp"; echo "failed	$1	cannot keep the original in $keep"; return 0; }
+  if chmod --reference="$f" "$tmp" && { chown --reference="$f" "$tmp" 2>/dev/null || true; } && mv -f -- "$tmp" "$f"; then
+    b=${f##*/}; rm -f -- "${f%/*}/__pycache__/${b%.py}".*.pyc
     echo "applied	$1	$(hash "$f")"
   else
     rm -f -- "$tmp"; echo "failed	$1	cannot replace it"
@@ -125,11 +129,12 @@ ok=1
         script.push_str(&format!("check {n} {} {} || ok=0\n", quote(&c.path), quote(&c.base)));
     }
     script.push_str("[ \"$ok\" = 1 ] || exit 0\n");
+    let mut input = Vec::new();
     for (n, c) in changes.iter().enumerate() {
-        let text = base64::engine::general_purpose::STANDARD.encode(&c.text);
-        script.push_str(&format!("write {n} {} {}\n", quote(&c.path), quote(&text)));
+        script.push_str(&format!("write {n} {} {}\n", quote(&c.path), c.text.len()));
+        input.extend_from_slice(&c.text);
     }
-    script
+    (script, input)
 }
 
 /// Puts back what [`apply_script`] kept under `keep`.
@@ -142,9 +147,9 @@ pub fn revert_script(keep: &str, written: &[Written]) -> String {
   h=$(hash "$f" 2>/dev/null)
   if [ "$h" = "$4" ]; then echo "reverted	$1	$h"; return 0; fi
   if [ "$h" != "$3" ]; then echo "changed	$1	$h"; return 0; fi
-  tmp=$(mktemp "$(dirname -- "$f")/.sleuth-patch.XXXXXX" 2>/dev/null) || { echo "failed	$1	cannot write beside it"; return 0; }
+  tmp=$(mktemp "${f%/*}/.sleuth-patch.XXXXXX" 2>/dev/null) || { echo "failed	$1	cannot write beside it"; return 0; }
   if cp -p -- "$keep/$1.orig" "$tmp" && mv -f -- "$tmp" "$f"; then
-    rm -f -- "$(dirname -- "$f")/__pycache__/$(basename -- "$f" .py)".*.pyc
+    b=${f##*/}; rm -f -- "${f%/*}/__pycache__/${b%.py}".*.pyc
     h=$(hash "$f")
     if [ "$h" = "$4" ]; then echo "reverted	$1	$h"; else echo "unverified	$1	$h"; fi
   else
@@ -162,8 +167,8 @@ pub fn revert_script(keep: &str, written: &[Written]) -> String {
 /// Runs `script` on the host: what it said of each of its `files` files, in
 /// order. A file it said nothing of (a script cut short, a shell that is not
 /// POSIX) is an error with what it did say.
-async fn run(pool: &Pool, target: &Target, script: &str, files: usize) -> Result<Vec<Said>> {
-    let captured = exec::capture(pool, target, script, 1 << 20).await?;
+async fn run(pool: &Pool, target: &Target, script: &str, input: &[u8], files: usize) -> Result<Vec<Said>> {
+    let captured = exec::capture_with_input(pool, target, script, input, 1 << 20).await?;
     let (said, other) = answers(&String::from_utf8_lossy(&captured.stdout), files);
     let answered = said.iter().flatten().count();
     if answered < files {
@@ -178,22 +183,35 @@ async fn run(pool: &Pool, target: &Target, script: &str, files: usize) -> Result
     Ok(said.into_iter().flatten().collect())
 }
 
+/// The scripts take absolute paths (a diff's relative ones are resolved
+/// before: against what is the step's to say).
+fn absolute<'a>(paths: impl IntoIterator<Item = &'a String>) -> Result<()> {
+    match paths.into_iter().find(|p| !p.starts_with('/')) {
+        Some(path) => Err(ApiError::invalid(format!("{path:?} is not an absolute path on the host.")).into()),
+        None => Ok(()),
+    }
+}
+
 /// Each path's sha256 on the host (or that it is missing, or escapes its directory).
 pub async fn read(pool: &Pool, target: &Target, paths: &[String]) -> Result<Vec<Said>> {
-    run(pool, target, &read_script(paths), paths.len()).await
+    absolute(paths)?;
+    run(pool, target, &read_script(paths), &[], paths.len()).await
 }
 
 /// Applies `changes` on the host, the originals kept under `keep`: each file
 /// `Applied`, or — where one base differs, is missing or escapes — nothing
 /// written and each file's state said.
 pub async fn apply(pool: &Pool, target: &Target, keep: &str, changes: &[Change]) -> Result<Vec<Said>> {
-    run(pool, target, &apply_script(keep, changes), changes.len()).await
+    absolute(changes.iter().map(|c| &c.path))?;
+    let (script, input) = apply_script(keep, changes);
+    run(pool, target, &script, &input, changes.len()).await
 }
 
 /// Puts back what [`apply`] wrote: each file `Reverted`, `Changed` (left
 /// alone), `Unverified` or `Failed`.
 pub async fn revert(pool: &Pool, target: &Target, keep: &str, written: &[Written]) -> Result<Vec<Said>> {
-    run(pool, target, &revert_script(keep, written), written.len()).await
+    absolute(written.iter().map(|w| &w.path))?;
+    run(pool, target, &revert_script(keep, written), &[], written.len()).await
 }
 
 /// What a script said of each of its `files` files, in their order (`None`
@@ -232,7 +250,25 @@ mod tests {
 
     /// The script run by the shell a host has, here.
     fn run(script: &str) -> String {
-        let out = std::process::Command::new("sh").arg("-c").arg(script).output().expect("sh");
+        sh((script.to_string(), Vec::new()))
+    }
+
+    /// The same with its stdin.
+    fn sh((script, input): (String, Vec<u8>)) -> String {
+        use std::io::Write;
+        let mut child = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("sh");
+        let mut stdin = child.stdin.take().expect("stdin");
+        let writer = std::thread::spawn(move || {
+            let _ = stdin.write_all(&input);
+        });
+        let out = child.wait_with_output().expect("sh");
+        let _ = writer.join();
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
@@ -265,14 +301,14 @@ mod tests {
             change(&paths[0], &sha(b"if world_size > 2:\n"), "if world_size > 8:\n"),
             change(&paths[1], &"0".repeat(64), "x = 2\n"),
         ];
-        let (said, _) = answers(&run(&apply_script(&keep, &wrong)), 2);
+        let (said, _) = answers(&sh(apply_script(&keep, &wrong)), 2);
         assert_eq!(said[1], Some(Said::Differs(sha(b"x = 1\n"))));
         assert_eq!(said[0], Some(Said::Hash(sha(b"if world_size > 2:\n"))), "checked, not written: {said:?}");
         assert_eq!(std::fs::read_to_string(&a).unwrap(), "if world_size > 2:\n");
 
         // Both bases right: written in place, mode kept, the .pyc gone, the new hash said.
         let right = [change(&paths[0], &sha(b"if world_size > 2:\n"), "if world_size > 8:\n")];
-        let (said, _) = answers(&run(&apply_script(&keep, &right)), 1);
+        let (said, _) = answers(&sh(apply_script(&keep, &right)), 1);
         assert_eq!(said[0], Some(Said::Applied(sha(b"if world_size > 8:\n"))));
         assert_eq!(std::fs::read_to_string(&a).unwrap(), "if world_size > 8:\n");
         assert_eq!(std::fs::metadata(&a).unwrap().permissions().mode() & 0o777, 0o640);
@@ -300,7 +336,7 @@ mod tests {
         let keep = dir.path().join("run/patch").display().to_string();
         let path = a.display().to_string();
         let applied = [Change { path: path.clone(), base: sha(b"v1\n"), text: b"v2\n".to_vec() }];
-        assert!(matches!(answers(&run(&apply_script(&keep, &applied)), 1).0[0], Some(Said::Applied(_))));
+        assert!(matches!(answers(&sh(apply_script(&keep, &applied)), 1).0[0], Some(Said::Applied(_))));
         // Someone edits it while the patch is on.
         std::fs::write(&a, "hand-edited\n").unwrap();
         let written = [Written { path: path.clone(), base: sha(b"v1\n"), applied: sha(b"v2\n") }];
@@ -317,13 +353,31 @@ mod tests {
         let (said, _) = answers(&run(&read_script(&[link.display().to_string()])), 1);
         assert!(matches!(&said[0], Some(Said::Escapes(t)) if t.ends_with("secret.py")), "{said:?}");
         let change = [Change { path: link.display().to_string(), base: sha(b"s\n"), text: b"x\n".to_vec() }];
-        run(&apply_script(&keep, &change));
+        sh(apply_script(&keep, &change));
         assert_eq!(std::fs::read_to_string(&secret).unwrap(), "s\n");
         // A symlink within its directory is followed, and the link kept.
         let inside = dir.path().join("inside.py");
         std::os::unix::fs::symlink(&a, &inside).unwrap();
         let (said, _) = answers(&run(&read_script(&[inside.display().to_string()])), 1);
         assert_eq!(said[0], Some(Said::Hash(sha(b"hand-edited\n"))));
+    }
+
+    #[test]
+    fn texts_larger_than_a_command_line_arrive_whole_each_in_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let keep = dir.path().join("run/patch").display().to_string();
+        let mut changes = Vec::new();
+        for (name, fill) in [("a.py", "a"), ("b.py", "b")] {
+            let path = dir.path().join(name);
+            std::fs::write(&path, "old\n").unwrap();
+            let text = format!("{}\n", fill.repeat(300 * 1024));
+            changes.push(Change { path: path.display().to_string(), base: sha(b"old\n"), text: text.into_bytes() });
+        }
+        let (said, _) = answers(&sh(apply_script(&keep, &changes)), 2);
+        for (c, said) in changes.iter().zip(&said) {
+            assert_eq!(said, &Some(Said::Applied(sha(&c.text))));
+            assert_eq!(std::fs::read(&c.path).unwrap(), c.text);
+        }
     }
 
     #[test]

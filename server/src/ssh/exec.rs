@@ -147,7 +147,27 @@ pub struct Captured {
 
 /// Runs `script` and collects at most `limit` bytes of each stream.
 pub async fn capture(pool: &Pool, target: &Target, script: &str, limit: usize) -> Result<Captured, SshError> {
-    let mut exec = start(pool, target, script).await?;
+    collect(start(pool, target, script).await?, target, limit).await
+}
+
+/// [`capture`], with `input` on the script's stdin (then closed): bytes too
+/// many for a command line (the kernel takes at most 128 KiB in one argument).
+pub async fn capture_with_input(
+    pool: &Pool,
+    target: &Target,
+    script: &str,
+    input: &[u8],
+    limit: usize,
+) -> Result<Captured, SshError> {
+    let exec = start(pool, target, script).await?;
+    for piece in input.chunks(32 * 1024) {
+        exec.write(piece).await?;
+    }
+    exec.eof().await;
+    collect(exec, target, limit).await
+}
+
+async fn collect(mut exec: Exec, target: &Target, limit: usize) -> Result<Captured, SshError> {
     let mut captured = Captured { exit_code: None, stdout: Vec::new(), stderr: Vec::new(), truncated: false };
     while let Some(event) = exec.next().await {
         match event {
