@@ -75,37 +75,64 @@ async function submit(c, key, form, values = {}) {
       await new Promise((r) => setTimeout(r, 200));
     }
   };
-  for (const [name, value] of Object.entries(values)) {
-    const field = form.locator(`[name="${name}"]`).first();
-    await reveal(field);
-    if (!(await field.isVisible())) {
-      const chain = await field.evaluate((e) => {
-        const links = [];
-        for (let x = e; x; x = x.parentElement) {
-          links.push(`${x.tagName}${x.id ? `#${x.id}` : ''}${x.tagName === 'DETAILS' ? `[open=${x.open}]` : ''} ${getComputedStyle(x).display}`);
-        }
-        return links.join(' < ');
-      });
-      assert.fail(`${key}: the field ${name} is not visible: ${chain}`);
+  const fill = async () => {
+    for (const [name, value] of Object.entries(values)) {
+      const field = form.locator(`[name="${name}"]`).first();
+      await reveal(field);
+      if (!(await field.isVisible())) {
+        const chain = await field.evaluate((e) => {
+          const links = [];
+          for (let x = e; x; x = x.parentElement) {
+            links.push(`${x.tagName}${x.id ? `#${x.id}` : ''}${x.tagName === 'DETAILS' ? `[open=${x.open}]` : ''} ${getComputedStyle(x).display}`);
+          }
+          return links.join(' < ');
+        });
+        assert.fail(`${key}: the field ${name} is not visible: ${chain}`);
+      }
+      const kind = await field.evaluate((e) => (e.tagName === 'SELECT' ? 'select' : e.type === 'checkbox' ? 'checkbox' : 'text'));
+      if (kind === 'select') await field.selectOption(String(value));
+      else if (kind === 'checkbox') await field.setChecked(Boolean(value));
+      else await field.fill(String(value));
     }
-    const kind = await field.evaluate((e) => (e.tagName === 'SELECT' ? 'select' : e.type === 'checkbox' ? 'checkbox' : 'text'));
-    if (kind === 'select') await field.selectOption(String(value));
-    else if (kind === 'checkbox') await field.setChecked(Boolean(value));
-    else await field.fill(String(value));
-  }
+  };
+  await fill();
   const { action, method } = await form.evaluate(describeForm);
   await page.evaluate(() => document.querySelector('main')?.setAttribute('data-walk', ''));
   const button = form.locator('button[type=submit], button:not([type])').first();
   if (await button.count()) await reveal(button);
   if (method === 'post') {
     const path = new URL(action, page.url()).pathname;
-    const answered = page.waitForResponse((r) => r.request().method() === 'POST' && new URL(r.url()).pathname === path, { timeout: 30_000 });
-    const [response] = await Promise.all([answered, button.click({ timeout: 15_000 })]).catch(async (e) => {
+    const ours = (r) => r.method() === 'POST' && new URL(r.url()).pathname === path;
+    // A click that lands while the page is being drawn anew (a run ending
+    // elsewhere redraws it) can meet a button on its way out: no request
+    // leaves. Only then — 5 s without one — is it clicked again, as a reader would.
+    let sent = false;
+    let response = null;
+    const onRequest = (r) => { if (ours(r)) sent = true; };
+    const onResponse = (r) => { if (ours(r.request())) response = r; };
+    page.on('request', onRequest);
+    page.on('response', onResponse);
+    const failed = async (why) => {
       const state = await form.evaluate((f) => ({
         busy: f.hasAttribute('aria-busy'), valid: f.checkValidity(), error: f.querySelector('.error')?.textContent ?? null,
       })).catch(() => 'gone');
-      throw new Error(`${e.message}\nthe form then: ${JSON.stringify(state)}`);
-    });
+      return new Error(`${why}\nthe form then: ${JSON.stringify(state)}; a request was ${sent ? '' : 'not '}sent`);
+    };
+    try {
+      await button.click({ timeout: 15_000 }).catch(async (e) => { throw await failed(e.message); });
+      for (let i = 0; i < 300 && !response; i++) {
+        if (i === 50 && !sent) {
+          await fill(); // a page drawn anew has empty fields
+          await reveal(button);
+          await button.click({ timeout: 15_000 }).catch(async (e) => { throw await failed(e.message); });
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      if (!response) throw await failed(`${c.role}, ${key}: no answer to POST ${path} within 30 s`);
+    } finally {
+      page.off('request', onRequest);
+      page.off('response', onResponse);
+    }
     if (response.status() >= 400) assert.fail(`${c.role} submitted ${key}: ${response.status()} ${await response.text()}`);
   } else if (await button.count()) {
     await button.click();
