@@ -71,27 +71,7 @@ impl Role {
     }
 }
 
-impl std::str::FromStr for Role {
-    type Err = UnknownRole;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        Self::ALL.into_iter().find(|r| r.as_str() == text).ok_or_else(|| UnknownRole(text.to_string()))
-    }
-}
-
-impl TryFrom<String> for Role {
-    type Error = UnknownRole;
-
-    fn try_from(text: String) -> Result<Self, Self::Error> {
-        text.parse()
-    }
-}
-
-impl std::fmt::Display for Role {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+closed_set_words!(Role, UnknownRole);
 
 /// A role that is none of [`Role`] (a stored one the schema should have kept out).
 #[derive(Debug, thiserror::Error)]

@@ -317,19 +317,7 @@ impl ReportFormat {
     }
 }
 
-impl std::fmt::Display for ReportFormat {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::str::FromStr for ReportFormat {
-    type Err = UnknownReportFormat;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        Self::ALL.into_iter().find(|f| f.as_str() == text).ok_or_else(|| UnknownReportFormat(text.to_string()))
-    }
-}
+closed_set_words!(ReportFormat, UnknownReportFormat);
 
 /// A stored report format that is none of [`ReportFormat`].
 #[derive(Debug, thiserror::Error)]

@@ -181,21 +181,7 @@ impl DocKind {
     }
 }
 
-impl std::str::FromStr for DocKind {
-    type Err = UnknownDocKind;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        Self::ALL.into_iter().find(|k| k.as_str() == text).ok_or_else(|| UnknownDocKind(text.to_string()))
-    }
-}
-
-impl TryFrom<String> for DocKind {
-    type Error = UnknownDocKind;
-
-    fn try_from(text: String) -> Result<Self, Self::Error> {
-        text.parse()
-    }
-}
+closed_set_words!(DocKind, UnknownDocKind);
 
 /// A stored or asked-for kind that is none of [`DocKind`].
 #[derive(Debug, thiserror::Error)]

@@ -51,27 +51,7 @@ impl StepKind {
     }
 }
 
-impl std::fmt::Display for StepKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::str::FromStr for StepKind {
-    type Err = UnknownStepKind;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        Self::ALL.into_iter().find(|k| k.as_str() == text).ok_or_else(|| UnknownStepKind(text.to_string()))
-    }
-}
-
-impl TryFrom<String> for StepKind {
-    type Error = UnknownStepKind;
-
-    fn try_from(text: String) -> Result<Self, Self::Error> {
-        text.parse()
-    }
-}
+closed_set_words!(StepKind, UnknownStepKind);
 
 /// A stored step kind that is none of [`StepKind`].
 #[derive(Debug, thiserror::Error)]
