@@ -313,7 +313,9 @@ export async function team(sshd, { database } = {}) {
     });
     const text = await response.text();
     if (response.status >= 300 && !(path.endsWith('/test') && response.status === 409)) {
-      throw new Error(`${name} ${method} ${path}: ${response.status} ${text}`);
+      // A server error's cause is only in its log: the last of it goes with the failure.
+      const log = response.status >= 500 ? `\nthe server's log ends:\n${server.log().slice(-4000)}` : '';
+      throw new Error(`${name} ${method} ${path}: ${response.status} ${text}${log}`);
     }
     if (!(response.headers.get('content-type') ?? '').includes('json')) return text;
     return text ? JSON.parse(text) : null;

@@ -119,7 +119,7 @@ impl Store {
     }
 
     pub async fn set_host_access(&self, host: &str, whole_team: bool, users: &[String]) -> StoreResult<()> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         sqlx::query("UPDATE hosts SET whole_team = $1 WHERE name = $2")
             .bind(i64::from(whole_team))
             .bind(host)

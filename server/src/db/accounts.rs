@@ -75,7 +75,7 @@ impl Store {
 
     /// New password hash; every session of the user ends. `false`: no such user.
     pub async fn set_password(&self, name: &str, password_hash: &str) -> StoreResult<bool> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let done = sqlx::query("UPDATE users SET password_hash = $1 WHERE name = $2")
             .bind(password_hash)
             .bind(name)
@@ -92,7 +92,7 @@ impl Store {
     /// Removes the user with their roles and host-list entries (sessions and
     /// tokens go by cascade). `false`: no such user.
     pub async fn delete_user(&self, name: &str) -> StoreResult<bool> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         for sql in
             ["DELETE FROM investigation_members WHERE user_name = $1", "DELETE FROM host_users WHERE user_name = $1"]
         {
@@ -272,7 +272,7 @@ impl Store {
         expires_at: i64,
         lock_out: bool,
     ) -> StoreResult<Option<UserRow>> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         if lock_out {
             sqlx::query("UPDATE users SET password_hash = $1 WHERE name = $2")
                 .bind(NO_PASSWORD)
@@ -315,7 +315,7 @@ impl Store {
     /// tabs submitting at once, one gets the user. `None`: no such link (used,
     /// expired or never made).
     pub async fn redeem_sign_in_link(&self, token_hash: &str, password_hash: &str) -> StoreResult<Option<UserRow>> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let taken: Option<(i64,)> =
             sqlx::query_as("DELETE FROM sign_in_links WHERE token_hash = $1 AND expires_at > $2 RETURNING user_id")
                 .bind(token_hash)
@@ -346,5 +346,40 @@ impl Store {
         .fetch_one(&self.pool)
         .await?;
         Ok(n > 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// A transaction that reads before it writes (a sign-in link reads its
+    /// user first) is not refused while others write all the time, as a
+    /// run's output does: on SQLite a plain `BEGIN` failed such a write at
+    /// once with "database is locked" (a CI run's invite answered 500).
+    #[tokio::test]
+    async fn links_are_issued_while_others_write() {
+        for (_dir, _db, store) in crate::db::test_stores().await {
+            store.insert_user("carol", super::NO_PASSWORD, false).await.unwrap().unwrap();
+            let stop = Arc::new(AtomicBool::new(false));
+            let writer = tokio::spawn({
+                let (store, stop) = (store.clone(), stop.clone());
+                async move {
+                    let mut n = 0;
+                    while !stop.load(Ordering::Relaxed) {
+                        store.insert_investigation(&format!("w{n}"), "busy", "").await.unwrap();
+                        n += 1;
+                    }
+                    n
+                }
+            });
+            for i in 0..200 {
+                let issued = store.issue_sign_in_link("carol", &format!("hash{i}"), "admin", i64::MAX, false).await;
+                assert!(matches!(issued, Ok(Some(_))), "link {i}: {issued:?}");
+            }
+            stop.store(true, Ordering::Relaxed);
+            assert!(writer.await.unwrap() > 0, "the other writer wrote meanwhile");
+        }
     }
 }

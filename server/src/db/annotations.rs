@@ -34,7 +34,7 @@ impl Store {
         mentions: &[String],
     ) -> StoreResult<i64> {
         let now = now_ms();
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let (id,): (i64,) = sqlx::query_as(
             "INSERT INTO annotations (step_id, snapshot_id, start_line, end_line, body, author, created_at, updated_at)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
@@ -74,7 +74,7 @@ impl Store {
         body: &str,
         mentions: &[String],
     ) -> StoreResult<bool> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let done = sqlx::query(
             "UPDATE annotations SET start_line = $1, end_line = $2, body = $3, updated_at = $4 WHERE id = $5",
         )

@@ -48,7 +48,7 @@ pub struct NewCommentRow<'a> {
 impl Store {
     /// The comment and its mentions, together.
     pub async fn insert_comment(&self, new: NewCommentRow<'_>) -> StoreResult<CommentRow> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let row: CommentRow = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "INSERT INTO comments (investigation_id, step_id, annotation_id, parent_id, author, body, created_at)
              VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING {COLUMNS}"
@@ -131,7 +131,7 @@ impl Store {
             Some(MentionIn::Comment(id)) => vec![("mentions", "comment_id", Some(id))],
             Some(MentionIn::Annotation(id)) => vec![("annotation_mentions", "annotation_id", Some(id))],
         };
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         for (table, column, id) in tables {
             sqlx::query(sqlx::AssertSqlSafe(format!(
                 "UPDATE {table} SET read_at = $1

@@ -25,7 +25,7 @@ impl Store {
     /// withdraws the pattern's pending offer: one statement each, in one
     /// transaction, so two replicas confirming at once leave one key.
     pub async fn pin_host_key(&self, pattern: &str, algorithm: &str, key: &str) -> StoreResult<()> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         sqlx::query(
             "INSERT INTO host_keys (pattern, algorithm, key, added_at) VALUES ($1, $2, $3, $4)
              ON CONFLICT (pattern, algorithm) DO UPDATE SET key = excluded.key, added_at = excluded.added_at",

@@ -391,20 +391,27 @@ impl Store {
         self.away.back();
     }
 
-    /// A write transaction that waits for the other writers of its queue first:
-    /// SQLite takes its (one, database-wide) write lock up front (`BEGIN
-    /// IMMEDIATE`, not on the first write, which could fail with "database is
-    /// locked" half way); Postgres takes the queue's transaction-scoped advisory
-    /// lock, the same queue across every replica.
-    async fn begin_serialised(&self, queue: Queue) -> StoreResult<Transaction<'static, Any>> {
+    /// A transaction that writes. SQLite takes its (one, database-wide) write
+    /// lock up front (`BEGIN IMMEDIATE`), waiting `busy_timeout` for it: a
+    /// plain `BEGIN` that reads first holds a snapshot, and its first write
+    /// fails at once with "database is locked" if anyone committed since —
+    /// which a run's output does many times a second.
+    pub(crate) async fn begin_write(&self) -> StoreResult<Transaction<'static, Any>> {
         Ok(match self.backend {
             Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await?,
-            Backend::Postgres => {
-                let mut tx = self.pool.begin().await?;
-                sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(queue as i64).execute(&mut *tx).await?;
-                tx
-            }
+            Backend::Postgres => self.pool.begin().await?,
         })
+    }
+
+    /// A write transaction that waits for the other writers of its queue
+    /// first: SQLite's write lock is one queue already; Postgres takes the
+    /// queue's transaction-scoped advisory lock, the same across every replica.
+    async fn begin_serialised(&self, queue: Queue) -> StoreResult<Transaction<'static, Any>> {
+        let mut tx = self.begin_write().await?;
+        if self.backend == Backend::Postgres {
+            sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(queue as i64).execute(&mut *tx).await?;
+        }
+        Ok(tx)
     }
 
     // ---- investigations ------------------------------------------------------

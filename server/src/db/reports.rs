@@ -63,7 +63,7 @@ impl Store {
     /// Replaces what report files gave `run` (reports read, samples), in one
     /// transaction, as `replace_run_measurements` does for its numbers.
     pub async fn replace_run_reports(&self, run: i64, reports: &[NewReport], samples: &[NewSample]) -> StoreResult<()> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         sqlx::query("DELETE FROM run_reports WHERE run_id = $1").bind(run).execute(&mut *tx).await?;
         sqlx::query("DELETE FROM run_samples WHERE run_id = $1").bind(run).execute(&mut *tx).await?;
         for r in reports {
