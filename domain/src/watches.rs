@@ -56,9 +56,11 @@ pub struct Watch {
     /// The newest change it found, and what the webhook answered.
     pub last_change: Option<crate::history::Change>,
     pub last_told: Option<String>,
-    /// Why it stopped (failures in a row, its step changed by someone else,
-    /// its creator's rights gone); none while it runs.
+    /// Why it stopped, as a sentence (failures in a row, its step changed by
+    /// someone else, its creator's rights gone); none while it runs.
     pub stopped: Option<String>,
+    /// The same as one of a closed set, for a program to act on.
+    pub stop_reason: Option<StopReason>,
     /// Its history page, the configuration it judges in the link.
     pub url: String,
 }
@@ -107,3 +109,42 @@ mod tests {
         assert_eq!(webhook_shown("http://user:pw@127.0.0.1:9000/hook?k=1"), "http://127.0.0.1:9000/…");
     }
 }
+
+/// Why a watch stopped: it runs no more until someone starts it again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// Its creator has no account here any more.
+    CreatorGone,
+    /// Its step was deleted.
+    StepDeleted,
+    /// Someone other than its creator changed its step (it runs only what they approved).
+    StepChanged,
+    /// Its step can no longer be run as watched (no command, configuration gone, refused).
+    Unrunnable,
+    /// Its last runs in a row did not succeed.
+    Failing,
+}
+
+impl StopReason {
+    pub const ALL: [StopReason; 5] =
+        [Self::CreatorGone, Self::StepDeleted, Self::StepChanged, Self::Unrunnable, Self::Failing];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::CreatorGone => "creator_gone",
+            Self::StepDeleted => "step_deleted",
+            Self::StepChanged => "step_changed",
+            Self::Unrunnable => "unrunnable",
+            Self::Failing => "failing",
+        }
+    }
+}
+
+closed_set_words!(StopReason, UnknownStopReason);
+
+/// A stored reason that is none of [`StopReason`].
+#[derive(Debug, thiserror::Error)]
+#[error("{0:?} is not a reason a watch stops for")]
+pub struct UnknownStopReason(pub String);

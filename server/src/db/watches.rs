@@ -2,7 +2,8 @@
 //! compare-and-set on the value read, so replicas sharing the database never
 //! fire or judge one twice.
 
-use super::{Store, StoreResult};
+use super::{Maybe, Store, StoreResult};
+use domain::watches::StopReason;
 
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct WatchRow {
@@ -26,6 +27,8 @@ pub struct WatchRow {
     pub last_change: Option<String>,
     pub last_told: Option<String>,
     pub stopped: Option<String>,
+    #[sqlx(try_from = "Option<String>")]
+    pub stop_reason: Maybe<StopReason>,
     /// The step's version and body its creator approved (0033): an edit by
     /// anyone else stops the watch.
     pub step_version: Option<i64>,
@@ -35,7 +38,7 @@ pub struct WatchRow {
 }
 
 const COLUMNS: &str = "id, step_id, investigation_id, metric, config, every_s, cron, webhook, max_failures, created_by, \
-                       created_at, next_at, runs, failures, last_run, judged_run, told_run, last_change, last_told, stopped, \
+                       created_at, next_at, runs, failures, last_run, judged_run, told_run, last_change, last_told, stopped, stop_reason, \
                        step_version, approved, base_url";
 
 impl Store {
@@ -151,9 +154,10 @@ impl Store {
     }
 
     /// The watch stops, and says why: it runs no more.
-    pub async fn stop_watch(&self, id: i64, why: &str) -> StoreResult<()> {
-        sqlx::query("UPDATE watches SET stopped = $1, next_at = NULL WHERE id = $2")
+    pub async fn stop_watch(&self, id: i64, reason: StopReason, why: &str) -> StoreResult<()> {
+        sqlx::query("UPDATE watches SET stopped = $1, stop_reason = $2, next_at = NULL WHERE id = $3")
             .bind(why)
+            .bind(reason.as_str())
             .bind(id)
             .execute(&self.pool)
             .await?;

@@ -22,7 +22,7 @@ use crate::guarded::Guarded;
 use domain::history::{Change, HistoryQuery};
 use domain::ports::Actor;
 use domain::runs::{RunRequest, RunStatus};
-use domain::watches::webhook_shown;
+use domain::watches::{StopReason, webhook_shown};
 use rows::next_at;
 use std::sync::Arc;
 use std::time::Duration;
@@ -84,6 +84,15 @@ enum NotApproved {
     Changed { by: String, at: String },
 }
 
+impl NotApproved {
+    fn reason(&self) -> StopReason {
+        match self {
+            Self::Deleted => StopReason::StepDeleted,
+            Self::Changed { .. } => StopReason::StepChanged,
+        }
+    }
+}
+
 /// Why a watch stops before a firing, if it must: its step changed by
 /// someone else since its creator approved it (their own edit carries on,
 /// bound to the new version).
@@ -105,7 +114,9 @@ async fn still_approved(store: &Store, row: &WatchRow) -> crate::db::StoreResult
 async fn tend(guarded: &Guarded, store: &Store, row: &WatchRow, now: i64) -> crate::db::StoreResult<()> {
     let Some(actor) = actor_of(store, row).await? else {
         let who = row.created_by.as_deref().unwrap_or("its creator");
-        return store.stop_watch(row.id, &format!("{who} has no account here any more.")).await;
+        return store
+            .stop_watch(row.id, StopReason::CreatorGone, &format!("{who} has no account here any more."))
+            .await;
     };
     let last = match row.last_run {
         Some(id) => guarded.run(&actor, id).await.ok(),
@@ -127,7 +138,7 @@ async fn tend(guarded: &Guarded, store: &Store, row: &WatchRow, now: i64) -> cra
         return Ok(());
     }
     if let Err(why) = still_approved(store, row).await? {
-        return store.stop_watch(row.id, &why.to_string()).await;
+        return store.stop_watch(row.id, why.reason(), &why.to_string()).await;
     }
     // Deleted or stopped meanwhile (this turn was claimed before): nothing is queued for it.
     if store.watch(row.id).await?.is_none_or(|w| w.stopped.is_some()) {
@@ -135,14 +146,17 @@ async fn tend(guarded: &Guarded, store: &Store, row: &WatchRow, now: i64) -> cra
     }
     let request = match only(guarded, &actor, row).await {
         Ok(only) => RunRequest { repeat: Some(1), only, ..RunRequest::default() },
-        Err(why) => return store.stop_watch(row.id, &why.to_string()).await,
+        Err(why) => return store.stop_watch(row.id, StopReason::Unrunnable, &why.to_string()).await,
     };
     match guarded.start_runs_for(&actor, row.step_id, request, domain::runs::RunOrigin::Watch { id: row.id }).await {
         Ok(runs) => match runs.first() {
             Some(run) => store.watch_ran(row.id, run.id).await,
             None => Ok(()),
         },
-        Err(e) => store.stop_watch(row.id, &format!("Its step could not be run: {}", e.message)).await,
+        Err(e) => {
+            let why = format!("Its step could not be run: {}", e.message);
+            store.stop_watch(row.id, StopReason::Unrunnable, &why).await
+        }
     }
 }
 
@@ -191,7 +205,7 @@ async fn judge(
                     .map(|e| format!(": {}", e.chars().take(200).collect::<String>()))
                     .unwrap_or_default()
             );
-            store.stop_watch(row.id, &why).await?;
+            store.stop_watch(row.id, StopReason::Failing, &why).await?;
         }
         return Ok(());
     }

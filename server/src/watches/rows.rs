@@ -55,6 +55,7 @@ pub fn view(row: &WatchRow) -> Result<Watch> {
         last_change,
         last_told: row.last_told.clone(),
         stopped: row.stopped.clone(),
+        stop_reason: row.stop_reason.0,
     })
 }
 

@@ -171,6 +171,7 @@ impl Watches {
             last_change: None,
             last_told: None,
             stopped: None,
+            stop_reason: crate::db::Maybe(None),
             step_version: Some(step.version),
             approved: Some(crate::steps::to_stored(&step.body).context("a watched step as JSON")?.1),
             base_url: base,

@@ -252,6 +252,7 @@ async fn a_watch_runs_only_what_its_creator_approved() {
     };
     let why = stopped["stopped"].as_str().unwrap();
     assert!(why.contains("changed by edit") && why.contains("start it again"), "{why}");
+    assert_eq!(stopped["stop_reason"], "step_changed", "{stopped}");
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert!(!pwned.exists(), "the editor's command never ran");
     let runs = team.ok("view", Method::GET, &format!("/api/v1/steps/{command}/runs"), Value::Null).await;

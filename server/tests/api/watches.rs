@@ -136,6 +136,7 @@ async fn a_watch_whose_runs_fail_says_so_and_stops() {
     };
     let why = stopped["stopped"].as_str().unwrap();
     assert!(why.contains("2 runs in a row did not succeed") && why.contains("failed"), "{why}");
+    assert_eq!(stopped["stop_reason"], "failing", "{stopped}");
     let runs = runs_of(&app, step).await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(runs_of(&app, step).await, runs, "a stopped watch runs no more");
