@@ -49,14 +49,17 @@ function keyOf({ action, method, text, classes }) {
 }
 
 const step = (id) => `#step-${id}`;
+/** A diff of gate.py (as the walk writes it) that changes line `n`. */
+const gateDiff = (file, n) => `--- ${file}\n+++ ${file}\n@@ -${n},1 +${n},1 @@\n-line_${n} = ${n}\n+line_${n} = ${n * 100}\n`;
 const fn = (name) => `form[action^="/api/${name}"]`;
 
 /**
  * Fills `values` into `form` (its `<details>` opened, as a reader would),
  * submits it with its button and waits until the page is drawn anew (or the
- * next one is open). A refused submission fails the walk with the answer.
+ * next one is open; `redraw: false` for an island's form that keeps the page
+ * as it is). A refused submission fails the walk with the answer.
  */
-async function submit(c, key, form, values = {}) {
+async function submit(c, key, form, values = {}, { redraw = true } = {}) {
   const { page } = c;
   await form.waitFor({ state: 'attached', timeout: 30_000 });
   const seen = keyOf(await form.evaluate(describeForm));
@@ -139,7 +142,8 @@ async function submit(c, key, form, values = {}) {
   } else {
     await form.locator('input:not([type=hidden])').first().press('Enter');
   }
-  await page.waitForFunction(() => !document.querySelector('main[data-walk]'), null, { timeout: 30_000 });
+  // An island's form that changes nothing the server renders (a dry run) keeps the page as it is.
+  if (redraw) await page.waitForFunction(() => !document.querySelector('main[data-walk]'), null, { timeout: 30_000 });
   await page.waitForSelector('body[data-hydrated]', { state: 'attached', timeout: 30_000 });
   const refused = await page.locator('form p.error:not(:empty)').allTextContents();
   assert.deepEqual(refused, [], `${c.role} submitted ${key}`);
@@ -422,6 +426,13 @@ const FORMS = [
   { key: 'add_grep', role: 'runner', drive: async (c) => {
     await submit(c, 'add_grep', c.page.locator('#add-grep form'), { host: 'gpu', pattern: 'line_3 =', path: c.ids.dir, glob: '*.py' });
   } },
+  { key: 'add_patch', role: 'runner', drive: async (c) => {
+    await submit(c, 'add_patch', c.page.locator('#add-patch form'), { host: 'gpu', diff: gateDiff(c.ids.file, 5) });
+  } },
+  { key: 'check_patch', role: 'runner', drive: async (c) => {
+    await submit(c, 'check_patch', c.page.locator(`${step(c.ids.patch)} form:has(button.check-patch)`), {}, { redraw: false });
+    await c.page.locator(`${step(c.ids.patch)} .patch-check`).waitFor();
+  } },
   { key: 'open_hit', role: 'runner', drive: async (c) => {
     await submit(c, 'open_hit', c.page.locator(`${step(c.ids.grep)} form:has(button.open-hit)`).first());
   } },
@@ -523,6 +534,7 @@ export function walk(postgres) {
     ids.slowSweep = (await add({ kind: 'command', command: 'sleep ${SLOW:-600}', matrix: { N: ['1', '2'] } })).id;
     ids.snippet = (await add({ kind: 'snippet', path: ids.file, start: 1, end: 12 })).id;
     ids.grep = (await add({ kind: 'grep', pattern: 'line_2 =', path: sshd.dir, glob: '*.py' })).id;
+    ids.patch = (await add({ kind: 'patch', diff: gateDiff(ids.file, 4) })).id;
     await owner('POST', `/api/v1/steps/${ids.quick}/runs`, {});
     await owner('POST', `/api/v1/steps/${ids.sweep}/runs`, { repeat: 1 });
     ids.runs = [...(await settled(owner, ids.quick)), ...(await settled(owner, ids.sweep))].map((r) => r.id);

@@ -138,6 +138,11 @@ test('script payloads in every field stay text on every page, under a CSP', asyn
     { kind: 'snippet', host: 'gpu', path: evilFile, start: 1, end: 4 });
   await call('POST', `/api/v1/investigations/${inv.id}/steps`,
     { kind: 'grep', host: 'gpu', pattern: '<script>__pwned', path: dir, max_hits: 5 });
+  // A patch of the file whose name is markup (quoted, as git writes a name
+  // with quotes in it), adding a line that is markup.
+  const quoted = `"${evilFile.replaceAll('"', '\\"')}"`;
+  const patch = await call('POST', `/api/v1/investigations/${inv.id}/steps`, { kind: 'patch', host: 'gpu',
+    diff: `--- ${quoted}\n+++ ${quoted}\n@@ -2,1 +2,1 @@\n-print("${P('file-line')}")\n+print("${P('patch-line')}")\n` });
   await call('POST', `/api/v1/steps/${snippet.id}/annotations`, { start: 1, end: 2, body: P('annotation') });
   await call('POST', `/api/v1/investigations/${inv.id}/comments`, { step_id: snippet.id, body: `${P('comment')} @ada` });
   await call('POST', `/api/v1/investigations/${inv.id}/extractors`, { name: 'tok', pattern: 'tok (\\d+)', unit: S('unit') });
@@ -172,6 +177,13 @@ test('script payloads in every field stay text on every page, under a CSP', asyn
   assert.match(await page.locator('h1').first().textContent(), /<script>__pwned="title"/);
   assert.match(await page.locator(`#step-${command.id}`).textContent(), /<script>__pwned="output"/);
   assert.ok(await page.locator('td.hit-text mark').count() > 0, 'the grep found the payload lines, marked as text');
+  const patchStep = page.locator(`#step-${patch.id}`);
+  assert.match(await patchStep.locator('pre.diff').textContent(), /\+print\("<\/title><script>__pwned="patch-line"/);
+  assert.match(await patchStep.locator('.patch-files').textContent(), /<img src=x onerror=alert\("path"\)>\.py/);
+  await patchStep.locator('button.check-patch').click();
+  await patchStep.locator('.patch-check li').waitFor();
+  assert.match(await patchStep.locator('.patch-check').textContent(), /<img src=x onerror=alert\("path"\)>\.py: applies/);
+  assert.equal(await page.evaluate(() => window.__pwned), undefined, 'the dry run drew its paths as text');
   await screenshot(page, 'hostile-investigation');
   await visit(page, `/i/${inv.id}#step-${snippet.id}-L1-L2`);
   await visit(page, `/runs/${runs[0].id}`);

@@ -18,6 +18,7 @@ use crate::runs::{OutputTail, Run, RunRequest};
 use crate::search::{SearchRequest, SearchResults};
 use crate::shares::{CreatedShareLink, NewShareLink, ShareLink};
 use crate::steps::StepBody;
+use crate::steps::patch::PatchCheck;
 use crate::steps::snippet::{Annotation, AnnotationPatch, NewAnnotation, SourceCandidates};
 
 /// Who an operation is for. The server's sign-in check makes one per request
@@ -192,7 +193,7 @@ run_ops!(declare_port);
 #[macro_export]
 macro_rules! source_ops {
     ($($then:tt)+) => { $($then)+! {
-        /// Source on hosts: snippets fetched again, annotations, files named in output.
+        /// Source on hosts: snippets fetched again, annotations, files named in output, patches checked.
         SourceOps {
             /// Fetches a snippet step's file again (optionally another range) as a new snapshot.
             fn refresh_snippet(&self, actor: &Actor, step_id: i64, start: Option<u64>, end: Option<u64>) -> Result<Step, ApiError>;
@@ -202,6 +203,8 @@ macro_rules! source_ops {
             fn delete_annotation(&self, actor: &Actor, id: i64) -> Result<(), ApiError>;
             /// The files on the run's host that a reference in its output (`x.py:137`) may name.
             fn source_candidates(&self, actor: &Actor, run_id: i64, file: &str, line: u64) -> Result<SourceCandidates, ApiError>;
+            /// A dry run of a patch step on its host: does each file still have its base?
+            fn check_patch(&self, actor: &Actor, step_id: i64) -> Result<PatchCheck, ApiError>;
         }
     } };
 }

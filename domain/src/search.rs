@@ -129,6 +129,7 @@ pub enum DocKind {
     Snippet,
     Grep,
     Calculator,
+    Patch,
     Hypothesis,
     Annotation,
     Comment,
@@ -136,7 +137,7 @@ pub enum DocKind {
 }
 
 impl DocKind {
-    pub const ALL: [DocKind; 12] = [
+    pub const ALL: [DocKind; 13] = [
         Self::Investigation,
         Self::Note,
         Self::Command,
@@ -145,6 +146,7 @@ impl DocKind {
         Self::Snippet,
         Self::Grep,
         Self::Calculator,
+        Self::Patch,
         Self::Hypothesis,
         Self::Annotation,
         Self::Comment,
@@ -161,6 +163,7 @@ impl DocKind {
             Self::Snippet => "snippet",
             Self::Grep => "grep",
             Self::Calculator => "calculator",
+            Self::Patch => "patch",
             Self::Hypothesis => "hypothesis",
             Self::Annotation => "annotation",
             Self::Comment => "comment",
@@ -177,6 +180,7 @@ impl DocKind {
             StepKind::Snippet => Self::Snippet,
             StepKind::Grep => Self::Grep,
             StepKind::Calculator => Self::Calculator,
+            StepKind::Patch => Self::Patch,
         }
     }
 }

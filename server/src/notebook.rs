@@ -48,6 +48,7 @@ pub struct Notebook {
     pub search: Search,
     pub replays: crate::replays::Replays,
     pub watches: crate::watches::Watches,
+    pub patches: crate::patches::Patches,
 }
 
 impl Notebook {
@@ -62,9 +63,17 @@ impl Notebook {
         let runs = Runs::new(store.clone(), runner, hosts.clone(), outputs.clone());
         let source = Source::new(store.clone(), hosts.clone(), outputs.clone());
         let metrics = Metrics::new(store.clone(), outputs.clone());
+        let patches = crate::patches::Patches::new(store.clone(), hosts.clone());
         Self {
             investigations: Investigations::new(store.clone()),
-            steps: Steps::new(store.clone(), hosts.clone(), source.clone(), metrics.clone(), runs.clone()),
+            steps: Steps::new(
+                store.clone(),
+                hosts.clone(),
+                source.clone(),
+                metrics.clone(),
+                runs.clone(),
+                patches.clone(),
+            ),
             facts: Facts::new(store.clone(), hosts.clone()),
             hypotheses: Hypotheses::new(store.clone()),
             comments: Comments::new(store.clone()),
@@ -73,6 +82,7 @@ impl Notebook {
             search: Search::new(store.clone(), outputs.clone()),
             replays: crate::replays::Replays::new(store.clone()),
             watches: crate::watches::Watches::new(store.clone(), watching),
+            patches,
             hosts,
             runs,
             source,

@@ -96,7 +96,8 @@ pub(crate) fn InvestigationView(
         </Can>
         <Can what=Ability::Run>
             <AddSnippet investigation=run_id.clone()/>
-            <AddGrep investigation=run_id/>
+            <AddGrep investigation=run_id.clone()/>
+            <crate::steps::patch::AddPatch investigation=run_id/>
         </Can>
         </article>
     }

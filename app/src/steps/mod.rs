@@ -6,6 +6,7 @@ pub mod calculator;
 pub mod command;
 pub mod grep;
 pub mod note;
+pub mod patch;
 pub mod snippet;
 pub mod watch;
 
@@ -21,5 +22,6 @@ pub fn StepContent(step: domain::model::Step, editing: bool) -> impl IntoView {
         StepBody::Snippet(_) => view! { <snippet::SnippetContent step/> }.into_any(),
         StepBody::Grep(_) => view! { <grep::GrepContent step/> }.into_any(),
         StepBody::Calculator(_) => view! { <calculator::CalculatorContent step/> }.into_any(),
+        StepBody::Patch(_) => view! { <patch::PatchContent step/> }.into_any(),
     }
 }

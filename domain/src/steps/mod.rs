@@ -6,6 +6,7 @@ pub mod calculator;
 pub mod command;
 pub mod grep;
 pub mod note;
+pub mod patch;
 pub mod snippet;
 
 use serde::{Deserialize, Serialize};
@@ -23,6 +24,7 @@ pub enum StepBody {
     Snippet(snippet::SnippetBody),
     Grep(grep::GrepBody),
     Calculator(calculator::CalculatorBody),
+    Patch(patch::PatchBody),
 }
 
 /// A step's kind: [`StepBody`]'s tag, as lists and the store name it.
@@ -35,10 +37,12 @@ pub enum StepKind {
     Snippet,
     Grep,
     Calculator,
+    Patch,
 }
 
 impl StepKind {
-    pub const ALL: [StepKind; 5] = [Self::Note, Self::Command, Self::Snippet, Self::Grep, Self::Calculator];
+    pub const ALL: [StepKind; 6] =
+        [Self::Note, Self::Command, Self::Snippet, Self::Grep, Self::Calculator, Self::Patch];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -47,6 +51,7 @@ impl StepKind {
             Self::Snippet => "snippet",
             Self::Grep => "grep",
             Self::Calculator => "calculator",
+            Self::Patch => "patch",
         }
     }
 }
@@ -55,7 +60,7 @@ closed_set_words!(StepKind, UnknownStepKind);
 
 /// A stored step kind that is none of [`StepKind`].
 #[derive(Debug, thiserror::Error)]
-#[error("{0:?} is not a step kind (note, command, snippet, grep, calculator)")]
+#[error("{0:?} is not a step kind (note, command, snippet, grep, calculator, patch)")]
 pub struct UnknownStepKind(pub String);
 
 impl StepBody {
@@ -66,6 +71,7 @@ impl StepBody {
             Self::Snippet(_) => StepKind::Snippet,
             Self::Grep(_) => StepKind::Grep,
             Self::Calculator(_) => StepKind::Calculator,
+            Self::Patch(_) => StepKind::Patch,
         }
     }
 
@@ -90,6 +96,11 @@ impl StepBody {
             Self::Grep(g) => g.pattern.clone(),
             Self::Calculator(calculator::CalculatorBody::Bandwidth(_)) => "bandwidth roofline".into(),
             Self::Calculator(calculator::CalculatorBody::Collective(_)) => "collective budget".into(),
+            Self::Patch(p) => {
+                let (added, removed) = p.counts();
+                let names: Vec<&str> = p.files.iter().map(|f| f.path.rsplit('/').next().unwrap_or(&f.path)).collect();
+                format!("patch {} +{added} −{removed}", names.join(", "))
+            }
         };
         let mut short: String = text.chars().take(70).collect();
         if short.len() < text.len() {

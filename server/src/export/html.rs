@@ -288,6 +288,23 @@ impl Writer for Html {
         }
     }
 
+    fn patch(&mut self, patch: &domain::steps::patch::PatchBody) {
+        let h = &mut self.0;
+        h.push_str("<ul class=\"meta\">");
+        for f in &patch.files {
+            let base = f.base.as_deref().unwrap_or("?");
+            let _ = write!(
+                h,
+                "<li><code>{}</code> +{} −{} · base <code>{}</code></li>",
+                esc(&f.path),
+                f.added,
+                f.removed,
+                esc(base)
+            );
+        }
+        let _ = write!(h, "</ul><pre class=\"diff\"><code>{}</code></pre>", esc(&patch.diff));
+    }
+
     fn comments(&mut self, comments: &[&Comment]) {
         let h = &mut self.0;
         h.push_str("<div class=\"comments\"><p class=\"meta\">Comments</p>");

@@ -323,6 +323,21 @@ impl Writer for Markdown<'_> {
         }
     }
 
+    fn patch(&mut self, patch: &domain::steps::patch::PatchBody) {
+        for f in &patch.files {
+            let base = f.base.as_deref().unwrap_or("?");
+            let _ = writeln!(
+                self.md,
+                "- `{}` +{} −{} (base sha256 `{base}`)",
+                f.path.replace('`', "'"),
+                f.added,
+                f.removed
+            );
+        }
+        self.md.push('\n');
+        code_block(&mut self.md, "diff", &patch.diff);
+    }
+
     fn comments(&mut self, comments: &[&Comment]) {
         for c in comments {
             let _ = writeln!(

@@ -401,6 +401,10 @@ pub fn headline(step: &domain::model::Step) -> String {
         StepBody::Grep(g) => format!("Search for {:?} in {}", g.pattern, g.path),
         StepBody::Calculator(domain::steps::calculator::CalculatorBody::Bandwidth(_)) => "Bandwidth roofline".into(),
         StepBody::Calculator(domain::steps::calculator::CalculatorBody::Collective(_)) => "Collective budget".into(),
+        StepBody::Patch(p) => {
+            let (added, removed) = p.counts();
+            format!("Patch on {}: {} file(s), +{added} −{removed}", p.host, p.files.len())
+        }
     }
 }
 

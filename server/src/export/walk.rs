@@ -75,6 +75,8 @@ pub trait Writer {
     fn snippet(&mut self, step: &Step, snapshot: Option<&Snapshot>);
     fn grep(&mut self, step: &Step, path: &str, pattern: &str);
     fn calculator(&mut self, inputs: &str, results: &[(String, String)]);
+    /// Its files with their bases, and the diff whole.
+    fn patch(&mut self, patch: &domain::steps::patch::PatchBody);
     fn comments(&mut self, comments: &[&Comment]);
     fn step_end(&mut self);
     fn end(&mut self, report: &Report);
@@ -230,6 +232,7 @@ fn walk_step(report: &Report, step: &Step, asked: &[String], writer: &mut impl W
         StepBody::Snippet(_) => writer.snippet(step, step.snapshots.last()),
         StepBody::Grep(g) => writer.grep(step, &g.path, &g.pattern),
         StepBody::Calculator(c) => writer.calculator(&calculator_inputs(c), &result_rows(step)),
+        StepBody::Patch(p) => writer.patch(p),
     }
     if report.comments {
         let on_step: Vec<&Comment> = report.investigation.comments.iter().filter(|c| c.step_id == step.id).collect();

@@ -1,13 +1,23 @@
-//! Source: fetching again reads the host (runner); annotations are an editor's; finding a file named in output runs a search on the host (runner).
+//! Source: fetching again reads the host (runner), as does checking a patch; annotations are an editor's; finding a file named in output runs a search on the host (runner).
 
 use crate::db::OwnedBy;
 use crate::policy::{Edit, Read};
 use domain::error::ApiError;
 use domain::model::Step;
 use domain::ports::Actor;
+use domain::steps::StepBody;
+use domain::steps::patch::PatchCheck;
 use domain::steps::snippet::{Annotation, AnnotationPatch, NewAnnotation, SourceCandidates};
 
 impl super::Guarded {
+    pub async fn check_patch(&self, actor: &Actor, step_id: i64) -> Result<PatchCheck, ApiError> {
+        let permit = self.access.run_on_step(actor, step_id).await?;
+        let step = self.notebook.steps.get(&permit.permit().read(), step_id).await?;
+        let StepBody::Patch(patch) = &step.body else {
+            return Err(ApiError::invalid(format!("Step {step_id} is a {} step, not a patch.", step.body.kind())));
+        };
+        Ok(self.notebook.patches.check(&permit, patch).await?)
+    }
     pub async fn refresh_snippet(
         &self,
         actor: &Actor,

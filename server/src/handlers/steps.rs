@@ -106,6 +106,15 @@ pub async fn refresh(
     Ok(Json(state.notebook.refresh_snippet(&actor, id, refresh.start, refresh.end).await?))
 }
 
+/// A dry run of a patch step: does each of its files still have its base on the host?
+pub async fn check(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+) -> Result<Json<domain::steps::patch::PatchCheck>, AppError> {
+    Ok(Json(state.notebook.check_patch(&actor, id).await?))
+}
+
 /// The routes of steps (under `/api/v1`).
 pub fn routes() -> crate::openapi::Routes {
     use aide::axum::routing;
@@ -113,5 +122,6 @@ pub fn routes() -> crate::openapi::Routes {
         .at("/investigations/{id}/steps", routing::post(create))
         .at("/steps/{step_id}", routing::get(show).patch(update).delete(delete))
         .at("/steps/{step_id}/refresh", routing::post(refresh))
+        .at("/steps/{step_id}/check", routing::post(check))
         .at("/steps/{step_id}/duplicate", routing::post(duplicate))
 }

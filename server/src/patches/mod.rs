@@ -1,5 +1,6 @@
 //! Patches: changes to an engine's source on a host, made an experiment's arm
-//! (#52). What is here so far: the diff itself (`diff`: read from what
+//! (#52). What is here so far: patch steps' bases and dry runs (`service`),
+//! the diff itself (`diff`: read from what
 //! `diff -u` or `git diff` prints, checked for paths that leave where they
 //! point, made from edited lines, applied to a file's text by context), and
 //! the host's side (`host`: its files read, written and put back, every step
@@ -7,3 +8,6 @@
 
 pub mod diff;
 pub mod host;
+mod service;
+
+pub use service::Patches;

@@ -137,12 +137,13 @@ impl Access {
         self.run_on(actor, &investigation, &row.host).await
     }
 
-    /// Saving a step body: editing; and for a snippet or a grep, which read
-    /// their host when saved, running on that host.
+    /// Saving a step body: editing; and for a snippet, a grep or a patch
+    /// without its bases, which read their host when saved, running on that host.
     pub async fn for_body(&self, actor: &Actor, investigation: &str, body: &StepBody) -> Result<ForBody> {
         Ok(match body {
             StepBody::Snippet(s) => ForBody::Fetch(self.run_on(actor, investigation, &s.host).await?),
             StepBody::Grep(g) => ForBody::Fetch(self.run_on(actor, investigation, &g.host).await?),
+            StepBody::Patch(p) if p.reads_host() => ForBody::Fetch(self.run_on(actor, investigation, &p.host).await?),
             _ => ForBody::Edit(self.permit(actor, investigation).await?),
         })
     }

@@ -180,6 +180,11 @@ fn retargeted(body: &StepBody, host: Option<&str>, env: &BTreeMap<String, String
                 g.host = host.to_string();
             }
         }
+        StepBody::Patch(p) => {
+            if let Some(host) = host {
+                p.host = host.to_string();
+            }
+        }
         StepBody::Calculator(c) => *c = c.clone().without_sources(),
         StepBody::Note(_) => {}
     }

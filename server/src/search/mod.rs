@@ -400,6 +400,7 @@ async fn index_investigation(store: &Store, investigation: &str) -> Result<(), I
             }
             StepBody::Grep(g) => (DocKind::Grep, Some(g.host.clone()), None, format!("{}\n{}", g.pattern, g.path)),
             StepBody::Calculator(_) => continue,
+            StepBody::Patch(p) => (DocKind::Patch, Some(p.host.clone()), None, p.diff.clone()),
         };
         // A snippet is found by its newest snapshot (path, then lines), the others by their text.
         let snapshot = snapshots.iter().filter(|s| s.step_id == step.id).max_by_key(|s| s.id);

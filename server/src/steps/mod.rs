@@ -4,6 +4,7 @@
 mod command;
 mod grep;
 mod note;
+mod patch;
 mod service;
 mod snippet;
 
@@ -24,6 +25,7 @@ pub fn validate(body: StepBody) -> Result<StepBody, ApiError> {
         StepBody::Snippet(snippet) => snippet::validate(snippet).map(StepBody::Snippet),
         StepBody::Grep(grep) => grep::validate(grep).map(StepBody::Grep),
         StepBody::Calculator(calculator) => calculator.check().map(|()| StepBody::Calculator(calculator)),
+        StepBody::Patch(patch) => patch::validate(patch).map(StepBody::Patch),
     }
 }
 
@@ -36,6 +38,8 @@ pub fn render(body: &StepBody) -> Option<String> {
         StepBody::Snippet(_) | StepBody::Grep(_) => None,
         // Its numbers are computed where it is shown (`domain::steps::calculator`).
         StepBody::Calculator(_) => None,
+        // Its diff is drawn line by line, escaped, where it is shown.
+        StepBody::Patch(_) => None,
     }
 }
 

@@ -1,12 +1,13 @@
 //! The steps of an investigation's timeline: adding, reading, editing (with
-//! the version the editor began on), moving and deleting them. A snippet or a
-//! grep reads its host when saved; a calculator's inputs may be linked to
+//! the version the editor began on), moving and deleting them. A snippet, a
+//! grep or a patch without its bases reads its host when saved; a calculator's inputs may be linked to
 //! measurements.
 
 use crate::db::Store;
 use crate::error::Result;
 use crate::hosts::Hosts;
 use crate::metrics::Metrics;
+use crate::patches::Patches;
 use crate::policy::{Edit, ForBody, Permit, Read, RunOn};
 use crate::runs::Runs;
 use crate::snippets::Source;
@@ -22,6 +23,7 @@ pub struct Steps {
     source: Source,
     metrics: Metrics,
     runs: Runs,
+    patches: Patches,
 }
 
 fn not_found(id: i64) -> ApiError {
@@ -71,8 +73,8 @@ fn line_diff(theirs: &str, yours: &str) -> String {
 }
 
 impl Steps {
-    pub fn new(store: Store, hosts: Hosts, source: Source, metrics: Metrics, runs: Runs) -> Self {
-        Self { store, hosts, source, metrics, runs }
+    pub fn new(store: Store, hosts: Hosts, source: Source, metrics: Metrics, runs: Runs, patches: Patches) -> Self {
+        Self { store, hosts, source, metrics, runs, patches }
     }
 
     /// Checks what a body names exists (the host of a command, snippet or grep).
@@ -81,6 +83,7 @@ impl Steps {
             StepBody::Command(command) => &command.host,
             StepBody::Snippet(snippet) => &snippet.host,
             StepBody::Grep(grep) => &grep.host,
+            StepBody::Patch(patch) => &patch.host,
             StepBody::Note(_) | StepBody::Calculator(_) => return Ok(()),
         };
         if !self.hosts.exists(host).await? {
@@ -99,7 +102,8 @@ impl Steps {
         let body = self.metrics.link(&edit, body).await?;
         let body = super::validate(body)?;
         self.check_host(&body).await?;
-        // A snippet or grep reads the host first: a bad path is a 4xx and no step is made.
+        // A snippet, grep or patch reads the host first: a bad path is a 4xx and no step is made.
+        let body = self.patches.with_bases(permit, body).await?;
         let fetched = self.source.fetch_for(permit, &body).await?;
         let (kind, fields) = super::to_stored(&body).map_err(|e| crate::error::Error::internal("storing a step", e))?;
         let row = self
@@ -146,6 +150,7 @@ impl Steps {
         let body = self.metrics.link(&edit, body).await?;
         let body = super::validate(body)?;
         self.check_host(&body).await?;
+        let body = self.patches.with_bases(permit, body).await?;
         let fetched = self.source.fetch_for(permit, &body).await?;
         let (_, fields) = super::to_stored(&body).map_err(|e| crate::error::Error::internal("storing a step", e))?;
         let Some(row) = self.store.update_step_body(id, &fields, &permit.actor().name, version).await? else {

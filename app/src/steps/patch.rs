@@ -1,0 +1,138 @@
+//! Patch steps: a diff against files on a host, drawn line by line (as text),
+//! its files with their bases, and a dry run on the host.
+
+use domain::error::ApiError;
+use domain::model::Step;
+use domain::steps::patch::{FileState, PatchCheck};
+use leptos::form::ActionForm;
+use leptos::prelude::*;
+
+#[server]
+pub async fn add_patch(investigation: String, host: String, diff: String) -> Result<Step, ApiError> {
+    let body = domain::steps::patch::PatchBody { host, diff, files: Vec::new() };
+    crate::backend::call(move |notebook, actor| async move {
+        notebook.add_step(&actor, &investigation, domain::steps::StepBody::Patch(body)).await
+    })
+    .await
+}
+
+#[server]
+pub async fn check_patch(step_id: i64) -> Result<PatchCheck, ApiError> {
+    crate::backend::call(move |notebook, actor| async move { notebook.check_patch(&actor, step_id).await }).await
+}
+
+/// The class a diff line is drawn with.
+fn line_class(line: &str) -> &'static str {
+    if line.starts_with("+++") || line.starts_with("---") {
+        "diff-file"
+    } else if line.starts_with("@@") {
+        "diff-hunk"
+    } else if line.starts_with('+') {
+        "diff-add"
+    } else if line.starts_with('-') {
+        "diff-del"
+    } else {
+        "diff-ctx"
+    }
+}
+
+fn short(hash: &str) -> String {
+    hash.chars().take(12).collect()
+}
+
+#[component]
+pub fn PatchContent(step: Step) -> impl IntoView {
+    let domain::steps::StepBody::Patch(body) = step.body.clone() else {
+        return ().into_any();
+    };
+    let (added, removed) = body.counts();
+    let files = body
+        .files
+        .iter()
+        .map(|f| {
+            let base = f.base.clone().unwrap_or_default();
+            view! {
+                <li>
+                    <code class="path">{f.path.clone()}</code>
+                    " " <span class="diff-add">"+" {f.added}</span> " " <span class="diff-del">"−" {f.removed}</span>
+                    " · base " <code title=base.clone()>{short(&base)}</code>
+                </li>
+            }
+        })
+        .collect_view();
+    let lines = body.diff.lines().map(|l| view! { <div class=line_class(l)>{l.to_string()}</div> }).collect_view();
+    view! {
+        <div class="snippet-meta">
+            <span class="host">{body.host.clone()}</span>
+            <span class="muted">{body.files.len()} " file(s) · +" {added} " −" {removed}</span>
+        </div>
+        <ul class="patch-files">{files}</ul>
+        <pre class="diff">{lines}</pre>
+        <crate::components::Can what=crate::components::Ability::Run>
+            <CheckOnHost step_id=step.id/>
+        </crate::components::Can>
+    }
+    .into_any()
+}
+
+/// "Check on host" and what the host said: a dry run's answer is in nothing
+/// the server renders, so this is an island.
+#[island]
+fn CheckOnHost(step_id: i64) -> impl IntoView {
+    let check = crate::components::island_action::<CheckPatch>();
+    let result = move || {
+        check.value().get().and_then(Result::ok).map(|checked| {
+            let rows = checked
+                .files
+                .into_iter()
+                .map(|f| {
+                    let class = if f.state == FileState::Applies { "ok" } else { "warning" };
+                    view! { <li class=class><code class="path">{f.path}</code> ": " {f.text}</li> }
+                })
+                .collect_view();
+            view! {
+                <div class="patch-check">
+                    <p class=if checked.applies { "ok" } else { "warning" }>
+                        {if checked.applies { "Applies on the host now" } else { "Does not apply on the host now" }}
+                    </p>
+                    <ul>{rows}</ul>
+                </div>
+            }
+        })
+    };
+    view! {
+        <div class="snippet-controls">
+            <ActionForm action=check attr:class="inline">
+                <input type="hidden" name="step_id" value=step_id/>
+                <button type="submit" class="quiet check-patch">"Check on host"</button>
+                <crate::components::ActionError action=check/>
+            </ActionForm>
+        </div>
+        {result}
+    }
+}
+
+/// "Add a patch" at the end of the timeline: a pasted diff, its bases read
+/// from the host.
+#[component]
+pub fn AddPatch(investigation: String) -> impl IntoView {
+    let add = ServerAction::<AddPatch>::new();
+    view! {
+        <details class="add-step" id="add-patch">
+            <summary>"Add a patch"</summary>
+            <ActionForm action=add attr:class="stacked">
+                <input type="hidden" name="investigation" value=investigation/>
+                <div class="row">
+                    <label>"Host" <crate::components::HostSelect/></label>
+                </div>
+                <label>
+                    <span>"Diff " <span class="muted">"(as diff -u or git diff prints it, with absolute paths on the host)"</span></span>
+                    <textarea name="diff" rows="10" required spellcheck="false"
+                        placeholder="--- /usr/lib/python3/dist-packages/vllm/…/custom_all_reduce.py\n+++ /usr/lib/python3/dist-packages/vllm/…/custom_all_reduce.py\n@@ -140,3 +140,3 @@"></textarea>
+                </label>
+                <crate::components::ActionError action=add/>
+                <div class="form-actions"><button type="submit" class="primary">"Save patch"</button></div>
+            </ActionForm>
+        </details>
+    }
+}

@@ -1,0 +1,102 @@
+//! Patch steps (#52): a unified diff against files on a host, each file with
+//! the sha256 of the text it was made from (its base). A patch is made once
+//! and checked against its host whenever asked: it applies, or a file's base
+//! differs, or a file is gone.
+
+use serde::{Deserialize, Serialize};
+
+/// The most a patch's diff may hold.
+pub const MAX_DIFF_BYTES: usize = 1 << 20;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct PatchBody {
+    pub host: String,
+    /// The diff as `diff -u` or `git diff` prints it, of files named by
+    /// absolute paths on the host (`--- /opt/vllm/…/custom_all_reduce.py`).
+    pub diff: String,
+    /// The files the diff changes, in its order, each with its base. Filled
+    /// in when saved: bases not given are read from the host then.
+    #[serde(default)]
+    pub files: Vec<PatchFile>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct PatchFile {
+    pub path: String,
+    /// The sha256 (hex) of the file the diff was made from.
+    #[serde(default)]
+    pub base: Option<String>,
+    /// Lines the diff adds and removes in it.
+    #[serde(default)]
+    pub added: u32,
+    #[serde(default)]
+    pub removed: u32,
+}
+
+impl PatchBody {
+    /// Saving it reads its host: some file's base is not given.
+    pub fn reads_host(&self) -> bool {
+        self.files.is_empty() || self.files.iter().any(|f| f.base.is_none())
+    }
+
+    /// Lines added and removed over all its files.
+    pub fn counts(&self) -> (u32, u32) {
+        self.files.iter().fold((0, 0), |(a, r), f| (a + f.added, r + f.removed))
+    }
+}
+
+/// Where one of a patch's files stands on its host now (a dry run).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum FileState {
+    /// Its sha256 is the patch's base: the patch applies.
+    Applies,
+    /// It changed since the patch was made.
+    BaseDiffers,
+    Missing,
+    /// A symlink to somewhere outside its directory: never written.
+    Escapes,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+pub struct FileCheck {
+    pub path: String,
+    pub state: FileState,
+    pub base: String,
+    /// The sha256 found on the host (none where the file is missing or escapes).
+    pub found: Option<String>,
+    /// The state as a person reads it.
+    pub text: String,
+}
+
+/// A dry run of a patch on its host.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+pub struct PatchCheck {
+    /// Every file applies.
+    pub applies: bool,
+    pub files: Vec<FileCheck>,
+    pub checked_at: String,
+}
+
+impl FileCheck {
+    pub fn new(path: &str, base: &str, state: FileState, found: Option<String>) -> Self {
+        let text = match state {
+            FileState::Applies => "applies".to_string(),
+            FileState::BaseDiffers => format!(
+                "base differs: file changed since the patch was made (expected {}…, found {}…)",
+                &base[..base.len().min(12)],
+                found.as_deref().map_or("", |f| &f[..f.len().min(12)])
+            ),
+            FileState::Missing => "file missing".to_string(),
+            FileState::Escapes => "refused: a symlink that leaves its directory".to_string(),
+        };
+        Self { path: path.to_string(), state, base: base.to_string(), found, text }
+    }
+}

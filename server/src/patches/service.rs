@@ -1,0 +1,104 @@
+//! Patch steps' calls to their host: the bases a new patch lacks read when
+//! it is saved, and a dry run of a saved one (does it apply right now?).
+
+use super::host::{self, Said};
+use crate::db::{NewAudit, Store};
+use crate::error::Result;
+use crate::hosts::Hosts;
+use crate::policy::{ForBody, RunOn};
+use domain::error::ApiError;
+use domain::steps::StepBody;
+use domain::steps::patch::{FileCheck, FileState, PatchBody, PatchCheck};
+
+#[derive(Clone)]
+pub struct Patches {
+    store: Store,
+    hosts: Hosts,
+}
+
+impl Patches {
+    pub fn new(store: Store, hosts: Hosts) -> Self {
+        Self { store, hosts }
+    }
+
+    /// A patch whose files' bases were not all given gets them from its host,
+    /// where every file must be (and be no symlink out of its directory);
+    /// other bodies pass as they are.
+    pub async fn with_bases(&self, permit: &ForBody, body: StepBody) -> Result<StepBody> {
+        let StepBody::Patch(mut patch) = body else { return Ok(body) };
+        if !patch.reads_host() {
+            return Ok(StepBody::Patch(patch));
+        }
+        let Some(run_on) = permit.fetch_on(&patch.host) else {
+            return Err(crate::error::Error::bug(format!("reading {}'s files without a permit to", patch.host)));
+        };
+        let said = self.read(run_on, &patch, "patch.read").await?;
+        for (file, said) in patch.files.iter_mut().zip(said) {
+            match said {
+                Said::Hash(hash) => file.base = file.base.take().or(Some(hash)),
+                Said::Missing => {
+                    return Err(ApiError::invalid(format!("There is no file {} on {}.", file.path, patch.host)).into());
+                }
+                Said::Escapes(to) => {
+                    return Err(ApiError::invalid(format!(
+                        "{} is a symlink to {to}, outside its directory: a patch does not follow it there.",
+                        file.path
+                    ))
+                    .into());
+                }
+                other => return Err(unexpected(&file.path, &other).into()),
+            }
+        }
+        Ok(StepBody::Patch(patch))
+    }
+
+    /// A dry run: each file's sha256 on the host now against its base.
+    pub async fn check(&self, permit: &RunOn, patch: &PatchBody) -> Result<PatchCheck> {
+        let said = self.read(permit, patch, "patch.check").await?;
+        let mut files = Vec::new();
+        for (file, said) in patch.files.iter().zip(said) {
+            let base = file.base.as_deref().unwrap_or_default();
+            let (state, found) = match said {
+                Said::Hash(hash) if hash == base => (FileState::Applies, Some(hash)),
+                Said::Hash(hash) => (FileState::BaseDiffers, Some(hash)),
+                Said::Missing => (FileState::Missing, None),
+                Said::Escapes(_) => (FileState::Escapes, None),
+                other => return Err(unexpected(&file.path, &other).into()),
+            };
+            files.push(FileCheck::new(&file.path, base, state, found));
+        }
+        Ok(PatchCheck {
+            applies: files.iter().all(|f| f.state == FileState::Applies),
+            files,
+            checked_at: crate::time::timestamp(crate::time::now_ms()),
+        })
+    }
+
+    /// The files' hashes on the patch's host, the reading audited.
+    async fn read(&self, permit: &RunOn, patch: &PatchBody, action: &'static str) -> Result<Vec<Said>> {
+        let paths: Vec<String> = patch.files.iter().map(|f| f.path.clone()).collect();
+        let read = async {
+            let target = self.hosts.target(&patch.host).await?;
+            host::read(self.hosts.pool(), &target, &paths).await
+        };
+        let result = read.await;
+        let entry = NewAudit {
+            who: permit.actor().name.clone(),
+            action,
+            host: Some(patch.host.clone()),
+            target: paths.join(" "),
+            outcome: crate::audit::outcome(&result),
+            ..Default::default()
+        };
+        crate::audit::record(&self.store, entry).await;
+        result
+    }
+}
+
+/// A read answered with what only writing says: the host's script is not ours.
+fn unexpected(path: &str, said: &Said) -> ApiError {
+    ApiError::new(
+        domain::error::ErrorCode::HostUnreachable,
+        format!("The host said {said:?} of {path} when asked its hash."),
+    )
+}
