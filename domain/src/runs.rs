@@ -239,6 +239,9 @@ pub struct Run {
     /// What happened to them besides: limits reached, names refused.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub artifact_notes: Vec<String>,
+    /// The patch it ran with, and the proof of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patch: Option<crate::steps::patch::RunPatch>,
     /// Its artifacts (and output) that are report files a reader knows.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reports: Vec<ReportInfo>,

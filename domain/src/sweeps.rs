@@ -27,6 +27,21 @@ pub fn placeholder(key: &str) -> Option<&str> {
     key.strip_prefix('{')?.strip_suffix('}')
 }
 
+/// The setting whose values are patch steps (`null`: none), swept like an
+/// environment variable: `"matrix": {"@patch": [null, 12]}`.
+pub const PATCH_KEY: &str = "@patch";
+
+/// Whether a setting is an environment variable (not a `{placeholder}`, not `@patch`).
+pub fn is_env(key: &str) -> bool {
+    placeholder(key).is_none() && !key.starts_with('@')
+}
+
+/// The patch step a configuration runs with: `None` where it sweeps no
+/// patch, `Some(None)` for its arm without one.
+pub fn patch_of(config: &Config) -> Option<Option<i64>> {
+    config.get(PATCH_KEY).map(|level| level.as_deref().and_then(|v| v.parse().ok()))
+}
+
 /// Reads a matrix whose values are strings, numbers, booleans or null.
 pub fn deserialize_matrix<'de, D: Deserializer<'de>>(d: D) -> Result<Matrix, D::Error> {
     use serde::de::Error;
@@ -82,7 +97,12 @@ pub fn parse_matrix(text: &str) -> Result<Matrix, MatrixError> {
         let levels: Vec<Level> = values
             .split(',')
             .map(str::trim)
-            .map(|v| if v.eq_ignore_ascii_case("unset") { None } else { Some(v.to_string()) })
+            .map(|v| {
+                // `none` is how the form writes the arm without a patch.
+                let none =
+                    v.eq_ignore_ascii_case("unset") || (key.trim() == PATCH_KEY && v.eq_ignore_ascii_case("none"));
+                if none { None } else { Some(v.to_string()) }
+            })
             .collect();
         if key.trim().is_empty() || levels.iter().any(|l| l.as_deref() == Some("")) {
             return Err(MatrixError::Empty { line: n + 1, text: line.to_string() });
@@ -99,7 +119,8 @@ pub fn matrix_text(matrix: &Matrix) -> String {
     matrix
         .iter()
         .map(|(key, levels)| {
-            let values: Vec<&str> = levels.iter().map(|l| l.as_deref().unwrap_or("unset")).collect();
+            let unset = if key == PATCH_KEY { "none" } else { "unset" };
+            let values: Vec<&str> = levels.iter().map(|l| l.as_deref().unwrap_or(unset)).collect();
             format!("{key} = {}\n", values.join(", "))
         })
         .collect()
@@ -130,7 +151,8 @@ pub fn config_label(config: &Config) -> String {
         .iter()
         .map(|(key, level)| {
             let name = placeholder(key).unwrap_or(key);
-            format!("{name}={}", level.as_deref().unwrap_or("(unset)"))
+            let unset = if key == PATCH_KEY { "none" } else { "(unset)" };
+            format!("{name}={}", level.as_deref().unwrap_or(unset))
         })
         .collect::<Vec<_>>()
         .join(" ")

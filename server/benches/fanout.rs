@@ -161,6 +161,7 @@ async fn main() {
         artifacts: Vec::new(),
         artifact_limits: None,
         output_limit_bytes: None,
+        patch: None,
     });
     let step = notebook.add_step(&actor, &peer.investigation, body).await.expect("step").id;
     let run_once = |viewers: usize| {

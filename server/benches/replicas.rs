@@ -88,6 +88,7 @@ async fn main() {
         artifacts: Vec::new(),
         artifact_limits: None,
         output_limit_bytes: None,
+        patch: None,
     });
     let actor = Actor::local();
     let step = a.state.notebook.add_step(&actor, &a.investigation, step).await.expect("step").id;

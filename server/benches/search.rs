@@ -108,6 +108,7 @@ async fn bench(label: &str, database: Option<server::db::Database>) {
         artifacts: Vec::new(),
         artifact_limits: None,
         output_limit_bytes: None,
+        patch: None,
     });
     let step = notebook.add_step(&actor, &peer.investigation, step).await.expect("step").id;
     let store = peer.store.clone();

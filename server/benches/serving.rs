@@ -62,6 +62,7 @@ fn step(command: &str, env: BTreeMap<String, String>, telemetry: bool) -> Comman
         artifacts: Vec::new(),
         artifact_limits: None,
         output_limit_bytes: None,
+        patch: None,
     }
 }
 

@@ -71,6 +71,7 @@ fn command_step(command: &str) -> StepBody {
         artifacts: Vec::new(),
         artifact_limits: None,
         output_limit_bytes: None,
+        patch: None,
     })
 }
 

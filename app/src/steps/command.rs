@@ -21,6 +21,9 @@ pub struct CommandForm {
     /// The sweep, as `NAME = a, b` lines.
     #[serde(default)]
     pub matrix: String,
+    /// A patch step's number, applied for each run; blank: none.
+    #[serde(default)]
+    pub patch: String,
     /// The checkbox: present (`on`) when ticked.
     #[serde(default)]
     pub telemetry: Option<String>,
@@ -80,6 +83,7 @@ fn body_from_form(form: CommandForm) -> Result<CommandBody, ApiError> {
         artifacts: globs_from_text(&form.artifacts),
         artifact_limits: serde_json::from_str(&form.artifact_limits).ok(),
         output_limit_bytes: serde_json::from_str(&form.output_limit_bytes).ok(),
+        patch: crate::backend::form_number("The patch step", &form.patch)?,
     })
 }
 
@@ -327,6 +331,7 @@ fn CommandFields(body: Option<CommandBody>) -> impl IntoView {
         timeout_s: None,
         matrix: BTreeMap::new(),
         telemetry: true,
+        patch: None,
         server: None,
         artifacts: Vec::new(),
         artifact_limits: None,
@@ -345,11 +350,13 @@ fn CommandFields(body: Option<CommandBody>) -> impl IntoView {
         </label>
         <label>
             <span>"Sweep " <span class="muted">"(optional: NAME = a, b, unset or {placeholder} = 1, 8 — one setting per line; every combination runs)"</span></span>
-            <textarea name="matrix" rows="2" placeholder="NCCL_PROTO = unset, LL, SIMPLE\n{batch} = 1, 8, 32">{crate::components::textarea_text(&domain::sweeps::matrix_text(&body.matrix))}</textarea>
+            <textarea name="matrix" rows="2" placeholder="NCCL_PROTO = unset, LL, SIMPLE\n{batch} = 1, 8, 32\n@patch = none, 12">{crate::components::textarea_text(&domain::sweeps::matrix_text(&body.matrix))}</textarea>
         </label>
         <div class="row">
             <label>"Working directory" <input name="cwd" value=body.cwd.clone().unwrap_or_default() placeholder="$SLEUTH_RUN_DIR (the run's own)"/></label>
             <label>"Timeout (s)" <input name="timeout_s" inputmode="numeric" value=body.timeout_s.map(|t| t.to_string()).unwrap_or_default() placeholder="none"/></label>
+            <label>"With patch " <span class="muted">"(step #, or sweep @patch = none, 12)"</span>
+                <input name="patch" inputmode="numeric" value=body.patch.map(|p| p.to_string()).unwrap_or_default() placeholder="none"/></label>
         </div>
         <label class="check">
             <input type="checkbox" name="telemetry" checked=body.telemetry/>

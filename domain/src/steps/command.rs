@@ -48,6 +48,10 @@ pub struct CommandBody {
     /// run says so) while the command goes on. `DEFAULT_OUTPUT_BYTES` when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_limit_bytes: Option<u64>,
+    /// A patch step (of the same investigation and host) applied on the host
+    /// for each run and put back after; a matrix's `@patch` sweeps it instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patch: Option<i64>,
 }
 
 impl CommandBody {

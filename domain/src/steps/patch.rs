@@ -100,3 +100,76 @@ impl FileCheck {
         Self { path: path.to_string(), state, base: base.to_string(), found, text }
     }
 }
+
+/// Where a run's patch stands on its host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum ArmState {
+    /// Being written (a restart finds it so: put back).
+    Applying,
+    /// Written; the run goes on with it.
+    Applied,
+    /// Put back after the run, every file's base verified.
+    Reverted,
+    /// Not applied: a base differed, a file was missing (nothing written).
+    Refused,
+    /// Put back, but not verified: the host refuses runs until an admin restores or accepts it.
+    Dirty,
+    /// Was dirty; an admin accepted the host as it is.
+    Accepted,
+}
+
+impl ArmState {
+    pub const ALL: [ArmState; 6] =
+        [Self::Applying, Self::Applied, Self::Reverted, Self::Refused, Self::Dirty, Self::Accepted];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Applying => "applying",
+            Self::Applied => "applied",
+            Self::Reverted => "reverted",
+            Self::Refused => "refused",
+            Self::Dirty => "dirty",
+            Self::Accepted => "accepted",
+        }
+    }
+}
+
+closed_set_words!(ArmState, UnknownArmState);
+
+/// A stored state that is none of [`ArmState`].
+#[derive(Debug, thiserror::Error)]
+#[error("{0:?} is not a state of a run's patch")]
+pub struct UnknownArmState(pub String);
+
+/// One file of a run's patch: its proof.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+pub struct ArmFile {
+    pub path: String,
+    /// The sha256 before the patch (its base).
+    pub base: String,
+    /// The sha256 of what the patch wrote.
+    #[serde(default)]
+    pub applied: Option<String>,
+    /// The sha256 found when the run ended, before it was put back; one that
+    /// is not `applied` means the file changed during the run.
+    #[serde(default)]
+    pub at_end: Option<String>,
+    /// The sha256 after it was put back.
+    #[serde(default)]
+    pub reverted: Option<String>,
+}
+
+/// The patch a run ran with: which, where it stands, and each file's hashes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+pub struct RunPatch {
+    /// The patch step.
+    pub step: i64,
+    pub state: ArmState,
+    pub files: Vec<ArmFile>,
+    /// What happened, as a person reads it ("patch 12 loaded, hashes held, put back").
+    pub text: String,
+}

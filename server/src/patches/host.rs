@@ -93,6 +93,51 @@ pub fn read_script(paths: &[String]) -> String {
     script
 }
 
+/// Prints each path's text, framed: `text<TAB>N<TAB>SIZE` and its bytes (or
+/// says it is missing or escapes).
+pub fn texts_script(paths: &[String]) -> String {
+    let mut script = String::from(COMMON);
+    script.push_str(
+        r#"text1() {
+  f=$(target "$2" "$1") || return 0
+  if [ -f "$f" ]; then s=$(wc -c < "$f") && printf 'text\t%s\t%s\n' "$1" $s && cat -- "$f"; else echo "missing	$1"; fi
+}
+"#,
+    );
+    for (n, path) in paths.iter().enumerate() {
+        script.push_str(&format!("text1 {n} {}\n", quote(path)));
+    }
+    script
+}
+
+/// What [`texts_script`] printed: per file its text, or what it said
+/// instead (`Missing`, `Escapes`); `None` for a file it said nothing of.
+pub fn texts_of(out: &[u8], files: usize) -> Vec<Option<Result<Vec<u8>, Said>>> {
+    let mut found: Vec<Option<Result<Vec<u8>, Said>>> = vec![None; files];
+    let mut rest = out;
+    while let Some(end) = rest.iter().position(|b| *b == b'\n') {
+        let line = String::from_utf8_lossy(&rest[..end]).into_owned();
+        rest = &rest[end + 1..];
+        let mut parts = line.splitn(3, '\t');
+        let (word, n, more) = (parts.next().unwrap_or(""), parts.next(), parts.next().unwrap_or(""));
+        let Some(n) = n.and_then(|n| n.parse::<usize>().ok()).filter(|n| *n < files) else { continue };
+        match word {
+            "text" => {
+                let Ok(size) = more.trim().parse::<usize>() else { break };
+                if rest.len() < size {
+                    break; // cut short: said of none
+                }
+                found[n] = Some(Ok(rest[..size].to_vec()));
+                rest = &rest[size..];
+            }
+            "missing" => found[n] = Some(Err(Said::Missing)),
+            "escapes" => found[n] = Some(Err(Said::Escapes(more.to_string()))),
+            _ => {}
+        }
+    }
+    found
+}
+
 /// Applies `changes`, keeping the originals under `keep` (a directory of the
 /// run's): the script, and what goes on its stdin (the new texts, one after
 /// another; a command line holds at most 128 KiB).
@@ -198,6 +243,34 @@ pub async fn read(pool: &Pool, target: &Target, paths: &[String]) -> Result<Vec<
     run(pool, target, &read_script(paths), &[], paths.len()).await
 }
 
+/// Each path's text on the host (or that it is missing, or escapes its
+/// directory), at most `limit` bytes in all.
+pub async fn texts(pool: &Pool, target: &Target, paths: &[String], limit: usize) -> Result<Vec<Result<Vec<u8>, Said>>> {
+    absolute(paths)?;
+    let captured = exec::capture_with_input(pool, target, &texts_script(paths), &[], limit).await?;
+    if captured.truncated {
+        return Err(
+            ApiError::invalid(format!("The patch's files on {} hold over {} MiB.", target.name, limit >> 20)).into()
+        );
+    }
+    let found = texts_of(&captured.stdout, paths.len());
+    let answered = found.iter().flatten().count();
+    if answered < paths.len() {
+        let stderr = String::from_utf8_lossy(&captured.stderr);
+        return Err(ApiError::new(
+            ErrorCode::HostUnreachable,
+            format!(
+                "{} gave the text of {answered} of the patch's {} files: {}",
+                target.name,
+                paths.len(),
+                stderr.trim()
+            ),
+        )
+        .into());
+    }
+    Ok(found.into_iter().flatten().collect())
+}
+
 /// Applies `changes` on the host, the originals kept under `keep`: each file
 /// `Applied`, or — where one base differs, is missing or escapes — nothing
 /// written and each file's state said.
@@ -275,6 +348,25 @@ mod tests {
     fn sha(bytes: &[u8]) -> String {
         use sha2::Digest;
         format!("{:x}", sha2::Sha256::digest(bytes))
+    }
+
+    #[test]
+    fn texts_come_framed_whatever_bytes_they_hold() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a.py"), dir.path().join("b.py"));
+        let odd = b"line\ntext\t0\t99\n\x00\xff no newline at the end";
+        std::fs::write(&a, odd).unwrap();
+        std::fs::write(&b, "").unwrap();
+        let paths =
+            [a.display().to_string(), dir.path().join("gone.py").display().to_string(), b.display().to_string()];
+        let out = std::process::Command::new("sh").arg("-c").arg(texts_script(&paths)).output().unwrap().stdout;
+        let found = texts_of(&out, 3);
+        assert_eq!(found[0], Some(Ok(odd.to_vec())));
+        assert_eq!(found[1], Some(Err(Said::Missing)));
+        assert_eq!(found[2], Some(Ok(Vec::new())));
+        // Cut short inside a text: that file is said of by none.
+        let cut = &out[..out.len() / 3];
+        assert_eq!(texts_of(cut, 3)[0], None);
     }
 
     #[test]

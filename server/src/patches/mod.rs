@@ -6,7 +6,9 @@
 //! the host's side (`host`: its files read, written and put back, every step
 //! checked by sha256).
 
+pub mod arm;
 pub mod diff;
+pub mod gate;
 pub mod host;
 mod service;
 

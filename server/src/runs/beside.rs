@@ -45,7 +45,8 @@ async fn server_identity(store: &Store, run: &Run) -> Option<String> {
     let row = store.run(run.id).await.ok().flatten()?;
     let plan = super::Plan::read(run.id, row.plan.as_deref()).ok()?;
     let unset = run.config.as_ref().map(super::unset_in).unwrap_or_default();
-    plan.server.map(|spec| super::server::identity(&spec, &run.env, &unset, run.cwd.as_deref()))
+    let patch = plan.patch.as_ref().map(|p| p.step);
+    plan.server.map(|spec| super::server::identity(&spec, &run.env, &unset, run.cwd.as_deref(), patch))
 }
 
 /// The servers beside runs: brought up, waited for, kept or stopped, and
@@ -98,7 +99,8 @@ impl Servers {
         deadline: &mut Deadline,
     ) -> Result<Beside, OwnedEnd> {
         let (run, target) = (context.run, context.target);
-        let identity = super::server::identity(spec, env, unset, run.cwd.as_deref());
+        let patch = context.plan.patch.as_ref().map(|p| p.step);
+        let identity = super::server::identity(spec, env, unset, run.cwd.as_deref(), patch);
         let kept = match kept {
             Some(k) if k.server.identity == identity && k.server.exited().is_none() => Some(k),
             Some(k) => {

@@ -41,6 +41,9 @@ pub struct Plan {
     pub artifact_limits: Option<domain::steps::command::ArtifactLimits>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_limit_bytes: Option<u64>,
+    /// The patch applied on the host for the run (`crate::patches::arm`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patch: Option<crate::patches::arm::PlanPatch>,
 }
 
 impl Plan {
@@ -55,6 +58,7 @@ impl Plan {
             artifacts: command.artifacts.clone(),
             artifact_limits: command.artifact_limits,
             output_limit_bytes: command.output_limit_bytes,
+            patch: None,
         }
     }
 
@@ -74,7 +78,7 @@ impl Plan {
 pub fn unset_in(config: &domain::sweeps::Config) -> Vec<String> {
     config
         .iter()
-        .filter(|(key, level)| level.is_none() && domain::sweeps::placeholder(key).is_none())
+        .filter(|(key, level)| level.is_none() && domain::sweeps::is_env(key))
         .map(|(key, _)| key.clone())
         .collect()
 }
@@ -133,6 +137,7 @@ pub fn run_from_row(row: RunRow) -> crate::error::Result<Run> {
         server,
         artifacts: Vec::new(),
         artifact_notes,
+        patch: None,
         reports: Vec::new(),
         host_quiet_s: (row.status == RunStatus::Running)
             .then_some(row.host_quiet_s)

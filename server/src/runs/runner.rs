@@ -72,6 +72,8 @@ pub struct Runner {
     samplers: crate::telemetry::Samplers,
     /// What runs leave on hosts, cleaned.
     retention: Arc<super::retention::Retention>,
+    /// A patched run holds its host alone (`patches::gate`).
+    gates: crate::patches::gate::Gates,
 }
 
 /// Counts a run as driven while it lives.
@@ -118,6 +120,7 @@ impl Runner {
             feeds,
             draining: Default::default(),
             floor: None,
+            gates: Default::default(),
         }
     }
 
@@ -407,6 +410,8 @@ impl Runner {
     /// replica) stopped before it could (`Servers::stop_orphans`).
     pub async fn stop_orphans(&self) {
         self.servers.stop_orphans().await;
+        // After their servers: what ran with a patch loaded is stopped first.
+        crate::patches::arm::recover(&self.store, &self.pool).await;
         for (investigation, run) in self.retention.stop_clients_left().await {
             self.publish(&investigation, run).await;
         }
@@ -430,6 +435,11 @@ impl Runner {
         kept: Option<Kept>,
         next: Option<String>,
     ) -> Option<Kept> {
+        let patch = self.planned_patch(run_id).await;
+        let _turn = self
+            .gates
+            .enter(&target.name, run_id, patch, |why| tracing::info!(run = run_id, host = %target.name, "{why}"))
+            .await;
         let Some((mut cancelled, run, plan, dir)) = self.begin(investigation, run_id).await else {
             return self.servers.stop_if_kept(kept, target).await;
         };
@@ -439,7 +449,16 @@ impl Runner {
             .await;
         let driving = Driving::start(&self.driving);
         let context = Context { investigation, run: &run, plan: &plan, target, dir: &dir };
-        let (end, keep) = self.drive(&context, &mut cancelled, &progress, kept, next).await;
+        let (end, keep) = match self.apply_patch(&context).await {
+            Err(end) => (end, self.servers.stop_if_kept(kept, target).await),
+            Ok(applied) => {
+                let driven = self.drive(&context, &mut cancelled, &progress, kept, next).await;
+                if let Some(applied) = applied {
+                    self.revert_patch(&context, &applied).await;
+                }
+                driven
+            }
+        };
         crate::audit::record(&self.store, audit_entry(&run, "run.end", Some(end.describe()))).await;
         // Before the run is marked finished, so whoever sees it finished sees its numbers.
         match crate::metrics::record::for_run(&self.store, &self.outputs, investigation, run_id).await {
@@ -460,6 +479,59 @@ impl Runner {
         }
         self.retention.after_run(target);
         keep
+    }
+
+    /// The patch step a queued run is planned with, if any (its turn on the
+    /// host depends on it).
+    async fn planned_patch(&self, run_id: i64) -> Option<i64> {
+        let row = self.store.run(run_id).await.ok().flatten()?;
+        Plan::read(run_id, row.plan.as_deref()).ok()?.patch.map(|p| p.step)
+    }
+
+    /// Before the run's server and command: its host checked for a patch left
+    /// dirty, and its patch (if any) applied. `Err`: how the run ends instead.
+    async fn apply_patch(&self, context: &Context<'_>) -> Result<Option<crate::patches::arm::Applied>, OwnedEnd> {
+        let (run, target) = (context.run, context.target);
+        match self.store.run_patches_in(&[domain::steps::patch::ArmState::Dirty], Some(&target.name)).await {
+            Ok(dirty) if !dirty.is_empty() => {
+                let runs: Vec<String> = dirty.iter().map(|d| format!("run {}", d.run_id)).collect();
+                return Err(OwnedEnd::error(
+                    RunStatus::Failed,
+                    format!(
+                        "{} is dirty: a patch ({}) was not put back cleanly; an admin restores or accepts the host first.",
+                        target.name,
+                        runs.join(", ")
+                    ),
+                ));
+            }
+            Ok(_) => {}
+            Err(e) => return Err(OwnedEnd::error(RunStatus::Failed, format!("Cannot read the host's patches: {e}"))),
+        }
+        let Some(patch) = &context.plan.patch else { return Ok(None) };
+        let keep = format!("{}/patch", super::dir::from_home(context.dir));
+        let applied = crate::patches::arm::apply(&self.store, &self.pool, target, run.id, &keep, patch).await;
+        let outcome = match &applied {
+            Ok(a) => {
+                let files =
+                    a.files.iter().map(|f| format!("{}: {} → {}", f.path, f.base, f.applied.as_deref().unwrap_or("?")));
+                format!("patch {} applied: {}", a.step, files.collect::<Vec<_>>().join("; "))
+            }
+            Err(why) => format!("error: {why}"),
+        };
+        crate::audit::record(&self.store, audit_entry(run, "patch.apply", Some(outcome))).await;
+        self.publish(context.investigation, run.id).await;
+        applied.map(Some).map_err(|why| OwnedEnd::error(RunStatus::Failed, why))
+    }
+
+    /// After the run, whatever happened: its patch put back and verified.
+    async fn revert_patch(&self, context: &Context<'_>, applied: &crate::patches::arm::Applied) {
+        let done = crate::patches::arm::revert(&self.store, &self.pool, context.target, applied).await;
+        let files = done.files.iter().map(|f| {
+            let hash = |h: &Option<String>| h.clone().unwrap_or_else(|| "?".into());
+            format!("{}: {} → {}", f.path, hash(&f.at_end), hash(&f.reverted))
+        });
+        let outcome = format!("{}: {} {}", done.state.as_str(), done.text, files.collect::<Vec<_>>().join("; "));
+        crate::audit::record(&self.store, audit_entry(context.run, "patch.revert", Some(outcome))).await;
     }
 
     /// Queued → running: its cancel switch and row, and the run marked started

@@ -81,9 +81,17 @@ pub struct Server {
     pump: tokio::task::JoinHandle<()>,
 }
 
-/// The `identity` of a server: its command, environment and directory.
-pub fn identity(spec: &ServerSpec, env: &[(String, String)], unset: &[String], cwd: Option<&str>) -> String {
-    serde_json::json!({ "command": spec.command, "env": env, "unset": unset, "cwd": cwd, "ready": spec.ready })
+/// The `identity` of a server: its command, environment and directory, and
+/// the patch on its host (a server is never kept across a change of patch:
+/// it loaded the code it started with).
+pub fn identity(
+    spec: &ServerSpec,
+    env: &[(String, String)],
+    unset: &[String],
+    cwd: Option<&str>,
+    patch: Option<i64>,
+) -> String {
+    serde_json::json!({ "command": spec.command, "env": env, "unset": unset, "cwd": cwd, "ready": spec.ready, "patch": patch })
         .to_string()
 }
 

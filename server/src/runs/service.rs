@@ -137,9 +137,14 @@ impl Runs {
             }
             Err(e) => tracing::error!("cannot read reports: {}", crate::error::chain(&e)),
         }
+        let mut patches: HashMap<i64, domain::steps::patch::RunPatch> = HashMap::new();
+        for row in self.store.run_patches_of(&detailed).await? {
+            patches.insert(row.run_id, crate::patches::arm::shown(&row)?);
+        }
         for run in by_step.values_mut().flatten() {
             run.artifacts = artifacts.remove(&run.id).unwrap_or_default();
             run.reports = reports.remove(&run.id).unwrap_or_default();
+            run.patch = patches.remove(&run.id);
         }
         for step in steps.iter_mut() {
             if let Some(mut runs) = by_step.remove(&step.id) {
@@ -387,12 +392,74 @@ impl Runs {
             tracing::info!(step = step_id, sweep = sweep.id, host = %command.host, runs = runs.len(), "queued a sweep");
             runs
         };
+        let new_runs = self.with_patches(&row.investigation_id, &command, new_runs).await?;
         let new_runs = new_runs.into_iter().map(|run| NewRun { origin, ..run }).collect();
         let runs = self.runner.insert_batch(new_runs).await?;
         tracing::info!(step = step_id, host = %command.host, runs = runs.len(), "queued runs");
         self.runner.announce(&row.investigation_id, &runs);
         self.runner.spawn_batch(row.investigation_id, runs.clone(), target, stop_on_failure);
         Ok(runs)
+    }
+
+    /// Each run's patch (its configuration's `@patch`, else the step's) in
+    /// its plan, fixed now: a patch step of this investigation, on the
+    /// command's host. The host must not be dirty.
+    async fn with_patches(
+        &self,
+        investigation: &str,
+        command: &domain::steps::command::CommandBody,
+        mut runs: Vec<NewRun>,
+    ) -> Result<Vec<NewRun>> {
+        let mut found: HashMap<i64, crate::patches::arm::PlanPatch> = HashMap::new();
+        let mut any = false;
+        for run in &mut runs {
+            let config: Option<domain::sweeps::Config> =
+                run.config.as_deref().map(serde_json::from_str).transpose().context("a run's configuration")?;
+            let Some(step) = config.as_ref().and_then(domain::sweeps::patch_of).unwrap_or(command.patch) else {
+                continue;
+            };
+            any = true;
+            if let std::collections::hash_map::Entry::Vacant(slot) = found.entry(step) {
+                slot.insert(self.patch_for(investigation, &command.host, step).await?);
+            }
+            let mut plan = super::Plan::read(0, run.plan.as_deref())?;
+            plan.patch = found.get(&step).cloned();
+            run.plan = plan.stored();
+        }
+        if any {
+            let dirty =
+                self.store.run_patches_in(&[domain::steps::patch::ArmState::Dirty], Some(&command.host)).await?;
+            if let Some(d) = dirty.first() {
+                return Err(ApiError::new(
+                    domain::error::ErrorCode::Conflict,
+                    format!(
+                        "{} is dirty: patch {} of run {} was not put back cleanly ({}). An admin restores or accepts the host first.",
+                        command.host,
+                        d.patch_step,
+                        d.run_id,
+                        d.said.as_deref().unwrap_or("unverified")
+                    ),
+                )
+                .into());
+            }
+        }
+        Ok(runs)
+    }
+
+    async fn patch_for(&self, investigation: &str, host: &str, step: i64) -> Result<crate::patches::arm::PlanPatch> {
+        let not_one = || ApiError::invalid(format!("There is no patch step {step} in this investigation."));
+        let row = self.store.step(step).await?.filter(|s| s.investigation_id == investigation).ok_or_else(not_one)?;
+        let body = crate::steps::from_stored(row.kind, &row.body)
+            .map_err(|e| Error::unreadable(format!("step {step}'s body"), e))?;
+        let StepBody::Patch(patch) = body else { return Err(not_one().into()) };
+        if patch.host != host {
+            return Err(ApiError::invalid(format!(
+                "Patch {step} changes files on {}; the command runs on {host}.",
+                patch.host
+            ))
+            .into());
+        }
+        Ok(crate::patches::arm::PlanPatch { step, diff: patch.diff, files: patch.files })
     }
 
     /// The GPUs' telemetry during a run.
@@ -493,6 +560,7 @@ impl Runs {
     pub async fn run(&self, permit: &Permit<Read>, id: i64) -> Result<Run> {
         let mut run = run_from_row(self.row(permit, id).await?)?;
         run.artifacts = self.logs_of(&[id]).await.0.remove(&id).unwrap_or_default();
+        run.patch = self.store.run_patches_of(&[id]).await?.first().map(crate::patches::arm::shown).transpose()?;
         run.reports = self
             .store
             .reports_of_runs(&[id])

@@ -49,7 +49,7 @@ pub fn substitute(command: &str, config: &Config) -> String {
 fn env_of(command: &CommandBody, config: &Config) -> Vec<(String, String)> {
     let mut env = command.env.clone();
     for (key, level) in config {
-        if let (None, Some(value)) = (placeholder(key), level) {
+        if let (true, Some(value)) = (domain::sweeps::is_env(key), level) {
             env.insert(key.clone(), value.clone());
         }
     }
@@ -206,6 +206,7 @@ mod tests {
             artifacts: Vec::new(),
             artifact_limits: None,
             output_limit_bytes: None,
+            patch: None,
         };
         let config: Config =
             [("NCCL_PROTO".to_string(), None), ("NCCL_ALGO".to_string(), Some("Tree".to_string()))].into();

@@ -143,9 +143,21 @@ fn check_matrix(body: &CommandBody) -> Result<(), ApiError> {
                     )));
                 }
             }
+            None if key == domain::sweeps::PATCH_KEY => {
+                if body.patch.is_some() {
+                    return Err(ApiError::invalid(
+                        "The step has a patch and sweeps @patch: keep the patch in one of them (`none` is the arm without).",
+                    ));
+                }
+                if let Some(bad) = levels.iter().flatten().find(|v| v.parse::<i64>().map_or(true, |n| n <= 0)) {
+                    return Err(ApiError::invalid(format!(
+                        "@patch's values are patch steps' numbers or none (no patch), not {bad:?}."
+                    )));
+                }
+            }
             None if !is_env_name(key) => {
                 return Err(ApiError::invalid(format!(
-                    "{key:?} is neither an environment variable name nor a {{placeholder}} of the command."
+                    "{key:?} is neither an environment variable name, a {{placeholder}} of the command, nor @patch."
                 )));
             }
             None if body.env.contains_key(key) => {

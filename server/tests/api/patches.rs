@@ -150,3 +150,85 @@ async fn a_patch_step_is_made_checked_and_refused_where_it_must_be() {
     let audit = team.ok("admin", Method::GET, "/api/v1/audit", Value::Null).await.to_string();
     assert!(audit.contains("patch.read") && audit.contains("patch.check"), "{audit}");
 }
+
+/// A small engine on the loopback host: `gate.py` decides its speed and logs
+/// the seed's line when it takes the slow path.
+const GATE: &str = "import sys\nSLOW = True\n\ndef speed():\n    if SLOW:\n        print(\"Custom allreduce is disabled because it's not supported on more than two PCIe-only GPUs\")\n        return 57.5\n    return 130.0\n";
+const ENGINE: &str = "import sys; sys.path.insert(0, sys.argv[1]); import gate; print('Output token throughput (tok/s): %.1f' % gate.speed())";
+
+/// The A/B: a sweep `@patch = none, P` × 3 repeats on a host whose
+/// engine is gated by a file. The patched arm is faster, the slow path's log
+/// line is in every baseline run and in no patched one, each patched run
+/// carries its proof (applied, put back, hashes), the file's sha256 after the
+/// sweep is the one before it; a file changed by hand since the patch was
+/// made refuses the run with both hashes and writes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sweep_over_a_patch_measures_both_arms_and_leaves_the_file_as_it_was() {
+    use axum::http::StatusCode;
+    use serde_json::json;
+    let sshd = crate::sshd::Sshd::start();
+    let app = crate::runs::app_with_host(&sshd).await;
+    let dir = sshd.dir.path().join("engine");
+    std::fs::create_dir_all(&dir).unwrap();
+    let gate = dir.join("gate.py");
+    std::fs::write(&gate, GATE).unwrap();
+    let before = sha(GATE.as_bytes());
+    let inv = app.investigation("custom allreduce gate").await;
+    let steps = format!("/api/v1/investigations/{inv}/steps");
+    let path = gate.display().to_string();
+    let diff = diff::between(&path, GATE, &GATE.replace("SLOW = True", "SLOW = False"));
+    let patch = app.post_json(&steps, json!({ "kind": "patch", "host": "gpu", "diff": diff })).await;
+    assert_eq!(patch.status, StatusCode::CREATED, "{}", patch.text());
+    let patch = patch.json()["id"].as_i64().unwrap();
+    let engine = format!("python3 -c \"{ENGINE}\" {}", dir.display());
+    let command = json!({ "kind": "command", "host": "gpu", "command": engine, "telemetry": false,
+                          "matrix": { "@patch": [null, patch] } });
+    let step = app.post_json(&steps, command).await;
+    assert_eq!(step.status, StatusCode::CREATED, "{}", step.text());
+    let step = step.json()["id"].as_i64().unwrap();
+
+    let runs = crate::runs::start(&app, step, json!({ "repeat": 3 })).await;
+    assert_eq!(runs.len(), 6);
+    let mut arms: std::collections::BTreeMap<bool, Vec<f64>> = Default::default();
+    for run in runs {
+        let done = crate::runs::finished(&app, run).await;
+        assert_eq!(done["status"], "succeeded", "{done}");
+        let out = String::from_utf8_lossy(&crate::runs::output(&app, run).await).into_owned();
+        let patched = !done["config"]["@patch"].is_null();
+        let tok: f64 = out.rsplit(": ").next().unwrap().trim().parse().unwrap();
+        arms.entry(patched).or_default().push(tok);
+        assert_eq!(out.contains("Custom allreduce is disabled"), !patched, "run {run}: {out}");
+        if patched {
+            let proof = &done["patch"];
+            assert_eq!((proof["step"].as_i64(), proof["state"].as_str()), (Some(patch), Some("reverted")), "{done}");
+            let file = &proof["files"][0];
+            assert_eq!(file["base"], json!(before));
+            assert_eq!(file["reverted"], json!(before));
+            assert_eq!(file["at_end"], file["applied"], "held during the run: {proof}");
+            assert_ne!(file["applied"], json!(before));
+        } else {
+            assert!(done["patch"].is_null(), "{done}");
+        }
+    }
+    assert!(arms[&true].iter().all(|t| *t == 130.0) && arms[&false].iter().all(|t| *t == 57.5), "{arms:?}");
+    assert_eq!(sha(&std::fs::read(&gate).unwrap()), before, "the file is as it was before the sweep");
+
+    // Changed by hand since the patch was made: refused, both hashes named, nothing written.
+    let edited = format!("{GATE}# tuned by hand\n");
+    std::fs::write(&gate, &edited).unwrap();
+    let run = crate::runs::start(&app, step, json!({ "only": { "@patch": patch.to_string() } })).await[0];
+    let done = crate::runs::finished(&app, run).await;
+    assert_eq!(done["status"], "failed", "{done}");
+    let error = done["error"].as_str().unwrap();
+    assert!(
+        error.contains(&path) && error.contains(&before[..12]) && error.contains(&sha(edited.as_bytes())[..12]),
+        "{error}"
+    );
+    assert_eq!(done["patch"]["state"], "refused", "{done}");
+    assert_eq!(std::fs::read_to_string(&gate).unwrap(), edited, "nothing written");
+    assert!(crate::runs::output(&app, run).await.is_empty(), "the command did not run");
+
+    // The audit log has each apply and put back with its hashes.
+    let audit = app.get("/api/v1/audit").await.text();
+    assert!(audit.contains("patch.apply") && audit.contains("patch.revert") && audit.contains(&before), "{audit}");
+}

@@ -1,0 +1,260 @@
+//! A patch as a run's arm (#52): applied on the host before the run, put back
+//! after it whatever happened, each step checked by sha256 and recorded
+//! (`run_patches`) before the host is touched, so that a restart — of any
+//! replica — puts back what a run left applied.
+//!
+//! Applying reads each file's text, checks it is the patch's base, applies
+//! the diff to it here and has the host write it (`host::apply`, which checks
+//! every base again and writes nothing unless all match). Putting back writes
+//! the original only over what the patch wrote; a file changed since is left
+//! alone and, like an original that will not go back, makes the host dirty.
+
+use super::diff;
+use super::host::{self, Change, Said, Written};
+use crate::db::{RunPatchRow, Store};
+use crate::ssh::{Pool, Target};
+use domain::steps::patch::{ArmFile, ArmState, PatchFile, RunPatch};
+use serde::{Deserialize, Serialize};
+
+/// The most a patch's files may hold together, read to be patched.
+const MAX_TEXT_BYTES: usize = 64 << 20;
+
+/// A run's patch as its plan keeps it: fixed when the run is queued, so an
+/// edit of the patch step later does not change what a queued run applies.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PlanPatch {
+    pub step: i64,
+    pub diff: String,
+    pub files: Vec<PatchFile>,
+}
+
+/// A patch applied for a run: what putting it back needs.
+#[derive(Clone, Debug)]
+pub struct Applied {
+    pub run: i64,
+    pub step: i64,
+    pub keep: String,
+    pub files: Vec<ArmFile>,
+}
+
+fn sha(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    format!("{:x}", sha2::Sha256::digest(bytes))
+}
+
+fn short(hash: &str) -> &str {
+    &hash[..hash.len().min(12)]
+}
+
+fn files_json(files: &[ArmFile]) -> String {
+    serde_json::to_string(files).unwrap_or_else(|_| "[]".into())
+}
+
+/// Applies `patch` for run `run` (its originals kept under `keep`, relative
+/// to the home directory). `Err`: why the run does not start, nothing left
+/// written (the host's script checks every base before it writes any).
+pub async fn apply(
+    store: &Store,
+    pool: &Pool,
+    target: &Target,
+    run: i64,
+    keep: &str,
+    patch: &PlanPatch,
+) -> Result<Applied, String> {
+    let mut files: Vec<ArmFile> = patch
+        .files
+        .iter()
+        .map(|f| ArmFile { path: f.path.clone(), base: f.base.clone().unwrap_or_default(), ..ArmFile::default() })
+        .collect();
+    store
+        .begin_run_patch(run, patch.step, &target.name, keep, &files_json(&files))
+        .await
+        .map_err(|e| format!("The patch could not be recorded before it was applied: {e}"))?;
+    let changes = match changes(pool, target, patch).await {
+        Ok(changes) => changes,
+        Err(why) => return refused(store, run, &files, why).await,
+    };
+    let said = match host::apply(pool, target, keep, &changes).await {
+        Ok(said) => said,
+        Err(e) => return refused(store, run, &files, format!("Patch {} was not applied: {e}", patch.step)).await,
+    };
+    let mut problems = Vec::new();
+    for (file, said) in files.iter_mut().zip(&said) {
+        match said {
+            Said::Applied(hash) => file.applied = Some(hash.clone()),
+            Said::Hash(_) => {} // its base held; another file's did not
+            other => problems.push(format!("{}: {}", file.path, said_text(other, &file.base))),
+        }
+    }
+    if !problems.is_empty() || files.iter().any(|f| f.applied.is_none()) {
+        let why = format!("Patch {} was not applied; nothing was written. {}", patch.step, problems.join("; "));
+        return refused(store, run, &files, why).await;
+    }
+    let said = format!("Patch {} applied: {} file(s), each written and hashed.", patch.step, files.len());
+    if let Err(e) = store.set_run_patch(run, ArmState::Applied, &files_json(&files), &said).await {
+        tracing::error!(run, "cannot record that patch {} is applied: {e}", patch.step);
+    }
+    Ok(Applied { run, step: patch.step, keep: keep.to_string(), files })
+}
+
+/// The arm does not start: recorded, and the reason handed on.
+async fn refused(store: &Store, run: i64, files: &[ArmFile], why: String) -> Result<Applied, String> {
+    if let Err(e) = store.set_run_patch(run, ArmState::Refused, &files_json(files), &why).await {
+        tracing::error!(run, "cannot record that its patch was refused: {e}");
+    }
+    Err(why)
+}
+
+/// Each file's new text: its text on the host, which must be its base, with
+/// the diff applied.
+async fn changes(pool: &Pool, target: &Target, patch: &PlanPatch) -> Result<Vec<Change>, String> {
+    let parsed = diff::parse(&patch.diff).map_err(|e| format!("Patch {}'s diff: {e}", patch.step))?;
+    let paths: Vec<String> = patch.files.iter().map(|f| f.path.clone()).collect();
+    let texts = host::texts(pool, target, &paths, MAX_TEXT_BYTES)
+        .await
+        .map_err(|e| format!("Patch {}'s files could not be read: {e}", patch.step))?;
+    let mut changes = Vec::new();
+    for ((file, text), part) in patch.files.iter().zip(texts).zip(&parsed) {
+        let base = file.base.clone().unwrap_or_default();
+        let text = match text {
+            Ok(text) => text,
+            Err(said) => {
+                return Err(format!(
+                    "Patch {} was not applied: {}: {}",
+                    patch.step,
+                    file.path,
+                    said_text(&said, &base)
+                ));
+            }
+        };
+        let found = sha(&text);
+        if found != base {
+            return Err(format!(
+                "Patch {} was not applied: {} changed since the patch was made (expected sha256 {}…, found {}…).",
+                patch.step,
+                file.path,
+                short(&base),
+                short(&found)
+            ));
+        }
+        let text =
+            String::from_utf8(text).map_err(|_| format!("{} is not UTF-8 text; a patch changes text.", file.path))?;
+        let (new, _) = diff::apply(&text, part).map_err(|_| {
+            format!("Patch {}'s diff does not apply to {} although its base matches.", patch.step, file.path)
+        })?;
+        changes.push(Change { path: file.path.clone(), base, text: new.into_bytes() });
+    }
+    Ok(changes)
+}
+
+/// Puts back what [`apply`] wrote and records how that went: every file's
+/// base verified (`Reverted`), or not (`Dirty`: the host refuses new runs
+/// until an admin restores or accepts it). Returns the sentence the run says.
+pub async fn revert(store: &Store, pool: &Pool, target: &Target, applied: &Applied) -> RunPatch {
+    let written: Vec<Written> = applied
+        .files
+        .iter()
+        .map(|f| Written { path: f.path.clone(), base: f.base.clone(), applied: f.applied.clone().unwrap_or_default() })
+        .collect();
+    let mut files = applied.files.clone();
+    let (state, text) = match host::revert(pool, target, &applied.keep, &written).await {
+        Ok(said) => judge_revert(applied.step, &mut files, &said),
+        Err(e) => (ArmState::Dirty, format!("Patch {} could not be put back: {e}", applied.step)),
+    };
+    if let Err(e) = store.set_run_patch(applied.run, state, &files_json(&files), &text).await {
+        tracing::error!(run = applied.run, "cannot record how patch {} was put back: {e}", applied.step);
+    }
+    if state == ArmState::Dirty {
+        tracing::error!(run = applied.run, host = %target.name, "{text}");
+    }
+    RunPatch { step: applied.step, state, files, text }
+}
+
+/// What the revert script said of each file: the state it leaves the host in.
+fn judge_revert(step: i64, files: &mut [ArmFile], said: &[Said]) -> (ArmState, String) {
+    let mut problems = Vec::new();
+    let mut changed_during = Vec::new();
+    for (file, said) in files.iter_mut().zip(said) {
+        match said {
+            Said::Reverted(hash) => {
+                file.reverted = Some(hash.clone());
+                file.at_end = file.at_end.clone().or_else(|| file.applied.clone());
+            }
+            Said::Changed(hash) => {
+                file.at_end = Some(hash.clone());
+                changed_during.push(file.path.clone());
+                problems.push(format!("{} changed during the run (sha256 {}…): left as it is", file.path, short(hash)));
+            }
+            other => problems.push(format!("{}: {}", file.path, said_text(other, &file.base))),
+        }
+    }
+    if problems.is_empty() {
+        (ArmState::Reverted, format!("Patch {step} was applied for the run and put back; every file's base verified."))
+    } else {
+        (ArmState::Dirty, format!("Patch {step} was not put back cleanly: {}.", problems.join("; ")))
+    }
+}
+
+/// A sentence for what the host said of a file.
+fn said_text(said: &Said, base: &str) -> String {
+    match said {
+        Said::Hash(h) | Said::Differs(h) if h != base => {
+            format!("changed since the patch was made (expected sha256 {}…, found {}…)", short(base), short(h))
+        }
+        Said::Hash(_) | Said::Differs(_) => "its base".into(),
+        Said::Missing => "file missing".into(),
+        Said::Escapes(to) => format!("a symlink to {to}, outside its directory: not followed"),
+        Said::Applied(h) => format!("written (sha256 {}…)", short(h)),
+        Said::Reverted(h) => format!("put back (sha256 {}…)", short(h)),
+        Said::Changed(h) => format!("changed since it was written (sha256 {}…)", short(h)),
+        Said::Unverified(h) => format!("put back, but its sha256 is {}…, not its base's {}…", short(h), short(base)),
+        Said::Failed(why) => why.clone(),
+    }
+}
+
+/// A run's patch as the API shows it.
+pub fn shown(row: &RunPatchRow) -> crate::error::Result<RunPatch> {
+    let files: Vec<ArmFile> = crate::error::stored(&row.files, || format!("run {}'s patch files", row.run_id))?;
+    Ok(RunPatch {
+        step: row.patch_step,
+        state: row.state,
+        files,
+        text: row.said.clone().unwrap_or_else(|| format!("Patch {} is being applied.", row.patch_step)),
+    })
+}
+
+/// Puts back what runs left applied (or half applied) when their Sleuth
+/// stopped: every row `applying` or `applied` whose run is over (ended
+/// `interrupted` by this start, or by the lease of the replica that drove it).
+pub async fn recover(store: &Store, pool: &std::sync::Arc<Pool>) {
+    let rows = match store.run_patches_in(&[ArmState::Applying, ArmState::Applied], None).await {
+        Ok(rows) => rows,
+        Err(e) => return tracing::error!("cannot read the patches runs left applied: {e}"),
+    };
+    let hosts = crate::hosts::Hosts::new(store.clone(), pool.clone());
+    for row in rows {
+        let over = store.run(row.run_id).await.ok().flatten().is_none_or(|r| r.status.is_finished());
+        if !over {
+            continue; // its run goes on (here, or on a replica that is alive)
+        }
+        let Ok(target) = hosts.target(&row.host).await else {
+            tracing::error!(run = row.run_id, host = %row.host, "a patch left applied on a host that is gone");
+            continue;
+        };
+        let files: Vec<ArmFile> = serde_json::from_str(&row.files).unwrap_or_default();
+        // Half applied: a file not said written may still have been; putting
+        // back checks each file's hash before it writes, so it is tried for all.
+        let files = files
+            .into_iter()
+            .map(|mut f| {
+                if f.applied.is_none() {
+                    f.applied = Some(f.base.clone());
+                }
+                f
+            })
+            .collect();
+        let applied = Applied { run: row.run_id, step: row.patch_step, keep: row.keep_dir.clone(), files };
+        let done = revert(store, pool, &target, &applied).await;
+        tracing::warn!(run = row.run_id, host = %row.host, state = done.state.as_str(), "a patch left applied by a stopped Sleuth: {}", done.text);
+    }
+}
