@@ -173,3 +173,13 @@ pub struct RunPatch {
     /// What happened, as a person reads it ("patch 12 loaded, hashes held, put back").
     pub text: String,
 }
+
+/// A run's patch as its host's page lists it: one left dirty (or applied now).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+pub struct PatchOnHost {
+    pub run: i64,
+    pub host: String,
+    #[serde(flatten)]
+    pub patch: RunPatch,
+}

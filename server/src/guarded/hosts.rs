@@ -5,6 +5,7 @@ use domain::accounts::HostAccess;
 use domain::error::{ApiError, ErrorCode};
 use domain::hosts::{ConnectionReport, Host, HostFacts, HostImport, HostPatch, ImportReport, NewHost};
 use domain::ports::Actor;
+use domain::steps::patch::PatchOnHost;
 
 impl super::Guarded {
     /// The host as the caller may see it: what they may do with it (for pages
@@ -115,5 +116,21 @@ impl super::Guarded {
         let refusing = self.notebook.refusing(&self.access.anyone(actor));
         let admin = self.access.admin(actor, "read the server's state").ok();
         Ok(domain::hosts::ServerStatus { refusing, detail: admin.map(|admin| self.notebook.server_detail(&admin)) })
+    }
+    /// The patches runs left on the host (dirty, or applied now): anyone who may use it.
+    pub async fn host_patches(&self, actor: &Actor, host: &str) -> Result<Vec<PatchOnHost>, ApiError> {
+        let permit = self.access.host_use(actor, host).await?;
+        Ok(self.notebook.patches.on_host(&permit).await?)
+    }
+    /// A dirty host made usable: its originals put back (`restore`), or taken as it is; admins only.
+    pub async fn settle_host_patch(
+        &self,
+        actor: &Actor,
+        host: &str,
+        run: i64,
+        restore: bool,
+    ) -> Result<PatchOnHost, ApiError> {
+        let admin = self.access.admin(actor, "restore or accept a host's patches")?;
+        Ok(self.notebook.patches.settle(&admin, host, run, restore).await?)
     }
 }

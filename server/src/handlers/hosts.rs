@@ -172,6 +172,34 @@ pub async fn set_access(
     Ok(Json(state.notebook.set_host_access(&actor, &name, access).await?))
 }
 
+/// The patches runs left on the host: dirty ones (new runs are refused
+/// until an admin restores or accepts them), and any applied now.
+pub async fn patches(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+) -> Result<Json<Vec<domain::steps::patch::PatchOnHost>>, AppError> {
+    Ok(Json(state.notebook.host_patches(&actor, &name).await?))
+}
+
+/// Admins: a dirty patch's originals put back over whatever is there, and verified.
+pub async fn restore_patch(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiPath((name, run)): ApiPath<(String, i64)>,
+) -> Result<Json<domain::steps::patch::PatchOnHost>, AppError> {
+    Ok(Json(state.notebook.settle_host_patch(&actor, &name, run, true).await?))
+}
+
+/// Admins: a dirty patch's host taken as it is.
+pub async fn accept_patch(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiPath((name, run)): ApiPath<(String, i64)>,
+) -> Result<Json<domain::steps::patch::PatchOnHost>, AppError> {
+    Ok(Json(state.notebook.settle_host_patch(&actor, &name, run, false).await?))
+}
+
 /// The routes of hosts, their keys, access and facts (under `/api/v1`).
 pub fn routes() -> crate::openapi::Routes {
     use aide::axum::routing;
@@ -185,5 +213,8 @@ pub fn routes() -> crate::openapi::Routes {
         .at("/hosts/{name}/test", routing::post(test))
         .at("/hosts/{name}/facts", routing::get(facts).post(capture_facts))
         .at("/hosts/{name}/access", routing::get(access).put(set_access))
+        .at("/hosts/{name}/patches", routing::get(patches))
+        .at("/hosts/{name}/patches/{run}/restore", routing::post(restore_patch))
+        .at("/hosts/{name}/patches/{run}/accept", routing::post(accept_patch))
         .at("/facts/{id}", routing::get(facts_by_id))
 }

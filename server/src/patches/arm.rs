@@ -212,6 +212,30 @@ fn said_text(said: &Said, base: &str) -> String {
     }
 }
 
+/// An admin puts a dirty patch's originals back over whatever is there now;
+/// verified, the host is clean again (`Reverted`), else it stays `Dirty`.
+pub async fn restore(
+    store: &Store,
+    pool: &Pool,
+    target: &Target,
+    row: &RunPatchRow,
+    by: &str,
+) -> crate::error::Result<RunPatch> {
+    let mut files: Vec<ArmFile> = crate::error::stored(&row.files, || format!("run {}'s patch files", row.run_id))?;
+    let written: Vec<Written> = files
+        .iter()
+        .map(|f| Written { path: f.path.clone(), base: f.base.clone(), applied: f.applied.clone().unwrap_or_default() })
+        .collect();
+    let said = host::restore(pool, target, &row.keep_dir, &written).await?;
+    let (state, text) = judge_revert(row.patch_step, &mut files, &said);
+    let text = match state {
+        ArmState::Reverted => format!("Restored by {by}: every file's original put back and its base verified."),
+        _ => format!("{by} tried to restore it: {text}"),
+    };
+    store.set_run_patch(row.run_id, state, &files_json(&files), &text).await?;
+    Ok(RunPatch { step: row.patch_step, state, files, text })
+}
+
 /// A run's patch as the API shows it.
 pub fn shown(row: &RunPatchRow) -> crate::error::Result<RunPatch> {
     let files: Vec<ArmFile> = crate::error::stored(&row.files, || format!("run {}'s patch files", row.run_id))?;

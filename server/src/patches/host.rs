@@ -184,14 +184,20 @@ ok=1
 
 /// Puts back what [`apply_script`] kept under `keep`.
 pub fn revert_script(keep: &str, written: &[Written]) -> String {
+    put_back_script(keep, written, false)
+}
+
+/// The same, and `over_changes`: over a file changed since the patch wrote it
+/// too (an admin restoring a dirty host).
+fn put_back_script(keep: &str, written: &[Written], over_changes: bool) -> String {
     let mut script = String::from(COMMON);
-    script.push_str(&format!("keep={}\n", quote(keep)));
+    script.push_str(&format!("keep={}\nover={}\n", quote(keep), u8::from(over_changes)));
     script.push_str(
         r#"revert() {
   f=$(target "$2" "$1") || return 0
   h=$(hash "$f" 2>/dev/null)
   if [ "$h" = "$4" ]; then echo "reverted	$1	$h"; return 0; fi
-  if [ "$h" != "$3" ]; then echo "changed	$1	$h"; return 0; fi
+  if [ "$h" != "$3" ] && [ "$over" != 1 ]; then echo "changed	$1	$h"; return 0; fi
   tmp=$(mktemp "${f%/*}/.sleuth-patch.XXXXXX" 2>/dev/null) || { echo "failed	$1	cannot write beside it"; return 0; }
   if cp -p -- "$keep/$1.orig" "$tmp" && mv -f -- "$tmp" "$f"; then
     b=${f##*/}; rm -f -- "${f%/*}/__pycache__/${b%.py}".*.pyc
@@ -207,6 +213,13 @@ pub fn revert_script(keep: &str, written: &[Written]) -> String {
         script.push_str(&format!("revert {n} {} {} {}\n", quote(&w.path), quote(&w.applied), quote(&w.base)));
     }
     script
+}
+
+/// Puts the originals back over whatever is there now (an admin's restore
+/// of a dirty host): each file `Reverted` (its base again), `Unverified` or `Failed`.
+pub async fn restore(pool: &Pool, target: &Target, keep: &str, written: &[Written]) -> Result<Vec<Said>> {
+    absolute(written.iter().map(|w| &w.path))?;
+    run(pool, target, &put_back_script(keep, written, true), &[], written.len()).await
 }
 
 /// Runs `script` on the host: what it said of each of its `files` files, in
@@ -435,6 +448,11 @@ mod tests {
         let (said, _) = answers(&run(&revert_script(&keep, &written)), 1);
         assert_eq!(said[0], Some(Said::Changed(sha(b"hand-edited\n"))));
         assert_eq!(std::fs::read_to_string(&a).unwrap(), "hand-edited\n", "left as they made it");
+        // An admin's restore puts the original back over it, verified.
+        let (said, _) = answers(&run(&put_back_script(&keep, &written, true)), 1);
+        assert_eq!(said[0], Some(Said::Reverted(sha(b"v1\n"))));
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "v1\n");
+        std::fs::write(&a, "hand-edited\n").unwrap();
 
         // A symlink whose target is elsewhere: refused, the target named.
         let outside = tempfile::tempdir().unwrap();

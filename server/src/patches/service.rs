@@ -5,10 +5,10 @@ use super::host::{self, Said};
 use crate::db::{NewAudit, Store};
 use crate::error::Result;
 use crate::hosts::Hosts;
-use crate::policy::{ForBody, RunOn};
+use crate::policy::{Admin, ForBody, HostUse, RunOn};
 use domain::error::ApiError;
 use domain::steps::StepBody;
-use domain::steps::patch::{FileCheck, FileState, PatchBody, PatchCheck};
+use domain::steps::patch::{ArmState, FileCheck, FileState, PatchBody, PatchCheck, PatchOnHost};
 
 #[derive(Clone)]
 pub struct Patches {
@@ -72,6 +72,46 @@ impl Patches {
             files,
             checked_at: crate::time::timestamp(crate::time::now_ms()),
         })
+    }
+
+    /// The patches runs left on the host: dirty ones (which refuse new runs)
+    /// and any applied now.
+    pub async fn on_host(&self, permit: &HostUse) -> Result<Vec<PatchOnHost>> {
+        let states = [ArmState::Dirty, ArmState::Applying, ArmState::Applied];
+        let rows = self.store.run_patches_in(&states, Some(permit.host())).await?;
+        rows.iter()
+            .map(|row| Ok(PatchOnHost { run: row.run_id, host: row.host.clone(), patch: super::arm::shown(row)? }))
+            .collect()
+    }
+
+    /// An admin's answer to a dirty host: its originals put back over
+    /// whatever is there (`restore`), or the host taken as it is.
+    pub async fn settle(&self, admin: &Admin, host: &str, run: i64, restore: bool) -> Result<PatchOnHost> {
+        let rows = self.store.run_patches_in(&[ArmState::Dirty], Some(host)).await?;
+        let Some(row) = rows.into_iter().find(|r| r.run_id == run) else {
+            return Err(ApiError::not_found(format!("{host} has no dirty patch of run {run}.")).into());
+        };
+        let by = &admin.actor().name;
+        let patch = if restore {
+            let target = self.hosts.target(host).await?;
+            super::arm::restore(&self.store, self.hosts.pool(), &target, &row, by).await?
+        } else {
+            let text =
+                format!("Accepted by {by} as it is; {}", row.said.as_deref().unwrap_or("its files were not verified"));
+            self.store.set_run_patch(run, ArmState::Accepted, &row.files, &text).await?;
+            super::arm::shown(&crate::db::RunPatchRow { state: ArmState::Accepted, said: Some(text), ..row })?
+        };
+        let entry = NewAudit {
+            who: by.clone(),
+            action: if restore { "patch.restore" } else { "patch.accept" },
+            host: Some(host.to_string()),
+            target: format!("run {run}: patch {}", patch.step),
+            outcome: Some(format!("{}: {}", patch.state.as_str(), patch.text)),
+            run_id: Some(run),
+            ..Default::default()
+        };
+        crate::audit::record(&self.store, entry).await;
+        Ok(PatchOnHost { run, host: host.to_string(), patch })
     }
 
     /// The files' hashes on the patch's host, the reading audited.

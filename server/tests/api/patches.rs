@@ -232,3 +232,133 @@ async fn a_sweep_over_a_patch_measures_both_arms_and_leaves_the_file_as_it_was()
     let audit = app.get("/api/v1/audit").await.text();
     assert!(audit.contains("patch.apply") && audit.contains("patch.revert") && audit.contains(&before), "{audit}");
 }
+
+/// A revert that cannot be verified — the run's command changed the patched
+/// file — leaves the host dirty: the run says so, new runs on the host are
+/// refused naming it, until an admin restores it (the original back,
+/// verified) or accepts it as it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_patch_changed_during_its_run_leaves_the_host_dirty_until_an_admin_settles_it() {
+    use axum::http::StatusCode;
+    use serde_json::json;
+    let sshd = crate::sshd::Sshd::start();
+    let app = crate::runs::app_with_host(&sshd).await;
+    let dir = sshd.dir.path().join("engine");
+    std::fs::create_dir_all(&dir).unwrap();
+    let gate = dir.join("gate.py");
+    std::fs::write(&gate, GATE).unwrap();
+    let before = sha(GATE.as_bytes());
+    let inv = app.investigation("dirty").await;
+    let steps = format!("/api/v1/investigations/{inv}/steps");
+    let path = gate.display().to_string();
+    let diff = diff::between(&path, GATE, &GATE.replace("SLOW = True", "SLOW = False"));
+    let patch =
+        app.post_json(&steps, json!({ "kind": "patch", "host": "gpu", "diff": diff })).await.json()["id"].clone();
+    // The command edits the patched file while the patch is on.
+    let meddle = json!({ "kind": "command", "host": "gpu", "command": format!("echo '# meddled' >> {path}"),
+                         "telemetry": false, "patch": patch });
+    let step = app.post_json(&steps, meddle).await.json()["id"].as_i64().unwrap();
+    let run = crate::runs::start(&app, step, json!({})).await[0];
+    let done = crate::runs::finished(&app, run).await;
+    assert_eq!(done["patch"]["state"], "dirty", "{done}");
+    assert!(done["patch"]["text"].as_str().unwrap().contains("changed during the run"), "{done}");
+    assert_ne!(done["patch"]["files"][0]["at_end"], done["patch"]["files"][0]["applied"]);
+    assert!(std::fs::read_to_string(&gate).unwrap().ends_with("# meddled\n"), "left as it was found");
+
+    // New patched runs are refused at once (409); any other fails as it starts; both say why.
+    let plain =
+        app.post_json(&steps, json!({ "kind": "command", "host": "gpu", "command": "true", "patch": patch })).await;
+    let refused = app.post_json(&format!("/api/v1/steps/{}/runs", plain.json()["id"]), json!({})).await;
+    assert_eq!(refused.status, StatusCode::CONFLICT, "{}", refused.text());
+    assert!(
+        refused.text().contains("is dirty") && refused.text().contains(&format!("run {run}")),
+        "{}",
+        refused.text()
+    );
+    let unpatched = crate::runs::command_step(&app, json!({ "command": "echo hi", "telemetry": false })).await;
+    let other = crate::runs::start(&app, unpatched, json!({})).await[0];
+    let other = crate::runs::finished(&app, other).await;
+    assert_eq!(other["status"], "failed", "{other}");
+    assert!(other["error"].as_str().unwrap().contains("dirty"), "{other}");
+    let listed = app.get("/api/v1/hosts/gpu/patches").await.json();
+    assert_eq!((listed[0]["run"].as_i64(), listed[0]["state"].as_str()), (Some(run), Some("dirty")), "{listed}");
+
+    // Restored: the original back over the meddling, verified; the host runs again.
+    let restored = app.post_json(&format!("/api/v1/hosts/gpu/patches/{run}/restore"), json!({})).await;
+    assert_eq!(restored.status, StatusCode::OK, "{}", restored.text());
+    assert_eq!(restored.json()["state"], "reverted", "{}", restored.text());
+    assert_eq!(sha(&std::fs::read(&gate).unwrap()), before);
+    assert_eq!(app.get("/api/v1/hosts/gpu/patches").await.json(), json!([]));
+    let again = crate::runs::start(&app, unpatched, json!({})).await[0];
+    assert_eq!(crate::runs::finished(&app, again).await["status"], "succeeded");
+
+    // Dirty again; accepted as it is this time.
+    let run = crate::runs::start(&app, step, json!({})).await[0];
+    assert_eq!(crate::runs::finished(&app, run).await["patch"]["state"], "dirty");
+    let accepted = app.post_json(&format!("/api/v1/hosts/gpu/patches/{run}/accept"), json!({})).await;
+    assert_eq!(accepted.json()["state"], "accepted", "{}", accepted.text());
+    assert!(std::fs::read_to_string(&gate).unwrap().ends_with("# meddled\n"), "accepted as it is");
+    let again = crate::runs::start(&app, unpatched, json!({})).await[0];
+    assert_eq!(crate::runs::finished(&app, again).await["status"], "succeeded");
+    let none = app.post_json(&format!("/api/v1/hosts/gpu/patches/{run}/accept"), json!({})).await;
+    assert_eq!(none.status, StatusCode::NOT_FOUND, "{}", none.text());
+    let audit = app.get("/api/v1/audit").await.text();
+    assert!(audit.contains("patch.restore") && audit.contains("patch.accept"), "{audit}");
+}
+
+/// SIGKILL the Sleuth that applied a patch, mid-run: when a Sleuth starts on
+/// its store again (SQLite), or another replica finds its lease lapsed
+/// (PostgreSQL), the run is `interrupted` and the file is back — by its
+/// hash — within 60 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_patch_left_on_by_a_killed_sleuth_is_put_back_by_the_next() {
+    use serde_json::json;
+    use std::time::{Duration, Instant};
+    let sshd = crate::sshd::Sshd::start();
+    let app = crate::runs::app_with_host(&sshd).await;
+    let dir = sshd.dir.path().join("engine");
+    std::fs::create_dir_all(&dir).unwrap();
+    let gate = dir.join("gate.py");
+    std::fs::write(&gate, GATE).unwrap();
+    let before = sha(GATE.as_bytes());
+    let inv = app.investigation("killed mid-arm").await;
+    let steps = format!("/api/v1/investigations/{inv}/steps");
+    let path = gate.display().to_string();
+    let diff = diff::between(&path, GATE, &GATE.replace("SLOW = True", "SLOW = False"));
+    let patch =
+        app.post_json(&steps, json!({ "kind": "patch", "host": "gpu", "diff": diff })).await.json()["id"].clone();
+    let long = json!({ "kind": "command", "host": "gpu", "command": "echo started; sleep 600", "telemetry": false, "patch": patch });
+    let step = app.post_json(&steps, long).await.json()["id"].as_i64().unwrap();
+
+    // Another `sleuth serve` on the same store drives the run.
+    let mut driver = crate::replicas::Replica::start_on(&app, &[]);
+    let (status, runs) = driver.post(&format!("/api/v1/steps/{step}/runs"), json!({})).await;
+    assert_eq!(status, 201, "{runs}");
+    let run = runs[0]["id"].as_i64().unwrap();
+    let applied = crate::runs::wait_for(
+        &app,
+        run,
+        |r| r["patch"]["state"] == "applied" && r["stdout_bytes"].as_u64() > Some(0),
+        Duration::from_secs(30),
+    )
+    .await;
+    assert_ne!(sha(&std::fs::read(&gate).unwrap()), before, "applied: {applied}");
+
+    driver.child.kill().expect("kill -9");
+    let _ = driver.child.wait();
+    let killed = Instant::now();
+    // SQLite: one server per store, started again. PostgreSQL: the in-process
+    // replica (`app`) ends the run once the dead one's lease lapses.
+    let _next = (!crate::helpers::on_postgres()).then(|| crate::replicas::Replica::start_on(&app, &[]));
+    loop {
+        let back = sha(&std::fs::read(&gate).unwrap()) == before;
+        let json = app.get(&format!("/api/v1/runs/{run}")).await.json();
+        if back && json["patch"]["state"] == "reverted" {
+            assert_eq!(json["status"], "interrupted", "{json}");
+            assert_eq!(json["patch"]["files"][0]["reverted"], json!(before), "{json}");
+            break;
+        }
+        assert!(killed.elapsed() < Duration::from_secs(60), "not put back within 60 s: {json}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
