@@ -426,6 +426,10 @@ const FORMS = [
   { key: 'add_grep', role: 'runner', drive: async (c) => {
     await submit(c, 'add_grep', c.page.locator('#add-grep form'), { host: 'gpu', pattern: 'line_3 =', path: c.ids.dir, glob: '*.py' });
   } },
+  { key: 'edit_lines', role: 'editor', drive: async (c) => {
+    const text = Array.from({ length: 12 }, (_, i) => `line_${i + 1} = ${i === 6 ? `7 # ${c.role}` : i + 1}`).join('\n');
+    await submit(c, 'edit_lines', c.page.locator(`${step(c.ids.snippet)} details.edit-lines form`), { text });
+  } },
   { key: 'add_patch', role: 'runner', drive: async (c) => {
     await submit(c, 'add_patch', c.page.locator('#add-patch form'), { host: 'gpu', diff: gateDiff(c.ids.file, 5) });
   } },

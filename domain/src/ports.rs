@@ -122,6 +122,8 @@ macro_rules! step_ops {
             fn move_step(&self, actor: &Actor, id: i64, position: u32) -> Result<Step, ApiError>;
             /// A copy of the step (its body, no runs) right after it.
             fn duplicate_step(&self, actor: &Actor, id: i64) -> Result<Step, ApiError>;
+            /// "Edit these lines": a snippet's shown lines, edited, saved as a patch step after it.
+            fn patch_snippet(&self, actor: &Actor, id: i64, text: &str) -> Result<Step, ApiError>;
             fn delete_step(&self, actor: &Actor, id: i64) -> Result<(), ApiError>;
         }
     } };

@@ -579,6 +579,7 @@ pub fn RunOutput(
                 {files.url(run.id, "/output?download=1").map(|href| view! { <a href=href class="quiet">"raw"</a> })}
             </div>
             {run.error.clone().map(|e| view! { <p class="run-error">{e}</p> })}
+            {run.patch.clone().map(|patch| view! { <super::patch::RunPatchProof patch/> })}
             {run.config.as_ref().map(|c| view! {
                 <div class="run-config">"configuration " <code>{domain::sweeps::config_label(c)}</code>
                     " " <AgainForm step_id=run.step_id config=c.clone()/></div>

@@ -136,3 +136,39 @@ pub fn AddPatch(investigation: String) -> impl IntoView {
         </details>
     }
 }
+
+/// The patch a run ran with, and its proof: each file's hashes from its base
+/// to what was written, what was there at the end, and what was put back.
+#[component]
+pub fn RunPatchProof(patch: domain::steps::patch::RunPatch) -> impl IntoView {
+    use domain::steps::patch::ArmState;
+    let ok = matches!(patch.state, ArmState::Applied | ArmState::Reverted | ArmState::Applying);
+    let hash = |h: &Option<String>| h.as_deref().map(short).unwrap_or_else(|| "—".into());
+    let rows = patch
+        .files
+        .iter()
+        .map(|f| {
+            let held = f.at_end.is_none() || f.at_end == f.applied;
+            view! {
+                <tr>
+                    <td><code class="path">{f.path.clone()}</code></td>
+                    <td><code title=f.base.clone()>{short(&f.base)}</code></td>
+                    <td><code>{hash(&f.applied)}</code></td>
+                    <td class=if held { "" } else { "warning" }><code>{hash(&f.at_end)}</code></td>
+                    <td><code>{hash(&f.reverted)}</code></td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <details class="run-patch" data-state=patch.state.as_str()>
+            <summary class=if ok { "ok" } else { "warning" }>
+                "patch " {patch.step}
+                " · " {patch.state.as_str()} " · " {patch.text.clone()}
+            </summary>
+            <table class="list"><thead><tr>
+                <th>"File"</th><th>"base"</th><th>"written"</th><th>"at the end"</th><th>"put back"</th>
+            </tr></thead><tbody>{rows}</tbody></table>
+        </details>
+    }
+}

@@ -17,6 +17,13 @@ pub async fn refresh_snippet(step_id: i64, start: String, end: String) -> Result
     .await
 }
 
+/// "Edit these lines": the shown lines, edited, saved as a patch step after the snippet.
+#[server]
+pub async fn edit_lines(step_id: i64, text: String) -> Result<Step, ApiError> {
+    crate::backend::call(move |notebook, actor| async move { notebook.patch_snippet(&actor, step_id, &text).await })
+        .await
+}
+
 #[server]
 pub async fn add_snippet(
     investigation: String,
@@ -154,9 +161,33 @@ pub fn SnippetContent(step: Step) -> impl IntoView {
         </div>
         <crate::components::Can what=crate::components::Ability::Edit>
             <super::annotation::AnnotateForm step_id shown=(start, end)/>
+            <EditLines step_id lines=snapshot.lines.clone() sha256=snapshot.sha256.clone()/>
         </crate::components::Can>
     }
     .into_any()
+}
+
+/// "Edit these lines": the shown range as text to change; saving makes a
+/// patch step right after the snippet, against this snapshot's sha256.
+#[component]
+fn EditLines(step_id: i64, lines: Vec<String>, sha256: Option<String>) -> impl IntoView {
+    let save = ServerAction::<EditLines>::new();
+    let rows = lines.len().clamp(3, 30);
+    let text = lines.join("\n");
+    view! {
+        <details class="edit-lines">
+            <summary>"Edit these lines"</summary>
+            <ActionForm action=save attr:class="stacked">
+                <input type="hidden" name="step_id" value=step_id/>
+                <textarea name="text" rows=rows spellcheck="false" class="code">{crate::components::textarea_text(&text)}</textarea>
+                <p class="muted">"Saved as a patch step after this one, against the file as fetched"
+                    {sha256.map(|s| format!(" (sha256 {}…)", &s[..12.min(s.len())]))}
+                    "; running it applies the patch on the host and puts the file back after."</p>
+                <crate::components::ActionError action=save/>
+                <div class="form-actions"><button type="submit" class="primary">"Save as a patch"</button></div>
+            </ActionForm>
+        </details>
+    }
 }
 
 /// "Add a snippet" at the end of the timeline.

@@ -37,6 +37,15 @@ impl super::Guarded {
         let done = self.notebook.steps.duplicate(&permit, &original).await;
         Ok(self.announce(actor, &original.investigation_id, done)?)
     }
+    /// A patch needs the editor role; made against the snapshot, it reads no host.
+    pub async fn patch_snippet(&self, actor: &Actor, id: i64, text: &str) -> Result<Step, ApiError> {
+        let read = self.access.permit_for::<Read>(actor, OwnedBy::Step, id).await?;
+        let snippet = self.notebook.steps.get(&read, id).await?;
+        let patch = crate::steps::patch_of_lines(&snippet, text)?;
+        let permit = self.access.for_body(actor, &snippet.investigation_id, &patch).await?;
+        let done = self.notebook.steps.add_after(&permit, &snippet, patch).await;
+        Ok(self.announce(actor, &snippet.investigation_id, done)?)
+    }
     pub async fn move_step(&self, actor: &Actor, id: i64, position: u32) -> Result<Step, ApiError> {
         let permit = self.access.permit_for(actor, OwnedBy::Step, id).await?;
         let done = self.notebook.steps.move_to(&permit, id, position).await;

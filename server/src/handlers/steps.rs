@@ -106,6 +106,25 @@ pub async fn refresh(
     Ok(Json(state.notebook.refresh_snippet(&actor, id, refresh.start, refresh.end).await?))
 }
 
+/// A snippet's shown lines, edited: the text that replaces them.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EditedLines {
+    text: String,
+}
+
+/// "Edit these lines": a patch step right after the snippet, made against
+/// its newest snapshot (whose sha256 is the base).
+pub async fn patch_lines(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<i64>,
+    ApiJson(edited): ApiJson<EditedLines>,
+) -> Result<Created<Step>, AppError> {
+    let step = state.notebook.patch_snippet(&actor, id, &edited.text).await?;
+    Ok(Created::at(step.url.clone(), step))
+}
+
 /// A dry run of a patch step: does each of its files still have its base on the host?
 pub async fn check(
     Caller(actor): Caller,
@@ -123,5 +142,6 @@ pub fn routes() -> crate::openapi::Routes {
         .at("/steps/{step_id}", routing::get(show).patch(update).delete(delete))
         .at("/steps/{step_id}/refresh", routing::post(refresh))
         .at("/steps/{step_id}/check", routing::post(check))
+        .at("/steps/{step_id}/patch", routing::post(patch_lines))
         .at("/steps/{step_id}/duplicate", routing::post(duplicate))
 }

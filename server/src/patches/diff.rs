@@ -270,9 +270,49 @@ pub fn between(path: &str, old: &str, new: &str) -> String {
         .to_string()
 }
 
+/// [`between`] for lines of a file that start at line `first` (a snippet's
+/// range): its hunks numbered where the lines are in the file.
+pub fn between_lines(path: &str, old: &str, new: &str, first: usize) -> String {
+    let shift = first.saturating_sub(1);
+    between(path, old, new)
+        .split_inclusive('\n')
+        .map(|line| match shifted_header(line, shift) {
+            Some(header) => header,
+            None => line.to_string(),
+        })
+        .collect()
+}
+
+/// `@@ -a,b +c,d @@…` with `shift` added to `a` and `c`.
+fn shifted_header(line: &str, shift: usize) -> Option<String> {
+    let rest = line.strip_prefix("@@ -")?;
+    let (ranges, tail) = rest.split_once(" @@")?;
+    let (old, new) = ranges.split_once(" +")?;
+    let move_range = |range: &str| -> Option<String> {
+        let (start, len) = range.split_once(',').map_or((range, None), |(s, l)| (s, Some(l)));
+        let start: usize = start.parse().ok()?;
+        // An empty range (`-0,0`) names the line before it; it moves too.
+        Some(format!("{}{}", start + shift, len.map(|l| format!(",{l}")).unwrap_or_default()))
+    };
+    Some(format!("@@ -{} +{} @@{tail}", move_range(old)?, move_range(new)?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_of_a_snippet_make_a_diff_numbered_as_the_file_is() {
+        let file: String = (1..=200).map(|i| format!("line {i}\n")).collect();
+        let shown: String = (130..=140).map(|i| format!("line {i}\n")).collect();
+        let edited = shown.replace("line 135\n", "line 135 (edited)\n");
+        let diff = between_lines("/opt/x.py", &shown, &edited, 130);
+        assert!(diff.contains("@@ -132,7 +132,7 @@"), "{diff}");
+        let parsed = parse(&diff).unwrap();
+        let (text, placed) = apply(&file, &parsed[0]).unwrap();
+        assert_eq!(text, file.replace("line 135\n", "line 135 (edited)\n"));
+        assert_eq!(placed, [Placed::At { line: 132, offset: 0, fuzz: 0 }]);
+    }
 
     /// Shaped like vLLM's gate: two checks, the second "easy to miss".
     const GATE: &str = "\

@@ -2,12 +2,14 @@
 //! rendering it. One module per kind, mirroring `domain::steps`.
 
 mod command;
+mod edit_lines;
 mod grep;
 mod note;
 mod patch;
 mod service;
 mod snippet;
 
+pub use edit_lines::patch_of as patch_of_lines;
 pub use service::Steps;
 
 use crate::db::StepRow;

@@ -362,3 +362,37 @@ async fn a_patch_left_on_by_a_killed_sleuth_is_put_back_by_the_next() {
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
+
+/// "Edit these lines": a snippet's shown lines, edited, become a patch step
+/// right after it, against the snapshot's sha256 — an editor may, as it reads
+/// no host — and the patch applies on the host.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snippets_lines_edited_become_a_patch_after_it() {
+    use axum::http::{Method, StatusCode};
+    use serde_json::{Value, json};
+    let sshd = crate::sshd::Sshd::start();
+    let team = crate::permissions::team(&sshd).await;
+    let (id, _, snippet) = team.shared_investigation(&sshd).await; // model.py, lines 1-10 of 20
+    let model = sshd.dir.path().join("model.py");
+    let shown: Vec<String> = (1..=10).map(|i| format!("line {i}")).collect();
+    let edited = shown.join("\n").replace("line 5", "line 5 <b>edited</b>");
+    let made =
+        team.ok("edit", Method::POST, &format!("/api/v1/steps/{snippet}/patch"), json!({ "text": edited })).await;
+    assert_eq!(made["kind"], "patch", "{made}");
+    assert_eq!(made["files"][0]["base"], json!(sha(&std::fs::read(&model).unwrap())));
+    assert!(made["diff"].as_str().unwrap().contains("+line 5 <b>edited</b>"), "{made}");
+    let inv = team.ok("view", Method::GET, &format!("/api/v1/investigations/{id}"), Value::Null).await;
+    let order: Vec<i64> = inv["steps"].as_array().unwrap().iter().map(|s| s["id"].as_i64().unwrap()).collect();
+    let at = order.iter().position(|s| *s == snippet).unwrap();
+    assert_eq!(order[at + 1], made["id"].as_i64().unwrap(), "right after the snippet: {order:?}");
+    let checked = team.ok("run", Method::POST, &format!("/api/v1/steps/{}/check", made["id"]), Value::Null).await;
+    assert_eq!(checked["applies"], true, "{checked}");
+    // Unchanged lines, or a viewer: refused.
+    let same = team
+        .call("edit", Method::POST, &format!("/api/v1/steps/{snippet}/patch"), json!({ "text": shown.join("\n") }))
+        .await;
+    assert_eq!(same.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", same.text());
+    let viewer =
+        team.call("view", Method::POST, &format!("/api/v1/steps/{snippet}/patch"), json!({ "text": edited })).await;
+    assert_eq!(viewer.status, StatusCode::FORBIDDEN, "{}", viewer.text());
+}
