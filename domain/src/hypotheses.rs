@@ -393,6 +393,13 @@ pub struct Hypothesis {
     /// Which kernels changed, when both groups have profiles (torch traces, nsys).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile_diff: Option<crate::profiles::ProfileDiff>,
+    /// Runs of its arms it does not count, and why (a patch not applied, a
+    /// patch's expectation not met).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<LeftOut>,
+    /// The patches its arms' runs ran with: what each changed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub patches: Vec<PatchSummary>,
     pub url: String,
     pub created_at: String,
     pub updated_at: String,
@@ -561,4 +568,26 @@ mod tests {
         assert_eq!(did_you_mean("gpu_util_mean", &known), None, "nothing near");
         assert_eq!(did_you_mean("p99", &[]), None);
     }
+}
+
+/// A run an arm names that its verdict does not count.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+pub struct LeftOut {
+    pub run: i64,
+    pub why: String,
+}
+
+/// A patch an arm's runs ran with, as the verdict shows it beside its numbers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+pub struct PatchSummary {
+    pub step: i64,
+    /// `baseline` or `treatment` (or both: `baseline, treatment`).
+    pub arms: String,
+    pub files: Vec<String>,
+    pub added: u32,
+    pub removed: u32,
+    /// The patch step, with its whole diff.
+    pub url: String,
 }

@@ -483,6 +483,22 @@ fn HypothesisRow(h: Hypothesis, steps: Vec<(i64, String)>, commands: Vec<(String
                 <a href=format!("#{}", hypothesis_anchor(h.id))>{h.statement.clone()}</a>
                 {expected.map(|e| view! { <span class="muted expected">{e}</span> })}
                 {h.metric_note.clone().map(|n| view! { <p class="notice metric-note">{n}</p> })}
+                {(!h.patches.is_empty()).then(|| view! {
+                    <ul class="hypothesis-patches" aria-label="Patches">
+                        {h.patches.iter().map(|p| view! {
+                            <li>{p.arms.clone()} ": " <a href=p.url.clone()>"patch " {p.step}</a> " "
+                                <code class="path">{p.files.join(", ")}</code>
+                                " " <span class="diff-add">"+" {p.added}</span> " " <span class="diff-del">"−" {p.removed}</span></li>
+                        }).collect_view()}
+                    </ul>
+                })}
+                {(!h.left_out.is_empty()).then(|| view! {
+                    <ul class="notice left-out" aria-label="Runs not counted">
+                        {h.left_out.iter().map(|l| view! {
+                            <li>"run " <a href=format!("/runs/{}", l.run)>{l.run}</a> " not counted: " {l.why.clone()}</li>
+                        }).collect_view()}
+                    </ul>
+                })}
                 {(!h.rationale.is_empty()).then(|| view! {
                     <details class="rationale"><summary>"why"</summary><div class="markdown" inner_html=h.rationale_html.clone()></div></details>
                 })}

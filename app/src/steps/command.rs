@@ -236,7 +236,8 @@ pub fn CommandContent(step: Step, editing: bool) -> impl IntoView {
         .matrix
         .iter()
         .map(|(key, levels)| {
-            let values: Vec<&str> = levels.iter().map(|l| l.as_deref().unwrap_or("(unset)")).collect();
+            let unset = if key == domain::sweeps::PATCH_KEY { "none" } else { "(unset)" };
+            let values: Vec<&str> = levels.iter().map(|l| l.as_deref().unwrap_or(unset)).collect();
             format!("{} ∈ {{{}}}", domain::sweeps::placeholder(key).unwrap_or(key), values.join(", "))
         })
         .collect();
@@ -253,6 +254,7 @@ pub fn CommandContent(step: Step, editing: bool) -> impl IntoView {
                 {body.cwd.clone().map(|c| view! { <span class="cwd" title="Working directory">"cd " {c}</span> })}
                 {body.timeout_s.map(|t| view! { <span class="timeout">"timeout " {t} " s"</span> })}
                 {(!body.telemetry).then(|| view! { <span class="muted">"no GPU telemetry"</span> })}
+                {body.patch.map(|p| view! { <span class="tag with-patch">"with patch " {p}</span> })}
             </div>
             {(configs > 0).then(|| view! {
                 <p class="sweep-matrix">

@@ -8,8 +8,27 @@ use leptos::form::ActionForm;
 use leptos::prelude::*;
 
 #[server]
-pub async fn add_patch(investigation: String, host: String, diff: String) -> Result<Step, ApiError> {
-    let body = domain::steps::patch::PatchBody { host, diff, files: Vec::new() };
+pub async fn add_patch(
+    investigation: String,
+    host: String,
+    diff: String,
+    #[server(default)] caches: String,
+    #[server(default)] expect: String,
+) -> Result<Step, ApiError> {
+    let caches = caches.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_string).collect();
+    // `-text`: must not appear; `+text` or plain text: must.
+    let expect = expect
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(|l| match l.strip_prefix('-') {
+            Some(rest) => domain::steps::patch::Expectation { text: rest.trim().to_string(), present: false },
+            None => {
+                domain::steps::patch::Expectation { text: l.trim_start_matches('+').trim().to_string(), present: true }
+            }
+        })
+        .collect();
+    let body = domain::steps::patch::PatchBody { host, diff, files: Vec::new(), caches, expect };
     crate::backend::call(move |notebook, actor| async move {
         notebook.add_step(&actor, &investigation, domain::steps::StepBody::Patch(body)).await
     })
@@ -67,6 +86,14 @@ pub fn PatchContent(step: Step) -> impl IntoView {
             <span class="muted">{body.files.len()} " file(s) · +" {added} " −" {removed}</span>
         </div>
         <ul class="patch-files">{files}</ul>
+        {(!body.caches.is_empty()).then(|| view! {
+            <p class="muted patch-caches">"clears " {body.caches.iter().map(|c| view! { <code>{c.clone()}</code> " " }).collect_view()}</p>
+        })}
+        {(!body.expect.is_empty()).then(|| view! {
+            <p class="muted patch-expect">"expects "
+                {body.expect.iter().map(|e| view! { <code>{if e.present { "" } else { "no " }} {format!("{:?}", e.text)}</code> " " }).collect_view()}
+                "in each patched run's log"</p>
+        })}
         <pre class="diff">{lines}</pre>
         <crate::components::Can what=crate::components::Ability::Run>
             <CheckOnHost step_id=step.id/>
@@ -130,6 +157,16 @@ pub fn AddPatch(investigation: String) -> impl IntoView {
                     <textarea name="diff" rows="10" required spellcheck="false"
                         placeholder="--- /usr/lib/python3/dist-packages/vllm/…/custom_all_reduce.py\n+++ /usr/lib/python3/dist-packages/vllm/…/custom_all_reduce.py\n@@ -140,3 +140,3 @@"></textarea>
                 </label>
+                <div class="row">
+                    <label class="wide">
+                        <span>"Caches to clear " <span class="muted">"(one path a line; before and after each patched run)"</span></span>
+                        <textarea name="caches" rows="2" spellcheck="false" placeholder="~/.cache/vllm/torch_compile_cache"></textarea>
+                    </label>
+                    <label class="wide">
+                        <span>"Expect in the log " <span class="muted">"(one a line; -text: must not appear)"</span></span>
+                        <textarea name="expect" rows="2" spellcheck="false" placeholder="-Custom allreduce is disabled"></textarea>
+                    </label>
+                </div>
                 <crate::components::ActionError action=add/>
                 <div class="form-actions"><button type="submit" class="primary">"Save patch"</button></div>
             </ActionForm>
@@ -142,7 +179,8 @@ pub fn AddPatch(investigation: String) -> impl IntoView {
 #[component]
 pub fn RunPatchProof(patch: domain::steps::patch::RunPatch) -> impl IntoView {
     use domain::steps::patch::ArmState;
-    let ok = matches!(patch.state, ArmState::Applied | ArmState::Reverted | ArmState::Applying);
+    let unfit = patch.unfit();
+    let ok = matches!(patch.state, ArmState::Applied | ArmState::Reverted | ArmState::Applying) && unfit.is_none();
     let hash = |h: &Option<String>| h.as_deref().map(short).unwrap_or_else(|| "—".into());
     let rows = patch
         .files
@@ -165,7 +203,23 @@ pub fn RunPatchProof(patch: domain::steps::patch::RunPatch) -> impl IntoView {
             <summary class=if ok { "ok" } else { "warning" }>
                 "patch " {patch.step}
                 " · " {patch.state.as_str()} " · " {patch.text.clone()}
+                {unfit.map(|why| format!(" Not counted by hypotheses: {why}."))}
             </summary>
+            {(!patch.caches_cleared.is_empty()).then(|| view! {
+                <p class="muted">"caches cleared: " {patch.caches_cleared.join(", ")}</p>
+            })}
+            {(!patch.expectations.is_empty()).then(|| view! {
+                <ul class="expectations">{patch.expectations.iter().map(|e| view! {
+                    <li class=if e.met { "ok" } else { "warning" }>
+                        {format!("{:?} {}", e.text, match (e.present, e.found_in.as_deref()) {
+                            (true, Some(place)) => format!("found in the {place}"),
+                            (true, None) => "expected, never appeared".to_string(),
+                            (false, Some(place)) => format!("should be gone, but is in the {place}"),
+                            (false, None) => "gone, as expected".to_string(),
+                        })}
+                    </li>
+                }).collect_view()}</ul>
+            })}
             <table class="list"><thead><tr>
                 <th>"File"</th><th>"base"</th><th>"written"</th><th>"at the end"</th><th>"put back"</th>
             </tr></thead><tbody>{rows}</tbody></table>

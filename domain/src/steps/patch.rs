@@ -20,6 +20,41 @@ pub struct PatchBody {
     /// in when saved: bases not given are read from the host then.
     #[serde(default)]
     pub files: Vec<PatchFile>,
+    /// Caches removed on the host before the patched run and after it is put
+    /// back, so neither arm runs what the other compiled
+    /// (`~/.cache/vllm/torch_compile_cache`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub caches: Vec<String>,
+    /// Lines that must (or must not) be in a patched run's output or server
+    /// log: the proof the patch was loaded. A run that fails one is not
+    /// counted by hypotheses.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expect: Vec<Expectation>,
+}
+
+/// Text a patched run's output or server log must hold (`present`), or not.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Expectation {
+    pub text: String,
+    #[serde(default = "yes")]
+    pub present: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// An expectation, read after the run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+pub struct ExpectationMet {
+    pub text: String,
+    pub present: bool,
+    pub met: bool,
+    /// Where it was found: `output` or `server log`.
+    pub found_in: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -172,6 +207,29 @@ pub struct RunPatch {
     pub files: Vec<ArmFile>,
     /// What happened, as a person reads it ("patch 12 loaded, hashes held, put back").
     pub text: String,
+    /// Caches removed before the run (and after it was put back).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub caches_cleared: Vec<String>,
+    /// The patch's expectations, read after the run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expectations: Vec<ExpectationMet>,
+}
+
+impl RunPatch {
+    /// Whether hypotheses count the run: its patch was applied and every
+    /// expectation met; else why not.
+    pub fn unfit(&self) -> Option<String> {
+        if matches!(self.state, ArmState::Refused | ArmState::Applying) {
+            return Some(format!("patch {} was not applied", self.step));
+        }
+        let failed: Vec<String> = self
+            .expectations
+            .iter()
+            .filter(|e| !e.met)
+            .map(|e| format!("{:?} {}", e.text, if e.present { "never appeared" } else { "appeared" }))
+            .collect();
+        (!failed.is_empty()).then(|| format!("patch {}'s expectation failed: {}", self.step, failed.join("; ")))
+    }
 }
 
 /// A run's patch as its host's page lists it: one left dirty (or applied now).

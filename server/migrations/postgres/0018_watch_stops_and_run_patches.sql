@@ -19,6 +19,8 @@ CREATE TABLE run_patches (
     files       TEXT NOT NULL CHECK (sleuth_is_json(files)),
     state       TEXT NOT NULL CHECK (state IN ('applying', 'applied', 'reverted', 'refused', 'dirty', 'accepted')),
     said        TEXT,
+    caches      TEXT CHECK (caches IS NULL OR sleuth_is_json(caches)),
+    expectations TEXT CHECK (expectations IS NULL OR sleuth_is_json(expectations)),
     applied_at  BIGINT,
     ended_at    BIGINT
 );

@@ -25,6 +25,9 @@ CREATE TABLE run_patches (
     files       TEXT NOT NULL CHECK (json_valid(files)),
     state       TEXT NOT NULL CHECK (state IN ('applying', 'applied', 'reverted', 'refused', 'dirty', 'accepted')),
     said        TEXT,
+    -- [path] cleared before the arm, and [ExpectationMet] read after it (JSON).
+    caches      TEXT CHECK (caches IS NULL OR json_valid(caches)),
+    expectations TEXT CHECK (expectations IS NULL OR json_valid(expectations)),
     applied_at  INTEGER,
     ended_at    INTEGER
 ) STRICT;

@@ -17,11 +17,16 @@ pub struct RunPatchRow {
     #[sqlx(try_from = "String")]
     pub state: ArmState,
     pub said: Option<String>,
+    /// `[path]` cleared before the arm (JSON).
+    pub caches: Option<String>,
+    /// `[ExpectationMet]` read after the arm (JSON).
+    pub expectations: Option<String>,
     pub applied_at: Option<i64>,
     pub ended_at: Option<i64>,
 }
 
-const COLUMNS: &str = "run_id, patch_step, host, keep_dir, files, state, said, applied_at, ended_at";
+const COLUMNS: &str =
+    "run_id, patch_step, host, keep_dir, files, state, said, caches, expectations, applied_at, ended_at";
 
 impl Store {
     /// The arm begins: recorded before the host is written to.
@@ -59,6 +64,24 @@ impl Store {
         .bind(files)
         .bind(said)
         .bind(now)
+        .bind(run)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// What was done besides: caches cleared, expectations read (JSON each).
+    pub async fn set_run_patch_checks(
+        &self,
+        run: i64,
+        caches: Option<&str>,
+        expectations: Option<&str>,
+    ) -> StoreResult<()> {
+        sqlx::query(
+            "UPDATE run_patches SET caches = COALESCE($1, caches), expectations = COALESCE($2, expectations) WHERE run_id = $3",
+        )
+        .bind(caches)
+        .bind(expectations)
         .bind(run)
         .execute(&self.pool)
         .await?;

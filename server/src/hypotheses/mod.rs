@@ -412,7 +412,8 @@ impl Hypotheses {
     async fn view(&self, row: HypothesisRow, runs: &[RunRow], known: Option<&[MeasurementRow]>) -> Result<Hypothesis> {
         let baseline: RunGroup = stored(&row.baseline, || format!("hypothesis {}'s baseline arm", row.id))?;
         let treatment: RunGroup = stored(&row.treatment, || format!("hypothesis {}'s treatment arm", row.id))?;
-        let (b_runs, t_runs) = (resolve(&baseline, runs)?, resolve(&treatment, runs)?);
+        let (mut b_runs, mut t_runs) = (resolve(&baseline, runs)?, resolve(&treatment, runs)?);
+        let (left_out, patches) = self.patched(&row.investigation_id, &mut b_runs, &mut t_runs).await?;
         let mut value_of: HashMap<i64, f64> = HashMap::new();
         let mut unit = None;
         // The metrics the groups' runs have, for a "did you mean" when none has this one.
@@ -519,11 +520,59 @@ impl Hypotheses {
             metric_note,
             provenance,
             profile_diff,
+            left_out,
+            patches,
             created_at: timestamp(row.created_at),
             updated_at: timestamp(row.updated_at),
             version: row.version,
             updated_by: row.updated_by,
         })
+    }
+
+    /// The patches the arms' runs ran with, and the runs left out because
+    /// their patch was not applied or an expectation of it failed (taken out
+    /// of `b_runs` and `t_runs` here).
+    async fn patched(
+        &self,
+        investigation: &str,
+        b_runs: &mut Vec<i64>,
+        t_runs: &mut Vec<i64>,
+    ) -> Result<(Vec<domain::hypotheses::LeftOut>, Vec<domain::hypotheses::PatchSummary>)> {
+        let ids: Vec<i64> = b_runs.iter().chain(t_runs.iter()).copied().collect();
+        let rows = self.store.run_patches_of(&ids).await?;
+        if rows.is_empty() {
+            return Ok((Vec::new(), Vec::new()));
+        }
+        let mut left_out = Vec::new();
+        let mut arms: std::collections::BTreeMap<i64, std::collections::BTreeSet<&str>> = Default::default();
+        for row in &rows {
+            let patch = crate::patches::arm::shown(row)?;
+            if let Some(why) = patch.unfit() {
+                left_out.push(domain::hypotheses::LeftOut { run: row.run_id, why });
+                continue;
+            }
+            let arm = if b_runs.contains(&row.run_id) { "baseline" } else { "treatment" };
+            arms.entry(row.patch_step).or_default().insert(arm);
+        }
+        b_runs.retain(|r| !left_out.iter().any(|l| l.run == *r));
+        t_runs.retain(|r| !left_out.iter().any(|l| l.run == *r));
+        let mut patches = Vec::new();
+        for (step, arms) in arms {
+            let Some(row) = self.store.step(step).await? else { continue };
+            let body = crate::steps::from_stored(row.kind, &row.body)
+                .map_err(|e| crate::error::Error::unreadable(format!("step {step}'s body"), e))?;
+            let domain::steps::StepBody::Patch(patch) = body else { continue };
+            let (added, removed) = patch.counts();
+            patches.push(domain::hypotheses::PatchSummary {
+                step,
+                arms: arms.into_iter().collect::<Vec<_>>().join(", "),
+                files: patch.files.iter().map(|f| f.path.clone()).collect(),
+                added,
+                removed,
+                url: domain::model::step_url(investigation, step),
+            });
+        }
+        Ok((left_out, patches))
     }
 
     /// Evidence names steps of the hypothesis's own investigation, each once.

@@ -13,7 +13,7 @@ use super::diff;
 use super::host::{self, Change, Said, Written};
 use crate::db::{RunPatchRow, Store};
 use crate::ssh::{Pool, Target};
-use domain::steps::patch::{ArmFile, ArmState, PatchFile, RunPatch};
+use domain::steps::patch::{ArmFile, ArmState, Expectation, ExpectationMet, PatchFile, RunPatch};
 use serde::{Deserialize, Serialize};
 
 /// The most a patch's files may hold together, read to be patched.
@@ -26,6 +26,10 @@ pub struct PlanPatch {
     pub step: i64,
     pub diff: String,
     pub files: Vec<PatchFile>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub caches: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expect: Vec<Expectation>,
 }
 
 /// A patch applied for a run: what putting it back needs.
@@ -167,7 +171,7 @@ pub async fn revert(store: &Store, pool: &Pool, target: &Target, applied: &Appli
     if state == ArmState::Dirty {
         tracing::error!(run = applied.run, host = %target.name, "{text}");
     }
-    RunPatch { step: applied.step, state, files, text }
+    RunPatch { step: applied.step, state, files, text, caches_cleared: Vec::new(), expectations: Vec::new() }
 }
 
 /// What the revert script said of each file: the state it leaves the host in.
@@ -233,17 +237,22 @@ pub async fn restore(
         _ => format!("{by} tried to restore it: {text}"),
     };
     store.set_run_patch(row.run_id, state, &files_json(&files), &text).await?;
-    Ok(RunPatch { step: row.patch_step, state, files, text })
+    Ok(RunPatch { step: row.patch_step, state, files, text, caches_cleared: Vec::new(), expectations: Vec::new() })
 }
 
 /// A run's patch as the API shows it.
 pub fn shown(row: &RunPatchRow) -> crate::error::Result<RunPatch> {
-    let files: Vec<ArmFile> = crate::error::stored(&row.files, || format!("run {}'s patch files", row.run_id))?;
+    let run = row.run_id;
+    let files: Vec<ArmFile> = crate::error::stored(&row.files, || format!("run {run}'s patch files"))?;
+    let caches_cleared = crate::error::stored_opt(row.caches.as_deref(), || format!("run {run}'s caches cleared"))?;
+    let expectations = crate::error::stored_opt(row.expectations.as_deref(), || format!("run {run}'s expectations"))?;
     Ok(RunPatch {
         step: row.patch_step,
         state: row.state,
         files,
         text: row.said.clone().unwrap_or_else(|| format!("Patch {} is being applied.", row.patch_step)),
+        caches_cleared: caches_cleared.unwrap_or_default(),
+        expectations: expectations.unwrap_or_default(),
     })
 }
 
@@ -281,4 +290,83 @@ pub async fn recover(store: &Store, pool: &std::sync::Arc<Pool>) {
         let done = revert(store, pool, &target, &applied).await;
         tracing::warn!(run = row.run_id, host = %row.host, state = done.state.as_str(), "a patch left applied by a stopped Sleuth: {}", done.text);
     }
+}
+
+/// Removes the patch's caches on the host (`~/…` under the home directory):
+/// each is gone after it (one that was not there counts as cleared). One that
+/// cannot be removed is an error, the run's to say.
+pub async fn clear_caches(pool: &Pool, target: &Target, caches: &[String]) -> crate::error::Result<Vec<String>> {
+    if caches.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut script = String::from("set -u\n");
+    for (n, path) in caches.iter().enumerate() {
+        let shell = match path.strip_prefix("~/") {
+            Some(rest) => format!("\"$HOME\"/{}", crate::ssh::quote::quote(rest)),
+            None => crate::ssh::quote::quote(path),
+        };
+        script.push_str(&format!(
+            "p={shell}; if [ -e \"$p\" ] || [ -L \"$p\" ]; then rm -rf -- \"$p\" && echo \"cleared\t{n}\" || echo \"failed\t{n}\"; else echo \"cleared\t{n}\"; fi\n"
+        ));
+    }
+    let captured = crate::ssh::exec::capture(pool, target, &script, 64 * 1024).await?;
+    let out = String::from_utf8_lossy(&captured.stdout);
+    let mut cleared = Vec::new();
+    for line in out.lines() {
+        let (word, n) = line.split_once('\t').unwrap_or((line, ""));
+        let Some(path) = n.parse::<usize>().ok().and_then(|n| caches.get(n)) else { continue };
+        match word {
+            "cleared" => cleared.push(path.clone()),
+            _ => {
+                return Err(domain::error::ApiError::invalid(format!(
+                    "The cache {path} could not be removed on {}.",
+                    target.name
+                ))
+                .into());
+            }
+        }
+    }
+    Ok(cleared)
+}
+
+/// Reads a run's output and its server's log for the patch's expectations:
+/// each line met or not, and where it was found. Output is read as a stream
+/// (it may be gigabytes).
+pub async fn read_expectations(
+    outputs: &crate::output::Outputs,
+    run: i64,
+    server_log: Option<i64>,
+    expect: &[Expectation],
+) -> Vec<ExpectationMet> {
+    use futures::StreamExt;
+    let mut found: Vec<Option<String>> = vec![None; expect.len()];
+    let keep = expect.iter().map(|e| e.text.len()).max().unwrap_or(0);
+    let sources = std::iter::once((crate::db::OutputKey::Run(run), "output"))
+        .chain(server_log.map(|log| (crate::db::OutputKey::Log(log), "server log")));
+    for (key, name) in sources {
+        let mut stream = std::pin::pin!(outputs.whole(key));
+        // The end of the last buffer, so a line cut between two is still found.
+        let mut carry: Vec<u8> = Vec::new();
+        while let Some(Ok(bytes)) = stream.next().await {
+            carry.extend_from_slice(&bytes);
+            let text = String::from_utf8_lossy(&carry);
+            for (e, seen) in expect.iter().zip(found.iter_mut()) {
+                if seen.is_none() && text.contains(&e.text) {
+                    *seen = Some(name.to_string());
+                }
+            }
+            let cut = carry.len().saturating_sub(keep);
+            carry.drain(..cut);
+        }
+    }
+    expect
+        .iter()
+        .zip(found)
+        .map(|(e, found_in)| ExpectationMet {
+            text: e.text.clone(),
+            present: e.present,
+            met: found_in.is_some() == e.present,
+            found_in,
+        })
+        .collect()
 }

@@ -492,20 +492,8 @@ impl Runner {
     /// dirty, and its patch (if any) applied. `Err`: how the run ends instead.
     async fn apply_patch(&self, context: &Context<'_>) -> Result<Option<crate::patches::arm::Applied>, OwnedEnd> {
         let (run, target) = (context.run, context.target);
-        match self.store.run_patches_in(&[domain::steps::patch::ArmState::Dirty], Some(&target.name)).await {
-            Ok(dirty) if !dirty.is_empty() => {
-                let runs: Vec<String> = dirty.iter().map(|d| format!("run {}", d.run_id)).collect();
-                return Err(OwnedEnd::error(
-                    RunStatus::Failed,
-                    format!(
-                        "{} is dirty: a patch ({}) was not put back cleanly; an admin restores or accepts the host first.",
-                        target.name,
-                        runs.join(", ")
-                    ),
-                ));
-            }
-            Ok(_) => {}
-            Err(e) => return Err(OwnedEnd::error(RunStatus::Failed, format!("Cannot read the host's patches: {e}"))),
+        if let Some(why) = self.dirty(target).await {
+            return Err(OwnedEnd::error(RunStatus::Failed, why));
         }
         let Some(patch) = &context.plan.patch else { return Ok(None) };
         let keep = format!("{}/patch", super::dir::from_home(context.dir));
@@ -520,12 +508,64 @@ impl Runner {
         };
         crate::audit::record(&self.store, audit_entry(run, "patch.apply", Some(outcome))).await;
         self.publish(context.investigation, run.id).await;
-        applied.map(Some).map_err(|why| OwnedEnd::error(RunStatus::Failed, why))
+        let applied = applied.map_err(|why| OwnedEnd::error(RunStatus::Failed, why))?;
+        // Caches go once the patch is on (a refused one clears nothing), before the run compiles anew.
+        match crate::patches::arm::clear_caches(&self.pool, target, &patch.caches).await {
+            Ok(cleared) if cleared.is_empty() => {}
+            Ok(cleared) => {
+                let json = serde_json::to_string(&cleared).unwrap_or_default();
+                if let Err(e) = self.store.set_run_patch_checks(run.id, Some(&json), None).await {
+                    tracing::error!(run = run.id, "cannot record the caches cleared: {e}");
+                }
+            }
+            Err(e) => {
+                self.revert_patch(context, &applied).await;
+                return Err(OwnedEnd::error(RunStatus::Failed, e.to_string()));
+            }
+        }
+        Ok(Some(applied))
     }
 
-    /// After the run, whatever happened: its patch put back and verified.
+    /// Why no run starts on the host: a patch left dirty there (or the store
+    /// cannot say).
+    async fn dirty(&self, target: &Target) -> Option<String> {
+        match self.store.run_patches_in(&[domain::steps::patch::ArmState::Dirty], Some(&target.name)).await {
+            Ok(dirty) if dirty.is_empty() => None,
+            Ok(dirty) => {
+                let runs: Vec<String> = dirty.iter().map(|d| format!("run {}", d.run_id)).collect();
+                Some(format!(
+                    "{} is dirty: a patch ({}) was not put back cleanly; an admin restores or accepts the host first.",
+                    target.name,
+                    runs.join(", ")
+                ))
+            }
+            Err(e) => Some(format!("Cannot read the host's patches: {e}")),
+        }
+    }
+
+    /// After the run, whatever happened: its expectations read, its patch put
+    /// back and verified, its caches cleared again (the next arm compiles anew).
     async fn revert_patch(&self, context: &Context<'_>, applied: &crate::patches::arm::Applied) {
+        if let Some(patch) = context.plan.patch.as_ref().filter(|p| !p.expect.is_empty()) {
+            let log = match self.store.logs_of_runs(&[context.run.id]).await {
+                Ok(logs) => logs.into_iter().find(|l| l.kind == crate::db::LogKind::Server).map(|l| l.id),
+                Err(e) => {
+                    tracing::error!(run = context.run.id, "cannot find the run's server log: {e}");
+                    None
+                }
+            };
+            let met = crate::patches::arm::read_expectations(&self.outputs, context.run.id, log, &patch.expect).await;
+            let json = serde_json::to_string(&met).unwrap_or_default();
+            if let Err(e) = self.store.set_run_patch_checks(context.run.id, None, Some(&json)).await {
+                tracing::error!(run = context.run.id, "cannot record the patch's expectations: {e}");
+            }
+        }
         let done = crate::patches::arm::revert(&self.store, &self.pool, context.target, applied).await;
+        if let Some(patch) = context.plan.patch.as_ref().filter(|p| !p.caches.is_empty())
+            && let Err(e) = crate::patches::arm::clear_caches(&self.pool, context.target, &patch.caches).await
+        {
+            tracing::warn!(run = context.run.id, "caches not cleared after the patch: {e}");
+        }
         let files = done.files.iter().map(|f| {
             let hash = |h: &Option<String>| h.clone().unwrap_or_else(|| "?".into());
             format!("{}: {} → {}", f.path, hash(&f.at_end), hash(&f.reverted))

@@ -459,7 +459,13 @@ impl Runs {
             ))
             .into());
         }
-        Ok(crate::patches::arm::PlanPatch { step, diff: patch.diff, files: patch.files })
+        Ok(crate::patches::arm::PlanPatch {
+            step,
+            diff: patch.diff,
+            files: patch.files,
+            caches: patch.caches,
+            expect: patch.expect,
+        })
     }
 
     /// The GPUs' telemetry during a run.

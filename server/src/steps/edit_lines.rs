@@ -39,6 +39,8 @@ pub fn patch_of(snippet: &Step, text: &str) -> Result<StepBody, ApiError> {
         host: body.host.clone(),
         diff,
         files: vec![PatchFile { path: shot.path.clone(), base: Some(base), added: 0, removed: 0 }],
+        caches: Vec::new(),
+        expect: Vec::new(),
     }))
 }
 

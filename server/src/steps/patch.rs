@@ -44,7 +44,44 @@ pub fn validate(mut body: PatchBody) -> Result<PatchBody, ApiError> {
             removed: u32::try_from(removed).unwrap_or(u32::MAX),
         });
     }
+    check_caches(&body.caches)?;
+    if body.expect.len() > MAX_CHECKS {
+        return Err(ApiError::invalid(format!("A patch has at most {MAX_CHECKS} expectations.")));
+    }
+    for e in &mut body.expect {
+        e.text = e.text.trim().to_string();
+        if e.text.is_empty() || e.text.len() > 500 || e.text.contains(['\n', '\0']) {
+            return Err(ApiError::invalid(
+                "An expectation is one line of 1 to 500 bytes, looked for in the run's output and server log.",
+            ));
+        }
+    }
     Ok(body)
+}
+
+/// Caches and expectations a patch may have, each.
+const MAX_CHECKS: usize = 8;
+
+/// A cache is removed with `rm -rf` on the host: an absolute path or one
+/// under the home directory (`~/…`), at least two names deep, no `..`.
+fn check_caches(caches: &[String]) -> Result<(), ApiError> {
+    if caches.len() > MAX_CHECKS {
+        return Err(ApiError::invalid(format!("A patch clears at most {MAX_CHECKS} caches.")));
+    }
+    for cache in caches {
+        let rest = cache.strip_prefix("~/").or_else(|| cache.strip_prefix('/'));
+        let names: Vec<&str> = rest.unwrap_or_default().split('/').filter(|n| !n.is_empty()).collect();
+        let bad = rest.is_none()
+            || names.len() < 2
+            || names.iter().any(|n| *n == ".." || *n == ".")
+            || cache.chars().any(char::is_control);
+        if bad {
+            return Err(ApiError::invalid(format!(
+                "{cache:?} is not a cache a patch may clear: give an absolute path or one under ~/, at least two names deep, without `..` (~/.cache/vllm/torch_compile_cache)."
+            )));
+        }
+    }
+    Ok(())
 }
 
 pub fn is_sha256(text: &str) -> bool {
@@ -59,7 +96,7 @@ mod tests {
         "--- /opt/vllm/gate.py\n+++ /opt/vllm/gate.py\n@@ -1,3 +1,3 @@\n a = 1\n-slow = True\n+slow = False\n c = 3\n";
 
     fn body(diff: &str, files: Vec<PatchFile>) -> PatchBody {
-        PatchBody { host: " gpu ".into(), diff: diff.into(), files }
+        PatchBody { host: " gpu ".into(), diff: diff.into(), files, caches: Vec::new(), expect: Vec::new() }
     }
 
     #[test]
@@ -89,6 +126,28 @@ mod tests {
         assert!(say(body(DIFF, short)).contains("sha256"));
         assert!(say(PatchBody { host: "no host".into(), ..body(DIFF, vec![]) }).contains("host"));
         assert!(say(body(&"x".repeat(MAX_DIFF_BYTES + 1), vec![])).contains("KiB"));
+    }
+
+    #[test]
+    fn caches_are_deep_enough_to_clear_and_expectations_are_lines() {
+        let with = |caches: &[&str]| PatchBody {
+            caches: caches.iter().map(|c| c.to_string()).collect(),
+            ..body(DIFF, vec![])
+        };
+        assert!(validate(with(&["~/.cache/vllm/torch_compile_cache", "/tmp/torchinductor_root/x"])).is_ok());
+        for bad in ["~", "~/.cache", "/", "/etc", "relative/cache/dir", "~/.cache/../..", "/tmp/./x"] {
+            assert!(validate(with(&[bad])).is_err(), "{bad} is refused");
+        }
+        let expect = |text: &str| PatchBody {
+            expect: vec![domain::steps::patch::Expectation { text: text.into(), present: false }],
+            ..body(DIFF, vec![])
+        };
+        assert_eq!(
+            validate(expect("  Custom allreduce is disabled ")).unwrap().expect[0].text,
+            "Custom allreduce is disabled"
+        );
+        assert!(validate(expect("two\nlines")).is_err());
+        assert!(validate(expect("")).is_err());
     }
 
     #[test]

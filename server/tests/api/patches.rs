@@ -154,7 +154,7 @@ async fn a_patch_step_is_made_checked_and_refused_where_it_must_be() {
 /// A small engine on the loopback host: `gate.py` decides its speed and logs
 /// the seed's line when it takes the slow path.
 const GATE: &str = "import sys\nSLOW = True\n\ndef speed():\n    if SLOW:\n        print(\"Custom allreduce is disabled because it's not supported on more than two PCIe-only GPUs\")\n        return 57.5\n    return 130.0\n";
-const ENGINE: &str = "import sys; sys.path.insert(0, sys.argv[1]); import gate; print('Output token throughput (tok/s): %.1f' % gate.speed())";
+const ENGINE: &str = "import sys; sys.path.insert(0, sys.argv[1]); import gate; print('============ Serving Benchmark Result ============\\nOutput token throughput (tok/s): %.1f\\n==================================================' % gate.speed())";
 
 /// The A/B: a sweep `@patch = none, P` × 3 repeats on a host whose
 /// engine is gated by a file. The patched arm is faster, the slow path's log
@@ -177,7 +177,12 @@ async fn a_sweep_over_a_patch_measures_both_arms_and_leaves_the_file_as_it_was()
     let steps = format!("/api/v1/investigations/{inv}/steps");
     let path = gate.display().to_string();
     let diff = diff::between(&path, GATE, &GATE.replace("SLOW = True", "SLOW = False"));
-    let patch = app.post_json(&steps, json!({ "kind": "patch", "host": "gpu", "diff": diff })).await;
+    // Proof it loaded: the slow path's line is gone. A compiled cache, cleared around each patched run.
+    let cache = sshd.dir.path().join("cache/torch_compile_cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let expect = json!([{ "text": "Custom allreduce is disabled", "present": false }]);
+    let body = json!({ "kind": "patch", "host": "gpu", "diff": diff, "expect": expect, "caches": [cache.display().to_string()] });
+    let patch = app.post_json(&steps, body).await;
     assert_eq!(patch.status, StatusCode::CREATED, "{}", patch.text());
     let patch = patch.json()["id"].as_i64().unwrap();
     let engine = format!("python3 -c \"{ENGINE}\" {}", dir.display());
@@ -195,7 +200,8 @@ async fn a_sweep_over_a_patch_measures_both_arms_and_leaves_the_file_as_it_was()
         assert_eq!(done["status"], "succeeded", "{done}");
         let out = String::from_utf8_lossy(&crate::runs::output(&app, run).await).into_owned();
         let patched = !done["config"]["@patch"].is_null();
-        let tok: f64 = out.rsplit(": ").next().unwrap().trim().parse().unwrap();
+        let line = out.lines().find(|l| l.contains("tok/s")).unwrap_or_default();
+        let tok: f64 = line.rsplit(": ").next().unwrap().trim().parse().unwrap();
         arms.entry(patched).or_default().push(tok);
         assert_eq!(out.contains("Custom allreduce is disabled"), !patched, "run {run}: {out}");
         if patched {
@@ -206,12 +212,48 @@ async fn a_sweep_over_a_patch_measures_both_arms_and_leaves_the_file_as_it_was()
             assert_eq!(file["reverted"], json!(before));
             assert_eq!(file["at_end"], file["applied"], "held during the run: {proof}");
             assert_ne!(file["applied"], json!(before));
+            assert_eq!(proof["expectations"][0]["met"], true, "{proof}");
+            assert_eq!(proof["caches_cleared"], json!([cache.display().to_string()]), "{proof}");
         } else {
             assert!(done["patch"].is_null(), "{done}");
         }
     }
     assert!(arms[&true].iter().all(|t| *t == 130.0) && arms[&false].iter().all(|t| *t == 57.5), "{arms:?}");
     assert_eq!(sha(&std::fs::read(&gate).unwrap()), before, "the file is as it was before the sweep");
+    assert!(!cache.exists(), "the cache was cleared");
+
+    // A run with the patch whose log still says the slow path: not counted, and the verdict says why.
+    let noisy = format!("echo 'Custom allreduce is disabled (from elsewhere)'; {engine}");
+    let noisy = app
+        .post_json(
+            &steps,
+            json!({ "kind": "command", "host": "gpu", "command": noisy, "telemetry": false, "patch": patch }),
+        )
+        .await;
+    let noisy = noisy.json()["id"].as_i64().unwrap();
+    let odd = crate::runs::start(&app, noisy, json!({})).await[0];
+    let odd_done = crate::runs::finished(&app, odd).await;
+    assert_eq!(odd_done["patch"]["expectations"][0]["met"], false, "{odd_done}");
+    let hypothesis = json!({ "statement": "Lifting the gate speeds decode up", "metric": "output_throughput", "direction": "increase",
+        "baseline": { "configs": [{ "step": step, "config": { "@patch": null } }] },
+        "treatment": { "configs": [{ "step": step, "config": { "@patch": patch.to_string() } }], "steps": [noisy] } });
+    let made = app.post_json(&format!("/api/v1/investigations/{inv}/hypotheses"), hypothesis).await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.text());
+    let h = made.json();
+    assert_eq!(
+        (h["baseline_values"].as_array().unwrap().len(), h["treatment_values"].as_array().unwrap().len()),
+        (3, 3),
+        "{h}"
+    );
+    assert_eq!(h["verdict_word"], "as expected", "{h}");
+    assert_eq!(h["left_out"][0]["run"].as_i64(), Some(odd), "{h}");
+    assert!(h["left_out"][0]["why"].as_str().unwrap().contains("expectation failed"), "{h}");
+    assert_eq!(
+        (h["patches"][0]["step"].as_i64(), h["patches"][0]["arms"].as_str()),
+        (Some(patch), Some("treatment")),
+        "{h}"
+    );
+    assert_eq!((h["patches"][0]["added"].as_u64(), h["patches"][0]["removed"].as_u64()), (Some(1), Some(1)), "{h}");
 
     // Changed by hand since the patch was made: refused, both hashes named, nothing written.
     let edited = format!("{GATE}# tuned by hand\n");
