@@ -44,6 +44,9 @@ pub struct ReplayCopy<'a> {
     pub slo: Option<String>,
     /// `(original step, kind, body JSON)`, in timeline order.
     pub steps: Vec<(i64, &'a str, String)>,
+    /// A step's body JSON with the steps it names (a command's patch) as
+    /// their copies, given the original → copy map so far.
+    pub renamed: fn(&str, &HashMap<i64, i64>) -> String,
     /// The copied hypotheses, `(original id, row)`, given the original → copy step map.
     pub hypotheses: &'a CopyHypotheses<'a>,
     /// The replay's own row (its steps and hypotheses pairs are filled in).
@@ -77,11 +80,13 @@ impl Store {
             super::reports::set_slo_in(&mut tx, copy.id, text, copy.owner).await?;
         }
         let mut steps = Vec::with_capacity(copy.steps.len());
+        let mut mapped: HashMap<i64, i64> = HashMap::new();
         for (original, kind, body) in &copy.steps {
-            let row = super::append_step_in(&mut tx, copy.id, kind, body, now).await?;
+            let body = (copy.renamed)(body, &mapped);
+            let row = super::append_step_in(&mut tx, copy.id, kind, &body, now).await?;
             steps.push((*original, row.id));
+            mapped.insert(*original, row.id);
         }
-        let mapped: HashMap<i64, i64> = steps.iter().copied().collect();
         let mut hypotheses = Vec::new();
         for (original, row) in (copy.hypotheses)(&mapped) {
             let row = HypothesisRow { investigation_id: copy.id.to_string(), ..row };

@@ -39,6 +39,8 @@ pub struct Applied {
     pub step: i64,
     pub keep: String,
     pub files: Vec<ArmFile>,
+    /// What applying it said (where hunks went when applied by context).
+    pub said: Option<String>,
 }
 
 fn sha(bytes: &[u8]) -> String {
@@ -55,8 +57,9 @@ fn files_json(files: &[ArmFile]) -> String {
 }
 
 /// Applies `patch` for run `run` (its originals kept under `keep`, relative
-/// to the home directory). `Err`: why the run does not start, nothing left
-/// written (the host's script checks every base before it writes any).
+/// to the home directory; `by_context`: see [`changes`]). `Err`: why the run
+/// does not start, nothing left written (the host's script checks every base
+/// before it writes any).
 pub async fn apply(
     store: &Store,
     pool: &Pool,
@@ -64,6 +67,7 @@ pub async fn apply(
     run: i64,
     keep: &str,
     patch: &PlanPatch,
+    by_context: bool,
 ) -> Result<Applied, String> {
     let mut files: Vec<ArmFile> = patch
         .files
@@ -74,10 +78,13 @@ pub async fn apply(
         .begin_run_patch(run, patch.step, &target.name, keep, &files_json(&files))
         .await
         .map_err(|e| format!("The patch could not be recorded before it was applied: {e}"))?;
-    let changes = match changes(pool, target, patch).await {
-        Ok(changes) => changes,
+    let (changes, placings) = match changes(pool, target, patch, by_context).await {
+        Ok(done) => done,
         Err(why) => return refused(store, run, &files, why).await,
     };
+    for (file, change) in files.iter_mut().zip(&changes) {
+        file.base = change.base.clone();
+    }
     let said = match host::apply(pool, target, keep, &changes).await {
         Ok(said) => said,
         Err(e) => return refused(store, run, &files, format!("Patch {} was not applied: {e}", patch.step)).await,
@@ -94,11 +101,15 @@ pub async fn apply(
         let why = format!("Patch {} was not applied; nothing was written. {}", patch.step, problems.join("; "));
         return refused(store, run, &files, why).await;
     }
-    let said = format!("Patch {} applied: {} file(s), each written and hashed.", patch.step, files.len());
+    let mut said = format!("Patch {} applied: {} file(s), each written and hashed.", patch.step, files.len());
+    if !placings.is_empty() {
+        said.push_str(&format!(" Applied by context where the base differs: {}.", placings.join("; ")));
+    }
     if let Err(e) = store.set_run_patch(run, ArmState::Applied, &files_json(&files), &said).await {
         tracing::error!(run, "cannot record that patch {} is applied: {e}", patch.step);
     }
-    Ok(Applied { run, step: patch.step, keep: keep.to_string(), files })
+    let said = (!placings.is_empty()).then_some(said);
+    Ok(Applied { run, step: patch.step, keep: keep.to_string(), files, said })
 }
 
 /// The arm does not start: recorded, and the reason handed on.
@@ -110,8 +121,16 @@ async fn refused(store: &Store, run: i64, files: &[ArmFile], why: String) -> Res
 }
 
 /// Each file's new text: its text on the host, which must be its base, with
-/// the diff applied.
-async fn changes(pool: &Pool, target: &Target, patch: &PlanPatch) -> Result<Vec<Change>, String> {
+/// the diff applied. `by_context` (a replay, on another host or version): a
+/// file whose base differs is patched where its hunks' context is found, and
+/// where each went is said.
+async fn changes(
+    pool: &Pool,
+    target: &Target,
+    patch: &PlanPatch,
+    by_context: bool,
+) -> Result<(Vec<Change>, Vec<String>), String> {
+    let mut placings = Vec::new();
     let parsed = diff::parse(&patch.diff).map_err(|e| format!("Patch {}'s diff: {e}", patch.step))?;
     let paths: Vec<String> = patch.files.iter().map(|f| f.path.clone()).collect();
     let texts = host::texts(pool, target, &paths, MAX_TEXT_BYTES)
@@ -132,7 +151,7 @@ async fn changes(pool: &Pool, target: &Target, patch: &PlanPatch) -> Result<Vec<
             }
         };
         let found = sha(&text);
-        if found != base {
+        if found != base && !by_context {
             return Err(format!(
                 "Patch {} was not applied: {} changed since the patch was made (expected sha256 {}…, found {}…).",
                 patch.step,
@@ -143,12 +162,40 @@ async fn changes(pool: &Pool, target: &Target, patch: &PlanPatch) -> Result<Vec<
         }
         let text =
             String::from_utf8(text).map_err(|_| format!("{} is not UTF-8 text; a patch changes text.", file.path))?;
-        let (new, _) = diff::apply(&text, part).map_err(|_| {
-            format!("Patch {}'s diff does not apply to {} although its base matches.", patch.step, file.path)
-        })?;
-        changes.push(Change { path: file.path.clone(), base, text: new.into_bytes() });
+        let new = match diff::apply(&text, part) {
+            Ok((new, placed)) => {
+                if found != base {
+                    placings.push(format!("{}: {}", file.path, placed_text(&placed)));
+                }
+                new
+            }
+            Err(placed) => {
+                return Err(format!(
+                    "Patch {} does not apply to {} here (its base differs: sha256 {}…, not {}…), by its context either: {}.",
+                    patch.step,
+                    file.path,
+                    short(&found),
+                    short(&base),
+                    placed_text(&placed)
+                ));
+            }
+        };
+        // The base on this host is what it is put back to.
+        changes.push(Change { path: file.path.clone(), base: found, text: new.into_bytes() });
     }
-    Ok(changes)
+    Ok((changes, placings))
+}
+
+/// Where each hunk went: `hunk 1 at line 132 (+2)`, `hunk 2 not found`.
+fn placed_text(placed: &[diff::Placed]) -> String {
+    let each = placed.iter().enumerate().map(|(i, p)| match p {
+        diff::Placed::At { line, offset, fuzz } => {
+            let fuzz = if *fuzz > 0 { format!(", fuzz {fuzz}") } else { String::new() };
+            format!("hunk {} at line {line} ({offset:+}{fuzz})", i + 1)
+        }
+        diff::Placed::NotFound => format!("hunk {} not found", i + 1),
+    });
+    each.collect::<Vec<_>>().join(", ")
 }
 
 /// Puts back what [`apply`] wrote and records how that went: every file's
@@ -164,6 +211,10 @@ pub async fn revert(store: &Store, pool: &Pool, target: &Target, applied: &Appli
     let (state, text) = match host::revert(pool, target, &applied.keep, &written).await {
         Ok(said) => judge_revert(applied.step, &mut files, &said),
         Err(e) => (ArmState::Dirty, format!("Patch {} could not be put back: {e}", applied.step)),
+    };
+    let text = match &applied.said {
+        Some(said) => format!("{said} {text}"),
+        None => text,
     };
     if let Err(e) = store.set_run_patch(applied.run, state, &files_json(&files), &text).await {
         tracing::error!(run = applied.run, "cannot record how patch {} was put back: {e}", applied.step);
@@ -286,7 +337,7 @@ pub async fn recover(store: &Store, pool: &std::sync::Arc<Pool>) {
                 f
             })
             .collect();
-        let applied = Applied { run: row.run_id, step: row.patch_step, keep: row.keep_dir.clone(), files };
+        let applied = Applied { run: row.run_id, step: row.patch_step, keep: row.keep_dir.clone(), files, said: None };
         let done = revert(store, pool, &target, &applied).await;
         tracing::warn!(run = row.run_id, host = %row.host, state = done.state.as_str(), "a patch left applied by a stopped Sleuth: {}", done.text);
     }

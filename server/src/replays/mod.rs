@@ -196,6 +196,28 @@ fn retargeted(body: &StepBody, host: Option<&str>, env: &BTreeMap<String, String
 /// window, a launch or runs left out) map to what they ran: a sweep's run to
 /// the same configuration of the copied step, another to the copied step —
 /// so a hypothesis over chosen runs is judged on the replay too.
+/// A step's stored fields with the patch steps it names (`patch`, a
+/// matrix's `@patch` values) as their copies; one not copied (yet) is kept.
+fn patches_renamed(fields: &str, copies: &HashMap<i64, i64>) -> String {
+    let Ok(mut value) = serde_json::from_str::<serde_json::Value>(fields) else { return fields.to_string() };
+    let copy = |id: i64| copies.get(&id).copied().unwrap_or(id);
+    if let Some(patch) = value.get_mut("patch")
+        && let Some(id) = patch.as_i64()
+    {
+        *patch = copy(id).into();
+    }
+    if let Some(levels) =
+        value.pointer_mut(&format!("/matrix/{}", domain::sweeps::PATCH_KEY)).and_then(|l| l.as_array_mut())
+    {
+        for level in levels {
+            if let Some(id) = level.as_str().and_then(|v| v.parse::<i64>().ok()) {
+                *level = copy(id).to_string().into();
+            }
+        }
+    }
+    value.to_string()
+}
+
 fn mapped_arm(arm: &RunGroup, used: &[i64], source: &Manifest, copies: &HashMap<i64, i64>) -> RunGroup {
     let narrowed = arm.window.is_some() || arm.launch.is_some() || !arm.exclude.is_empty();
     let mut out = RunGroup::default();
@@ -204,7 +226,13 @@ fn mapped_arm(arm: &RunGroup, used: &[i64], source: &Manifest, copies: &HashMap<
             out.steps.push(step);
         }
     };
-    let add_pick = |out: &mut RunGroup, pick: ConfigPick| {
+    let add_pick = |out: &mut RunGroup, mut pick: ConfigPick| {
+        // A configuration's patch is the copy's patch step.
+        if let Some(Some(level)) = pick.config.get_mut(domain::sweeps::PATCH_KEY)
+            && let Some(copy) = level.parse::<i64>().ok().and_then(|id| copies.get(&id))
+        {
+            *level = copy.to_string();
+        }
         if !out.configs.contains(&pick) {
             out.configs.push(pick);
         }
@@ -327,6 +355,7 @@ impl Replays {
         for _ in 0..4 {
             let id = crate::ids::new_investigation_id();
             let copy = ReplayCopy {
+                renamed: patches_renamed,
                 id: &id,
                 title: &plan.title,
                 question: &plan.question,

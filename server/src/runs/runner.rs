@@ -497,7 +497,10 @@ impl Runner {
         }
         let Some(patch) = &context.plan.patch else { return Ok(None) };
         let keep = format!("{}/patch", super::dir::from_home(context.dir));
-        let applied = crate::patches::arm::apply(&self.store, &self.pool, target, run.id, &keep, patch).await;
+        // A replay's patch meets another host or version: applied by context there.
+        let by_context = matches!(run.origin, domain::runs::RunOrigin::Replay { .. });
+        let applied =
+            crate::patches::arm::apply(&self.store, &self.pool, target, run.id, &keep, patch, by_context).await;
         let outcome = match &applied {
             Ok(a) => {
                 let files =

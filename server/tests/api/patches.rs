@@ -438,3 +438,80 @@ async fn a_snippets_lines_edited_become_a_patch_after_it() {
         team.call("view", Method::POST, &format!("/api/v1/steps/{snippet}/patch"), json!({ "text": edited })).await;
     assert_eq!(viewer.status, StatusCode::FORBIDDEN, "{}", viewer.text());
 }
+
+/// A replay on a second host entry whose copy of the file has an unrelated
+/// line changed: the patch applies there by context (the run says where each
+/// hunk went) and the replay comes to the same conclusion; where a hunk's
+/// context is gone, the patched arm stops naming the hunk.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replay_applies_the_patch_by_context_or_says_which_hunk_failed() {
+    use axum::http::StatusCode;
+    use serde_json::json;
+    let sshd = crate::sshd::Sshd::start();
+    let app = crate::runs::app_with_host(&sshd).await;
+    crate::runs::add_host(&app, "gpu2", &sshd, &sshd.client_key.display().to_string()).await;
+    let dir = sshd.dir.path().join("engine");
+    std::fs::create_dir_all(&dir).unwrap();
+    let gate = dir.join("gate.py");
+    std::fs::write(&gate, GATE).unwrap();
+    let inv = app.investigation("replayed gate").await;
+    let steps = format!("/api/v1/investigations/{inv}/steps");
+    let path = gate.display().to_string();
+    let diff = diff::between(&path, GATE, &GATE.replace("SLOW = True", "SLOW = False"));
+    let patch =
+        app.post_json(&steps, json!({ "kind": "patch", "host": "gpu", "diff": diff })).await.json()["id"].clone();
+    let engine = format!("python3 -c \"{ENGINE}\" {}", dir.display());
+    let sweep = json!({ "kind": "command", "host": "gpu", "command": engine, "telemetry": false,
+                        "matrix": { "@patch": [null, patch] } });
+    let step = app.post_json(&steps, sweep).await.json()["id"].as_i64().unwrap();
+    crate::runs::start(&app, step, json!({ "repeat": 2 })).await;
+    let hypothesis = json!({ "statement": "Lifting the gate speeds decode up", "metric": "output_throughput", "direction": "increase",
+        "baseline": { "configs": [{ "step": step, "config": { "@patch": null } }] },
+        "treatment": { "configs": [{ "step": step, "config": { "@patch": patch.to_string() } }] } });
+    for run in app.get(&format!("/api/v1/steps/{step}/runs")).await.json().as_array().unwrap() {
+        crate::runs::finished(&app, run["id"].as_i64().unwrap()).await;
+    }
+    let h = app.post_json(&format!("/api/v1/investigations/{inv}/hypotheses"), hypothesis).await.json();
+    assert_eq!(h["verdict_word"], "as expected", "{h}");
+
+    // The other host's file: an unrelated line added at the top.
+    std::fs::write(&gate, format!("# built elsewhere\n{GATE}")).unwrap();
+    let replayed =
+        app.post_json(&format!("/api/v1/investigations/{inv}/replay"), json!({ "host": "gpu2", "repeat": 2 })).await;
+    assert_eq!(replayed.status, StatusCode::CREATED, "{}", replayed.text());
+    let replay = crate::replays::replay_done(&app, replayed.json()["id"].as_i64().unwrap()).await;
+    let judged = &replay["hypotheses"][0];
+    assert_eq!(judged["same_conclusion"], true, "{replay}");
+    let patched = patched_runs(&app, &replay).await;
+    assert_eq!(patched.len(), 2, "{replay}");
+    let run = &patched[0];
+    let text = run["patch"]["text"].as_str().unwrap();
+    assert!(text.contains("Applied by context") && text.contains("hunk 1 at line"), "{run}");
+    assert_eq!(
+        std::fs::read_to_string(&gate).unwrap(),
+        format!("# built elsewhere\n{GATE}"),
+        "put back as it was there"
+    );
+
+    // Its context gone: the patched arm stops, naming the hunk.
+    std::fs::write(&gate, GATE.replace("SLOW = True", "SLOW = maybe()").replace("import sys", "import os")).unwrap();
+    let replayed = app.post_json(&format!("/api/v1/investigations/{inv}/replay"), json!({ "host": "gpu2" })).await;
+    let replay = crate::replays::replay_done(&app, replayed.json()["id"].as_i64().unwrap()).await;
+    let failed = patched_runs(&app, &replay).await;
+    assert!(!failed.is_empty() && failed.iter().all(|r| r["status"] == "failed"), "{replay}");
+    let run = &failed[0];
+    assert!(run["error"].as_str().unwrap().contains("hunk 1 not found"), "{run}");
+    assert_ne!(replay["hypotheses"][0]["same_conclusion"], true, "no conclusion from one arm: {replay}");
+}
+
+/// A replay's runs of the patched arm, each as the API shows it.
+async fn patched_runs(app: &crate::helpers::TestApp, replay: &serde_json::Value) -> Vec<serde_json::Value> {
+    let mut runs = Vec::new();
+    for run in replay["runs"].as_array().unwrap() {
+        let run = app.get(&format!("/api/v1/runs/{}", run["id"])).await.json();
+        if !run["config"]["@patch"].is_null() {
+            runs.push(run);
+        }
+    }
+    runs
+}

@@ -12,7 +12,7 @@ const COMMAND: &str = "v=$(awk -v f=${FAST:-0} -v s=$$ 'BEGIN { srand(s); printf
     echo \"extra=${EXTRA:-unset}\"; \
     printf '============ Serving Benchmark Result ============\\nOutput token throughput (tok/s):          %s\\n==================================================\\n' $v";
 
-async fn replay_done(app: &crate::helpers::TestApp, id: i64) -> Value {
+pub async fn replay_done(app: &crate::helpers::TestApp, id: i64) -> Value {
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
         let replay = app.get(&format!("/api/v1/replays/{id}")).await.json();
