@@ -54,6 +54,8 @@ test('every curl example in docs/api.md works', () => {
   assert.match(out, /"status":"cancelled"/);
   assert.match(out, /^\[\{"path":"[^"]+\.py","base":"[0-9a-f]{64}","added":1,"removed":1\}\]$/m);
   assert.match(out, /\{"applies":true,"files":\[\{"path":"[^"]+","state":"applies"/);
+  assert.match(out, /^SLOW = False\n/m, 'the patched arm ran the patched file');
+  assert.match(out, /\{"state":"reverted","expectations":\[\{"text":"True","present":false,"met":true,"found_in":null\}\],"files":\[true\]\}\nSLOW = True\n/, 'the proof, and the file is back');
   assert.match(out, /"metric":"ticks","unit":"steps","config":null,"better":"higher","runs":\[\{"run_id":\d+,"value":1\.0/);
   assert.match(out, /"cron":"0 3 \* \* 1-5","webhook":"https:\/\/hooks\.example\.com\/…"/);
   assert.doesNotMatch(out, /services\/T0\/B0\/secret"/);
