@@ -34,6 +34,10 @@ pub struct Host {
     /// The caller may test it, capture its facts and run on it (its list).
     #[serde(default)]
     pub can_use: bool,
+    /// Patches runs left on it, shown to who may use it: dirty ones refuse
+    /// new runs until an admin restores or accepts them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub patches: Vec<crate::steps::patch::PatchOnHost>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -18,7 +18,7 @@ use crate::runs::{OutputTail, Run, RunRequest};
 use crate::search::{SearchRequest, SearchResults};
 use crate::shares::{CreatedShareLink, NewShareLink, ShareLink};
 use crate::steps::StepBody;
-use crate::steps::patch::PatchCheck;
+use crate::steps::patch::{PatchCheck, PatchOnHost};
 use crate::steps::snippet::{Annotation, AnnotationPatch, NewAnnotation, SourceCandidates};
 
 /// Who an operation is for. The server's sign-in check makes one per request
@@ -159,6 +159,8 @@ macro_rules! host_ops {
             /// Whether writes are refused (anyone), and the server's disk, store and
             /// connections (admins).
             fn server_status(&self, actor: &Actor) -> Result<$crate::hosts::ServerStatus, ApiError>;
+            /// A dirty patch made good (admins): its originals put back (`restore`), or accepted as it is.
+            fn settle_host_patch(&self, actor: &Actor, host: &str, run: i64, restore: bool) -> Result<PatchOnHost, ApiError>;
         }
     } };
 }

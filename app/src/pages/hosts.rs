@@ -96,6 +96,16 @@ pub async fn server_status() -> Result<domain::hosts::ServerStatus, ApiError> {
     crate::backend::call(move |notebook, actor| async move { notebook.server_status(&actor).await }).await
 }
 
+/// An admin settles a dirty patch: `restore` puts the originals back, else it is accepted as it is.
+#[server]
+pub async fn settle_patch(name: String, run: i64, restore: Option<String>) -> Result<(), ApiError> {
+    let restore = restore.is_some();
+    crate::backend::call(move |notebook, actor| async move {
+        notebook.settle_host_patch(&actor, &name, run, restore).await.map(drop)
+    })
+    .await
+}
+
 #[server]
 pub async fn remove_host(name: String) -> Result<(), ApiError> {
     crate::backend::call(move |notebook, actor| async move { notebook.remove_host(&actor, &name).await }).await
@@ -330,6 +340,7 @@ fn HostCard(host: Host) -> impl IntoView {
                 {manage}
             </div>
             <p class="muted host-run-dirs">{domain::hosts::run_dirs_text(&host.run_dirs)}</p>
+            {(!host.patches.is_empty()).then(|| view! { <HostPatches host=name.clone() patches=host.patches.clone() can_manage=host.can_manage/> })}
             // Kept across redraws even when its keys changed: it shows them itself.
             <div class="host-connection" data-island-key=format!("host-{name}")>
                 <HostConnection
@@ -346,6 +357,48 @@ fn HostCard(host: Host) -> impl IntoView {
                 view! { <p class="muted">"Testing this host and reading its facts need the runner role in an investigation and a place on the host's list: ask an admin."</p> }.into_any()
             }}
         </section>
+    }
+}
+
+/// Patches runs left on the host: a dirty one refuses new runs there until an
+/// admin restores it (the originals back, verified) or accepts it as it is.
+#[component]
+fn HostPatches(host: String, patches: Vec<domain::steps::patch::PatchOnHost>, can_manage: bool) -> impl IntoView {
+    let settle = ServerAction::<SettlePatch>::new();
+    let rows = patches
+        .into_iter()
+        .map(|p| {
+            let dirty = p.patch.state == domain::steps::patch::ArmState::Dirty;
+            let forms = (dirty && can_manage).then(|| {
+                let (host, again) = (host.clone(), host.clone());
+                view! {
+                    <ActionForm action=settle attr:class="inline">
+                        <input type="hidden" name="name" value=again/>
+                        <input type="hidden" name="run" value=p.run/>
+                        <input type="hidden" name="restore" value="on"/>
+                        <button type="submit" class="restore-patch">"Restore the originals"</button>
+                    </ActionForm>
+                    <ActionForm action=settle attr:class="inline">
+                        <input type="hidden" name="name" value=host/>
+                        <input type="hidden" name="run" value=p.run/>
+                        <button type="submit" class="quiet accept-patch">"Accept as it is"</button>
+                    </ActionForm>
+                }
+            });
+            view! {
+                <li class=if dirty { "warning" } else { "" } data-run=p.run>
+                    <a href=format!("/runs/{}", p.run)>"run " {p.run}</a> ": patch " {p.patch.step} " " {p.patch.state.as_str()}
+                    " — " {p.patch.text.clone()} " " {forms}
+                </li>
+            }
+        })
+        .collect_view();
+    view! {
+        <div class="notice host-patches">
+            <p>"Patches on this host (a dirty one refuses new runs here until an admin settles it):"</p>
+            <ul>{rows}</ul>
+            <ActionError action=settle/>
+        </div>
     }
 }
 

@@ -12,7 +12,14 @@ impl super::Guarded {
     /// that offer only that), and the server's key file path for admins only.
     pub async fn for_caller(&self, actor: &Actor, mut host: Host) -> Host {
         host.can_manage = actor.admin;
-        host.can_use = self.access.host_use(actor, &host.name).await.is_ok();
+        let permit = self.access.host_use(actor, &host.name).await;
+        host.can_use = permit.is_ok();
+        if let Ok(permit) = permit {
+            host.patches = self.notebook.patches.on_host(&permit).await.unwrap_or_else(|e| {
+                tracing::error!(host = %host.name, "cannot read the host's patches: {e}");
+                Vec::new()
+            });
+        }
         if !actor.admin {
             host.identity_file = None;
         }

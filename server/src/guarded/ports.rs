@@ -23,7 +23,7 @@ use domain::runs::{OutputTail, Run, RunRequest};
 use domain::search::{SearchRequest, SearchResults};
 use domain::shares::{CreatedShareLink, NewShareLink, ShareLink};
 use domain::steps::StepBody;
-use domain::steps::patch::PatchCheck;
+use domain::steps::patch::{PatchCheck, PatchOnHost};
 use domain::steps::snippet::{Annotation, AnnotationPatch, NewAnnotation, SourceCandidates};
 
 /// `impl $port for Guarded`, each method calling `Guarded`'s own.

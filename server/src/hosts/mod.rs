@@ -126,6 +126,7 @@ impl Hosts {
             // What the caller may do is the policy's to say (`guarded::hosts`).
             can_manage: false,
             can_use: false,
+            patches: Vec::new(),
         })
     }
 

@@ -324,6 +324,12 @@ async fn a_patch_changed_during_its_run_leaves_the_host_dirty_until_an_admin_set
     assert!(other["error"].as_str().unwrap().contains("dirty"), "{other}");
     let listed = app.get("/api/v1/hosts/gpu/patches").await.json();
     assert_eq!((listed[0]["run"].as_i64(), listed[0]["state"].as_str()), (Some(run), Some("dirty")), "{listed}");
+    // The hosts page says so, and offers an admin both ways out.
+    let page = app.get("/hosts").await.text();
+    assert!(
+        page.contains("host-patches") && page.contains("Restore the originals") && page.contains("Accept as it is"),
+        "{page}"
+    );
 
     // Restored: the original back over the meddling, verified; the host runs again.
     let restored = app.post_json(&format!("/api/v1/hosts/gpu/patches/{run}/restore"), json!({})).await;
