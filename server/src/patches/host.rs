@@ -60,21 +60,24 @@ pub enum Said {
 }
 
 /// The lines the shell functions below share: a file's hash, and a path
-/// followed through a symlink only within its own directory.
+/// followed through a symlink only within its own directory. Both set a
+/// variable rather than print into a `$(…)`: every subshell is a process,
+/// and processes are what a patch's time on the host is made of (the
+/// `patches` benchmark).
 const COMMON: &str = r#"set -u
-# The answer's own stream: `target` speaks from inside a command substitution.
-exec 3>&1
-hash() { h=$(sha256sum < "$1") && printf '%s' "${h%% *}"; }
-# The file a path names: itself, or a symlink's target in the same directory.
+# Sets h to the sha256 of file $1 (empty when it cannot be read).
+hash() { h=$(sha256sum < "$1") || { h=; return 1; }; h=${h%% *}; }
+# Sets f to the file path $1 names: itself, or a symlink's target in the same
+# directory; one that leaves it is said (file number $2) and refused.
 target() {
-  if [ -L "$1" ]; then
-    t=$(readlink -f -- "$1") || return 1
-    d=$(cd -- "${1%/*}" && pwd -P) || return 1
-    case "$t" in "$d"/*) printf '%s' "$t" ;; *) echo "escapes	$2	$t" >&3; return 1 ;; esac
-  else
-    printf '%s' "$1"
-  fi
+  f=$1
+  [ -L "$1" ] || return 0
+  t=$(readlink -f -- "$1") || return 1
+  d=$(cd -- "${1%/*}" && pwd -P) || return 1
+  case "$t" in "$d"/*) f=$t ;; *) echo "escapes	$2	$t"; return 1 ;; esac
 }
+# The originals' caches of compiled code: gone with each change.
+pyc() { [ -d "${f%/*}/__pycache__" ] || return 0; b=${f##*/}; rm -f -- "${f%/*}/__pycache__/${b%.py}".*.pyc; }
 "#;
 
 /// Reads each path's sha256 (or says it is missing or escapes).
@@ -82,8 +85,8 @@ pub fn read_script(paths: &[String]) -> String {
     let mut script = String::from(COMMON);
     script.push_str(
         r#"read1() {
-  f=$(target "$2" "$1") || return 0
-  if [ -f "$f" ]; then echo "hash	$1	$(hash "$f")"; else echo "missing	$1"; fi
+  target "$2" "$1" || return 0
+  if [ -f "$f" ] && hash "$f"; then echo "hash	$1	$h"; else echo "missing	$1"; fi
 }
 "#,
     );
@@ -99,7 +102,7 @@ pub fn texts_script(paths: &[String]) -> String {
     let mut script = String::from(COMMON);
     script.push_str(
         r#"text1() {
-  f=$(target "$2" "$1") || return 0
+  target "$2" "$1" || return 0
   if [ -f "$f" ]; then s=$(wc -c < "$f") && printf 'text\t%s\t%s\n' "$1" $s && cat -- "$f"; else echo "missing	$1"; fi
 }
 "#,
@@ -146,22 +149,26 @@ pub fn apply_script(keep: &str, changes: &[Change]) -> (String, Vec<u8>) {
     script.push_str(&format!("keep={}\n", quote(keep)));
     script.push_str(
         r#"check() {
-  f=$(target "$2" "$1") || return 1
+  target "$2" "$1" || return 1
   [ -f "$f" ] || { echo "missing	$1"; return 1; }
-  h=$(hash "$f")
+  hash "$f"
   [ "$h" = "$3" ] || { echo "differs	$1	$h"; return 1; }
   echo "hash	$1	$h"
 }
 # The next $1 bytes of stdin, exactly (each file's text is read whatever else fails).
 take() { if [ "$1" -gt 0 ]; then dd bs="$1" count=1 iflag=fullblock 2>/dev/null; fi; }
+# The new text goes into a copy of the file (its mode and owner, as `cp -p`
+# keeps them), which is renamed over it: readers see the old file or the new.
 write() {
-  f=$(target "$2" "$1") || { take "$3" > /dev/null; return 0; }
-  tmp=$(mktemp "${f%/*}/.sleuth-patch.XXXXXX" 2>/dev/null) || { take "$3" > /dev/null; echo "failed	$1	cannot write beside it"; return 0; }
+  target "$2" "$1" || { take "$3" > /dev/null; return 0; }
+  tmp="${f%/*}/.sleuth-patch.$$.$1"
+  cp -p -- "$f" "$tmp" 2>/dev/null || { take "$3" > /dev/null; echo "failed	$1	cannot write beside it"; return 0; }
   take "$3" > "$tmp"
   cp -p -- "$f" "$keep/$1.orig" 2>/dev/null || { rm -f -- "$tmp"; echo "failed	$1	cannot keep the original in $keep"; return 0; }
-  if chmod --reference="$f" "$tmp" && { chown --reference="$f" "$tmp" 2>/dev/null || true; } && mv -f -- "$tmp" "$f"; then
-    b=${f##*/}; rm -f -- "${f%/*}/__pycache__/${b%.py}".*.pyc
-    echo "applied	$1	$(hash "$f")"
+  if mv -f -- "$tmp" "$f"; then
+    pyc
+    hash "$f"
+    echo "applied	$1	$h"
   else
     rm -f -- "$tmp"; echo "failed	$1	cannot replace it"
   fi
@@ -194,14 +201,14 @@ fn put_back_script(keep: &str, written: &[Written], over_changes: bool) -> Strin
     script.push_str(&format!("keep={}\nover={}\n", quote(keep), u8::from(over_changes)));
     script.push_str(
         r#"revert() {
-  f=$(target "$2" "$1") || return 0
-  h=$(hash "$f" 2>/dev/null)
+  target "$2" "$1" || return 0
+  hash "$f" 2>/dev/null
   if [ "$h" = "$4" ]; then echo "reverted	$1	$h"; return 0; fi
   if [ "$h" != "$3" ] && [ "$over" != 1 ]; then echo "changed	$1	$h"; return 0; fi
-  tmp=$(mktemp "${f%/*}/.sleuth-patch.XXXXXX" 2>/dev/null) || { echo "failed	$1	cannot write beside it"; return 0; }
-  if cp -p -- "$keep/$1.orig" "$tmp" && mv -f -- "$tmp" "$f"; then
-    b=${f##*/}; rm -f -- "${f%/*}/__pycache__/${b%.py}".*.pyc
-    h=$(hash "$f")
+  tmp="${f%/*}/.sleuth-patch.$$.$1"
+  if cp -p -- "$keep/$1.orig" "$tmp" 2>/dev/null && mv -f -- "$tmp" "$f"; then
+    pyc
+    hash "$f"
     if [ "$h" = "$4" ]; then echo "reverted	$1	$h"; else echo "unverified	$1	$h"; fi
   else
     rm -f -- "$tmp"; echo "failed	$1	cannot put the original back"
