@@ -255,6 +255,9 @@ pub struct Run {
     /// The Run press or sweep it was one of, by that launch's first run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launch: Option<i64>,
+    /// What it waits for while queued: "waiting: patch 12 applied on gpu for run 88".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<String>,
 }
 
 /// Which of Sleuth's readers read a report file (`crate::reports` in the

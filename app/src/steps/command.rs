@@ -569,6 +569,7 @@ pub fn RunOutput(
                 <span class="run-id">"run " {run.id}</span>
                 {(!position.is_empty()).then(|| view! { <span class="muted position">{position}</span> })}
                 {(queued > 0).then(|| view! { <span class="muted queue">{format!("{queued} queued after it")}</span> })}
+                {run.waiting.clone().map(|w| view! { <span class="notice run-waiting">{w}</span> })}
                 <span class="muted">{summary}</span>
                 {run.host_quiet_s.map(|s| view! {
                     <span class="host-quiet" title="The host has not answered a ping since; it is given up after about 40 s">

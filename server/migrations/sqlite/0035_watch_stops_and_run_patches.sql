@@ -33,3 +33,7 @@ CREATE TABLE run_patches (
 ) STRICT;
 
 CREATE INDEX run_patches_by_state ON run_patches (state, host);
+
+-- What a queued run waits for, when it is not its turn on its host (a patch
+-- applied there for another run): said on its page until it starts.
+ALTER TABLE runs ADD COLUMN waiting TEXT;

@@ -110,6 +110,8 @@ pub struct RunRow {
     pub origin_id: Option<i64>,
     /// The first run of its Run press or sweep (0033).
     pub launch: Option<i64>,
+    /// What it waits for while queued (0035).
+    pub waiting: Option<String>,
 }
 
 /// What a new run records; the rest starts at zero.

@@ -15,7 +15,7 @@ pub(super) const COLUMNS: &str = "id, step_id, host, command, env, cwd, timeout_
     batch_index, batch_size, warmup, stdout_bytes, stderr_bytes, lines, queued_at, started_at, finished_at, who, facts_id,
     config, sweep_id, sweep_index, telemetry, plan, run_dir, server, artifact_notes, host_quiet_s,
     CAST(CASE WHEN telemetry_svg IS NULL THEN 0 ELSE 1 END AS BIGINT) AS telemetry_drawn, origin, origin_id,
-    COALESCE(launch, id) AS launch";
+    COALESCE(launch, id) AS launch, waiting";
 
 impl Store {
     /// Inserts one run; `launch`: the first run of its Run press or sweep
@@ -142,7 +142,7 @@ impl Store {
     /// no longer queued (cancelled meanwhile).
     pub async fn start_run(&self, id: i64, run_dir: &str) -> StoreResult<bool> {
         let done = sqlx::query(
-            "UPDATE runs SET status = 'running', started_at = $1, run_dir = $3,
+            "UPDATE runs SET status = 'running', started_at = $1, run_dir = $3, waiting = NULL,
                  facts_id = (SELECT max(id) FROM host_facts WHERE host_name = runs.host)
              WHERE id = $2 AND status = 'queued'",
         )
@@ -152,6 +152,16 @@ impl Store {
         .execute(&self.pool)
         .await?;
         Ok(done.rows_affected() == 1)
+    }
+
+    /// What a queued run waits for (none: it no longer waits).
+    pub async fn set_run_waiting(&self, id: i64, waiting: Option<&str>) -> StoreResult<()> {
+        sqlx::query("UPDATE runs SET waiting = $1 WHERE id = $2 AND status = 'queued'")
+            .bind(waiting)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
     }
 
     pub async fn update_run_counts(&self, id: i64, stdout: u64, stderr: u64, lines: u64) -> StoreResult<()> {

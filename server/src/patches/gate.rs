@@ -1,6 +1,6 @@
 //! While a patch is applied on a host, nothing else runs there that could
 //! load the changed files: a patched run holds its host alone, other runs
-//! share it. Runs wait here (still queued) for their turn.
+//! share it. Runs wait here (still queued, saying what for) for their turn.
 //!
 //! This gate is per Sleuth process; replicas sharing a database each keep
 //! their own (a host driven by two replicas at once is not held across them).
@@ -48,31 +48,35 @@ impl Gates {
         }
     }
 
-    /// Waits for run `run`'s turn on `host`: alone for a patched run
-    /// (`patch`: its patch step), shared for any other. `waiting` is told,
-    /// once, what it waits for when it must wait.
-    pub async fn enter(&self, host: &str, run: i64, patch: Option<i64>, waiting: impl FnOnce(String)) -> Turn {
+    /// Run `run`'s turn on `host` now, if it is free for it: alone for a
+    /// patched run (`patch`: its patch step), shared for any other; else
+    /// what it would wait for.
+    pub fn try_enter(&self, host: &str, run: i64, patch: Option<i64>) -> Result<Turn, String> {
         let lock = self.of(host);
         match patch {
-            None => match lock.clone().try_read_owned() {
-                Ok(turn) => Turn::Shared(turn),
-                Err(_) => {
-                    waiting(self.why(host, None));
-                    Turn::Shared(lock.read_owned().await)
-                }
+            None => lock.try_read_owned().map(Turn::Shared).map_err(|_| self.why(host, None)),
+            Some(step) => match lock.try_write_owned() {
+                Ok(turn) => Ok(self.alone(turn, host, step, run)),
+                Err(_) => Err(self.why(host, Some(step))),
             },
+        }
+    }
+
+    /// Waits for run `run`'s turn on `host` (see [`Gates::try_enter`]).
+    pub async fn enter(&self, host: &str, run: i64, patch: Option<i64>) -> Turn {
+        let lock = self.of(host);
+        match patch {
+            None => Turn::Shared(lock.read_owned().await),
             Some(step) => {
-                let turn = match lock.clone().try_write_owned() {
-                    Ok(turn) => turn,
-                    Err(_) => {
-                        waiting(self.why(host, Some(step)));
-                        lock.write_owned().await
-                    }
-                };
-                self.holders.lock().unwrap_or_else(|e| e.into_inner()).insert(host.to_string(), (step, run));
-                Turn::Alone { _turn: turn, host: host.to_string(), holders: self.holders.clone() }
+                let turn = lock.write_owned().await;
+                self.alone(turn, host, step, run)
             }
         }
+    }
+
+    fn alone(&self, turn: OwnedRwLockWriteGuard<()>, host: &str, step: i64, run: i64) -> Turn {
+        self.holders.lock().unwrap_or_else(|e| e.into_inner()).insert(host.to_string(), (step, run));
+        Turn::Alone { _turn: turn, host: host.to_string(), holders: self.holders.clone() }
     }
 }
 
@@ -84,28 +88,24 @@ mod tests {
     #[tokio::test]
     async fn a_patched_run_holds_its_host_alone_and_says_so_to_who_waits() {
         let gates = Arc::new(Gates::default());
-        let plain = gates.enter("gpu", 1, None, |_| panic!("nothing to wait for")).await;
+        let plain = gates.try_enter("gpu", 1, None).expect("nothing to wait for");
         // The patched run waits for the plain one to end.
+        let told = gates.try_enter("gpu", 2, Some(12)).err().unwrap_or_default();
+        assert!(told.contains("waiting to apply patch 12"), "{told}");
         let patched = tokio::spawn({
             let gates = gates.clone();
-            async move {
-                let mut told = String::new();
-                let turn = gates.enter("gpu", 2, Some(12), |why| told = why).await;
-                (turn, told)
-            }
+            async move { gates.enter("gpu", 2, Some(12)).await }
         });
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(!patched.is_finished(), "a patch waits for the runs going on its host");
         drop(plain);
-        let (turn, told) = patched.await.unwrap();
-        assert!(told.contains("waiting to apply patch 12"), "{told}");
+        let turn = patched.await.unwrap();
         // Another host is not held; this one is, and says by whom.
-        drop(gates.enter("other", 3, None, |_| panic!("another host")).await);
-        let mut told = String::new();
-        let waiting = gates.enter("gpu", 4, None, |why| told = why);
-        assert!(tokio::time::timeout(Duration::from_millis(50), waiting).await.is_err());
+        drop(gates.try_enter("other", 3, None).expect("another host"));
+        let told = gates.try_enter("gpu", 4, None).err().unwrap_or_default();
         assert_eq!(told, "waiting: patch 12 applied on gpu for run 2");
+        assert!(tokio::time::timeout(Duration::from_millis(50), gates.enter("gpu", 4, None)).await.is_err());
         drop(turn);
-        drop(tokio::time::timeout(Duration::from_secs(1), gates.enter("gpu", 5, None, |_| {})).await.unwrap());
+        drop(tokio::time::timeout(Duration::from_secs(1), gates.enter("gpu", 5, None)).await.unwrap());
     }
 }

@@ -453,6 +453,7 @@ mod tests {
             origin: domain::runs::OriginKind::Person,
             origin_id: None,
             launch: None,
+            waiting: None,
         })
         .expect("a run of the test's own")
     }

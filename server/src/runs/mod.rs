@@ -145,6 +145,7 @@ pub fn run_from_row(row: RunRow) -> crate::error::Result<Run> {
             .and_then(|s| u64::try_from(s).ok()),
         origin: domain::runs::RunOrigin::of(row.origin, row.origin_id),
         launch: row.launch,
+        waiting: row.waiting.filter(|_| row.status == RunStatus::Queued),
     })
 }
 

@@ -436,10 +436,18 @@ impl Runner {
         next: Option<String>,
     ) -> Option<Kept> {
         let patch = self.planned_patch(run_id).await;
-        let _turn = self
-            .gates
-            .enter(&target.name, run_id, patch, |why| tracing::info!(run = run_id, host = %target.name, "{why}"))
-            .await;
+        let _turn = match self.gates.try_enter(&target.name, run_id, patch) {
+            Ok(turn) => turn,
+            Err(why) => {
+                // Said on the queued run until it starts (`start_run` clears it).
+                tracing::info!(run = run_id, host = %target.name, "{why}");
+                if let Err(e) = self.store.set_run_waiting(run_id, Some(&why)).await {
+                    tracing::error!(run = run_id, "cannot record what the run waits for: {e}");
+                }
+                self.publish(investigation, run_id).await;
+                self.gates.enter(&target.name, run_id, patch).await
+            }
+        };
         let Some((mut cancelled, run, plan, dir)) = self.begin(investigation, run_id).await else {
             return self.servers.stop_if_kept(kept, target).await;
         };

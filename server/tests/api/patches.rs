@@ -521,3 +521,39 @@ async fn patched_runs(app: &crate::helpers::TestApp, replay: &serde_json::Value)
     }
     runs
 }
+
+/// While a patch is applied for a run, another run on the host waits, queued,
+/// and says what for; it starts once the patch is put back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_waits_while_a_patch_is_applied_on_its_host_and_says_why() {
+    use serde_json::json;
+    use std::time::Duration;
+    let sshd = crate::sshd::Sshd::start();
+    let app = crate::runs::app_with_host(&sshd).await;
+    let dir = sshd.dir.path().join("engine");
+    std::fs::create_dir_all(&dir).unwrap();
+    let gate = dir.join("gate.py");
+    std::fs::write(&gate, GATE).unwrap();
+    let inv = app.investigation("waiting").await;
+    let steps = format!("/api/v1/investigations/{inv}/steps");
+    let path = gate.display().to_string();
+    let diff = diff::between(&path, GATE, &GATE.replace("SLOW = True", "SLOW = False"));
+    let patch =
+        app.post_json(&steps, json!({ "kind": "patch", "host": "gpu", "diff": diff })).await.json()["id"].clone();
+    let slow = json!({ "kind": "command", "host": "gpu", "command": "sleep 2", "telemetry": false, "patch": patch });
+    let slow = app.post_json(&steps, slow).await.json()["id"].as_i64().unwrap();
+    let plain = json!({ "kind": "command", "host": "gpu", "command": format!("cat {path}"), "telemetry": false });
+    let plain = app.post_json(&steps, plain).await.json()["id"].as_i64().unwrap();
+    let patched = crate::runs::start(&app, slow, json!({})).await[0];
+    crate::runs::wait_for(&app, patched, |r| r["patch"]["state"] == "applied", Duration::from_secs(20)).await;
+    let other = crate::runs::start(&app, plain, json!({})).await[0];
+    let waiting = crate::runs::wait_for(&app, other, |r| r["waiting"].is_string(), Duration::from_secs(10)).await;
+    assert_eq!(waiting["status"], "queued", "{waiting}");
+    assert_eq!(waiting["waiting"], json!(format!("waiting: patch {patch} applied on gpu for run {patched}")));
+    let done = crate::runs::finished(&app, other).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    assert!(done["waiting"].is_null(), "said no more once it ran: {done}");
+    let out = String::from_utf8_lossy(&crate::runs::output(&app, other).await).into_owned();
+    assert!(out.contains("SLOW = True"), "it ran on the file as it was, after the patch was put back: {out}");
+    assert_eq!(crate::runs::finished(&app, patched).await["patch"]["state"], "reverted");
+}
