@@ -31,7 +31,12 @@ pub fn new_secret() -> (String, String) {
 
 /// A secret as it is stored: its SHA-256, hex.
 pub fn hash_secret(secret: &str) -> String {
-    Sha256::digest(secret.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+    sha256_hex(secret.as_bytes())
+}
+
+/// SHA-256 of `bytes`, lower-case hex (as `sha256sum` prints it).
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

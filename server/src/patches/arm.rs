@@ -43,9 +43,22 @@ pub struct Applied {
     pub said: Option<String>,
 }
 
-fn sha(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    format!("{:x}", sha2::Sha256::digest(bytes))
+/// Why a patch was not applied for a run: the run's error, nothing written.
+#[derive(Debug, thiserror::Error)]
+pub enum NotApplied {
+    #[error("The patch could not be recorded before it was applied: {0}")]
+    Unrecorded(#[source] crate::db::StoreError),
+    #[error("Patch {step}'s diff: {source}")]
+    Diff { step: i64, source: diff::DiffError },
+    #[error("Patch {step}'s files could not be read: {source}")]
+    Unread { step: i64, source: crate::error::Error },
+    #[error("Patch {step} was not applied: {source}")]
+    Host { step: i64, source: crate::error::Error },
+    #[error("{path} is not UTF-8 text; a patch changes text.")]
+    NotText { path: String },
+    /// A file's base, place or answer refused it; the sentence says which and why.
+    #[error("{0}")]
+    Refused(String),
 }
 
 fn short(hash: &str) -> &str {
@@ -68,7 +81,7 @@ pub async fn apply(
     keep: &str,
     patch: &PlanPatch,
     by_context: bool,
-) -> Result<Applied, String> {
+) -> Result<Applied, NotApplied> {
     let mut files: Vec<ArmFile> = patch
         .files
         .iter()
@@ -77,7 +90,7 @@ pub async fn apply(
     store
         .begin_run_patch(run, patch.step, &target.name, keep, &files_json(&files))
         .await
-        .map_err(|e| format!("The patch could not be recorded before it was applied: {e}"))?;
+        .map_err(NotApplied::Unrecorded)?;
     let (changes, placings) = match changes(pool, target, patch, by_context).await {
         Ok(done) => done,
         Err(why) => return refused(store, run, &files, why).await,
@@ -87,7 +100,7 @@ pub async fn apply(
     }
     let said = match host::apply(pool, target, keep, &changes).await {
         Ok(said) => said,
-        Err(e) => return refused(store, run, &files, format!("Patch {} was not applied: {e}", patch.step)).await,
+        Err(source) => return refused(store, run, &files, NotApplied::Host { step: patch.step, source }).await,
     };
     let mut problems = Vec::new();
     for (file, said) in files.iter_mut().zip(&said) {
@@ -99,7 +112,7 @@ pub async fn apply(
     }
     if !problems.is_empty() || files.iter().any(|f| f.applied.is_none()) {
         let why = format!("Patch {} was not applied; nothing was written. {}", patch.step, problems.join("; "));
-        return refused(store, run, &files, why).await;
+        return refused(store, run, &files, NotApplied::Refused(why)).await;
     }
     let mut said = format!("Patch {} applied: {} file(s), each written and hashed.", patch.step, files.len());
     if !placings.is_empty() {
@@ -113,8 +126,8 @@ pub async fn apply(
 }
 
 /// The arm does not start: recorded, and the reason handed on.
-async fn refused(store: &Store, run: i64, files: &[ArmFile], why: String) -> Result<Applied, String> {
-    if let Err(e) = store.set_run_patch(run, ArmState::Refused, &files_json(files), &why).await {
+async fn refused(store: &Store, run: i64, files: &[ArmFile], why: NotApplied) -> Result<Applied, NotApplied> {
+    if let Err(e) = store.set_run_patch(run, ArmState::Refused, &files_json(files), &why.to_string()).await {
         tracing::error!(run, "cannot record that its patch was refused: {e}");
     }
     Err(why)
@@ -129,39 +142,39 @@ async fn changes(
     target: &Target,
     patch: &PlanPatch,
     by_context: bool,
-) -> Result<(Vec<Change>, Vec<String>), String> {
+) -> Result<(Vec<Change>, Vec<String>), NotApplied> {
+    let step = patch.step;
     let mut placings = Vec::new();
-    let parsed = diff::parse(&patch.diff).map_err(|e| format!("Patch {}'s diff: {e}", patch.step))?;
+    let parsed = diff::parse(&patch.diff).map_err(|source| NotApplied::Diff { step, source })?;
     let paths: Vec<String> = patch.files.iter().map(|f| f.path.clone()).collect();
     let texts = host::texts(pool, target, &paths, MAX_TEXT_BYTES)
         .await
-        .map_err(|e| format!("Patch {}'s files could not be read: {e}", patch.step))?;
+        .map_err(|source| NotApplied::Unread { step, source })?;
     let mut changes = Vec::new();
     for ((file, text), part) in patch.files.iter().zip(texts).zip(&parsed) {
         let base = file.base.clone().unwrap_or_default();
         let text = match text {
             Ok(text) => text,
             Err(said) => {
-                return Err(format!(
+                return Err(NotApplied::Refused(format!(
                     "Patch {} was not applied: {}: {}",
                     patch.step,
                     file.path,
                     said_text(&said, &base)
-                ));
+                )));
             }
         };
-        let found = sha(&text);
+        let found = crate::ids::sha256_hex(&text);
         if found != base && !by_context {
-            return Err(format!(
+            return Err(NotApplied::Refused(format!(
                 "Patch {} was not applied: {} changed since the patch was made (expected sha256 {}…, found {}…).",
                 patch.step,
                 file.path,
                 short(&base),
                 short(&found)
-            ));
+            )));
         }
-        let text =
-            String::from_utf8(text).map_err(|_| format!("{} is not UTF-8 text; a patch changes text.", file.path))?;
+        let text = String::from_utf8(text).map_err(|_| NotApplied::NotText { path: file.path.clone() })?;
         let new = match diff::apply(&text, part) {
             Ok((new, placed)) => {
                 if found != base {
@@ -170,14 +183,14 @@ async fn changes(
                 new
             }
             Err(placed) => {
-                return Err(format!(
+                return Err(NotApplied::Refused(format!(
                     "Patch {} does not apply to {} here (its base differs: sha256 {}…, not {}…), by its context either: {}.",
                     patch.step,
                     file.path,
                     short(&found),
                     short(&base),
                     placed_text(&placed)
-                ));
+                )));
             }
         };
         // The base on this host is what it is put back to.
@@ -202,11 +215,7 @@ fn placed_text(placed: &[diff::Placed]) -> String {
 /// base verified (`Reverted`), or not (`Dirty`: the host refuses new runs
 /// until an admin restores or accepts it). Returns the sentence the run says.
 pub async fn revert(store: &Store, pool: &Pool, target: &Target, applied: &Applied) -> RunPatch {
-    let written: Vec<Written> = applied
-        .files
-        .iter()
-        .map(|f| Written { path: f.path.clone(), base: f.base.clone(), applied: f.applied.clone().unwrap_or_default() })
-        .collect();
+    let written = written(&applied.files);
     let mut files = applied.files.clone();
     let (state, text) = match host::revert(pool, target, &applied.keep, &written).await {
         Ok(said) => judge_revert(applied.step, &mut files, &said),
@@ -223,6 +232,16 @@ pub async fn revert(store: &Store, pool: &Pool, target: &Target, applied: &Appli
         tracing::error!(run = applied.run, host = %target.name, "{text}");
     }
     RunPatch { step: applied.step, state, files, text, caches_cleared: Vec::new(), expectations: Vec::new() }
+}
+
+/// The files as putting them back needs them.
+fn written(files: &[ArmFile]) -> Vec<Written> {
+    let each = |f: &ArmFile| Written {
+        path: f.path.clone(),
+        base: f.base.clone(),
+        applied: f.applied.clone().unwrap_or_default(),
+    };
+    files.iter().map(each).collect()
 }
 
 /// What the revert script said of each file: the state it leaves the host in.
@@ -277,10 +296,7 @@ pub async fn restore(
     by: &str,
 ) -> crate::error::Result<RunPatch> {
     let mut files: Vec<ArmFile> = crate::error::stored(&row.files, || format!("run {}'s patch files", row.run_id))?;
-    let written: Vec<Written> = files
-        .iter()
-        .map(|f| Written { path: f.path.clone(), base: f.base.clone(), applied: f.applied.clone().unwrap_or_default() })
-        .collect();
+    let written = written(&files);
     let said = host::restore(pool, target, &row.keep_dir, &written).await?;
     let (state, text) = judge_revert(row.patch_step, &mut files, &said);
     let text = match state {
@@ -317,15 +333,27 @@ pub async fn recover(store: &Store, pool: &std::sync::Arc<Pool>) {
     };
     let hosts = crate::hosts::Hosts::new(store.clone(), pool.clone());
     for row in rows {
-        let over = store.run(row.run_id).await.ok().flatten().is_none_or(|r| r.status.is_finished());
-        if !over {
-            continue; // its run goes on (here, or on a replica that is alive)
+        match store.run(row.run_id).await {
+            Ok(Some(run)) if !run.status.is_finished() => continue, // it goes on, here or on a live replica
+            Ok(_) => {}
+            Err(e) => {
+                tracing::error!(run = row.run_id, "cannot tell whether the run of a patch left applied is over: {e}");
+                continue;
+            }
         }
         let Ok(target) = hosts.target(&row.host).await else {
             tracing::error!(run = row.run_id, host = %row.host, "a patch left applied on a host that is gone");
             continue;
         };
-        let files: Vec<ArmFile> = serde_json::from_str(&row.files).unwrap_or_default();
+        let files: Vec<ArmFile> = match crate::error::stored(&row.files, || format!("run {}'s patch files", row.run_id))
+        {
+            Ok(files) => files,
+            Err(e) => {
+                // The host is left as it is, not guessed at; the row says what it is.
+                tracing::error!(run = row.run_id, host = %row.host, "a patch left applied cannot be put back: {}", crate::error::chain(&e));
+                continue;
+            }
+        };
         // Half applied: a file not said written may still have been; putting
         // back checks each file's hash before it writes, so it is tried for all.
         let files = files

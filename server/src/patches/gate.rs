@@ -18,6 +18,11 @@ pub struct Gates {
     holders: Holders,
 }
 
+/// What a run waits for when its host is not free for it, as the run says it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Waiting(pub String);
+
 /// A run's turn on its host, held until dropped.
 pub enum Turn {
     Shared(#[allow(dead_code)] OwnedRwLockReadGuard<()>),
@@ -39,19 +44,19 @@ impl Gates {
     }
 
     /// What a run waiting on `host` waits for.
-    fn why(&self, host: &str, patch: Option<i64>) -> String {
+    fn why(&self, host: &str, patch: Option<i64>) -> Waiting {
         let holder = self.holders.lock().unwrap_or_else(|e| e.into_inner()).get(host).copied();
-        match (holder, patch) {
+        Waiting(match (holder, patch) {
             (Some((step, run)), _) => format!("waiting: patch {step} applied on {host} for run {run}"),
             (None, Some(step)) => format!("waiting to apply patch {step}: the runs going on {host} end first"),
             (None, None) => format!("waiting: a patch is being applied on {host}"),
-        }
+        })
     }
 
     /// Run `run`'s turn on `host` now, if it is free for it: alone for a
     /// patched run (`patch`: its patch step), shared for any other; else
     /// what it would wait for.
-    pub fn try_enter(&self, host: &str, run: i64, patch: Option<i64>) -> Result<Turn, String> {
+    pub fn try_enter(&self, host: &str, run: i64, patch: Option<i64>) -> Result<Turn, Waiting> {
         let lock = self.of(host);
         match patch {
             None => lock.try_read_owned().map(Turn::Shared).map_err(|_| self.why(host, None)),
@@ -90,7 +95,7 @@ mod tests {
         let gates = Arc::new(Gates::default());
         let plain = gates.try_enter("gpu", 1, None).expect("nothing to wait for");
         // The patched run waits for the plain one to end.
-        let told = gates.try_enter("gpu", 2, Some(12)).err().unwrap_or_default();
+        let told = gates.try_enter("gpu", 2, Some(12)).err().map(|w| w.0).unwrap_or_default();
         assert!(told.contains("waiting to apply patch 12"), "{told}");
         let patched = tokio::spawn({
             let gates = gates.clone();
@@ -102,7 +107,7 @@ mod tests {
         let turn = patched.await.unwrap();
         // Another host is not held; this one is, and says by whom.
         drop(gates.try_enter("other", 3, None).expect("another host"));
-        let told = gates.try_enter("gpu", 4, None).err().unwrap_or_default();
+        let told = gates.try_enter("gpu", 4, None).err().map(|w| w.0).unwrap_or_default();
         assert_eq!(told, "waiting: patch 12 applied on gpu for run 2");
         assert!(tokio::time::timeout(Duration::from_millis(50), gates.enter("gpu", 4, None)).await.is_err());
         drop(turn);

@@ -41,12 +41,14 @@ pub(super) struct Kept {
 
 /// A run's server identity (`None` without a server, or where its plan cannot
 /// be read: the run itself fails on that when it begins).
-async fn server_identity(store: &Store, run: &Run) -> Option<String> {
-    let row = store.run(run.id).await.ok().flatten()?;
-    let plan = super::Plan::read(run.id, row.plan.as_deref()).ok()?;
+/// A queued run's server identity and patch step, from its plan (read once per run).
+async fn planned(store: &Store, run: &Run) -> (Option<String>, Option<i64>) {
+    let Some(row) = store.run(run.id).await.ok().flatten() else { return (None, None) };
+    let Ok(plan) = super::Plan::read(run.id, row.plan.as_deref()) else { return (None, None) };
     let unset = run.config.as_ref().map(super::unset_in).unwrap_or_default();
     let patch = plan.patch.as_ref().map(|p| p.step);
-    plan.server.map(|spec| super::server::identity(&spec, &run.env, &unset, run.cwd.as_deref(), patch))
+    let identity = plan.server.map(|spec| super::server::identity(&spec, &run.env, &unset, run.cwd.as_deref(), patch));
+    (identity, patch)
 }
 
 /// The servers beside runs: brought up, waited for, kept or stopped, and
@@ -65,11 +67,12 @@ impl Servers {
         Self { hosts: crate::hosts::Hosts::new(store.clone(), pool.clone()), store, pool, live, outputs }
     }
 
-    /// The identities of a batch's servers, in its order.
-    pub(super) async fn identities(&self, runs: &[Run]) -> Vec<Option<String>> {
+    /// Each run of a batch, in its order: its server's identity and the patch
+    /// step it runs with (which decides its turn on the host).
+    pub(super) async fn planned(&self, runs: &[Run]) -> Vec<(Option<String>, Option<i64>)> {
         let mut out = Vec::with_capacity(runs.len());
         for run in runs {
-            out.push(server_identity(&self.store, run).await);
+            out.push(planned(&self.store, run).await);
         }
         out
     }

@@ -283,9 +283,10 @@ impl Runner {
             let mut failed: Option<i64> = None;
             // A server kept for the next run of its configuration (`reuse: config`).
             let mut kept: Option<Kept> = None;
-            let identities = runner.servers.identities(&runs).await;
+            let planned = runner.servers.planned(&runs).await;
             for (i, run) in runs.into_iter().enumerate() {
-                let next = identities.get(i + 1).cloned().flatten();
+                let next = planned.get(i + 1).and_then(|(identity, _)| identity.clone());
+                let patch = planned.get(i).and_then(|(_, patch)| *patch);
                 if runner.draining() {
                     // Left for `drain` to end with the reason.
                     continue;
@@ -297,7 +298,7 @@ impl Runner {
                         runner.publish(&investigation, run.id).await;
                     }
                 } else {
-                    kept = runner.execute(&investigation, run.id, &target, kept, next).await;
+                    kept = runner.execute(&investigation, run.id, &target, kept, next, patch).await;
                     let ended = runner.store.run(run.id).await.ok().flatten().map(|r| r.status);
                     if stop_on_failure && ended.is_some_and(|s| s != RunStatus::Succeeded && s != RunStatus::Cancelled)
                     {
@@ -426,7 +427,8 @@ impl Runner {
 
     /// Runs one run of a batch; `kept`: a server an earlier run of its
     /// configuration left running, `next`: the identity of the next run's
-    /// server. Returns the server to keep for the next run, if any.
+    /// server, `patch`: the patch step it runs with (its turn on the host
+    /// waits on that). Returns the server to keep for the next run, if any.
     async fn execute(
         &self,
         investigation: &str,
@@ -434,14 +436,14 @@ impl Runner {
         target: &Target,
         kept: Option<Kept>,
         next: Option<String>,
+        patch: Option<i64>,
     ) -> Option<Kept> {
-        let patch = self.planned_patch(run_id).await;
         let _turn = match self.gates.try_enter(&target.name, run_id, patch) {
             Ok(turn) => turn,
             Err(why) => {
                 // Said on the queued run until it starts (`start_run` clears it).
                 tracing::info!(run = run_id, host = %target.name, "{why}");
-                if let Err(e) = self.store.set_run_waiting(run_id, Some(&why)).await {
+                if let Err(e) = self.store.set_run_waiting(run_id, Some(&why.0)).await {
                     tracing::error!(run = run_id, "cannot record what the run waits for: {e}");
                 }
                 self.publish(investigation, run_id).await;
@@ -489,13 +491,6 @@ impl Runner {
         keep
     }
 
-    /// The patch step a queued run is planned with, if any (its turn on the
-    /// host depends on it).
-    async fn planned_patch(&self, run_id: i64) -> Option<i64> {
-        let row = self.store.run(run_id).await.ok().flatten()?;
-        Plan::read(run_id, row.plan.as_deref()).ok()?.patch.map(|p| p.step)
-    }
-
     /// Before the run's server and command: its host checked for a patch left
     /// dirty, and its patch (if any) applied. `Err`: how the run ends instead.
     async fn apply_patch(&self, context: &Context<'_>) -> Result<Option<crate::patches::arm::Applied>, OwnedEnd> {
@@ -519,7 +514,7 @@ impl Runner {
         };
         crate::audit::record(&self.store, audit_entry(run, "patch.apply", Some(outcome))).await;
         self.publish(context.investigation, run.id).await;
-        let applied = applied.map_err(|why| OwnedEnd::error(RunStatus::Failed, why))?;
+        let applied = applied.map_err(|why| OwnedEnd::error(RunStatus::Failed, why.to_string()))?;
         // Caches go once the patch is on (a refused one clears nothing), before the run compiles anew.
         match crate::patches::arm::clear_caches(&self.pool, target, &patch.caches).await {
             Ok(cleared) if cleared.is_empty() => {}
