@@ -156,6 +156,29 @@ async fn a_patch_step_is_made_checked_and_refused_where_it_must_be() {
 const GATE: &str = "import sys\nSLOW = True\n\ndef speed():\n    if SLOW:\n        print(\"Custom allreduce is disabled because it's not supported on more than two PCIe-only GPUs\")\n        return 57.5\n    return 130.0\n";
 const ENGINE: &str = "import sys; sys.path.insert(0, sys.argv[1]); import gate; print('============ Serving Benchmark Result ============\\nOutput token throughput (tok/s): %.1f\\n==================================================' % gate.speed())";
 
+/// What the gated-engine tests start from: `engine/gate.py` (GATE) on the
+/// host, an investigation, and the diff that lifts the gate.
+struct Gated {
+    dir: std::path::PathBuf,
+    gate: std::path::PathBuf,
+    path: String,
+    inv: String,
+    steps: String,
+    diff: String,
+}
+
+async fn gated(app: &crate::helpers::TestApp, sshd: &crate::sshd::Sshd, title: &str) -> Gated {
+    let dir = sshd.dir.path().join("engine");
+    std::fs::create_dir_all(&dir).unwrap();
+    let gate = dir.join("gate.py");
+    std::fs::write(&gate, GATE).unwrap();
+    let inv = app.investigation(title).await;
+    let steps = format!("/api/v1/investigations/{inv}/steps");
+    let path = gate.display().to_string();
+    let diff = diff::between(&path, GATE, &GATE.replace("SLOW = True", "SLOW = False"));
+    Gated { dir, gate, path, inv, steps, diff }
+}
+
 /// The A/B: a sweep `@patch = none, P` × 3 repeats on a host whose
 /// engine is gated by a file. The patched arm is faster, the slow path's log
 /// line is in every baseline run and in no patched one, each patched run
@@ -168,15 +191,8 @@ async fn a_sweep_over_a_patch_measures_both_arms_and_leaves_the_file_as_it_was()
     use serde_json::json;
     let sshd = crate::sshd::Sshd::start();
     let app = crate::runs::app_with_host(&sshd).await;
-    let dir = sshd.dir.path().join("engine");
-    std::fs::create_dir_all(&dir).unwrap();
-    let gate = dir.join("gate.py");
-    std::fs::write(&gate, GATE).unwrap();
+    let Gated { dir, gate, path, inv, steps, diff, .. } = gated(&app, &sshd, "custom allreduce gate").await;
     let before = sha(GATE.as_bytes());
-    let inv = app.investigation("custom allreduce gate").await;
-    let steps = format!("/api/v1/investigations/{inv}/steps");
-    let path = gate.display().to_string();
-    let diff = diff::between(&path, GATE, &GATE.replace("SLOW = True", "SLOW = False"));
     // Proof it loaded: the slow path's line is gone. A compiled cache, cleared around each patched run.
     let cache = sshd.dir.path().join("cache/torch_compile_cache");
     std::fs::create_dir_all(&cache).unwrap();
@@ -285,15 +301,8 @@ async fn a_patch_changed_during_its_run_leaves_the_host_dirty_until_an_admin_set
     use serde_json::json;
     let sshd = crate::sshd::Sshd::start();
     let app = crate::runs::app_with_host(&sshd).await;
-    let dir = sshd.dir.path().join("engine");
-    std::fs::create_dir_all(&dir).unwrap();
-    let gate = dir.join("gate.py");
-    std::fs::write(&gate, GATE).unwrap();
+    let Gated { gate, path, steps, diff, .. } = gated(&app, &sshd, "dirty").await;
     let before = sha(GATE.as_bytes());
-    let inv = app.investigation("dirty").await;
-    let steps = format!("/api/v1/investigations/{inv}/steps");
-    let path = gate.display().to_string();
-    let diff = diff::between(&path, GATE, &GATE.replace("SLOW = True", "SLOW = False"));
     let patch =
         app.post_json(&steps, json!({ "kind": "patch", "host": "gpu", "diff": diff })).await.json()["id"].clone();
     // The command edits the patched file while the patch is on.
@@ -364,15 +373,8 @@ async fn a_patch_left_on_by_a_killed_sleuth_is_put_back_by_the_next() {
     use std::time::{Duration, Instant};
     let sshd = crate::sshd::Sshd::start();
     let app = crate::runs::app_with_host(&sshd).await;
-    let dir = sshd.dir.path().join("engine");
-    std::fs::create_dir_all(&dir).unwrap();
-    let gate = dir.join("gate.py");
-    std::fs::write(&gate, GATE).unwrap();
+    let Gated { gate, steps, diff, .. } = gated(&app, &sshd, "killed mid-arm").await;
     let before = sha(GATE.as_bytes());
-    let inv = app.investigation("killed mid-arm").await;
-    let steps = format!("/api/v1/investigations/{inv}/steps");
-    let path = gate.display().to_string();
-    let diff = diff::between(&path, GATE, &GATE.replace("SLOW = True", "SLOW = False"));
     let patch =
         app.post_json(&steps, json!({ "kind": "patch", "host": "gpu", "diff": diff })).await.json()["id"].clone();
     let long = json!({ "kind": "command", "host": "gpu", "command": "echo started; sleep 600", "telemetry": false, "patch": patch });
@@ -456,14 +458,7 @@ async fn a_replay_applies_the_patch_by_context_or_says_which_hunk_failed() {
     let sshd = crate::sshd::Sshd::start();
     let app = crate::runs::app_with_host(&sshd).await;
     crate::runs::add_host(&app, "gpu2", &sshd, &sshd.client_key.display().to_string()).await;
-    let dir = sshd.dir.path().join("engine");
-    std::fs::create_dir_all(&dir).unwrap();
-    let gate = dir.join("gate.py");
-    std::fs::write(&gate, GATE).unwrap();
-    let inv = app.investigation("replayed gate").await;
-    let steps = format!("/api/v1/investigations/{inv}/steps");
-    let path = gate.display().to_string();
-    let diff = diff::between(&path, GATE, &GATE.replace("SLOW = True", "SLOW = False"));
+    let Gated { dir, gate, inv, steps, diff, .. } = gated(&app, &sshd, "replayed gate").await;
     let patch =
         app.post_json(&steps, json!({ "kind": "patch", "host": "gpu", "diff": diff })).await.json()["id"].clone();
     let engine = format!("python3 -c \"{ENGINE}\" {}", dir.display());
@@ -530,14 +525,7 @@ async fn a_run_waits_while_a_patch_is_applied_on_its_host_and_says_why() {
     use std::time::Duration;
     let sshd = crate::sshd::Sshd::start();
     let app = crate::runs::app_with_host(&sshd).await;
-    let dir = sshd.dir.path().join("engine");
-    std::fs::create_dir_all(&dir).unwrap();
-    let gate = dir.join("gate.py");
-    std::fs::write(&gate, GATE).unwrap();
-    let inv = app.investigation("waiting").await;
-    let steps = format!("/api/v1/investigations/{inv}/steps");
-    let path = gate.display().to_string();
-    let diff = diff::between(&path, GATE, &GATE.replace("SLOW = True", "SLOW = False"));
+    let Gated { path, steps, diff, .. } = gated(&app, &sshd, "waiting").await;
     let patch =
         app.post_json(&steps, json!({ "kind": "patch", "host": "gpu", "diff": diff })).await.json()["id"].clone();
     let slow = json!({ "kind": "command", "host": "gpu", "command": "sleep 2", "telemetry": false, "patch": patch });
