@@ -10,11 +10,10 @@ and writes what Sleuth said to $OUT/patch_ab.json.
 import hashlib
 import json
 import os
-import sys
 import textwrap
-import urllib.request
 
-URL, TOKEN = os.environ["SLEUTH_URL"], os.environ["SLEUTH_TOKEN"]
+from sweep import call  # the same client the other checks use (same folder)
+
 HOST, PY = os.environ["GPU_HOST"], os.environ["GPU_PYTHON"]
 OUT = os.environ.get("OUT", "/tmp")
 DIR = "/tmp/sleuth-patch-ab/engine"
@@ -54,18 +53,6 @@ ENGINE = textwrap.dedent('''\
     print("Output token throughput (tok/s):          %.2f" % tps)
     print("==================================================")
 ''')
-
-
-def call(method, path, body=None):
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(URL + path, data=data, method=method,
-                                 headers={"Authorization": "Bearer " + TOKEN, "Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=120) as r:
-            text = r.read().decode()
-    except urllib.error.HTTPError as e:
-        sys.exit(f"{method} {path}: {e.code} {e.read().decode()[:800]}")
-    return json.loads(text) if text.startswith(("{", "[")) else text
 
 
 def sha(path):
