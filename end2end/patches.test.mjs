@@ -54,10 +54,16 @@ test('a runner edits the gate into a patch, checks it, runs the A/B and reads th
   const patchId = Number((await patchStep.getAttribute('id')).replace('step-', ''));
   assert.match(await patchStep.locator('pre.diff').textContent(), /\+SLOW = False {2}# <b>gate<\/b>/);
   assert.match(await patchStep.locator('.patch-files').textContent(), new RegExp(`base ${sha(GATE).slice(0, 12)}`));
-  // The dry run.
-  await patchStep.locator('button.check-patch').click();
+  // The dry run: asked as the step is drawn, and again on a click.
   await patchStep.locator('.patch-check p.ok').waitFor();
   assert.match(await patchStep.locator('.patch-check').textContent(), /gate\.py: applies/);
+  writeFileSync(gate, GATE.replace('SLOW = True', 'SLOW = "by hand"'));
+  await patchStep.locator('button.check-patch', { hasText: 'Check again' }).click();
+  await patchStep.locator('.patch-check p.warning').waitFor();
+  assert.match(await patchStep.locator('.patch-check').textContent(), /gate\.py: .*changed since/);
+  writeFileSync(gate, GATE);
+  await patchStep.locator('button.check-patch').click();
+  await patchStep.locator('.patch-check p.ok').waitFor();
 
   // The A/B: baseline and patched arms interleaved, three of each.
   const engine = `python3 -c "import sys; sys.path.insert(0, sys.argv[1]); import gate; print('============ Serving Benchmark Result ============\\nOutput token throughput (tok/s): %.1f\\n==================================================' % gate.speed())" ${dir}`;

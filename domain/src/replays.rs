@@ -206,6 +206,11 @@ pub struct ManifestRun {
     /// Its files: name, bytes, sha256.
     pub artifacts: Vec<(String, u64, String)>,
     pub measurements: Vec<(String, f64, String, Option<String>)>,
+    /// The patch it ran with: per file its base, the sha256 written (applied),
+    /// at the end and put back; caches cleared; expectations met. (The diff
+    /// is its patch step's body.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patch: Option<crate::steps::patch::RunPatch>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -288,6 +293,7 @@ pub fn manifest_of(
                         .iter()
                         .map(|m| (m.metric.clone(), m.value, m.unit.clone(), m.key.clone()))
                         .collect(),
+                    patch: r.patch.clone(),
                 })
                 .collect(),
             snapshots: s

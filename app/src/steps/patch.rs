@@ -102,11 +102,19 @@ pub fn PatchContent(step: Step) -> impl IntoView {
     .into_any()
 }
 
-/// "Check on host" and what the host said: a dry run's answer is in nothing
-/// the server renders, so this is an island.
+/// Whether the patch applies on its host now: asked once the page is drawn
+/// (a dry run reads the files' hashes, one command), and again on "Check
+/// again". Its answer is in nothing the server renders, so this is an island.
 #[island]
 fn CheckOnHost(step_id: i64) -> impl IntoView {
     let check = crate::components::island_action::<CheckPatch>();
+    // In the browser only: the page is not held up by a host.
+    Effect::new(move |first: Option<()>| {
+        if first.is_none() {
+            check.dispatch(CheckPatch { step_id });
+        }
+    });
+    let pending = check.pending();
     let result = move || {
         check.value().get().and_then(Result::ok).map(|checked| {
             let rows = checked
@@ -131,7 +139,10 @@ fn CheckOnHost(step_id: i64) -> impl IntoView {
         <div class="snippet-controls">
             <ActionForm action=check attr:class="inline">
                 <input type="hidden" name="step_id" value=step_id/>
-                <button type="submit" class="quiet check-patch">"Check on host"</button>
+                <button type="submit" class="quiet check-patch">
+                    {move || if check.value().with(Option::is_some) { "Check again" } else { "Check on host" }}
+                </button>
+                {move || pending.get().then(|| view! { <span class="muted">" checking on the host…"</span> })}
                 <crate::components::ActionError action=check/>
             </ActionForm>
         </div>

@@ -93,6 +93,12 @@ impl Writer for Html {
                     let _ = write!(h, "<br><span class=\"meta\">⚠ {}</span>", esc(w));
                 }
             }
+            for (text, anchor) in &line.patches {
+                let _ = write!(h, "<br><span class=\"meta\"><a href=\"#{anchor}\">{}</a></span>", esc(text));
+            }
+            for text in &line.left_out {
+                let _ = write!(h, "<br><span class=\"meta\">⚠ {}</span>", esc(text));
+            }
             let _ = writeln!(
                 h,
                 "</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"verdict\">{}</td></tr>",

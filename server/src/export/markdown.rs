@@ -131,6 +131,12 @@ impl Writer for Markdown<'_> {
                     let _ = write!(statement, "<br>⚠ {}", inline(w));
                 }
             }
+            for (text, anchor) in &line.patches {
+                let _ = write!(statement, "<br>[{}](#{anchor})", inline(text));
+            }
+            for text in &line.left_out {
+                let _ = write!(statement, "<br>⚠ {}", inline(text));
+            }
             let _ = writeln!(
                 md,
                 "| <a id=\"{}\"></a>{statement} | {} | {} | {} | {} | {} | **{}** |",

@@ -25,6 +25,11 @@ pub struct HypothesisLine<'a> {
     pub delta: String,
     pub ci: String,
     pub verdict: String,
+    /// The patches its arms ran with — "patch 12 (treatment): /opt/…/gate.py,
+    /// +1 −1" — each with the anchor of its step, where the whole diff is.
+    pub patches: Vec<(String, String)>,
+    /// Runs of its arms it did not count, and why.
+    pub left_out: Vec<String>,
 }
 
 /// A hypothesis's chart.
@@ -147,6 +152,8 @@ fn hypothesis_line(h: &domain::hypotheses::Hypothesis) -> HypothesisLine<'_> {
             delta: format!("{:+.1} %", d.delta_pct),
             ci: format!("{:+.1} … {:+.1} %", d.ci_pct.0, d.ci_pct.1),
             verdict: said(h, Some(&d.verdict)),
+            patches: patches(h),
+            left_out: left_out(h),
         };
     }
     let c = h.comparison.as_ref();
@@ -165,7 +172,21 @@ fn hypothesis_line(h: &domain::hypotheses::Hypothesis) -> HypothesisLine<'_> {
         delta: c.map_or("—".into(), |c| format!("{:+.1} %", c.delta_pct)),
         ci: c.and_then(|c| c.ci_pct).map_or("—".into(), |(lo, hi)| format!("{lo:+.1} … {hi:+.1} %")),
         verdict: said(h, c.map(|c| c.verdict.as_str())),
+        patches: patches(h),
+        left_out: left_out(h),
     }
+}
+
+fn patches(h: &domain::hypotheses::Hypothesis) -> Vec<(String, String)> {
+    let each = |p: &domain::hypotheses::PatchSummary| {
+        let text = format!("patch {} ({}): {}, +{} −{}", p.step, p.arms, p.files.join(", "), p.added, p.removed);
+        (text, domain::model::step_anchor(p.step))
+    };
+    h.patches.iter().map(each).collect()
+}
+
+fn left_out(h: &domain::hypotheses::Hypothesis) -> Vec<String> {
+    h.left_out.iter().map(|l| format!("run {} not counted: {}", l.run, l.why)).collect()
 }
 
 /// The verdict as a report prints it: its own word ("as expected", "within

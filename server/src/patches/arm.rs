@@ -111,6 +111,17 @@ pub async fn apply(
         }
     }
     if !problems.is_empty() || files.iter().any(|f| f.applied.is_none()) {
+        if files.iter().any(|f| f.applied.is_some()) {
+            // Every base held and some files were renamed into place before
+            // one could not be: those are put back now, as after a run.
+            let partly = Applied { run, step: patch.step, keep: keep.to_string(), files, said: None };
+            let back = revert(store, pool, target, &partly).await;
+            let why = format!("Patch {} was not applied: {}. {}", patch.step, problems.join("; "), back.text);
+            if back.state == ArmState::Dirty {
+                return Err(NotApplied::Refused(why)); // recorded dirty by the revert
+            }
+            return refused(store, run, &back.files, NotApplied::Refused(why)).await;
+        }
         let why = format!("Patch {} was not applied; nothing was written. {}", patch.step, problems.join("; "));
         return refused(store, run, &files, NotApplied::Refused(why)).await;
     }

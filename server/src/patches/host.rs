@@ -59,14 +59,28 @@ pub enum Said {
     Failed(String),
 }
 
-/// The lines the shell functions below share: a file's hash, and a path
-/// followed through a symlink only within its own directory. Both set a
-/// variable rather than print into a `$(…)`: every subshell is a process,
-/// and processes are what a patch's time on the host is made of (the
-/// `patches` benchmark).
+/// The lines the shell functions below share: a file's hash (one file, or
+/// many at once), and a path followed through a symlink only within its own
+/// directory. They set variables rather than print into a `$(…)`, and hash
+/// many files with one `sha256sum`: every process is a fork and an exec, and
+/// processes are what a patch's time on the host is made of (the `patches`
+/// benchmark).
 const COMMON: &str = r#"set -u
 # Sets h to the sha256 of file $1 (empty when it cannot be read).
 hash() { h=$(sha256sum < "$1") || { h=; return 1; }; h=${h%% *}; }
+# Sets h0, h1, … to the sha256 of each file named, in order (empty for one
+# that cannot be read): one sha256sum for all, one each only if that fails.
+# (sha256sum starts a line with a backslash for a name it had to escape.)
+hashes() {
+  i=0
+  if out=$(sha256sum -- "$@" 2>/dev/null); then
+    while IFS= read -r l; do l=${l#\\}; eval "h$i=\${l%% *}"; i=$((i + 1)); done <<EOF
+$out
+EOF
+  else
+    for p in "$@"; do if [ -n "$p" ] && hash "$p"; then :; else h=; fi; eval "h$i=\$h"; i=$((i + 1)); done
+  fi
+}
 # Sets f to the file path $1 names: itself, or a symlink's target in the same
 # directory; one that leaves it is said (file number $2) and refused.
 target() {
@@ -76,8 +90,8 @@ target() {
   d=$(cd -- "${1%/*}" && pwd -P) || return 1
   case "$t" in "$d"/*) f=$t ;; *) echo "escapes	$2	$t"; return 1 ;; esac
 }
-# The originals' caches of compiled code: gone with each change.
-pyc() { [ -d "${f%/*}/__pycache__" ] || return 0; b=${f##*/}; rm -f -- "${f%/*}/__pycache__/${b%.py}".*.pyc; }
+# The caches of compiled code of file $1: gone with each change.
+pyc() { [ -d "${1%/*}/__pycache__" ] || return 0; b=${1##*/}; rm -f -- "${1%/*}/__pycache__/${b%.py}".*.pyc; }
 "#;
 
 /// Reads each path's sha256 (or says it is missing or escapes).
@@ -142,49 +156,69 @@ pub fn texts_of(out: &[u8], files: usize) -> Vec<Option<Result<Vec<u8>, Said>>> 
 }
 
 /// Applies `changes`, keeping the originals under `keep` (a directory of the
-/// run's): the script, and what goes on its stdin (the new texts, one after
-/// another; a command line holds at most 128 KiB).
+/// run's, as `keep/files/<the file's absolute path>`): the script, and what
+/// goes on its stdin (the new texts, one after another; a command line holds
+/// at most 128 KiB).
+///
+/// Each new text goes first into a copy of its file beside it (its mode and
+/// owner, as `cp -p` keeps them); then every file and every copy is hashed
+/// at once. Only if every base holds are the originals kept and the copies
+/// renamed over their files — readers see the old file or the new — and
+/// the hash said of each is that of the copy renamed into place.
 pub fn apply_script(keep: &str, changes: &[Change]) -> (String, Vec<u8>) {
     let mut script = String::from(COMMON);
-    script.push_str(&format!("keep={}\n", quote(keep)));
+    script.push_str(&format!("keep={}\nn={}\n", quote(keep), changes.len()));
     script.push_str(
-        r#"check() {
-  target "$2" "$1" || return 1
-  [ -f "$f" ] || { echo "missing	$1"; return 1; }
-  hash "$f"
-  [ "$h" = "$3" ] || { echo "differs	$1	$h"; return 1; }
-  echo "hash	$1	$h"
-}
+        r#"ok=1
 # The next $1 bytes of stdin, exactly (each file's text is read whatever else fails).
 take() { if [ "$1" -gt 0 ]; then dd bs="$1" count=1 iflag=fullblock 2>/dev/null; fi; }
-# The new text goes into a copy of the file (its mode and owner, as `cp -p`
-# keeps them), which is renamed over it: readers see the old file or the new.
-write() {
-  target "$2" "$1" || { take "$3" > /dev/null; return 0; }
+# File $1 (path $2): its new text ($3 bytes) into a copy beside it (t$1).
+stage() {
+  target "$2" "$1" || { take "$3" > /dev/null; ok=0; return 0; }
+  [ -f "$f" ] || { take "$3" > /dev/null; echo "missing	$1"; ok=0; return 0; }
   tmp="${f%/*}/.sleuth-patch.$$.$1"
-  cp -p -- "$f" "$tmp" 2>/dev/null || { take "$3" > /dev/null; echo "failed	$1	cannot write beside it"; return 0; }
-  take "$3" > "$tmp"
-  cp -p -- "$f" "$keep/$1.orig" 2>/dev/null || { rm -f -- "$tmp"; echo "failed	$1	cannot keep the original in $keep"; return 0; }
-  if mv -f -- "$tmp" "$f"; then
-    pyc
-    hash "$f"
-    echo "applied	$1	$h"
+  if cp -p -- "$f" "$tmp" 2>/dev/null; then
+    take "$3" > "$tmp"
+    eval "f$1=\$f t$1=\$tmp"
   else
-    rm -f -- "$tmp"; echo "failed	$1	cannot replace it"
+    take "$3" > /dev/null; echo "failed	$1	cannot write beside it"; ok=0
   fi
 }
-mkdir -p -- "$keep" || { echo "failed	-	cannot make $keep"; exit 0; }
-ok=1
+# File $1 found with sha256 $2, its base $3; $4: its staged copy, if any.
+based() {
+  [ -n "$4" ] || return 0
+  if [ "$2" = "$3" ]; then echo "hash	$1	$2"; else echo "differs	$1	$2"; ok=0; fi
+}
+# Every file said of with $1.
+all() { i=0; while [ "$i" -lt "$n" ]; do echo "failed	$i	$1"; i=$((i + 1)); done; }
+# The original of file $1 kept under $keep/files, where cp has no --parents.
+keep1() { mkdir -p -- "$keep/files${1%/*}" && cp -- "$1" "$keep/files$1"; }
+# File $1 (path $2): its copy $3, hashed $4, renamed over it.
+place() {
+  if mv -f -- "$3" "$2"; then pyc "$2"; echo "applied	$1	$4"; else rm -f -- "$3"; echo "failed	$1	cannot replace it"; fi
+}
 "#,
     );
-    for (n, c) in changes.iter().enumerate() {
-        script.push_str(&format!("check {n} {} {} || ok=0\n", quote(&c.path), quote(&c.base)));
-    }
-    script.push_str("[ \"$ok\" = 1 ] || exit 0\n");
     let mut input = Vec::new();
     for (n, c) in changes.iter().enumerate() {
-        script.push_str(&format!("write {n} {} {}\n", quote(&c.path), c.text.len()));
+        script.push_str(&format!("stage {n} {} {}\n", quote(&c.path), c.text.len()));
         input.extend_from_slice(&c.text);
+    }
+    let count = changes.len();
+    let each = |form: &dyn Fn(usize) -> String, sep: &str| (0..count).map(form).collect::<Vec<_>>().join(sep);
+    let originals = each(&|n| format!("\"${{f{n}-}}\""), " ");
+    let copies = each(&|n| format!("\"${{t{n}-}}\""), " ");
+    script.push_str(&format!("hashes {originals} {copies}\n"));
+    for (n, c) in changes.iter().enumerate() {
+        script.push_str(&format!("based {n} \"$h{n}\" {} \"${{t{n}-}}\"\n", quote(&c.base)));
+    }
+    script.push_str(&format!("[ \"$ok\" = 1 ] || {{ rm -f -- {copies}; exit 0; }}\n"));
+    let one_by_one = each(&|n| format!("keep1 \"$f{n}\""), " && ");
+    script.push_str(&format!(
+        "if ! {{ mkdir -p -- \"$keep/files\" && {{ cp --parents --preserve=timestamps -- {originals} \"$keep/files/\" 2>/dev/null || {{ {one_by_one}; }}; }}; }}; then\n  rm -f -- {copies}; all \"cannot keep the original in $keep\"; exit 0\nfi\n"
+    ));
+    for n in 0..count {
+        script.push_str(&format!("place {n} \"$f{n}\" \"$t{n}\" \"$h{}\"\n", count + n));
     }
     (script, input)
 }
@@ -196,28 +230,66 @@ pub fn revert_script(keep: &str, written: &[Written]) -> String {
 
 /// The same, and `over_changes`: over a file changed since the patch wrote it
 /// too (an admin restoring a dirty host).
+///
+/// Every file is hashed at once; those to put back are copied back in place
+/// with one `cp` (into the inode the patch renamed there, whose mode and
+/// owner were the original's; nothing runs on the host while a patch is on),
+/// and hashed again at once.
 fn put_back_script(keep: &str, written: &[Written], over_changes: bool) -> String {
     let mut script = String::from(COMMON);
-    script.push_str(&format!("keep={}\nover={}\n", quote(keep), u8::from(over_changes)));
+    script.push_str(&format!("keep={}\nover={}\nback=\n", quote(keep), u8::from(over_changes)));
     script.push_str(
-        r#"revert() {
-  target "$2" "$1" || return 0
-  hash "$f" 2>/dev/null
-  if [ "$h" = "$4" ]; then echo "reverted	$1	$h"; return 0; fi
-  if [ "$h" != "$3" ] && [ "$over" != 1 ]; then echo "changed	$1	$h"; return 0; fi
-  tmp="${f%/*}/.sleuth-patch.$$.$1"
-  if cp -p -- "$keep/$1.orig" "$tmp" 2>/dev/null && mv -f -- "$tmp" "$f"; then
-    pyc
-    hash "$f"
-    if [ "$h" = "$4" ]; then echo "reverted	$1	$h"; else echo "unverified	$1	$h"; fi
-  else
-    rm -f -- "$tmp"; echo "failed	$1	cannot put the original back"
-  fi
+        r#"# File $1 (path $2): f$1 is the file to hash, empty where it escapes.
+look() { if target "$2" "$1"; then eval "f$1=\$f"; else eval "f$1="; fi; }
+# File $1 found with sha256 $2, written as $3, its base $4, $5 its path:
+# said, or to be put back (b$1=1).
+judge() {
+  eval "b$1=0"
+  [ -n "$5" ] || return 0
+  if [ "$2" = "$4" ]; then echo "reverted	$1	$2"; return 0; fi
+  if [ "$2" != "$3" ] && [ "$over" != 1 ]; then echo "changed	$1	$2"; return 0; fi
+  eval "b$1=1"; back=1
+}
+# The originals named (relative to $keep/files) copied back in place, all
+# with one cp --parents.
+putback() {
+  here=$PWD
+  if cd -- "$keep/files" 2>/dev/null && cp --parents --preserve=timestamps -- "$@" / 2>/dev/null; then cd -- "$here"; return 0; fi
+  cd -- "$here"; return 1
+}
+# File $1 (path $2) put back by itself: where cp has no --parents, or its
+# original was kept as $keep/N.orig (as patches applied before this layout kept them).
+back1() {
+  src="$keep/files$2"
+  [ -f "$src" ] || src="$keep/$1.orig"
+  cp -- "$src" "$2" 2>/dev/null || echo "failed	$1	cannot put the original back"
+}
+# File $1 put back, its sha256 now $2, its base $3, $4 its path: said.
+verify() {
+  if [ "$2" = "$3" ]; then pyc "$4"; echo "reverted	$1	$2"; else echo "unverified	$1	$2"; fi
 }
 "#,
     );
+    let count = written.len();
     for (n, w) in written.iter().enumerate() {
-        script.push_str(&format!("revert {n} {} {} {}\n", quote(&w.path), quote(&w.applied), quote(&w.base)));
+        script.push_str(&format!("look {n} {}\n", quote(&w.path)));
+    }
+    let files = (0..count).map(|n| format!("\"$f{n}\"")).collect::<Vec<_>>().join(" ");
+    script.push_str(&format!("hashes {files}\n"));
+    for (n, w) in written.iter().enumerate() {
+        script.push_str(&format!("judge {n} \"$h{n}\" {} {} \"$f{n}\"\n", quote(&w.applied), quote(&w.base)));
+    }
+    script.push_str("[ -n \"$back\" ] || exit 0\nset --\n");
+    for n in 0..count {
+        script.push_str(&format!("[ \"$b{n}\" = 0 ] || set -- \"$@\" \"${{f{n}#/}}\"\n"));
+    }
+    script.push_str("if ! putback \"$@\"; then\n");
+    for n in 0..count {
+        script.push_str(&format!("  [ \"$b{n}\" = 0 ] || back1 {n} \"$f{n}\"\n"));
+    }
+    script.push_str(&format!("fi\nhashes {files}\n"));
+    for (n, w) in written.iter().enumerate() {
+        script.push_str(&format!("[ \"$b{n}\" = 0 ] || verify {n} \"$h{n}\" {} \"$f{n}\"\n", quote(&w.base)));
     }
     script
 }
@@ -495,6 +567,106 @@ mod tests {
             assert_eq!(said, &Some(Said::Applied(sha(&c.text))));
             assert_eq!(std::fs::read(&c.path).unwrap(), c.text);
         }
+    }
+
+    /// `sh` with a `cp` that has no `--parents` (as BusyBox's) first in its PATH.
+    fn sh_without_parents((script, input): (String, Vec<u8>), bin: &std::path::Path) -> String {
+        let cp = bin.join("cp");
+        std::fs::write(
+            &cp,
+            "#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = --parents ] && exit 1; done\nexec /bin/cp \"$@\"\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&cp, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+        sh((format!("PATH={}\n{script}", quote(&path)), input))
+    }
+
+    #[test]
+    fn many_files_at_once_odd_names_no_parents_and_a_refusal_that_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let sub = dir.path().join("pkg");
+        std::fs::create_dir(&sub).unwrap();
+        // sha256sum escapes these names; a line per file must still be read as one.
+        let names = ["plain.py", "new\nline.py", "back\\slash.py"];
+        let paths: Vec<String> = names.iter().map(|n| sub.join(n).display().to_string()).collect();
+        let mtime = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
+        for (i, p) in paths.iter().enumerate() {
+            std::fs::write(p, format!("v1 {i}\n")).unwrap();
+            std::fs::File::options().write(true).open(p).unwrap().set_modified(mtime).unwrap();
+        }
+        let keep = dir.path().join("run/patch").display().to_string();
+        let changes: Vec<Change> = paths
+            .iter()
+            .enumerate()
+            .map(|(i, p)| Change {
+                path: p.clone(),
+                base: sha(format!("v1 {i}\n").as_bytes()),
+                text: format!("v2 {i}\n").into_bytes(),
+            })
+            .collect();
+        let leftovers = || {
+            std::fs::read_dir(&sub)
+                .unwrap()
+                .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with(".sleuth-patch"))
+                .count()
+        };
+
+        // One file gone: the others say their bases held, nothing is written, no copy is left beside them.
+        std::fs::rename(&paths[2], sub.join("away")).unwrap();
+        let (said, _) = answers(&sh(apply_script(&keep, &changes)), 3);
+        assert_eq!(
+            said,
+            vec![
+                Some(Said::Hash(changes[0].base.clone())),
+                Some(Said::Hash(changes[1].base.clone())),
+                Some(Said::Missing)
+            ]
+        );
+        assert_eq!(std::fs::read_to_string(&paths[0]).unwrap(), "v1 0\n");
+        assert_eq!(leftovers(), 0);
+        std::fs::rename(sub.join("away"), &paths[2]).unwrap();
+
+        // All there: applied, each with the hash of its new text; reverted, each verified, its mtime back.
+        let (said, other) = answers(&sh(apply_script(&keep, &changes)), 3);
+        for (c, said) in changes.iter().zip(&said) {
+            assert_eq!(said, &Some(Said::Applied(sha(&c.text))), "{other:?}");
+            assert_eq!(std::fs::read(&c.path).unwrap(), c.text);
+        }
+        let written: Vec<Written> = changes
+            .iter()
+            .map(|c| Written { path: c.path.clone(), base: c.base.clone(), applied: sha(&c.text) })
+            .collect();
+        let (said, other) = answers(&run(&revert_script(&keep, &written)), 3);
+        for (w, said) in written.iter().zip(&said) {
+            assert_eq!(said, &Some(Said::Reverted(w.base.clone())), "{other:?}");
+            assert_eq!(std::fs::metadata(&w.path).unwrap().modified().unwrap(), mtime);
+        }
+        assert_eq!(leftovers(), 0);
+
+        // The same where cp has no --parents: one cp each, the same answers.
+        let bin = tempfile::tempdir().unwrap();
+        let keep = dir.path().join("run2/patch").display().to_string();
+        let (said, _) = answers(&sh_without_parents(apply_script(&keep, &changes), bin.path()), 3);
+        assert!(said.iter().all(|s| matches!(s, Some(Said::Applied(_)))), "{said:?}");
+        let (said, _) = answers(&sh_without_parents((revert_script(&keep, &written), Vec::new()), bin.path()), 3);
+        assert!(said.iter().zip(&written).all(|(s, w)| s == &Some(Said::Reverted(w.base.clone()))), "{said:?}");
+        assert_eq!(std::fs::read_to_string(&paths[1]).unwrap(), "v1 1\n");
+    }
+
+    #[test]
+    fn an_original_kept_as_before_is_still_put_back() {
+        // Patches applied before originals were kept by path kept them as N.orig.
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("gate.py");
+        std::fs::write(&a, "v2\n").unwrap();
+        let keep = dir.path().join("run/patch");
+        std::fs::create_dir_all(&keep).unwrap();
+        std::fs::write(keep.join("0.orig"), "v1\n").unwrap();
+        let written = [Written { path: a.display().to_string(), base: sha(b"v1\n"), applied: sha(b"v2\n") }];
+        let (said, _) = answers(&run(&revert_script(&keep.display().to_string(), &written)), 1);
+        assert_eq!(said[0], Some(Said::Reverted(sha(b"v1\n"))));
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "v1\n");
     }
 
     #[test]

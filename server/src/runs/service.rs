@@ -111,10 +111,17 @@ impl Runs {
             }
             Err(e) => tracing::error!("cannot read measurements: {}", crate::error::chain(&e)),
         }
+        // Every run's patch proof (a small row each, and only patched runs
+        // have one): the provenance manifest carries them all.
+        let mut patches: HashMap<i64, domain::steps::patch::RunPatch> = HashMap::new();
+        for row in self.store.run_patches_of(&ids).await? {
+            patches.insert(row.run_id, crate::patches::arm::shown(&row)?);
+        }
         let mut by_step: HashMap<i64, Vec<Run>> = HashMap::new();
         for row in rows {
             let mut run = run_from_row(row)?;
             run.measurements = measured.remove(&run.id).unwrap_or_default();
+            run.patch = patches.remove(&run.id);
             by_step.entry(run.step_id).or_default().push(run);
         }
         // A page shows one run of a step in full (`shown_run`; the newest gets
@@ -137,14 +144,9 @@ impl Runs {
             }
             Err(e) => tracing::error!("cannot read reports: {}", crate::error::chain(&e)),
         }
-        let mut patches: HashMap<i64, domain::steps::patch::RunPatch> = HashMap::new();
-        for row in self.store.run_patches_of(&detailed).await? {
-            patches.insert(row.run_id, crate::patches::arm::shown(&row)?);
-        }
         for run in by_step.values_mut().flatten() {
             run.artifacts = artifacts.remove(&run.id).unwrap_or_default();
             run.reports = reports.remove(&run.id).unwrap_or_default();
-            run.patch = patches.remove(&run.id);
         }
         for step in steps.iter_mut() {
             if let Some(mut runs) = by_step.remove(&step.id) {

@@ -271,6 +271,31 @@ async fn a_sweep_over_a_patch_measures_both_arms_and_leaves_the_file_as_it_was()
     );
     assert_eq!((h["patches"][0]["added"].as_u64(), h["patches"][0]["removed"].as_u64()), (Some(1), Some(1)), "{h}");
 
+    // The reports say it beside the numbers, linked to the step with the whole diff, and what was left out.
+    for format in ["html", "markdown"] {
+        let report = app.get(&format!("/api/v1/investigations/{inv}/export?format={format}")).await.text();
+        let said = format!("patch {patch} (treatment): {path}, +1 −1");
+        assert!(report.contains(&said), "{format}: {said} not in the report");
+        assert!(report.contains(&format!("#step-{patch}")), "{format}: no link to the patch step");
+        let left_out = format!("run {odd} not counted: patch {patch}");
+        assert!(report.contains(&left_out) && report.contains("expectation failed"), "{format}: {left_out}");
+    }
+
+    // The manifest carries each patched run's hashes beside the patch step's diff and bases.
+    let manifest = app.get(&format!("/api/v1/investigations/{inv}/provenance")).await.json();
+    let manifest_steps = manifest["steps"].as_array().unwrap();
+    let patch_step = manifest_steps.iter().find(|s| s["id"].as_i64() == Some(patch)).unwrap();
+    assert_eq!(patch_step["body"]["files"][0]["base"], json!(before), "{patch_step}");
+    let swept = manifest_steps.iter().find(|s| s["id"].as_i64() == Some(step)).unwrap();
+    let patched: Vec<&serde_json::Value> =
+        swept["runs"].as_array().unwrap().iter().filter(|r| !r["patch"].is_null()).collect();
+    assert_eq!(patched.len(), 3, "{swept}");
+    for run in patched {
+        let file = &run["patch"]["files"][0];
+        assert_eq!((&file["base"], &file["reverted"]), (&json!(before), &json!(before)), "{run}");
+        assert!(file["applied"].as_str().is_some_and(|a| a.len() == 64 && a != before), "{run}");
+    }
+
     // Changed by hand since the patch was made: refused, both hashes named, nothing written.
     let edited = format!("{GATE}# tuned by hand\n");
     std::fs::write(&gate, &edited).unwrap();
