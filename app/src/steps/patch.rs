@@ -164,7 +164,7 @@ pub fn AddPatch(investigation: String) -> impl IntoView {
                     <label>"Host" <crate::components::HostSelect/></label>
                 </div>
                 <label>
-                    <span>"Diff " <span class="muted">"(as diff -u or git diff prints it, with absolute paths on the host)"</span></span>
+                    <span>"Diff " <span class="muted">"(as diff -u or git diff prints it: absolute paths, or relative ones found where python3 on the host imports from)"</span></span>
                     <textarea name="diff" rows="10" required spellcheck="false"
                         placeholder="--- /usr/lib/python3/dist-packages/vllm/…/custom_all_reduce.py\n+++ /usr/lib/python3/dist-packages/vllm/…/custom_all_reduce.py\n@@ -140,3 +140,3 @@"></textarea>
                 </label>

@@ -75,7 +75,7 @@ pub struct PatchFile {
 impl PatchBody {
     /// Saving it reads its host: some file's base is not given.
     pub fn reads_host(&self) -> bool {
-        self.files.is_empty() || self.files.iter().any(|f| f.base.is_none())
+        self.files.is_empty() || self.files.iter().any(|f| f.base.is_none() || !f.path.starts_with('/'))
     }
 
     /// Lines added and removed over all its files.

@@ -260,6 +260,49 @@ pub fn counts(files: &[FileDiff]) -> (usize, usize) {
     })
 }
 
+/// `text` with the files `resolved` names (as [`parse`] reads them) named by
+/// the absolute paths they were resolved to on the host: each pair of file
+/// headers rewritten, the `diff --git`/`index` lines of those files left out
+/// (they name them the old way). Every other line is kept as it is.
+pub fn with_paths(text: &str, resolved: &std::collections::HashMap<String, String>) -> String {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let mut out: Vec<String> = Vec::with_capacity(lines.len());
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        let pair = line.starts_with("--- ") && lines.get(i + 1).is_some_and(|n| n.starts_with("+++ "));
+        if pair {
+            let part = format!("{line}{}", lines[i + 1]);
+            let new = header_path(&part).unwrap_or_default();
+            let new = new.trim_matches('"');
+            if let Some(path) = resolved.get(strip_git_prefix(new, &part)) {
+                // The lines that introduced this file the old way go with it.
+                while out.last().is_some_and(|l| l.starts_with("diff --git ") || l.starts_with("index ")) {
+                    out.pop();
+                }
+                let named = header_name(path);
+                out.push(format!("--- {named}\n"));
+                out.push(format!("+++ {named}\n"));
+                i += 2;
+                continue;
+            }
+        }
+        out.push(line.to_string());
+        i += 1;
+    }
+    out.concat()
+}
+
+/// A path as a diff header names it: quoted, as git quotes, where it holds a
+/// quote or a backslash (control characters are refused by [`checked_path`]).
+fn header_name(path: &str) -> String {
+    if path.contains(['"', '\\']) {
+        format!("\"{}\"", path.replace('\\', "\\\\").replace('"', "\\\""))
+    } else {
+        path.to_string()
+    }
+}
+
 /// The diff of `path` from `old` to `new`, with three lines of context: what
 /// "Edit these lines" saves.
 pub fn between(path: &str, old: &str, new: &str) -> String {
@@ -300,6 +343,25 @@ fn shifted_header(line: &str, shift: usize) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn relative_paths_resolved_are_named_absolute_in_the_headers_and_the_rest_kept() {
+        let text = "diff --git a/vllm/a.py b/vllm/a.py\nindex 1..2 100644\n--- a/vllm/a.py\n+++ b/vllm/a.py\n@@ -1,2 +1,2 @@\n x\n-y\n+z\n--- /etc/kept.py\n+++ /etc/kept.py\n@@ -3 +3 @@\n-1\n+2\n";
+        let resolved = std::collections::HashMap::from([(
+            "vllm/a.py".to_string(),
+            "/opt/my env/lib/\"odd\"/vllm/a.py".to_string(),
+        )]);
+        let out = with_paths(text, &resolved);
+        assert!(out.starts_with("--- \"/opt/my env/lib/\\\"odd\\\"/vllm/a.py\"\n+++ "), "{out}");
+        assert!(
+            out.ends_with("@@ -1,2 +1,2 @@\n x\n-y\n+z\n--- /etc/kept.py\n+++ /etc/kept.py\n@@ -3 +3 @@\n-1\n+2\n"),
+            "{out}"
+        );
+        let files = parse(&out).unwrap();
+        assert_eq!(files[0].path, "/opt/my env/lib/\"odd\"/vllm/a.py");
+        assert_eq!(files[1].path, "/etc/kept.py");
+        assert_eq!(files[0].hunks, parse(text).unwrap()[0].hunks);
+    }
 
     #[test]
     fn lines_of_a_snippet_make_a_diff_numbered_as_the_file_is() {

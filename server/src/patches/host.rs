@@ -110,6 +110,65 @@ pub fn read_script(paths: &[String]) -> String {
     script
 }
 
+/// Finds each relative path (`vllm/distributed/…/custom_all_reduce.py`, as
+/// `git diff` names files) where Python on the host would import it from: the
+/// first directory of `python3`'s `sys.path` (in its order: the one it
+/// imports) that holds it, else the home directory. A path not found whole is
+/// tried without its leading directories (a repository's `python/sglang/…`
+/// is installed as `sglang/…`), down to a directory and its file. Answers
+/// `found<TAB>N<TAB>PATH` or `none<TAB>N`.
+pub fn resolve_script(paths: &[String]) -> String {
+    let mut script = String::from(
+        r#"set -u
+dirs=$(python3 -c 'import sys
+print("\n".join(p for p in sys.path if p.startswith("/")))' 2>/dev/null)
+dirs="$dirs
+$HOME"
+resolve() {
+  r=$2
+  while :; do
+    while IFS= read -r d; do
+      [ -n "$d" ] && [ -f "$d/$r" ] && { echo "found	$1	$d/$r"; return 0; }
+    done <<EOF
+$dirs
+EOF
+    case "$r" in */*/*) r=${r#*/} ;; *) break ;; esac
+  done
+  echo "none	$1"
+}
+"#,
+    );
+    for (n, path) in paths.iter().enumerate() {
+        script.push_str(&format!("resolve {n} {}\n", quote(path.trim_start_matches("./"))));
+    }
+    script
+}
+
+/// Where each relative path is on the host ([`resolve_script`]); `None` for
+/// one found nowhere.
+pub async fn resolve(pool: &Pool, target: &Target, paths: &[String]) -> Result<Vec<Option<String>>> {
+    let captured = exec::capture(pool, target, &resolve_script(paths), 1 << 20).await?;
+    let mut found: Vec<Option<Option<String>>> = vec![None; paths.len()];
+    for line in String::from_utf8_lossy(&captured.stdout).lines() {
+        let mut parts = line.splitn(3, '\t');
+        let (word, n, path) = (parts.next(), parts.next().and_then(|n| n.parse::<usize>().ok()), parts.next());
+        match (word, n.filter(|n| *n < paths.len()), path) {
+            (Some("found"), Some(n), Some(path)) if path.starts_with('/') => found[n] = Some(Some(path.to_string())),
+            (Some("none"), Some(n), _) => found[n] = Some(None),
+            _ => {}
+        }
+    }
+    if found.iter().any(Option::is_none) {
+        let stderr = String::from_utf8_lossy(&captured.stderr);
+        return Err(ApiError::new(
+            ErrorCode::HostUnreachable,
+            format!("{} did not say where the patch's files are: {}", target.name, stderr.trim()),
+        )
+        .into());
+    }
+    Ok(found.into_iter().flatten().collect())
+}
+
 /// Prints each path's text, framed: `text<TAB>N<TAB>SIZE` and its bytes (or
 /// says it is missing or escapes).
 pub fn texts_script(paths: &[String]) -> String {
@@ -667,6 +726,31 @@ mod tests {
         let (said, _) = answers(&run(&revert_script(&keep.display().to_string(), &written)), 1);
         assert_eq!(said[0], Some(Said::Reverted(sha(b"v1\n"))));
         assert_eq!(std::fs::read_to_string(&a).unwrap(), "v1\n");
+    }
+
+    #[test]
+    fn relative_paths_are_found_where_python_imports_from_then_home() {
+        let (site, home) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        for (root, file) in
+            [(site.path(), "vllm/dist/gate.py"), (home.path(), "vllm/dist/gate.py"), (home.path(), "sglang/srt/ar.py")]
+        {
+            let path = root.join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, "x\n").unwrap();
+        }
+        let paths = ["vllm/dist/gate.py", "python/sglang/srt/ar.py", "./nowhere/x.py", "gate.py"].map(String::from);
+        let script = format!(
+            "export PYTHONPATH={} HOME={}\n{}",
+            quote(&site.path().display().to_string()),
+            quote(&home.path().display().to_string()),
+            resolve_script(&paths)
+        );
+        let out = run(&script);
+        let found = |n: usize, path: &std::path::Path| format!("found\t{n}\t{}", path.display());
+        // On the import path before home; a repository's leading directory let go; a bare name is not searched for.
+        assert!(out.contains(&found(0, &site.path().join("vllm/dist/gate.py"))), "{out}");
+        assert!(out.contains(&found(1, &home.path().join("sglang/srt/ar.py"))), "{out}");
+        assert!(out.contains("none\t2") && out.contains("none\t3"), "{out}");
     }
 
     #[test]

@@ -32,6 +32,9 @@ impl Patches {
         let Some(run_on) = permit.fetch_on(&patch.host) else {
             return Err(crate::error::Error::bug(format!("reading {}'s files without a permit to", patch.host)));
         };
+        if patch.files.iter().any(|f| !f.path.starts_with('/')) {
+            patch = self.resolved(run_on, patch).await?;
+        }
         let said = self.read(run_on, &patch, "patch.read").await?;
         for (file, said) in patch.files.iter_mut().zip(said) {
             match said {
@@ -50,6 +53,43 @@ impl Patches {
             }
         }
         Ok(StepBody::Patch(patch))
+    }
+
+    /// `patch` with its relative paths resolved on its host (where Python
+    /// would import them from, [`host::resolve`]): its diff's headers name
+    /// the absolute paths, and so do its files (a given base kept with its file).
+    async fn resolved(&self, permit: &RunOn, mut patch: PatchBody) -> Result<PatchBody> {
+        let relative: Vec<String> =
+            patch.files.iter().filter(|f| !f.path.starts_with('/')).map(|f| f.path.clone()).collect();
+        let target = self.hosts.target(&patch.host).await?;
+        let found = host::resolve(self.hosts.pool(), &target, &relative).await;
+        let entry = NewAudit {
+            who: permit.actor().name.clone(),
+            action: "patch.resolve",
+            host: Some(patch.host.clone()),
+            target: relative.join(" "),
+            outcome: crate::audit::outcome(&found),
+            ..Default::default()
+        };
+        crate::audit::record(&self.store, entry).await;
+        let mut paths = std::collections::HashMap::new();
+        for (path, found) in relative.iter().zip(found?) {
+            let Some(found) = found else {
+                return Err(ApiError::invalid(format!(
+                    "{path} was found on {} neither under python3's import path nor the home directory: name it by its absolute path (`--- /opt/…/{path}`).",
+                    patch.host
+                ))
+                .into());
+            };
+            paths.insert(path.clone(), found);
+        }
+        patch.diff = super::diff::with_paths(&patch.diff, &paths);
+        for file in &mut patch.files {
+            if let Some(found) = paths.get(&file.path) {
+                file.path = found.clone();
+            }
+        }
+        Ok(crate::steps::patch::validate(patch)?)
     }
 
     /// A dry run: each file's sha256 on the host now against its base.

@@ -5,7 +5,7 @@ mod command;
 mod edit_lines;
 mod grep;
 mod note;
-mod patch;
+pub(crate) mod patch;
 mod service;
 mod snippet;
 

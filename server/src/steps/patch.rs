@@ -19,12 +19,8 @@ pub fn validate(mut body: PatchBody) -> Result<PatchBody, ApiError> {
         body.diff = body.diff.replace("\r\n", "\n");
     }
     let files = diff::parse(&body.diff).map_err(|e| ApiError::invalid(e.to_string()))?;
-    if let Some(relative) = files.iter().find(|f| !f.path.starts_with('/')) {
-        return Err(ApiError::invalid(format!(
-            "{:?} is not an absolute path: name each file as it is on the host (`--- /opt/…/file.py`).",
-            relative.path
-        )));
-    }
+    // A relative path (`git diff`'s `vllm/…/x.py`) is resolved on the host
+    // when the step is saved (`crate::patches::Patches::with_bases`).
     let given = std::mem::take(&mut body.files);
     if let Some(stray) = given.iter().find(|g| !files.iter().any(|f| f.path == g.path)) {
         return Err(ApiError::invalid(format!("The diff does not change {:?}, whose base was given.", stray.path)));
@@ -117,7 +113,9 @@ mod tests {
     fn bad_patches_are_refused_with_a_reason() {
         let say = |b: PatchBody| validate(b).err().map(|e| e.message).unwrap_or_default();
         assert!(say(body(&DIFF.replace("/opt/vllm", "/opt/../etc"), vec![])).contains("`..`"));
-        assert!(say(body(&DIFF.replace("/opt/vllm/", "vllm/"), vec![])).contains("not an absolute path"));
+        let relative =
+            validate(body(&DIFF.replace("/opt/vllm/", "vllm/"), vec![])).expect("resolved on the host later");
+        assert!(relative.reads_host() && relative.files[0].path == "vllm/gate.py", "{:?}", relative.files);
         assert!(say(body("hello", vec![])).contains("not a unified diff"));
         let stray = vec![PatchFile { path: "/etc/passwd".into(), base: None, added: 0, removed: 0 }];
         assert!(say(body(DIFF, stray)).contains("does not change \"/etc/passwd\""));

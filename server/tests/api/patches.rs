@@ -112,6 +112,32 @@ async fn a_patch_step_is_made_checked_and_refused_where_it_must_be() {
     assert!(refused.text().contains("There is no file"), "{}", refused.text());
     std::fs::write(&gate, before).unwrap();
 
+    // A `git diff` with relative paths: resolved on the host where python3
+    // would import it (or the home directory), saved naming the absolute path.
+    let home = std::path::PathBuf::from(std::env::var("HOME").expect("HOME"));
+    let repo = tempfile::Builder::new().prefix(".sleuth-test-").tempdir_in(&home).expect("a directory in home");
+    let name = repo.path().file_name().unwrap().to_string_lossy().into_owned();
+    let installed = repo.path().join("pkg/gate.py");
+    std::fs::create_dir_all(installed.parent().unwrap()).unwrap();
+    std::fs::write(&installed, before).unwrap();
+    let git = diff::between(&format!("a/{name}/pkg/gate.py"), before, &before.replace("slow = True", "slow = False"))
+        .replace(&format!("+++ a/{name}"), &format!("+++ b/{name}"));
+    let git = format!("diff --git a/{name}/pkg/gate.py b/{name}/pkg/gate.py\nindex 1..2 100644\n{git}");
+    let made_git = team.ok("run", Method::POST, &steps, json!({ "kind": "patch", "host": "gpu", "diff": git })).await;
+    let resolved = installed.display().to_string();
+    assert_eq!(made_git["files"][0]["path"], json!(resolved), "{made_git}");
+    assert_eq!(made_git["files"][0]["base"], json!(sha(before.as_bytes())));
+    assert!(made_git["diff"].as_str().unwrap().starts_with(&format!("--- {resolved}\n+++ {resolved}\n")), "{made_git}");
+    let nowhere = git.replace(&name, "no-such-repo-anywhere");
+    let refused =
+        team.call("run", Method::POST, &steps, json!({ "kind": "patch", "host": "gpu", "diff": nowhere })).await;
+    assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", refused.text());
+    assert!(
+        refused.text().contains("neither under python3's import path nor the home directory"),
+        "{}",
+        refused.text()
+    );
+
     // `..` in a path, and a symlink out of its directory: refused, nothing saved.
     let sneaky = patch.replace(&format!("{}/", dir.display()), &format!("{}/../", dir.display()));
     let refused =
@@ -129,7 +155,7 @@ async fn a_patch_step_is_made_checked_and_refused_where_it_must_be() {
     assert!(refused.text().contains("outside its directory"), "{}", refused.text());
     let kinds = team.ok("view", Method::GET, &format!("/api/v1/investigations/{id}"), Value::Null).await;
     let patches = kinds["steps"].as_array().unwrap().iter().filter(|s| s["kind"] == "patch").count();
-    assert_eq!(patches, 1, "only the first patch was saved");
+    assert_eq!(patches, 2, "only the first patch and the resolved one were saved");
 
     // An editor: may save one whose bases it gives, not one that reads the
     // host, and may not check it; a viewer saves none.
