@@ -21,6 +21,7 @@ pub mod backend;
 #[cfg(feature = "hydrate")]
 mod browser;
 pub mod components;
+pub mod guards;
 pub mod pages;
 pub mod steps;
 

@@ -400,6 +400,18 @@ pub struct Hypothesis {
     /// The patches its arms' runs ran with: what each changed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub patches: Vec<PatchSummary>,
+    /// The guards over the runs its arms used (`crate::guards`): one of each
+    /// name, once both arms have runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub guards: Vec<crate::guards::Guard>,
+    /// Whether no guard warns over those runs and one could see them (`None`:
+    /// none could, or the arms have no runs yet; `guards::trusted`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trusted: Option<bool>,
+    /// The hazards found, in a sentence ("treatment: 1 of 3 treatment runs:
+    /// prefix-cache hits up to 42 %…"); `fail` ones mark the verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hazards: Option<String>,
     pub url: String,
     pub created_at: String,
     pub updated_at: String,

@@ -39,6 +39,7 @@ pub mod distributions;
 pub mod engine;
 pub mod error;
 pub mod frontier;
+pub mod guards;
 pub mod history;
 pub mod hosts;
 pub mod html;

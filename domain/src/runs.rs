@@ -258,6 +258,11 @@ pub struct Run {
     /// What it waits for while queued: "waiting: patch 12 applied on gpu for run 88".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting: Option<String>,
+    /// Once it has ended, on its own page and `GET /api/v1/runs/{id}`: the
+    /// guards (`crate::guards`), one of each name, judged with the other
+    /// runs of its configuration.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub guards: Vec<crate::guards::Guard>,
 }
 
 /// Which of Sleuth's readers read a report file (`crate::reports` in the

@@ -499,6 +499,9 @@ fn HypothesisRow(h: Hypothesis, steps: Vec<(i64, String)>, commands: Vec<(String
                         }).collect_view()}
                     </ul>
                 })}
+                {h.hazards.clone().map(|text| view! { <p class="notice hazards">"⚠ Hazards: " {text}</p> })}
+                {(h.trusted == Some(true)).then(|| view! { <p class="muted trusted">"Trusted: no guard warns over the runs it used."</p> })}
+                <crate::guards::Guards guards=h.guards.clone()/>
                 {(!h.rationale.is_empty()).then(|| view! {
                     <details class="rationale"><summary>"why"</summary><div class="markdown" inner_html=h.rationale_html.clone()></div></details>
                 })}

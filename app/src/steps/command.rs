@@ -583,6 +583,7 @@ pub fn RunOutput(
             </div>
             {run.error.clone().map(|e| view! { <p class="run-error">{e}</p> })}
             {run.patch.clone().map(|patch| view! { <super::patch::RunPatchProof patch/> })}
+            <crate::guards::Guards guards=run.guards.clone()/>
             {run.config.as_ref().map(|c| view! {
                 <div class="run-config">"configuration " <code>{domain::sweeps::config_label(c)}</code>
                     " " <AgainForm step_id=run.step_id config=c.clone()/></div>
@@ -888,7 +889,7 @@ const HEADLINE: &[&str] = &[
     "power_w_mean",
 ];
 
-fn format_value(value: f64) -> String {
+pub(crate) fn format_value(value: f64) -> String {
     if value.fract() == 0.0 && value.abs() < 1e15 { format!("{value:.0}") } else { format!("{value:.2}") }
 }
 

@@ -244,6 +244,13 @@ pub fn measurements(scrapes: &[Scrape]) -> Vec<(String, f64, &'static str, Optio
     if !waiting.is_empty() {
         push("requests_waiting_max", max(&waiting), "requests");
         push("requests_waiting_mean", mean(&waiting), "requests");
+        // A queue that grows through the run (the `oversaturated` guard):
+        // its last third's mean less its first third's.
+        if waiting.len() >= 3 {
+            let third = waiting.len() / 3;
+            let growth = mean(&waiting[waiting.len() - third..]) - mean(&waiting[..third]);
+            push("requests_waiting_growth", growth, "requests");
+        }
     }
     let running = gauge(&RUNNING);
     if !running.is_empty() {

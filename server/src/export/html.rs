@@ -99,6 +99,9 @@ impl Writer for Html {
             for text in &line.left_out {
                 let _ = write!(h, "<br><span class=\"meta\">⚠ {}</span>", esc(text));
             }
+            if let Some(hazards) = &line.hazards {
+                let _ = write!(h, "<br><span class=\"meta\">⚠ Hazards: {}</span>", esc(hazards));
+            }
             let _ = writeln!(
                 h,
                 "</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"verdict\">{}</td></tr>",

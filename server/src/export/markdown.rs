@@ -137,6 +137,9 @@ impl Writer for Markdown<'_> {
             for text in &line.left_out {
                 let _ = write!(statement, "<br>⚠ {}", inline(text));
             }
+            if let Some(hazards) = &line.hazards {
+                let _ = write!(statement, "<br>⚠ Hazards: {}", inline(hazards));
+            }
             let _ = writeln!(
                 md,
                 "| <a id=\"{}\"></a>{statement} | {} | {} | {} | {} | {} | **{}** |",

@@ -30,6 +30,8 @@ pub struct HypothesisLine<'a> {
     pub patches: Vec<(String, String)>,
     /// Runs of its arms it did not count, and why.
     pub left_out: Vec<String>,
+    /// What its guards found over the runs it used (`None`: none warns).
+    pub hazards: Option<String>,
 }
 
 /// A hypothesis's chart.
@@ -154,6 +156,7 @@ fn hypothesis_line(h: &domain::hypotheses::Hypothesis) -> HypothesisLine<'_> {
             verdict: said(h, Some(&d.verdict)),
             patches: patches(h),
             left_out: left_out(h),
+            hazards: h.hazards.clone(),
         };
     }
     let c = h.comparison.as_ref();
@@ -174,6 +177,7 @@ fn hypothesis_line(h: &domain::hypotheses::Hypothesis) -> HypothesisLine<'_> {
         verdict: said(h, c.map(|c| c.verdict.as_str())),
         patches: patches(h),
         left_out: left_out(h),
+        hazards: h.hazards.clone(),
     }
 }
 

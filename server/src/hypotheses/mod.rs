@@ -283,6 +283,56 @@ fn resolve(group: &RunGroup, runs: &[RunRow]) -> Result<Vec<i64>> {
 }
 
 /// The verdict's own word, as reports and the page print it.
+/// The guards over the runs the arms used, each arm split by configuration
+/// (step and matrix values); none until both arms have runs.
+fn guards(
+    rows: &[MeasurementRow],
+    wanted: &std::collections::HashSet<i64>,
+    runs: &[RunRow],
+    b_runs: &[i64],
+    t_runs: &[i64],
+    value_of: &HashMap<i64, f64>,
+) -> Result<Vec<domain::guards::Guard>> {
+    if b_runs.is_empty() || t_runs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut measured: HashMap<i64, Vec<domain::metrics::Measurement>> = HashMap::new();
+    for m in rows {
+        if let Some(run) = m.run_id.filter(|r| wanted.contains(r)) {
+            measured.entry(run).or_default().push(crate::metrics::value_of(m));
+        }
+    }
+    let by_id: HashMap<i64, &RunRow> = runs.iter().map(|r| (r.id, r)).collect();
+    let mut servers: HashMap<i64, Option<i64>> = HashMap::new();
+    for id in b_runs.iter().chain(t_runs) {
+        let server = match by_id.get(id).and_then(|r| r.server.as_deref()) {
+            Some(text) => {
+                let state: domain::runs::ServerState = stored(text, || format!("run {id}'s server"))?;
+                Some(state.started_by_run.unwrap_or(*id))
+            }
+            None => None,
+        };
+        servers.insert(*id, server);
+    }
+    let empty = Vec::new();
+    let arm = |ids: &[i64]| {
+        let mut configs: std::collections::BTreeMap<(i64, Option<&str>), Vec<domain::guards::RunFacts<'_>>> =
+            Default::default();
+        for id in ids {
+            let Some(row) = by_id.get(id) else { continue };
+            configs.entry((row.step_id, row.config.as_deref())).or_default().push(domain::guards::RunFacts {
+                id: *id,
+                measurements: measured.get(id).unwrap_or(&empty),
+                value: value_of.get(id).copied(),
+                server: servers.get(id).copied().flatten(),
+                warmup: row.warmup != 0,
+            });
+        }
+        configs.into_values().collect::<Vec<_>>()
+    };
+    Ok(domain::guards::of_arms(&arm(b_runs), &arm(t_runs), &domain::guards::Bounds::default()))
+}
+
 fn verdict_word(outcome: Option<Outcome>, as_expected: Option<bool>) -> Option<String> {
     let word = match (outcome?, as_expected) {
         (_, Some(true)) => "as expected",
@@ -489,6 +539,9 @@ impl Hypotheses {
             (Some(d), Some(o @ (Outcome::Increase | Outcome::Decrease))) => Some(d.went(o)),
             _ => None,
         };
+        let guards = guards(rows, &wanted, runs, &b_runs, &t_runs, &value_of)?;
+        let trusted = domain::guards::trusted(&guards);
+        let hazards = domain::guards::hazards(&guards);
         let verdict_word = verdict_word(outcome, as_expected);
         let status_set = row.status_auto == 0;
         let status = if status_set { row.status } else { HypothesisStatus::of_verdict(direction, outcome) };
@@ -522,6 +575,9 @@ impl Hypotheses {
             profile_diff,
             left_out,
             patches,
+            guards,
+            trusted,
+            hazards,
             created_at: timestamp(row.created_at),
             updated_at: timestamp(row.updated_at),
             version: row.version,

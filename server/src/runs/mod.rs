@@ -146,6 +146,7 @@ pub fn run_from_row(row: RunRow) -> crate::error::Result<Run> {
         origin: domain::runs::RunOrigin::of(row.origin, row.origin_id),
         launch: row.launch,
         waiting: row.waiting.filter(|_| row.status == RunStatus::Queued),
+        guards: Vec::new(),
     })
 }
 

@@ -579,8 +579,52 @@ impl Runs {
         if run.status.is_finished() {
             let found = self.store.measurements_of_runs(&[id]).await?.iter().map(crate::metrics::value_of).collect();
             (run.measurements, run.other_sources) = domain::metrics::split_one_each(found);
+            run.guards = self.guards_of(&run).await?;
         }
         Ok(run)
+    }
+
+    /// A finished run's guards, judged with the other finished runs of its
+    /// step and configuration, on the metric its step is read by (output
+    /// throughput where it has it, else its first).
+    async fn guards_of(&self, run: &Run) -> Result<Vec<domain::guards::Guard>> {
+        let config = run.config.as_ref().map(domain::sweeps::config_label);
+        let mut siblings = Vec::new();
+        for row in self.store.runs_of_step(run.step_id).await? {
+            let sibling = run_from_row(row)?;
+            if sibling.status.is_finished() && sibling.config.as_ref().map(domain::sweeps::config_label) == config {
+                siblings.push(sibling);
+            }
+        }
+        let ids: Vec<i64> = siblings.iter().map(|r| r.id).collect();
+        let mut measured: HashMap<i64, Vec<domain::metrics::Measurement>> = HashMap::new();
+        for row in self.store.measurements_of_runs(&ids).await? {
+            if let Some(id) = row.run_id {
+                measured.entry(id).or_default().push(crate::metrics::value_of(&row));
+            }
+        }
+        let metric = run
+            .measurements
+            .iter()
+            .find(|m| m.metric == "output_throughput" && m.key.is_none())
+            .or(run.measurements.first())
+            .map(|m| (m.metric.clone(), m.key.clone()));
+        let empty = Vec::new();
+        let facts = |r: &Run| {
+            let ms = measured.get(&r.id).unwrap_or(&empty);
+            domain::guards::RunFacts {
+                id: r.id,
+                measurements: ms,
+                value: metric
+                    .as_ref()
+                    .and_then(|(name, key)| ms.iter().find(|m| &m.metric == name && &m.key == key).map(|m| m.value)),
+                server: r.server.as_ref().map(|s| s.started_by_run.unwrap_or(r.id)),
+                warmup: r.warmup,
+            }
+        };
+        let all: Vec<domain::guards::RunFacts<'_>> = siblings.iter().map(facts).collect();
+        let own = all.iter().find(|f| f.id == run.id).cloned().unwrap_or_else(|| facts(run));
+        Ok(domain::guards::of_run(&own, &all, &domain::guards::Bounds::default()))
     }
 
     /// The run as its page shows it: the end of its output and of its

@@ -227,3 +227,82 @@ async fn a_huge_slow_metrics_page_is_capped_and_said() {
     let samples = kept[0]["samples"].as_array().unwrap().len();
     assert!(samples >= 2, "{}", kept[0]);
 }
+
+/// #53: the guards. A sweep whose treatment runs on a warm prefix cache: each
+/// run carries every guard (prefix hits `fail` on the warm one, `ok` on the
+/// cold; what it cannot see `unknown`, never missing), and the hypothesis
+/// comparing them is not trusted and says why — in the API, on its page and
+/// in its report.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warm_prefix_cache_in_one_arm_is_a_hazard_the_verdict_names() {
+    let sshd = Sshd::start();
+    let app = app_with_host(&sshd).await;
+    let port = free_port();
+    let mut server = engine(port, "");
+    let command = server["command"].as_str().unwrap().replace("--prefix-hit-pct 40", "--prefix-hit-pct $HIT");
+    server["command"] = json!(command);
+    let step = command_step(
+        &app,
+        json!({ "command": client(port), "telemetry": false, "server": server,
+                "env": { "MAX_BATCH": "8" }, "matrix": { "HIT": [0, 60] } }),
+    )
+    .await;
+    let runs = start(&app, step, json!({ "repeat": 2 })).await;
+    let mut ended = Vec::new();
+    for run in &runs {
+        let run = finished(&app, *run).await;
+        assert_eq!(run["status"], "succeeded", "{run}");
+        ended.push(run);
+    }
+    let names = [
+        "prefix_cache_warm",
+        "spec_acceptance_drift",
+        "oversaturated",
+        "client_saturated",
+        "gpu_contended",
+        "first_after_start",
+        "restart_regimes",
+        "topology",
+    ];
+    for run in &ended {
+        let guards = run["guards"].as_array().unwrap_or_else(|| panic!("{run}"));
+        assert_eq!(guards.iter().map(|g| g["name"].as_str().unwrap()).collect::<Vec<_>>(), names, "{run}");
+        let warm = run["config"]["HIT"] == "60";
+        let prefix = &guards[0];
+        assert_eq!(prefix["level"], if warm { "fail" } else { "ok" }, "{prefix}");
+        assert!(prefix["evidence"].as_array().is_some_and(|e| !e.is_empty()), "{prefix}");
+        if !warm {
+            assert!(guards.iter().all(|g| g["level"] == "ok" || g["level"] == "unknown"), "a clean run: {run}");
+        }
+        for g in guards.iter().filter(|g| g["level"] == "unknown") {
+            assert!(!g["text"].as_str().unwrap().is_empty(), "an unknown says why: {g}");
+        }
+    }
+
+    let investigation =
+        app.get(&format!("/api/v1/steps/{step}")).await.json()["investigation_id"].as_str().unwrap().to_string();
+    let made = app
+        .post_json(
+            &format!("/api/v1/investigations/{investigation}/hypotheses"),
+            json!({ "statement": "A bigger cache speeds it up", "metric": "output_throughput", "direction": "increase",
+                    "baseline": { "configs": [{ "step": step, "config": { "HIT": "0" } }] },
+                    "treatment": { "configs": [{ "step": step, "config": { "HIT": "60" } }] } }),
+        )
+        .await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.text());
+    let h = made.json();
+    assert_eq!(h["trusted"], false, "{h}");
+    let hazards = h["hazards"].as_str().unwrap_or_else(|| panic!("{h}"));
+    assert!(hazards.contains("treatment runs: prefix-cache hits up to 6") && hazards.contains("differ"), "{hazards}");
+    let prefix = &h["guards"][0];
+    assert_eq!((prefix["name"].as_str(), prefix["level"].as_str()), (Some("prefix_cache_warm"), Some("fail")), "{h}");
+
+    // The hypothesis's page and report say so; the warm run's page shows its guards.
+    let page = app.get(&format!("/i/{investigation}")).await.text();
+    assert!(page.contains("⚠ Hazards: ") && page.contains("prefix-cache hits up to 6"), "the page says the hazard");
+    let report = app.get(&format!("/api/v1/investigations/{investigation}/export?format=markdown")).await.text();
+    assert!(report.contains("⚠ Hazards: ") && report.contains("prefix-cache hits up to 6"), "{report}");
+    let warm = ended.iter().find(|r| r["config"]["HIT"] == "60").unwrap()["id"].as_i64().unwrap();
+    let run_page = app.get(&format!("/runs/{warm}")).await.text();
+    assert!(run_page.contains("guards: 1 fail") && run_page.contains("prefix_cache_warm"), "the run page badge");
+}

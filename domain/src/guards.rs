@@ -1,0 +1,709 @@
+//! Guards: named checks of a run, and of the runs a hypothesis compares,
+//! against the hazards that make a serving benchmark wrong the same way every
+//! time — which a confidence interval over repeats does not catch (a warm
+//! prefix cache, spec-decode acceptance that drifted, a queue that grew, the
+//! first run after a start, regimes across restarts).
+//!
+//! Each guard reads only what Sleuth stored of the runs (their measurements,
+//! which servers they ran on) and says `ok`, `warn`, `fail` or `unknown` with
+//! its evidence and a sentence. A guard whose signal is missing is `unknown`
+//! with the reason, never `ok`.
+
+use crate::metrics::Measurement;
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum GuardName {
+    PrefixCacheWarm,
+    SpecAcceptanceDrift,
+    Oversaturated,
+    ClientSaturated,
+    GpuContended,
+    FirstAfterStart,
+    RestartRegimes,
+    Topology,
+}
+
+impl GuardName {
+    pub const ALL: [GuardName; 8] = [
+        Self::PrefixCacheWarm,
+        Self::SpecAcceptanceDrift,
+        Self::Oversaturated,
+        Self::ClientSaturated,
+        Self::GpuContended,
+        Self::FirstAfterStart,
+        Self::RestartRegimes,
+        Self::Topology,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::PrefixCacheWarm => "prefix_cache_warm",
+            Self::SpecAcceptanceDrift => "spec_acceptance_drift",
+            Self::Oversaturated => "oversaturated",
+            Self::ClientSaturated => "client_saturated",
+            Self::GpuContended => "gpu_contended",
+            Self::FirstAfterStart => "first_after_start",
+            Self::RestartRegimes => "restart_regimes",
+            Self::Topology => "topology",
+        }
+    }
+}
+
+/// Ordered from least to most to worry about: a list's worst is its max.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Level {
+    Ok,
+    Unknown,
+    Warn,
+    Fail,
+}
+
+impl Level {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Unknown => "unknown",
+            Self::Warn => "warn",
+            Self::Fail => "fail",
+        }
+    }
+}
+
+/// A number a guard judged by.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+pub struct Evidence {
+    /// What it is: `prefix_cache_hit_pct`, `treatment mean`, `run 12`.
+    pub label: String,
+    pub value: f64,
+    pub unit: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+pub struct Guard {
+    pub name: GuardName,
+    pub level: Level,
+    /// What it found, as a person reads it.
+    pub text: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<Evidence>,
+    /// The runs it is about (those flagged, or compared).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<i64>,
+}
+
+impl Guard {
+    fn new(name: GuardName, level: Level, text: impl Into<String>) -> Self {
+        Self { name, level, text: text.into(), evidence: Vec::new(), runs: Vec::new() }
+    }
+
+    fn with(mut self, label: impl Into<String>, value: f64, unit: &str) -> Self {
+        self.evidence.push(Evidence { label: label.into(), value, unit: unit.into() });
+        self
+    }
+}
+
+/// Where a guard starts to worry. The defaults and why are in docs/api.md
+/// ("Guards").
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+pub struct Bounds {
+    /// Prefix-cache hits (% of prompt tokens) in a run that warn: a "random"
+    /// dataset should hit next to nothing (vLLM #52884).
+    pub prefix_hit_warn_pct: f64,
+    /// … and that fail: the run measured the cache.
+    pub prefix_hit_fail_pct: f64,
+    /// Points by which two compared arms' mean hit shares may differ.
+    pub prefix_arms_pct: f64,
+    /// Points by which spec-decode acceptance may differ between compared
+    /// arms, or a run from its configuration (vLLM #53436: 19.65 % of throughput).
+    pub spec_drift_pct: f64,
+    /// Requests by which the queue's mean over the run's last third may
+    /// exceed its first third's: a queue that grows measures itself.
+    pub waiting_growth: f64,
+    /// How far (in its configuration's standard deviations, and at least
+    /// `min_shift_pct` % of its mean) a first run after a start may sit.
+    pub first_run_sigmas: f64,
+    pub min_shift_pct: f64,
+    /// How wide a gap between two clusters of a configuration's runs, in
+    /// their pooled standard deviations, makes them regimes.
+    pub regime_gap_sigmas: f64,
+}
+
+impl Default for Bounds {
+    fn default() -> Self {
+        Self {
+            prefix_hit_warn_pct: 5.0,
+            prefix_hit_fail_pct: 25.0,
+            prefix_arms_pct: 10.0,
+            spec_drift_pct: 5.0,
+            waiting_growth: 2.0,
+            first_run_sigmas: 3.0,
+            min_shift_pct: 2.0,
+            regime_gap_sigmas: 4.0,
+        }
+    }
+}
+
+/// What the guards read of one run.
+#[derive(Clone, Debug)]
+pub struct RunFacts<'a> {
+    pub id: i64,
+    pub measurements: &'a [Measurement],
+    /// The metric judged for first-after-start and regimes (a hypothesis's,
+    /// or the step's headline) in this run.
+    pub value: Option<f64>,
+    /// The run whose server it ran on (itself when it started one); `None`
+    /// without a server Sleuth started.
+    pub server: Option<i64>,
+    pub warmup: bool,
+}
+
+impl RunFacts<'_> {
+    fn get(&self, metric: &str) -> Option<f64> {
+        self.measurements.iter().find(|m| m.metric == metric && m.key.is_none()).map(|m| m.value)
+    }
+}
+
+const PREFIX: &str = "prefix_cache_hit_pct";
+const ACCEPTANCE: &str = "spec_decode_acceptance_pct";
+const WAITING_GROWTH: &str = "requests_waiting_growth";
+const WAITING_MAX: &str = "requests_waiting_max";
+
+/// The guards of `run`, one of each name, judged with `siblings` (the other
+/// runs of its configuration, warm-ups included; it may be among them).
+pub fn of_run(run: &RunFacts<'_>, siblings: &[RunFacts<'_>], bounds: &Bounds) -> Vec<Guard> {
+    let one = std::slice::from_ref(run);
+    let measured: Vec<RunFacts<'_>> = siblings.iter().filter(|s| !s.warmup).cloned().collect();
+    GuardName::ALL
+        .iter()
+        .map(|name| match name {
+            GuardName::PrefixCacheWarm => prefix_cache_warm(one, &[], bounds),
+            GuardName::SpecAcceptanceDrift => spec_drift_in_config(run, &measured, bounds),
+            GuardName::Oversaturated => oversaturated(one, bounds),
+            GuardName::ClientSaturated => client_saturated(),
+            GuardName::GpuContended => gpu_contended(),
+            GuardName::FirstAfterStart => {
+                let mut g = first_after_start(&measured, bounds);
+                if !g.runs.contains(&run.id) && g.level > Level::Unknown {
+                    g = Guard::new(
+                        *name,
+                        Level::Ok,
+                        format!("Run {} is not one its configuration's first-after-start check flags.", run.id),
+                    );
+                }
+                g
+            }
+            GuardName::RestartRegimes => restart_regimes(&measured, bounds),
+            GuardName::Topology => topology(),
+        })
+        .collect()
+}
+
+/// The guards over the runs a hypothesis compares (warm-ups are never among
+/// them): each arm's runs checked, and the arms against each other.
+/// `by_config` splits an arm into its configurations (first-after-start and
+/// regimes are judged within one).
+pub fn of_arms<'a>(baseline: &[Vec<RunFacts<'a>>], treatment: &[Vec<RunFacts<'a>>], bounds: &Bounds) -> Vec<Guard> {
+    fn flat<'a>(arm: &[Vec<RunFacts<'a>>]) -> Vec<RunFacts<'a>> {
+        arm.iter().flatten().cloned().collect()
+    }
+    let (b, t) = (flat(baseline), flat(treatment));
+    let all: Vec<RunFacts<'_>> = b.iter().chain(&t).cloned().collect();
+    let within = |check: &dyn Fn(&[RunFacts<'_>]) -> Guard, name: GuardName| {
+        let judged: Vec<(&str, Guard)> = [("baseline", baseline), ("treatment", treatment)]
+            .into_iter()
+            .flat_map(|(arm, configs)| configs.iter().map(move |c| (arm, c)))
+            .map(|(arm, runs)| (arm, check(runs)))
+            .collect();
+        worst_of(name, judged)
+    };
+    vec![
+        prefix_cache_warm(&b, &t, bounds),
+        spec_drift_between(&b, &t, bounds),
+        oversaturated_arms(&b, &t, bounds),
+        client_saturated(),
+        gpu_contended(),
+        within(&|runs| first_after_start(runs, bounds), GuardName::FirstAfterStart),
+        within(&|runs| restart_regimes(runs, bounds), GuardName::RestartRegimes),
+        topology(),
+    ]
+    .into_iter()
+    .map(|mut g| {
+        if g.runs.is_empty() && g.level > Level::Unknown {
+            g.runs = all.iter().map(|r| r.id).collect();
+        }
+        g
+    })
+    .collect()
+}
+
+/// Whether a verdict over runs with these guards is trusted: `Some(false)`
+/// when one warns or fails, `Some(true)` when none does and at least one
+/// could see the runs, `None` when none could (or there are none).
+pub fn trusted(guards: &[Guard]) -> Option<bool> {
+    if guards.iter().any(|g| g.level >= Level::Warn) {
+        Some(false)
+    } else {
+        guards.iter().any(|g| g.level == Level::Ok).then_some(true)
+    }
+}
+
+/// Whether a verdict over runs with these guards may be believed as it is:
+/// `None` when nothing warns; else the sentence listing the hazards ("2 of 6
+/// treatment runs: prefix-cache hits 40 %").
+pub fn hazards(guards: &[Guard]) -> Option<String> {
+    let found: Vec<&str> = guards.iter().filter(|g| g.level >= Level::Warn).map(|g| g.text.as_str()).collect();
+    (!found.is_empty()).then(|| found.join(" "))
+}
+
+/// The worst of `judged` (arm, guard) as one guard of `name`: its level,
+/// the flagged ones' sentences, runs and evidence.
+fn worst_of(name: GuardName, judged: Vec<(&str, Guard)>) -> Guard {
+    let level = judged.iter().map(|(_, g)| g.level).max().unwrap_or(Level::Unknown);
+    let flagged: Vec<&(&str, Guard)> = judged.iter().filter(|(_, g)| g.level == level).collect();
+    let text = match level {
+        Level::Ok => flagged.first().map(|(_, g)| g.text.clone()).unwrap_or_default(),
+        _ => flagged.iter().map(|(arm, g)| format!("{arm}: {}", g.text)).collect::<Vec<_>>().join(" "),
+    };
+    let mut out = Guard::new(name, level, text);
+    for (_, g) in flagged {
+        out.runs.extend(&g.runs);
+        out.evidence.extend(g.evidence.iter().cloned());
+    }
+    out
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+fn sd(v: &[f64]) -> f64 {
+    if v.len() < 2 {
+        return 0.0;
+    }
+    let m = mean(v);
+    (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64).sqrt()
+}
+
+/// Runs whose prefix-cache hits pass the bounds, and arms whose hit shares differ.
+fn prefix_cache_warm(baseline: &[RunFacts<'_>], treatment: &[RunFacts<'_>], bounds: &Bounds) -> Guard {
+    let name = GuardName::PrefixCacheWarm;
+    let arms = [("baseline", baseline), ("treatment", treatment)];
+    let all: Vec<(&str, &RunFacts<'_>)> = arms.iter().flat_map(|(a, runs)| runs.iter().map(move |r| (*a, r))).collect();
+    let read: Vec<(&str, i64, f64)> = all.iter().filter_map(|(a, r)| Some((*a, r.id, r.get(PREFIX)?))).collect();
+    if read.is_empty() {
+        return Guard::new(
+            name,
+            Level::Unknown,
+            "No prefix-cache counters: the step scrapes no engine /metrics, or the engine exposes no prefix-cache hits.",
+        );
+    }
+    let mut level = Level::Ok;
+    let mut texts = Vec::new();
+    let mut g = Guard::new(name, Level::Ok, "");
+    let compared = !treatment.is_empty();
+    for (arm, runs) in arms {
+        let hits: Vec<(i64, f64)> = read.iter().filter(|(a, ..)| *a == arm).map(|(_, id, v)| (*id, *v)).collect();
+        let hot: Vec<&(i64, f64)> = hits.iter().filter(|(_, v)| *v >= bounds.prefix_hit_warn_pct).collect();
+        if hot.is_empty() {
+            continue;
+        }
+        let worst = hot.iter().map(|(_, v)| *v).fold(0.0, f64::max);
+        level = level.max(if worst >= bounds.prefix_hit_fail_pct { Level::Fail } else { Level::Warn });
+        let whose =
+            if compared { format!("{} of {} {arm} runs", hot.len(), runs.len()) } else { format!("run {}", hot[0].0) };
+        texts.push(format!(
+            "{whose}: prefix-cache hits up to {worst:.0} % of prompt tokens (a warm cache, not the engine)."
+        ));
+        for (id, v) in hot {
+            g.runs.push(*id);
+            g = g.with(format!("run {id} {PREFIX}"), *v, "%");
+        }
+    }
+    if compared {
+        let side = |arm: &str| read.iter().filter(|(a, ..)| *a == arm).map(|(.., v)| *v).collect::<Vec<_>>();
+        let (b, t) = (side("baseline"), side("treatment"));
+        if !b.is_empty() && !t.is_empty() {
+            let (mb, mt) = (mean(&b), mean(&t));
+            g = g.with("baseline mean", mb, "%").with("treatment mean", mt, "%");
+            if (mt - mb).abs() > bounds.prefix_arms_pct {
+                level = level.max(Level::Warn);
+                texts.push(format!(
+                    "The arms' prefix-cache hits differ: {mb:.0} % against {mt:.0} % (more than {:.0} points).",
+                    bounds.prefix_arms_pct
+                ));
+            }
+        }
+    }
+    if !compared && g.evidence.is_empty() {
+        for (_, id, v) in &read {
+            g = g.with(format!("run {id} {PREFIX}"), *v, "%");
+        }
+    }
+    g.level = level;
+    g.text = if texts.is_empty() {
+        let top = read.iter().map(|(.., v)| *v).fold(0.0, f64::max);
+        format!("Prefix-cache hits at most {top:.1} % of prompt tokens.")
+    } else {
+        texts.join(" ")
+    };
+    g
+}
+
+/// A run's acceptance against its configuration's others.
+fn spec_drift_in_config(run: &RunFacts<'_>, measured: &[RunFacts<'_>], bounds: &Bounds) -> Guard {
+    let name = GuardName::SpecAcceptanceDrift;
+    let Some(own) = run.get(ACCEPTANCE) else {
+        return Guard::new(
+            name,
+            Level::Unknown,
+            "No spec-decode acceptance: no draft tokens counted (no speculative decoding, or no engine /metrics).",
+        );
+    };
+    let others: Vec<f64> = measured.iter().filter(|r| r.id != run.id).filter_map(|r| r.get(ACCEPTANCE)).collect();
+    if others.is_empty() {
+        return Guard::new(
+            name,
+            Level::Ok,
+            format!("Acceptance {own:.1} %; no other run of its configuration to compare with."),
+        )
+        .with(ACCEPTANCE, own, "%");
+    }
+    let m = mean(&others);
+    let g = Guard::new(name, Level::Ok, "").with(ACCEPTANCE, own, "%").with("its configuration's other runs", m, "%");
+    if (own - m).abs() > bounds.spec_drift_pct {
+        Guard {
+            level: Level::Warn,
+            text: format!(
+                "Acceptance {own:.1} %, its configuration's other runs {m:.1} %: drifted by more than {:.0} points.",
+                bounds.spec_drift_pct
+            ),
+            runs: vec![run.id],
+            ..g
+        }
+    } else {
+        Guard { text: format!("Acceptance {own:.1} %, as its configuration's other runs ({m:.1} %)."), ..g }
+    }
+}
+
+fn spec_drift_between(baseline: &[RunFacts<'_>], treatment: &[RunFacts<'_>], bounds: &Bounds) -> Guard {
+    let name = GuardName::SpecAcceptanceDrift;
+    let side = |runs: &[RunFacts<'_>]| runs.iter().filter_map(|r| r.get(ACCEPTANCE)).collect::<Vec<_>>();
+    let (b, t) = (side(baseline), side(treatment));
+    if b.is_empty() || t.is_empty() {
+        return Guard::new(
+            name,
+            Level::Unknown,
+            "Spec-decode acceptance is not counted in both arms (no speculative decoding, or no engine /metrics).",
+        );
+    }
+    let (mb, mt) = (mean(&b), mean(&t));
+    let g = Guard::new(name, Level::Ok, "").with("baseline mean", mb, "%").with("treatment mean", mt, "%");
+    if (mt - mb).abs() > bounds.spec_drift_pct {
+        Guard {
+            level: Level::Warn,
+            text: format!(
+                "Spec-decode acceptance differs between the arms: {mb:.1} % against {mt:.1} % (more than {:.0} points): the speed-up may be acceptance, not the change.",
+                bounds.spec_drift_pct
+            ),
+            ..g
+        }
+    } else {
+        Guard { text: format!("Spec-decode acceptance alike in both arms ({mb:.1} %, {mt:.1} %)."), ..g }
+    }
+}
+
+/// Runs whose queue grew through them.
+fn oversaturated(runs: &[RunFacts<'_>], bounds: &Bounds) -> Guard {
+    let name = GuardName::Oversaturated;
+    let read: Vec<(i64, f64, f64)> =
+        runs.iter().filter_map(|r| Some((r.id, r.get(WAITING_GROWTH)?, r.get(WAITING_MAX).unwrap_or(0.0)))).collect();
+    if read.is_empty() {
+        return Guard::new(
+            name,
+            Level::Unknown,
+            "No queue over the run: the step scrapes no engine /metrics, or the engine exposes no requests waiting.",
+        );
+    }
+    let grew: Vec<&(i64, f64, f64)> = read.iter().filter(|(_, g, _)| *g > bounds.waiting_growth).collect();
+    let mut g = Guard::new(name, Level::Ok, "");
+    for (id, growth, max) in &read {
+        g = g.with(format!("run {id} {WAITING_GROWTH}"), *growth, "requests").with(
+            format!("run {id} {WAITING_MAX}"),
+            *max,
+            "requests",
+        );
+    }
+    if grew.is_empty() {
+        let top = read.iter().map(|(_, g, _)| *g).fold(f64::NEG_INFINITY, f64::max);
+        g.text = format!(
+            "The queue did not grow through the run (its last third at most {top:+.1} requests against its first)."
+        );
+        return g;
+    }
+    g.level = Level::Warn;
+    g.runs = grew.iter().map(|(id, ..)| *id).collect();
+    let worst = grew.iter().map(|(_, g, _)| *g).fold(0.0, f64::max);
+    g.text = if runs.len() == 1 {
+        format!(
+            "Requests waiting grew through the run by {worst:.1} (last third against first): the server was over-saturated and the run measured its queue."
+        )
+    } else {
+        format!(
+            "{} of {} runs: requests waiting grew through the run, by up to {worst:.1}: over-saturated, measuring the queue.",
+            grew.len(),
+            runs.len()
+        )
+    };
+    g
+}
+
+fn oversaturated_arms(baseline: &[RunFacts<'_>], treatment: &[RunFacts<'_>], bounds: &Bounds) -> Guard {
+    let judged = vec![("baseline", oversaturated(baseline, bounds)), ("treatment", oversaturated(treatment, bounds))];
+    worst_of(GuardName::Oversaturated, judged)
+}
+
+fn client_saturated() -> Guard {
+    Guard::new(
+        GuardName::ClientSaturated,
+        Level::Unknown,
+        "Not judged: Sleuth does not read the load generator's send schedule or its CPU yet.",
+    )
+}
+
+fn gpu_contended() -> Guard {
+    Guard::new(
+        GuardName::GpuContended,
+        Level::Unknown,
+        "Not judged: the GPU sampler does not read other processes on the GPUs or clock-event reasons yet.",
+    )
+}
+
+fn topology() -> Guard {
+    Guard::new(GuardName::Topology, Level::Unknown, "Not judged: host facts are not read for P2P and ACS yet.")
+}
+
+/// The first measured run on each server against the configuration's other
+/// runs: beyond their noise, the warm-ups were too few.
+fn first_after_start(measured: &[RunFacts<'_>], bounds: &Bounds) -> Guard {
+    let name = GuardName::FirstAfterStart;
+    let mut servers: Vec<i64> = measured.iter().filter_map(|r| r.server).collect();
+    servers.sort_unstable();
+    servers.dedup();
+    // The first run on each server that ran more than one.
+    let firsts: Vec<&RunFacts<'_>> = servers
+        .iter()
+        .filter(|s| measured.iter().filter(|r| r.server == Some(**s)).count() > 1)
+        .filter_map(|s| measured.iter().filter(|r| r.server == Some(*s)).min_by_key(|r| r.id))
+        .collect();
+    let rest: Vec<f64> =
+        measured.iter().filter(|r| !firsts.iter().any(|f| f.id == r.id)).filter_map(|r| r.value).collect();
+    if firsts.is_empty() || rest.len() < 2 {
+        return Guard::new(
+            name,
+            Level::Unknown,
+            "Not judged: no server ran several measured runs of this configuration (it needs a kept server and at least 2 runs after the first).",
+        );
+    }
+    let (m, s) = (mean(&rest), sd(&rest));
+    let allowed = (bounds.first_run_sigmas * s).max(m.abs() * bounds.min_shift_pct / 100.0);
+    let mut g =
+        Guard::new(name, Level::Ok, "").with("the later runs' mean", m, "").with("their standard deviation", s, "");
+    let off: Vec<(i64, f64)> =
+        firsts.iter().filter_map(|f| Some((f.id, f.value?))).filter(|(_, v)| (v - m).abs() > allowed).collect();
+    for (id, v) in firsts.iter().filter_map(|f| Some((f.id, f.value?))) {
+        g = g.with(format!("run {id} (first after its start)"), v, "");
+    }
+    if off.is_empty() {
+        g.text = format!("The first run after each start is within the others' noise ({m:.4} ± {allowed:.4}).");
+        return g;
+    }
+    g.level = Level::Warn;
+    g.runs = off.iter().map(|(id, _)| *id).collect();
+    let said: Vec<String> = off.iter().map(|(id, v)| format!("run {id} {:+.1} %", (v - m) / m * 100.0)).collect();
+    g.text = format!(
+        "The first run after a server start differs from the later ones beyond their noise ({}): too few warm-ups.",
+        said.join(", ")
+    );
+    g
+}
+
+/// A configuration's runs in two clusters far apart for their spread — each
+/// restart landing in one regime or another.
+fn restart_regimes(measured: &[RunFacts<'_>], bounds: &Bounds) -> Guard {
+    let name = GuardName::RestartRegimes;
+    let mut values: Vec<(f64, i64, Option<i64>)> =
+        measured.iter().filter_map(|r| Some((r.value?, r.id, r.server))).collect();
+    let servers = {
+        let mut s: Vec<i64> = values.iter().filter_map(|v| v.2).collect();
+        s.sort_unstable();
+        s.dedup();
+        s.len()
+    };
+    if values.len() < 4 || servers < 2 {
+        return Guard::new(
+            name,
+            Level::Unknown,
+            "Not judged: it needs at least 4 measured runs of the configuration on at least 2 server starts.",
+        );
+    }
+    values.sort_by(|a, b| a.0.total_cmp(&b.0));
+    // The widest gap leaving at least 2 runs each side.
+    let (cut, gap) = (2..=values.len() - 2)
+        .map(|i| (i, values[i].0 - values[i - 1].0))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .unwrap_or((0, 0.0));
+    let (low, high): (Vec<f64>, Vec<f64>) =
+        (values[..cut].iter().map(|v| v.0).collect(), values[cut..].iter().map(|v| v.0).collect());
+    let pooled = ((sd(&low).powi(2) + sd(&high).powi(2)) / 2.0).sqrt();
+    let m = mean(&values.iter().map(|v| v.0).collect::<Vec<_>>());
+    // Runs as alike as the numbers print are one regime whatever the ratio.
+    let floor = m.abs() * bounds.min_shift_pct / 100.0;
+    let g = Guard::new(name, Level::Ok, "")
+        .with("low cluster mean", mean(&low), "")
+        .with("high cluster mean", mean(&high), "")
+        .with("gap", gap, "");
+    if gap > bounds.regime_gap_sigmas * pooled && gap > floor {
+        let low_ids: Vec<String> = values[..cut].iter().map(|v| v.1.to_string()).collect();
+        Guard {
+            level: Level::Warn,
+            text: format!(
+                "The configuration's runs fall in two regimes ({:.4} and {:.4}; runs {} low): restarts land in one or the other, so its mean hides which it measured.",
+                mean(&low),
+                mean(&high),
+                low_ids.join(", ")
+            ),
+            runs: values.iter().map(|v| v.1).collect(),
+            ..g
+        }
+    } else {
+        Guard { text: format!("One regime across {servers} server starts."), ..g }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(metric: &str, value: f64) -> Measurement {
+        Measurement {
+            metric: metric.into(),
+            value,
+            unit: String::new(),
+            extractor: "engine".into(),
+            stddev: None,
+            key: None,
+        }
+    }
+
+    fn run<'a>(id: i64, ms: &'a [Measurement], value: f64, server: Option<i64>) -> RunFacts<'a> {
+        RunFacts { id, measurements: ms, value: Some(value), server, warmup: false }
+    }
+
+    fn level(guards: &[Guard], name: GuardName) -> Level {
+        guards.iter().find(|g| g.name == name).map(|g| g.level).unwrap()
+    }
+
+    #[test]
+    fn a_run_alone_has_every_guard_and_a_missing_signal_is_unknown_never_ok() {
+        let none: [Measurement; 0] = [];
+        let bare = run(1, &none, 50.0, None);
+        let guards = of_run(&bare, std::slice::from_ref(&bare), &Bounds::default());
+        assert_eq!(guards.iter().map(|g| g.name).collect::<Vec<_>>(), GuardName::ALL);
+        assert!(guards.iter().all(|g| g.level == Level::Unknown), "{guards:?}");
+        assert!(guards.iter().all(|g| !g.text.is_empty()));
+        assert_eq!(trusted(&guards), None, "none could see it: not called trusted");
+    }
+
+    #[test]
+    fn a_warm_prefix_cache_and_arms_that_differ_are_flagged_a_cold_one_is_not() {
+        let cold = [m(PREFIX, 0.4)];
+        let warm = [m(PREFIX, 42.0)];
+        let b: Vec<RunFacts<'_>> = (1..=3).map(|i| run(i, &cold, 50.0, Some(i))).collect();
+        let t: Vec<RunFacts<'_>> = (4..=6).map(|i| run(i, if i == 5 { &warm } else { &cold }, 70.0, Some(i))).collect();
+        let g = &of_arms(std::slice::from_ref(&b), std::slice::from_ref(&t), &Bounds::default())[0];
+        assert_eq!((g.name, g.level), (GuardName::PrefixCacheWarm, Level::Fail), "{g:?}");
+        assert!(g.text.contains("1 of 3 treatment runs") && g.text.contains("42 %"), "{}", g.text);
+        assert_eq!(g.runs, [5]);
+        assert_eq!(trusted(&of_arms(std::slice::from_ref(&b), std::slice::from_ref(&t), &Bounds::default())), Some(false));
+        let clean: Vec<RunFacts<'_>> = (4..=6).map(|i| run(i, &cold, 70.0, Some(i))).collect();
+        let g = &of_arms(std::slice::from_ref(&b), &[clone_all(&clean)], &Bounds::default())[0];
+        assert_eq!(g.level, Level::Ok, "{g:?}");
+        let clean_guards = of_arms(std::slice::from_ref(&b), &[clean], &Bounds::default());
+        assert!(hazards(&clean_guards).is_none());
+        assert_eq!(trusted(&clean_guards), Some(true));
+    }
+
+    fn clone_all<'a>(runs: &[RunFacts<'a>]) -> Vec<RunFacts<'a>> {
+        runs.to_vec()
+    }
+
+    #[test]
+    fn acceptance_that_drifted_between_arms_or_within_a_configuration_warns() {
+        let (a70, a50) = ([m(ACCEPTANCE, 70.0)], [m(ACCEPTANCE, 50.0)]);
+        let b: Vec<RunFacts<'_>> = (1..=3).map(|i| run(i, &a70, 50.0, None)).collect();
+        let t: Vec<RunFacts<'_>> = (4..=6).map(|i| run(i, &a50, 60.0, None)).collect();
+        let g = &of_arms(std::slice::from_ref(&b), &[t], &Bounds::default())[1];
+        assert_eq!((g.name, g.level), (GuardName::SpecAcceptanceDrift, Level::Warn), "{g:?}");
+        let same = &of_arms(std::slice::from_ref(&b), std::slice::from_ref(&b), &Bounds::default())[1];
+        assert_eq!(same.level, Level::Ok);
+        let mut config = b.clone();
+        config.push(run(7, &a50, 50.0, None));
+        let odd = of_run(&config[3], &config, &Bounds::default());
+        assert_eq!(level(&odd, GuardName::SpecAcceptanceDrift), Level::Warn);
+        assert_eq!(level(&of_run(&config[0], &b, &Bounds::default()), GuardName::SpecAcceptanceDrift), Level::Ok);
+    }
+
+    #[test]
+    fn a_queue_that_grows_warns_one_that_holds_does_not() {
+        let grows = [m(WAITING_GROWTH, 11.5), m(WAITING_MAX, 24.0)];
+        let holds = [m(WAITING_GROWTH, 0.3), m(WAITING_MAX, 7.0)];
+        let g = oversaturated(&[run(1, &grows, 1.0, None)], &Bounds::default());
+        assert_eq!(g.level, Level::Warn, "{g:?}");
+        assert!(g.text.contains("11.5"), "{}", g.text);
+        assert_eq!(oversaturated(&[run(1, &holds, 1.0, None)], &Bounds::default()).level, Level::Ok);
+    }
+
+    #[test]
+    fn a_slow_first_run_after_a_start_warns_and_one_within_noise_does_not() {
+        let none: [Measurement; 0] = [];
+        // A kept server (started by run 1) for runs 1–5; the first is 20 % slow.
+        let values = [40.0, 50.1, 49.8, 50.3, 49.9];
+        let runs: Vec<RunFacts<'_>> =
+            values.iter().enumerate().map(|(i, v)| run(i as i64 + 1, &none, *v, Some(1))).collect();
+        let g = first_after_start(&runs, &Bounds::default());
+        assert_eq!((g.level, g.runs.clone()), (Level::Warn, vec![1]), "{g:?}");
+        assert!(g.text.contains("run 1 -20."), "{}", g.text);
+        let steady: Vec<RunFacts<'_>> = [50.0, 50.1, 49.8, 50.3, 49.9]
+            .iter()
+            .enumerate()
+            .map(|(i, v)| run(i as i64 + 1, &none, *v, Some(1)))
+            .collect();
+        assert_eq!(first_after_start(&steady, &Bounds::default()).level, Level::Ok);
+        // Per run: only the first is flagged.
+        assert_eq!(level(&of_run(&runs[0], &runs, &Bounds::default()), GuardName::FirstAfterStart), Level::Warn);
+        assert_eq!(level(&of_run(&runs[2], &runs, &Bounds::default()), GuardName::FirstAfterStart), Level::Ok);
+    }
+
+    #[test]
+    fn two_regimes_across_restarts_warn_one_noisy_regime_does_not() {
+        let none: [Measurement; 0] = [];
+        let two = [57.5, 57.6, 74.9, 57.4, 75.2, 75.0];
+        let runs: Vec<RunFacts<'_>> =
+            two.iter().enumerate().map(|(i, v)| run(i as i64 + 1, &none, *v, Some(i as i64 + 1))).collect();
+        let g = restart_regimes(&runs, &Bounds::default());
+        assert_eq!(g.level, Level::Warn, "{g:?}");
+        assert!(g.text.contains("runs 4, 1, 2 low") || g.text.contains("low"), "{}", g.text);
+        let one = [57.5, 58.9, 56.2, 57.9, 59.1, 56.8];
+        let runs: Vec<RunFacts<'_>> =
+            one.iter().enumerate().map(|(i, v)| run(i as i64 + 1, &none, *v, Some(i as i64 + 1))).collect();
+        assert_eq!(restart_regimes(&runs, &Bounds::default()).level, Level::Ok);
+    }
+}
