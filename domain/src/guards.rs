@@ -632,7 +632,10 @@ mod tests {
         assert_eq!((g.name, g.level), (GuardName::PrefixCacheWarm, Level::Fail), "{g:?}");
         assert!(g.text.contains("1 of 3 treatment runs") && g.text.contains("42 %"), "{}", g.text);
         assert_eq!(g.runs, [5]);
-        assert_eq!(trusted(&of_arms(std::slice::from_ref(&b), std::slice::from_ref(&t), &Bounds::default())), Some(false));
+        assert_eq!(
+            trusted(&of_arms(std::slice::from_ref(&b), std::slice::from_ref(&t), &Bounds::default())),
+            Some(false)
+        );
         let clean: Vec<RunFacts<'_>> = (4..=6).map(|i| run(i, &cold, 70.0, Some(i))).collect();
         let g = &of_arms(std::slice::from_ref(&b), &[clone_all(&clean)], &Bounds::default())[0];
         assert_eq!(g.level, Level::Ok, "{g:?}");

@@ -70,7 +70,7 @@ pub use measurements::HistoryRow;
 pub use output::{OutputBlock, OutputKey};
 pub use patches::RunPatchRow;
 pub use replays::{Copied, ReplayCopy, ReplayRow};
-pub use replicas::{EXPIRY as LEASE_EXPIRY, LeaseJudge, Notices, RENEW as LEASE_RENEW};
+pub use replicas::{EXPIRY as LEASE_EXPIRY, HostClaim, LeaseJudge, Notices, RENEW as LEASE_RENEW};
 pub use reports::{NewReport, ReportRow, SamplesRow, encode as encode_samples};
 pub use rows::{HostRow, InvestigationRow, Maybe, MeasurementRow, NewRun, RunEnd, RunRow, StepRow};
 pub use search::{DocQuery, DocRow, Found, NewDoc, RANK_AT_MOST};

@@ -188,3 +188,46 @@ mod tests {
         assert!(!judge.may_judge_others(at(106)), "the clock starts again with each outage");
     }
 }
+
+/// A host's turn held across replicas: on PostgreSQL, an advisory lock —
+/// shared for a plain run, exclusive for a patched one — on a connection of
+/// its own, held until this is dropped (or its replica dies, when the
+/// database ends the session and the lock with it). On SQLite there is one
+/// server, whose own gate (`crate::patches::gate`) is the whole story.
+pub struct HostClaim {
+    connection: Option<sqlx::postgres::PgConnection>,
+    key: i32,
+}
+
+/// The first half of the advisory lock's key: Sleuth's host turns (the second
+/// half is the host's name, hashed).
+const HOST_TURNS: i32 = 0x5e_17_4a;
+
+impl HostClaim {
+    /// Takes the host's turn if it is free for it now (`alone`: for a patched
+    /// run); `false`: another replica's run holds it so.
+    pub async fn try_take(&mut self, alone: bool) -> StoreResult<bool> {
+        let Some(connection) = self.connection.as_mut() else { return Ok(true) };
+        let sql =
+            if alone { "SELECT pg_try_advisory_lock($1, $2)" } else { "SELECT pg_try_advisory_lock_shared($1, $2)" };
+        let taken: bool = sqlx::query_scalar(sql).bind(HOST_TURNS).bind(self.key).fetch_one(connection).await?;
+        Ok(taken)
+    }
+}
+
+impl Store {
+    /// A claim on `host`'s turn across replicas ([`HostClaim`]), not yet taken.
+    pub async fn host_claim(&self, host: &str) -> StoreResult<HostClaim> {
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(host.as_bytes());
+        let key = i32::from_be_bytes([digest[0], digest[1], digest[2], digest[3]]);
+        let connection = match &self.url {
+            Some(url) => {
+                use sqlx::Connection;
+                Some(sqlx::postgres::PgConnection::connect(url).await?)
+            }
+            None => None,
+        };
+        Ok(HostClaim { connection, key })
+    }
+}

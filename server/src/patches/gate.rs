@@ -2,8 +2,9 @@
 //! load the changed files: a patched run holds its host alone, other runs
 //! share it. Runs wait here (still queued, saying what for) for their turn.
 //!
-//! This gate is per Sleuth process; replicas sharing a database each keep
-//! their own (a host driven by two replicas at once is not held across them).
+//! This gate is per Sleuth process; across replicas sharing a PostgreSQL
+//! database the same turn is taken again there (`crate::db::HostClaim`, an
+//! advisory lock), after this one.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -22,6 +23,18 @@ pub struct Gates {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct Waiting(pub String);
+
+impl Waiting {
+    /// What a run (`patch`: the patch step it runs with) waits for on
+    /// `host`, where `holder` — (patch step, run) — holds it alone, if known.
+    pub fn for_turn(host: &str, holder: Option<(i64, i64)>, patch: Option<i64>) -> Self {
+        Waiting(match (holder, patch) {
+            (Some((step, run)), _) => format!("waiting: patch {step} applied on {host} for run {run}"),
+            (None, Some(step)) => format!("waiting to apply patch {step}: the runs going on {host} end first"),
+            (None, None) => format!("waiting: a patch is being applied on {host}"),
+        })
+    }
+}
 
 /// A run's turn on its host, held until dropped.
 pub enum Turn {
@@ -46,11 +59,7 @@ impl Gates {
     /// What a run waiting on `host` waits for.
     fn why(&self, host: &str, patch: Option<i64>) -> Waiting {
         let holder = self.holders.lock().unwrap_or_else(|e| e.into_inner()).get(host).copied();
-        Waiting(match (holder, patch) {
-            (Some((step, run)), _) => format!("waiting: patch {step} applied on {host} for run {run}"),
-            (None, Some(step)) => format!("waiting to apply patch {step}: the runs going on {host} end first"),
-            (None, None) => format!("waiting: a patch is being applied on {host}"),
-        })
+        Waiting::for_turn(host, holder, patch)
     }
 
     /// Run `run`'s turn on `host` now, if it is free for it: alone for a

@@ -450,6 +450,7 @@ impl Runner {
                 self.gates.enter(&target.name, run_id, patch).await
             }
         };
+        let _claim = self.claim_host(investigation, run_id, target, patch).await;
         let Some((mut cancelled, run, plan, dir)) = self.begin(investigation, run_id).await else {
             return self.servers.stop_if_kept(kept, target).await;
         };
@@ -489,6 +490,47 @@ impl Runner {
         }
         self.retention.after_run(target);
         keep
+    }
+
+    /// The host's turn across replicas (PostgreSQL; `crate::db::HostClaim`),
+    /// once this process's gate gave it: waited for, saying what for. `None`
+    /// where there is nothing to hold (SQLite) or the database would not say
+    /// (logged; the process's own gate still holds).
+    async fn claim_host(
+        &self,
+        investigation: &str,
+        run_id: i64,
+        target: &Target,
+        patch: Option<i64>,
+    ) -> Option<crate::db::HostClaim> {
+        let failed = |e: crate::db::StoreError| {
+            tracing::error!(run = run_id, host = %target.name, "cannot take the host's turn across replicas: {e}");
+        };
+        let mut claim = self.store.host_claim(&target.name).await.map_err(failed).ok()?;
+        let mut said = false;
+        loop {
+            if claim.try_take(patch.is_some()).await.map_err(failed).ok()? {
+                return Some(claim);
+            }
+            if !said {
+                said = true;
+                let states = [domain::steps::patch::ArmState::Applying, domain::steps::patch::ArmState::Applied];
+                let holder = match self.store.run_patches_in(&states, Some(&target.name)).await {
+                    Ok(rows) => rows.first().map(|r| (r.patch_step, r.run_id)),
+                    Err(e) => {
+                        failed(e);
+                        None
+                    }
+                };
+                let why = crate::patches::gate::Waiting::for_turn(&target.name, holder, patch);
+                tracing::info!(run = run_id, host = %target.name, "{why} (another replica)");
+                if let Err(e) = self.store.set_run_waiting(run_id, Some(&why.0)).await {
+                    tracing::error!(run = run_id, "cannot record what the run waits for: {e}");
+                }
+                self.publish(investigation, run_id).await;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
     }
 
     /// Before the run's server and command: its host checked for a patch left

@@ -596,3 +596,42 @@ async fn a_run_waits_while_a_patch_is_applied_on_its_host_and_says_why() {
     assert!(out.contains("SLOW = True"), "it ran on the file as it was, after the patch was put back: {out}");
     assert_eq!(crate::runs::finished(&app, patched).await["patch"]["state"], "reverted");
 }
+
+/// The same across replicas (PostgreSQL): a patched run driven by another
+/// replica holds the host; a run queued here waits for it, saying so, and
+/// runs on the file as it was once the patch is put back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_waits_while_another_replica_has_a_patch_applied_on_its_host() {
+    use serde_json::json;
+    use std::time::Duration;
+    if !crate::helpers::on_postgres() {
+        eprintln!("skipped: replicas need PostgreSQL (SLEUTH_TEST_POSTGRES)");
+        return;
+    }
+    let sshd = crate::sshd::Sshd::start();
+    let app = crate::runs::app_with_host(&sshd).await;
+    let other_replica = crate::replicas::Replica::start_on(&app, &[]);
+    let Gated { path, steps, diff, .. } = gated(&app, &sshd, "waiting across replicas").await;
+    let patch =
+        app.post_json(&steps, json!({ "kind": "patch", "host": "gpu", "diff": diff })).await.json()["id"].clone();
+    let slow = json!({ "kind": "command", "host": "gpu", "command": "sleep 3", "telemetry": false, "patch": patch });
+    let slow = app.post_json(&steps, slow).await.json()["id"].as_i64().unwrap();
+    let plain = json!({ "kind": "command", "host": "gpu", "command": format!("cat {path}"), "telemetry": false });
+    let plain = app.post_json(&steps, plain).await.json()["id"].as_i64().unwrap();
+    // The patched run, queued on (and driven by) the other replica.
+    let (status, runs) = other_replica.post(&format!("/api/v1/steps/{slow}/runs"), json!({})).await;
+    assert_eq!(status, 201, "{runs}");
+    let patched = runs[0]["id"].as_i64().unwrap();
+    crate::runs::wait_for(&app, patched, |r| r["patch"]["state"] == "applied", Duration::from_secs(30)).await;
+    let here = crate::runs::start(&app, plain, json!({})).await[0];
+    let waiting = crate::runs::wait_for(&app, here, |r| r["waiting"].is_string(), Duration::from_secs(10)).await;
+    assert_eq!(waiting["status"], "queued", "{waiting}");
+    assert_eq!(waiting["waiting"], json!(format!("waiting: patch {patch} applied on gpu for run {patched}")));
+    let done = crate::runs::finished(&app, here).await;
+    assert_eq!(done["status"], "succeeded", "{done}");
+    let out = String::from_utf8_lossy(&crate::runs::output(&app, here).await).into_owned();
+    assert!(out.contains("SLOW = True"), "it ran on the file as it was, after the patch was put back: {out}");
+    let ended = crate::runs::finished(&app, patched).await;
+    assert_eq!(ended["patch"]["state"], "reverted", "{ended}");
+    assert!(done["started_at"].as_str() >= ended["finished_at"].as_str(), "one after the other: {done} {ended}");
+}
