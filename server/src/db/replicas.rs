@@ -159,36 +159,6 @@ pub(super) fn lease_cutoff() -> i64 {
     now_ms() - EXPIRY.as_millis() as i64
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::time::Instant;
-
-    #[test]
-    fn leases_lapsed_with_the_database_are_not_judged_until_a_period_after_it_is_back() {
-        let start = Instant::now();
-        let at = |s: u64| start + Duration::from_secs(s);
-        let lease = EXPIRY.as_secs();
-        let mut judge = LeaseJudge::default();
-        judge.renewed(true, at(0));
-        assert!(
-            judge.may_judge_others(at(0)),
-            "a replica up with its database judges at once (a restart after a crash)"
-        );
-        judge.renewed(false, at(10));
-        assert!(!judge.may_judge_others(at(10)), "not while it cannot renew its own");
-        judge.renewed(false, at(40));
-        judge.renewed(true, at(50));
-        assert!(!judge.may_judge_others(at(50)));
-        assert!(!judge.may_judge_others(at(50 + lease - 1)));
-        judge.renewed(true, at(55));
-        assert!(judge.may_judge_others(at(50 + lease)), "a whole lease period after it came back");
-        judge.renewed(false, at(100));
-        judge.renewed(true, at(105));
-        assert!(!judge.may_judge_others(at(106)), "the clock starts again with each outage");
-    }
-}
-
 /// A host's turn held across replicas: on PostgreSQL, an advisory lock —
 /// shared for a plain run, exclusive for a patched one — on a connection of
 /// its own, held until this is dropped (or its replica dies, when the
@@ -229,5 +199,35 @@ impl Store {
             None => None,
         };
         Ok(HostClaim { connection, key })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    #[test]
+    fn leases_lapsed_with_the_database_are_not_judged_until_a_period_after_it_is_back() {
+        let start = Instant::now();
+        let at = |s: u64| start + Duration::from_secs(s);
+        let lease = EXPIRY.as_secs();
+        let mut judge = LeaseJudge::default();
+        judge.renewed(true, at(0));
+        assert!(
+            judge.may_judge_others(at(0)),
+            "a replica up with its database judges at once (a restart after a crash)"
+        );
+        judge.renewed(false, at(10));
+        assert!(!judge.may_judge_others(at(10)), "not while it cannot renew its own");
+        judge.renewed(false, at(40));
+        judge.renewed(true, at(50));
+        assert!(!judge.may_judge_others(at(50)));
+        assert!(!judge.may_judge_others(at(50 + lease - 1)));
+        judge.renewed(true, at(55));
+        assert!(judge.may_judge_others(at(50 + lease)), "a whole lease period after it came back");
+        judge.renewed(false, at(100));
+        judge.renewed(true, at(105));
+        assert!(!judge.may_judge_others(at(106)), "the clock starts again with each outage");
     }
 }
