@@ -88,6 +88,9 @@ test('a runner edits the gate into a patch, checks it, runs the A/B and reads th
   assert.match(await proof.locator('summary').textContent(), new RegExp(`patch ${patchId} · reverted`));
   await proof.locator('summary').click();
   assert.match(await proof.locator('table').textContent(), new RegExp(sha(GATE).slice(0, 12)));
+  // Its guards: every one said, none able to see a run without engine signals or telemetry.
+  assert.match(await page.locator('details.guards summary').textContent(), /guards: none could see these runs \(8 unknown\)/);
+  await screenshot(page, 'patch-run');
 
   // The verdict, with the patch beside its numbers.
   await page.goto(`${t.server.url}/i/${inv.id}`);
