@@ -221,6 +221,7 @@ fn Header(inv: std::sync::Arc<Investigation>, export: String) -> impl IntoView {
             {question}
             {(!inv.watches.is_empty()).then(|| view! { <WatchBanner watches=inv.watches.clone()/> })}
             <ReplayLinks replays=inv.replays.clone() replay_of=inv.replay_of.clone()/>
+            <DirtyHosts steps=inv.steps.clone()/>
             <p class="muted meta">
                 "Started " <crate::components::Time at=inv.created_at.clone()/> " · updated " <crate::components::Time at=inv.updated_at.clone()/>
             </p>
@@ -403,6 +404,33 @@ fn WatchBanner(watches: Vec<domain::watches::Watch>) -> impl IntoView {
         })
         .collect_view();
     view! { <ul class="watch-banner">{items}</ul> }
+}
+
+/// Hosts this investigation's runs left dirty: a patch that could not be put
+/// back, which refuses new runs there until an admin settles it.
+#[component]
+fn DirtyHosts(steps: Vec<domain::model::Step>) -> impl IntoView {
+    let dirty: Vec<(i64, String, domain::steps::patch::RunPatch)> = steps
+        .iter()
+        .flat_map(|s| s.runs.iter())
+        .filter_map(|r| {
+            let patch = r.patch.clone()?;
+            (patch.state == domain::steps::patch::ArmState::Dirty).then(|| (r.id, r.host.clone(), patch))
+        })
+        .collect();
+    (!dirty.is_empty()).then(|| {
+        let items = dirty
+            .into_iter()
+            .map(|(run, host, patch)| {
+                view! {
+                    <li><a href=format!("/hosts#host-{host}")>{host.clone()}</a> " is dirty: "
+                        <a href=format!("/runs/{run}")>{format!("run {run}")}</a> " — " {patch.text.clone()}
+                        " New runs there are refused until an admin restores or accepts it."</li>
+                }
+            })
+            .collect_view();
+        view! { <ul class="notice dirty-hosts" aria-label="Dirty hosts">{items}</ul> }
+    })
 }
 
 /// This investigation's replays (each a link to its page), and the replay it

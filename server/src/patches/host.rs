@@ -321,7 +321,7 @@ putback() {
 back1() {
   src="$keep/files$2"
   [ -f "$src" ] || src="$keep/$1.orig"
-  cp -- "$src" "$2" 2>/dev/null || echo "failed	$1	cannot put the original back"
+  cp -- "$src" "$2" 2>/dev/null || { echo "failed	$1	cannot put the original back"; eval "b$1=0"; }
 }
 # File $1 put back, its sha256 now $2, its base $3, $4 its path: said.
 verify() {

@@ -352,7 +352,7 @@ async fn a_patch_changed_during_its_run_leaves_the_host_dirty_until_an_admin_set
     use serde_json::json;
     let sshd = crate::sshd::Sshd::start();
     let app = crate::runs::app_with_host(&sshd).await;
-    let Gated { gate, path, steps, diff, .. } = gated(&app, &sshd, "dirty").await;
+    let Gated { gate, path, steps, diff, inv, .. } = gated(&app, &sshd, "dirty").await;
     let before = sha(GATE.as_bytes());
     let patch =
         app.post_json(&steps, json!({ "kind": "patch", "host": "gpu", "diff": diff })).await.json()["id"].clone();
@@ -384,6 +384,12 @@ async fn a_patch_changed_during_its_run_leaves_the_host_dirty_until_an_admin_set
     assert!(other["error"].as_str().unwrap().contains("dirty"), "{other}");
     let listed = app.get("/api/v1/hosts/gpu/patches").await.json();
     assert_eq!((listed[0]["run"].as_i64(), listed[0]["state"].as_str()), (Some(run), Some("dirty")), "{listed}");
+    // The investigation says so, linking the host and the run.
+    let investigation = app.get(&format!("/i/{inv}")).await.text();
+    assert!(
+        investigation.contains("notice dirty-hosts") && investigation.contains(&format!("href=\"/runs/{run}\"")),
+        "{investigation}"
+    );
     // The hosts page says so, and offers an admin both ways out.
     let page = app.get("/hosts").await.text();
     assert!(
@@ -397,6 +403,7 @@ async fn a_patch_changed_during_its_run_leaves_the_host_dirty_until_an_admin_set
     assert_eq!(restored.json()["state"], "reverted", "{}", restored.text());
     assert_eq!(sha(&std::fs::read(&gate).unwrap()), before);
     assert_eq!(app.get("/api/v1/hosts/gpu/patches").await.json(), json!([]));
+    assert!(!app.get(&format!("/i/{inv}")).await.text().contains("notice dirty-hosts"), "settled: said no more");
     let again = crate::runs::start(&app, unpatched, json!({})).await[0];
     assert_eq!(crate::runs::finished(&app, again).await["status"], "succeeded");
 
@@ -412,6 +419,60 @@ async fn a_patch_changed_during_its_run_leaves_the_host_dirty_until_an_admin_set
     assert_eq!(none.status, StatusCode::NOT_FOUND, "{}", none.text());
     let audit = app.get("/api/v1/audit").await.text();
     assert!(audit.contains("patch.restore") && audit.contains("patch.accept"), "{audit}");
+}
+
+/// The case: the patched file made read-only during the run, so the
+/// original cannot be put back. Read-only for whoever runs the tests: root
+/// writes over mode bits, so the file is made immutable (`chattr +i`) where
+/// that works, else the file and its directory lose their write bits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_patch_that_cannot_be_put_back_leaves_the_host_dirty_until_restored() {
+    use axum::http::StatusCode;
+    use serde_json::json;
+    let sshd = crate::sshd::Sshd::start();
+    let app = crate::runs::app_with_host(&sshd).await;
+    let Gated { dir, gate, path, steps, diff, .. } = gated(&app, &sshd, "read-only").await;
+    let probe = dir.join("probe");
+    std::fs::write(&probe, "x").unwrap();
+    let immutable = std::process::Command::new("chattr").arg("+i").arg(&probe).status().is_ok_and(|s| s.success());
+    if immutable {
+        let _ = std::process::Command::new("chattr").arg("-i").arg(&probe).status();
+    }
+    let (lock, unlock) = if immutable {
+        (format!("chattr +i {path}"), vec!["chattr", "-i", path.as_str()])
+    } else {
+        let d = dir.display().to_string();
+        (format!("chmod a-w {path} {d}"), vec!["chmod", "u+w", path.as_str(), "--", ""])
+    };
+    let patch =
+        app.post_json(&steps, json!({ "kind": "patch", "host": "gpu", "diff": diff })).await.json()["id"].clone();
+    let locking = json!({ "kind": "command", "host": "gpu", "command": lock, "telemetry": false, "patch": patch });
+    let step = app.post_json(&steps, locking).await.json()["id"].as_i64().unwrap();
+    let run = crate::runs::start(&app, step, json!({})).await[0];
+    let done = crate::runs::finished(&app, run).await;
+    assert_eq!(done["patch"]["state"], "dirty", "{done}");
+    assert!(done["patch"]["text"].as_str().unwrap().contains("cannot put the original back"), "{done}");
+    assert_ne!(sha(&std::fs::read(&gate).unwrap()), sha(GATE.as_bytes()), "still patched");
+    // The next run is refused, naming the run that left it so.
+    let refused = app.post_json(&format!("/api/v1/steps/{step}/runs"), json!({})).await;
+    assert_eq!(refused.status, StatusCode::CONFLICT, "{}", refused.text());
+    assert!(refused.text().contains(&format!("run {run}")), "{}", refused.text());
+    // Restoring while it is still read-only fails and says so; once writable, it is restored and verified.
+    let failed = app.post_json(&format!("/api/v1/hosts/gpu/patches/{run}/restore"), json!({})).await;
+    assert_eq!(failed.json()["state"], "dirty", "{}", failed.text());
+    let args: Vec<&str> = unlock.iter().copied().filter(|a| !a.is_empty() && *a != "--").collect();
+    assert!(std::process::Command::new(args[0]).args(&args[1..]).status().unwrap().success());
+    if !immutable {
+        assert!(std::process::Command::new("chmod").arg("u+w").arg(&dir).status().unwrap().success());
+    }
+    let restored = app.post_json(&format!("/api/v1/hosts/gpu/patches/{run}/restore"), json!({})).await;
+    assert_eq!(restored.json()["state"], "reverted", "{}", restored.text());
+    assert_eq!(sha(&std::fs::read(&gate).unwrap()), sha(GATE.as_bytes()));
+    let again = app.post_json(&format!("/api/v1/steps/{step}/runs"), json!({})).await;
+    assert_eq!(again.status, StatusCode::CREATED, "{}", again.text());
+    let again = again.json()[0]["id"].as_i64().unwrap();
+    crate::runs::finished(&app, again).await;
+    let _ = std::process::Command::new("chattr").arg("-i").arg(&gate).status();
 }
 
 /// SIGKILL the Sleuth that applied a patch, mid-run: when a Sleuth starts on
