@@ -127,6 +127,9 @@ pub struct Bounds {
     /// Requests by which the queue's mean over the run's last third may
     /// exceed its first third's: a queue that grows measures itself.
     pub waiting_growth: f64,
+    /// How much longer than its schedule a run at an asked rate may take
+    /// (its requests at the rate, plus one request's latency to drain).
+    pub duration_stretch: f64,
     /// How far (in its configuration's standard deviations, and at least
     /// `min_shift_pct` % of its mean) a first run after a start may sit.
     pub first_run_sigmas: f64,
@@ -144,6 +147,7 @@ impl Default for Bounds {
             prefix_arms_pct: 10.0,
             spec_drift_pct: 5.0,
             waiting_growth: 2.0,
+            duration_stretch: 1.25,
             first_run_sigmas: 3.0,
             min_shift_pct: 2.0,
             regime_gap_sigmas: 4.0,
@@ -420,16 +424,53 @@ fn spec_drift_between(baseline: &[RunFacts<'_>], treatment: &[RunFacts<'_>], bou
     }
 }
 
-/// Runs whose queue grew through them.
+/// How much longer than its schedule a run at an asked rate took: its
+/// duration against N requests sent at the rate plus one request's mean
+/// latency (the last one's drain). `None` without the numbers.
+fn stretch(run: &RunFacts<'_>) -> Option<f64> {
+    let (rate, n, duration) = (run.get("request_rate_asked")?, run.get("successful_requests")?, run.get("duration_s")?);
+    let latency_ms = run.get("e2el_ms_mean").or_else(|| {
+        let per_request = run.get("total_output_tokens")? / n;
+        Some(run.get("ttft_ms_mean")? + run.get("tpot_ms_mean").unwrap_or(0.0) * (per_request - 1.0).max(0.0))
+    })?;
+    let planned = n / rate + latency_ms / 1000.0;
+    (planned > 0.0 && n >= 1.0).then(|| duration / planned)
+}
+
+/// Runs whose queue grew through them (the engine's gauge), or that took
+/// well over their schedule at the rate asked (the client's report).
 fn oversaturated(runs: &[RunFacts<'_>], bounds: &Bounds) -> Guard {
     let name = GuardName::Oversaturated;
+    let stretched: Vec<(i64, f64)> = runs.iter().filter_map(|r| Some((r.id, stretch(r)?))).collect();
+    let late: Vec<&(i64, f64)> = stretched.iter().filter(|(_, s)| *s > bounds.duration_stretch).collect();
     let read: Vec<(i64, f64, f64)> =
         runs.iter().filter_map(|r| Some((r.id, r.get(WAITING_GROWTH)?, r.get(WAITING_MAX).unwrap_or(0.0)))).collect();
+    if !late.is_empty() {
+        let worst = late.iter().map(|(_, s)| *s).fold(0.0, f64::max);
+        let whose = if runs.len() == 1 {
+            "The run took".to_string()
+        } else {
+            format!("{} of {} runs took up to", late.len(), runs.len())
+        };
+        let text = format!(
+            "{whose} {worst:.2}× their schedule at the rate asked (its requests at that rate, plus one request's latency): requests queued, the server was over-saturated."
+        );
+        let mut g = Guard::new(name, Level::Warn, text);
+        for (id, s) in &late {
+            g.runs.push(*id);
+            g = g.with(format!("run {id} duration / schedule"), *s, "×");
+        }
+        return g;
+    }
     if read.is_empty() {
+        if let Some((id, s)) = stretched.iter().copied().reduce(|a, b| if b.1 > a.1 { b } else { a }) {
+            let text = format!("The runs kept to their schedule at the rate asked (at most {s:.2}× it, run {id}).");
+            return Guard::new(name, Level::Ok, text).with(format!("run {id} duration / schedule"), s, "×");
+        }
         return Guard::new(
             name,
             Level::Unknown,
-            "No queue over the run: the step scrapes no engine /metrics, or the engine exposes no requests waiting.",
+            "No queue over the run and no rate asked: the step scrapes no engine /metrics (or it exposes no requests waiting), and the client reported no finite request rate.",
         );
     }
     let grew: Vec<&(i64, f64, f64)> = read.iter().filter(|(_, g, _)| *g > bounds.waiting_growth).collect();

@@ -99,6 +99,11 @@ fn summary(report: &mut Report, object: &Map<String, Value>, key: Option<&str>) 
     {
         report.add("request_throughput", done / secs, "req/s", key);
     }
+    // The rate asked for (a setting, also kept as metadata): what the
+    // `oversaturated` guard holds the run's duration against. `inf` is none.
+    if let Some(rate) = object.get("request_rate").and_then(Value::as_f64).filter(|r| r.is_finite() && *r > 0.0) {
+        report.add("request_rate_asked", rate, "req/s", key);
+    }
     for (field, value) in object {
         match (name(field), value.as_f64()) {
             (Some((metric, unit)), Some(v)) => report.add(metric, v, unit, key),
@@ -445,6 +450,36 @@ mod tests {
         assert!(rates.len() >= 2, "{rates:?}");
         // What no reader names stays as metadata.
         assert_eq!(report.metadata.get("gpu").and_then(Value::as_str), Some("4xNVIDIA_L40S"));
+    }
+
+    /// The `oversaturated` guard on real results: runs at 10 and 30 req/s kept
+    /// to their schedule; `inf` asked no rate (judged by nothing here); the
+    /// same result stretched half as long again is flagged.
+    #[test]
+    fn the_fixtures_runs_at_a_rate_kept_their_schedule_and_a_stretched_one_did_not() {
+        use domain::guards::{Bounds, GuardName, Level, RunFacts, of_run};
+        let fixture = crate::fixtures::read("reports/vllm-bench-serve/nerdalert_results.json");
+        let judge = |line: &str| {
+            let found = read(line).measurements;
+            let run = RunFacts { id: 1, measurements: &found, value: None, server: None, warmup: false };
+            let guard = of_run(&run, std::slice::from_ref(&run), &Bounds::default()).remove(2);
+            assert_eq!(guard.name, GuardName::Oversaturated);
+            (guard.level, guard.text)
+        };
+        for line in fixture.lines() {
+            let object: Value = serde_json::from_str(line).unwrap();
+            let (level, text) = judge(line);
+            match object["request_rate"].as_f64() {
+                Some(_) => assert_eq!(level, Level::Ok, "{line}: {text}"),
+                None => assert_eq!(level, Level::Unknown, "inf: no schedule ({text})"),
+            }
+        }
+        let first = fixture.lines().next().unwrap();
+        let mut stretched: Value = serde_json::from_str(first).unwrap();
+        stretched["duration"] = Value::from(stretched["duration"].as_f64().unwrap() * 1.5);
+        let (level, text) = judge(&stretched.to_string());
+        assert_eq!(level, Level::Warn, "{text}");
+        assert!(text.contains("took 1.59×") && text.contains("over-saturated"), "{text}");
     }
 
     #[test]
