@@ -28,6 +28,13 @@ pub struct FrontierPoint {
     /// bounded percentile was not measured).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub meets_slo: Option<bool>,
+    /// What its runs' guards found (`crate::guards::of_group`), when one
+    /// warns or fails: a point to look at before believing it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hazards: Option<String>,
+    /// The worst of its guards' levels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guard_level: Option<crate::guards::Level>,
 }
 
 /// Which metrics a frontier is of (`?maximize=…&minimize=…`); output
@@ -110,6 +117,8 @@ mod tests {
             minimize_ci: None,
             on_frontier: false,
             meets_slo: meets,
+            hazards: None,
+            guard_level: None,
         }
     }
 

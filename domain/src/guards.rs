@@ -248,6 +248,24 @@ pub fn of_arms<'a>(baseline: &[Vec<RunFacts<'a>>], treatment: &[Vec<RunFacts<'a>
     .collect()
 }
 
+/// The guards over one configuration's measured runs (a frontier's point):
+/// each run checked, and the runs against each other.
+pub fn of_group(runs: &[RunFacts<'_>], bounds: &Bounds) -> Vec<Guard> {
+    let measured: Vec<RunFacts<'_>> = runs.iter().filter(|r| !r.warmup).cloned().collect();
+    let drift = measured.iter().map(|r| spec_drift_in_config(r, &measured, bounds)).max_by_key(|g| g.level);
+    let drift = drift.unwrap_or_else(|| Guard::new(GuardName::SpecAcceptanceDrift, Level::Unknown, "No runs."));
+    vec![
+        prefix_cache_warm(&measured, &[], bounds),
+        drift,
+        oversaturated(&measured, bounds),
+        client_saturated(),
+        gpu_contended(),
+        first_after_start(&measured, bounds),
+        restart_regimes(&measured, bounds),
+        topology(),
+    ]
+}
+
 /// Whether a verdict over runs with these guards is trusted: `Some(false)`
 /// when one warns or fails, `Some(true)` when none does and at least one
 /// could see the runs, `None` when none could (or there are none).

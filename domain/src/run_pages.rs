@@ -191,6 +191,10 @@ pub struct ComparedRun {
     /// The step's runs of the same configuration that succeeded (this one
     /// among them if it did): what tells a difference from noise.
     pub repeats: Vec<i64>,
+    /// Its guards (`crate::guards`): a difference between runs one of which
+    /// a guard flags is not the change alone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub guards: Vec<crate::guards::Guard>,
 }
 
 /// One thing the runs were run with or on, a value per run.

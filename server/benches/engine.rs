@@ -289,6 +289,7 @@ async fn main() {
     let count: usize = if quick() { 500 } else { 10_000 };
     let step = add(&peer, command("true", false)).await;
     let started = Instant::now();
+    let mut last = 0;
     for i in 0..count {
         let new = server::db::NewRun {
             step_id: step,
@@ -309,6 +310,7 @@ async fn main() {
             origin: domain::runs::RunOrigin::Person,
         };
         let row = peer.store.insert_run(&new, None).await.expect("a run");
+        last = row.id;
         peer.store.start_run(row.id, "~/.sleuth/runs/bench").await.expect("started");
         let end = server::db::RunEnd {
             status: domain::runs::RunStatus::Succeeded,
@@ -339,5 +341,28 @@ async fn main() {
         ms(history),
         ms(plain),
         ms(history) / ms(plain)
+    );
+
+    // (e) #53's guards on those runs: one run's (judged with every sibling of
+    // its configuration), and a hypothesis's over all of them, each arm.
+    let (one, _) = page_p50(addr, &format!("/api/v1/runs/{last}")).await;
+    let hypothesis = serde_json::json!({ "statement": "the step against itself", "metric": "output_throughput",
+        "baseline": { "steps": [step] }, "treatment": { "steps": [step] } });
+    let input = serde_json::from_value(hypothesis).expect("a hypothesis");
+    let made =
+        peer.state.notebook.add_hypothesis(&Actor::local(), &peer.investigation, input).await.expect("a hypothesis");
+    let id = made.id;
+    assert_eq!(made.guards.len(), 8, "every guard: {:?}", made.guards);
+    let (judged, _) = page_p50(addr, &format!("/api/v1/hypotheses/{id}")).await;
+    println!(
+        "(e) guards: GET a run of it p50 {:7.1} ms (judged with its {count} siblings; run / step = {:.2}x)",
+        ms(one),
+        ms(one) / ms(plain)
+    );
+    println!(
+        "    GET a hypothesis over {} runs p50 {:7.1} ms (goal <= 1000 ms)   hypothesis / step = {:.2}x",
+        2 * count,
+        ms(judged),
+        ms(judged) / ms(plain)
     );
 }

@@ -54,6 +54,7 @@ fn Compared(c: RunsCompared) -> impl IntoView {
                         </a>
                     </span>
                     <span class="muted repeats">{domain::runs::counted(r.repeats.len() as u64, "run", "runs")} " of its configuration"</span>
+                    <crate::guards::Guards guards=r.guards.clone()/>
                 </th>
             }
         })

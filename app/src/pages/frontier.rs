@@ -81,7 +81,8 @@ fn Whole(f: Frontier, investigation: String) -> impl IntoView {
                     <td class="num">{domain::metrics::figure(p.maximize)} <span class="muted">{interval(p.maximize_ci)}</span></td>
                     <td class="num">{domain::metrics::figure(p.minimize)} <span class="muted">{interval(p.minimize_ci)}</span></td>
                     <td>{if p.on_frontier { "on it" } else { "beaten" }}</td>
-                    <td>{meets}</td>
+                    <td>{meets}
+                        {p.hazards.clone().map(|h| view! { <span class="guard warn frontier-hazard" title=h.clone()>" ⚠ guards"</span> <div class="muted guard-evidence">{h}</div> })}</td>
                     <td>{p.runs.iter().map(|r| view! { <a href=format!("/runs/{r}")>{format!("#{r}")}</a> " " }).collect_view()}
                         <a class="quiet" href=step_href.clone()>"step"</a></td>
                 </tr>

@@ -236,7 +236,28 @@ async fn follow_to_end(
         }
     }
     let ended: Run = api.call(Method::GET, &format!("/api/v1/runs/{run}?wait=60"), None).await?;
+    print_guards(&ended, &api.page(&format!("/runs/{run}")));
     Ok(exit_code(&ended))
+}
+
+/// A run's guards on stderr once it ended: a line saying whether any warns,
+/// and each that warns or fails with its sentence (made inert: a guard may
+/// quote what a host said).
+fn print_guards(run: &Run, page: &str) {
+    use domain::guards::Level;
+    if run.guards.is_empty() {
+        return;
+    }
+    let count = |l: Level| run.guards.iter().filter(|g| g.level == l).count();
+    let (fail, warn, ok, unknown) = (count(Level::Fail), count(Level::Warn), count(Level::Ok), count(Level::Unknown));
+    if fail + warn == 0 {
+        eprintln!("sleuth: guards: none warns ({ok} ok, {unknown} could not see this run)");
+        return;
+    }
+    eprintln!("sleuth: guards: {fail} fail, {warn} warn ({page}):");
+    for g in run.guards.iter().filter(|g| g.level >= Level::Warn) {
+        eprintln!("sleuth:   {} {}: {}", g.level.as_str(), g.name.as_str(), terminal::printable(&g.text));
+    }
 }
 
 /// A run's end as a process's: the command's own code, 124 for a timeout

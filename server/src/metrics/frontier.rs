@@ -85,6 +85,8 @@ pub fn frontier(
             if known.is_empty() { String::new() } else { format!("; its runs measured: {}", known.join(", ")) }
         )));
     }
+    // Guards judge a configuration's runs on the metric it maximizes.
+    let judged_by = maximize;
     let mut points: Vec<FrontierPoint> = labels
         .iter()
         .map(|label| {
@@ -92,6 +94,17 @@ pub fn frontier(
             let up: Vec<f64> = runs.iter().filter_map(|r| value_of(r, maximize)).collect();
             let down: Vec<f64> = runs.iter().filter_map(|r| value_of(r, minimize)).collect();
             let ((maximize, maximize_ci), (minimize, minimize_ci)) = (mean_and_ci(&up), mean_and_ci(&down));
+            let facts: Vec<domain::guards::RunFacts<'_>> = runs
+                .iter()
+                .map(|r| domain::guards::RunFacts {
+                    id: r.id,
+                    measurements: &r.measurements,
+                    value: value_of(r, judged_by),
+                    server: r.server.as_ref().map(|s| s.started_by_run.unwrap_or(r.id)),
+                    warmup: r.warmup,
+                })
+                .collect();
+            let guards = domain::guards::of_group(&facts, &domain::guards::Bounds::default());
             FrontierPoint {
                 label: label.clone(),
                 config: runs[0].config.clone().unwrap_or_default(),
@@ -103,6 +116,8 @@ pub fn frontier(
                 minimize_ci,
                 on_frontier: false,
                 meets_slo: slo.and_then(|slo| meets(slo, &runs)),
+                hazards: domain::guards::hazards(&guards),
+                guard_level: guards.iter().map(|g| g.level).max(),
             }
         })
         .collect();

@@ -46,6 +46,7 @@ pub fn compared(sides: Vec<Side>) -> Result<RunsCompared, crate::charts::ChartEr
             step_id: s.page.run.step_id,
             step_position: s.page.step_position,
             repeats: s.repeats.clone(),
+            guards: s.page.run.guards.clone(),
         })
         .collect();
     let (metrics, unshared) = metrics(&sides);

@@ -26,6 +26,9 @@ pub struct Runs {
     outputs: Outputs,
 }
 
+/// How many runs of its configuration a run's guards compare it with (the nearest).
+const GUARD_SIBLINGS: usize = 200;
+
 /// Source references in output link to a runner's action (finding the file
 /// on the host): a reader who may not run gets them as marked text, not as a
 /// link that answers "needs the runner role".
@@ -585,8 +588,9 @@ impl Runs {
     }
 
     /// A finished run's guards, judged with the other finished runs of its
-    /// step and configuration, on the metric its step is read by (output
-    /// throughput where it has it, else its first).
+    /// step and configuration (the [`GUARD_SIBLINGS`] nearest it), on the
+    /// metric its step is read by (output throughput where it has it, else
+    /// its first).
     async fn guards_of(&self, run: &Run) -> Result<Vec<domain::guards::Guard>> {
         let config = run.config.as_ref().map(domain::sweeps::config_label);
         let mut siblings = Vec::new();
@@ -596,6 +600,10 @@ impl Runs {
                 siblings.push(sibling);
             }
         }
+        // The nearest runs of its configuration are what its guards compare it
+        // with: a step of ten thousand runs is not read whole for one page.
+        siblings.sort_by_key(|r| r.id.abs_diff(run.id));
+        siblings.truncate(GUARD_SIBLINGS);
         let ids: Vec<i64> = siblings.iter().map(|r| r.id).collect();
         let mut measured: HashMap<i64, Vec<domain::metrics::Measurement>> = HashMap::new();
         for row in self.store.measurements_of_runs(&ids).await? {

@@ -302,6 +302,12 @@ async fn a_warm_prefix_cache_in_one_arm_is_a_hazard_the_verdict_names() {
     assert!(page.contains("⚠ Hazards: ") && page.contains("prefix-cache hits up to 6"), "the page says the hazard");
     let report = app.get(&format!("/api/v1/investigations/{investigation}/export?format=markdown")).await.text();
     assert!(report.contains("⚠ Hazards: ") && report.contains("prefix-cache hits up to 6"), "{report}");
+    // The sweep's frontier marks the configuration whose runs a guard flags.
+    let f = app.get(&format!("/api/v1/steps/{step}/frontier")).await.json();
+    let point = |label: &str| f["points"].as_array().unwrap().iter().find(|p| p["label"] == label).cloned().unwrap();
+    assert!(point("HIT=60")["hazards"].as_str().is_some_and(|h| h.contains("prefix-cache hits")), "{f}");
+    assert_eq!(point("HIT=60")["guard_level"], "fail", "{f}");
+    assert!(point("HIT=0")["hazards"].is_null(), "{f}");
     let warm = ended.iter().find(|r| r["config"]["HIT"] == "60").unwrap()["id"].as_i64().unwrap();
     let run_page = app.get(&format!("/runs/{warm}")).await.text();
     assert!(run_page.contains("guards: 1 fail") && run_page.contains("prefix_cache_warm"), "the run page badge");
