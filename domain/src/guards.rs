@@ -130,6 +130,9 @@ pub struct Bounds {
     /// How much longer than its schedule a run at an asked rate may take
     /// (its requests at the rate, plus one request's latency to drain).
     pub duration_stretch: f64,
+    /// The share below the rate asked a client's sends may fall (at least;
+    /// more for few requests, whose Poisson spacing spreads by 1/√n).
+    pub send_shortfall: f64,
     /// How far (in its configuration's standard deviations, and at least
     /// `min_shift_pct` % of its mean) a first run after a start may sit.
     pub first_run_sigmas: f64,
@@ -148,6 +151,7 @@ impl Default for Bounds {
             spec_drift_pct: 5.0,
             waiting_growth: 2.0,
             duration_stretch: 1.25,
+            send_shortfall: 0.1,
             first_run_sigmas: 3.0,
             min_shift_pct: 2.0,
             regime_gap_sigmas: 4.0,
@@ -191,7 +195,7 @@ pub fn of_run(run: &RunFacts<'_>, siblings: &[RunFacts<'_>], bounds: &Bounds) ->
             GuardName::PrefixCacheWarm => prefix_cache_warm(one, &[], bounds),
             GuardName::SpecAcceptanceDrift => spec_drift_in_config(run, &measured, bounds),
             GuardName::Oversaturated => oversaturated(one, bounds),
-            GuardName::ClientSaturated => client_saturated(),
+            GuardName::ClientSaturated => client_saturated(one, bounds),
             GuardName::GpuContended => gpu_contended(),
             GuardName::FirstAfterStart => {
                 let mut g = first_after_start(&measured, bounds);
@@ -232,7 +236,10 @@ pub fn of_arms<'a>(baseline: &[Vec<RunFacts<'a>>], treatment: &[Vec<RunFacts<'a>
         prefix_cache_warm(&b, &t, bounds),
         spec_drift_between(&b, &t, bounds),
         oversaturated_arms(&b, &t, bounds),
-        client_saturated(),
+        worst_of(
+            GuardName::ClientSaturated,
+            vec![("baseline", client_saturated(&b, bounds)), ("treatment", client_saturated(&t, bounds))],
+        ),
         gpu_contended(),
         within(&|runs| first_after_start(runs, bounds), GuardName::FirstAfterStart),
         within(&|runs| restart_regimes(runs, bounds), GuardName::RestartRegimes),
@@ -258,7 +265,7 @@ pub fn of_group(runs: &[RunFacts<'_>], bounds: &Bounds) -> Vec<Guard> {
         prefix_cache_warm(&measured, &[], bounds),
         drift,
         oversaturated(&measured, bounds),
-        client_saturated(),
+        client_saturated(&measured, bounds),
         gpu_contended(),
         first_after_start(&measured, bounds),
         restart_regimes(&measured, bounds),
@@ -529,12 +536,57 @@ fn oversaturated_arms(baseline: &[RunFacts<'_>], treatment: &[RunFacts<'_>], bou
     worst_of(GuardName::Oversaturated, judged)
 }
 
-fn client_saturated() -> Guard {
-    Guard::new(
-        GuardName::ClientSaturated,
-        Level::Unknown,
-        "Not judged: Sleuth does not read the load generator's send schedule or its CPU yet.",
-    )
+/// Runs whose client sent more slowly than the rate it was asked for: the
+/// load generator fell behind its schedule (its sends came late), so the
+/// server saw less load than the run says.
+fn client_saturated(runs: &[RunFacts<'_>], bounds: &Bounds) -> Guard {
+    let name = GuardName::ClientSaturated;
+    let read: Vec<(i64, f64, f64, f64)> = runs
+        .iter()
+        .filter_map(|r| {
+            Some((r.id, r.get("send_rate")?, r.get("request_rate_asked")?, r.get("successful_requests").unwrap_or(0.0)))
+        })
+        .collect();
+    if read.is_empty() {
+        let sent = runs.iter().any(|r| r.get("send_rate").is_some());
+        return Guard::new(
+            name,
+            Level::Unknown,
+            if sent {
+                "No rate was asked (as fast as allowed, or a concurrency): the client's schedule is its concurrency, not a rate."
+            } else {
+                "No per-request send times: the client saved none (vLLM: --save-result --save-detailed)."
+            },
+        );
+    }
+    let mut g = Guard::new(name, Level::Ok, "");
+    let mut late = Vec::new();
+    for (id, sent, asked, n) in &read {
+        // Poisson sends spread by 1/sqrt(n): three of those, at least the bound.
+        let slack = bounds.send_shortfall.max(3.0 / n.max(1.0).sqrt());
+        g = g.with(format!("run {id} send_rate"), *sent, "req/s").with(
+            format!("run {id} request_rate_asked"),
+            *asked,
+            "req/s",
+        );
+        if *sent < asked * (1.0 - slack) {
+            late.push((*id, sent / asked));
+        }
+    }
+    if late.is_empty() {
+        g.text = "The client sent at the rate asked.".into();
+        return g;
+    }
+    let worst = late.iter().map(|(_, f)| *f).fold(f64::INFINITY, f64::min);
+    g.level = Level::Warn;
+    g.runs = late.iter().map(|(id, _)| *id).collect();
+    g.text = format!(
+        "{} of {} runs: the client sent at as little as {:.0} % of the rate asked: it could not keep its schedule, so the server saw less load than asked.",
+        late.len(),
+        read.len(),
+        worst * 100.0
+    );
+    g
 }
 
 fn gpu_contended() -> Guard {

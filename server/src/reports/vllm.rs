@@ -260,6 +260,17 @@ pub fn read_streaming(input: impl std::io::Read) -> ReadResult<Streamed> {
         report.samples("e2el_ms", "ms", None, e2el, true);
     }
     report.samples("ttft_ms", "ms", None, ttft, true);
+    // The rate the client actually sent at (the `client_saturated` guard
+    // holds it against the rate asked).
+    if detailed.start_times.len() >= 3 {
+        let (first, last) = detailed
+            .start_times
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), t| (lo.min(*t), hi.max(*t)));
+        if last > first {
+            report.add("send_rate", (detailed.start_times.len() - 1) as f64 / (last - first), "req/s", None);
+        }
+    }
     if detailed.start_times.len() == n && n > 0 {
         let first = detailed.start_times.iter().copied().fold(f64::INFINITY, f64::min);
         report.requests =
@@ -480,6 +491,35 @@ mod tests {
         let (level, text) = judge(&stretched.to_string());
         assert_eq!(level, Level::Warn, "{text}");
         assert!(text.contains("took 1.59×") && text.contains("over-saturated"), "{text}");
+    }
+
+    /// `client_saturated` from a detailed result's send times: 100 requests
+    /// asked at 10 req/s, sent over 9.9 s (on schedule) or over 20 s (late).
+    #[test]
+    fn a_client_that_sent_late_is_flagged_one_on_schedule_is_not() {
+        use domain::guards::{Bounds, GuardName, Level, RunFacts, of_run};
+        let judge = |span: f64, rate: &str| {
+            let starts: Vec<f64> = (0..100).map(|i| 1000.0 + span * f64::from(i) / 99.0).collect();
+            let text = format!(
+                r#"{{"backend": "vllm", "request_rate": {rate}, "completed": 100, "duration": {}, "output_throughput": 50.0,
+                    "ttfts": {}, "start_times": {}}}"#,
+                span + 1.0,
+                serde_json::to_string(&vec![0.05; 100]).unwrap(),
+                serde_json::to_string(&starts).unwrap()
+            );
+            let found = read(&text).measurements;
+            let run = RunFacts { id: 7, measurements: &found, value: None, server: None, warmup: false };
+            let guard = of_run(&run, std::slice::from_ref(&run), &Bounds::default()).remove(3);
+            assert_eq!(guard.name, GuardName::ClientSaturated);
+            (guard.level, guard.text)
+        };
+        assert_eq!(judge(9.9, "10.0").0, Level::Ok);
+        let (level, text) = judge(20.0, "10.0");
+        assert_eq!(level, Level::Warn, "{text}");
+        assert!(text.contains("as little as 50 % of the rate asked"), "{text}");
+        let (level, text) = judge(20.0, "\"inf\"");
+        assert_eq!(level, Level::Unknown, "{text}");
+        assert!(text.contains("No rate was asked"), "{text}");
     }
 
     #[test]
