@@ -142,6 +142,87 @@ pub struct Bounds {
     pub regime_gap_sigmas: f64,
 }
 
+/// The bounds an investigation sets over the defaults
+/// (`PUT /api/v1/investigations/{id}/guards`): each one given, or left to
+/// its default. `{}` goes back to the defaults.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct BoundsInput {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_hit_warn_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_hit_fail_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_arms_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_drift_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_growth: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_stretch: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_shortfall: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_run_sigmas: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_shift_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regime_gap_sigmas: Option<f64>,
+}
+
+impl BoundsInput {
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+/// An investigation's guard bounds: those in effect, and those it sets.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(schemars::JsonSchema))]
+pub struct GuardBounds {
+    pub bounds: Bounds,
+    pub set: BoundsInput,
+}
+
+impl Bounds {
+    /// The defaults with what `input` sets; `Err` says which bound is not a
+    /// number it can be (each is positive; a share is at most 100 %, or 1 as a fraction).
+    pub fn with(input: &BoundsInput) -> Result<Bounds, String> {
+        let mut b = Bounds::default();
+        let fields: [(&str, Option<f64>, &mut f64, f64); 10] = [
+            ("prefix_hit_warn_pct", input.prefix_hit_warn_pct, &mut b.prefix_hit_warn_pct, 100.0),
+            ("prefix_hit_fail_pct", input.prefix_hit_fail_pct, &mut b.prefix_hit_fail_pct, 100.0),
+            ("prefix_arms_pct", input.prefix_arms_pct, &mut b.prefix_arms_pct, 100.0),
+            ("spec_drift_pct", input.spec_drift_pct, &mut b.spec_drift_pct, 100.0),
+            ("waiting_growth", input.waiting_growth, &mut b.waiting_growth, f64::MAX),
+            ("duration_stretch", input.duration_stretch, &mut b.duration_stretch, f64::MAX),
+            ("send_shortfall", input.send_shortfall, &mut b.send_shortfall, 1.0),
+            ("first_run_sigmas", input.first_run_sigmas, &mut b.first_run_sigmas, f64::MAX),
+            ("min_shift_pct", input.min_shift_pct, &mut b.min_shift_pct, 100.0),
+            ("regime_gap_sigmas", input.regime_gap_sigmas, &mut b.regime_gap_sigmas, f64::MAX),
+        ];
+        for (name, given, field, most) in fields {
+            if let Some(value) = given {
+                if !value.is_finite() || value <= 0.0 || value > most {
+                    return Err(format!("The bound {name} must be a number above 0 and at most {most}, not {value}."));
+                }
+                *field = value;
+            }
+        }
+        if b.prefix_hit_fail_pct < b.prefix_hit_warn_pct {
+            return Err(format!(
+                "prefix_hit_fail_pct ({}) must be at least prefix_hit_warn_pct ({}).",
+                b.prefix_hit_fail_pct, b.prefix_hit_warn_pct
+            ));
+        }
+        if b.duration_stretch <= 1.0 {
+            return Err("duration_stretch is a ratio above 1 (a run that took its schedule is 1).".into());
+        }
+        Ok(b)
+    }
+}
+
 impl Default for Bounds {
     fn default() -> Self {
         Self {
@@ -773,6 +854,33 @@ mod tests {
         let odd = of_run(&config[3], &config, &Bounds::default());
         assert_eq!(level(&odd, GuardName::SpecAcceptanceDrift), Level::Warn);
         assert_eq!(level(&of_run(&config[0], &b, &Bounds::default()), GuardName::SpecAcceptanceDrift), Level::Ok);
+    }
+
+    #[test]
+    fn bounds_set_over_the_defaults_are_checked() {
+        let set = BoundsInput { prefix_hit_warn_pct: Some(1.0), ..Default::default() };
+        let b = Bounds::with(&set).unwrap();
+        assert_eq!((b.prefix_hit_warn_pct, b.prefix_hit_fail_pct), (1.0, Bounds::default().prefix_hit_fail_pct));
+        for bad in [
+            BoundsInput { spec_drift_pct: Some(-1.0), ..Default::default() },
+            BoundsInput { send_shortfall: Some(1.5), ..Default::default() },
+            BoundsInput { prefix_hit_warn_pct: Some(50.0), prefix_hit_fail_pct: Some(20.0), ..Default::default() },
+            BoundsInput { duration_stretch: Some(0.9), ..Default::default() },
+        ] {
+            assert!(Bounds::with(&bad).is_err(), "{bad:?}");
+        }
+        assert!(
+            serde_json::from_str::<BoundsInput>(r#"{"prefix_hit_warn":1}"#).is_err(),
+            "a misspelt bound is refused"
+        );
+        // A tighter bound flags what the default let pass.
+        let some = [m(PREFIX, 3.0)];
+        let r = run(1, &some, 1.0, None);
+        assert_eq!(
+            level(&of_run(&r, std::slice::from_ref(&r), &Bounds::default()), GuardName::PrefixCacheWarm),
+            Level::Ok
+        );
+        assert_eq!(level(&of_run(&r, std::slice::from_ref(&r), &b), GuardName::PrefixCacheWarm), Level::Warn);
     }
 
     #[test]

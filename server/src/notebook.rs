@@ -294,7 +294,9 @@ impl Notebook {
             asked.as_deref().map(str::trim).filter(|m| !m.is_empty()).unwrap_or(default).to_string()
         };
         let (maximize, minimize) = (pick(&query.maximize, MAXIMIZE), pick(&query.minimize, MINIMIZE));
-        Ok(frontier(&step, &maximize, &minimize, slo.as_ref(), query.include_watch_runs == Some(true))?)
+        let (bounds, _) = crate::metrics::guard_bounds_of(&self.store, permit.investigation()).await?;
+        let watch_runs = query.include_watch_runs == Some(true);
+        Ok(frontier(&step, (&maximize, &minimize), slo.as_ref(), &bounds, watch_runs)?)
     }
 
     /// A capture of host facts a run of the permit's investigation started under.

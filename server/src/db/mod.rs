@@ -34,6 +34,7 @@ mod edited;
 mod engine;
 mod facts;
 mod float;
+mod guards;
 mod host_keys;
 mod hosts;
 mod hypotheses;

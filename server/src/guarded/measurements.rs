@@ -89,6 +89,24 @@ impl super::Guarded {
         let done = self.notebook.metrics.set_slo(&permit, input).await;
         Ok(self.announce(actor, investigation, done)?)
     }
+    pub async fn guard_bounds(
+        &self,
+        actor: &Actor,
+        investigation: &str,
+    ) -> Result<domain::guards::GuardBounds, ApiError> {
+        let permit = self.access.permit::<Read>(actor, investigation).await?;
+        Ok(self.notebook.metrics.guard_bounds(&permit).await?)
+    }
+    pub async fn set_guard_bounds(
+        &self,
+        actor: &Actor,
+        investigation: &str,
+        input: domain::guards::BoundsInput,
+    ) -> Result<domain::guards::GuardBounds, ApiError> {
+        let permit = self.access.permit::<Edit>(actor, investigation).await?;
+        let done = self.notebook.metrics.set_guard_bounds(&permit, input).await;
+        Ok(self.announce(actor, investigation, done)?)
+    }
     pub async fn derived_metrics(&self, actor: &Actor, investigation: &str) -> Result<Vec<DerivedDef>, ApiError> {
         let permit = self.access.permit::<Read>(actor, investigation).await?;
         Ok(self.notebook.metrics.derived(&permit).await?)

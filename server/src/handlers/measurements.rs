@@ -127,6 +127,23 @@ pub async fn set_slo(
     Ok(Json(state.notebook.set_slo(&actor, &investigation, input).await?))
 }
 
+pub async fn guard_bounds(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiPath(investigation): ApiPath<String>,
+) -> Result<Json<domain::guards::GuardBounds>, AppError> {
+    Ok(Json(state.notebook.guard_bounds(&actor, &investigation).await?))
+}
+
+pub async fn set_guard_bounds(
+    Caller(actor): Caller,
+    State(state): State<AppState>,
+    ApiPath(investigation): ApiPath<String>,
+    ApiJson(input): ApiJson<domain::guards::BoundsInput>,
+) -> Result<Json<domain::guards::GuardBounds>, AppError> {
+    Ok(Json(state.notebook.set_guard_bounds(&actor, &investigation, input).await?))
+}
+
 pub async fn derived(
     Caller(actor): Caller,
     State(state): State<AppState>,
@@ -162,7 +179,7 @@ pub async fn remove_extractor(
     Ok(NoContent)
 }
 
-/// The routes of measurements, extractors, derived metrics, SLO, frontier and history (under `/api/v1`).
+/// The routes of measurements, extractors, derived metrics, SLO, guard bounds, frontier and history (under `/api/v1`).
 pub fn routes() -> crate::openapi::Routes {
     use aide::axum::routing;
     crate::openapi::Routes::default()
@@ -173,6 +190,7 @@ pub fn routes() -> crate::openapi::Routes {
         .at("/investigations/{id}/extractors/{name}", routing::delete(remove_extractor))
         .at("/investigations/{id}/derived", routing::get(derived).post(add_derived))
         .at("/investigations/{id}/slo", routing::get(slo).put(set_slo))
+        .at("/investigations/{id}/guards", routing::get(guard_bounds).put(set_guard_bounds))
         .at("/investigations/{id}/derived/{name}", routing::delete(remove_derived))
         .at("/measurements/{id}", routing::delete(delete))
         .at("/steps/{step_id}/frontier", routing::get(frontier))

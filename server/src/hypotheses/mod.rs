@@ -289,9 +289,9 @@ fn guards(
     rows: &[MeasurementRow],
     wanted: &std::collections::HashSet<i64>,
     runs: &[RunRow],
-    b_runs: &[i64],
-    t_runs: &[i64],
+    (b_runs, t_runs): (&[i64], &[i64]),
     value_of: &HashMap<i64, f64>,
+    bounds: &domain::guards::Bounds,
 ) -> Result<Vec<domain::guards::Guard>> {
     if b_runs.is_empty() || t_runs.is_empty() {
         return Ok(Vec::new());
@@ -330,7 +330,7 @@ fn guards(
         }
         configs.into_values().collect::<Vec<_>>()
     };
-    Ok(domain::guards::of_arms(&arm(b_runs), &arm(t_runs), &domain::guards::Bounds::default()))
+    Ok(domain::guards::of_arms(&arm(b_runs), &arm(t_runs), bounds))
 }
 
 fn verdict_word(outcome: Option<Outcome>, as_expected: Option<bool>) -> Option<String> {
@@ -539,7 +539,8 @@ impl Hypotheses {
             (Some(d), Some(o @ (Outcome::Increase | Outcome::Decrease))) => Some(d.went(o)),
             _ => None,
         };
-        let guards = guards(rows, &wanted, runs, &b_runs, &t_runs, &value_of)?;
+        let (bounds, _) = crate::metrics::guard_bounds_of(&self.store, &row.investigation_id).await?;
+        let guards = guards(rows, &wanted, runs, (&b_runs, &t_runs), &value_of, &bounds)?;
         let trusted = domain::guards::trusted(&guards);
         let hazards = domain::guards::hazards(&guards);
         let verdict_word = verdict_word(outcome, as_expected);

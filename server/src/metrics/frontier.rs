@@ -46,9 +46,9 @@ fn meets(slo: &Slo, runs: &[&Run]) -> Option<bool> {
 /// metrics no configuration has.
 pub fn frontier(
     step: &Step,
-    maximize: &str,
-    minimize: &str,
+    (maximize, minimize): (&str, &str),
     slo: Option<&Slo>,
+    bounds: &domain::guards::Bounds,
     include_watch_runs: bool,
 ) -> Result<Frontier, ApiError> {
     let domain::steps::StepBody::Command(command) = &step.body else {
@@ -104,7 +104,7 @@ pub fn frontier(
                     warmup: r.warmup,
                 })
                 .collect();
-            let guards = domain::guards::of_group(&facts, &domain::guards::Bounds::default());
+            let guards = domain::guards::of_group(&facts, bounds);
             FrontierPoint {
                 label: label.clone(),
                 config: runs[0].config.clone().unwrap_or_default(),

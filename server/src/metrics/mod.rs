@@ -26,7 +26,7 @@ pub mod stats;
 pub mod vllm;
 
 pub use found::{measurement, number, slug};
-pub use service::{Metrics, measurement_of, measurements_of, value_of};
+pub use service::{Metrics, guard_bounds_of, measurement_of, measurements_of, value_of};
 
 use domain::metrics::Measurement;
 

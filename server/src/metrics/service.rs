@@ -265,6 +265,29 @@ impl Metrics {
         Ok(view)
     }
 
+    /// The guard bounds in effect for the investigation, and those it sets.
+    pub async fn guard_bounds(&self, permit: &Permit<Read>) -> Result<domain::guards::GuardBounds> {
+        let investigation = permit.investigation();
+        self.existing(investigation).await?;
+        let (bounds, set) = guard_bounds_of(&self.store, investigation).await?;
+        Ok(domain::guards::GuardBounds { bounds, set })
+    }
+
+    /// Sets the bounds the investigation sets over the defaults (`{}`: none).
+    pub async fn set_guard_bounds(
+        &self,
+        permit: &Permit<Edit>,
+        set: domain::guards::BoundsInput,
+    ) -> Result<domain::guards::GuardBounds> {
+        let investigation = permit.investigation();
+        self.existing(investigation).await?;
+        let bounds = domain::guards::Bounds::with(&set).map_err(ApiError::invalid)?;
+        let text =
+            if set.is_empty() { None } else { Some(serde_json::to_string(&set).context("guard bounds as JSON")?) };
+        self.store.set_guard_bounds(investigation, text.as_deref(), &permit.actor().name).await?;
+        Ok(domain::guards::GuardBounds { bounds, set })
+    }
+
     pub async fn derived(&self, permit: &Permit<Read>) -> Result<Vec<DerivedDef>> {
         let investigation = permit.investigation();
         self.existing(investigation).await?;
@@ -307,4 +330,20 @@ impl Metrics {
             }
         }
     }
+}
+
+/// The guard bounds in effect for `investigation` (the defaults with what it
+/// sets), and what it sets.
+pub async fn guard_bounds_of(
+    store: &Store,
+    investigation: &str,
+) -> Result<(domain::guards::Bounds, domain::guards::BoundsInput)> {
+    let set: domain::guards::BoundsInput =
+        crate::error::stored_opt(store.guard_bounds(investigation).await?.as_deref(), || {
+            format!("investigation {investigation}'s guard bounds")
+        })?
+        .unwrap_or_default();
+    let bounds = domain::guards::Bounds::with(&set)
+        .map_err(|why| Error::bug(format!("investigation {investigation}'s stored guard bounds: {why}")))?;
+    Ok((bounds, set))
 }

@@ -632,7 +632,11 @@ impl Runs {
         };
         let all: Vec<domain::guards::RunFacts<'_>> = siblings.iter().map(facts).collect();
         let own = all.iter().find(|f| f.id == run.id).cloned().unwrap_or_else(|| facts(run));
-        Ok(domain::guards::of_run(&own, &all, &domain::guards::Bounds::default()))
+        let bounds = match self.store.run_investigation(run.id).await? {
+            Some(investigation) => crate::metrics::guard_bounds_of(&self.store, &investigation).await?.0,
+            None => domain::guards::Bounds::default(),
+        };
+        Ok(domain::guards::of_run(&own, &all, &bounds))
     }
 
     /// The run as its page shows it: the end of its output and of its

@@ -308,6 +308,32 @@ async fn a_warm_prefix_cache_in_one_arm_is_a_hazard_the_verdict_names() {
     assert!(point("HIT=60")["hazards"].as_str().is_some_and(|h| h.contains("prefix-cache hits")), "{f}");
     assert_eq!(point("HIT=60")["guard_level"], "fail", "{f}");
     assert!(point("HIT=0")["hazards"].is_null(), "{f}");
+    // Bounds set for the investigation: a looser fail bound makes the warm arm a warning;
+    // a bound that cannot be one is refused with its name; `{}` is the defaults again.
+    let bounds = format!("/api/v1/investigations/{investigation}/guards");
+    let set = app.put_json(&bounds, json!({ "prefix_hit_fail_pct": 70 })).await;
+    assert_eq!(set.status, StatusCode::OK, "{}", set.text());
+    assert_eq!(
+        (set.json()["bounds"]["prefix_hit_fail_pct"].as_f64(), set.json()["bounds"]["prefix_hit_warn_pct"].as_f64()),
+        (Some(70.0), Some(5.0))
+    );
+    let id = h["id"].as_i64().unwrap();
+    let loosened = app.get(&format!("/api/v1/hypotheses/{id}")).await.json();
+    assert_eq!(loosened["guards"][0]["level"], "warn", "{loosened}");
+    for (bad, says) in
+        [(json!({ "prefix_hit_fail_pct": -1 }), "prefix_hit_fail_pct"), (json!({ "prefix_warn": 1 }), "prefix_warn")]
+    {
+        let refused = app.put_json(&bounds, bad).await;
+        assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", refused.text());
+        assert!(refused.text().contains(says), "{}", refused.text());
+    }
+    assert_eq!(
+        app.get(&bounds).await.json()["set"],
+        json!({ "prefix_hit_fail_pct": 70.0 }),
+        "a refused change changes nothing"
+    );
+    assert_eq!(app.put_json(&bounds, json!({})).await.json()["set"], json!({}));
+    assert_eq!(app.get(&format!("/api/v1/hypotheses/{id}")).await.json()["guards"][0]["level"], "fail");
     let warm = ended.iter().find(|r| r["config"]["HIT"] == "60").unwrap()["id"].as_i64().unwrap();
     let run_page = app.get(&format!("/runs/{warm}")).await.text();
     assert!(run_page.contains("guards: 1 fail") && run_page.contains("prefix_cache_warm"), "the run page badge");

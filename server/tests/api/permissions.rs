@@ -321,3 +321,19 @@ async fn hosts_can_be_kept_to_some_users() {
         .await;
     assert_eq!(unknown.status, StatusCode::UNPROCESSABLE_ENTITY);
 }
+
+/// An investigation's guard bounds: read by a viewer, set by an editor, not by a viewer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn guard_bounds_are_read_by_readers_and_set_by_editors() {
+    let sshd = crate::sshd::Sshd::start();
+    let team = team(&sshd).await;
+    let (id, _, _) = team.shared_investigation(&sshd).await;
+    let path = format!("/api/v1/investigations/{id}/guards");
+    let read = team.ok("view", Method::GET, &path, Value::Null).await;
+    assert_eq!(read["bounds"]["prefix_hit_warn_pct"], 5.0, "{read}");
+    let refused = team.call("view", Method::PUT, &path, json!({ "spec_drift_pct": 2 })).await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.text());
+    let set = team.ok("edit", Method::PUT, &path, json!({ "spec_drift_pct": 2 })).await;
+    assert_eq!(set["bounds"]["spec_drift_pct"], 2.0, "{set}");
+    assert_eq!(team.call("stranger", Method::GET, &path, Value::Null).await.status, StatusCode::NOT_FOUND);
+}
