@@ -274,6 +274,11 @@ pub enum Ability {
     Own,
 }
 
+/// A measured value as the pages print it: whole numbers without decimals, others with two.
+pub fn format_value(value: f64) -> String {
+    if value.fract() == 0.0 && value.abs() < 1e15 { format!("{value:.0}") } else { format!("{value:.2}") }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

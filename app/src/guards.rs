@@ -51,7 +51,7 @@ pub fn Guards(guards: Vec<Guard>) -> impl IntoView {
                     format!(
                         "{} = {}{}",
                         e.label,
-                        crate::steps::command::format_value(e.value),
+                        crate::components::format_value(e.value),
                         if e.unit.is_empty() { String::new() } else { format!(" {}", e.unit) }
                     )
                 })

@@ -889,10 +889,6 @@ const HEADLINE: &[&str] = &[
     "power_w_mean",
 ];
 
-pub(crate) fn format_value(value: f64) -> String {
-    if value.fract() == 0.0 && value.abs() < 1e15 { format!("{value:.0}") } else { format!("{value:.2}") }
-}
-
 /// What the extractors found in a run's output.
 #[component]
 fn Measurements(
@@ -921,11 +917,11 @@ fn Measurements(
     let chips = headline
         .into_iter()
         .map(|m| {
-            let spread = m.stddev.map(|s| format!(" ± {}", format_value(s))).unwrap_or_default();
+            let spread = m.stddev.map(|s| format!(" ± {}", crate::components::format_value(s))).unwrap_or_default();
             view! {
                 <li class="measure" data-metric=m.metric.clone()>
                     <span class="metric">{label(m)}</span>
-                    <span class="value">{format_value(m.value)} {spread}</span>
+                    <span class="value">{crate::components::format_value(m.value)} {spread}</span>
                     <span class="unit">{m.unit.clone()}</span>
                 </li>
             }
@@ -937,7 +933,7 @@ fn Measurements(
             view! {
                 <tr>
                     <td><code>{label(m)}</code></td>
-                    <td class="num">{format_value(m.value)}{m.stddev.map(|s| format!(" ± {}", format_value(s)))}</td>
+                    <td class="num">{crate::components::format_value(m.value)}{m.stddev.map(|s| format!(" ± {}", crate::components::format_value(s)))}</td>
                     <td>{m.unit.clone()}</td>
                     <td class="muted">{m.extractor.clone()}</td>
                 </tr>
