@@ -71,7 +71,7 @@ test('every curl example in docs/api.md works', () => {
   assert.match(out, /"metric":"ticks","unit":"steps"/);
   assert.match(out, /"description":"TTFT ≤ 200 ms and TPOT ≤ 50 ms \(p99 for the knee\)"/);
   assert.match(out, /the bound is a positive number/);
-  assert.match(out, /^\{"prefix_hit_warn_pct":2\.0,"spec_drift_pct":3\.0\}$/m, 'guard bounds set');
+  assert.match(out, /^\{"prefix_hit_warn_pct":2,"spec_drift_pct":3\}$/m, 'guard bounds set');
   assert.match(out, /"action":"(run|snippet|grep|source|host|facts)\.?\w*","host"/);
   assert.match(out, /^id,at,who,action,host,target,env,outcome,run_id$/m);
   assert.match(out, /\[\{"user":"local","role":"owner"\}\]/);
