@@ -396,6 +396,12 @@ pub struct ServerState {
 }
 
 impl ServerState {
+    /// The run that started this server, for run `run` that ran on it: the
+    /// one that kept it for it, else itself.
+    pub fn started_by(&self, run: i64) -> i64 {
+        self.started_by_run.unwrap_or(run)
+    }
+
     /// A server just started (RFC 3339 `started_at`), in `phase`, nothing else known yet.
     pub fn new(phase: ServerPhase, started_at: String) -> Self {
         Self {

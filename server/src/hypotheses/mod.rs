@@ -308,7 +308,7 @@ fn guards(
         let server = match by_id.get(id).and_then(|r| r.server.as_deref()) {
             Some(text) => {
                 let state: domain::runs::ServerState = stored(text, || format!("run {id}'s server"))?;
-                Some(state.started_by_run.unwrap_or(*id))
+                Some(state.started_by(*id))
             }
             None => None,
         };

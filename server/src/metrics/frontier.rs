@@ -100,7 +100,7 @@ pub fn frontier(
                     id: r.id,
                     measurements: &r.measurements,
                     value: value_of(r, judged_by),
-                    server: r.server.as_ref().map(|s| s.started_by_run.unwrap_or(r.id)),
+                    server: r.server.as_ref().map(|s| s.started_by(r.id)),
                     warmup: r.warmup,
                 })
                 .collect();

@@ -567,8 +567,24 @@ impl Runs {
         Ok(domain::runs::runs_fingerprint(&runs))
     }
 
-    /// The run with its measurements (none until it has finished).
+    /// The run with its measurements (none until it has finished) and, once
+    /// it has, its guards.
     pub async fn run(&self, permit: &Permit<Read>, id: i64) -> Result<Run> {
+        let mut run = self.detail(permit, id).await?;
+        if run.status.is_finished() {
+            let runs = self.step_runs(run.step_id).await?;
+            run.guards = self.guards_of(permit, &run, &runs).await?;
+        }
+        Ok(run)
+    }
+
+    /// The step's runs, oldest first.
+    async fn step_runs(&self, step: i64) -> Result<Vec<Run>> {
+        self.store.runs_of_step(step).await?.into_iter().map(run_from_row).collect()
+    }
+
+    /// The run with its files, patch, reports and measurements.
+    async fn detail(&self, permit: &Permit<Read>, id: i64) -> Result<Run> {
         let mut run = run_from_row(self.row(permit, id).await?)?;
         run.artifacts = self.logs_of(&[id]).await.0.remove(&id).unwrap_or_default();
         run.patch = self.store.run_patches_of(&[id]).await?.first().map(crate::patches::arm::shown).transpose()?;
@@ -582,7 +598,6 @@ impl Runs {
         if run.status.is_finished() {
             let found = self.store.measurements_of_runs(&[id]).await?.iter().map(crate::metrics::value_of).collect();
             (run.measurements, run.other_sources) = domain::metrics::split_one_each(found);
-            run.guards = self.guards_of(&run).await?;
         }
         Ok(run)
     }
@@ -591,15 +606,16 @@ impl Runs {
     /// step and configuration (the [`GUARD_SIBLINGS`] nearest it), on the
     /// metric its step is read by (output throughput where it has it, else
     /// its first).
-    async fn guards_of(&self, run: &Run) -> Result<Vec<domain::guards::Guard>> {
-        let config = run.config.as_ref().map(domain::sweeps::config_label);
-        let mut siblings = Vec::new();
-        for row in self.store.runs_of_step(run.step_id).await? {
-            let sibling = run_from_row(row)?;
-            if sibling.status.is_finished() && sibling.config.as_ref().map(domain::sweeps::config_label) == config {
-                siblings.push(sibling);
-            }
-        }
+    /// `step_runs`: its step's runs, as the caller has them.
+    async fn guards_of(
+        &self,
+        permit: &Permit<Read>,
+        run: &Run,
+        step_runs: &[Run],
+    ) -> Result<Vec<domain::guards::Guard>> {
+        let config = run.config_label();
+        let mut siblings: Vec<&Run> =
+            step_runs.iter().filter(|r| r.status.is_finished() && r.config_label() == config).collect();
         // The nearest runs of its configuration are what its guards compare it
         // with: a step of ten thousand runs is not read whole for one page.
         siblings.sort_by_key(|r| r.id.abs_diff(run.id));
@@ -614,7 +630,7 @@ impl Runs {
         let metric = run
             .measurements
             .iter()
-            .find(|m| m.metric == "output_throughput" && m.key.is_none())
+            .find(|m| m.metric == crate::metrics::frontier::MAXIMIZE && m.key.is_none())
             .or(run.measurements.first())
             .map(|m| (m.metric.clone(), m.key.clone()));
         let empty = Vec::new();
@@ -626,16 +642,13 @@ impl Runs {
                 value: metric
                     .as_ref()
                     .and_then(|(name, key)| ms.iter().find(|m| &m.metric == name && &m.key == key).map(|m| m.value)),
-                server: r.server.as_ref().map(|s| s.started_by_run.unwrap_or(r.id)),
+                server: r.server.as_ref().map(|s| s.started_by(r.id)),
                 warmup: r.warmup,
             }
         };
-        let all: Vec<domain::guards::RunFacts<'_>> = siblings.iter().map(facts).collect();
+        let all: Vec<domain::guards::RunFacts<'_>> = siblings.iter().map(|r| facts(r)).collect();
         let own = all.iter().find(|f| f.id == run.id).cloned().unwrap_or_else(|| facts(run));
-        let bounds = match self.store.run_investigation(run.id).await? {
-            Some(investigation) => crate::metrics::guard_bounds_of(&self.store, &investigation).await?.0,
-            None => domain::guards::Bounds::default(),
-        };
+        let (bounds, _) = crate::metrics::guard_bounds_of(&self.store, permit.investigation()).await?;
         Ok(domain::guards::of_run(&own, &all, &bounds))
     }
 
@@ -684,11 +697,14 @@ impl Runs {
     /// investigation, step and the step's runs, also returned whole); no
     /// output read.
     async fn placed(&self, permit: &Permit<Read>, id: i64) -> Result<(domain::run_pages::RunPage, Vec<Run>)> {
-        let run = self.run(permit, id).await?;
+        // The step's runs are read once: for its list of them and the run's guards.
+        let mut run = self.detail(permit, id).await?;
         let step = self.store.step(run.step_id).await?.ok_or_else(|| not_found(id))?;
         let investigation = self.store.investigation(&step.investigation_id).await?.ok_or_else(|| not_found(id))?;
-        let runs: Vec<Run> =
-            self.store.runs_of_step(run.step_id).await?.into_iter().map(run_from_row).collect::<Result<_>>()?;
+        let runs = self.step_runs(run.step_id).await?;
+        if run.status.is_finished() {
+            run.guards = self.guards_of(permit, &run, &runs).await?;
+        }
         let page = domain::run_pages::RunPage {
             run,
             investigation_title: investigation.title,
