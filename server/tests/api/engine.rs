@@ -52,6 +52,17 @@ fn measured(run: &Value, metric: &str, key: Option<&str>) -> Option<f64> {
         .and_then(|m| m["value"].as_f64())
 }
 
+/// Each run once it ended, each having succeeded.
+async fn succeeded(app: &TestApp, runs: &[i64]) -> Vec<Value> {
+    let mut ended = Vec::new();
+    for run in runs {
+        let run = finished(app, *run).await;
+        assert_eq!(run["status"], "succeeded", "{run}");
+        ended.push(run);
+    }
+    ended
+}
+
 async fn series(app: &TestApp, run: i64) -> Value {
     let response = app.get(&format!("/api/v1/runs/{run}/engine")).await;
     assert_eq!(response.status, StatusCode::OK, "{}", response.text());
@@ -74,12 +85,7 @@ async fn a_sweeps_engine_signals_say_why_its_latency_differs() {
     let shown = app.get(&format!("/api/v1/steps/{step}")).await.json();
     assert_eq!(shown["server"]["metrics"]["interval_ms"], 200, "{shown}");
     let runs = start(&app, step, json!({ "repeat": 2 })).await;
-    let mut ended = Vec::new();
-    for run in &runs {
-        let run = finished(&app, *run).await;
-        assert_eq!(run["status"], "succeeded", "{run}");
-        ended.push(run);
-    }
+    let ended = succeeded(&app, &runs).await;
     for run in &ended {
         let id = run["id"].as_i64().unwrap();
         let batch =
@@ -248,12 +254,7 @@ async fn a_warm_prefix_cache_in_one_arm_is_a_hazard_the_verdict_names() {
     )
     .await;
     let runs = start(&app, step, json!({ "repeat": 2 })).await;
-    let mut ended = Vec::new();
-    for run in &runs {
-        let run = finished(&app, *run).await;
-        assert_eq!(run["status"], "succeeded", "{run}");
-        ended.push(run);
-    }
+    let ended = succeeded(&app, &runs).await;
     let names = [
         "prefix_cache_warm",
         "spec_acceptance_drift",
