@@ -12,7 +12,7 @@ import json
 import os
 import textwrap
 
-from sweep import call  # the same client the other checks use (same folder)
+from sweep import call, wait  # the same client the other checks use (same folder)
 
 HOST, PY = os.environ["GPU_HOST"], os.environ["GPU_PYTHON"]
 OUT = os.environ.get("OUT", "/tmp")
@@ -80,13 +80,7 @@ def main():
     step = call("POST", steps, {"kind": "command", "host": HOST, "command": command,
                                 "matrix": {"@patch": [None, patch["id"]]}})
     runs = call("POST", f"/api/v1/steps/{step['id']}/runs", {"repeat": 3, "warmup": 1, "order": "interleaved"})
-    done = []
-    for run in runs:
-        while True:
-            r = call("GET", f"/api/v1/runs/{run['id']}?wait=60")
-            if r["status"] not in ("queued", "running"):
-                done.append(r)
-                break
+    done = wait(runs)
     lines = {}
     for r in done:
         out = call("GET", f"/api/v1/runs/{r['id']}/output")
