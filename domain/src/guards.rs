@@ -9,7 +9,9 @@
 //! its evidence and a sentence. A guard whose signal is missing is `unknown`
 //! with the reason, never `ok`.
 
+use crate::hosts::HostFacts;
 use crate::metrics::Measurement;
+use crate::telemetry::ClockReasons;
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -140,6 +142,15 @@ pub struct Bounds {
     /// How wide a gap between two clusters of a configuration's runs, in
     /// their pooled standard deviations, makes them regimes.
     pub regime_gap_sigmas: f64,
+    /// The share (%) of a run's GPU readings whose clocks were held below
+    /// their highest by heat, a hardware slowdown or a setting that warns —
+    /// and by which two compared arms' shares (the power cap's too) may differ.
+    #[serde(default = "default_clock_held_pct")]
+    pub clock_held_pct: f64,
+}
+
+fn default_clock_held_pct() -> f64 {
+    10.0
 }
 
 /// The bounds an investigation sets over the defaults
@@ -169,6 +180,8 @@ pub struct BoundsInput {
     pub min_shift_pct: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub regime_gap_sigmas: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_held_pct: Option<f64>,
 }
 
 impl BoundsInput {
@@ -190,7 +203,7 @@ impl Bounds {
     /// number it can be (each is positive; a share is at most 100 %, or 1 as a fraction).
     pub fn with(input: &BoundsInput) -> Result<Bounds, String> {
         let mut b = Bounds::default();
-        let fields: [(&str, Option<f64>, &mut f64, f64); 10] = [
+        let fields: [(&str, Option<f64>, &mut f64, f64); 11] = [
             ("prefix_hit_warn_pct", input.prefix_hit_warn_pct, &mut b.prefix_hit_warn_pct, 100.0),
             ("prefix_hit_fail_pct", input.prefix_hit_fail_pct, &mut b.prefix_hit_fail_pct, 100.0),
             ("prefix_arms_pct", input.prefix_arms_pct, &mut b.prefix_arms_pct, 100.0),
@@ -201,6 +214,7 @@ impl Bounds {
             ("first_run_sigmas", input.first_run_sigmas, &mut b.first_run_sigmas, f64::MAX),
             ("min_shift_pct", input.min_shift_pct, &mut b.min_shift_pct, 100.0),
             ("regime_gap_sigmas", input.regime_gap_sigmas, &mut b.regime_gap_sigmas, f64::MAX),
+            ("clock_held_pct", input.clock_held_pct, &mut b.clock_held_pct, 100.0),
         ];
         for (name, given, field, most) in fields {
             if let Some(value) = given {
@@ -236,12 +250,13 @@ impl Default for Bounds {
             first_run_sigmas: 3.0,
             min_shift_pct: 2.0,
             regime_gap_sigmas: 4.0,
+            clock_held_pct: default_clock_held_pct(),
         }
     }
 }
 
 /// What the guards read of one run.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct RunFacts<'a> {
     pub id: i64,
     pub measurements: &'a [Measurement],
@@ -252,11 +267,20 @@ pub struct RunFacts<'a> {
     /// without a server Sleuth started.
     pub server: Option<i64>,
     pub warmup: bool,
+    /// Its command or environment moves data between GPUs ([`collective`]).
+    pub collective: bool,
+    /// Its host's facts when it ran (P2P, ACS).
+    pub host: Option<&'a HostFacts>,
 }
 
 impl RunFacts<'_> {
     fn get(&self, metric: &str) -> Option<f64> {
         self.measurements.iter().find(|m| m.metric == metric && m.key.is_none()).map(|m| m.value)
+    }
+
+    /// A keyed metric's values, with their keys.
+    fn keyed<'m>(&'m self, metric: &'m str) -> impl Iterator<Item = (&'m str, f64)> + 'm {
+        self.measurements.iter().filter(move |m| m.metric == metric).filter_map(|m| Some((m.key.as_deref()?, m.value)))
     }
 }
 
@@ -277,7 +301,7 @@ pub fn of_run(run: &RunFacts<'_>, siblings: &[RunFacts<'_>], bounds: &Bounds) ->
             GuardName::SpecAcceptanceDrift => spec_drift_in_config(run, &measured, bounds),
             GuardName::Oversaturated => oversaturated(one, bounds),
             GuardName::ClientSaturated => client_saturated(one, bounds),
-            GuardName::GpuContended => gpu_contended(),
+            GuardName::GpuContended => gpu_contended(one, bounds),
             GuardName::FirstAfterStart => {
                 let mut g = first_after_start(&measured, bounds);
                 if !g.runs.contains(&run.id) && g.level > Level::Unknown {
@@ -290,7 +314,7 @@ pub fn of_run(run: &RunFacts<'_>, siblings: &[RunFacts<'_>], bounds: &Bounds) ->
                 g
             }
             GuardName::RestartRegimes => restart_regimes(&measured, bounds),
-            GuardName::Topology => topology(),
+            GuardName::Topology => topology(one),
         })
         .collect()
 }
@@ -321,10 +345,10 @@ pub fn of_arms<'a>(baseline: &[Vec<RunFacts<'a>>], treatment: &[Vec<RunFacts<'a>
             GuardName::ClientSaturated,
             vec![("baseline", client_saturated(&b, bounds)), ("treatment", client_saturated(&t, bounds))],
         ),
-        gpu_contended(),
+        gpu_contended_arms(&b, &t, bounds),
         within(&|runs| first_after_start(runs, bounds), GuardName::FirstAfterStart),
         within(&|runs| restart_regimes(runs, bounds), GuardName::RestartRegimes),
-        topology(),
+        topology(&all),
     ]
     .into_iter()
     .map(|mut g| {
@@ -347,10 +371,10 @@ pub fn of_group(runs: &[RunFacts<'_>], bounds: &Bounds) -> Vec<Guard> {
         drift,
         oversaturated(&measured, bounds),
         client_saturated(&measured, bounds),
-        gpu_contended(),
+        gpu_contended(&measured, bounds),
         first_after_start(&measured, bounds),
         restart_regimes(&measured, bounds),
-        topology(),
+        topology(&measured),
     ]
 }
 
@@ -361,7 +385,9 @@ pub fn trusted(guards: &[Guard]) -> Option<bool> {
     if guards.iter().any(|g| g.level >= Level::Warn) {
         Some(false)
     } else {
-        guards.iter().any(|g| g.level == Level::Ok).then_some(true)
+        // Topology judges the host and the command, not what the runs
+        // measured: alone it does not make their numbers trusted.
+        guards.iter().any(|g| g.level == Level::Ok && g.name != GuardName::Topology).then_some(true)
     }
 }
 
@@ -670,16 +696,236 @@ fn client_saturated(runs: &[RunFacts<'_>], bounds: &Bounds) -> Guard {
     g
 }
 
-fn gpu_contended() -> Guard {
-    Guard::new(
-        GuardName::GpuContended,
-        Level::Unknown,
-        "Not judged: the GPU sampler does not read other processes on the GPUs or clock-event reasons yet.",
-    )
+const OTHERS: &str = "gpu_other_processes";
+const OTHER_MIB: &str = "gpu_other_process_mib";
+const LISTINGS: &str = "gpu_process_listings";
+const HELD: &str = "sm_clock_held_pct";
+const HELD_REASONS: &str = "sm_clock_held_reasons";
+
+/// Runs that shared their GPUs with another process (the sampler's process
+/// listings), or whose clocks were held down by heat, a hardware slowdown or
+/// a setting (its readings' clock event reasons). The power cap alone is the
+/// GPU at full load, judged between arms ([`gpu_contended_arms`]).
+fn gpu_contended(runs: &[RunFacts<'_>], bounds: &Bounds) -> Guard {
+    let name = GuardName::GpuContended;
+    let judged = runs.iter().filter(|r| r.get(OTHERS).is_some() || r.get(HELD).is_some()).count();
+    if judged == 0 {
+        let listed = runs.iter().any(|r| r.get(LISTINGS).is_some());
+        return Guard::new(
+            name,
+            Level::Unknown,
+            if listed {
+                "nvidia-smi listed no processes Sleuth could place while the GPUs were in use (another PID \
+                 namespace, as in a container?), and no clock event reasons were read."
+            } else {
+                "No GPU telemetry with process listings or clock event reasons for these runs (telemetry off, no \
+                 nvidia-smi, or runs from before Sleuth read them)."
+            },
+        );
+    }
+    let mut g = Guard::new(name, Level::Ok, "");
+    let mut said = Vec::new();
+    let shared: Vec<&RunFacts<'_>> = runs.iter().filter(|r| r.get(OTHERS).is_some_and(|n| n > 0.0)).collect();
+    if let Some(first) = shared.first() {
+        for r in &shared {
+            for (key, mib) in r.keyed(OTHER_MIB) {
+                g = g.with(format!("run {} {key}", r.id), mib, "MiB");
+            }
+        }
+        let (key, mib) = first.keyed(OTHER_MIB).next().unwrap_or(("a GPU", 0.0));
+        said.push(format!("{} of {judged} runs: another process on {key} ({mib:.0} MiB) while it ran.", shared.len()));
+        g.runs.extend(shared.iter().map(|r| r.id));
+    }
+    let held: Vec<(&RunFacts<'_>, f64, u64)> = runs
+        .iter()
+        .filter_map(|r| Some((r, r.get(HELD)?, r.get(HELD_REASONS).unwrap_or(0.0) as u64)))
+        .filter(|(_, pct, reasons)| *pct >= bounds.clock_held_pct && !ClockReasons(*reasons).power_cap_only())
+        .collect();
+    if !held.is_empty() {
+        let most = held.iter().map(|(_, pct, _)| *pct).fold(0.0, f64::max);
+        let reasons = ClockReasons(held.iter().fold(0, |bits, (_, _, r)| bits | r));
+        for (r, pct, _) in &held {
+            g = g.with(format!("run {} {HELD}", r.id), *pct, "%");
+        }
+        said.push(format!(
+            "{} of {judged} runs: GPU clocks held below their highest ({}) in up to {most:.0} % of readings.",
+            held.len(),
+            reasons.describe()
+        ));
+        g.runs.extend(held.iter().map(|(r, _, _)| r.id).filter(|id| !g.runs.contains(id)).collect::<Vec<_>>());
+    }
+    if said.is_empty() {
+        g.text =
+            "No other process on the runs' GPUs, and their clocks were not held down by heat or a slowdown.".into();
+        return g;
+    }
+    g.level = Level::Warn;
+    g.text = said.join(" ");
+    g
 }
 
-fn topology() -> Guard {
-    Guard::new(GuardName::Topology, Level::Unknown, "Not judged: host facts are not read for P2P and ACS yet.")
+/// Each arm's runs checked, and the arms' held clocks against each other:
+/// one arm on slower clocks (the power cap too) measured its GPUs, not the
+/// change.
+fn gpu_contended_arms(baseline: &[RunFacts<'_>], treatment: &[RunFacts<'_>], bounds: &Bounds) -> Guard {
+    let judged = vec![("baseline", gpu_contended(baseline, bounds)), ("treatment", gpu_contended(treatment, bounds))];
+    let mut g = worst_of(GuardName::GpuContended, judged);
+    let held = |runs: &[RunFacts<'_>]| {
+        let pcts: Vec<f64> = runs.iter().filter_map(|r| r.get(HELD)).collect();
+        (!pcts.is_empty()).then(|| mean(&pcts))
+    };
+    if let (Some(b), Some(t)) = (held(baseline), held(treatment)) {
+        g = g.with("baseline sm_clock_held_pct", b, "%").with("treatment sm_clock_held_pct", t, "%");
+        if (b - t).abs() > bounds.clock_held_pct && g.level <= Level::Warn {
+            let reasons = ClockReasons(
+                baseline.iter().chain(treatment).fold(0, |bits, r| bits | r.get(HELD_REASONS).unwrap_or(0.0) as u64),
+            );
+            let differ = format!(
+                "The arms ran on different clocks: held ({}) in {t:.0} % of the treatment's readings, {b:.0} % of \
+                 the baseline's.",
+                reasons.describe()
+            );
+            g.text = if g.level == Level::Warn { format!("{} {differ}", g.text) } else { differ };
+            g.level = Level::Warn;
+        }
+    }
+    g
+}
+
+/// Whether a run with this command and environment moves data between
+/// GPUs: tensor or pipeline parallelism over more than one GPU, several
+/// processes per node (torchrun), an NCCL setting, or an all-reduce.
+pub fn collective(command: &str, env: &[(String, String)]) -> bool {
+    if env.iter().any(|(k, _)| k.starts_with("NCCL_")) {
+        return true;
+    }
+    let lower = command.to_ascii_lowercase();
+    if ["all_reduce", "allreduce", "all-reduce", "all_gather", "allgather", "nccl"].iter().any(|w| lower.contains(w)) {
+        return true;
+    }
+    const SPREAD: [&str; 9] = [
+        "--tensor-parallel-size",
+        "--tensor_parallel_size",
+        "-tp",
+        "--tp",
+        "--tp-size",
+        "--pipeline-parallel-size",
+        "-pp",
+        "--nproc_per_node",
+        "--nproc-per-node",
+    ];
+    let words: Vec<&str> = lower.split_whitespace().collect();
+    words.iter().enumerate().any(|(i, word)| {
+        let (flag, inline) = match word.split_once('=') {
+            Some((flag, value)) => (flag, Some(value)),
+            None => (*word, None),
+        };
+        let value = inline.or_else(|| words.get(i + 1).copied());
+        SPREAD.contains(&flag)
+            && value.and_then(|v| v.trim_matches(['"', '\'']).parse::<u32>().ok()).is_some_and(|n| n > 1)
+    })
+}
+
+/// Collective-bound runs on a host whose GPUs cannot reach each other's
+/// memory directly, or whose PCI bridges send peer traffic up to the root
+/// complex (ACS): NCCL falls back to copies through the host (NCCL #2079,
+/// vLLM #5458), and the run measures that.
+fn topology(runs: &[RunFacts<'_>]) -> Guard {
+    let name = GuardName::Topology;
+    if runs.is_empty() {
+        return Guard::new(name, Level::Unknown, "No runs.");
+    }
+    let bound: Vec<&RunFacts<'_>> = runs.iter().filter(|r| r.collective).collect();
+    if bound.is_empty() {
+        return Guard::new(
+            name,
+            Level::Ok,
+            "Not collective-bound: no tensor or pipeline parallelism, NCCL setting or all-reduce in the runs' \
+             commands and environments.",
+        );
+    }
+    let mut hosts: Vec<&HostFacts> = Vec::new();
+    for host in bound.iter().filter_map(|r| r.host) {
+        if !hosts.iter().any(|h| std::ptr::eq(*h, host) || *h == host) {
+            hosts.push(host);
+        }
+    }
+    if hosts.is_empty() {
+        return Guard::new(
+            name,
+            Level::Unknown,
+            "Collective-bound runs, but no host facts were captured for them: capture the host's facts to judge P2P \
+             and ACS.",
+        );
+    }
+    let mut g = Guard::new(name, Level::Ok, "");
+    let (mut said, mut fine, mut unread) = (Vec::new(), Vec::new(), Vec::new());
+    for host in hosts {
+        if host.gpus.len() < 2 {
+            fine.push(format!("{} GPU on the host: no peer traffic.", host.gpus.len()));
+            continue;
+        }
+        let Some(p2p) = &host.p2p else {
+            unread.push(
+                "the host's facts do not say whether its GPUs reach each other (captured before Sleuth read \
+                         `nvidia-smi topo -p2p r`, or it failed): capture them again.",
+            );
+            continue;
+        };
+        let gpus: Vec<usize> = (0..p2p.devices.len()).filter(|i| p2p.devices[*i].starts_with("GPU")).collect();
+        let mut missing = Vec::new();
+        for (a, &i) in gpus.iter().enumerate() {
+            for &j in &gpus[a + 1..] {
+                let status = p2p.links.get(i).and_then(|row| row.get(j)).map(String::as_str).unwrap_or("U");
+                if status != "OK" {
+                    missing.push(format!("{} and {} ({status})", p2p.devices[i], p2p.devices[j]));
+                }
+            }
+        }
+        let pairs = gpus.len() * gpus.len().saturating_sub(1) / 2;
+        g = g.with("GPU pairs without P2P", missing.len() as f64, "pairs");
+        if !missing.is_empty() {
+            let shown: Vec<&str> = missing.iter().take(3).map(String::as_str).collect();
+            said.push(format!(
+                "No P2P between {} of {pairs} GPU pairs ({}{}): NCCL copies through host memory, and collective-bound \
+                 runs measure that.",
+                missing.len(),
+                shown.join(", "),
+                if missing.len() > 3 { ", …" } else { "" }
+            ));
+        }
+        let nvlinked = host.topology.as_ref().is_some_and(|t| {
+            gpus.iter().all(|&i| {
+                gpus.iter()
+                    .all(|&j| i == j || t.links.get(i).and_then(|r| r.get(j)).is_some_and(|l| l.starts_with("NV")))
+            })
+        });
+        match host.acs_redirecting {
+            Some(n) if n > 0 && !nvlinked => {
+                g = g.with("PCI bridges redirecting peer traffic (ACS)", f64::from(n), "bridges");
+                said.push(format!(
+                    "ACS redirects peer-to-peer requests on {n} PCI bridges: GPU-to-GPU traffic goes up through the \
+                     root complex (NCCL #2079)."
+                ));
+            }
+            Some(_) => fine.push(format!("P2P between all {} GPUs; no ACS redirection.", gpus.len())),
+            None if missing.is_empty() => {
+                fine.push(format!("P2P between all {} GPUs (ACS not read: lspci shows it to root only).", gpus.len()))
+            }
+            None => {}
+        }
+    }
+    if !said.is_empty() {
+        g.level = Level::Warn;
+        g.text = said.join(" ");
+        g.runs = bound.iter().map(|r| r.id).collect();
+    } else if fine.is_empty() {
+        g.level = Level::Unknown;
+        g.text = unread.join(" ");
+    } else {
+        g.text = fine.join(" ");
+    }
+    g
 }
 
 /// The first measured run on each server against the configuration's other
@@ -796,7 +1042,7 @@ mod tests {
     }
 
     fn run<'a>(id: i64, ms: &'a [Measurement], value: f64, server: Option<i64>) -> RunFacts<'a> {
-        RunFacts { id, measurements: ms, value: Some(value), server, warmup: false }
+        RunFacts { id, measurements: ms, value: Some(value), server, ..RunFacts::default() }
     }
 
     fn level(guards: &[Guard], name: GuardName) -> Level {
@@ -809,7 +1055,8 @@ mod tests {
         let bare = run(1, &none, 50.0, None);
         let guards = of_run(&bare, std::slice::from_ref(&bare), &Bounds::default());
         assert_eq!(guards.iter().map(|g| g.name).collect::<Vec<_>>(), GuardName::ALL);
-        assert!(guards.iter().all(|g| g.level == Level::Unknown), "{guards:?}");
+        let seen: Vec<&Guard> = guards.iter().filter(|g| g.level != Level::Unknown).collect();
+        assert!(seen.len() == 1 && seen[0].name == GuardName::Topology, "only its command was seen: {guards:?}");
         assert!(guards.iter().all(|g| !g.text.is_empty()));
         assert_eq!(trusted(&guards), None, "none could see it: not called trusted");
     }
@@ -927,5 +1174,87 @@ mod tests {
         let runs: Vec<RunFacts<'_>> =
             one.iter().enumerate().map(|(i, v)| run(i as i64 + 1, &none, *v, Some(i as i64 + 1))).collect();
         assert_eq!(restart_regimes(&runs, &Bounds::default()).level, Level::Ok);
+    }
+
+    #[test]
+    fn another_process_or_clocks_held_by_heat_warn_the_power_cap_only_between_arms() {
+        let keyed = |metric: &str, key: &str, value: f64| Measurement { key: Some(key.into()), ..m(metric, value) };
+        let shared = [
+            m(OTHERS, 1.0),
+            keyed(OTHER_MIB, "gpu 3 · pid 4242 · <b>miner</b>", 2048.0),
+            m(LISTINGS, 5.0),
+            m(HELD, 0.0),
+        ];
+        let hot = [m(OTHERS, 0.0), m(HELD, 60.0), m(HELD_REASONS, 64.0)];
+        let clean = [m(OTHERS, 0.0), m(LISTINGS, 5.0), m(HELD, 0.0), m(HELD_REASONS, 0.0)];
+        let capped = [m(OTHERS, 0.0), m(HELD, 80.0), m(HELD_REASONS, 4.0)];
+        let bounds = Bounds::default();
+        let g = gpu_contended(&[run(1, &shared, 1.0, None), run(2, &clean, 1.0, None)], &bounds);
+        assert_eq!(g.level, Level::Warn);
+        assert!(g.text.contains("1 of 2 runs: another process on gpu 3 · pid 4242 · <b>miner</b>"), "{}", g.text);
+        assert_eq!(g.runs, [1]);
+        let g = gpu_contended(&[run(1, &hot, 1.0, None)], &bounds);
+        assert_eq!(g.level, Level::Warn);
+        assert!(g.text.contains("HW thermal slowdown") && g.text.contains("60 %"), "{}", g.text);
+        assert_eq!(gpu_contended(&[run(1, &clean, 1.0, None)], &bounds).level, Level::Ok);
+        // The power cap at full load: not a hazard in one run, but one arm
+        // capped and the other not ran on other clocks.
+        assert_eq!(gpu_contended(&[run(1, &capped, 1.0, None)], &bounds).level, Level::Ok);
+        let b: Vec<RunFacts<'_>> = (1..=3).map(|i| run(i, &clean, 1.0, None)).collect();
+        let t: Vec<RunFacts<'_>> = (4..=6).map(|i| run(i, &capped, 1.0, None)).collect();
+        let g = gpu_contended_arms(&b, &t, &bounds);
+        assert_eq!(g.level, Level::Warn, "{g:?}");
+        assert!(g.text.contains("SW power cap") && g.text.contains("80 %"), "{}", g.text);
+        assert_eq!(gpu_contended_arms(&t, &t, &bounds).level, Level::Ok);
+        // Listings that could not place any process: unknown, with why.
+        let hidden = [m(LISTINGS, 5.0)];
+        let g = gpu_contended(&[run(1, &hidden, 1.0, None)], &bounds);
+        assert!(g.level == Level::Unknown && g.text.contains("PID namespace"), "{g:?}");
+    }
+
+    #[test]
+    fn what_moves_data_between_gpus_is_collective_bound() {
+        let env = |k: &str| vec![(k.to_string(), "LL".to_string())];
+        assert!(collective("vllm serve m --tensor-parallel-size 8", &[]));
+        assert!(collective("vllm serve m -tp=2", &[]));
+        assert!(collective("python bench.py", &env("NCCL_PROTO")));
+        assert!(collective("torchrun --nproc_per_node 8 allreduce.py", &[]));
+        assert!(!collective("vllm serve m --tensor-parallel-size 1", &[]));
+        assert!(!collective("llama-bench -m m.gguf -p 512", &env("CUDA_VISIBLE_DEVICES")));
+    }
+
+    #[test]
+    fn a_collective_run_on_gpus_without_p2p_or_behind_acs_warns() {
+        use crate::hosts::{GpuFact, Topology};
+        let gpu = |index| GpuFact { index, name: "L4".into(), memory_mib: None, pcie_gen: None, pcie_width: None };
+        let matrix = |cell: &str| Topology {
+            devices: vec!["GPU0".into(), "GPU1".into()],
+            links: vec![vec!["X".into(), cell.into()], vec![cell.into(), "X".into()]],
+        };
+        let host = |p2p: Option<Topology>, acs: Option<u32>| HostFacts {
+            gpus: vec![gpu(0), gpu(1)],
+            topology: Some(matrix("PHB")),
+            p2p,
+            acs_redirecting: acs,
+            ..HostFacts::default()
+        };
+        fn on<'a>(host: &'a HostFacts, collective: bool) -> RunFacts<'a> {
+            RunFacts { id: 1, collective, host: Some(host), ..RunFacts::default() }
+        }
+        let blocked = host(Some(matrix("GNS")), None);
+        let g = topology(&[on(&blocked, true)]);
+        assert_eq!(g.level, Level::Warn);
+        assert!(g.text.contains("GPU0 and GPU1 (GNS)"), "{}", g.text);
+        assert_eq!(topology(&[on(&blocked, false)]).level, Level::Ok, "not collective-bound");
+        let behind_acs = host(Some(matrix("OK")), Some(4));
+        let g = topology(&[on(&behind_acs, true)]);
+        assert!(g.level == Level::Warn && g.text.contains("4 PCI bridges"), "{g:?}");
+        let fine = host(Some(matrix("OK")), None);
+        let g = topology(&[on(&fine, true)]);
+        assert!(g.level == Level::Ok && g.text.contains("ACS not read"), "{g:?}");
+        let old = host(None, None);
+        assert_eq!(topology(&[on(&old, true)]).level, Level::Unknown, "facts from before P2P was read");
+        let g = topology(&[RunFacts { collective: true, ..RunFacts::default() }]);
+        assert!(g.level == Level::Unknown && g.text.contains("no host facts"), "{g:?}");
     }
 }

@@ -272,6 +272,16 @@ pub struct HostFacts {
     pub topology: Option<Topology>,
     /// "NVLink between all GPUs (NV18)", "PCIe only (PHB, SYS)", …
     pub interconnect: Option<String>,
+    /// `nvidia-smi topo -p2p r`: whether each pair of GPUs can read each
+    /// other's memory (`OK`; `CNS`, `GNS`, `TNS`, `NS`, `DR`: why not).
+    /// Absent in facts captured before Sleuth read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p2p: Option<Topology>,
+    /// PCI bridges whose ACS redirects peer-to-peer requests up to the root
+    /// complex (`lspci -vvv`: `ACSCtl: … ReqRedir+`); absent where it could
+    /// not be read (no lspci, or not root: the capability is hidden).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acs_redirecting: Option<u32>,
     pub cpu_model: Option<String>,
     pub sockets: Option<u32>,
     pub numa_nodes: Option<u32>,

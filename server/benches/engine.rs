@@ -380,9 +380,33 @@ async fn main() {
                 m("ttft_ms_mean", 55.0),
                 m("tpot_ms_mean", 13.7),
                 m("total_output_tokens", 81_000.0),
+                m("gpu_process_listings", 16.0),
+                m("gpu_other_processes", 0.0),
+                m("sm_clock_held_pct", f % 3.0),
+                m("sm_clock_held_reasons", 4.0),
             ]
         })
         .collect();
+    // An 8-GPU host whose GPUs all reach each other, for collective-bound runs.
+    let gpus = 8;
+    let host = domain::hosts::HostFacts {
+        gpus: (0..gpus)
+            .map(|index| domain::hosts::GpuFact {
+                index,
+                name: "NVIDIA H100".into(),
+                memory_mib: None,
+                pcie_gen: None,
+                pcie_width: None,
+            })
+            .collect(),
+        p2p: Some(domain::hosts::Topology {
+            devices: (0..gpus).map(|i| format!("GPU{i}")).collect(),
+            links: (0..gpus)
+                .map(|i| (0..gpus).map(|j| if i == j { "X" } else { "OK" }.to_string()).collect())
+                .collect(),
+        }),
+        ..Default::default()
+    };
     let facts: Vec<domain::guards::RunFacts<'_>> = each
         .iter()
         .enumerate()
@@ -391,7 +415,9 @@ async fn main() {
             measurements: ms,
             value: Some(ms[0].value),
             server: Some((i / 4) as i64),
-            warmup: false,
+            collective: true,
+            host: Some(&host),
+            ..Default::default()
         })
         .collect();
     let configs: Vec<Vec<domain::guards::RunFacts<'_>>> = facts.chunks(200).map(<[_]>::to_vec).collect();

@@ -32,11 +32,17 @@ fn python_program() -> String {
     )
 }
 
+/// The line the ACS section ends with once lspci ran.
+const ACS_READ: &str = "lspci-read";
+
 /// The script: each command's output after a `NONCE name` marker line.
 fn script(marker: &str, python: &str) -> String {
     let sections = [
         ("gpus", "nvidia-smi --query-gpu=index,name,memory.total,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv".to_string()),
         ("topo", "nvidia-smi topo -m".to_string()),
+        ("p2p", "nvidia-smi topo -p2p r".to_string()),
+        // The ACS control of every bridge, where lspci may read it (root).
+        ("acs", format!("command -v lspci >/dev/null && {{ lspci -vvv 2>/dev/null | grep -E 'ACSCtl:|access denied' | head -n 512; echo {ACS_READ}; }}")),
         ("smi", "nvidia-smi | head -n 6".to_string()),
         ("cpu", "lscpu".to_string()),
         ("python", format!("{} -c {}", quote(python), quote(&python_program()))),
@@ -61,6 +67,8 @@ pub fn from_output(out: &str, marker: &str, python: &str) -> HostFacts {
     facts.driver = driver;
     facts.topology = parse::topology(section(out, marker, "topo"));
     facts.interconnect = facts.topology.as_ref().and_then(parse::interconnect);
+    facts.p2p = parse::topology(section(out, marker, "p2p"));
+    facts.acs_redirecting = parse::acs_redirecting(section(out, marker, "acs"), ACS_READ);
     facts.cuda = parse::cuda_version(section(out, marker, "smi"));
     let (model, sockets, numa) = parse::lscpu(section(out, marker, "cpu"));
     (facts.cpu_model, facts.sockets, facts.numa_nodes) = (model, sockets, numa);
@@ -78,6 +86,20 @@ pub fn from_output(out: &str, marker: &str, python: &str) -> HostFacts {
         facts.notes.push(format!("{python} did not run on the host: no package versions."));
     }
     facts
+}
+
+/// The captures `ids` names, by id (the guards read a run's host as it was).
+pub async fn by_ids(store: &Store, ids: Vec<i64>) -> Result<std::collections::HashMap<i64, HostFacts>> {
+    let mut found = std::collections::HashMap::new();
+    for id in ids {
+        if found.contains_key(&id) {
+            continue;
+        }
+        if let Some(row) = store.facts(id).await? {
+            found.insert(id, of_row(row)?);
+        }
+    }
+    Ok(found)
 }
 
 /// A capture as stored: facts that do not parse are unreadable, never empty.

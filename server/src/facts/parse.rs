@@ -128,6 +128,22 @@ pub fn lscpu(text: &str) -> (Option<String>, Option<u32>, Option<u32>) {
     )
 }
 
+/// How many bridges' ACS redirects peer requests (`ACSCtl: … ReqRedir+` or
+/// `CmpltRedir+`), from `lspci -vvv`'s ACS lines ending with `done`; `None`
+/// where lspci did not run or could not read the capabilities (not root).
+pub fn acs_redirecting(text: &str, done: &str) -> Option<u32> {
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    if !lines.contains(&done) {
+        return None;
+    }
+    let controls: Vec<&&str> = lines.iter().filter(|l| l.starts_with("ACSCtl:")).collect();
+    if controls.is_empty() && lines.iter().any(|l| l.contains("access denied")) {
+        return None;
+    }
+    let redirecting = controls.iter().filter(|l| l.contains("ReqRedir+") || l.contains("CmpltRedir+")).count();
+    u32::try_from(redirecting).ok()
+}
+
 /// `CUDA Version : 13.0` from `nvidia-smi` (or `-q`).
 pub fn cuda_version(text: &str) -> Option<String> {
     let at = text.find("CUDA Version")?;
@@ -172,6 +188,22 @@ mod tests {
         assert_eq!(interconnect(&topo).as_deref(), Some("PCIe only between 3 GPUs (PIX, SYS)"));
         assert!(topology("nvidia-smi: command not found").is_none());
         assert_eq!(gpu_csv("").0, vec![]);
+    }
+
+    #[test]
+    fn peer_access_and_acs() {
+        // `nvidia-smi topo -p2p rw` on 2 × RTX 5090 (noonghunna/club-3090 #1124), as printed.
+        let text =
+            " \tGPU0\tGPU1\t\n GPU0\tX\tGNS\t\n GPU1\tGNS\tX\t\n\nLegend:\n\n  X    = Self\n  OK   = Status Ok\n";
+        let p2p = topology(text).unwrap();
+        assert_eq!(p2p.devices, ["GPU0", "GPU1"]);
+        assert_eq!(p2p.links[0], ["X", "GNS"]);
+        let root = "ACSCtl:\tSrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd- EgressCtrl- DirectTrans-\n\
+                    ACSCtl:\tSrcValid- TransBlk- ReqRedir- CmpltRedir- UpstreamFwd- EgressCtrl- DirectTrans-\ndone\n";
+        assert_eq!(acs_redirecting(root, "done"), Some(1));
+        assert_eq!(acs_redirecting("\tCapabilities: <access denied>\ndone\n", "done"), None, "not root");
+        assert_eq!(acs_redirecting("", "done"), None, "no lspci");
+        assert_eq!(acs_redirecting("done\n", "done"), Some(0), "root, and no bridge with ACS");
     }
 
     #[test]

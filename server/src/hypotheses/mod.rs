@@ -292,6 +292,7 @@ fn guards(
     (b_runs, t_runs): (&[i64], &[i64]),
     value_of: &HashMap<i64, f64>,
     bounds: &domain::guards::Bounds,
+    hosts: &HashMap<i64, domain::hosts::HostFacts>,
 ) -> Result<Vec<domain::guards::Guard>> {
     if b_runs.is_empty() || t_runs.is_empty() {
         return Ok(Vec::new());
@@ -314,7 +315,14 @@ fn guards(
         };
         servers.insert(*id, server);
     }
+    let mut envs: HashMap<i64, Vec<(String, String)>> = HashMap::new();
+    for id in b_runs.iter().chain(t_runs) {
+        if let Some(row) = by_id.get(id) {
+            envs.insert(*id, stored(&row.env, || format!("run {id}'s environment"))?);
+        }
+    }
     let empty = Vec::new();
+    let no_env = Vec::new();
     let arm = |ids: &[i64]| {
         let mut configs: std::collections::BTreeMap<(i64, Option<&str>), Vec<domain::guards::RunFacts<'_>>> =
             Default::default();
@@ -326,6 +334,8 @@ fn guards(
                 value: value_of.get(id).copied(),
                 server: servers.get(id).copied().flatten(),
                 warmup: row.warmup != 0,
+                collective: domain::guards::collective(&row.command, envs.get(id).unwrap_or(&no_env)),
+                host: row.facts_id.and_then(|f| hosts.get(&f)),
             });
         }
         configs.into_values().collect::<Vec<_>>()
@@ -540,7 +550,9 @@ impl Hypotheses {
             _ => None,
         };
         let (bounds, _) = crate::metrics::guard_bounds_of(&self.store, &row.investigation_id).await?;
-        let guards = guards(rows, &wanted, runs, (&b_runs, &t_runs), &value_of, &bounds)?;
+        let used = runs.iter().filter(|r| b_runs.contains(&r.id) || t_runs.contains(&r.id));
+        let hosts = crate::facts::by_ids(&self.store, used.filter_map(|r| r.facts_id).collect()).await?;
+        let guards = guards(rows, &wanted, runs, (&b_runs, &t_runs), &value_of, &bounds, &hosts)?;
         let trusted = domain::guards::trusted(&guards);
         let hazards = domain::guards::hazards(&guards);
         let verdict_word = verdict_word(outcome, as_expected);

@@ -49,6 +49,7 @@ pub fn frontier(
     (maximize, minimize): (&str, &str),
     slo: Option<&Slo>,
     bounds: &domain::guards::Bounds,
+    hosts: &std::collections::HashMap<i64, domain::hosts::HostFacts>,
     include_watch_runs: bool,
 ) -> Result<Frontier, ApiError> {
     let domain::steps::StepBody::Command(command) = &step.body else {
@@ -102,6 +103,8 @@ pub fn frontier(
                     value: value_of(r, judged_by),
                     server: r.server.as_ref().map(|s| s.started_by(r.id)),
                     warmup: r.warmup,
+                    collective: domain::guards::collective(&r.command, &r.env),
+                    host: r.facts_id.and_then(|id| hosts.get(&id)),
                 })
                 .collect();
             let guards = domain::guards::of_group(&facts, bounds);

@@ -58,9 +58,13 @@ pub async fn for_run(store: &Store, outputs: &Outputs, investigation: &str, run:
     // what the investigation's formulas make of all of them.
     let samples = store.samples(run).await?;
     found.extend(crate::telemetry::summary::summarize(&samples));
+    let row = store.run(run).await?;
+    // What else was on its GPUs, and their clocks held down.
+    if let Some(row) = &row {
+        found.extend(contention(store, row, &samples).await?);
+    }
     // The engine's own account of the run (its /metrics), counters as the run's share.
     found.extend(crate::engine::measurements(store, run).await?);
-    let row = store.run(run).await?;
     // What its throughput costs, at its host's price now.
     let price = match &row {
         Some(row) => store.host(&row.host).await?.and_then(|h| h.price_per_hour),
@@ -75,6 +79,28 @@ pub async fn for_run(store: &Store, outputs: &Outputs, investigation: &str, run:
     found.extend(derived);
     store.replace_run_measurements(investigation, run, &found).await?;
     Ok(found.len())
+}
+
+/// [`crate::telemetry::contention::measurements`] for a run: its processes
+/// are those of its directory and of the run that started its server.
+async fn contention(
+    store: &Store,
+    row: &crate::db::RunRow,
+    samples: &[(u32, domain::telemetry::Sample)],
+) -> Result<Vec<domain::metrics::Measurement>> {
+    use crate::error::stored_opt;
+    let (gpus, _) = store.telemetry_info(row.id).await?.unwrap_or_default();
+    let what = || format!("run {}'s telemetry GPUs", row.id);
+    let Some(gpus) = stored_opt::<Vec<crate::telemetry::contention::GpuEntry>>(gpus.as_deref(), what)? else {
+        return Ok(Vec::new());
+    };
+    let mut own: Vec<String> = row.run_dir.iter().cloned().collect();
+    let server: Option<domain::runs::ServerState> =
+        stored_opt(row.server.as_deref(), || format!("run {}'s server", row.id))?;
+    if let Some(starter) = server.and_then(|s| s.started_by_run).filter(|s| *s != row.id) {
+        own.extend(store.run(starter).await?.and_then(|r| r.run_dir));
+    }
+    Ok(crate::telemetry::contention::measurements(&gpus, &own, samples))
 }
 
 /// A host's new price, in the costs of its finished runs: only their `cost`

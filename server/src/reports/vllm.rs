@@ -472,7 +472,7 @@ mod tests {
         let fixture = crate::fixtures::read("reports/vllm-bench-serve/nerdalert_results.json");
         let judge = |line: &str| {
             let found = read(line).measurements;
-            let run = RunFacts { id: 1, measurements: &found, value: None, server: None, warmup: false };
+            let run = RunFacts { id: 1, measurements: &found, ..RunFacts::default() };
             let guard = of_run(&run, std::slice::from_ref(&run), &Bounds::default()).remove(2);
             assert_eq!(guard.name, GuardName::Oversaturated);
             (guard.level, guard.text)
@@ -508,7 +508,7 @@ mod tests {
                 serde_json::to_string(&starts).unwrap()
             );
             let found = read(&text).measurements;
-            let run = RunFacts { id: 7, measurements: &found, value: None, server: None, warmup: false };
+            let run = RunFacts { id: 7, measurements: &found, ..RunFacts::default() };
             let guard = of_run(&run, std::slice::from_ref(&run), &Bounds::default()).remove(3);
             assert_eq!(guard.name, GuardName::ClientSaturated);
             (guard.level, guard.text)

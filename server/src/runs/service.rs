@@ -634,6 +634,9 @@ impl Runs {
             .or(run.measurements.first())
             .map(|m| (m.metric.clone(), m.key.clone()));
         let empty = Vec::new();
+        let hosts =
+            crate::facts::by_ids(&self.store, siblings.iter().chain([&run]).filter_map(|r| r.facts_id).collect())
+                .await?;
         let facts = |r: &Run| {
             let ms = measured.get(&r.id).unwrap_or(&empty);
             domain::guards::RunFacts {
@@ -644,6 +647,8 @@ impl Runs {
                     .and_then(|(name, key)| ms.iter().find(|m| &m.metric == name && &m.key == key).map(|m| m.value)),
                 server: r.server.as_ref().map(|s| s.started_by(r.id)),
                 warmup: r.warmup,
+                collective: domain::guards::collective(&r.command, &r.env),
+                host: r.facts_id.and_then(|id| hosts.get(&id)),
             }
         };
         let all: Vec<domain::guards::RunFacts<'_>> = siblings.iter().map(|r| facts(r)).collect();

@@ -13,15 +13,18 @@
 //! its process group), and a connection that drops does the same through sshd.
 //! Nothing is left running on the host.
 
+pub mod contention;
 pub mod parse;
 pub mod sampler;
 pub mod summary;
 
 use crate::db::Store;
+use contention::{App, Clock};
 use domain::telemetry::Sample;
 use parse::{DmonColumns, QueryColumns, Reading};
 pub use sampler::{Samplers, Watching};
 use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::time::Duration;
 
 /// How often the GPUs are read.
@@ -38,14 +41,57 @@ const NO_NVIDIA_SMI: &str = "sleuth-telemetry: no nvidia-smi";
 /// The fields read every sample; `name` last, as it may hold commas.
 const QUERY: &str =
     "index,utilization.gpu,utilization.memory,memory.used,power.draw,clocks.sm,clocks.mem,temperature.gpu,name";
+/// The same with the GPU's highest SM clock and why its clocks are held
+/// (newer drivers name the field `clocks_event_reasons`, older ones
+/// `clocks_throttle_reasons`; one that knows neither refuses the query).
+const QUERY_HELD: &str = "index,utilization.gpu,utilization.memory,memory.used,power.draw,clocks.sm,clocks.mem,\
+                          temperature.gpu,clocks.max.sm,REASONS,name";
+/// How often the sampler lists the processes on the GPUs (`--query-compute-apps`).
+pub const APPS_EVERY_S: u32 = 2;
+/// Lines of the process listing: a GPU's UUID, a process, a listing's end.
+const UUID_LINE: &str = "sleuth-uuid ";
+const APP_LINE: &str = "sleuth-app ";
+const APPS_LINE: &str = "sleuth-apps ";
 
 /// The script the sampler channel runs (POSIX sh).
+///
+/// Each query prints its own header first (asked without one), so the
+/// columns are known whichever the driver took. The process listing comes
+/// on stdout too, a whole listing in one `printf` (one write, under
+/// `PIPE_BUF`, so never cut into another line): per process its GPU, pid,
+/// memory, whose it is (the base of its `SLEUTH_RUN_DIR`, empty for none,
+/// `?` where its environment cannot be read, `-` where the pid is not in this
+/// `/proc`) and its name, last as it may hold commas.
 pub fn sampler_script() -> String {
+    let held = |reasons: &str| QUERY_HELD.replace("REASONS", reasons);
+    let (event, throttle) = (held("clocks_event_reasons.active"), held("clocks_throttle_reasons.active"));
     format!(
         "command -v nvidia-smi >/dev/null 2>&1 || {{ echo '{NO_NVIDIA_SMI}'; exit 0; }}\n\
          trap 'kill 0 2>/dev/null' EXIT HUP INT TERM\n\
-         nvidia-smi --query-gpu={QUERY} --format=csv,noheader,nounits -lms {SAMPLE_MS} &\n\
+         {{ for q in {event} {throttle}; do echo \"$q\"; nvidia-smi --query-gpu=\"$q\" --format=csv,noheader,nounits -lms {SAMPLE_MS} 2>/dev/null; done\n\
+           echo '{QUERY}'; exec nvidia-smi --query-gpu={QUERY} --format=csv,noheader,nounits -lms {SAMPLE_MS}; }} &\n\
          {{ nvidia-smi dmon -s t -d 1 2>/dev/null; }} >&2 &\n\
+         {{ nvidia-smi --query-gpu=index,uuid --format=csv,noheader 2>/dev/null | sed 's/^/{UUID_LINE}/'\n\
+           known=' '\n\
+           while a=$(nvidia-smi --query-compute-apps=gpu_uuid,pid,used_memory,process_name --format=csv,noheader,nounits 2>/dev/null); do\n\
+             o=; k=0\n\
+             while IFS=, read -r u p m n; do\n\
+               p=${{p# }}; [ -n \"$p\" ] || continue\n\
+               case \"$known\" in\n\
+                 *\" $p=\"*) w=${{known#* $p=}}; w=${{w%% *}} ;;\n\
+                 *) if [ ! -e \"/proc/$p\" ]; then w=-\n\
+                    elif e=$(tr '\\0' '\\n' < \"/proc/$p/environ\" 2>/dev/null); then\n\
+                      w=$(printf '%s\\n' \"$e\" | sed -n 's|^SLEUTH_RUN_DIR=.*/\\([0-9][0-9]*-[0-9a-f]*\\)$|\\1|p' | head -n 1)\n\
+                    else w='?'; fi\n\
+                    known=\"$known$p=$w \" ;;\n\
+               esac\n\
+               o=\"${{o}}{APP_LINE}$u,$p,${{m# }},$w,${{n# }}\n\"; k=$((k+1))\n\
+             done <<EOF\n\
+         $a\n\
+         EOF\n\
+             printf '%s{APPS_LINE}%s\\n' \"$o\" \"$k\"\n\
+             sleep {APPS_EVERY_S}\n\
+           done; }} &\n\
          read _ignored || true\n"
     )
 }
@@ -53,7 +99,9 @@ pub fn sampler_script() -> String {
 /// What one line of the sampler's stdout was.
 #[derive(Debug, PartialEq)]
 enum Line {
-    Reading(u32, Sample),
+    Reading(u32, Sample, Clock),
+    /// One listing of the processes on the GPUs.
+    Apps(Vec<App>),
     Known,
     Unknown,
 }
@@ -66,6 +114,10 @@ struct Lines {
     dmon: Option<DmonColumns>,
     /// Each GPU's newest PCIe reading (rx, tx, when), for the next sample.
     pcie: BTreeMap<u32, (Option<f64>, Option<f64>, u64)>,
+    /// GPUs by UUID (the process listing names them so).
+    uuids: HashMap<String, u32>,
+    /// The processes of the listing being read.
+    apps: Vec<App>,
 }
 
 impl Lines {
@@ -96,6 +148,9 @@ impl Lines {
         if line.trim().is_empty() || self.read_dmon(line, t_ms) {
             return Line::Known;
         }
+        if let Some(read) = self.read_apps(line) {
+            return read;
+        }
         if let Some(columns) = QueryColumns::from_header(line) {
             self.query = Some(columns);
             return Line::Known;
@@ -108,7 +163,29 @@ impl Lines {
             Some((rx, tx, at)) if t_ms.saturating_sub(*at) <= PCIE_FRESH_MS => (*rx, *tx),
             _ => (None, None),
         };
-        Line::Reading(reading.gpu, sample_of(&reading, t_ms, rx, tx))
+        let clock = Clock { max_mhz: reading.sm_clock_max_mhz, reasons: reading.clock_reasons };
+        Line::Reading(reading.gpu, sample_of(&reading, t_ms, rx, tx), clock)
+    }
+
+    /// A line of the process listing (`None`: not one): a GPU's UUID, a
+    /// process (kept until its listing ends), or the end of a listing.
+    fn read_apps(&mut self, line: &str) -> Option<Line> {
+        if let Some(rest) = line.strip_prefix(UUID_LINE) {
+            let (index, uuid) = rest.split_once(',')?;
+            self.uuids.insert(uuid.trim().to_string(), index.trim().parse().ok()?);
+            return Some(Line::Known);
+        }
+        if let Some(rest) = line.strip_prefix(APP_LINE) {
+            let Some(app) = App::parse(rest, &self.uuids) else { return Some(Line::Unknown) };
+            // A listing is bounded: a host with thousands of processes is said in the first ones.
+            if self.apps.len() < contention::PROCESSES_KEPT {
+                self.apps.push(app);
+            }
+            return Some(Line::Known);
+        }
+        let count = line.strip_prefix(APPS_LINE)?;
+        count.trim().parse::<u32>().ok()?;
+        Some(Line::Apps(std::mem::take(&mut self.apps)))
     }
 
     /// Whether `line` was dmon's (a header or a reading, kept for the next sample).
@@ -205,8 +282,8 @@ mod tests {
         for part in [&text[..50], &text[50..130], &text[130..]] {
             for line in lines.push(part.as_bytes()) {
                 match lines.read(&line, 1000, &mut names) {
-                    Line::Reading(gpu, sample) => samples.push((gpu, sample)),
-                    Line::Known => {}
+                    Line::Reading(gpu, sample, _) => samples.push((gpu, sample)),
+                    Line::Known | Line::Apps(_) => {}
                     Line::Unknown => panic!("{line}"),
                 }
             }
@@ -217,7 +294,7 @@ mod tests {
         assert_eq!((s.pcie_rx_mbs, s.pcie_tx_mbs), (Some(162.0), Some(24.0)));
         assert_eq!(names.get(&0).map(String::as_str), Some("NVIDIA H200"));
         // Much later, the PCIe reading is stale and not attached.
-        let Line::Reading(_, later) = lines.read("0, 1, 1, 1, 1, 1, 1, 1, NVIDIA H200", 9000, &mut names) else {
+        let Line::Reading(_, later, _) = lines.read("0, 1, 1, 1, 1, 1, 1, 1, NVIDIA H200", 9000, &mut names) else {
             panic!("a reading")
         };
         assert_eq!(later.pcie_rx_mbs, None);
@@ -235,7 +312,7 @@ mod tests {
             assert!(lines.read_dmon(line, 900), "{line}");
         }
         assert!(!lines.read_dmon("Failed to initialize NVML: Driver/library version mismatch", 900));
-        let Line::Reading(gpu, s) =
+        let Line::Reading(gpu, s, _) =
             lines.read("0, 100, 63, 7087, 522.5, 1830, 3201, 45, NVIDIA H200", 1000, &mut names)
         else {
             panic!("a reading")
@@ -256,5 +333,83 @@ mod tests {
             .output()
             .expect("sh");
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), NO_NVIDIA_SMI);
+    }
+
+    /// The script as a host runs it, with an `nvidia-smi` of an older driver
+    /// (it knows `clocks_throttle_reasons`, not `clocks_event_reasons`) that
+    /// lists a process of a Sleuth run, one of nobody's and one of a pid
+    /// not on this host.
+    #[test]
+    fn the_script_takes_the_query_the_driver_knows_and_says_whose_processes_are_on_the_gpus() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fake = dir.path().join("nvidia-smi");
+        std::fs::write(
+            &fake,
+            "#!/bin/sh\n\
+             case \"$*\" in\n\
+             *clocks_event_reasons*) echo 'Field \"clocks_event_reasons.active\" is not a valid field to query.'; exit 2 ;;\n\
+             *clocks_throttle_reasons*) echo '0, 97, 60, 70000, 690.5, 1410, 2619, 84, 1980, 0x0000000000000040, <i>H100</i>'; exec sleep 30 ;;\n\
+             *index,uuid*) echo '0, GPU-aa' ;;\n\
+             *compute-apps*) echo \"GPU-aa, $RUNS_PID, 70000, python3\"; echo 'GPU-aa, '\"$OTHER_PID\"', 512, miner, <b>x</b>'; \
+                             echo 'GPU-aa, 999999999, 1, ghost' ;;\n\
+             *) exec sleep 30 ;;\n\
+             esac\n",
+        )
+        .expect("write");
+        std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+        let spawn = |env: &[(&str, &str)]| {
+            let mut cmd = std::process::Command::new("sleep");
+            cmd.arg("30").env_clear();
+            for (k, v) in env {
+                cmd.env(k, v);
+            }
+            cmd.spawn().expect("sleep")
+        };
+        let mut run = spawn(&[("SLEUTH_RUN_DIR", "/home/u/.sleuth/runs/7-0a1b2c3d")]);
+        let mut other = spawn(&[("HOME", "/root")]);
+        let path = format!("{}:/usr/bin:/bin", dir.path().display());
+        // In a group of its own, as sshd starts it: its trap kills its group.
+        let mut sh = std::process::Command::new("/bin/sh");
+        std::os::unix::process::CommandExt::process_group(&mut sh, 0);
+        let mut sh = sh
+            .arg("-c")
+            .arg(sampler_script())
+            .env("PATH", &path)
+            .env("RUNS_PID", run.id().to_string())
+            .env("OTHER_PID", other.id().to_string())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("sh");
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        drop(sh.stdin.take()); // as Sleuth ends it: the script's `read` returns, its trap kills the rest
+        let out = sh.wait_with_output().expect("output");
+        let _ = (run.kill(), other.kill(), run.wait(), other.wait());
+        let (mut lines, mut names) = (Lines::new(), BTreeMap::new());
+        let (mut readings, mut listings) = (Vec::new(), Vec::new());
+        for line in lines.push(&out.stdout) {
+            match lines.read(&line, 0, &mut names) {
+                Line::Reading(gpu, sample, clock) => readings.push((gpu, sample, clock)),
+                Line::Apps(apps) => listings.push(apps),
+                Line::Known | Line::Unknown => {}
+            }
+        }
+        let text = String::from_utf8_lossy(&out.stdout);
+        let (_, sample, clock) = readings.first().unwrap_or_else(|| panic!("a reading: {text}"));
+        assert_eq!((sample.sm_clock_mhz, clock.max_mhz, clock.reasons), (Some(1410.0), Some(1980.0), Some(0x40)));
+        assert_eq!(names.get(&0).map(String::as_str), Some("<i>H100</i>"));
+        let apps = listings.first().unwrap_or_else(|| panic!("a listing: {text}"));
+        let owners: Vec<(&str, &contention::Owner)> = apps.iter().map(|a| (a.name.as_str(), &a.owner)).collect();
+        assert_eq!(
+            owners,
+            [
+                ("python3", &contention::Owner::Run("7-0a1b2c3d".into())),
+                ("miner, <b>x</b>", &contention::Owner::Other),
+                ("ghost", &contention::Owner::Elsewhere)
+            ],
+            "{text}"
+        );
+        assert_eq!(apps[0].mib, Some(70000.0));
     }
 }

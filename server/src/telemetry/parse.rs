@@ -6,6 +6,7 @@
 //! that add columns still parse; values that a GPU does not report (`[N/A]`,
 //! `[Not Supported]`, dmon's `-`) are `None`, never 0.
 
+use domain::telemetry::ClockReasons;
 use std::collections::HashMap;
 
 /// One GPU's reading from a line of either format.
@@ -22,6 +23,11 @@ pub struct Reading {
     pub temp_c: Option<f64>,
     pub pcie_rx_mbs: Option<f64>,
     pub pcie_tx_mbs: Option<f64>,
+    /// The GPU's highest SM clock (`clocks.max.sm`).
+    pub sm_clock_max_mhz: Option<f64>,
+    /// Why its clocks are held where they are (`clocks_event_reasons.active`,
+    /// once `clocks_throttle_reasons.active`): NVML's bits, [`Reasons`].
+    pub clock_reasons: Option<u64>,
 }
 
 /// A number as nvidia-smi prints it: `71 %`, `247.87 W`, `7087 MiB`, `71`; the
@@ -73,6 +79,9 @@ impl QueryColumns {
             sm_clock_mhz: value(&["clocks.sm", "clocks.current.sm"]),
             mem_clock_mhz: value(&["clocks.mem", "clocks.current.memory"]),
             temp_c: value(&["temperature.gpu"]),
+            sm_clock_max_mhz: value(&["clocks.max.sm", "clocks.max.sm_clock"]),
+            clock_reasons: get(&["clocks_event_reasons.active", "clocks_throttle_reasons.active"])
+                .and_then(ClockReasons::parse),
             ..Reading::default()
         })
     }
@@ -181,6 +190,14 @@ mod tests {
         assert_eq!(all[0].name.as_deref(), Some("NVIDIA A100-SXM4-80GB"));
         assert_eq!((all[0].gpu_util, all[0].power_w, all[0].sm_clock_mhz), (Some(12.0), None, None));
         assert_eq!((all[1].gpu_util, all[1].power_w, all[1].sm_clock_mhz), (None, Some(70.1), Some(1590.0)));
+        let held = "index, clocks.sm [MHz], clocks.max.sm [MHz], clocks_throttle_reasons.active\n\
+                    0, 1410, 1980, 0x0000000000000044\n1, 345, 1980, 0x0000000000000001\n2, 1980, 1980, [N/A]\n";
+        let all = readings(held);
+        assert_eq!(all.iter().map(|r| r.clock_reasons).collect::<Vec<_>>(), [Some(0x44), Some(0x1), None]);
+        assert_eq!(all[0].sm_clock_max_mhz, Some(1980.0));
+        assert!(ClockReasons(0x44).holding() && !ClockReasons(0x1).holding() && !ClockReasons(0x10).holding());
+        assert_eq!(ClockReasons(0x45).describe(), "SW power cap, HW thermal slowdown");
+        assert!(ClockReasons(0x4).power_cap_only() && !ClockReasons(0x44).power_cap_only());
         let dmon = "# gpu  rxpci  txpci\n# Idx   MB/s   MB/s\n    0      -     12\n    1     33\n";
         let all = readings(dmon);
         assert_eq!(all.len(), 1, "{all:?}");

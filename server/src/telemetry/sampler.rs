@@ -21,6 +21,7 @@
 //! both `nvidia-smi`s (`kill 0`); a connection that drops does the same
 //! through sshd.
 
+use super::contention::{App, Clock, RunSeen};
 use super::{Line, Lines, NO_NVIDIA_SMI, OPEN_WITHIN, STOP_WITHIN};
 use crate::db::Store;
 use crate::ssh::exec::{self, Event};
@@ -56,11 +57,20 @@ struct Timed {
     at: Instant,
     gpu: u32,
     sample: Sample,
+    clock: Clock,
+}
+
+/// What one read of the sampler's stdout gave: readings, and listings of
+/// the processes on the GPUs.
+#[derive(Debug, Default)]
+struct Batch {
+    readings: Vec<Timed>,
+    listings: Vec<(Instant, Vec<App>)>,
 }
 
 /// One host's sampler, as its runs see it.
 struct HostSampler {
-    readings: broadcast::Sender<Arc<Vec<Timed>>>,
+    readings: broadcast::Sender<Arc<Batch>>,
     state: Mutex<HostState>,
     /// How many runs watch it now; it lingers once this is 0.
     watchers: watch::Sender<usize>,
@@ -277,7 +287,7 @@ async fn open_channel(pool: &Pool, target: &Target, path: Option<&str>, host: &H
 fn read_stdout(host: &HostSampler, target: &Target, lines: &mut Lines, began: Instant, data: &[u8]) {
     let at = Instant::now();
     let t_ms = u64::try_from(at.duration_since(began).as_millis()).unwrap_or(u64::MAX);
-    let mut batch = Vec::new();
+    let mut batch = Batch::default();
     let mut state = host.state();
     for line in lines.push(data) {
         if line.trim() == NO_NVIDIA_SMI {
@@ -285,19 +295,20 @@ fn read_stdout(host: &HostSampler, target: &Target, lines: &mut Lines, began: In
             state.ended.get_or_insert(format!("No nvidia-smi on {}: no GPU telemetry.", target.name));
         } else {
             match lines.read(&line, t_ms, &mut state.names) {
-                Line::Reading(gpu, sample) => batch.push(Timed { at, gpu, sample }),
+                Line::Reading(gpu, sample, clock) => batch.readings.push(Timed { at, gpu, sample, clock }),
+                Line::Apps(apps) => batch.listings.push((at, apps)),
                 Line::Known => {}
                 Line::Unknown if state.unread.len() < 3 => state.unread.push(line),
                 Line::Unknown => {}
             }
         }
     }
-    let spoke = !batch.is_empty() || state.ended.is_some() || !state.unread.is_empty();
+    let spoke = !batch.readings.is_empty() || state.ended.is_some() || !state.unread.is_empty();
     drop(state);
     if spoke {
         host.spoke.send_replace(true);
     }
-    if !batch.is_empty() {
+    if !batch.readings.is_empty() || !batch.listings.is_empty() {
         // No run watching is no error: the readings are not for anyone.
         let _ = host.readings.send(Arc::new(batch));
     }
@@ -310,7 +321,7 @@ async fn keep_for_run(
     store: &Store,
     host: &HostSampler,
     name: &str,
-    mut readings: broadcast::Receiver<Arc<Vec<Timed>>>,
+    mut readings: broadcast::Receiver<Arc<Batch>>,
     run: i64,
     started: Instant,
     mut stopped: oneshot::Receiver<()>,
@@ -318,19 +329,24 @@ async fn keep_for_run(
     let mut pending: Vec<(u32, Sample)> = Vec::new();
     let (mut sampled, mut missed, mut named) = (0usize, 0u64, false);
     let mut last_store = Instant::now();
-    let mut take = |batch: &[Timed], pending: &mut Vec<(u32, Sample)>| {
-        for timed in batch.iter().filter(|t| t.at >= started) {
+    let mut seen = RunSeen::default();
+    let mut take = |batch: &Batch, pending: &mut Vec<(u32, Sample)>, seen: &mut RunSeen| {
+        for timed in batch.readings.iter().filter(|t| t.at >= started) {
             let mut sample = timed.sample.clone();
             sample.t_ms = u64::try_from(timed.at.duration_since(started).as_millis()).unwrap_or(u64::MAX);
+            seen.reading(timed.gpu, &sample, timed.clock);
             pending.push((timed.gpu, sample));
             sampled += 1;
+        }
+        for (_, apps) in batch.listings.iter().filter(|(at, _)| *at >= started) {
+            seen.listing(apps);
         }
     };
     let mut sampler_gone = false;
     loop {
         tokio::select! {
             batch = readings.recv(), if !sampler_gone => match batch {
-                Ok(batch) => take(&batch, &mut pending),
+                Ok(batch) => take(&batch, &mut pending, &mut seen),
                 Err(broadcast::error::RecvError::Lagged(n)) => missed += n,
                 Err(broadcast::error::RecvError::Closed) => sampler_gone = true,
             },
@@ -340,7 +356,7 @@ async fn keep_for_run(
             if !named {
                 // Its GPUs are named before its first sample is stored: a
                 // reader never finds readings without their GPU's name.
-                named = store_info(store, run, host, &[], false).await;
+                named = store_info(store, run, host, &seen, &[], false).await;
             }
             store_samples(store, run, &mut pending).await;
             last_store = Instant::now();
@@ -348,7 +364,7 @@ async fn keep_for_run(
     }
     // What came before the end and is not read yet.
     while let Ok(batch) = readings.try_recv() {
-        take(&batch, &mut pending);
+        take(&batch, &mut pending, &mut seen);
     }
     let ended = started.elapsed();
     if sampled == 0 {
@@ -385,16 +401,23 @@ async fn keep_for_run(
             }
         }
     }
-    store_info(store, run, host, &notes, sampled == 0).await;
+    store_info(store, run, host, &seen, &notes, sampled == 0).await;
     store_samples(store, run, &mut pending).await;
     sampled
 }
 
-/// The run's GPU names (every GPU the sampler has seen) and notes; for a run
-/// without samples, its (empty) chart marked drawn as well.
-async fn store_info(store: &Store, run: i64, host: &HostSampler, notes: &[String], nothing_sampled: bool) -> bool {
-    let gpus: Vec<serde_json::Value> =
-        host.state().names.iter().map(|(index, name)| serde_json::json!({ "index": index, "name": name })).collect();
+/// The run's GPUs (every GPU the sampler has seen, named, with what was
+/// seen on each) and notes; for a run without samples, its (empty) chart
+/// marked drawn as well.
+async fn store_info(
+    store: &Store,
+    run: i64,
+    host: &HostSampler,
+    seen: &RunSeen,
+    notes: &[String],
+    nothing_sampled: bool,
+) -> bool {
+    let gpus = seen.entries(&host.state().names);
     let (gpus, notes) = (serde_json::json!(gpus).to_string(), serde_json::json!(notes).to_string());
     let stored = if nothing_sampled {
         store.set_telemetry_without_samples(run, &gpus, &notes).await

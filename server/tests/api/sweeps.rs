@@ -232,7 +232,8 @@ async fn a_failed_configuration_stops_the_rest_only_when_asked_and_bad_sweeps_ar
 }
 
 /// A fake `nvidia-smi` that replays the H200 fixtures (the query loop for
-/// `--query-gpu`, the dmon table for `dmon`), a line every 50 ms, then waits;
+/// `--query-gpu`, the dmon table for `dmon`), a line every 50 ms, then waits,
+/// and lists no process on its GPU;
 /// each start is a line in `started` beside its directory.
 fn fake_nvidia_smi(sshd: &Sshd) -> std::path::PathBuf {
     let fixtures = server::fixtures::dir().join("gpu-host-h200");
@@ -243,6 +244,8 @@ fn fake_nvidia_smi(sshd: &Sshd) -> std::path::PathBuf {
          echo \"$*\" >> {started}\n\
          case \"$*\" in\n\
          *dmon*) file={dmon} ;;\n\
+         *index,uuid*) echo '0, GPU-fixture'; exit 0 ;;\n\
+         *compute-apps*) exit 0 ;;\n\
          *query-gpu*) file={query} ;;\n\
          *) echo 'fake nvidia-smi: unexpected arguments' >&2; exit 2 ;;\n\
          esac\n\
@@ -284,7 +287,8 @@ async fn telemetry_is_sampled_stored_summarised_and_nothing_is_left_running() {
     let run = finished(&app, run).await;
     assert_eq!(run["status"], "succeeded", "{run}");
     let starts = std::fs::read_to_string(sshd.dir.path().join("started")).unwrap_or_default();
-    assert_eq!(starts.lines().count(), 2, "one sampler (query and dmon) for three runs: {starts}");
+    let samplers = starts.lines().filter(|l| l.contains("-lms") || l.contains("dmon")).count();
+    assert_eq!(samplers, 2, "one sampler (query and dmon) for three runs: {starts}");
     for other in others.iter().copied() {
         let other = finished(&app, other).await;
         assert_eq!(other["status"], "succeeded", "{other}");
