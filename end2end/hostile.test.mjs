@@ -134,6 +134,31 @@ test('script payloads in every field stay text on every page, under a CSP', asyn
   }
   const engine = await call('GET', `/api/v1/runs/${engineRun.id}/engine`);
   assert.ok(engine.series.some((s) => s.labels.who?.includes('<script>__pwned="label"')), JSON.stringify(engine));
+  // A GPU whose name is markup, shared with a process whose name is markup:
+  // the gpu_contended guard says both, with the process in its evidence.
+  const fakeGpu = join(sshd.dir, 'fake-gpu');
+  mkdirSync(fakeGpu, { recursive: true });
+  writeFileSync(join(fakeGpu, 'reading'), `0, 97, 60, 70000, 690.5, 1410, 2619, 84, 1980, 0x40, ${S('gpu-name')}\n`);
+  writeFileSync(join(fakeGpu, 'process'), `${P('process')}\n`);
+  writeFileSync(join(fakeGpu, 'nvidia-smi'), [
+    '#!/bin/sh',
+    'case "$*" in',
+    `*clocks_event_reasons*) while :; do cat '${fakeGpu}/reading'; sleep 0.2; done ;;`,
+    "*index,uuid*) echo '0, GPU-aa' ;;",
+    `*compute-apps*) printf 'GPU-aa, %s, 2048, ' "$PPID"; cat '${fakeGpu}/process' ;;`,
+    '*) exec sleep 600 ;;',
+    'esac',
+    '',
+  ].join('\n'), { mode: 0o755 });
+  const shared = await call('POST', `/api/v1/investigations/${inv.id}/steps`,
+    { kind: 'command', host: 'gpu', command: 'sleep 3', env: { PATH: `${fakeGpu}:/usr/bin:/bin` } });
+  const [gpuRun] = await call('POST', `/api/v1/steps/${shared.id}/runs`, {});
+  for (let i = 0; i < 300 && !(await call('GET', `/api/v1/runs/${gpuRun.id}`)).telemetry_drawn; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const contended = (await call('GET', `/api/v1/runs/${gpuRun.id}`)).guards.find((g) => g.name === 'gpu_contended');
+  assert.equal(contended.level, 'warn', JSON.stringify(contended));
+  assert.ok(contended.text.includes('<script>__pwned="process"'), contended.text);
   const snippet = await call('POST', `/api/v1/investigations/${inv.id}/steps`,
     { kind: 'snippet', host: 'gpu', path: evilFile, start: 1, end: 4 });
   await call('POST', `/api/v1/investigations/${inv.id}/steps`,
@@ -195,6 +220,12 @@ test('script payloads in every field stay text on every page, under a CSP', asyn
   assert.match(await page.locator('.replay-page').textContent(), /REPLAYED=<\/title><script>__pwned="replay-env"/);
   assert.match(await page.locator('.replay-table').textContent(), /<script>__pwned="statement"/);
   await screenshot(page, 'hostile-replay');
+  await visit(page, `/runs/${gpuRun.id}`);
+  const guard = page.locator('.guards-list li', { hasText: 'gpu_contended' });
+  assert.match(await guard.textContent(), /another process on gpu 0 · pid \d+ · <\/title><script>__pwned="process"/);
+  assert.match(await guard.locator('.guard-evidence').textContent(), /<img src=x onerror=alert\("process"\)>/);
+  assert.equal(await guard.locator('script, img, svg').count(), 0, "the guard's evidence is text");
+  await screenshot(page, 'hostile-guards');
   await visit(page, `/runs/${engineRun.id}`);
   const serverLog = page.locator('.server-beside pre.server-output');
   assert.match(await serverLog.textContent(), /<\/title><script>__pwned="server-log"<\/script><img src=x onerror=alert\("server-log"\)>/);

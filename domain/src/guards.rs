@@ -248,7 +248,7 @@ impl Default for Bounds {
             duration_stretch: 1.25,
             send_shortfall: 0.1,
             first_run_sigmas: 3.0,
-            min_shift_pct: 2.0,
+            min_shift_pct: 5.0,
             regime_gap_sigmas: 4.0,
             clock_held_pct: default_clock_held_pct(),
         }
@@ -1008,6 +1008,25 @@ fn restart_regimes(measured: &[RunFacts<'_>], bounds: &Bounds) -> Guard {
         .with("low cluster mean", mean(&low), "")
         .with("high cluster mean", mean(&high), "")
         .with("gap", gap, "");
+    // A regime is a start's: each server's runs on one side. Runs of one
+    // server on both sides (its first, slow ones) are warm-up, not regimes.
+    let side = |server: i64| {
+        let mut sides = values.iter().enumerate().filter(|(_, v)| v.2 == Some(server)).map(|(i, _)| i < cut);
+        let first = sides.next();
+        first.filter(|f| sides.all(|s| s == *f))
+    };
+    let by_start = values.iter().filter_map(|v| v.2).all(|server| side(server).is_some());
+    if gap > bounds.regime_gap_sigmas * pooled && gap > floor && !by_start {
+        return Guard {
+            text: format!(
+                "The runs split ({:.4} and {:.4}) within server starts, not between them: not regimes (a first run \
+                 after each start is first_after_start's).",
+                mean(&low),
+                mean(&high)
+            ),
+            ..g
+        };
+    }
     if gap > bounds.regime_gap_sigmas * pooled && gap > floor {
         let low_ids: Vec<String> = values[..cut].iter().map(|v| v.1.to_string()).collect();
         Guard {
@@ -1174,6 +1193,12 @@ mod tests {
         let runs: Vec<RunFacts<'_>> =
             one.iter().enumerate().map(|(i, v)| run(i as i64 + 1, &none, *v, Some(i as i64 + 1))).collect();
         assert_eq!(restart_regimes(&runs, &Bounds::default()).level, Level::Ok);
+        // Each start's first run slow, the rest fast: warm-up, not two regimes.
+        let cold = [30.0, 50.0, 50.2, 30.1, 49.9, 50.1];
+        let runs: Vec<RunFacts<'_>> =
+            cold.iter().enumerate().map(|(i, v)| run(i as i64 + 1, &none, *v, Some(i as i64 / 3))).collect();
+        let g = restart_regimes(&runs, &Bounds::default());
+        assert!(g.level == Level::Ok && g.text.contains("within server starts"), "{g:?}");
     }
 
     #[test]

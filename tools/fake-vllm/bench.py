@@ -5,11 +5,14 @@ line of a `--save-result` JSONL fixture), as vLLM writes it, so what Sleuth
 reads is what the real tool writes.
 
     bench.py --port 8000 --result-from results.json [--line 0] [--requests 4] [--out result.json]
-             [--measure --concurrency C --max-tokens N]
+             [--measure --concurrency C --max-tokens N [--request-rate R [--send-cost-s S]]]
 
 --measure: requests streamed, C at a time, and what they measured written
 over the copied line's summary (throughput, TTFT mean/median/p99, tokens) and
-per-request `ttfts` and `start_times`, as `--save-detailed` writes them."""
+per-request `ttfts` and `start_times`, as `--save-detailed` writes them.
+--request-rate: one sender sends a request every 1/R s (its `request_rate`
+saved as R), each on its own thread; --send-cost-s makes each send take that
+long first (a load generator out of CPU: it cannot keep its schedule)."""
 
 import argparse
 import concurrent.futures
@@ -54,6 +57,8 @@ def main():
     parser.add_argument("--measure", action="store_true")
     parser.add_argument("--concurrency", type=int, default=1)
     parser.add_argument("--max-tokens", type=int, default=16)
+    parser.add_argument("--request-rate", type=float, default=0.0, help="0: as fast as the concurrency allows")
+    parser.add_argument("--send-cost-s", type=float, default=0.0)
     args = parser.parse_args()
     if args.measure:
         return measure(args)
@@ -83,8 +88,17 @@ def main():
 
 def measure(args):
     started = time.perf_counter()
-    with concurrent.futures.ThreadPoolExecutor(args.concurrency) as pool:
-        done = list(pool.map(lambda _: streamed(args.port, args.max_tokens), range(args.requests)))
+    if args.request_rate > 0:
+        with concurrent.futures.ThreadPoolExecutor(args.requests) as pool:
+            sent = []
+            for i in range(args.requests):
+                time.sleep(max(0.0, started + i / args.request_rate - time.perf_counter()))
+                time.sleep(args.send_cost_s)
+                sent.append(pool.submit(streamed, args.port, args.max_tokens))
+            done = [f.result() for f in sent]
+    else:
+        with concurrent.futures.ThreadPoolExecutor(args.concurrency) as pool:
+            done = list(pool.map(lambda _: streamed(args.port, args.max_tokens), range(args.requests)))
     duration = time.perf_counter() - started
     with open(args.result_from, encoding="utf-8") as results:
         result = json.loads([l for l in results if l.strip()][args.line])
@@ -97,6 +111,8 @@ def measure(args):
         "mean_ttft_ms": sum(ms) / len(ms), "median_ttft_ms": percentile(ms, 50), "p99_ttft_ms": percentile(ms, 99),
         "ttfts": ttfts, "start_times": [d[0] for d in done],
     })
+    if args.request_rate > 0:
+        result["request_rate"] = args.request_rate
     for stale in ("itls", "generated_texts", "input_lens", "output_lens", "errors"):
         result.pop(stale, None)
     print("============ Serving Benchmark Result ============")

@@ -6,6 +6,7 @@
 
     serve.py --port 8000 --log startup.txt [--load-s 2] [--mode normal|crash|hang|ignore-term|exit|no-metrics]
              [--max-batch N --token-ms MS --prefix-hit-pct P --spec-accept-pct A]
+             [--cold-requests N --cold-factor F] [--regimes MS,MS --regime-file PATH]
 
 As an engine: at most --max-batch requests run at once (others wait in its
 queue), each taking --token-ms per token (the first included); `/metrics`
@@ -13,6 +14,10 @@ says so in vLLM's names (requests waiting and running, KV-cache use, tokens,
 prefix-cache and speculative-decoding counters whose ratios are the given
 percentages, TTFT as a histogram), counted since it started as vLLM's are.
 A request with "stream": true gets its first token as soon as it is made.
+--cold-requests: its first N requests take --cold-factor times as long (caches
+and graphs not warm yet). --regimes: each start takes the next of these token
+times (counted in --regime-file), as a server that lands in one stable regime
+or another per restart.
 
 crash: exits 1 after answering its first completion. hang: never becomes
 ready. ignore-term: ignores SIGTERM (so only SIGKILL stops it). exit: exits 1
@@ -40,7 +45,21 @@ def main():
     parser.add_argument("--token-ms", type=float, default=0.0)
     parser.add_argument("--prefix-hit-pct", type=int, default=0)
     parser.add_argument("--spec-accept-pct", type=int, default=0)
+    parser.add_argument("--cold-requests", type=int, default=0)
+    parser.add_argument("--cold-factor", type=float, default=1.0)
+    parser.add_argument("--regimes", default="", help="token times, one per start in turn")
+    parser.add_argument("--regime-file", default="")
     args = parser.parse_args()
+    if args.regimes:
+        regimes = [float(r) for r in args.regimes.split(",")]
+        try:
+            with open(args.regime_file, encoding="utf-8") as f:
+                starts = int(f.read().strip() or 0)
+        except FileNotFoundError:
+            starts = 0
+        with open(args.regime_file, "w", encoding="utf-8") as f:
+            f.write(f"{starts + 1}\n")
+        args.token_ms = regimes[starts % len(regimes)]
     engine = Engine(args)
     if args.mode == "ignore-term":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -135,6 +154,7 @@ class Engine:
         self.tokens = self.prefix_queries = self.prefix_hits = self.drafted = self.accepted = 0
         self.ttft = [0] * (len(TTFT_BOUNDS) + 1)
         self.ttft_sum = 0.0
+        self.served = 0
 
     def generate(self, tokens, first=None):
         arrived = time.monotonic()
@@ -145,15 +165,18 @@ class Engine:
         with self.lock:
             self.waiting -= 1
             self.running += 1
+            self.served += 1
+            cold = self.served <= self.args.cold_requests
+        token_s = self.args.token_ms / 1000.0 * (self.args.cold_factor if cold else 1.0)
         try:
-            time.sleep(self.args.token_ms / 1000.0)
+            time.sleep(token_s)
             took = time.monotonic() - arrived
             with self.lock:
                 self.ttft[next((i for i, b in enumerate(TTFT_BOUNDS) if took <= b), len(TTFT_BOUNDS))] += 1
                 self.ttft_sum += took
             if first:
                 first()
-            time.sleep(self.args.token_ms * (tokens - 1) / 1000.0)
+            time.sleep(token_s * (tokens - 1))
         finally:
             with self.lock:
                 self.running -= 1

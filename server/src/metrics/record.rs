@@ -94,11 +94,13 @@ async fn contention(
     let Some(gpus) = stored_opt::<Vec<crate::telemetry::contention::GpuEntry>>(gpus.as_deref(), what)? else {
         return Ok(Vec::new());
     };
-    let mut own: Vec<String> = row.run_dir.iter().cloned().collect();
+    // Stored as `~/.sleuth/runs/12-0a1b2c3d`; the sampler says the name.
+    let name = |dir: Option<String>| dir.and_then(|d| d.rsplit('/').next().map(str::to_string));
+    let mut own: Vec<String> = name(row.run_dir.clone()).into_iter().collect();
     let server: Option<domain::runs::ServerState> =
         stored_opt(row.server.as_deref(), || format!("run {}'s server", row.id))?;
     if let Some(starter) = server.and_then(|s| s.started_by_run).filter(|s| *s != row.id) {
-        own.extend(store.run(starter).await?.and_then(|r| r.run_dir));
+        own.extend(name(store.run(starter).await?.and_then(|r| r.run_dir)));
     }
     Ok(crate::telemetry::contention::measurements(&gpus, &own, samples))
 }

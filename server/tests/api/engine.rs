@@ -9,11 +9,11 @@ use axum::http::StatusCode;
 use serde_json::{Value, json};
 use std::path::PathBuf;
 
-fn tool(name: &str) -> String {
+pub fn tool(name: &str) -> String {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../tools/fake-vllm")).join(name).display().to_string()
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
@@ -53,7 +53,7 @@ fn measured(run: &Value, metric: &str, key: Option<&str>) -> Option<f64> {
 }
 
 /// Each run once it ended, each having succeeded.
-async fn succeeded(app: &TestApp, runs: &[i64]) -> Vec<Value> {
+pub async fn succeeded(app: &TestApp, runs: &[i64]) -> Vec<Value> {
     let mut ended = Vec::new();
     for run in runs {
         let run = finished(app, *run).await;

@@ -6,6 +6,7 @@ mod comments;
 mod disk;
 mod engine;
 mod evidence;
+mod guards;
 mod helpers;
 mod history;
 mod hypotheses;
