@@ -873,15 +873,12 @@ fn topology(runs: &[RunFacts<'_>]) -> Guard {
             continue;
         };
         let gpus: Vec<usize> = (0..p2p.devices.len()).filter(|i| p2p.devices[*i].starts_with("GPU")).collect();
-        let mut missing = Vec::new();
-        for (a, &i) in gpus.iter().enumerate() {
-            for &j in &gpus[a + 1..] {
-                let status = p2p.links.get(i).and_then(|row| row.get(j)).map(String::as_str).unwrap_or("U");
-                if status != "OK" {
-                    missing.push(format!("{} and {} ({status})", p2p.devices[i], p2p.devices[j]));
-                }
-            }
-        }
+        let missing: Vec<String> = host
+            .pairs_without_p2p()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(a, b, why)| format!("{a} and {b} ({why})"))
+            .collect();
         let pairs = gpus.len() * gpus.len().saturating_sub(1) / 2;
         g = g.with("GPU pairs without P2P", missing.len() as f64, "pairs");
         if !missing.is_empty() {

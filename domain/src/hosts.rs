@@ -297,6 +297,43 @@ pub struct HostFacts {
 }
 
 impl HostFacts {
+    /// The GPU pairs that cannot reach each other's memory (P2P), as
+    /// `("GPU0", "GPU1", "GNS")`; `None` where P2P was not read.
+    pub fn pairs_without_p2p(&self) -> Option<Vec<(String, String, String)>> {
+        let p2p = self.p2p.as_ref()?;
+        let gpus: Vec<usize> = (0..p2p.devices.len()).filter(|i| p2p.devices[*i].starts_with("GPU")).collect();
+        let mut missing = Vec::new();
+        for (a, &i) in gpus.iter().enumerate() {
+            for &j in &gpus[a + 1..] {
+                let status = p2p.links.get(i).and_then(|row| row.get(j)).map_or("U", String::as_str);
+                if status != "OK" {
+                    missing.push((p2p.devices[i].clone(), p2p.devices[j].clone(), status.to_string()));
+                }
+            }
+        }
+        Some(missing)
+    }
+
+    /// "P2P between all 8 GPUs · ACS not read (lspci shows it to root)", for
+    /// the hosts page; `None` where neither was read.
+    pub fn peer_access(&self) -> Option<String> {
+        let p2p = self.pairs_without_p2p().map(|missing| match missing.as_slice() {
+            [] => format!("P2P between all {} GPUs", self.gpus.len()),
+            some => format!(
+                "no P2P between {}",
+                some.iter().map(|(a, b, why)| format!("{a}–{b} ({why})")).collect::<Vec<_>>().join(", ")
+            ),
+        });
+        let acs = match self.acs_redirecting {
+            Some(0) => Some("no ACS redirection".to_string()),
+            Some(n) => Some(format!("ACS redirects peer requests on {n} PCI bridges")),
+            None if p2p.is_some() => Some("ACS not read (lspci shows it to root)".to_string()),
+            None => None,
+        };
+        let said: Vec<String> = p2p.into_iter().chain(acs).collect();
+        (!said.is_empty()).then(|| said.join(" · "))
+    }
+
     /// "8 × NVIDIA H200", "1 × NVIDIA A100, 1 × NVIDIA L4"; empty without GPUs.
     pub fn gpu_summary(&self) -> String {
         let mut counted: Vec<(&str, usize)> = Vec::new();

@@ -612,6 +612,7 @@ fn FactsView(facts: domain::hosts::HostFacts) -> impl IntoView {
     view! {
         <dl class="facts-list">
             {facts.interconnect.clone().map(|i| view! { <dt>"GPU links"</dt><dd class="interconnect">{i}</dd> }.into_any())}
+            {facts.peer_access().map(|p| view! { <dt>"peer access"</dt><dd class="peer-access">{p}</dd> }.into_any())}
             {(!facts.gpus.is_empty()).then(|| view! {
                 <dt>"GPUs"</dt>
                 <dd><table class="gpus"><tbody>{gpus}</tbody></table></dd>

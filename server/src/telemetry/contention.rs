@@ -323,4 +323,34 @@ mod tests {
         assert_eq!(get("sm_clock_held_reasons"), Some(64.0));
         assert_eq!(get("gpu_process_listings"), None, "no listing was taken");
     }
+
+    /// The real H200's query loop (no clock event reasons asked) and its host
+    /// facts as Sleuth stored them (before P2P was read): the guards say what
+    /// they cannot see, never `ok`.
+    #[test]
+    fn the_real_h200s_readings_and_facts_leave_contention_and_topology_unknown() {
+        let mut seen = RunSeen::default();
+        let readings =
+            crate::telemetry::parse::readings(&crate::fixtures::read("gpu-host-h200/nvidia-smi-query-loop.csv"));
+        for r in &readings {
+            let sample = Sample { sm_clock_mhz: r.sm_clock_mhz, mem_used_mib: r.mem_used_mib, ..Sample::default() };
+            seen.reading(r.gpu, &sample, Clock { max_mhz: r.sm_clock_max_mhz, reasons: r.clock_reasons });
+        }
+        assert!(!readings.is_empty() && seen.gpus.is_empty(), "no reasons in these readings: nothing counted");
+        let found = measurements(&seen.entries(&[(0, "NVIDIA H200".to_string())].into()), &[], &[]);
+        assert!(found.is_empty(), "{found:?}");
+        let run = domain::guards::RunFacts { id: 1, measurements: &found, ..Default::default() };
+        let guards = domain::guards::of_run(&run, std::slice::from_ref(&run), &domain::guards::Bounds::default());
+        let contended = guards.iter().find(|g| g.name == domain::guards::GuardName::GpuContended).unwrap();
+        assert_eq!(contended.level, domain::guards::Level::Unknown, "{contended:?}");
+        let facts: domain::hosts::HostFacts =
+            serde_json::from_str(&crate::fixtures::read("gpu-host-h200/sleuth-host-facts.json")).unwrap();
+        assert!(facts.p2p.is_none(), "stored before P2P was read");
+        let tp = domain::guards::RunFacts { id: 2, collective: true, host: Some(&facts), ..Default::default() };
+        let guards = domain::guards::of_run(&tp, std::slice::from_ref(&tp), &domain::guards::Bounds::default());
+        let topology = guards.iter().find(|g| g.name == domain::guards::GuardName::Topology).unwrap();
+        // One GPU: no peers to reach, whatever P2P says.
+        assert_eq!(topology.level, domain::guards::Level::Ok, "{topology:?}");
+        assert!(topology.text.contains("1 GPU on the host"), "{}", topology.text);
+    }
 }
