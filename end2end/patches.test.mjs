@@ -89,7 +89,7 @@ test('a runner edits the gate into a patch, checks it, runs the A/B and reads th
   await proof.locator('summary').click();
   assert.match(await proof.locator('table').textContent(), new RegExp(sha(GATE).slice(0, 12)));
   // Its guards: every one said, none able to see a run without engine signals or telemetry.
-  assert.match(await page.locator('details.guards summary').textContent(), /guards: none could see these runs \(8 unknown\)/);
+  assert.match(await page.locator('details.guards summary').textContent(), /guards: none could see these runs' numbers \(7 unknown\)/);
   await screenshot(page, 'patch-run');
 
   // The verdict, with the patch beside its numbers.

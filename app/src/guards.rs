@@ -26,9 +26,11 @@ pub fn summary(guards: &[Guard]) -> (Level, String) {
         }
         format!("guards: {}", parts.join(", "))
     } else {
-        match count(Level::Ok) {
-            0 => format!("guards: none could see these runs ({} unknown)", count(Level::Unknown)),
-            ok => format!("guards: trusted ({ok} ok, {} could not see)", count(Level::Unknown)),
+        // As the API's `trusted` says: a topology that is fine alone does not
+        // vouch for what the runs measured.
+        match domain::guards::trusted(guards) {
+            Some(true) => format!("guards: trusted ({} ok, {} could not see)", count(Level::Ok), count(Level::Unknown)),
+            _ => format!("guards: none could see these runs' numbers ({} unknown)", count(Level::Unknown)),
         }
     };
     (worst, text)

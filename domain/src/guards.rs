@@ -861,9 +861,16 @@ fn topology(runs: &[RunFacts<'_>]) -> Guard {
     let mut g = Guard::new(name, Level::Ok, "");
     let (mut said, mut fine, mut unread) = (Vec::new(), Vec::new(), Vec::new());
     for host in hosts {
-        if host.gpus.len() < 2 {
-            fine.push(format!("{} GPU on the host: no peer traffic.", host.gpus.len()));
-            continue;
+        match host.gpus.len() {
+            0 => {
+                unread.push("The host's facts list no GPU (nvidia-smi gave none when they were captured).");
+                continue;
+            }
+            1 => {
+                fine.push("One GPU on the host: no peer traffic.".to_string());
+                continue;
+            }
+            _ => {}
         }
         let Some(p2p) = &host.p2p else {
             unread.push(

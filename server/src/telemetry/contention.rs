@@ -351,6 +351,6 @@ mod tests {
         let topology = guards.iter().find(|g| g.name == domain::guards::GuardName::Topology).unwrap();
         // One GPU: no peers to reach, whatever P2P says.
         assert_eq!(topology.level, domain::guards::Level::Ok, "{topology:?}");
-        assert!(topology.text.contains("1 GPU on the host"), "{}", topology.text);
+        assert!(topology.text.contains("One GPU on the host"), "{}", topology.text);
     }
 }
