@@ -147,10 +147,19 @@ pub struct Bounds {
     /// and by which two compared arms' shares (the power cap's too) may differ.
     #[serde(default = "default_clock_held_pct")]
     pub clock_held_pct: f64,
+    /// The share (%) of a run's CPU readings in which a process of its
+    /// client used 90 % of a core or more that warns: a generator pinned at a
+    /// core for half the run sets its pace.
+    #[serde(default = "default_client_busy_pct")]
+    pub client_busy_pct: f64,
 }
 
 fn default_clock_held_pct() -> f64 {
     10.0
+}
+
+fn default_client_busy_pct() -> f64 {
+    50.0
 }
 
 /// The bounds an investigation sets over the defaults
@@ -182,6 +191,8 @@ pub struct BoundsInput {
     pub regime_gap_sigmas: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clock_held_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_busy_pct: Option<f64>,
 }
 
 impl BoundsInput {
@@ -203,7 +214,7 @@ impl Bounds {
     /// number it can be (each is positive; a share is at most 100 %, or 1 as a fraction).
     pub fn with(input: &BoundsInput) -> Result<Bounds, String> {
         let mut b = Bounds::default();
-        let fields: [(&str, Option<f64>, &mut f64, f64); 11] = [
+        let fields: [(&str, Option<f64>, &mut f64, f64); 12] = [
             ("prefix_hit_warn_pct", input.prefix_hit_warn_pct, &mut b.prefix_hit_warn_pct, 100.0),
             ("prefix_hit_fail_pct", input.prefix_hit_fail_pct, &mut b.prefix_hit_fail_pct, 100.0),
             ("prefix_arms_pct", input.prefix_arms_pct, &mut b.prefix_arms_pct, 100.0),
@@ -215,6 +226,7 @@ impl Bounds {
             ("min_shift_pct", input.min_shift_pct, &mut b.min_shift_pct, 100.0),
             ("regime_gap_sigmas", input.regime_gap_sigmas, &mut b.regime_gap_sigmas, f64::MAX),
             ("clock_held_pct", input.clock_held_pct, &mut b.clock_held_pct, 100.0),
+            ("client_busy_pct", input.client_busy_pct, &mut b.client_busy_pct, 100.0),
         ];
         for (name, given, field, most) in fields {
             if let Some(value) = given {
@@ -251,6 +263,7 @@ impl Default for Bounds {
             min_shift_pct: 5.0,
             regime_gap_sigmas: 4.0,
             clock_held_pct: default_clock_held_pct(),
+            client_busy_pct: default_client_busy_pct(),
         }
     }
 }
@@ -654,15 +667,19 @@ fn client_saturated(runs: &[RunFacts<'_>], bounds: &Bounds) -> Guard {
             Some((r.id, r.get("send_rate")?, r.get("request_rate_asked")?, r.get("successful_requests").unwrap_or(0.0)))
         })
         .collect();
-    if read.is_empty() {
+    let cpu: Vec<(i64, f64, f64)> =
+        runs.iter().filter_map(|r| Some((r.id, r.get(CLIENT_BUSY)?, r.get(CLIENT_MAX).unwrap_or(0.0)))).collect();
+    if read.is_empty() && cpu.is_empty() {
         let sent = runs.iter().any(|r| r.get("send_rate").is_some());
         return Guard::new(
             name,
             Level::Unknown,
             if sent {
-                "No rate was asked (as fast as allowed, or a concurrency): the client's schedule is its concurrency, not a rate."
+                "No rate was asked (as fast as allowed, or a concurrency), and the client's CPU was not read (no GPU \
+                 telemetry, or runs too short for two of its readings)."
             } else {
-                "No per-request send times: the client saved none (vLLM: --save-result --save-detailed)."
+                "No per-request send times (vLLM: --save-result --save-detailed), and the client's CPU was not read \
+                 (no GPU telemetry, or runs too short for two of its readings)."
             },
         );
     }
@@ -680,21 +697,56 @@ fn client_saturated(runs: &[RunFacts<'_>], bounds: &Bounds) -> Guard {
             late.push((*id, sent / asked));
         }
     }
-    if late.is_empty() {
-        g.text = "The client sent at the rate asked.".into();
+    let mut busy = Vec::new();
+    for (id, busy_pct, max_pct) in &cpu {
+        g = g.with(format!("run {id} {CLIENT_BUSY}"), *busy_pct, "%").with(
+            format!("run {id} {CLIENT_MAX}"),
+            *max_pct,
+            "%",
+        );
+        if *busy_pct >= bounds.client_busy_pct {
+            busy.push((*id, *busy_pct));
+        }
+    }
+    let mut said = Vec::new();
+    if !late.is_empty() {
+        let worst = late.iter().map(|(_, f)| *f).fold(f64::INFINITY, f64::min);
+        said.push(format!(
+            "{} of {} runs: the client sent at as little as {:.0} % of the rate asked: it could not keep its schedule, \
+             so the server saw less load than asked.",
+            late.len(),
+            read.len(),
+            worst * 100.0
+        ));
+    }
+    if !busy.is_empty() {
+        let most = busy.iter().map(|(_, p)| *p).fold(0.0, f64::max);
+        said.push(format!(
+            "{} of {} runs: a process of the client used a whole core (90 % or more) for up to {most:.0} % of the \
+             run: the load generator, not the server, may set the pace.",
+            busy.len(),
+            cpu.len()
+        ));
+    }
+    if said.is_empty() {
+        g.text = match (read.is_empty(), cpu.is_empty()) {
+            (false, false) => "The client sent at the rate asked, and no process of it used a whole core.",
+            (false, true) => "The client sent at the rate asked.",
+            _ => "No process of the client used a whole core for long.",
+        }
+        .into();
         return g;
     }
-    let worst = late.iter().map(|(_, f)| *f).fold(f64::INFINITY, f64::min);
     g.level = Level::Warn;
-    g.runs = late.iter().map(|(id, _)| *id).collect();
-    g.text = format!(
-        "{} of {} runs: the client sent at as little as {:.0} % of the rate asked: it could not keep its schedule, so the server saw less load than asked.",
-        late.len(),
-        read.len(),
-        worst * 100.0
-    );
+    g.runs = late.iter().chain(&busy).map(|(id, _)| *id).collect();
+    g.runs.sort_unstable();
+    g.runs.dedup();
+    g.text = said.join(" ");
     g
 }
+
+const CLIENT_BUSY: &str = "client_cpu_busy_pct";
+const CLIENT_MAX: &str = "client_cpu_max_pct";
 
 const OTHERS: &str = "gpu_other_processes";
 const OTHER_MIB: &str = "gpu_other_process_mib";
@@ -1285,5 +1337,15 @@ mod tests {
         assert_eq!(topology(&[on(&old, true)]).level, Level::Unknown, "facts from before P2P was read");
         let g = topology(&[RunFacts { collective: true, ..RunFacts::default() }]);
         assert!(g.level == Level::Unknown && g.text.contains("no host facts"), "{g:?}");
+    }
+
+    #[test]
+    fn a_client_at_a_whole_core_warns_without_a_rate_asked() {
+        let pinned = [m(CLIENT_BUSY, 80.0), m(CLIENT_MAX, 100.0)];
+        let idle = [m(CLIENT_BUSY, 0.0), m(CLIENT_MAX, 12.0)];
+        let g = client_saturated(&[run(1, &pinned, 1.0, None), run(2, &idle, 1.0, None)], &Bounds::default());
+        assert_eq!((g.level, g.runs.clone()), (Level::Warn, vec![1]), "{g:?}");
+        assert!(g.text.contains("1 of 2 runs: a process of the client used a whole core"), "{}", g.text);
+        assert_eq!(client_saturated(&[run(2, &idle, 1.0, None)], &Bounds::default()).level, Level::Ok);
     }
 }

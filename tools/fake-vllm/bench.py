@@ -12,7 +12,9 @@ over the copied line's summary (throughput, TTFT mean/median/p99, tokens) and
 per-request `ttfts` and `start_times`, as `--save-detailed` writes them.
 --request-rate: one sender sends a request every 1/R s (its `request_rate`
 saved as R), each on its own thread; --send-cost-s makes each send take that
-long first (a load generator out of CPU: it cannot keep its schedule)."""
+long first (a load generator out of CPU: it cannot keep its schedule).
+--burn-s keeps the process on a whole core that long after its requests (a
+generator pinned at 100 % of a core); --idle-s sleeps that long instead."""
 
 import argparse
 import concurrent.futures
@@ -59,6 +61,8 @@ def main():
     parser.add_argument("--max-tokens", type=int, default=16)
     parser.add_argument("--request-rate", type=float, default=0.0, help="0: as fast as the concurrency allows")
     parser.add_argument("--send-cost-s", type=float, default=0.0)
+    parser.add_argument("--burn-s", type=float, default=0.0, help="then spin on a core this long")
+    parser.add_argument("--idle-s", type=float, default=0.0, help="then sleep this long")
     args = parser.parse_args()
     if args.measure:
         return measure(args)
@@ -125,6 +129,10 @@ def measure(args):
     out = os.path.join(os.environ.get("SLEUTH_RUN_DIR", "."), args.out)
     with open(out, "w", encoding="utf-8") as saved:
         saved.write(json.dumps(result) + "\n")
+    spin_until = time.perf_counter() + args.burn_s
+    while time.perf_counter() < spin_until:
+        pass
+    time.sleep(args.idle_s)
 
 
 if __name__ == "__main__":

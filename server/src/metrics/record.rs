@@ -89,9 +89,9 @@ async fn contention(
     samples: &[(u32, domain::telemetry::Sample)],
 ) -> Result<Vec<domain::metrics::Measurement>> {
     use crate::error::stored_opt;
-    let (gpus, _) = store.telemetry_info(row.id).await?.unwrap_or_default();
+    let (seen, _) = store.telemetry_info(row.id).await?.unwrap_or_default();
     let what = || format!("run {}'s telemetry GPUs", row.id);
-    let Some(gpus) = stored_opt::<Vec<crate::telemetry::contention::GpuEntry>>(gpus.as_deref(), what)? else {
+    let Some(seen) = stored_opt::<crate::telemetry::contention::Stored>(seen.as_deref(), what)? else {
         return Ok(Vec::new());
     };
     // Stored as `~/.sleuth/runs/12-0a1b2c3d`; the sampler says the name.
@@ -102,7 +102,7 @@ async fn contention(
     if let Some(starter) = server.and_then(|s| s.started_by_run).filter(|s| *s != row.id) {
         own.extend(name(store.run(starter).await?.and_then(|r| r.run_dir)));
     }
-    Ok(crate::telemetry::contention::measurements(&gpus, &own, samples))
+    Ok(crate::telemetry::contention::measurements(&seen, &own, samples))
 }
 
 /// A host's new price, in the costs of its finished runs: only their `cost`

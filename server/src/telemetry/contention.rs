@@ -6,7 +6,11 @@
 //! extracted ([`measurements`]), which the `gpu_contended` guard reads.
 //!
 //! Whose a process is comes from its environment: every process of a run
-//! (and of a server a run started) carries the run's `SLEUTH_RUN_DIR`.
+//! (and of a server a run started) carries the run's `SLEUTH_RUN_DIR`; a
+//! server's carry its `SLEUTH_SERVER_TOKEN` too. With each listing come the
+//! CPU ticks of the runs' processes that are not a server's — the load
+//! generator among them: `client_saturated` reads whether it used a whole
+//! core through its run.
 
 use domain::metrics::Measurement;
 use domain::telemetry::{ClockReasons, Sample};
@@ -45,6 +49,52 @@ pub enum Owner {
     /// Not in the host's `/proc` as Sleuth sees it (nvidia-smi answers for
     /// another PID namespace), or gone before it was looked at.
     Elsewhere,
+}
+
+/// A client process's share of a core at or above this is busy: a
+/// generator in one Python thread cannot go faster.
+const BUSY_SHARE: f64 = 0.9;
+/// Processes of runs whose CPU is followed at once, per run.
+const CPU_KEPT: usize = 64;
+
+/// One listing: the processes on the GPUs, the CPU ticks of the runs'
+/// processes, and the host's ticks per second.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Listing {
+    pub apps: Vec<App>,
+    pub cpu: Vec<CpuTicks>,
+    pub hz: f64,
+}
+
+/// A run's process (not a server's) and the CPU time it has used.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CpuTicks {
+    /// Its run's directory name.
+    pub dir: String,
+    pub pid: u32,
+    /// User and system time, in clock ticks.
+    pub ticks: u64,
+}
+
+impl CpuTicks {
+    /// `dir,pid,ticks` as the sampler script prints it.
+    pub fn parse(line: &str) -> Option<CpuTicks> {
+        let mut fields = line.trim().splitn(3, ',');
+        let dir = fields.next()?.to_string();
+        let (pid, ticks) = (fields.next()?.parse().ok()?, fields.next()?.parse().ok()?);
+        (!dir.is_empty()).then_some(CpuTicks { dir, pid, ticks })
+    }
+}
+
+/// A run's process's CPU over the run: between two listings, its share of a
+/// core; how many such intervals, how many of them busy, the most.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProcessCpu {
+    pub dir: String,
+    pub pid: u32,
+    pub intervals: u32,
+    pub busy: u32,
+    pub max_pct: f64,
 }
 
 /// A process in one listing.
@@ -114,11 +164,44 @@ pub struct GpuEntry {
     pub seen: GpuSeen,
 }
 
+/// What the sampler saw of a run, as stored with it (`runs.telemetry_gpus`):
+/// its GPUs, and the CPU of its processes. Runs stored before the CPU was
+/// read hold the list of GPUs alone, and read as such.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(from = "StoredShape")]
+pub struct Stored {
+    pub gpus: Vec<GpuEntry>,
+    pub cpu: Vec<ProcessCpu>,
+}
+
+/// [`Stored`] as it may be found: whole, or the list of GPUs alone.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum StoredShape {
+    Whole {
+        gpus: Vec<GpuEntry>,
+        #[serde(default)]
+        cpu: Vec<ProcessCpu>,
+    },
+    Gpus(Vec<GpuEntry>),
+}
+
+impl From<StoredShape> for Stored {
+    fn from(shape: StoredShape) -> Self {
+        match shape {
+            StoredShape::Whole { gpus, cpu } => Stored { gpus, cpu },
+            StoredShape::Gpus(gpus) => Stored { gpus, cpu: Vec::new() },
+        }
+    }
+}
+
 /// What a run's readings and listings showed, counted as they come.
 #[derive(Clone, Debug, Default)]
 pub struct RunSeen {
     pub listings: u32,
     pub gpus: BTreeMap<u32, GpuSeen>,
+    /// Per run process: when and at what ticks it was last read, and so far.
+    cpu: BTreeMap<(String, u32), (std::time::Instant, u64, ProcessCpu)>,
 }
 
 impl RunSeen {
@@ -136,9 +219,30 @@ impl RunSeen {
         }
     }
 
-    pub fn listing(&mut self, apps: &[App]) {
+    pub fn listing(&mut self, at: std::time::Instant, listing: &Listing) {
         self.listings += 1;
-        for app in apps {
+        for read in &listing.cpu {
+            let key = (read.dir.clone(), read.pid);
+            let room = self.cpu.len() < CPU_KEPT;
+            match self.cpu.get_mut(&key) {
+                Some((last_at, last_ticks, seen)) => {
+                    let dt = at.saturating_duration_since(*last_at).as_secs_f64();
+                    if dt >= 0.5 && listing.hz > 0.0 {
+                        let share = read.ticks.saturating_sub(*last_ticks) as f64 / listing.hz / dt;
+                        seen.intervals += 1;
+                        seen.busy += u32::from(share >= BUSY_SHARE);
+                        seen.max_pct = seen.max_pct.max((share * 100.0).min(100.0 * 64.0));
+                        (*last_at, *last_ticks) = (at, read.ticks);
+                    }
+                }
+                None if room => {
+                    let seen = ProcessCpu { dir: read.dir.clone(), pid: read.pid, intervals: 0, busy: 0, max_pct: 0.0 };
+                    self.cpu.insert(key, (at, read.ticks, seen));
+                }
+                None => {}
+            }
+        }
+        for app in &listing.apps {
             let processes = &mut self.gpus.entry(app.gpu).or_default().processes;
             if let Some(p) = processes.iter_mut().find(|p| p.pid == app.pid && p.name == app.name) {
                 p.listings += 1;
@@ -156,6 +260,13 @@ impl RunSeen {
                 });
             }
         }
+    }
+
+    /// What is stored of the run: the GPUs `names` lists, with what was seen
+    /// on each, and its processes' CPU.
+    pub fn stored(&self, names: &BTreeMap<u32, String>) -> Stored {
+        let cpu = self.cpu.values().filter(|(_, _, c)| c.intervals > 0).map(|(_, _, c)| c.clone()).collect();
+        Stored { gpus: self.entries(names), cpu }
     }
 
     /// The GPUs `names` lists, with what was seen on each.
@@ -196,7 +307,23 @@ fn measurement(metric: &str, unit: &str, value: f64, key: Option<String>) -> Mea
 ///   `sm_clock_held_reasons`, NVML's bits of why.
 ///
 /// Its GPUs are those its processes were seen on; all of them where none was.
-pub fn measurements(entries: &[GpuEntry], own: &[String], samples: &[(u32, Sample)]) -> Vec<Measurement> {
+/// And from its own processes' CPU (not its server's): `client_cpu_busy_pct`,
+/// the share of the listings' intervals in which its busiest process used
+/// 90 % of a core or more, and `client_cpu_max_pct`, the most it used.
+pub fn measurements(stored: &Stored, own: &[String], samples: &[(u32, Sample)]) -> Vec<Measurement> {
+    let mut out = gpu_measurements(&stored.gpus, own, samples);
+    let mine: Vec<&ProcessCpu> = stored.cpu.iter().filter(|c| own.contains(&c.dir) && c.intervals > 0).collect();
+    if let Some(busiest) = mine.iter().max_by(|a, b| (a.busy * 1000 / a.intervals).cmp(&(b.busy * 1000 / b.intervals)))
+    {
+        let pct = f64::from(busiest.busy) * 100.0 / f64::from(busiest.intervals);
+        out.push(measurement("client_cpu_busy_pct", "%", pct, None));
+        let most = mine.iter().map(|c| c.max_pct).fold(0.0, f64::max);
+        out.push(measurement("client_cpu_max_pct", "%", most, None));
+    }
+    out
+}
+
+fn gpu_measurements(entries: &[GpuEntry], own: &[String], samples: &[(u32, Sample)]) -> Vec<Measurement> {
     let ours = |o: &Owner| matches!(o, Owner::Run(dir) if own.contains(dir));
     let mut used: Vec<&GpuEntry> = entries.iter().filter(|e| e.seen.processes.iter().any(|p| ours(&p.owner))).collect();
     if used.is_empty() {
@@ -269,16 +396,17 @@ mod tests {
         let mut seen = RunSeen::default();
         let app = |gpu, pid, owner: Owner, name: &str| App { gpu, pid, mib: Some(2048.0), owner, name: name.into() };
         for _ in 0..3 {
-            seen.listing(&[
+            let apps = vec![
                 app(0, 10, Owner::Run(own[0].clone()), "vllm"),
                 app(0, 11, Owner::Other, "<b>miner</b>"),
                 // On a GPU the run does not use: not its contention.
                 app(1, 12, Owner::Other, "jupyter"),
-            ]);
+            ];
+            seen.listing(std::time::Instant::now(), &Listing { apps, ..Listing::default() });
         }
         let names = [(0, "H200".to_string()), (1, "H200".to_string())].into();
         let entries = seen.entries(&names);
-        let found = measurements(&entries, &own, &[(0, sample(1980.0, 70_000.0))]);
+        let found = gpu_measurements(&entries, &own, &[(0, sample(1980.0, 70_000.0))]);
         let get = |m: &str| found.iter().find(|x| x.metric == m && x.key.is_none()).map(|x| x.value);
         assert_eq!(get("gpu_process_listings"), Some(3.0));
         assert_eq!(get("gpu_other_processes"), Some(1.0));
@@ -290,18 +418,20 @@ mod tests {
         let back: Vec<GpuEntry> = serde_json::from_str(&json).unwrap();
         assert_eq!(back, entries);
         let plain: Vec<GpuEntry> = serde_json::from_str(r#"[{"index":0,"name":"H200"}]"#).unwrap();
-        assert!(measurements(&plain, &own, &[]).is_empty(), "a run stored before listings: nothing said");
+        assert!(gpu_measurements(&plain, &own, &[]).is_empty(), "a run stored before listings: nothing said");
+        // Stored before the CPU was read: the list of GPUs alone.
+        assert_eq!(serde_json::from_str::<Stored>(r#"[{"index":0,"name":"H200"}]"#).unwrap().gpus, plain);
     }
 
     #[test]
     fn listings_that_cannot_see_a_busy_gpus_processes_say_nothing_of_them() {
         let mut seen = RunSeen::default();
-        seen.listing(&[]);
+        seen.listing(std::time::Instant::now(), &Listing::default());
         let entries = seen.entries(&[(0, "H100".to_string())].into());
-        let busy = measurements(&entries, &[], &[(0, sample(1980.0, 60_000.0))]);
+        let busy = gpu_measurements(&entries, &[], &[(0, sample(1980.0, 60_000.0))]);
         assert!(busy.iter().any(|m| m.metric == "gpu_process_listings"));
         assert!(!busy.iter().any(|m| m.metric == "gpu_other_processes"), "{busy:?}");
-        let idle = measurements(&entries, &[], &[(0, sample(345.0, 0.0))]);
+        let idle = gpu_measurements(&entries, &[], &[(0, sample(345.0, 0.0))]);
         assert!(idle.iter().any(|m| m.metric == "gpu_other_processes" && m.value == 0.0), "{idle:?}");
     }
 
@@ -317,7 +447,7 @@ mod tests {
         seen.reading(0, &sample(1980.0, 1.0), Clock { max_mhz: Some(1980.0), reasons: None });
         let g = &seen.gpus[&0];
         assert_eq!((g.clocks_read, g.clocks_held, g.reasons), (3, 1, 0x40));
-        let found = measurements(&seen.entries(&[(0, "H100".to_string())].into()), &[], &[]);
+        let found = measurements(&seen.stored(&[(0, "H100".to_string())].into()), &[], &[]);
         let get = |m: &str| found.iter().find(|x| x.metric == m && x.key.is_none()).map(|x| x.value);
         assert_eq!(get("sm_clock_held_pct"), Some(33.33));
         assert_eq!(get("sm_clock_held_reasons"), Some(64.0));
@@ -337,7 +467,7 @@ mod tests {
             seen.reading(r.gpu, &sample, Clock { max_mhz: r.sm_clock_max_mhz, reasons: r.clock_reasons });
         }
         assert!(!readings.is_empty() && seen.gpus.is_empty(), "no reasons in these readings: nothing counted");
-        let found = measurements(&seen.entries(&[(0, "NVIDIA H200".to_string())].into()), &[], &[]);
+        let found = measurements(&seen.stored(&[(0, "NVIDIA H200".to_string())].into()), &[], &[]);
         assert!(found.is_empty(), "{found:?}");
         let run = domain::guards::RunFacts { id: 1, measurements: &found, ..Default::default() };
         let guards = domain::guards::of_run(&run, std::slice::from_ref(&run), &domain::guards::Bounds::default());
@@ -352,5 +482,33 @@ mod tests {
         // One GPU: no peers to reach, whatever P2P says.
         assert_eq!(topology.level, domain::guards::Level::Ok, "{topology:?}");
         assert!(topology.text.contains("One GPU on the host"), "{}", topology.text);
+    }
+
+    #[test]
+    fn a_run_process_at_a_whole_core_is_busy_its_servers_and_other_runs_are_not_counted() {
+        let mut seen = RunSeen::default();
+        let t0 = std::time::Instant::now();
+        let tick = |dir: &str, pid, ticks| CpuTicks { dir: dir.into(), pid, ticks };
+        for (i, at) in [0u64, 2, 4, 6].iter().enumerate() {
+            let i = i as u64;
+            let cpu = vec![
+                // The client: 200 ticks (2 s at 100 Hz) every 2 s.
+                tick("7-0a1b2c3d", 70, 1000 + 200 * i),
+                // A shell of the same run, idle.
+                tick("7-0a1b2c3d", 71, 5),
+                // Another run's busy process: not this run's client.
+                tick("8-99", 80, 400 * i),
+            ];
+            seen.listing(t0 + std::time::Duration::from_secs(*at), &Listing { cpu, hz: 100.0, ..Listing::default() });
+        }
+        let stored = seen.stored(&BTreeMap::new());
+        let back: Stored = serde_json::from_str(&serde_json::to_string(&stored).unwrap()).unwrap();
+        assert_eq!(back, stored);
+        let found = measurements(&back, &["7-0a1b2c3d".to_string()], &[]);
+        let get = |m: &str| found.iter().find(|x| x.metric == m).map(|x| x.value);
+        assert_eq!((get("client_cpu_busy_pct"), get("client_cpu_max_pct")), (Some(100.0), Some(100.0)));
+        assert!(measurements(&back, &["9-00".to_string()], &[]).is_empty(), "no process of that run");
+        assert_eq!(CpuTicks::parse("7-0a1b2c3d,70,1234"), Some(tick("7-0a1b2c3d", 70, 1234)));
+        assert_eq!(CpuTicks::parse(",70,1"), None);
     }
 }

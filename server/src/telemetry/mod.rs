@@ -19,7 +19,7 @@ pub mod sampler;
 pub mod summary;
 
 use crate::db::Store;
-use contention::{App, Clock};
+use contention::{App, Clock, CpuTicks, Listing};
 use domain::telemetry::Sample;
 use parse::{DmonColumns, QueryColumns, Reading};
 pub use sampler::{Samplers, Watching};
@@ -52,6 +52,10 @@ pub const APPS_EVERY_S: u32 = 2;
 const UUID_LINE: &str = "sleuth-uuid ";
 const APP_LINE: &str = "sleuth-app ";
 const APPS_LINE: &str = "sleuth-apps ";
+/// Lines of the CPU time of Sleuth's runs' processes (not their servers'):
+/// the clock's ticks per second once, then per listing `dir,pid,ticks`.
+const HZ_LINE: &str = "sleuth-hz ";
+const CPU_LINE: &str = "sleuth-cpu ";
 
 /// The script the sampler channel runs (POSIX sh).
 ///
@@ -61,7 +65,10 @@ const APPS_LINE: &str = "sleuth-apps ";
 /// `PIPE_BUF`, so never cut into another line): per process its GPU, pid,
 /// memory, whose it is (the base of its `SLEUTH_RUN_DIR`, empty for none,
 /// `?` where its environment cannot be read, `-` where the pid is not in this
-/// `/proc`) and its name, last as it may hold commas.
+/// `/proc`) and its name, last as it may hold commas. With each listing,
+/// the CPU time (user and system ticks) of every process of a Sleuth run
+/// that is not a server's (no `SLEUTH_SERVER_TOKEN`): the load generator's
+/// share of a core, over the run.
 pub fn sampler_script() -> String {
     let held = |reasons: &str| QUERY_HELD.replace("REASONS", reasons);
     let (event, throttle) = (held("clocks_event_reasons.active"), held("clocks_throttle_reasons.active"));
@@ -73,6 +80,7 @@ pub fn sampler_script() -> String {
          {{ nvidia-smi dmon -s t -d 1 2>/dev/null; }} >&2 &\n\
          {{ nvidia-smi --query-gpu=index,uuid --format=csv,noheader 2>/dev/null | sed 's/^/{UUID_LINE}/'\n\
            known=' '\n\
+           echo \"{HZ_LINE}$(getconf CLK_TCK 2>/dev/null || echo 100)\"\n\
            while a=$(nvidia-smi --query-compute-apps=gpu_uuid,pid,used_memory,process_name --format=csv,noheader,nounits 2>/dev/null); do\n\
              o=; k=0\n\
              while IFS=, read -r u p m n; do\n\
@@ -89,6 +97,21 @@ pub fn sampler_script() -> String {
              done <<EOF\n\
          $a\n\
          EOF\n\
+             srv=' '; runs=\n\
+             while IFS= read -r l; do\n\
+               p=${{l#/proc/}}; p=${{p%%/*}}\n\
+               case \"$l\" in *SLEUTH_SERVER_TOKEN=*) srv=\"$srv$p \" ;; *) runs=\"$runs $p=${{l##*/}}\" ;; esac\n\
+             done <<EOF\n\
+         $(grep -saoE 'SLEUTH_(RUN_DIR=[^[:cntrl:]]*|SERVER_TOKEN=)' /proc/[0-9]*/environ 2>/dev/null)\n\
+         EOF\n\
+             for r in $runs; do\n\
+               p=${{r%%=*}}; d=${{r#*=}}\n\
+               case \"$d\" in ''|*[!0-9a-f-]*) continue ;; esac\n\
+               case \"$srv\" in *\" $p \"*) continue ;; esac\n\
+               read -r s 2>/dev/null < \"/proc/$p/stat\" || continue\n\
+               s=${{s##*) }}; set -- $s\n\
+               o=\"${{o}}{CPU_LINE}$d,$p,$((${{12}} + ${{13}}))\n\"\n\
+             done\n\
              printf '%s{APPS_LINE}%s\\n' \"$o\" \"$k\"\n\
              sleep {APPS_EVERY_S}\n\
            done; }} &\n\
@@ -100,8 +123,8 @@ pub fn sampler_script() -> String {
 #[derive(Debug, PartialEq)]
 enum Line {
     Reading(u32, Sample, Clock),
-    /// One listing of the processes on the GPUs.
-    Apps(Vec<App>),
+    /// One listing of the processes on the GPUs (and of the runs' CPU time).
+    Apps(Listing),
     Known,
     Unknown,
 }
@@ -116,8 +139,11 @@ struct Lines {
     pcie: BTreeMap<u32, (Option<f64>, Option<f64>, u64)>,
     /// GPUs by UUID (the process listing names them so).
     uuids: HashMap<String, u32>,
-    /// The processes of the listing being read.
+    /// The processes of the listing being read, and the runs' CPU ticks.
     apps: Vec<App>,
+    cpu: Vec<CpuTicks>,
+    /// The host's clock ticks per second (`getconf CLK_TCK`).
+    hz: Option<f64>,
 }
 
 impl Lines {
@@ -183,9 +209,24 @@ impl Lines {
             }
             return Some(Line::Known);
         }
+        if let Some(hz) = line.strip_prefix(HZ_LINE) {
+            self.hz = hz.trim().parse::<f64>().ok().filter(|hz| *hz > 0.0);
+            return Some(Line::Known);
+        }
+        if let Some(rest) = line.strip_prefix(CPU_LINE) {
+            let Some(ticks) = CpuTicks::parse(rest) else { return Some(Line::Unknown) };
+            if self.cpu.len() < contention::PROCESSES_KEPT {
+                self.cpu.push(ticks);
+            }
+            return Some(Line::Known);
+        }
         let count = line.strip_prefix(APPS_LINE)?;
         count.trim().parse::<u32>().ok()?;
-        Some(Line::Apps(std::mem::take(&mut self.apps)))
+        Some(Line::Apps(Listing {
+            apps: std::mem::take(&mut self.apps),
+            cpu: std::mem::take(&mut self.cpu),
+            hz: self.hz.unwrap_or(100.0),
+        }))
     }
 
     /// Whether `line` was dmon's (a header or a reading, kept for the next sample).
@@ -221,13 +262,10 @@ fn sample_of(r: &Reading, t_ms: u64, pcie_rx_mbs: Option<f64>, pcie_tx_mbs: Opti
 /// The run's telemetry as the API answers it.
 pub async fn of_run(store: &Store, run: i64, sampled: bool) -> crate::error::Result<domain::telemetry::Telemetry> {
     use crate::error::stored_opt;
-    let (gpus, notes) = store.telemetry_info(run).await?.unwrap_or_default();
-    let gpus: Vec<serde_json::Value> =
-        stored_opt(gpus.as_deref(), || format!("run {run}'s telemetry GPUs"))?.unwrap_or_default();
-    let names: Vec<(u32, String)> = gpus
-        .iter()
-        .filter_map(|g| Some((u32::try_from(g["index"].as_u64()?).ok()?, g["name"].as_str()?.to_string())))
-        .collect();
+    let (seen, notes) = store.telemetry_info(run).await?.unwrap_or_default();
+    let seen: contention::Stored =
+        stored_opt(seen.as_deref(), || format!("run {run}'s telemetry GPUs"))?.unwrap_or_default();
+    let names: Vec<(u32, String)> = seen.gpus.iter().map(|g| (g.index, g.name.clone())).collect();
     let mut notes: Vec<String> =
         stored_opt(notes.as_deref(), || format!("run {run}'s telemetry notes"))?.unwrap_or_default();
     if !sampled {
@@ -367,6 +405,9 @@ mod tests {
         };
         let mut run = spawn(&[("SLEUTH_RUN_DIR", "/home/u/.sleuth/runs/7-0a1b2c3d")]);
         let mut other = spawn(&[("HOME", "/root")]);
+        // A server's process carries its run's directory and its token: its CPU is not the client's.
+        let mut server =
+            spawn(&[("SLEUTH_RUN_DIR", "/home/u/.sleuth/runs/7-0a1b2c3d"), ("SLEUTH_SERVER_TOKEN", "0123abcd")]);
         let path = format!("{}:/usr/bin:/bin", dir.path().display());
         // In a group of its own, as sshd starts it: its trap kills its group.
         let mut sh = std::process::Command::new("/bin/sh");
@@ -385,13 +426,13 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(1500));
         drop(sh.stdin.take()); // as Sleuth ends it: the script's `read` returns, its trap kills the rest
         let out = sh.wait_with_output().expect("output");
-        let _ = (run.kill(), other.kill(), run.wait(), other.wait());
+        let _ = (run.kill(), other.kill(), server.kill(), run.wait(), other.wait(), server.wait());
         let (mut lines, mut names) = (Lines::new(), BTreeMap::new());
         let (mut readings, mut listings) = (Vec::new(), Vec::new());
         for line in lines.push(&out.stdout) {
             match lines.read(&line, 0, &mut names) {
                 Line::Reading(gpu, sample, clock) => readings.push((gpu, sample, clock)),
-                Line::Apps(apps) => listings.push(apps),
+                Line::Apps(listing) => listings.push(listing),
                 Line::Known | Line::Unknown => {}
             }
         }
@@ -399,7 +440,11 @@ mod tests {
         let (_, sample, clock) = readings.first().unwrap_or_else(|| panic!("a reading: {text}"));
         assert_eq!((sample.sm_clock_mhz, clock.max_mhz, clock.reasons), (Some(1410.0), Some(1980.0), Some(0x40)));
         assert_eq!(names.get(&0).map(String::as_str), Some("<i>H100</i>"));
-        let apps = listings.first().unwrap_or_else(|| panic!("a listing: {text}"));
+        let listing = listings.first().unwrap_or_else(|| panic!("a listing: {text}"));
+        let cpu: Vec<(&str, u32)> = listing.cpu.iter().map(|c| (c.dir.as_str(), c.pid)).collect();
+        assert!(cpu.contains(&("7-0a1b2c3d", run.id())), "the run's process's CPU: {text}");
+        assert!(!cpu.iter().any(|(_, pid)| *pid == server.id()), "not its server's: {text}");
+        let apps = &listing.apps;
         let owners: Vec<(&str, &contention::Owner)> = apps.iter().map(|a| (a.name.as_str(), &a.owner)).collect();
         assert_eq!(
             owners,

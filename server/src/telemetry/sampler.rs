@@ -21,7 +21,7 @@
 //! both `nvidia-smi`s (`kill 0`); a connection that drops does the same
 //! through sshd.
 
-use super::contention::{App, Clock, RunSeen};
+use super::contention::{Clock, Listing, RunSeen};
 use super::{Line, Lines, NO_NVIDIA_SMI, OPEN_WITHIN, STOP_WITHIN};
 use crate::db::Store;
 use crate::ssh::exec::{self, Event};
@@ -65,7 +65,7 @@ struct Timed {
 #[derive(Debug, Default)]
 struct Batch {
     readings: Vec<Timed>,
-    listings: Vec<(Instant, Vec<App>)>,
+    listings: Vec<(Instant, Listing)>,
 }
 
 /// One host's sampler, as its runs see it.
@@ -296,7 +296,7 @@ fn read_stdout(host: &HostSampler, target: &Target, lines: &mut Lines, began: In
         } else {
             match lines.read(&line, t_ms, &mut state.names) {
                 Line::Reading(gpu, sample, clock) => batch.readings.push(Timed { at, gpu, sample, clock }),
-                Line::Apps(apps) => batch.listings.push((at, apps)),
+                Line::Apps(listing) => batch.listings.push((at, listing)),
                 Line::Known => {}
                 Line::Unknown if state.unread.len() < 3 => state.unread.push(line),
                 Line::Unknown => {}
@@ -338,8 +338,8 @@ async fn keep_for_run(
             pending.push((timed.gpu, sample));
             sampled += 1;
         }
-        for (_, apps) in batch.listings.iter().filter(|(at, _)| *at >= started) {
-            seen.listing(apps);
+        for (at, listing) in batch.listings.iter().filter(|(at, _)| *at >= started) {
+            seen.listing(*at, listing);
         }
     };
     let mut sampler_gone = false;
@@ -407,7 +407,7 @@ async fn keep_for_run(
 }
 
 /// The run's GPUs (every GPU the sampler has seen, named, with what was
-/// seen on each) and notes; for a run without samples, its (empty) chart
+/// seen on each), its processes' CPU, and notes; for a run without samples, its (empty) chart
 /// marked drawn as well.
 async fn store_info(
     store: &Store,
@@ -417,7 +417,7 @@ async fn store_info(
     notes: &[String],
     nothing_sampled: bool,
 ) -> bool {
-    let gpus = seen.entries(&host.state().names);
+    let gpus = seen.stored(&host.state().names);
     let (gpus, notes) = (serde_json::json!(gpus).to_string(), serde_json::json!(notes).to_string());
     let stored = if nothing_sampled {
         store.set_telemetry_without_samples(run, &gpus, &notes).await

@@ -185,6 +185,22 @@ async fn each_hazard_is_flagged_by_its_guard_and_its_clean_twin_is_not() {
         tally.run("client", &run, slow.then_some("client_saturated"));
     }
 
+    // A client pinned at a whole core (in concurrency mode: no rate to miss),
+    // against one that sleeps as long; its CPU read by the GPU sampler.
+    let port = free_port();
+    let gpu = fake_gpu(&sshd.dir.path().join("cool-gpu"), 1980, "0x0000000000000000", "");
+    let step = command_step(
+        &app,
+        json!({ "command": client(port, "--concurrency 8 --requests 16 --max-tokens 8 $AFTER"),
+                "env": { "PATH": gpu }, "artifacts": ["result.json"], "server": engine(port, "--max-batch 8"),
+                "matrix": { "AFTER": ["--burn-s 5", "--idle-s 5"] } }),
+    )
+    .await;
+    for run in launch(&app, step, 1, 2).await {
+        let pinned = run["config"]["AFTER"] == "--burn-s 5";
+        tally.run("client cpu", &run, pinned.then_some("client_saturated"));
+    }
+
     // Too few warm-ups: a kept server's first 32 requests take 4 times as
     // long, and the warm-up makes 16 of them; its first measured run is the
     // hazard. Its later runs are neither hazard nor clean twin.
