@@ -9,7 +9,6 @@
 //! its evidence and a sentence. A guard whose signal is missing is `unknown`
 //! with the reason, never `ok`.
 
-use crate::hosts::HostFacts;
 use crate::metrics::Measurement;
 use crate::telemetry::ClockReasons;
 use serde::{Deserialize, Serialize};
@@ -282,8 +281,8 @@ pub struct RunFacts<'a> {
     pub warmup: bool,
     /// Its command or environment moves data between GPUs ([`collective`]).
     pub collective: bool,
-    /// Its host's facts when it ran (P2P, ACS).
-    pub host: Option<&'a HostFacts>,
+    /// Its host's links when it ran (P2P, ACS), from its facts.
+    pub host: Option<&'a Links>,
 }
 
 impl RunFacts<'_> {
@@ -882,6 +881,20 @@ pub fn collective(command: &str, env: &[(String, String)]) -> bool {
 /// memory directly, or whose PCI bridges send peer traffic up to the root
 /// complex (ACS): NCCL falls back to copies through the host (NCCL #2079,
 /// vLLM #5458), and the run measures that.
+/// What the topology guard reads of a run's host, from its facts
+/// (`domain::hosts::HostFacts::links`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Links {
+    pub gpus: usize,
+    /// GPU pairs that cannot reach each other's memory, as `("GPU0", "GPU1",
+    /// "GNS")`; `None` where P2P was not read.
+    pub without_p2p: Option<Vec<(String, String, String)>>,
+    /// PCI bridges whose ACS redirects peer requests; `None`: not read.
+    pub acs_redirecting: Option<u32>,
+    /// Every pair of GPUs linked by NVLink (ACS does not matter then).
+    pub nvlinked: bool,
+}
+
 fn topology(runs: &[RunFacts<'_>]) -> Guard {
     let name = GuardName::Topology;
     if runs.is_empty() {
@@ -896,7 +909,7 @@ fn topology(runs: &[RunFacts<'_>]) -> Guard {
              commands and environments.",
         );
     }
-    let mut hosts: Vec<&HostFacts> = Vec::new();
+    let mut hosts: Vec<&Links> = Vec::new();
     for host in bound.iter().filter_map(|r| r.host) {
         if !hosts.iter().any(|h| std::ptr::eq(*h, host) || *h == host) {
             hosts.push(host);
@@ -913,7 +926,7 @@ fn topology(runs: &[RunFacts<'_>]) -> Guard {
     let mut g = Guard::new(name, Level::Ok, "");
     let (mut said, mut fine, mut unread) = (Vec::new(), Vec::new(), Vec::new());
     for host in hosts {
-        match host.gpus.len() {
+        match host.gpus {
             0 => {
                 unread.push("The host's facts list no GPU (nvidia-smi gave none when they were captured).");
                 continue;
@@ -924,21 +937,15 @@ fn topology(runs: &[RunFacts<'_>]) -> Guard {
             }
             _ => {}
         }
-        let Some(p2p) = &host.p2p else {
+        let Some(without) = &host.without_p2p else {
             unread.push(
                 "the host's facts do not say whether its GPUs reach each other (captured before Sleuth read \
-                         `nvidia-smi topo -p2p r`, or it failed): capture them again.",
+                 `nvidia-smi topo -p2p r`, or it failed): capture them again.",
             );
             continue;
         };
-        let gpus: Vec<usize> = (0..p2p.devices.len()).filter(|i| p2p.devices[*i].starts_with("GPU")).collect();
-        let missing: Vec<String> = host
-            .pairs_without_p2p()
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(a, b, why)| format!("{a} and {b} ({why})"))
-            .collect();
-        let pairs = gpus.len() * gpus.len().saturating_sub(1) / 2;
+        let missing: Vec<String> = without.iter().map(|(a, b, why)| format!("{a} and {b} ({why})")).collect();
+        let pairs = host.gpus * host.gpus.saturating_sub(1) / 2;
         g = g.with("GPU pairs without P2P", missing.len() as f64, "pairs");
         if !missing.is_empty() {
             let shown: Vec<&str> = missing.iter().take(3).map(String::as_str).collect();
@@ -950,23 +957,17 @@ fn topology(runs: &[RunFacts<'_>]) -> Guard {
                 if missing.len() > 3 { ", …" } else { "" }
             ));
         }
-        let nvlinked = host.topology.as_ref().is_some_and(|t| {
-            gpus.iter().all(|&i| {
-                gpus.iter()
-                    .all(|&j| i == j || t.links.get(i).and_then(|r| r.get(j)).is_some_and(|l| l.starts_with("NV")))
-            })
-        });
         match host.acs_redirecting {
-            Some(n) if n > 0 && !nvlinked => {
+            Some(n) if n > 0 && !host.nvlinked => {
                 g = g.with("PCI bridges redirecting peer traffic (ACS)", f64::from(n), "bridges");
                 said.push(format!(
                     "ACS redirects peer-to-peer requests on {n} PCI bridges: GPU-to-GPU traffic goes up through the \
                      root complex (NCCL #2079)."
                 ));
             }
-            Some(_) => fine.push(format!("P2P between all {} GPUs; no ACS redirection.", gpus.len())),
+            Some(_) => fine.push(format!("P2P between all {} GPUs; no ACS redirection.", host.gpus)),
             None if missing.is_empty() => {
-                fine.push(format!("P2P between all {} GPUs (ACS not read: lspci shows it to root only).", gpus.len()))
+                fine.push(format!("P2P between all {} GPUs (ACS not read: lspci shows it to root only).", host.gpus))
             }
             None => {}
         }
@@ -1306,31 +1307,25 @@ mod tests {
 
     #[test]
     fn a_collective_run_on_gpus_without_p2p_or_behind_acs_warns() {
-        use crate::hosts::{GpuFact, Topology};
-        let gpu = |index| GpuFact { index, name: "L4".into(), memory_mib: None, pcie_gen: None, pcie_width: None };
-        let matrix = |cell: &str| Topology {
-            devices: vec!["GPU0".into(), "GPU1".into()],
-            links: vec![vec!["X".into(), cell.into()], vec![cell.into(), "X".into()]],
-        };
-        let host = |p2p: Option<Topology>, acs: Option<u32>| HostFacts {
-            gpus: vec![gpu(0), gpu(1)],
-            topology: Some(matrix("PHB")),
-            p2p,
+        let pair = |why: &str| Some(vec![("GPU0".to_string(), "GPU1".to_string(), why.to_string())]);
+        let host = |without_p2p: Option<Vec<(String, String, String)>>, acs: Option<u32>| Links {
+            gpus: 2,
+            without_p2p,
             acs_redirecting: acs,
-            ..HostFacts::default()
+            nvlinked: false,
         };
-        fn on<'a>(host: &'a HostFacts, collective: bool) -> RunFacts<'a> {
+        fn on<'a>(host: &'a Links, collective: bool) -> RunFacts<'a> {
             RunFacts { id: 1, collective, host: Some(host), ..RunFacts::default() }
         }
-        let blocked = host(Some(matrix("GNS")), None);
+        let blocked = host(pair("GNS"), None);
         let g = topology(&[on(&blocked, true)]);
         assert_eq!(g.level, Level::Warn);
         assert!(g.text.contains("GPU0 and GPU1 (GNS)"), "{}", g.text);
         assert_eq!(topology(&[on(&blocked, false)]).level, Level::Ok, "not collective-bound");
-        let behind_acs = host(Some(matrix("OK")), Some(4));
+        let behind_acs = host(Some(Vec::new()), Some(4));
         let g = topology(&[on(&behind_acs, true)]);
         assert!(g.level == Level::Warn && g.text.contains("4 PCI bridges"), "{g:?}");
-        let fine = host(Some(matrix("OK")), None);
+        let fine = host(Some(Vec::new()), None);
         let g = topology(&[on(&fine, true)]);
         assert!(g.level == Level::Ok && g.text.contains("ACS not read"), "{g:?}");
         let old = host(None, None);

@@ -314,6 +314,23 @@ impl HostFacts {
         Some(missing)
     }
 
+    /// What the topology guard reads of these facts.
+    pub fn links(&self) -> crate::guards::Links {
+        let nvlinked = self.topology.as_ref().is_some_and(|t| {
+            let gpus: Vec<usize> = (0..t.devices.len()).filter(|i| t.devices[*i].starts_with("GPU")).collect();
+            gpus.iter().all(|&i| {
+                gpus.iter()
+                    .all(|&j| i == j || t.links.get(i).and_then(|r| r.get(j)).is_some_and(|l| l.starts_with("NV")))
+            })
+        });
+        crate::guards::Links {
+            gpus: self.gpus.len(),
+            without_p2p: self.pairs_without_p2p(),
+            acs_redirecting: self.acs_redirecting,
+            nvlinked,
+        }
+    }
+
     /// "P2P between all 8 GPUs · ACS not read (lspci shows it to root)", for
     /// the hosts page; `None` where neither was read.
     pub fn peer_access(&self) -> Option<String> {

@@ -406,7 +406,8 @@ async fn main() {
                 .collect(),
         }),
         ..Default::default()
-    };
+    }
+    .links();
     let facts: Vec<domain::guards::RunFacts<'_>> = each
         .iter()
         .enumerate()

@@ -88,15 +88,19 @@ pub fn from_output(out: &str, marker: &str, python: &str) -> HostFacts {
     facts
 }
 
-/// The captures `ids` names, by id (the guards read a run's host as it was).
-pub async fn by_ids(store: &Store, ids: Vec<i64>) -> Result<std::collections::HashMap<i64, HostFacts>> {
+/// The links (P2P, ACS) of the captures `ids` names, by id: the guards read
+/// a run's host as it was.
+pub async fn links_by_ids(
+    store: &Store,
+    ids: Vec<i64>,
+) -> Result<std::collections::HashMap<i64, domain::guards::Links>> {
     let mut found = std::collections::HashMap::new();
     for id in ids {
         if found.contains_key(&id) {
             continue;
         }
         if let Some(row) = store.facts(id).await? {
-            found.insert(id, of_row(row)?);
+            found.insert(id, of_row(row)?.links());
         }
     }
     Ok(found)

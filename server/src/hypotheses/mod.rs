@@ -292,7 +292,7 @@ fn guards(
     (b_runs, t_runs): (&[i64], &[i64]),
     value_of: &HashMap<i64, f64>,
     bounds: &domain::guards::Bounds,
-    hosts: &HashMap<i64, domain::hosts::HostFacts>,
+    hosts: &HashMap<i64, domain::guards::Links>,
 ) -> Result<Vec<domain::guards::Guard>> {
     if b_runs.is_empty() || t_runs.is_empty() {
         return Ok(Vec::new());
@@ -551,7 +551,7 @@ impl Hypotheses {
         };
         let (bounds, _) = crate::metrics::guard_bounds_of(&self.store, &row.investigation_id).await?;
         let used = runs.iter().filter(|r| b_runs.contains(&r.id) || t_runs.contains(&r.id));
-        let hosts = crate::facts::by_ids(&self.store, used.filter_map(|r| r.facts_id).collect()).await?;
+        let hosts = crate::facts::links_by_ids(&self.store, used.filter_map(|r| r.facts_id).collect()).await?;
         let guards = guards(rows, &wanted, runs, (&b_runs, &t_runs), &value_of, &bounds, &hosts)?;
         let trusted = domain::guards::trusted(&guards);
         let hazards = domain::guards::hazards(&guards);

@@ -49,7 +49,7 @@ pub fn frontier(
     (maximize, minimize): (&str, &str),
     slo: Option<&Slo>,
     bounds: &domain::guards::Bounds,
-    hosts: &std::collections::HashMap<i64, domain::hosts::HostFacts>,
+    hosts: &std::collections::HashMap<i64, domain::guards::Links>,
     include_watch_runs: bool,
 ) -> Result<Frontier, ApiError> {
     let domain::steps::StepBody::Command(command) = &step.body else {

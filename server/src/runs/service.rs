@@ -635,7 +635,7 @@ impl Runs {
             .map(|m| (m.metric.clone(), m.key.clone()));
         let empty = Vec::new();
         let hosts =
-            crate::facts::by_ids(&self.store, siblings.iter().chain([&run]).filter_map(|r| r.facts_id).collect())
+            crate::facts::links_by_ids(&self.store, siblings.iter().chain([&run]).filter_map(|r| r.facts_id).collect())
                 .await?;
         let facts = |r: &Run| {
             let ms = measured.get(&r.id).unwrap_or(&empty);

@@ -476,7 +476,8 @@ mod tests {
         let facts: domain::hosts::HostFacts =
             serde_json::from_str(&crate::fixtures::read("gpu-host-h200/sleuth-host-facts.json")).unwrap();
         assert!(facts.p2p.is_none(), "stored before P2P was read");
-        let tp = domain::guards::RunFacts { id: 2, collective: true, host: Some(&facts), ..Default::default() };
+        let links = facts.links();
+        let tp = domain::guards::RunFacts { id: 2, collective: true, host: Some(&links), ..Default::default() };
         let guards = domain::guards::of_run(&tp, std::slice::from_ref(&tp), &domain::guards::Bounds::default());
         let topology = guards.iter().find(|g| g.name == domain::guards::GuardName::Topology).unwrap();
         // One GPU: no peers to reach, whatever P2P says.
