@@ -21,20 +21,12 @@ import statistics
 import subprocess
 import sys
 import time
-import urllib.request
 
-URL, TOKEN, HOST = os.environ["SLEUTH_URL"], os.environ["SLEUTH_TOKEN"], os.environ["GPU_HOST"]
-PY = os.environ["GPU_PYTHON"]
+from sweep import call  # the same client the other checks use (same folder)
+
+HOST, PY = os.environ["GPU_HOST"], os.environ["GPU_PYTHON"]
 OUT = os.environ.get("OUT", "/tmp")
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def call(method, path, body=None):
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(URL + path, data=data, method=method,
-                                 headers={"Authorization": "Bearer " + TOKEN, "Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=300) as r:
-        return json.loads(r.read().decode())
 
 
 def finished(run_id):

@@ -12,17 +12,6 @@ use axum::http::StatusCode;
 use serde_json::{Value, json};
 use std::time::Duration;
 
-const NAMES: [&str; 8] = [
-    "prefix_cache_warm",
-    "spec_acceptance_drift",
-    "oversaturated",
-    "client_saturated",
-    "gpu_contended",
-    "first_after_start",
-    "restart_regimes",
-    "topology",
-];
-
 /// The fake engine kept for a configuration's runs, scraped every 100 ms;
 /// `knobs` are more of its flags (`$VAR`s of the step's matrix among them).
 fn engine(port: u16, knobs: &str) -> Value {
@@ -65,7 +54,8 @@ impl Tally {
     fn run(&mut self, scenario: &str, run: &Value, hazard: Option<&str>) {
         let guards = &run["guards"];
         let names: Vec<&str> = guards.as_array().into_iter().flatten().filter_map(|g| g["name"].as_str()).collect();
-        assert_eq!(names, NAMES, "every run carries every guard: {run}");
+        let all: Vec<&str> = domain::guards::GuardName::ALL.iter().map(|n| n.as_str()).collect();
+        assert_eq!(names, all, "every run carries every guard: {run}");
         for g in guards.as_array().into_iter().flatten() {
             assert!(!g["text"].as_str().unwrap_or("").is_empty(), "each says why: {g}");
         }
