@@ -107,9 +107,13 @@ async fn launch(app: &TestApp, step: i64, launches: usize, repeat: usize) -> Vec
     runs
 }
 
+/// What the steps on a fake GPU put in their runs' environment, so that its
+/// listing shows only their processes (not those of tests beside this one).
+const ON_FAKE_GPU: &str = "SLEUTH_TEST_ON_FAKE_GPU";
+
 /// A fake `nvidia-smi` for the host: one H100, read every 100 ms at `clock`
 /// MHz of 1980 with the clock event reasons `reasons`; its process listing
-/// shows the processes of Sleuth's runs (those with a `SLEUTH_RUN_DIR`) and
+/// shows the processes of runs whose environment has [`ON_FAKE_GPU`] and
 /// `others` lines as they are.
 fn fake_gpu(dir: &std::path::Path, clock: u32, reasons: &str, others: &str) -> String {
     std::fs::create_dir_all(dir).unwrap();
@@ -118,7 +122,7 @@ fn fake_gpu(dir: &std::path::Path, clock: u32, reasons: &str, others: &str) -> S
          case \"$*\" in\n\
          *clocks_event_reasons*) while :; do echo '0, 97, 60, 70000, 690.5, {clock}, 2619, 84, 1980, {reasons}, NVIDIA H100'; sleep 0.1; done ;;\n\
          *index,uuid*) echo '0, GPU-aa' ;;\n\
-         *compute-apps*) for f in $(grep -lsa SLEUTH_RUN_DIR= /proc/[0-9]*/environ); do p=${{f#/proc/}}; echo \"GPU-aa, ${{p%/environ}}, 60000, python3\"; done\n\
+         *compute-apps*) for f in $(grep -lsa {ON_FAKE_GPU}=1 /proc/[0-9]*/environ); do p=${{f#/proc/}}; echo \"GPU-aa, ${{p%/environ}}, 60000, python3\"; done\n\
            printf '%s' '{others}' ;;\n\
          *) exec sleep 600 ;;\n\
          esac\n"
@@ -129,7 +133,12 @@ fn fake_gpu(dir: &std::path::Path, clock: u32, reasons: &str, others: &str) -> S
     format!("{}:/usr/local/bin:/usr/bin:/bin", dir.display())
 }
 
+/// Its hazards are timings (a queue, a slow first run, regimes, a client's
+/// pace), so it runs alone: `./dev test` runs it after the other suites, as
+/// `cargo test --workspace --test api -- --ignored guards::`. Among 150 other
+/// tests on two cores, a clean first run came 85 % slow.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "run alone by ./dev test: its timings need a machine no other test loads"]
 async fn each_hazard_is_flagged_by_its_guard_and_its_clean_twin_is_not() {
     let sshd = Sshd::start();
     let app = app_with_host(&sshd).await;
@@ -182,7 +191,8 @@ async fn each_hazard_is_flagged_by_its_guard_and_its_clean_twin_is_not() {
     let step = command_step(
         &app,
         json!({ "command": client(port, "--concurrency 8 --requests 16 --max-tokens 8 $AFTER"),
-                "env": { "PATH": gpu }, "artifacts": ["result.json"], "server": engine(port, "--max-batch 8"),
+                "env": { "PATH": gpu, ON_FAKE_GPU: "1" }, "artifacts": ["result.json"],
+                "server": engine(port, "--max-batch 8"),
                 "matrix": { "AFTER": ["--burn-s 5", "--idle-s 5"] } }),
     )
     .await;
@@ -222,7 +232,7 @@ async fn each_hazard_is_flagged_by_its_guard_and_its_clean_twin_is_not() {
     }
 
     // Two regimes across restarts: each start of the server takes the next
-    // of 5 and 10 ms a token, against one whose starts all take 5.
+    // of 5 and 15 ms a token, against one whose starts all take 5.
     let port = free_port();
     let counts = sshd.dir.path().join("regimes");
     std::fs::create_dir_all(&counts).unwrap();
@@ -230,11 +240,11 @@ async fn each_hazard_is_flagged_by_its_guard_and_its_clean_twin_is_not() {
     let step = command_step(
         &app,
         json!({ "command": client(port, "--concurrency 8 --requests 16 --max-tokens 16"), "telemetry": false, "artifacts": ["result.json"],
-                "server": engine(port, &knobs), "matrix": { "REGIMES": ["5,5", "5,10"] } }),
+                "server": engine(port, &knobs), "matrix": { "REGIMES": ["5,5", "5,15"] } }),
     )
     .await;
     for run in launch(&app, step, 4, 2).await {
-        let two = run["config"]["REGIMES"] == "5,10";
+        let two = run["config"]["REGIMES"] == "5,15";
         tally.run("regimes", &run, two.then_some("restart_regimes"));
     }
 
@@ -249,8 +259,12 @@ async fn each_hazard_is_flagged_by_its_guard_and_its_clean_twin_is_not() {
         &format!("GPU-aa, {}, 2048, {payload}\n", other.id()),
     );
     let clean = fake_gpu(&sshd.dir.path().join("idle-gpu"), 1980, "0x0000000000000000", "");
-    let step =
-        command_step(&app, json!({ "command": "sleep 3", "matrix": { "PATH": [clean.clone(), busy.clone()] } })).await;
+    let step = command_step(
+        &app,
+        json!({ "command": "sleep 3", "env": { ON_FAKE_GPU: "1" },
+                                   "matrix": { "PATH": [clean.clone(), busy.clone()] } }),
+    )
+    .await;
     let gpu_runs = launch(&app, step, 1, 2).await;
     for run in &gpu_runs {
         let shared = run["config"]["PATH"] == busy.as_str();
