@@ -282,7 +282,9 @@ fn resolve(group: &RunGroup, runs: &[RunRow]) -> Result<Vec<i64>> {
         .collect())
 }
 
-/// The verdict's own word, as reports and the page print it.
+/// A run's environment, as stored.
+type Env = Vec<(String, String)>;
+
 /// The guards over the runs the arms used, each arm split by configuration
 /// (step and matrix values); none until both arms have runs.
 fn guards(
@@ -292,7 +294,7 @@ fn guards(
     (b_runs, t_runs): (&[i64], &[i64]),
     value_of: &HashMap<i64, f64>,
     bounds: &domain::guards::Bounds,
-    hosts: &HashMap<i64, domain::guards::Links>,
+    (envs, hosts): (&HashMap<i64, Env>, &HashMap<i64, domain::guards::Links>),
 ) -> Result<Vec<domain::guards::Guard>> {
     if b_runs.is_empty() || t_runs.is_empty() {
         return Ok(Vec::new());
@@ -314,12 +316,6 @@ fn guards(
             None => None,
         };
         servers.insert(*id, server);
-    }
-    let mut envs: HashMap<i64, Vec<(String, String)>> = HashMap::new();
-    for id in b_runs.iter().chain(t_runs) {
-        if let Some(row) = by_id.get(id) {
-            envs.insert(*id, stored(&row.env, || format!("run {id}'s environment"))?);
-        }
     }
     let empty = Vec::new();
     let no_env = Vec::new();
@@ -343,6 +339,7 @@ fn guards(
     Ok(domain::guards::of_arms(&arm(b_runs), &arm(t_runs), bounds))
 }
 
+/// The verdict's own word, as reports and the page print it.
 fn verdict_word(outcome: Option<Outcome>, as_expected: Option<bool>) -> Option<String> {
     let word = match (outcome?, as_expected) {
         (_, Some(true)) => "as expected",
@@ -550,9 +547,19 @@ impl Hypotheses {
             _ => None,
         };
         let (bounds, _) = crate::metrics::guard_bounds_of(&self.store, &row.investigation_id).await?;
-        let used = runs.iter().filter(|r| b_runs.contains(&r.id) || t_runs.contains(&r.id));
-        let hosts = crate::facts::links_by_ids(&self.store, used.filter_map(|r| r.facts_id).collect()).await?;
-        let guards = guards(rows, &wanted, runs, (&b_runs, &t_runs), &value_of, &bounds, &hosts)?;
+        // Each used run's environment, and the host facts of those that are
+        // collective-bound (the only ones the topology guard reads).
+        let mut envs: HashMap<i64, Env> = HashMap::new();
+        let mut facts = Vec::new();
+        for r in runs.iter().filter(|r| wanted.contains(&r.id)) {
+            let env: Env = stored(&r.env, || format!("run {}'s environment", r.id))?;
+            if domain::guards::collective(&r.command, &env) {
+                facts.extend(r.facts_id);
+            }
+            envs.insert(r.id, env);
+        }
+        let hosts = crate::facts::links_by_ids(&self.store, facts).await?;
+        let guards = guards(rows, &wanted, runs, (&b_runs, &t_runs), &value_of, &bounds, (&envs, &hosts))?;
         let trusted = domain::guards::trusted(&guards);
         let hazards = domain::guards::hazards(&guards);
         let verdict_word = verdict_word(outcome, as_expected);

@@ -152,24 +152,24 @@ pub struct GpuSeen {
     pub processes: Vec<ProcessSeen>,
 }
 
-/// A run's GPUs as stored with it: index and name (what the telemetry API
-/// answers), the listings taken while it went, and what they saw.
+/// A run's GPU as stored with it: index and name (what the telemetry API
+/// answers), and what the listings saw of it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct GpuEntry {
     pub index: u32,
     pub name: String,
-    #[serde(default)]
-    pub listings: u32,
     #[serde(flatten)]
     pub seen: GpuSeen,
 }
 
 /// What the sampler saw of a run, as stored with it (`runs.telemetry_gpus`):
-/// its GPUs, and the CPU of its processes. Runs stored before the CPU was
-/// read hold the list of GPUs alone, and read as such.
+/// how many process listings were taken while it went, its GPUs, and the CPU
+/// of its processes. Runs stored before listings hold the list of GPUs
+/// alone, and read as such (no listing taken).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(from = "StoredShape")]
 pub struct Stored {
+    pub listings: u32,
     pub gpus: Vec<GpuEntry>,
     pub cpu: Vec<ProcessCpu>,
 }
@@ -179,6 +179,8 @@ pub struct Stored {
 #[serde(untagged)]
 enum StoredShape {
     Whole {
+        #[serde(default)]
+        listings: u32,
         gpus: Vec<GpuEntry>,
         #[serde(default)]
         cpu: Vec<ProcessCpu>,
@@ -189,8 +191,8 @@ enum StoredShape {
 impl From<StoredShape> for Stored {
     fn from(shape: StoredShape) -> Self {
         match shape {
-            StoredShape::Whole { gpus, cpu } => Stored { gpus, cpu },
-            StoredShape::Gpus(gpus) => Stored { gpus, cpu: Vec::new() },
+            StoredShape::Whole { listings, gpus, cpu } => Stored { listings, gpus, cpu },
+            StoredShape::Gpus(gpus) => Stored { listings: 0, gpus, cpu: Vec::new() },
         }
     }
 }
@@ -266,20 +268,15 @@ impl RunSeen {
     /// on each, and its processes' CPU.
     pub fn stored(&self, names: &BTreeMap<u32, String>) -> Stored {
         let cpu = self.cpu.values().filter(|(_, _, c)| c.intervals > 0).map(|(_, _, c)| c.clone()).collect();
-        Stored { gpus: self.entries(names), cpu }
-    }
-
-    /// The GPUs `names` lists, with what was seen on each.
-    pub fn entries(&self, names: &BTreeMap<u32, String>) -> Vec<GpuEntry> {
-        names
+        let gpus = names
             .iter()
             .map(|(index, name)| GpuEntry {
                 index: *index,
                 name: name.clone(),
-                listings: self.listings,
                 seen: self.gpus.get(index).cloned().unwrap_or_default(),
             })
-            .collect()
+            .collect();
+        Stored { listings: self.listings, gpus, cpu }
     }
 }
 
@@ -311,7 +308,7 @@ fn measurement(metric: &str, unit: &str, value: f64, key: Option<String>) -> Mea
 /// the share of the listings' intervals in which its busiest process used
 /// 90 % of a core or more, and `client_cpu_max_pct`, the most it used.
 pub fn measurements(stored: &Stored, own: &[String], samples: &[(u32, Sample)]) -> Vec<Measurement> {
-    let mut out = gpu_measurements(&stored.gpus, own, samples);
+    let mut out = gpu_measurements(&stored.gpus, stored.listings, own, samples);
     let mine: Vec<&ProcessCpu> = stored.cpu.iter().filter(|c| own.contains(&c.dir) && c.intervals > 0).collect();
     if let Some(busiest) = mine.iter().max_by(|a, b| (a.busy * 1000 / a.intervals).cmp(&(b.busy * 1000 / b.intervals)))
     {
@@ -323,15 +320,20 @@ pub fn measurements(stored: &Stored, own: &[String], samples: &[(u32, Sample)]) 
     out
 }
 
-fn gpu_measurements(entries: &[GpuEntry], own: &[String], samples: &[(u32, Sample)]) -> Vec<Measurement> {
+fn gpu_measurements(
+    entries: &[GpuEntry],
+    listings: u32,
+    own: &[String],
+    samples: &[(u32, Sample)],
+) -> Vec<Measurement> {
     let ours = |o: &Owner| matches!(o, Owner::Run(dir) if own.contains(dir));
     let mut used: Vec<&GpuEntry> = entries.iter().filter(|e| e.seen.processes.iter().any(|p| ours(&p.owner))).collect();
     if used.is_empty() {
         used = entries.iter().collect();
     }
     let mut out = Vec::new();
-    let listings = entries.iter().map(|e| e.listings).max().unwrap_or(0);
-    if listings > 0 {
+    // Listings of a host whose GPUs no reading named say nothing of GPUs.
+    if listings > 0 && !entries.is_empty() {
         out.push(measurement("gpu_process_listings", "listings", f64::from(listings), None));
         let at_work =
             |gpu: u32| samples.iter().any(|(g, s)| *g == gpu && s.mem_used_mib.is_some_and(|m| m > AT_WORK_MIB));
@@ -405,8 +407,8 @@ mod tests {
             seen.listing(std::time::Instant::now(), &Listing { apps, ..Listing::default() });
         }
         let names = [(0, "H200".to_string()), (1, "H200".to_string())].into();
-        let entries = seen.entries(&names);
-        let found = gpu_measurements(&entries, &own, &[(0, sample(1980.0, 70_000.0))]);
+        let stored = seen.stored(&names);
+        let found = measurements(&stored, &own, &[(0, sample(1980.0, 70_000.0))]);
         let get = |m: &str| found.iter().find(|x| x.metric == m && x.key.is_none()).map(|x| x.value);
         assert_eq!(get("gpu_process_listings"), Some(3.0));
         assert_eq!(get("gpu_other_processes"), Some(1.0));
@@ -414,24 +416,24 @@ mod tests {
         assert_eq!(keyed.len(), 1);
         assert_eq!(keyed[0].key.as_deref(), Some("gpu 0 · pid 11 · <b>miner</b>"));
         // Stored and read back as the run's GPUs, names first.
-        let json = serde_json::to_string(&entries).unwrap();
-        let back: Vec<GpuEntry> = serde_json::from_str(&json).unwrap();
-        assert_eq!(back, entries);
-        let plain: Vec<GpuEntry> = serde_json::from_str(r#"[{"index":0,"name":"H200"}]"#).unwrap();
-        assert!(gpu_measurements(&plain, &own, &[]).is_empty(), "a run stored before listings: nothing said");
-        // Stored before the CPU was read: the list of GPUs alone.
-        assert_eq!(serde_json::from_str::<Stored>(r#"[{"index":0,"name":"H200"}]"#).unwrap().gpus, plain);
+        let json = serde_json::to_string(&stored).unwrap();
+        let back: Stored = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, stored);
+        // Stored before listings: the list of GPUs alone.
+        let plain: Stored = serde_json::from_str(r#"[{"index":0,"name":"H200"}]"#).unwrap();
+        assert!(measurements(&plain, &own, &[]).is_empty(), "a run stored before listings: nothing said");
+        assert_eq!(plain.gpus[0].name, "H200");
     }
 
     #[test]
     fn listings_that_cannot_see_a_busy_gpus_processes_say_nothing_of_them() {
         let mut seen = RunSeen::default();
         seen.listing(std::time::Instant::now(), &Listing::default());
-        let entries = seen.entries(&[(0, "H100".to_string())].into());
-        let busy = gpu_measurements(&entries, &[], &[(0, sample(1980.0, 60_000.0))]);
+        let stored = seen.stored(&[(0, "H100".to_string())].into());
+        let busy = measurements(&stored, &[], &[(0, sample(1980.0, 60_000.0))]);
         assert!(busy.iter().any(|m| m.metric == "gpu_process_listings"));
         assert!(!busy.iter().any(|m| m.metric == "gpu_other_processes"), "{busy:?}");
-        let idle = gpu_measurements(&entries, &[], &[(0, sample(345.0, 0.0))]);
+        let idle = measurements(&stored, &[], &[(0, sample(345.0, 0.0))]);
         assert!(idle.iter().any(|m| m.metric == "gpu_other_processes" && m.value == 0.0), "{idle:?}");
     }
 
