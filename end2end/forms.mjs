@@ -159,6 +159,15 @@ async function until(check, message) {
   assert.fail(typeof message === 'function' ? message() : message);
 }
 
+/**
+ * Waits until `locator`'s text matches `re`. The redraw `submit` waits for may
+ * be another one (a run ending elsewhere) that left before the form's own.
+ */
+async function shows(locator, re) {
+  let seen;
+  await until(async () => re.test(seen = await locator.first().textContent().catch(() => null)), () => `${locator}: ${JSON.stringify(seen)} does not match ${re}`);
+}
+
 /** Waits until `locator` matches `n` elements. */
 async function count(locator, n, message = '') {
   let seen;
@@ -198,7 +207,7 @@ const FORMS = [
     await submit(c, 'create_investigation', c.page.locator(fn('create_investigation')), { title: `Made by ${c.role} ${PAYLOAD}` });
     await c.page.waitForURL(/\/i\/\w+$/);
     c.own.add(new URL(c.page.url()).pathname);
-    assert.match(await c.page.locator('h1').first().textContent(), new RegExp(`Made by ${c.role}`));
+    await shows(c.page.locator('h1'), new RegExp(`Made by ${c.role}`));
   } },
   { key: 'create_token', role: 'viewer', drive: async (c) => {
     await go(c, '/tokens');
@@ -208,7 +217,7 @@ const FORMS = [
   { key: 'revoke_token', role: 'viewer', drive: async (c) => {
     await go(c, '/tokens');
     await submit(c, 'revoke_token', c.page.locator(`table.tokens tr:has(td:text-is("walk-${c.role}")) form`));
-    assert.match(await c.page.locator(`table.tokens tr:has(td:text-is("walk-${c.role}"))`).textContent(), /revoked/);
+    await shows(c.page.locator(`table.tokens tr:has(td:text-is("walk-${c.role}"))`), /revoked/);
   } },
   { key: 'read_mentions', role: 'viewer', drive: async (c) => {
     await go(c, '/mentions');
@@ -252,7 +261,7 @@ const FORMS = [
   { key: 'rename_investigation', role: 'editor', drive: async (c) => {
     await go(c, `/i/${c.ids.inv}`);
     await submit(c, 'rename_investigation', c.page.locator(fn('rename_investigation')), { question: `Asked again by ${c.role}` });
-    assert.match(await c.page.locator('.investigation-head .question').textContent(), new RegExp(`Asked again by ${c.role}`));
+    await shows(c.page.locator('.investigation-head .question'), new RegExp(`Asked again by ${c.role}`));
   } },
   { key: 'set_investigation_status:Close', role: 'editor', drive: async (c) => {
     await submit(c, 'set_investigation_status:Close', c.page.locator(fn('set_investigation_status')));
@@ -374,7 +383,7 @@ const FORMS = [
   } },
   { key: 'set_slo', role: 'editor', drive: async (c) => {
     await submit(c, 'set_slo', c.page.locator(`#slo ${fn('set_slo')}`), { text: 'p99 TTFT <= 200 ms' });
-    assert.match(await c.page.locator('#slo .slo-text').textContent(), /200/);
+    await shows(c.page.locator('#slo .slo-text'), /200/);
   } },
   { key: 'resolve_comment:Resolve', role: 'editor', drive: async (c) => {
     await submit(c, 'resolve_comment:Resolve', c.page.locator(`${threadOf(c)} ${fn('resolve_comment')}`));
