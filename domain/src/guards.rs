@@ -803,7 +803,9 @@ fn gpu_contended(runs: &[RunFacts<'_>], bounds: &Bounds) -> Guard {
             held.len(),
             reasons.describe()
         ));
-        g.runs.extend(held.iter().map(|(r, _, _)| r.id).filter(|id| !g.runs.contains(id)).collect::<Vec<_>>());
+        g.runs.extend(held.iter().map(|(r, _, _)| r.id));
+        g.runs.sort_unstable();
+        g.runs.dedup();
     }
     if said.is_empty() {
         g.text =
@@ -877,10 +879,6 @@ pub fn collective(command: &str, env: &[(String, String)]) -> bool {
     })
 }
 
-/// Collective-bound runs on a host whose GPUs cannot reach each other's
-/// memory directly, or whose PCI bridges send peer traffic up to the root
-/// complex (ACS): NCCL falls back to copies through the host (NCCL #2079,
-/// vLLM #5458), and the run measures that.
 /// What the topology guard reads of a run's host, from its facts
 /// (`domain::hosts::HostFacts::links`).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -895,6 +893,10 @@ pub struct Links {
     pub nvlinked: bool,
 }
 
+/// Collective-bound runs on a host whose GPUs cannot reach each other's
+/// memory directly, or whose PCI bridges send peer traffic up to the root
+/// complex (ACS): NCCL falls back to copies through the host (NCCL #2079,
+/// vLLM #5458), and the run measures that.
 fn topology(runs: &[RunFacts<'_>]) -> Guard {
     let name = GuardName::Topology;
     if runs.is_empty() {
@@ -911,7 +913,7 @@ fn topology(runs: &[RunFacts<'_>]) -> Guard {
     }
     let mut hosts: Vec<&Links> = Vec::new();
     for host in bound.iter().filter_map(|r| r.host) {
-        if !hosts.iter().any(|h| std::ptr::eq(*h, host) || *h == host) {
+        if !hosts.contains(&host) {
             hosts.push(host);
         }
     }
@@ -1067,13 +1069,16 @@ fn restart_regimes(measured: &[RunFacts<'_>], bounds: &Bounds) -> Guard {
         .with("gap", gap, "");
     // A regime is a start's: each server's runs on one side. Runs of one
     // server on both sides (its first, slow ones) are warm-up, not regimes.
-    let side = |server: i64| {
+    let one_side = |server: i64| {
         let mut sides = values.iter().enumerate().filter(|(_, v)| v.2 == Some(server)).map(|(i, _)| i < cut);
         let first = sides.next();
-        first.filter(|f| sides.all(|s| s == *f))
+        sides.all(|s| Some(s) == first)
     };
-    let by_start = values.iter().filter_map(|v| v.2).all(|server| side(server).is_some());
-    if gap > bounds.regime_gap_sigmas * pooled && gap > floor && !by_start {
+    let split = gap > bounds.regime_gap_sigmas * pooled && gap > floor;
+    if !split {
+        return Guard { text: format!("One regime across {servers} server starts."), ..g };
+    }
+    if !values.iter().filter_map(|v| v.2).all(one_side) {
         return Guard {
             text: format!(
                 "The runs split ({:.4} and {:.4}) within server starts, not between them: not regimes (a first run \
@@ -1084,21 +1089,17 @@ fn restart_regimes(measured: &[RunFacts<'_>], bounds: &Bounds) -> Guard {
             ..g
         };
     }
-    if gap > bounds.regime_gap_sigmas * pooled && gap > floor {
-        let low_ids: Vec<String> = values[..cut].iter().map(|v| v.1.to_string()).collect();
-        Guard {
-            level: Level::Warn,
-            text: format!(
-                "The configuration's runs fall in two regimes ({:.4} and {:.4}; runs {} low): restarts land in one or the other, so its mean hides which it measured.",
-                mean(&low),
-                mean(&high),
-                low_ids.join(", ")
-            ),
-            runs: values.iter().map(|v| v.1).collect(),
-            ..g
-        }
-    } else {
-        Guard { text: format!("One regime across {servers} server starts."), ..g }
+    let low_ids: Vec<String> = values[..cut].iter().map(|v| v.1.to_string()).collect();
+    Guard {
+        level: Level::Warn,
+        text: format!(
+            "The configuration's runs fall in two regimes ({:.4} and {:.4}; runs {} low): restarts land in one or the other, so its mean hides which it measured.",
+            mean(&low),
+            mean(&high),
+            low_ids.join(", ")
+        ),
+        runs: values.iter().map(|v| v.1).collect(),
+        ..g
     }
 }
 

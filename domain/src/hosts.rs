@@ -301,28 +301,21 @@ impl HostFacts {
     /// `("GPU0", "GPU1", "GNS")`; `None` where P2P was not read.
     pub fn pairs_without_p2p(&self) -> Option<Vec<(String, String, String)>> {
         let p2p = self.p2p.as_ref()?;
-        let gpus: Vec<usize> = (0..p2p.devices.len()).filter(|i| p2p.devices[*i].starts_with("GPU")).collect();
-        let mut missing = Vec::new();
-        for (a, &i) in gpus.iter().enumerate() {
-            for &j in &gpus[a + 1..] {
-                let status = p2p.links.get(i).and_then(|row| row.get(j)).map_or("U", String::as_str);
-                if status != "OK" {
-                    missing.push((p2p.devices[i].clone(), p2p.devices[j].clone(), status.to_string()));
-                }
-            }
-        }
-        Some(missing)
+        Some(
+            p2p.gpu_pairs()
+                .into_iter()
+                .filter(|(_, _, status)| *status != Some("OK"))
+                .map(|(a, b, status)| (a.to_string(), b.to_string(), status.unwrap_or("U").to_string()))
+                .collect(),
+        )
     }
 
     /// What the topology guard reads of these facts.
     pub fn links(&self) -> crate::guards::Links {
-        let nvlinked = self.topology.as_ref().is_some_and(|t| {
-            let gpus: Vec<usize> = (0..t.devices.len()).filter(|i| t.devices[*i].starts_with("GPU")).collect();
-            gpus.iter().all(|&i| {
-                gpus.iter()
-                    .all(|&j| i == j || t.links.get(i).and_then(|r| r.get(j)).is_some_and(|l| l.starts_with("NV")))
-            })
-        });
+        let nvlinked = self
+            .topology
+            .as_ref()
+            .is_some_and(|t| t.gpu_pairs().into_iter().all(|(_, _, link)| link.is_some_and(|l| l.starts_with("NV"))));
         crate::guards::Links {
             gpus: self.gpus.len(),
             without_p2p: self.pairs_without_p2p(),
@@ -379,6 +372,27 @@ pub struct GpuFact {
 pub struct Topology {
     pub devices: Vec<String>,
     pub links: Vec<Vec<String>>,
+}
+
+impl Topology {
+    /// How many of its devices are GPUs (the others are NICs).
+    pub fn gpu_count(&self) -> usize {
+        self.devices.iter().filter(|d| d.starts_with("GPU")).count()
+    }
+
+    /// Each pair of GPUs once, as `(GPU0, GPU1, link)`; the link `None`
+    /// where the matrix has no cell for it.
+    pub fn gpu_pairs(&self) -> Vec<(&str, &str, Option<&str>)> {
+        let gpus: Vec<usize> = (0..self.devices.len()).filter(|i| self.devices[*i].starts_with("GPU")).collect();
+        let mut pairs = Vec::new();
+        for (a, &i) in gpus.iter().enumerate() {
+            for &j in &gpus[a + 1..] {
+                let link = self.links.get(i).and_then(|row| row.get(j)).map(String::as_str);
+                pairs.push((self.devices[i].as_str(), self.devices[j].as_str(), link));
+            }
+        }
+        pairs
+    }
 }
 
 /// How this server stands (`GET /api/v1/status`): what every page's banner

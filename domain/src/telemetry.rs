@@ -69,10 +69,10 @@ impl ClockReasons {
     const HOLDING: u64 = 0x2 | 0x4 | 0x8 | 0x20 | 0x40 | 0x80;
 
     /// `0x0000000000000004` as nvidia-smi prints it (`[N/A]` is `None`).
-    pub fn parse(field: &str) -> Option<u64> {
+    pub fn parse(field: &str) -> Option<ClockReasons> {
         let field = field.trim();
         let hex = field.strip_prefix("0x").or_else(|| field.strip_prefix("0X"))?;
-        u64::from_str_radix(hex, 16).ok()
+        u64::from_str_radix(hex, 16).ok().map(ClockReasons)
     }
 
     /// Whether any of them holds the clocks of a GPU at work down.

@@ -296,9 +296,7 @@ impl Notebook {
         let (maximize, minimize) = (pick(&query.maximize, MAXIMIZE), pick(&query.minimize, MINIMIZE));
         let (bounds, _) = crate::metrics::guard_bounds_of(&self.store, permit.investigation()).await?;
         let watch_runs = query.include_watch_runs == Some(true);
-        // Only collective-bound runs' hosts are read (by the topology guard).
-        let bound = step.runs.iter().filter(|r| domain::guards::collective(&r.command, &r.env));
-        let hosts = crate::facts::links_by_ids(&self.store, bound.filter_map(|r| r.facts_id).collect()).await?;
+        let hosts = crate::facts::links_of_runs(&self.store, &step.runs).await?;
         Ok(frontier(&step, (&maximize, &minimize), slo.as_ref(), &bounds, &hosts, watch_runs)?)
     }
 

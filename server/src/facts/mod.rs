@@ -89,21 +89,29 @@ pub fn from_output(out: &str, marker: &str, python: &str) -> HostFacts {
 }
 
 /// The links (P2P, ACS) of the captures `ids` names, by id: the guards read
-/// a run's host as it was.
+/// a run's host as it was. Each capture is read once, however many runs
+/// name it.
 pub async fn links_by_ids(
     store: &Store,
-    ids: Vec<i64>,
+    ids: impl IntoIterator<Item = i64>,
 ) -> Result<std::collections::HashMap<i64, domain::guards::Links>> {
     let mut found = std::collections::HashMap::new();
-    for id in ids {
-        if found.contains_key(&id) {
-            continue;
-        }
+    for id in ids.into_iter().collect::<std::collections::BTreeSet<i64>>() {
         if let Some(row) = store.facts(id).await? {
             found.insert(id, of_row(row)?.links());
         }
     }
     Ok(found)
+}
+
+/// [`links_by_ids`] of the captures of those `runs` that are collective-bound:
+/// the only runs whose host the topology guard reads.
+pub async fn links_of_runs<'a>(
+    store: &Store,
+    runs: impl IntoIterator<Item = &'a domain::runs::Run>,
+) -> Result<std::collections::HashMap<i64, domain::guards::Links>> {
+    let bound = runs.into_iter().filter(|r| domain::guards::collective(&r.command, &r.env));
+    links_by_ids(store, bound.filter_map(|r| r.facts_id).collect::<Vec<_>>()).await
 }
 
 /// A capture as stored: facts that do not parse are unreadable, never empty.

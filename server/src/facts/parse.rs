@@ -89,28 +89,25 @@ pub fn topology(text: &str) -> Option<Topology> {
 
 /// In words, how the GPUs talk to each other — the crux for collectives.
 pub fn interconnect(topology: &Topology) -> Option<String> {
-    let gpus: Vec<usize> =
-        topology.devices.iter().enumerate().filter(|(_, d)| d.starts_with("GPU")).map(|(i, _)| i).collect();
     let mut kinds: Vec<String> = Vec::new();
-    for (a, &i) in gpus.iter().enumerate() {
-        for &j in &gpus[a + 1..] {
-            let link = topology.links.get(i)?.get(j)?.clone();
-            if !kinds.contains(&link) {
-                kinds.push(link);
-            }
+    for (_, _, link) in topology.gpu_pairs() {
+        let link = link?.to_string();
+        if !kinds.contains(&link) {
+            kinds.push(link);
         }
     }
+    let gpus = topology.gpu_count();
     if kinds.is_empty() {
         return None;
     }
     let nvlink = kinds.iter().all(|k| k.starts_with("NV"));
     let none = kinds.iter().all(|k| !k.starts_with("NV"));
     Some(if nvlink {
-        format!("NVLink between all {} GPUs ({})", gpus.len(), kinds.join(", "))
+        format!("NVLink between all {gpus} GPUs ({})", kinds.join(", "))
     } else if none {
-        format!("PCIe only between {} GPUs ({})", gpus.len(), kinds.join(", "))
+        format!("PCIe only between {gpus} GPUs ({})", kinds.join(", "))
     } else {
-        format!("mixed NVLink and PCIe between {} GPUs ({})", gpus.len(), kinds.join(", "))
+        format!("mixed NVLink and PCIe between {gpus} GPUs ({})", kinds.join(", "))
     })
 }
 

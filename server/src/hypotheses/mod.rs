@@ -16,7 +16,7 @@ use domain::hypotheses::{
     Hypothesis, HypothesisInput, HypothesisStatus, RunGroup, VerdictChange, VerdictSeen, hypothesis_anchor,
 };
 use domain::metrics::Outcome;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 const STATEMENT_CHARS: usize = 500;
 const RATIONALE_CHARS: usize = 20_000;
@@ -220,7 +220,7 @@ fn changes(before: &HypothesisRow, after: &HypothesisRow) -> Vec<String> {
 /// Which kernels changed between the groups, when both have profiles.
 fn profile_diff(
     rows: &[MeasurementRow],
-    wanted: &std::collections::HashSet<i64>,
+    wanted: &HashSet<i64>,
     baseline: &[i64],
     treatment: &[i64],
 ) -> Option<domain::profiles::ProfileDiff> {
@@ -282,19 +282,16 @@ fn resolve(group: &RunGroup, runs: &[RunRow]) -> Result<Vec<i64>> {
         .collect())
 }
 
-/// A run's environment, as stored.
-type Env = Vec<(String, String)>;
-
 /// The guards over the runs the arms used, each arm split by configuration
 /// (step and matrix values); none until both arms have runs.
 fn guards(
     rows: &[MeasurementRow],
-    wanted: &std::collections::HashSet<i64>,
+    wanted: &HashSet<i64>,
     runs: &[RunRow],
     (b_runs, t_runs): (&[i64], &[i64]),
     value_of: &HashMap<i64, f64>,
     bounds: &domain::guards::Bounds,
-    (envs, hosts): (&HashMap<i64, Env>, &HashMap<i64, domain::guards::Links>),
+    (collective, hosts): (&HashSet<i64>, &HashMap<i64, domain::guards::Links>),
 ) -> Result<Vec<domain::guards::Guard>> {
     if b_runs.is_empty() || t_runs.is_empty() {
         return Ok(Vec::new());
@@ -318,7 +315,6 @@ fn guards(
         servers.insert(*id, server);
     }
     let empty = Vec::new();
-    let no_env = Vec::new();
     let arm = |ids: &[i64]| {
         let mut configs: std::collections::BTreeMap<(i64, Option<&str>), Vec<domain::guards::RunFacts<'_>>> =
             Default::default();
@@ -330,7 +326,7 @@ fn guards(
                 value: value_of.get(id).copied(),
                 server: servers.get(id).copied().flatten(),
                 warmup: row.warmup != 0,
-                collective: domain::guards::collective(&row.command, envs.get(id).unwrap_or(&no_env)),
+                collective: collective.contains(id),
                 host: row.facts_id.and_then(|f| hosts.get(&f)),
             });
         }
@@ -484,7 +480,7 @@ impl Hypotheses {
                 &fetched
             }
         };
-        let wanted: std::collections::HashSet<i64> = ids.iter().copied().collect();
+        let wanted: HashSet<i64> = ids.iter().copied().collect();
         if let Some(metric) = &row.metric {
             for m in rows.iter().filter(|m| &m.metric == metric) {
                 // One value per run: the first the output gave (tools print a summary once).
@@ -547,19 +543,19 @@ impl Hypotheses {
             _ => None,
         };
         let (bounds, _) = crate::metrics::guard_bounds_of(&self.store, &row.investigation_id).await?;
-        // Each used run's environment, and the host facts of those that are
-        // collective-bound (the only ones the topology guard reads).
-        let mut envs: HashMap<i64, Env> = HashMap::new();
+        // The used runs that are collective-bound, and their host facts (the
+        // only ones the topology guard reads).
+        let mut collective = HashSet::new();
         let mut facts = Vec::new();
         for r in runs.iter().filter(|r| wanted.contains(&r.id)) {
-            let env: Env = stored(&r.env, || format!("run {}'s environment", r.id))?;
+            let env: Vec<(String, String)> = stored(&r.env, || format!("run {}'s environment", r.id))?;
             if domain::guards::collective(&r.command, &env) {
+                collective.insert(r.id);
                 facts.extend(r.facts_id);
             }
-            envs.insert(r.id, env);
         }
         let hosts = crate::facts::links_by_ids(&self.store, facts).await?;
-        let guards = guards(rows, &wanted, runs, (&b_runs, &t_runs), &value_of, &bounds, (&envs, &hosts))?;
+        let guards = guards(rows, &wanted, runs, (&b_runs, &t_runs), &value_of, &bounds, (&collective, &hosts))?;
         let trusted = domain::guards::trusted(&guards);
         let hazards = domain::guards::hazards(&guards);
         let verdict_word = verdict_word(outcome, as_expected);

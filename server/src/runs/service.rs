@@ -634,9 +634,7 @@ impl Runs {
             .or(run.measurements.first())
             .map(|m| (m.metric.clone(), m.key.clone()));
         let empty = Vec::new();
-        // Only collective-bound runs' hosts are read (by the topology guard).
-        let bound = siblings.iter().chain([&run]).filter(|r| domain::guards::collective(&r.command, &r.env));
-        let hosts = crate::facts::links_by_ids(&self.store, bound.filter_map(|r| r.facts_id).collect()).await?;
+        let hosts = crate::facts::links_of_runs(&self.store, siblings.iter().copied().chain([run])).await?;
         let facts = |r: &Run| {
             let ms = measured.get(&r.id).unwrap_or(&empty);
             domain::guards::RunFacts {

@@ -33,7 +33,7 @@ const AT_WORK_MIB: f64 = 1024.0;
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Clock {
     pub max_mhz: Option<f64>,
-    pub reasons: Option<u64>,
+    pub reasons: Option<ClockReasons>,
 }
 
 /// Whose a process on a GPU is, as the sampler could tell.
@@ -215,9 +215,9 @@ impl RunSeen {
             (Some(now), Some(max)) if max > 0.0 => now < max * HELD_BELOW,
             _ => true,
         };
-        if ClockReasons(reasons).holding() && below {
+        if reasons.holding() && below {
             seen.clocks_held += 1;
-            seen.reasons |= reasons;
+            seen.reasons |= reasons.0;
         }
     }
 
@@ -310,10 +310,9 @@ fn measurement(metric: &str, unit: &str, value: f64, key: Option<String>) -> Mea
 pub fn measurements(stored: &Stored, own: &[String], samples: &[(u32, Sample)]) -> Vec<Measurement> {
     let mut out = gpu_measurements(&stored.gpus, stored.listings, own, samples);
     let mine: Vec<&ProcessCpu> = stored.cpu.iter().filter(|c| own.contains(&c.dir) && c.intervals > 0).collect();
-    if let Some(busiest) = mine.iter().max_by(|a, b| (a.busy * 1000 / a.intervals).cmp(&(b.busy * 1000 / b.intervals)))
-    {
-        let pct = f64::from(busiest.busy) * 100.0 / f64::from(busiest.intervals);
-        out.push(measurement("client_cpu_busy_pct", "%", pct, None));
+    if !mine.is_empty() {
+        let busy = mine.iter().map(|c| f64::from(c.busy) * 100.0 / f64::from(c.intervals)).fold(0.0, f64::max);
+        out.push(measurement("client_cpu_busy_pct", "%", busy, None));
         let most = mine.iter().map(|c| c.max_pct).fold(0.0, f64::max);
         out.push(measurement("client_cpu_max_pct", "%", most, None));
     }
@@ -440,9 +439,9 @@ mod tests {
     #[test]
     fn clocks_held_by_heat_count_idle_and_a_clock_at_its_highest_do_not() {
         let mut seen = RunSeen::default();
-        let held = Clock { max_mhz: Some(1980.0), reasons: Some(0x40) };
-        let idle = Clock { max_mhz: Some(1980.0), reasons: Some(0x1) };
-        let cap_at_max = Clock { max_mhz: Some(1980.0), reasons: Some(0x4) };
+        let held = Clock { max_mhz: Some(1980.0), reasons: Some(ClockReasons(0x40)) };
+        let idle = Clock { max_mhz: Some(1980.0), reasons: Some(ClockReasons(0x1)) };
+        let cap_at_max = Clock { max_mhz: Some(1980.0), reasons: Some(ClockReasons(0x4)) };
         seen.reading(0, &sample(1410.0, 1.0), held);
         seen.reading(0, &sample(345.0, 1.0), idle);
         seen.reading(0, &sample(1965.0, 1.0), cap_at_max);

@@ -438,7 +438,10 @@ mod tests {
         }
         let text = String::from_utf8_lossy(&out.stdout);
         let (_, sample, clock) = readings.first().unwrap_or_else(|| panic!("a reading: {text}"));
-        assert_eq!((sample.sm_clock_mhz, clock.max_mhz, clock.reasons), (Some(1410.0), Some(1980.0), Some(0x40)));
+        assert_eq!(
+            (sample.sm_clock_mhz, clock.max_mhz, clock.reasons),
+            (Some(1410.0), Some(1980.0), Some(domain::telemetry::ClockReasons(0x40)))
+        );
         assert_eq!(names.get(&0).map(String::as_str), Some("<i>H100</i>"));
         let listing = listings.first().unwrap_or_else(|| panic!("a listing: {text}"));
         let cpu: Vec<(&str, u32)> = listing.cpu.iter().map(|c| (c.dir.as_str(), c.pid)).collect();

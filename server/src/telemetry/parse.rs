@@ -26,8 +26,8 @@ pub struct Reading {
     /// The GPU's highest SM clock (`clocks.max.sm`).
     pub sm_clock_max_mhz: Option<f64>,
     /// Why its clocks are held where they are (`clocks_event_reasons.active`,
-    /// once `clocks_throttle_reasons.active`): NVML's bits, [`Reasons`].
-    pub clock_reasons: Option<u64>,
+    /// once `clocks_throttle_reasons.active`).
+    pub clock_reasons: Option<ClockReasons>,
 }
 
 /// A number as nvidia-smi prints it: `71 %`, `247.87 W`, `7087 MiB`, `71`; the
@@ -193,7 +193,10 @@ mod tests {
         let held = "index, clocks.sm [MHz], clocks.max.sm [MHz], clocks_throttle_reasons.active\n\
                     0, 1410, 1980, 0x0000000000000044\n1, 345, 1980, 0x0000000000000001\n2, 1980, 1980, [N/A]\n";
         let all = readings(held);
-        assert_eq!(all.iter().map(|r| r.clock_reasons).collect::<Vec<_>>(), [Some(0x44), Some(0x1), None]);
+        assert_eq!(
+            all.iter().map(|r| r.clock_reasons).collect::<Vec<_>>(),
+            [Some(ClockReasons(0x44)), Some(ClockReasons(0x1)), None]
+        );
         assert_eq!(all[0].sm_clock_max_mhz, Some(1980.0));
         assert!(ClockReasons(0x44).holding() && !ClockReasons(0x1).holding() && !ClockReasons(0x10).holding());
         assert_eq!(ClockReasons(0x45).describe(), "SW power cap, HW thermal slowdown");

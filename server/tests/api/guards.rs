@@ -42,6 +42,26 @@ fn flagged(level: &str) -> bool {
     matches!(level, "warn" | "fail")
 }
 
+/// The guards among `guards` that flagged, each with what it said.
+fn raised(guards: &Value) -> Vec<String> {
+    let all = guards.as_array().into_iter().flatten();
+    all.filter(|g| flagged(g["level"].as_str().unwrap_or("")))
+        .map(|g| format!("{}: {}", g["name"], g["text"]))
+        .collect()
+}
+
+/// A step whose runs are the client with `flags` against the fake engine
+/// kept with `knobs`, over `matrix`, without GPU telemetry.
+async fn engine_step(app: &TestApp, flags: &str, knobs: &str, matrix: Value) -> i64 {
+    let port = free_port();
+    command_step(
+        app,
+        json!({ "command": client(port, flags), "telemetry": false, "artifacts": ["result.json"],
+                "server": engine(port, knobs), "matrix": matrix }),
+    )
+    .await
+}
+
 /// The tally: hazards and whether their guard flagged each; clean runs and
 /// the guards that flagged any.
 #[derive(Default)]
@@ -66,16 +86,7 @@ impl Tally {
                 let said = guard.map(|g| g.to_string()).unwrap_or_default();
                 self.hazards.push((format!("{scenario}: run {id} {name}: {said}"), flagged(level(guards, name))))
             }
-            None => {
-                let raised: Vec<String> = guards
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter(|g| flagged(g["level"].as_str().unwrap_or("")))
-                    .map(|g| format!("{}: {}", g["name"], g["text"]))
-                    .collect();
-                self.clean.push((format!("{scenario}: run {id}"), raised));
-            }
+            None => self.clean.push((format!("{scenario}: run {id}"), raised(guards))),
         }
     }
 }
@@ -145,11 +156,11 @@ async fn each_hazard_is_flagged_by_its_guard_and_its_clean_twin_is_not() {
     let mut tally = Tally::default();
 
     // A warm prefix cache: 60 % of prompt tokens hit, against none.
-    let port = free_port();
-    let step = command_step(
+    let step = engine_step(
         &app,
-        json!({ "command": client(port, "--concurrency 8 --requests 16 --max-tokens 16"), "telemetry": false, "artifacts": ["result.json"],
-                "server": engine(port, "--max-batch 8 --prefix-hit-pct $HIT"), "matrix": { "HIT": [0, 60] } }),
+        "--concurrency 8 --requests 16 --max-tokens 16",
+        "--max-batch 8 --prefix-hit-pct $HIT",
+        json!({ "HIT": [0, 60] }),
     )
     .await;
     // The suite's first server start pays the machine's own warm-up (Python's
@@ -163,11 +174,11 @@ async fn each_hazard_is_flagged_by_its_guard_and_its_clean_twin_is_not() {
 
     // A queue that grows: 24 requests asked at 60 req/s of an engine that
     // serves one at a time (80 ms each), against one that batches 16.
-    let port = free_port();
-    let step = command_step(
+    let step = engine_step(
         &app,
-        json!({ "command": client(port, "--requests 24 --max-tokens 16 --request-rate 60"), "telemetry": false, "artifacts": ["result.json"],
-                "server": engine(port, "--max-batch $MB"), "matrix": { "MB": [1, 16] } }),
+        "--requests 24 --max-tokens 16 --request-rate 60",
+        "--max-batch $MB",
+        json!({ "MB": [1, 16] }),
     )
     .await;
     for run in launch(&app, step, 1, 3).await {
@@ -176,11 +187,11 @@ async fn each_hazard_is_flagged_by_its_guard_and_its_clean_twin_is_not() {
     }
 
     // A client out of CPU: each send costs 50 ms, at 60 req/s asked.
-    let port = free_port();
-    let step = command_step(
+    let step = engine_step(
         &app,
-        json!({ "command": client(port, "--requests 30 --max-tokens 8 --request-rate 60 --send-cost-s $COST"),
-                "telemetry": false, "artifacts": ["result.json"], "server": engine(port, "--max-batch 16"), "matrix": { "COST": [0, 0.05] } }),
+        "--requests 30 --max-tokens 8 --request-rate 60 --send-cost-s $COST",
+        "--max-batch 16",
+        json!({ "COST": [0, 0.05] }),
     )
     .await;
     for run in launch(&app, step, 1, 3).await {
@@ -208,12 +219,11 @@ async fn each_hazard_is_flagged_by_its_guard_and_its_clean_twin_is_not() {
     // Too few warm-ups: a kept server's first 32 requests take 4 times as
     // long, and the warm-up makes 16 of them; its first measured run is the
     // hazard. Its later runs are neither hazard nor clean twin.
-    let port = free_port();
-    let step = command_step(
+    let step = engine_step(
         &app,
-        json!({ "command": client(port, "--concurrency 8 --requests 16 --max-tokens 16"), "telemetry": false, "artifacts": ["result.json"],
-                "server": engine(port, "--max-batch 8 --cold-requests 32 --cold-factor $COLD"),
-                "matrix": { "COLD": [1, 4] } }),
+        "--concurrency 8 --requests 16 --max-tokens 16",
+        "--max-batch 8 --cold-requests 32 --cold-factor $COLD",
+        json!({ "COLD": [1, 4] }),
     )
     .await;
     let runs = launch(&app, step, 2, 4).await;
@@ -237,14 +247,14 @@ async fn each_hazard_is_flagged_by_its_guard_and_its_clean_twin_is_not() {
 
     // Two regimes across restarts: each start of the server takes the next
     // of 5 and 15 ms a token, against one whose starts all take 5.
-    let port = free_port();
     let counts = sshd.dir.path().join("regimes");
     std::fs::create_dir_all(&counts).unwrap();
     let knobs = format!("--max-batch 8 --regimes $REGIMES --regime-file {}/$REGIMES", counts.display());
-    let step = command_step(
+    let step = engine_step(
         &app,
-        json!({ "command": client(port, "--concurrency 8 --requests 16 --max-tokens 16"), "telemetry": false, "artifacts": ["result.json"],
-                "server": engine(port, &knobs), "matrix": { "REGIMES": ["5,5", "5,15"] } }),
+        "--concurrency 8 --requests 16 --max-tokens 16",
+        &knobs,
+        json!({ "REGIMES": ["5,5", "5,15"] }),
     )
     .await;
     for run in launch(&app, step, 4, 2).await {
@@ -282,14 +292,12 @@ async fn each_hazard_is_flagged_by_its_guard_and_its_clean_twin_is_not() {
 
     // Spec-decode acceptance that drifted between the arms a hypothesis
     // compares (70 % against 50 %), beside one whose arms agree (70 and 71).
-    let port = free_port();
-    let mut server = engine(port, "--max-batch 8");
-    server["command"] =
-        json!(server["command"].as_str().unwrap().replace("--spec-accept-pct 70", "--spec-accept-pct $ACC"));
-    let step = command_step(
+    // (The engine's flags come after its default 70 %: the last one given counts.)
+    let step = engine_step(
         &app,
-        json!({ "command": client(port, "--concurrency 8 --requests 16 --max-tokens 16"), "telemetry": false, "artifacts": ["result.json"],
-                "server": server, "matrix": { "ACC": [70, 71, 50] } }),
+        "--concurrency 8 --requests 16 --max-tokens 16",
+        "--max-batch 8 --spec-accept-pct $ACC",
+        json!({ "ACC": [70, 71, 50] }),
     )
     .await;
     for run in launch(&app, step, 1, 3).await {
@@ -315,14 +323,7 @@ async fn each_hazard_is_flagged_by_its_guard_and_its_clean_twin_is_not() {
             ));
             assert_eq!(h["trusted"], false, "{h}");
         } else {
-            let raised: Vec<String> = h["guards"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter(|g| flagged(g["level"].as_str().unwrap_or("")))
-                .map(|g| g.to_string())
-                .collect();
-            tally.clean.push(("acceptance: hypothesis 70 against 71".into(), raised));
+            tally.clean.push(("acceptance: hypothesis 70 against 71".into(), raised(&h["guards"])));
         }
     }
 
